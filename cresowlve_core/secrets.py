@@ -1,0 +1,29 @@
+"""Keep API keys out of everything the project writes.
+
+Keys are only ever read from environment variables *by name*. As a second line of defence,
+writers of notebooks, reports and run directories pass their text through :func:`redact`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
+MIN_SECRET_LEN = 8
+REDACTED = "***REDACTED***"
+
+
+def find_secret_values(extra_names: list[str] | None = None) -> list[str]:
+    """Values of environment variables whose names look like credentials (longest first)."""
+    names = {n for n in os.environ if _SECRET_NAME.search(n)}
+    names.update(extra_names or [])
+    values = {os.environ[n] for n in names if len(os.environ.get(n, "")) >= MIN_SECRET_LEN}
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    for s in secrets:
+        if s in text:
+            text = text.replace(s, REDACTED)
+    return text
