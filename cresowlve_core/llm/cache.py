@@ -1,0 +1,169 @@
+"""A response cache on SQLite, safe for several processes at once.
+
+The database runs in WAL mode with a generous ``busy_timeout``; every write is one short
+``INSERT OR REPLACE`` transaction, so two notebooks (or a notebook and a CLI run) can share
+one file. Only successful, non-empty completions are stored (the client enforces this too).
+
+The key is the SHA-256 of canonical JSON over everything that can change an answer:
+base URL, model, API kind, messages, every ``GenParams`` field and the prompt version.
+Nothing secret goes in: the API key is never part of a key or a stored value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.evaluation.records import Usage
+from cresowlve_core.llm.types import Completion, Endpoint, GenParams
+from cresowlve_core.paths import CACHE_DIR
+
+DEFAULT_CACHE_PATH = CACHE_DIR / "responses.sqlite"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    prompt_version TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    payload TEXT NOT NULL
+)
+"""
+
+
+def canonical_json(obj: Any) -> str:
+    """Deterministic JSON: sorted keys, no whitespace, unicode kept."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def cache_key(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> str:
+    """SHA-256 hex digest identifying one request."""
+    material = {
+        "base_url": endpoint.base_url.rstrip("/"),
+        "model": endpoint.model,
+        "api": params.resolved_api(),
+        "messages": messages,
+        "params": dataclasses.asdict(params),
+        "prompt_version": prompt_version,
+    }
+    return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
+
+
+def _to_payload(c: Completion) -> str:
+    return canonical_json(
+        {
+            "text": c.text,
+            "thoughts": c.thoughts,
+            "usage": c.usage.model_dump(),
+            "cost": c.cost,
+            "latency_s": c.latency_s,
+            "model": c.model,
+            "raw": c.raw,
+        }
+    )
+
+
+def _from_payload(payload: str) -> Completion:
+    d = json.loads(payload)
+    return Completion(
+        text=d["text"],
+        thoughts=d.get("thoughts"),
+        usage=Usage(**(d.get("usage") or {})),
+        cost=d.get("cost"),
+        latency_s=float(d.get("latency_s") or 0.0),
+        cached=True,
+        model=d.get("model") or "",
+        raw=d.get("raw") or {},
+    )
+
+
+class ResponseCache:
+    """``get``/``put`` completions by key; ``stats()`` and ``clear()`` for housekeeping.
+
+    One connection per instance, guarded by a lock so threads may share an instance.
+    Different processes must each open their own instance (as they naturally do).
+    """
+
+    def __init__(self, path: str | Path | None = None, *, busy_timeout_ms: int = 30_000) -> None:
+        self.path = Path(path) if path is not None else DEFAULT_CACHE_PATH
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            str(self.path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+        )
+        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        self._retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._retry_locked(lambda: self._conn.execute(_SCHEMA))
+
+    @staticmethod
+    def _retry_locked(fn: Any, attempts: int = 50) -> Any:
+        """Run ``fn``, retrying briefly if another process holds a lock during setup."""
+        for i in range(attempts):
+            try:
+                return fn()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or i == attempts - 1:
+                    raise
+                time.sleep(0.05)
+        return None
+
+    def get(self, key: str) -> Completion | None:
+        """The cached completion (with ``cached=True``), or ``None``."""
+        with self._lock:
+            row = self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
+        return _from_payload(row[0]) if row else None
+
+    def put(self, key: str, completion: Completion, *, model: str | None = None, prompt_version: str = "") -> None:
+        """Store a completion under ``model`` (default: the model the server reported).
+
+        The client passes the endpoint's model name so ``stats()``/``clear(model)`` use the
+        names you configured. Empty answers are refused (they are never worth replaying).
+        """
+        if not completion.text.strip():
+            return
+        with self._lock:
+            self._conn.execute(
+                "INSERT OR REPLACE INTO responses (key, model, prompt_version, created_at, payload) VALUES (?,?,?,?,?)",
+                (key, model or completion.model, prompt_version, time.time(), _to_payload(completion)),
+            )
+
+    def __contains__(self, key: str) -> bool:
+        with self._lock:
+            return self._conn.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def stats(self) -> dict[str, Any]:
+        """``{"path", "entries", "bytes", "per_model": {model: count}}`` (bytes include the WAL)."""
+        with self._lock:
+            per_model = dict(self._conn.execute("SELECT model, COUNT(*) FROM responses GROUP BY model").fetchall())
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
+        return {"path": str(self.path), "entries": sum(per_model.values()), "bytes": size, "per_model": per_model}
+
+    def clear(self, model: str | None = None) -> int:
+        """Delete all entries (or those of one model); returns how many were deleted."""
+        with self._lock:
+            if model is None:
+                cur = self._conn.execute("DELETE FROM responses")
+            else:
+                cur = self._conn.execute("DELETE FROM responses WHERE model = ?", (model,))
+        return int(cur.rowcount)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

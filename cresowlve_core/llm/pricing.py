@@ -1,0 +1,154 @@
+"""Model prices and cost accounting.
+
+``PriceTable.load()`` reads ``prices.csv`` next to this module (columns ``model,
+input_per_mtok, output_per_mtok, batch_discount``; lines starting with ``#`` are comments)
+and then, if the environment variable ``CRESOWLVE_PRICES`` names a CSV of the same shape,
+lets its rows override or extend the table.
+
+Rules:
+
+* An unknown model costs ``None`` ("unknown"), never 0.
+* Reasoning tokens are billed as output tokens. OpenAI already includes them in
+  ``output_tokens``/``completion_tokens``, so they are not added a second time.
+* A dated snapshot name (``gpt-4.1-2025-04-14``) falls back to its base name (``gpt-4.1``);
+  there is no other fuzzy matching (``gpt-4.1-mini`` never matches ``gpt-4.1``).
+
+``CostMeter`` adds up what one role (the model under test, or the judge: one meter each)
+spends, and enforces an optional budget with reservations for calls still in flight.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cresowlve_core.evaluation.records import Usage
+from cresowlve_core.llm.types import BudgetExceeded
+
+DEFAULT_PRICES_PATH = Path(__file__).resolve().parent / "prices.csv"
+PRICES_ENV = "CRESOWLVE_PRICES"
+_DATE_SUFFIX = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
+@dataclass(frozen=True)
+class ModelPrice:
+    """USD per million tokens, and the fraction the Batch API takes off."""
+
+    input_per_mtok: float
+    output_per_mtok: float
+    batch_discount: float = 0.0
+
+
+def _read_csv(path: Path) -> dict[str, ModelPrice]:
+    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    rows: dict[str, ModelPrice] = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        try:
+            model = row["model"].strip()
+            rows[model] = ModelPrice(
+                input_per_mtok=float(row["input_per_mtok"]),
+                output_per_mtok=float(row["output_per_mtok"]),
+                batch_discount=float(row.get("batch_discount") or 0.0),
+            )
+        except (KeyError, ValueError, AttributeError) as exc:
+            raise ValueError(f"bad price row in {path}: {row!r} ({exc})") from exc
+    return rows
+
+
+@dataclass
+class PriceTable:
+    """Prices by model name. Build with ``PriceTable.load()`` or directly from a dict."""
+
+    prices: dict[str, ModelPrice] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path | None = None) -> PriceTable:
+        """Read ``path`` (default: the bundled prices.csv), then apply ``$CRESOWLVE_PRICES`` on top."""
+        prices = _read_csv(Path(path) if path else DEFAULT_PRICES_PATH)
+        override = os.environ.get(PRICES_ENV)
+        if override:
+            prices.update(_read_csv(Path(override)))
+        return cls(prices)
+
+    def get(self, model: str) -> ModelPrice | None:
+        """The price of ``model``, or of its undated base name; ``None`` when unknown."""
+        if model in self.prices:
+            return self.prices[model]
+        base = _DATE_SUFFIX.sub("", model)
+        return self.prices.get(base)
+
+    def cost(self, model: str, usage: Usage, *, batch: bool = False) -> float | None:
+        """USD for one call; ``None`` if the model is unknown or a needed token count is missing."""
+        price = self.get(model)
+        if price is None:
+            return None
+        if price.input_per_mtok == 0 and price.output_per_mtok == 0:
+            return 0.0
+        if usage.input_tokens is None or usage.output_tokens is None:
+            return None
+        usd = (usage.input_tokens * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) / 1e6
+        return usd * (1.0 - price.batch_discount) if batch else usd
+
+    def max_cost(self, model: str, input_tokens: int, max_output_tokens: int) -> float | None:
+        """Upper-bound estimate of one call (used for budget checks); ``None`` if unknown."""
+        return self.cost(model, Usage(input_tokens=input_tokens, output_tokens=max_output_tokens))
+
+
+def estimate_input_tokens(text: str) -> int:
+    """A deliberately generous token estimate (≈ 3 characters per token) for budget checks."""
+    return max(1, math.ceil(len(text) / 3))
+
+
+@dataclass
+class CostMeter:
+    """Running totals for one role. ``spent`` is new money; ``run_cost`` includes cache hits.
+
+    ``spent`` only grows from calls actually sent; cached answers add their original price to
+    ``run_cost`` (what the whole run would cost from scratch) but nothing to ``spent``.
+    """
+
+    spent: float = 0.0
+    run_cost: float = 0.0
+    n_calls: int = 0
+    n_cached: int = 0
+    n_unknown_cost: int = 0
+    reserved: float = 0.0
+
+    def reserve(self, estimate: float, max_cost: float | None) -> None:
+        """Hold ``estimate`` for a call about to be sent, or raise BudgetExceeded."""
+        if max_cost is not None and self.spent + self.reserved + estimate > max_cost:
+            raise BudgetExceeded(
+                f"budget of ${max_cost:.4f} would be exceeded: spent ${self.spent:.4f}, "
+                f"in flight ${self.reserved:.4f}, next call up to ${estimate:.4f}"
+            )
+        self.reserved += estimate
+
+    def release(self, estimate: float) -> None:
+        """Give back a reservation (the call finished or failed)."""
+        self.reserved = max(0.0, self.reserved - estimate)
+
+    def record(self, cost: float | None, *, cached: bool) -> None:
+        """Account for one finished call."""
+        self.n_calls += 1
+        if cached:
+            self.n_cached += 1
+        if cost is None:
+            self.n_unknown_cost += 1
+            return
+        self.run_cost += cost
+        if not cached:
+            self.spent += cost
+
+    def summary(self) -> dict[str, float | int]:
+        return {
+            "spent": self.spent,
+            "run_cost": self.run_cost,
+            "n_calls": self.n_calls,
+            "n_cached": self.n_cached,
+            "n_unknown_cost": self.n_unknown_cost,
+        }
