@@ -1,0 +1,183 @@
+"""Statistics in cresowlve_core.analysis.stats against textbook values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cresowlve_core.analysis.stats import (
+    binary_agreement,
+    bootstrap_ci,
+    bootstrap_mean_ci,
+    bootstrap_means,
+    cohen_kappa,
+    correlation,
+    diff_proportions,
+    percentile_interval,
+    stable_seed,
+    wilson_interval,
+)
+
+# ---------------------------------------------------------------- Wilson
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (0, 10, 0.0, 0.2775),  # Brown, Cai & DasGupta (2001); z = 1.96
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+        (81, 263, 0.2553, 0.3662),  # cross-checked with statsmodels proportion_confint(method="wilson")
+    ],
+)
+def test_wilson_textbook_values(k: int, n: int, low: float, high: float) -> None:
+    lo, hi = wilson_interval(k, n)
+    assert lo == pytest.approx(low, abs=5e-5)
+    assert hi == pytest.approx(high, abs=5e-5)
+
+
+def test_wilson_vectorised_and_empty() -> None:
+    lo, hi = wilson_interval(np.array([0, 5, 10]), np.array([10, 10, 10]))
+    assert lo == pytest.approx([0.0, 0.2366, 0.7225], abs=5e-5)
+    assert hi == pytest.approx([0.2775, 0.7634, 1.0], abs=5e-5)
+    lo0, hi0 = wilson_interval(0, 0)
+    assert math.isnan(lo0) and math.isnan(hi0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 5000).flatmap(lambda n: st.tuples(st.integers(0, n), st.just(n))))
+def test_wilson_contains_estimate(kn: tuple[int, int]) -> None:
+    k, n = kn
+    lo, hi = wilson_interval(k, n)
+    assert 0.0 <= lo <= k / n <= hi <= 1.0
+
+
+# ---------------------------------------------------------------- bootstrap
+
+
+def test_percentile_interval_of_known_replicates() -> None:
+    lo, hi = percentile_interval(np.arange(0, 1001, dtype=float))
+    assert (lo, hi) == pytest.approx((25.0, 975.0))
+
+
+def test_bootstrap_is_seeded_and_matches_normal_theory() -> None:
+    rng = np.random.default_rng(1)
+    x = (rng.random(400) < 0.3).astype(float)
+    a = bootstrap_mean_ci(x, n_boot=1000, seed=7)
+    assert a == bootstrap_mean_ci(x, n_boot=1000, seed=7)
+    reps7 = bootstrap_means(x, 1000, 7)
+    assert np.array_equal(reps7, bootstrap_means(x, 1000, 7))
+    assert not np.array_equal(reps7, bootstrap_means(x, 1000, 8))
+    assert reps7.mean() == pytest.approx(x.mean(), abs=0.003)
+    p = x.mean()
+    half = 1.96 * math.sqrt(p * (1 - p) / x.size)  # ≈ 0.045
+    assert a.value == pytest.approx(p)
+    assert a.low == pytest.approx(p - half, abs=0.01)
+    assert a.high == pytest.approx(p + half, abs=0.01)
+    assert a.n == 400
+
+
+def test_bootstrap_constant_and_nan_handling() -> None:
+    est = bootstrap_mean_ci([1.0, 1.0, float("nan"), 1.0], n_boot=200, seed=0)
+    assert (est.value, est.low, est.high, est.n) == (1.0, 1.0, 1.0, 3)
+    empty = bootstrap_mean_ci([], n_boot=10)
+    assert empty.n == 0 and math.isnan(empty.value)
+
+
+def test_bootstrap_generic_statistic() -> None:
+    x = np.arange(1, 102, dtype=float)  # median 51
+    est = bootstrap_ci(x, lambda a: np.median(a, axis=1), n_boot=500, seed=0)
+    assert est.value == 51.0
+    assert est.low < 51.0 < est.high
+
+
+def test_stable_seed_depends_only_on_key() -> None:
+    a = stable_seed(0, "gpt", "en", 3).random(3)
+    b = stable_seed(0, "gpt", "en", 3).random(3)
+    c = stable_seed(0, "gpt", "ru", 3).random(3)
+    assert np.array_equal(a, b) and not np.array_equal(a, c)
+
+
+# ---------------------------------------------------------------- difference of proportions
+
+
+def test_newcombe_textbook_example() -> None:
+    # Newcombe (1998), Stat Med 17:873-890, Table II example (a): 56/70 - 48/80, method 10.
+    d = diff_proportions(56, 70, 48, 80)
+    assert d.diff == pytest.approx(0.2)
+    assert d.low == pytest.approx(0.0524, abs=5e-5)
+    assert d.high == pytest.approx(0.3339, abs=5e-5)
+    # example (e): 9/10 - 3/10 → 0.1705, 0.8090
+    e = diff_proportions(9, 10, 3, 10)
+    assert (e.low, e.high) == pytest.approx((0.1705, 0.8090), abs=5e-5)
+
+
+def test_difference_is_antisymmetric() -> None:
+    a = diff_proportions(12, 40, 30, 50)
+    b = diff_proportions(30, 50, 12, 40)
+    assert a.diff == pytest.approx(-b.diff)
+    assert (a.low, a.high) == pytest.approx((-b.high, -b.low))
+
+
+# ---------------------------------------------------------------- correlations
+
+
+def test_pearson_anscombe_quartet() -> None:
+    x = [10, 8, 13, 9, 11, 14, 6, 4, 12, 7, 5]
+    y = [8.04, 6.95, 7.58, 8.81, 8.33, 9.96, 7.24, 4.26, 10.84, 4.82, 5.68]
+    c = correlation(x, y)
+    assert c.n == 11
+    assert c.pearson_r == pytest.approx(0.81642, abs=1e-4)  # Anscombe (1973), set I
+    assert c.pearson_p == pytest.approx(0.00217, abs=5e-5)
+
+
+def test_spearman_wikipedia_iq_tv() -> None:
+    # Wikipedia "Spearman's rank correlation coefficient", worked example: ρ = -29/165.
+    iq = [106, 100, 86, 101, 99, 103, 97, 113, 112, 110]
+    tv = [7, 27, 2, 50, 28, 29, 20, 12, 6, 17]
+    c = correlation(iq, tv)
+    assert c.spearman_rho == pytest.approx(-29 / 165, abs=1e-9)
+    assert c.spearman_p == pytest.approx(0.6272, abs=1e-3)
+
+
+def test_spearman_monotone_is_one() -> None:
+    x = np.arange(1, 30, dtype=float)
+    c = correlation(x, np.exp(x / 5))  # monotone, non-linear
+    assert c.spearman_rho == pytest.approx(1.0)
+    assert c.pearson_r < 1.0
+    assert correlation(x, -(x**3)).spearman_rho == pytest.approx(-1.0)
+
+
+def test_correlation_degenerate_inputs_give_nan() -> None:
+    assert math.isnan(correlation([1, 2], [3, 4]).pearson_r)
+    assert math.isnan(correlation([1, 1, 1, 1], [1, 2, 3, 4]).spearman_rho)
+    c = correlation([1, 2, float("nan"), 4, 5], [2, 4, 6, 8, float("nan")])
+    assert c.n == 3 and c.pearson_r == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- Cohen's kappa
+
+
+def test_kappa_wikipedia_example() -> None:
+    # Wikipedia "Cohen's kappa": 50 proposals, yes/yes 20, A yes B no 5, A no B yes 10, no/no 15.
+    a = ["yes"] * 20 + ["yes"] * 5 + ["no"] * 10 + ["no"] * 15
+    b = ["yes"] * 20 + ["no"] * 5 + ["yes"] * 10 + ["no"] * 15
+    assert cohen_kappa(a, b) == pytest.approx(0.4)
+    agr = binary_agreement(np.array(a) == "yes", np.array(b) == "yes")
+    assert (agr.n, agr.both_yes, agr.a_yes_b_no, agr.a_no_b_yes, agr.both_no) == (50, 20, 5, 10, 15)
+    assert agr.observed == pytest.approx(0.7)
+    assert agr.expected == pytest.approx(0.5)
+    assert agr.kappa == pytest.approx(0.4)
+
+
+def test_kappa_edge_cases() -> None:
+    assert cohen_kappa([1, 0, 1], [1, 0, 1]) == pytest.approx(1.0)
+    assert cohen_kappa([1, 1], [1, 1]) == 1.0
+    assert cohen_kappa([1, 0], [0, 1]) == pytest.approx(-1.0)
+    assert math.isnan(cohen_kappa([], []))
+    with pytest.raises(ValueError):
+        cohen_kappa([1], [1, 0])
