@@ -116,6 +116,7 @@ def run_notebook(
     reports_dir: Path | None = None,
     *,
     title: str | None = None,
+    output_name: str | None = None,
     timeout_s: int | None = 3600,
 ) -> RunResult:
     """Execute a notebook with papermill, render its HTML report, refresh the index."""
@@ -124,7 +125,8 @@ def run_notebook(
     src = notebook_path(name)
     reports = Path(reports_dir or REPORTS_DIR)
     reports.mkdir(parents=True, exist_ok=True)
-    out_ipynb = reports / f"{src.stem}.ipynb"
+    stem = output_name or src.stem
+    out_ipynb = reports / f"{stem}.ipynb"
     params = dict(parameters or {})
     t0 = time.monotonic()
     env_before = os.environ.get("CRESOWLVE_REPORT")
@@ -145,10 +147,11 @@ def run_notebook(
         else:
             os.environ["CRESOWLVE_REPORT"] = env_before
         _scrub_secrets(out_ipynb)
-    html_path = render_html(out_ipynb, reports / f"{src.stem}.html", title=title or src.stem)
+    title = title or _first_heading(out_ipynb) or stem
+    html_path = render_html(out_ipynb, reports / f"{stem}.html", title=title)
     seconds = time.monotonic() - t0
-    update_index(reports, src.stem, title or _first_heading(out_ipynb) or src.stem, params, seconds)
-    return RunResult(src.stem, out_ipynb, html_path, seconds, read_records(out_ipynb))
+    update_index(reports, stem, title, params, seconds)
+    return RunResult(stem, out_ipynb, html_path, seconds, read_records(out_ipynb))
 
 
 def _scrub_secrets(path: Path) -> None:

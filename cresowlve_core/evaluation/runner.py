@@ -1,0 +1,355 @@
+"""The evaluation run: solve every item with the model under test, score it, append the record.
+
+``evaluate(EvalConfig(...))`` is what ``cresowlve eval`` and ``notebooks/02_evaluation.ipynb`` call.
+The run directory is the unit of resume: re-running the same config on the same directory sends
+only what is missing or errored (and judges only what is not yet judged).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from tqdm.auto import tqdm
+
+from cresowlve_core.evaluation.records import ResponseRecord, RunManifest, Usage
+from cresowlve_core.evaluation.scoring import exact_match, exact_match_strict, judge_request, parse_verdict
+from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
+from cresowlve_core.items import Item, Lang
+from cresowlve_core.llm.cache import ResponseCache
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.pricing import CostMeter, PriceTable
+from cresowlve_core.llm.types import BudgetExceeded, Endpoint, GenParams, LLMError, LLMFatalError
+from cresowlve_core.rundir import RunDir, git_sha, now_iso, package_versions
+
+RESPONSES = "responses.jsonl"
+SUMMARY = "summary.json"
+
+
+@dataclass
+class EvalConfig:
+    """Everything that defines an evaluation run. Recorded in the manifest."""
+
+    model: str
+    base_url: str
+    run_dir: str
+    items: str = "demo"
+    lang: Lang = "en"
+    api_key_env: str | None = None
+    effort: str | None = None
+    prompt_style: str | None = None  # "cot" | "plain"; default: plain iff an effort is set
+    judge_model: str | None = None
+    judge_base_url: str | None = None
+    judge_api_key_env: str | None = None
+    concurrency: int = 8
+    limit: int | None = None
+    seed: int = 0
+    temperature: float = 0.0
+    max_tokens: int | None = 4096
+    judge_max_tokens: int = 512
+    max_cost: float | None = None
+    rpm: int | None = None
+    tpm: int | None = None
+    cache: bool = True
+    cache_path: str | None = None
+    api: str | None = None  # force "chat" | "responses" | "completions"
+
+    @property
+    def thinking(self) -> bool:
+        if self.prompt_style:
+            return self.prompt_style == "plain"
+        return self.effort is not None
+
+    def endpoint(self) -> Endpoint:
+        return Endpoint(self.base_url, self.model, self.api_key_env)
+
+    def judge_endpoint(self) -> Endpoint | None:
+        if not self.judge_model:
+            return None
+        return Endpoint(self.judge_base_url or self.base_url, self.judge_model, self.judge_api_key_env)
+
+    def gen_params(self) -> GenParams:
+        return GenParams(
+            temperature=self.temperature,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            effort=self.effort,
+            api=self.api,  # type: ignore[arg-type]
+        )
+
+    def judge_params(self) -> GenParams:
+        return GenParams(temperature=0.0, seed=self.seed, max_tokens=self.judge_max_tokens, api="chat")
+
+
+@dataclass
+class EvalOutcome:
+    run_dir: Path
+    summary: dict[str, Any]
+    stopped: str | None = None  # why the run stopped early, if it did
+    records: list[ResponseRecord] = field(default_factory=list)
+
+
+def _key(r: dict[str, Any]) -> tuple[str, str]:
+    return (r["id"], r["lang"])
+
+
+def _check_same_run(existing: dict[str, Any], manifest: RunManifest) -> None:
+    for field_name in ("model", "base_url", "lang", "items", "effort"):
+        old, new = existing.get(field_name), getattr(manifest, field_name)
+        if old != new:
+            raise ValueError(
+                f"run directory already holds a run with {field_name}={old!r}, not {new!r}; "
+                f"use another --run-dir (resume only continues the same configuration)"
+            )
+    if existing.get("prompt", {}).get("version") != manifest.prompt.get("version"):
+        raise ValueError(
+            f"run directory was made with prompt {existing.get('prompt')} but the current prompt is "
+            f"{manifest.prompt}; use another --run-dir"
+        )
+
+
+def build_manifest(cfg: EvalConfig, n_items: int) -> RunManifest:
+    prompt = solve_prompt(cfg.lang, cfg.thinking)
+    judge = None
+    if (je := cfg.judge_endpoint()) is not None:
+        jp = judge_request("x", "q", "a", "p").prompt
+        judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env,
+                 "prompt": jp.name, "prompt_version": jp.version, "seed": cfg.seed, "temperature": 0.0}
+    return RunManifest(
+        run_id=Path(cfg.run_dir).name,
+        model=cfg.model,
+        base_url=cfg.base_url,
+        api_key_env=cfg.api_key_env,
+        effort=cfg.effort,
+        thinking=cfg.thinking,
+        lang=cfg.lang,
+        items=cfg.items,
+        n_items=n_items,
+        limit=cfg.limit,
+        seed=cfg.seed,
+        temperature=cfg.temperature,
+        max_tokens=cfg.max_tokens,
+        prompt={"name": prompt.name, "version": prompt.version},
+        judge=judge,
+        git_sha=git_sha(),
+        packages=package_versions(),
+        started_at=now_iso(),
+        config={k: v for k, v in asdict(cfg).items()},
+    )
+
+
+def _record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
+    view = item.view(cfg.lang)
+    return {
+        "id": item.id,
+        "lang": cfg.lang,
+        "model": cfg.model,
+        "effort": cfg.effort,
+        "difficulty": item.difficulty,
+        "reasoning_type": item.reasoning_type,
+        "knowledge_domains": item.knowledge_domains,
+        "creative_domains": item.creative_domains,
+        "cultures": item.cultures,
+        "n_atomic_facts": len(item.atomic_facts) if item.atomic_facts is not None else None,
+        "answer": view.answer,
+    }
+
+
+class _Evaluator:
+    def __init__(self, cfg: EvalConfig, run: RunDir, prices: PriceTable):
+        self.cfg = cfg
+        self.run = run
+        self.prices = prices
+        cache = ResponseCache(Path(cfg.cache_path)) if cfg.cache_path else (ResponseCache() if cfg.cache else None)
+        self.meter = CostMeter()
+        self.judge_meter = CostMeter()
+        self.client = LLMClient(
+            cfg.endpoint(), concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm, cache=cache,
+            prices=prices, max_cost=cfg.max_cost, cost_meter=self.meter,
+        )
+        je = cfg.judge_endpoint()
+        self.judge = (
+            LLMClient(je, concurrency=cfg.concurrency, cache=cache, prices=prices, cost_meter=self.judge_meter)
+            if je else None
+        )
+        self.prompt = solve_prompt(cfg.lang, cfg.thinking)
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        if self.judge:
+            await self.judge.aclose()
+
+    async def solve_and_score(self, item: Item, previous: dict[str, Any] | None) -> ResponseRecord:
+        cfg = self.cfg
+        view = item.view(cfg.lang)
+        rec: dict[str, Any]
+        if previous is not None and previous.get("status") == "ok":
+            rec = dict(previous)  # only the judge is missing
+        else:
+            rec = _record_base(item, cfg)
+            try:
+                c = await self.client.complete(solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
+            except (LLMFatalError, BudgetExceeded):
+                raise
+            except LLMError as exc:
+                return ResponseRecord(**rec, status="error", error=str(exc))
+            prediction, how = extract_answer(c.text)
+            rec.update(
+                status="ok", prediction=prediction, extraction=how, raw_output=c.text, thoughts=c.thoughts,
+                usage=c.usage, cost=c.cost, latency_s=round(c.latency_s, 3), cached=c.cached,
+                em_strict=exact_match_strict(prediction, view.answer),
+                em_lenient=exact_match(prediction, view.answer, view.other_answers),
+            )
+        if self.judge is not None:
+            rec.update(await self._judge(item, rec["prediction"] or ""))
+        return ResponseRecord(**rec)
+
+    async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:
+        view = item.view(self.cfg.lang)
+        req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
+                            other_answers=view.other_answers, seed=self.cfg.seed)
+        assert self.judge is not None
+        try:
+            c = await self.judge.complete(req.messages, self.cfg.judge_params(), prompt_version=req.prompt.tag)
+        except LLMFatalError:
+            raise
+        except LLMError as exc:
+            return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
+                    "judge_model": self.cfg.judge_model}
+        verdict = parse_verdict(c.text, req.nonce)
+        return {
+            "judge_status": "scored" if verdict else "unscored",
+            "judge_verdict": verdict,
+            "judge_raw": c.text,
+            "judge_model": self.cfg.judge_model,
+            "judge_usage": c.usage,
+            "judge_cost": c.cost,
+        }
+
+
+def _needs_work(prev: dict[str, Any] | None, judged: bool) -> bool:
+    if prev is None or prev.get("status") != "ok":
+        return True
+    return judged and prev.get("judge_status") in (None, "not_run", "error")
+
+
+async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool = True,
+                         on_record: Callable[[ResponseRecord], None] | None = None) -> EvalOutcome:
+    run = RunDir(cfg.run_dir)
+    manifest = build_manifest(cfg, len(items))
+    existing_manifest = run.read_manifest()
+    if existing_manifest:
+        _check_same_run(existing_manifest, manifest)
+        manifest.started_at = existing_manifest.get("started_at")
+        manifest.config["resumed_at"] = now_iso()
+    run.write_manifest(manifest.model_dump())
+    previous = run.latest(RESPONSES, _key)
+    todo = [it for it in items if _needs_work(previous.get((it.id, cfg.lang)), cfg.judge_model is not None)]
+    ev = _Evaluator(cfg, run, PriceTable.load())
+    stopped: str | None = None
+    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"{cfg.model} [{cfg.lang}]",
+               unit="item", disable=not progress)
+    tasks = [asyncio.create_task(ev.solve_and_score(it, previous.get((it.id, cfg.lang)))) for it in todo]
+    try:
+        for fut in asyncio.as_completed(tasks):
+            try:
+                rec = await fut
+            except BudgetExceeded as exc:
+                stopped = f"max_cost reached: {exc}"
+                break
+            except LLMFatalError as exc:
+                stopped = f"fatal: {exc}"
+                break
+            run.append(RESPONSES, rec.model_dump(mode="json"))
+            if on_record:
+                on_record(rec)
+            bar.update(1)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        bar.close()
+        await ev.aclose()
+    latest = run.latest(RESPONSES, _key)
+    records = [ResponseRecord(**latest[(it.id, cfg.lang)]) for it in items if (it.id, cfg.lang) in latest]
+    summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(), judge_meter=ev.judge_meter.summary())
+    summary["stopped"] = stopped
+    manifest.finished_at = now_iso()
+    if stopped:
+        manifest.config["stopped"] = stopped
+    run.write_manifest(manifest.model_dump())
+    (run.path / SUMMARY).write_text(json.dumps(summary, indent=2))
+    if stopped and stopped.startswith("fatal"):
+        raise LLMFatalError(stopped.removeprefix("fatal: "))
+    return EvalOutcome(run.path, summary, stopped, records)
+
+
+def evaluate(cfg: EvalConfig, *, progress: bool = True) -> EvalOutcome:
+    """Load the items named by ``cfg.items`` and run :func:`evaluate_async` to completion."""
+    from cresowlve_core.sources.sample import load_items
+
+    items = load_items(cfg.items, cfg.lang)
+    if cfg.limit is not None:
+        items = items[: cfg.limit]
+    return asyncio.run(evaluate_async(cfg, items, progress=progress))
+
+
+def _sum(values: list[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[str, Any] | None = None,
+              judge_meter: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Table-1 numbers for one run: EM strict/lenient, judge accuracy with a Wilson 95% CI, counts."""
+    from cresowlve_core.analysis.stats import wilson_interval
+
+    ok = [r for r in records if r.status == "ok"]
+    scored = [r for r in ok if r.judge_status == "scored"]
+    judge_correct = sum(r.judge_verdict == "CORRECT" for r in scored)
+    lo, hi = wilson_interval(judge_correct, len(scored)) if scored else (None, None)
+    costs = [r.cost for r in ok]
+    judge_costs = [r.judge_cost for r in ok if r.judge_status != "not_run"]
+    usage = lambda attr, rs: _sum([getattr(r.usage, attr) for r in rs])  # noqa: E731
+    return {
+        "n_items": n_items,
+        "n_ok": len(ok),
+        "n_error": sum(r.status == "error" for r in records),
+        "n_not_run": n_items - len(records),
+        "em_strict": sum(bool(r.em_strict) for r in ok) / len(ok) if ok else None,
+        "em_lenient": sum(bool(r.em_lenient) for r in ok) / len(ok) if ok else None,
+        "n_judged": len(scored),
+        "judge_accuracy": judge_correct / len(scored) if scored else None,
+        "judge_ci95": [lo, hi] if scored else None,
+        "n_unscored": sum(r.judge_status == "unscored" for r in ok),
+        "n_judge_error": sum(r.judge_status == "error" for r in ok),
+        "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
+        "input_tokens": usage("input_tokens", ok),
+        "output_tokens": usage("output_tokens", ok),
+        "reasoning_tokens": usage("reasoning_tokens", ok),
+        "cost": None if not costs or any(c is None for c in costs) else sum(costs),
+        "judge_cost": None if not judge_costs or any(c is None for c in judge_costs) else sum(judge_costs),
+        "spent_now": {"model": model_meter, "judge": judge_meter},
+    }
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
+    judge = "judge: none"
+    if s["judge_accuracy"] is not None:
+        lo, hi = s["judge_ci95"]
+        judge = f"judge {pct(s['judge_accuracy'])} [{pct(lo)}, {pct(hi)}] (n={s['n_judged']})"
+    elif s["n_unscored"] or s["n_judge_error"]:
+        judge = "judge: no verdicts"
+    cost = "unknown" if s["cost"] is None else f"${s['cost']:.4f}"
+    jcost = "unknown" if s["judge_cost"] is None else f"${s['judge_cost']:.4f}"
+    tok = f"tokens in/out/reasoning {s['input_tokens']}/{s['output_tokens']}/{s['reasoning_tokens']}"
+    return (
+        f"n={s['n_items']} ok={s['n_ok']} error={s['n_error']} not-run={s['n_not_run']} | "
+        f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
+        f"unscored {s['n_unscored']} | {tok} | cost {cost} (judge {jcost})"
+        + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
+    )

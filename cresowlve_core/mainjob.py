@@ -1,0 +1,96 @@
+"""``cresowlve run``: the main job.
+
+1. renders the data overview;
+2. evaluates the demo items in English and Russian (notebook ``02_evaluation``, one report per
+   language) — on the provider named by ``CRESOWLVE_BASE_URL``/``CRESOWLVE_MODEL`` if set, else
+   on the embedded Gemma 3 270M, which it starts and stops itself;
+3. renders the analysis of those runs and the CREATE report (recorded leaderboard plus a few
+   queries generated and scored end to end by the same model);
+4. leaves ``reports/index.html`` linking everything.
+
+The judge is explicit: ``CRESOWLVE_JUDGE_MODEL`` (and ``CRESOWLVE_JUDGE_BASE_URL``,
+``CRESOWLVE_JUDGE_API_KEY_ENV``) when set; on the embedded default the same local model judges,
+which the reports state plainly. There is no hidden default judge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from cresowlve_core.paths import REPORTS_DIR, RUNS_DIR
+
+DEMO_RUNS = RUNS_DIR / "demo"
+
+
+@dataclass(frozen=True)
+class Target:
+    model: str
+    base_url: str
+    api_key_env: str | None
+    judge_model: str | None
+    judge_base_url: str | None
+    judge_api_key_env: str | None
+    local: bool
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
+
+
+@contextlib.contextmanager
+def target_from_env() -> Iterator[Target]:
+    """The provider configured in the environment, or the embedded model for the block's duration."""
+    base_url, model = os.environ.get("CRESOWLVE_BASE_URL"), os.environ.get("CRESOWLVE_MODEL")
+    if base_url and model:
+        yield Target(
+            model, base_url, os.environ.get("CRESOWLVE_API_KEY_ENV"),
+            os.environ.get("CRESOWLVE_JUDGE_MODEL"), os.environ.get("CRESOWLVE_JUDGE_BASE_URL"),
+            os.environ.get("CRESOWLVE_JUDGE_API_KEY_ENV"), local=False,
+        )
+        return
+    from cresowlve_core.llm.local import local_server
+
+    print("no provider configured (CRESOWLVE_BASE_URL/CRESOWLVE_MODEL): starting the embedded Gemma 3 270M", flush=True)
+    with local_server() as srv:
+        yield Target(srv.model, srv.base_url, None, srv.model, srv.base_url, None, local=True)
+
+
+def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]:
+    from cresowlve_core.notebooks import run_notebook
+
+    reports = Path(reports_dir or REPORTS_DIR)
+    produced: list[Path] = []
+    t0 = time.monotonic()
+
+    def report(name: str, params: dict, output_name: str | None = None) -> None:
+        t = time.monotonic()
+        res = run_notebook(name, params, reports, output_name=output_name)
+        produced.append(res.html)
+        print(f"  {res.html.name:<28} {time.monotonic() - t:6.1f}s", flush=True)
+
+    report("00_data_overview", {})
+    with target_from_env() as tgt:
+        for lang in ("en", "ru"):
+            run_dir = DEMO_RUNS / f"{slug(tgt.model)}__{lang}"
+            report(
+                "02_evaluation",
+                {
+                    "items": "demo", "lang": lang, "model": tgt.model, "base_url": tgt.base_url,
+                    "api_key_env": tgt.api_key_env, "judge_model": tgt.judge_model,
+                    "judge_base_url": tgt.judge_base_url, "judge_api_key_env": tgt.judge_api_key_env,
+                    "run_dir": str(run_dir), "limit": 3 if quick else None,
+                    "max_tokens": 384 if tgt.local else 4096,
+                },
+                output_name=f"02_evaluation_{lang}",
+            )
+        report("03_analysis", {"runs": str(DEMO_RUNS / "*")})
+        report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
+                             "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3})
+    print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
+    return produced
