@@ -56,6 +56,13 @@ class EvalConfig:
     cache: bool = True
     cache_path: str | None = None
     api: str | None = None  # force "chat" | "responses" | "completions"
+    timeout_s: float = 300.0
+    max_attempts: int = 6
+    backoff_base_s: float = 0.5
+
+    def client_options(self) -> dict[str, Any]:
+        return {"concurrency": self.concurrency, "timeout_s": self.timeout_s,
+                "max_attempts": self.max_attempts, "backoff_base_s": self.backoff_base_s}
 
     @property
     def thinking(self) -> bool:
@@ -167,12 +174,12 @@ class _Evaluator:
         self.meter = CostMeter()
         self.judge_meter = CostMeter()
         self.client = LLMClient(
-            cfg.endpoint(), concurrency=cfg.concurrency, rpm=cfg.rpm, tpm=cfg.tpm, cache=cache,
-            prices=prices, max_cost=cfg.max_cost, cost_meter=self.meter,
+            cfg.endpoint(), rpm=cfg.rpm, tpm=cfg.tpm, cache=cache, prices=prices, max_cost=cfg.max_cost,
+            cost_meter=self.meter, **cfg.client_options(),
         )
         je = cfg.judge_endpoint()
         self.judge = (
-            LLMClient(je, concurrency=cfg.concurrency, cache=cache, prices=prices, cost_meter=self.judge_meter)
+            LLMClient(je, cache=cache, prices=prices, cost_meter=self.judge_meter, **cfg.client_options())
             if je else None
         )
         self.prompt = solve_prompt(cfg.lang, cfg.thinking)

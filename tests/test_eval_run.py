@@ -1,0 +1,189 @@
+"""The evaluation run against a real local HTTP server with scripted answers and injected faults."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeServer
+
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async
+from cresowlve_core.items import Item, ItemView
+from cresowlve_core.llm.types import LLMFatalError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def make_items(n: int) -> list[Item]:
+    return [
+        Item(id=f"chgk_{i:010x}", difficulty=1 + i % 5, reasoning_type="creative",
+             en=ItemView(question=f"Puzzle number {i}: who is X?", answer=f"Answer{i}", other_answers=f"Alt{i}"))
+        for i in range(n)
+    ]
+
+
+def answer_for(req) -> str:
+    """Solve prompts get '<Answer>AnswerN</Answer>' for even N, a wrong answer for odd N."""
+    if "candidate_answer" in req.prompt:  # a judge prompt
+        nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+        return f"Looks right.\nVERDICT-{nonce}: CORRECT"
+    n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+    return f"Thinking...\n<Answer>{'Answer' if n % 2 == 0 else 'Wrong'}{n}</Answer>"
+
+
+def cfg_for(srv: FakeServer, run_dir: Path, tmp_path: Path, **kw) -> EvalConfig:
+    base = dict(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test", lang="en",
+                concurrency=8, cache_path=str(tmp_path / "cache.sqlite"), backoff_base_s=0.01, timeout_s=2.0,
+                max_attempts=8, max_tokens=64)
+    base.update(kw)
+    return EvalConfig(**base)
+
+
+def read_lines(run_dir: Path) -> list[dict]:
+    return [json.loads(l) for l in (run_dir / "responses.jsonl").read_text().splitlines() if l.strip()]
+
+
+def test_fault_rate_20pct_loses_and_duplicates_nothing(tmp_path):
+    items = make_items(60)
+    with FakeServer(answers=answer_for, fault_rate=0.2, seed=7, fault_kinds=("429", "500", "503", "garbage", "empty", "timeout"),
+                    timeout_sleep_s=2.5) as srv:
+        out = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), items, progress=False))
+        assert srv.total > 60  # faults really happened and were retried
+    recs = read_lines(tmp_path / "run")
+    ids = [r["id"] for r in recs]
+    assert len(ids) == 60 and len(set(ids)) == 60  # 0 lost, 0 duplicates
+    assert all(r["status"] == "ok" for r in recs)
+    assert out.summary["n_ok"] == 60 and out.summary["em_strict"] == pytest.approx(0.5)
+    # extraction, EM and usage are recorded per item
+    even = next(r for r in recs if r["id"] == items[0].id)
+    assert even["prediction"] == "Answer0" and even["extraction"] == "answer_tag" and even["em_strict"] is True
+    assert even["usage"]["input_tokens"] > 0 and even["difficulty"] == 1
+
+
+def test_unrecoverable_item_is_error_and_resume_retries_only_it(tmp_path):
+    items = make_items(5)
+    bad_prompt_item = items[2]
+    with FakeServer(answers=answer_for, faults=lambda r: "500" if "number 2:" in r.prompt else None) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, max_attempts=2)
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert out.summary["n_error"] == 1 and out.summary["n_ok"] == 4 and out.summary["n_not_run"] == 0
+        err = [r for r in read_lines(tmp_path / "run") if r["status"] == "error"]
+        assert [r["id"] for r in err] == [bad_prompt_item.id] and "fake-model" in err[0]["error"]
+        srv.faults = None
+        srv.reset()
+        out2 = asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert srv.total == 1  # only the errored item was sent again
+    assert out2.summary["n_ok"] == 5 and out2.summary["n_error"] == 0
+
+
+def test_401_fails_fast_with_one_request(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_KEY_VAR", "sk-wrong-key-000000000000")
+    with FakeServer(answers=answer_for, api_key="sk-the-right-one-0000000000") as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, api_key_env="FAKE_KEY_VAR", concurrency=1)
+        with pytest.raises(LLMFatalError) as e:
+            asyncio.run(evaluate_async(cfg, make_items(3), progress=False))
+        assert srv.total == 1
+    assert "fake-model" in str(e.value) and srv.base_url in str(e.value) and "401" in str(e.value)
+
+
+def test_judge_verdicts_unscored_and_no_silent_default(tmp_path):
+    items = make_items(4)
+
+    def judge_sometimes_garbled(req):
+        if "candidate_answer" in req.prompt and "Answer1" in req.prompt.split("<reference_answer>")[1][:30]:
+            return "I think it is CORRECT"  # no verdict line => unscored
+        return answer_for(req)
+
+    with FakeServer(answers=judge_sometimes_garbled) as srv:
+        no_judge = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path), items, progress=False))
+        assert all(r.judge_status == "not_run" for r in no_judge.records)
+        assert no_judge.summary["judge_accuracy"] is None
+        judged = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, judge_model="fake-judge"), items, progress=False))
+    by_id = {r.id: r for r in judged.records}
+    assert by_id[items[1].id].judge_status == "unscored" and by_id[items[1].id].judge_verdict is None
+    assert judged.summary["n_unscored"] == 1 and judged.summary["n_judged"] == 3
+    assert judged.summary["judge_accuracy"] == 1.0
+    assert by_id[items[0].id].judge_raw.endswith("CORRECT")
+
+
+def test_resume_on_other_config_is_refused(tmp_path):
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(2), progress=False))
+        with pytest.raises(ValueError, match="model"):
+            asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, model="other"), make_items(2), progress=False))
+
+
+def test_manifest_records_provenance(tmp_path):
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, seed=3), make_items(2), progress=False))
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["seed"] == 3 and m["model"] == "fake-model" and m["prompt"] == {"name": "solve_cot_en", "version": "1"}
+    assert m["packages"]["openai"] and m["started_at"] and m["finished_at"]
+    assert "git_sha" in m
+
+
+def write_items_jsonl(path: Path, items: list[Item]) -> None:
+    path.write_text("\n".join(json.dumps(it.published_row("en")) for it in items) + "\n")
+
+
+def _cli(args: list[str], env: dict | None = None, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "cresowlve_core.cli", *args], cwd=REPO,
+                            env={**os.environ, **(env or {})}, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_sigkill_then_resume_does_not_resend_finished_items(tmp_path):
+    items = make_items(24)
+    items_path = tmp_path / "items.jsonl"
+    write_items_jsonl(items_path, items)
+    run_dir = tmp_path / "run"
+    args = ["eval", "--items", str(items_path), "--lang", "en", "--model", "fake-model", "--concurrency", "2",
+            "--no-cache", "--max-tokens", "32", "--run-dir", str(run_dir)]
+    with FakeServer(answers=answer_for, latency_s=0.25) as srv:
+        proc = _cli([*args, "--base-url", srv.base_url])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            p = run_dir / "responses.jsonl"
+            if p.exists() and len(p.read_text().splitlines()) >= 6:
+                break
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        finished = {r["id"] for r in read_lines(run_dir)}
+        assert 6 <= len(finished) < 24
+        srv.reset()
+        proc2 = _cli([*args, "--base-url", srv.base_url])
+        out, err = proc2.communicate(timeout=120)
+        assert proc2.returncode == 0, err
+        resent = {req.prompt for req in srv.requests}
+    finished_prompts = {f"Puzzle number {int(i[5:], 16)}:" for i in finished}
+    assert not any(fp in p for p in resent for fp in finished_prompts)
+    assert srv.total == 24 - len(finished)
+    recs = read_lines(run_dir)
+    assert len({r["id"] for r in recs}) == 24 and len(recs) == 24
+    assert "n=24 ok=24" in out
+
+
+def test_no_key_leaks_into_run_dir_or_output(tmp_path):
+    key = "sk-test-SECRET-value-1234567890abcdef"
+    items = make_items(3)
+    items_path = tmp_path / "items.jsonl"
+    write_items_jsonl(items_path, items)
+    with FakeServer(answers=answer_for, api_key=key, echo_key_in_errors=True,
+                    faults=[None, "500", None, None, None, None]) as srv:
+        proc = _cli(["eval", "--items", str(items_path), "--model", "fake-model", "--base-url", srv.base_url,
+                     "--api-key-env", "MY_PROVIDER_KEY", "--judge-model", "fake-judge", "--judge-api-key-env",
+                     "MY_PROVIDER_KEY", "--run-dir", str(tmp_path / "run"), "--no-cache", "-v"],
+                    env={"MY_PROVIDER_KEY": key})
+        out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    written = "".join(p.read_text() for p in (tmp_path / "run").iterdir())
+    assert "MY_PROVIDER_KEY" in written  # the variable's NAME is recorded
+    for text in (written, out, err):
+        assert key not in text
