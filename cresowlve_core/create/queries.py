@@ -1,0 +1,308 @@
+"""CREATE queries: the shipped set, and building new ones from the knowledge graph (Algorithm 1).
+
+A query asks for ways to connect ``entity_a`` with someone or something related to ``entity_b``
+through ``rel_b``. The default set is the 24 real CREATE queries in
+``data/create/queries.jsonl``.
+
+**Algorithm 1** (:func:`build_queries`), on the shipped Wikidata subset:
+
+1. for each relation ``r`` of :data:`CREATE_RELATIONS` form the classes ``C(r, c)``: the members
+   ``x`` with ``(x, r, c)`` — or, for the film relations of :data:`WORK_RELATIONS` (director,
+   screenwriter, cast member, producer), where the film is the subject, ``(c, r, x)``;
+2. keep compact classes (``min_class_size <= |C| <= max_class_size``) and visit them in a seeded
+   random order;
+3. take two members ``x1 != x2`` (both notable: degree ``>= min_degree``), picked by the seeded
+   generator, and one *informative* outgoing edge ``(x2, r', y)`` of ``x2``: ``r'`` not in
+   :data:`UNINFORMATIVE_RELATIONS`, ``y`` labelled, ``y`` not ``x1`` nor ``c``, and — as in the
+   paper — ``(x1, r', y)`` not in the graph (the start entity must not satisfy the target itself);
+4. the source path is ``(x1, r, c), (x2, r, c), (x2, r', y)``; ``entity_a = x1``,
+   ``entity_b = y``, ``rel_b = label(r')``;
+5. verbalise it: ``verbalise="llm"`` asks a model with prompt ``create_verbalise`` (the paper used
+   gpt-4o-mini); ``verbalise="template"`` is a deterministic offline fallback.
+
+Relations P39, P2175 and P2293 have no triples in the shipped subset; they are skipped, and the
+builder reports which relations yielded nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import re
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from cresowlve_core.create.kg import KnowledgeGraph, load_kg
+from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.prompts import load_prompt
+
+DEFAULT_QUERIES_PATH = DATA_DIR / "create" / "queries.jsonl"
+CREATE_RELATIONS: tuple[str, ...] = (
+    "P166", "P39", "P40", "P463", "P54", "P57", "P58", "P161", "P162", "P2175", "P2293",
+)  # fmt: skip
+WORK_RELATIONS = frozenset({"P57", "P58", "P161", "P162"})
+UNINFORMATIVE_RELATIONS = frozenset(
+    {
+        "P31",  # instance of
+        "P279",  # subclass of
+        "P21",  # sex or gender
+        "P17",  # country
+        "P103",  # native language
+        "P1412",  # languages spoken, written or signed
+        "P407",  # language of work or name
+        "P364",  # original language of film or TV show
+        "P421",  # located in time zone
+        "P1343",  # described by source
+        "P2888",  # exact match
+        "P973",  # described at URL
+        "P910",  # topic's main category
+        "P1344",  # participant in (very broad in this subset)
+    }
+)
+VERBALISE_PROMPT = "create_verbalise"
+
+
+class CreateQuery(BaseModel):
+    """One CREATE query; ``id`` is derived from the category and ``entity_a`` when absent."""
+
+    id: str = ""
+    query: str
+    entity_a: str
+    entity_b: str
+    rel_b: str
+    description: str = ""
+    source_triples_qid: list[list[str]] = Field(default_factory=list)
+    source_path: list[list[str]] = Field(default_factory=list)
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.id:
+            self.id = query_id(self.description, self.entity_a, self.entity_b)
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
+
+
+def query_id(description: str, entity_a: str, entity_b: str) -> str:
+    """A readable, stable id: ``<category>__<entity_a>__<entity_b>`` slugs."""
+    return "__".join(x for x in (description, _slug(entity_a), _slug(entity_b)) if x)
+
+
+def load_queries(path: Path | str | None = None, limit: int | None = None) -> list[CreateQuery]:
+    """Read queries (JSON lines); default: the 24 shipped CREATE queries."""
+    p = Path(path) if path else DEFAULT_QUERIES_PATH
+    queries = [CreateQuery(**json.loads(line)) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return queries[:limit] if limit is not None else queries
+
+
+def save_queries(queries: Sequence[CreateQuery], path: Path | str) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text("".join(q.model_dump_json() + "\n" for q in queries), encoding="utf-8")
+    return p
+
+
+# --------------------------------------------------------------------------- Algorithm 1
+
+
+@dataclass(frozen=True)
+class SourcePath:
+    """Three Wikidata triples ``(x1, r, c), (x2, r, c), (x2, r', y)`` (as stored: subject first)."""
+
+    relation: str
+    category: str
+    triples: tuple[tuple[str, str, str], ...]
+    entity_a: str  # qid of x1
+    entity_b: str  # qid of y
+    rel_b: str  # pid of r'
+
+
+def relation_classes(kg: KnowledgeGraph, relation: str) -> dict[str, list[str]]:
+    """``c -> sorted members`` of each class ``C(relation, c)`` (see module docstring for direction)."""
+    classes: dict[str, set[str]] = defaultdict(set)
+    for s, o in kg.by_relation.get(relation, []):
+        if relation in WORK_RELATIONS:
+            classes[s].add(o)
+        else:
+            classes[o].add(s)
+    return {c: sorted(m) for c, m in classes.items()}
+
+
+def _class_triple(relation: str, category: str, member: str) -> tuple[str, str, str]:
+    return (category, relation, member) if relation in WORK_RELATIONS else (member, relation, category)
+
+
+def _informative_edges(
+    kg: KnowledgeGraph, x1: str, x2: str, category: str, max_target_degree: int
+) -> list[tuple[str, str]]:
+    edges = []
+    for p, y in kg.out_edges.get(x2, []):
+        if p in UNINFORMATIVE_RELATIONS or y in (x1, x2, category):
+            continue
+        if kg.degree[y] > max_target_degree:  # hubs (e.g. a large country) make a vague target
+            continue
+        if y not in kg.labels or p not in kg.relation_labels:
+            continue
+        if kg.has(x1, p, y):
+            continue
+        edges.append((p, y))
+    return sorted(set(edges))
+
+
+def sample_source_paths(
+    kg: KnowledgeGraph,
+    relations: Sequence[str] = CREATE_RELATIONS,
+    per_relation: int = 2,
+    seed: int = 0,
+    min_degree: int = 3,
+    min_class_size: int = 2,
+    max_class_size: int = 60,
+    max_target_degree: int = 300,
+) -> list[SourcePath]:
+    """Seeded sampling of source paths, at most one per class and ``per_relation`` per relation.
+
+    Targets ``y`` with degree above ``max_target_degree`` are skipped, and no two source paths
+    share the same ``(entity_a, rel_b, entity_b)``.
+    """
+    rng = random.Random(seed)
+    out: list[SourcePath] = []
+    seen: set[tuple[str, str, str]] = set()
+    for r in relations:
+        classes = relation_classes(kg, r)
+        categories = sorted(c for c, m in classes.items() if min_class_size <= len(m) <= max_class_size)
+        rng.shuffle(categories)
+        found = 0
+        for c in categories:
+            if found >= per_relation:
+                break
+            if c not in kg.labels:
+                continue
+            notable = [x for x in classes[c] if kg.degree[x] >= min_degree and x in kg.labels]
+            if len(notable) < 2:
+                continue
+            x1, x2 = rng.sample(notable, 2)
+            edges = _informative_edges(kg, x1, x2, c, max_target_degree)
+            if not edges:
+                x1, x2 = x2, x1
+                edges = _informative_edges(kg, x1, x2, c, max_target_degree)
+            edges = [(p, y) for p, y in edges if (x1, p, y) not in seen]
+            if not edges:
+                continue
+            p, y = rng.choice(edges)
+            seen.add((x1, p, y))
+            triples = (_class_triple(r, c, x1), _class_triple(r, c, x2), (x2, p, y))
+            out.append(SourcePath(r, c, triples, x1, y, p))
+            found += 1
+    return out
+
+
+def _short_description(kg: KnowledgeGraph, qid: str) -> str:
+    return kg.descriptions.get(qid, "").strip()
+
+
+def verbalise_template(sp: SourcePath, kg: KnowledgeGraph) -> str:
+    """Deterministic offline verbalisation of a source path."""
+    a = kg.label(sp.entity_a)
+    desc = _short_description(kg, sp.entity_a)
+    start = f"{a} ({desc})" if desc else a
+    return (
+        f"What are different ways of connecting {start} and someone or something that has "
+        f"the relation '{kg.label(sp.rel_b)}' to {kg.label(sp.entity_b)}?"
+    )
+
+
+def _labelled_path(sp: SourcePath, kg: KnowledgeGraph) -> list[list[str]]:
+    return [[kg.label(s), kg.label(p), kg.label(o)] for s, p, o in sp.triples]
+
+
+def verbalise_messages(sp: SourcePath, kg: KnowledgeGraph) -> tuple[list[dict[str, str]], str]:
+    prompt = load_prompt(VERBALISE_PROMPT)
+    text = prompt.render(
+        entity_a=kg.label(sp.entity_a),
+        entity_a_description=_short_description(kg, sp.entity_a) or "no description",
+        rel_b=kg.label(sp.rel_b),
+        entity_b=kg.label(sp.entity_b),
+        source_path=json.dumps(_labelled_path(sp, kg), ensure_ascii=False),
+    )
+    return [{"role": "user", "content": text}], prompt.tag
+
+
+def clean_verbalisation(text: str | None) -> str | None:
+    """The first non-empty line of a model's answer, unquoted; None if it is not a question."""
+    for line in (text or "").splitlines():
+        line = line.strip().strip('"').strip("'").strip()
+        line = re.sub(r"^(question|query)\s*:\s*", "", line, flags=re.IGNORECASE)
+        if len(line) > 15 and line.endswith("?"):
+            return line
+    return None
+
+
+async def verbalise_llm(client: Any, sp: SourcePath, kg: KnowledgeGraph, params: Any) -> tuple[str, bool]:
+    """Ask a model to verbalise; falls back to the template. Returns ``(query, used_llm)``."""
+    messages, tag = verbalise_messages(sp, kg)
+    try:
+        c = await client.complete(messages, params, prompt_version=tag)
+        q = clean_verbalisation(c.text)
+    except Exception:  # noqa: BLE001 - the template is a safe fallback for a failed call
+        q = None
+    return (q, True) if q else (verbalise_template(sp, kg), False)
+
+
+def to_query(sp: SourcePath, kg: KnowledgeGraph, text: str) -> CreateQuery:
+    return CreateQuery(
+        query=text,
+        entity_a=kg.label(sp.entity_a),
+        entity_b=kg.label(sp.entity_b),
+        rel_b=kg.label(sp.rel_b),
+        description=f"{sp.category}__{sp.relation}",
+        source_triples_qid=[list(t) for t in sp.triples],
+        source_path=_labelled_path(sp, kg),
+    )
+
+
+def build_queries(
+    kg: KnowledgeGraph | None = None,
+    *,
+    relations: Sequence[str] = CREATE_RELATIONS,
+    per_relation: int = 2,
+    seed: int = 0,
+    min_degree: int = 3,
+    max_class_size: int = 60,
+    max_target_degree: int = 300,
+    verbalise: Literal["template", "llm"] = "template",
+    client: Any = None,
+    params: Any = None,
+) -> list[CreateQuery]:
+    """Algorithm 1 end to end. ``verbalise="llm"`` needs ``client`` (anything with async ``complete``)."""
+    kg = kg or load_kg()
+    sources = sample_source_paths(
+        kg,
+        relations,
+        per_relation=per_relation,
+        seed=seed,
+        min_degree=min_degree,
+        max_class_size=max_class_size,
+        max_target_degree=max_target_degree,
+    )
+    if verbalise == "template":
+        return [to_query(sp, kg, verbalise_template(sp, kg)) for sp in sources]
+    if client is None:
+        raise ValueError("verbalise='llm' needs a client")
+    if params is None:
+        from cresowlve_core.llm.types import GenParams
+
+        params = GenParams(temperature=0.0, seed=seed, max_tokens=200)
+
+    async def run() -> list[tuple[str, bool]]:
+        return await asyncio.gather(*(verbalise_llm(client, sp, kg, params) for sp in sources))
+
+    from cresowlve_core.create.runs import run_sync
+
+    texts = run_sync(run())
+    return [to_query(sp, kg, text) for sp, (text, _) in zip(sources, texts)]
