@@ -451,7 +451,7 @@ class LLMClient:
 
     async def complete(self, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> Completion:
         """One model answer: from the cache, or from the endpoint with retries."""
-        key = cache_key(self.endpoint, messages, params, prompt_version=prompt_version) if self.cache else None
+        key = cache_key(self.endpoint, messages, params, prompt_version=prompt_version) if self.cache is not None else None
         if self.cache is not None and key is not None:
             hit = self.cache.get(key)
             if hit is not None:
