@@ -1,0 +1,397 @@
+"""Read evaluation run directories into one tidy table.
+
+A run directory (see :mod:`cresowlve_core.evaluation.records`) is one model × effort ×
+language and holds ``manifest.json`` plus ``responses.jsonl``. :func:`load_runs` reads any
+number of them into a :class:`RunSet`:
+
+* ``responses`` — one row per (run, item id, lang); on resume the **last** line per
+  ``(id, lang)`` in a file wins (earlier lines are counted as ``n_superseded``);
+* ``runs`` — one row per run with its manifest fields and counts;
+* ``notes`` — human-readable messages about anything skipped or odd.
+
+Correctness columns are floats (1.0 / 0.0 / NaN) so means ignore what is unknown:
+
+* ``em_strict``, ``em_lenient`` — exact match; a response whose ``status`` is ``"error"``
+  (the model gave no answer) counts as wrong, an unset value stays NaN;
+* ``judge`` — ``judge_verdict == "CORRECT"`` where ``judge_status == "scored"``; an
+  errored response counts as wrong; anything the judge did not score (``unscored``,
+  ``error``, ``not_run``) is NaN and is counted in the reliability section instead;
+* ``judge_repeat`` — a second, independent judge verdict of the *same* response, read from
+  ``extra.judge_repeat`` (``"CORRECT"`` / ``"INCORRECT"``); this is the one mechanism used
+  to measure the judge's repeatability (see :mod:`cresowlve_core.analysis.reliability`).
+
+When several directories hold the same model × effort × language, the one that finished
+last (manifest ``finished_at``, then ``started_at``, then directory name) is kept and the
+others are listed in ``notes``.
+
+Files are parsed with ``pyarrow.json`` against an explicit schema (fast, no per-row Python);
+a file that does not fit the schema falls back to ``pandas.read_json``, and a file with
+malformed lines (e.g. a run killed mid-write) to a tolerant line reader that skips them.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.json as pj
+
+from cresowlve_core.evaluation.records import RunManifest
+from cresowlve_core.paths import REPO_ROOT
+
+RESPONSES = "responses.jsonl"
+MANIFEST = "manifest.json"
+METRICS: dict[str, str] = {
+    "em_strict": "Exact match (strict)",
+    "em_lenient": "Exact match (lenient)",
+    "judge": "LLM judge",
+}
+ANNOTATIONS = ("knowledge_domains", "creative_domains", "cultures")
+
+_USAGE = pa.struct(
+    [("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())]
+)
+SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("lang", pa.string()),
+        ("status", pa.string()),
+        ("model", pa.string()),
+        ("effort", pa.string()),
+        ("difficulty", pa.int64()),
+        ("reasoning_type", pa.string()),
+        ("knowledge_domains", pa.list_(pa.string())),
+        ("creative_domains", pa.list_(pa.string())),
+        ("cultures", pa.list_(pa.string())),
+        ("n_atomic_facts", pa.int64()),
+        ("usage", _USAGE),
+        ("cost", pa.float64()),
+        ("cached", pa.bool_()),
+        ("em_strict", pa.bool_()),
+        ("em_lenient", pa.bool_()),
+        ("judge_status", pa.string()),
+        ("judge_verdict", pa.string()),
+        ("judge_model", pa.string()),
+        ("judge_usage", _USAGE),
+        ("judge_cost", pa.float64()),
+        ("synthetic", pa.bool_()),
+        ("extra", pa.struct([("judge_repeat", pa.string())])),
+    ]
+)
+
+
+@dataclass
+class RunSet:
+    """Everything the analysis needs from a set of run directories."""
+
+    responses: pd.DataFrame
+    runs: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+    searched: str = ""
+
+    @property
+    def empty(self) -> bool:
+        return self.responses.empty
+
+    @property
+    def synthetic(self) -> bool:
+        """True when any input run is synthetic (manifest flag or any record flag)."""
+        if self.runs.empty:
+            return False
+        return bool(self.runs["synthetic"].any())
+
+    @property
+    def langs(self) -> list[str]:
+        return sorted(self.responses["lang"].dropna().unique().tolist()) if not self.empty else []
+
+    def has_judge(self) -> bool:
+        return bool(self.responses["judge"].notna().any()) if not self.empty else False
+
+
+# ------------------------------------------------------------------ finding run directories
+
+
+def _is_run_dir(p: Path) -> bool:
+    return p.is_dir() and ((p / RESPONSES).exists() or (p / MANIFEST).exists())
+
+
+def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_ROOT) -> list[Path]:
+    """Run directories named by ``runs``: a glob, a directory, or a list of either.
+
+    Relative paths and globs resolve against ``root`` (the repository root), never the
+    current directory, so a notebook executed from ``notebooks/`` finds the same runs.
+    A directory that is not itself a run directory stands for its run subdirectories.
+    """
+    if runs is None:
+        return []
+    entries: Sequence[str | Path] = [runs] if isinstance(runs, (str, Path)) else list(runs)
+    found: list[Path] = []
+    for entry in entries:
+        p = Path(entry).expanduser()
+        base = p if p.is_absolute() else root / p
+        if any(ch in str(entry) for ch in "*?["):
+            candidates = [Path(m) for m in sorted(glob.glob(str(base)))]
+        elif _is_run_dir(base):
+            candidates = [base]
+        elif base.is_dir():
+            candidates = sorted(c for c in base.iterdir())
+        else:
+            candidates = []
+        found.extend(c.resolve() for c in candidates if _is_run_dir(c))
+    return list(dict.fromkeys(found))
+
+
+# ------------------------------------------------------------------ reading one run
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    """The manifest as a dict validated against :class:`RunManifest` (unknown keys kept)."""
+    path = run_dir / MANIFEST
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    validated = RunManifest.model_validate(raw).model_dump()
+    return {**raw, **validated}
+
+
+def _read_tolerant(path: Path) -> tuple[pa.Table, int]:
+    """Slow path: line by line, skipping lines that are not JSON objects."""
+    rows: list[dict[str, Any]] = []
+    bad = 0
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                bad += 1
+                continue
+            if isinstance(obj, dict):
+                rows.append(obj)
+            else:
+                bad += 1
+    return _table_from_frame(pd.DataFrame(rows)), bad
+
+
+def _table_from_frame(df: pd.DataFrame) -> pa.Table:
+    """Coerce a loosely typed frame to :data:`SCHEMA` (missing columns become null)."""
+    n = len(df)
+    arrays = []
+    for fld in SCHEMA:
+        col = df[fld.name] if fld.name in df.columns else pd.Series([None] * n, dtype=object)
+        values = col.tolist()
+        if fld.name == "extra":
+            values = [{"judge_repeat": _as_verdict(v.get("judge_repeat"))} if isinstance(v, dict) else None for v in values]
+        elif pa.types.is_struct(fld.type):
+            values = [v if isinstance(v, dict) else None for v in values]
+        elif pa.types.is_list(fld.type):
+            values = [list(map(str, v)) if isinstance(v, (list, tuple, np.ndarray)) else None for v in values]
+        elif pa.types.is_integer(fld.type):
+            values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else int(v) for v in values]
+        elif pa.types.is_string(fld.type):
+            values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values]
+        elif pa.types.is_boolean(fld.type):
+            values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v) for v in values]
+        else:
+            values = [None if v is None else float(v) for v in values]
+        arrays.append(pa.array(values, type=fld.type))
+    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+
+
+def _as_verdict(v: Any) -> str | None:
+    """``extra.judge_repeat`` as a verdict string; a list means the first repeat."""
+    if isinstance(v, (list, tuple)):
+        v = v[0] if v else None
+    return None if v is None else str(v)
+
+
+def read_responses(path: Path) -> tuple[pa.Table, list[str]]:
+    """All lines of one ``responses.jsonl`` as an Arrow table in file order, plus notes."""
+    notes: list[str] = []
+    if not path.exists() or path.stat().st_size == 0:
+        return SCHEMA.empty_table(), notes
+    opts = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
+    try:
+        return pj.read_json(path, parse_options=opts), notes
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    try:
+        return _table_from_frame(pd.read_json(path, lines=True, dtype=False)), notes
+    except ValueError:
+        table, bad = _read_tolerant(path)
+        notes.append(f"`{path.parent.name}`: skipped {bad} malformed line(s) in {RESPONSES}.")
+        return table, notes
+
+
+# ------------------------------------------------------------------ the whole set
+
+
+def config_label(model: str, effort: str | None) -> str:
+    """``"GPT-5.4 (medium)"``, or just the model name when there is no effort setting."""
+    e = normalise_effort(effort)
+    return f"{model} ({e})" if e else str(model)
+
+
+def normalise_effort(effort: Any) -> str:
+    """Effort as a lowercase string; ``None``, NaN, ``""`` and ``"-"`` all mean no setting."""
+    if effort is None or (isinstance(effort, float) and np.isnan(effort)):
+        return ""
+    e = str(effort).strip().lower()
+    return "" if e in {"", "-", "none_set"} else e
+
+
+def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -> dict[str, Any]:
+    first: dict[str, Any] = table.slice(0, 1).to_pylist()[0] if table.num_rows else {}
+    m = manifest or {}
+    model = m.get("model") or first.get("model") or run_dir.name
+    effort = m.get("effort") if manifest is not None else first.get("effort")
+    thinking = bool(m["thinking"]) if "thinking" in m else bool(normalise_effort(effort))
+    judge = m.get("judge") or {}
+    return {
+        "run_id": m.get("run_id") or run_dir.name,
+        "path": str(run_dir),
+        "model": str(model),
+        "effort": normalise_effort(effort),
+        "config": config_label(str(model), effort),
+        "thinking": thinking,
+        "lang": m.get("lang") or first.get("lang"),
+        "judge_model": judge.get("model") if isinstance(judge, dict) else None,
+        "manifest": manifest is not None,
+        "synthetic_manifest": bool(m.get("synthetic", False)),
+        "started_at": m.get("started_at"),
+        "finished_at": m.get("finished_at"),
+        "n_items_planned": m.get("n_items"),
+    }
+
+
+def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Derive float correctness columns and flatten usage (vectorised)."""
+    error = df["status"].eq("error").to_numpy()
+    for col in ("em_strict", "em_lenient"):
+        vals = df[col].astype("float64").to_numpy(copy=True)
+        vals[error] = 0.0
+        df[col] = vals
+    scored = df["judge_status"].eq("scored") & df["judge_verdict"].notna()
+    judge = np.where(scored, df["judge_verdict"].eq("CORRECT").astype(float), np.nan)
+    judge[error] = 0.0
+    df["judge"] = judge
+    rep = df.pop("extra.judge_repeat").astype("string").str.upper()
+    df["judge_repeat"] = np.where(rep.isin(["CORRECT", "INCORRECT"]), rep.eq("CORRECT").astype(float), np.nan)
+    rename = {f"usage.{k}": k for k in ("input_tokens", "output_tokens", "reasoning_tokens")}
+    rename |= {f"judge_usage.{k}": f"judge_{k}" for k in ("input_tokens", "output_tokens", "reasoning_tokens")}
+    df = df.rename(columns=rename)
+    for col in ("difficulty", "n_atomic_facts"):
+        df[col] = df[col].astype("float64")
+    for col in ("cached", "synthetic"):
+        df[col] = df[col].fillna(False).astype(bool)
+    return df
+
+
+def _empty_responses() -> pd.DataFrame:
+    table = SCHEMA.empty_table().flatten()
+    df = table.to_pandas()
+    for c in ("run_id", "config", "thinking"):
+        df[c] = pd.Series(dtype=object)
+    return _finish_columns(df)
+
+
+def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_ROOT) -> RunSet:
+    """Load every run directory named by ``runs`` (see :func:`resolve_run_dirs`)."""
+    searched = ", ".join(map(str, runs)) if isinstance(runs, (list, tuple)) else str(runs)
+    dirs = resolve_run_dirs(runs, root)
+    notes: list[str] = []
+    infos: list[dict[str, Any]] = []
+    tables: list[pa.Table] = []
+    for d in dirs:
+        try:
+            manifest = read_manifest(d)
+        except (ValueError, json.JSONDecodeError) as exc:
+            notes.append(f"`{d.name}`: manifest.json could not be read ({type(exc).__name__}); using the records.")
+            manifest = None
+        table, file_notes = read_responses(d / RESPONSES)
+        notes.extend(file_notes)
+        info = _run_info(d, manifest, table)
+        info["n_lines"] = table.num_rows
+        infos.append(info)
+        tables.append(table)
+
+    runs_df = pd.DataFrame(infos)
+    if runs_df.empty:
+        return RunSet(_empty_responses(), _empty_runs(), notes, searched)
+
+    keep = _pick_latest(runs_df, notes)
+    frames: list[pd.DataFrame] = []
+    for i in keep:
+        t = tables[i]
+        if t.num_rows == 0:
+            continue
+        part = t.flatten().to_pandas()
+        info = infos[i]
+        part["lang"] = part["lang"].fillna(info["lang"])
+        part = part.drop_duplicates(subset=["id", "lang"], keep="last")
+        infos[i]["n_superseded"] = int(t.num_rows - len(part))
+        part["run_id"] = info["run_id"]
+        part["config"] = info["config"]
+        part["thinking"] = info["thinking"]
+        part["model"] = info["model"]
+        part["effort"] = info["effort"]
+        frames.append(part)
+    responses = _finish_columns(pd.concat(frames, ignore_index=True)) if frames else _empty_responses()
+
+    runs_df = pd.DataFrame([infos[i] for i in keep]).reset_index(drop=True)
+    runs_df["n_superseded"] = runs_df.get("n_superseded", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
+    counts = responses.groupby("run_id").agg(
+        n_records=("id", "size"),
+        n_error=("status", lambda s: int(s.eq("error").sum())),
+        any_synthetic=("synthetic", "any"),
+        n_judged=("judge", "count"),
+    )
+    runs_df = runs_df.join(counts, on="run_id")
+    for c in ("n_records", "n_error", "n_judged"):
+        runs_df[c] = runs_df[c].fillna(0).astype(int)
+    runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(False).astype(bool)
+    runs_df = runs_df.drop(columns=["any_synthetic"])
+    for _, r in runs_df.iterrows():
+        if r["n_records"] == 0:
+            notes.append(f"`{Path(r['path']).name}`: no response records yet.")
+    return RunSet(responses, runs_df, notes, searched)
+
+
+def _empty_runs() -> pd.DataFrame:
+    cols = ["run_id", "path", "model", "effort", "config", "thinking", "lang", "judge_model", "synthetic",
+            "n_records", "n_error", "n_judged", "n_superseded", "n_lines"]
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def _pick_latest(runs_df: pd.DataFrame, notes: list[str]) -> list[int]:
+    """Indices of the runs to keep: the latest per model × effort × lang."""
+    order = runs_df.assign(
+        _fin=runs_df["finished_at"].fillna(""), _start=runs_df["started_at"].fillna(""), _name=runs_df["path"]
+    ).sort_values(["_fin", "_start", "_name"])
+    keep: list[int] = []
+    for _, grp in order.groupby(["model", "effort", "lang"], sort=False, dropna=False):
+        idx = grp.index.tolist()
+        keep.append(idx[-1])
+        for dropped in idx[:-1]:
+            notes.append(
+                f"`{Path(runs_df.at[dropped, 'path']).name}` duplicates {runs_df.at[dropped, 'config']} / "
+                f"{runs_df.at[dropped, 'lang']}; kept the later run `{Path(runs_df.at[idx[-1], 'path']).name}`."
+            )
+    return sorted(keep)
+
+
+def main_subset(responses: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """The creative subset the paper reports on: drop items annotated ``factual``.
+
+    Items with no ``reasoning_type`` are kept. Returns the subset and the number dropped.
+    """
+    factual = responses["reasoning_type"].str.lower().eq("factual").fillna(False).to_numpy(dtype=bool)
+    return responses.loc[~factual], int(factual.sum())
