@@ -47,7 +47,10 @@ def model_path() -> Path:
 
 
 def port_is_free(port: int, host: str = HOST) -> bool:
+    """True if nothing listens on ``port`` (connections lingering in TIME_WAIT don't count,
+    as for any server that sets SO_REUSEADDR, which llama.cpp's does)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind((host, port))
         except OSError as exc:

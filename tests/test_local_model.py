@@ -1,0 +1,64 @@
+"""The embedded Gemma 3 270M server (slow-ish: ~2 s to start; CI runs these)."""
+
+from __future__ import annotations
+
+import pytest
+from openai import OpenAI
+
+from cresowlve_core.llm.local import LocalServer, LocalServerError, local_server
+
+pytestmark = pytest.mark.local_model
+
+
+@pytest.fixture(scope="module")
+def server():
+    with local_server() as srv:
+        yield srv
+
+
+def test_chat_completion_through_openai_client(server):
+    client = OpenAI(base_url=server.base_url, api_key="not-needed")
+    r = client.chat.completions.create(
+        model=server.model, messages=[{"role": "user", "content": "Name a planet."}], max_tokens=8, temperature=0, seed=0
+    )
+    assert r.choices[0].message.content  # some text came back
+    assert r.usage.completion_tokens > 0
+
+
+def test_chat_template_keeps_the_prompt(server):
+    """The jinja trap would turn every prompt into the word 'gemma': then token counts would not grow."""
+    client = OpenAI(base_url=server.base_url, api_key="x")
+    counts = []
+    for words in (1, 20, 80):
+        r = client.chat.completions.create(
+            model=server.model, messages=[{"role": "user", "content": " ".join(["puzzle"] * words)}], max_tokens=1
+        )
+        counts.append(r.usage.prompt_tokens)
+    assert counts[0] < counts[1] < counts[2]
+    assert counts[2] - counts[0] >= 70
+
+
+def test_temperature_zero_is_deterministic(server):
+    client = OpenAI(base_url=server.base_url, api_key="x")
+    outs = {
+        client.completions.create(model=server.model, prompt="The capital of France is", max_tokens=8, temperature=0, seed=1)
+        .choices[0]
+        .text
+        for _ in range(2)
+    }
+    assert len(outs) == 1
+
+
+def test_port_taken_is_a_clear_error(server):
+    with pytest.raises(LocalServerError, match=f"port {server.port}.*already in use"):
+        LocalServer(port=server.port).start()
+
+
+def test_stop_frees_the_port():
+    from cresowlve_core.llm.local import free_port, port_is_free
+
+    port = free_port()
+    srv = LocalServer(port=port).start()
+    assert not port_is_free(port)
+    srv.stop()
+    assert port_is_free(port)
