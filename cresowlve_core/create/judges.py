@@ -230,6 +230,13 @@ async def _call(client: CompletesChat, messages: list[dict[str, str]], params: A
     return await client.complete(messages, params, prompt_version=tag)
 
 
+def _is_fatal(exc: BaseException) -> bool:
+    """Budget, configuration and non-retryable API errors stop a scoring run instead of being recorded."""
+    from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMFatalError
+
+    return isinstance(exc, (BudgetExceeded, LLMConfigError, LLMFatalError))
+
+
 def _usage_dict(completion: Any) -> dict[str, Any]:
     usage = getattr(completion, "usage", None)
     if usage is None:
@@ -245,6 +252,8 @@ async def judge_specificity(client: CompletesChat, path: Path, params: Any) -> J
     try:
         c = await _call(client, messages, params, tag)
     except Exception as exc:  # noqa: BLE001 - a failed judge call is recorded, not fatal
+        if _is_fatal(exc):
+            raise
         return JudgeCall(TripleVerdicts([0.0] * len(path), ["call_failed"], [None] * len(path)), None, error=repr(exc))
     return JudgeCall(parse_specificity(c.text, len(path)), c.text, c.cost, _usage_dict(c), bool(c.cached))
 
@@ -255,5 +264,7 @@ async def judge_factuality(client: CompletesChat, path: Path, params: Any) -> Ju
     try:
         c = await _call(client, messages, params, tag)
     except Exception as exc:  # noqa: BLE001
+        if _is_fatal(exc):
+            raise
         return JudgeCall(TripleVerdicts([0.0] * len(path), ["call_failed"]), None, error=repr(exc))
     return JudgeCall(parse_factuality(c.text, len(path)), c.text, c.cost, _usage_dict(c), bool(c.cached))

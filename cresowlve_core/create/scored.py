@@ -1,0 +1,122 @@
+"""Scored path sets — one (configuration, query) with its paths and per-triple judgments.
+
+Everything downstream (utilities, leaderboard, charts) works on :class:`ScoredSet`, whether it
+comes from the CREATE authors' recorded judgments (:func:`load_recorded`, no judge calls) or
+from a run directory scored by :func:`cresowlve_core.create.runs.score`
+(:func:`cresowlve_core.create.runs.load_scored_run`).
+
+The recorded files (``data/create/recorded/<model>__<variation>.jsonl``) store ``paths``,
+``judged_*`` and ``validity_per_path`` as JSON lists — or, in other exports, as JSON strings or
+Python-literal strings; :func:`parse_field` accepts all three.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cresowlve_core.create.paths import Path as PathT
+from cresowlve_core.create.paths import check_validity
+from cresowlve_core.create.queries import query_id
+from cresowlve_core.paths import DATA_DIR
+
+RECORDED_DIR = DATA_DIR / "create" / "recorded"
+ValiditySource = Literal["recorded", "recomputed"]
+
+
+@dataclass
+class ScoredSet:
+    """One configuration's answer to one query, with per-path, per-triple judgments."""
+
+    config: str  # e.g. "gpt-5-medium__original"
+    query_id: str
+    query: str
+    entity_a: str
+    entity_b: str
+    rel_b: str
+    paths: list[PathT]
+    specificity: list[list[float]]
+    factuality: list[list[float]]
+    validity: list[int]
+    validity_reasons: list[tuple[str, ...]] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    raw_response: str | None = None
+
+    @property
+    def model(self) -> str:
+        return self.config.split("__")[0]
+
+    @property
+    def variation(self) -> str:
+        return self.config.split("__")[1] if "__" in self.config else "original"
+
+
+def parse_field(value: Any) -> Any:
+    """A list field that may arrive as a list, a JSON string or a Python-literal string."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return ast.literal_eval(value)
+    return value
+
+
+def _as_paths(value: Any) -> list[PathT]:
+    return [[[str(x) for x in t] for t in p] for p in parse_field(value) or []]
+
+
+def _as_scores(value: Any) -> list[list[float]]:
+    return [[float(x) for x in row] for row in parse_field(value) or []]
+
+
+def recorded_set(config: str, row: dict[str, Any], validity: ValiditySource = "recorded") -> ScoredSet:
+    """One recorded row → :class:`ScoredSet` (validity from the file, or recomputed by our checks)."""
+    paths = _as_paths(row["paths"])
+    checks = [check_validity(p, row["entity_a"], row["entity_b"]) for p in paths]
+    if validity == "recorded":
+        valid = [int(float(v) > 0) for v in parse_field(row["validity_per_path"])]
+    else:
+        valid = [int(c.valid) for c in checks]
+    s = ScoredSet(
+        config=config,
+        query_id=row.get("query_id") or query_id(row.get("description", ""), row["entity_a"], row["entity_b"]),
+        query=row["query"],
+        entity_a=row["entity_a"],
+        entity_b=row["entity_b"],
+        rel_b=row["rel_b"],
+        paths=paths,
+        specificity=_as_scores(row["judged_specificity_per_triple"]),
+        factuality=_as_scores(row["judged_factuality_per_triple"]),
+        validity=valid,
+        validity_reasons=[c.reasons for c in checks],
+        raw_response=row.get("raw_response"),
+    )
+    n = len(paths)
+    if not (len(s.specificity) == len(s.factuality) == len(s.validity) == n):
+        raise ValueError(f"{config}: judgments do not line up with the {n} paths of {s.query_id}")
+    return s
+
+
+def load_recorded(
+    directory: Path | str = RECORDED_DIR, validity: ValiditySource = "recorded"
+) -> list[ScoredSet]:
+    """All recorded (configuration, query) sets; the configuration is the file name's stem.
+
+    Queries are identified by their text-derived id, matched to the shipped query set when the
+    query text is the same (so ids agree with ``data/create/queries.jsonl``).
+    """
+    from cresowlve_core.create.queries import load_queries
+
+    by_text = {q.query: q.id for q in load_queries()}
+    out: list[ScoredSet] = []
+    for f in sorted(Path(directory).glob("*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            row.setdefault("query_id", by_text.get(row["query"]))
+            out.append(recorded_set(f.stem, row, validity))
+    return out
