@@ -1,0 +1,292 @@
+"""The published CresOWLve dataset (Hugging Face hub ``mismayil/cresowlve``) as :class:`Item` records.
+
+The dataset has two configs, ``en`` and ``ru``, each with a ``test`` split of 2,061 rows in the
+schema of :data:`~cresowlve_core.items.PUBLISHED_FIELDS`. One row becomes one single-language
+:class:`Item`.
+
+Downloads go to ``CACHE_DIR / "hub"`` through ``huggingface_hub``. A cached snapshot is used
+without touching the network; with ``HF_HUB_OFFLINE=1`` a missing snapshot is an error instead of
+a download.
+
+Rows are validated strictly: a missing column, or a row whose field is missing or of the wrong
+type, raises :class:`PublishedDataError` naming the file, row, id and field. No row is dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+from huggingface_hub import snapshot_download
+from huggingface_hub.errors import LocalEntryNotFoundError
+
+from cresowlve_core.items import PUBLISHED_FIELDS, Item, ItemView, Lang
+from cresowlve_core.paths import CACHE_DIR
+
+log = logging.getLogger(__name__)
+
+REPO_ID = "mismayil/cresowlve"
+DATA_SUFFIXES = (".parquet", ".jsonl")
+_ALLOW_PATTERNS = ["*.parquet", "*.jsonl", "README.md"]
+
+_TEXT_FIELDS = ("id", "question", "answer")
+_OPTIONAL_TEXT_FIELDS = ("explanation", "other_answers")
+_LIST_FIELDS = ("knowledge_domains", "creative_domains", "cultures")
+
+PUBLISHED_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("question", pa.string()),
+        ("answer", pa.string()),
+        ("difficulty", pa.int64()),
+        ("explanation", pa.string()),
+        ("other_answers", pa.string()),
+        ("knowledge_domains", pa.list_(pa.string())),
+        ("creative_domains", pa.list_(pa.string())),
+        ("cultures", pa.list_(pa.string())),
+    ]
+)
+
+
+class PublishedDataError(ValueError):
+    """A published-schema file is missing a column or has an invalid row."""
+
+
+class HubUnavailableError(RuntimeError):
+    """The dataset is not cached and the hub may not (or could not) be reached."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading and writing files in the published schema
+# ---------------------------------------------------------------------------------------------
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
+    """Validate one published row and turn it into an :class:`Item` with a ``lang`` view."""
+    row_id = row.get("id")
+
+    def fail(name: str, problem: str) -> PublishedDataError:
+        return PublishedDataError(f"{where} (id={row_id!r}): field {name!r} {problem}")
+
+    for name in _TEXT_FIELDS:
+        value = row.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise fail(name, f"must be a non-empty string, got {value!r}")
+    for name in _OPTIONAL_TEXT_FIELDS:
+        value = row.get(name)
+        if not _is_null(value) and not isinstance(value, str):
+            raise fail(name, f"must be a string or null, got {value!r}")
+    difficulty = row.get("difficulty")
+    if _is_null(difficulty):
+        difficulty = None
+    elif isinstance(difficulty, float) and difficulty.is_integer():
+        difficulty = int(difficulty)
+    if difficulty is not None and (
+        isinstance(difficulty, bool) or not isinstance(difficulty, int) or not 1 <= difficulty <= 5
+    ):
+        raise fail("difficulty", f"must be an integer 1-5 or null, got {difficulty!r}")
+    lists: dict[str, list[str]] = {}
+    for name in _LIST_FIELDS:
+        value = row.get(name)
+        if hasattr(value, "tolist"):  # numpy arrays from pandas
+            value = value.tolist()
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise fail(name, f"must be a list of strings, got {value!r}")
+        lists[name] = value
+    view = ItemView(
+        question=row["question"],
+        answer=row["answer"],
+        explanation=None if _is_null(row.get("explanation")) else row["explanation"],
+        other_answers=None if _is_null(row.get("other_answers")) else row["other_answers"],
+    )
+    return Item(id=row["id"], difficulty=difficulty, **lists, **{lang: view})
+
+
+def _read_rows(path: Path) -> list[dict[str, Any]]:
+    if path.suffix == ".parquet":
+        table = pq.read_table(path)
+        missing = [c for c in PUBLISHED_FIELDS if c not in table.column_names]
+        if missing:
+            raise PublishedDataError(f"{path}: missing column(s) {missing}")
+        return table.to_pylist()
+    if path.suffix == ".jsonl":
+        rows = []
+        with path.open(encoding="utf-8") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise PublishedDataError(f"{path}: line {lineno} is not JSON: {err}") from err
+                if not isinstance(row, dict):
+                    raise PublishedDataError(f"{path}: line {lineno} is not a JSON object")
+                rows.append(row)
+        return rows
+    raise PublishedDataError(f"{path}: expected a .parquet or .jsonl file")
+
+
+def read_published_file(path: str | Path, lang: Lang) -> list[Item]:
+    """Read a .parquet or .jsonl file in the published schema as ``lang`` items.
+
+    Raises :class:`PublishedDataError` for a missing column or an invalid row (the message names
+    the row number, its id and the field). Extra columns are ignored with a log message.
+    """
+    path = Path(path)
+    rows = _read_rows(path)
+    items: list[Item] = []
+    extra: set[str] = set()
+    for i, row in enumerate(rows):
+        for name in PUBLISHED_FIELDS:
+            if name not in row:
+                raise PublishedDataError(f"{path}: row {i} (id={row.get('id')!r}): field {name!r} is missing")
+        extra |= set(row) - set(PUBLISHED_FIELDS)
+        items.append(_row_to_item(row, lang, f"{path}: row {i}"))
+    if extra:
+        log.info("%s: ignoring extra column(s) %s", path, sorted(extra))
+    return items
+
+
+def write_published_file(items: Iterable[Item], path: str | Path, lang: Lang) -> Path:
+    """Write items' ``lang`` views in the published schema (.parquet or .jsonl, by extension).
+
+    Every item must have a ``lang`` view; a missing one raises ``KeyError`` naming the item.
+    """
+    path = Path(path)
+    rows = [item.published_row(lang) for item in items]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.suffix == ".parquet":
+        pq.write_table(pa.Table.from_pylist(rows, schema=PUBLISHED_SCHEMA), path)
+    elif path.suffix == ".jsonl":
+        with path.open("w", encoding="utf-8") as fh:
+            for row in rows:
+                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+    else:
+        raise ValueError(f"{path}: expected a .parquet or .jsonl file")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# Finding a config's split inside a downloaded snapshot
+# ---------------------------------------------------------------------------------------------
+
+
+def _card_data_files(root: Path, lang: str, split: str) -> list[str]:
+    """Path patterns of ``lang``/``split`` declared in the dataset card's ``configs`` section."""
+    card = root / "README.md"
+    if not card.is_file():
+        return []
+    text = card.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return []
+    try:
+        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
+    except yaml.YAMLError:
+        return []
+    for config in meta.get("configs") or []:
+        if not isinstance(config, dict) or config.get("config_name") != lang:
+            continue
+        data_files = config.get("data_files")
+        if isinstance(data_files, str):
+            return [data_files]
+        patterns: list[str] = []
+        for entry in data_files or []:
+            if isinstance(entry, dict) and entry.get("split") == split:
+                path = entry.get("path")
+                patterns += [path] if isinstance(path, str) else list(path or [])
+        return patterns
+    return []
+
+
+def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[Path]:
+    """Data files of config ``lang``, split ``split`` under a snapshot directory.
+
+    Uses the dataset card's ``configs`` when it declares them, else the usual layouts
+    (``{lang}/{split}-*.parquet``, ``data/{lang}/...``, ``{lang}/{split}/...``).
+    """
+    root = Path(root)
+    files: list[Path] = []
+    for pattern in _card_data_files(root, lang, split):
+        files += [p for p in root.glob(pattern) if p.is_file()]
+    if not files:
+        for path in sorted(root.rglob("*")):
+            if path.suffix not in DATA_SUFFIXES or not path.is_file():
+                continue
+            parts = path.relative_to(root).parts
+            if lang in parts[:-1] and (path.name.startswith(split) or split in parts[:-1]):
+                files.append(path)
+    files = sorted(set(files))
+    if not files:
+        present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+        raise FileNotFoundError(f"no {lang}/{split} data files under {root}; files: {present}")
+    return files
+
+
+# ---------------------------------------------------------------------------------------------
+# Download and load
+# ---------------------------------------------------------------------------------------------
+
+
+def _hub_offline() -> bool:
+    value = os.environ.get("HF_HUB_OFFLINE", "")
+    return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
+
+
+def download_snapshot(cache_dir: str | Path | None = None) -> Path:
+    """Local directory of the dataset snapshot; downloads only if nothing is cached.
+
+    Tries the cache first (``local_files_only=True``). On a miss it downloads, unless
+    ``HF_HUB_OFFLINE`` is set, in which case :class:`HubUnavailableError` is raised.
+    """
+    cache = Path(cache_dir) if cache_dir is not None else CACHE_DIR / "hub"
+    common = dict(repo_id=REPO_ID, repo_type="dataset", cache_dir=cache, allow_patterns=_ALLOW_PATTERNS)
+    try:
+        return Path(snapshot_download(**common, local_files_only=True))
+    except LocalEntryNotFoundError:
+        if _hub_offline():
+            raise HubUnavailableError(
+                f"{REPO_ID} is not cached in {cache} and HF_HUB_OFFLINE is set; "
+                "unset it once to download, or pass local_path="
+            ) from None
+    log.info("downloading %s to %s", REPO_ID, cache)
+    try:
+        return Path(snapshot_download(**common))
+    except Exception as err:  # network errors come in many types
+        raise HubUnavailableError(f"could not download {REPO_ID}: {err}") from err
+
+
+def load_published(
+    lang: Lang,
+    split: str = "test",
+    *,
+    cache_dir: str | Path | None = None,
+    local_path: str | Path | None = None,
+) -> list[Item]:
+    """Items of the published ``lang`` config and ``split``.
+
+    ``local_path`` may be a data file (.parquet/.jsonl, read as is) or a snapshot directory;
+    either way the hub is not contacted. Otherwise the snapshot is taken from the cache or
+    downloaded (see :func:`download_snapshot`).
+    """
+    if lang not in ("en", "ru"):
+        raise ValueError(f"lang must be 'en' or 'ru', got {lang!r}")
+    if local_path is not None and Path(local_path).is_file():
+        return read_published_file(local_path, lang)
+    root = Path(local_path) if local_path is not None else download_snapshot(cache_dir)
+    items: list[Item] = []
+    for path in find_split_files(root, lang, split):
+        items += read_published_file(path, lang)
+    return items
+

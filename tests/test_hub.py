@@ -1,0 +1,217 @@
+"""Tests for cresowlve_core.sources.hub, offline: the hub download is monkeypatched."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from huggingface_hub.errors import LocalEntryNotFoundError
+
+from cresowlve_core.items import Item, ItemView
+from cresowlve_core.paths import CACHE_DIR
+from cresowlve_core.sources import hub
+from cresowlve_core.sources.hub import (
+    HubUnavailableError,
+    PublishedDataError,
+    find_split_files,
+    load_published,
+    read_published_file,
+    write_published_file,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "hub"
+SNAPSHOT = FIXTURES / "snapshot"
+EN_PARQUET = SNAPSHOT / "en" / "test-00000-of-00001.parquet"
+RU_PARQUET = SNAPSHOT / "ru" / "test-00000-of-00001.parquet"
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+# --- reading the fixture ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("lang", "parquet", "n"), [("en", EN_PARQUET, 6), ("ru", RU_PARQUET, 3)])
+def test_fixture_parquet_matches_its_jsonl_rows(lang, parquet, n):
+    items = read_published_file(parquet, lang)
+    assert len(items) == n
+    assert [it.published_row(lang) for it in items] == _rows(FIXTURES / f"{lang}.jsonl")
+    assert all(it.has(lang) and not it.has("ru" if lang == "en" else "en") for it in items)
+
+
+def test_fixture_values_nulls_and_lists():
+    items = {it.id: it for it in read_published_file(EN_PARQUET, "en")}
+    melody = items["chgk_83a712ed75"]
+    assert melody.en.answer == "Melody."
+    assert melody.en.other_answers == "Music, score, cacophony."
+    assert melody.difficulty == 3
+    assert melody.knowledge_domains == ["Visual Arts", "Literature", "Music", "Military"]
+    assert melody.creative_domains == ["metaphor", "lateral thinking"]
+    assert melody.cultures == ["english"]
+    poster = items["chgk_17cad876d2"]
+    assert poster.en.explanation is None and poster.en.other_answers is None
+    assert poster.difficulty is None and poster.cultures == []
+    assert items["chgk_f12464c4c7"].en.other_answers is None
+    ru = {it.id: it for it in read_published_file(RU_PARQUET, "ru")}
+    assert ru["chgk_c97e6fd16d"].ru.answer == "Кромвель"
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".jsonl"])
+def test_round_trip(tmp_path, suffix):
+    items = read_published_file(EN_PARQUET, "en")
+    path = write_published_file(items, tmp_path / f"out{suffix}", "en")
+    again = read_published_file(path, "en")
+    assert [it.model_dump() for it in again] == [it.model_dump() for it in items]
+
+
+def test_parquet_schema_is_the_published_one(tmp_path):
+    items = read_published_file(EN_PARQUET, "en")
+    schema = pq.read_schema(write_published_file(items, tmp_path / "x.parquet", "en"))
+    assert schema.names == list(hub.PUBLISHED_FIELDS)
+    assert str(schema.field("difficulty").type) == "int64"
+    assert str(schema.field("cultures").type) == "list<element: string>"
+
+
+def test_write_requires_the_language_view(tmp_path):
+    item = Item(id="chgk_0000000000", en=ItemView(question="Q?", answer="A"))
+    with pytest.raises(KeyError, match="chgk_0000000000"):
+        write_published_file([item], tmp_path / "ru.jsonl", "ru")
+
+
+# --- validation ---------------------------------------------------------------------------------
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "field", "fragment"),
+    [
+        (lambda r: r.pop("answer"), "answer", "is missing"),
+        (lambda r: r.update(question=None), "question", "non-empty string"),
+        (lambda r: r.update(difficulty=7), "difficulty", "integer 1-5"),
+        (lambda r: r.update(difficulty="3"), "difficulty", "integer 1-5"),
+        (lambda r: r.update(explanation=["x"]), "explanation", "string or null"),
+        (lambda r: r.update(cultures=None), "cultures", "list of strings"),
+        (lambda r: r.update(knowledge_domains=["ok", 3]), "knowledge_domains", "list of strings"),
+    ],
+)
+def test_invalid_row_names_row_id_and_field(tmp_path, change, field, fragment):
+    rows = _rows(FIXTURES / "en.jsonl")
+    change(rows[2])
+    path = _write_jsonl(tmp_path / "bad.jsonl", rows)
+    with pytest.raises(PublishedDataError) as err:
+        read_published_file(path, "en")
+    message = str(err.value)
+    assert "row 2" in message and "chgk_056f339e0d" in message and repr(field) in message
+    assert fragment in message
+
+
+def test_missing_parquet_column_is_an_error(tmp_path):
+    table = pq.read_table(EN_PARQUET).drop_columns(["cultures"])
+    pq.write_table(table, tmp_path / "bad.parquet")
+    with pytest.raises(PublishedDataError, match="cultures"):
+        read_published_file(tmp_path / "bad.parquet", "en")
+
+
+def test_extra_columns_and_float_difficulty_are_accepted(tmp_path):
+    rows = _rows(FIXTURES / "en.jsonl")
+    rows[0]["source"] = "extra"
+    rows[0]["difficulty"] = 3.0
+    items = read_published_file(_write_jsonl(tmp_path / "x.jsonl", rows), "en")
+    assert len(items) == 6 and items[0].difficulty == 3
+
+
+def test_bad_json_line_and_bad_suffix(tmp_path):
+    (tmp_path / "x.jsonl").write_text('{"id": 1}\nnot json\n', encoding="utf-8")
+    with pytest.raises(PublishedDataError, match="line 2"):
+        read_published_file(tmp_path / "x.jsonl", "en")
+    with pytest.raises(PublishedDataError, match="parquet or .jsonl"):
+        read_published_file(tmp_path / "x.csv", "en")
+
+
+# --- locating splits in a snapshot --------------------------------------------------------------
+
+
+def test_find_split_files_from_card_and_from_layout(tmp_path):
+    assert find_split_files(SNAPSHOT, "en") == [EN_PARQUET]
+    assert find_split_files(SNAPSHOT, "ru", "test") == [RU_PARQUET]
+    # without a dataset card, the usual directory layouts are recognised
+    (tmp_path / "data" / "en").mkdir(parents=True)
+    shutil.copy(EN_PARQUET, tmp_path / "data" / "en" / "test-00000-of-00001.parquet")
+    assert [p.name for p in find_split_files(tmp_path, "en")] == ["test-00000-of-00001.parquet"]
+    with pytest.raises(FileNotFoundError, match="no ru/test data files"):
+        find_split_files(tmp_path, "ru")
+    with pytest.raises(FileNotFoundError):
+        find_split_files(SNAPSHOT, "en", "train")
+
+
+# --- load_published -----------------------------------------------------------------------------
+
+
+def test_load_published_from_local_paths():
+    assert len(load_published("en", local_path=SNAPSHOT)) == 6
+    assert len(load_published("ru", local_path=SNAPSHOT)) == 3
+    assert [it.id for it in load_published("en", local_path=EN_PARQUET)][0] == "chgk_83a712ed75"
+    with pytest.raises(ValueError, match="lang"):
+        load_published("de", local_path=SNAPSHOT)  # type: ignore[arg-type]
+
+
+class FakeHub:
+    """Stands in for huggingface_hub.snapshot_download and records its calls."""
+
+    def __init__(self, cached: bool, fail: bool = False) -> None:
+        self.cached, self.fail = cached, fail
+        self.calls: list[dict] = []
+
+    def __call__(self, **kwargs):
+        self.calls.append(kwargs)
+        if kwargs.get("local_files_only"):
+            if not self.cached:
+                raise LocalEntryNotFoundError("not cached")
+            return str(SNAPSHOT)
+        if self.fail:
+            raise OSError("network unreachable")
+        return str(SNAPSHOT)
+
+
+def test_cached_snapshot_needs_no_network(monkeypatch):
+    fake = FakeHub(cached=True)
+    monkeypatch.setattr(hub, "snapshot_download", fake)
+    items = load_published("en")
+    assert len(items) == 6
+    assert len(fake.calls) == 1 and fake.calls[0]["local_files_only"] is True
+    assert fake.calls[0]["repo_id"] == "mismayil/cresowlve"
+    assert fake.calls[0]["repo_type"] == "dataset"
+    assert Path(fake.calls[0]["cache_dir"]) == CACHE_DIR / "hub"
+
+
+def test_uncached_snapshot_is_downloaded_into_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    fake = FakeHub(cached=False)
+    monkeypatch.setattr(hub, "snapshot_download", fake)
+    assert len(load_published("ru", cache_dir=tmp_path)) == 3
+    assert [c.get("local_files_only", False) for c in fake.calls] == [True, False]
+    assert all(Path(c["cache_dir"]) == tmp_path for c in fake.calls)
+
+
+def test_offline_without_cache_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    fake = FakeHub(cached=False)
+    monkeypatch.setattr(hub, "snapshot_download", fake)
+    with pytest.raises(HubUnavailableError, match="HF_HUB_OFFLINE"):
+        load_published("en")
+    assert len(fake.calls) == 1  # never tried to download
+
+
+def test_download_failure_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hub, "snapshot_download", FakeHub(cached=False, fail=True))
+    with pytest.raises(HubUnavailableError, match="network unreachable"):
+        load_published("en")
