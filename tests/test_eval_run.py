@@ -187,3 +187,25 @@ def test_no_key_leaks_into_run_dir_or_output(tmp_path):
     assert "MY_PROVIDER_KEY" in written  # the variable's NAME is recorded
     for text in (written, out, err):
         assert key not in text
+
+
+def test_batch_submit_then_collect(tmp_path):
+    from cresowlve_core.evaluation.batch_eval import batch_evaluate
+
+    items = make_items(5)
+    items_path = tmp_path / "items.jsonl"
+    write_items_jsonl(items_path, items)
+    with FakeServer(answers=answer_for, batch_polls=1) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, items=str(items_path))
+        first = batch_evaluate(cfg)
+        assert first.startswith("submitted batch")
+        assert json.loads((tmp_path / "run" / "batch.json").read_text())["batch_id"]
+        assert srv.total == 0  # nothing answered live
+        assert batch_evaluate(cfg).startswith("batch still running")
+        done = batch_evaluate(cfg)
+        assert srv.total == 0
+    assert "collected 5 answers" in done and "ok=5" in done
+    recs = read_lines(tmp_path / "run")
+    assert sorted(r["id"] for r in recs) == sorted(i.id for i in items)
+    assert sum(r["em_strict"] for r in recs) == 3  # items 0, 2, 4 are answered right
+    assert not (tmp_path / "run" / "batch.json").exists()

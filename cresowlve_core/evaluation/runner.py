@@ -18,11 +18,11 @@ from tqdm.auto import tqdm
 from cresowlve_core.evaluation.records import ResponseRecord, RunManifest, Usage
 from cresowlve_core.evaluation.scoring import exact_match, exact_match_strict, judge_request, parse_verdict
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
-from cresowlve_core.items import Item, Lang
+from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
-from cresowlve_core.llm.types import BudgetExceeded, Endpoint, GenParams, LLMError, LLMFatalError
+from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError, LLMFatalError
 from cresowlve_core.rundir import RunDir, git_sha, now_iso, package_versions
 
 RESPONSES = "responses.jsonl"
@@ -165,6 +165,17 @@ def _record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
     }
 
 
+def scored_fields(view: ItemView, c: Completion) -> dict[str, Any]:
+    """Extraction and exact match for one finished completion of the model under test."""
+    prediction, how = extract_answer(c.text)
+    return dict(
+        status="ok", prediction=prediction, extraction=how, raw_output=c.text, thoughts=c.thoughts,
+        usage=c.usage, cost=c.cost, latency_s=round(c.latency_s, 3), cached=c.cached,
+        em_strict=exact_match_strict(prediction, view.answer),
+        em_lenient=exact_match(prediction, view.answer, view.other_answers),
+    )
+
+
 class _Evaluator:
     def __init__(self, cfg: EvalConfig, run: RunDir, prices: PriceTable):
         self.cfg = cfg
@@ -189,7 +200,9 @@ class _Evaluator:
         if self.judge:
             await self.judge.aclose()
 
-    async def solve_and_score(self, item: Item, previous: dict[str, Any] | None) -> ResponseRecord:
+    async def solve_and_score(self, item: Item, previous: dict[str, Any] | None,
+                              completion: Completion | None = None) -> ResponseRecord:
+        """Solve (unless ``completion`` came from elsewhere, e.g. a batch), score, judge."""
         cfg = self.cfg
         view = item.view(cfg.lang)
         rec: dict[str, Any]
@@ -198,18 +211,13 @@ class _Evaluator:
         else:
             rec = _record_base(item, cfg)
             try:
-                c = await self.client.complete(solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
+                c = completion or await self.client.complete(
+                    solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
             except (LLMFatalError, BudgetExceeded):
                 raise
             except LLMError as exc:
                 return ResponseRecord(**rec, status="error", error=str(exc))
-            prediction, how = extract_answer(c.text)
-            rec.update(
-                status="ok", prediction=prediction, extraction=how, raw_output=c.text, thoughts=c.thoughts,
-                usage=c.usage, cost=c.cost, latency_s=round(c.latency_s, 3), cached=c.cached,
-                em_strict=exact_match_strict(prediction, view.answer),
-                em_lenient=exact_match(prediction, view.answer, view.other_answers),
-            )
+            rec.update(scored_fields(view, c))
         if self.judge is not None:
             rec.update(await self._judge(item, rec["prediction"] or ""))
         return ResponseRecord(**rec)
@@ -237,14 +245,17 @@ class _Evaluator:
         }
 
 
-def _needs_work(prev: dict[str, Any] | None, judged: bool) -> bool:
+def needs_work(prev: dict[str, Any] | None, judged: bool) -> bool:
     if prev is None or prev.get("status") != "ok":
         return True
     return judged and prev.get("judge_status") in (None, "not_run", "error")
 
 
 async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool = True,
-                         on_record: Callable[[ResponseRecord], None] | None = None) -> EvalOutcome:
+                         on_record: Callable[[ResponseRecord], None] | None = None,
+                         completions: dict[str, Completion] | None = None) -> EvalOutcome:
+    """Evaluate ``items`` into ``cfg.run_dir``, resuming. With ``completions`` (answers collected
+    from a batch, by item id) only those items are scored, and nothing is sent to the model under test."""
     run = RunDir(cfg.run_dir)
     manifest = build_manifest(cfg, len(items))
     existing_manifest = run.read_manifest()
@@ -254,12 +265,15 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
         manifest.config["resumed_at"] = now_iso()
     run.write_manifest(manifest.model_dump())
     previous = run.latest(RESPONSES, _key)
-    todo = [it for it in items if _needs_work(previous.get((it.id, cfg.lang)), cfg.judge_model is not None)]
+    todo = [it for it in items if needs_work(previous.get((it.id, cfg.lang)), cfg.judge_model is not None)]
+    if completions is not None:
+        todo = [it for it in todo if it.id in completions]
     ev = _Evaluator(cfg, run, PriceTable.load())
     stopped: str | None = None
     bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"{cfg.model} [{cfg.lang}]",
                unit="item", disable=not progress)
-    tasks = [asyncio.create_task(ev.solve_and_score(it, previous.get((it.id, cfg.lang)))) for it in todo]
+    tasks = [asyncio.create_task(ev.solve_and_score(it, previous.get((it.id, cfg.lang)), (completions or {}).get(it.id)))
+             for it in todo]
     try:
         for fut in asyncio.as_completed(tasks):
             try:
