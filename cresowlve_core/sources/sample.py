@@ -1,0 +1,152 @@
+"""The demo item set shipped with the project, and :func:`load_items`, the one way to get items.
+
+The demo set is built from the 15 real items quoted in the CresOWLve paper
+(``data/cresowlve/paper_examples.jsonl``) into ``data/cresowlve/demo_items.jsonl``, one
+``Item.model_dump()`` per line. Each item keeps where it came from and what the construction
+pipeline did with it in ``meta``: ``pipeline_outcome``, ``source`` and ``in_benchmark`` (true
+for outcomes starting with ``kept`` or ``translated``). Fields of an example that fit no part of
+the item (a Russian question without a Russian answer, say) are kept in ``meta`` under their own
+names. Rebuild with ``python -m cresowlve_core.sources.build_demo``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.items import LANGS, Item, ItemView, Lang
+from cresowlve_core.paths import DATA_DIR, REPO_ROOT
+from cresowlve_core.sources.hub import load_published, read_published_file
+
+log = logging.getLogger(__name__)
+
+DEMO_SOURCE_NAME = "cresowlve/paper_examples.jsonl"
+DEMO_ITEMS_NAME = "cresowlve/demo_items.jsonl"
+BENCHMARK_OUTCOMES = ("kept", "translated")
+
+_ITEM_KEYS = ("difficulty", "reasoning_type", "knowledge_domains", "creative_domains", "cultures")
+_VIEW_KEYS = ("question", "answer", "explanation", "other_answers")
+
+
+class NoItemsError(ValueError):
+    """A spec yielded no item with the requested language view."""
+
+
+def shipped_path(name: str) -> Path:
+    """``DATA_DIR / name``, falling back to the repository's own ``data/`` (where it ships)."""
+    path = DATA_DIR / name
+    return path if path.exists() else REPO_ROOT / "data" / name
+
+
+def in_benchmark(pipeline_outcome: str) -> bool:
+    """Whether an item with this pipeline outcome is part of the published benchmark."""
+    return pipeline_outcome.strip().lower().startswith(BENCHMARK_OUTCOMES)
+
+
+def _view(example: dict[str, Any], lang: Lang) -> ItemView | None:
+    if not example.get(f"question_{lang}") or not example.get(f"answer_{lang}"):
+        return None
+    return ItemView(**{key: example.get(f"{key}_{lang}") for key in _VIEW_KEYS})
+
+
+def paper_example_to_item(example: dict[str, Any]) -> Item:
+    """One record of ``paper_examples.jsonl`` as an :class:`Item` (see the module docstring)."""
+    views = {lang: _view(example, lang) for lang in LANGS}
+    used = {"id", "pipeline_outcome", "source", *_ITEM_KEYS}
+    used |= {f"{key}_{lang}" for lang, view in views.items() if view for key in _VIEW_KEYS}
+    outcome = example.get("pipeline_outcome", "")
+    meta = {"pipeline_outcome": outcome, "source": example.get("source"), "in_benchmark": in_benchmark(outcome)}
+    meta |= {key: value for key, value in example.items() if key not in used}
+    return Item(
+        id=example["id"],
+        **{key: example[key] for key in _ITEM_KEYS if example.get(key) is not None},
+        **views,
+        meta=meta,
+    )
+
+
+def build_demo_items(source: str | Path | None = None) -> list[Item]:
+    """Items from the paper examples that have an English question and answer, in file order."""
+    path = Path(source) if source is not None else shipped_path(DEMO_SOURCE_NAME)
+    items = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        item = paper_example_to_item(json.loads(line))
+        if item.has("en"):
+            items.append(item)
+        else:
+            log.warning("%s: %s has no English question and answer; not a demo item", path, item.id)
+    return items
+
+
+def items_to_jsonl(items: list[Item]) -> str:
+    """The JSONL text of items: one ``model_dump`` per line, UTF-8, fields in model order."""
+    return "".join(json.dumps(item.model_dump(), ensure_ascii=False) + "\n" for item in items)
+
+
+def write_demo_items(items: list[Item], path: str | Path | None = None) -> Path:
+    """Write the demo set (by default to ``data/cresowlve/demo_items.jsonl``)."""
+    path = Path(path) if path is not None else DATA_DIR / DEMO_ITEMS_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(items_to_jsonl(items), encoding="utf-8")
+    return path
+
+
+def read_items_jsonl(path: str | Path) -> list[Item]:
+    """Items stored one ``Item.model_dump()`` JSON per line."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [Item.model_validate_json(line) for line in lines if line.strip()]
+
+
+def load_demo_items(include_removed: bool = False) -> list[Item]:
+    """The shipped demo items; by default only those in the benchmark (9 of 15)."""
+    items = read_items_jsonl(shipped_path(DEMO_ITEMS_NAME))
+    return items if include_removed else [it for it in items if it.meta.get("in_benchmark")]
+
+
+def _is_item_jsonl(path: Path) -> bool:
+    """True for Item-per-line JSONL, False for published-schema rows (top-level ``question``)."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                return "question" not in json.loads(line)
+    return True
+
+
+def load_items(spec: str, lang: Lang) -> list[Item]:
+    """Items with a ``lang`` view from ``spec``.
+
+    ``spec`` is ``"demo"`` (the shipped benchmark demo items), ``"hub:en"`` / ``"hub:ru"`` (the
+    published config; ``"hub"`` means ``hub:{lang}``), or a path to a ``.parquet`` or ``.jsonl``
+    file: published-schema rows, or one ``Item`` per line. Raises :class:`NoItemsError` if no
+    item has the ``lang`` view.
+    """
+    if lang not in LANGS:
+        raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
+    if spec == "demo":
+        items = load_demo_items()
+    elif spec == "hub" or spec.startswith("hub:"):
+        hub_lang = spec.partition(":")[2] or lang
+        if hub_lang not in LANGS:
+            raise ValueError(f"unknown hub config in {spec!r}; use hub:en or hub:ru")
+        if hub_lang != lang:
+            raise NoItemsError(f"{spec!r} holds {hub_lang!r} items only; asked for {lang!r}")
+        items = load_published(lang)
+    else:
+        path = Path(spec)
+        if not path.is_file():
+            raise FileNotFoundError(f"{spec!r} is not 'demo', 'hub:en', 'hub:ru' or an existing file")
+        if path.suffix == ".jsonl" and _is_item_jsonl(path):
+            items = read_items_jsonl(path)
+        elif path.suffix in (".jsonl", ".parquet"):
+            items = read_published_file(path, lang)
+        else:
+            raise ValueError(f"{spec!r}: expected a .jsonl or .parquet file")
+    selected = [item for item in items if item.has(lang)]
+    if not selected:
+        raise NoItemsError(f"{spec!r} has no items with a {lang!r} view ({len(items)} items in all)")
+    return selected
