@@ -714,3 +714,38 @@ def query_scores(
             }
         )
     return rows
+
+
+def generate_and_score(
+    endpoint: Endpoint,
+    run_dir: str | Path,
+    *,
+    judge_endpoint: Endpoint | None = None,
+    queries_path: str | Path | None = None,
+    limit: int | None = 3,
+    max_tokens: int | None = 1024,
+    judge_max_tokens: int | None = 1024,
+    concurrency: int = 4,
+    seed: int = 0,
+    config_name: str | None = None,
+    progress: bool = False,
+    embedder: Embedder | None = None,
+) -> tuple[list[ScoredSet], dict[str, Any]]:
+    """Generate (original variation) and score with ``judge_endpoint`` (default: the same endpoint).
+
+    For the notebook's end-to-end check with the offline local model. Returns the scored sets
+    and ``{"generate": ..., "score": ...}`` summaries.
+    """
+    gen = generate(
+        queries_path, endpoint, run_dir, limit=limit, max_tokens=max_tokens, concurrency=concurrency, seed=seed, progress=progress
+    )
+    sc = score(
+        run_dir,
+        judge_endpoint or endpoint,
+        max_tokens=judge_max_tokens,
+        concurrency=concurrency,
+        seed=seed,
+        progress=progress,
+        embedder=embedder,
+    )
+    return scored_sets_from_run(run_dir, config_name), {"generate": gen, "score": sc}

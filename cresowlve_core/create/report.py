@@ -1,0 +1,322 @@
+"""The CREATE leaderboard: tables and altair charts over scored path sets.
+
+:func:`analyse` is the one call a notebook makes: it embeds every path once (cached), computes
+each set's distance matrix and greedy ordering, and returns a :class:`CreateReport` whose methods
+give the leaderboard (utility at two patience values with seeded bootstrap CIs over queries,
+paths, valid/factual rates, quality and diversity), the utility-vs-patience curves, the
+quality-vs-factuality trade-off, distinctiveness against the population of all configurations,
+and example paths. Utilities use :mod:`cresowlve_core.create.utility` (reference discount and
+strength rule unless told otherwise).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.analysis.stats import bootstrap_mean_ci
+from cresowlve_core.create.distance import Embedder, cosine_distance, default_embedder, path_text, transform_distance
+from cresowlve_core.create.judges import StrengthScope, factuality_rate, path_strength
+from cresowlve_core.create.scored import ScoredSet
+from cresowlve_core.create.utility import PATIENCE_GRID, Discount, UtilityBreakdown, utility_breakdown
+
+FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def _key(s: ScoredSet) -> tuple[str, str]:
+    return (s.config, s.query_id)
+
+
+@dataclass
+class CreateReport:
+    """Scored sets with their embeddings and distance matrices, ready for tables and charts."""
+
+    sets: list[ScoredSet]
+    vectors: dict[tuple[str, str], np.ndarray]
+    distances: dict[tuple[str, str], np.ndarray]
+    discount: Discount = "reference"
+    strength_scope: StrengthScope = "reference"
+    _cache: dict[tuple[tuple[str, str], float], UtilityBreakdown] = field(default_factory=dict)
+
+    # ---- per set
+
+    def breakdown(self, s: ScoredSet, factuality_threshold: float = 1.0) -> UtilityBreakdown:
+        k = (_key(s), factuality_threshold)
+        if k not in self._cache:
+            self._cache[k] = utility_breakdown(
+                s.paths,
+                s.specificity,
+                s.factuality,
+                s.validity,
+                factuality_threshold,
+                distances=self.distances[_key(s)],
+                strength_scope=self.strength_scope,
+            )
+        return self._cache[k]
+
+    def configs(self) -> list[str]:
+        return sorted({s.config for s in self.sets})
+
+    # ---- tables
+
+    def per_query(self, patience: Sequence[float] = (0.7, 0.9), factuality_threshold: float = 1.0) -> pd.DataFrame:
+        """One row per (config, query): counts and the utility at each patience."""
+        rows = []
+        for s in self.sets:
+            b = self.breakdown(s, factuality_threshold)
+            valid_idx = [i for i, v in enumerate(s.validity) if v]
+            kept = b.kept.indices
+            d = self.distances[_key(s)]
+            pair = d[np.ix_(kept, kept)][np.triu_indices(len(kept), 1)] if len(kept) > 1 else np.array([])
+            row = {
+                "config": s.config,
+                "model": s.model,
+                "variation": s.variation,
+                "query_id": s.query_id,
+                "n_paths": len(s.paths),
+                "n_valid": len(valid_idx),
+                "n_factual": len(kept) + b.kept.dropped.get("no_strength", 0),
+                "n_kept": len(kept),
+                "max_strength": max(b.kept.strengths) if kept else np.nan,
+                "avg_pairwise_d": float(pair.mean()) if pair.size else np.nan,
+                "triple_factuality": float(
+                    np.mean([factuality_rate(s.factuality[i]) for i in valid_idx]) if valid_idx else np.nan
+                ),
+            }
+            for p in patience:
+                row[f"utility@{p}"] = b.utility(p, self.discount)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def leaderboard(
+        self,
+        patience: Sequence[float] = (0.7, 0.9),
+        n_boot: int = 1000,
+        seed: int = 0,
+        factuality_threshold: float = 1.0,
+    ) -> pd.DataFrame:
+        """Per configuration: mean utility at each patience with a 95% bootstrap CI over queries,
+        mean paths per query, valid rate (of all paths), factual rate (of valid paths), |U| (valid
+        and factual paths per query), mean max strength, mean pairwise distance. Sorted by the
+        utility at the last patience."""
+        pq = self.per_query(patience, factuality_threshold)
+        rows = []
+        for config, g in pq.groupby("config", sort=True):
+            row: dict[str, object] = {"config": config, "n_queries": len(g)}
+            for p in patience:
+                est = bootstrap_mean_ci(g[f"utility@{p}"].to_numpy(), n_boot=n_boot, seed=seed)
+                row[f"utility@{p}"] = est.value
+                row[f"ci_low@{p}"] = est.low
+                row[f"ci_high@{p}"] = est.high
+            n_paths, n_valid = g["n_paths"].sum(), g["n_valid"].sum()
+            row.update(
+                {
+                    "mean_paths": g["n_paths"].mean(),
+                    "valid_rate": n_valid / n_paths if n_paths else np.nan,
+                    "factual_rate": g["n_factual"].sum() / n_valid if n_valid else np.nan,
+                    "mean_kept": g["n_kept"].mean(),
+                    "max_strength": g["max_strength"].mean(),
+                    "avg_pairwise_d": g["avg_pairwise_d"].mean(),
+                }
+            )
+            rows.append(row)
+        return pd.DataFrame(rows).sort_values(f"utility@{patience[-1]}", ascending=False).reset_index(drop=True)
+
+    def patience_curves(self, grid: Sequence[float] = PATIENCE_GRID, factuality_threshold: float = 1.0) -> pd.DataFrame:
+        """Mean utility over queries at each patience, per configuration (long format)."""
+        rows = []
+        for s in self.sets:
+            b = self.breakdown(s, factuality_threshold)
+            rows.extend({"config": s.config, "patience": float(p), "utility": u} for p, u in zip(grid, b.curve(grid, self.discount)))
+        df = pd.DataFrame(rows)
+        return df.groupby(["config", "patience"], as_index=False)["utility"].mean()
+
+    def factuality_tradeoff(
+        self, thresholds: Sequence[float] = FACTUALITY_THRESHOLDS, patience: float = 0.9
+    ) -> pd.DataFrame:
+        """Mean utility at ``patience`` as the factuality threshold varies (0 = keep all valid paths)."""
+        rows = []
+        for t in thresholds:
+            for s in self.sets:
+                rows.append({"config": s.config, "threshold": float(t), "utility": self.breakdown(s, t).utility(patience, self.discount)})
+        return pd.DataFrame(rows).groupby(["config", "threshold"], as_index=False)["utility"].mean()
+
+    def distinctiveness(self, quality_floor: float = 3.0, factuality_threshold: float = 1.0) -> pd.DataFrame:
+        """ν against the population: for each set, its valid, factual paths with strength
+        ``> quality_floor`` (the paper's filter) against every valid path of the *other*
+        configurations for the same query. Per configuration: mean ν(u) over those paths, mean
+        ν(U) over queries that have any, and how many paths/queries that covers."""
+        by_query: dict[str, list[ScoredSet]] = defaultdict(list)
+        for s in self.sets:
+            by_query[s.query_id].append(s)
+        per_path: dict[str, list[float]] = defaultdict(list)
+        per_set: dict[str, list[float]] = defaultdict(list)
+        for qid, group in by_query.items():
+            for s in group:
+                b = self.breakdown(s, factuality_threshold)
+                own = [i for i, st in zip(b.kept.indices, b.kept.strengths) if st > quality_floor]
+                if not own:
+                    continue
+                others = [
+                    self.vectors[_key(o)][[i for i, v in enumerate(o.validity) if v]] for o in group if o.config != s.config
+                ]
+                pop = np.concatenate([o for o in others if len(o)], axis=0) if any(len(o) for o in others) else None
+                if pop is None:
+                    nu = [1.0] * len(own)
+                else:
+                    d = np.asarray(transform_distance(cosine_distance(self.vectors[_key(s)][own], pop)))
+                    nu = [float(x) for x in d.min(axis=1)]
+                per_path[s.config].extend(nu)
+                per_set[s.config].append(max(nu))
+        rows = [
+            {
+                "config": c,
+                "avg_nu_path": float(np.mean(per_path[c])) if per_path[c] else np.nan,
+                "avg_nu_set": float(np.mean(per_set[c])) if per_set[c] else np.nan,
+                "n_paths": len(per_path[c]),
+                "n_queries": len(per_set[c]),
+            }
+            for c in self.configs()
+        ]
+        return pd.DataFrame(rows).sort_values("avg_nu_set", ascending=False).reset_index(drop=True)
+
+    def example_paths(self, query_id: str | None = None, per_config: int = 2) -> pd.DataFrame:
+        """The first ``per_config`` greedy picks of each configuration for one query (default: the
+        query answered by the most configurations), with strength, factuality and marginal score."""
+        if query_id is None:
+            counts = pd.Series([s.query_id for s in self.sets]).value_counts()
+            query_id = str(counts.index[0]) if len(counts) else ""
+        rows = []
+        for s in self.sets:
+            if s.query_id != query_id:
+                continue
+            b = self.breakdown(s)
+            for pos, (j, m) in enumerate(zip(b.greedy.order[:per_config], b.greedy.marginals)):
+                i = b.kept.indices[j]
+                rows.append(
+                    {
+                        "config": s.config,
+                        "rank": pos + 1,
+                        "path": " → ".join(f"({', '.join(t)})" for t in s.paths[i]),
+                        "strength": path_strength(s.specificity[i], self.strength_scope),
+                        "marginal": round(m, 3),
+                    }
+                )
+            if not b.greedy.order:
+                rows.append({"config": s.config, "rank": 0, "path": "(no valid, factual path)", "strength": None, "marginal": 0.0})
+        return pd.DataFrame(rows)
+
+    def flags(self) -> pd.DataFrame:
+        """Per configuration: how often each flag (parse, judge, validity reason) occurred."""
+        rows = []
+        for s in self.sets:
+            for f in s.flags:
+                rows.append({"config": s.config, "flag": f})
+            for reasons in s.validity_reasons:
+                rows.extend({"config": s.config, "flag": f"invalid:{r}"} for r in reasons)
+        if not rows:
+            return pd.DataFrame(columns=["config", "flag", "count"])
+        return pd.DataFrame(rows).value_counts().rename("count").reset_index()
+
+
+def analyse(
+    sets: Sequence[ScoredSet],
+    *,
+    embedder: Embedder | None = None,
+    discount: Discount = "reference",
+    strength_scope: StrengthScope = "reference",
+) -> CreateReport:
+    """Embed every path of every set once (through the embedding cache) and build the report."""
+    emb = embedder or default_embedder
+    texts = [path_text(p) for s in sets for p in s.paths]
+    all_vecs = emb(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+    vectors, distances = {}, {}
+    start = 0
+    for s in sets:
+        v = np.asarray(all_vecs[start : start + len(s.paths)])
+        start += len(s.paths)
+        vectors[_key(s)] = v
+        if len(s.paths):
+            d = np.asarray(transform_distance(cosine_distance(v, v)), dtype=np.float64)
+            np.fill_diagonal(d, 1.0)
+        else:
+            d = np.zeros((0, 0))
+        distances[_key(s)] = d
+    return CreateReport(list(sets), vectors, distances, discount, strength_scope)
+
+
+def validity_agreement(recorded: Sequence[ScoredSet]) -> pd.DataFrame:
+    """Per configuration: recorded validity flags vs our full structural check on the same paths."""
+    rows = []
+    for s in recorded:
+        for v, reasons in zip(s.validity, s.validity_reasons):
+            rows.append({"config": s.config, "recorded_valid": bool(v), "our_valid": not reasons})
+    df = pd.DataFrame(rows)
+    return (
+        df.assign(agree=df.recorded_valid == df.our_valid)
+        .groupby("config")
+        .agg(paths=("agree", "size"), agree=("agree", "mean"), recorded_valid=("recorded_valid", "mean"), our_valid=("our_valid", "mean"))
+        .reset_index()
+    )
+
+
+# --------------------------------------------------------------------------- charts
+
+
+def leaderboard_chart(board: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
+    """Mean utility with its bootstrap CI, one bar per configuration."""
+    u, lo, hi = f"utility@{patience}", f"ci_low@{patience}", f"ci_high@{patience}"
+    data = board[["config", u, lo, hi]].rename(columns={u: "utility", lo: "low", hi: "high"})
+    order = list(data.sort_values("utility", ascending=False)["config"])
+    y = alt.Y("config:N", sort=order, title=None)
+    bars = alt.Chart(data).mark_bar().encode(
+        x=alt.X("utility:Q", title=f"creative utility (patience {patience})"), y=y, tooltip=list(data.columns)
+    )
+    err = alt.Chart(data).mark_rule(color="black").encode(x="low:Q", x2="high:Q", y=y)
+    return (bars + err).properties(width=420, height=24 * len(data), title=f"Creative utility at p = {patience}, 95% bootstrap CI over queries")
+
+
+def patience_chart(curves: pd.DataFrame) -> alt.Chart:
+    return (
+        alt.Chart(curves)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("patience:Q", title="patience p"),
+            y=alt.Y("utility:Q", title="mean creative utility"),
+            color=alt.Color("config:N", title="configuration"),
+            tooltip=["config", "patience", alt.Tooltip("utility:Q", format=".2f")],
+        )
+        .properties(width=480, height=300, title="Creative utility vs patience")
+    )
+
+
+def tradeoff_chart(tradeoff: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
+    return (
+        alt.Chart(tradeoff)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("threshold:Q", title="factuality threshold (fraction of triples that must hold)"),
+            y=alt.Y("utility:Q", title=f"mean creative utility (p = {patience})"),
+            color=alt.Color("config:N", title="configuration"),
+            tooltip=["config", "threshold", alt.Tooltip("utility:Q", format=".2f")],
+        )
+        .properties(width=480, height=300, title="Quality vs factuality")
+    )
+
+
+def distinctiveness_chart(table: pd.DataFrame) -> alt.Chart:
+    return (
+        alt.Chart(table)
+        .mark_bar()
+        .encode(
+            x=alt.X("avg_nu_set:Q", title="mean set distinctiveness ν(U)"),
+            y=alt.Y("config:N", sort="-x", title=None),
+            tooltip=list(table.columns),
+        )
+        .properties(width=420, height=24 * max(1, len(table)), title="Distinctiveness against the other configurations")
+    )
