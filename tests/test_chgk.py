@@ -383,7 +383,9 @@ def _check_fuzzed(data: bytes, fmt: str, header: str, field_line: str) -> None:
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(mutated(_FUZZ_DB))
 def test_fuzzed_db_pack_never_raises_and_keeps_blocks(data):
-    _check_fuzzed(data, "db", r"(?m)^Вопрос\s+\S+?:", r"(?m)^(?:Ответ|Зач[её]т|Комментарий|Источник|Автор)\s*:")
+    _check_fuzzed(
+        data, "db", r"(?m)^Вопрос\s+\S+?:", r"(?m)^(?:Ответ|Зач[её]т|Комментарий|Источник|Автор)\s*:"
+    )
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,4 +1,4 @@
-"""Read "What? Where? When?" (ChGK) question packs into :class:`ChgkQuestion` records.
+r"""Read "What? Where? When?" (ChGK) question packs into :class:`ChgkQuestion` records.
 
 Two formats are understood:
 
@@ -17,7 +17,7 @@ cleanly carries ``flags`` naming why (``missing_answer``, ``unknown_field:…``,
 
 Ids are :func:`~cresowlve_core.items.content_id` of question and answer. A block that lacks a
 question or an answer gets ``"chgk_"`` + 10 hex digits of SHA-256 over its whitespace-normalised
-raw text instead (prefixed with ``raw\\x1f`` so it can never equal a content id), which keeps such
+raw text instead (prefixed with ``raw\x1f`` so it can never equal a content id), which keeps such
 ids stable across reads and distinct between different malformed blocks.
 """
 
@@ -63,8 +63,11 @@ _RU_VOWELS = set("АЕЁИОУЫЭЮЯ")
 
 
 def _case_plausibility(word: str) -> float:
-    """1 for ``слово``/``Слово``, 0.75 for a ChGK stress mark (``слОво``), 0.5 for ``СЛОВО``,
-    0 for anything else (``сЛОвО`` is what a wrong single-byte decoding produces)."""
+    """Case plausibility of one Cyrillic word, from 0 to 1.
+
+    1 for ``слово``/``Слово``, 0.75 for a ChGK stress mark (``слОво``), 0.5 for ``СЛОВО``,
+    0 for anything else (``сЛОвО`` is what a wrong single-byte decoding produces).
+    """
     if word.islower() or (word[0].isupper() and word[1:].islower()) or len(word) == 1:
         return 1.0
     if word.isupper():
@@ -221,7 +224,7 @@ def _is_wrapped(prev: str, line: str, width: int = WRAP_WIDTH) -> bool:
 
 
 def unwrap(lines: list[str], width: int = WRAP_WIDTH) -> str:
-    """Join wrapped db.chgk.info lines into text; real line breaks are kept as ``\\n``."""
+    """Join wrapped db.chgk.info lines into text; real line breaks are kept as newlines."""
     out: list[str] = []
     prev: str | None = None
     for line in lines:
@@ -321,11 +324,11 @@ def extract_handout(text: str) -> tuple[str | None, list[str]]:
     for m in _BRACKET_HANDOUT.finditer(text):
         if any(s <= m.start() < e for s, e, _ in spans):
             continue
-        close = _find_closing_bracket(text, m.start())
-        if close < 0:
+        bracket = _find_closing_bracket(text, m.start())
+        if bracket < 0:
             flags.append("unclosed_handout")
-            close = len(text)
-        spans.append((m.start(), close + 1, text[m.end() : close]))
+            bracket = len(text)
+        spans.append((m.start(), bracket + 1, text[m.end() : bracket]))
     for m in _PIC.finditer(text):
         if not any(s <= m.start() < e for s, e, _ in spans):
             spans.append((m.start(), m.end(), m.group(0)))
@@ -715,11 +718,12 @@ def _flag_duplicates(questions: list[ChgkQuestion]) -> None:
         seen.add(q.id)
 
 
-def parse_pack(
-    data: bytes | str, *, name: str | None = None, fmt: PackFormat | None = None
-) -> PackReport:
-    """Parse a pack from bytes (encoding detected) or text; ``name`` is used for the format guess
-    (its extension) and recorded as ``source_file``."""
+def parse_pack(data: bytes | str, *, name: str | None = None, fmt: PackFormat | None = None) -> PackReport:
+    """Parse a pack from bytes (encoding detected) or from text.
+
+    ``name`` is recorded as ``source_file`` and its extension guides the format guess; ``fmt``
+    forces the format.
+    """
     if isinstance(data, bytes):
         text, encoding, n_errors = decode_pack(data)
     else:

@@ -100,7 +100,7 @@ def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
     lists: dict[str, list[str]] = {}
     for name in _LIST_FIELDS:
         value = row.get(name)
-        if hasattr(value, "tolist"):  # numpy arrays from pandas
+        if value is not None and hasattr(value, "tolist"):  # numpy arrays from pandas
             value = value.tolist()
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise fail(name, f"must be a list of strings, got {value!r}")
@@ -111,7 +111,15 @@ def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
         explanation=None if _is_null(row.get("explanation")) else row["explanation"],
         other_answers=None if _is_null(row.get("other_answers")) else row["other_answers"],
     )
-    return Item(id=row["id"], difficulty=difficulty, **lists, **{lang: view})
+    return Item(
+        id=row["id"],
+        difficulty=difficulty,
+        knowledge_domains=lists["knowledge_domains"],
+        creative_domains=lists["creative_domains"],
+        cultures=lists["cultures"],
+        en=view if lang == "en" else None,
+        ru=view if lang == "ru" else None,
+    )
 
 
 def _read_rows(path: Path) -> list[dict[str, Any]]:
@@ -251,9 +259,19 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
     ``HF_HUB_OFFLINE`` is set, in which case :class:`HubUnavailableError` is raised.
     """
     cache = Path(cache_dir) if cache_dir is not None else CACHE_DIR / "hub"
-    common = dict(repo_id=REPO_ID, repo_type="dataset", cache_dir=cache, allow_patterns=_ALLOW_PATTERNS)
+
+    def snapshot(local_files_only: bool) -> Path:
+        path = snapshot_download(
+            repo_id=REPO_ID,
+            repo_type="dataset",
+            cache_dir=cache,
+            allow_patterns=_ALLOW_PATTERNS,
+            local_files_only=local_files_only,
+        )
+        return Path(path)
+
     try:
-        return Path(snapshot_download(**common, local_files_only=True))
+        return snapshot(local_files_only=True)
     except LocalEntryNotFoundError:
         if _hub_offline():
             raise HubUnavailableError(
@@ -262,7 +280,7 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
             ) from None
     log.info("downloading %s to %s", REPO_ID, cache)
     try:
-        return Path(snapshot_download(**common))
+        return snapshot(local_files_only=False)
     except Exception as err:  # network errors come in many types
         raise HubUnavailableError(f"could not download {REPO_ID}: {err}") from err
 
@@ -289,4 +307,3 @@ def load_published(
     for path in find_split_files(root, lang, split):
         items += read_published_file(path, lang)
     return items
-

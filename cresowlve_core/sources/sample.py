@@ -48,7 +48,12 @@ def in_benchmark(pipeline_outcome: str) -> bool:
 def _view(example: dict[str, Any], lang: Lang) -> ItemView | None:
     if not example.get(f"question_{lang}") or not example.get(f"answer_{lang}"):
         return None
-    return ItemView(**{key: example.get(f"{key}_{lang}") for key in _VIEW_KEYS})
+    return ItemView(
+        question=example[f"question_{lang}"],
+        answer=example[f"answer_{lang}"],
+        explanation=example.get(f"explanation_{lang}"),
+        other_answers=example.get(f"other_answers_{lang}"),
+    )
 
 
 def paper_example_to_item(example: dict[str, Any]) -> Item:
@@ -57,12 +62,21 @@ def paper_example_to_item(example: dict[str, Any]) -> Item:
     used = {"id", "pipeline_outcome", "source", *_ITEM_KEYS}
     used |= {f"{key}_{lang}" for lang, view in views.items() if view for key in _VIEW_KEYS}
     outcome = example.get("pipeline_outcome", "")
-    meta = {"pipeline_outcome": outcome, "source": example.get("source"), "in_benchmark": in_benchmark(outcome)}
+    meta = {
+        "pipeline_outcome": outcome,
+        "source": example.get("source"),
+        "in_benchmark": in_benchmark(outcome),
+    }
     meta |= {key: value for key, value in example.items() if key not in used}
     return Item(
         id=example["id"],
-        **{key: example[key] for key in _ITEM_KEYS if example.get(key) is not None},
-        **views,
+        difficulty=example.get("difficulty"),
+        reasoning_type=example.get("reasoning_type"),
+        knowledge_domains=example.get("knowledge_domains") or [],
+        creative_domains=example.get("creative_domains") or [],
+        cultures=example.get("cultures") or [],
+        en=views["en"],
+        ru=views["ru"],
         meta=meta,
     )
 
