@@ -392,3 +392,11 @@ def test_fuzzed_db_pack_never_raises_and_keeps_blocks(data):
 @given(mutated(_FUZZ_4S))
 def test_fuzzed_4s_pack_never_raises_and_keeps_blocks(data):
     _check_fuzzed(data, "4s", r"(?m)^\?(?=\s|$)", r"(?m)^(?:!=?|=|/|\^|@)(?=\s|$)")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.binary(max_size=3000), st.sampled_from(["db", "4s", None]))
+def test_arbitrary_bytes_never_raise(data, fmt):
+    report = parse_pack(data, name="random.bin", fmt=fmt)
+    assert report.format in ("db", "4s")
+    assert report.n_ok + report.n_flagged == report.n_blocks
