@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cresowlve_core.items import content_id
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.paths import REPO_ROOT
 from cresowlve_core.sources.chgk import (
     detect_encoding,
     detect_format,
@@ -22,7 +22,7 @@ from cresowlve_core.sources.chgk import (
     split_authors,
 )
 
-PACKS = DATA_DIR / "chgk"
+PACKS = REPO_ROOT / "data" / "chgk"  # the shipped packs, whatever CRESOWLVE_DATA_DIR says
 DB_PACKS = {"ingush16.txt": 60, "ruch17st.txt": 90, "rusch16.txt": 90}
 PACK_4S = PACKS / "kubok_olgi_2015.4s"
 
