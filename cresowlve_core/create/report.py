@@ -185,12 +185,20 @@ class CreateReport:
         ]
         return pd.DataFrame(rows).sort_values("avg_nu_set", ascending=False).reset_index(drop=True)
 
+    def example_query_id(self) -> str:
+        """The query answered by the most configurations (first in file order on ties)."""
+        counts: dict[str, int] = defaultdict(int)
+        for s in self.sets:
+            counts[s.query_id] += 1
+        return max(counts, key=lambda q: counts[q]) if counts else ""
+
+    def query_text(self, query_id: str) -> str:
+        return next((s.query for s in self.sets if s.query_id == query_id), "")
+
     def example_paths(self, query_id: str | None = None, per_config: int = 2) -> pd.DataFrame:
-        """The first ``per_config`` greedy picks of each configuration for one query (default: the
-        query answered by the most configurations), with strength, factuality and marginal score."""
-        if query_id is None:
-            counts = pd.Series([s.query_id for s in self.sets]).value_counts()
-            query_id = str(counts.index[0]) if len(counts) else ""
+        """The first ``per_config`` greedy picks of each configuration for one query (default:
+        :meth:`example_query_id`), with strength and marginal score."""
+        query_id = query_id or self.example_query_id()
         rows = []
         for s in self.sets:
             if s.query_id != query_id:
@@ -263,6 +271,84 @@ def validity_agreement(recorded: Sequence[ScoredSet]) -> pd.DataFrame:
         .agg(paths=("agree", "size"), agree=("agree", "mean"), recorded_valid=("recorded_valid", "mean"), our_valid=("our_valid", "mean"))
         .reset_index()
     )
+
+
+# --------------------------------------------------------------------------- the local model
+
+
+@dataclass
+class LocalSection:
+    """What the notebook shows for the offline local model: a message, a table, a record."""
+
+    message: str
+    record: dict[str, object]
+    table: pd.DataFrame | None = None
+
+
+def local_section(
+    base_url: str | None,
+    model: str = "gemma3-270m",
+    *,
+    n_queries: int = 3,
+    run_dir: str | None = None,
+    max_tokens: int = 512,
+    api_key_env: str | None = None,
+    reference: CreateReport | None = None,
+    patience: float = 0.9,
+) -> LocalSection:
+    """Generate and self-judge ``n_queries`` queries with a local endpoint, or explain the skip.
+
+    The table puts the local model's per-query results next to the reference configurations'
+    utilities on the same queries.
+    """
+    if not base_url:
+        return LocalSection(
+            "**Skipped**: no `local_base_url` was given. Set it to an OpenAI-compatible endpoint "
+            "(e.g. the embedded Gemma 3 270M server of `cresowlve_core.llm.local`) to generate and "
+            "score a few queries end to end with it.",
+            {"status": "skipped", "reason": "local_base_url is None"},
+        )
+    import tempfile
+
+    from cresowlve_core.create.runs import generate_and_score
+    from cresowlve_core.llm.types import Endpoint
+
+    run_dir = run_dir or tempfile.mkdtemp(prefix="create_local_")
+    endpoint = Endpoint(base_url, model, api_key_env)
+    sets, summaries = generate_and_score(
+        endpoint, run_dir, limit=n_queries, max_tokens=max_tokens, judge_max_tokens=max_tokens, config_name=f"{model}__original"
+    )
+    local = analyse(sets)
+    pq = local.per_query((patience,))
+    flags = {s.query_id: ", ".join(sorted(set(s.flags))) for s in sets}
+    table = pq[["config", "query_id", "n_paths", "n_valid", "n_factual", f"utility@{patience}"]].copy()
+    table["flags"] = table["query_id"].map(flags)
+    if reference is not None:
+        ref = reference.per_query((patience,))
+        ref = ref[ref.query_id.isin(set(table.query_id))]
+        wide = ref.pivot_table(index="query_id", columns="config", values=f"utility@{patience}")
+        table = table.merge(wide.add_prefix("ref:").reset_index(), on="query_id", how="left")
+    gen, sc = summaries["generate"], summaries["score"]
+    rec: dict[str, object] = {
+        "status": "ran",
+        "model": model,
+        "run_dir": str(run_dir),
+        "n_queries": len(sets),
+        "n_calls_ok": gen["n_ok"],
+        "n_paths": int(pq["n_paths"].sum()),
+        "n_unparseable": gen["n_unparseable"],
+        "n_valid": int(pq["n_valid"].sum()),
+        "n_factual": int(pq["n_factual"].sum()),
+        f"mean_utility@{patience}": float(pq[f"utility@{patience}"].mean()) if len(pq) else 0.0,
+        "n_judge_errors": sc["n_judge_errors"],
+    }
+    message = (
+        f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen['n_ok']} calls answered, "
+        f"{rec['n_paths']} paths parsed ({gen['n_unparseable']} answers unparseable), "
+        f"{rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same model; "
+        f"mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. Run directory: `{run_dir}`."
+    )
+    return LocalSection(message, rec, table)
 
 
 # --------------------------------------------------------------------------- charts
