@@ -1,0 +1,140 @@
+"""Difficulty vs complexity (paper §6, Fig. 16 and 17).
+
+Three per-item complexity features:
+
+* ``n_domains`` — number of knowledge domains annotated on the item;
+* ``max_domain_distance`` — the largest cosine distance (1 − cosine similarity) between
+  the embeddings of any two of the item's domain names; NaN for items with fewer than two
+  domains (there is no pair), so those items drop out of that feature's correlations;
+* ``n_atomic_facts`` — the number of atomic facts from the decomposition annotation.
+
+Each feature is correlated (Pearson and Spearman, two-sided p) with the difficulty label
+over items (:func:`difficulty_correlations`) and with per-item correctness of each
+configuration × language (:func:`performance_correlations`; Pearson on a 0/1 outcome is the
+point-biserial correlation).
+
+Embeddings come from :func:`cresowlve_core.embeddings.embed` (cached on disk), imported
+lazily so the rest of the analysis works without it; any callable with the same signature
+can be passed instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.analysis.stats import correlation
+
+FEATURES = {
+    "n_domains": "Number of knowledge domains",
+    "max_domain_distance": "Max semantic distance between domains",
+    "n_atomic_facts": "Number of atomic facts",
+}
+EmbedFn = Callable[[list[str]], np.ndarray]
+
+
+def _default_embed(texts: list[str]) -> np.ndarray:
+    from cresowlve_core.embeddings import embed
+
+    return embed(texts)
+
+
+def per_item(responses: pd.DataFrame) -> pd.DataFrame:
+    """One row per item id (annotations from its English record when there is one)."""
+    order = responses.assign(_en=responses["lang"].ne("en")).sort_values(["_en"], kind="stable")
+    items = order.drop_duplicates("id")[["id", "difficulty", "knowledge_domains", "n_atomic_facts"]]
+    return items.reset_index(drop=True)
+
+
+def max_pairwise_distance(items: pd.DataFrame, embed_fn: EmbedFn) -> pd.Series:
+    """Max cosine distance between the item's domain-name embeddings (NaN below 2 domains).
+
+    Only the distinct domain names are embedded; item pairs are formed with a self-join on
+    the exploded (item, domain) table, so no Python loop over items is needed.
+    """
+    pairs = items[["id", "knowledge_domains"]].explode("knowledge_domains").dropna()
+    pairs = pairs.drop_duplicates()
+    if pairs.empty:
+        return pd.Series(np.nan, index=items.index)
+    names = sorted(pairs["knowledge_domains"].unique().tolist())
+    vectors = np.asarray(embed_fn(names), dtype=np.float64)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors = vectors / np.where(norms > 0, norms, 1.0)
+    distance = 1.0 - vectors @ vectors.T
+    code = {n: i for i, n in enumerate(names)}
+    pairs["k"] = pairs["knowledge_domains"].map(code).astype(int)
+    joined = pairs[["id", "k"]].merge(pairs[["id", "k"]], on="id", suffixes=("_a", "_b"))
+    joined = joined[joined["k_a"] < joined["k_b"]]
+    joined["d"] = distance[joined["k_a"].to_numpy(), joined["k_b"].to_numpy()]
+    best = joined.groupby("id")["d"].max()
+    return items["id"].map(best).astype(float)
+
+
+def item_features(
+    responses: pd.DataFrame, embed_fn: EmbedFn | None = None, semantic_distance: bool = True
+) -> tuple[pd.DataFrame, list[str]]:
+    """Per-item features (columns id, difficulty and :data:`FEATURES`) plus notes on what is missing."""
+    notes: list[str] = []
+    items = per_item(responses)
+    n_dom = items["knowledge_domains"].map(lambda v: len(v) if v is not None else 0)
+    items["n_domains"] = n_dom.where(n_dom > 0).astype(float)
+    if items["n_domains"].isna().all():
+        notes.append("**Number of domains / semantic distance:** no `knowledge_domains` annotations in these runs.")
+    items["max_domain_distance"] = np.nan
+    if not semantic_distance:
+        notes.append("**Semantic distance:** switched off (`semantic_distance=False`).")
+    elif items["n_domains"].notna().any():
+        try:
+            items["max_domain_distance"] = max_pairwise_distance(items, embed_fn or _default_embed)
+        except Exception as exc:  # the embedding model is optional: say why it is missing
+            notes.append(f"**Semantic distance:** unavailable ({type(exc).__name__}: {exc}).")
+    if items["n_atomic_facts"].isna().all():
+        notes.append(
+            "**Number of atomic facts:** `n_atomic_facts` is empty in every record (the decomposition "
+            "annotation has not been run), so this feature is left out."
+        )
+    return items[["id", "difficulty", *FEATURES]], notes
+
+
+def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float]:
+    c = correlation(x.to_numpy(float), y.to_numpy(float))
+    return {"n": c.n, "pearson_r": c.pearson_r, "pearson_p": c.pearson_p,
+            "spearman_rho": c.spearman_rho, "spearman_p": c.spearman_p}
+
+
+def difficulty_correlations(features: pd.DataFrame) -> pd.DataFrame:
+    """Correlation of each available feature with the difficulty label, over items."""
+    rows = []
+    for f, label in FEATURES.items():
+        if features[f].notna().any():
+            rows.append({"feature": f, "feature_label": label, **_corr_row(features[f], features["difficulty"])})
+    return pd.DataFrame(rows, columns=["feature", "feature_label", "n", "pearson_r", "pearson_p",
+                                       "spearman_rho", "spearman_p"])
+
+
+def performance_correlations(
+    responses: pd.DataFrame, features: pd.DataFrame, metric: str, feature_names: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Correlation of each feature with per-item correctness, per configuration × language."""
+    names = [f for f in (feature_names or FEATURES) if features[f].notna().any()]
+    merged = responses.loc[responses[metric].notna(), ["id", "config", "thinking", "lang", metric]].merge(
+        features[["id", *names]], on="id", how="left"
+    )
+    rows = []
+    for (config, thinking, lang), grp in merged.groupby(["config", "thinking", "lang"], sort=True):
+        for f in names:
+            rows.append({"config": config, "thinking": thinking, "lang": lang, "feature": f,
+                         "feature_label": FEATURES[f], **_corr_row(grp[f], grp[metric])})
+    return pd.DataFrame(rows, columns=["config", "thinking", "lang", "feature", "feature_label", "n",
+                                       "pearson_r", "pearson_p", "spearman_rho", "spearman_p"])
+
+
+def features_long(features: pd.DataFrame) -> pd.DataFrame:
+    """Features in long form (id, difficulty, feature, value) for box plots; NaNs dropped."""
+    long = features.melt(id_vars=["id", "difficulty"], value_vars=list(FEATURES), var_name="feature")
+    long = long.dropna(subset=["value", "difficulty"])
+    long["feature_label"] = long["feature"].map(FEATURES)
+    long["difficulty"] = long["difficulty"].astype(int)
+    return long
