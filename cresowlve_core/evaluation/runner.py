@@ -22,7 +22,15 @@ from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
-from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError, LLMFatalError
+from cresowlve_core.llm.types import (
+    BudgetExceeded,
+    Completion,
+    Endpoint,
+    GenParams,
+    LLMConfigError,
+    LLMError,
+    LLMFatalError,
+)
 from cresowlve_core.rundir import RunDir, git_sha, now_iso, package_versions
 
 RESPONSES = "responses.jsonl"
@@ -194,6 +202,20 @@ class _Evaluator:
             if je else None
         )
         self.prompt = solve_prompt(cfg.lang, cfg.thinking)
+        # After a fatal error (bad key, unknown model, ...) nothing more is sent: every queued
+        # task re-raises it after taking its slot, instead of making another request.
+        self._slots = asyncio.Semaphore(cfg.concurrency)
+        self.fatal: LLMError | None = None
+
+    async def _call(self, client: LLMClient, messages: list[dict[str, str]], params: GenParams, version: str) -> Completion:
+        async with self._slots:
+            if self.fatal is not None:
+                raise self.fatal
+            try:
+                return await client.complete(messages, params, prompt_version=version)
+            except (LLMFatalError, LLMConfigError) as exc:
+                self.fatal = exc
+                raise
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -211,9 +233,9 @@ class _Evaluator:
         else:
             rec = _record_base(item, cfg)
             try:
-                c = completion or await self.client.complete(
-                    solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
-            except (LLMFatalError, BudgetExceeded):
+                c = completion or await self._call(
+                    self.client, solve_messages(view, self.prompt), cfg.gen_params(), self.prompt.tag)
+            except (LLMFatalError, LLMConfigError, BudgetExceeded):
                 raise
             except LLMError as exc:
                 return ResponseRecord(**rec, status="error", error=str(exc))
@@ -228,8 +250,8 @@ class _Evaluator:
                             other_answers=view.other_answers, seed=self.cfg.seed)
         assert self.judge is not None
         try:
-            c = await self.judge.complete(req.messages, self.cfg.judge_params(), prompt_version=req.prompt.tag)
-        except LLMFatalError:
+            c = await self._call(self.judge, req.messages, self.cfg.judge_params(), req.prompt.tag)
+        except (LLMFatalError, LLMConfigError):
             raise
         except LLMError as exc:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
@@ -281,7 +303,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
             except BudgetExceeded as exc:
                 stopped = f"max_cost reached: {exc}"
                 break
-            except LLMFatalError as exc:
+            except (LLMFatalError, LLMConfigError) as exc:
                 stopped = f"fatal: {exc}"
                 break
             run.append(RESPONSES, rec.model_dump(mode="json"))
