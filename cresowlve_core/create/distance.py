@@ -11,7 +11,7 @@ Following the released CREATE scoring code:
 * **Transform** (:func:`transform_distance`, paper eq. 9): ``d = 1`` if ``0.7 < x <= 1``, else
   ``0.5 * (1 - cos(pi * (x / 0.7) ** 2))``; then clipped to ``<= 1``. The paper defines the
   formula only on ``[0, 1]``; as in the released code, ``x > 1`` (rare: anti-correlated texts)
-  falls into the formula branch and is clipped, e.g. ``x = 1.2 -> 0.9905``.
+  falls into the formula branch and is clipped, e.g. ``x = 1.2 -> 0.9908``.
 * In a square matrix of a set against itself the diagonal is set to 1.
 """
 

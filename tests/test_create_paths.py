@@ -1,0 +1,109 @@
+"""CREATE answer parsing and structural validity."""
+
+from __future__ import annotations
+
+import json
+
+from cresowlve_core.create.paths import check_validity, normalise_path, parse_answer
+from cresowlve_core.create.scored import RECORDED_DIR
+
+P1 = [["A", "r1", "B"], ["B", "r2", "C"]]
+P2 = [["A", "x", "C"]]
+
+
+def _answer(obj: object) -> str:
+    return "<answer>" + json.dumps(obj) + "</answer>"
+
+
+def test_clean_answer():
+    pa = parse_answer("Thinking...\n" + _answer({"1": P1, "2": P2}))
+    assert pa.status == "ok" and pa.paths == [P1, P2] and pa.flags == []
+
+
+def test_code_fence_and_trailing_commas_without_tag():
+    text = '```json\n{"1": [["A", "r1", "B"], ["B", "r2", "C"],],\n "2": [["A", "x", "C"]],}\n```'
+    pa = parse_answer(text)
+    assert pa.status == "ok" and pa.paths == [P1, P2]
+    assert {"no_answer_tag", "code_fence", "json_cleanup"} <= set(pa.flags)
+
+
+def test_truncated_output_recovers_every_complete_path():
+    text = '<answer>{"1": [["A","r1","B"],["B","r2","C"]], "2": [["A","x","C"]], "3": [["A","y","D"],["D","z'
+    pa = parse_answer(text)
+    assert pa.status == "partial"
+    assert pa.paths == [P1, P2]
+    assert "unclosed_answer_tag" in pa.flags and "recovered_partial" in pa.flags
+
+
+def test_python_literal_tuples_and_line_comments():
+    text = '<answer>{1: [("A", "r1", "B"), ("B", "r2", "C")],  // a comment with ] and "quotes\n 2: [("A", "x", "C")]}</answer>'
+    pa = parse_answer(text)
+    assert pa.status == "ok" and pa.paths == [P1, P2]
+
+
+def test_url_inside_string_is_not_a_comment():
+    pa = parse_answer(_answer({"1": [["A", "website", "https://a.org"], ["https://a.org", "x", "C"]]}))
+    assert pa.paths[0][0][2] == "https://a.org"
+
+
+def test_garbage_empty_and_no_json():
+    for text in ("", "   ", None):
+        assert parse_answer(text).status == "unparseable"
+    pa = parse_answer("I cannot find any connection, sorry.")
+    assert pa.status == "unparseable" and pa.paths == [] and "no_json" in pa.flags
+    pa = parse_answer("<answer>{not json at all: [</answer>")
+    assert pa.status == "unparseable" and pa.paths == []
+    assert parse_answer("<answer>{}</answer>").status == "empty"
+
+
+def test_non_path_values_are_skipped_and_dict_paths_accepted():
+    pa = parse_answer(_answer({"1": "no path", "2": {"path": P1, "path probability": 0.5}, "3": P2}))
+    assert pa.paths == [P1, P2] and "skipped_non_path_value" in pa.flags
+
+
+def test_last_answer_block_wins():
+    text = _answer({"1": P2}) + " revised: " + _answer({"1": P1})
+    assert parse_answer(text).paths == [P1]
+
+
+def test_recorded_answers_parse_exactly_like_the_authors():
+    n = 0
+    for f in sorted(RECORDED_DIR.glob("*.jsonl")):
+        for line in f.read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            mine = [normalise_path(p) for p in parse_answer(row["raw_response"]).paths]
+            assert mine == row["paths"], (f.name, row["query"])
+            n += 1
+    assert n == 148
+
+
+# --------------------------------------------------------------------------- validity
+
+
+def test_valid_path_has_no_reasons():
+    v = check_validity([["Morton Gould", "knew", "Benny Carter"], ["Benny Carter", "discography", "Benny Carter discography"]], "Morton Gould", "Benny Carter discography")
+    assert v.valid and v.reasons == ()
+
+
+def test_each_failing_check_is_reported():
+    path = [["Someone", "knew", "X"], ["Y", "r", "Y"]]
+    v = check_validity(path, "Morton Gould", "Benny Carter")
+    assert not v.valid
+    assert v.reasons == ("entity_a_not_in_first", "entity_b_not_in_last", "last_head_equals_tail", "broken_chain_at_1")
+
+
+def test_substring_and_case_rules():
+    # entity_a only as a substring, different case: fine
+    ok = [["morton gould (composer)", "r", "ASCAP"], ["ascap", "member", "Benny Carter"]]
+    assert check_validity(ok, "Morton Gould", "benny carter").valid
+    # the chain needs an entity of the NEXT triple inside an entity of the PREVIOUS one
+    shorter_next = [["kun nong", "r", "8th united states congress"], ["united states congress", "has", "des moines"]]
+    assert check_validity(shorter_next, "Kun Nong", "Des Moines").valid
+    longer_next = [["kun nong", "venue", "beijing"], ["2008 beijing olympics", "participant", "des moines"]]
+    assert check_validity(longer_next, "Kun Nong", "Des Moines").reasons == ("broken_chain_at_1",)
+
+
+def test_malformed_triples():
+    v = check_validity([["a", "acted as", "examiner for", "c"], ["c", "r", "b"]], "a", "b")
+    assert v.reasons == ("malformed_triple",)
+    assert check_validity([], "a", "b").reasons == ("empty_path",)

@@ -1,0 +1,210 @@
+"""CREATE formulas on hand-computed cases: distance transform, judges' scores, greedy, discounts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from cresowlve_core.create.distance import distance_matrix, path_text, transform_distance
+from cresowlve_core.create.judges import (
+    is_factual,
+    parse_factuality,
+    parse_specificity,
+    path_strength,
+    specificity_from_size,
+)
+from cresowlve_core.create.utility import (
+    creative_utility,
+    discounted_sum,
+    distinctiveness,
+    greedy_order,
+    utility_curve,
+)
+
+# --------------------------------------------------------------------------- distance
+
+
+@pytest.mark.parametrize(
+    ("x", "expected"),
+    [
+        (0.0, 0.0),
+        (0.35, 0.5 * (1 - math.cos(math.pi / 4))),  # (0.35/0.7)^2 = 1/4 -> 0.146447
+        (0.7, 1.0),  # formula branch: cos(pi) = -1
+        (0.71, 1.0),  # flat branch
+        (1.0, 1.0),
+        (1.2, 0.5 * (1 - math.cos(math.pi * (1.2 / 0.7) ** 2))),  # formula branch again, 0.990780
+    ],
+)
+def test_transform_distance(x, expected):
+    assert transform_distance(x) == pytest.approx(expected, abs=1e-12)
+
+
+def test_transform_hand_values_and_clip():
+    assert transform_distance(0.35) == pytest.approx(0.1464466, abs=1e-6)
+    assert transform_distance(1.2) == pytest.approx(0.9907796, abs=1e-6)
+    xs = np.linspace(0, 2, 401)
+    assert np.all(np.asarray(transform_distance(xs)) <= 1.0)
+
+
+def test_path_text_drops_last_triple_and_lowercases():
+    path = [["Chris Nolan", "Sibling", "Jonathan Nolan"], ["Jonathan Nolan", "wrote", "The Prestige"], ["The Prestige", "x", "Y"]]
+    assert path_text(path) == " [sibling] jonathan nolan | jonathan nolan [wrote] the prestige"
+    assert path_text([["a", "r", "b"]]) == ""
+
+
+def _one_hot(texts: list[str]) -> np.ndarray:
+    vocab = sorted(set(texts))
+    v = np.zeros((len(texts), max(1, len(vocab))), dtype=np.float32)
+    for i, t in enumerate(texts):
+        v[i, vocab.index(t)] = 1.0
+    return v
+
+
+def test_distance_matrix_diagonal_is_one_and_duplicates_are_zero():
+    a = [["a", "r", "b"], ["b", "s", "c"]]
+    b = [["a", "q", "d"], ["d", "s", "c"]]
+    d = distance_matrix([a, a, b], embedder=_one_hot)
+    np.testing.assert_allclose(d, [[1, 0, 1], [0, 1, 1], [1, 1, 1]], atol=1e-12)
+
+
+# --------------------------------------------------------------------------- judges
+
+
+@pytest.mark.parametrize(
+    ("size", "score"),
+    [(1, 5), (10, 5), (11, 4), (99, 4), (100, 3), (499, 3), (500, 2), (4999, 2), (5000, 1), (10**9, 1), (None, 0)],
+)
+def test_specificity_from_size(size, score):
+    assert specificity_from_size(size) == score
+
+
+def test_parse_specificity():
+    text = '```json\n[{"explanation": "e", "judgment": 7}, {"explanation": "e", "judgment": "1,200"}, {"judgment": "many"}]\n```'
+    v = parse_specificity(text, 3)
+    assert v.sizes == [7, 1200, None] and v.scores == [5, 2, 0] and "some_unparseable" in v.flags
+    short = parse_specificity('[{"judgment": 3}]', 2)
+    assert short.scores == [5, 0] and any(f.startswith("length_mismatch") for f in short.flags)
+    junk = parse_specificity("no idea", 2)
+    assert junk.scores == [0, 0] and "unparseable" in junk.flags
+
+
+def test_parse_factuality():
+    v = parse_factuality('{"explanation": "x", "judgments": ["not hallucinated", "hallucinated", "Not Hallucinated"]}', 3)
+    assert v.scores == [1.0, 0.0, 1.0] and v.flags == []
+    bad = parse_factuality("garbage", 2)
+    assert bad.scores == [0.0, 0.0] and "unparseable" in bad.flags
+    loose = parse_factuality('judgments: "hallucinated", "not hallucinated"', 2)
+    assert loose.scores == [0.0, 1.0] and "regex_fallback" in loose.flags
+
+
+def test_path_strength_reference_and_paper():
+    assert path_strength([3, 5]) == 3
+    assert path_strength([5, 2, 1]) == 2  # the last (constraint) triple is excluded
+    assert path_strength([5, 2, 1], scope="paper") == 1
+    assert path_strength([4]) is None  # one-triple path: no strength
+    assert path_strength([4], scope="paper") == 4
+
+
+def test_is_factual_threshold():
+    assert is_factual([1, 1, 1]) and not is_factual([1, 1, 0])
+    assert is_factual([1, 1, 0], 0.6) and not is_factual([1, 1, 0], 0.7)
+    assert not is_factual([], 0.0)
+
+
+# --------------------------------------------------------------------------- greedy and utility
+
+D3 = np.array([[1.0, 0.5, 1.0], [0.5, 1.0, 0.2], [1.0, 0.2, 1.0]])
+
+
+def test_greedy_hand_case():
+    g = greedy_order([3, 5, 5], D3)
+    # first: strength 5, lowest index (1). Then 0: 0.5*3=1.5 beats 2: 0.2*5=1.0. Then 2: min(0.2,1.0)*5 = 1.0
+    assert g.order == [1, 0, 2]
+    assert g.marginals == pytest.approx([5.0, 1.5, 1.0])
+
+
+def test_greedy_ties_go_to_lowest_index():
+    ones = np.ones((3, 3))
+    g = greedy_order([4, 4, 4], ones)
+    assert g.order == [0, 1, 2] and g.marginals == [4.0, 4.0, 4.0]
+    d = np.array([[1.0, 1.0, 1.0], [1.0, 1.0, 0.5], [1.0, 0.5, 1.0]])
+    g = greedy_order([2, 4, 4], d)
+    # first = 1; then 0 (1.0*2 = 2) ties 2 (0.5*4 = 2): the strictly-greater rule keeps 0
+    assert g.order == [1, 0, 2] and g.marginals == pytest.approx([4.0, 2.0, 2.0])
+
+
+def test_discount_modes():
+    m = [5.0, 1.5, 1.0]
+    assert discounted_sum(m, 0.9, "reference") == pytest.approx(5 + 1.5 + 1.0 * 0.9)  # 7.4
+    assert discounted_sum(m, 0.9, "paper") == pytest.approx(5 + 1.5 * 0.9 + 1.0 * 0.81)  # 7.16
+    assert discounted_sum(m, 0.0, "reference") == pytest.approx(6.5)
+    assert discounted_sum(m, 0.0, "paper") == pytest.approx(5.0)
+    assert discounted_sum([], 0.9) == 0.0
+    with pytest.raises(ValueError):
+        discounted_sum(m, 0.9, "other")  # type: ignore[arg-type]
+
+
+PATHS = [[["a", f"r{i}", "x"], ["x", "rel", "b"]] for i in range(3)]
+SPEC = [[3, 5], [5, 1], [5, 5]]  # strengths 3, 5, 5 (last triple excluded)
+FACT = [[1, 1], [1, 1], [1, 1]]
+
+
+def test_creative_utility_hand_case():
+    assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], distances=D3) == pytest.approx(7.4)
+    assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], discount="paper", distances=D3) == pytest.approx(7.16)
+    # paper strength scope: strengths 3, 1, 5 -> first 2 (5); then 0 (d=1.0 * 3 = 3 beats 0.2 * 1); then 1: min(0.2, 0.5) * 1
+    assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], distances=D3, strength_scope="paper") == pytest.approx(5 + 3 + 0.2 * 0.9)
+
+
+def test_filters_invalid_then_unfactual():
+    # path 1 invalid, path 2 not fully factual: only path 0 remains -> utility = its strength
+    fact = [[1, 1], [1, 1], [1, 0]]
+    assert creative_utility(PATHS, SPEC, fact, [1, 0, 1], distances=D3) == pytest.approx(3.0)
+    # with a lenient threshold path 2 is back: order 2 (5), then 0: d=1*3
+    assert creative_utility(PATHS, SPEC, fact, [1, 0, 1], factuality_threshold=0.5, distances=D3) == pytest.approx(8.0)
+
+
+def test_empty_set_is_zero():
+    assert creative_utility([], [], [], []) == 0.0
+    assert creative_utility(PATHS, SPEC, FACT, [0, 0, 0]) == 0.0  # all invalid: no embedding needed
+    assert creative_utility(PATHS, SPEC, [[0, 1]] * 3, [1, 1, 1]) == 0.0  # none factual
+    assert creative_utility(PATHS, SPEC, FACT, [0, 0, 0], discount="paper") == 0.0
+
+
+def test_one_triple_path_is_dropped_not_fatal():
+    paths = [[["a", "rel", "b"]], PATHS[0]]
+    spec, fact = [[5], [3, 5]], [[1], [1, 1]]
+    assert creative_utility(paths, spec, fact, [1, 1], embedder=_one_hot) == pytest.approx(3.0)
+    assert creative_utility(paths[:1], spec[:1], fact[:1], [1], embedder=_one_hot) == 0.0
+
+
+def test_embedder_path_matches_precomputed_distances_and_is_deterministic():
+    # one-hot embeddings of distinct texts: cosine distance 1 -> d = 1 everywhere
+    u1 = creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=_one_hot)
+    u2 = creative_utility(PATHS, SPEC, FACT, [1, 1, 1], distances=np.ones((3, 3)))
+    assert u1 == u2 == pytest.approx(5 + 5 + 3 * 0.9)
+    assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=_one_hot) == u1
+
+
+def test_utility_curve_is_monotone_and_matches_endpoints():
+    curve = utility_curve(PATHS, SPEC, FACT, [1, 1, 1], distances=D3)
+    ps = [p for p, _ in curve]
+    us = [u for _, u in curve]
+    assert ps[0] == 0.0 and ps[-1] == 1.0
+    assert all(b >= a for a, b in zip(us, us[1:]))
+    assert us[-1] == pytest.approx(5 + 1.5 + 1.0)
+
+
+def test_per_path_lists_must_line_up():
+    with pytest.raises(ValueError):
+        creative_utility(PATHS, SPEC[:2], FACT, [1, 1, 1], distances=D3)
+
+
+def test_distinctiveness_min_to_population_max_over_set():
+    d = np.array([[0.2, 0.9], [0.6, 0.4]])
+    nu = distinctiveness([PATHS[0], PATHS[1]], [PATHS[2], PATHS[2]], distances=d)
+    assert nu.per_path == pytest.approx([0.2, 0.4]) and nu.value == pytest.approx(0.4)
+    assert distinctiveness([], [PATHS[0]]).value is None
+    assert distinctiveness([PATHS[0]], []).value == 1.0
