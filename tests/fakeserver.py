@@ -418,6 +418,7 @@ class FakeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are separate writes: avoid 40 ms stalls
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return

@@ -26,7 +26,7 @@ from typing import Any
 
 import openai
 
-from cresowlve_core.llm.client import BadResponse, parse_chat
+from cresowlve_core.llm.client import BadResponse, build_request, parse_chat
 from cresowlve_core.llm.pricing import PriceTable
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMError
 
@@ -47,13 +47,7 @@ def _client(endpoint: Endpoint) -> openai.OpenAI:
 def _request_body(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenParams) -> dict[str, Any]:
     if params.resolved_api() != "chat":
         raise LLMConfigError("the Batch API path supports chat requests only (no effort, api='chat')")
-    body: dict[str, Any] = {"model": endpoint.model, "messages": messages, "temperature": params.temperature}
-    if params.seed is not None:
-        body["seed"] = params.seed
-    if params.max_tokens is not None and "max_completion_tokens" not in params.extra:
-        body["max_tokens"] = params.max_tokens
-    body.update(params.extra)
-    return body
+    return build_request(endpoint.model, messages, params)[1]
 
 
 def _read_state(run_dir: Path) -> dict[str, Any]:

@@ -49,15 +49,18 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import json
 import logging
 import os
 import random
+import ssl
 import time
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import httpx2
 import openai
 
 from cresowlve_core.evaluation.records import Usage
@@ -227,9 +230,42 @@ def messages_to_prompt(messages: list[dict[str, Any]]) -> str:
     return "\n\n".join(turns) + "\n\nAssistant:"
 
 
+def build_request(model: str, messages: list[dict[str, Any]], params: GenParams) -> tuple[str, dict[str, Any]]:
+    """The API path and JSON body for one call (see the module docstring for the rules)."""
+    api = params.resolved_api()
+    extra = dict(params.extra)
+    body: dict[str, Any] = {"model": model}
+    if api == "responses":
+        path = "/responses"
+        body["input"] = messages
+        if params.effort:
+            body["reasoning"] = {"effort": params.effort, "summary": "auto"}
+        else:
+            body["temperature"] = params.temperature
+        if params.max_tokens is not None:
+            body["max_output_tokens"] = params.max_tokens
+    elif api in ("chat", "completions"):
+        path = "/chat/completions" if api == "chat" else "/completions"
+        if api == "chat":
+            body["messages"] = messages
+        else:
+            body["prompt"] = messages_to_prompt(messages)
+        body["temperature"] = params.temperature
+        if params.seed is not None:
+            body["seed"] = params.seed
+        if params.max_tokens is not None and "max_completion_tokens" not in extra:
+            body["max_tokens"] = params.max_tokens
+    else:
+        raise LLMConfigError(f"unknown api {api!r}")
+    body.update(extra)
+    return path, body
+
+
 def _messages_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(_content_text(m.get("content")) for m in messages)
 
+
+_PARSERS = {"/chat/completions": parse_chat, "/completions": parse_completions, "/responses": parse_responses}
 
 # --------------------------------------------------------------------------- errors
 
@@ -306,12 +342,19 @@ def _classify(exc: BaseException) -> _Failure:
 # --------------------------------------------------------------------------- client
 
 
+@functools.lru_cache(maxsize=1)
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context per process (loading the CA store costs tens of milliseconds)."""
+    return httpx2.create_ssl_context()
+
+
+
 @dataclass
 class _Resources:
     """Per-event-loop objects: the HTTP pool, the SDK client, the limiters."""
 
     loop: asyncio.AbstractEventLoop
-    http: httpx.AsyncClient
+    http: httpx2.AsyncClient
     oai: openai.AsyncOpenAI
     sem: asyncio.Semaphore
     rpm: AsyncTokenBucket | None
@@ -367,9 +410,10 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if self._res is not None and self._res.loop is loop:
             return self._res
-        http = httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
-            timeout=httpx.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
+        http = httpx2.AsyncClient(
+            verify=_ssl_context(),
+            limits=httpx2.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
+            timeout=httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
         )
         oai = openai.AsyncOpenAI(
             base_url=self.endpoint.base_url,
@@ -534,44 +578,15 @@ class LLMClient:
     async def _send(
         self, res: _Resources, key: str, messages: list[dict[str, Any]], params: GenParams
     ) -> Completion:
-        """One HTTP attempt; raises SDK errors or BadResponse."""
-        api = params.resolved_api()
-        extra = dict(params.extra)
-        common: dict[str, Any] = {
-            "model": self.endpoint.model,
-            "extra_headers": {"Authorization": f"Bearer {key}"},
-            "extra_body": extra or None,
-            "timeout": self.timeout_s,
-        }
-        if api == "responses":
-            kw: dict[str, Any] = {"input": messages}
-            if params.effort:
-                kw["reasoning"] = {"effort": params.effort, "summary": "auto"}
-            else:
-                kw["temperature"] = params.temperature
-            if params.max_tokens is not None:
-                kw["max_output_tokens"] = params.max_tokens
-            raw = await res.oai.responses.with_raw_response.create(**common, **kw)
-            parse = parse_responses
-        elif api == "completions":
-            kw = {"prompt": messages_to_prompt(messages), "temperature": params.temperature}
-            if params.seed is not None:
-                kw["seed"] = params.seed
-            if params.max_tokens is not None:
-                kw["max_tokens"] = params.max_tokens
-            raw = await res.oai.completions.with_raw_response.create(**common, **kw)
-            parse = parse_completions
-        elif api == "chat":
-            kw = {"messages": messages, "temperature": params.temperature}
-            if params.seed is not None:
-                kw["seed"] = params.seed
-            if params.max_tokens is not None and "max_completion_tokens" not in extra:
-                kw["max_tokens"] = params.max_tokens
-            raw = await res.oai.chat.completions.with_raw_response.create(**common, **kw)
-            parse = parse_chat
-        else:
-            raise LLMConfigError(f"unknown api {api!r} for {self.endpoint.describe()}")
-        completion = parse(_load_json(raw.text))
+        """One HTTP attempt through the SDK's generic ``post``; raises SDK errors or BadResponse."""
+        path, body = build_request(self.endpoint.model, messages, params)
+        resp = await res.oai.post(
+            path,
+            cast_to=httpx2.Response,
+            body=body,
+            options={"headers": {"Authorization": f"Bearer {key}"}, "timeout": self.timeout_s},
+        )
+        completion = _PARSERS[path](_load_json(resp.text))
         if not completion.text.strip() and completion.raw.get("finish_reason") != "length":
             raise BadResponse("response has empty text")
         return completion

@@ -1,0 +1,111 @@
+"""Throughput of LLMClient against the fake server, and the speed of a fully cached re-run.
+
+    .venv/bin/python bench/throughput.py [--latency 0.2] [--in-process]
+
+Part 1: N requests with server latency L at concurrency C ∈ {1, 16, 64}; prints requests/s
+and the ratio to the ideal C/L (target ≥ 0.9 at C=64). The server runs in a separate
+process by default so that its threads do not compete with the client for the GIL.
+
+Part 2: 2,061 distinct prompts, cache pre-filled by a real pass through the client; then
+the timed re-run through ``LLMClient.complete``; prints seconds and how many requests the
+server saw (targets: < 5 s, 0 requests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from collections.abc import Iterator
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from fakeserver import FakeServer  # noqa: E402
+
+from cresowlve_core.llm import Endpoint, GenParams, LLMClient, ResponseCache  # noqa: E402
+
+N_CACHED = 2061
+
+
+@contextmanager
+def server(latency: float, in_process: bool) -> Iterator[str]:
+    """A fake server's base URL, in this process or a child process."""
+    if in_process:
+        with FakeServer(latency_s=latency) as srv:
+            yield srv.base_url
+        return
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "fakeserver.py"), "--latency", str(latency)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        if not line.startswith("READY "):
+            raise RuntimeError(f"fake server did not start: {line!r}")
+        yield line.split()[1]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def server_total(base_url: str) -> int:
+    with urllib.request.urlopen(base_url.removesuffix("/v1") + "/_stats") as r:
+        return int(json.load(r)["total"])
+
+
+async def run_batch(client: LLMClient, prompts: list[str], pv: str) -> float:
+    """Send all prompts at once (the client's semaphore bounds concurrency); returns seconds."""
+    t0 = time.perf_counter()
+    async with client:
+        await asyncio.gather(
+            *(client.complete([{"role": "user", "content": p}], GenParams(), prompt_version=pv) for p in prompts)
+        )
+    return time.perf_counter() - t0
+
+
+def throughput(latency: float, in_process: bool) -> None:
+    print(f"\nThroughput, server latency {latency * 1000:.0f} ms")
+    print(f"{'C':>4} {'N':>5} {'seconds':>8} {'req/s':>8} {'ideal':>8} {'ratio':>6}")
+    with server(latency, in_process) as url:
+        ep = Endpoint(url, "bench-model")
+        for c in (1, 16, 64):
+            n = 20 if c == 1 else 8 * c
+            client = LLMClient(ep, concurrency=c)
+            secs = asyncio.run(run_batch(client, [f"c{c} prompt {i}" for i in range(n)], pv=f"tp-{c}"))
+            rps, ideal = n / secs, c / latency
+            print(f"{c:>4} {n:>5} {secs:>8.2f} {rps:>8.1f} {ideal:>8.1f} {rps / ideal:>6.2f}")
+
+
+def cached_rerun(in_process: bool) -> None:
+    prompts = [f"distinct prompt number {i}" for i in range(N_CACHED)]
+    with tempfile.TemporaryDirectory() as tmp, server(0.0, in_process) as url:
+        ep = Endpoint(url, "bench-model")
+        cache = ResponseCache(Path(tmp) / "responses.sqlite")
+        fill = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
+        before = server_total(url)
+        secs = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
+        seen = server_total(url) - before
+        print(f"\nCached re-run of {N_CACHED} distinct prompts (cache filled in {fill:.2f} s, "
+              f"{cache.stats()['entries']} entries)")
+        print(f"  re-run: {secs:.2f} s, requests seen by the server: {seen}  (targets: < 5 s, 0)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--latency", type=float, default=0.2)
+    ap.add_argument("--in-process", action="store_true", help="run the fake server in this process")
+    args = ap.parse_args()
+    throughput(args.latency, args.in_process)
+    cached_rerun(args.in_process)
+
+
+if __name__ == "__main__":
+    main()
