@@ -730,6 +730,7 @@ def generate_and_score(
     config_name: str | None = None,
     progress: bool = False,
     embedder: Embedder | None = None,
+    cache_path: str | Path | None = None,
 ) -> tuple[list[ScoredSet], dict[str, Any]]:
     """Generate (original variation) and score with ``judge_endpoint`` (default: the same endpoint).
 
@@ -737,7 +738,15 @@ def generate_and_score(
     and ``{"generate": ..., "score": ...}`` summaries.
     """
     gen = generate(
-        queries_path, endpoint, run_dir, limit=limit, max_tokens=max_tokens, concurrency=concurrency, seed=seed, progress=progress
+        queries_path,
+        endpoint,
+        run_dir,
+        limit=limit,
+        max_tokens=max_tokens,
+        concurrency=concurrency,
+        seed=seed,
+        progress=progress,
+        cache_path=cache_path,
     )
     sc = score(
         run_dir,
@@ -747,5 +756,6 @@ def generate_and_score(
         seed=seed,
         progress=progress,
         embedder=embedder,
+        cache_path=cache_path,
     )
     return scored_sets_from_run(run_dir, config_name), {"generate": gen, "score": sc}

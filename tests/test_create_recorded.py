@@ -1,0 +1,119 @@
+"""Re-scoring the CREATE authors' recorded judgments (no judge calls)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from cresowlve_core.create.report import analyse, validity_agreement
+from cresowlve_core.create.scored import RECORDED_DIR, load_recorded, recorded_set
+from cresowlve_core.create.utility import PATIENCE_GRID, creative_utility, utility_breakdown
+
+
+def hashed_embedder(texts: list[str]) -> np.ndarray:
+    """Deterministic stand-in for the sentence model: a unit vector per distinct text."""
+    rows = []
+    for t in texts:
+        seed = int.from_bytes(hashlib.sha256(t.encode("utf-8")).digest()[:8], "little")
+        v = np.random.default_rng(seed).normal(size=32)
+        rows.append(v / np.linalg.norm(v))
+    return np.asarray(rows, dtype=np.float32).reshape(len(texts), 32)
+
+
+@pytest.fixture(scope="module")
+def recorded():
+    return load_recorded()
+
+
+def test_recorded_shape(recorded):
+    assert len(recorded) == 148
+    assert len({s.config for s in recorded}) == 8
+    assert sum(len(s.paths) for s in recorded) == 2979
+    for s in recorded:
+        assert len(s.paths) == len(s.specificity) == len(s.factuality) == len(s.validity)
+        assert all(len(p) == len(sp) == len(f) for p, sp, f in zip(s.paths, s.specificity, s.factuality))
+        assert s.query_id and s.query_id.count("__") >= 2  # matched to the shipped queries
+
+
+def test_utilities_finite_and_monotone_in_patience(recorded):
+    for s in recorded:
+        b = utility_breakdown(s.paths, s.specificity, s.factuality, s.validity, embedder=hashed_embedder)
+        curve = b.curve(PATIENCE_GRID)
+        assert all(math.isfinite(u) and u >= 0 for u in curve)
+        assert all(b2 >= b1 - 1e-12 for b1, b2 in zip(curve, curve[1:])), s.config
+        paper = b.curve(PATIENCE_GRID, "paper")
+        assert all(p <= r + 1e-12 for p, r in zip(paper, curve))  # paper discounts one step more
+
+
+def test_all_invalid_sets_score_zero(recorded):
+    s = recorded[0]
+    assert creative_utility(s.paths, s.specificity, s.factuality, [0] * len(s.paths)) == 0.0
+    none_valid = [x for x in recorded if not any(x.validity)]
+    for x in none_valid:
+        assert creative_utility(x.paths, x.specificity, x.factuality, x.validity) == 0.0
+
+
+def test_same_inputs_same_utility(recorded):
+    s = max(recorded, key=lambda x: len(x.paths))
+    args = (s.paths, s.specificity, s.factuality, s.validity)
+    u1 = creative_utility(*args, embedder=hashed_embedder)
+    u2 = creative_utility(*args, embedder=hashed_embedder)
+    assert u1 == u2 > 0
+
+
+def test_string_encoded_fields_parse_the_same():
+    line = next(iter(sorted(RECORDED_DIR.glob("*.jsonl")))).read_text(encoding="utf-8").splitlines()[0]
+    row = json.loads(line)
+    fields = ("paths", "judged_specificity_per_triple", "judged_factuality_per_triple", "validity_per_path")
+    as_json = {**row, **{k: json.dumps(row[k]) for k in fields}}
+    as_python = {**row, **{k: repr(row[k]) for k in fields}}
+    base = recorded_set("m__original", row)
+    for variant in (as_json, as_python):
+        other = recorded_set("m__original", variant)
+        assert (other.paths, other.specificity, other.factuality, other.validity) == (
+            base.paths,
+            base.specificity,
+            base.factuality,
+            base.validity,
+        )
+
+
+def test_recomputed_validity_is_stricter(recorded):
+    recomputed = load_recorded(validity="recomputed")
+    for a, b in zip(recorded, recomputed):
+        assert all(vb <= va for va, vb in zip(a.validity, b.validity))
+    table = validity_agreement(recorded)
+    assert 0.9 < float((table.agree * table.paths).sum() / table.paths.sum()) < 1.0
+
+
+def test_report_tables_with_stand_in_embedder(recorded):
+    rep = analyse(recorded, embedder=hashed_embedder)
+    board = rep.leaderboard(n_boot=200)
+    assert len(board) == 8
+    assert (board["ci_low@0.9"] <= board["utility@0.9"]).all() and (board["utility@0.9"] <= board["ci_high@0.9"]).all()
+    assert board["utility@0.9"].is_monotonic_decreasing
+    assert (board["utility@0.9"] >= board["utility@0.7"]).all()
+    again = rep.leaderboard(n_boot=200)
+    assert board.equals(again)  # seeded bootstrap
+    trade = rep.factuality_tradeoff(thresholds=(0.0, 0.5, 1.0))
+    assert len(trade) == 24 and np.isfinite(trade["utility"]).all()
+    at_one = trade[trade.threshold == 1.0].set_index("config")["utility"]
+    assert np.allclose(at_one.sort_index(), board.set_index("config")["utility@0.9"].sort_index())
+    dist = rep.distinctiveness()
+    assert dist["avg_nu_set"].between(0, 1).all()
+    examples = rep.example_paths(per_config=2)
+    assert set(examples["config"]) <= {s.config for s in recorded} and len(examples) > 0
+
+
+def test_threshold_zero_keeps_every_valid_path(recorded):
+    s = max(recorded, key=lambda x: len(x.paths))
+    lenient = creative_utility(
+        s.paths, s.specificity, s.factuality, s.validity, factuality_threshold=0.0, embedder=hashed_embedder
+    )
+    ones = replace(s, factuality=[[1.0] * len(p) for p in s.paths])
+    assert creative_utility(ones.paths, ones.specificity, ones.factuality, ones.validity, embedder=hashed_embedder) == pytest.approx(lenient)
