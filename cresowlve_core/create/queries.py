@@ -236,8 +236,8 @@ def verbalise_messages(sp: SourcePath, kg: KnowledgeGraph) -> tuple[list[dict[st
 def clean_verbalisation(text: str | None) -> str | None:
     """The first non-empty line of a model's answer, unquoted; None if it is not a question."""
     for line in (text or "").splitlines():
+        line = re.sub(r"^(question|query)\s*:\s*", "", line.strip(), flags=re.IGNORECASE)
         line = line.strip().strip('"').strip("'").strip()
-        line = re.sub(r"^(question|query)\s*:\s*", "", line, flags=re.IGNORECASE)
         if len(line) > 15 and line.endswith("?"):
             return line
     return None

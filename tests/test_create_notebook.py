@@ -1,0 +1,31 @@
+"""notebooks/07_create.ipynb runs headless with its default parameters and records the leaderboard."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from cresowlve_core.paths import REPO_ROOT
+
+
+@pytest.mark.embeddings
+def test_notebook_07_default_run(tmp_path, monkeypatch):
+    pytest.importorskip("papermill")
+    from cresowlve_core.notebooks import run_notebook
+
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    result = run_notebook("07_create", {}, reports_dir=tmp_path)
+    rec = result.records
+    assert rec["n_sets"] == 148 and rec["n_paths"] == 2979
+    at_09, at_07 = rec["utility@0.9"], rec["utility@0.7"]
+    assert len(at_09) == len(at_07) == 8
+    assert all(at_09[c] >= at_07[c] > 0 for c in at_09)
+    # real all-MiniLM-L6-v2 distances on the authors' recorded judgments (reference discount)
+    assert at_09["gpt-5-medium__original"] == pytest.approx(12.45, abs=0.05)
+    assert max(at_09, key=at_09.get) == "gpt-5.4-medium__original"
+    assert min(at_09, key=at_09.get) == "qwen3-32b__original"
+    assert 0.9 < rec["validity_agreement"] < 1.0
+    assert set(rec["distinctiveness"]) == set(at_09)
+    assert rec["local_model"]["status"] == "skipped"
+    assert result.html.exists()
