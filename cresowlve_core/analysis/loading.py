@@ -13,9 +13,9 @@ Correctness columns are floats (1.0 / 0.0 / NaN) so means ignore what is unknown
 
 * ``em_strict``, ``em_lenient`` — exact match; a response whose ``status`` is ``"error"``
   (the model gave no answer) counts as wrong, an unset value stays NaN;
-* ``judge`` — ``judge_verdict == "CORRECT"`` where ``judge_status == "scored"``; an
-  errored response counts as wrong; anything the judge did not score (``unscored``,
-  ``error``, ``not_run``) is NaN and is counted in the reliability section instead;
+* ``judge`` — ``judge_verdict == "CORRECT"`` where ``judge_status == "scored"``; in a run
+  that was judged, an errored response counts as wrong; anything the judge did not score
+  (``unscored``, ``error``, ``not_run``) is NaN and is counted in the reliability section;
 * ``judge_repeat`` — a second, independent judge verdict of the *same* response, read from
   ``extra.judge_repeat`` (``"CORRECT"`` / ``"INCORRECT"``); this is the one mechanism used
   to measure the judge's repeatability (see :mod:`cresowlve_core.analysis.reliability`).
@@ -281,7 +281,9 @@ def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
         df[col] = vals
     scored = df["judge_status"].eq("scored") & df["judge_verdict"].notna()
     judge = np.where(scored, df["judge_verdict"].eq("CORRECT").astype(float), np.nan)
-    judge[error] = 0.0
+    if "run_id" in df.columns:  # an errored response is a wrong answer only in runs that were judged
+        judged_run = scored.groupby(df["run_id"]).transform("any").to_numpy(dtype=bool)
+        judge[error & judged_run] = 0.0
     df["judge"] = judge
     rep = df.pop("extra.judge_repeat").astype("string").str.upper()
     df["judge_repeat"] = np.where(rep.isin(["CORRECT", "INCORRECT"]), rep.eq("CORRECT").astype(float), np.nan)

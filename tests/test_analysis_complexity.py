@@ -1,0 +1,98 @@
+"""Complexity features (domains, semantic distance, atomic facts) and their correlations."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cresowlve_core.analysis.complexity import (
+    difficulty_correlations,
+    features_long,
+    item_features,
+    max_pairwise_distance,
+    performance_correlations,
+)
+
+VECTORS = {"A": [1.0, 0.0], "B": [0.0, 1.0], "C": [-1.0, 0.0], "A2": [2.0, 0.0]}
+
+
+def fake_embed(texts: list[str]) -> np.ndarray:
+    return np.array([VECTORS[t] for t in texts], dtype=np.float32)
+
+
+def _responses(rows: list[dict]) -> pd.DataFrame:
+    base = {"config": "m", "thinking": False, "lang": "en", "difficulty": 3.0, "knowledge_domains": [],
+            "n_atomic_facts": np.nan, "judge": np.nan, "em_lenient": np.nan}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_max_pairwise_cosine_distance():
+    items = pd.DataFrame({"id": ["p", "q", "r", "s", "t"],
+                          "knowledge_domains": [["A", "B"], ["A", "B", "C"], ["A", "A2"], ["A"], []]})
+    d = max_pairwise_distance(items, fake_embed).tolist()
+    assert d[0] == pytest.approx(1.0)  # orthogonal
+    assert d[1] == pytest.approx(2.0)  # opposite
+    assert d[2] == pytest.approx(0.0, abs=1e-7)  # same direction, different norm
+    assert math.isnan(d[3]) and math.isnan(d[4])  # no pair
+
+
+def test_item_features_one_row_per_item_prefers_english_annotations():
+    df = _responses([
+        {"id": "x", "lang": "ru", "knowledge_domains": ["C"], "n_atomic_facts": 2},
+        {"id": "x", "lang": "en", "knowledge_domains": ["A", "B"], "n_atomic_facts": 2},
+        {"id": "y", "lang": "en", "knowledge_domains": ["A"], "n_atomic_facts": 4},
+    ])
+    feats, notes = item_features(df, embed_fn=fake_embed)
+    f = feats.set_index("id")
+    assert notes == []
+    assert f.loc["x", "n_domains"] == 2 and f.loc["x", "max_domain_distance"] == pytest.approx(1.0)
+    assert f.loc["y", "n_atomic_facts"] == 4 and math.isnan(f.loc["y", "max_domain_distance"])
+
+
+def test_missing_features_are_reported_not_raised():
+    df = _responses([{"id": "x", "knowledge_domains": ["A", "B"]}])
+
+    def broken(_: list[str]) -> np.ndarray:
+        raise RuntimeError("model not installed")
+
+    feats, notes = item_features(df, embed_fn=broken)
+    assert feats["max_domain_distance"].isna().all()
+    assert any("Semantic distance" in n and "model not installed" in n for n in notes)
+    assert any("n_atomic_facts" in n for n in notes)
+    _, notes_off = item_features(df, semantic_distance=False)
+    assert any("switched off" in n for n in notes_off)
+    _, notes_none = item_features(_responses([{"id": "x"}]), embed_fn=fake_embed)
+    assert any("no `knowledge_domains`" in n for n in notes_none)
+
+
+def test_correlations_with_difficulty_and_correctness():
+    rows = []
+    for i in range(60):
+        d = 1 + i % 5
+        rows.append({"id": f"i{i}", "difficulty": float(d), "knowledge_domains": ["A", "B", "C"][: 1 + (i % 3)],
+                     "n_atomic_facts": float(d * 2), "judge": float(d <= 2)})
+    df = _responses(rows)
+    feats, _ = item_features(df, embed_fn=fake_embed)
+    dc = difficulty_correlations(feats).set_index("feature")
+    assert dc.loc["n_atomic_facts", "spearman_rho"] == pytest.approx(1.0)
+    assert dc.loc["n_atomic_facts", "pearson_r"] == pytest.approx(1.0)
+    assert dc.loc["n_atomic_facts", "spearman_p"] < 1e-10
+    assert abs(dc.loc["n_domains", "spearman_rho"]) < 0.3  # unrelated by construction
+    pc = performance_correlations(df, feats, "judge").set_index("feature")
+    assert pc.loc["n_atomic_facts", "spearman_rho"] < -0.8  # more facts (harder) → less often correct
+    assert pc.loc["n_atomic_facts", "n"] == 60
+    long = features_long(feats)
+    assert set(long["feature"]) == {"n_domains", "max_domain_distance", "n_atomic_facts"}
+
+
+@pytest.mark.embeddings
+def test_real_embeddings_rank_related_domains_closer(tmp_cache):
+    items = pd.DataFrame({"id": ["near", "far"],
+                          "knowledge_domains": [["Astronomy", "Astrophysics"], ["Astronomy", "Food & Cuisine"]]})
+    from cresowlve_core.embeddings import embed
+
+    d = max_pairwise_distance(items, embed).tolist()
+    assert 0.0 <= d[0] < d[1] <= 2.0

@@ -1,0 +1,140 @@
+"""Reading run directories: resume semantics, partial data, scoring rules, globbing."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+from test_analysis_fixtures import record, write_run
+
+from cresowlve_core.analysis.loading import load_runs, main_subset, resolve_run_dirs
+
+
+def test_last_record_per_item_wins_on_resume(tmp_path):
+    write_run(
+        tmp_path / "run_en",
+        [
+            record("a", status="error", em_strict=None, em_lenient=None),
+            record("b", em_strict=True, em_lenient=True, judge="CORRECT"),
+            record("a", em_strict=True, em_lenient=True, judge="CORRECT"),  # the retry supersedes the error
+        ],
+    )
+    rs = load_runs(str(tmp_path / "*"))
+    df = rs.responses.set_index("id")
+    assert len(df) == 2
+    assert df.loc["a", "status"] == "ok" and df.loc["a", "judge"] == 1.0
+    run = rs.runs.iloc[0]
+    assert (run["n_lines"], run["n_records"], run["n_superseded"], run["n_error"]) == (3, 2, 1, 0)
+
+
+def test_scoring_rules_errors_wrong_unscored_unknown(tmp_path):
+    write_run(
+        tmp_path / "r",
+        [
+            record("ok", em_strict=False, em_lenient=True, judge="CORRECT"),
+            record("err", status="error", em_strict=None, em_lenient=None),
+            record("uns", em_strict=False, em_lenient=False, judge_status="unscored"),
+            record("notrun", em_strict=True, em_lenient=True),
+        ],
+    )
+    df = load_runs(tmp_path / "r").responses.set_index("id")
+    assert df.loc["err", "em_strict"] == 0.0 and df.loc["err", "judge"] == 0.0  # the model gave no answer
+    assert math.isnan(df.loc["uns", "judge"]) and math.isnan(df.loc["notrun", "judge"])
+    assert df.loc["ok", "em_lenient"] == 1.0 and df.loc["ok", "em_strict"] == 0.0
+    assert df["judge"].mean() == 0.5  # CORRECT and the error; unscored/not_run left out
+
+
+def test_errors_in_an_unjudged_run_leave_the_judge_empty(tmp_path):
+    write_run(tmp_path / "r", [record("err", status="error", em_strict=None), record("ok", em_strict=True)])
+    rs = load_runs(tmp_path / "r")
+    assert rs.responses["judge"].isna().all() and not rs.has_judge()
+    assert rs.responses["em_strict"].tolist() == [0.0, 1.0]
+
+
+def test_manifest_gives_config_and_thinking(tmp_path):
+    write_run(tmp_path / "x", [record("a", model="gpt-5.4", effort="medium")], model="gpt-5.4", effort="medium",
+              thinking=True, judge={"model": "gpt-4o"})
+    rs = load_runs(tmp_path / "x")
+    run = rs.runs.iloc[0]
+    assert run["config"] == "gpt-5.4 (medium)" and bool(run["thinking"]) and run["judge_model"] == "gpt-4o"
+    assert rs.responses["config"].tolist() == ["gpt-5.4 (medium)"]
+
+
+def test_missing_manifest_falls_back_to_records(tmp_path):
+    write_run(tmp_path / "nomani", [record("a", lang="ru", model="llama", effort=None)], manifest=False)
+    rs = load_runs(tmp_path / "nomani")
+    run = rs.runs.iloc[0]
+    assert (run["model"], run["lang"], bool(run["thinking"])) == ("llama", "ru", False)
+
+
+def test_duplicate_configuration_keeps_the_later_run(tmp_path):
+    write_run(tmp_path / "old", [record("a", em_strict=False)], finished_at="2026-01-01T00:00:00")
+    write_run(tmp_path / "new", [record("a", em_strict=True)], finished_at="2026-02-01T00:00:00")
+    rs = load_runs(str(tmp_path / "*"))
+    assert rs.runs["run_id"].tolist() == ["new"]
+    assert rs.responses["em_strict"].tolist() == [1.0]
+    assert any("`old`" in n and "kept the later run `new`" in n for n in rs.notes)
+
+
+def test_malformed_and_off_schema_lines_are_tolerated(tmp_path):
+    d = write_run(tmp_path / "r", [record("a", em_strict=True), record("b")])
+    with (d / "responses.jsonl").open("a") as fh:
+        fh.write('{"id": "c", "lang": "en", "status": "o')  # killed mid-write
+    rs = load_runs(d)
+    assert sorted(rs.responses["id"]) == ["a", "b"]
+    assert any("malformed" in n for n in rs.notes)
+
+    e = write_run(tmp_path / "s", [record("a", difficulty=2.0, extra={"judge_repeat": ["CORRECT", "INCORRECT"]},
+                                          judge="CORRECT")])
+    df = load_runs(e).responses
+    assert df["difficulty"].tolist() == [2.0] and df["judge_repeat"].tolist() == [1.0]
+
+
+def test_judge_repeat_read_from_extra(tmp_path):
+    write_run(tmp_path / "r", [
+        record("a", judge="CORRECT", extra={"judge_repeat": "INCORRECT", "other": 1}),
+        record("b", judge="INCORRECT"),
+    ])
+    df = load_runs(tmp_path / "r").responses.set_index("id")
+    assert df.loc["a", "judge_repeat"] == 0.0 and math.isnan(df.loc["b", "judge_repeat"])
+
+
+def test_partial_data_no_judge_single_language_empty_run(tmp_path):
+    write_run(tmp_path / "r_en", [record("a", em_strict=True), record("b")])
+    write_run(tmp_path / "empty_ru", [], lang="ru")
+    rs = load_runs(str(tmp_path / "*"))
+    assert not rs.has_judge() and rs.langs == ["en"] and not rs.synthetic
+    assert any("no response records" in n for n in rs.notes)
+    assert set(rs.runs["n_records"]) == {0, 2}
+
+
+def test_no_runs_is_empty_not_an_error(tmp_path):
+    rs = load_runs(str(tmp_path / "nothing" / "*"))
+    assert rs.empty and rs.runs.empty and rs.langs == [] and not rs.synthetic
+    assert {"judge", "em_strict", "config", "difficulty"} <= set(rs.responses.columns)
+
+
+def test_resolve_relative_to_root_directory_and_lists(tmp_path):
+    write_run(tmp_path / "runs" / "a", [record("x")])
+    write_run(tmp_path / "runs" / "b", [record("x")])
+    (tmp_path / "runs" / "not_a_run").mkdir()
+    by_glob = resolve_run_dirs("runs/*", root=tmp_path)
+    by_parent = resolve_run_dirs("runs", root=tmp_path)
+    by_list = resolve_run_dirs([tmp_path / "runs" / "b", "runs/a"], root=tmp_path)
+    assert [p.name for p in by_glob] == ["a", "b"] == [p.name for p in by_parent]
+    assert [p.name for p in by_list] == ["b", "a"]
+    assert resolve_run_dirs(None) == []
+
+
+def test_synthetic_flag_from_records_or_manifest(tmp_path):
+    write_run(tmp_path / "a", [record("x", synthetic=True)])
+    assert load_runs(tmp_path / "a").synthetic
+    write_run(tmp_path / "b", [record("x")], synthetic=True)
+    assert load_runs(tmp_path / "b").synthetic
+
+
+def test_main_subset_drops_factual_only(tmp_path):
+    write_run(tmp_path / "r", [record("a"), record("b", reasoning_type="factual"), record("c", reasoning_type=None)])
+    sub, dropped = main_subset(load_runs(tmp_path / "r").responses)
+    assert dropped == 1 and sorted(sub["id"]) == ["a", "c"]
+    assert isinstance(sub, pd.DataFrame)

@@ -1,0 +1,82 @@
+"""Judge reliability (agreement with EM, repeatability, coverage) and cost tables."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cresowlve_core.analysis.reliability import (
+    cost_display,
+    cost_table,
+    format_cost,
+    judge_coverage,
+    judge_repeatability,
+    judge_vs_em,
+)
+
+
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    base = {"config": "m", "lang": "en", "status": "ok", "judge": np.nan, "em_lenient": np.nan,
+            "judge_repeat": np.nan, "judge_status": "not_run", "cached": False, "input_tokens": np.nan,
+            "output_tokens": np.nan, "reasoning_tokens": np.nan, "judge_input_tokens": np.nan,
+            "judge_output_tokens": np.nan, "cost": np.nan, "judge_cost": np.nan}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def _wikipedia_pairs() -> list[tuple[float, float]]:
+    # Wikipedia "Cohen's kappa" example: 20 yes/yes, 5 yes/no, 10 no/yes, 15 no/no → κ = 0.4
+    return [(1.0, 1.0)] * 20 + [(1.0, 0.0)] * 5 + [(0.0, 1.0)] * 10 + [(0.0, 0.0)] * 15
+
+
+def test_judge_vs_em_kappa_and_confusion():
+    rows = [{"judge": j, "em_lenient": e, "judge_status": "scored"} for j, e in _wikipedia_pairs()]
+    rows.append({"status": "error", "judge": 0.0, "em_lenient": 0.0})  # forced wrong: excluded
+    rows.append({"judge_status": "unscored", "em_lenient": 1.0})  # no verdict: excluded
+    out = judge_vs_em(_frame(rows)).set_index("config")
+    m = out.loc["m"]
+    assert (m["n"], m["both_correct"], m["judge_only"], m["em_only"], m["both_wrong"]) == (50, 20, 5, 10, 15)
+    assert m["agreement"] == pytest.approx(0.7) and m["kappa"] == pytest.approx(0.4)
+    assert out.loc["all runs", "kappa"] == pytest.approx(0.4)
+
+
+def test_judge_repeatability_from_repeat_verdicts():
+    rows = [{"judge": a, "judge_repeat": b, "judge_status": "scored"} for a, b in _wikipedia_pairs()]
+    rows += [{"judge": 1.0, "judge_status": "scored"}]  # not re-judged
+    rep = judge_repeatability(_frame(rows)).set_index("config")
+    assert rep.loc["m", "n"] == 50 and rep.loc["m", "kappa"] == pytest.approx(0.4)
+    assert judge_repeatability(_frame([{"judge": 1.0}])).empty
+
+
+def test_coverage_counts():
+    rows = [{"judge_status": "scored", "judge": 1.0}] * 3 + [{"judge_status": "unscored"}] * 2
+    rows += [{"judge_status": "not_run", "status": "error"}]
+    cov = judge_coverage(_frame(rows)).iloc[0]
+    assert (cov["scored"], cov["unscored"], cov["judge_error"], cov["not_run"], cov["model_error"]) == (3, 2, 0, 1, 1)
+
+
+def test_cost_unknown_is_never_zero():
+    rows = [
+        {"config": "priced", "cost": 0.5, "input_tokens": 10, "output_tokens": 3, "judge_status": "scored", "judge_cost": 0.01},
+        {"config": "priced", "cost": 0.25, "input_tokens": 20, "output_tokens": 4, "judge_status": "scored", "judge_cost": 0.01},
+        {"config": "partly", "cost": 1.0, "input_tokens": 5},
+        {"config": "partly", "cost": np.nan, "input_tokens": 5},
+        {"config": "unpriced", "cost": np.nan, "input_tokens": 7, "judge_status": "scored"},
+    ]
+    costs = cost_table(_frame(rows)).set_index("config")
+    assert costs.loc["priced", "cost"] == 0.75 and costs.loc["priced", "input_tokens"] == 30
+    assert math.isnan(costs.loc["unpriced", "cost"]) and costs.loc["unpriced", "cost_unknown"] == 1
+    shown = cost_display(costs.reset_index()).set_index("config")
+    assert shown.loc["priced", "cost"] == "$0.75" and shown.loc["priced", "judge_cost"] == "$0.02"
+    assert shown.loc["unpriced", "cost"] == "unknown" and shown.loc["unpriced", "judge_cost"] == "unknown"
+    assert shown.loc["partly", "cost"] == "≥ $1.00 (1 of 2 unknown)"
+    assert shown.loc["partly", "judge_cost"] == "no judge"
+    assert shown.loc["partly", "reasoning_tokens"] == "unknown"
+
+
+def test_format_cost():
+    assert format_cost(float("nan"), 3, 3) == "unknown"
+    assert format_cost(2.0, 0, 3) == "$2.00"
+    assert format_cost(0.0, 0, 3) == "$0.00"
