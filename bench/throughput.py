@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/throughput.py [--latency 0.2] [--in-process]
 
-Part 1: N requests with server latency L at concurrency C ∈ {1, 16, 64}; prints requests/s
-and the ratio to the ideal C/L (target ≥ 0.9 at C=64). The server runs in a separate
+Part 1: after one untimed warm-up wave (connections open), N requests (20 at C=1,
+``waves``·C otherwise) with server latency L at concurrency C ∈ {1, 16, 64}; prints
+requests/s, the ratio to the ideal C/L (target ≥ 0.9 at C=64) and client CPU per request. The server runs in a separate
 process by default so that its threads do not compete with the client for the GIL.
 
 Part 2: 2,061 distinct prompts, cache pre-filled by a real pass through the client; then
@@ -24,6 +25,7 @@ import urllib.request
 from contextlib import contextmanager
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(REPO), str(REPO / "tests")]
@@ -61,27 +63,33 @@ def server_total(base_url: str) -> int:
         return int(json.load(r)["total"])
 
 
-async def run_batch(client: LLMClient, prompts: list[str], pv: str) -> float:
-    """Send all prompts at once (the client's semaphore bounds concurrency); returns seconds."""
-    t0 = time.perf_counter()
+async def run_batch(client: LLMClient, prompts: list[str], pv: str, *, warmup: int = 0) -> tuple[float, float]:
+    """Send all prompts at once (the client's semaphore bounds concurrency).
+
+    ``warmup`` untimed requests go first so that connections are open (steady state).
+    Returns (wall seconds, client CPU seconds) of the timed part.
+    """
+    def ask(p: str, version: str) -> Any:
+        return client.complete([{"role": "user", "content": p}], GenParams(), prompt_version=version)
+
     async with client:
-        await asyncio.gather(
-            *(client.complete([{"role": "user", "content": p}], GenParams(), prompt_version=pv) for p in prompts)
-        )
-    return time.perf_counter() - t0
+        await asyncio.gather(*(ask(f"warm-up {i}", pv + "-warmup") for i in range(warmup)))
+        t0, c0 = time.perf_counter(), time.process_time()
+        await asyncio.gather(*(ask(p, pv) for p in prompts))
+        return time.perf_counter() - t0, time.process_time() - c0
 
 
-def throughput(latency: float, in_process: bool) -> None:
-    print(f"\nThroughput, server latency {latency * 1000:.0f} ms")
-    print(f"{'C':>4} {'N':>5} {'seconds':>8} {'req/s':>8} {'ideal':>8} {'ratio':>6}")
+def throughput(latency: float, in_process: bool, waves: int) -> None:
+    print(f"\nThroughput, server latency {latency * 1000:.0f} ms (after one untimed warm-up wave)")
+    print(f"{'C':>4} {'N':>5} {'seconds':>8} {'req/s':>8} {'ideal':>8} {'ratio':>6} {'cpu ms/req':>11}")
     with server(latency, in_process) as url:
         ep = Endpoint(url, "bench-model")
         for c in (1, 16, 64):
-            n = 20 if c == 1 else 8 * c
+            n = 20 if c == 1 else waves * c
             client = LLMClient(ep, concurrency=c)
-            secs = asyncio.run(run_batch(client, [f"c{c} prompt {i}" for i in range(n)], pv=f"tp-{c}"))
+            secs, cpu = asyncio.run(run_batch(client, [f"c{c} prompt {i}" for i in range(n)], f"tp-{c}", warmup=c))
             rps, ideal = n / secs, c / latency
-            print(f"{c:>4} {n:>5} {secs:>8.2f} {rps:>8.1f} {ideal:>8.1f} {rps / ideal:>6.2f}")
+            print(f"{c:>4} {n:>5} {secs:>8.2f} {rps:>8.1f} {ideal:>8.1f} {rps / ideal:>6.2f} {cpu / n * 1000:>11.2f}")
 
 
 def cached_rerun(in_process: bool) -> None:
@@ -89,9 +97,9 @@ def cached_rerun(in_process: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp, server(0.0, in_process) as url:
         ep = Endpoint(url, "bench-model")
         cache = ResponseCache(Path(tmp) / "responses.sqlite")
-        fill = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
+        fill, _ = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
         before = server_total(url)
-        secs = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
+        secs, _ = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
         seen = server_total(url) - before
         print(f"\nCached re-run of {N_CACHED} distinct prompts (cache filled in {fill:.2f} s, "
               f"{cache.stats()['entries']} entries)")
@@ -102,8 +110,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--latency", type=float, default=0.2)
     ap.add_argument("--in-process", action="store_true", help="run the fake server in this process")
+    ap.add_argument("--waves", type=int, default=8, help="N = waves x C for C >= 16")
     args = ap.parse_args()
-    throughput(args.latency, args.in_process)
+    throughput(args.latency, args.in_process, args.waves)
     cached_rerun(args.in_process)
 
 

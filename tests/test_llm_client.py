@@ -12,6 +12,7 @@ from fakeserver import FakeServer, Reply
 
 from cresowlve_core.llm.client import LLMClient, messages_to_prompt, parse_retry_after, split_think
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
+from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
     BudgetExceeded,
     Endpoint,
@@ -314,3 +315,64 @@ def test_max_cost_with_unknown_price_is_a_config_error() -> None:
         with pytest.raises(LLMConfigError, match="no price"):
             ask(client_for(srv, max_cost=1.0, prices=PriceTable({})))
         assert srv.total == 0
+
+
+# ------------------------------------------------------------------ limits and loops
+
+
+def test_token_bucket_charges_refunds_and_caps() -> None:
+    async def go() -> list[float]:
+        bucket = AsyncTokenBucket(per_minute=6000)  # 100 per second
+        await bucket.acquire(6000)
+        after_take = bucket.available
+        bucket.adjust(-1000)  # refund: the call used less than estimated
+        after_refund = bucket.available
+        bucket.adjust(-1_000_000)  # never above capacity
+        return [after_take, after_refund, bucket.available]
+
+    take, refund, capped = asyncio.run(go())
+    assert take < 10 and 1000 <= refund < 1010 and capped == 6000
+
+
+def test_oversized_request_drives_the_bucket_into_debt() -> None:
+    async def go() -> float:
+        bucket = AsyncTokenBucket(per_minute=600)
+        await bucket.acquire(5000)  # larger than the bucket: allowed once it is full
+        return bucket.available
+
+    assert asyncio.run(go()) < -4000
+
+
+def test_rate_limited_client_still_answers() -> None:
+    with FakeServer() as srv:
+        cl = client_for(srv, rpm=6000, tpm=10_000_000, concurrency=4)
+
+        async def go() -> list[Any]:
+            async with cl:
+                return await asyncio.gather(*(cl.complete(user(f"p{i}"), GenParams(), prompt_version="v") for i in range(10)))
+
+        out = asyncio.run(go())
+    assert [c.text for c in out] == [f"echo: p{i}" for i in range(10)]
+
+
+def test_one_client_across_event_loops() -> None:
+    with FakeServer() as srv:
+        cl = client_for(srv)
+        first = asyncio.run(cl.complete(user("a"), GenParams(), prompt_version="v"))
+        second = asyncio.run(cl.complete(user("b"), GenParams(), prompt_version="v"))
+        assert (first.text, second.text) == ("echo: a", "echo: b") and cl.requests_sent == 2
+
+
+def test_queued_calls_do_not_hold_budget() -> None:
+    # each call is estimated at $11 (1 input + 5 output tokens) but costs $5; with concurrency 1
+    # the $25 budget admits calls while spent + 11 <= 25, i.e. three; upfront reservation would allow two
+    with FakeServer() as srv:
+        cl = client_for(srv, max_cost=25.0, concurrency=1)
+
+        async def go() -> list[Any]:
+            async with cl:
+                coros = (cl.complete(user(f"p{i}"), GenParams(max_tokens=5), prompt_version="v") for i in range(10))
+                return await asyncio.gather(*coros, return_exceptions=True)
+
+        out = asyncio.run(go())
+    assert [isinstance(o, BudgetExceeded) for o in out] == [False] * 3 + [True] * 7

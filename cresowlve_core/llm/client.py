@@ -59,7 +59,6 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 import httpx2
 import openai
 
@@ -332,9 +331,9 @@ def _classify(exc: BaseException) -> _Failure:
         return _Failure(True, f"connection error ({type(cause).__name__ if cause else 'unknown'})")
     if isinstance(exc, BadResponse):
         return _Failure(True, str(exc))
-    if isinstance(exc, (httpx.TimeoutException, asyncio.TimeoutError)):
+    if isinstance(exc, (httpx2.TimeoutException, asyncio.TimeoutError)):
         return _Failure(True, "request timed out")
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, httpx2.TransportError):
         return _Failure(True, f"connection error ({type(exc).__name__})")
     return _Failure(False, f"{type(exc).__name__}: {exc}")
 
@@ -417,7 +416,7 @@ class LLMClient:
         )
         oai = openai.AsyncOpenAI(
             base_url=self.endpoint.base_url,
-            api_key="set-per-request",  # the real key goes into each request's header
+            api_key="unset",  # replaced by the environment's value before every request (see _send)
             max_retries=0,
             timeout=self.timeout_s,
             http_client=http,
@@ -435,8 +434,8 @@ class LLMClient:
     async def aclose(self) -> None:
         """Close the connection pool of the current loop."""
         res, self._res = self._res, None
-        if res is not None and not res.loop.is_closed():
-            await res.http.aclose()
+        if res is not None and res.loop is asyncio.get_running_loop():
+            await res.http.aclose()  # a pool of another (finished) loop is simply dropped
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -511,13 +510,13 @@ class LLMClient:
                 "add it to prices.csv or a CSV named by $CRESOWLVE_PRICES"
             )
         reserved = est_cost or 0.0
-        self.cost_meter.reserve(reserved, self.max_cost)
-        try:
-            res = self._resources()
-            async with res.sem:
+        res = self._resources()
+        async with res.sem:  # reserve only once admitted, so queued calls hold no budget
+            self.cost_meter.reserve(reserved, self.max_cost)
+            try:
                 completion = await self._with_retries(res, messages, params, est_tokens)
-        finally:
-            self.cost_meter.release(reserved)
+            finally:
+                self.cost_meter.release(reserved)
 
         completion.cost = self._price(completion)
         self.cost_meter.record(completion.cost, cached=False)
@@ -580,12 +579,9 @@ class LLMClient:
     ) -> Completion:
         """One HTTP attempt through the SDK's generic ``post``; raises SDK errors or BadResponse."""
         path, body = build_request(self.endpoint.model, messages, params)
-        resp = await res.oai.post(
-            path,
-            cast_to=httpx2.Response,
-            body=body,
-            options={"headers": {"Authorization": f"Bearer {key}"}, "timeout": self.timeout_s},
-        )
+        if res.oai.api_key != key:  # the variable may change between calls; the SDK sends it as a header
+            res.oai.api_key = key
+        resp = await res.oai.post(path, cast_to=httpx2.Response, body=body)
         completion = _PARSERS[path](_load_json(resp.text))
         if not completion.text.strip() and completion.raw.get("finish_reason") != "length":
             raise BadResponse("response has empty text")
