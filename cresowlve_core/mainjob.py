@@ -85,12 +85,15 @@ def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]
                     "api_key_env": tgt.api_key_env, "judge_model": tgt.judge_model,
                     "judge_base_url": tgt.judge_base_url, "judge_api_key_env": tgt.judge_api_key_env,
                     "run_dir": str(run_dir), "limit": 3 if quick else None,
-                    "max_tokens": 384 if tgt.local else 4096,
+                    # the 270M base model rambles to the limit: keep its budget small
+                    "max_tokens": 256 if tgt.local else 4096,
+                    "judge_max_tokens": 96 if tgt.local else 512,
                 },
                 output_name=f"02_evaluation_{lang}",
             )
         report("03_analysis", {"runs": str(DEMO_RUNS / "*")})
         report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
-                             "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3})
+                             "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3,
+                             "local_run_dir": str(RUNS_DIR / "create" / slug(tgt.model))})
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
     return produced
