@@ -359,7 +359,7 @@ def leaderboard_chart(board: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
     u, lo, hi = f"utility@{patience}", f"ci_low@{patience}", f"ci_high@{patience}"
     data = board[["config", u, lo, hi]].rename(columns={u: "utility", lo: "low", hi: "high"})
     order = list(data.sort_values("utility", ascending=False)["config"])
-    y = alt.Y("config:N", sort=order, title=None)
+    y = alt.Y("config:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     bars = alt.Chart(data).mark_bar().encode(
         x=alt.X("utility:Q", title=f"creative utility (patience {patience})"), y=y, tooltip=list(data.columns)
     )
@@ -374,7 +374,7 @@ def patience_chart(curves: pd.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X("patience:Q", title="patience p"),
             y=alt.Y("utility:Q", title="mean creative utility"),
-            color=alt.Color("config:N", title="configuration"),
+            color=alt.Color("config:N", title="configuration", legend=alt.Legend(labelLimit=320)),
             tooltip=["config", "patience", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Creative utility vs patience")
@@ -388,7 +388,7 @@ def tradeoff_chart(tradeoff: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
         .encode(
             x=alt.X("threshold:Q", title="factuality threshold (fraction of triples that must hold)"),
             y=alt.Y("utility:Q", title=f"mean creative utility (p = {patience})"),
-            color=alt.Color("config:N", title="configuration"),
+            color=alt.Color("config:N", title="configuration", legend=alt.Legend(labelLimit=320)),
             tooltip=["config", "threshold", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Quality vs factuality")
@@ -401,7 +401,7 @@ def distinctiveness_chart(table: pd.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("avg_nu_set:Q", title="mean set distinctiveness ν(U)"),
-            y=alt.Y("config:N", sort="-x", title=None),
+            y=alt.Y("config:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
             tooltip=list(table.columns),
         )
         .properties(width=420, height=24 * max(1, len(table)), title="Distinctiveness against the other configurations")
