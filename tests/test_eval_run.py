@@ -209,3 +209,32 @@ def test_batch_submit_then_collect(tmp_path):
     assert sorted(r["id"] for r in recs) == sorted(i.id for i in items)
     assert sum(r["em_strict"] for r in recs) == 3  # items 0, 2, 4 are answered right
     assert not (tmp_path / "run" / "batch.json").exists()
+
+
+def test_missing_key_variable_is_one_clear_error_and_sends_nothing(tmp_path, monkeypatch):
+    monkeypatch.delenv("UNSET_KEY_VAR", raising=False)
+    with FakeServer(answers=answer_for) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, api_key_env="UNSET_KEY_VAR")
+        with pytest.raises(Exception, match="UNSET_KEY_VAR.*not set"):
+            asyncio.run(evaluate_async(cfg, make_items(4), progress=False))
+        assert srv.total == 0
+    assert not (tmp_path / "run" / "responses.jsonl").exists()  # nothing was run, nothing is marked errored
+
+
+def test_cli_summary_line_and_cache_commands(tmp_path):
+    items_path = tmp_path / "items.jsonl"
+    write_items_jsonl(items_path, make_items(4))
+    cache = tmp_path / "c.sqlite"
+    with FakeServer(answers=answer_for) as srv:
+        base = ["eval", "--items", str(items_path), "--model", "fake-model", "--base-url", srv.base_url]
+        p = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", *base, "--run-dir", str(tmp_path / "r1")],
+                           cwd=REPO, capture_output=True, text=True, env={**os.environ, "CRESOWLVE_CACHE_DIR": str(tmp_path)})
+        assert p.returncode == 0, p.stderr
+        assert "n=4 ok=4 error=0 not-run=0 | EM strict 50.0% lenient 50.0% | judge: none" in p.stdout
+        assert "cost unknown" in p.stdout  # fake-model has no price: unknown, not $0
+    stats = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "stats", "--path", str(tmp_path / "responses.sqlite")],
+                           cwd=REPO, capture_output=True, text=True)
+    assert stats.returncode == 0 and '"entries": 4' in stats.stdout.replace("'", '"'), stats.stdout
+    cleared = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "clear", "--path", str(tmp_path / "responses.sqlite")],
+                             cwd=REPO, capture_output=True, text=True)
+    assert "removed 4" in cleared.stdout
