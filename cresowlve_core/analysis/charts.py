@@ -23,11 +23,13 @@ def _with_lang(df: pd.DataFrame) -> pd.DataFrame:
 def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     """Accuracy by difficulty with bootstrap error bars; rows = metric, columns = language."""
     data = _with_lang(df)[["config", "language", "metric_label", "difficulty", "n", "acc", "low", "high"]]
+    pick = alt.selection_point(fields=["config"], bind="legend")  # click a legend entry to highlight it
     base = alt.Chart(data).encode(
         x=alt.X("difficulty:O", title="Difficulty (1 = very simple, 5 = very hard)"),
-        color=alt.Color("config:N", title="Model", scale=alt.Scale(scheme=PALETTE)),
+        color=alt.Color("config:N", title="Model (click to highlight)", scale=alt.Scale(scheme=PALETTE)),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.12)),
     )
-    line = base.mark_line(point=True).encode(
+    line = base.mark_line(point=True).add_params(pick).encode(
         y=alt.Y("acc:Q", title="Accuracy (%)"),
         tooltip=["config", "language", "metric_label", "difficulty", "n",
                  alt.Tooltip("acc:Q", format=".1f"), alt.Tooltip("low:Q", format=".1f"),
