@@ -101,10 +101,12 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.create import runs as create_runs
     from cresowlve_core.llm.types import Endpoint
 
-    create_runs.generate(
+    summary = create_runs.generate(
         a.queries, Endpoint(a.base_url, a.model, a.api_key_env), a.run_dir, variation=a.variation,
-        n_samples=a.n_samples, concurrency=a.concurrency, seed=a.seed, limit=a.limit,
+        n_samples=a.n_samples, n_rounds=a.n_rounds, concurrency=a.concurrency, seed=a.seed, limit=a.limit,
+        temperature=a.temperature, max_tokens=a.max_tokens, effort=a.effort, max_cost=a.max_cost,
     )
+    print(json.dumps(summary, indent=2, default=str))
     return 0
 
 
@@ -114,7 +116,8 @@ def cmd_create_score(a: argparse.Namespace) -> int:
 
     summary = create_runs.score(
         a.run_dir, Endpoint(a.judge_base_url, a.judge_model, a.judge_api_key_env),
-        concurrency=a.concurrency, seed=a.seed,
+        concurrency=a.concurrency, seed=a.seed, factuality_threshold=a.factuality_threshold,
+        discount=a.discount, max_cost=a.max_cost,
     )
     print(json.dumps(summary, indent=2, default=str))
     return 0
@@ -186,7 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     _endpoint_args(p)
     p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
     p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original")
-    p.add_argument("--n-samples", type=int, default=3)
+    p.add_argument("--n-samples", type=int, default=4, help="resample: independent samples merged")
+    p.add_argument("--n-rounds", type=int, default=2, help="iterate: rounds of asking for more paths")
+    p.add_argument("--temperature", type=float, default=0.7)
+    p.add_argument("--max-tokens", type=int, default=4096)
+    p.add_argument("--effort", choices=EFFORTS, default=None)
+    p.add_argument("--max-cost", type=float, default=None)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--limit", type=int, default=None)
@@ -197,6 +205,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-model", required=True)
     p.add_argument("--judge-base-url", required=True)
     p.add_argument("--judge-api-key-env", default=None)
+    p.add_argument("--factuality-threshold", type=float, default=1.0)
+    p.add_argument("--discount", choices=["reference", "paper"], default="reference")
+    p.add_argument("--max-cost", type=float, default=None)
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(fn=cmd_create_score)
