@@ -59,9 +59,12 @@ def main() -> int:
     out_nb = reports / "03_analysis.ipynb"
     t = time.perf_counter()
     pm.execute_notebook(
-        str(NOTEBOOKS_DIR / "03_analysis.ipynb"), str(out_nb),
+        str(NOTEBOOKS_DIR / "03_analysis.ipynb"),
+        str(out_nb),
         parameters={"runs": str(runs_dir / "*"), "export_dir": str(reports)},
-        cwd=str(NOTEBOOKS_DIR), kernel_name="python3", progress_bar=False,
+        cwd=str(NOTEBOOKS_DIR),
+        kernel_name="python3",
+        progress_bar=False,
     )
     timings["notebook execute"] = time.perf_counter() - t
 
@@ -70,10 +73,13 @@ def main() -> int:
     timings["HTML render"] = time.perf_counter() - t
 
     total = timings.get("notebook execute", 0.0) + timings.get("HTML render", 0.0)
-    print(f"runs: {len(dirs)} dirs, {len(rs.responses):,} records ({args.configs} configs x 2 langs x {args.items} items)")
+    print(
+        f"runs: {len(dirs)} dirs, {len(rs.responses):,} records ({args.configs} configs x 2 langs x {args.items} items)"
+    )
     for name, sec in timings.items():
         print(f"  {name:<18} {sec:7.2f} s")
-    print(f"  {'execute + render':<18} {total:7.2f} s  (target < {TARGET_S:.0f} s: {'OK' if total < TARGET_S else 'MISSED'})")
+    verdict = "OK" if total < TARGET_S else "MISSED"
+    print(f"  {'execute + render':<18} {total:7.2f} s  (target < {TARGET_S:.0f} s: {verdict})")
     print(f"  HTML size          {html.stat().st_size / 1e6:7.2f} MB")
     if args.out is not None:
         print(f"kept in {work}")

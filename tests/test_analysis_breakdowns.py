@@ -15,9 +15,20 @@ from cresowlve_core.analysis.breakdowns import (
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    base = {"config": "m", "thinking": False, "lang": "en", "status": "ok", "reasoning_type": "creative",
-            "difficulty": 3.0, "em_strict": np.nan, "em_lenient": np.nan, "judge": np.nan,
-            "knowledge_domains": [], "creative_domains": [], "cultures": []}
+    base = {
+        "config": "m",
+        "thinking": False,
+        "lang": "en",
+        "status": "ok",
+        "reasoning_type": "creative",
+        "difficulty": 3.0,
+        "em_strict": np.nan,
+        "em_lenient": np.nan,
+        "judge": np.nan,
+        "knowledge_domains": [],
+        "creative_domains": [],
+        "cultures": [],
+    }
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -25,7 +36,9 @@ def test_by_difficulty_accuracy_and_bootstrap():
     rng = np.random.default_rng(0)
     rows = [{"id": f"e{i}", "difficulty": 1.0, "judge": 1.0, "em_strict": 1.0} for i in range(40)]
     rows += [{"id": f"h{i}", "difficulty": 5.0, "judge": 0.0, "em_strict": 0.0} for i in range(40)]
-    rows += [{"id": f"m{i}", "difficulty": 3.0, "judge": float(rng.random() < 0.5), "em_strict": 0.0} for i in range(200)]
+    rows += [
+        {"id": f"m{i}", "difficulty": 3.0, "judge": float(rng.random() < 0.5), "em_strict": 0.0} for i in range(200)
+    ]
     df = _frame(rows)
     out = by_difficulty(df, ("judge", "em_strict"), n_boot=1000, seed=3)
     j = out[out["metric"] == "judge"].set_index("difficulty")
@@ -52,8 +65,14 @@ def test_by_difficulty_does_not_depend_on_other_runs():
 def test_by_group_counts_multi_label_items_and_filters_small_groups():
     rows = []
     for i in range(40):
-        rows.append({"id": f"a{i}", "knowledge_domains": ["History", "Music"] if i < 10 else ["History"],
-                     "judge": float(i < 20), "em_lenient": 0.0})
+        rows.append(
+            {
+                "id": f"a{i}",
+                "knowledge_domains": ["History", "Music"] if i < 10 else ["History"],
+                "judge": float(i < 20),
+                "em_lenient": 0.0,
+            }
+        )
     res = by_group(_frame(rows), "knowledge_domains", min_group_size=30)
     assert res.metric == "judge" and res.metric_label == "LLM judge"
     t = res.table.set_index("group")
@@ -77,14 +96,17 @@ def test_by_group_without_annotations_says_so():
     assert res.table.empty and any("No `creative_domains` annotations" in n for n in res.notes)
 
 
-def _cvf_items(creative_acc: dict[int, float], factual_acc: dict[int, float],
-               creative_n: dict[int, int], factual_n: dict[int, int]) -> pd.DataFrame:
+def _cvf_items(
+    creative_acc: dict[int, float], factual_acc: dict[int, float], creative_n: dict[int, int], factual_n: dict[int, int]
+) -> pd.DataFrame:
     rows = []
     for kind, accs, ns in (("creative", creative_acc, creative_n), ("factual", factual_acc, factual_n)):
         for d, n in ns.items():
             k = round(accs[d] * n)
-            rows += [{"id": f"{kind}{d}_{i}", "reasoning_type": kind, "difficulty": float(d),
-                      "judge": float(i < k)} for i in range(n)]
+            rows += [
+                {"id": f"{kind}{d}_{i}", "reasoning_type": kind, "difficulty": float(d), "judge": float(i < k)}
+                for i in range(n)
+            ]
     return _frame(rows)
 
 

@@ -24,14 +24,23 @@ def fake_embed(texts: list[str]) -> np.ndarray:
 
 
 def _responses(rows: list[dict]) -> pd.DataFrame:
-    base = {"config": "m", "thinking": False, "lang": "en", "difficulty": 3.0, "knowledge_domains": [],
-            "n_atomic_facts": np.nan, "judge": np.nan, "em_lenient": np.nan}
+    base = {
+        "config": "m",
+        "thinking": False,
+        "lang": "en",
+        "difficulty": 3.0,
+        "knowledge_domains": [],
+        "n_atomic_facts": np.nan,
+        "judge": np.nan,
+        "em_lenient": np.nan,
+    }
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
 def test_max_pairwise_cosine_distance():
-    items = pd.DataFrame({"id": ["p", "q", "r", "s", "t"],
-                          "knowledge_domains": [["A", "B"], ["A", "B", "C"], ["A", "A2"], ["A"], []]})
+    items = pd.DataFrame(
+        {"id": ["p", "q", "r", "s", "t"], "knowledge_domains": [["A", "B"], ["A", "B", "C"], ["A", "A2"], ["A"], []]}
+    )
     d = max_pairwise_distance(items, fake_embed).tolist()
     assert d[0] == pytest.approx(1.0)  # orthogonal
     assert d[1] == pytest.approx(2.0)  # opposite
@@ -40,11 +49,13 @@ def test_max_pairwise_cosine_distance():
 
 
 def test_item_features_one_row_per_item_prefers_english_annotations():
-    df = _responses([
-        {"id": "x", "lang": "ru", "knowledge_domains": ["C"], "n_atomic_facts": 2},
-        {"id": "x", "lang": "en", "knowledge_domains": ["A", "B"], "n_atomic_facts": 2},
-        {"id": "y", "lang": "en", "knowledge_domains": ["A"], "n_atomic_facts": 4},
-    ])
+    df = _responses(
+        [
+            {"id": "x", "lang": "ru", "knowledge_domains": ["C"], "n_atomic_facts": 2},
+            {"id": "x", "lang": "en", "knowledge_domains": ["A", "B"], "n_atomic_facts": 2},
+            {"id": "y", "lang": "en", "knowledge_domains": ["A"], "n_atomic_facts": 4},
+        ]
+    )
     feats, notes = item_features(df, embed_fn=fake_embed)
     f = feats.set_index("id")
     assert notes == []
@@ -72,8 +83,15 @@ def test_correlations_with_difficulty_and_correctness():
     rows = []
     for i in range(60):
         d = 1 + i % 5
-        rows.append({"id": f"i{i}", "difficulty": float(d), "knowledge_domains": ["A", "B", "C"][: 1 + (i % 3)],
-                     "n_atomic_facts": float(d * 2), "judge": float(d <= 2)})
+        rows.append(
+            {
+                "id": f"i{i}",
+                "difficulty": float(d),
+                "knowledge_domains": ["A", "B", "C"][: 1 + (i % 3)],
+                "n_atomic_facts": float(d * 2),
+                "judge": float(d <= 2),
+            }
+        )
     df = _responses(rows)
     feats, _ = item_features(df, embed_fn=fake_embed)
     dc = difficulty_correlations(feats).set_index("feature")
@@ -90,8 +108,9 @@ def test_correlations_with_difficulty_and_correctness():
 
 @pytest.mark.embeddings
 def test_real_embeddings_rank_related_domains_closer(tmp_cache):
-    items = pd.DataFrame({"id": ["near", "far"],
-                          "knowledge_domains": [["Astronomy", "Astrophysics"], ["Astronomy", "Food & Cuisine"]]})
+    items = pd.DataFrame(
+        {"id": ["near", "far"], "knowledge_domains": [["Astronomy", "Astrophysics"], ["Astronomy", "Food & Cuisine"]]}
+    )
     from cresowlve_core.embeddings import embed
 
     d = max_pairwise_distance(items, embed).tolist()

@@ -66,8 +66,17 @@ def write_run(
     """A run directory with ``manifest.json`` (unless ``manifest=False``) and ``responses.jsonl``."""
     path.mkdir(parents=True, exist_ok=True)
     if manifest:
-        m = {"run_id": path.name, "model": model, "base_url": "http://x", "effort": effort, "thinking": thinking,
-             "lang": lang, "items": "test", "n_items": len(records), **manifest_fields}
+        m = {
+            "run_id": path.name,
+            "model": model,
+            "base_url": "http://x",
+            "effort": effort,
+            "thinking": thinking,
+            "lang": lang,
+            "items": "test",
+            "n_items": len(records),
+            **manifest_fields,
+        }
         (path / "manifest.json").write_text(json.dumps(m))
     with (path / "responses.jsonl").open("w") as fh:
         for r in records:

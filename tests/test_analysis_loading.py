@@ -52,8 +52,14 @@ def test_errors_in_an_unjudged_run_leave_the_judge_empty(tmp_path):
 
 
 def test_manifest_gives_config_and_thinking(tmp_path):
-    write_run(tmp_path / "x", [record("a", model="gpt-5.4", effort="medium")], model="gpt-5.4", effort="medium",
-              thinking=True, judge={"model": "gpt-4o"})
+    write_run(
+        tmp_path / "x",
+        [record("a", model="gpt-5.4", effort="medium")],
+        model="gpt-5.4",
+        effort="medium",
+        thinking=True,
+        judge={"model": "gpt-4o"},
+    )
     rs = load_runs(tmp_path / "x")
     run = rs.runs.iloc[0]
     assert run["config"] == "gpt-5.4 (medium)" and bool(run["thinking"]) and run["judge_model"] == "gpt-4o"
@@ -84,17 +90,21 @@ def test_malformed_and_off_schema_lines_are_tolerated(tmp_path):
     assert sorted(rs.responses["id"]) == ["a", "b"]
     assert any("malformed" in n for n in rs.notes)
 
-    e = write_run(tmp_path / "s", [record("a", difficulty=2.0, extra={"judge_repeat": ["CORRECT", "INCORRECT"]},
-                                          judge="CORRECT")])
+    e = write_run(
+        tmp_path / "s", [record("a", difficulty=2.0, extra={"judge_repeat": ["CORRECT", "INCORRECT"]}, judge="CORRECT")]
+    )
     df = load_runs(e).responses
     assert df["difficulty"].tolist() == [2.0] and df["judge_repeat"].tolist() == [1.0]
 
 
 def test_judge_repeat_read_from_extra(tmp_path):
-    write_run(tmp_path / "r", [
-        record("a", judge="CORRECT", extra={"judge_repeat": "INCORRECT", "other": 1}),
-        record("b", judge="INCORRECT"),
-    ])
+    write_run(
+        tmp_path / "r",
+        [
+            record("a", judge="CORRECT", extra={"judge_repeat": "INCORRECT", "other": 1}),
+            record("b", judge="INCORRECT"),
+        ],
+    )
     df = load_runs(tmp_path / "r").responses.set_index("id")
     assert df.loc["a", "judge_repeat"] == 0.0 and math.isnan(df.loc["b", "judge_repeat"])
 
@@ -138,3 +148,50 @@ def test_main_subset_drops_factual_only(tmp_path):
     sub, dropped = main_subset(load_runs(tmp_path / "r").responses)
     assert dropped == 1 and sorted(sub["id"]) == ["a", "c"]
     assert isinstance(sub, pd.DataFrame)
+
+
+def test_reads_what_the_evaluation_runner_writes(tmp_path):
+    """Integration: a run directory written by the real evaluation runner (fake HTTP server)."""
+    import asyncio
+
+    from fakeserver import FakeServer
+
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async
+    from cresowlve_core.items import Item, ItemView
+
+    items = [
+        Item(
+            id=f"chgk_{i:010x}",
+            difficulty=1 + i % 5,
+            reasoning_type="creative",
+            en=ItemView(question=f"Puzzle number {i}: who is X?", answer=f"Answer{i}"),
+        )
+        for i in range(10)
+    ]
+
+    def answers(req):
+        if "candidate_answer" in req.prompt:
+            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+            return f"VERDICT-{nonce}: CORRECT"
+        n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+        return f"<Answer>{'Answer' if n % 2 == 0 else 'Wrong'}{n}</Answer>"
+
+    with FakeServer(answers=answers) as srv:
+        cfg = EvalConfig(
+            model="fake-model",
+            base_url=srv.base_url,
+            run_dir=str(tmp_path / "run"),
+            items="test",
+            lang="en",
+            judge_model="fake-judge",
+            cache_path=str(tmp_path / "c.sqlite"),
+            max_tokens=32,
+        )
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+    rs = load_runs(tmp_path / "run")
+    df = rs.responses
+    assert len(df) == 10 and rs.runs.iloc[0]["config"] == "fake-model" and rs.langs == ["en"]
+    assert df["em_strict"].mean() == out.summary["em_strict"] == 0.5
+    assert df["judge"].mean() == 1.0 and rs.has_judge()
+    assert sorted(df["difficulty"].unique()) == [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert (df["input_tokens"] > 0).all()

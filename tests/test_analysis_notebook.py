@@ -30,13 +30,18 @@ def _run(tmp_path: Path, params: dict) -> tuple[dict, str, str]:
 
 def test_small_synthetic_set(tmp_path):
     write_synthetic_runs(tmp_path / "runs", n_items=200, configs=3, seed=1)
-    rec, ipynb, html = _run(tmp_path, {"runs": str(tmp_path / "runs" / "*"), "n_boot": 200,
-                                      "semantic_distance": False, "min_group_size": 10})
+    rec, ipynb, html = _run(
+        tmp_path,
+        {"runs": str(tmp_path / "runs" / "*"), "n_boot": 200, "semantic_distance": False, "min_group_size": 10},
+    )
     assert rec["runs"] == {"n_runs": 6, "n_records": 1200, "synthetic": True, "langs": ["en", "ru"]}
     assert "SYNTHETIC DATA — NOT RESULTS" in html
     t = rec["table1"]
     assert t["n_rows"] == 3 and [r["config"] for r in t["rows"]] == [
-        "OLMo-2-32B-Instruct", "C4AI-command-a", "Llama-3.3-70B-Instruct"]
+        "OLMo-2-32B-Instruct",
+        "C4AI-command-a",
+        "Llama-3.3-70B-Instruct",
+    ]
     if PAPER.exists():
         assert t["matched_paper"] == 3
     assert all(0 <= r["en_llm_judge"] <= 100 and 0 <= r["ru_exact_match"] <= 100 for r in t["rows"])
@@ -53,14 +58,27 @@ def test_small_synthetic_set(tmp_path):
 
 
 def test_no_judge_single_language_no_annotations(tmp_path):
-    write_synthetic_runs(tmp_path / "runs", n_items=120, configs=2, seed=2, langs=("en",), judge=False,
-                         annotations=False, atomic_facts=False)
+    write_synthetic_runs(
+        tmp_path / "runs",
+        n_items=120,
+        configs=2,
+        seed=2,
+        langs=("en",),
+        judge=False,
+        annotations=False,
+        atomic_facts=False,
+    )
     rec, ipynb, html = _run(tmp_path, {"runs": str(tmp_path / "runs"), "n_boot": 100, "semantic_distance": False})
     assert rec["runs"]["langs"] == ["en"] and rec["runs"]["n_runs"] == 2
-    for message in ("Only one language (en)", "No LLM-judge scores", "No Ru runs",
-                    "No `knowledge_domains` annotations", "No `cultures` annotations",
-                    "`n_atomic_facts` is empty in every record",
-                    "agreement and repeatability need a judged run"):
+    for message in (
+        "Only one language (en)",
+        "No LLM-judge scores",
+        "No Ru runs",
+        "No `knowledge_domains` annotations",
+        "No `cultures` annotations",
+        "`n_atomic_facts` is empty in every record",
+        "agreement and repeatability need a judged run",
+    ):
         assert message in ipynb, message  # the Markdown source of the message
     assert "Only one language (en)" in html
     assert rec["difficulty"]["metrics"] == ["em_strict"]

@@ -19,10 +19,23 @@ from cresowlve_core.analysis.reliability import (
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
-    base = {"config": "m", "lang": "en", "status": "ok", "judge": np.nan, "em_lenient": np.nan,
-            "judge_repeat": np.nan, "judge_status": "not_run", "cached": False, "input_tokens": np.nan,
-            "output_tokens": np.nan, "reasoning_tokens": np.nan, "judge_input_tokens": np.nan,
-            "judge_output_tokens": np.nan, "cost": np.nan, "judge_cost": np.nan}
+    base = {
+        "config": "m",
+        "lang": "en",
+        "status": "ok",
+        "judge": np.nan,
+        "em_lenient": np.nan,
+        "judge_repeat": np.nan,
+        "judge_status": "not_run",
+        "cached": False,
+        "input_tokens": np.nan,
+        "output_tokens": np.nan,
+        "reasoning_tokens": np.nan,
+        "judge_input_tokens": np.nan,
+        "judge_output_tokens": np.nan,
+        "cost": np.nan,
+        "judge_cost": np.nan,
+    }
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
@@ -59,8 +72,22 @@ def test_coverage_counts():
 
 def test_cost_unknown_is_never_zero():
     rows = [
-        {"config": "priced", "cost": 0.5, "input_tokens": 10, "output_tokens": 3, "judge_status": "scored", "judge_cost": 0.01},
-        {"config": "priced", "cost": 0.25, "input_tokens": 20, "output_tokens": 4, "judge_status": "scored", "judge_cost": 0.01},
+        {
+            "config": "priced",
+            "cost": 0.5,
+            "input_tokens": 10,
+            "output_tokens": 3,
+            "judge_status": "scored",
+            "judge_cost": 0.01,
+        },
+        {
+            "config": "priced",
+            "cost": 0.25,
+            "input_tokens": 20,
+            "output_tokens": 4,
+            "judge_status": "scored",
+            "judge_cost": 0.01,
+        },
         {"config": "partly", "cost": 1.0, "input_tokens": 5},
         {"config": "partly", "cost": np.nan, "input_tokens": 5},
         {"config": "unpriced", "cost": np.nan, "input_tokens": 7, "judge_status": "scored"},

@@ -29,14 +29,28 @@ Qwen3.5-397B-A17B,adaptive,19.36,31.25,26.15,35.71
 
 def _runs(tmp_path):
     # gpt-4.1 (no effort), en: 10 creative items, 5 EM-strict correct, 8 judge-correct of 9 scored; + 1 factual
-    recs = [record(f"i{i}", model="openai/gpt-4.1", em_strict=i < 5, em_lenient=i < 6,
-                   judge="CORRECT" if i < 8 else "INCORRECT") for i in range(9)]
+    recs = [
+        record(
+            f"i{i}",
+            model="openai/gpt-4.1",
+            em_strict=i < 5,
+            em_lenient=i < 6,
+            judge="CORRECT" if i < 8 else "INCORRECT",
+        )
+        for i in range(9)
+    ]
     recs.append(record("i9", model="openai/gpt-4.1", judge_status="unscored"))
     recs.append(record("f0", model="openai/gpt-4.1", reasoning_type="factual", em_strict=True, judge="CORRECT"))
     write_run(tmp_path / "g41_en", recs, model="openai/gpt-4.1")
     # gpt-5.4 medium, ru only
-    write_run(tmp_path / "g54_ru", [record(f"i{i}", lang="ru", em_strict=i < 2, judge="CORRECT") for i in range(4)],
-              model="GPT-5.4", effort="Medium", lang="ru", thinking=True)
+    write_run(
+        tmp_path / "g54_ru",
+        [record(f"i{i}", lang="ru", em_strict=i < 2, judge="CORRECT") for i in range(4)],
+        model="GPT-5.4",
+        effort="Medium",
+        lang="ru",
+        thinking=True,
+    )
     # unknown model
     write_run(tmp_path / "other_en", [record("i0", em_strict=True)], model="my-model", effort="high", thinking=True)
     paper = tmp_path / "paper.csv"
@@ -86,7 +100,10 @@ def test_display_and_exports(tmp_path):
     rs, paper = _runs(tmp_path)
     long = results_long(rs, paper)
     disp = table1_display(long)
-    assert disp.loc[("Non-thinking models", "openai/gpt-4.1", "-"), ("CresOWLve-En", "Exact Match", "ours % [95% CI]")] == "50.0 [23.7, 76.3]"
+    assert (
+        disp.loc[("Non-thinking models", "openai/gpt-4.1", "-"), ("CresOWLve-En", "Exact Match", "ours % [95% CI]")]
+        == "50.0 [23.7, 76.3]"
+    )
     assert disp.loc[("Non-thinking models", "openai/gpt-4.1", "-"), ("CresOWLve-En", "Exact Match", "paper")] == "13.44"
     out = write_table1_csv(long, tmp_path / "out" / "t.csv", synthetic=True)
     back = pd.read_csv(out)

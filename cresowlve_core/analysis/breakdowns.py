@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import METRICS, RunSet
+from cresowlve_core.analysis.loading import METRICS
 from cresowlve_core.analysis.stats import bootstrap_means, percentile_interval, stable_seed, wilson_interval
 
 GROUP_COLUMNS = {
@@ -28,12 +28,6 @@ GROUP_COLUMNS = {
     "creative_domains": "Creative concept",
     "cultures": "Culture",
 }
-
-
-def _config_order(df: pd.DataFrame) -> list[str]:
-    """Configurations in a stable reading order: non-thinking first, then by name."""
-    cfg = df.drop_duplicates("config")[["config", "thinking"]]
-    return cfg.sort_values(["thinking", "config"])["config"].tolist()
 
 
 # ------------------------------------------------------------------ difficulty
@@ -60,9 +54,7 @@ def by_difficulty(
             reps = bootstrap_means(values, n_boot, stable_seed(seed, config, lang, metric, int(diff)))
             low, high = percentile_interval(reps, confidence)
             rows.append((config, thinking, lang, metric, int(diff), values.size, values.mean(), low, high))
-    out = pd.DataFrame(
-        rows, columns=["config", "thinking", "lang", "metric", "difficulty", "n", "acc", "low", "high"]
-    )
+    out = pd.DataFrame(rows, columns=["config", "thinking", "lang", "metric", "difficulty", "n", "acc", "low", "high"])
     out[["acc", "low", "high"]] *= 100.0
     out["metric_label"] = out["metric"].map(METRICS)
     return out
@@ -185,8 +177,20 @@ def creative_vs_factual(
             row = _balanced_gap(grp, metric, n_boot, stable_seed(seed, config, lang, metric), confidence)
             if row is not None:
                 rows.append({"config": config, "thinking": thinking, "lang": lang, "metric": metric, **row})
-    cols = ["config", "thinking", "lang", "metric", "gap", "low", "high", "n_matched", "n_creative",
-            "n_factual", "creative_acc", "factual_acc"]
+    cols = [
+        "config",
+        "thinking",
+        "lang",
+        "metric",
+        "gap",
+        "low",
+        "high",
+        "n_matched",
+        "n_creative",
+        "n_factual",
+        "creative_acc",
+        "factual_acc",
+    ]
     out = pd.DataFrame(rows, columns=cols)
     out["metric_label"] = out["metric"].map(METRICS)
     return out
@@ -238,8 +242,3 @@ def difficulty_distribution(responses: pd.DataFrame) -> pd.DataFrame:
     counts["share"] = counts["n"] / counts.groupby("reasoning_type")["n"].transform("sum")
     counts["difficulty"] = counts["difficulty"].astype(int)
     return counts
-
-
-def available_langs(rs: RunSet) -> list[str]:
-    """Languages present in a run set (for section messages)."""
-    return rs.langs

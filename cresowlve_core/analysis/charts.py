@@ -29,15 +29,28 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
         color=alt.Color("config:N", title="Model (click to highlight)", scale=alt.Scale(scheme=PALETTE)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.12)),
     )
-    line = base.mark_line(point=True).add_params(pick).encode(
-        y=alt.Y("acc:Q", title="Accuracy (%)"),
-        tooltip=["config", "language", "metric_label", "difficulty", "n",
-                 alt.Tooltip("acc:Q", format=".1f"), alt.Tooltip("low:Q", format=".1f"),
-                 alt.Tooltip("high:Q", format=".1f")],
+    line = (
+        base.mark_line(point=True)
+        .add_params(pick)
+        .encode(
+            y=alt.Y("acc:Q", title="Accuracy (%)"),
+            tooltip=[
+                "config",
+                "language",
+                "metric_label",
+                "difficulty",
+                "n",
+                alt.Tooltip("acc:Q", format=".1f"),
+                alt.Tooltip("low:Q", format=".1f"),
+                alt.Tooltip("high:Q", format=".1f"),
+            ],
+        )
     )
     bars = base.mark_errorbar(ticks=True).encode(y=alt.Y("low:Q", title="Accuracy (%)"), y2="high:Q")
-    return (bars + line).properties(width=320, height=240).facet(
-        row=alt.Row("metric_label:N", title=None), column=alt.Column("language:N", title=None)
+    return (
+        (bars + line)
+        .properties(width=320, height=240)
+        .facet(row=alt.Row("metric_label:N", title=None), column=alt.Column("language:N", title=None))
     )
 
 
@@ -45,21 +58,39 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     """Model × group heatmap of accuracy, one panel per language; n and CI in the tooltip."""
     data = _with_lang(df)[["config", "language", "group", "n", "n_items", "acc", "low", "high"]]
     n_groups = max(1, data["group"].nunique())
-    chart = alt.Chart(data).mark_rect().encode(
-        x=alt.X("group:N", title=group_title, sort="ascending", axis=alt.Axis(labelAngle=-45)),
-        y=alt.Y("config:N", title="Model"),
-        color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
-        tooltip=["config", "language", "group", alt.Tooltip("n:Q", title="n (responses)"),
-                 alt.Tooltip("n_items:Q", title="items in group"), alt.Tooltip("acc:Q", format=".1f"),
-                 alt.Tooltip("low:Q", format=".1f", title="95% CI low"),
-                 alt.Tooltip("high:Q", format=".1f", title="95% CI high")],
+    chart = (
+        alt.Chart(data)
+        .mark_rect()
+        .encode(
+            x=alt.X("group:N", title=group_title, sort="ascending", axis=alt.Axis(labelAngle=-45)),
+            y=alt.Y("config:N", title="Model"),
+            color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
+            tooltip=[
+                "config",
+                "language",
+                "group",
+                alt.Tooltip("n:Q", title="n (responses)"),
+                alt.Tooltip("n_items:Q", title="items in group"),
+                alt.Tooltip("acc:Q", format=".1f"),
+                alt.Tooltip("low:Q", format=".1f", title="95% CI low"),
+                alt.Tooltip("high:Q", format=".1f", title="95% CI high"),
+            ],
+        )
     )
-    text = alt.Chart(data).mark_text(fontSize=8).encode(
-        x="group:N", y="config:N", text=alt.Text("acc:Q", format=".0f"),
-        color=alt.condition("datum.acc > 50", alt.value("black"), alt.value("white")),
+    text = (
+        alt.Chart(data)
+        .mark_text(fontSize=8)
+        .encode(
+            x="group:N",
+            y="config:N",
+            text=alt.Text("acc:Q", format=".0f"),
+            color=alt.condition("datum.acc > 50", alt.value("black"), alt.value("white")),
+        )
     )
-    return (chart + text).properties(width=min(900, 22 * n_groups), height=alt.Step(16)).facet(
-        row=alt.Row("language:N", title=None)
+    return (
+        (chart + text)
+        .properties(width=min(900, 22 * n_groups), height=alt.Step(16))
+        .facet(row=alt.Row("language:N", title=None))
     )
 
 
@@ -73,61 +104,96 @@ def gap_chart(df: pd.DataFrame) -> alt.FacetChart:
     )
     points = base.mark_point(filled=True, size=50).encode(
         x=alt.X("gap:Q", title="Creative − factual accuracy (pp)"),
-        tooltip=["config", "language", "metric_label", "n_matched", alt.Tooltip("gap:Q", format=".1f"),
-                 alt.Tooltip("low:Q", format=".1f"), alt.Tooltip("high:Q", format=".1f")],
+        tooltip=[
+            "config",
+            "language",
+            "metric_label",
+            "n_matched",
+            alt.Tooltip("gap:Q", format=".1f"),
+            alt.Tooltip("low:Q", format=".1f"),
+            alt.Tooltip("high:Q", format=".1f"),
+        ],
     )
     bars = base.mark_rule().encode(x="low:Q", x2="high:Q")
     zero = alt.Chart(data).mark_rule(strokeDash=[4, 3], color="grey").encode(x=alt.datum(0))
-    return (zero + bars + points).properties(width=320, height=alt.Step(22)).facet(
-        column=alt.Column("metric_label:N", title=None)
+    return (
+        (zero + bars + points)
+        .properties(width=320, height=alt.Step(22))
+        .facet(column=alt.Column("metric_label:N", title=None))
     )
 
 
 def difficulty_share_chart(df: pd.DataFrame) -> alt.Chart:
     """Share of creative and factual items per difficulty level (paper Fig. 15)."""
-    return alt.Chart(df).mark_bar().encode(
-        x=alt.X("difficulty:O", title="Difficulty"),
-        xOffset="reasoning_type:N",
-        y=alt.Y("share:Q", title="Share of items", axis=alt.Axis(format="%")),
-        color=alt.Color("reasoning_type:N", title="Reasoning type"),
-        tooltip=["reasoning_type", "difficulty", "n", alt.Tooltip("share:Q", format=".1%")],
-    ).properties(width=320, height=200)
+    return (
+        alt.Chart(df)
+        .mark_bar()
+        .encode(
+            x=alt.X("difficulty:O", title="Difficulty"),
+            xOffset="reasoning_type:N",
+            y=alt.Y("share:Q", title="Share of items", axis=alt.Axis(format="%")),
+            color=alt.Color("reasoning_type:N", title="Reasoning type"),
+            tooltip=["reasoning_type", "difficulty", "n", alt.Tooltip("share:Q", format=".1%")],
+        )
+        .properties(width=320, height=200)
+    )
 
 
 def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
     """Box plots of each complexity feature by difficulty (independent y scales)."""
     data = features_long[["difficulty", "feature_label", "value"]]
-    return alt.Chart(data).mark_boxplot(extent=1.5).encode(
-        x=alt.X("difficulty:O", title="Difficulty"),
-        y=alt.Y("value:Q", title=None),
-        color=alt.Color("difficulty:O", legend=None, scale=alt.Scale(scheme="blues")),
-    ).properties(width=220, height=200).facet(
-        column=alt.Column("feature_label:N", title=None)
-    ).resolve_scale(y="independent")
+    return (
+        alt.Chart(data)
+        .mark_boxplot(extent=1.5)
+        .encode(
+            x=alt.X("difficulty:O", title="Difficulty"),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("difficulty:O", legend=None, scale=alt.Scale(scheme="blues")),
+        )
+        .properties(width=220, height=200)
+        .facet(column=alt.Column("feature_label:N", title=None))
+        .resolve_scale(y="independent")
+    )
 
 
 def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.Chart | alt.FacetChart:
     """Spearman ρ per feature (and per model × language when ``by_model``); p < .05 outlined."""
     data = df.copy()
     data["significant"] = data["spearman_p"] < 0.05
-    tooltip = ["feature_label", "n", alt.Tooltip("spearman_rho:Q", format=".3f"),
-               alt.Tooltip("spearman_p:Q", format=".3g"), alt.Tooltip("pearson_r:Q", format=".3f"),
-               alt.Tooltip("pearson_p:Q", format=".3g")]
+    tooltip = [
+        "feature_label",
+        "n",
+        alt.Tooltip("spearman_rho:Q", format=".3f"),
+        alt.Tooltip("spearman_p:Q", format=".3g"),
+        alt.Tooltip("pearson_r:Q", format=".3f"),
+        alt.Tooltip("pearson_p:Q", format=".3g"),
+    ]
     stroke = alt.condition("datum.significant", alt.value("black"), alt.value(None))
     if not by_model:
-        return alt.Chart(data).mark_bar().encode(
-            x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("spearman_rho:Q", title="Spearman ρ with difficulty", scale=alt.Scale(domain=[-1, 1])),
-            color=alt.Color("feature_label:N", legend=None),
-            stroke=stroke,
-            tooltip=tooltip,
-        ).properties(width=360, height=200)
+        return (
+            alt.Chart(data)
+            .mark_bar()
+            .encode(
+                x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)),
+                y=alt.Y("spearman_rho:Q", title="Spearman ρ with difficulty", scale=alt.Scale(domain=[-1, 1])),
+                color=alt.Color("feature_label:N", legend=None),
+                stroke=stroke,
+                tooltip=tooltip,
+            )
+            .properties(width=360, height=200)
+        )
     data = _with_lang(data)
-    return alt.Chart(data).mark_bar().encode(
-        x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)),
-        xOffset="feature_label:N",
-        y=alt.Y("spearman_rho:Q", title="Spearman ρ with correctness"),
-        color=alt.Color("feature_label:N", title="Feature"),
-        stroke=stroke,
-        tooltip=["config", "language", *tooltip],
-    ).properties(width=alt.Step(10), height=200).facet(row=alt.Row("language:N", title=None))
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)),
+            xOffset="feature_label:N",
+            y=alt.Y("spearman_rho:Q", title="Spearman ρ with correctness"),
+            color=alt.Color("feature_label:N", title="Feature"),
+            stroke=stroke,
+            tooltip=["config", "language", *tooltip],
+        )
+        .properties(width=alt.Step(10), height=200)
+        .facet(row=alt.Row("language:N", title=None))
+    )

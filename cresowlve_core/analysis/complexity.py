@@ -100,8 +100,13 @@ def item_features(
 
 def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float]:
     c = correlation(x.to_numpy(float), y.to_numpy(float))
-    return {"n": c.n, "pearson_r": c.pearson_r, "pearson_p": c.pearson_p,
-            "spearman_rho": c.spearman_rho, "spearman_p": c.spearman_p}
+    return {
+        "n": c.n,
+        "pearson_r": c.pearson_r,
+        "pearson_p": c.pearson_p,
+        "spearman_rho": c.spearman_rho,
+        "spearman_p": c.spearman_p,
+    }
 
 
 def difficulty_correlations(features: pd.DataFrame) -> pd.DataFrame:
@@ -110,8 +115,9 @@ def difficulty_correlations(features: pd.DataFrame) -> pd.DataFrame:
     for f, label in FEATURES.items():
         if features[f].notna().any():
             rows.append({"feature": f, "feature_label": label, **_corr_row(features[f], features["difficulty"])})
-    return pd.DataFrame(rows, columns=["feature", "feature_label", "n", "pearson_r", "pearson_p",
-                                       "spearman_rho", "spearman_p"])
+    return pd.DataFrame(
+        rows, columns=["feature", "feature_label", "n", "pearson_r", "pearson_p", "spearman_rho", "spearman_p"]
+    )
 
 
 def performance_correlations(
@@ -125,10 +131,31 @@ def performance_correlations(
     rows = []
     for (config, thinking, lang), grp in merged.groupby(["config", "thinking", "lang"], sort=True):
         for f in names:
-            rows.append({"config": config, "thinking": thinking, "lang": lang, "feature": f,
-                         "feature_label": FEATURES[f], **_corr_row(grp[f], grp[metric])})
-    return pd.DataFrame(rows, columns=["config", "thinking", "lang", "feature", "feature_label", "n",
-                                       "pearson_r", "pearson_p", "spearman_rho", "spearman_p"])
+            rows.append(
+                {
+                    "config": config,
+                    "thinking": thinking,
+                    "lang": lang,
+                    "feature": f,
+                    "feature_label": FEATURES[f],
+                    **_corr_row(grp[f], grp[metric]),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "config",
+            "thinking",
+            "lang",
+            "feature",
+            "feature_label",
+            "n",
+            "pearson_r",
+            "pearson_p",
+            "spearman_rho",
+            "spearman_p",
+        ],
+    )
 
 
 def features_long(features: pd.DataFrame) -> pd.DataFrame:

@@ -55,9 +55,7 @@ METRICS: dict[str, str] = {
 }
 ANNOTATIONS = ("knowledge_domains", "creative_domains", "cultures")
 
-_USAGE = pa.struct(
-    [("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())]
-)
+_USAGE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())])
 SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -189,7 +187,9 @@ def _table_from_frame(df: pd.DataFrame) -> pa.Table:
         col = df[fld.name] if fld.name in df.columns else pd.Series([None] * n, dtype=object)
         values = col.tolist()
         if fld.name == "extra":
-            values = [{"judge_repeat": _as_verdict(v.get("judge_repeat"))} if isinstance(v, dict) else None for v in values]
+            values = [
+                {"judge_repeat": _as_verdict(v.get("judge_repeat"))} if isinstance(v, dict) else None for v in values
+            ]
         elif pa.types.is_struct(fld.type):
             values = [v if isinstance(v, dict) else None for v in values]
         elif pa.types.is_list(fld.type):
@@ -359,7 +359,9 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_
     runs_df = runs_df.join(counts, on="run_id")
     for c in ("n_records", "n_error", "n_judged"):
         runs_df[c] = runs_df[c].fillna(0).astype(int)
-    runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(False).astype(bool)
+    runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(
+        False
+    ).astype(bool)
     runs_df = runs_df.drop(columns=["any_synthetic"])
     for _, r in runs_df.iterrows():
         if r["n_records"] == 0:
@@ -368,8 +370,22 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_
 
 
 def _empty_runs() -> pd.DataFrame:
-    cols = ["run_id", "path", "model", "effort", "config", "thinking", "lang", "judge_model", "synthetic",
-            "n_records", "n_error", "n_judged", "n_superseded", "n_lines"]
+    cols = [
+        "run_id",
+        "path",
+        "model",
+        "effort",
+        "config",
+        "thinking",
+        "lang",
+        "judge_model",
+        "synthetic",
+        "n_records",
+        "n_error",
+        "n_judged",
+        "n_superseded",
+        "n_lines",
+    ]
     return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 

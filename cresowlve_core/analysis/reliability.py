@@ -27,8 +27,7 @@ import pandas as pd
 
 from cresowlve_core.analysis.stats import binary_agreement
 
-AGREEMENT_COLUMNS = ["config", "lang", "n", "both_correct", "judge_only", "em_only", "both_wrong",
-                     "agreement", "kappa"]
+AGREEMENT_COLUMNS = ["config", "lang", "n", "both_correct", "judge_only", "em_only", "both_wrong", "agreement", "kappa"]
 
 
 def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str]) -> pd.DataFrame:
@@ -38,9 +37,19 @@ def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str]) -
         agr = binary_agreement(grp[a].to_numpy(float), grp[b].to_numpy(float))
         if agr.n == 0:
             continue
-        rows.append({"config": config, "lang": lang, "n": agr.n, "both_correct": agr.both_yes,
-                     labels[0]: agr.a_yes_b_no, labels[1]: agr.a_no_b_yes, "both_wrong": agr.both_no,
-                     "agreement": agr.observed, "kappa": agr.kappa})
+        rows.append(
+            {
+                "config": config,
+                "lang": lang,
+                "n": agr.n,
+                "both_correct": agr.both_yes,
+                labels[0]: agr.a_yes_b_no,
+                labels[1]: agr.a_no_b_yes,
+                "both_wrong": agr.both_no,
+                "agreement": agr.observed,
+                "kappa": agr.kappa,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -118,9 +127,11 @@ def cost_display(costs: pd.DataFrame) -> pd.DataFrame:
     out = costs[["config", "lang", "n", "n_cached"]].copy()
     for col in ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tokens", "judge_output_tokens"):
         out[col] = costs[col].map(lambda v: "unknown" if pd.isna(v) else f"{int(v):,}")
-    out["cost"] = [format_cost(t, u, n) for t, u, n in zip(costs["cost"], costs["cost_unknown"], costs["n"])]
+    out["cost"] = [
+        format_cost(t, u, n) for t, u, n in zip(costs["cost"], costs["cost_unknown"], costs["n"], strict=True)
+    ]
     out["judge_cost"] = [
         "no judge" if u == 0 and pd.isna(t) else format_cost(t, u, n)
-        for t, u, n in zip(costs["judge_cost"], costs["judge_cost_unknown"], costs["n"])
+        for t, u, n in zip(costs["judge_cost"], costs["judge_cost_unknown"], costs["n"], strict=True)
     ]
     return out

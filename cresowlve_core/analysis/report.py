@@ -46,7 +46,7 @@ def synthetic_banner() -> str:
     return (
         '<div style="background:#b00020;color:#fff;padding:14px 18px;font-size:1.25em;font-weight:bold;'
         'border-radius:6px;margin:8px 0">⚠ SYNTHETIC DATA — NOT RESULTS. At least one input run was generated '
-        "by <code style=\"color:#fff\">write_synthetic_runs</code> for tests and benchmarks; every number "
+        'by <code style="color:#fff">write_synthetic_runs</code> for tests and benchmarks; every number '
         "below is random.</div>"
     )
 
@@ -58,7 +58,10 @@ def _round(df: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
     """A frame as JSON-safe records (NaN → None)."""
     return [
-        {k: (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v)) for k, v in r.items()}
+        {
+            k: (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v))
+            for k, v in r.items()
+        }
         for r in df.to_dict(orient="records")
     ]
 
@@ -82,12 +85,14 @@ def self_checks() -> str:
     b = ["y"] * 20 + ["n"] * 5 + ["y"] * 10 + ["n"] * 15
     rows.append(("Cohen kappa, Wikipedia 50 items", "0.4000", f"{cohen_kappa(a, b):.4f}"))
     x = np.arange(1.0, 11.0)
-    rows.append(("Spearman of a monotone sequence", "1.0000", f"{correlation(x, x ** 3).spearman_rho:.4f}"))
+    rows.append(("Spearman of a monotone sequence", "1.0000", f"{correlation(x, x**3).spearman_rho:.4f}"))
     ans_x = [10, 8, 13, 9, 11, 14, 6, 4, 12, 7, 5]
     ans_y = [8.04, 6.95, 7.58, 8.81, 8.33, 9.96, 7.24, 4.26, 10.84, 4.82, 5.68]
     rows.append(("Pearson, Anscombe set I", "0.8164", f"{correlation(ans_x, ans_y).pearson_r:.4f}"))
     lines = ["Statistical self-checks (textbook values)"]
-    lines += [f"{name:<34} expected {exp:<18} got {got:<18} {'ok' if exp == got else 'MISMATCH'}" for name, exp, got in rows]
+    lines += [
+        f"{name:<34} expected {exp:<18} got {got:<18} {'ok' if exp == got else 'MISMATCH'}" for name, exp, got in rows
+    ]
     lines.append(f"all ok: {all(exp == got for _, exp, got in rows)}")
     return "\n".join(lines)
 
@@ -108,7 +113,18 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         from IPython.display import HTML, display
 
         display(HTML(synthetic_banner()))
-    cols = ["config", "lang", "thinking", "judge_model", "n_records", "n_error", "n_judged", "n_superseded", "synthetic", "run_id"]
+    cols = [
+        "config",
+        "lang",
+        "thinking",
+        "judge_model",
+        "n_records",
+        "n_error",
+        "n_judged",
+        "n_superseded",
+        "synthetic",
+        "run_id",
+    ]
     show(rs.runs[cols])
     for note in rs.notes:
         say(f"- {note}")
@@ -241,7 +257,10 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
         return {"n_rows": 0}
     show(charts.gap_chart(res))
     show(_round(res.drop(columns=["metric"]), 2))
-    return {"n_rows": int(len(res)), "gaps": _records(res[["config", "lang", "metric", "gap", "low", "high", "n_matched"]].round(3))}
+    return {
+        "n_rows": int(len(res)),
+        "gaps": _records(res[["config", "lang", "metric", "gap", "low", "high", "n_matched"]].round(3)),
+    }
 
 
 # ------------------------------------------------------------------ complexity
@@ -277,7 +296,9 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
         show(_round(corr_p.drop(columns=["feature"]), 4))
     return {
         "features": available,
-        "difficulty": _records(corr_d[["feature", "n", "pearson_r", "spearman_rho"]].round(4)) if not corr_d.empty else [],
+        "difficulty": _records(corr_d[["feature", "n", "pearson_r", "spearman_rho"]].round(4))
+        if not corr_d.empty
+        else [],
         "n_performance_rows": int(len(corr_p)),
         "metric": metric,
     }

@@ -29,9 +29,7 @@ def _z(confidence: float) -> float:
     return float(sps.norm.ppf(0.5 + confidence / 2.0))
 
 
-def wilson_interval(
-    k: int | np.ndarray, n: int | np.ndarray, confidence: float = 0.95
-) -> tuple[Any, Any]:
+def wilson_interval(k: int | np.ndarray, n: int | np.ndarray, confidence: float = 0.95) -> tuple[Any, Any]:
     """Wilson score interval for ``k`` successes out of ``n`` (scalars or arrays).
 
     Returns ``(low, high)`` as proportions in [0, 1]; ``n == 0`` gives NaN.
@@ -67,9 +65,7 @@ def stable_seed(seed: int, *key: object) -> np.random.Generator:
     return np.random.default_rng([int(seed), digest])
 
 
-def bootstrap_means(
-    values: np.ndarray, n_boot: int = 1000, rng: np.random.Generator | int = 0
-) -> np.ndarray:
+def bootstrap_means(values: np.ndarray, n_boot: int = 1000, rng: np.random.Generator | int = 0) -> np.ndarray:
     """``n_boot`` bootstrap replicates of the mean of ``values`` (1-D, NaN-free).
 
     Each replicate draws ``len(values)`` indices with replacement; the index matrix is built

@@ -50,23 +50,75 @@ PAPER_CONFIGS: list[tuple[str, str | None, bool]] = [
 ]
 
 KNOWLEDGE_DOMAINS = [
-    "Literature", "History", "Film & Media Studies", "Languages & Linguistics", "Music",
-    "Visual Arts", "Religion & Mythology", "Geography", "Politics & Law", "Sports & Games",
-    "Biology", "Physics", "Chemistry", "Mathematics", "Astronomy",
-    "Earth & Environmental Sciences", "Medicine & Health", "Economics & Business", "Philosophy",
-    "Psychology", "Technology & Engineering", "Computer Science", "Architecture",
-    "Food & Cuisine", "Fashion & Design", "Military History", "Theatre & Performing Arts",
-    "Popular Culture", "Sociology & Anthropology", "Education", "Transportation", "Agriculture",
-    "Folklore", "Journalism",
+    "Literature",
+    "History",
+    "Film & Media Studies",
+    "Languages & Linguistics",
+    "Music",
+    "Visual Arts",
+    "Religion & Mythology",
+    "Geography",
+    "Politics & Law",
+    "Sports & Games",
+    "Biology",
+    "Physics",
+    "Chemistry",
+    "Mathematics",
+    "Astronomy",
+    "Earth & Environmental Sciences",
+    "Medicine & Health",
+    "Economics & Business",
+    "Philosophy",
+    "Psychology",
+    "Technology & Engineering",
+    "Computer Science",
+    "Architecture",
+    "Food & Cuisine",
+    "Fashion & Design",
+    "Military History",
+    "Theatre & Performing Arts",
+    "Popular Culture",
+    "Sociology & Anthropology",
+    "Education",
+    "Transportation",
+    "Agriculture",
+    "Folklore",
+    "Journalism",
 ]  # 34 coarse domains, as in the paper (§3.2)
 CREATIVE_CONCEPTS = [
-    "lateral thinking", "abstraction", "analogy", "metaphor", "pun", "joke", "commonsense",
-    "poem", "idiom", "wordplay", "allusion", "irony", "symbolism",
+    "lateral thinking",
+    "abstraction",
+    "analogy",
+    "metaphor",
+    "pun",
+    "joke",
+    "commonsense",
+    "poem",
+    "idiom",
+    "wordplay",
+    "allusion",
+    "irony",
+    "symbolism",
 ]
 CULTURES = [
-    "Russian", "English", "American", "French", "German", "Italian", "Greek", "Japanese",
-    "Latin", "Spanish", "Chinese", "Jewish", "Arabic", "Polish", "Scandinavian", "Dutch",
-    "Indian", "Universal",
+    "Russian",
+    "English",
+    "American",
+    "French",
+    "German",
+    "Italian",
+    "Greek",
+    "Japanese",
+    "Latin",
+    "Spanish",
+    "Chinese",
+    "Jewish",
+    "Arabic",
+    "Polish",
+    "Scandinavian",
+    "Dutch",
+    "Indian",
+    "Universal",
 ]
 DIFFICULTY_COUNTS = {1: 417, 2: 453, 3: 436, 4: 371, 5: 384}
 FACTUAL_SHARE = 352 / 2413
@@ -124,7 +176,7 @@ def _usage(inp: np.ndarray, out: np.ndarray, reasoning: np.ndarray | None) -> li
     r = [None] * len(inp) if reasoning is None else reasoning.tolist()
     return [
         {"input_tokens": a, "output_tokens": b, "reasoning_tokens": c}
-        for a, b, c in zip(inp.tolist(), out.tolist(), r)
+        for a, b, c in zip(inp.tolist(), out.tolist(), r, strict=True)
     ]
 
 
@@ -241,8 +293,18 @@ def write_synthetic_runs(
             d = out / run_id
             d.mkdir(parents=True, exist_ok=True)
             records = _run_records(
-                items, run_rng, model, effort, thinking, lang, base_logit, price, judge, annotations,
-                atomic_facts, judge_repeat_share,
+                items,
+                run_rng,
+                model,
+                effort,
+                thinking,
+                lang,
+                base_logit,
+                price,
+                judge,
+                annotations,
+                atomic_facts,
+                judge_repeat_share,
             )
             records.to_json(d / "responses.jsonl", orient="records", lines=True, force_ascii=False)
             manifest = {

@@ -54,11 +54,11 @@ def match_paper(configs: pd.DataFrame, paper: pd.DataFrame | None) -> pd.Series:
     """For each row of ``configs`` (columns model, effort) the matching paper row index or NaN."""
     if paper is None:
         return pd.Series(np.nan, index=configs.index)
-    exact = {(k, e): i for i, k, e in zip(paper.index, paper["key"], paper["effort"])}
+    exact = {(k, e): i for i, k, e in zip(paper.index, paper["key"], paper["effort"], strict=True)}
     single = paper.groupby("key").filter(lambda g: len(g) == 1)
-    only = dict(zip(single["key"], single.index))
+    only = dict(zip(single["key"], single.index, strict=True))
     out = []
-    for model, effort in zip(configs["model"], configs["effort"]):
+    for model, effort in zip(configs["model"], configs["effort"], strict=True):
         key, eff = model_key(model), normalise_effort(effort)
         idx = exact.get((key, eff))
         if idx is None and eff == "":
@@ -77,8 +77,23 @@ def results_long(rs: RunSet, paper: pd.DataFrame | None = None, creative_only: b
     df = main_subset(rs.responses)[0] if creative_only else rs.responses
     if df.empty:
         return pd.DataFrame(
-            columns=["group", "model", "effort", "config", "thinking", "lang", "metric", "k", "n", "pct",
-                     "low", "high", "paper", "delta", "paper_order"]
+            columns=[
+                "group",
+                "model",
+                "effort",
+                "config",
+                "thinking",
+                "lang",
+                "metric",
+                "k",
+                "n",
+                "pct",
+                "low",
+                "high",
+                "paper",
+                "delta",
+                "paper_order",
+            ]
         )
     keys = ["config", "model", "effort", "thinking", "lang"]
     agg = df.groupby(keys, sort=False)[list(TABLE_METRICS)].agg(["sum", "count"])
@@ -102,7 +117,7 @@ def results_long(rs: RunSet, paper: pd.DataFrame | None = None, creative_only: b
         hit = idx.notna()
         cols = long.loc[hit, "lang"] + "_" + long.loc[hit, "metric"].map(TABLE_METRICS)
         values = []
-        for i, c in zip(idx[hit].astype(int), cols):
+        for i, c in zip(idx[hit].astype(int), cols, strict=True):
             values.append(paper.at[i, c] if c in paper.columns else np.nan)
         long.loc[hit, "paper"] = pd.to_numeric(pd.Series(values, index=long.index[hit]), errors="coerce")
         long.loc[hit, "paper_order"] = paper.loc[idx[hit].astype(int), "paper_order"].to_numpy()
@@ -124,13 +139,22 @@ def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
     long = long.assign(col=long["lang"] + "_" + long["metric"].map(TABLE_METRICS))
     index = ["group", "model", "effort", "config"]
     frames = []
-    for suffix, src in [("", "pct"), ("_low", "low"), ("_high", "high"), ("_n", "n"), ("_paper", "paper"), ("_delta", "delta")]:
+    for suffix, src in [
+        ("", "pct"),
+        ("_low", "low"),
+        ("_high", "high"),
+        ("_n", "n"),
+        ("_paper", "paper"),
+        ("_delta", "delta"),
+    ]:
         w = long.set_index([*index, "col"])[src].unstack("col")
         w.columns = [f"{c}{suffix}" for c in w.columns]
         frames.append(w)
     wide = pd.concat(frames, axis=1)
     first = [f"{lang}_{m}" for lang in ("en", "ru") for m in TABLE_METRICS.values()]
-    ordered = [f"{c}{s}" for c in first for s in ("", "_low", "_high", "_n", "_paper", "_delta") if f"{c}{s}" in wide.columns]
+    ordered = [
+        f"{c}{s}" for c in first for s in ("", "_low", "_high", "_n", "_paper", "_delta") if f"{c}{s}" in wide.columns
+    ]
     wide = wide[ordered].reset_index()
     order = long.drop_duplicates("config")["config"].tolist()
     wide = wide.set_index("config").loc[order].reset_index()
@@ -150,7 +174,7 @@ def table1_display(long: pd.DataFrame, metrics: tuple[str, ...] = ("em_strict", 
     if long.empty:
         return pd.DataFrame()
     sub = long[long["metric"].isin(metrics)].copy()
-    sub["ours"] = [_fmt_cell(p, lo, hi) for p, lo, hi in zip(sub["pct"], sub["low"], sub["high"])]
+    sub["ours"] = [_fmt_cell(p, lo, hi) for p, lo, hi in zip(sub["pct"], sub["low"], sub["high"], strict=True)]
     sub["paper_s"] = sub["paper"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
     sub["delta_s"] = sub["delta"].map(lambda v: "" if pd.isna(v) else f"{v:+.1f}")
     sub["effort"] = sub["effort"].replace("", "-")
@@ -182,8 +206,18 @@ def write_table1_csv(long: pd.DataFrame, path: Path, synthetic: bool = False) ->
     return path
 
 
-_LATEX_ESCAPES = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_ESCAPES = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def latex_escape(text: str) -> str:
@@ -195,17 +229,15 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
     """Table 1 as a booktabs ``tabular``: accuracy % with its 95 % CI (and the paper value)."""
     langs = [lang for lang in ("en", "ru") if lang in set(long["lang"])] if not long.empty else []
     metrics = ("em_strict", "judge")
-    cells = {
-        (r.config, r.lang, r.metric): r
-        for r in long.itertuples(index=False)
-        if r.metric in metrics
-    }
+    cells = {(r.config, r.lang, r.metric): r for r in long.itertuples(index=False) if r.metric in metrics}
     lines = []
     if synthetic:
         lines.append("% SYNTHETIC DATA - NOT RESULTS")
     ncol = 2 + 2 * len(langs)
     lines += [r"\begin{tabular}{ll" + "c" * (2 * len(langs)) + "}", r"\toprule"]
-    lines.append(" & & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{CresOWLve-{lang.capitalize()}}}" for lang in langs) + r" \\")
+    lines.append(
+        " & & " + " & ".join(rf"\multicolumn{{2}}{{c}}{{CresOWLve-{lang.capitalize()}}}" for lang in langs) + r" \\"
+    )
     rules = " ".join(rf"\cmidrule(lr){{{3 + 2 * i}-{4 + 2 * i}}}" for i in range(len(langs)))
     if rules:
         lines.append(rules)
