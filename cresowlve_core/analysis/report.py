@@ -255,6 +255,11 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
     if res.empty:
         say("No configuration has both creative and factual items at a common difficulty level.")
         return {"n_rows": 0}
+    small = res.loc[res["n_matched"] < 30, "config"].unique().tolist()
+    if small:
+        say(
+            f"Few items behind the matched comparison (n < 30) for: {', '.join(small)}; read those intervals with care."
+        )
     show(charts.gap_chart(res))
     show(_round(res.drop(columns=["metric"]), 2))
     return {
