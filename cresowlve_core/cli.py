@@ -63,7 +63,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     cfg = EvalConfig(
         model=a.model, base_url=a.base_url, run_dir=a.run_dir, items=a.items, lang=a.lang,
         api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
-        judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
+        judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env, judge_repeat=a.judge_repeat,
         concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
     )
@@ -165,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-model", default=None)
     p.add_argument("--judge-base-url", default=None, help="default: --base-url")
     p.add_argument("--judge-api-key-env", default=None)
+    p.add_argument("--judge-repeat", action="store_true", help="judge twice (seed, seed+1): repeatability in 03_analysis")
     p.add_argument("--concurrency", type=int, default=8)
     p.add_argument("--rpm", type=int, default=None, help="requests-per-minute limit")
     p.add_argument("--tpm", type=int, default=None, help="tokens-per-minute limit")

@@ -91,7 +91,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]
                 },
                 output_name=f"02_evaluation_{lang}",
             )
-        report("03_analysis", {"runs": str(DEMO_RUNS / "*")})
+        report("03_analysis", {"runs": str(DEMO_RUNS / "*"), "export_dir": str(reports)})
         report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
                              "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3,
                              "local_run_dir": str(RUNS_DIR / "create" / slug(tgt.model))})

@@ -238,3 +238,14 @@ def test_cli_summary_line_and_cache_commands(tmp_path):
     cleared = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "clear", "--path", str(tmp_path / "responses.sqlite")],
                              cwd=REPO, capture_output=True, text=True)
     assert "removed 4" in cleared.stdout
+
+
+def test_judge_repeat_records_a_second_verdict(tmp_path):
+    items = make_items(3)
+    with FakeServer(answers=answer_for) as srv:
+        out = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, judge_model="fake-judge", judge_repeat=True),
+                                         items, progress=False))
+        judge_calls = [r for r in srv.requests if "candidate_answer" in r.prompt]
+    assert len(judge_calls) == 6  # two independent verdicts per item, not a cache hit
+    assert {r.body["seed"] for r in judge_calls} == {0, 1}
+    assert all(r.extra["judge_repeat"] == "CORRECT" for r in out.records)

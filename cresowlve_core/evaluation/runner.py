@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -58,6 +58,7 @@ class EvalConfig:
     temperature: float = 0.0
     max_tokens: int | None = 4096
     judge_max_tokens: int = 512
+    judge_repeat: bool = False  # judge each answer twice (seed, seed+1) to measure repeatability
     max_cost: float | None = None
     rpm: int | None = None
     tpm: int | None = None
@@ -245,17 +246,27 @@ class _Evaluator:
         return ResponseRecord(**rec)
 
     async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:
+        out = await self._judge_once(item, prediction, self.cfg.seed)
+        if self.cfg.judge_repeat and out["judge_status"] != "error":
+            # a second, independent verdict (another seed, so not a cache hit) for repeatability
+            again = await self._judge_once(item, prediction, self.cfg.seed + 1)
+            out["extra"] = {"judge_repeat": again["judge_verdict"], "judge_repeat_raw": again["judge_raw"]}
+            out["judge_cost"] = _add_costs(out["judge_cost"], again.get("judge_cost"))
+        return out
+
+    async def _judge_once(self, item: Item, prediction: str, seed: int) -> dict[str, Any]:
         view = item.view(self.cfg.lang)
         req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
-                            other_answers=view.other_answers, seed=self.cfg.seed)
+                            other_answers=view.other_answers, seed=seed)
         assert self.judge is not None
+        params = replace(self.cfg.judge_params(), seed=seed)
         try:
-            c = await self._call(self.judge, req.messages, self.cfg.judge_params(), req.prompt.tag)
+            c = await self._call(self.judge, req.messages, params, req.prompt.tag)
         except (LLMFatalError, LLMConfigError):
             raise
         except LLMError as exc:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
-                    "judge_model": self.cfg.judge_model}
+                    "judge_model": self.cfg.judge_model, "judge_cost": None}
         verdict = parse_verdict(c.text, req.nonce)
         return {
             "judge_status": "scored" if verdict else "unscored",
@@ -265,6 +276,10 @@ class _Evaluator:
             "judge_usage": c.usage,
             "judge_cost": c.cost,
         }
+
+
+def _add_costs(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else a + b
 
 
 def needs_work(prev: dict[str, Any] | None, judged: bool) -> bool:

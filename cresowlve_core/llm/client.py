@@ -81,6 +81,7 @@ log = logging.getLogger(__name__)
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 DEFAULT_ESTIMATE_OUTPUT_TOKENS = 4096
 MAX_RETRY_AFTER_S = 300.0
+POOL_SHARD_SIZE = 16  # connections per pool: httpcore scans a pool's connections on every request
 
 
 class BadResponse(Exception):
@@ -349,15 +350,27 @@ def _ssl_context() -> ssl.SSLContext:
 
 
 @dataclass
-class _Resources:
-    """Per-event-loop objects: the HTTP pool, the SDK client, the limiters."""
+class _Shard:
+    """One SDK client over its own small connection pool, and how many calls it carries now."""
 
-    loop: asyncio.AbstractEventLoop
     http: httpx2.AsyncClient
     oai: openai.AsyncOpenAI
+    in_flight: int = 0
+
+
+@dataclass
+class _Resources:
+    """Per-event-loop objects: the pool shards, the concurrency semaphore, the limiters."""
+
+    loop: asyncio.AbstractEventLoop
+    shards: list[_Shard]
     sem: asyncio.Semaphore
     rpm: AsyncTokenBucket | None
     tpm: AsyncTokenBucket | None
+
+    def pick(self) -> _Shard:
+        """The least busy shard (so no shard ever has more calls than connections)."""
+        return min(self.shards, key=lambda s: s.in_flight)
 
 
 class LLMClient:
@@ -405,13 +418,10 @@ class LLMClient:
 
     # ---- lifecycle
 
-    def _resources(self) -> _Resources:
-        loop = asyncio.get_running_loop()
-        if self._res is not None and self._res.loop is loop:
-            return self._res
+    def _new_shard(self, connections: int) -> _Shard:
         http = httpx2.AsyncClient(
             verify=_ssl_context(),
-            limits=httpx2.Limits(max_connections=self.concurrency + 4, max_keepalive_connections=self.concurrency + 4),
+            limits=httpx2.Limits(max_connections=connections + 2, max_keepalive_connections=connections + 2),
             timeout=httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
         )
         oai = openai.AsyncOpenAI(
@@ -421,10 +431,17 @@ class LLMClient:
             timeout=self.timeout_s,
             http_client=http,
         )
+        return _Shard(http, oai)
+
+    def _resources(self) -> _Resources:
+        loop = asyncio.get_running_loop()
+        if self._res is not None and self._res.loop is loop:
+            return self._res
+        n_shards = -(-self.concurrency // POOL_SHARD_SIZE)
+        per_shard = -(-self.concurrency // n_shards)
         self._res = _Resources(
             loop=loop,
-            http=http,
-            oai=oai,
+            shards=[self._new_shard(per_shard) for _ in range(n_shards)],
             sem=asyncio.Semaphore(self.concurrency),
             rpm=AsyncTokenBucket(self.rpm) if self.rpm else None,
             tpm=AsyncTokenBucket(self.tpm) if self.tpm else None,
@@ -435,7 +452,8 @@ class LLMClient:
         """Close the connection pool of the current loop."""
         res, self._res = self._res, None
         if res is not None and res.loop is asyncio.get_running_loop():
-            await res.http.aclose()  # a pool of another (finished) loop is simply dropped
+            for shard in res.shards:  # pools of another (finished) loop are simply dropped
+                await shard.http.aclose()
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -579,9 +597,14 @@ class LLMClient:
     ) -> Completion:
         """One HTTP attempt through the SDK's generic ``post``; raises SDK errors or BadResponse."""
         path, body = build_request(self.endpoint.model, messages, params)
-        if res.oai.api_key != key:  # the variable may change between calls; the SDK sends it as a header
-            res.oai.api_key = key
-        resp = await res.oai.post(path, cast_to=httpx2.Response, body=body)
+        shard = res.pick()
+        if shard.oai.api_key != key:  # the variable may change between calls; the SDK sends it as a header
+            shard.oai.api_key = key
+        shard.in_flight += 1
+        try:
+            resp = await shard.oai.post(path, cast_to=httpx2.Response, body=body)
+        finally:
+            shard.in_flight -= 1
         completion = _PARSERS[path](_load_json(resp.text))
         if not completion.text.strip() and completion.raw.get("finish_reason") != "length":
             raise BadResponse("response has empty text")
