@@ -43,6 +43,12 @@ without a price raises ``LLMConfigError`` (the budget could not be enforced).
 
 The API key is read from the environment at every call, sent only as a header, and
 scrubbed from every error message.
+
+Connections: ``concurrency`` calls really run in flight. The client keeps ceil(C/16)
+``AsyncOpenAI`` instances, each over its own httpx2 pool of 16 (+2 spare) connections, and
+sends each call through the least busy one. (httpcore scans every connection of a pool on
+each request; smaller pools cut client CPU by ~15% at C=64.) The pools belong to the event
+loop they were created in; a client used from a new loop opens new pools.
 """
 
 from __future__ import annotations
