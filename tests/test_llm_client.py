@@ -155,16 +155,16 @@ def test_complete_sync_and_its_guard() -> None:
 
 
 def test_concurrency_really_reaches_the_configured_level() -> None:
-    with FakeServer(latency_s=0.3) as srv:
-        cl = client_for(srv, concurrency=24)
+    with FakeServer(latency_s=0.5) as srv:
+        cl = client_for(srv, concurrency=64)
 
         async def go() -> list[Any]:
             async with cl:
-                return await asyncio.gather(*(cl.complete(user(f"p{i}"), GenParams(), prompt_version="v") for i in range(48)))
+                return await asyncio.gather(*(cl.complete(user(f"p{i}"), GenParams(), prompt_version="v") for i in range(128)))
 
         out = asyncio.run(go())
-        assert srv.max_in_flight == 24
-    assert [c.text for c in out] == [f"echo: p{i}" for i in range(48)]
+        assert srv.max_in_flight == 64 and srv.total == 128
+    assert [c.text for c in out] == [f"echo: p{i}" for i in range(128)]
 
 
 # ------------------------------------------------------------------ retries

@@ -31,11 +31,17 @@ connection errors, and 200 responses that are empty, unparseable, without choice
 empty text. ``Retry-After``/``retry-after-ms`` on 429/503 is honoured. 400/401/403/404 (and
 any other 4xx) raise ``LLMFatalError`` at once. An empty answer cut off by the token limit
 (``finish_reason == "length"`` / an incomplete response) is returned as is, not retried,
-since re-asking would just burn the same tokens again.
+since re-asking would just burn the same tokens again. A call keeps its concurrency slot
+while it backs off, so a rate-limited endpoint is not hit harder.
+
+Rate limits (optional): ``rpm`` charges one unit per HTTP attempt; ``tpm`` pre-charges an
+estimate (input ≈ characters/3 plus ``max_tokens``, 4096 when unset) and corrects it with
+the reported usage afterwards (failed attempts are refunded).
 
 Cache and cost: a hit returns ``cached=True`` and ``cost`` = the price of the original call
 (re-priced from the stored usage with the current table), so a report can show both the
 cost of the run and what was spent now (``CostMeter.spent`` counts only calls sent).
+``latency_s`` of a hit is likewise the original call's latency.
 ``max_cost`` is checked against new spending: before each call, ``spent + in-flight
 reservations + this call's upper bound`` (input ≈ characters/3, output = ``max_tokens``,
 or 4096 when unset) must fit, otherwise ``BudgetExceeded``. With ``max_cost`` set, a model
