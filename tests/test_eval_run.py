@@ -124,7 +124,7 @@ def test_manifest_records_provenance(tmp_path):
     with FakeServer(answers=answer_for) as srv:
         asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, seed=3), make_items(2), progress=False))
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert m["seed"] == 3 and m["model"] == "fake-model" and m["prompt"] == {"name": "solve_cot_en", "version": "1"}
+    assert m["seed"] == 3 and m["model"] == "fake-model" and m["prompt"] == {"name": "solve_cot_en", "version": "2"}
     assert m["packages"]["openai"] and m["started_at"] and m["finished_at"]
     assert "git_sha" in m
 
