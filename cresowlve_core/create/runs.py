@@ -28,7 +28,7 @@ import asyncio
 import hashlib
 import json
 import threading
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -103,6 +103,23 @@ def _make_client(
         max_cost=max_cost,
         cache=ResponseCache(cache_path) if cache else None,
     )
+
+
+def _run_with_client(
+    endpoint: Endpoint, client: CompletesChat | None, options: dict[str, Any],
+    work: Callable[[Any], Awaitable[dict[str, Any]]],
+) -> dict[str, Any]:
+    """Run ``work(client)`` to completion with the given client, or one built (and closed) here."""
+
+    async def main() -> dict[str, Any]:
+        c = client or _make_client(endpoint, **options)
+        try:
+            return await work(c)
+        finally:
+            if client is None and hasattr(c, "aclose"):
+                await c.aclose()
+
+    return run_sync(main())
 
 
 def _usage(completion: Any) -> dict[str, Any]:
@@ -357,37 +374,22 @@ def generate(
         "concurrency": concurrency,
     }
 
-    async def main() -> dict[str, Any]:
-        c = client or _make_client(
-            endpoint,
-            concurrency=concurrency,
-            rpm=rpm,
-            tpm=tpm,
-            max_cost=max_cost,
-            timeout_s=timeout_s,
-            cache=cache,
-            cache_path=cache_path,
-        )
-        try:
-            return await agenerate(
-                queries,
-                c,
-                run_dir,
-                config=config,
-                variation=variation,
-                n_samples=config["n_samples"],
-                n_rounds=config["n_rounds"],
-                seed=seed,
-                temperature=temperature,
-                max_tokens=max_tokens,
-                effort=effort,
-                progress=progress,
-            )
-        finally:
-            if client is None and hasattr(c, "aclose"):
-                await c.aclose()
-
-    return run_sync(main())
+    options = dict(concurrency=concurrency, rpm=rpm, tpm=tpm, max_cost=max_cost, timeout_s=timeout_s,
+                   cache=cache, cache_path=cache_path)
+    return _run_with_client(endpoint, client, options, lambda c: agenerate(
+        queries,
+        c,
+        run_dir,
+        config=config,
+        variation=variation,
+        n_samples=config["n_samples"],
+        n_rounds=config["n_rounds"],
+        seed=seed,
+        temperature=temperature,
+        max_tokens=max_tokens,
+        effort=effort,
+        progress=progress,
+    ))
 
 
 # --------------------------------------------------------------------------- merged generations
@@ -606,37 +608,22 @@ def score(
         "effort": effort,
     }
 
-    async def main() -> dict[str, Any]:
-        c = client or _make_client(
-            judge_endpoint,
-            concurrency=concurrency,
-            rpm=rpm,
-            tpm=tpm,
-            max_cost=max_cost,
-            timeout_s=timeout_s,
-            cache=cache,
-            cache_path=cache_path,
-        )
-        try:
-            return await ascore(
-                run_dir,
-                c,
-                judge=judge,
-                seed=seed,
-                max_tokens=max_tokens,
-                effort=effort,
-                judge_invalid=judge_invalid,
-                patience=patience,
-                factuality_threshold=factuality_threshold,
-                discount=discount,
-                embedder=embedder,
-                progress=progress,
-            )
-        finally:
-            if client is None and hasattr(c, "aclose"):
-                await c.aclose()
-
-    return run_sync(main())
+    options = dict(concurrency=concurrency, rpm=rpm, tpm=tpm, max_cost=max_cost, timeout_s=timeout_s,
+                   cache=cache, cache_path=cache_path)
+    return _run_with_client(judge_endpoint, client, options, lambda c: ascore(
+        run_dir,
+        c,
+        judge=judge,
+        seed=seed,
+        max_tokens=max_tokens,
+        effort=effort,
+        judge_invalid=judge_invalid,
+        patience=patience,
+        factuality_threshold=factuality_threshold,
+        discount=discount,
+        embedder=embedder,
+        progress=progress,
+    ))
 
 
 def scored_sets_from_run(run_dir: str | Path, config_name: str | None = None) -> list[ScoredSet]:
