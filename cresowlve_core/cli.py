@@ -218,6 +218,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if not args.verbose:
+        for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
     try:
         return fn(args)
