@@ -68,9 +68,9 @@ def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]
     produced: list[Path] = []
     t0 = time.monotonic()
 
-    def report(name: str, params: dict, output_name: str | None = None) -> None:
+    def report(name: str, params: dict, output_name: str | None = None, title: str | None = None) -> None:
         t = time.monotonic()
-        res = run_notebook(name, params, reports, output_name=output_name)
+        res = run_notebook(name, params, reports, output_name=output_name, title=title)
         produced.append(res.html)
         print(f"  {res.html.name:<28} {time.monotonic() - t:6.1f}s", flush=True)
 
@@ -90,6 +90,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]
                     "judge_max_tokens": 96 if tgt.local else 512,
                 },
                 output_name=f"02_evaluation_{lang}",
+                title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
             )
         report("03_analysis", {"runs": str(DEMO_RUNS / "*"), "export_dir": str(reports)})
         report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
