@@ -97,7 +97,7 @@ class RunDir:
                 if i == len(lines) - 1:
                     import warnings
 
-                    warnings.warn(f"{path}: ignoring a torn last line (the run was killed mid-write)")
+                    warnings.warn(f"{path}: ignoring a torn last line (the run was killed mid-write)", stacklevel=2)
                     continue
                 raise ValueError(f"{path}:{i + 1}: not JSON: {exc}") from exc
         return out

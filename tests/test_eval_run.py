@@ -47,7 +47,7 @@ def cfg_for(srv: FakeServer, run_dir: Path, tmp_path: Path, **kw) -> EvalConfig:
 
 
 def read_lines(run_dir: Path) -> list[dict]:
-    return [json.loads(l) for l in (run_dir / "responses.jsonl").read_text().splitlines() if l.strip()]
+    return [json.loads(line) for line in (run_dir / "responses.jsonl").read_text().splitlines() if line.strip()]
 
 
 def test_fault_rate_20pct_loses_and_duplicates_nothing(tmp_path):
@@ -224,7 +224,6 @@ def test_missing_key_variable_is_one_clear_error_and_sends_nothing(tmp_path, mon
 def test_cli_summary_line_and_cache_commands(tmp_path):
     items_path = tmp_path / "items.jsonl"
     write_items_jsonl(items_path, make_items(4))
-    cache = tmp_path / "c.sqlite"
     with FakeServer(answers=answer_for) as srv:
         base = ["eval", "--items", str(items_path), "--model", "fake-model", "--base-url", srv.base_url]
         p = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", *base, "--run-dir", str(tmp_path / "r1")],

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from fakeserver import FakeServer
 
-from cresowlve_core.notebooks import read_records, run_notebook
+from cresowlve_core.notebooks import run_notebook
 
 
 def test_data_overview_renders_offline_html_and_index(tmp_path):
@@ -15,7 +14,7 @@ def test_data_overview_renders_offline_html_and_index(tmp_path):
     assert res.ipynb.exists() and res.html.exists()
     html = res.html.read_text()
     assert "vegaEmbed" in html and "cdn.jsdelivr" not in html  # chart JS is inlined, not fetched
-    assert "include_removed" not in html or "<pre" not in html  # code cells are hidden
+    assert "overview.pack_table()" not in html  # code cells are hidden
     rec = res.records
     assert rec["questions_per_pack"] == {"ingush16.txt": 60, "kubok_olgi_2015.4s": rec["questions_per_pack"]["kubok_olgi_2015.4s"],
                                          "ruch17st.txt": 90, "rusch16.txt": 90}
@@ -33,7 +32,7 @@ def test_evaluation_notebook_never_writes_the_key(tmp_path, monkeypatch):
         if "candidate_answer" in req.prompt:
             nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
             return f"VERDICT-{nonce}: INCORRECT"
-        return f"I was given the key? no.\n<Answer>Copernicus</Answer>"
+        return "I was given the key? no.\n<Answer>Copernicus</Answer>"
 
     with FakeServer(answers=answers, api_key=key) as srv:
         res = run_notebook(

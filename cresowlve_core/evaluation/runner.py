@@ -15,7 +15,7 @@ from typing import Any, Callable
 
 from tqdm.auto import tqdm
 
-from cresowlve_core.evaluation.records import ResponseRecord, RunManifest, Usage
+from cresowlve_core.evaluation.records import ResponseRecord, RunManifest
 from cresowlve_core.evaluation.scoring import exact_match, exact_match_strict, judge_request, parse_verdict
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
