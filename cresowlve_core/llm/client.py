@@ -159,7 +159,7 @@ def _load_json(body: str) -> dict[str, Any]:
         raise BadResponse("empty response body")
     try:
         data = json.loads(body)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise BadResponse(f"unparseable response body ({exc.msg})") from None
     if not isinstance(data, dict):
         raise BadResponse("response body is not a JSON object")
