@@ -25,8 +25,6 @@ from pathlib import Path
 
 from cresowlve_core.paths import REPORTS_DIR, RUNS_DIR
 
-DEMO_RUNS = RUNS_DIR / "demo"
-
 
 @dataclass(frozen=True)
 class Target:
@@ -61,10 +59,13 @@ def target_from_env() -> Iterator[Target]:
         yield Target(srv.model, srv.base_url, None, srv.model, srv.base_url, None, local=True)
 
 
-def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]:
+def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Path | None = None) -> list[Path]:
+    """Run the main job; ``runs_dir`` (default ``data/runs``) receives the run directories."""
     from cresowlve_core.notebooks import run_notebook
 
     reports = Path(reports_dir or REPORTS_DIR)
+    runs = Path(runs_dir or RUNS_DIR)
+    demo_runs = runs / "demo"
     produced: list[Path] = []
     t0 = time.monotonic()
 
@@ -77,7 +78,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]
     report("00_data_overview", {})
     with target_from_env() as tgt:
         for lang in ("en", "ru"):
-            run_dir = DEMO_RUNS / f"{slug(tgt.model)}__{lang}"
+            run_dir = demo_runs / f"{slug(tgt.model)}__{lang}"
             report(
                 "02_evaluation",
                 {
@@ -92,9 +93,9 @@ def main_job(reports_dir: Path | None = None, quick: bool = False) -> list[Path]
                 output_name=f"02_evaluation_{lang}",
                 title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
             )
-        report("03_analysis", {"runs": str(DEMO_RUNS / "*"), "export_dir": str(reports)})
+        report("03_analysis", {"runs": str(demo_runs / "*"), "export_dir": str(reports)})
         report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
                              "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3,
-                             "local_run_dir": str(RUNS_DIR / "create" / slug(tgt.model))})
+                             "local_run_dir": str(runs / "create" / slug(tgt.model))})
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
     return produced

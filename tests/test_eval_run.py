@@ -248,3 +248,22 @@ def test_judge_repeat_records_a_second_verdict(tmp_path):
     assert len(judge_calls) == 6  # two independent verdicts per item, not a cache hit
     assert {r.body["seed"] for r in judge_calls} == {0, 1}
     assert all(r.extra["judge_repeat"] == "CORRECT" for r in out.records)
+
+
+def test_max_cost_stops_cleanly_and_keeps_finished_items(tmp_path, monkeypatch):
+    prices = tmp_path / "prices.csv"
+    # 1,000 USD per million tokens: each call's upper bound is ~0.08 USD (64 output tokens + prompt)
+    prices.write_text("model,input_per_mtok,output_per_mtok,batch_discount\nfake-model,1000,1000,0.5\n")
+    monkeypatch.setenv("CRESOWLVE_PRICES", str(prices))
+    items = make_items(20)
+    with FakeServer(answers=answer_for) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, concurrency=1, max_cost=0.5)
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+        sent = srv.total
+    assert out.stopped and out.stopped.startswith("max_cost reached")
+    recs = read_lines(tmp_path / "run")
+    assert 0 < len(recs) == sent < 20  # every call that was paid for is kept; the rest are not-run
+    assert out.summary["n_not_run"] == 20 - len(recs) and out.summary["n_error"] == 0
+    assert 0 < out.summary["cost"] <= 0.5
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["stopped"].startswith("max_cost reached")
