@@ -8,6 +8,7 @@ the moment its work finishes, so a killed run loses nothing that completed. Read
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -121,3 +122,29 @@ def base_manifest(kind: str, config: dict[str, Any], prompts: Iterable[str] = ()
         "started_at": now_iso(),
         "finished_at": None,
     }
+
+
+async def complete_until_stopped(
+    tasks: list[asyncio.Task[Any]],
+    stop_on: tuple[type[BaseException], ...],
+    on_result: Callable[[Any], None] | None = None,
+) -> BaseException | None:
+    """Await ``tasks`` as they finish, handing each result to ``on_result`` (e.g. to append it).
+
+    The first exception of a ``stop_on`` type (a spent budget, a bad key) cancels the rest and is
+    returned, so the caller can record why the run stopped; other exceptions propagate. Whatever
+    finished before is already persisted by ``on_result`` or by the task itself.
+    """
+    try:
+        for fut in asyncio.as_completed(tasks):
+            try:
+                result = await fut
+            except stop_on as exc:
+                return exc
+            if on_result is not None:
+                on_result(result)
+        return None
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -44,7 +44,7 @@ from cresowlve_core.create.scored import ScoredSet
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
-from cresowlve_core.rundir import RunDir, base_manifest, now_iso
+from cresowlve_core.rundir import RunDir, base_manifest, complete_until_stopped, now_iso
 
 Variation = Literal["original", "iterate", "resample"]
 RESPONSES = "responses.jsonl"
@@ -286,17 +286,11 @@ async def agenerate(
     pending = {q.id: q for q in queries if any(u.query.id == q.id for u in todo)}
     tasks = [asyncio.create_task(per_query(q)) for q in pending.values()]
     try:
-        for fut in asyncio.as_completed(tasks):
-            try:
-                await fut
-            except stop_on as exc:
-                stopped = f"{type(exc).__name__}: {exc}"
-                break
+        why = await complete_until_stopped(tasks, stop_on)
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         bar.close()
+    if why is not None:
+        stopped = f"{type(why).__name__}: {why}"
 
     latest = run.latest(RESPONSES, _response_key)
     ok = [r for r in latest.values() if r.get("status") == "ok"]
@@ -527,17 +521,11 @@ async def ascore(
 
     tasks = [asyncio.create_task(one(*job)) for job in jobs]
     try:
-        for fut in asyncio.as_completed(tasks):
-            try:
-                await fut
-            except stop_on as exc:
-                stopped = f"{type(exc).__name__}: {exc}"
-                break
+        why = await complete_until_stopped(tasks, stop_on)
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         bar.close()
+    if why is not None:
+        stopped = f"{type(why).__name__}: {why}"
 
     sets = scored_sets_from_run(run_dir, config_name=judge.get("config_name"))
     rows = query_scores(sets, patience, factuality_threshold, discount, embedder)

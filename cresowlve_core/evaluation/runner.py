@@ -31,7 +31,7 @@ from cresowlve_core.llm.types import (
     LLMError,
     LLMFatalError,
 )
-from cresowlve_core.rundir import RunDir, git_sha, now_iso, package_versions
+from cresowlve_core.rundir import RunDir, complete_until_stopped, git_sha, now_iso, package_versions
 
 RESPONSES = "responses.jsonl"
 SUMMARY = "summary.json"
@@ -311,26 +311,22 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
                unit="item", disable=not progress)
     tasks = [asyncio.create_task(ev.solve_and_score(it, previous.get((it.id, cfg.lang)), (completions or {}).get(it.id)))
              for it in todo]
+
+    def persist(rec: ResponseRecord) -> None:
+        run.append(RESPONSES, rec.model_dump(mode="json"))
+        if on_record:
+            on_record(rec)
+        bar.update(1)
+
     try:
-        for fut in asyncio.as_completed(tasks):
-            try:
-                rec = await fut
-            except BudgetExceeded as exc:
-                stopped = f"max_cost reached: {exc}"
-                break
-            except (LLMFatalError, LLMConfigError) as exc:
-                stopped = f"fatal: {exc}"
-                break
-            run.append(RESPONSES, rec.model_dump(mode="json"))
-            if on_record:
-                on_record(rec)
-            bar.update(1)
+        why = await complete_until_stopped(tasks, (BudgetExceeded, LLMFatalError, LLMConfigError), persist)
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
         bar.close()
         await ev.aclose()
+    if isinstance(why, BudgetExceeded):
+        stopped = f"max_cost reached: {why}"
+    elif why is not None:
+        stopped = f"fatal: {why}"
     latest = run.latest(RESPONSES, _key)
     records = [ResponseRecord(**latest[(it.id, cfg.lang)]) for it in items if (it.id, cfg.lang) in latest]
     summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(), judge_meter=ev.judge_meter.summary())
