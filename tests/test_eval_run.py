@@ -267,3 +267,21 @@ def test_max_cost_stops_cleanly_and_keeps_finished_items(tmp_path, monkeypatch):
     assert 0 < out.summary["cost"] <= 0.5
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["config"]["stopped"].startswith("max_cost reached")
+
+
+def test_judge_failing_fatally_keeps_answers_and_resume_only_judges(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_KEY_VAR", "sk-judge-wrong-00000000000")
+    items = make_items(3)
+    with FakeServer(answers=answer_for) as model_srv, FakeServer(answers=answer_for, api_key="sk-judge-right-0000000000") as judge_srv:
+        cfg = cfg_for(model_srv, tmp_path / "run", tmp_path, judge_model="fake-judge", judge_base_url=judge_srv.base_url,
+                      judge_api_key_env="JUDGE_KEY_VAR", concurrency=1, cache_path=None, cache=False)
+        with pytest.raises(LLMFatalError, match="fake-judge"):
+            asyncio.run(evaluate_async(cfg, items, progress=False))
+        kept = read_lines(tmp_path / "run")
+        assert len(kept) == model_srv.total >= 1  # every answer the model gave is on disk
+        assert all(r["status"] == "ok" and r["judge_status"] == "error" for r in kept)
+        monkeypatch.setenv("JUDGE_KEY_VAR", "sk-judge-right-0000000000")
+        sent_before = model_srv.total
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+    assert model_srv.total - sent_before == 3 - len(kept)  # kept answers are not asked again
+    assert out.summary["n_judged"] == 3 and out.summary["judge_accuracy"] == 1.0

@@ -242,7 +242,13 @@ class _Evaluator:
                 return ResponseRecord(**rec, status="error", error=str(exc))
             rec.update(scored_fields(view, c))
         if self.judge is not None:
-            rec.update(await self._judge(item, rec["prediction"] or ""))
+            try:
+                rec.update(await self._judge(item, rec["prediction"] or ""))
+            except (LLMFatalError, LLMConfigError) as exc:
+                # the run stops, but the answer already paid for is kept (judged on resume)
+                rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
+                self.run.append(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
+                raise
         return ResponseRecord(**rec)
 
     async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:
