@@ -285,3 +285,15 @@ def test_judge_failing_fatally_keeps_answers_and_resume_only_judges(tmp_path, mo
         out = asyncio.run(evaluate_async(cfg, items, progress=False))
     assert model_srv.total - sent_before == 3 - len(kept)  # kept answers are not asked again
     assert out.summary["n_judged"] == 3 and out.summary["judge_accuracy"] == 1.0
+
+
+def test_resume_from_another_base_url_is_allowed_and_recorded(tmp_path):
+    items = make_items(3)
+    with FakeServer(answers=answer_for) as srv1:
+        asyncio.run(evaluate_async(cfg_for(srv1, tmp_path / "run", tmp_path), items[:2], progress=False))
+    with FakeServer(answers=answer_for) as srv2:  # same model served on another port
+        out = asyncio.run(evaluate_async(cfg_for(srv2, tmp_path / "run", tmp_path), items, progress=False))
+        assert srv2.total == 1  # only the missing item
+    assert out.summary["n_ok"] == 3
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["config"]["base_url_history"] == [srv1.base_url, srv2.base_url]

@@ -113,7 +113,12 @@ def _key(r: dict[str, Any]) -> tuple[str, str]:
 
 
 def _check_same_run(existing: dict[str, Any], manifest: RunManifest) -> None:
-    for field_name in ("model", "base_url", "lang", "items", "effort"):
+    """Resume only the same configuration. The base URL may change (a server on another port
+    or host serves the same model); the change is recorded in the manifest."""
+    if existing.get("base_url") != manifest.base_url:
+        history = existing.get("config", {}).get("base_url_history", [existing.get("base_url")])
+        manifest.config["base_url_history"] = [*history, manifest.base_url]
+    for field_name in ("model", "lang", "items", "effort"):
         old, new = existing.get(field_name), getattr(manifest, field_name)
         if old != new:
             raise ValueError(

@@ -147,7 +147,13 @@ class LocalServer:
 
 @contextlib.contextmanager
 def local_server(port: int | None = None, **kwargs: Any):
-    """Start the embedded model on ``port`` (a free one if None) for the duration of a block."""
-    server = LocalServer(port=port or free_port(), **kwargs)
+    """Start the embedded model on ``port`` for the duration of a block.
+
+    With ``port=None`` it takes the default port when that is free (so the base URL, which is
+    part of every cache key, stays the same from run to run), else any free port.
+    """
+    if port is None:
+        port = DEFAULT_PORT if port_is_free(DEFAULT_PORT) else free_port()
+    server = LocalServer(port=port, **kwargs)
     with server:
         yield server
