@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,6 +60,19 @@ def target_from_env() -> Iterator[Target]:
         yield Target(srv.model, srv.base_url, None, srv.model, srv.base_url, None, local=True)
 
 
+def _archive_if_incompatible(run_dir: Path, tgt: Target, lang: str, archive: Path) -> None:
+    """A demo run made with an older prompt (or another model) can't be resumed: move it aside."""
+    from cresowlve_core.evaluation.runner import EvalConfig, incompatible_run
+
+    cfg = EvalConfig(model=tgt.model, base_url=tgt.base_url, run_dir=str(run_dir), items="demo", lang=lang)  # type: ignore[arg-type]
+    reason = incompatible_run(cfg)
+    if reason:
+        archive.mkdir(parents=True, exist_ok=True)
+        dest = archive / f"{run_dir.name}-{time.strftime('%Y%m%dT%H%M%S')}"
+        shutil.move(str(run_dir), dest)
+        print(f"  moved an old demo run to {dest} ({reason.split(';')[0]})", flush=True)
+
+
 def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Path | None = None) -> list[Path]:
     """Run the main job; ``runs_dir`` (default ``data/runs``) receives the run directories."""
     from cresowlve_core.notebooks import run_notebook
@@ -79,6 +93,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
     with target_from_env() as tgt:
         for lang in ("en", "ru"):
             run_dir = demo_runs / f"{slug(tgt.model)}__{lang}"
+            _archive_if_incompatible(run_dir, tgt, lang, runs / "archive")
             report(
                 "02_evaluation",
                 {

@@ -36,3 +36,26 @@ def test_main_job_on_a_configured_provider(tmp_path, monkeypatch):
     assert summary["n_ok"] == 3 and summary["judge_accuracy"] == 1.0  # quick = 3 items, all judged
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert written and not any(key in p.read_text(errors="ignore") for p in written)
+
+
+def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
+    from cresowlve_core.mainjob import Target, _archive_if_incompatible
+
+    run_dir = tmp_path / "demo" / "m__en"
+    run_dir.mkdir(parents=True)
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "demo", "effort": None,
+        "prompt": {"name": "solve_cot_en", "version": "0"}, "n_items": 9}))
+    (run_dir / "responses.jsonl").write_text('{"id": "chgk_0", "lang": "en"}\n')
+    tgt = Target("m", "http://y/v1", None, None, None, None, local=False)
+    _archive_if_incompatible(run_dir, tgt, "en", tmp_path / "archive")
+    assert not run_dir.exists()
+    (archived,) = (tmp_path / "archive").iterdir()
+    assert (archived / "responses.jsonl").read_text().startswith('{"id": "chgk_0"')  # nothing lost
+    # a compatible run (only the base URL differs) stays where it is
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "demo", "effort": None,
+        "prompt": {"name": "solve_cot_en", "version": "2"}, "n_items": 9}))
+    _archive_if_incompatible(run_dir, tgt, "en", tmp_path / "archive")
+    assert run_dir.exists()

@@ -181,10 +181,14 @@ def _units(queries: Sequence[CreateQuery], variation: Variation, n_samples: int,
     raise ValueError(f"variation must be original, iterate or resample, not {variation!r}")
 
 
-_SAME_RUN_KEYS = ("model", "base_url", "variation", "n_samples", "n_rounds", "seed", "temperature", "max_tokens", "effort")
+_SAME_RUN_KEYS = ("model", "variation", "n_samples", "n_rounds", "seed", "temperature", "max_tokens", "effort", "prompts")
 
 
 def _check_same_run(old: dict[str, Any], new: dict[str, Any], run_dir: Path) -> None:
+    """Resume only the same configuration; a changed base URL (same model, other host or port)
+    is allowed and recorded in ``base_url_history``."""
+    if old.get("base_url") != new.get("base_url"):
+        new["base_url_history"] = [*old.get("base_url_history", [old.get("base_url")]), new.get("base_url")]
     diffs = [k for k in _SAME_RUN_KEYS if old.get(k) != new.get(k)]
     if diffs:
         detail = ", ".join(f"{k}: {old.get(k)!r} -> {new.get(k)!r}" for k in diffs)

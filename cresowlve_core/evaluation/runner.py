@@ -132,6 +132,18 @@ def _check_same_run(existing: dict[str, Any], manifest: RunManifest) -> None:
         )
 
 
+def incompatible_run(cfg: EvalConfig) -> str | None:
+    """Why ``cfg.run_dir`` holds a run that ``cfg`` cannot resume (None if it can, or is new)."""
+    existing = RunDir(cfg.run_dir).read_manifest() if Path(cfg.run_dir).exists() else None
+    if not existing:
+        return None
+    try:
+        _check_same_run(existing, build_manifest(cfg, existing.get("n_items", 0)))
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
 def build_manifest(cfg: EvalConfig, n_items: int) -> RunManifest:
     prompt = solve_prompt(cfg.lang, cfg.thinking)
     judge = None
