@@ -40,6 +40,7 @@ def test_main_job_on_a_configured_provider(tmp_path, monkeypatch):
 
 def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
     from cresowlve_core.mainjob import Target, _archive_if_incompatible
+    from cresowlve_core.prompts import load_prompt
 
     run_dir = tmp_path / "demo" / "m__en"
     run_dir.mkdir(parents=True)
@@ -56,6 +57,6 @@ def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
     run_dir.mkdir()
     (run_dir / "manifest.json").write_text(json.dumps({
         "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "demo", "effort": None,
-        "prompt": {"name": "solve_cot_en", "version": "2"}, "n_items": 9}))
+        "prompt": {"name": "solve_cot_en", "version": load_prompt("solve_cot_en").version}, "n_items": 9}))
     _archive_if_incompatible(run_dir, tgt, "en", tmp_path / "archive")
     assert run_dir.exists()
