@@ -33,9 +33,10 @@ def test_main_job_on_a_configured_provider(tmp_path, monkeypatch):
     index = (tmp_path / "reports" / "index.html").read_text()
     assert all(f'href="{n}"' in index for n in names)
     summary = json.loads((tmp_path / "runs" / "demo" / "fake-model__en" / "summary.json").read_text())
-    assert summary["n_ok"] == 3 and summary["judge_accuracy"] == 1.0  # quick = 3 items, all judged
+    assert summary["n_ok"] == 3 and summary["judge_accuracy"] == 1.0, summary  # quick = 3 items, all judged
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
-    assert written and not any(key in p.read_text(errors="ignore") for p in written)
+    leaking = [str(p) for p in written if key in p.read_text(errors="ignore")]
+    assert written and not leaking, leaking
 
 
 def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):

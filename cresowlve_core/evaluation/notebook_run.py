@@ -11,6 +11,7 @@ from typing import Any
 
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, summary_line
+from cresowlve_core.mainjob import slug
 from cresowlve_core.paths import RUNS_DIR
 
 
@@ -21,12 +22,6 @@ class NotebookRun:
     summary: dict[str, Any]
     line: str
     records: list[ResponseRecord]
-
-
-def _slug(text: str) -> str:
-    from cresowlve_core.mainjob import slug
-
-    return slug(text)
 
 
 def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_dir: str | None = None,
@@ -43,9 +38,9 @@ def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_d
                 options["judge_model"], options["judge_base_url"] = srv.model, srv.base_url
         if model is None:
             raise ValueError("model is required when base_url is given")
-        run_dir = run_dir or str(RUNS_DIR / "notebook" / f"{_slug(model)}__{lang}")
+        run_dir = run_dir or str(RUNS_DIR / "notebook" / f"{slug(model)}__{lang}")
         cfg = EvalConfig(model=model, base_url=base_url, run_dir=run_dir, items=items, lang=lang,  # type: ignore[arg-type]
-                         **{k: v for k, v in options.items() if v is not None or k in ("limit",)})
+                         **{k: v for k, v in options.items() if v is not None})
         item_list = load_items(items, lang)  # type: ignore[arg-type]
         if cfg.limit is not None:
             item_list = item_list[: cfg.limit]
