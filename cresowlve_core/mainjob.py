@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cresowlve_core.paths import REPORTS_DIR, RUNS_DIR
+from cresowlve_core.text import slug
 
 
 @dataclass(frozen=True)
@@ -36,10 +36,6 @@ class Target:
     judge_base_url: str | None
     judge_api_key_env: str | None
     local: bool
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "model"
 
 
 @contextlib.contextmanager

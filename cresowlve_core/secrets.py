@@ -27,3 +27,12 @@ def redact(text: str, secrets: list[str]) -> str:
         if s in text:
             text = text.replace(s, REDACTED)
     return text
+
+
+_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+_URL_KEY_PARAM = re.compile(r"([?&](?:api[-_]?key|key|token|access[-_]?token|sig|signature)=)[^&#\s]*", re.I)
+
+
+def strip_url_credentials(url: str) -> str:
+    """``https://user:pass@host/v1?api-key=abc`` -> ``https://host/v1?api-key=***REDACTED***``."""
+    return _URL_KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, _URL_USERINFO.sub("", url))

@@ -1,4 +1,4 @@
-"""Statistics in cresowlve_core.analysis.stats against textbook values."""
+"""Statistics in cresowlve_core.stats against textbook values."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cresowlve_core.analysis.stats import (
+from cresowlve_core.stats import (
     binary_agreement,
     bootstrap_ci,
     bootstrap_mean_ci,

@@ -8,7 +8,7 @@
   creative and factual items (paper Fig. 4 and 14); the procedure is in its docstring.
 
 Accuracies are in % (0–100). Every bootstrap draws from its own stream seeded by ``seed``
-and the group key (:func:`~cresowlve_core.analysis.stats.stable_seed`), so results are
+and the group key (:func:`~cresowlve_core.stats.stable_seed`), so results are
 reproducible and do not change when other runs are added.
 """
 
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import METRICS
-from cresowlve_core.analysis.stats import bootstrap_means, percentile_interval, stable_seed, wilson_interval
+from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed, wilson_interval
 
 GROUP_COLUMNS = {
     "knowledge_domains": "Knowledge domain",

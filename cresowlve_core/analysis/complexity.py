@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.stats import correlation
+from cresowlve_core.stats import correlation
 
 FEATURES = {
     "n_domains": "Number of knowledge domains",

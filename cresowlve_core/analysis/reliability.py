@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.stats import binary_agreement
+from cresowlve_core.stats import binary_agreement
 
 AGREEMENT_COLUMNS = ["config", "lang", "n", "both_correct", "judge_only", "em_only", "both_wrong", "agreement", "kappa"]
 

@@ -18,7 +18,8 @@ import pandas as pd
 
 from cresowlve_core.analysis import breakdowns, charts, complexity, reliability, table
 from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset
-from cresowlve_core.analysis.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
+from cresowlve_core.banners import banner_html
+from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
 from cresowlve_core.paths import REPORTS_DIR
 
 SKIPPED = {"skipped": "no runs"}
@@ -43,12 +44,7 @@ def show(obj: Any) -> None:
 
 def synthetic_banner() -> str:
     """The loud HTML banner shown whenever any input run is synthetic."""
-    return (
-        '<div style="background:#b00020;color:#fff;padding:14px 18px;font-size:1.25em;font-weight:bold;'
-        'border-radius:6px;margin:8px 0">⚠ SYNTHETIC DATA — NOT RESULTS. At least one input run was generated '
-        'by <code style="color:#fff">write_synthetic_runs</code> for tests and benchmarks; every number '
-        "below is random.</div>"
-    )
+    return banner_html("synthetic")
 
 
 def _round(df: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
@@ -70,7 +66,7 @@ def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def self_checks() -> str:
-    """Textbook values recomputed by :mod:`~cresowlve_core.analysis.stats` (deterministic text)."""
+    """Textbook values recomputed by :mod:`~cresowlve_core.stats` (deterministic text)."""
     rows: list[tuple[str, str, str]] = []
 
     def pair(v: tuple[float, float]) -> str:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import RunSet, main_subset, normalise_effort
-from cresowlve_core.analysis.stats import wilson_interval
+from cresowlve_core.stats import wilson_interval
 from cresowlve_core.paths import DATA_DIR
 
 PAPER_TABLE = DATA_DIR / "cresowlve" / "paper_table1.csv"

@@ -3,7 +3,7 @@
 Modules, named after the paper's concepts (see ``README.md`` in this folder):
 
 * :mod:`~cresowlve_core.create.queries` — the shipped queries and Algorithm 1 (query construction);
-* :mod:`~cresowlve_core.create.kg` — the Wikidata subset the builder samples from;
+* :mod:`~cresowlve_core.sources.kg` — the Wikidata subset the builder samples from;
 * :mod:`~cresowlve_core.create.paths` — parsing answers into paths; structural validity;
 * :mod:`~cresowlve_core.create.judges` — specificity and factuality judges, path strength;
 * :mod:`~cresowlve_core.create.distance` — path text, embeddings, the annealed distance;

@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from cresowlve_core.create.kg import KnowledgeGraph, load_kg
+from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 from cresowlve_core.paths import DATA_DIR
 from cresowlve_core.prompts import load_prompt
 

@@ -19,7 +19,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.stats import bootstrap_mean_ci
+from cresowlve_core.stats import bootstrap_mean_ci
 from cresowlve_core.create.distance import Embedder, cosine_distance, default_embedder, path_text, transform_distance
 from cresowlve_core.create.judges import StrengthScope, factuality_rate, path_strength
 from cresowlve_core.create.scored import ScoredSet

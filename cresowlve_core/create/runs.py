@@ -44,7 +44,7 @@ from cresowlve_core.create.scored import ScoredSet
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
-from cresowlve_core.rundir import RunDir, base_manifest, complete_until_stopped, now_iso
+from cresowlve_core.runtime.rundir import RunDir, base_manifest, complete_until_stopped, now_iso
 
 Variation = Literal["original", "iterate", "resample"]
 RESPONSES = "responses.jsonl"

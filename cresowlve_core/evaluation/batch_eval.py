@@ -15,7 +15,7 @@ from pathlib import Path
 from cresowlve_core.evaluation.runner import RESPONSES, EvalConfig, _key, evaluate_async, needs_work, summary_line
 from cresowlve_core.evaluation.solve import solve_messages, solve_prompt
 from cresowlve_core.llm.batch import BATCH_FILE, collect_batch, submit_batch
-from cresowlve_core.rundir import RunDir
+from cresowlve_core.runtime.rundir import RunDir
 
 
 def batch_evaluate(cfg: EvalConfig) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, summary_line
-from cresowlve_core.mainjob import slug
+from cresowlve_core.text import slug
 from cresowlve_core.paths import RUNS_DIR
 
 

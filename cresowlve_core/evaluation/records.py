@@ -12,17 +12,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from cresowlve_core.llm.types import Usage
+
 Status = Literal["ok", "error"]
 JudgeStatus = Literal["scored", "unscored", "error", "not_run"]
 Extraction = Literal["answer_tag", "unclosed_answer_tag", "answer_line", "fallback_whole_text", "empty"]
-
-
-class Usage(BaseModel):
-    """Token counts exactly as the API reported them (``None`` where it did not report)."""
-
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    reasoning_tokens: int | None = None
 
 
 class ResponseRecord(BaseModel):

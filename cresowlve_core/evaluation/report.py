@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from cresowlve_core.analysis.stats import wilson_interval
+from cresowlve_core.stats import wilson_interval
 from cresowlve_core.evaluation.records import ResponseRecord
 
 

@@ -31,7 +31,7 @@ from cresowlve_core.llm.types import (
     LLMError,
     LLMFatalError,
 )
-from cresowlve_core.rundir import RunDir, complete_until_stopped, git_sha, now_iso, package_versions
+from cresowlve_core.runtime.rundir import RunDir, complete_until_stopped, git_sha, now_iso, package_versions
 
 RESPONSES = "responses.jsonl"
 SUMMARY = "summary.json"
@@ -382,7 +382,7 @@ def _sum(values: list[int | None]) -> int | None:
 def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[str, Any] | None = None,
               judge_meter: dict[str, Any] | None = None) -> dict[str, Any]:
     """Table-1 numbers for one run: EM strict/lenient, judge accuracy with a Wilson 95% CI, counts."""
-    from cresowlve_core.analysis.stats import wilson_interval
+    from cresowlve_core.stats import wilson_interval
 
     ok = [r for r in records if r.status == "ok"]
     scored = [r for r in ok if r.judge_status == "scored"]

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.evaluation.records import Usage
+from cresowlve_core.llm.types import Usage
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams
 from cresowlve_core.paths import CACHE_DIR
 

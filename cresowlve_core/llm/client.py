@@ -74,7 +74,7 @@ from typing import Any
 import httpx2
 import openai
 
-from cresowlve_core.evaluation.records import Usage
+from cresowlve_core.llm.types import Usage
 from cresowlve_core.llm.cache import ResponseCache, cache_key
 from cresowlve_core.llm.pricing import CostMeter, PriceTable, estimate_input_tokens
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket

@@ -6,7 +6,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cresowlve_core.evaluation.records import Usage
+from pydantic import BaseModel
+
+class Usage(BaseModel):
+    """Token counts exactly as the API reported them (``None`` where it did not report)."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+
 
 Effort = Literal["none", "minimal", "low", "medium", "high"]
 EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cresowlve_core.create.kg import KnowledgeGraph, load_kg
+from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 from cresowlve_core.create.queries import (
     WORK_RELATIONS,
     build_queries,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cresowlve_core.evaluation.records import Usage
+from cresowlve_core.llm.types import Usage
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
 from cresowlve_core.llm.types import BudgetExceeded
 

@@ -21,7 +21,7 @@ from cresowlve_core.sources.sample import (
     shipped_path,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hub"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hub"
 BENCHMARK_IDS = [
     "chgk_f12464c4c7",
     "chgk_b338b9556c",

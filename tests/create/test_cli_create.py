@@ -12,7 +12,7 @@ import pytest
 from fakeserver import FakeServer
 from test_create_runs import answer_for, judge_reply
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:

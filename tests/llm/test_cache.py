@@ -12,7 +12,7 @@ from fakeserver import FakeServer, Reply
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cresowlve_core.evaluation.records import Usage
+from cresowlve_core.llm.types import Usage
 from cresowlve_core.llm.cache import ResponseCache, cache_key
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable

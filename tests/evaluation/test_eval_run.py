@@ -18,7 +18,7 @@ from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.types import LLMFatalError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def make_items(n: int) -> list[Item]:

@@ -22,7 +22,7 @@ from cresowlve_core.sources.hub import (
     write_published_file,
 )
 
-FIXTURES = Path(__file__).parent / "fixtures" / "hub"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hub"
 SNAPSHOT = FIXTURES / "snapshot"
 EN_PARQUET = SNAPSHOT / "en" / "test-00000-of-00001.parquet"
 RU_PARQUET = SNAPSHOT / "ru" / "test-00000-of-00001.parquet"

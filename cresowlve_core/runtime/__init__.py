@@ -1,0 +1,26 @@
+"""The stage runtime: the plumbing every model-calling stage shares.
+
+- :func:`run_coro` runs a coroutine from a script, the CLI or a notebook cell;
+- :class:`ClientOptions` (one documented default per setting) and :func:`open_client` build the
+  client; :func:`endpoint_or_embedded` falls back to the embedded model;
+- :data:`STOP_ERRORS` are the errors that stop a whole run;
+- :class:`Manifest` and :func:`check_resumable` say what a run directory holds and who may resume it;
+- :class:`RunDir` is the run directory; :func:`map_with_resume` runs a call over many units.
+
+See ``docs/adding-a-stage.md``.
+"""
+
+from cresowlve_core.runtime.aio import run_coro
+from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
+from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable, new_manifest
+from cresowlve_core.runtime.mapping import MapResult, is_ok, map_with_resume
+from cresowlve_core.runtime.options import ClientOptions, endpoint_or_embedded, open_client
+from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
+from cresowlve_core.runtime.rundir import RESPONSES, SUMMARY, RunDir, RunDirError
+
+__all__ = [
+    "RESPONSES", "STOP_ERRORS", "SUMMARY", "ClientOptions", "MapResult", "Manifest", "ResumeError",
+    "RunDir", "RunDirError", "StopWithRecord", "check_resumable", "endpoint_or_embedded", "git_sha",
+    "is_ok", "map_with_resume", "new_manifest", "now_iso", "open_client", "package_versions", "run_coro",
+    "stop_reason",
+]

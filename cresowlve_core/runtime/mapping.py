@@ -1,0 +1,158 @@
+"""``map_with_resume``: run one model-calling function over many units, resumably.
+
+Every stage that calls a model (evaluation, CREATE generation and scoring, construction filters,
+error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
+
+- each finished unit is appended (and fsynced) as one JSONL record the moment it finishes;
+- a re-run skips units whose latest record is done, and retries errored ones;
+- a unit that fails (an :class:`~cresowlve_core.llm.types.LLMError` after the client's own
+  retries) is recorded as an error and the run goes on;
+- a stop error (spent budget, wrong key/model/endpoint) stops the run cleanly: no new unit
+  starts, calls already in flight are awaited and recorded, and the reason is returned;
+- a tqdm progress bar shows progress in the CLI and in notebooks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Awaitable, Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from tqdm.auto import tqdm
+
+from cresowlve_core.llm.types import LLMError
+from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
+from cresowlve_core.runtime.rundir import RunDir
+
+U = TypeVar("U")
+Record = dict[str, Any]
+
+
+def is_ok(record: Record) -> bool:
+    """The default 'done' test: the record's ``status`` is ``ok``."""
+    return record.get("status") == "ok"
+
+
+@dataclass
+class MapResult(Generic[U]):
+    """What a :func:`map_with_resume` call did."""
+
+    records: dict[Hashable, Record]  # the latest record of every unit that has one, by key
+    n_units: int
+    n_skipped: int  # already done before this call
+    n_sent: int  # units run by this call
+    stopped: str | None = None  # why the run stopped early, if it did
+    stop_error: BaseException | None = None
+    repairs: list[str] = field(default_factory=list)
+
+    @property
+    def n_done(self) -> int:
+        return sum(is_ok(r) for r in self.records.values())
+
+    @property
+    def n_error(self) -> int:
+        return sum(r.get("status") == "error" for r in self.records.values())
+
+    @property
+    def n_not_run(self) -> int:
+        return self.n_units - len(self.records)
+
+    def top_error(self) -> tuple[str, int] | None:
+        """The most common error message (first line, trimmed) and its count."""
+        errors = Counter(str(r.get("error") or "").splitlines()[0][:160] if r.get("error") else "error"
+                         for r in self.records.values() if r.get("status") == "error")
+        return errors.most_common(1)[0] if errors else None
+
+
+def default_error_record(key: Hashable, exc: BaseException) -> Record:
+    return {"key": key if isinstance(key, str) else list(key) if isinstance(key, tuple) else str(key),
+            "status": "error", "error": str(exc)}
+
+
+async def map_with_resume(
+    run: RunDir,
+    records_file: str,
+    units: Sequence[U],
+    key: Callable[[U], Hashable],
+    call: Callable[[U, Record | None], Awaitable[Record]],
+    *,
+    record_key: Callable[[Record], Hashable] | None = None,
+    done: Callable[[Record], bool] = is_ok,
+    on_error: Callable[[U, BaseException], Record] | None = None,
+    on_record: Callable[[Record], None] | None = None,
+    concurrency: int = 8,
+    progress: bool = True,
+    desc: str = "",
+) -> MapResult[U]:
+    """Run ``call(unit, previous_record)`` for every unit not yet done; see the module docstring.
+
+    ``key(unit)`` and ``record_key(record)`` must agree (default ``record_key``: ``record["key"]``,
+    tuples compared as lists are turned back into tuples). ``previous_record`` is the unit's last
+    record (an error, or a partly finished one, e.g. answered but not judged), else ``None``.
+    ``on_error`` turns an :class:`LLMError` into the unit's error record (default:
+    :func:`default_error_record`). Duplicate keys among ``units`` are an error.
+    """
+    rkey = record_key or _record_key
+    keys = [key(u) for u in units]
+    dupes = sorted(str(k) for k, n in Counter(keys).items() if n > 1)
+    if dupes:
+        raise ValueError(f"{len(dupes)} duplicate unit id(s): {', '.join(dupes[:10])}")
+    wanted = set(keys)
+    with run.lock():
+        previous = {k: r for k, r in run.latest(records_file, rkey).items() if k in wanted}
+        todo = [(u, k) for u, k in zip(units, keys) if not (k in previous and done(previous[k]))]
+        bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc or records_file,
+                   unit="unit", disable=not progress, dynamic_ncols=True)
+        queue: asyncio.Queue[tuple[U, Hashable]] = asyncio.Queue()
+        for pair in todo:
+            queue.put_nowait(pair)
+        stop: list[BaseException] = []
+
+        def persist(rec: Record) -> None:
+            run.append(records_file, rec)
+            previous[rkey(rec)] = rec
+            if on_record is not None:
+                on_record(rec)
+            bar.update(1)
+
+        async def worker() -> None:
+            while not stop:
+                try:
+                    unit, k = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                try:
+                    rec = await call(unit, previous.get(k))
+                except StopWithRecord as exc:
+                    persist(exc.record)
+                    stop.append(exc.cause)
+                    return
+                except STOP_ERRORS as exc:
+                    stop.append(exc)
+                    return
+                except LLMError as exc:
+                    rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
+                persist(rec)
+
+        n_workers = max(1, min(concurrency, len(todo)))
+        try:
+            await asyncio.gather(*(worker() for _ in range(n_workers)))
+        finally:
+            bar.close()
+    first = stop[0] if stop else None
+    return MapResult(
+        records={k: previous[k] for k in keys if k in previous},
+        n_units=len(units),
+        n_skipped=len(units) - len(todo),
+        n_sent=len(todo) - queue.qsize(),
+        stopped=stop_reason(first) if first else None,
+        stop_error=first,
+        repairs=list(run.repairs),
+    )
+
+
+def _record_key(record: Record) -> Hashable:
+    k = record["key"]
+    return tuple(k) if isinstance(k, list) else k

@@ -1,0 +1,86 @@
+"""How every stage builds its model client: one set of options, one factory, one fallback.
+
+:class:`ClientOptions` holds the only defaults of the project for the settings that shape a model
+call (each documented beside its field); a stage that needs another value passes it explicitly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cresowlve_core.llm.cache import ResponseCache
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.pricing import CostMeter, PriceTable
+from cresowlve_core.llm.types import Endpoint, GenParams
+
+
+class ClientOptions(BaseModel):
+    """Settings of a model client and its calls. Recorded in every run manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_tokens: int | None = Field(4096, description="output budget per call (thinking models need room)")
+    temperature: float = Field(0.0, description="sampling temperature; 0 is as repeatable as the provider allows")
+    seed: int = Field(0, description="sampling seed sent to the provider (where supported)")
+    concurrency: int = Field(8, ge=1, description="calls in flight at once")
+    rpm: int | None = Field(None, ge=1, description="requests per minute limit (None: no limit)")
+    tpm: int | None = Field(None, ge=1, description="tokens per minute limit (None: no limit)")
+    timeout_s: float = Field(300.0, gt=0, description="read timeout of one HTTP attempt, seconds")
+    deadline_s: float | None = Field(None, gt=0, description="total deadline of one HTTP attempt, seconds (None: none)")
+    max_attempts: int = Field(6, ge=1, description="HTTP attempts per call, first one included")
+    backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles per attempt, jittered")
+    max_cost: float | None = Field(None, ge=0, description="stop cleanly before spending more USD than this")
+    cache: bool = Field(True, description="use the SQLite response cache")
+    cache_path: str | None = Field(None, description="cache file (None: data/cache/responses.sqlite)")
+
+    def gen_params(self, *, effort: str | None = None, api: str | None = None, **extra: Any) -> GenParams:
+        """The generation parameters for one call made with these options."""
+        return GenParams(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens,
+                         effort=effort, api=api, extra=extra)  # type: ignore[arg-type]
+
+    def open_cache(self) -> ResponseCache | None:
+        if not self.cache:
+            return None
+        return ResponseCache(Path(self.cache_path)) if self.cache_path else ResponseCache()
+
+
+def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter | None = None,
+                prices: PriceTable | None = None, cache: ResponseCache | None = None) -> LLMClient:
+    """The one way a stage builds its client. ``cache`` shares one cache between two clients."""
+    return LLMClient(
+        endpoint,
+        concurrency=options.concurrency,
+        rpm=options.rpm,
+        tpm=options.tpm,
+        max_attempts=options.max_attempts,
+        timeout_s=options.timeout_s,
+        cache=cache if cache is not None else options.open_cache(),
+        prices=prices,
+        max_cost=options.max_cost,
+        cost_meter=meter,
+        backoff_base_s=options.backoff_base_s,
+    )
+
+
+@contextlib.contextmanager
+def endpoint_or_embedded(model: str | None, base_url: str | None,
+                         api_key_env: str | None = None) -> Iterator[tuple[Endpoint, bool]]:
+    """The endpoint named, or (with no ``base_url``) the embedded Gemma 3 270M for the block.
+
+    Yields ``(endpoint, embedded)``. The embedded model is a tiny *base* model: anything built on
+    it demonstrates the pipeline, not a result, and reports say so.
+    """
+    if base_url:
+        if not model:
+            raise ValueError("a model name is required when a base URL is given")
+        yield Endpoint(base_url, model, api_key_env), False
+        return
+    from cresowlve_core.llm.local import local_server
+
+    with local_server() as srv:
+        yield Endpoint(srv.base_url, srv.model, None), True

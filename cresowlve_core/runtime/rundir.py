@@ -1,0 +1,196 @@
+"""A run directory: the unit of resume and reporting for every stage that calls models.
+
+It holds ``manifest.json`` and one or more append-only JSONL files. Each record is written,
+flushed and fsynced the moment its work finishes, so a killed run loses nothing that completed.
+Readers take the *last* record per key, so a retried unit simply supersedes its earlier error.
+
+A torn last line (a kill or a full disk mid-write) is moved to ``<file>.torn`` before the next
+append, so the file stays valid JSONL and nothing is silently lost. One process at a time may
+write a run directory (:meth:`RunDir.lock`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.runtime.manifest import Manifest, check_resumable
+from cresowlve_core.runtime.provenance import now_iso
+from cresowlve_core.secrets import find_secret_values, redact
+
+log = logging.getLogger(__name__)
+
+RESPONSES = "responses.jsonl"
+SUMMARY = "summary.json"
+LOCK = ".lock"
+
+
+class RunDirError(RuntimeError):
+    """The run directory cannot be used (not a directory, unwritable, locked, corrupt)."""
+
+
+class RunDir:
+    """Append-only JSONL files plus a manifest, safe to write from many asyncio tasks."""
+
+    def __init__(self, path: str | Path, *, secret_names: list[str] | None = None):
+        self.path = Path(path)
+        if str(path).strip() == "":
+            raise RunDirError("the run directory must not be empty")
+        if self.path.exists() and not self.path.is_dir():
+            raise RunDirError(f"{self.path} is a file, not a run directory")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise RunDirError(f"cannot create run directory {self.path}: a parent is a file") from exc
+        except PermissionError as exc:
+            raise RunDirError(f"cannot create run directory {self.path}: permission denied") from exc
+        if not os.access(self.path, os.W_OK):
+            raise RunDirError(f"run directory {self.path} is not writable")
+        self._lock = threading.Lock()
+        self._secrets = find_secret_values(secret_names)
+        self._checked: set[str] = set()
+        self.repairs: list[str] = []
+
+    # ---- manifest
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    def read_manifest(self) -> Manifest | None:
+        if not self.manifest_path.exists():
+            return None
+        try:
+            return Manifest.model_validate_json(self.manifest_path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise RunDirError(f"{self.manifest_path}: not a valid manifest ({str(exc).splitlines()[0]})") from exc
+
+    def write_manifest(self, manifest: Manifest) -> None:
+        self.write_json("manifest.json", manifest.model_dump(mode="json"))
+
+    def begin(self, manifest: Manifest) -> Manifest:
+        """Start or resume: check the old manifest (if any) against ``manifest`` and write it.
+        Raises :class:`~cresowlve_core.runtime.manifest.ResumeError` for another configuration."""
+        old = self.read_manifest()
+        if old is not None:
+            manifest = check_resumable(old, manifest)
+        self.write_manifest(manifest)
+        return manifest
+
+    def finish(self, manifest: Manifest, *, stopped: str | None = None,
+               summary: dict[str, Any] | None = None) -> Manifest:
+        """Stamp ``finished_at`` (and why it stopped early), write the manifest and the summary."""
+        manifest = manifest.model_copy(update={"finished_at": now_iso(), "stopped": stopped})
+        self.write_manifest(manifest)
+        if summary is not None:
+            self.write_json(SUMMARY, summary)
+        return manifest
+
+    def write_json(self, filename: str, data: Any) -> None:
+        """Write a whole JSON file atomically (manifest, summary)."""
+        target = self.path / filename
+        tmp = target.with_suffix(target.suffix + ".tmp")
+        tmp.write_text(self._safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)), encoding="utf-8")
+        os.replace(tmp, target)
+
+    # ---- records
+
+    def append(self, filename: str, record: dict[str, Any]) -> None:
+        line = self._safe(json.dumps(record, ensure_ascii=False, default=str))
+        with self._lock:
+            if filename not in self._checked:
+                self._repair_tail(filename)
+                self._checked.add(filename)
+            with open(self.path / filename, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+
+    def _repair_tail(self, filename: str) -> None:
+        """Make the file end on a complete line: a torn tail goes to ``<file>.torn``."""
+        path = self.path / filename
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        data = path.read_bytes()
+        if data.endswith(b"\n"):
+            return
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        try:
+            json.loads(tail)
+            complete = True
+        except ValueError:
+            complete = False
+        if complete:  # a whole record missing only its newline
+            with open(path, "ab") as f:
+                f.write(b"\n")
+            return
+        with open(path.with_name(path.name + ".torn"), "ab") as side:
+            side.write(tail + b"\n")
+        with open(path, "r+b") as f:
+            f.truncate(cut)
+            f.flush()
+            os.fsync(f.fileno())
+        msg = f"{path}: moved a torn last line ({len(tail)} bytes) to {path.name}.torn; its unit will be re-run"
+        self.repairs.append(msg)
+        log.warning(msg)
+
+    def read(self, filename: str) -> list[dict[str, Any]]:
+        """Every record in file order. A torn last line is skipped (and repaired on the next
+        append); any other unparseable line is an error naming the file and line."""
+        path = self.path / filename
+        if not path.exists():
+            return []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except UnicodeDecodeError as exc:
+            raise RunDirError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+        out = []
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if i == len(lines) - 1:
+                    log.warning("%s: ignoring a torn last line (the run was killed mid-write)", path)
+                    continue
+                raise RunDirError(f"{path}:{i + 1}: not JSON: {exc}") from exc
+            if not isinstance(rec, dict):
+                raise RunDirError(f"{path}:{i + 1}: a record must be a JSON object, not {type(rec).__name__}")
+            out.append(rec)
+        return out
+
+    def latest(self, filename: str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:
+        """The last record per key."""
+        return {key(r): r for r in self.read(filename)}
+
+    # ---- one writer at a time
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the run directory's lock; a second process gets a clear :class:`RunDirError`."""
+        f = open(self.path / LOCK, "a+")
+        try:
+            try:
+                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}); "
+                                  "wait for it to finish, or use another run directory") from None
+            f.seek(0)
+            f.truncate()
+            f.write(str(os.getpid()))
+            f.flush()
+            yield
+        finally:
+            f.close()
+
+    def _safe(self, text: str) -> str:
+        return redact(text, self._secrets)
