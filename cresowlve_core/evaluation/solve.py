@@ -12,9 +12,15 @@ from cresowlve_core.items import ItemView, Lang
 from cresowlve_core.evaluation.records import Extraction
 from cresowlve_core.prompts import Prompt, load_prompt
 
-_ANSWER_CLOSED = re.compile(r"<answer>(.*?)</answer>", re.I | re.S)
-_ANSWER_OPEN = re.compile(r"<answer>(?!.*<answer>)(.*)\Z", re.I | re.S)
-_ANSWER_LINE = re.compile(r"^\s*(?:\*\*)?(?:final answer|answer|ответ|окончательный ответ)(?:\*\*)?\s*[:：]\s*(?:\*\*)?(.+?)\s*$", re.I | re.M)
+#: Only the last this-many characters of a model's output are searched for the answer (a final
+#: answer sits at the end; a runaway output of megabytes must not stall the event loop).
+MAX_PARSE_CHARS = 200_000
+_OPEN, _CLOSE = "<answer>", "</answer>"
+# Matched against one line at a time, with no nested or adjacent unbounded quantifiers, so a line
+# is scanned once: blank lines or long runs of spaces cannot make it backtrack.
+_ANSWER_LINE = re.compile(
+    r"[ \t]*(?:\*\*)?(?:final answer|answer|ответ|окончательный ответ)(?:\*\*)?[ \t]*[:：](.*)", re.I
+)
 
 
 def solve_prompt(lang: Lang, thinking: bool) -> Prompt:
@@ -30,22 +36,31 @@ def extract_answer(text: str | None) -> tuple[str, Extraction]:
 
     In order: the last ``<Answer>…</Answer>``; the text after an unclosed last ``<Answer>``;
     a final ``Answer:`` line; otherwise the whole text, flagged ``fallback_whole_text``.
+    Tags and answer lines are looked for in the last :data:`MAX_PARSE_CHARS` characters only.
+    Linear in the length of ``text``: tags are found with ``str.rfind``, answer lines one line
+    at a time from the end.
     """
     text = (text or "").strip()
     if not text:
         return "", "empty"
-    closed = _ANSWER_CLOSED.findall(text)
-    last_open = text.lower().rfind("<answer>")
-    last_close = text.lower().rfind("</answer>")
+    tail = text[-MAX_PARSE_CHARS:]
+    low = tail.lower()  # same length as tail for every character that can spell a tag
+    if len(low) != len(tail):  # a few characters change length when lowered (e.g. "İ")
+        low = "".join(ch if len(ch.lower()) != 1 else ch.lower() for ch in tail)
+    last_open = low.rfind(_OPEN)
+    last_close = low.rfind(_CLOSE)
     if last_open > last_close:  # the final tag was never closed (e.g. max_tokens)
-        m = _ANSWER_OPEN.search(text)
-        if m and m.group(1).strip():
-            return _clean(m.group(1)), "unclosed_answer_tag"
-    if closed:
-        return _clean(closed[-1]), "answer_tag"
-    lines = _ANSWER_LINE.findall(text)
-    if lines:
-        return _clean(lines[-1]), "answer_line"
+        after = tail[last_open + len(_OPEN):]
+        if after.strip():
+            return _clean(after), "unclosed_answer_tag"
+    if last_close >= 0:
+        opening = low.rfind(_OPEN, 0, last_close)
+        if opening >= 0:
+            return _clean(tail[opening + len(_OPEN):last_close]), "answer_tag"
+    for line in reversed(tail.splitlines()):
+        m = _ANSWER_LINE.match(line)
+        if m and m.group(1).strip(" \t*"):
+            return _clean(m.group(1)), "answer_line"
     return _clean(text), "fallback_whole_text"
 
 
