@@ -105,16 +105,41 @@ def _utf8_valid_share(data: bytes) -> float:
     return good / (good + bad) if good + bad else 1.0
 
 
-def detect_encoding(data: bytes) -> str:
-    """Guess the encoding of a Russian text file: ``"utf-8"``, ``"koi8-r"`` or ``"cp1251"``.
+def _utf16_without_bom(data: bytes) -> str | None:
+    """``"utf-16-le"``/``"utf-16-be"`` if the bytes look like BOM-less UTF-16, else None.
 
-    UTF-8 wins if the bytes decode strictly, or if at least 90% of the non-ASCII characters are
-    valid UTF-8 (a UTF-8 file with a few corrupt bytes; KOI8-R or CP1251 Cyrillic almost never
-    forms valid UTF-8 sequences). Otherwise the single-byte decoding with the higher
-    :func:`russian_score` wins; ties go to KOI8-R, the db.chgk.info default.
+    Text in UTF-16 has a zero byte in one of every two positions for ASCII characters (and
+    ``0x04`` for Cyrillic): at least 30% of the even or odd bytes are zero, and the other
+    half almost never is. Single-byte encodings and UTF-8 never contain zero bytes in text.
+    """
+    sample = data[:65536]
+    if len(sample) < 4:
+        return None
+    even, odd = sample[0::2], sample[1::2]
+    z_even, z_odd = even.count(0) / len(even), odd.count(0) / len(odd)
+    if z_odd >= 0.3 and z_even < 0.05:
+        return "utf-16-le"
+    if z_even >= 0.3 and z_odd < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def detect_encoding(data: bytes) -> str:
+    """Guess the encoding of a Russian text file: ``"utf-8"``, ``"utf-16"``, ``"koi8-r"`` or ``"cp1251"``.
+
+    A byte-order mark decides (UTF-8, or UTF-16 as ``"utf-16"``); BOM-less UTF-16 is recognised
+    by its zero bytes (``"utf-16-le"``/``"utf-16-be"``). UTF-8 wins if the bytes decode strictly,
+    or if at least 90% of the non-ASCII characters are valid UTF-8 (a UTF-8 file with a few
+    corrupt bytes; KOI8-R or CP1251 Cyrillic almost never forms valid UTF-8 sequences).
+    Otherwise the single-byte decoding with the higher :func:`russian_score` wins; ties go to
+    KOI8-R, the db.chgk.info default.
     """
     if data.startswith(b"\xef\xbb\xbf"):
         return "utf-8"
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return "utf-16"
+    if (utf16 := _utf16_without_bom(data)) is not None:
+        return utf16
     try:
         data.decode("utf-8")
         return "utf-8"
@@ -734,6 +759,8 @@ def parse_pack(data: bytes | str, *, name: str | None = None, fmt: PackFormat | 
     report.n_decode_errors = n_errors
     if n_errors:
         report.pack_flags.insert(0, f"decode_errors:{n_errors}")
+    if not report.questions:
+        report.pack_flags.append("empty" if not text.strip() else "no_questions")
     return report
 
 
@@ -744,7 +771,8 @@ def read_pack_report(path: str | Path) -> PackReport:
 
 
 def read_pack(path: str | Path) -> list[ChgkQuestion]:
-    """Read one pack file and log a one-line summary (a warning if anything was flagged)."""
+    """Read one pack file and log a one-line summary (a warning if anything was flagged,
+    including an empty pack or one in which no question was found)."""
     report = read_pack_report(path)
     level = logging.WARNING if report.n_flagged or report.pack_flags else logging.INFO
     log.log(level, report.summary())
