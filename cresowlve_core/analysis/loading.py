@@ -9,13 +9,21 @@ number of them into a :class:`RunSet`:
 * ``runs`` — one row per run with its manifest fields and counts;
 * ``notes`` — human-readable messages about anything skipped or odd.
 
-Correctness columns are floats (1.0 / 0.0 / NaN) so means ignore what is unknown:
+Correctness: one float column (1.0 / 0.0 / NaN, so means ignore what is unknown) per metric of
+the registry :data:`cresowlve_core.evaluation.metrics.METRICS` (today ``em_strict``,
+``em_lenient``, ``judge``). A record's value comes from ``scores[name]`` when it is set, else
+from the fields older runs wrote (``em_strict`` / ``em_lenient``; for the judge
+``judge_verdict == "CORRECT"`` where ``judge_status == "scored"``). A new metric needs no change
+here, only a registry entry. The one rule for **errored items** (``status == "error"``: the
+model gave no answer), used by every table of notebooks 02 and 03 alike:
 
-* ``em_strict``, ``em_lenient`` — exact match; a response whose ``status`` is ``"error"``
-  (the model gave no answer) counts as wrong, an unset value stays NaN;
-* ``judge`` — ``judge_verdict == "CORRECT"`` where ``judge_status == "scored"``; in a run
-  that was judged, an errored response counts as wrong; anything the judge did not score
-  (``unscored``, ``error``, ``not_run``) is NaN and is counted in the reliability section;
+* an errored item counts as **wrong** for every formula metric, and for a model-based metric
+  (the judge) in runs that were judged; it stays in every denominator, and its count is shown
+  separately (``n_error``);
+* anything else without a value (``unscored``, judge ``error`` / ``not_run``, an unset
+  score) is NaN: it leaves that metric's denominator and is reported as *coverage*.
+
+``reasoning_type`` is lower-cased and stripped on load, so ``Creative`` = ``creative``.
 * ``judge_repeat`` — a second, independent judge verdict of the *same* response, read from
   ``extra.judge_repeat`` (``"CORRECT"`` / ``"INCORRECT"``); this is the one mechanism used
   to measure the judge's repeatability (see :mod:`cresowlve_core.analysis.reliability`).
@@ -43,16 +51,16 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.json as pj
 
-from cresowlve_core.evaluation.records import RunManifest
+from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.paths import REPO_ROOT
+from cresowlve_core.runtime.manifest import Manifest
 
 RESPONSES = "responses.jsonl"
 MANIFEST = "manifest.json"
-METRICS: dict[str, str] = {
-    "em_strict": "Exact match (strict)",
-    "em_lenient": "Exact match (lenient)",
-    "judge": "LLM judge",
-}
+#: metric name -> label, in registry order (derived from the registry, never edited here)
+METRICS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}
+MODEL_BASED: frozenset[str] = frozenset(m.name for m in METRIC_REGISTRY if m.model_based)
+_LEGACY_BOOL = ("em_strict", "em_lenient")  # old records: a top-level boolean per formula metric
 ANNOTATIONS = ("knowledge_domains", "creative_domains", "cultures")
 
 _USAGE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())])
@@ -72,8 +80,12 @@ SCHEMA = pa.schema(
         ("usage", _USAGE),
         ("cost", pa.float64()),
         ("cached", pa.bool_()),
+        ("answer", pa.string()),
+        ("prediction", pa.string()),
+        ("extraction", pa.string()),
         ("em_strict", pa.bool_()),
         ("em_lenient", pa.bool_()),
+        ("scores", pa.struct([(m.name, pa.bool_()) for m in METRIC_REGISTRY])),
         ("judge_status", pa.string()),
         ("judge_verdict", pa.string()),
         ("judge_model", pa.string()),
@@ -111,6 +123,16 @@ class RunSet:
 
     def has_judge(self) -> bool:
         return bool(self.responses["judge"].notna().any()) if not self.empty else False
+
+    @property
+    def metrics(self) -> list[str]:
+        """Metric names of the registry, in order (each one a column of ``responses``)."""
+        return list(METRICS)
+
+    @property
+    def incomplete(self) -> pd.DataFrame:
+        """Runs that did not finish (see ``complete`` in ``runs``)."""
+        return self.runs[~self.runs["complete"].astype(bool)] if not self.runs.empty else self.runs
 
 
 # ------------------------------------------------------------------ finding run directories
@@ -150,12 +172,14 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
-    """The manifest as a dict validated against :class:`RunManifest` (unknown keys kept)."""
+    """The manifest as a dict validated against the runtime :class:`Manifest` (unknown keys kept)."""
     path = run_dir / MANIFEST
     if not path.exists():
         return None
     raw = json.loads(path.read_text(encoding="utf-8"))
-    validated = RunManifest.model_validate(raw).model_dump()
+    if not isinstance(raw, dict):
+        raise ValueError("manifest.json is not a JSON object")
+    validated = Manifest.model_validate(raw).model_dump()
     return {**raw, **validated}
 
 
@@ -189,6 +213,12 @@ def _table_from_frame(df: pd.DataFrame) -> pa.Table:
         if fld.name == "extra":
             values = [
                 {"judge_repeat": _as_verdict(v.get("judge_repeat"))} if isinstance(v, dict) else None for v in values
+            ]
+        elif fld.name == "scores":
+            names = [f.name for f in fld.type]
+            values = [
+                {k: (None if v.get(k) is None else bool(v.get(k))) for k in names} if isinstance(v, dict) else None
+                for v in values
             ]
         elif pa.types.is_struct(fld.type):
             values = [v if isinstance(v, dict) else None for v in values]
@@ -255,6 +285,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
     effort = m.get("effort") if manifest is not None else first.get("effort")
     thinking = bool(m["thinking"]) if "thinking" in m else bool(normalise_effort(effort))
     judge = m.get("judge") or {}
+    planned = m.get("n_items")
     return {
         "run_id": m.get("run_id") or run_dir.name,
         "path": str(run_dir),
@@ -264,27 +295,44 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "thinking": thinking,
         "lang": m.get("lang") or first.get("lang"),
         "judge_model": judge.get("model") if isinstance(judge, dict) else None,
+        "judge_protocol": judge.get("protocol") if isinstance(judge, dict) else None,
+        "seed": m.get("seed"),
+        "judge_seed": judge.get("seed") if isinstance(judge, dict) else None,
+        "temperature": m.get("temperature"),
+        "stopped": m.get("stopped"),
         "manifest": manifest is not None,
         "synthetic_manifest": bool(m.get("synthetic", False)),
         "started_at": m.get("started_at"),
         "finished_at": m.get("finished_at"),
-        "n_items_planned": m.get("n_items"),
+        "n_planned": int(planned) if planned is not None else None,
     }
 
 
+def _legacy_score(df: pd.DataFrame, name: str) -> np.ndarray:
+    """A metric's value from the fields runs wrote before ``scores`` existed (NaN if none)."""
+    if name in _LEGACY_BOOL and name in df.columns:
+        return df[name].astype("float64").to_numpy(copy=True)
+    if name == "judge":
+        scored = (df["judge_status"].eq("scored") & df["judge_verdict"].notna()).to_numpy(dtype=bool)
+        return np.where(scored, df["judge_verdict"].eq("CORRECT").to_numpy(dtype=float), np.nan)
+    return np.full(len(df), np.nan)
+
+
 def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
-    """Derive float correctness columns and flatten usage (vectorised)."""
+    """Derive one float column per registry metric and flatten usage (vectorised)."""
     error = df["status"].eq("error").to_numpy()
-    for col in ("em_strict", "em_lenient"):
-        vals = df[col].astype("float64").to_numpy(copy=True)
-        vals[error] = 0.0
-        df[col] = vals
-    scored = df["judge_status"].eq("scored") & df["judge_verdict"].notna()
-    judge = np.where(scored, df["judge_verdict"].eq("CORRECT").astype(float), np.nan)
-    if "run_id" in df.columns:  # an errored response is a wrong answer only in runs that were judged
-        judged_run = scored.groupby(df["run_id"]).transform("any").to_numpy(dtype=bool)
-        judge[error & judged_run] = 0.0
-    df["judge"] = judge
+    for name in METRICS:
+        col = f"scores.{name}"
+        new = df.pop(col).astype("float64").to_numpy() if col in df.columns else np.full(len(df), np.nan)
+        vals = np.where(np.isnan(new), _legacy_score(df, name), new)
+        if name not in MODEL_BASED:
+            vals[error] = 0.0
+        elif "run_id" in df.columns:  # an errored response is wrong only in runs this model scored
+            judged_run = pd.Series(~np.isnan(vals)).groupby(df["run_id"].to_numpy()).transform("any").to_numpy(bool)
+            vals[error & judged_run] = 0.0
+        df[name] = vals
+    df["reasoning_type"] = df["reasoning_type"].astype("string").str.strip().str.lower().astype(object)
+    df.loc[df["reasoning_type"].isna(), "reasoning_type"] = None
     rep = df.pop("extra.judge_repeat").astype("string").str.upper()
     df["judge_repeat"] = np.where(rep.isin(["CORRECT", "INCORRECT"]), rep.eq("CORRECT").astype(float), np.nan)
     rename = {f"usage.{k}": k for k in ("input_tokens", "output_tokens", "reasoning_tokens")}
@@ -350,15 +398,16 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_
 
     runs_df = pd.DataFrame([infos[i] for i in keep]).reset_index(drop=True)
     runs_df["n_superseded"] = runs_df.get("n_superseded", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
-    counts = responses.groupby("run_id").agg(
+    counts = responses.assign(_err=responses["status"].eq("error")).groupby("run_id").agg(
         n_records=("id", "size"),
-        n_error=("status", lambda s: int(s.eq("error").sum())),
+        n_error=("_err", "sum"),
         any_synthetic=("synthetic", "any"),
         n_judged=("judge", "count"),
     )
     runs_df = runs_df.join(counts, on="run_id")
     for c in ("n_records", "n_error", "n_judged"):
         runs_df[c] = runs_df[c].fillna(0).astype(int)
+    runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
     runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(
         False
     ).astype(bool)
@@ -366,7 +415,34 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_
     for _, r in runs_df.iterrows():
         if r["n_records"] == 0:
             notes.append(f"`{Path(r['path']).name}`: no response records yet.")
+        elif not r["complete"]:
+            notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched)
+
+
+def _is_complete(run: dict[str, Any]) -> bool:
+    """Finished (``finished_at`` set, not stopped early) with a record for every planned item.
+
+    A run without a manifest (no plan known) counts as complete when it has records.
+    """
+    planned = run.get("n_planned")
+    if not run.get("manifest"):
+        return int(run.get("n_records") or 0) > 0
+    if planned is None or (isinstance(planned, float) and np.isnan(planned)):
+        return bool(run.get("finished_at")) and not run.get("stopped")
+    return bool(run.get("finished_at")) and not run.get("stopped") and int(run.get("n_records") or 0) >= int(planned)
+
+
+def unfinished_reason(run: Any) -> str:
+    """``"120 of 2061 planned items; stopped: max cost"`` for a run that did not finish."""
+    planned = run.get("n_planned") if hasattr(run, "get") else None
+    done = int(run.get("n_records") or 0)
+    parts = [f"{done} of {int(planned)} planned items" if planned is not None and not pd.isna(planned) else f"{done} items"]
+    if run.get("stopped"):
+        parts.append(f"stopped: {run.get('stopped')}")
+    elif not run.get("finished_at"):
+        parts.append("never marked finished")
+    return "; ".join(parts)
 
 
 def _empty_runs() -> pd.DataFrame:
@@ -380,11 +456,15 @@ def _empty_runs() -> pd.DataFrame:
         "lang",
         "judge_model",
         "synthetic",
+        "n_planned",
         "n_records",
         "n_error",
         "n_judged",
         "n_superseded",
         "n_lines",
+        "complete",
+        "seed",
+        "temperature",
     ]
     return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
@@ -411,5 +491,11 @@ def main_subset(responses: pd.DataFrame) -> tuple[pd.DataFrame, int]:
 
     Items with no ``reasoning_type`` are kept. Returns the subset and the number dropped.
     """
-    factual = responses["reasoning_type"].str.lower().eq("factual").fillna(False).to_numpy(dtype=bool)
+    factual = reasoning_is(responses, "factual")
     return responses.loc[~factual], int(factual.sum())
+
+
+def reasoning_is(responses: pd.DataFrame, kind: str) -> np.ndarray:
+    """Boolean mask: ``reasoning_type`` equals ``kind`` case- and space-insensitively."""
+    rt = responses["reasoning_type"].astype("string").str.strip().str.lower()
+    return rt.eq(kind.lower()).fillna(False).to_numpy(dtype=bool)

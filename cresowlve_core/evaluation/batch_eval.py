@@ -9,25 +9,22 @@ that a further call can submit whatever is still missing (e.g. items that failed
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
-from cresowlve_core.evaluation.runner import RESPONSES, EvalConfig, _key, evaluate_async, needs_work, summary_line
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, record_key, summary_line
 from cresowlve_core.evaluation.solve import solve_messages, solve_prompt
 from cresowlve_core.llm.batch import BATCH_FILE, collect_batch, submit_batch
-from cresowlve_core.runtime.rundir import RunDir
+from cresowlve_core.runtime import RESPONSES, RunDir, run_coro
 
 
 def batch_evaluate(cfg: EvalConfig) -> str:
     """Submit or collect; returns a one-line status for the user."""
-    from cresowlve_core.sources.sample import load_items
-
-    items = load_items(cfg.items, cfg.lang)[: cfg.limit]
+    items = load_eval_items(cfg)
     run = RunDir(cfg.run_dir)
     state_path = Path(cfg.run_dir) / BATCH_FILE
     if not state_path.exists():
-        previous = run.latest(RESPONSES, _key)
-        pending = [it for it in items if needs_work(previous.get((it.id, cfg.lang)), judged=False)]
+        previous = run.latest(RESPONSES, record_key)
+        pending = [it for it in items if (previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"]
         if not pending:
             return "nothing to submit: every item already has an answer"
         prompt = solve_prompt(cfg.lang, cfg.thinking)
@@ -37,6 +34,6 @@ def batch_evaluate(cfg: EvalConfig) -> str:
     results = collect_batch(cfg.endpoint(), cfg.run_dir)
     if results is None:
         return f"batch still running; status saved in {state_path}"
-    outcome = asyncio.run(evaluate_async(cfg, items, completions=results))
+    outcome = run_coro(evaluate_async(cfg, items, completions=results))
     state_path.rename(state_path.with_name(f"batch_collected_{len(list(state_path.parent.glob('batch_collected_*')))}.json"))
     return f"collected {len(results)} answers | " + summary_line(outcome.summary)

@@ -1,6 +1,6 @@
 """What one evaluation run writes: the manifest and one response record per (item, lang).
 
-A run directory holds ``manifest.json`` and ``responses.jsonl``. Records are appended and
+A run directory holds ``manifest.json`` (:class:`cresowlve_core.runtime.Manifest`) and ``responses.jsonl``. Records are appended and
 flushed as each item finishes; on resume the *last* record per ``(id, lang)`` wins.
 Item annotations (difficulty, domains, cultures, reasoning type) are copied into each
 record so that a run directory can be analysed on its own.
@@ -35,6 +35,7 @@ class ResponseRecord(BaseModel):
     n_atomic_facts: int | None = None
     # the answer
     answer: str | None = None  # the reference answer
+    other_answers: str | None = None  # the accepted alternatives (zachet), for rescoring
     prediction: str | None = None
     extraction: Extraction | None = None
     raw_output: str | None = None
@@ -43,8 +44,10 @@ class ResponseRecord(BaseModel):
     cost: float | None = None  # USD; None = unknown price
     latency_s: float | None = None
     cached: bool = False
-    em_strict: bool | None = None
-    em_lenient: bool | None = None
+    # every metric of the registry (evaluation/metrics.py): True, False or None (not scored)
+    scores: dict[str, bool | None] = Field(default_factory=dict)
+    em_strict: bool | None = None  # = scores["em_strict"], kept for readers of older runs
+    em_lenient: bool | None = None  # = scores["em_lenient"]
     # the judge
     judge_status: JudgeStatus = "not_run"
     judge_verdict: Literal["CORRECT", "INCORRECT"] | None = None
@@ -59,27 +62,3 @@ class ResponseRecord(BaseModel):
     def judge_correct(self) -> bool | None:
         return None if self.judge_verdict is None else self.judge_verdict == "CORRECT"
 
-
-class RunManifest(BaseModel):
-    run_id: str
-    kind: str = "eval"  # "eval" | "create" | later stages
-    model: str
-    base_url: str
-    api_key_env: str | None = None  # the NAME of the variable, never its value
-    effort: str | None = None
-    thinking: bool = False
-    lang: Literal["en", "ru"]
-    items: str
-    n_items: int
-    limit: int | None = None
-    seed: int = 0
-    temperature: float = 0.0
-    max_tokens: int | None = None
-    prompt: dict[str, str] = Field(default_factory=dict)  # {"name": ..., "version": ...}
-    judge: dict[str, Any] | None = None  # {"model", "base_url", "api_key_env", "prompt_version", "seed"}
-    git_sha: str | None = None
-    packages: dict[str, str] = Field(default_factory=dict)
-    started_at: str | None = None
-    finished_at: str | None = None
-    synthetic: bool = False
-    config: dict[str, Any] = Field(default_factory=dict)

@@ -1,45 +1,58 @@
-"""The evaluation run: solve every item with the model under test, score it, append the record.
+"""The evaluation run: solve every item with the model under test, score it, judge it.
 
-``evaluate(EvalConfig(...))`` is what ``cresowlve eval`` and ``notebooks/02_evaluation.ipynb`` call.
-The run directory is the unit of resume: re-running the same config on the same directory sends
-only what is missing or errored (and judges only what is not yet judged).
+``evaluate(EvalConfig(...))`` is what ``cresowlve eval`` and ``notebooks/02_evaluation.ipynb``
+call. It is one :func:`~cresowlve_core.runtime.map_with_resume` call over the items: the run
+directory is the unit of resume, so re-running the same config sends only what is missing or
+errored (and judges only what is not yet judged). Every answer is persisted the moment it
+arrives, before the judge is asked, so a judge failure never throws a paid answer away.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-from dataclasses import asdict, dataclass, field, replace
+import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from tqdm.auto import tqdm
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cresowlve_core.evaluation.records import ResponseRecord, RunManifest
-from cresowlve_core.evaluation.scoring import exact_match, exact_match_strict, judge_request, parse_verdict
+from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
+from cresowlve_core.evaluation.records import ResponseRecord
+from cresowlve_core.evaluation.scoring import judge_request, parse_verdict
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
-from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
-from cresowlve_core.llm.types import (
-    BudgetExceeded,
-    Completion,
-    Endpoint,
-    GenParams,
-    LLMConfigError,
-    LLMError,
-    LLMFatalError,
+from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError
+from cresowlve_core.runtime import (
+    RESPONSES,
+    ClientOptions,
+    Manifest,
+    MapResult,
+    ResumeError,
+    RunDir,
+    StopWithRecord,
+    map_with_resume,
+    new_manifest,
+    open_client,
+    run_coro,
 )
-from cresowlve_core.runtime.rundir import RunDir, complete_until_stopped, git_sha, now_iso, package_versions
+from cresowlve_core.runtime.errors import STOP_ERRORS
+from cresowlve_core.stats import wilson_interval
 
-RESPONSES = "responses.jsonl"
-SUMMARY = "summary.json"
+log = logging.getLogger(__name__)
+
+JUDGE_MAX_TOKENS = 512  # the judge writes a sentence or two and a verdict line
 
 
-@dataclass
-class EvalConfig:
-    """Everything that defines an evaluation run. Recorded in the manifest."""
+class EvalConfig(BaseModel):
+    """Everything that defines an evaluation run. Recorded in the manifest.
+
+    Client settings live in ``options`` (:class:`ClientOptions`, the project's one set of
+    defaults); for convenience they may also be given flat (``EvalConfig(concurrency=16, ...)``).
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     model: str
     base_url: str
@@ -49,29 +62,26 @@ class EvalConfig:
     api_key_env: str | None = None
     effort: str | None = None
     prompt_style: str | None = None  # "cot" | "plain"; default: plain iff an effort is set
-    judge_model: str | None = None
-    judge_base_url: str | None = None
-    judge_api_key_env: str | None = None
-    concurrency: int = 8
-    limit: int | None = None
-    seed: int = 0
-    temperature: float = 0.0
-    max_tokens: int | None = 4096
-    judge_max_tokens: int = 512
-    judge_repeat: bool = False  # judge each answer twice (seed, seed+1) to measure repeatability
-    max_cost: float | None = None
-    rpm: int | None = None
-    tpm: int | None = None
-    cache: bool = True
-    cache_path: str | None = None
     api: str | None = None  # force "chat" | "responses" | "completions"
-    timeout_s: float = 300.0
-    max_attempts: int = 6
-    backoff_base_s: float = 0.5
+    judge_model: str | None = None
+    judge_base_url: str | None = None  # default: the model's
+    judge_api_key_env: str | None = None  # default: the model's when the judge shares its base URL
+    judge_max_tokens: int = JUDGE_MAX_TOKENS
+    judge_repeat: bool = False  # judge each answer twice (seed, seed+1) to measure repeatability
+    limit: int | None = Field(None, ge=1)
+    options: ClientOptions = Field(default_factory=ClientOptions)
 
-    def client_options(self) -> dict[str, Any]:
-        return {"concurrency": self.concurrency, "timeout_s": self.timeout_s,
-                "max_attempts": self.max_attempts, "backoff_base_s": self.backoff_base_s}
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_options(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            flat = {k: data[k] for k in list(data) if k in ClientOptions.model_fields}
+            if flat:
+                data = {k: v for k, v in data.items() if k not in flat}
+                base = data.get("options") or ClientOptions()
+                base = base.model_dump() if isinstance(base, ClientOptions) else dict(base)
+                data["options"] = ClientOptions(**{**base, **{k: v for k, v in flat.items() if v is not None}})
+        return data
 
     @property
     def thinking(self) -> bool:
@@ -79,79 +89,58 @@ class EvalConfig:
             return self.prompt_style == "plain"
         return self.effort is not None
 
+    @property
+    def seed(self) -> int:
+        return self.options.seed
+
     def endpoint(self) -> Endpoint:
         return Endpoint(self.base_url, self.model, self.api_key_env)
 
     def judge_endpoint(self) -> Endpoint | None:
         if not self.judge_model:
             return None
-        return Endpoint(self.judge_base_url or self.base_url, self.judge_model, self.judge_api_key_env)
+        base = self.judge_base_url or self.base_url
+        key = self.judge_api_key_env or (self.api_key_env if base == self.base_url else None)
+        return Endpoint(base, self.judge_model, key)
 
     def gen_params(self) -> GenParams:
-        return GenParams(
-            temperature=self.temperature,
-            seed=self.seed,
-            max_tokens=self.max_tokens,
-            effort=self.effort,
-            api=self.api,  # type: ignore[arg-type]
-        )
+        return self.options.gen_params(effort=self.effort, api=self.api)
 
-    def judge_params(self) -> GenParams:
-        return GenParams(temperature=0.0, seed=self.seed, max_tokens=self.judge_max_tokens, api="chat")
+    def judge_options(self) -> ClientOptions:
+        """The judge: deterministic decoding, its own small budget, no cost cap of its own."""
+        return self.options.model_copy(update={"temperature": 0.0, "max_tokens": self.judge_max_tokens,
+                                               "max_cost": None})
+
+    def judge_params(self, seed: int | None = None) -> GenParams:
+        p = self.judge_options().gen_params(api="chat")
+        return p if seed is None else GenParams(**{**p.__dict__, "seed": seed})
 
 
-@dataclass
-class EvalOutcome:
+class EvalOutcome(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     run_dir: Path
     summary: dict[str, Any]
     stopped: str | None = None  # why the run stopped early, if it did
-    records: list[ResponseRecord] = field(default_factory=list)
+    records: list[ResponseRecord] = Field(default_factory=list)
 
 
-def _key(r: dict[str, Any]) -> tuple[str, str]:
+def record_key(r: dict[str, Any]) -> tuple[str, str]:
     return (r["id"], r["lang"])
 
 
-def _check_same_run(existing: dict[str, Any], manifest: RunManifest) -> None:
-    """Resume only the same configuration. The base URL may change (a server on another port
-    or host serves the same model); the change is recorded in the manifest."""
-    if existing.get("base_url") != manifest.base_url:
-        history = existing.get("config", {}).get("base_url_history", [existing.get("base_url")])
-        manifest.config["base_url_history"] = [*history, manifest.base_url]
-    for field_name in ("model", "lang", "items", "effort"):
-        old, new = existing.get(field_name), getattr(manifest, field_name)
-        if old != new:
-            raise ValueError(
-                f"run directory already holds a run with {field_name}={old!r}, not {new!r}; "
-                f"use another --run-dir (resume only continues the same configuration)"
-            )
-    if existing.get("prompt", {}).get("version") != manifest.prompt.get("version"):
-        raise ValueError(
-            f"run directory was made with prompt {existing.get('prompt')} but the current prompt is "
-            f"{manifest.prompt}; use another --run-dir"
-        )
-
-
-def incompatible_run(cfg: EvalConfig) -> str | None:
-    """Why ``cfg.run_dir`` holds a run that ``cfg`` cannot resume (None if it can, or is new)."""
-    existing = RunDir(cfg.run_dir).read_manifest() if Path(cfg.run_dir).exists() else None
-    if not existing:
-        return None
-    try:
-        _check_same_run(existing, build_manifest(cfg, existing.get("n_items", 0)))
-    except ValueError as exc:
-        return str(exc)
-    return None
-
-
-def build_manifest(cfg: EvalConfig, n_items: int) -> RunManifest:
+def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
     prompt = solve_prompt(cfg.lang, cfg.thinking)
+    prompts = [prompt.tag]
     judge = None
     if (je := cfg.judge_endpoint()) is not None:
         jp = judge_request("x", "q", "a", "p").prompt
-        judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env,
-                 "prompt": jp.name, "prompt_version": jp.version, "seed": cfg.seed, "temperature": 0.0}
-    return RunManifest(
+        prompts.append(jp.tag)
+        judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
+                 "seed": cfg.seed, "temperature": 0.0, "max_tokens": cfg.judge_max_tokens,
+                 "repeat": cfg.judge_repeat, "protocol": "nonce-verdict"}
+    return new_manifest(
+        "eval",
         run_id=Path(cfg.run_dir).name,
         model=cfg.model,
         base_url=cfg.base_url,
@@ -163,110 +152,103 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> RunManifest:
         n_items=n_items,
         limit=cfg.limit,
         seed=cfg.seed,
-        temperature=cfg.temperature,
-        max_tokens=cfg.max_tokens,
-        prompt={"name": prompt.name, "version": prompt.version},
+        temperature=cfg.options.temperature,
+        max_tokens=cfg.options.max_tokens,
+        prompts=prompts,
+        options=cfg.options.model_dump(mode="json"),
         judge=judge,
-        git_sha=git_sha(),
-        packages=package_versions(),
-        started_at=now_iso(),
-        config={k: v for k, v in asdict(cfg).items()},
+        config=cfg.model_dump(mode="json", exclude={"options"}),
     )
 
 
-def _record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
+def incompatible_run(cfg: EvalConfig) -> str | None:
+    """Why ``cfg.run_dir`` holds a run that ``cfg`` cannot resume (None if it can, or is new)."""
+    from cresowlve_core.runtime.manifest import check_resumable
+
+    if not Path(cfg.run_dir).is_dir():
+        return None
+    old = RunDir(cfg.run_dir).read_manifest()
+    if old is None:
+        return None
+    try:
+        check_resumable(old, build_manifest(cfg, old.n_items or 0))
+    except ResumeError as exc:
+        return str(exc)
+    return None
+
+
+def record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
+    """The item's fields every record carries, so a run directory can be analysed on its own."""
     view = item.view(cfg.lang)
     return {
-        "id": item.id,
-        "lang": cfg.lang,
-        "model": cfg.model,
-        "effort": cfg.effort,
-        "difficulty": item.difficulty,
-        "reasoning_type": item.reasoning_type,
-        "knowledge_domains": item.knowledge_domains,
-        "creative_domains": item.creative_domains,
+        "id": item.id, "lang": cfg.lang, "model": cfg.model, "effort": cfg.effort,
+        "difficulty": item.difficulty, "reasoning_type": item.reasoning_type,
+        "knowledge_domains": item.knowledge_domains, "creative_domains": item.creative_domains,
         "cultures": item.cultures,
         "n_atomic_facts": len(item.atomic_facts) if item.atomic_facts is not None else None,
-        "answer": view.answer,
+        "answer": view.answer, "other_answers": view.other_answers,
     }
 
 
-def scored_fields(view: ItemView, c: Completion) -> dict[str, Any]:
-    """Extraction and exact match for one finished completion of the model under test."""
-    prediction, how = extract_answer(c.text)
-    return dict(
-        status="ok", prediction=prediction, extraction=how, raw_output=c.text, thoughts=c.thoughts,
-        usage=c.usage, cost=c.cost, latency_s=round(c.latency_s, 3), cached=c.cached,
-        em_strict=exact_match_strict(prediction, view.answer),
-        em_lenient=exact_match(prediction, view.answer, view.other_answers),
-    )
+def score_fields(raw_output: str | None, answer: str, other_answers: str | None) -> dict[str, Any]:
+    """Answer extraction and every formula metric, from the raw output alone (no model call)."""
+    prediction, how = extract_answer(raw_output)
+    scores = formula_scores(prediction, Reference(answer, other_answers))
+    return {"prediction": prediction, "extraction": how, "scores": scores,
+            "em_strict": scores.get("em_strict"), "em_lenient": scores.get("em_lenient")}
+
+
+def answer_fields(view: ItemView, c: Completion) -> dict[str, Any]:
+    """A finished completion of the model under test, extracted and scored."""
+    return dict(status="ok", raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost,
+                latency_s=round(c.latency_s, 3), cached=c.cached,
+                **score_fields(c.text, view.answer, view.other_answers))
+
+
+def needs_judge(prev: dict[str, Any] | None) -> bool:
+    return prev is not None and prev.get("status") == "ok" and prev.get("judge_status") in (None, "not_run", "error")
 
 
 class _Evaluator:
-    def __init__(self, cfg: EvalConfig, run: RunDir, prices: PriceTable):
-        self.cfg = cfg
-        self.run = run
-        self.prices = prices
-        cache = ResponseCache(Path(cfg.cache_path)) if cfg.cache_path else (ResponseCache() if cfg.cache else None)
-        self.meter = CostMeter()
-        self.judge_meter = CostMeter()
-        self.client = LLMClient(
-            cfg.endpoint(), rpm=cfg.rpm, tpm=cfg.tpm, cache=cache, prices=prices, max_cost=cfg.max_cost,
-            cost_meter=self.meter, **cfg.client_options(),
-        )
-        je = cfg.judge_endpoint()
-        self.judge = (
-            LLMClient(je, cache=cache, prices=prices, cost_meter=self.judge_meter, **cfg.client_options())
-            if je else None
-        )
-        self.prompt = solve_prompt(cfg.lang, cfg.thinking)
-        # After a fatal error (bad key, unknown model, ...) nothing more is sent: every queued
-        # task re-raises it after taking its slot, instead of making another request.
-        self._slots = asyncio.Semaphore(cfg.concurrency)
-        self.fatal: LLMError | None = None
+    """The per-item call of the run: solve (unless answered already), persist, judge."""
 
-    async def _call(self, client: LLMClient, messages: list[dict[str, str]], params: GenParams, version: str) -> Completion:
-        async with self._slots:
-            if self.fatal is not None:
-                raise self.fatal
-            try:
-                return await client.complete(messages, params, prompt_version=version)
-            except (LLMFatalError, LLMConfigError) as exc:
-                self.fatal = exc
-                raise
+    def __init__(self, cfg: EvalConfig, run: RunDir, completions: dict[str, Completion] | None):
+        self.cfg, self.run, self.completions = cfg, run, completions or {}
+        prices = PriceTable.load()
+        cache = cfg.options.open_cache()
+        self.meter, self.judge_meter = CostMeter(), CostMeter()
+        self.client: LLMClient = open_client(cfg.endpoint(), cfg.options, meter=self.meter, prices=prices, cache=cache)
+        je = cfg.judge_endpoint()
+        self.judge: LLMClient | None = (
+            open_client(je, cfg.judge_options(), meter=self.judge_meter, prices=prices, cache=cache) if je else None)
+        self.prompt = solve_prompt(cfg.lang, cfg.thinking)
 
     async def aclose(self) -> None:
         await self.client.aclose()
         if self.judge:
             await self.judge.aclose()
 
-    async def solve_and_score(self, item: Item, previous: dict[str, Any] | None,
-                              completion: Completion | None = None) -> ResponseRecord:
-        """Solve (unless ``completion`` came from elsewhere, e.g. a batch), score, judge."""
+    def done(self, rec: dict[str, Any]) -> bool:
+        return rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec))
+
+    async def __call__(self, item: Item, previous: dict[str, Any] | None) -> dict[str, Any]:
         cfg = self.cfg
         view = item.view(cfg.lang)
-        rec: dict[str, Any]
         if previous is not None and previous.get("status") == "ok":
-            rec = dict(previous)  # only the judge is missing
+            rec = {**previous}  # answered before; only the judge is missing
         else:
-            rec = _record_base(item, cfg)
-            try:
-                c = completion or await self._call(
-                    self.client, solve_messages(view, self.prompt), cfg.gen_params(), self.prompt.tag)
-            except (LLMFatalError, LLMConfigError, BudgetExceeded):
-                raise
-            except LLMError as exc:
-                return ResponseRecord(**rec, status="error", error=str(exc))
-            rec.update(scored_fields(view, c))
+            c = self.completions.get(item.id) or await self.client.complete(
+                solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
+            rec = {**record_base(item, cfg), **answer_fields(view, c)}
+            if self.judge is not None:  # the paid answer is on disk before the judge is asked
+                self.run.append(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
         if self.judge is not None:
             try:
-                rec.update(await self._judge(item, rec["prediction"] or ""))
-            except (LLMFatalError, LLMConfigError) as exc:
-                # the run stops, but the answer already paid for is kept (judged on resume)
+                rec.update(await self._judge(item, rec.get("prediction") or ""))
+            except STOP_ERRORS as exc:
                 rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
-                self.run.append(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
-                raise
-        return ResponseRecord(**rec)
+                raise StopWithRecord(exc, _with_judge_score(rec)) from exc
+        return _with_judge_score(rec)
 
     async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:
         out = await self._judge_once(item, prediction, self.cfg.seed)
@@ -278,100 +260,74 @@ class _Evaluator:
         return out
 
     async def _judge_once(self, item: Item, prediction: str, seed: int) -> dict[str, Any]:
+        assert self.judge is not None
         view = item.view(self.cfg.lang)
         req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
                             other_answers=view.other_answers, seed=seed)
-        assert self.judge is not None
-        params = replace(self.cfg.judge_params(), seed=seed)
         try:
-            c = await self._call(self.judge, req.messages, params, req.prompt.tag)
-        except (LLMFatalError, LLMConfigError):
+            c = await self.judge.complete(req.messages, self.cfg.judge_params(seed), prompt_version=req.prompt.tag)
+        except STOP_ERRORS:
             raise
         except LLMError as exc:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
                     "judge_model": self.cfg.judge_model, "judge_cost": None}
         verdict = parse_verdict(c.text, req.nonce)
-        return {
-            "judge_status": "scored" if verdict else "unscored",
-            "judge_verdict": verdict,
-            "judge_raw": c.text,
-            "judge_model": self.cfg.judge_model,
-            "judge_usage": c.usage,
-            "judge_cost": c.cost,
-        }
+        return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict, "judge_raw": c.text,
+                "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
+
+
+def _with_judge_score(rec: dict[str, Any]) -> dict[str, Any]:
+    verdict = rec.get("judge_verdict")
+    scores = {**(rec.get("scores") or {}), "judge": None if verdict is None else verdict == "CORRECT"}
+    return ResponseRecord(**{**rec, "scores": scores}).model_dump(mode="json")
 
 
 def _add_costs(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
-def needs_work(prev: dict[str, Any] | None, judged: bool) -> bool:
-    if prev is None or prev.get("status") != "ok":
-        return True
-    return judged and prev.get("judge_status") in (None, "not_run", "error")
-
-
 async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool = True,
-                         on_record: Callable[[ResponseRecord], None] | None = None,
+                         on_record: Callable[[dict[str, Any]], None] | None = None,
                          completions: dict[str, Completion] | None = None) -> EvalOutcome:
     """Evaluate ``items`` into ``cfg.run_dir``, resuming. With ``completions`` (answers collected
     from a batch, by item id) only those items are scored, and nothing is sent to the model under test."""
-    run = RunDir(cfg.run_dir)
-    manifest = build_manifest(cfg, len(items))
-    existing_manifest = run.read_manifest()
-    if existing_manifest:
-        _check_same_run(existing_manifest, manifest)
-        manifest.started_at = existing_manifest.get("started_at")
-        manifest.config["resumed_at"] = now_iso()
-    run.write_manifest(manifest.model_dump())
-    previous = run.latest(RESPONSES, _key)
-    todo = [it for it in items if needs_work(previous.get((it.id, cfg.lang)), cfg.judge_model is not None)]
-    if completions is not None:
-        todo = [it for it in todo if it.id in completions]
-    ev = _Evaluator(cfg, run, PriceTable.load())
-    stopped: str | None = None
-    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"{cfg.model} [{cfg.lang}]",
-               unit="item", disable=not progress)
-    tasks = [asyncio.create_task(ev.solve_and_score(it, previous.get((it.id, cfg.lang)), (completions or {}).get(it.id)))
-             for it in todo]
+    run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
+    manifest = run.begin(build_manifest(cfg, len(items)))
+    units = [it for it in items if completions is None or it.id in completions]
+    ev = _Evaluator(cfg, run, completions)
 
-    def persist(rec: ResponseRecord) -> None:
-        run.append(RESPONSES, rec.model_dump(mode="json"))
-        if on_record:
-            on_record(rec)
-        bar.update(1)
+    def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
+        return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc)).model_dump(mode="json")
 
     try:
-        why = await complete_until_stopped(tasks, (BudgetExceeded, LLMFatalError, LLMConfigError), persist)
+        result = await map_with_resume(
+            run, RESPONSES, units, key=lambda it: (it.id, cfg.lang), call=ev, record_key=record_key,
+            done=ev.done, on_error=on_error, on_record=on_record, concurrency=cfg.options.concurrency,
+            progress=progress, desc=f"{cfg.model} [{cfg.lang}]")
     finally:
-        bar.close()
         await ev.aclose()
-    if isinstance(why, BudgetExceeded):
-        stopped = f"max_cost reached: {why}"
-    elif why is not None:
-        stopped = f"fatal: {why}"
-    latest = run.latest(RESPONSES, _key)
+    latest = run.latest(RESPONSES, record_key)
     records = [ResponseRecord(**latest[(it.id, cfg.lang)]) for it in items if (it.id, cfg.lang) in latest]
-    summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(), judge_meter=ev.judge_meter.summary())
-    summary["stopped"] = stopped
-    manifest.finished_at = now_iso()
-    if stopped:
-        manifest.config["stopped"] = stopped
-    run.write_manifest(manifest.model_dump())
-    (run.path / SUMMARY).write_text(json.dumps(summary, indent=2))
-    if stopped and stopped.startswith("fatal"):
-        raise LLMFatalError(stopped.removeprefix("fatal: "))
-    return EvalOutcome(run.path, summary, stopped, records)
+    summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(),
+                        judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None)
+    summary["stopped"] = result.stopped
+    summary["repairs"] = result.repairs
+    run.finish(manifest, stopped=result.stopped, summary=summary)
+    if result.stop_error is not None and not isinstance(result.stop_error, BudgetExceeded):
+        raise result.stop_error  # a wrong key, model or endpoint: everything finished is on disk
+    return EvalOutcome(run_dir=run.path, summary=summary, stopped=result.stopped, records=records)
+
+
+def load_eval_items(cfg: EvalConfig) -> list[Item]:
+    from cresowlve_core.sources.sample import load_items
+
+    items = load_items(cfg.items, cfg.lang)
+    return items[: cfg.limit] if cfg.limit is not None else items
 
 
 def evaluate(cfg: EvalConfig, *, progress: bool = True) -> EvalOutcome:
     """Load the items named by ``cfg.items`` and run :func:`evaluate_async` to completion."""
-    from cresowlve_core.sources.sample import load_items
-
-    items = load_items(cfg.items, cfg.lang)
-    if cfg.limit is not None:
-        items = items[: cfg.limit]
-    return asyncio.run(evaluate_async(cfg, items, progress=progress))
+    return run_coro(evaluate_async(cfg, load_eval_items(cfg), progress=progress))
 
 
 def _sum(values: list[int | None]) -> int | None:
@@ -379,54 +335,134 @@ def _sum(values: list[int | None]) -> int | None:
     return sum(known) if known else None
 
 
+def _costs(values: list[float | None]) -> float | None:
+    """A total, or None (unknown) when any part is unknown or there is nothing to add."""
+    return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
+
+
+def metric_summary(records: list[ResponseRecord], n_items: int) -> dict[str, dict[str, Any]]:
+    """Per metric of the registry: correct k over scored n, accuracy with a Wilson 95% CI, and
+    coverage (scored / planned items). Errored and not-run items are not scored."""
+    out: dict[str, dict[str, Any]] = {}
+    for m in METRICS:
+        values = [r.scores.get(m.name) for r in records if r.status == "ok"]
+        scored = [v for v in values if v is not None]
+        k, n = sum(scored), len(scored)
+        ci = wilson_interval(k, n) if n else None
+        out[m.name] = {"label": m.label, "k": k, "n": n, "accuracy": k / n if n else None,
+                       "ci95": list(ci) if ci else None, "coverage": n / n_items if n_items else None}
+    return out
+
+
 def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[str, Any] | None = None,
-              judge_meter: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Table-1 numbers for one run: EM strict/lenient, judge accuracy with a Wilson 95% CI, counts."""
-    from cresowlve_core.stats import wilson_interval
+              judge_meter: dict[str, Any] | None = None, judged: bool | None = None) -> dict[str, Any]:
+    """Table-1 numbers for one run (every metric of the registry, with n, coverage and a Wilson
+    95% CI), counts of errored and not-run items, the most common error, tokens and cost."""
+    from collections import Counter
 
     ok = [r for r in records if r.status == "ok"]
-    scored = [r for r in ok if r.judge_status == "scored"]
-    judge_correct = sum(r.judge_verdict == "CORRECT" for r in scored)
-    lo, hi = wilson_interval(judge_correct, len(scored)) if scored else (None, None)
-    costs = [r.cost for r in ok]
-    judge_costs = [r.judge_cost for r in ok if r.judge_status != "not_run"]
-    usage = lambda attr, rs: _sum([getattr(r.usage, attr) for r in rs])  # noqa: E731
+    errors = Counter((r.error or "error").splitlines()[0][:160] for r in records if r.status == "error")
+    metrics = metric_summary(records, n_items)
+    judge = metrics["judge"]
+    if judged is None:
+        judged = any(r.judge_status != "not_run" for r in ok)
+    usage = lambda attr: _sum([getattr(r.usage, attr) for r in ok])  # noqa: E731
     return {
         "n_items": n_items,
         "n_ok": len(ok),
-        "n_error": sum(r.status == "error" for r in records),
+        "n_error": sum(errors.values()),
         "n_not_run": n_items - len(records),
-        "em_strict": sum(bool(r.em_strict) for r in ok) / len(ok) if ok else None,
-        "em_lenient": sum(bool(r.em_lenient) for r in ok) / len(ok) if ok else None,
-        "n_judged": len(scored),
-        "judge_accuracy": judge_correct / len(scored) if scored else None,
-        "judge_ci95": [lo, hi] if scored else None,
+        "top_error": list(errors.most_common(1)[0]) if errors else None,
+        "metrics": metrics,
+        "em_strict": metrics["em_strict"]["accuracy"],
+        "em_lenient": metrics["em_lenient"]["accuracy"],
+        "judged": judged,
+        "n_judged": judge["n"],
+        "judge_accuracy": judge["accuracy"],
+        "judge_ci95": judge["ci95"],
         "n_unscored": sum(r.judge_status == "unscored" for r in ok),
         "n_judge_error": sum(r.judge_status == "error" for r in ok),
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
-        "input_tokens": usage("input_tokens", ok),
-        "output_tokens": usage("output_tokens", ok),
-        "reasoning_tokens": usage("reasoning_tokens", ok),
-        "cost": None if not costs or any(c is None for c in costs) else sum(costs),
-        "judge_cost": None if not judge_costs or any(c is None for c in judge_costs) else sum(judge_costs),
+        "input_tokens": usage("input_tokens"),
+        "output_tokens": usage("output_tokens"),
+        "reasoning_tokens": usage("reasoning_tokens"),
+        "cost": _costs([r.cost for r in ok]),
+        "judge_cost": _costs([r.judge_cost for r in ok if r.judge_status != "not_run"]) if judged else None,
         "spent_now": {"model": model_meter, "judge": judge_meter},
     }
 
 
 def summary_line(s: dict[str, Any]) -> str:
+    """The one-line summary the CLI prints (and the notebook shows)."""
     pct = lambda v: "n/a" if v is None else f"{100 * v:.1f}%"  # noqa: E731
     judge = "judge: none"
-    if s["judge_accuracy"] is not None:
+    if s.get("judge_accuracy") is not None:
         lo, hi = s["judge_ci95"]
         judge = f"judge {pct(s['judge_accuracy'])} [{pct(lo)}, {pct(hi)}] (n={s['n_judged']})"
-    elif s["n_unscored"] or s["n_judge_error"]:
+    elif s.get("n_unscored") or s.get("n_judge_error"):
         judge = "judge: no verdicts"
     cost = "unknown" if s["cost"] is None else f"${s['cost']:.4f}"
-    jcost = "unknown" if s["judge_cost"] is None else f"${s['judge_cost']:.4f}"
+    if s.get("judged"):
+        cost += " (judge " + ("unknown" if s["judge_cost"] is None else f"${s['judge_cost']:.4f}") + ")"
     tok = f"tokens in/out/reasoning {s['input_tokens']}/{s['output_tokens']}/{s['reasoning_tokens']}"
     return (
         f"n={s['n_items']} ok={s['n_ok']} error={s['n_error']} not-run={s['n_not_run']} | "
         f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
-        f"unscored {s['n_unscored']} | {tok} | cost {cost} (judge {jcost})"
+        f"unscored {s['n_unscored']} | {tok} | cost {cost}"
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
     )
+
+
+def rescore(run_dir: str | Path) -> dict[str, Any]:
+    """Recompute answer extraction and every formula metric of a finished run from the stored
+    raw outputs, with no model call; judge verdicts are kept as they are. Rewrites
+    ``responses.jsonl`` atomically (the old file is kept as ``responses.jsonl.bak``) and the summary."""
+    import os
+
+    run = RunDir(run_dir)
+    manifest = run.read_manifest()
+    if manifest is None:
+        raise FileNotFoundError(f"{run_dir}: no manifest.json, not a run directory")
+    with run.lock():
+        latest = run.latest(RESPONSES, record_key)
+        items = _items_for_rescore(manifest, latest)
+        fresh = []
+        for key, rec in latest.items():
+            if rec.get("status") == "ok":
+                other = rec.get("other_answers")
+                if other is None and key[0] in items:
+                    other = items[key[0]].view(key[1]).other_answers
+                rec = {**rec, "other_answers": other, **score_fields(rec.get("raw_output"), rec.get("answer") or "", other)}
+                rec = _with_judge_score(rec)
+            fresh.append(ResponseRecord(**rec))
+        path = run.path / RESPONSES
+        tmp = path.with_suffix(".jsonl.tmp")
+        tmp.write_text("".join(r.model_dump_json() + "\n" for r in fresh), encoding="utf-8")
+        os.replace(path, path.with_suffix(".jsonl.bak"))
+        os.replace(tmp, path)
+    n_items = manifest.n_items or len(fresh)
+    old = {}
+    if (run.path / "summary.json").exists():
+        import json
+
+        old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
+    summary = summarize(fresh, n_items=n_items, judged=manifest.judge is not None)
+    summary["spent_now"] = old.get("spent_now")
+    summary["stopped"] = old.get("stopped")
+    summary["rescored"] = True
+    run.write_json("summary.json", summary)
+    return summary
+
+
+def _items_for_rescore(manifest: Manifest, latest: dict[Any, dict[str, Any]]) -> dict[str, Item]:
+    """The run's items, for records written before ``other_answers`` was stored in each record."""
+    if all("other_answers" in r for r in latest.values()) or not manifest.items:
+        return {}
+    from cresowlve_core.sources.sample import load_items
+
+    try:
+        return {it.id: it for it in load_items(manifest.items, manifest.lang or "en")}  # type: ignore[arg-type]
+    except (OSError, ValueError) as exc:
+        log.warning("rescore: cannot load the run's items (%s); lenient EM of records without stored "
+                    "accepted answers uses the reference alone", str(exc).splitlines()[0])
+        return {}

@@ -63,6 +63,7 @@ class Manifest(BaseModel):
         ``kind: create``."""
         if isinstance(data, dict):
             data = dict(data)
+            data.setdefault("kind", "eval")  # evaluation manifests written before ``kind`` was required
             old = data.get("prompt")
             if isinstance(old, dict) and "name" in old and not data.get("prompts"):
                 data["prompts"] = [f"{old['name']}@{old.get('version')}"]

@@ -6,7 +6,8 @@ import json
 
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.synthetic_runs import KNOWLEDGE_DOMAINS, write_synthetic_runs
-from cresowlve_core.evaluation.records import ResponseRecord, RunManifest
+from cresowlve_core.evaluation.records import ResponseRecord
+from cresowlve_core.runtime.manifest import Manifest as RunManifest
 
 
 def test_records_and_manifests_follow_the_contract(tmp_path):

@@ -1,0 +1,58 @@
+"""``cresowlve rescore``: every metric recomputed from stored raw outputs, with no model call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+from fakeserver import FakeServer
+
+from cresowlve_core.evaluation.metrics import METRICS
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, rescore
+from cresowlve_core.items import Item, ItemView
+
+
+def items(n: int) -> list[Item]:
+    return [Item(id=f"chgk_{i:010x}", difficulty=1, en=ItemView(question=f"Puzzle number {i}: who?", answer=f"[Big] Answer{i}",
+                                                               other_answers=f"Alt{i}; Other{i}")) for i in range(n)]
+
+
+def reply(req) -> str:
+    n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+    return f"<Answer>{['Big Answer', 'Answer', 'Alt', 'Nope'][n % 4]}{n}</Answer>"
+
+
+def test_rescore_sends_nothing_and_keeps_the_summary(tmp_path):
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        out = asyncio.run(evaluate_async(cfg, items(8), progress=False))
+        sent = srv.total
+        summary = rescore(run_dir)
+        assert srv.total == sent == 8  # rescoring made no request
+    for key in ("n_items", "n_ok", "em_strict", "em_lenient", "n_judged"):
+        assert summary[key] == out.summary[key], key
+    assert out.summary["em_strict"] == 0.25 and out.summary["em_lenient"] == 0.75
+    assert summary["metrics"]["em_strict"]["n"] == 8
+
+
+def test_old_runs_get_every_metric_of_the_registry(tmp_path):
+    """A record written before ``scores`` existed gets them from its raw output."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({"run_id": "old", "model": "m", "base_url": "http://x/v1", "lang": "en",
+                                                        "items": "test", "n_items": 1, "prompt": {"name": "solve_cot_en", "version": "2"}}))
+    old = {"id": "chgk_1", "lang": "en", "status": "ok", "model": "m", "answer": "Copernicus", "other_answers": "Kopernik",
+           "prediction": "stale", "raw_output": "I think <Answer>Kopernik</Answer>", "em_strict": False, "em_lenient": False}
+    (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "0 requests" in proc.stdout
+    rec = json.loads((run_dir / "responses.jsonl").read_text().splitlines()[0])
+    assert set(rec["scores"]) == {m.name for m in METRICS}
+    assert rec["prediction"] == "Kopernik" and rec["scores"]["em_lenient"] is True and rec["scores"]["judge"] is None
+    assert (run_dir / "responses.jsonl.bak").exists()

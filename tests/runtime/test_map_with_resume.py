@@ -1,0 +1,185 @@
+"""The stage runtime: resume, fsynced appends, torn tails, per-unit errors, stop errors, the lock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from cresowlve_core.llm.types import BudgetExceeded, LLMError, LLMFatalError
+from cresowlve_core.runtime import (
+    ClientOptions,
+    Manifest,
+    ResumeError,
+    RunDir,
+    RunDirError,
+    StopWithRecord,
+    check_resumable,
+    map_with_resume,
+    new_manifest,
+    run_coro,
+)
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def run_map(run: RunDir, units, call, **kw):
+    return asyncio.run(map_with_resume(run, "out.jsonl", units, key=lambda u: u, call=call, progress=False, **kw))
+
+
+def test_finished_units_are_skipped_and_errored_units_retried(tmp_path):
+    run = RunDir(tmp_path / "run")
+    calls: list[str] = []
+
+    async def flaky(u, prev):
+        calls.append(u)
+        if u == "b":
+            raise LLMError("boom for b")
+        return {"key": u, "status": "ok", "value": u.upper()}
+
+    first = run_map(run, ["a", "b", "c"], flaky)
+    assert first.n_done == 2 and first.n_error == 1 and first.top_error() == ("boom for b", 1)
+    assert sorted(calls) == ["a", "b", "c"]
+    calls.clear()
+
+    async def fixed(u, prev):
+        calls.append(u)
+        assert prev is not None and prev["status"] == "error"  # the unit's last record is handed over
+        return {"key": u, "status": "ok", "value": u.upper()}
+
+    second = run_map(run, ["a", "b", "c"], fixed)
+    assert calls == ["b"] and second.n_skipped == 2 and second.n_sent == 1 and second.n_done == 3
+    assert len(lines(run.path / "out.jsonl")) == 4  # appended, never rewritten
+
+
+def test_each_record_is_on_disk_when_the_next_unit_starts(tmp_path):
+    run = RunDir(tmp_path / "run")
+    seen: list[int] = []
+
+    async def call(u, prev):
+        path = run.path / "out.jsonl"
+        seen.append(len(lines(path)) if path.exists() else 0)
+        return {"key": u, "status": "ok"}
+
+    run_map(run, ["a", "b", "c"], call, concurrency=1)
+    assert seen == [0, 1, 2]
+
+
+def test_torn_last_line_is_moved_aside_and_its_unit_rerun_once(tmp_path):
+    run_path = tmp_path / "run"
+    sent: list[str] = []
+
+    async def call(u, prev):
+        sent.append(u)
+        return {"key": u, "status": "ok", "text": "x" * 50}
+
+    run_map(RunDir(run_path), ["a", "b", "c"], call)
+    out = run_path / "out.jsonl"
+    data = out.read_bytes()
+    out.write_bytes(data[: len(data) - 30])  # a kill (or a full disk) mid-write of the last record
+    torn_key = json.loads(data.splitlines()[-1])["key"]
+    sent.clear()
+    r1 = run_map(RunDir(run_path), ["a", "b", "c"], call)
+    r2 = run_map(RunDir(run_path), ["a", "b", "c"], call)
+    assert sent == [torn_key]  # exactly one unit re-sent, and only on the first resume
+    assert r1.n_done == r2.n_done == 3 and r1.repairs and not r2.repairs
+    assert all(isinstance(json.loads(x), dict) for x in out.read_text().splitlines())  # valid JSONL
+    assert (run_path / "out.jsonl.torn").read_bytes().strip()  # nothing silently lost
+
+
+def test_stop_error_starts_nothing_new_and_keeps_what_finished(tmp_path):
+    run = RunDir(tmp_path / "run")
+    started: list[int] = []
+
+    async def call(u, prev):
+        started.append(u)
+        await asyncio.sleep(0.01 * (u % 3))
+        if u == 3:
+            raise BudgetExceeded("budget of $1 spent")
+        return {"key": u, "status": "ok"}
+
+    res = asyncio.run(map_with_resume(run, "out.jsonl", list(range(20)), key=lambda u: u, call=call,
+                                      record_key=lambda r: r["key"], concurrency=2, progress=False))
+    assert res.stopped and res.stopped.startswith("max_cost reached") and isinstance(res.stop_error, BudgetExceeded)
+    assert len(started) < 20 and res.n_not_run == 20 - res.n_done
+    assert {r["key"] for r in lines(run.path / "out.jsonl")} == set(started) - {3}  # every in-flight call kept
+
+
+def test_stop_with_record_keeps_the_record(tmp_path):
+    run = RunDir(tmp_path / "run")
+
+    async def call(u, prev):
+        raise StopWithRecord(LLMFatalError("judge key wrong"), {"key": u, "status": "ok", "judge": None})
+
+    res = run_map(run, ["a"], call)
+    assert res.stopped == "fatal: judge key wrong" and lines(run.path / "out.jsonl")[0]["key"] == "a"
+
+
+def test_duplicate_units_are_an_error_naming_them(tmp_path):
+    async def call(u, prev):
+        return {"key": u, "status": "ok"}
+
+    with pytest.raises(ValueError, match="duplicate unit id.*a"):
+        run_map(RunDir(tmp_path / "run"), ["a", "b", "a"], call)
+
+
+def test_a_second_writer_is_refused(tmp_path):
+    run = RunDir(tmp_path / "run")
+    with run.lock():
+        with pytest.raises(RunDirError, match="in use by another process"):
+            with RunDir(tmp_path / "run").lock():
+                pass
+
+
+def test_run_dir_errors_are_one_line(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(RunDirError, match="is a file"):
+        RunDir(tmp_path / "f")
+    with pytest.raises(RunDirError, match="a parent is a file"):
+        RunDir(tmp_path / "f" / "run")
+    with pytest.raises(RunDirError, match="must not be empty"):
+        RunDir("")
+    run = RunDir(tmp_path / "run")
+    (run.path / "out.jsonl").write_text('{"key": "a"}\nnot json\n{"key": "b"}\n')
+    with pytest.raises(RunDirError, match=r"out.jsonl:2: not JSON"):
+        run.read("out.jsonl")
+
+
+def test_resume_rule(tmp_path):
+    old = new_manifest("eval", model="m", lang="en", items="demo", base_url="http://a/v1", prompts=["p@1"])
+    same = new_manifest("eval", model="m", lang="en", items="demo", base_url="http://b/v1", prompts=["p@1"])
+    assert check_resumable(old, same).base_url_history == ["http://a/v1", "http://b/v1"]
+    for change in ({"model": "m2"}, {"lang": "ru"}, {"items": "hub:en"}, {"effort": "high"}, {"prompts": ["p@2"]},
+                   {"identity": {"variation": "iterate"}}):
+        with pytest.raises(ResumeError, match=next(iter(change))):
+            check_resumable(old, old.model_copy(update=change))
+
+
+def test_manifest_reads_pre_runtime_layout_and_strips_url_credentials():
+    m = Manifest.model_validate({"kind": "eval", "run_id": "r", "model": "m", "prompt": {"name": "solve_cot_en", "version": "2"},
+                                 "base_url": "https://user:pw@host/v1?api-key=abc123"})
+    assert m.prompts == ["solve_cot_en@2"]
+    assert "pw" not in m.base_url and "abc123" not in m.base_url and m.base_url.startswith("https://host/v1")
+
+
+def test_run_coro_works_inside_a_running_loop():
+    async def inner():
+        return 41 + 1
+
+    async def outer():  # as in a notebook cell, where the kernel's loop is running
+        return run_coro(inner())
+
+    assert asyncio.run(outer()) == 42 and run_coro(inner()) == 42
+
+
+def test_client_options_have_one_default_each_and_validate():
+    o = ClientOptions()
+    assert o.max_tokens == 4096 and o.temperature == 0.0 and o.concurrency == 8
+    with pytest.raises(ValueError):
+        ClientOptions(concurrency=0)
+    with pytest.raises(ValueError):
+        ClientOptions(unknown_setting=1)
