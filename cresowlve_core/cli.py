@@ -77,6 +77,13 @@ def cmd_eval(a: argparse.Namespace) -> int:
     return 0 if not outcome.stopped else 3
 
 
+def cmd_rescore(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.runner import rescore, summary_line
+
+    print(summary_line(rescore(a.run_dir)) + " | rescored, 0 requests")
+    return 0
+
+
 def cmd_cache(a: argparse.Namespace) -> int:
     from cresowlve_core.llm.cache import ResponseCache
 
@@ -177,6 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", action="store_true", help="submit via the OpenAI Batch API; run again to collect")
     p.add_argument("--run-dir", required=True)
     p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("rescore", help="recompute answer extraction and every metric of a run from its stored "
+                       "raw outputs (no model call; judge verdicts kept)")
+    p.add_argument("--run-dir", required=True, help="an evaluation run directory")
+    p.set_defaults(fn=cmd_rescore)
 
     p = sub.add_parser("cache", help="the on-disk response cache")
     p.add_argument("action", choices=["stats", "clear"])
