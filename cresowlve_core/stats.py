@@ -8,7 +8,15 @@ All functions are plain numpy/scipy, vectorised, and deterministic given a seed.
 * :func:`diff_proportions` — difference of two independent proportions with Newcombe's
   hybrid score interval (Newcombe, 1998, method 10).
 * :func:`correlation` — Pearson and Spearman coefficients with two-sided p-values.
-* :func:`cohen_kappa` — Cohen's κ for two raters over the same items.
+* :func:`cohen_kappa` — Cohen's κ for two raters over the same items (NaN = undefined when
+  chance agreement is 1); :func:`binary_agreement` adds its asymptotic 95 % interval.
+* :func:`mcnemar` — paired test of two binary outcomes on the same items (exact binomial for
+  few discordant pairs), with the Bonett–Price interval for the paired difference.
+* :func:`benjamini_hochberg` / :func:`holm` — adjusted p-values for a family of tests.
+* :func:`cochran_armitage` — trend test for proportions over ordered groups (difficulty).
+* :func:`two_proportion_z` — vectorised z test of one group's proportion against the rest.
+* :func:`permutation_homogeneity` — χ² homogeneity across (possibly overlapping) groups with a
+  seeded permutation p-value.
 """
 
 from __future__ import annotations
@@ -181,13 +189,38 @@ def diff_proportions(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.9
 
 @dataclass(frozen=True)
 class Correlation:
-    """Pearson and Spearman coefficients with two-sided p-values over ``n`` complete pairs."""
+    """Pearson and Spearman coefficients with two-sided p-values and 95 % intervals over ``n`` pairs.
+
+    Intervals use Fisher's z: standard error ``1/sqrt(n-3)`` for Pearson and the Bonett–Wright
+    (2000) ``sqrt((1 + rho²/2)/(n-3))`` for Spearman. NaN below 4 pairs.
+    """
 
     n: int
     pearson_r: float
     pearson_p: float
     spearman_rho: float
     spearman_p: float
+    pearson_low: float = float("nan")
+    pearson_high: float = float("nan")
+    spearman_low: float = float("nan")
+    spearman_high: float = float("nan")
+
+
+def fisher_z_interval(r: float, n: int, confidence: float = 0.95, spearman: bool = False) -> tuple[float, float]:
+    """Interval for a correlation coefficient through Fisher's z transform.
+
+    ``spearman=True`` uses the Bonett–Wright variance ``(1 + r²/2)/(n − 3)``; otherwise
+    ``1/(n − 3)``. NaN for ``n < 4`` or a NaN coefficient; ±1 gives the degenerate (r, r).
+    """
+    nan = float("nan")
+    if n < 4 or r is None or np.isnan(r):
+        return nan, nan
+    if abs(r) >= 1.0:
+        return float(r), float(r)
+    var = (1.0 + r * r / 2.0) / (n - 3) if spearman else 1.0 / (n - 3)
+    z = float(np.arctanh(r))
+    half = _z(confidence) * float(np.sqrt(var))
+    return float(np.tanh(z - half)), float(np.tanh(z + half))
 
 
 def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> Correlation:
@@ -206,12 +239,15 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
         return Correlation(n, nan, nan, nan, nan)
     pr = sps.pearsonr(a, b)
     sr = sps.spearmanr(a, b)
-    return Correlation(n, float(pr.statistic), float(pr.pvalue), float(sr.statistic), float(sr.pvalue))
+    r, rho = float(pr.statistic), float(sr.statistic)
+    p_lo, p_hi = fisher_z_interval(r, n)
+    s_lo, s_hi = fisher_z_interval(rho, n, spearman=True)
+    return Correlation(n, r, float(pr.pvalue), rho, float(sr.pvalue), p_lo, p_hi, s_lo, s_hi)
 
 
 @dataclass(frozen=True)
 class Agreement:
-    """Agreement of two raters on binary labels: counts, raw agreement and Cohen's κ."""
+    """Agreement of two raters on binary labels: counts, raw agreement, Cohen's κ and its 95 % CI."""
 
     n: int
     both_yes: int
@@ -221,13 +257,16 @@ class Agreement:
     observed: float
     expected: float
     kappa: float
+    kappa_low: float = float("nan")
+    kappa_high: float = float("nan")
 
 
 def cohen_kappa(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> float:
     """Cohen's κ = (p_o − p_e) / (1 − p_e) for two raters' labels on the same items.
 
-    Works for any hashable label set. Returns 1.0 when both raters agree perfectly on a
-    single category (p_e = 1), NaN for no items.
+    Works for any hashable label set. κ is **undefined** (NaN) when chance agreement p_e is 1
+    (both raters used a single, identical category: there is nothing beyond chance to measure)
+    and for no items.
     """
     la = np.asarray(a, dtype=object)
     lb = np.asarray(b, dtype=object)
@@ -251,9 +290,35 @@ def _kappa_from_table(table: np.ndarray) -> float:
         return float("nan")
     po = np.trace(table) / n
     pe = float((table.sum(axis=1) * table.sum(axis=0)).sum() / (n * n))
-    if pe >= 1.0:
-        return 1.0 if po >= 1.0 else float("nan")
+    if pe >= 1.0 - 1e-12:
+        return float("nan")
     return float((po - pe) / (1.0 - pe))
+
+
+def kappa_interval(table: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Asymptotic interval for Cohen's κ of a square contingency ``table`` (raters a × b).
+
+    Standard error of Fleiss, Cohen & Everitt (1969), the one statsmodels' ``cohens_kappa``
+    reports; NaN when κ is undefined. The bounds are clipped to [−1, 1].
+    """
+    t = np.asarray(table, dtype=float)
+    n = t.sum()
+    nan = float("nan")
+    kappa = _kappa_from_table(t)
+    if n == 0 or np.isnan(kappa):
+        return nan, nan
+    p = t / n
+    row, col = p.sum(axis=1), p.sum(axis=0)
+    pe = float((row * col).sum())
+    diag = np.diag(p)
+    a = float((diag * (1.0 - (row + col) * (1.0 - kappa)) ** 2).sum())
+    cross = p * (col[:, None] + row[None, :]) ** 2
+    np.fill_diagonal(cross, 0.0)
+    b = (1.0 - kappa) ** 2 * float(cross.sum())
+    c = (kappa - pe * (1.0 - kappa)) ** 2
+    var = max(0.0, (a + b - c) / ((1.0 - pe) ** 2 * n))
+    half = _z(confidence) * float(np.sqrt(var))
+    return max(-1.0, kappa - half), min(1.0, kappa + half)
 
 
 def binary_agreement(a: np.ndarray, b: np.ndarray) -> Agreement:
@@ -272,4 +337,193 @@ def binary_agreement(a: np.ndarray, b: np.ndarray) -> Agreement:
         nan = float("nan")
         return Agreement(0, 0, 0, 0, 0, nan, nan, nan)
     pe = float((table.sum(axis=1) * table.sum(axis=0)).sum() / (n * n))
-    return Agreement(n, tt, tf, ft, ff, (tt + ff) / n, pe, _kappa_from_table(table))
+    lo, hi = kappa_interval(table)
+    return Agreement(n, tt, tf, ft, ff, (tt + ff) / n, pe, _kappa_from_table(table), lo, hi)
+
+
+# ---------------------------------------------------------------- paired and multiple tests
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """McNemar's test of two binary outcomes on the same items.
+
+    ``b`` = first right and second wrong, ``c`` = first wrong and second right, ``n`` = all
+    pairs. ``diff`` = (b − c)/n = accuracy(first) − accuracy(second), with the Bonett–Price
+    (2012) adjusted-Wald interval for a paired difference of proportions.
+    """
+
+    n: int
+    b: int
+    c: int
+    statistic: float
+    p: float
+    method: str
+    diff: float
+    low: float
+    high: float
+
+
+EXACT_BELOW = 25  # discordant pairs below which McNemar uses the exact binomial test
+
+
+def mcnemar(b: int, c: int, n: int | None = None, exact_below: int = EXACT_BELOW, confidence: float = 0.95) -> McNemar:
+    """McNemar's test from the discordant counts ``b`` and ``c`` (``n`` = all pairs).
+
+    With fewer than ``exact_below`` discordant pairs the two-sided exact binomial test
+    (``min(1, 2·P[X ≤ min(b, c)])``, X ~ Bin(b + c, ½)) is used; otherwise the χ² statistic
+    ``(|b − c| − 1)² / (b + c)`` with continuity correction, 1 df. No discordant pair gives p = 1.
+    """
+    b, c = int(b), int(c)
+    n = int(n) if n is not None else b + c
+    m = b + c
+    nan = float("nan")
+    if m == 0:
+        stat, p, method = 0.0, 1.0, "exact"
+    elif m < exact_below:
+        stat = float(min(b, c))
+        p = float(min(1.0, 2.0 * sps.binom.cdf(min(b, c), m, 0.5)))
+        method = "exact"
+    else:
+        stat = (abs(b - c) - 1.0) ** 2 / m
+        p = float(sps.chi2.sf(stat, 1))
+        method = "chi2-cc"
+    if n <= 0:
+        return McNemar(0, b, c, stat, p, method, nan, nan, nan)
+    p12, p21 = (b + 1.0) / (n + 2.0), (c + 1.0) / (n + 2.0)
+    d_adj = p12 - p21
+    se = float(np.sqrt(max(0.0, p12 + p21 - d_adj * d_adj) / (n + 2.0)))
+    half = _z(confidence) * se
+    return McNemar(n, b, c, float(stat), p, method, (b - c) / n, max(-1.0, d_adj - half), min(1.0, d_adj + half))
+
+
+def benjamini_hochberg(p: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (q-values); NaNs stay NaN and do not count.
+
+    Reject at false-discovery rate α every test with ``q <= α``.
+    """
+    x = np.asarray(p, dtype=float)
+    out = np.full(x.shape, np.nan)
+    ok = ~np.isnan(x)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    v = x[ok]
+    order = np.argsort(v)
+    scaled = v[order] * m / np.arange(1, m + 1)
+    q = np.minimum.accumulate(scaled[::-1])[::-1]
+    res = np.empty(m)
+    res[order] = np.minimum(q, 1.0)
+    out[ok] = res
+    return out
+
+
+def holm(p: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Holm (1979) step-down adjusted p-values (family-wise error control); NaNs ignored."""
+    x = np.asarray(p, dtype=float)
+    out = np.full(x.shape, np.nan)
+    ok = ~np.isnan(x)
+    m = int(ok.sum())
+    if m == 0:
+        return out
+    v = x[ok]
+    order = np.argsort(v)
+    scaled = v[order] * (m - np.arange(m))
+    adj = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    res = np.empty(m)
+    res[order] = adj
+    out[ok] = res
+    return out
+
+
+@dataclass(frozen=True)
+class Trend:
+    """Cochran–Armitage trend test: ``z`` < 0 means the proportion falls as the score rises."""
+
+    n: int
+    z: float
+    p: float
+
+
+def cochran_armitage(k: Sequence[int] | np.ndarray, n: Sequence[int] | np.ndarray, scores: Sequence[float] | np.ndarray | None = None) -> Trend:
+    """Cochran–Armitage test for a linear trend of ``k_i / n_i`` over ordered ``scores``.
+
+    ``z = Σ s_i (k_i − n_i p̄) / sqrt(p̄ (1 − p̄) [Σ n_i s_i² − (Σ n_i s_i)² / N])``, two-sided
+    normal p. Scores default to 1, 2, ... . NaN when every outcome is the same or one group.
+    """
+    kk = np.asarray(k, dtype=float)
+    nn = np.asarray(n, dtype=float)
+    s = np.arange(1.0, kk.size + 1) if scores is None else np.asarray(scores, dtype=float)
+    total = float(nn.sum())
+    nan = float("nan")
+    if total == 0:
+        return Trend(0, nan, nan)
+    pbar = float(kk.sum()) / total
+    sxx = float((nn * s * s).sum() - (nn * s).sum() ** 2 / total)
+    var = pbar * (1.0 - pbar) * sxx
+    if var <= 0:
+        return Trend(int(total), nan, nan)
+    z = float((s * (kk - nn * pbar)).sum() / np.sqrt(var))
+    return Trend(int(total), z, float(2.0 * sps.norm.sf(abs(z))))
+
+
+def two_proportion_z(k1: np.ndarray, n1: np.ndarray, k2: np.ndarray, n2: np.ndarray) -> np.ndarray:
+    """Two-sided p of the pooled two-proportion z test (= 2×2 χ² without correction), vectorised.
+
+    NaN where a group is empty or the pooled proportion is 0 or 1.
+    """
+    k1, n1, k2, n2 = (np.asarray(v, dtype=float) for v in (k1, n1, k2, n2))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pooled = (k1 + k2) / (n1 + n2)
+        se = np.sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2))
+        z = (k1 / n1 - k2 / n2) / se
+        p = 2.0 * sps.norm.sf(np.abs(z))
+    return np.where((n1 > 0) & (n2 > 0) & (se > 0), p, np.nan)
+
+
+@dataclass(frozen=True)
+class Homogeneity:
+    """χ² statistic for equal proportions across groups, with a permutation p-value."""
+
+    statistic: float
+    df: int
+    p: float
+    n_perm: int
+
+
+def _chi2_groups(k: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Pearson χ² of a groups × {right, wrong} table; ``k`` may be (groups, reps)."""
+    n_col = n.reshape((-1,) + (1,) * (k.ndim - 1))
+    total = n.sum()
+    pbar = k.sum(axis=0) / total
+    expected = n_col * pbar
+    with np.errstate(divide="ignore", invalid="ignore"):
+        stat = ((k - expected) ** 2 / (expected * (1.0 - pbar))).sum(axis=0)
+    return stat
+
+
+def permutation_homogeneity(
+    outcome: np.ndarray, membership: np.ndarray, n_perm: int = 1000, rng: np.random.Generator | int = 0
+) -> Homogeneity:
+    """Are the groups' proportions equal? ``outcome`` (items,) 0/1, ``membership`` (items, groups) 0/1.
+
+    The statistic is Pearson's χ² of the groups × {right, wrong} table (an item counts in every
+    group it belongs to). Because groups may overlap (multi-label annotations), the χ²
+    reference distribution does not hold; the p-value is ``(1 + #{χ²_perm ≥ χ²}) / (1 + n_perm)``
+    over ``n_perm`` seeded permutations of the outcomes across items, which keeps each item's
+    labels together. For disjoint groups it agrees with the χ² test (``df`` = groups − 1).
+    """
+    y = np.asarray(outcome, dtype=float)
+    m = np.asarray(membership, dtype=float)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    n = m.sum(axis=0)
+    keep = n > 0
+    m, n = m[:, keep], n[keep]
+    nan = float("nan")
+    if m.shape[1] < 2 or y.size == 0 or y.min() == y.max():
+        return Homogeneity(nan, max(0, int(m.shape[1]) - 1), nan, 0)
+    observed = float(_chi2_groups(m.T @ y, n))
+    shuffled = gen.permuted(np.tile(y, (n_perm, 1)), axis=1)  # one permutation per row
+    stats = _chi2_groups(m.T @ shuffled.T, n)
+    p = (1.0 + float((stats >= observed - 1e-9).sum())) / (1.0 + n_perm)
+    return Homogeneity(observed, int(m.shape[1]) - 1, p, n_perm)

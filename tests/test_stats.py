@@ -14,9 +14,17 @@ from cresowlve_core.stats import (
     bootstrap_ci,
     bootstrap_mean_ci,
     bootstrap_means,
+    benjamini_hochberg,
+    cochran_armitage,
     cohen_kappa,
     correlation,
     diff_proportions,
+    fisher_z_interval,
+    holm,
+    kappa_interval,
+    mcnemar,
+    permutation_homogeneity,
+    two_proportion_z,
     percentile_interval,
     stable_seed,
     wilson_interval,
@@ -176,8 +184,107 @@ def test_kappa_wikipedia_example() -> None:
 
 def test_kappa_edge_cases() -> None:
     assert cohen_kappa([1, 0, 1], [1, 0, 1]) == pytest.approx(1.0)
-    assert cohen_kappa([1, 1], [1, 1]) == 1.0
+    assert math.isnan(cohen_kappa([1, 1], [1, 1]))  # chance agreement is 1: kappa undefined, not 1.0
+    assert math.isnan(binary_agreement(np.array([1.0, 1.0]), np.array([1.0, 1.0])).kappa)
     assert cohen_kappa([1, 0], [0, 1]) == pytest.approx(-1.0)
     assert math.isnan(cohen_kappa([], []))
     with pytest.raises(ValueError):
         cohen_kappa([1], [1, 0])
+
+
+# ---------------------------------------------------------------- cross-checks with statsmodels / scipy
+
+sm = pytest.importorskip("statsmodels")
+
+
+@pytest.mark.parametrize("table", [[[20, 5], [10, 15]], [[40, 3], [7, 2]], [[5, 0], [1, 30]]])
+def test_kappa_interval_matches_statsmodels(table) -> None:
+    from statsmodels.stats.inter_rater import cohens_kappa as sm_kappa
+
+    ref = sm_kappa(np.array(table, dtype=float))
+    low, high = kappa_interval(np.array(table))
+    assert low == pytest.approx(max(-1.0, ref.kappa_low), abs=1e-12)
+    assert high == pytest.approx(min(1.0, ref.kappa_upp), abs=1e-12)
+    agr = binary_agreement(
+        np.repeat([1.0, 1.0, 0.0, 0.0], np.ravel(table)), np.repeat([1.0, 0.0, 1.0, 0.0], np.ravel(table))
+    )
+    assert (agr.kappa_low, agr.kappa_high) == pytest.approx((low, high))
+
+
+@pytest.mark.parametrize(("b", "c", "n"), [(3, 10, 50), (0, 6, 20), (30, 50, 200), (12, 12, 40), (0, 0, 10)])
+def test_mcnemar_matches_statsmodels(b: int, c: int, n: int) -> None:
+    from statsmodels.stats.contingency_tables import mcnemar as sm_mcnemar
+
+    res = mcnemar(b, c, n)
+    table = [[n - b - c, b], [c, 0]]
+    exact = b + c < 25
+    ref = sm_mcnemar(table, exact=exact, correction=True)
+    assert res.method == ("exact" if exact else "chi2-cc")
+    assert res.p == pytest.approx(ref.pvalue, rel=1e-9)
+    assert res.diff == pytest.approx((b - c) / n)
+    assert res.low <= res.diff <= res.high
+
+
+def test_mcnemar_interval_bonett_price() -> None:
+    # Bonett & Price (2012): p12* = (b+1)/(n+2), p21* = (c+1)/(n+2), Wald on the adjusted difference
+    res = mcnemar(30, 50, 200)
+    p12, p21 = 31 / 202, 51 / 202
+    se = math.sqrt((p12 + p21 - (p12 - p21) ** 2) / 202)
+    assert res.low == pytest.approx(p12 - p21 - 1.959964 * se, abs=1e-6)
+    assert res.high == pytest.approx(p12 - p21 + 1.959964 * se, abs=1e-6)
+
+
+def test_multiple_testing_matches_statsmodels() -> None:
+    from statsmodels.stats.multitest import multipletests
+
+    p = np.random.default_rng(0).random(30) ** 3
+    assert np.allclose(benjamini_hochberg(p), multipletests(p, method="fdr_bh")[1])
+    assert np.allclose(holm(p), multipletests(p, method="holm")[1])
+    with_nan = np.array([0.01, np.nan, 0.04, 0.03])
+    q = benjamini_hochberg(with_nan)
+    assert math.isnan(q[1]) and np.allclose(q[[0, 2, 3]], multipletests([0.01, 0.04, 0.03], method="fdr_bh")[1])
+
+
+def test_cochran_armitage_matches_linear_by_linear() -> None:
+    from statsmodels.stats.contingency_tables import Table
+
+    k, n = np.array([30, 25, 20, 12, 5]), np.full(5, 50)
+    res = cochran_armitage(k, n)
+    ref = Table(np.vstack([k, n - k]).T).test_ordinal_association(row_scores=np.arange(1, 6), col_scores=np.array([1, 0]))
+    total = n.sum()  # the linear-by-linear statistic uses N - 1 where Cochran-Armitage uses N
+    assert res.z == pytest.approx(ref.zscore * math.sqrt(total / (total - 1)), rel=1e-9)
+    assert res.z < 0 and res.p < 1e-6
+    assert math.isnan(cochran_armitage([0, 0], [5, 5]).z)
+
+
+def test_fisher_z_interval_pearson_textbook() -> None:
+    # r = 0.5, n = 30: z = 0.5493 ± 1.96/sqrt(27) = (0.1721, 0.9265) -> tanh -> (0.1704, 0.7290)
+    assert fisher_z_interval(0.5, 30) == pytest.approx((0.1704, 0.7290), abs=1e-4)
+    lo, hi = fisher_z_interval(0.5, 30, spearman=True)
+    assert lo < 0.1704 and hi > 0.7290  # Bonett-Wright variance is larger
+    c = correlation(np.arange(50.0), np.arange(50.0) + np.random.default_rng(1).normal(0, 20, 50))
+    assert c.pearson_low < c.pearson_r < c.pearson_high and c.spearman_low < c.spearman_rho < c.spearman_high
+
+
+def test_two_proportion_z_equals_chi2_without_correction() -> None:
+    from scipy.stats import chi2_contingency
+
+    p = two_proportion_z(np.array([30]), np.array([100]), np.array([200]), np.array([500]))[0]
+    ref = chi2_contingency([[30, 70], [200, 300]], correction=False)[1]
+    assert p == pytest.approx(ref, rel=1e-9)
+
+
+def test_permutation_homogeneity_agrees_with_chi2_for_disjoint_groups() -> None:
+    from scipy.stats import chi2_contingency
+
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 4, 2000)
+    y = (rng.random(2000) < 0.3 + 0.03 * g).astype(float)
+    res = permutation_homogeneity(y, np.eye(4)[g], n_perm=4000, rng=0)
+    table = [[((g == i) & (y == 1)).sum(), ((g == i) & (y == 0)).sum()] for i in range(4)]
+    stat, p_chi2 = chi2_contingency(table, correction=False)[:2]
+    assert res.statistic == pytest.approx(stat, rel=1e-9) and res.df == 3
+    assert res.p == pytest.approx(p_chi2, abs=0.006)
+    assert permutation_homogeneity(y, np.eye(4)[g], n_perm=200, rng=5) == permutation_homogeneity(
+        y, np.eye(4)[g], n_perm=200, rng=5
+    )
