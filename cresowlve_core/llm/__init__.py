@@ -1,28 +1,36 @@
 """Calling models: the client, its cache, prices and the Batch API.
 
-Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost semantics).
+Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost semantics) and
+``docs/llm.md``. Stages call models through the :class:`ChatModel` protocol.
 """
 
 from cresowlve_core.llm.batch import collect_batch, submit_batch
-from cresowlve_core.llm.cache import DEFAULT_CACHE_PATH, ResponseCache, cache_key
+from cresowlve_core.llm.cache import DEFAULT_CACHE_PATH, CacheError, ResponseCache, cache_key
 from cresowlve_core.llm.client import LLMClient, messages_to_prompt, split_think
+from cresowlve_core.llm.effort import PRESETS, preset_body, sent_fields, shows_reasoning
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
     EFFORTS,
     BudgetExceeded,
+    ChatModel,
     Completion,
     Endpoint,
     GenParams,
     LLMConfigError,
+    LLMEndpointDown,
     LLMError,
     LLMFatalError,
+    Usage,
 )
+from cresowlve_core.llm.wire import get_wire, register_wire
 
 __all__ = [
     "EFFORTS",
     "AsyncTokenBucket",
     "BudgetExceeded",
+    "CacheError",
+    "ChatModel",
     "Completion",
     "CostMeter",
     "DEFAULT_CACHE_PATH",
@@ -30,14 +38,22 @@ __all__ = [
     "GenParams",
     "LLMClient",
     "LLMConfigError",
+    "LLMEndpointDown",
     "LLMError",
     "LLMFatalError",
     "ModelPrice",
+    "PRESETS",
     "PriceTable",
     "ResponseCache",
+    "Usage",
     "cache_key",
     "collect_batch",
+    "get_wire",
     "messages_to_prompt",
+    "preset_body",
+    "register_wire",
+    "sent_fields",
+    "shows_reasoning",
     "split_think",
     "submit_batch",
 ]

@@ -26,7 +26,7 @@ from typing import Any
 
 import openai
 
-from cresowlve_core.llm.client import BadResponse, build_request, parse_chat
+from cresowlve_core.llm.openai_wire import BadResponse, build_request, parse_chat
 from cresowlve_core.llm.pricing import PriceTable
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMError
 

@@ -6,7 +6,12 @@ one file. Only successful, non-empty completions are stored (the client enforces
 
 The key is the SHA-256 of canonical JSON over everything that can change an answer:
 base URL, model, API kind, messages, every ``GenParams`` field and the prompt version.
-Nothing secret goes in: the API key is never part of a key or a stored value.
+Nothing secret goes in: the API key is never part of a key, and every stored value is redacted
+(the key variable of the endpoint plus every variable named like a credential) before it is
+written, so a server that echoes the ``Authorization`` header cannot put the key on disk.
+
+A cache file that cannot be opened, read or written (unwritable, not a database) raises one
+:class:`CacheError` naming the file, which stops a run with one line.
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.llm.types import Usage
-from cresowlve_core.llm.types import Completion, Endpoint, GenParams
+from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, Usage
 from cresowlve_core.paths import CACHE_DIR
+from cresowlve_core.secrets import find_secret_values, redact
 
 DEFAULT_CACHE_PATH = CACHE_DIR / "responses.sqlite"
 
@@ -37,6 +42,10 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
+class CacheError(LLMConfigError):
+    """The response cache file cannot be used (unwritable, corrupt, not a database)."""
+
+
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, unicode kept."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -44,19 +53,24 @@ def canonical_json(obj: Any) -> str:
 
 def cache_key(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> str:
     """SHA-256 hex digest identifying one request."""
+    fields = dataclasses.asdict(params)
+    if not fields.get("extra_body"):
+        del fields["extra_body"]  # added later: an empty one keeps the keys of older entries
     material = {
         "base_url": endpoint.base_url.rstrip("/"),
         "model": endpoint.model,
         "api": params.resolved_api(),
         "messages": messages,
-        "params": dataclasses.asdict(params),
+        "params": fields,
         "prompt_version": prompt_version,
     }
+    if endpoint.wire != "openai":
+        material["wire"] = endpoint.wire
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
 
 
-def _to_payload(c: Completion) -> str:
-    return canonical_json(
+def _to_payload(c: Completion, secrets: list[str]) -> str:
+    payload = canonical_json(
         {
             "text": c.text,
             "thoughts": c.thoughts,
@@ -67,6 +81,9 @@ def _to_payload(c: Completion) -> str:
             "raw": c.raw,
         }
     )
+    for s in secrets:  # the value as written inside JSON strings, too
+        payload = redact(payload, [s, json.dumps(s, ensure_ascii=False)[1:-1]])
+    return payload
 
 
 def _from_payload(payload: str) -> Completion:
@@ -92,15 +109,28 @@ class ResponseCache:
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_ms: int = 30_000) -> None:
         self.path = Path(path) if path is not None else DEFAULT_CACHE_PATH
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(
-            str(self.path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
-        )
-        self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
-        self._retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._retry_locked(lambda: self._conn.execute(_SCHEMA))
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_dir():
+                raise CacheError(f"response cache {self.path} is a directory, not a cache file")
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_ms / 1000, isolation_level=None, check_same_thread=False
+            )
+            self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            self._retry_locked(lambda: self._conn.execute("PRAGMA journal_mode=WAL"))
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._retry_locked(lambda: self._conn.execute(_SCHEMA))
+            self._conn.execute("SELECT 1 FROM responses LIMIT 1").fetchall()
+        except (sqlite3.Error, OSError) as exc:
+            raise self._error("cannot be opened", exc) from None
+
+    def _error(self, what: str, exc: BaseException) -> CacheError:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        hint = "delete or move the file" if "not a database" in detail or "malformed" in detail else \
+            "check its permissions and free space"
+        return CacheError(f"response cache {self.path} {what} ({detail}); {hint}, "
+                          "or run without the cache (--no-cache)")
 
     @staticmethod
     def _retry_locked(fn: Any, attempts: int = 50) -> Any:
@@ -116,23 +146,34 @@ class ResponseCache:
 
     def get(self, key: str) -> Completion | None:
         """The cached completion (with ``cached=True``), or ``None``."""
-        with self._lock:
-            row = self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
-        return _from_payload(row[0]) if row else None
+        try:
+            with self._lock:
+                row = self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
+            return _from_payload(row[0]) if row else None
+        except (sqlite3.Error, ValueError, KeyError) as exc:
+            raise self._error("cannot be read", exc) from None
 
-    def put(self, key: str, completion: Completion, *, model: str | None = None, prompt_version: str = "") -> None:
+    def put(self, key: str, completion: Completion, *, model: str | None = None, prompt_version: str = "",
+            secrets: list[str] | None = None) -> None:
         """Store a completion under ``model`` (default: the model the server reported).
 
         The client passes the endpoint's model name so ``stats()``/``clear(model)`` use the
         names you configured. Empty answers are refused (they are never worth replaying).
+        ``secrets`` are the values to redact (default: every credential-like variable; the
+        client adds its key variable, whatever its name).
         """
         if not completion.text.strip():
             return
-        with self._lock:
-            self._conn.execute(
-                "INSERT OR REPLACE INTO responses (key, model, prompt_version, created_at, payload) VALUES (?,?,?,?,?)",
-                (key, model or completion.model, prompt_version, time.time(), _to_payload(completion)),
-            )
+        payload = _to_payload(completion, find_secret_values() if secrets is None else secrets)
+        try:
+            with self._lock:
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO responses (key, model, prompt_version, created_at, payload) "
+                    "VALUES (?,?,?,?,?)",
+                    (key, model or completion.model, prompt_version, time.time(), payload),
+                )
+        except sqlite3.Error as exc:
+            raise self._error("cannot be written", exc) from None
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
@@ -144,18 +185,24 @@ class ResponseCache:
 
     def stats(self) -> dict[str, Any]:
         """``{"path", "entries", "bytes", "per_model": {model: count}}`` (bytes include the WAL)."""
-        with self._lock:
-            per_model = dict(self._conn.execute("SELECT model, COUNT(*) FROM responses GROUP BY model").fetchall())
+        try:
+            with self._lock:
+                per_model = dict(self._conn.execute("SELECT model, COUNT(*) FROM responses GROUP BY model").fetchall())
+        except sqlite3.Error as exc:
+            raise self._error("cannot be read", exc) from None
         size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {"path": str(self.path), "entries": sum(per_model.values()), "bytes": size, "per_model": per_model}
 
     def clear(self, model: str | None = None) -> int:
         """Delete all entries (or those of one model); returns how many were deleted."""
-        with self._lock:
-            if model is None:
-                cur = self._conn.execute("DELETE FROM responses")
-            else:
-                cur = self._conn.execute("DELETE FROM responses WHERE model = ?", (model,))
+        try:
+            with self._lock:
+                if model is None:
+                    cur = self._conn.execute("DELETE FROM responses")
+                else:
+                    cur = self._conn.execute("DELETE FROM responses WHERE model = ?", (model,))
+        except sqlite3.Error as exc:
+            raise self._error("cannot be written", exc) from None
         return int(cur.rowcount)
 
     def close(self) -> None:

@@ -1,12 +1,16 @@
-"""The small vocabulary of the LLM client: where a model lives, how to sample it, what came back."""
+"""The small vocabulary of the LLM layer: where a model lives, how to sample it, what came back,
+how a call can fail, and the :class:`ChatModel` seam every stage calls through."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
+
+from cresowlve_core.secrets import looks_like_key, strip_url_credentials
+
 
 class Usage(BaseModel):
     """Token counts exactly as the API reported them (``None`` where it did not report)."""
@@ -22,11 +26,25 @@ EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high")
 
 @dataclass(frozen=True)
 class Endpoint:
-    """An OpenAI-compatible endpoint. ``api_key_env`` is the *name* of an environment variable."""
+    """Where a model is served. ``api_key_env`` is the *name* of an environment variable.
+
+    ``wire`` names the wire format (``"openai"``: Chat Completions / Responses / legacy
+    completions over HTTP+JSON); see :mod:`cresowlve_core.llm.wire`.
+    """
 
     base_url: str
     model: str
     api_key_env: str | None = None
+    wire: str = "openai"
+
+    def __post_init__(self) -> None:
+        if self.api_key_env and looks_like_key(self.api_key_env):
+            # never repeat the value: it is probably the key itself
+            raise LLMConfigError(
+                "api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+                f"not the key itself; the value given ({len(self.api_key_env)} characters) "
+                "looks like a key and was not used"
+            )
 
     def api_key(self) -> str:
         """Read the key from the environment at call time. Local servers accept any key."""
@@ -36,24 +54,31 @@ class Endpoint:
         if not value:
             raise LLMConfigError(
                 f"environment variable {self.api_key_env!r} is not set "
-                f"(needed for model {self.model!r} at {self.base_url})"
+                f"(needed for model {self.model!r} at {strip_url_credentials(self.base_url)})"
             )
         return value
 
     def describe(self) -> str:
-        return f"model {self.model!r} at {self.base_url}"
+        """``model 'x' at URL`` for messages, with any credentials in the URL stripped."""
+        return f"model {self.model!r} at {strip_url_credentials(self.base_url)}"
 
 
 @dataclass(frozen=True)
 class GenParams:
-    """Every generation parameter that can change an answer; all of them go into the cache key."""
+    """Every generation parameter that can change an answer; all of them go into the cache key.
+
+    ``extra`` (sampling extras such as ``top_p``) and ``extra_body`` (provider-specific fields,
+    e.g. from :func:`cresowlve_core.llm.effort.preset_body`) are merged into the request body,
+    ``extra_body`` last and recursively (so ``{"reasoning": {...}}`` extends, not replaces).
+    """
 
     temperature: float = 0.0
     seed: int | None = 0
     max_tokens: int | None = 1024
-    effort: str | None = None  # set => Responses API
+    effort: str | None = None  # set => Responses API unless ``api`` says otherwise
     api: Literal["chat", "responses", "completions"] | None = None  # None => chat, or responses if effort
     extra: dict[str, Any] = field(default_factory=dict)
+    extra_body: dict[str, Any] = field(default_factory=dict)
 
     def resolved_api(self) -> str:
         if self.api:
@@ -73,12 +98,32 @@ class Completion:
     raw: dict[str, Any] = field(default_factory=dict)
 
 
+@runtime_checkable
+class ChatModel(Protocol):
+    """What a stage needs from a model: :class:`~cresowlve_core.llm.client.LLMClient` is one;
+    a native-API client or a test double is another."""
+
+    @property
+    def endpoint(self) -> Endpoint: ...
+
+    async def complete(
+        self, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str
+    ) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
 class LLMError(RuntimeError):
-    """A model call failed after the retry policy gave up."""
+    """A model call failed (for this unit only): retries gave up, or the provider rejected this
+    one request (context too long, content filter)."""
 
 
 class LLMFatalError(LLMError):
-    """A non-retryable failure (400/401/403/404): the message names endpoint and model."""
+    """A non-retryable failure of the configuration (wrong key, model or endpoint): stops a run."""
+
+
+class LLMEndpointDown(LLMFatalError):
+    """The endpoint is unreachable or not an API (connection refused, DNS failure, HTML pages)."""
 
 
 class LLMConfigError(LLMError):

@@ -11,10 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.effort import PRESETS, preset_body
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.types import Endpoint, GenParams
 
@@ -31,17 +32,34 @@ class ClientOptions(BaseModel):
     rpm: int | None = Field(None, ge=1, description="requests per minute limit (None: no limit)")
     tpm: int | None = Field(None, ge=1, description="tokens per minute limit (None: no limit)")
     timeout_s: float = Field(300.0, gt=0, description="read timeout of one HTTP attempt, seconds")
-    deadline_s: float | None = Field(None, gt=0, description="total deadline of one HTTP attempt, seconds (None: none)")
+    deadline_s: float | None = Field(600.0, gt=0, description="total deadline of one HTTP attempt, seconds, on top of "
+                                     "the read timeout (a server dripping bytes is cut off; None: none)")
     max_attempts: int = Field(6, ge=1, description="HTTP attempts per call, first one included")
     backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles per attempt, jittered")
+    down_after: int = Field(5, ge=1, description="consecutive dead-endpoint signs (refused, DNS, non-JSON/HTML "
+                            "answers) that stop the run; refused/DNS before any answer stops at once")
+    provider_preset: str | None = Field(None, description="extra request body for the effort in a provider's own "
+                                        "form: vllm-qwen3, llama-cpp, openrouter, openai (see llm/effort.py)")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="JSON merged into every request body "
+                                       "(after the preset); part of the cache key")
     max_cost: float | None = Field(None, ge=0, description="stop cleanly before spending more USD than this")
     cache: bool = Field(True, description="use the SQLite response cache")
     cache_path: str | None = Field(None, description="cache file (None: data/cache/responses.sqlite)")
 
+    @field_validator("provider_preset")
+    @classmethod
+    def _known_preset(cls, v: str | None) -> str | None:
+        if v is not None and v not in PRESETS:
+            raise ValueError(f"unknown provider preset {v!r}; known: {', '.join(sorted(PRESETS))}")
+        return v
+
     def gen_params(self, *, effort: str | None = None, api: str | None = None, **extra: Any) -> GenParams:
-        """The generation parameters for one call made with these options."""
+        """The generation parameters for one call made with these options (the provider preset
+        for ``effort``, then ``extra_body``, go into ``GenParams.extra_body``)."""
+        body = preset_body(self.provider_preset, effort) if self.provider_preset else {}
+        body.update(self.extra_body)
         return GenParams(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens,
-                         effort=effort, api=api, extra=extra)  # type: ignore[arg-type]
+                         effort=effort, api=api, extra=extra, extra_body=body)  # type: ignore[arg-type]
 
     def open_cache(self) -> ResponseCache | None:
         if not self.cache:
@@ -64,6 +82,8 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
         max_cost=options.max_cost,
         cost_meter=meter,
         backoff_base_s=options.backoff_base_s,
+        deadline_s=options.deadline_s,
+        down_after=options.down_after,
     )
 
 

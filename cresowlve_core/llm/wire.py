@@ -1,0 +1,94 @@
+"""Wire formats: how one request is written and one answer read, for each kind of provider API.
+
+:class:`~cresowlve_core.llm.client.LLMClient` owns everything that is the same for every provider
+(retries, pools, deadlines, cache, cost, the circuit breaker); a *wire format* owns what differs:
+the path and body of a request, its headers, the parsing of a response and the classification of
+a failure. An :class:`~cresowlve_core.llm.types.Endpoint` names its format (``wire="openai"``).
+
+A native API is one new module with the four functions of :class:`WireFormat`, registered here
+(or at run time with :func:`register_wire`). Today there is one: ``openai``
+(:mod:`cresowlve_core.llm.openai_wire`: Chat Completions, Responses, legacy completions).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError
+
+#: wire name -> module implementing :class:`WireFormat`
+WIRES: dict[str, str] = {"openai": "cresowlve_core.llm.openai_wire"}
+
+FailureKind = Literal["retry", "item", "fatal"]
+DeadSign = Literal["unreachable", "not_json"]
+
+
+@dataclass
+class Failure:
+    """One failed attempt, classified.
+
+    ``kind``: ``retry`` (try again after a backoff), ``item`` (this request can never succeed:
+    record it for this unit and go on) or ``fatal`` (the configuration is wrong: stop the run).
+    ``dead_sign`` marks signs of a dead endpoint (counted by the client's circuit breaker);
+    ``reason`` is a short label for retry statistics (``"HTTP 429"``, ``"timeout"``).
+    """
+
+    kind: FailureKind
+    message: str
+    status: int | None = None
+    retry_after: float | None = None
+    dead_sign: DeadSign | None = None
+    reason: str = ""
+
+
+class AttemptFailed(Exception):
+    """Raised by :meth:`WireFormat.interpret` with the classified failure."""
+
+    def __init__(self, failure: Failure):
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+class WireFormat(Protocol):
+    """What a wire-format module provides (all pure functions)."""
+
+    def build_request(
+        self, model: str, messages: list[dict[str, Any]], params: GenParams
+    ) -> tuple[str, dict[str, Any]]:
+        """The path (relative to the base URL) and JSON body of one call."""
+        ...
+
+    def request_headers(self, api_key: str) -> dict[str, str]:
+        """Headers carrying the key (and anything else the API requires)."""
+        ...
+
+    def interpret(self, path: str, status: int, headers: Any, content: bytes) -> Completion:
+        """The completion of a response, or :class:`AttemptFailed` with its classification."""
+        ...
+
+    def classify_exception(self, exc: BaseException) -> Failure:
+        """Classify a transport-level exception (timeout, refused connection, ...)."""
+        ...
+
+
+def register_wire(name: str, module: str) -> None:
+    """Make ``Endpoint(wire=name)`` use ``module`` (a dotted path implementing :class:`WireFormat`)."""
+    WIRES[name] = module
+
+
+def get_wire(name: str) -> WireFormat:
+    """The wire-format module registered under ``name``."""
+    try:
+        module = WIRES[name]
+    except KeyError:
+        raise LLMConfigError(f"unknown wire format {name!r}; known: {', '.join(sorted(WIRES))}") from None
+    return importlib.import_module(module)  # type: ignore[return-value]
+
+
+def sent_fields(params: GenParams, wire: str = "openai") -> dict[str, Any]:
+    """Exactly the request fields sent besides the model and the messages/input/prompt (for
+    ``Manifest.sent``): temperature, seed, token limit, effort fields, extras."""
+    _, body = get_wire(wire).build_request("", [], params)
+    return {k: v for k, v in body.items() if k not in ("model", "messages", "input", "prompt")}
