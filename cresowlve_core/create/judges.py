@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import Path, _drop_trailing_commas, _loads
+from cresowlve_core.llm.types import Completion, GenParams, Usage
 from cresowlve_core.prompts import load_prompt
 
 StrengthScope = Literal["reference", "paper"]
@@ -35,7 +36,7 @@ FACTUALITY_PROMPT = "create_factuality"
 class CompletesChat(Protocol):
     """What the judges and the generator need of a client (``LLMClient`` has it)."""
 
-    async def complete(self, messages: list[dict[str, Any]], params: Any, *, prompt_version: str) -> Any: ...
+    async def complete(self, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> Completion: ...
 
 
 # --------------------------------------------------------------------------- scores
@@ -216,55 +217,26 @@ def factuality_messages(path: Path) -> tuple[list[dict[str, str]], str]:
 
 @dataclass
 class JudgeCall:
-    """The parsed verdicts of one judge call plus what it cost."""
+    """The parsed verdicts of one judge call, its raw text, and what it cost."""
 
     verdicts: TripleVerdicts
-    raw: str | None
+    raw: str
+    prompt: str
     cost: float | None = None
-    usage: dict[str, Any] = field(default_factory=dict)
+    usage: Usage = field(default_factory=Usage)
     cached: bool = False
-    error: str | None = None
 
 
-async def _call(client: CompletesChat, messages: list[dict[str, str]], params: Any, tag: str) -> Any:
-    return await client.complete(messages, params, prompt_version=tag)
-
-
-def _is_fatal(exc: BaseException) -> bool:
-    """Budget, configuration and non-retryable API errors stop a scoring run instead of being recorded."""
-    from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMFatalError
-
-    return isinstance(exc, (BudgetExceeded, LLMConfigError, LLMFatalError))
-
-
-def _usage_dict(completion: Any) -> dict[str, Any]:
-    usage = getattr(completion, "usage", None)
-    if usage is None:
-        return {}
-    if hasattr(usage, "model_dump"):
-        return dict(usage.model_dump())
-    return dict(vars(usage)) if hasattr(usage, "__dict__") else {}
-
-
-async def judge_specificity(client: CompletesChat, path: Path, params: Any) -> JudgeCall:
-    """One specificity call for ``path``; failures become all-zero scores with ``error`` set."""
+async def judge_specificity(client: CompletesChat, path: Path, params: GenParams) -> JudgeCall:
+    """One specificity call for ``path``. Call failures propagate (the stage runtime records them
+    as the unit's error, or stops the run on a stop error); unparseable output is flagged."""
     messages, tag = specificity_messages(path)
-    try:
-        c = await _call(client, messages, params, tag)
-    except Exception as exc:  # noqa: BLE001 - a failed judge call is recorded, not fatal
-        if _is_fatal(exc):
-            raise
-        return JudgeCall(TripleVerdicts([0.0] * len(path), ["call_failed"], [None] * len(path)), None, error=repr(exc))
-    return JudgeCall(parse_specificity(c.text, len(path)), c.text, c.cost, _usage_dict(c), bool(c.cached))
+    c = await client.complete(messages, params, prompt_version=tag)
+    return JudgeCall(parse_specificity(c.text, len(path)), c.text, tag, c.cost, c.usage, bool(c.cached))
 
 
-async def judge_factuality(client: CompletesChat, path: Path, params: Any) -> JudgeCall:
-    """One factuality call for ``path``; failures become all-hallucinated with ``error`` set."""
+async def judge_factuality(client: CompletesChat, path: Path, params: GenParams) -> JudgeCall:
+    """One factuality call for ``path`` (failures propagate, as in :func:`judge_specificity`)."""
     messages, tag = factuality_messages(path)
-    try:
-        c = await _call(client, messages, params, tag)
-    except Exception as exc:  # noqa: BLE001
-        if _is_fatal(exc):
-            raise
-        return JudgeCall(TripleVerdicts([0.0] * len(path), ["call_failed"]), None, error=repr(exc))
-    return JudgeCall(parse_factuality(c.text, len(path)), c.text, c.cost, _usage_dict(c), bool(c.cached))
+    c = await client.complete(messages, params, prompt_version=tag)
+    return JudgeCall(parse_factuality(c.text, len(path)), c.text, tag, c.cost, c.usage, bool(c.cached))

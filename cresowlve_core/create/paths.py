@@ -279,11 +279,6 @@ def check_validity(path: Path, entity_a: str, entity_b: str) -> Validity:
     return Validity(not reasons, tuple(reasons))
 
 
-def validity_flags(paths: list[Path], entity_a: str, entity_b: str) -> list[Validity]:
-    """:func:`check_validity` for each path."""
-    return [check_validity(p, entity_a, entity_b) for p in paths]
-
-
 def normalise_path(path: Path) -> Path:
     """Lower-cased, whitespace-trimmed copy (how the recorded data stores paths)."""
     return [[str(x).strip().lower() for x in t] for t in path]

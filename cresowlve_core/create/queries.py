@@ -38,9 +38,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
+from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import DATA_DIR
 from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import STOP_ERRORS, run_coro
+from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 
 DEFAULT_QUERIES_PATH = DATA_DIR / "create" / "queries.jsonl"
 CREATE_RELATIONS: tuple[str, ...] = (
@@ -99,13 +101,6 @@ def load_queries(path: Path | str | None = None, limit: int | None = None) -> li
     p = Path(path) if path else DEFAULT_QUERIES_PATH
     queries = [CreateQuery(**json.loads(line)) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
     return queries[:limit] if limit is not None else queries
-
-
-def save_queries(queries: Sequence[CreateQuery], path: Path | str) -> Path:
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text("".join(q.model_dump_json() + "\n" for q in queries), encoding="utf-8")
-    return p
 
 
 # --------------------------------------------------------------------------- Algorithm 1
@@ -249,7 +244,9 @@ async def verbalise_llm(client: Any, sp: SourcePath, kg: KnowledgeGraph, params:
     try:
         c = await client.complete(messages, params, prompt_version=tag)
         q = clean_verbalisation(c.text)
-    except Exception:  # noqa: BLE001 - the template is a safe fallback for a failed call
+    except STOP_ERRORS:  # a wrong key or a spent budget stops the build
+        raise
+    except LLMError:  # one failed call: the template is a safe fallback
         q = None
     return (q, True) if q else (verbalise_template(sp, kg), False)
 
@@ -295,14 +292,10 @@ def build_queries(
     if client is None:
         raise ValueError("verbalise='llm' needs a client")
     if params is None:
-        from cresowlve_core.llm.types import GenParams
-
         params = GenParams(temperature=0.0, seed=seed, max_tokens=200)
 
     async def run() -> list[tuple[str, bool]]:
         return await asyncio.gather(*(verbalise_llm(client, sp, kg, params) for sp in sources))
 
-    from cresowlve_core.create.runs import run_sync
-
-    texts = run_sync(run())
+    texts = run_coro(run())
     return [to_query(sp, kg, text) for sp, (text, _) in zip(sources, texts)]

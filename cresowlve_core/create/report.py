@@ -75,6 +75,7 @@ class CreateReport:
             pair = d[np.ix_(kept, kept)][np.triu_indices(len(kept), 1)] if len(kept) > 1 else np.array([])
             row = {
                 "config": s.config,
+                "origin": s.origin,
                 "model": s.model,
                 "variation": s.variation,
                 "query_id": s.query_id,
@@ -107,7 +108,7 @@ class CreateReport:
         pq = self.per_query(patience, factuality_threshold)
         rows = []
         for config, g in pq.groupby("config", sort=True):
-            row: dict[str, object] = {"config": config, "n_queries": len(g)}
+            row: dict[str, object] = {"config": config, "origin": g["origin"].iloc[0], "n_queries": len(g)}
             for p in patience:
                 est = bootstrap_mean_ci(g[f"utility@{p}"].to_numpy(), n_boot=n_boot, seed=seed)
                 row[f"utility@{p}"] = est.value
@@ -273,7 +274,30 @@ def validity_agreement(recorded: Sequence[ScoredSet]) -> pd.DataFrame:
     )
 
 
-# --------------------------------------------------------------------------- the local model
+# --------------------------------------------------------------------------- your runs and the local model
+
+
+def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
+    """One row per configuration of the user's scored runs: model, variation, judge, queries, paths."""
+    rows: dict[str, dict[str, object]] = {}
+    for s in sets:
+        if s.origin != "yours":
+            continue
+        row = rows.setdefault(s.config, {"config": s.config, "model": s.model, "variation": s.variation,
+                                         "judge": s.judge, "n_queries": 0, "n_paths": 0, "n_valid": 0,
+                                         "n_not_judged": 0})
+        row["n_queries"] = int(row["n_queries"]) + 1  # type: ignore[call-overload]
+        row["n_paths"] = int(row["n_paths"]) + len(s.paths)  # type: ignore[call-overload]
+        row["n_valid"] = int(row["n_valid"]) + int(sum(s.validity))  # type: ignore[call-overload]
+        row["n_not_judged"] = int(row["n_not_judged"]) + s.flags.count("valid_path_not_judged") + s.flags.count("judge_error")  # type: ignore[call-overload]
+    return pd.DataFrame(list(rows.values()))
+
+
+def is_embedded_model(model: str | None) -> bool:
+    """Whether ``model`` is the embedded Gemma 3 270M (reports built on it carry the banner)."""
+    from cresowlve_core.llm.local import LOCAL_MODEL
+
+    return bool(model) and model == LOCAL_MODEL
 
 
 @dataclass
@@ -283,6 +307,7 @@ class LocalSection:
     message: str
     record: dict[str, object]
     table: pd.DataFrame | None = None
+    embedded: bool = False  # built on the embedded 270M base model: show the banner
 
 
 def local_section(
@@ -295,29 +320,35 @@ def local_section(
     api_key_env: str | None = None,
     reference: CreateReport | None = None,
     patience: float = 0.9,
+    concurrency: int = 4,
 ) -> LocalSection:
     """Generate and self-judge ``n_queries`` queries with a local endpoint, or explain the skip.
 
-    The table puts the local model's per-query results next to the reference configurations'
-    utilities on the same queries.
+    Generation (original variation) and judging run through :mod:`~cresowlve_core.create.generate`
+    and :mod:`~cresowlve_core.create.score` like any hosted model, the same endpoint judging its
+    own paths. The table puts the local model's per-query results next to the reference
+    configurations' utilities on the same queries.
     """
     if not base_url:
         return LocalSection(
             "**Skipped**: no `local_base_url` was given. Set it to an OpenAI-compatible endpoint "
-            "(e.g. the embedded Gemma 3 270M server of `cresowlve_core.llm.local`) to generate and "
+            "(e.g. the embedded Gemma 3 270M server of `cresowlve serve-local`) to generate and "
             "score a few queries end to end with it.",
             {"status": "skipped", "reason": "local_base_url is None"},
         )
     import tempfile
 
-    from cresowlve_core.create.runs import generate_and_score
+    from cresowlve_core.create.generate import GENERATE_OPTIONS, generate
+    from cresowlve_core.create.score import JUDGE_OPTIONS, score, scored_sets_from_run
     from cresowlve_core.llm.types import Endpoint
 
     run_dir = run_dir or tempfile.mkdtemp(prefix="create_local_")
     endpoint = Endpoint(base_url, model, api_key_env)
-    sets, summaries = generate_and_score(
-        endpoint, run_dir, limit=n_queries, max_tokens=max_tokens, judge_max_tokens=max_tokens, config_name=f"{model}__original"
-    )
+    gen = generate(None, endpoint, run_dir, limit=n_queries, progress=False,
+                   options=GENERATE_OPTIONS.model_copy(update={"max_tokens": max_tokens, "concurrency": concurrency}))
+    sc = score(run_dir, endpoint, progress=False,
+               options=JUDGE_OPTIONS.model_copy(update={"max_tokens": max_tokens, "concurrency": concurrency}))
+    sets = scored_sets_from_run(run_dir, f"{model}__original", origin="local")
     local = analyse(sets)
     pq = local.per_query((patience,))
     flags = {s.query_id: ", ".join(sorted(set(s.flags))) for s in sets}
@@ -328,27 +359,29 @@ def local_section(
         ref = ref[ref.query_id.isin(set(table.query_id))]
         wide = ref.pivot_table(index="query_id", columns="config", values=f"utility@{patience}")
         table = table.merge(wide.add_prefix("ref:").reset_index(), on="query_id", how="left")
-    gen, sc = summaries["generate"], summaries["score"]
+    stopped = gen.stopped or sc.stopped
     rec: dict[str, object] = {
-        "status": "ran",
+        "status": "stopped" if stopped else "ran",
+        "stopped": stopped,
         "model": model,
         "run_dir": str(run_dir),
         "n_queries": len(sets),
-        "n_calls_ok": gen["n_ok"],
+        "n_calls_ok": gen.n_ok,
         "n_paths": int(pq["n_paths"].sum()),
-        "n_unparseable": gen["n_unparseable"],
+        "n_unparseable": gen.n_unparseable,
         "n_valid": int(pq["n_valid"].sum()),
         "n_factual": int(pq["n_factual"].sum()),
         f"mean_utility@{patience}": float(pq[f"utility@{patience}"].mean()) if len(pq) else 0.0,
-        "n_judge_errors": sc["n_judge_errors"],
+        "n_judge_errors": sc.n_judge_errors,
     }
     message = (
-        f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen['n_ok']} calls answered, "
-        f"{rec['n_paths']} paths parsed ({gen['n_unparseable']} answers unparseable), "
+        f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen.n_ok} calls answered, "
+        f"{rec['n_paths']} paths parsed ({gen.n_unparseable} answers unparseable), "
         f"{rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same model; "
         f"mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. Run directory: `{run_dir}`."
+        + (f" **Stopped early:** {stopped}." if stopped else "")
     )
-    return LocalSection(message, rec, table)
+    return LocalSection(message, rec, table, embedded=is_embedded_model(model))
 
 
 # --------------------------------------------------------------------------- charts
@@ -360,8 +393,12 @@ def leaderboard_chart(board: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
     data = board[["config", u, lo, hi]].rename(columns={u: "utility", lo: "low", hi: "high"})
     order = list(data.sort_values("utility", ascending=False)["config"])
     y = alt.Y("config:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
+    origin = board["origin"] if "origin" in board else pd.Series(["recorded"] * len(board), index=board.index)
+    data = data.assign(origin=origin.map(lambda o: "your run" if o == "yours" else "recorded").to_numpy())
     bars = alt.Chart(data).mark_bar().encode(
-        x=alt.X("utility:Q", title=f"creative utility (patience {patience})"), y=y, tooltip=list(data.columns)
+        x=alt.X("utility:Q", title=f"creative utility (patience {patience})"), y=y, tooltip=list(data.columns),
+        color=alt.Color("origin:N", title=None, scale=alt.Scale(domain=["recorded", "your run"],
+                                                                range=["#4c78a8", "#f58518"])),
     )
     err = alt.Chart(data).mark_rule(color="black").encode(x="low:Q", x2="high:Q", y=y)
     return (bars + err).properties(width=420, height=24 * len(data), title=f"Creative utility at p = {patience}, 95% bootstrap CI over queries")

@@ -2,8 +2,9 @@
 
 Everything downstream (utilities, leaderboard, charts) works on :class:`ScoredSet`, whether it
 comes from the CREATE authors' recorded judgments (:func:`load_recorded`, no judge calls) or
-from a run directory scored by :func:`cresowlve_core.create.runs.score`
-(:func:`cresowlve_core.create.runs.load_scored_run`).
+from a run directory scored by :func:`cresowlve_core.create.score.score`
+(:func:`cresowlve_core.create.score.scored_sets_from_run`, and
+:func:`~cresowlve_core.create.score.load_user_runs` for the notebook's ``user_runs``).
 
 The recorded files (``data/create/recorded/<model>__<variation>.jsonl``) store ``paths``,
 ``judged_*`` and ``validity_per_path`` as JSON lists — or, in other exports, as JSON strings or
@@ -20,7 +21,7 @@ from typing import Any, Literal
 
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.create.paths import check_validity
-from cresowlve_core.create.queries import query_id
+from cresowlve_core.create.queries import load_queries, query_id
 from cresowlve_core.paths import DATA_DIR
 
 RECORDED_DIR = DATA_DIR / "create" / "recorded"
@@ -44,13 +45,21 @@ class ScoredSet:
     validity_reasons: list[tuple[str, ...]] = field(default_factory=list)
     flags: list[str] = field(default_factory=list)
     raw_response: str | None = None
+    #: where the set comes from: "recorded" (the CREATE authors' answers and judgments), "yours"
+    #: (a run directory scored with ``cresowlve create score``), "local" or "run" (a run made here)
+    origin: str = "recorded"
+    judge: str | None = None  # the judge model of a scored run (None: recorded judgments)
+    model_name: str | None = None  # explicit model / variation when ``config`` is a free label
+    variation_name: str | None = None
 
     @property
     def model(self) -> str:
-        return self.config.split("__")[0]
+        return self.model_name or self.config.split("__")[0]
 
     @property
     def variation(self) -> str:
+        if self.variation_name:
+            return self.variation_name
         return self.config.split("__")[1] if "__" in self.config else "original"
 
 
@@ -108,8 +117,6 @@ def load_recorded(
     Queries are identified by their text-derived id, matched to the shipped query set when the
     query text is the same (so ids agree with ``data/create/queries.jsonl``).
     """
-    from cresowlve_core.create.queries import load_queries
-
     by_text = {q.query: q.id for q in load_queries()}
     out: list[ScoredSet] = []
     for f in sorted(Path(directory).glob("*.jsonl")):

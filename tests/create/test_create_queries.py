@@ -13,7 +13,7 @@ from cresowlve_core.create.queries import (
     relation_classes,
     sample_source_paths,
 )
-from cresowlve_core.llm.types import Completion
+from cresowlve_core.llm.types import Completion, LLMError, LLMFatalError
 
 
 def test_shipped_queries():
@@ -91,15 +91,16 @@ def kg_qid(q) -> str:
 
 
 class VerbaliseClient:
-    def __init__(self, text: str | None):
+    def __init__(self, text: str | None, error: type[LLMError] = LLMError):
         self.text = text
+        self.error = error
         self.n = 0
 
     async def complete(self, messages, params, *, prompt_version):
         self.n += 1
         assert prompt_version == "create_verbalise@1" and "Target entity:" in messages[0]["content"]
         if self.text is None:
-            raise RuntimeError("down")
+            raise self.error("down")
         return Completion(text=self.text)
 
 
@@ -111,6 +112,9 @@ def test_llm_verbalisation_and_template_fallback():
     down = VerbaliseClient(None)
     qs = build_queries(kg, relations=["P166"], per_relation=1, min_degree=1, verbalise="llm", client=down)
     assert qs[0].query.startswith("What are different ways of connecting ") and "place of birth" in qs[0].query
+    with pytest.raises(LLMFatalError):  # a wrong key stops the build instead of silently templating
+        build_queries(kg, relations=["P166"], per_relation=1, min_degree=1, verbalise="llm",
+                      client=VerbaliseClient(None, LLMFatalError))
     with pytest.raises(ValueError):
         build_queries(kg, verbalise="llm")
     assert clean_verbalisation("no question here") is None

@@ -1,0 +1,343 @@
+"""CREATE generation: ask a model for paths, into a resumable run directory (on the stage runtime).
+
+Variations (paper Sec. 6):
+
+* ``original`` — one call per query with the base prompt (``create_generate``, paper E.1);
+* ``iterate`` — the conversation goes on for ``n_rounds - 1`` more turns, each asking for
+  more/different paths given the previous answers (``create_iterate``, paper E.3). Round ``r``
+  needs rounds ``0..r-1``, so each round is one :func:`~cresowlve_core.runtime.map_with_resume`
+  call over the queries whose earlier rounds all succeeded;
+* ``resample`` — ``n_samples`` independent calls with the base prompt and seeds ``seed + i``.
+
+Every call is one :class:`~cresowlve_core.create.records.GenerationRecord` in
+``responses.jsonl``, keyed by ``(query_id, sample, round)``, appended and fsynced the moment it
+finishes. Re-running on the same directory sends only missing or errored calls; a stop error
+(wrong key/model/endpoint, ``max_cost``) ends the run cleanly with everything paid for kept.
+:func:`load_generations` merges each query's paths over samples and rounds, dropping exact
+(case-insensitive) duplicates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from cresowlve_core.create.judges import CompletesChat
+from cresowlve_core.create.paths import Path as PathT
+from cresowlve_core.create.paths import normalise_path, parse_answer
+from cresowlve_core.create.queries import DEFAULT_QUERIES_PATH, CreateQuery, load_queries
+from cresowlve_core.create.records import (
+    GenerateSummary,
+    GenerationRecord,
+    records_cost,
+    response_key,
+)
+from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import (
+    RESPONSES,
+    ClientOptions,
+    Manifest,
+    RunDir,
+    map_with_resume,
+    new_manifest,
+    open_client,
+    run_coro,
+)
+
+Variation = Literal["original", "iterate", "resample"]
+VARIATIONS: tuple[str, ...] = ("original", "iterate", "resample")
+GENERATE_PROMPT = "create_generate"
+ITERATE_PROMPT = "create_iterate"
+KIND = "create_generate"
+#: ``items`` of a run over the shipped queries (``data/create/queries.jsonl``).
+SHIPPED = "shipped"
+#: The paper samples answers at temperature 0.7 with 4096 output tokens; every other setting is
+#: :class:`~cresowlve_core.runtime.ClientOptions`' default.
+GENERATE_OPTIONS = ClientOptions(temperature=0.7, max_tokens=4096)
+
+
+def generation_messages(query: CreateQuery) -> tuple[list[dict[str, str]], str]:
+    """The base prompt (paper E.1) as one user message, and its prompt tag."""
+    p = load_prompt(GENERATE_PROMPT)
+    text = p.render(query=query.query, entity_a=query.entity_a, rel_b=query.rel_b, entity_b=query.entity_b)
+    return [{"role": "user", "content": text}], p.tag
+
+
+def iterate_messages(query: CreateQuery, previous_answers: Sequence[str]) -> tuple[list[dict[str, str]], str]:
+    """The conversation for an iterate round after ``previous_answers`` (paper E.3)."""
+    base, _ = generation_messages(query)
+    follow = load_prompt(ITERATE_PROMPT)
+    messages = list(base)
+    for answer in previous_answers:
+        messages.append({"role": "assistant", "content": answer})
+        messages.append({"role": "user", "content": follow.render(query=query.query)})
+    return messages, follow.tag
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One generation call: a query, a sample index (resample) and a round (iterate)."""
+
+    query: CreateQuery
+    sample: int = 0
+    round: int = 0
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.query.id, self.sample, self.round)
+
+
+def plan_rounds(queries: Sequence[CreateQuery], variation: str, n_samples: int, n_rounds: int) -> list[list[Unit]]:
+    """The calls of a run, one list per round (only ``iterate`` has more than one round)."""
+    if variation == "original":
+        return [[Unit(q) for q in queries]]
+    if variation == "resample":
+        return [[Unit(q, s) for q in queries for s in range(n_samples)]]
+    if variation == "iterate":
+        return [[Unit(q, 0, r) for q in queries] for r in range(n_rounds)]
+    raise ValueError(f"variation must be one of {', '.join(VARIATIONS)}, not {variation!r}")
+
+
+# --------------------------------------------------------------------------- manifests
+
+
+def upgrade_legacy_manifest(m: Manifest) -> Manifest:
+    """A manifest written before the runtime (kind ``create``, settings at the top level) in the
+    runtime's form (kind ``create_generate``, settings in ``identity``). Others pass unchanged."""
+    if m.kind != "create":
+        return m
+    extra = m.model_extra or {}
+    qp = extra.get("queries_path")
+    items = SHIPPED if not qp or Path(str(qp)) in (Path("data/create/queries.jsonl"), DEFAULT_QUERIES_PATH) else str(qp)
+    identity = {"variation": extra.get("variation", "original"), "n_samples": extra.get("n_samples", 1),
+                "n_rounds": extra.get("n_rounds", 1), "seed": m.seed, "temperature": m.temperature,
+                "max_tokens": m.max_tokens}
+    return m.model_copy(update={"kind": KIND, "identity": identity, "items": items,
+                                "n_items": m.n_items if m.n_items is not None else extra.get("n_queries")})
+
+
+def read_generation_manifest(run_dir: str | Path) -> Manifest:
+    """The (upgraded) manifest of a generation run directory; a clear error if there is none."""
+    path = Path(run_dir)
+    if not (path / "manifest.json").is_file():
+        raise FileNotFoundError(f"{path}: not a CREATE run directory (no manifest.json); "
+                                "make one with `cresowlve create generate`")
+    m = RunDir(path).read_manifest()
+    assert m is not None
+    m = upgrade_legacy_manifest(m)
+    if m.kind != KIND:
+        raise ValueError(f"{path}: holds a {m.kind!r} run, not a CREATE generation run")
+    return m
+
+
+def generation_settings(m: Manifest) -> dict[str, Any]:
+    """variation, n_samples, n_rounds of a (new or upgraded) generation manifest."""
+    ident = m.identity
+    return {"variation": ident.get("variation", "original"), "n_samples": int(ident.get("n_samples") or 1),
+            "n_rounds": int(ident.get("n_rounds") or 1)}
+
+
+def _queries_of(m: Manifest) -> list[CreateQuery]:
+    path = None if m.items in (None, SHIPPED) else m.items
+    if path is not None and not Path(path).is_file():
+        raise FileNotFoundError(f"the queries file of this run, {path}, is missing")
+    queries = load_queries(path)
+    ids = (m.model_extra or {}).get("query_ids")
+    if ids:
+        by_id = {q.id: q for q in queries}
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise ValueError(f"{len(missing)} query id(s) of the run are not in {path or 'the shipped queries'}: "
+                             f"{', '.join(missing[:5])}")
+        return [by_id[i] for i in ids]
+    return queries[: m.limit] if m.limit is not None else queries
+
+
+# --------------------------------------------------------------------------- generate
+
+
+async def agenerate(
+    queries: Sequence[CreateQuery],
+    client: CompletesChat,
+    run_dir: str | Path,
+    endpoint: Endpoint,
+    *,
+    variation: Variation = "original",
+    n_samples: int = 4,
+    n_rounds: int = 2,
+    effort: str | None = None,
+    options: ClientOptions = GENERATE_OPTIONS,
+    queries_path: str | Path | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+) -> GenerateSummary:
+    """Generate into ``run_dir`` with an open client; see :func:`generate`."""
+    if variation not in VARIATIONS:
+        raise ValueError(f"variation must be one of {', '.join(VARIATIONS)}, not {variation!r}")
+    n_samples = n_samples if variation == "resample" else 1
+    n_rounds = n_rounds if variation == "iterate" else 1
+    if n_samples < 1 or n_rounds < 1:
+        raise ValueError("n_samples and n_rounds must be at least 1")
+    run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
+    old = run.read_manifest()
+    if old is not None and old.kind == "create":  # written before the runtime: upgrade in place
+        run.write_manifest(upgrade_legacy_manifest(old))
+    prompts = [load_prompt(GENERATE_PROMPT).tag] + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
+    manifest = run.begin(new_manifest(
+        KIND, model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        items=str(queries_path) if queries_path else SHIPPED, n_items=len(queries), limit=limit, effort=effort,
+        seed=options.seed, temperature=options.temperature, max_tokens=options.max_tokens, prompts=prompts,
+        identity={"variation": variation, "n_samples": n_samples, "n_rounds": n_rounds, "seed": options.seed,
+                  "temperature": options.temperature, "max_tokens": options.max_tokens},
+        options=options.model_dump(), query_ids=[q.id for q in queries],
+    ))
+    base_params = options.gen_params(effort=effort)
+    answers: dict[str, list[str]] = {}
+
+    async def call(u: Unit, _previous: dict[str, Any] | None) -> dict[str, Any]:
+        params = dataclasses.replace(base_params, seed=options.seed + u.sample)
+        if u.round == 0:
+            messages, tag = generation_messages(u.query)
+        else:
+            messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
+        c = await client.complete(messages, params, prompt_version=tag)
+        parsed = parse_answer(c.text)
+        return GenerationRecord(
+            query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag,
+            raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost, latency_s=c.latency_s,
+            cached=bool(c.cached), parse_status=parsed.status, parse_flags=parsed.flags,
+            n_paths=len(parsed.paths), paths=parsed.paths,
+        ).model_dump(mode="json")
+
+    def on_error(u: Unit, exc: BaseException) -> dict[str, Any]:
+        return GenerationRecord(query_id=u.query.id, sample=u.sample, round=u.round, seed=options.seed + u.sample,
+                                status="error", error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
+
+    stopped: str | None = None
+    repairs: list[str] = []
+    rounds = plan_rounds(queries, variation, n_samples, n_rounds)
+    for r, units in enumerate(rounds):
+        if r > 0:  # iterate: a query goes on only when all its earlier rounds succeeded
+            latest = _ok_records(run)
+            answers = {q.id: [latest[(q.id, 0, i)].raw_output or "" for i in range(r)] for q in queries
+                       if all((q.id, 0, i) in latest for i in range(r))}
+            units = [u for u in units if u.query.id in answers]
+        desc = f"CREATE {endpoint.model}" + (f" round {r + 1}/{len(rounds)}" if len(rounds) > 1 else "")
+        result = await map_with_resume(run, RESPONSES, units, key=lambda u: u.key, call=call,
+                                       record_key=response_key, on_error=on_error,
+                                       concurrency=options.concurrency, progress=progress, desc=desc)
+        repairs.extend(x for x in result.repairs if x not in repairs)
+        if result.stopped:
+            stopped = result.stopped
+            break
+
+    planned = {u.key for units in rounds for u in units}
+    latest_all = {k: GenerationRecord.model_validate(r) for k, r in run.latest(RESPONSES, response_key).items()
+                  if k in planned}
+    ok = [r for r in latest_all.values() if r.status == "ok"]
+    summary = GenerateSummary(
+        run_dir=str(run.path), model=endpoint.model, variation=variation, n_queries=len(queries),
+        n_calls=len(planned), n_ok=len(ok), n_error=len(latest_all) - len(ok),
+        n_missing=len(planned) - len(latest_all), n_paths=sum(r.n_paths for r in ok),
+        n_unparseable=sum(r.parse_status == "unparseable" for r in ok), generation_cost=records_cost(ok),
+        stopped=stopped, repairs=repairs,
+    )
+    run.finish(manifest, stopped=stopped, summary=summary.model_dump(mode="json"))
+    return summary
+
+
+def _ok_records(run: RunDir) -> dict[Any, GenerationRecord]:
+    return {k: rec for k, r in run.latest(RESPONSES, response_key).items()
+            if (rec := GenerationRecord.model_validate(r)).status == "ok"}
+
+
+def generate(
+    queries_path: str | Path | None,
+    endpoint: Endpoint,
+    run_dir: str | Path,
+    *,
+    variation: Variation = "original",
+    n_samples: int = 4,
+    n_rounds: int = 2,
+    limit: int | None = None,
+    effort: str | None = None,
+    options: ClientOptions = GENERATE_OPTIONS,
+    client: CompletesChat | None = None,
+    progress: bool = True,
+) -> GenerateSummary:
+    """Run ``endpoint``'s model on CREATE queries into ``run_dir`` (resumable); returns the summary.
+
+    ``queries_path=None`` uses the 24 shipped queries; ``limit`` keeps the first N. ``n_samples``
+    applies to ``variation="resample"``, ``n_rounds`` (>= 1, the first round is the base prompt) to
+    ``"iterate"``. ``options`` are the client's settings (default :data:`GENERATE_OPTIONS`: the
+    paper's temperature 0.7 and 4096 tokens). ``client`` replaces the client built from
+    ``endpoint`` and ``options`` (tests inject fakes this way). Works from notebooks too.
+    """
+    queries = load_queries(queries_path, limit)
+    kwargs: dict[str, Any] = dict(variation=variation, n_samples=n_samples, n_rounds=n_rounds, effort=effort,
+                                  options=options, queries_path=queries_path, limit=limit, progress=progress)
+
+    async def main() -> GenerateSummary:
+        if client is not None:
+            return await agenerate(queries, client, run_dir, endpoint, **kwargs)
+        async with open_client(endpoint, options) as c:
+            return await agenerate(queries, c, run_dir, endpoint, **kwargs)
+
+    return run_coro(main())
+
+
+# --------------------------------------------------------------------------- merged generations
+
+
+class GeneratedSet(BaseModel):
+    """All paths a run produced for one query, merged over samples and rounds."""
+
+    query: CreateQuery
+    paths: list[PathT] = Field(default_factory=list)
+    flags: list[str] = Field(default_factory=list)
+    n_calls_ok: int = 0
+    n_calls_failed: int = 0
+    raw_outputs: list[str] = Field(default_factory=list)
+
+
+def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
+    """Merge each query's successful calls (in (sample, round) order); a query without any record
+    is included with zero paths and the flag ``not_generated``. Reads old run directories too."""
+    m = read_generation_manifest(run_dir)
+    latest = RunDir(run_dir).latest(RESPONSES, response_key)
+    by_query: dict[str, list[GenerationRecord]] = {}
+    for r in latest.values():
+        rec = GenerationRecord.model_validate(r)
+        by_query.setdefault(rec.query_id, []).append(rec)
+    out: list[GeneratedSet] = []
+    for q in _queries_of(m):
+        recs = sorted(by_query.get(q.id, []), key=lambda r: (r.sample, r.round))
+        g = GeneratedSet(query=q)
+        seen: set[str] = set()
+        for r in recs:
+            if r.status != "ok":
+                g.n_calls_failed += 1
+                g.flags.append("call_failed")
+                continue
+            g.n_calls_ok += 1
+            g.raw_outputs.append(r.raw_output or "")
+            if r.parse_status in ("unparseable", "partial", "empty"):
+                g.flags.append(f"parse_{r.parse_status}")
+            for p in r.paths:
+                key = json.dumps(normalise_path(p), ensure_ascii=False)
+                if key in seen:
+                    g.flags.append("duplicate_path_dropped")
+                    continue
+                seen.add(key)
+                g.paths.append(p)
+        if not recs:
+            g.flags.append("not_generated")
+        out.append(g)
+    return out

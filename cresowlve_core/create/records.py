@@ -1,0 +1,181 @@
+"""CREATE's records: what generation and scoring write into a run directory, as pydantic models.
+
+A generation run directory (``cresowlve create generate``) holds the runtime's ``manifest.json``
+(kind ``create_generate``), ``responses.jsonl`` (one :class:`GenerationRecord` per model call,
+keyed by ``(query_id, sample, round)``) and ``summary.json`` (:class:`GenerateSummary`).
+
+Scoring (``cresowlve create score``) writes its own run directory, by default ``<run>/score/``:
+``manifest.json`` (kind ``create_score``), ``judgments.jsonl`` (one :class:`JudgmentRecord` per
+judged path, keyed by ``(query_id, path_key)``), ``scores.json`` (one :class:`QueryScore` per
+query) and ``summary.json`` (:class:`ScoreSummary`).
+
+Records written before the runtime (no ``status`` on judgments, no ``prompt`` on responses) still
+validate: every model tolerates unknown fields and fills what is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cresowlve_core.create.paths import ParseStatus
+from cresowlve_core.create.paths import Path as PathT
+from cresowlve_core.llm.pricing import CostMeter
+from cresowlve_core.llm.types import Usage
+
+JUDGMENTS = "judgments.jsonl"
+SCORES = "scores.json"
+SCORE_DIR = "score"
+
+Status = Literal["ok", "error"]
+
+
+class GenerationRecord(BaseModel):
+    """One generation call: the raw answer and the paths parsed from it (or the error)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query_id: str
+    sample: int = 0
+    round: int = 0
+    seed: int | None = None
+    status: Status = "ok"
+    error: str | None = None
+    prompt: str | None = Field(None, description="name@version of the prompt of this call")
+    raw_output: str | None = None
+    thoughts: str | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost: float | None = None
+    latency_s: float | None = None
+    cached: bool = False
+    parse_status: ParseStatus | None = None
+    parse_flags: list[str] = Field(default_factory=list)
+    n_paths: int = 0
+    paths: list[PathT] = Field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, int, int]:
+        return (self.query_id, self.sample, self.round)
+
+
+def response_key(record: dict[str, Any]) -> Hashable:
+    """The unit key of a ``responses.jsonl`` record (also of records written before the runtime)."""
+    return (record["query_id"], int(record.get("sample", 0)), int(record.get("round", 0)))
+
+
+class JudgmentRecord(BaseModel):
+    """Both judges' per-triple verdicts on one path (or the error that stopped them)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    query_id: str
+    path_key: str
+    path_index: int = 0
+    path: PathT = Field(default_factory=list)
+    status: Status = "ok"
+    error: str | None = None
+    valid: bool = True
+    validity_reasons: list[str] = Field(default_factory=list)
+    specificity: list[float] = Field(default_factory=list, description="score 0-5 per triple (0: unparseable)")
+    specificity_sizes: list[float | None] = Field(default_factory=list, description="the judge's class sizes")
+    specificity_flags: list[str] = Field(default_factory=list)
+    specificity_raw: str | None = None
+    factuality: list[float] = Field(default_factory=list, description="1 holds / 0 hallucinated, per triple")
+    factuality_flags: list[str] = Field(default_factory=list)
+    factuality_raw: str | None = None
+    prompts: list[str] = Field(default_factory=list)
+    usage: dict[str, Usage] = Field(default_factory=dict)
+    cost: float | None = None
+    cached: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_status(cls, data: Any) -> Any:
+        """Judgments written before the runtime have no ``status``: an ``error`` made them failed."""
+        if isinstance(data, dict) and "status" not in data:
+            data = {**data, "status": "error" if data.get("error") else "ok"}
+        return data
+
+
+def judgment_key(record: dict[str, Any]) -> Hashable:
+    return (record["query_id"], record["path_key"])
+
+
+class QueryScore(BaseModel):
+    """One query of a scored run: counts, flags, greedy strengths/marginals, utility per patience."""
+
+    config: str
+    query_id: str
+    query: str
+    n_paths: int
+    n_valid: int
+    n_factual: int
+    n_kept: int
+    dropped: dict[str, int] = Field(default_factory=dict)
+    strengths: list[float] = Field(default_factory=list)
+    marginals: list[float] = Field(default_factory=list)
+    utility: dict[str, float] = Field(default_factory=dict, description="patience (as text) -> creative utility")
+    flags: list[str] = Field(default_factory=list)
+
+
+class CostTotal(BaseModel):
+    """What a set of records cost: ``usd`` is ``None`` when no record has a known price."""
+
+    usd: float | None = None
+    n_calls: int = 0
+    n_unknown: int = 0
+    n_cached: int = 0
+
+
+def records_cost(records: Iterable[GenerationRecord | JudgmentRecord]) -> CostTotal:
+    """The cost of the given records as if run from scratch (cache hits at their original price),
+    added up by the client's own :class:`~cresowlve_core.llm.pricing.CostMeter`."""
+    meter = CostMeter()
+    for r in records:
+        meter.record(r.cost, cached=r.cached)
+    known = meter.n_calls - meter.n_unknown_cost
+    return CostTotal(usd=meter.run_cost if known else None, n_calls=meter.n_calls,
+                     n_unknown=meter.n_unknown_cost, n_cached=meter.n_cached)
+
+
+class GenerateSummary(BaseModel):
+    """``summary.json`` of a generation run, and what ``cresowlve create generate`` prints."""
+
+    run_dir: str
+    model: str
+    variation: str
+    n_queries: int
+    n_calls: int = Field(description="calls planned: queries x samples x rounds")
+    n_ok: int
+    n_error: int
+    n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
+    n_paths: int
+    n_unparseable: int
+    generation_cost: CostTotal
+    stopped: str | None = None
+    repairs: list[str] = Field(default_factory=list)
+
+
+class ScoreSummary(BaseModel):
+    """``summary.json`` of a scoring run, and what ``cresowlve create score`` prints."""
+
+    run_dir: str
+    score_dir: str
+    judge_model: str
+    n_queries: int
+    n_paths: int
+    n_valid: int
+    n_factual: int
+    n_to_judge: int
+    n_judged: int
+    n_judge_errors: int
+    n_not_judged: int
+    mean_utility: dict[str, float | None]
+    factuality_threshold: float
+    discount: str
+    judge_cost: CostTotal
+    generation_cost: CostTotal
+    stopped: str | None = None
+    repairs: list[str] = Field(default_factory=list)

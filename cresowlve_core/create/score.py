@@ -1,0 +1,378 @@
+"""CREATE scoring: judge the paths of a generated run (specificity, factuality), then creative utility.
+
+Scoring is its own stage with its own run directory, by default ``<run>/score/`` (``score_dir``
+to judge one generation with several judges). Every structurally valid path (all paths with
+``judge_invalid``) is one unit of :func:`~cresowlve_core.runtime.map_with_resume`: both judges
+are called for it and one :class:`~cresowlve_core.create.records.JudgmentRecord` is appended,
+keyed by ``(query_id, path_key)`` where ``path_key`` hashes the path's normalised content. So a
+re-run judges only new or errored paths, and a stop error (wrong key, ``max_cost``) ends the run
+cleanly with every finished judgment kept.
+
+Utilities are then computed with no model call (:func:`query_scores`) and written to
+``scores.json``; ``summary.json`` keeps the judge's cost apart from the generation's.
+
+Run directories scored before the runtime (``judgments.jsonl`` and ``score_manifest.json``
+beside the responses) still load (:func:`scored_sets_from_run`); re-scoring one with the same
+judge model and prompts adopts its judgments instead of paying for them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import glob
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.create.distance import Embedder
+from cresowlve_core.create.generate import (
+    GeneratedSet,
+    generation_settings,
+    load_generations,
+    read_generation_manifest,
+)
+from cresowlve_core.create.judges import (
+    FACTUALITY_PROMPT,
+    SPECIFICITY_PROMPT,
+    CompletesChat,
+    judge_factuality,
+    judge_specificity,
+)
+from cresowlve_core.create.paths import Path as PathT
+from cresowlve_core.create.paths import Validity, check_validity, normalise_path
+from cresowlve_core.create.records import (
+    JUDGMENTS,
+    SCORE_DIR,
+    SCORES,
+    GenerationRecord,
+    JudgmentRecord,
+    QueryScore,
+    ScoreSummary,
+    judgment_key,
+    records_cost,
+    response_key,
+)
+from cresowlve_core.create.scored import ScoredSet
+from cresowlve_core.create.utility import Discount, utility_breakdown
+from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import (
+    RESPONSES,
+    STOP_ERRORS,
+    ClientOptions,
+    Manifest,
+    RunDir,
+    map_with_resume,
+    new_manifest,
+    open_client,
+    run_coro,
+)
+
+KIND = "create_score"
+#: Judges answer at temperature 0 through the response cache (re-scoring costs nothing); every
+#: setting is :class:`~cresowlve_core.runtime.ClientOptions`' default.
+JUDGE_OPTIONS = ClientOptions()
+LEGACY_SCORE_MANIFEST = "score_manifest.json"
+
+
+def path_key(path: PathT) -> str:
+    """Judgments are keyed by the path's normalised content."""
+    return hashlib.sha256(json.dumps(normalise_path(path), ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+
+def default_score_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / SCORE_DIR
+
+
+@dataclass(frozen=True)
+class JudgeUnit:
+    """One path to judge."""
+
+    query_id: str
+    index: int
+    path: tuple[tuple[str, ...], ...]
+    validity: Validity
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.query_id, path_key([list(t) for t in self.path]))
+
+
+def judge_units(gens: Sequence[GeneratedSet], judge_invalid: bool = False) -> list[JudgeUnit]:
+    """The paths to judge: every structurally valid path (every path with ``judge_invalid``)."""
+    out: list[JudgeUnit] = []
+    for g in gens:
+        for i, p in enumerate(g.paths):
+            v = check_validity(p, g.query.entity_a, g.query.entity_b)
+            if v.valid or judge_invalid:
+                out.append(JudgeUnit(g.query.id, i, tuple(tuple(t) for t in p), v))
+    return out
+
+
+async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any) -> dict[str, Any]:
+    """Both judges on one path, as a ``judgments.jsonl`` record. A stop error from either call
+    wins over an ordinary one, so a wrong key stops the run instead of being recorded per path."""
+    path = [list(t) for t in unit.path]
+    results = await asyncio.gather(judge_specificity(client, path, params), judge_factuality(client, path, params),
+                                   return_exceptions=True)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise next((e for e in errors if isinstance(e, STOP_ERRORS)), errors[0])
+    spec, fact = results  # type: ignore[misc]
+    costs = [c.cost for c in (spec, fact) if c.cost is not None]
+    return JudgmentRecord(
+        query_id=unit.query_id, path_key=unit.key[1], path_index=unit.index, path=path, valid=unit.validity.valid,
+        validity_reasons=list(unit.validity.reasons), specificity=spec.verdicts.scores,
+        specificity_sizes=spec.verdicts.sizes or [], specificity_flags=spec.verdicts.flags, specificity_raw=spec.raw,
+        factuality=fact.verdicts.scores, factuality_flags=fact.verdicts.flags, factuality_raw=fact.raw,
+        prompts=[spec.prompt, fact.prompt], usage={"specificity": spec.usage, "factuality": fact.usage},
+        cost=sum(costs) if len(costs) == 2 else None, cached=spec.cached and fact.cached,
+    ).model_dump(mode="json")
+
+
+def _adopt_legacy_judgments(run_dir: Path, run: RunDir, judge_model: str, prompts: list[str]) -> int:
+    """Judgments of a run scored before the runtime, by the same judge model with the same
+    prompts, are appended to the new score directory (once) instead of being paid for again."""
+    legacy = run_dir / JUDGMENTS
+    old_manifest = run_dir / LEGACY_SCORE_MANIFEST
+    if run.path.resolve() == run_dir.resolve() or not legacy.is_file() or (run.path / JUDGMENTS).exists():
+        return 0
+    if not old_manifest.is_file():
+        return 0
+    old = json.loads(old_manifest.read_text(encoding="utf-8"))
+    if old.get("model") != judge_model or sorted(old.get("prompts") or []) != sorted(prompts):
+        return 0
+    n = 0
+    for r in RunDir(run_dir).read(JUDGMENTS):
+        rec = JudgmentRecord.model_validate(r)
+        if rec.status == "ok":
+            run.append(JUDGMENTS, rec.model_dump(mode="json"))
+            n += 1
+    return n
+
+
+async def ascore(
+    run_dir: str | Path,
+    client: CompletesChat,
+    judge: Endpoint,
+    *,
+    score_dir: str | Path | None = None,
+    effort: str | None = None,
+    judge_invalid: bool = False,
+    patience: Sequence[float] = (0.7, 0.9),
+    factuality_threshold: float = 1.0,
+    discount: Discount = "reference",
+    options: ClientOptions = JUDGE_OPTIONS,
+    embedder: Embedder | None = None,
+    progress: bool = True,
+) -> ScoreSummary:
+    """Judge and score a generated run with an open client; see :func:`score`."""
+    gen_dir = Path(run_dir)
+    gm = read_generation_manifest(gen_dir)
+    settings = generation_settings(gm)
+    gens = load_generations(gen_dir)
+    run = RunDir(score_dir or default_score_dir(gen_dir), secret_names=[judge.api_key_env] if judge.api_key_env else None)
+    prompts = [load_prompt(SPECIFICITY_PROMPT).tag, load_prompt(FACTUALITY_PROMPT).tag]
+    units = judge_units(gens, judge_invalid)
+    manifest = run.begin(new_manifest(
+        KIND, model=judge.model, base_url=judge.base_url, api_key_env=judge.api_key_env,
+        items=f"{gm.model}__{settings['variation']}", n_items=len(units), effort=effort, seed=options.seed,
+        temperature=options.temperature, max_tokens=options.max_tokens, prompts=prompts,
+        identity={"judge_invalid": judge_invalid, "seed": options.seed, "temperature": options.temperature,
+                  "max_tokens": options.max_tokens},
+        options=options.model_dump(), generation_run_dir=str(gen_dir.resolve()),
+        config={"patience": list(patience), "factuality_threshold": factuality_threshold, "discount": discount},
+    ))
+    _adopt_legacy_judgments(gen_dir, run, judge.model, prompts)
+    params = options.gen_params(effort=effort)
+
+    def on_error(u: JudgeUnit, exc: BaseException) -> dict[str, Any]:
+        return JudgmentRecord(query_id=u.query_id, path_key=u.key[1], path_index=u.index,
+                              path=[list(t) for t in u.path], valid=u.validity.valid,
+                              validity_reasons=list(u.validity.reasons), status="error",
+                              error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
+
+    result = await map_with_resume(
+        run, JUDGMENTS, units, key=lambda u: u.key, call=lambda u, _prev: judge_path(client, u, params),
+        record_key=judgment_key, on_error=on_error, concurrency=options.concurrency, progress=progress,
+        desc=f"CREATE judge {judge.model}",
+    )
+
+    sets = scored_sets_from_run(gen_dir, score_dir=run.path)
+    rows = query_scores(sets, patience, factuality_threshold, discount, embedder)
+    run.write_json(SCORES, [r.model_dump(mode="json") for r in rows])
+    wanted = {u.key for u in units}
+    judged = [JudgmentRecord.model_validate(r) for k, r in run.latest(JUDGMENTS, judgment_key).items() if k in wanted]
+    ok = [j for j in judged if j.status == "ok"]
+    gen_ok = [g for r in RunDir(gen_dir).latest(RESPONSES, response_key).values()
+              if (g := GenerationRecord.model_validate(r)).status == "ok"]
+    summary = ScoreSummary(
+        run_dir=str(gen_dir), score_dir=str(run.path), judge_model=judge.model, n_queries=len(rows),
+        n_paths=sum(r.n_paths for r in rows), n_valid=sum(r.n_valid for r in rows),
+        n_factual=sum(r.n_factual for r in rows), n_to_judge=len(units), n_judged=len(ok),
+        n_judge_errors=len(judged) - len(ok), n_not_judged=len(units) - len(judged),
+        mean_utility={str(p): _mean([r.utility[str(p)] for r in rows]) for p in patience},
+        factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
+        generation_cost=records_cost(gen_ok), stopped=result.stopped, repairs=result.repairs,
+    )
+    run.finish(manifest, stopped=result.stopped, summary=summary.model_dump(mode="json"))
+    return summary
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def score(
+    run_dir: str | Path,
+    judge_endpoint: Endpoint,
+    *,
+    score_dir: str | Path | None = None,
+    effort: str | None = None,
+    judge_invalid: bool = False,
+    patience: Sequence[float] = (0.7, 0.9),
+    factuality_threshold: float = 1.0,
+    discount: Discount = "reference",
+    options: ClientOptions = JUDGE_OPTIONS,
+    client: CompletesChat | None = None,
+    embedder: Embedder | None = None,
+    progress: bool = True,
+) -> ScoreSummary:
+    """Judge a generated run with ``judge_endpoint`` (specificity + factuality per path) and score it.
+
+    Only structurally valid paths are judged unless ``judge_invalid``. Writes ``judgments.jsonl``,
+    ``scores.json`` and ``summary.json`` (judge cost apart from generation cost) into
+    ``score_dir`` (default ``<run_dir>/score``) and returns the summary. ``client`` replaces the
+    client built from ``judge_endpoint`` and ``options``. Works from notebooks too.
+    """
+    kwargs: dict[str, Any] = dict(score_dir=score_dir, effort=effort, judge_invalid=judge_invalid, patience=patience,
+                                  factuality_threshold=factuality_threshold, discount=discount, options=options,
+                                  embedder=embedder, progress=progress)
+
+    async def main() -> ScoreSummary:
+        if client is not None:
+            return await ascore(run_dir, client, judge_endpoint, **kwargs)
+        async with open_client(judge_endpoint, options) as c:
+            return await ascore(run_dir, c, judge_endpoint, **kwargs)
+
+    return run_coro(main())
+
+
+# --------------------------------------------------------------------------- scored sets
+
+
+def _judgments_of(run_dir: Path, score_dir: Path | None) -> tuple[dict[Any, JudgmentRecord], Manifest | dict[str, Any] | None]:
+    """The judgments of a scored run, and its score manifest: the runtime's score directory, or
+    the files of a run scored before the runtime."""
+    sd = score_dir or default_score_dir(run_dir)
+    if (sd / "manifest.json").is_file():
+        src = RunDir(sd)
+        return ({k: JudgmentRecord.model_validate(r) for k, r in src.latest(JUDGMENTS, judgment_key).items()},
+                src.read_manifest())
+    if (run_dir / JUDGMENTS).is_file():
+        legacy = run_dir / LEGACY_SCORE_MANIFEST
+        old = json.loads(legacy.read_text(encoding="utf-8")) if legacy.is_file() else None
+        return ({k: JudgmentRecord.model_validate(r) for k, r in RunDir(run_dir).latest(JUDGMENTS, judgment_key).items()},
+                old)
+    return {}, None
+
+
+def judge_model_of(run_dir: str | Path, score_dir: str | Path | None = None) -> str | None:
+    """The judge model a run was scored with (``None``: not scored)."""
+    _, m = _judgments_of(Path(run_dir), Path(score_dir) if score_dir else None)
+    if m is None:
+        return None
+    return m.model if isinstance(m, Manifest) else m.get("model")
+
+
+def scored_sets_from_run(
+    run_dir: str | Path,
+    config_name: str | None = None,
+    *,
+    score_dir: str | Path | None = None,
+    origin: str = "run",
+) -> list[ScoredSet]:
+    """A (scored) run as :class:`ScoredSet` s. Unjudged and errored paths get zero scores and a flag
+    (``valid_path_not_judged`` / ``judge_error``); invalid paths stay invalid."""
+    gen_dir = Path(run_dir)
+    gm = read_generation_manifest(gen_dir)
+    variation = generation_settings(gm)["variation"]
+    name = config_name or f"{gm.model}__{variation}"
+    judged, score_manifest = _judgments_of(gen_dir, Path(score_dir) if score_dir else None)
+    judge = (score_manifest.model if isinstance(score_manifest, Manifest)
+             else (score_manifest or {}).get("model"))
+    out: list[ScoredSet] = []
+    for g in load_generations(gen_dir):
+        spec, fact, valid, reasons = [], [], [], []
+        flags = list(g.flags)
+        for p in g.paths:
+            v = check_validity(p, g.query.entity_a, g.query.entity_b)
+            j = judged.get((g.query.id, path_key(p)))
+            valid.append(int(v.valid))
+            reasons.append(v.reasons)
+            if j is None or j.status != "ok":
+                spec.append([0.0] * len(p))
+                fact.append([0.0] * len(p))
+                if j is not None:
+                    flags.append("judge_error")
+                elif v.valid:
+                    flags.append("valid_path_not_judged")
+            else:
+                spec.append([float(x) for x in j.specificity])
+                fact.append([float(x) for x in j.factuality])
+                flags.extend(f"judge_{f}" for f in j.specificity_flags + j.factuality_flags)
+        out.append(ScoredSet(
+            config=name, query_id=g.query.id, query=g.query.query, entity_a=g.query.entity_a,
+            entity_b=g.query.entity_b, rel_b=g.query.rel_b, paths=g.paths, specificity=spec, factuality=fact,
+            validity=valid, validity_reasons=reasons, flags=flags, raw_response="\n\n".join(g.raw_outputs) or None,
+            origin=origin, judge=judge, model_name=gm.model, variation_name=variation,
+        ))
+    return out
+
+
+def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSet]:
+    """The scored run directories matching ``patterns`` (globs of ``cresowlve create score``'s
+    ``--run-dir``), as :class:`ScoredSet` s marked ``origin="yours"`` and named
+    ``<model>__<variation> (yours: <directory>)``. A pattern matching nothing, or a directory that
+    is not a scored CREATE run, is an error naming it."""
+    if patterns is None:
+        return []
+    if isinstance(patterns, (str, Path)):
+        patterns = [patterns]
+    out: list[ScoredSet] = []
+    for pattern in patterns:
+        matches = sorted(glob.glob(str(Path(pattern).expanduser())))
+        dirs = [Path(m) for m in matches if Path(m).is_dir()]
+        if not dirs:
+            raise FileNotFoundError(f"user_runs: {pattern!r} matches no run directory")
+        for d in dirs:
+            if judge_model_of(d) is None:
+                raise ValueError(f"user_runs: {d} is not scored yet; run `cresowlve create score --run-dir {d} ...`")
+            gm = read_generation_manifest(d)
+            label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {d.name})"
+            out.extend(scored_sets_from_run(d, label, origin="yours"))
+    return out
+
+
+def query_scores(
+    sets: Sequence[ScoredSet],
+    patience: Sequence[float] = (0.7, 0.9),
+    factuality_threshold: float = 1.0,
+    discount: Discount = "reference",
+    embedder: Embedder | None = None,
+) -> list[QueryScore]:
+    """Per-query rows: counts, flags, strengths and utilities at each patience (no model call)."""
+    rows = []
+    for s in sets:
+        b = utility_breakdown(s.paths, s.specificity, s.factuality, s.validity, factuality_threshold, embedder=embedder)
+        rows.append(QueryScore(
+            config=s.config, query_id=s.query_id, query=s.query, n_paths=len(s.paths), n_valid=int(sum(s.validity)),
+            n_factual=len(b.kept.indices) + b.kept.dropped.get("no_strength", 0), n_kept=len(b.kept.indices),
+            dropped=b.kept.dropped, strengths=b.kept.strengths, marginals=b.greedy.marginals,
+            utility={str(p): b.utility(p, discount) for p in patience}, flags=sorted(set(s.flags)),
+        ))
+    return rows
+
