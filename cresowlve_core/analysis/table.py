@@ -1,36 +1,108 @@
-"""Table 1 of the paper: accuracy per model × thinking effort, En/Ru × exact match / LLM judge.
+"""Table 1 of the paper: accuracy per model × thinking effort, En/Ru × every metric of the registry.
 
-* :func:`results_long` — one row per configuration × language × metric with the count,
-  accuracy in %, its 95 % Wilson interval, the published value and the difference;
-* :func:`table1_display` — the paper's layout for a notebook (strings);
+* :func:`results_long` — one row per configuration × language × metric (the metrics of
+  :data:`cresowlve_core.evaluation.metrics.METRICS`) with the count ``k``, the number of items
+  with a value ``n``, all items ``n_all``, the coverage ``n / n_all``, accuracy in % with its
+  95 % Wilson interval, the **bounds** (accuracy if every item without a value were wrong /
+  right), the number of errored items, whether the run finished, and the paper overlay;
+* :func:`table1_display` — the paper's layout for a notebook (strings, with ``n``, coverage,
+  bounds and Δ with its interval); :func:`table1_footnotes` explains the marks;
 * :func:`table1_wide` / :func:`write_table1_csv` — numeric wide form whose main columns carry
   the same names as ``paper_table1.csv`` (``en_exact_match``, ``en_llm_judge``, ...);
 * :func:`table1_latex` / :func:`write_table1_latex` — a booktabs table in the paper's layout.
 
-The exact-match column is **strict** exact match, as in the paper; lenient exact match is
-reported alongside (``*_em_lenient`` columns, and the ``em_lenient`` rows of the long form).
+Marks: ``†`` — the metric scored fewer than ``coverage_threshold`` (default 90 %) of the items
+(the judge left many unscored): the cell is greyed out and its bounds matter more than its
+point value; ``‡`` — the run did not finish (fewer records than planned, or stopped early).
 
-Published numbers come from ``DATA_DIR/cresowlve/paper_table1.csv``. A run matches a paper
-row when the model names agree case-insensitively (ignoring a ``provider/`` prefix) and the
-efforts agree (no effort = ``-``); a run without an effort setting also matches a model that
-has a single paper row. Unmatched runs get blank paper cells.
+Errored items (the model gave no answer) count as wrong in every metric and stay in every
+denominator; ``n_error`` shows how many there are (see :mod:`cresowlve_core.analysis.loading`).
+
+Published numbers come from ``DATA_DIR/cresowlve/paper_table1.csv``. A run matches a paper row
+when the model names agree after :func:`model_key` (case-insensitive, ``provider/`` prefix
+dropped, the :data:`MODEL_ALIASES` table applied) **and** the efforts agree exactly (no effort
+matches only a paper row without one). Paper rows that share a key, and runs that map to the
+same paper row, are flagged in the notes. The paper's denominator is ``paper_n`` (2,061 items
+per cell); Δ = ours − paper carries both sides' uncertainty (Newcombe's interval for two
+independent proportions, the paper value taken as ``round(pct · paper_n / 100)`` of ``paper_n``).
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import RunSet, main_subset, normalise_effort
-from cresowlve_core.stats import wilson_interval
+from cresowlve_core.analysis.loading import MODEL_BASED, RunSet, main_subset, normalise_effort
+from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.stats import diff_proportions, wilson_interval
 
 PAPER_TABLE = DATA_DIR / "cresowlve" / "paper_table1.csv"
-TABLE_METRICS = {"em_strict": "exact_match", "judge": "llm_judge", "em_lenient": "em_lenient"}
-HEADERS = {"em_strict": "Exact Match", "judge": "LLM Judge", "em_lenient": "EM (lenient)"}
+PAPER_N = 2061  # items behind every cell of the paper's Table 1
+COVERAGE_THRESHOLD = 0.9
+#: metric name -> column suffix of paper_table1.csv / our CSV (the paper's name when it has one)
+TABLE_METRICS: dict[str, str] = {m.name: (m.paper_column or m.name) for m in METRIC_REGISTRY}
+PAPER_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_REGISTRY if m.paper_column)
+_PAPER_HEADERS = {"exact_match": "Exact Match", "llm_judge": "LLM Judge"}
+HEADERS: dict[str, str] = {
+    m.name: _PAPER_HEADERS.get(m.paper_column or "", m.label) for m in METRIC_REGISTRY
+}
 GROUPS = {False: "Non-thinking models", True: "Thinking models"}
+LOW_COVERAGE_MARK = "†"
+UNFINISHED_MARK = "‡"
+GREY = "color: #9e9e9e; font-style: italic"
+
+#: API / hub model names -> the paper's names (keys and values are compared through model_key)
+MODEL_ALIASES: dict[str, str] = {
+    "gpt-4.1-2025-04-14": "GPT-4.1",
+    "gpt-4.1-mini-2025-04-14": "GPT-4.1-mini",
+    "olmo-2-0325-32b-instruct": "OLMo-2-32B-Instruct",
+    "command-a-03-2025": "C4AI-command-a",
+    "c4ai-command-a-03-2025": "C4AI-command-a",
+    "llama-3.3-70b-instruct-turbo": "Llama-3.3-70B-Instruct",
+    "qwen3-235b-a22b-instruct-2507": "Qwen3-235B-A22B-Instruct",
+    "qwen3-235b-a22b-thinking-2507": "Qwen3-235B-A22B-Thinking",
+    "deepseek-v3.2-exp": "DeepSeek-V3.2",
+    "gemini-3-flash-preview": "Gemini-3-Flash",
+    "gemini-3.1-pro-preview": "Gemini-3.1-Pro",
+}
+
+LONG_COLUMNS = [
+    "group",
+    "model",
+    "effort",
+    "config",
+    "thinking",
+    "lang",
+    "run_id",
+    "metric",
+    "k",
+    "n",
+    "n_all",
+    "n_error",
+    "coverage",
+    "pct",
+    "low",
+    "high",
+    "bound_low",
+    "bound_high",
+    "low_coverage",
+    "complete",
+    "n_planned",
+    "n_records",
+    "paper",
+    "paper_low",
+    "paper_high",
+    "delta",
+    "delta_low",
+    "delta_high",
+    "paper_order",
+    "paper_shared",
+]
 
 
 def load_paper_table(path: Path | None = None) -> tuple[pd.DataFrame | None, str | None]:
@@ -45,84 +117,138 @@ def load_paper_table(path: Path | None = None) -> tuple[pd.DataFrame | None, str
     return df, None
 
 
-def model_key(name: str) -> str:
-    """Case-insensitive model key without a ``provider/`` prefix."""
-    return str(name).rsplit("/", 1)[-1].strip().casefold()
+def _plain_key(name: str) -> str:
+    key = str(name).rsplit("/", 1)[-1].strip().casefold()
+    return re.sub(r"[\s_]+", "-", key)
 
 
-def match_paper(configs: pd.DataFrame, paper: pd.DataFrame | None) -> pd.Series:
-    """For each row of ``configs`` (columns model, effort) the matching paper row index or NaN."""
+_ALIAS_KEYS = {_plain_key(k): _plain_key(v) for k, v in MODEL_ALIASES.items()}
+
+
+def model_key(name: str, aliases: Mapping[str, str] | None = None) -> str:
+    """The key a model name is matched on: ``provider/`` dropped, case-folded, spaces and
+    underscores as ``-``, then :data:`MODEL_ALIASES` (and ``aliases``) applied.
+
+    ``model_key("openai/gpt-4.1") == model_key("GPT-4.1") == "gpt-4.1"``.
+    """
+    key = _plain_key(name)
+    extra = {_plain_key(k): _plain_key(v) for k, v in (aliases or {}).items()}
+    return extra.get(key) or _ALIAS_KEYS.get(key, key)
+
+
+def paper_duplicates(paper: pd.DataFrame | None) -> list[str]:
+    """Notes for paper rows that share a model key and effort (the overlay takes the first)."""
+    if paper is None:
+        return []
+    dup = paper[paper.duplicated(["key", "effort"], keep=False)]
+    return [
+        f"Paper table: {len(g)} rows for {g['model'].iloc[0]} / {e or '-'} (rows {', '.join(map(str, g.index + 1))}); "
+        "the first one is overlaid."
+        for (_, e), g in dup.groupby(["key", "effort"], sort=False)
+    ]
+
+
+def match_paper(
+    configs: pd.DataFrame, paper: pd.DataFrame | None, aliases: Mapping[str, str] | None = None
+) -> pd.Series:
+    """For each row of ``configs`` (columns model, effort) the matching paper row index or NaN.
+
+    Model names match through :func:`model_key`; efforts must be equal (``""`` = no effort
+    matches only a paper row without one). Duplicated paper rows: the first wins.
+    """
     if paper is None:
         return pd.Series(np.nan, index=configs.index)
-    exact = {(k, e): i for i, k, e in zip(paper.index, paper["key"], paper["effort"], strict=True)}
-    single = paper.groupby("key").filter(lambda g: len(g) == 1)
-    only = dict(zip(single["key"], single.index, strict=True))
-    out = []
-    for model, effort in zip(configs["model"], configs["effort"], strict=True):
-        key, eff = model_key(model), normalise_effort(effort)
-        idx = exact.get((key, eff))
-        if idx is None and eff == "":
-            idx = only.get(key)
-        out.append(np.nan if idx is None else idx)
+    keys = paper["model"].map(lambda m: model_key(m, aliases)) if aliases else paper["key"]
+    exact: dict[tuple[str, str], int] = {}
+    for i, k, e in zip(paper.index, keys, paper["effort"], strict=True):
+        exact.setdefault((k, e), i)
+    out = [
+        exact.get((model_key(m, aliases), normalise_effort(e)), np.nan)
+        for m, e in zip(configs["model"], configs["effort"], strict=True)
+    ]
     return pd.Series(out, index=configs.index, dtype="float64")
 
 
-def results_long(rs: RunSet, paper: pd.DataFrame | None = None, creative_only: bool = True) -> pd.DataFrame:
-    """Accuracy per configuration × language × metric, with Wilson 95 % CI and paper overlay.
+def results_long(
+    rs: RunSet,
+    paper: pd.DataFrame | None = None,
+    creative_only: bool = True,
+    coverage_threshold: float = COVERAGE_THRESHOLD,
+    paper_n: int = PAPER_N,
+    aliases: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
+    """Accuracy per configuration × language × metric, with n, coverage, bounds, CIs and paper overlay.
 
     ``creative_only`` drops items annotated ``factual`` (the paper's Table 1 is the creative
-    subset). Columns: group, model, effort, config, thinking, lang, metric, k, n, pct, low,
-    high (all in %), paper, delta (pct − paper), paper_order.
+    subset). Columns: :data:`LONG_COLUMNS` (percentages in %; ``coverage`` a fraction).
     """
     df = main_subset(rs.responses)[0] if creative_only else rs.responses
     if df.empty:
-        return pd.DataFrame(
-            columns=[
-                "group",
-                "model",
-                "effort",
-                "config",
-                "thinking",
-                "lang",
-                "metric",
-                "k",
-                "n",
-                "pct",
-                "low",
-                "high",
-                "paper",
-                "delta",
-                "paper_order",
-            ]
-        )
-    keys = ["config", "model", "effort", "thinking", "lang"]
-    agg = df.groupby(keys, sort=False)[list(TABLE_METRICS)].agg(["sum", "count"])
+        return pd.DataFrame(columns=LONG_COLUMNS)
+    metrics = list(TABLE_METRICS)
+    keys = ["config", "model", "effort", "thinking", "lang", "run_id"]
+    work = df[[*keys, "status", *metrics]].assign(_err=df["status"].eq("error"))
+    grouped = work.groupby(keys, sort=False)
+    base = grouped.agg(n_all=("status", "size"), n_error=("_err", "sum"))
+    sums, counts = grouped[metrics].sum(), grouped[metrics].count()
     rows = []
-    for metric in TABLE_METRICS:
-        part = agg[metric].reset_index().rename(columns={"sum": "k", "count": "n"})
+    for metric in metrics:
+        part = base.copy()
+        part["k"], part["n"] = sums[metric], counts[metric]
         part["metric"] = metric
-        rows.append(part)
+        rows.append(part.reset_index())
     long = pd.concat(rows, ignore_index=True)
-    long["k"] = long["k"].astype(int)
-    long["n"] = long["n"].astype(int)
+    for c in ("k", "n", "n_all", "n_error"):
+        long[c] = long[c].astype(int)
     low, high = wilson_interval(long["k"].to_numpy(), long["n"].to_numpy())
+    n_all = long["n_all"].where(long["n_all"] > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         long["pct"] = 100.0 * long["k"] / long["n"].where(long["n"] > 0)
+        long["coverage"] = long["n"] / n_all
+        long["bound_low"] = 100.0 * long["k"] / n_all
+        long["bound_high"] = 100.0 * (long["k"] + long["n_all"] - long["n"]) / n_all
     long["low"], long["high"] = 100.0 * low, 100.0 * high
+    long["low_coverage"] = (long["n"] > 0) & (long["coverage"] < coverage_threshold)
     long["group"] = long["thinking"].map(GROUPS)
-    idx = match_paper(long, paper)
-    long["paper"] = np.nan
-    long["paper_order"] = np.nan
-    if paper is not None:
-        hit = idx.notna()
-        cols = long.loc[hit, "lang"] + "_" + long.loc[hit, "metric"].map(TABLE_METRICS)
-        values = []
-        for i, c in zip(idx[hit].astype(int), cols, strict=True):
-            values.append(paper.at[i, c] if c in paper.columns else np.nan)
-        long.loc[hit, "paper"] = pd.to_numeric(pd.Series(values, index=long.index[hit]), errors="coerce")
-        long.loc[hit, "paper_order"] = paper.loc[idx[hit].astype(int), "paper_order"].to_numpy()
-    long["delta"] = long["pct"] - long["paper"]
-    return _order_rows(long)
+    runs = rs.runs.set_index("run_id")
+    long["complete"] = long["run_id"].map(runs["complete"]).fillna(True).astype(bool)
+    long["n_planned"] = long["run_id"].map(runs["n_planned"])
+    long["n_records"] = long["run_id"].map(runs["n_records"])
+    _overlay_paper(long, paper, paper_n, aliases)
+    return _order_rows(long)[LONG_COLUMNS]
+
+
+def _overlay_paper(long: pd.DataFrame, paper: pd.DataFrame | None, paper_n: int, aliases: Mapping[str, str] | None) -> None:
+    idx = match_paper(long, paper, aliases)
+    for c in ("paper", "paper_low", "paper_high", "delta", "delta_low", "delta_high", "paper_order"):
+        long[c] = np.nan
+    long["paper_shared"] = False
+    if paper is None or not idx.notna().any():
+        return
+    hit = idx.notna()
+    cols = long.loc[hit, "lang"] + "_" + long.loc[hit, "metric"].map(TABLE_METRICS)
+    values = [paper.at[i, c] if c in paper.columns else np.nan for i, c in zip(idx[hit].astype(int), cols, strict=True)]
+    long.loc[hit, "paper"] = pd.to_numeric(pd.Series(values, index=long.index[hit]), errors="coerce")
+    long.loc[hit, "paper_order"] = paper.loc[idx[hit].astype(int), "paper_order"].to_numpy()
+    shared = long.loc[hit].assign(_i=idx[hit]).groupby(["_i", "lang", "metric"])["config"].transform("nunique") > 1
+    long.loc[shared.index, "paper_shared"] = shared.to_numpy()
+    for i in long.index[long["paper"].notna() & (long["n"] > 0)]:
+        k_p = int(round(long.at[i, "paper"] * paper_n / 100.0))
+        p_lo, p_hi = wilson_interval(k_p, paper_n)
+        d = diff_proportions(int(long.at[i, "k"]), int(long.at[i, "n"]), k_p, paper_n)
+        long.at[i, "paper_low"], long.at[i, "paper_high"] = 100.0 * p_lo, 100.0 * p_hi
+        long.at[i, "delta"] = long.at[i, "pct"] - long.at[i, "paper"]
+        long.at[i, "delta_low"], long.at[i, "delta_high"] = 100.0 * d.low, 100.0 * d.high
+
+
+def paper_notes(long: pd.DataFrame, paper: pd.DataFrame | None) -> list[str]:
+    """Duplicated paper rows and runs that map to the same paper row."""
+    notes = paper_duplicates(paper)
+    if not long.empty and long["paper_shared"].any():
+        for (order, lang), g in long[long["paper_shared"]].groupby(["paper_order", "lang"]):
+            configs = ", ".join(sorted(g["config"].unique()))
+            notes.append(f"Several runs map to the same paper row ({lang}): {configs}; each shows that row's numbers.")
+    return notes
 
 
 def _order_rows(long: pd.DataFrame) -> pd.DataFrame:
@@ -132,62 +258,96 @@ def _order_rows(long: pd.DataFrame) -> pd.DataFrame:
     return order.drop(columns="_o").reset_index(drop=True)
 
 
+_WIDE_SUFFIXES = [
+    ("", "pct"),
+    ("_low", "low"),
+    ("_high", "high"),
+    ("_n", "n"),
+    ("_n_all", "n_all"),
+    ("_coverage", "coverage"),
+    ("_bound_low", "bound_low"),
+    ("_bound_high", "bound_high"),
+    ("_n_error", "n_error"),
+    ("_paper", "paper"),
+    ("_delta", "delta"),
+    ("_delta_low", "delta_low"),
+    ("_delta_high", "delta_high"),
+]
+
+
 def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
-    """Numeric wide form: one row per configuration; ``{lang}_{metric}`` plus _low/_high/_n/_paper/_delta."""
+    """Numeric wide form: one row per configuration; ``{lang}_{metric}`` plus n, coverage, bounds, paper, Δ."""
     if long.empty:
         return pd.DataFrame(columns=["group", "model", "effort"])
     long = long.assign(col=long["lang"] + "_" + long["metric"].map(TABLE_METRICS))
     index = ["group", "model", "effort", "config"]
     frames = []
-    for suffix, src in [
-        ("", "pct"),
-        ("_low", "low"),
-        ("_high", "high"),
-        ("_n", "n"),
-        ("_paper", "paper"),
-        ("_delta", "delta"),
-    ]:
+    for suffix, src in _WIDE_SUFFIXES:
         w = long.set_index([*index, "col"])[src].unstack("col")
         w.columns = [f"{c}{suffix}" for c in w.columns]
         frames.append(w)
-    wide = pd.concat(frames, axis=1)
+    complete = long.groupby(index)["complete"].all().rename("complete")
+    wide = pd.concat([*frames, complete], axis=1)
     first = [f"{lang}_{m}" for lang in ("en", "ru") for m in TABLE_METRICS.values()]
-    ordered = [
-        f"{c}{s}" for c in first for s in ("", "_low", "_high", "_n", "_paper", "_delta") if f"{c}{s}" in wide.columns
-    ]
-    wide = wide[ordered].reset_index()
+    ordered = [f"{c}{s}" for c in first for s, _ in _WIDE_SUFFIXES if f"{c}{s}" in wide.columns]
+    wide = wide[[*ordered, "complete"]].reset_index()
     order = long.drop_duplicates("config")["config"].tolist()
     wide = wide.set_index("config").loc[order].reset_index()
-    wide = wide[["group", "model", "effort", "config", *ordered]]
+    wide = wide[["group", "model", "effort", "config", "complete", *ordered]]
     wide["effort"] = wide["effort"].replace("", "-")
-    return wide.round(2)
+    return wide.round(4)
 
 
-def _fmt_cell(pct: float, low: float, high: float) -> str:
-    if pd.isna(pct):
+def _fmt_cell(r: pd.Series) -> str:
+    if pd.isna(r["pct"]):
+        return "no scores" if r["n_all"] else ""
+    text = f"{r['pct']:.1f} [{r['low']:.1f}, {r['high']:.1f}]"
+    marks = (LOW_COVERAGE_MARK if r["low_coverage"] else "") + ("" if r["complete"] else UNFINISHED_MARK)
+    return f"{marks} ({text})" if r["low_coverage"] else f"{marks} {text}".strip()
+
+
+def _fmt_delta(r: pd.Series) -> str:
+    if pd.isna(r["delta"]):
         return ""
-    return f"{pct:.1f} [{low:.1f}, {high:.1f}]"
+    return f"{r['delta']:+.1f} [{r['delta_low']:+.1f}, {r['delta_high']:+.1f}]"
 
 
-def table1_display(long: pd.DataFrame, metrics: tuple[str, ...] = ("em_strict", "judge")) -> pd.DataFrame:
-    """The paper's layout as strings: rows grouped by thinking, columns lang × metric × (ours, paper, Δ)."""
+def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """The paper's layout as strings: rows grouped by thinking, columns lang × metric × fields.
+
+    Fields: ``% [95% CI]`` (marked † below the coverage threshold, ‡ for an unfinished run),
+    ``n`` (items with a value / all items, and errored items), ``bounds`` (if every item without
+    a value were wrong / right; model-based metrics only), ``paper`` and ``Δ [95% CI]``.
+    ``metrics`` defaults to the metrics that have a paper column.
+    """
     if long.empty:
         return pd.DataFrame()
+    metrics = tuple(metrics or PAPER_METRICS)
     sub = long[long["metric"].isin(metrics)].copy()
-    sub["ours"] = [_fmt_cell(p, lo, hi) for p, lo, hi in zip(sub["pct"], sub["low"], sub["high"], strict=True)]
+    sub["ours"] = [_fmt_cell(r) for _, r in sub.iterrows()]
+    sub["n_s"] = [
+        f"{n}/{a} ({100 * c:.0f}%)" + (f", {e} err" if e else "") if a else "0"
+        for n, a, c, e in zip(sub["n"], sub["n_all"], sub["coverage"].fillna(0), sub["n_error"], strict=True)
+    ]
+    sub["bounds_s"] = [
+        "" if pd.isna(lo) else f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(sub["bound_low"], sub["bound_high"], strict=True)
+    ]
     sub["paper_s"] = sub["paper"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")
-    sub["delta_s"] = sub["delta"].map(lambda v: "" if pd.isna(v) else f"{v:+.1f}")
+    sub["delta_s"] = [_fmt_delta(r) for _, r in sub.iterrows()]
     sub["effort"] = sub["effort"].replace("", "-")
     langs = [lang for lang in ("en", "ru") if lang in set(sub["lang"])]
     pieces = []
     for lang in langs:
         for m in metrics:
             part = sub[(sub["lang"] == lang) & (sub["metric"] == m)].set_index(["group", "model", "effort"])
-            head = (f"CresOWLve-{lang.capitalize()}", HEADERS[m])
+            head = (f"CresOWLve-{lang.capitalize()}", HEADERS.get(m, m))
+            fields = [("ours", "% [95% CI]"), ("n_s", "n scored/all")]
+            if m in MODEL_BASED:
+                fields.append(("bounds_s", "bounds"))
+            fields += [("paper_s", "paper"), ("delta_s", "Δ [95% CI]")]
             pieces.append(
-                part[["ours", "paper_s", "delta_s"]].set_axis(
-                    pd.MultiIndex.from_tuples([(*head, "ours % [95% CI]"), (*head, "paper"), (*head, "Δ")]),
-                    axis=1,
+                part[[f for f, _ in fields]].set_axis(
+                    pd.MultiIndex.from_tuples([(*head, label) for _, label in fields]), axis=1
                 )
             )
     table = pd.concat(pieces, axis=1)
@@ -195,6 +355,36 @@ def table1_display(long: pd.DataFrame, metrics: tuple[str, ...] = ("em_strict", 
     table = table.reindex(order).fillna("")
     table.index.names = ["", "Model", "Thinking Effort"]
     return table
+
+
+def table1_footnotes(long: pd.DataFrame, coverage_threshold: float = COVERAGE_THRESHOLD) -> list[str]:
+    """One line per mark used in :func:`table1_display` (coverage below threshold, unfinished run)."""
+    notes: list[str] = []
+    if long.empty:
+        return notes
+    low = long[long["low_coverage"]]
+    for r in low.itertuples(index=False):
+        notes.append(
+            f"{LOW_COVERAGE_MARK} {r.config} / {r.lang} / {HEADERS.get(r.metric, r.metric)}: scored {r.n} of {r.n_all} "
+            f"items ({100 * r.coverage:.0f}% < {100 * coverage_threshold:.0f}%); greyed out. If every unscored item "
+            f"were wrong the accuracy would be {r.bound_low:.1f}%, if every one were right {r.bound_high:.1f}%."
+        )
+    unfinished = long[~long["complete"]].drop_duplicates(["config", "lang"])
+    for r in unfinished.itertuples(index=False):
+        planned = "?" if pd.isna(r.n_planned) else int(r.n_planned)
+        notes.append(
+            f"{UNFINISHED_MARK} {r.config} / {r.lang}: the run did not finish ({int(r.n_records)} of {planned} "
+            "planned items); its numbers cover only the items done so far."
+        )
+    return notes
+
+
+def style_table1(display: pd.DataFrame):  # -> pandas Styler
+    """Grey out the cells marked † (coverage below the threshold) in :func:`table1_display`."""
+    def grey(v: object) -> str:
+        return GREY if isinstance(v, str) and v.startswith(LOW_COVERAGE_MARK) else ""
+
+    return display.style.map(grey)
 
 
 def write_table1_csv(long: pd.DataFrame, path: Path, synthetic: bool = False) -> Path:
@@ -228,7 +418,7 @@ def latex_escape(text: str) -> str:
 def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = False) -> str:
     """Table 1 as a booktabs ``tabular``: accuracy % with its 95 % CI (and the paper value)."""
     langs = [lang for lang in ("en", "ru") if lang in set(long["lang"])] if not long.empty else []
-    metrics = ("em_strict", "judge")
+    metrics = PAPER_METRICS
     cells = {(r.config, r.lang, r.metric): r for r in long.itertuples(index=False) if r.metric in metrics}
     lines = []
     if synthetic:
@@ -241,7 +431,9 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
     rules = " ".join(rf"\cmidrule(lr){{{3 + 2 * i}-{4 + 2 * i}}}" for i in range(len(langs)))
     if rules:
         lines.append(rules)
-    lines.append("Model & Thinking Effort & " + " & ".join("Exact Match & LLM Judge" for _ in langs) + r" \\")
+    lines.append(
+        "Model & Thinking Effort & " + " & ".join(" & ".join(HEADERS[m] for m in metrics) for _ in langs) + r" \\"
+    )
     lines.append(r"\midrule")
     configs = long.drop_duplicates("config") if not long.empty else long
     for thinking in (False, True):
@@ -260,6 +452,10 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
                     s = rf"{c.pct:.2f} {{\scriptsize [{c.low:.1f}, {c.high:.1f}]}}"
                     if with_paper and not pd.isna(c.paper):
                         s += rf" {{\scriptsize ({c.paper:.2f})}}"
+                    if c.low_coverage:  # below the coverage threshold: greyed, dagger
+                        s = rf"\textcolor{{gray}}{{{s}}}$^\dagger$"
+                    if not c.complete:
+                        s += r"$^\ddagger$"
                     out.append(s)
             lines.append(" & ".join(out) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
@@ -273,8 +469,14 @@ def write_table1_latex(long: pd.DataFrame, path: Path, synthetic: bool = False) 
     return path
 
 
-def results_table(rs: RunSet, paper_path: Path | None = None) -> tuple[pd.DataFrame, list[str]]:
+def results_table(
+    rs: RunSet,
+    paper_path: Path | None = None,
+    coverage_threshold: float = COVERAGE_THRESHOLD,
+    aliases: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, list[str]]:
     """:func:`results_long` with the paper table loaded from ``paper_path``, plus notes."""
     paper, msg = load_paper_table(paper_path)
     notes = [msg] if msg else []
-    return results_long(rs, paper), notes
+    long = results_long(rs, paper, coverage_threshold=coverage_threshold, aliases=aliases)
+    return long, notes + paper_notes(long, paper)

@@ -75,6 +75,7 @@ def write_run(
             "lang": lang,
             "items": "test",
             "n_items": len(records),
+            "finished_at": "2026-01-01T00:00:00",  # pass finished_at=None for a run that never finished
             **manifest_fields,
         }
         (path / "manifest.json").write_text(json.dumps(m))

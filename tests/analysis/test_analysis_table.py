@@ -12,6 +12,11 @@ from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.table import (
     latex_escape,
     load_paper_table,
+    match_paper,
+    model_key,
+    paper_notes,
+    style_table1,
+    table1_footnotes,
     results_long,
     table1_display,
     table1_latex,
@@ -100,10 +105,11 @@ def test_display_and_exports(tmp_path):
     rs, paper = _runs(tmp_path)
     long = results_long(rs, paper)
     disp = table1_display(long)
-    assert (
-        disp.loc[("Non-thinking models", "openai/gpt-4.1", "-"), ("CresOWLve-En", "Exact Match", "ours % [95% CI]")]
-        == "50.0 [23.7, 76.3]"
-    )
+    row = ("Non-thinking models", "openai/gpt-4.1", "-")
+    assert disp.loc[row, ("CresOWLve-En", "Exact Match", "% [95% CI]")] == "50.0 [23.7, 76.3]"
+    assert disp.loc[row, ("CresOWLve-En", "Exact Match", "n scored/all")] == "10/10 (100%)"
+    assert disp.loc[row, ("CresOWLve-En", "LLM Judge", "n scored/all")] == "9/10 (90%)"
+    assert disp.loc[row, ("CresOWLve-En", "LLM Judge", "bounds")] == "[80.0, 90.0]"
     assert disp.loc[("Non-thinking models", "openai/gpt-4.1", "-"), ("CresOWLve-En", "Exact Match", "paper")] == "13.44"
     out = write_table1_csv(long, tmp_path / "out" / "t.csv", synthetic=True)
     back = pd.read_csv(out)
@@ -129,3 +135,93 @@ def test_empty_runset_gives_empty_table(tmp_path):
     rs = load_runs(str(tmp_path / "none" / "*"))
     long = results_long(rs)
     assert long.empty and table1_wide(long).empty and table1_display(long).empty
+
+
+# ---------------------------------------------------------------- issue 10: denominators, coverage, overlay
+
+
+def _judge_run(tmp_path, n_scored: int, n_all: int, name: str = "j_en", **manifest):
+    recs = [record(f"i{i}", judge="CORRECT" if i % 2 == 0 else "INCORRECT", em_strict=i % 3 == 0) for i in range(n_scored)]
+    recs += [record(f"u{i}", judge_status="unscored") for i in range(n_all - n_scored)]
+    return write_run(tmp_path / name, recs, **manifest)
+
+
+def test_every_cell_carries_n_coverage_and_bounds(tmp_path):
+    _judge_run(tmp_path, 6, 20)
+    long = results_long(load_runs(tmp_path / "j_en"))
+    judge = _cell(long, "m", "en", "judge")
+    assert (judge["k"], judge["n"], judge["n_all"]) == (3, 6, 20)
+    assert judge["coverage"] == pytest.approx(0.3)
+    assert judge["bound_low"] == pytest.approx(15.0) and judge["bound_high"] == pytest.approx(85.0)
+    em = _cell(long, "m", "en", "em_strict")
+    assert (em["n"], em["n_all"], em["coverage"]) == (20, 20, 1.0) and not em["low_coverage"]
+
+
+def test_judge_below_coverage_threshold_is_greyed_and_footnoted(tmp_path):
+    _judge_run(tmp_path, 6, 20)
+    long = results_long(load_runs(tmp_path / "j_en"))
+    assert bool(_cell(long, "m", "en", "judge")["low_coverage"])
+    disp = table1_display(long)
+    cell = disp.iloc[0][("CresOWLve-En", "LLM Judge", "% [95% CI]")]
+    assert cell.startswith("†") and "(50.0" in cell  # never a plain number
+    notes = table1_footnotes(long)
+    assert any(n.startswith("†") and "scored 6 of 20" in n and "15.0%" in n and "85.0%" in n for n in notes)
+    html = style_table1(disp).to_html()
+    assert "color: #9e9e9e" in html
+    assert "\\textcolor{gray}" in table1_latex(long)
+    # the threshold is a parameter
+    assert not _cell(results_long(load_runs(tmp_path / "j_en"), coverage_threshold=0.25), "m", "en", "judge")[
+        "low_coverage"
+    ]
+
+
+def test_unfinished_run_is_flagged_in_table1(tmp_path):
+    write_run(tmp_path / "part_en", [record(f"i{i}", em_strict=True) for i in range(3)], n_items=10)
+    write_run(tmp_path / "done_ru", [record("i0", lang="ru")], lang="ru", finished_at="2026-01-01T00:00:00")
+    rs = load_runs(str(tmp_path / "*"))
+    runs = rs.runs.set_index("run_id")
+    assert (runs.loc["part_en", "n_planned"], runs.loc["part_en", "n_records"]) == (10, 3)
+    assert not runs.loc["part_en", "complete"] and runs.loc["done_ru", "complete"]
+    long = results_long(rs)
+    disp = table1_display(long)
+    assert disp.iloc[0][("CresOWLve-En", "Exact Match", "% [95% CI]")].startswith("‡")
+    assert not disp.iloc[0][("CresOWLve-Ru", "Exact Match", "% [95% CI]")].startswith("‡")
+    assert any("did not finish (3 of 10 planned items)" in n for n in table1_footnotes(long))
+    assert table1_wide(long).loc[0, "complete"] == False  # noqa: E712
+
+
+def test_run_without_effort_never_matches_a_paper_row_with_one(tmp_path):
+    paper = tmp_path / "paper.csv"
+    paper.write_text("model,thinking,en_exact_match,en_llm_judge,ru_exact_match,ru_llm_judge\nDeepSeek-V3.2,adaptive,15.33,25.47,10.48,26.44\n")
+    table, _ = load_paper_table(paper)
+    configs = pd.DataFrame({"model": ["deepseek/DeepSeek-V3.2", "DeepSeek-V3.2"], "effort": ["", "adaptive"]})
+    assert match_paper(configs, table).isna().tolist() == [True, False]
+
+
+def test_model_aliases_and_duplicate_paper_rows(tmp_path):
+    assert model_key("openai/gpt-4.1") == model_key("GPT-4.1") == model_key("gpt-4.1-2025-04-14")
+    assert model_key("google/gemini-3.1-pro-preview") == model_key("Gemini-3.1-Pro")
+    assert model_key("my model", {"my-model": "GPT-4.1"}) == "gpt-4.1"
+    paper = tmp_path / "paper.csv"
+    paper.write_text(PAPER_CSV + "gpt-4.1,,99.0,99.0,99.0,99.0\n")
+    table, _ = load_paper_table(paper)
+    write_run(tmp_path / "a_en", [record("i0", model="openai/gpt-4.1", em_strict=True)], model="openai/gpt-4.1")
+    write_run(tmp_path / "b_en", [record("i0", model="gpt-4.1-2025-04-14")], model="gpt-4.1-2025-04-14")
+    long = results_long(load_runs(str(tmp_path / "*_en")), table)
+    assert set(long.loc[long["metric"] == "em_strict", "paper"]) == {13.44}  # the first paper row wins
+    notes = paper_notes(long, table)
+    assert any("2 rows for GPT-4.1" in n for n in notes)
+    assert any("same paper row" in n and "gpt-4.1-2025-04-14" in n and "openai/gpt-4.1" in n for n in notes)
+
+
+def test_delta_carries_both_sides_uncertainty(tmp_path):
+    from cresowlve_core.stats import diff_proportions
+
+    rs, paper = _runs(tmp_path)
+    em = _cell(results_long(rs, paper), "openai/gpt-4.1", "en", "em_strict")
+    k_paper = round(13.44 * 2061 / 100)
+    ref = diff_proportions(5, 10, k_paper, 2061)
+    assert em["delta_low"] == pytest.approx(100 * ref.low) and em["delta_high"] == pytest.approx(100 * ref.high)
+    assert em["paper_low"] < 13.44 < em["paper_high"]
+    ours_only = 50.0 - 100 * 0.2366  # the half-width of our own interval
+    assert em["delta"] - em["delta_low"] > ours_only  # wider than our side alone
