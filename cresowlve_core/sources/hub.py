@@ -10,6 +10,9 @@ a download.
 
 Rows are validated strictly: a missing column, or a row whose field is missing or of the wrong
 type, raises :class:`PublishedDataError` naming the file, row, id and field. No row is dropped.
+JSON Lines files are read by :func:`read_jsonl_objects`, which accepts a UTF-8 BOM and turns
+every other problem (not UTF-8, a JSON array, a line that is not JSON or not an object) into an
+:class:`ItemsFileError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -56,12 +59,61 @@ PUBLISHED_SCHEMA = pa.schema(
 )
 
 
-class PublishedDataError(ValueError):
+class ItemsFileError(ValueError):
+    """An items file cannot be read; the message names the file and, where one applies, the line."""
+
+
+class PublishedDataError(ItemsFileError):
     """A published-schema file is missing a column or has an invalid row."""
 
 
 class HubUnavailableError(RuntimeError):
     """The dataset is not cached and the hub may not (or could not) be reached."""
+
+
+#: How to run without the hub, appended to every :class:`HubUnavailableError`.
+LOCAL_FILE_HINT = (
+    "to run offline, pass a local file instead: --items PATH.parquet or PATH.jsonl "
+    "(published schema), or --items demo"
+)
+
+
+def read_jsonl_objects(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of a JSON Lines file.
+
+    A UTF-8 byte-order mark is accepted. Raises :class:`ItemsFileError` naming the file and line
+    for bytes that are not UTF-8, a JSON array (``[...]``) instead of one object per line, a
+    line that is not JSON, or a line that is JSON but not an object (``42``, ``null``, a list).
+    Lines are split on ``\n`` only, so a raw U+2028 inside a JSON string is kept.
+    """
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise ItemsFileError(
+            f"{path}:{line}: not UTF-8 (byte 0x{data[err.start]:02x}); save the file as UTF-8"
+        ) from None
+    if text.lstrip().startswith("["):
+        raise ItemsFileError(
+            f"{path}: a JSON array, not JSON Lines; write one JSON object per line "
+            f"(e.g. jq -c '.[]' {path.name} > items.jsonl)"
+        )
+    rows: list[tuple[int, dict[str, Any]]] = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ItemsFileError(f"{path}:{lineno}: not JSON ({err.msg} at column {err.colno})") from None
+        if not isinstance(row, dict):
+            shown = line.strip()
+            shown = shown if len(shown) <= 40 else shown[:40] + "..."
+            raise ItemsFileError(f"{path}:{lineno}: expected a JSON object (one item per line), got {shown}")
+        rows.append((lineno, row))
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,27 +174,20 @@ def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
     )
 
 
-def _read_rows(path: Path) -> list[dict[str, Any]]:
+def _read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(where, row)`` pairs; ``where`` names the file and row (and line, for JSON Lines)."""
     if path.suffix == ".parquet":
-        table = pq.read_table(path)
+        try:
+            table = pq.read_table(path)
+        except (pa.ArrowException, OSError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise PublishedDataError(f"{path}: not a readable Parquet file ({first})") from None
         missing = [c for c in PUBLISHED_FIELDS if c not in table.column_names]
         if missing:
             raise PublishedDataError(f"{path}: missing column(s) {missing}")
-        return table.to_pylist()
+        return [(f"{path}: row {i}", row) for i, row in enumerate(table.to_pylist())]
     if path.suffix == ".jsonl":
-        rows = []
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise PublishedDataError(f"{path}: line {lineno} is not JSON: {err}") from err
-                if not isinstance(row, dict):
-                    raise PublishedDataError(f"{path}: line {lineno} is not a JSON object")
-                rows.append(row)
-        return rows
+        return [(f"{path}:{lineno}: row {i}", row) for i, (lineno, row) in enumerate(read_jsonl_objects(path))]
     raise PublishedDataError(f"{path}: expected a .parquet or .jsonl file")
 
 
@@ -156,12 +201,12 @@ def read_published_file(path: str | Path, lang: Lang) -> list[Item]:
     rows = _read_rows(path)
     items: list[Item] = []
     extra: set[str] = set()
-    for i, row in enumerate(rows):
+    for where, row in rows:
         for name in PUBLISHED_FIELDS:
             if name not in row:
-                raise PublishedDataError(f"{path}: row {i} (id={row.get('id')!r}): field {name!r} is missing")
+                raise PublishedDataError(f"{where} (id={row.get('id')!r}): field {name!r} is missing")
         extra |= set(row) - set(PUBLISHED_FIELDS)
-        items.append(_row_to_item(row, lang, f"{path}: row {i}"))
+        items.append(_row_to_item(row, lang, where))
     if extra:
         log.info("%s: ignoring extra column(s) %s", path, sorted(extra))
     return items
@@ -275,14 +320,20 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
     except LocalEntryNotFoundError:
         if _hub_offline():
             raise HubUnavailableError(
-                f"{REPO_ID} is not cached in {cache} and HF_HUB_OFFLINE is set; "
-                "unset it once to download, or pass local_path="
+                f"{REPO_ID} is not cached in {cache} and HF_HUB_OFFLINE is set, so it cannot be "
+                f"downloaded from the Hugging Face hub; unset HF_HUB_OFFLINE once to download, or {LOCAL_FILE_HINT}"
             ) from None
-    log.info("downloading %s to %s", REPO_ID, cache)
+    except Exception as err:  # a corrupt cache or an unreachable hub while looking it up
+        log.debug("cache lookup for %s failed: %r", REPO_ID, err)
+    log.info("downloading %s from the Hugging Face hub to %s", REPO_ID, cache)
     try:
         return snapshot(local_files_only=False)
-    except Exception as err:  # network errors come in many types
-        raise HubUnavailableError(f"could not download {REPO_ID}: {err}") from err
+    except Exception as err:  # network errors come in many types; one line, not a traceback
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+        raise HubUnavailableError(
+            f"could not download {REPO_ID} from the Hugging Face hub ({type(err).__name__}: {first}); "
+            f"{LOCAL_FILE_HINT}"
+        ) from err
 
 
 def load_published(

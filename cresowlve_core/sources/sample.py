@@ -7,18 +7,29 @@ pipeline did with it in ``meta``: ``pipeline_outcome``, ``source`` and ``in_benc
 for outcomes starting with ``kept`` or ``translated``). Fields of an example that fit no part of
 the item (a Russian question without a Russian answer, say) are kept in ``meta`` under their own
 names. Rebuild with ``python -m cresowlve_core.sources.build_demo``.
+
+:func:`load_items` checks every item set before anything is sent to a model, and refuses a bad
+one with one :class:`~cresowlve_core.sources.hub.ItemsFileError` line naming the file and line
+(or the item ids): a file that is not UTF-8 (a UTF-8 BOM is fine), a JSON array instead of JSON
+Lines, a line that is not a JSON object, an invalid field, **duplicate ids** (an error, not a
+silent rename: records are keyed by id, so a duplicate would overwrite another item's result),
+and **text that is not valid Unicode** (a lone surrogate such as ``"\\udcff"`` is valid JSON
+but cannot be sent as UTF-8; the item is rejected by id rather than silently altered).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from cresowlve_core.items import LANGS, Item, ItemView, Lang
 from cresowlve_core.paths import DATA_DIR, REPO_ROOT
-from cresowlve_core.sources.hub import load_published, read_published_file
+from cresowlve_core.sources.hub import ItemsFileError, load_published, read_jsonl_objects, read_published_file
 
 log = logging.getLogger(__name__)
 
@@ -109,11 +120,30 @@ def write_demo_items(items: list[Item], path: str | Path | None = None) -> Path:
     return path
 
 
+def _items_from_rows(path: Path, rows: list[tuple[int, dict[str, Any]]]) -> list[Item]:
+    items = []
+    for lineno, row in rows:
+        try:
+            item = Item.model_validate(row)
+        except ValidationError as err:
+            first = err.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "item"
+            more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+            raise ItemsFileError(f"{path}:{lineno} (id={row.get('id')!r}): {loc}: {first['msg']}{more}") from None
+        if not item.id.strip():
+            raise ItemsFileError(f"{path}:{lineno}: id must be a non-empty string")
+        items.append(item)
+    return items
+
+
 def read_items_jsonl(path: str | Path) -> list[Item]:
-    """Items stored one ``Item.model_dump()`` JSON per line."""
+    """Items stored one ``Item.model_dump()`` JSON per line.
+
+    Raises :class:`ItemsFileError` naming the file and line for anything that is not such a line
+    (see :func:`~cresowlve_core.sources.hub.read_jsonl_objects`).
+    """
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").splitlines()
-    return [Item.model_validate_json(line) for line in lines if line.strip()]
+    return _items_from_rows(path, read_jsonl_objects(path))
 
 
 def load_demo_items(include_removed: bool = False) -> list[Item]:
@@ -122,13 +152,50 @@ def load_demo_items(include_removed: bool = False) -> list[Item]:
     return items if include_removed else [it for it in items if it.meta.get("in_benchmark")]
 
 
-def _is_item_jsonl(path: Path) -> bool:
-    """True for Item-per-line JSONL, False for published-schema rows (top-level ``question``)."""
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                return "question" not in json.loads(line)
-    return True
+def _invalid_strings(value: Any, where: str = "") -> list[str]:
+    """Where in ``value`` (a dumped item) a string cannot be encoded as UTF-8 (lone surrogates)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return [where or "text"]
+        return []
+    if isinstance(value, dict):
+        out = []
+        for k, v in value.items():
+            out += _invalid_strings(k, f"{where}.{k!r}") if isinstance(k, str) else []
+            out += _invalid_strings(v, f"{where}.{k}" if where else str(k))
+        return out
+    if isinstance(value, (list, tuple)):
+        return [w for i, v in enumerate(value) for w in _invalid_strings(v, f"{where}[{i}]")]
+    return []
+
+
+def validate_items(items: list[Item], source: str) -> None:
+    """Refuse an item set with duplicate ids or text that is not valid Unicode.
+
+    Raises :class:`ItemsFileError` naming every offending id (the first ten, with a count):
+    ``source`` is the spec or file the items came from. Positions are 1-based in file order.
+    """
+    positions: dict[str, list[int]] = defaultdict(list)
+    for n, item in enumerate(items, 1):
+        positions[item.id].append(n)
+    dupes = {k: v for k, v in positions.items() if len(v) > 1}
+    if dupes:
+        shown = "; ".join(f"{k!r} (items {', '.join(map(str, v))})" for k, v in list(dupes.items())[:10])
+        more = f"; and {len(dupes) - 10} more" if len(dupes) > 10 else ""
+        raise ItemsFileError(
+            f"{source}: {len(dupes)} duplicate item id(s): {shown}{more}. Ids must be unique "
+            "(results are stored by id); remove or rename the repeats"
+        )
+    bad = [(item.id, where) for item in items if (where := _invalid_strings(item.model_dump()))]
+    if bad:
+        shown = "; ".join(f"id {i!r} ({', '.join(w[:3])})" for i, w in bad[:10])
+        more = f"; and {len(bad) - 10} more" if len(bad) > 10 else ""
+        raise ItemsFileError(
+            f"{source}: {len(bad)} item(s) with text that is not valid Unicode (a lone surrogate "
+            f"such as \\udcff, which cannot be sent as UTF-8): {shown}{more}; fix or remove them"
+        )
 
 
 def load_items(spec: str, lang: Lang) -> list[Item]:
@@ -137,7 +204,8 @@ def load_items(spec: str, lang: Lang) -> list[Item]:
     ``spec`` is ``"demo"`` (the shipped benchmark demo items), ``"hub:en"`` / ``"hub:ru"`` (the
     published config; ``"hub"`` means ``hub:{lang}``), or a path to a ``.parquet`` or ``.jsonl``
     file: published-schema rows, or one ``Item`` per line. Raises :class:`NoItemsError` if no
-    item has the ``lang`` view.
+    item has the ``lang`` view, and :class:`ItemsFileError` for a file that cannot be read, duplicate
+    ids or invalid text (see the module docstring): all before any request is sent.
     """
     if lang not in LANGS:
         raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
@@ -154,12 +222,15 @@ def load_items(spec: str, lang: Lang) -> list[Item]:
         path = Path(spec)
         if not path.is_file():
             raise FileNotFoundError(f"{spec!r} is not 'demo', 'hub:en', 'hub:ru' or an existing file")
-        if path.suffix == ".jsonl" and _is_item_jsonl(path):
-            items = read_items_jsonl(path)
-        elif path.suffix in (".jsonl", ".parquet"):
+        if path.suffix == ".jsonl":
+            rows = read_jsonl_objects(path)
+            published = bool(rows) and "question" in rows[0][1]  # Item rows nest it under en/ru
+            items = read_published_file(path, lang) if published else _items_from_rows(path, rows)
+        elif path.suffix == ".parquet":
             items = read_published_file(path, lang)
         else:
             raise ValueError(f"{spec!r}: expected a .jsonl or .parquet file")
+    validate_items(items, spec)
     selected = [item for item in items if item.has(lang)]
     if not selected:
         raise NoItemsError(f"{spec!r} has no items with a {lang!r} view ({len(items)} items in all)")

@@ -15,6 +15,7 @@ from cresowlve_core.paths import CACHE_DIR
 from cresowlve_core.sources import hub
 from cresowlve_core.sources.hub import (
     HubUnavailableError,
+    ItemsFileError,
     PublishedDataError,
     find_split_files,
     load_published,
@@ -130,7 +131,7 @@ def test_extra_columns_and_float_difficulty_are_accepted(tmp_path):
 
 def test_bad_json_line_and_bad_suffix(tmp_path):
     (tmp_path / "x.jsonl").write_text('{"id": 1}\nnot json\n', encoding="utf-8")
-    with pytest.raises(PublishedDataError, match="line 2"):
+    with pytest.raises(ItemsFileError, match=r"x\.jsonl:2: not JSON"):
         read_published_file(tmp_path / "x.jsonl", "en")
     with pytest.raises(PublishedDataError, match="parquet or .jsonl"):
         read_published_file(tmp_path / "x.csv", "en")
@@ -215,3 +216,21 @@ def test_download_failure_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(hub, "snapshot_download", FakeHub(cached=False, fail=True))
     with pytest.raises(HubUnavailableError, match="network unreachable"):
         load_published("en")
+
+
+def test_download_failure_is_one_line_with_a_local_file_hint(monkeypatch):
+    """Issue 14: ``--items hub:en`` offline says it downloads from the hub and how to avoid it."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+
+    def unreachable(**kwargs):
+        if kwargs.get("local_files_only"):
+            raise LocalEntryNotFoundError("not cached")
+        raise OSError("Name or service not known\n  (a long multi-line trace from the HTTP stack)\n  ...")
+
+    monkeypatch.setattr(hub, "snapshot_download", unreachable)
+    with pytest.raises(HubUnavailableError) as err:
+        load_published("en")
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert "from the Hugging Face hub" in msg and "Name or service not known" in msg
+    assert "--items PATH.parquet or PATH.jsonl" in msg

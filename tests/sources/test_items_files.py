@@ -1,0 +1,152 @@
+"""load_items on bad items files (issue 9, points 8, 9 and 12): one clear error, before any request."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cresowlve_core.items import Item, ItemView
+from cresowlve_core.sources.hub import ItemsFileError, read_jsonl_objects
+from cresowlve_core.sources.sample import load_items
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "hub"
+
+
+def _item(i: int, question: str | None = None) -> dict:
+    q = question if question is not None else f"Question {i}?"
+    return Item(id=f"it{i}", en=ItemView(question=q, answer=f"A{i}")).model_dump()
+
+
+def _write(path: Path, rows: list, *, raw: str | None = None) -> Path:
+    text = raw if raw is not None else "".join(json.dumps(r) + "\n" for r in rows)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- point 12: file shapes ------------------------------------------------------------------------
+
+
+def test_utf8_bom_is_accepted(tmp_path):
+    path = tmp_path / "bom.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(_item(i)) + "\n" for i in range(3)).encode())
+    assert [it.id for it in load_items(str(path), "en")] == ["it0", "it1", "it2"]
+
+
+def test_utf8_bom_is_accepted_in_published_jsonl(tmp_path):
+    path = tmp_path / "pub.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "en.jsonl").read_bytes())
+    assert len(load_items(str(path), "en")) == 6
+
+
+def test_non_utf8_file_names_file_and_line(tmp_path):
+    path = tmp_path / "cp1251.jsonl"
+    lines = [json.dumps(_item(0)), json.dumps(_item(1, "Вопрос?"), ensure_ascii=False)]
+    path.write_bytes("\n".join(lines).encode("cp1251"))
+    with pytest.raises(ItemsFileError, match=r"cp1251\.jsonl:2: not UTF-8 \(byte 0x"):
+        load_items(str(path), "en")
+
+
+@pytest.mark.parametrize("line,shown", [("42", "got 42"), ("null", "got null"), ('"text"', 'got "text"'), ("[1, 2]", "got [1, 2]")])
+def test_a_line_that_is_not_an_object(tmp_path, line, shown):
+    path = _write(tmp_path / "x.jsonl", [], raw=json.dumps(_item(0)) + "\n" + line + "\n")
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value) == f"{path}:2: expected a JSON object (one item per line), {shown}"
+
+
+def test_a_file_that_is_not_json(tmp_path):
+    path = _write(tmp_path / "x.jsonl", [], raw="id,question,answer\n1,q,a\n")
+    with pytest.raises(ItemsFileError, match=r"x\.jsonl:1: not JSON \(Expecting value at column 1\)"):
+        load_items(str(path), "en")
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_json_array_instead_of_jsonl(tmp_path, indent):
+    path = _write(tmp_path / "arr.jsonl", [], raw=json.dumps([_item(0), _item(1)], indent=indent))
+    with pytest.raises(ItemsFileError, match=r"arr\.jsonl: a JSON array, not JSON Lines; write one JSON object per line"):
+        load_items(str(path), "en")
+
+
+def test_a_file_that_is_not_parquet(tmp_path):
+    path = _write(tmp_path / "x.parquet", [], raw="not parquet at all")
+    with pytest.raises(ItemsFileError, match=r"x\.parquet: not a readable Parquet file"):
+        load_items(str(path), "en")
+
+
+def test_an_invalid_item_line_is_one_line_naming_line_and_id(tmp_path):
+    bad = _item(1)
+    bad["difficulty"] = "hard"
+    path = _write(tmp_path / "x.jsonl", [_item(0), bad])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:2 (id='it1'): difficulty:") and "\n" not in msg
+
+
+def test_an_empty_id_is_refused(tmp_path):
+    bad = _item(1)
+    bad["id"] = " "
+    path = _write(tmp_path / "x.jsonl", [_item(0), bad])
+    with pytest.raises(ItemsFileError, match=r"x\.jsonl:2: id must be a non-empty string"):
+        load_items(str(path), "en")
+
+
+def test_line_separator_inside_a_string_is_kept(tmp_path):
+    path = _write(tmp_path / "x.jsonl", [], raw=json.dumps(_item(0, "a\u2028b?"), ensure_ascii=False) + "\n")
+    [item] = load_items(str(path), "en")
+    assert item.view("en").question == "a\u2028b?"
+    assert [n for n, _ in read_jsonl_objects(path)] == [1]
+
+
+# --- point 8: duplicate ids -------------------------------------------------------------------------
+
+
+def test_duplicate_ids_are_an_error_naming_them(tmp_path):
+    rows = [_item(0), _item(1), _item(2), _item(1), _item(0), _item(1)]
+    path = _write(tmp_path / "dup.jsonl", rows)
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    msg = str(err.value)
+    assert "2 duplicate item id(s)" in msg
+    assert "'it0' (items 1, 5)" in msg and "'it1' (items 2, 4, 6)" in msg and "it2" not in msg
+
+
+def test_duplicate_ids_in_published_jsonl(tmp_path):
+    lines = (FIXTURES / "en.jsonl").read_text(encoding="utf-8").splitlines()
+    path = _write(tmp_path / "pub.jsonl", [], raw="\n".join([*lines, lines[3]]) + "\n")
+    first_id = json.loads(lines[3])["id"]
+    with pytest.raises(ItemsFileError, match=f"1 duplicate item id\\(s\\): '{first_id}' \\(items 4, 7\\)"):
+        load_items(str(path), "en")
+
+
+# --- point 9: invalid text ------------------------------------------------------------------------
+
+
+def test_lone_surrogate_is_rejected_by_id_before_anything_is_sent(tmp_path):
+    rows = [_item(i) for i in range(50)]
+    path = tmp_path / "sur.jsonl"
+    text = "".join(json.dumps(r) + "\n" for r in rows)
+    text = text.replace("Question 40?", "Question \\udcff 40?")  # valid JSON, not valid Unicode
+    path.write_text(text, encoding="utf-8")
+    assert "\\udcff" in path.read_text(encoding="utf-8")
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    msg = str(err.value)
+    assert "1 item(s) with text that is not valid Unicode" in msg and "id 'it40' (en.question)" in msg
+    msg.encode("utf-8")  # the message itself is printable
+
+
+def test_lone_surrogate_in_a_published_row_and_in_meta(tmp_path):
+    rows = [json.loads(line) for line in (FIXTURES / "en.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows[1]["answer"] = "bad \udcff"
+    path = tmp_path / "pub.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(ItemsFileError, match=f"id '{rows[1]['id']}' \\(en.answer\\)"):
+        load_items(str(path), "en")
+    item = _item(0)
+    item["meta"] = {"note": ["ok", "\ud800"]}
+    path = _write(tmp_path / "meta.jsonl", [item])
+    with pytest.raises(ItemsFileError, match=r"id 'it0' \(meta.note\[1\]\)"):
+        load_items(str(path), "en")
