@@ -1,12 +1,16 @@
 """Scoring a prediction: exact match (strict and lenient) and the LLM judge.
 
-Exact match normalises both sides: case-fold, Unicode NFKC, ``ё→е``, every quote form and all
-punctuation to spaces, whitespace collapsed.
-
-* **strict** compares with the reference answer alone (as the paper does), with square brackets
-  simply removed: "[Nicolaus] Copernicus." needs "Nicolaus Copernicus".
-* **lenient** also accepts the reference without its ``[optional]`` parts and every alternative
-  of the zachet (``other_answers``), split on ``;``, ``,`` and newlines.
+* **strict** is exactly the paper's released metric (:func:`paper_normalize` on both sides, then
+  equality with the reference answer alone): lower-case, strip, ``ё→е``; a standalone «и» removed;
+  each of ``«»"'“”‘’.,;:!?…—-(){}[]`` replaced by a space; whitespace collapsed. So
+  "[Nicolaus] Copernicus." needs "Nicolaus Copernicus", and "Росянка и дрозофила" equals
+  "Росянка, дрозофила".
+* **lenient** is our own, richer metric: Unicode NFKC, case-fold, ``ё→е``, every quote form and all
+  punctuation to spaces, the «и» rule; it accepts the reference with or without its
+  ``[optional]`` parts and every alternative of the zachet (``other_answers``). Alternatives are
+  split only where the packs really list them: on ``;``, on `` / `` and on line breaks — never on
+  commas ("Кошка, мышка" is one answer) and never inside the reference. A «Незачёт» (not accepted)
+  part never accepts. Anything strict accepts, lenient accepts.
 """
 
 from __future__ import annotations
@@ -23,14 +27,29 @@ from cresowlve_core.prompts import Prompt, load_prompt
 _QUOTES = "«»“”„‟‘’‚‛\"'`´‹›"
 _PUNCT = re.compile(r"[^\w\s]|_", re.U)
 _BRACKETS = re.compile(r"\[([^\[\]]*)\]")
-_ALT_SPLIT = re.compile(r"[;,\n]+")
+_ALT_SPLIT = re.compile(r";|\n|\s/\s")
 _ZACHET_PREFIX = re.compile(r"^\s*(зач[её]т|accepted|also accepted|other answers?)\s*[:.]\s*", re.I)
+_NOT_ACCEPTED = re.compile(r"(не\s*зач[её]т|not accepted|do not accept)", re.I)
+_SENTENCE_BREAK = re.compile(r"[.!?…]\s+\w")
+_STANDALONE_I = re.compile(r"\bи\b")
+_PAPER_PUNCT = "«»\"'“”‘’.,;:!?…—-(){}[]"
+
+
+def paper_normalize(text: str | None) -> str:
+    """The paper's released normalisation, step by step in its order."""
+    if not text:
+        return ""
+    t = text.lower().strip().replace("ё", "е")
+    t = _STANDALONE_I.sub(" ", t)
+    t = t.translate({ord(c): " " for c in _PAPER_PUNCT})
+    return " ".join(t.split())
 
 
 def normalize(text: str | None) -> str:
     if not text:
         return ""
     t = unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
+    t = _STANDALONE_I.sub(" ", t)
     t = t.translate({ord(q): " " for q in _QUOTES})
     t = _PUNCT.sub(" ", t)
     return " ".join(t.split())
@@ -50,31 +69,61 @@ def bracket_variants(answer: str) -> set[str]:
     return {v for v in out if v}
 
 
-def split_alternatives(other_answers: str | None) -> list[str]:
+def split_alternatives(other_answers: str | None, answer: str | None = None) -> list[str]:
+    """The accepted alternatives of a zachet.
+
+    Split on ``;``, `` / `` and line breaks; a «Незачёт»/"not accepted" part and everything after
+    it is dropped. A part is further split on commas only when it really is a list (translated
+    zachets write "Music, score, cacophony."): never when it is a sentence (an inner ``. ``), when
+    it restates the reference ``answer`` ("Adieu, Aramis. With a reasonable amount of deviation in
+    spelling."), or when a comma item is longer than three words.
+    """
     if not other_answers:
         return []
-    alts = [_ZACHET_PREFIX.sub("", a) for a in _ALT_SPLIT.split(other_answers)]
-    return [a.strip() for a in alts if normalize(a)]
+    text = other_answers[:5000]
+    cut = _NOT_ACCEPTED.search(text)
+    if cut:
+        text = text[: cut.start()]
+    refs = bracket_variants(answer) if answer else set()
+    out: list[str] = []
+    for part in _ALT_SPLIT.split(text):
+        part = _ZACHET_PREFIX.sub("", part).strip()
+        if not normalize(part):
+            continue
+        out.extend(_comma_items(part, refs))
+    return out
+
+
+def _comma_items(part: str, refs: set[str]) -> list[str]:
+    items = [x.strip() for x in part.split(",") if normalize(x)]
+    padded = f" {normalize(part)} "
+    is_sentence = bool(_SENTENCE_BREAK.search(part.strip().rstrip(".!?…")))
+    restates = any(f" {r} " in padded for r in refs)
+    if len(items) < 2 or is_sentence or restates or any(len(normalize(x).split()) > 3 for x in items):
+        return [part.strip(" ,")]
+    return items
 
 
 def accepted_answers(answer: str, other_answers: str | None = None) -> set[str]:
     """All normalised strings lenient exact match accepts."""
     accepted = bracket_variants(answer)
-    for alt in split_alternatives(other_answers):
+    for alt in split_alternatives(other_answers, answer):
         accepted |= bracket_variants(alt)
     return accepted
 
 
 def exact_match(prediction: str | None, answer: str, other_answers: str | None = None) -> bool:
     """Lenient exact match: reference (with or without ``[optional]`` parts) or any zachet alternative."""
+    if exact_match_strict(prediction, answer):
+        return True
     pred = normalize(prediction)
     return bool(pred) and pred in accepted_answers(answer, other_answers)
 
 
 def exact_match_strict(prediction: str | None, answer: str) -> bool:
-    """Strict exact match against the reference answer only (brackets' content kept)."""
-    pred = normalize(prediction)
-    return bool(pred) and pred == normalize(answer.replace("[", "").replace("]", ""))
+    """The paper's exact match: :func:`paper_normalize` on both sides, equal to the reference only."""
+    pred = paper_normalize(prediction)
+    return bool(pred) and pred == paper_normalize(answer)
 
 
 # --------------------------------------------------------------------------- the LLM judge
@@ -94,6 +143,16 @@ def judge_nonce(item_id: str, prediction: str, seed: int) -> str:
     return hashlib.sha256(f"{item_id}\x1f{prediction}\x1f{seed}".encode()).hexdigest()[:8].upper()
 
 
+#: What the judge is shown of a prediction at most: a 2 MB answer must not become a 2 MB request.
+JUDGE_PREDICTION_CAP = 4000
+#: How much of the judge's output is searched for its verdict (the verdict is its last line).
+JUDGE_OUTPUT_CAP = 20_000
+#: Text of the judge prompt that a real verdict never contains: an output holding any of it is an
+#: echo of the prompt (the embedded base model copies its prompt back) and is unscored.
+ECHO_MARKERS = ("<candidate_answer>", "</reference_answer>", "You are grading an answer",
+                "followed by a single word")
+
+
 def judge_request(
     item_id: str,
     question: str,
@@ -111,7 +170,7 @@ def judge_request(
         answer=answer.strip(),
         other_answers=(other_answers or "(none)").strip(),
         explanation=(explanation or "(none)").strip(),
-        prediction=_defang(prediction.strip()) or "(empty)",
+        prediction=_cap(_defang(prediction.strip())) or "(empty)",
         nonce=nonce,
     )
     return JudgeRequest([{"role": "user", "content": text}], nonce, prompt)
@@ -122,9 +181,26 @@ def _defang(prediction: str) -> str:
     return re.sub(r"</?\s*candidate_answer\s*>", "", prediction, flags=re.I)
 
 
+def _cap(prediction: str) -> str:
+    if len(prediction) <= JUDGE_PREDICTION_CAP:
+        return prediction
+    return prediction[:JUDGE_PREDICTION_CAP] + f" [… {len(prediction) - JUDGE_PREDICTION_CAP} more characters not shown]"
+
+
 def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
-    """The last ``VERDICT-<nonce>: CORRECT|INCORRECT`` line, or None (= unscored)."""
+    """The judge's ``VERDICT-<nonce>: CORRECT|INCORRECT`` line, or None (= unscored).
+
+    Unscored when there is no such line, when the output echoes the prompt (:data:`ECHO_MARKERS`),
+    or when it carries both verdicts. The prompt itself never shows a parseable verdict line, so a
+    copied prompt cannot vote. Linear in the output's length (capped; no nested quantifiers).
+    """
     if not judge_output:
         return None
-    found = re.findall(rf"VERDICT-{re.escape(nonce)}\s*:\s*\**\s*(CORRECT|INCORRECT)\b", judge_output, re.I)
-    return found[-1].upper() if found else None  # type: ignore[return-value]
+    text = judge_output.rstrip()[-JUDGE_OUTPUT_CAP:]
+    if any(marker.lower() in text.lower() for marker in ECHO_MARKERS):
+        return None
+    pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?(CORRECT|INCORRECT)\b", re.I)
+    found = {m.group(1).upper() for m in pattern.finditer(text)}
+    if len(found) != 1:
+        return None  # none, or both verdicts
+    return found.pop()  # type: ignore[return-value]
