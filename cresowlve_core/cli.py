@@ -103,30 +103,49 @@ def cmd_run(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_create_generate(a: argparse.Namespace) -> int:
-    from cresowlve_core.create import runs as create_runs
-    from cresowlve_core.llm.types import Endpoint
+def _create_options(a: argparse.Namespace, base: Any) -> Any:
+    """The stage's default ClientOptions with the options given on the command line."""
+    given = {k: getattr(a, k, None) for k in ("temperature", "max_tokens", "concurrency", "seed", "rpm", "tpm", "max_cost")}
+    update = {k: v for k, v in given.items() if v is not None}
+    if getattr(a, "no_cache", False):
+        update["cache"] = False
+    return type(base).model_validate({**base.model_dump(), **update})
 
-    summary = create_runs.generate(
-        a.queries, Endpoint(a.base_url, a.model, a.api_key_env), a.run_dir, variation=a.variation,
-        n_samples=a.n_samples, n_rounds=a.n_rounds, concurrency=a.concurrency, seed=a.seed, limit=a.limit,
-        temperature=a.temperature, max_tokens=a.max_tokens, effort=a.effort, max_cost=a.max_cost,
-    )
-    print(json.dumps(summary, indent=2, default=str))
+
+def _create_finish(summary: Any) -> int:
+    print(summary.model_dump_json(indent=2))
+    if summary.stopped:
+        print(f"stopped early: {summary.stopped}; finished work is kept, run again to resume", file=sys.stderr)
+        return 3
     return 0
+
+
+def cmd_create_generate(a: argparse.Namespace) -> int:
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.create.generate import GENERATE_OPTIONS, generate
+    from cresowlve_core.runtime import endpoint_or_embedded
+
+    with endpoint_or_embedded(a.model, a.base_url, a.api_key_env) as (endpoint, embedded):
+        if embedded:
+            print(banner_text("embedded"), file=sys.stderr)
+        summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
+                           n_rounds=a.n_rounds, limit=a.limit, effort=a.effort,
+                           options=_create_options(a, GENERATE_OPTIONS))
+    return _create_finish(summary)
 
 
 def cmd_create_score(a: argparse.Namespace) -> int:
-    from cresowlve_core.create import runs as create_runs
-    from cresowlve_core.llm.types import Endpoint
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.create.score import JUDGE_OPTIONS, score
+    from cresowlve_core.runtime import endpoint_or_embedded
 
-    summary = create_runs.score(
-        a.run_dir, Endpoint(a.judge_base_url, a.judge_model, a.judge_api_key_env),
-        concurrency=a.concurrency, seed=a.seed, factuality_threshold=a.factuality_threshold,
-        discount=a.discount, max_cost=a.max_cost,
-    )
-    print(json.dumps(summary, indent=2, default=str))
-    return 0
+    with endpoint_or_embedded(a.judge_model, a.judge_base_url, a.judge_api_key_env) as (endpoint, embedded):
+        if embedded:
+            print(banner_text("embedded"), file=sys.stderr)
+        summary = score(a.run_dir, endpoint, score_dir=a.score_dir, effort=a.effort, judge_invalid=a.judge_invalid,
+                        factuality_threshold=a.factuality_threshold, discount=a.discount,
+                        options=_create_options(a, JUDGE_OPTIONS))
+    return _create_finish(summary)
 
 
 # --------------------------------------------------------------------------- parser
@@ -136,6 +155,17 @@ def _endpoint_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="model name as the endpoint knows it")
     p.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
     p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the key")
+
+
+def _create_client_args(p: argparse.ArgumentParser) -> None:
+    """Client options of the CREATE commands; unset ones keep the stage's ClientOptions defaults."""
+    p.add_argument("--max-tokens", type=int, default=None, help="output budget per call (default: 4096)")
+    p.add_argument("--concurrency", type=int, default=None, help="calls in flight at once (default: 8)")
+    p.add_argument("--seed", type=int, default=None, help="sampling seed sent to the provider (default: 0)")
+    p.add_argument("--rpm", type=int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--max-cost", type=float, default=None, help="stop cleanly before spending more USD (default: no limit)")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -197,31 +227,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_cache)
 
     create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
-    p = create.add_parser("generate", help="ask a model for paths between entities")
-    _endpoint_args(p)
+    p = create.add_parser("generate", help="ask a model for paths between entities (resumable run directory)")
+    p.add_argument("--model", default=None, help="model name as the endpoint knows it (required with --base-url)")
+    p.add_argument("--base-url", default=None,
+                   help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
+    p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the key")
     p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
-    p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original")
-    p.add_argument("--n-samples", type=int, default=4, help="resample: independent samples merged")
-    p.add_argument("--n-rounds", type=int, default=2, help="iterate: rounds of asking for more paths")
-    p.add_argument("--temperature", type=float, default=0.7)
-    p.add_argument("--max-tokens", type=int, default=4096)
-    p.add_argument("--effort", choices=EFFORTS, default=None)
-    p.add_argument("--max-cost", type=float, default=None)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--run-dir", required=True)
+    p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
+                   help="original: one call; iterate: ask for more paths in further rounds; "
+                        "resample: independent samples merged (default: original)")
+    p.add_argument("--n-samples", type=int, default=4, help="resample: independent samples merged (default: 4)")
+    p.add_argument("--n-rounds", type=int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
+    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: 0.7, the paper's)")
+    _create_client_args(p)
+    p.add_argument("--effort", choices=EFFORTS, default=None, help="reasoning effort (default: none sent)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N queries (default: all)")
+    p.add_argument("--run-dir", required=True, help="run directory; running again resumes it")
     p.set_defaults(fn=cmd_create_generate)
     p = create.add_parser("score", help="judge specificity and factuality, compute creative utility")
-    p.add_argument("--run-dir", required=True)
-    p.add_argument("--judge-model", required=True)
-    p.add_argument("--judge-base-url", required=True)
-    p.add_argument("--judge-api-key-env", default=None)
-    p.add_argument("--factuality-threshold", type=float, default=1.0)
-    p.add_argument("--discount", choices=["reference", "paper"], default="reference")
-    p.add_argument("--max-cost", type=float, default=None)
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--run-dir", required=True, help="a run directory of `cresowlve create generate`")
+    p.add_argument("--score-dir", default=None, help="where the judgments go (default: RUN_DIR/score; "
+                                                     "one per judge configuration)")
+    p.add_argument("--judge-model", default=None, help="judge model name (required with --judge-base-url)")
+    p.add_argument("--judge-base-url", default=None,
+                   help="judge's OpenAI-compatible base URL (default: the embedded Gemma 3 270M: pipeline demo only)")
+    p.add_argument("--judge-api-key-env", default=None, help="NAME of the environment variable holding the judge's key")
+    p.add_argument("--judge-invalid", action="store_true", help="also judge structurally invalid paths")
+    p.add_argument("--effort", choices=EFFORTS, default=None, help="judge reasoning effort (default: none sent)")
+    p.add_argument("--factuality-threshold", type=float, default=1.0,
+                   help="a path counts iff this fraction of its triples is judged factual (default: 1.0)")
+    p.add_argument("--discount", choices=["reference", "paper"], default="reference",
+                   help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
+    _create_client_args(p)
     p.set_defaults(fn=cmd_create_score)
     return ap
 

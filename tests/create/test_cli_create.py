@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from create_fakes import server_reply
 from fakeserver import FakeServer
-from test_create_runs import answer_for, judge_reply
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -22,25 +22,32 @@ def _cli(*args: str, env: dict) -> subprocess.CompletedProcess:
 
 @pytest.mark.embeddings
 def test_create_generate_then_score_from_the_cli(tmp_path):
-    def reply(req):
-        if "Path: " in req.prompt:
-            return judge_reply(req.prompt)
-        if "Query: " in req.prompt:
-            return answer_for(req.prompt)
-        return "?"
-
     env = {"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")}
     run_dir = tmp_path / "create_run"
-    with FakeServer(answers=reply) as srv:
+    with FakeServer(answers=server_reply) as srv:
         gen = _cli("create", "generate", "--model", "fake-model", "--base-url", srv.base_url, "--limit", "2",
-                   "--run-dir", str(run_dir), env=env)
+                   "--max-tokens", "512", "--run-dir", str(run_dir), env=env)
         assert gen.returncode == 0, gen.stderr
         assert json.loads(gen.stdout)["n_ok"] == 2
         score = _cli("create", "score", "--run-dir", str(run_dir), "--judge-model", "fake-judge",
                      "--judge-base-url", srv.base_url, env=env)
         assert score.returncode == 0, score.stderr
+        assert srv.total == 2 + 8  # 2 answers, 4 valid paths x 2 judges
     summary = json.loads(score.stdout)
-    assert summary["n_valid"] == 4
+    assert summary["n_valid"] == 4 and summary["n_judged"] == 4 and summary["judge_model"] == "fake-judge"
     assert all(u > 0 for u in summary["mean_utility"].values())
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["model"] == "fake-model" and manifest["seed"] == 0
+    assert manifest["model"] == "fake-model" and manifest["seed"] == 0 and manifest["max_tokens"] == 512
+    assert manifest["temperature"] == 0.7
+    judge_manifest = json.loads((run_dir / "score" / "manifest.json").read_text())
+    assert judge_manifest["kind"] == "create_score" and judge_manifest["temperature"] == 0.0
+
+
+def test_create_generate_stops_on_a_wrong_key_with_exit_code_3(tmp_path):
+    env = {"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache"), "FAKE_KEY": "sk-test-WRONG-123"}
+    with FakeServer(answers=server_reply, api_key="right") as srv:
+        gen = _cli("create", "generate", "--model", "fake-model", "--base-url", srv.base_url, "--api-key-env",
+                   "FAKE_KEY", "--limit", "2", "--run-dir", str(tmp_path / "run"), env=env)
+    assert gen.returncode == 3, gen.stderr
+    assert "stopped early" in gen.stderr and "sk-test-WRONG-123" not in gen.stdout + gen.stderr
+    assert json.loads(gen.stdout)["stopped"].startswith("fatal")
