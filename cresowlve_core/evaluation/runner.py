@@ -22,6 +22,7 @@ from cresowlve_core.evaluation.scoring import judge_request, parse_verdict
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError
 from cresowlve_core.runtime import (
@@ -138,7 +139,7 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
         prompts.append(jp.tag)
         judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
                  "seed": cfg.seed, "temperature": 0.0, "max_tokens": cfg.judge_max_tokens,
-                 "repeat": cfg.judge_repeat, "protocol": "nonce-verdict"}
+                 "repeat": cfg.judge_repeat, "protocol": "nonce-verdict", "sent": sent_fields(cfg.judge_params())}
     return new_manifest(
         "eval",
         run_id=Path(cfg.run_dir).name,
@@ -156,6 +157,7 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
         max_tokens=cfg.options.max_tokens,
         prompts=prompts,
         options=cfg.options.model_dump(mode="json"),
+        sent=sent_fields(cfg.gen_params()),
         judge=judge,
         config=cfg.model_dump(mode="json", exclude={"options"}),
     )
@@ -309,7 +311,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     latest = run.latest(RESPONSES, record_key)
     records = [ResponseRecord(**latest[(it.id, cfg.lang)]) for it in items if (it.id, cfg.lang) in latest]
     summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(),
-                        judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None)
+                        judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None,
+                        thinking=cfg.thinking)
     summary["stopped"] = result.stopped
     summary["repairs"] = result.repairs
     run.finish(manifest, stopped=result.stopped, summary=summary)
@@ -355,9 +358,13 @@ def metric_summary(records: list[ResponseRecord], n_items: int) -> dict[str, dic
 
 
 def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[str, Any] | None = None,
-              judge_meter: dict[str, Any] | None = None, judged: bool | None = None) -> dict[str, Any]:
+              judge_meter: dict[str, Any] | None = None, judged: bool | None = None,
+              thinking: bool = False) -> dict[str, Any]:
     """Table-1 numbers for one run (every metric of the registry, with n, coverage and a Wilson
-    95% CI), counts of errored and not-run items, the most common error, tokens and cost."""
+    95% CI), counts of errored and not-run items, the most common error, tokens and cost.
+
+    For a run labelled thinking, ``n_no_reasoning`` counts answers that show no sign of reasoning
+    (no reasoning tokens, no thoughts): a provider that silently ignored the effort shows up here."""
     from collections import Counter
 
     ok = [r for r in records if r.status == "ok"]
@@ -383,6 +390,8 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
         "n_unscored": sum(r.judge_status == "unscored" for r in ok),
         "n_judge_error": sum(r.judge_status == "error" for r in ok),
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
+        "thinking": thinking,
+        "n_no_reasoning": sum(not _shows_reasoning(r) for r in ok) if thinking else None,
         "input_tokens": usage("input_tokens"),
         "output_tokens": usage("output_tokens"),
         "reasoning_tokens": usage("reasoning_tokens"),
@@ -390,6 +399,10 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
         "judge_cost": _costs([r.judge_cost for r in ok if r.judge_status != "not_run"]) if judged else None,
         "spent_now": {"model": model_meter, "judge": judge_meter},
     }
+
+
+def _shows_reasoning(r: ResponseRecord) -> bool:
+    return (r.usage.reasoning_tokens or 0) > 0 or bool((r.thoughts or "").strip())
 
 
 def summary_line(s: dict[str, Any]) -> str:
@@ -409,6 +422,8 @@ def summary_line(s: dict[str, Any]) -> str:
         f"n={s['n_items']} ok={s['n_ok']} error={s['n_error']} not-run={s['n_not_run']} | "
         f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
         f"unscored {s['n_unscored']} | {tok} | cost {cost}"
+        + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
+           if s.get("n_no_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
     )
 

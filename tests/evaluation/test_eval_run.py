@@ -302,3 +302,18 @@ def test_resume_from_another_base_url_is_allowed_and_recorded(tmp_path):
     assert out.summary["n_ok"] == 3
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["base_url_history"] == [srv1.base_url, srv2.base_url]
+
+
+def test_effort_is_sent_on_chat_and_recorded_and_missing_reasoning_is_flagged(tmp_path):
+    """--effort high --api chat must carry the effort; the manifest records exactly what was sent."""
+    with FakeServer(answers=answer_for) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, effort="high", api="chat")
+        out = asyncio.run(evaluate_async(cfg, make_items(2), progress=False))
+        body = srv.requests[0].body
+    assert body.get("reasoning_effort") == "high"
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["sent"]["reasoning_effort"] == "high" and m["effort"] == "high" and m["thinking"] is True
+    assert out.summary["n_no_reasoning"] == 2  # the fake server returned no reasoning: flagged
+    from cresowlve_core.evaluation.runner import summary_line
+
+    assert "show no reasoning" in summary_line(out.summary)
