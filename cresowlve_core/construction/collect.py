@@ -1,0 +1,150 @@
+"""Step 1, collect (paper §3.1): packs or a published dataset -> deduplicated, sampled candidates.
+
+- Any number of packs (db.chgk.info text or 4s; a folder means every ``*.txt``/``*.4s`` in it), a
+  published-schema file with Russian rows, an Item JSONL, or ``hub:ru``.
+- Global dedup on the content id (normalised question + answer); every duplicate is counted and
+  written out, never dropped silently.
+- A stratified sample by difficulty: ``per_level`` items per level 1-5, seeded. Items without a
+  difficulty are kept and reported as ``unrated``.
+- Every parser flag is carried on the candidate and counted. Blocks with no question or no answer
+  cannot enter the benchmark: they are set aside as ``unusable`` and counted.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.items import ChgkQuestion, ItemView
+from cresowlve_core.paths import REPO_ROOT
+
+#: The shipped packs: the default input of a build.
+SHIPPED_PACKS = REPO_ROOT / "data" / "chgk"
+PACK_SUFFIXES = (".txt", ".4s")
+LEVELS = (1, 2, 3, 4, 5)
+
+
+def _pack_files(spec: str) -> list[Path]:
+    path = Path(spec)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix in PACK_SUFFIXES)
+        if not files:
+            raise FileNotFoundError(f"{spec}: no *.txt or *.4s packs in this folder")
+        return files
+    if not path.is_file():
+        raise FileNotFoundError(f"{spec!r} is not a pack file, a folder of packs, a dataset file or hub:ru")
+    return [path]
+
+
+def question_to_candidate(q: ChgkQuestion, url: str | None = None) -> Candidate:
+    """A parsed pack question as a build candidate (its comment is the explanation)."""
+    return Candidate(
+        id=q.id, difficulty=q.difficulty,
+        ru=ItemView(question=q.question, answer=q.answer.strip(), explanation=q.comment, other_answers=q.other_answers),
+        handout=q.handout, parser_flags=list(q.flags),
+        provenance={"source_file": q.source_file, "tournament": q.tournament, "tour": q.tour, "number": q.number,
+                    "date": q.date, "authors": q.authors, "sources": q.sources, "url": url,
+                    "take_rate": q.take_rate},
+    )
+
+
+def _read_source(spec: str) -> tuple[list[Candidate], list[dict[str, Any]], dict[str, Any]]:
+    """Candidates, unusable blocks and a per-source report from one input spec."""
+    from cresowlve_core.sources.chgk import read_pack_report
+
+    cands: list[Candidate] = []
+    unusable: list[dict[str, Any]] = []
+    if spec == "hub:ru" or (Path(spec).suffix in (".jsonl", ".parquet") and Path(spec).is_file()):
+        from cresowlve_core.sources.hub import load_published, read_published_file
+        from cresowlve_core.sources.sample import _is_item_jsonl, read_items_jsonl
+
+        path = Path(spec)
+        if spec == "hub:ru":
+            items = load_published("ru")
+        elif path.suffix == ".jsonl" and _is_item_jsonl(path):
+            items = read_items_jsonl(path)
+        else:
+            items = read_published_file(path, "ru")
+        for it in items:
+            if it.ru is None:  # e.g. an English-only item: nothing to build from, but counted
+                unusable.append({"id": it.id, "source_file": spec, "number": None, "flags": ["no_ru_view"]})
+                continue
+            cands.append(Candidate(id=it.id, difficulty=it.difficulty, ru=it.ru, en=None,
+                                   provenance={"source_file": spec, **{k: v for k, v in it.meta.items()
+                                                                       if isinstance(v, (str, int, float))}}))
+        return cands, unusable, {"source": spec, "kind": "dataset", "n": len(items)}
+    reports = []
+    for f in _pack_files(spec):
+        rep = read_pack_report(f)
+        url = next((h["url"] for h in rep.headers if h.get("url")), None)
+        for q in rep.questions:
+            if "missing_question" in q.flags or "missing_answer" in q.flags:
+                unusable.append({"id": q.id, "source_file": q.source_file, "number": q.number, "flags": q.flags})
+            else:
+                cands.append(question_to_candidate(q, url))
+        reports.append({"source": str(f), "kind": rep.format, "encoding": rep.encoding, "n": rep.n_blocks,
+                        "n_flagged": rep.n_flagged, "pack_flags": rep.pack_flags})
+    return cands, unusable, {"source": spec, "kind": "packs", "files": reports,
+                             "n": sum(r["n"] for r in reports)}
+
+
+def stratified_sample(cands: Sequence[Candidate], per_level: int | None, seed: int) -> list[Candidate]:
+    """Up to ``per_level`` candidates of each difficulty 1-5 (seeded), plus every unrated one.
+    ``per_level=None`` keeps everything. Input order is kept."""
+    if per_level is None:
+        return list(cands)
+    rng = random.Random(seed)
+    chosen: set[str] = set()
+    for level in LEVELS:
+        ids = [c.id for c in cands if c.difficulty == level]
+        chosen.update(rng.sample(ids, min(per_level, len(ids))))
+    return [c for c in cands if c.difficulty is None or c.id in chosen]
+
+
+def collect(sources: Sequence[str] | None = None, *, per_level: int | None = None, seed: int = 0,
+            limit: int | None = None) -> tuple[StepOutput, dict[str, Any]]:
+    """Read, deduplicate and sample (see the module docstring).
+
+    ``limit`` keeps a seeded random subset of that many after sampling (small demo builds; the
+    data card says so). Returns the step output (``removed`` holds nothing: duplicates and
+    unusable blocks are in the report) and a report with the per-source counts, the duplicates
+    and the unusable blocks.
+    """
+    sources = list(sources or [str(SHIPPED_PACKS)])
+    all_cands: list[Candidate] = []
+    unusable: list[dict[str, Any]] = []
+    per_source = []
+    for spec in sources:
+        cands, bad, rep = _read_source(spec)
+        all_cands += cands
+        unusable += bad
+        per_source.append(rep)
+    seen: dict[str, Candidate] = {}
+    duplicates = []
+    for c in all_cands:
+        if c.id in seen:
+            duplicates.append({"id": c.id, "kept_from": seen[c.id].provenance.get("source_file"),
+                               "dropped_from": c.provenance.get("source_file"),
+                               "number": c.provenance.get("number")})
+        else:
+            seen[c.id] = c
+    unique = list(seen.values())
+    sampled = stratified_sample(unique, per_level, seed)
+    limited = sampled
+    if limit is not None and limit < len(sampled):
+        keep = set(random.Random(seed).sample([c.id for c in sampled], limit))
+        limited = [c for c in sampled if c.id in keep]
+    by_level = Counter(str(c.difficulty) if c.difficulty else "unrated" for c in limited)
+    flags = Counter(f for c in limited for f in c.parser_flags)
+    counts = {"n_read": len(all_cands) + len(unusable), "n_unusable": len(unusable),
+              "n_duplicates": len(duplicates), "n_unique": len(unique), "n_sampled": len(sampled),
+              "limit": limit, "by_difficulty": dict(sorted(by_level.items())),
+              "n_unrated": by_level.get("unrated", 0), "parser_flags": dict(flags)}
+    out = StepOutput("collect", kept=limited, counts=counts)
+    report = {"sources": per_source, "duplicates": duplicates, "unusable": unusable, "per_level": per_level,
+              "seed": seed}
+    return out, report

@@ -1,0 +1,88 @@
+"""Knowledge-domain consolidation (paper §3.2): free-text domains -> the paper's 34 groups.
+
+Route 1 is the editable mapping file (``data/construction/domain_mapping.json``: group -> list of
+free-text domains; matching is on :func:`~cresowlve_core.construction.parsers.normalise_label`).
+Route 2, for anything the file does not list, is the nearest neighbour on the bundled MiniLM
+embeddings among the group names and every mapped domain, if its cosine similarity reaches
+``min_similarity``. Anything else stays ``unmapped`` (kept in ``domains_free``, counted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.construction.parsers import normalise_label
+from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.construction.vocab import DOMAIN_GROUPS
+from cresowlve_core.paths import REPO_ROOT
+
+DEFAULT_MAPPING = REPO_ROOT / "data" / "construction" / "domain_mapping.json"
+DEFAULT_MIN_SIMILARITY = 0.5
+
+
+def load_mapping(path: str | Path | None = None) -> dict[str, str]:
+    """Normalised free-text domain -> group. Each group name maps to itself. A group that is not
+    one of the 34 is an error naming it."""
+    path = Path(path or DEFAULT_MAPPING)
+    data = json.loads(path.read_text(encoding="utf-8"))
+    groups = data.get("groups") if isinstance(data, dict) else None
+    if not isinstance(groups, dict):
+        raise ValueError(f"{path}: expected {{'groups': {{group: [domain, ...]}}}}")
+    unknown = sorted(set(groups) - set(DOMAIN_GROUPS))
+    if unknown:
+        raise ValueError(f"{path}: unknown group(s) {unknown}; groups must be among the paper's 34")
+    mapping = {normalise_label(g): g for g in DOMAIN_GROUPS}
+    for group, domains in groups.items():
+        for d in domains:
+            mapping.setdefault(normalise_label(d), group)
+    return mapping
+
+
+def route_domains(free: Sequence[str], mapping: dict[str, str], *, fallback: bool = True,
+                  min_similarity: float = DEFAULT_MIN_SIMILARITY) -> dict[str, dict[str, Any]]:
+    """``free text -> {"group": str | None, "route": "mapping"|"embedding"|"unmapped", "similarity"}``."""
+    out: dict[str, dict[str, Any]] = {}
+    todo = []
+    for d in dict.fromkeys(free):
+        g = mapping.get(normalise_label(d))
+        if g:
+            out[d] = {"group": g, "route": "mapping", "similarity": None}
+        else:
+            todo.append(d)
+    if todo and fallback:
+        from cresowlve_core.embeddings import embed
+
+        keys = list(mapping)
+        ref = embed(keys)
+        sims = embed(todo) @ ref.T
+        for d, row in zip(todo, sims):
+            j = int(row.argmax())
+            ok = float(row[j]) >= min_similarity
+            out[d] = {"group": mapping[keys[j]] if ok else None, "route": "embedding" if ok else "unmapped",
+                      "similarity": round(float(row[j]), 4), "nearest": keys[j]}
+    for d in todo:
+        out.setdefault(d, {"group": None, "route": "unmapped", "similarity": None})
+    return out
+
+
+def consolidate_domains(cands: list[Candidate], mapping_path: str | Path | None = None, *, fallback: bool = True,
+                        min_similarity: float = DEFAULT_MIN_SIMILARITY) -> tuple[StepOutput, dict[str, Any]]:
+    """Set each candidate's ``domains`` (groups, in order, no repeats) from ``domains_free``.
+    Returns the step output (counts per route) and the routing table of every free-text value."""
+    mapping = load_mapping(mapping_path)
+    routes = route_domains([d for c in cands for d in c.domains_free], mapping, fallback=fallback,
+                           min_similarity=min_similarity)
+    out = []
+    for c in cands:
+        groups = list(dict.fromkeys(routes[d]["group"] for d in c.domains_free if routes[d]["group"]))
+        out.append(c.model_copy(update={"domains": groups}))
+    per_value = Counter(r["route"] for r in routes.values())
+    per_mention = Counter(routes[d]["route"] for c in cands for d in c.domains_free)
+    counts = {"n_free_values": len(routes), "routes_by_value": dict(per_value),
+              "routes_by_mention": dict(per_mention), "mapping_file": str(mapping_path or DEFAULT_MAPPING),
+              "min_similarity": min_similarity}
+    return StepOutput("consolidate_domains", out, [], counts), routes

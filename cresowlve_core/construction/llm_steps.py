@@ -1,0 +1,341 @@
+"""The model-calling steps of the construction (paper §3.1-3.2), each one ``map_with_resume`` call.
+
+Steps, in build order:
+
+- ``needs_material``: the handout pre-check plus an LLM yes/no with a reason (yes removes);
+- ``russian_specific``: a few-shot yes/no on Russian wordplay, phonetics or letters (yes removes);
+- ``translate``: Ru -> En of question, answer, explanation and accepted answers in one tagged
+  reply, with the placeholder check;
+- ``reasoning``, ``concepts``, ``domains``, ``cultures``, ``facts``: the annotations.
+
+Each step has a versioned prompt ``construct_<step>.txt``, a messages builder and a pure parser
+(:mod:`cresowlve_core.construction.parsers`). Each writes its own run directory
+``<build>/steps/<step>/`` (manifest + ``records.jsonl``): a re-run skips finished items, and a
+changed prompt version or model is refused there. Unparseable output leaves the verdict ``None``
+and flags the item for review; a failed call (after the client's retries) does the same.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.construction import parsers as P
+from cresowlve_core.construction.precheck import handout_markers
+from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
+from cresowlve_core.items import ItemView
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.prompts import Prompt, load_prompt
+from cresowlve_core.runtime import (ClientOptions, RunDir, endpoint_or_embedded, map_with_resume, new_manifest,
+                                    open_client)
+
+LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
+                              "domains", "cultures", "facts")
+FILTER_STEPS: tuple[str, ...] = ("needs_material", "russian_specific")
+ANNOTATION_STEPS: tuple[str, ...] = ("reasoning", "concepts", "domains", "cultures", "facts")
+
+#: Output budget per step (tokens): short verdicts need little; translation needs room.
+DEFAULT_MAX_TOKENS: dict[str, int] = {"needs_material": 128, "russian_specific": 128, "translate": 768,
+                                      "reasoning": 32, "concepts": 64, "domains": 96, "cultures": 64, "facts": 256}
+
+
+@dataclass(frozen=True)
+class StepModel:
+    """Where one step's calls go; no ``base_url`` means the embedded Gemma 3 270M."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+
+@dataclass
+class StepClient:
+    client: Any  # LLMClient or a test double with the same ``complete``
+    model: str
+    base_url: str | None
+    api_key_env: str | None
+    embedded: bool
+
+
+@dataclass
+class StepContext:
+    """What every step needs: the build directory, one client per step, the options."""
+
+    build_dir: Path
+    clients: dict[str, StepClient]
+    options: ClientOptions = field(default_factory=ClientOptions)
+    max_tokens: dict[str, int] = field(default_factory=dict)
+    items_tag: str = "build"
+    progress: bool = True
+
+    def step_options(self, step: str) -> ClientOptions:
+        n = self.max_tokens.get(step, DEFAULT_MAX_TOKENS[step])
+        return self.options.model_copy(update={"max_tokens": n})
+
+    @property
+    def embedded(self) -> bool:
+        return any(c.embedded for c in self.clients.values())
+
+
+@contextlib.contextmanager
+def open_step_clients(models: dict[str, StepModel], options: ClientOptions) -> Iterator[dict[str, StepClient]]:
+    """One client per step (steps sharing an endpoint share the embedded server); closed on exit."""
+    with contextlib.ExitStack() as stack:
+        by_endpoint: dict[StepModel, StepClient] = {}
+        out: dict[str, StepClient] = {}
+        for step in LLM_STEPS:
+            spec = models.get(step, models.get("default", StepModel()))
+            if spec not in by_endpoint:
+                endpoint, embedded = stack.enter_context(endpoint_or_embedded(spec.model, spec.base_url,
+                                                                               spec.api_key_env))
+                client: LLMClient = open_client(endpoint, options)
+                stack.callback(client.close)
+                by_endpoint[spec] = StepClient(client, endpoint.model, endpoint.base_url, endpoint.api_key_env, embedded)
+            out[step] = by_endpoint[spec]
+        yield out
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages builders
+# ---------------------------------------------------------------------------------------------
+
+
+def _view_values(view: ItemView) -> dict[str, str]:
+    return {"question": view.question, "answer": view.answer, "explanation": view.explanation or "",
+            "other_answers": view.other_answers or ""}
+
+
+def annotation_view(c: Candidate) -> tuple[str, ItemView]:
+    """Annotations read the English view when there is one, else the Russian one."""
+    return ("en", c.en) if c.en is not None else ("ru", c.ru)
+
+
+def step_messages(step: str, c: Candidate, prompt: Prompt | None = None) -> list[dict[str, str]]:
+    """The chat messages of ``step`` for candidate ``c`` (one user message)."""
+    prompt = prompt or load_prompt(f"construct_{step}")
+    view = c.ru if step in ("needs_material", "russian_specific", "translate") else annotation_view(c)[1]
+    return [{"role": "user", "content": prompt.render(**_view_values(view))}]
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-step parsing of one reply into a JSON verdict (pure)
+# ---------------------------------------------------------------------------------------------
+
+
+def _yes_no_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    v = P.parse_yes_no(text)
+    return {"yes": v.yes if v else None, "reason": v.reason if v else None}
+
+
+def _translate_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    source = [f for f in P.TRANSLATION_FIELDS if _view_values(c.ru)[f].strip()]
+    t = P.parse_translation(text, source)
+    lost = P.lost_placeholders(c.ru.question, t.fields.get("question")) if t.fields.get("question") else []
+    return {"fields": t.fields, "flags": t.flags, "complete": t.complete, "lost_placeholders": lost}
+
+
+def _reasoning_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    value = P.parse_reasoning_type(text)
+    known, oov = P.check_vocab([value] if value else [], REASONING_TYPES)
+    return {"label": known[0] if known else None, "oov": oov, "parsed": value is not None}
+
+
+def _concepts_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    values = P.parse_label_list(text, "LABELS")
+    known, oov = P.check_vocab(values or [], CONCEPTS)
+    return {"labels": known if values is not None else None, "oov": oov}
+
+
+def _domains_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    values = P.parse_label_list(text, "DOMAINS", sep=r"[;,]")
+    return {"free": [P.normalise_label(v) for v in values][:10] if values is not None else None}
+
+
+def _cultures_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    values = P.parse_label_list(text, "CULTURES")
+    if values is None:
+        return {"cultures": None, "not_cultures": [], "unrecognised": []}
+    cultures, flagged, unrecognised = P.check_cultures(values)
+    return {"cultures": cultures, "not_cultures": flagged, "unrecognised": unrecognised}
+
+
+def _facts_verdict(c: Candidate, text: str) -> dict[str, Any]:
+    facts = P.parse_facts(text)
+    if facts is None:
+        return {"facts": None, "revealing": [], "not_questions": []}
+    _, view = annotation_view(c)
+    ok, revealing, not_q = P.check_facts(facts, view.answer)
+    return {"facts": ok, "revealing": revealing, "not_questions": not_q}
+
+
+VERDICT_PARSERS: dict[str, Callable[[Candidate, str], dict[str, Any]]] = {
+    "needs_material": _yes_no_verdict, "russian_specific": _yes_no_verdict, "translate": _translate_verdict,
+    "reasoning": _reasoning_verdict, "concepts": _concepts_verdict, "domains": _domains_verdict,
+    "cultures": _cultures_verdict, "facts": _facts_verdict,
+}
+
+
+def is_parsed(step: str, verdict: dict[str, Any] | None) -> bool:
+    """Whether the step's verdict holds a parsed answer (not unparseable, not a failed call)."""
+    if verdict is None:
+        return False
+    key = {"needs_material": "yes", "russian_specific": "yes", "translate": "complete", "reasoning": "parsed",
+           "concepts": "labels", "domains": "free", "cultures": "cultures", "facts": "facts"}[step]
+    value = verdict.get(key)
+    return bool(value) if step == "translate" else value is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a step
+# ---------------------------------------------------------------------------------------------
+
+
+async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:
+    """Call the model for ``step`` on every candidate not already done: ONE ``map_with_resume``
+    call. Returns the latest record per id and why the run stopped early (if it did)."""
+    sc = ctx.clients[step]
+    prompt = load_prompt(f"construct_{step}")
+    opts = ctx.step_options(step)
+    run = RunDir(ctx.build_dir / "steps" / step, secret_names=[sc.api_key_env] if sc.api_key_env else None)
+    manifest = run.begin(new_manifest(
+        f"construction_{step}", model=sc.model, base_url=sc.base_url, api_key_env=sc.api_key_env,
+        items=ctx.items_tag, n_items=len(cands), prompts=[prompt.tag], seed=opts.seed,
+        temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(),
+    ))
+    parse = VERDICT_PARSERS[step]
+
+    async def call(c: Candidate, previous: dict | None) -> dict[str, Any]:
+        comp = await sc.client.complete(step_messages(step, c, prompt), opts.gen_params(), prompt_version=prompt.tag)
+        return {"key": c.id, "status": "ok", "verdict": parse(c, comp.text), "raw": comp.text,
+                "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
+
+    result = await map_with_resume(run, "records.jsonl", cands, key=lambda c: c.id, call=call,
+                                   concurrency=opts.concurrency, progress=ctx.progress, desc=step)
+    n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
+    run.finish(manifest, stopped=result.stopped, summary={
+        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "n_parsed": n_parsed,
+        "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
+    return {str(k): v for k, v in result.records.items()}, result.stopped
+
+
+def _verdict(records: dict[str, dict], cid: str) -> tuple[dict | None, str | None]:
+    """(verdict, problem) for one id: problem is ``llm_error``, ``not_run`` or ``unparseable``."""
+    rec = records.get(cid)
+    if rec is None:
+        return None, "not_run"
+    if rec.get("status") != "ok":
+        return None, "llm_error"
+    return rec.get("verdict"), None
+
+
+async def filter_step(step: str, cands: list[Candidate], ctx: StepContext) -> StepOutput:
+    """A yes/no filter (``needs_material`` or ``russian_specific``): yes removes the item. An item
+    with no usable verdict is kept and flagged for review. ``needs_material`` also runs the
+    handout pre-check and reports its hits, including where the LLM disagrees."""
+    records, stopped = await run_step_records(step, cands, ctx)
+    kept, removed = [], []
+    counts: Counter[str] = Counter()
+    for c in cands:
+        verdict, problem = _verdict(records, c.id)
+        verdict = dict(verdict or {"yes": None, "reason": None})
+        flags = []
+        if problem or verdict.get("yes") is None:
+            problem = problem or "unparseable"
+            flags.append(problem)
+            counts[problem] += 1
+        if step == "needs_material":
+            hits = handout_markers(c.ru.question, c.handout)
+            verdict["precheck"] = hits
+            if hits:
+                counts["precheck_hits"] += 1
+                if verdict.get("yes") is False:
+                    counts["precheck_llm_disagree"] += 1
+                    flags.append("precheck_disagrees")
+                elif verdict.get("yes"):
+                    counts["precheck_llm_agree"] += 1
+        new = c.with_verdict(step, verdict, review_flags=flags)
+        (removed if verdict.get("yes") else kept).append(new)
+    counts["n_yes"] = len(removed)
+    return StepOutput(step, kept, removed, dict(counts), stopped)
+
+
+async def translate_step(cands: list[Candidate], ctx: StepContext) -> StepOutput:
+    """Ru -> En. A complete translation (question and answer tags present) sets ``en``; missing
+    or empty tags and lost placeholders flag the item for review; an incomplete one leaves
+    ``en`` unset (never the Russian text). Nothing is removed here."""
+    records, stopped = await run_step_records("translate", cands, ctx)
+    out = []
+    counts: Counter[str] = Counter()
+    for c in cands:
+        verdict, problem = _verdict(records, c.id)
+        if verdict is None:
+            counts[problem or "unparseable"] += 1
+            out.append(c.with_verdict("translate", None, review_flags=[problem or "unparseable"]))
+            continue
+        flags = list(verdict["flags"]) + [f"placeholder_lost:{p}" for p in verdict["lost_placeholders"]]
+        for f in flags:
+            counts[f.split(":")[0]] += 1
+        en = None
+        if verdict["complete"]:
+            f = verdict["fields"]
+            en = ItemView(question=f["question"], answer=f["answer"], explanation=f.get("explanation"),
+                          other_answers=f.get("other_answers"))
+            counts["translated"] += 1
+        else:
+            flags.append("translation_incomplete")
+            counts["translation_incomplete"] += 1
+        if verdict["lost_placeholders"]:
+            counts["items_placeholder_lost"] += 1
+        out.append(c.with_verdict("translate", verdict, review_flags=flags, en=en))
+    return StepOutput("translate", out, [], dict(counts), stopped)
+
+
+async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> StepOutput:
+    """One annotation (``reasoning``, ``concepts``, ``domains``, ``cultures`` or ``facts``).
+    Out-of-vocabulary labels stay in the verdict's ``oov`` and are counted; unparseable output
+    leaves the label unset and flags the item."""
+    records, stopped = await run_step_records(step, cands, ctx)
+    out = []
+    counts: Counter[str] = Counter()
+    oov: Counter[str] = Counter()
+    for c in cands:
+        verdict, problem = _verdict(records, c.id)
+        if not is_parsed(step, verdict):
+            problem = problem or "unparseable"
+            counts[problem] += 1
+            out.append(c.with_verdict(step, verdict, review_flags=[problem]))
+            continue
+        assert verdict is not None
+        counts["labelled"] += 1
+        update: dict[str, Any] = {}
+        if step == "reasoning":
+            update["reasoning_type"] = verdict["label"]
+            oov.update(verdict["oov"])
+            counts["oov_only" if verdict["label"] is None else f"type:{verdict['label']}"] += 1
+        elif step == "concepts":
+            update["concepts"] = verdict["labels"]
+            oov.update(verdict["oov"])
+        elif step == "domains":
+            update["domains_free"] = verdict["free"]
+        elif step == "cultures":
+            update["cultures"] = verdict["cultures"]
+            oov.update(verdict["unrecognised"])
+            counts["not_culture_values"] += len(verdict["not_cultures"])
+            counts["unrecognised_values"] += len(verdict["unrecognised"])
+        elif step == "facts":
+            update["atomic_facts"] = verdict["facts"]
+            counts["revealing_facts"] += len(verdict["revealing"])
+            counts["not_question_facts"] += len(verdict["not_questions"])
+        out.append(c.with_verdict(step, verdict, **update))
+    summary = dict(counts)
+    if step in ("reasoning", "concepts"):
+        summary["oov_labels"] = sum(oov.values())
+        summary["oov_top"] = dict(oov.most_common(10))
+    if step == "cultures":
+        summary["unrecognised_top"] = dict(oov.most_common(10))
+    return StepOutput(step, out, [], summary, stopped)

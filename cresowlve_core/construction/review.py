@@ -1,0 +1,336 @@
+"""Human validation (paper §3.1) and the agreement re-annotation (App. B): the one core API that
+the ipywidgets panel (:mod:`cresowlve_core.construction.review_panel`) and the marimo app
+(``notebooks/review.py``) share.
+
+A build writes its review queue to ``<build>/review/queue.jsonl`` (one card per item: Ru and En
+side by side, the filters' verdicts and reasons, the flags). A reviewer opens a
+:class:`ReviewSession`; every decision is appended and fsynced at once to
+``<build>/review/decisions__<reviewer>.jsonl``, so a session resumes where it stopped. Items can
+be split across reviewers (:func:`split_queue`). A later build applies the decisions
+(:func:`apply_decisions`); the data card counts them by code.
+
+Decision codes (:data:`DECISIONS`): ``keep``; ``fix_translation`` (with the edited English
+fields, which are saved and applied); ``russian_specific``, ``needs_material``,
+``several_questions``, ``outdated`` and ``other`` (with a note) remove the item.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
+from cresowlve_core.runtime import RunDir, now_iso
+
+DECISIONS: dict[str, str] = {
+    "keep": "Keep: answerable, not Russian-specific, translation correct",
+    "fix_translation": "Keep with a fixed translation (edit the English fields)",
+    "russian_specific": "Remove: still Russian-specific",
+    "needs_material": "Remove: needs external material (handout, picture)",
+    "several_questions": "Remove: several questions in one (e.g. a blitz)",
+    "outdated": "Remove: the answer is outdated",
+    "other": "Remove: other reason (write a note)",
+}
+KEEP_CODES = frozenset({"keep", "fix_translation"})
+EDITABLE_FIELDS = ("question", "answer", "explanation", "other_answers")
+QUEUE = "queue.jsonl"
+AGREEMENT_QUEUE = "agreement_queue.jsonl"
+
+
+class ReviewError(ValueError):
+    """A decision that cannot be saved (unknown code, missing note or fix, unknown item)."""
+
+
+class Decision(BaseModel):
+    """One reviewer's decision on one item."""
+
+    item_id: str
+    reviewer: str
+    code: str
+    note: str | None = None
+    fixes: dict[str, str | None] = Field(default_factory=dict, description="edited English fields")
+    at: str = ""
+
+
+class Annotation(BaseModel):
+    """One reviewer's labels for one item of the agreement sample (App. B)."""
+
+    item_id: str
+    reviewer: str
+    reasoning_type: str | None = None
+    concepts: list[str] = Field(default_factory=list)
+    domains: list[str] = Field(default_factory=list)
+    cultures: list[str] = Field(default_factory=list)
+    at: str = ""
+
+
+def _safe_name(reviewer: str) -> str:
+    name = re.sub(r"[^\w.-]+", "_", reviewer.strip()).strip("._")
+    if not name:
+        raise ReviewError("a reviewer name is required")
+    return name[:64]
+
+
+def review_dir(build_dir: str | Path) -> Path:
+    return Path(build_dir) / "review"
+
+
+# ---------------------------------------------------------------------------------------------
+# The queue
+# ---------------------------------------------------------------------------------------------
+
+
+def review_card(c: Candidate) -> dict[str, Any]:
+    """What a reviewer sees of one item: Ru and En side by side, verdicts with reasons, flags."""
+    v = c.verdicts
+    nm, rs, tr = v.get("needs_material") or {}, v.get("russian_specific") or {}, v.get("translate") or {}
+    return {
+        "id": c.id, "difficulty": c.difficulty,
+        "ru": c.ru.model_dump(), "en": c.en.model_dump() if c.en else None,
+        "needs_material": {"llm": nm.get("yes"), "reason": nm.get("reason"), "precheck": nm.get("precheck", [])},
+        "russian_specific": {"llm": rs.get("yes"), "reason": rs.get("reason")},
+        "translation_flags": list(tr.get("flags", [])) + [f"placeholder_lost:{p}" for p in tr.get("lost_placeholders", [])],
+        "review_flags": list(c.review_flags), "handout": c.handout, "provenance": c.provenance,
+        "model_labels": {"reasoning_type": c.reasoning_type, "concepts": c.concepts, "domains": c.domains,
+                         "cultures": c.cultures},
+    }
+
+
+def write_queue(build_dir: str | Path, cands: Sequence[Candidate], name: str = QUEUE) -> Path:
+    """Write (replace) a queue file of review cards; decisions already saved are untouched."""
+    run = RunDir(review_dir(build_dir))
+    path = run.path / name
+    tmp = path.with_suffix(".tmp")
+    import json
+
+    tmp.write_text("".join(json.dumps(review_card(c), ensure_ascii=False) + "\n" for c in cands), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def load_queue(build_dir: str | Path, name: str = QUEUE) -> list[dict[str, Any]]:
+    """The review cards of a build, in queue order. A missing queue is a clear error."""
+    path = review_dir(build_dir) / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no review queue; run the build up to the review step first")
+    return RunDir(path.parent).read(name)
+
+
+def split_queue(ids: Sequence[str], reviewers: Sequence[str], *, seed: int = 0) -> dict[str, list[str]]:
+    """Share items among reviewers: a seeded shuffle dealt round-robin (sizes differ by at most one)."""
+    if not reviewers:
+        raise ReviewError("at least one reviewer is required")
+    order = list(ids)
+    random.Random(seed).shuffle(order)
+    out: dict[str, list[str]] = {r: [] for r in reviewers}
+    for i, item in enumerate(order):
+        out[reviewers[i % len(reviewers)]].append(item)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A reviewer's session
+# ---------------------------------------------------------------------------------------------
+
+
+def validate_decision(code: str, note: str | None = None, fixes: dict[str, str | None] | None = None) -> None:
+    """Raise :class:`ReviewError` for an unknown code, ``other`` without a note, or
+    ``fix_translation`` without any edited English field."""
+    if code not in DECISIONS:
+        raise ReviewError(f"unknown decision {code!r}; use one of {', '.join(DECISIONS)}")
+    if code == "other" and not (note or "").strip():
+        raise ReviewError("decision 'other' needs a note saying why")
+    if code == "fix_translation":
+        bad = sorted(set(fixes or {}) - set(EDITABLE_FIELDS))
+        if bad:
+            raise ReviewError(f"cannot edit field(s) {bad}; editable: {', '.join(EDITABLE_FIELDS)}")
+        if not fixes:
+            raise ReviewError("decision 'fix_translation' needs at least one edited English field")
+        for f in ("question", "answer"):
+            if f in fixes and not (fixes[f] or "").strip():
+                raise ReviewError(f"the English {f} cannot be empty")
+
+
+class ReviewSession:
+    """One reviewer working through a queue (all of it, or the ``assigned`` ids)."""
+
+    def __init__(self, build_dir: str | Path, reviewer: str, *, assigned: Iterable[str] | None = None,
+                 queue: str = QUEUE):
+        self.reviewer = reviewer.strip()
+        self.file = f"decisions__{_safe_name(reviewer)}.jsonl"
+        self.run = RunDir(review_dir(build_dir))
+        cards = load_queue(build_dir, queue)
+        if assigned is not None:
+            wanted = set(assigned)
+            unknown = wanted - {c["id"] for c in cards}
+            if unknown:
+                raise ReviewError(f"{len(unknown)} assigned id(s) are not in the queue: {sorted(unknown)[:5]}")
+            cards = [c for c in cards if c["id"] in wanted]
+        self.cards = cards
+        self._by_id = {c["id"]: c for c in cards}
+        self.decisions: dict[str, Decision] = {
+            r["item_id"]: Decision.model_validate(r) for r in self.run.read(self.file) if r.get("item_id") in self._by_id
+        }
+
+    @property
+    def pending(self) -> list[dict[str, Any]]:
+        return [c for c in self.cards if c["id"] not in self.decisions]
+
+    def next_card(self) -> dict[str, Any] | None:
+        """The first card without a decision (where a resumed session continues), or None."""
+        pend = self.pending
+        return pend[0] if pend else None
+
+    def progress(self) -> tuple[int, int]:
+        return len(self.decisions), len(self.cards)
+
+    def decide(self, item_id: str, code: str, *, note: str | None = None,
+               fixes: dict[str, str | None] | None = None) -> Decision:
+        """Validate and save one decision at once (appended, fsynced). A later decision on the
+        same item supersedes the earlier one."""
+        if item_id not in self._by_id:
+            raise ReviewError(f"item {item_id!r} is not in this reviewer's queue")
+        validate_decision(code, note, fixes)
+        d = Decision(item_id=item_id, reviewer=self.reviewer, code=code, note=(note or "").strip() or None,
+                     fixes=dict(fixes or {}) if code == "fix_translation" else {}, at=now_iso())
+        self.run.append(self.file, d.model_dump())
+        self.decisions[item_id] = d
+        return d
+
+
+def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str, Any]]:
+    """Every reviewer's latest decision per item, merged: the most recent decision wins where
+    reviewers disagree (each conflict is counted). Returns ``(decisions, report)``."""
+    rdir = review_dir(build_dir)
+    if not rdir.exists():
+        return {}, {"reviewers": [], "n_conflicts": 0}
+    run = RunDir(rdir)
+    per_item: dict[str, list[Decision]] = {}
+    reviewers = []
+    for f in sorted(rdir.glob("decisions__*.jsonl")):
+        latest: dict[str, Decision] = {}
+        for r in run.read(f.name):
+            d = Decision.model_validate(r)
+            latest[d.item_id] = d
+        reviewers.append(f.name.removeprefix("decisions__").removesuffix(".jsonl"))
+        for d in latest.values():
+            per_item.setdefault(d.item_id, []).append(d)
+    merged, conflicts = {}, []
+    for item, ds in per_item.items():
+        ds.sort(key=lambda d: d.at)
+        merged[item] = ds[-1]
+        if len({d.code for d in ds}) > 1:
+            conflicts.append({"item_id": item, "codes": {d.reviewer: d.code for d in ds}})
+    return merged, {"reviewers": reviewers, "n_conflicts": len(conflicts), "conflicts": conflicts}
+
+
+def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) -> StepOutput:
+    """Apply saved decisions: removal codes remove, ``fix_translation`` replaces the edited English
+    fields (and clears the translation flags), ``keep`` keeps. Items without a decision are kept
+    and counted as ``unreviewed``. Never modifies the inputs."""
+    from cresowlve_core.items import ItemView
+
+    kept, removed = [], []
+    codes: Counter[str] = Counter()
+    for c in cands:
+        d = decisions.get(c.id)
+        if d is None:
+            codes["unreviewed"] += 1
+            kept.append(c)
+            continue
+        codes[d.code] += 1
+        verdict = {"code": d.code, "reviewer": d.reviewer, "note": d.note, "fixes": d.fixes}
+        if d.code not in KEEP_CODES:
+            removed.append(c.with_verdict("human", verdict))
+            continue
+        update: dict[str, Any] = {}
+        if d.code == "fix_translation":
+            base = c.en.model_dump() if c.en else {f: None for f in EDITABLE_FIELDS}
+            base.update({k: (v if (v or "").strip() else None) for k, v in d.fixes.items()})
+            if not base.get("question") or not base.get("answer"):
+                codes["fix_incomplete"] += 1
+                update["review_flags"] = [*c.review_flags, "human:fix_incomplete"]
+            else:
+                update["en"] = ItemView(**base)
+                update["review_flags"] = [f for f in c.review_flags if not f.startswith("translate:")]
+        new = c.with_verdict("human", verdict)
+        kept.append(new.model_copy(update=update))
+    return StepOutput("human_validation", kept, removed, {"by_code": dict(codes)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement re-annotation (App. B)
+# ---------------------------------------------------------------------------------------------
+
+
+def agreement_sample(ids: Sequence[str], n: int = 50, *, seed: int = 0) -> list[str]:
+    """A seeded sample of ``n`` ids (all of them if fewer), in input order."""
+    chosen = set(random.Random(seed).sample(list(ids), min(n, len(ids))))
+    return [i for i in ids if i in chosen]
+
+
+def validate_annotation(reasoning_type: str | None, concepts: Iterable[str], domains: Iterable[str]) -> None:
+    if reasoning_type is not None and reasoning_type not in REASONING_TYPES:
+        raise ReviewError(f"reasoning type must be one of {REASONING_TYPES}, got {reasoning_type!r}")
+    bad = sorted(set(concepts) - set(CONCEPTS))
+    if bad:
+        raise ReviewError(f"unknown concept(s) {bad}")
+    bad = sorted(set(domains) - set(DOMAIN_GROUPS))
+    if bad:
+        raise ReviewError(f"unknown domain group(s) {bad}")
+
+
+class AnnotationSession:
+    """A reviewer labelling the agreement sample; saved at once to ``annotations__<reviewer>.jsonl``."""
+
+    def __init__(self, build_dir: str | Path, reviewer: str):
+        self.reviewer = reviewer.strip()
+        self.file = f"annotations__{_safe_name(reviewer)}.jsonl"
+        self.run = RunDir(review_dir(build_dir))
+        self.cards = load_queue(build_dir, AGREEMENT_QUEUE)
+        self._ids = {c["id"] for c in self.cards}
+        self.annotations: dict[str, Annotation] = {
+            r["item_id"]: Annotation.model_validate(r) for r in self.run.read(self.file) if r.get("item_id") in self._ids
+        }
+
+    def next_card(self) -> dict[str, Any] | None:
+        return next((c for c in self.cards if c["id"] not in self.annotations), None)
+
+    def progress(self) -> tuple[int, int]:
+        return len(self.annotations), len(self.cards)
+
+    def annotate(self, item_id: str, *, reasoning_type: str | None, concepts: Iterable[str] = (),
+                 domains: Iterable[str] = (), cultures: Iterable[str] = ()) -> Annotation:
+        if item_id not in self._ids:
+            raise ReviewError(f"item {item_id!r} is not in the agreement sample")
+        concepts, domains = list(dict.fromkeys(concepts)), list(dict.fromkeys(domains))
+        validate_annotation(reasoning_type, concepts, domains)
+        cultures = list(dict.fromkeys(c.strip().lower() for c in cultures if c.strip()))
+        a = Annotation(item_id=item_id, reviewer=self.reviewer, reasoning_type=reasoning_type, concepts=concepts,
+                       domains=domains, cultures=cultures, at=now_iso())
+        self.run.append(self.file, a.model_dump())
+        self.annotations[item_id] = a
+        return a
+
+
+def load_annotations(build_dir: str | Path) -> dict[str, dict[str, Annotation]]:
+    """reviewer -> item id -> latest annotation, for every reviewer of the agreement sample."""
+    rdir = review_dir(build_dir)
+    out: dict[str, dict[str, Annotation]] = {}
+    if not rdir.exists():
+        return out
+    run = RunDir(rdir)
+    for f in sorted(rdir.glob("annotations__*.jsonl")):
+        latest = {}
+        for r in run.read(f.name):
+            a = Annotation.model_validate(r)
+            latest[a.item_id] = a
+        out[f.name.removeprefix("annotations__").removesuffix(".jsonl")] = latest
+    return out
