@@ -1,13 +1,18 @@
 """Accuracy broken down by difficulty, by annotation group, and creative vs factual items.
 
 * :func:`by_difficulty` — accuracy per configuration × language × metric × difficulty level
-  with seeded percentile-bootstrap 95 % intervals (paper Fig. 3 and 13);
+  with 95 % Wilson intervals and a ``small`` flag for cells under ``min_cell_n`` items
+  (paper Fig. 3 and 13); :func:`difficulty_trend` — Cochran–Armitage test that accuracy
+  falls with difficulty, Holm-corrected across configurations;
 * :func:`by_group` — accuracy per configuration × language × knowledge domain / creative
-  concept / culture, for groups with enough items (paper Fig. 7–12);
-* :func:`creative_vs_factual` — the difficulty-balanced, size-matched bootstrap gap between
-  creative and factual items (paper Fig. 4 and 14); the procedure is in its docstring.
+  concept / culture, for groups with enough items (paper Fig. 7–12), each cell tested
+  against the rest of that model's items with Benjamini–Hochberg control over the heatmap,
+  plus a per-model homogeneity test (:attr:`GroupBreakdown.homogeneity`);
+* :func:`creative_vs_factual` — the difficulty-standardised gap between creative and
+  factual items with a stratified bootstrap of the same estimator (paper Fig. 4 and 14); the
+  procedure is in its docstring.
 
-Accuracies are in % (0–100). Every bootstrap draws from its own stream seeded by ``seed``
+Accuracies are in % (0–100). Every random draw comes from its own stream seeded by ``seed``
 and the group key (:func:`~cresowlve_core.stats.stable_seed`), so results are
 reproducible and do not change when other runs are added.
 """
@@ -20,8 +25,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import METRICS
-from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed, wilson_interval
+from cresowlve_core.analysis.loading import METRICS, reasoning_is
+from cresowlve_core.stats import (
+    benjamini_hochberg,
+    cochran_armitage,
+    holm,
+    percentile_interval,
+    permutation_homogeneity,
+    stable_seed,
+    two_proportion_z,
+    wilson_interval,
+)
+
+MIN_CELL_N = 30  # below this many items a cell's interval is flagged as small-sample
+ALPHA = 0.05
 
 GROUP_COLUMNS = {
     "knowledge_domains": "Knowledge domain",
@@ -36,27 +53,58 @@ GROUP_COLUMNS = {
 def by_difficulty(
     responses: pd.DataFrame,
     metrics: Sequence[str] = ("em_strict", "judge"),
-    n_boot: int = 1000,
-    seed: int = 0,
     confidence: float = 0.95,
+    min_cell_n: int = MIN_CELL_N,
 ) -> pd.DataFrame:
-    """Accuracy (%) per config × lang × metric × difficulty with bootstrap CIs.
+    """Accuracy (%) per config × lang × metric × difficulty with Wilson intervals.
 
+    Wilson, as everywhere else in the report (a percentile bootstrap gives [0, 0] at 0/384).
     Rows with no difficulty or an unknown outcome for the metric are left out of that cell.
-    Columns: config, thinking, lang, metric, metric_label, difficulty, n, acc, low, high.
+    Columns: config, thinking, lang, metric, metric_label, difficulty, n, k, acc, low, high,
+    small (``n < min_cell_n``).
     """
-    rows = []
+    cols = ["config", "thinking", "lang", "metric", "difficulty", "n", "k", "acc", "low", "high", "small"]
     df = responses[responses["difficulty"].notna()]
+    parts = []
     for metric in metrics:
         sub = df[df[metric].notna()]
-        for (config, thinking, lang, diff), grp in sub.groupby(["config", "thinking", "lang", "difficulty"], sort=True):
-            values = grp[metric].to_numpy(dtype=float)
-            reps = bootstrap_means(values, n_boot, stable_seed(seed, config, lang, metric, int(diff)))
-            low, high = percentile_interval(reps, confidence)
-            rows.append((config, thinking, lang, metric, int(diff), values.size, values.mean(), low, high))
-    out = pd.DataFrame(rows, columns=["config", "thinking", "lang", "metric", "difficulty", "n", "acc", "low", "high"])
-    out[["acc", "low", "high"]] *= 100.0
+        if sub.empty:
+            continue
+        g = sub.groupby(["config", "thinking", "lang", "difficulty"], sort=True)[metric].agg(["size", "sum"])
+        g = g.reset_index().rename(columns={"size": "n", "sum": "k"})
+        g["metric"] = metric
+        parts.append(g)
+    if not parts:
+        out = pd.DataFrame(columns=[*cols, "metric_label"])
+        return out
+    out = pd.concat(parts, ignore_index=True)
+    out["k"] = out["k"].astype(int)
+    out["difficulty"] = out["difficulty"].astype(int)
+    low, high = wilson_interval(out["k"].to_numpy(), out["n"].to_numpy(), confidence)
+    out["acc"] = 100.0 * out["k"] / out["n"]
+    out["low"], out["high"] = 100.0 * low, 100.0 * high
+    out["small"] = out["n"] < min_cell_n
+    out = out[cols]
     out["metric_label"] = out["metric"].map(METRICS)
+    return out
+
+
+def difficulty_trend(by_diff: pd.DataFrame) -> pd.DataFrame:
+    """Cochran–Armitage trend of accuracy over difficulty (scores 1–5) per config × lang × metric.
+
+    ``z < 0``: accuracy falls as difficulty rises. ``p_holm`` controls the family-wise error
+    over every row of the result. Columns: config, thinking, lang, metric, n, levels, z, p,
+    p_holm, falls (``z < 0`` and ``p_holm < 0.05``).
+    """
+    rows = []
+    for (config, thinking, lang, metric), g in by_diff.groupby(["config", "thinking", "lang", "metric"], sort=True):
+        t = cochran_armitage(g["k"].to_numpy(), g["n"].to_numpy(), g["difficulty"].to_numpy(float))
+        rows.append(
+            {"config": config, "thinking": thinking, "lang": lang, "metric": metric, "n": t.n, "levels": len(g), "z": t.z, "p": t.p}
+        )
+    out = pd.DataFrame(rows, columns=["config", "thinking", "lang", "metric", "n", "levels", "z", "p"])
+    out["p_holm"] = holm(out["p"].to_numpy()) if not out.empty else []
+    out["falls"] = (out["z"] < 0) & (out["p_holm"] < ALPHA)
     return out
 
 
@@ -71,6 +119,33 @@ class GroupBreakdown:
     metric: str
     column: str
     notes: list[str] = field(default_factory=list)
+    homogeneity: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def n_cells(self) -> int:
+        return int(self.table["p"].notna().sum()) if "p" in self.table else 0
+
+    @property
+    def expected_by_chance(self) -> float:
+        """Cells expected to 'differ' at p < 0.05 with no real difference at all (m × α)."""
+        return ALPHA * self.n_cells
+
+    @property
+    def n_uncorrected(self) -> int:
+        return int((self.table["p"] < ALPHA).sum()) if "p" in self.table else 0
+
+    @property
+    def n_flagged(self) -> int:
+        return int(self.table["flagged"].sum()) if "flagged" in self.table else 0
+
+    def chance_text(self) -> str:
+        """What the marks mean, in numbers, for the report text."""
+        return (
+            f"{self.n_cells} cells tested (each group against the rest of that model's items). With no real "
+            f"difference anywhere, about **{self.expected_by_chance:.1f}** cells would still reach p < 0.05 by "
+            f"chance; {self.n_uncorrected} do before correction. After Benjamini–Hochberg control (FDR 5 %), "
+            f"**{self.n_flagged}** cell(s) are marked (outlined, `*`)."
+        )
 
     @property
     def metric_label(self) -> str:
@@ -97,12 +172,22 @@ def by_group(
     column: str,
     min_group_size: int = 30,
     metric: str | None = None,
+    n_perm: int = 1000,
+    seed: int = 0,
+    fdr: float = ALPHA,
 ) -> GroupBreakdown:
     """Accuracy (%) per config × lang × label of a multi-label annotation ``column``.
 
     An item counts towards every label it carries. Only labels carried by at least
     ``min_group_size`` distinct items (in that language) are kept. Columns: config,
-    thinking, lang, group, n, k, acc, low, high (Wilson 95 %), n_items.
+    thinking, lang, group, n, k, acc, low, high (Wilson 95 %), n_items, overall (the
+    model's accuracy over all its items), p (two-proportion z test of the group against the
+    model's other items), q (Benjamini–Hochberg over every cell of this table), flagged
+    (``q <= fdr``).
+
+    ``homogeneity`` holds one row per config × lang: the χ² statistic for "every shown group
+    has the same accuracy" with a permutation p-value (``n_perm`` seeded permutations; the
+    groups overlap, so the χ² distribution itself does not apply) and its BH q over models.
     """
     notes: list[str] = []
     if metric is None:
@@ -135,7 +220,33 @@ def by_group(
     low, high = wilson_interval(table["k"].to_numpy(), table["n"].to_numpy())
     table["acc"] = 100.0 * table["k"] / table["n"]
     table["low"], table["high"] = 100.0 * low, 100.0 * high
-    return GroupBreakdown(table, metric, column, notes)
+    totals = sub.groupby(["config", "lang"])[metric].agg(["size", "sum"])
+    tot = table.join(totals, on=["config", "lang"])
+    table["overall"] = 100.0 * tot["sum"] / tot["size"]
+    table["p"] = two_proportion_z(tot["k"], tot["n"], tot["sum"] - tot["k"], tot["size"] - tot["n"])
+    table["q"] = benjamini_hochberg(table["p"].to_numpy())
+    table["flagged"] = table["q"] <= fdr
+    homogeneity = _homogeneity(keep, metric, n_perm, seed, column)
+    return GroupBreakdown(table, metric, column, notes, homogeneity)
+
+
+def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column: str) -> pd.DataFrame:
+    """Per config × lang: permutation χ² test that every shown group has the same accuracy."""
+    rows = []
+    for (config, lang), g in keep.groupby(["config", "lang"], sort=True):
+        items = g.drop_duplicates("id")
+        ids = pd.Index(items["id"])
+        groups = pd.Index(sorted(g["group"].unique()))
+        member = np.zeros((len(ids), len(groups)))
+        member[ids.get_indexer(g["id"]), groups.get_indexer(g["group"])] = 1.0
+        h = permutation_homogeneity(items[metric].to_numpy(float), member, n_perm, stable_seed(seed, config, lang, column))
+        rows.append(
+            {"config": config, "lang": lang, "n_items": len(ids), "groups": len(groups), "chi2": h.statistic, "df": h.df, "p": h.p}
+        )
+    out = pd.DataFrame(rows, columns=["config", "lang", "n_items", "groups", "chi2", "df", "p"])
+    out["q"] = benjamini_hochberg(out["p"].to_numpy()) if not out.empty else []
+    out["n_perm"] = n_perm
+    return out
 
 
 # ------------------------------------------------------------------ creative vs factual
@@ -148,33 +259,37 @@ def creative_vs_factual(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
-    """Creative − factual accuracy gap per config × lang × metric, difficulty-balanced and size-matched.
+    """Creative − factual accuracy gap per config × lang × metric, standardised for difficulty.
 
-    Procedure, for each configuration × language × metric:
+    Procedure, for each configuration × language × metric (the estimate and its interval come
+    from the **same** estimator and the same items):
 
-    1. Take the items with a known outcome; *creative* = ``reasoning_type == "creative"``,
-       *factual* = ``reasoning_type == "factual"`` (anything else is ignored).
+    1. Take the items with a known outcome; *creative* / *factual* = ``reasoning_type``
+       compared case-insensitively (anything else is ignored).
     2. Keep only difficulty levels present in both groups.
-    3. The smaller group is the reference: ``n`` = its size and ``n_d`` = its number of items at
-       difficulty ``d``. Both groups will be sampled to exactly ``n_d`` items per level, so the
-       two samples have the same size ``n`` and the same difficulty distribution.
-    4. Each of ``n_boot`` (default 1,000) iterations draws, for every level ``d``, ``n_d`` items
-       **with replacement** from the creative items at ``d`` and ``n_d`` from the factual items
-       at ``d``; the iteration's gap is mean(creative sample) − mean(factual sample).
-       The draws are vectorised: one ``(n_boot, n_d)`` index matrix per level and group.
-    5. ``gap`` is the difficulty-standardised difference Σ_d (n_d / n)(c̄_d − f̄_d), the expected
-       value of the iteration gaps; ``low``/``high`` are their 2.5th/97.5th percentiles.
+    3. The smaller group is the reference: its difficulty distribution gives the weights
+       ``w_d = n_d / n`` (``n_matched`` = its size).
+    4. ``gap`` = Σ_d w_d (c̄_d − f̄_d): the creative − factual difference within each level,
+       averaged over the reference distribution, using **every** item of both groups.
+    5. Interval: stratified bootstrap of that same statistic. Each of ``n_boot`` (default
+       1,000) iterations resamples, within every level, the creative items at their own count
+       and the factual items at theirs (with replacement) and recomputes step 4; ``low`` /
+       ``high`` are the percentiles. For 0/1 outcomes a resample's success count is exactly
+       Binomial(count, observed rate), which is how it is drawn (vectorised).
 
     The random stream is seeded by ``seed`` and the (config, lang, metric) key. Negative gaps
     mean creative items are harder. Columns: config, thinking, lang, metric, gap, low, high,
-    n_matched, n_creative, n_factual, creative_acc, factual_acc (raw, unbalanced), all in %.
+    n_matched, n_creative, n_factual (items used), creative_acc, factual_acc (raw,
+    unbalanced), all in %.
     """
     rows = []
-    df = responses[responses["reasoning_type"].isin(["creative", "factual"]) & responses["difficulty"].notna()]
+    kind = np.where(reasoning_is(responses, "creative"), "creative", np.where(reasoning_is(responses, "factual"), "factual", ""))
+    df = responses.assign(_kind=kind)
+    df = df[(df["_kind"] != "") & df["difficulty"].notna()]
     for metric in metrics:
         sub = df[df[metric].notna()]
         for (config, thinking, lang), grp in sub.groupby(["config", "thinking", "lang"], sort=True):
-            row = _balanced_gap(grp, metric, n_boot, stable_seed(seed, config, lang, metric), confidence)
+            row = _standardised_gap(grp, metric, n_boot, stable_seed(seed, config, lang, metric), confidence)
             if row is not None:
                 rows.append({"config": config, "thinking": thinking, "lang": lang, "metric": metric, **row})
     cols = [
@@ -196,47 +311,44 @@ def creative_vs_factual(
     return out
 
 
-def _balanced_gap(
+def _standardised_gap(
     grp: pd.DataFrame, metric: str, n_boot: int, rng: np.random.Generator, confidence: float
 ) -> dict[str, float] | None:
-    creative = grp[grp["reasoning_type"] == "creative"]
-    factual = grp[grp["reasoning_type"] == "factual"]
-    if creative.empty or factual.empty:
+    counts = grp.groupby(["_kind", "difficulty"])[metric].agg(["size", "sum"])
+    if not {"creative", "factual"} <= set(counts.index.get_level_values(0)):
         return None
-    levels = sorted(set(creative["difficulty"]) & set(factual["difficulty"]))
+    c, f = counts.loc["creative"], counts.loc["factual"]
+    levels = sorted(set(c.index) & set(f.index))
     if not levels:
         return None
-    c_by = {d: creative.loc[creative["difficulty"] == d, metric].to_numpy(float) for d in levels}
-    f_by = {d: factual.loc[factual["difficulty"] == d, metric].to_numpy(float) for d in levels}
-    n_c = sum(v.size for v in c_by.values())
-    n_f = sum(v.size for v in f_by.values())
-    ref = f_by if n_f <= n_c else c_by
-    n = min(n_c, n_f)
-    sums = np.zeros(n_boot)
-    point = 0.0
-    for d in levels:
-        n_d = ref[d].size
-        c, f = c_by[d], f_by[d]
-        sums += c[rng.integers(0, c.size, size=(n_boot, n_d))].sum(axis=1)
-        sums -= f[rng.integers(0, f.size, size=(n_boot, n_d))].sum(axis=1)
-        point += n_d * (c.mean() - f.mean())
-    gaps = sums / n
-    low, high = percentile_interval(gaps, confidence)
+    c, f = c.loc[levels], f.loc[levels]
+    n_c, n_f = int(c["size"].sum()), int(f["size"].sum())
+    ref = f if n_f <= n_c else c
+    w = (ref["size"] / ref["size"].sum()).to_numpy()
+    cn, ck = c["size"].to_numpy(), c["sum"].to_numpy()
+    fn, fk = f["size"].to_numpy(), f["sum"].to_numpy()
+    point = float((w * (ck / cn - fk / fn)).sum())
+    c_star = rng.binomial(cn, ck / cn, size=(n_boot, len(levels))) / cn
+    f_star = rng.binomial(fn, fk / fn, size=(n_boot, len(levels))) / fn
+    low, high = percentile_interval((c_star - f_star) @ w, confidence)
+    creative_all = grp.loc[grp["_kind"] == "creative", metric]
+    factual_all = grp.loc[grp["_kind"] == "factual", metric]
     return {
-        "gap": 100.0 * point / n,
+        "gap": 100.0 * point,
         "low": 100.0 * low,
         "high": 100.0 * high,
-        "n_matched": n,
-        "n_creative": int(creative.shape[0]),
-        "n_factual": int(factual.shape[0]),
-        "creative_acc": 100.0 * float(creative[metric].mean()),
-        "factual_acc": 100.0 * float(factual[metric].mean()),
+        "n_matched": min(n_c, n_f),
+        "n_creative": n_c,
+        "n_factual": n_f,
+        "creative_acc": 100.0 * float(creative_all.mean()),
+        "factual_acc": 100.0 * float(factual_all.mean()),
     }
 
 
 def difficulty_distribution(responses: pd.DataFrame) -> pd.DataFrame:
     """Share of creative and factual items per difficulty level (paper Fig. 15), over unique items."""
-    items = responses.drop_duplicates("id")
+    items = responses.drop_duplicates("id").copy()
+    items["reasoning_type"] = items["reasoning_type"].astype("string").str.strip().str.lower()
     items = items[items["reasoning_type"].isin(["creative", "factual"]) & items["difficulty"].notna()]
     counts = items.groupby(["reasoning_type", "difficulty"]).size().rename("n").reset_index()
     counts["share"] = counts["n"] / counts.groupby("reasoning_type")["n"].transform("sum")

@@ -11,7 +11,9 @@ from cresowlve_core.analysis.breakdowns import (
     by_group,
     creative_vs_factual,
     difficulty_distribution,
+    difficulty_trend,
 )
+from cresowlve_core.stats import wilson_interval
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -32,34 +34,44 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame([{**base, **r} for r in rows])
 
 
-def test_by_difficulty_accuracy_and_bootstrap():
+def test_by_difficulty_accuracy_and_wilson():
     rng = np.random.default_rng(0)
     rows = [{"id": f"e{i}", "difficulty": 1.0, "judge": 1.0, "em_strict": 1.0} for i in range(40)]
-    rows += [{"id": f"h{i}", "difficulty": 5.0, "judge": 0.0, "em_strict": 0.0} for i in range(40)]
+    rows += [{"id": f"h{i}", "difficulty": 5.0, "judge": 0.0, "em_strict": 0.0} for i in range(384)]
     rows += [
         {"id": f"m{i}", "difficulty": 3.0, "judge": float(rng.random() < 0.5), "em_strict": 0.0} for i in range(200)
     ]
     df = _frame(rows)
-    out = by_difficulty(df, ("judge", "em_strict"), n_boot=1000, seed=3)
+    out = by_difficulty(df, ("judge", "em_strict"))
     j = out[out["metric"] == "judge"].set_index("difficulty")
-    assert j.loc[1, ["acc", "low", "high"]].tolist() == [100.0, 100.0, 100.0]
-    assert j.loc[5, ["acc", "low", "high"]].tolist() == [0.0, 0.0, 0.0]
+    lo, hi = wilson_interval(40, 40)
+    assert j.loc[1, ["acc", "low", "high"]].tolist() == pytest.approx([100.0, 100 * lo, 100.0])
+    # 0/384: Wilson gives [0, 0.99], not the bootstrap's degenerate [0, 0]
+    assert j.loc[5, "low"] == 0.0 and j.loc[5, "high"] == pytest.approx(100 * wilson_interval(0, 384)[1])
+    assert j.loc[5, "high"] > 0.9
     mid = j.loc[3]
-    p = mid["acc"] / 100
-    half = 196 * np.sqrt(p * (1 - p) / 200)  # normal-theory half-width in %
-    assert mid["low"] == pytest.approx(mid["acc"] - half, abs=1.5)
-    assert mid["high"] == pytest.approx(mid["acc"] + half, abs=1.5)
+    lo, hi = wilson_interval(int(mid["k"]), 200)
+    assert (mid["low"], mid["high"]) == pytest.approx((100 * lo, 100 * hi))
     assert mid["n"] == 200 and mid["metric_label"] == "LLM judge"
-    again = by_difficulty(df, ("judge", "em_strict"), n_boot=1000, seed=3)
-    pd.testing.assert_frame_equal(out, again)
+    assert not j["small"].any()
 
 
-def test_by_difficulty_does_not_depend_on_other_runs():
-    a = _frame([{"id": f"x{i}", "judge": float(i % 3 == 0)} for i in range(90)])
-    b = pd.concat([a, a.assign(config="other", judge=1.0)], ignore_index=True)
-    ra = by_difficulty(a, ("judge",), n_boot=500, seed=0)
-    rb = by_difficulty(b, ("judge",), n_boot=500, seed=0)
-    pd.testing.assert_frame_equal(ra, rb[rb["config"] == "m"].reset_index(drop=True))
+def test_by_difficulty_flags_small_cells():
+    df = _frame([{"id": f"x{i}", "judge": 1.0, "difficulty": float(1 + i % 2)} for i in range(50)])
+    out = by_difficulty(df, ("judge",), min_cell_n=30).set_index("difficulty")
+    assert out["n"].tolist() == [25, 25] and out["small"].all()
+    assert not by_difficulty(df, ("judge",), min_cell_n=20)["small"].any()
+
+
+def test_difficulty_trend_cochran_armitage():
+    rows = []
+    for d, acc in {1: 0.8, 2: 0.6, 3: 0.4, 4: 0.3, 5: 0.1}.items():
+        rows += [{"id": f"{d}_{i}", "difficulty": float(d), "judge": float(i < acc * 60)} for i in range(60)]
+    rows += [{"id": f"flat{i}", "config": "flat", "difficulty": float(1 + i % 5), "judge": float(i % 2)} for i in range(300)]
+    trend = difficulty_trend(by_difficulty(_frame(rows), ("judge",))).set_index("config")
+    assert trend.loc["m", "z"] < -8 and trend.loc["m", "falls"]
+    assert trend.loc["flat", "p_holm"] > 0.05 and not trend.loc["flat", "falls"]
+    assert trend.loc["m", "levels"] == 5 and trend.loc["m", "n"] == 300
 
 
 def test_by_group_counts_multi_label_items_and_filters_small_groups():
@@ -142,3 +154,55 @@ def test_difficulty_distribution_shares():
     df = _cvf_items({1: 0.5, 2: 0.5}, {1: 1.0}, creative_n={1: 30, 2: 10}, factual_n={1: 5})
     dist = difficulty_distribution(df).set_index(["reasoning_type", "difficulty"])
     assert dist.loc[("creative", 1), "share"] == 0.75 and dist.loc[("factual", 1), "share"] == 1.0
+
+
+def test_creative_vs_factual_interval_uses_the_same_procedure_as_the_estimate():
+    # the estimate uses every creative item, so its interval must too: compare with the analytic
+    # standard error of the standardised difference, Σ w_d² (p_c(1-p_c)/n_c + p_f(1-p_f)/n_f)
+    cn, fn = {1: 600, 3: 600}, {1: 60, 3: 60}
+    cp, fp = {1: 0.4, 3: 0.2}, {1: 0.9, 3: 0.7}
+    out = creative_vs_factual(_cvf_items(cp, fp, cn, fn), ("judge",), n_boot=4000, seed=0).iloc[0]
+    var = sum(0.25 * (cp[d] * (1 - cp[d]) / cn[d] + fp[d] * (1 - fp[d]) / fn[d]) for d in (1, 3))
+    half = 100 * 1.96 * np.sqrt(var)
+    assert (out["high"] - out["low"]) / 2 == pytest.approx(half, rel=0.08)
+    assert (out["low"] + out["high"]) / 2 == pytest.approx(out["gap"], abs=1.0)
+    assert (out["n_creative"], out["n_factual"], out["n_matched"]) == (1200, 120, 120)
+
+
+def test_reasoning_type_is_compared_case_insensitively():
+    lower = _cvf_items({1: 0.4}, {1: 0.9}, creative_n={1: 50}, factual_n={1: 40})
+    mixed = lower.assign(reasoning_type=lower["reasoning_type"].map({"creative": "Creative", "factual": " FACTUAL"}))
+    a = creative_vs_factual(lower, ("judge",), n_boot=100, seed=0)
+    b = creative_vs_factual(mixed, ("judge",), n_boot=100, seed=0)
+    assert len(b) == 1
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(difficulty_distribution(lower), difficulty_distribution(mixed))
+
+
+def _domain_frame(rng, n_items: int, effect: dict[str, float], configs=("a", "b")) -> pd.DataFrame:
+    labels = [f"D{i:02d}" for i in range(12)]
+    rows = []
+    doms = [list(rng.choice(labels, size=rng.integers(1, 3), replace=False)) for _ in range(n_items)]
+    for config in configs:
+        for i, d in enumerate(doms):
+            p = 0.3 + sum(effect.get(x, 0.0) for x in d)
+            rows.append({"id": f"i{i}", "config": config, "knowledge_domains": d, "judge": float(rng.random() < p)})
+    return _frame(rows)
+
+
+def test_group_cells_are_marked_only_after_benjamini_hochberg():
+    from cresowlve_core.stats import benjamini_hochberg
+
+    null = by_group(_domain_frame(np.random.default_rng(0), 1500, {}), "knowledge_domains", min_group_size=30, seed=0)
+    t = null.table
+    assert {"overall", "p", "q", "flagged"} <= set(t.columns)
+    assert np.allclose(t["q"], benjamini_hochberg(t["p"].to_numpy()))
+    assert null.n_cells == len(t) == 24 and null.expected_by_chance == pytest.approx(1.2)
+    assert null.n_flagged <= null.n_uncorrected and null.n_flagged == 0  # no effect: nothing survives BH
+    assert "would still reach p < 0.05 by chance" in null.chance_text()
+    assert (null.homogeneity["p"] > 0.01).all() and set(null.homogeneity["config"]) == {"a", "b"}
+
+    real = by_group(_domain_frame(np.random.default_rng(1), 1500, {"D03": 0.35}), "knowledge_domains", seed=0)
+    flagged = real.table[real.table["flagged"]]
+    assert "D03" in set(flagged["group"]) and real.table.loc[real.table["q"].idxmin(), "group"] == "D03"
+    assert (real.homogeneity["p"] < 0.01).all() and (real.homogeneity["df"] == 11).all()
