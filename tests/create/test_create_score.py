@@ -1,0 +1,150 @@
+"""CREATE scoring on the stage runtime: judging, utilities, resume, old run directories, user runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from create_fakes import EP, Q, FakeClient, answer_for, judge_reply, one_hot, records
+
+from cresowlve_core.create import generate as cg
+from cresowlve_core.create import score as cs
+from cresowlve_core.create.utility import creative_utility
+from cresowlve_core.llm.types import Endpoint
+
+
+def test_score_judges_valid_paths_and_computes_utility(tmp_path):
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path, limit=2, client=client, progress=False)
+    n_gen = len(client.calls)
+    s = cs.score(tmp_path, EP, client=client, embedder=one_hot, progress=False)
+    judge_calls = client.calls[n_gen:]
+    assert len(judge_calls) == 2 * 2 * 2  # 2 queries x 2 valid paths x 2 judges
+    assert all(c[1].temperature == 0.0 for c in judge_calls)
+    assert (s.n_paths, s.n_valid, s.n_factual, s.n_to_judge, s.n_judged, s.n_not_judged) == (6, 4, 4, 4, 4, 0)
+    assert s.judge_cost.usd == pytest.approx(0.008) and s.generation_cost.usd == pytest.approx(0.02)
+    sd = tmp_path / "score"
+    m = json.loads((sd / "manifest.json").read_text())
+    assert m["kind"] == "create_score" and m["items"] == "fake-model__original"
+    assert m["prompts"] == ["create_factuality@1", "create_specificity@1"] and m["identity"]["judge_invalid"] is False
+    judgments = records(sd, "judgments.jsonl")
+    assert len(judgments) == 4 and all(j["status"] == "ok" and j["specificity"] == [4.0] * len(j["path"])
+                                       for j in judgments)
+    rows = json.loads((sd / "scores.json").read_text())
+    # per query: strengths 4 and 4, one-hot distances 1 -> 4 + 4 (second path undiscounted)
+    assert [r["utility"]["0.9"] for r in rows] == pytest.approx([8.0, 8.0])
+    assert json.loads((sd / "summary.json").read_text())["n_judged"] == 4
+    sets = cs.scored_sets_from_run(tmp_path)
+    first = sets[0]
+    assert first.validity == [1, 1, 0] and first.config == "fake-model__original" and first.judge == "fake-model"
+    assert creative_utility(first.paths, first.specificity, first.factuality, first.validity,
+                            embedder=one_hot) == pytest.approx(8.0)
+    # re-scoring reuses the recorded judgments
+    cs.score(tmp_path, EP, client=client, embedder=one_hot, progress=False)
+    assert len(client.calls) == n_gen + 8
+
+
+def test_a_second_judge_goes_to_its_own_score_dir(tmp_path):
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path, limit=1, client=client, progress=False)
+    cs.score(tmp_path, EP, client=client, embedder=one_hot, progress=False)
+    other = Endpoint("http://fake.invalid/v1", "judge-2")
+    with pytest.raises(ValueError, match="another configuration"):
+        cs.score(tmp_path, other, client=client, embedder=one_hot, progress=False)
+    s = cs.score(tmp_path, other, score_dir=tmp_path / "score-judge-2", client=client, embedder=one_hot, progress=False)
+    assert s.n_judged == 2 and cs.judge_model_of(tmp_path, tmp_path / "score-judge-2") == "judge-2"
+
+
+def test_generate_and_score_end_to_end_over_http(tmp_path, tmp_cache):
+    fakeserver = pytest.importorskip("fakeserver")
+
+    def reply(req):
+        if "Path: " in req.prompt:
+            return judge_reply(req.prompt)
+        if "Query: " in req.prompt:
+            return "Sure! " + answer_for(req.prompt)
+        return "?"
+
+    with fakeserver.FakeServer(answers=reply) as srv:
+        ep = Endpoint(srv.base_url, "fake-model")
+        g = cg.generate(None, ep, tmp_path / "run", limit=2, progress=False)
+        s = cs.score(tmp_path / "run", ep, embedder=one_hot, progress=False)
+        assert g.n_ok == 2 and s.n_valid == 4
+        assert [round(u, 6) for u in s.mean_utility.values()] == [8.0, 8.0]
+        assert srv.total == 2 + 8
+        # the same generation in a new run directory is served from the response cache
+        g2 = cg.generate(None, ep, tmp_path / "run2", limit=2, progress=False)
+        assert srv.total == 2 + 8 and g2.generation_cost.n_cached == 2
+    sets = cs.scored_sets_from_run(tmp_path / "run")
+    assert len(sets) == 2 and all(sum(x.validity) == 2 for x in sets)
+
+
+def _legacy_run(d, *, judged: bool = True):
+    """A run directory as the pre-runtime code wrote it (dict manifest, kind "create")."""
+    d.mkdir(parents=True)
+    q = Q[0]
+    manifest = {"kind": "create", "model": "old-model", "base_url": "http://old.invalid/v1", "api_key_env": None,
+                "variation": "original", "n_samples": 1, "n_rounds": 1, "seed": 0, "temperature": 0.7,
+                "max_tokens": 4096, "effort": None, "queries_path": "data/create/queries.jsonl", "limit": 1,
+                "n_queries": 1, "query_ids": [q.id], "concurrency": 8, "prompts": ["create_generate@1"],
+                "git_sha": "abc", "packages": {}, "started_at": "2026-01-01T00:00:00+00:00",
+                "finished_at": "2026-01-01T00:01:00+00:00", "summary": {"n_ok": 1}}
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    from cresowlve_core.create.paths import parse_answer
+
+    parsed = parse_answer(answer_for(q.query))
+    resp = {"query_id": q.id, "sample": 0, "round": 0, "seed": 0, "status": "ok", "error": None,
+            "raw_output": answer_for(q.query), "thoughts": None,
+            "usage": {"input_tokens": 10, "output_tokens": 20, "reasoning_tokens": None}, "cost": 0.01,
+            "latency_s": 1.0, "cached": False, "parse_status": parsed.status, "parse_flags": parsed.flags,
+            "n_paths": len(parsed.paths), "paths": parsed.paths}
+    (d / "responses.jsonl").write_text(json.dumps(resp) + "\n")
+    if judged:
+        lines = []
+        for i, p in enumerate(parsed.paths[:2]):  # the two valid paths
+            lines.append(json.dumps({
+                "query_id": q.id, "path_key": cs.path_key(p), "path_index": i, "path": p, "valid": True,
+                "validity_reasons": [], "specificity": [5.0] * len(p), "specificity_sizes": [3] * len(p),
+                "specificity_flags": [], "specificity_raw": "[]", "factuality": [1.0] * len(p),
+                "factuality_flags": [], "factuality_raw": "{}", "cost": 0.002, "cached": False,
+                "usage": {"specificity": {}, "factuality": {}}, "error": None}))
+        (d / "judgments.jsonl").write_text("\n".join(lines) + "\n")
+        (d / "score_manifest.json").write_text(json.dumps({
+            "kind": "create-score", "model": "old-judge", "base_url": "http://old.invalid/v1", "seed": 0,
+            "max_tokens": 4096, "judge_invalid": False, "prompts": ["create_factuality@1", "create_specificity@1"]}))
+    return d
+
+
+def test_old_run_directories_load_rescore_and_resume(tmp_path):
+    old = _legacy_run(tmp_path / "old")
+    (g,) = cg.load_generations(old)
+    assert len(g.paths) == 3 and g.n_calls_ok == 1
+    (s,) = cs.scored_sets_from_run(old)
+    assert s.config == "old-model__original" and s.judge == "old-judge" and s.specificity[0] == [5.0, 5.0]
+    # re-scoring with the same judge adopts the old judgments: no judge call
+    client = FakeClient()
+    summary = cs.score(old, Endpoint("http://new.invalid/v1", "old-judge"), client=client, embedder=one_hot,
+                       progress=False)
+    assert client.calls == [] and summary.n_judged == 2 and summary.judge_cost.usd == pytest.approx(0.004)
+    # generating more queries into it upgrades the manifest and resumes: only the new query is sent
+    more = cg.generate(None, Endpoint("http://old.invalid/v1", "old-model"), old, limit=2, client=client,
+                       progress=False)
+    assert more.n_ok == 2 and len(client.calls) == 1
+    m = json.loads((old / "manifest.json").read_text())
+    assert m["kind"] == "create_generate" and m["identity"]["variation"] == "original" and m["items"] == "shipped"
+
+
+def test_user_runs_are_marked_and_unscored_ones_refused(tmp_path):
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path / "runs" / "a", limit=2, client=client, progress=False)
+    cs.score(tmp_path / "runs" / "a", EP, client=client, embedder=one_hot, progress=False)
+    _legacy_run(tmp_path / "runs" / "b")
+    sets = cs.load_user_runs([str(tmp_path / "runs" / "*")])
+    assert {x.config for x in sets} == {"fake-model__original (yours: a)", "old-model__original (yours: b)"}
+    assert all(x.origin == "yours" for x in sets) and {x.model for x in sets} == {"fake-model", "old-model"}
+    assert cs.load_user_runs([]) == []
+    with pytest.raises(FileNotFoundError, match="matches no run directory"):
+        cs.load_user_runs([str(tmp_path / "nowhere" / "*")])
+    _legacy_run(tmp_path / "unscored", judged=False)
+    with pytest.raises(ValueError, match="not scored yet"):
+        cs.load_user_runs([str(tmp_path / "unscored")])
