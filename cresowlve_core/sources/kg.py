@@ -1,17 +1,28 @@
-"""The knowledge graph queries are built from: a Wikidata subset (LiterallyWikidata), in memory.
+"""The Wikidata subset (LiterallyWikidata) in memory, shared by CREATE and the synthetic pipeline.
 
 ``data/kg/literally_wikidata`` holds ``QID<TAB>PID<TAB>QID`` triples (the LitWD1K, LitWD19K and
-LitWD48K splits, about 91k distinct triples), English labels and descriptions of entities, and
-relation labels. There are no sitelink counts, so *notability* is approximated by an entity's
-degree (in + out edges) in this graph.
+LitWD48K splits, about 86k distinct triples over about 42k entities), English labels and
+descriptions of entities, relation labels, and, filtered to the entities of those triples,
+entity types (``instance of``, ``QID<TAB>type QID``) and English aliases (``QID<TAB>a, b, c``).
+There are no sitelink counts, so *notability* is approximated by an entity's degree (in + out
+edges) or in-degree in this graph (see :mod:`cresowlve_core.synthetic.notability`).
+
+:class:`KnowledgeSource` is the small interface the synthetic pipeline needs; the in-memory
+:class:`KnowledgeGraph` satisfies it, and :class:`cresowlve_core.sources.sparql.WikidataSparql`
+implements it against the online Wikidata endpoint.
+
+"Subject ``s`` has fact ``(p, o)``" means the triple ``s p o`` is in the loaded graph.
 """
 
 from __future__ import annotations
 
+import gzip
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol, runtime_checkable
 
 from cresowlve_core.paths import DATA_DIR
 
@@ -25,15 +36,85 @@ TRIPLE_FILES = (
     "LitWD48K/valid.txt",
     "LitWD48K/test.txt",
 )
+#: The aliases file joins a QID's aliases with this separator (an alias that itself contains
+#: ", " therefore comes back in pieces: the file format is lossy there).
+ALIAS_SEPARATOR = ", "
 
 KGTriple = tuple[str, str, str]
+Fact = tuple[str, str]  # (relation PID, object QID)
+
+
+@runtime_checkable
+class KnowledgeSource(Protocol):
+    """What the synthetic pipeline asks of a knowledge source (in memory or online).
+
+    ``notability`` is the source's notability proxy (graph degree here, sitelinks online).
+    """
+
+    name: str
+    notability_measure: str
+
+    def english_label(self, qid: str) -> str | None:
+        """The English label, or ``None`` when the entity has none."""
+        ...
+
+    def aliases_of(self, qid: str) -> list[str]:
+        """English aliases (may be empty)."""
+        ...
+
+    def description_of(self, qid: str) -> str | None:
+        """The English description, or ``None``."""
+        ...
+
+    def types_of(self, qid: str) -> frozenset[str]:
+        """The entity's ``instance of`` classes."""
+        ...
+
+    def facts_of(self, qid: str) -> list[Fact]:
+        """Every ``(relation, object)`` with ``qid`` as subject, sorted."""
+        ...
+
+    def subjects_with(self, relation: str, obj: str) -> list[str]:
+        """Sorted subjects ``s`` with ``s relation obj``."""
+        ...
+
+    def n_subjects_with(self, relation: str, obj: str) -> int:
+        """How many subjects ``s`` have ``s relation obj``."""
+        ...
+
+    def subjects_with_all(self, facts: Sequence[Fact]) -> list[str]:
+        """Sorted subjects having every one of ``facts``."""
+        ...
+
+    def entities_of_types(self, types: Iterable[str]) -> list[str]:
+        """Sorted entities that are an instance of any of ``types``."""
+        ...
+
+    def notability(self, qid: str) -> int:
+        """The notability proxy of ``qid``."""
+        ...
+
+
+def _open_text(path: Path):  # type: ignore[no-untyped-def]
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8")
+    return path.open(encoding="utf-8")
+
+
+def _existing(path: Path) -> Path | None:
+    """``path`` or ``path.gz``, whichever exists."""
+    if path.exists():
+        return path
+    gz = path.with_name(path.name + ".gz")
+    return gz if gz.exists() else None
 
 
 def _read_table(path: Path) -> dict[str, str]:
     table: dict[str, str] = {}
-    if not path.exists():
+    found = _existing(path)
+    if found is None:
         return table
-    with path.open(encoding="utf-8") as f:
+    with _open_text(found) as f:
         for line in f:
             key, _, value = line.rstrip("\n").partition("\t")
             if key and value and key not in table:
@@ -41,14 +122,41 @@ def _read_table(path: Path) -> dict[str, str]:
     return table
 
 
+def _read_multi(path: Path) -> dict[str, frozenset[str]]:
+    """``QID<TAB>value`` lines, several per QID."""
+    out: dict[str, set[str]] = defaultdict(set)
+    found = _existing(path)
+    if found is None:
+        return {}
+    with _open_text(found) as f:
+        for line in f:
+            key, _, value = line.rstrip("\n").partition("\t")
+            if key and value.strip():
+                out[key].add(value.strip())
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def split_aliases(text: str) -> list[str]:
+    """The aliases of one line of ``entity_aliases_en.txt``, de-duplicated, in file order."""
+    return list(dict.fromkeys(a.strip() for a in text.split(ALIAS_SEPARATOR) if a.strip()))
+
+
 @dataclass
 class KnowledgeGraph:
-    """Triples plus labels, with the indexes query construction needs."""
+    """Triples plus labels, with the indexes query construction and puzzle synthesis need.
+
+    Indexes: ``out_edges[s]``, ``by_relation[p]``, ``subjects_by[(p, o)]`` (sorted subjects),
+    ``by_type[t]`` (sorted entities), ``degree``, ``in_degree`` and ``out_degree``.
+    """
 
     triples: list[KGTriple]
     labels: dict[str, str] = field(default_factory=dict)
     descriptions: dict[str, str] = field(default_factory=dict)
     relation_labels: dict[str, str] = field(default_factory=dict)
+    aliases: dict[str, list[str]] = field(default_factory=dict)
+    types: dict[str, frozenset[str]] = field(default_factory=dict)
+    name: str = "wikidata-subset"
+    notability_measure: str = "degree"
 
     def __post_init__(self) -> None:
         self.triples = sorted(set(self.triples))
@@ -56,11 +164,25 @@ class KnowledgeGraph:
         self.out_edges: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.by_relation: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self.degree: Counter[str] = Counter()
-        for s, p, o in self.triples:
+        self.in_degree: Counter[str] = Counter()
+        self.out_degree: Counter[str] = Counter()
+        subjects: dict[Fact, list[str]] = defaultdict(list)
+        for s, p, o in self.triples:  # sorted, so every index list comes out sorted
             self.out_edges[s].append((p, o))
             self.by_relation[p].append((s, o))
+            subjects[(p, o)].append(s)
             self.degree[s] += 1
             self.degree[o] += 1
+            self.out_degree[s] += 1
+            self.in_degree[o] += 1
+        self.subjects_by: dict[Fact, list[str]] = dict(subjects)
+        by_type: dict[str, list[str]] = defaultdict(list)
+        for qid in sorted(self.types):
+            for t in self.types[qid]:
+                by_type[t].append(qid)
+        self.by_type: dict[str, list[str]] = dict(by_type)
+
+    # ---- the original API (CREATE)
 
     def has(self, s: str, p: str, o: str) -> bool:
         return (s, p, o) in self._set
@@ -71,6 +193,50 @@ class KnowledgeGraph:
 
     def has_label(self, qid: str) -> bool:
         return qid in self.labels or qid in self.relation_labels
+
+    # ---- KnowledgeSource
+
+    @property
+    def entities(self) -> list[str]:
+        """Every entity occurring in a triple, sorted."""
+        return sorted(self.degree)
+
+    def english_label(self, qid: str) -> str | None:
+        return self.labels.get(qid) or self.relation_labels.get(qid)
+
+    def aliases_of(self, qid: str) -> list[str]:
+        return list(self.aliases.get(qid, []))
+
+    def description_of(self, qid: str) -> str | None:
+        return self.descriptions.get(qid)
+
+    def types_of(self, qid: str) -> frozenset[str]:
+        return self.types.get(qid, frozenset())
+
+    def facts_of(self, qid: str) -> list[Fact]:
+        return list(self.out_edges.get(qid, []))
+
+    def subjects_with(self, relation: str, obj: str) -> list[str]:
+        return list(self.subjects_by.get((relation, obj), []))
+
+    def n_subjects_with(self, relation: str, obj: str) -> int:
+        return len(self.subjects_by.get((relation, obj), ()))
+
+    def subjects_with_all(self, facts: Sequence[Fact]) -> list[str]:
+        if not facts:
+            raise ValueError("subjects_with_all needs at least one fact")
+        sets = sorted((set(self.subjects_by.get((p, o), ())) for p, o in facts), key=len)
+        common = sets[0].intersection(*sets[1:])
+        return sorted(common)
+
+    def entities_of_types(self, types: Iterable[str]) -> list[str]:
+        out: set[str] = set()
+        for t in types:
+            out.update(self.by_type.get(t, ()))
+        return sorted(out)
+
+    def notability(self, qid: str) -> int:
+        return self.in_degree[qid] if self.notability_measure == "in_degree" else self.degree[qid]
 
 
 def load_kg(root: Path | str = KG_DIR) -> KnowledgeGraph:
@@ -93,9 +259,12 @@ def _load_kg(root: str) -> KnowledgeGraph:
                     triples.append((parts[0], parts[1], parts[2]))
     if not triples:
         raise FileNotFoundError(f"no triples under {base} (expected {', '.join(TRIPLE_FILES)})")
+    aliases = {q: split_aliases(v) for q, v in _read_table(base / "Entities" / "entity_aliases_en.txt").items()}
     return KnowledgeGraph(
         triples,
         labels=_read_table(base / "Entities" / "entity_labels_en.txt"),
         descriptions=_read_table(base / "Entities" / "entity_wikidata_descriptions_en.txt"),
         relation_labels=_read_table(base / "Relations" / "relation_labels_en.txt"),
+        aliases={q: a for q, a in aliases.items() if a},
+        types=_read_multi(base / "Entities" / "entity_types.txt"),
     )

@@ -1,0 +1,118 @@
+"""Stages 1–2 together: sample anchors and choose their fact sets, writing the build directory.
+
+``candidates.jsonl`` holds one :class:`~cresowlve_core.synthetic.facts.Candidate` per line (the
+contract in :mod:`cresowlve_core.synthetic.facts`); ``anchors.jsonl`` holds every anchor tried,
+with its outcome (the candidate id, or why it has none), so no anchor is dropped silently.
+No model is called: the files are rewritten deterministically from the seed on every run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.sources.kg import KnowledgeSource
+from cresowlve_core.synthetic.anchors import AnchorPool, anchor_pool, round_robin
+from cresowlve_core.synthetic.domains import Domain
+from cresowlve_core.synthetic.facts import Candidate, FactRules, choose_facts
+from cresowlve_core.synthetic.notability import NotabilityBand
+
+CANDIDATES = "candidates.jsonl"
+ANCHORS = "anchors.jsonl"
+
+
+@dataclass
+class CandidateBuild:
+    """What stages 1–2 produced."""
+
+    candidates: list[Candidate]
+    tried: list[dict[str, Any]]  # one record per anchor tried
+    pools: list[AnchorPool] = field(default_factory=list)
+
+    def counts(self) -> dict[str, Any]:
+        return {
+            "domain_members": {p.domain.name: p.n_members for p in self.pools},
+            "labelled": {p.domain.name: p.n_labelled for p in self.pools},
+            "in_band": {p.domain.name: len(p.order) for p in self.pools},
+            "anchors_tried": len(self.tried),
+            "candidates": len(self.candidates),
+            "candidates_by_domain": {p.domain.name: sum(c.domain == p.domain.name for c in self.candidates)
+                                     for p in self.pools},
+            "unique_answer": sum(c.n_match_all == 1 for c in self.candidates),
+        }
+
+
+def build_candidates(source: KnowledgeSource, domains: Sequence[Domain], band: NotabilityBand, rules: FactRules,
+                     n: int, seed: int, max_tries: int | None = None) -> CandidateBuild:
+    """Up to ``n`` candidates, trying anchors round-robin over ``domains`` (at most ``max_tries``,
+    default ``50 * n``)."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    pools = [anchor_pool(source, d, band, seed) for d in domains]
+    limit = max_tries if max_tries is not None else 50 * n
+    out: list[Candidate] = []
+    tried: list[dict[str, Any]] = []
+    for domain, qid in round_robin(pools):
+        if len(out) >= n or len(tried) >= limit:
+            break
+        got = choose_facts(source, qid, domain.name, domain.relations, rules, seed)
+        rec: dict[str, Any] = {"anchor": qid, "label": source.english_label(qid), "domain": domain.name,
+                               "notability": source.notability(qid)}
+        if isinstance(got, Candidate):
+            out.append(got)
+            rec |= {"status": "candidate", "candidate": got.id}
+        else:
+            rec |= {"status": "no_fact_set", "reason": got}
+        tried.append(rec)
+    return CandidateBuild(out, tried, pools)
+
+
+def _write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with tmp.open("w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_build(build: CandidateBuild, source: KnowledgeSource, build_dir: Path) -> Path:
+    """Write ``candidates.jsonl`` and ``anchors.jsonl``; return the candidates path."""
+    build_dir.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(build_dir / ANCHORS, build.tried)
+    path = build_dir / CANDIDATES
+    _write_jsonl(path, [c.to_record(source) for c in build.candidates])
+    return path
+
+
+def read_candidates(build_dir: Path) -> list[Candidate]:
+    path = Path(build_dir) / CANDIDATES
+    return [Candidate.from_record(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def check_contract(path: Path, source: KnowledgeSource) -> list[str]:
+    """Re-derive every count of ``candidates.jsonl`` from ``source``; the list of violations."""
+    problems: list[str] = []
+    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        rec = json.loads(line)
+        missing = [k for k in ("anchor", "facts", "n_match_each", "n_match_all", "answers") if k not in rec]
+        if missing:
+            problems.append(f"line {i}: missing {missing}")
+            continue
+        facts = [tuple(f) for f in rec["facts"]]
+        each = [source.n_subjects_with(p, o) for p, o in facts]
+        answers = source.subjects_with_all(facts)
+        if each != rec["n_match_each"]:
+            problems.append(f"line {i}: n_match_each {rec['n_match_each']} != {each}")
+        if answers != rec["answers"] or len(answers) != rec["n_match_all"]:
+            problems.append(f"line {i}: answers {rec['answers']} (n={rec['n_match_all']}) != {answers}")
+        if rec["anchor"] not in answers:
+            problems.append(f"line {i}: the anchor {rec['anchor']} lacks its own facts")
+    return problems

@@ -1,0 +1,343 @@
+"""The synthetic pipeline end to end (paper App. D): ``run_synth(SynthConfig(...))``.
+
+A *build directory* holds:
+
+- ``candidates.jsonl`` and ``anchors.jsonl`` (stages 1–2, deterministic, no model);
+- ``verbalise/``: a run directory (manifest + ``responses.jsonl``), one record per candidate:
+  the verbaliser's raw text, the parsed literal/obfuscated/explanation (``None`` when
+  unparseable) and the leaks found (stage 3);
+- ``solve/``: a run directory, one record per leak-free verbalisation: the solver's raw answers
+  to both versions, the extracted answers, their exact-match basis and the outcome (stage 4);
+- ``synthetic_items.jsonl``: the survivors in the published schema plus ``source_triples`` and
+  ``difficulty_score`` (``cresowlve eval --items`` reads it);
+- ``review_queue.jsonl``: the survivors for human validation (stage 5);
+- ``summary.json``: the yield per stage.
+
+Both model stages are one :func:`~cresowlve_core.runtime.map_with_resume` call each, so a killed
+run resumes where it stopped and a finished one re-runs without a single model call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cresowlve_core.evaluation.scoring import normalize
+from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import (
+    RESPONSES,
+    ClientOptions,
+    MapResult,
+    RunDir,
+    endpoint_or_embedded,
+    map_with_resume,
+    new_manifest,
+    open_client,
+    run_coro,
+)
+from cresowlve_core.sources.kg import KG_DIR, KnowledgeGraph, KnowledgeSource, load_kg
+from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
+from cresowlve_core.synthetic.candidates import CandidateBuild, build_candidates, write_build
+from cresowlve_core.synthetic.difficulty import difficulty_scores, predictiveness
+from cresowlve_core.synthetic.domains import domains_by_name
+from cresowlve_core.synthetic.export import write_items, write_review_queue
+from cresowlve_core.synthetic.facts import Candidate, FactRules
+from cresowlve_core.synthetic.leap import SCORING_BASIS, extract, leap_outcome, solver_messages, solver_prompt
+from cresowlve_core.synthetic.notability import NotabilityBand
+from cresowlve_core.synthetic.verbalise import parse_verbalisation, verbalise_messages
+
+PAPER_YIELD = (7, 100)  # App. D: 7 of 100 candidates survived the creative-leap filter (Gemini-3-Flash)
+
+
+class SynthConfig(BaseModel):
+    """Everything a synthetic build depends on (recorded in both run manifests)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    build_dir: str = Field(description="the build directory (created; resumable)")
+    n_candidates: int = Field(8, ge=1, description="candidates to build (the paper: 100)")
+    domains: list[str] | None = Field(None, description="domain names (None: all of DEFAULT_DOMAINS)")
+    band_low: int = Field(3, ge=0, description="notability band, inclusive (see notability.py for the choice)")
+    band_high: int = Field(20, ge=0)
+    notability: Literal["degree", "in_degree"] = "degree"
+    min_facts: int = 2
+    max_facts: int = 4
+    min_each: int = 2
+    max_answers: int = 3
+    max_pool: int = 10
+    seed: int = 0
+    kg_dir: str | None = Field(None, description="the Wikidata subset (None: data/kg/literally_wikidata)")
+    verbaliser_model: str | None = None
+    verbaliser_base_url: str | None = Field(None, description="None: the embedded Gemma 3 270M")
+    verbaliser_api_key_env: str | None = None
+    verbaliser_max_tokens: int = 1024
+    verbaliser_temperature: float = 0.0
+    solver_model: str | None = None
+    solver_base_url: str | None = Field(None, description="None: the embedded Gemma 3 270M")
+    solver_api_key_env: str | None = None
+    solver_max_tokens: int = 1024
+    solver_effort: str | None = Field(None, description="reasoning effort: the plain solve prompt (thinking model)")
+    concurrency: int = 4
+    max_cost: float | None = None
+    cache: bool = True
+
+    def band(self) -> NotabilityBand:
+        return NotabilityBand(self.band_low, self.band_high)
+
+    def rules(self) -> FactRules:
+        return FactRules(self.min_facts, self.max_facts, self.min_each, self.max_answers, self.max_pool)
+
+    def identity(self) -> dict[str, Any]:
+        """The settings a resumed build must share (``n_candidates`` may grow: same seed, same order)."""
+        return {"seed": self.seed, "band": [self.band_low, self.band_high], "notability": self.notability,
+                "domains": self.domains, "rules": [self.min_facts, self.max_facts, self.min_each,
+                                                   self.max_answers, self.max_pool],
+                "kg_dir": self.kg_dir}
+
+
+@dataclass
+class SynthResult:
+    """What a build produced; every list is in candidate order."""
+
+    config: SynthConfig
+    source: KnowledgeSource
+    build: CandidateBuild
+    verbalised: dict[str, dict[str, Any]]
+    solved: dict[str, dict[str, Any]]
+    survivors: list[dict[str, Any]]
+    summary: dict[str, Any]
+    embedded: dict[str, bool]
+    stopped: str | None = None
+
+
+def load_source(cfg: SynthConfig) -> KnowledgeGraph:
+    """The in-memory graph, with the configured notability measure."""
+    kg = load_kg(cfg.kg_dir or KG_DIR)
+    if kg.notability_measure != cfg.notability:
+        kg = copy.copy(kg)  # shares the indexes; only the measure differs
+        kg.notability_measure = cfg.notability
+    return kg
+
+
+def _other_labels(source: KnowledgeSource) -> set[str] | None:
+    labels = getattr(source, "labels", None)
+    return {normalize(v) for v in labels.values()} if isinstance(labels, dict) else None
+
+
+# --------------------------------------------------------------------------- stage 3
+
+
+async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: RunDir, client: Any,
+                     endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
+    """Verbalise every candidate (one ``map_with_resume`` call) and check it for leaks."""
+    prompt = load_prompt("synth_verbalise")
+    manifest = run.begin(new_manifest(
+        "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=len(cands), seed=options.seed,
+        temperature=options.temperature, max_tokens=options.max_tokens, prompts=[prompt.tag],
+        identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
+    ))
+    params = options.gen_params()
+
+    async def call(c: Candidate, _previous: dict[str, Any] | None) -> dict[str, Any]:
+        messages, tag = verbalise_messages(c, source)
+        out = await client.complete(messages, params, prompt_version=tag)
+        parsed = parse_verbalisation(out.text)
+        names = answer_names(source, c.answers)
+        leaks = []
+        if parsed is not None:
+            for field_name in ("literal", "obfuscated"):
+                leaks += [{"field": field_name, "qid": n.qid, "name": n.text, "kind": n.kind}
+                          for n in find_leaks(getattr(parsed, field_name), names)]
+        return {"key": c.id, "status": "ok", "anchor": c.anchor, "prompt": tag, "raw": out.text,
+                "parsed": parsed.to_record() if parsed else None, "leaks": leaks,
+                "usage": _plain(out.usage), "cost": out.cost}
+
+    result = await map_with_resume(run, RESPONSES, list(cands), key=lambda c: c.id, call=call,
+                                   concurrency=options.concurrency, progress=progress, desc="verbalising")
+    recs = result.records.values()
+    run.finish(manifest, stopped=result.stopped, summary={
+        "n_candidates": len(cands), "n_ok": result.n_done, "n_error": result.n_error,
+        "n_parsed": sum(r.get("parsed") is not None for r in recs if r.get("status") == "ok"),
+        "n_leak_free": sum(r.get("parsed") is not None and not r.get("leaks") for r in recs if r.get("status") == "ok"),
+    })
+    return result
+
+
+def _plain(usage: Any) -> Any:
+    if usage is None:
+        return None
+    if hasattr(usage, "model_dump"):
+        return usage.model_dump(mode="json")
+    if hasattr(usage, "__dataclass_fields__"):
+        from dataclasses import asdict
+
+        return asdict(usage)
+    return usage
+
+
+# --------------------------------------------------------------------------- stage 4
+
+
+async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: KnowledgeSource, run: RunDir, client: Any,
+                 endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
+    """The creative-leap filter: the solver answers both versions (one ``map_with_resume`` call)."""
+    thinking = cfg.solver_effort is not None
+    prompt = solver_prompt(thinking)
+    manifest = run.begin(new_manifest(
+        "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        items=str(Path(cfg.build_dir) / "verbalise"), n_items=len(units), seed=options.seed, effort=cfg.solver_effort,
+        thinking=thinking, temperature=options.temperature, max_tokens=options.max_tokens, prompts=[prompt.tag],
+        identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
+        config=cfg.model_dump(mode="json"),
+    ))
+    params = options.gen_params(effort=cfg.solver_effort)
+    others = _other_labels(source)
+
+    async def call(unit: tuple[Candidate, dict[str, Any]], _previous: dict[str, Any] | None) -> dict[str, Any]:
+        c, verb = unit
+        names = accepted_names(source, c.answers, others)
+        rec: dict[str, Any] = {"key": c.id, "status": "ok", "anchor": c.anchor, "prompt": prompt.tag,
+                               "scoring": SCORING_BASIS, "cost": 0.0}
+        correct: dict[str, bool | None] = {}
+        for side in ("literal", "obfuscated"):
+            out = await client.complete(solver_messages(verb[side], prompt), params, prompt_version=prompt.tag)
+            answer, how = extract(out.text)
+            basis = match_answer(answer, names) if answer is not None else None
+            correct[side] = None if answer is None else basis is not None
+            rec[side] = {"raw": out.text, "answer": answer, "extraction": how, "correct": correct[side], "basis": basis,
+                         "usage": _plain(out.usage)}
+            rec["cost"] = (rec["cost"] or 0.0) + (out.cost or 0.0)
+        rec["outcome"] = leap_outcome(correct["literal"], correct["obfuscated"])
+        return rec
+
+    result = await map_with_resume(run, RESPONSES, list(units), key=lambda u: u[0].id, call=call,
+                                   concurrency=options.concurrency, progress=progress, desc="creative-leap filter")
+    outcomes = [r.get("outcome") for r in result.records.values() if r.get("status") == "ok"]
+    run.finish(manifest, stopped=result.stopped, summary={
+        "n_units": len(units), "n_ok": result.n_done, "n_error": result.n_error,
+        **{f"n_{o}": outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
+    })
+    return result
+
+
+# --------------------------------------------------------------------------- the whole build
+
+
+def _options(max_tokens: int, temperature: float, cfg: SynthConfig) -> ClientOptions:
+    return ClientOptions(max_tokens=max_tokens, temperature=temperature, seed=cfg.seed, concurrency=cfg.concurrency,
+                         max_cost=cfg.max_cost, cache=cfg.cache)
+
+
+@contextlib.contextmanager
+def _endpoints(cfg: SynthConfig):  # type: ignore[no-untyped-def]
+    """(verbaliser, solver) endpoints and whether each is embedded; one embedded server serves both."""
+    with contextlib.ExitStack() as stack:
+        v, v_emb = stack.enter_context(endpoint_or_embedded(cfg.verbaliser_model, cfg.verbaliser_base_url,
+                                                            cfg.verbaliser_api_key_env))
+        if cfg.solver_base_url is None and v_emb:
+            s, s_emb = v, True
+        else:
+            s, s_emb = stack.enter_context(endpoint_or_embedded(cfg.solver_model, cfg.solver_base_url,
+                                                                cfg.solver_api_key_env))
+        yield v, v_emb, s, s_emb
+
+
+def _secret_names(*names: str | None) -> list[str] | None:
+    found = [n for n in names if n]
+    return found or None
+
+
+def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSource | None = None,
+              endpoints: tuple[Endpoint, Endpoint] | None = None) -> SynthResult:
+    """Build, verbalise, filter, score and export (resumable). ``endpoints`` (verbaliser, solver)
+    overrides the configured ones (tests); otherwise a missing base URL means the embedded model."""
+    src = source if source is not None else load_source(cfg)
+    build_dir = Path(cfg.build_dir)
+    build = build_candidates(src, domains_by_name(cfg.domains), cfg.band(), cfg.rules(), cfg.n_candidates, cfg.seed)
+    write_build(build, src, build_dir)
+
+    async def main(v: Endpoint, s: Endpoint) -> tuple[MapResult, MapResult | None]:
+        secrets = _secret_names(cfg.verbaliser_api_key_env, cfg.solver_api_key_env)
+        vopts = _options(cfg.verbaliser_max_tokens, cfg.verbaliser_temperature, cfg)
+        async with open_client(v, vopts) as vc:
+            vres = await averbalise(build.candidates, src, RunDir(build_dir / "verbalise", secret_names=secrets),
+                                    vc, v, cfg, vopts, progress=progress)
+        if vres.stopped:
+            return vres, None
+        units = [(c, vres.records[c.id]["parsed"]) for c in build.candidates
+                 if c.id in vres.records and vres.records[c.id].get("status") == "ok"
+                 and vres.records[c.id].get("parsed") and not vres.records[c.id].get("leaks")]
+        sopts = _options(cfg.solver_max_tokens, 0.0, cfg)
+        async with open_client(s, sopts) as sc:
+            sres = await asolve(units, src, RunDir(build_dir / "solve", secret_names=secrets), sc, s, cfg, sopts,
+                                progress=progress)
+        return vres, sres
+
+    if endpoints is not None:
+        vres, sres = run_coro(main(*endpoints))
+        embedded = {"verbaliser": False, "solver": False}
+    else:
+        with _endpoints(cfg) as (v, v_emb, s, s_emb):
+            vres, sres = run_coro(main(v, s))
+        embedded = {"verbaliser": v_emb, "solver": s_emb}
+    return finish_build(cfg, src, build, vres, sres, embedded)
+
+
+def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, vres: MapResult,
+                 sres: MapResult | None, embedded: dict[str, bool]) -> SynthResult:
+    """Difficulty scores, survivors, exports and the yield summary."""
+    build_dir = Path(cfg.build_dir)
+    verbalised = {k: r for k, r in vres.records.items() if r.get("status") == "ok"}
+    solved = {k: r for k, r in (sres.records.items() if sres else []) if r.get("status") == "ok"}
+    scored = [k for k in solved if solved[k]["outcome"] != "unscored"]
+    scores = difficulty_scores([verbalised[k]["parsed"]["literal"] for k in scored],
+                               [verbalised[k]["parsed"]["obfuscated"] for k in scored])
+    for k, sc in zip(scored, scores):
+        solved[k]["difficulty_score"] = sc
+    by_id = {c.id: c for c in build.candidates}
+    survivors = [{"candidate": by_id[k], "verbalisation": verbalised[k]["parsed"], "solve": solved[k]}
+                 for k in (c.id for c in build.candidates) if k in solved and solved[k]["outcome"] == "kept"]
+    items_path = write_items(survivors, src, build_dir / "synthetic_items.jsonl")
+    queue_path = write_review_queue(survivors, src, build_dir / "review_queue.jsonl")
+    literal_ok = [k for k in scored if solved[k]["literal"]["correct"]]
+    pred = predictiveness([solved[k]["difficulty_score"] for k in literal_ok],
+                          [not solved[k]["obfuscated"]["correct"] for k in literal_ok], seed=cfg.seed)
+    n_parsed = sum(r.get("parsed") is not None for r in verbalised.values())
+    n_leak_free = sum(r.get("parsed") is not None and not r.get("leaks") for r in verbalised.values())
+    outcomes = [r["outcome"] for r in solved.values()]
+    stopped = vres.stopped or (sres.stopped if sres else None)
+    summary = {
+        "stages": {
+            "anchors_tried": len(build.tried),
+            "candidates": len(build.candidates),
+            "verbalised": len(verbalised),
+            "parsed": n_parsed,
+            "leak_free": n_leak_free,
+            "solver_answered": len(solved),
+            "scored_both": len(scored),
+            "solved_literal": len(literal_ok),
+            "kept": outcomes.count("kept"),
+        },
+        "outcomes": {o: outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
+        "yield": {"kept": outcomes.count("kept"), "of_candidates": len(build.candidates),
+                  "paper_kept": PAPER_YIELD[0], "paper_of": PAPER_YIELD[1]},
+        "candidate_counts": build.counts(),
+        "difficulty": pred.to_record(),
+        "embedded": embedded,
+        "errors": {"verbalise": vres.n_error, "solve": sres.n_error if sres else 0},
+        "stopped": stopped,
+        "scoring": SCORING_BASIS,
+        "exports": {"items": str(items_path), "review_queue": str(queue_path)},
+        "config": cfg.model_dump(mode="json"),
+    }
+    (build_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    return SynthResult(cfg, src, build, verbalised, solved, survivors, summary, embedded, stopped)
