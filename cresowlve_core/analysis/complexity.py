@@ -4,14 +4,19 @@ Three per-item complexity features:
 
 * ``n_domains`` — number of knowledge domains annotated on the item;
 * ``max_domain_distance`` — the largest cosine distance (1 − cosine similarity) between
-  the embeddings of any two of the item's domain names; NaN for items with fewer than two
-  domains (there is no pair), so those items drop out of that feature's correlations;
+  the embeddings of any two of the item's domain names. An item with a **single** domain has
+  distance **0** by definition (all its knowledge lies in one domain: the low-complexity tail;
+  leaving it out would drop about 16 % of items). Only items with no domain annotation at all
+  are NaN. ``n`` is shown with every correlation;
 * ``n_atomic_facts`` — the number of atomic facts from the decomposition annotation.
 
 Each feature is correlated (Pearson and Spearman, two-sided p) with the difficulty label
 over items (:func:`difficulty_correlations`) and with per-item correctness of each
 configuration × language (:func:`performance_correlations`; Pearson on a 0/1 outcome is the
-point-biserial correlation).
+point-biserial correlation). Every coefficient carries a 95 % Fisher-z interval
+(Bonett–Wright variance for Spearman) and Holm-adjusted p-values over its family (all rows of
+the table): ``significant`` = Holm p < 0.05. :func:`correlation_verdict` words a result from its
+interval, so "no significant correlation" always comes with the range of ρ the data allow.
 
 Embeddings come from :func:`cresowlve_core.embeddings.embed` (cached on disk), imported
 lazily so the rest of the analysis works without it; any callable with the same signature
@@ -25,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.stats import correlation
+from cresowlve_core.stats import correlation, holm
 
 FEATURES = {
     "n_domains": "Number of knowledge domains",
@@ -49,7 +54,9 @@ def per_item(responses: pd.DataFrame) -> pd.DataFrame:
 
 
 def max_pairwise_distance(items: pd.DataFrame, embed_fn: EmbedFn) -> pd.Series:
-    """Max cosine distance between the item's domain-name embeddings (NaN below 2 domains).
+    """Max cosine distance between the item's domain-name embeddings.
+
+    0 for an item with a single (distinct) domain, NaN for an item without domains.
 
     Only the distinct domain names are embedded; item pairs are formed with a self-join on
     the exploded (item, domain) table, so no Python loop over items is needed.
@@ -69,7 +76,9 @@ def max_pairwise_distance(items: pd.DataFrame, embed_fn: EmbedFn) -> pd.Series:
     joined = joined[joined["k_a"] < joined["k_b"]]
     joined["d"] = distance[joined["k_a"].to_numpy(), joined["k_b"].to_numpy()]
     best = joined.groupby("id")["d"].max()
-    return items["id"].map(best).astype(float)
+    out = items["id"].map(best).astype(float)
+    single = items["id"].map(pairs.groupby("id").size()).eq(1).to_numpy()
+    return out.where(~single, 0.0).clip(lower=0.0)
 
 
 def item_features(
@@ -98,15 +107,64 @@ def item_features(
     return items[["id", "difficulty", *FEATURES]], notes
 
 
+CORR_COLUMNS = [
+    "n",
+    "pearson_r",
+    "pearson_low",
+    "pearson_high",
+    "pearson_p",
+    "pearson_p_holm",
+    "spearman_rho",
+    "spearman_low",
+    "spearman_high",
+    "spearman_p",
+    "spearman_p_holm",
+    "significant",
+]
+
+_ROW_COLUMNS = [c for c in CORR_COLUMNS if c not in ("pearson_p_holm", "spearman_p_holm", "significant")]
+
+
 def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float]:
     c = correlation(x.to_numpy(float), y.to_numpy(float))
     return {
         "n": c.n,
         "pearson_r": c.pearson_r,
+        "pearson_low": c.pearson_low,
+        "pearson_high": c.pearson_high,
         "pearson_p": c.pearson_p,
         "spearman_rho": c.spearman_rho,
+        "spearman_low": c.spearman_low,
+        "spearman_high": c.spearman_high,
         "spearman_p": c.spearman_p,
     }
+
+
+def _family(df: pd.DataFrame) -> pd.DataFrame:
+    """Holm-adjust p-values over every row (the family of tests of one table)."""
+    if df.empty:
+        return df.assign(pearson_p_holm=[], spearman_p_holm=[], significant=[])
+    df["pearson_p_holm"] = holm(df["pearson_p"].to_numpy(float))
+    df["spearman_p_holm"] = holm(df["spearman_p"].to_numpy(float))
+    df["significant"] = df["spearman_p_holm"] < 0.05
+    return df
+
+
+def correlation_verdict(row: pd.Series | dict, what: str = "difficulty") -> str:
+    """One sentence on a Spearman result that rests on its 95 % interval and the Holm p."""
+    rho, lo, hi, n = row["spearman_rho"], row["spearman_low"], row["spearman_high"], int(row["n"])
+    if pd.isna(rho):
+        return f"not computable (n = {n})."
+    ci = f"ρ = {rho:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}], n = {n}"
+    if row["significant"]:
+        return f"{ci}: a {'positive' if rho > 0 else 'negative'} correlation with {what} (Holm p = {row['spearman_p_holm']:.2g})."
+    bound = max(abs(lo), abs(hi)) if not pd.isna(lo) else float("nan")
+    if not pd.isna(lo) and lo <= 0 <= hi:
+        return (
+            f"{ci}: no significant correlation with {what}; the interval includes 0 and rules out "
+            f"|ρ| > {bound:.2f}."
+        )
+    return f"{ci}: the 95% interval excludes 0 but the Holm-corrected p ({row['spearman_p_holm']:.2g}) is not below 0.05."
 
 
 def difficulty_correlations(features: pd.DataFrame) -> pd.DataFrame:
@@ -115,9 +173,7 @@ def difficulty_correlations(features: pd.DataFrame) -> pd.DataFrame:
     for f, label in FEATURES.items():
         if features[f].notna().any():
             rows.append({"feature": f, "feature_label": label, **_corr_row(features[f], features["difficulty"])})
-    return pd.DataFrame(
-        rows, columns=["feature", "feature_label", "n", "pearson_r", "pearson_p", "spearman_rho", "spearman_p"]
-    )
+    return _family(pd.DataFrame(rows, columns=["feature", "feature_label", *_ROW_COLUMNS]))
 
 
 def performance_correlations(
@@ -141,21 +197,8 @@ def performance_correlations(
                     **_corr_row(grp[f], grp[metric]),
                 }
             )
-    return pd.DataFrame(
-        rows,
-        columns=[
-            "config",
-            "thinking",
-            "lang",
-            "feature",
-            "feature_label",
-            "n",
-            "pearson_r",
-            "pearson_p",
-            "spearman_rho",
-            "spearman_p",
-        ],
-    )
+    cols = ["config", "thinking", "lang", "feature", "feature_label", *_ROW_COLUMNS]
+    return _family(pd.DataFrame(rows, columns=cols))
 
 
 def features_long(features: pd.DataFrame) -> pd.DataFrame:

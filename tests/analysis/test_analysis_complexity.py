@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from cresowlve_core.analysis.complexity import (
+    correlation_verdict,
     difficulty_correlations,
     features_long,
     item_features,
@@ -45,7 +46,7 @@ def test_max_pairwise_cosine_distance():
     assert d[0] == pytest.approx(1.0)  # orthogonal
     assert d[1] == pytest.approx(2.0)  # opposite
     assert d[2] == pytest.approx(0.0, abs=1e-7)  # same direction, different norm
-    assert math.isnan(d[3]) and math.isnan(d[4])  # no pair
+    assert d[3] == 0.0 and math.isnan(d[4])  # a single domain is distance 0; no domain at all is unknown
 
 
 def test_item_features_one_row_per_item_prefers_english_annotations():
@@ -60,7 +61,7 @@ def test_item_features_one_row_per_item_prefers_english_annotations():
     f = feats.set_index("id")
     assert notes == []
     assert f.loc["x", "n_domains"] == 2 and f.loc["x", "max_domain_distance"] == pytest.approx(1.0)
-    assert f.loc["y", "n_atomic_facts"] == 4 and math.isnan(f.loc["y", "max_domain_distance"])
+    assert f.loc["y", "n_atomic_facts"] == 4 and f.loc["y", "max_domain_distance"] == 0.0  # single domain
 
 
 def test_missing_features_are_reported_not_raised():
@@ -115,3 +116,52 @@ def test_real_embeddings_rank_related_domains_closer(tmp_cache):
 
     d = max_pairwise_distance(items, embed).tolist()
     assert 0.0 <= d[0] < d[1] <= 2.0
+
+
+def test_single_domain_items_have_distance_zero_and_stay_in():
+    df = _responses(
+        [
+            {"id": "one", "knowledge_domains": ["A"]},
+            {"id": "dup", "knowledge_domains": ["A", "A"]},
+            {"id": "two", "knowledge_domains": ["A", "B"]},
+            {"id": "none", "knowledge_domains": []},
+        ]
+    )
+    f = item_features(df, embed_fn=fake_embed)[0].set_index("id")
+    assert f.loc["one", "max_domain_distance"] == 0.0 and f.loc["dup", "max_domain_distance"] == 0.0
+    assert f.loc["two", "max_domain_distance"] == pytest.approx(1.0)
+    assert math.isnan(f.loc["none", "max_domain_distance"])
+
+
+def test_every_rho_has_a_ci_and_holm_adjusted_p():
+    from scipy.stats import spearmanr
+    from statsmodels.stats.multitest import multipletests
+
+    rng = np.random.default_rng(0)
+    rows = [
+        {
+            "id": f"i{i}",
+            "difficulty": float(1 + i % 5),
+            "knowledge_domains": ["A", "B", "C"][: 1 + rng.integers(0, 3)],
+            "n_atomic_facts": float(1 + i % 5 + rng.integers(0, 2)),
+            "judge": float(rng.random() < 0.5),
+        }
+        for i in range(200)
+    ]
+    df = _responses(rows)
+    feats, _ = item_features(df, embed_fn=fake_embed)
+    dc = difficulty_correlations(feats).set_index("feature")
+    for f, r in dc.iterrows():
+        assert r["spearman_low"] <= r["spearman_rho"] <= r["spearman_high"]
+        assert r["pearson_low"] <= r["pearson_r"] <= r["pearson_high"]
+        ref = spearmanr(feats[f], feats["difficulty"], nan_policy="omit")
+        assert r["spearman_rho"] == pytest.approx(ref.statistic)
+    assert np.allclose(dc["spearman_p_holm"], multipletests(dc["spearman_p"], method="holm")[1])
+    assert dc.loc["n_atomic_facts", "significant"]
+    null = dc.loc["n_domains"]
+    assert not null["significant"]
+    text = correlation_verdict(null)
+    assert "no significant correlation" in text and "rules out |ρ| >" in text and "n = 200" in text
+    assert "95% CI [" in correlation_verdict(dc.loc["n_atomic_facts"])
+    pc = performance_correlations(df, feats, "judge")
+    assert {"spearman_low", "spearman_high", "spearman_p_holm", "significant"} <= set(pc.columns)
