@@ -75,6 +75,9 @@ class SynthConfig(BaseModel):
     max_pool: int = 10
     seed: int = 0
     kg_dir: str | None = Field(None, description="the Wikidata subset (None: data/kg/literally_wikidata)")
+    knowledge_source: Literal["kg", "wikidata-sparql"] = Field(
+        "kg", description="kg: the shipped subset (band = degree); wikidata-sparql: online Wikidata (band = "
+                          "sitelinks, the paper used 20..100; needs network)")
     verbaliser_model: str | None = None
     verbaliser_base_url: str | None = Field(None, description="None: the embedded Gemma 3 270M")
     verbaliser_api_key_env: str | None = None
@@ -100,7 +103,7 @@ class SynthConfig(BaseModel):
         return {"seed": self.seed, "band": [self.band_low, self.band_high], "notability": self.notability,
                 "domains": self.domains, "rules": [self.min_facts, self.max_facts, self.min_each,
                                                    self.max_answers, self.max_pool],
-                "kg_dir": self.kg_dir}
+                "kg_dir": self.kg_dir, "knowledge_source": self.knowledge_source}
 
 
 @dataclass
@@ -118,9 +121,13 @@ class SynthResult:
     stopped: str | None = None
 
 
-def load_source(cfg: SynthConfig) -> KnowledgeGraph:
-    """The in-memory graph, with the configured notability measure."""
-    kg = load_kg(cfg.kg_dir or KG_DIR)
+def load_source(cfg: SynthConfig) -> KnowledgeSource:
+    """The configured source: the in-memory graph (with its notability measure) or online Wikidata."""
+    if cfg.knowledge_source == "wikidata-sparql":
+        from cresowlve_core.sources.sparql import WikidataSparql
+
+        return WikidataSparql(sitelinks_band=(cfg.band_low, cfg.band_high), seed=cfg.seed)
+    kg: KnowledgeGraph = load_kg(cfg.kg_dir or KG_DIR)
     if kg.notability_measure != cfg.notability:
         kg = copy.copy(kg)  # shares the indexes; only the measure differs
         kg.notability_measure = cfg.notability

@@ -1,0 +1,77 @@
+"""The shared Wikidata subset: loading, types/aliases/descriptions, indexes, the KnowledgeSource protocol."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg, split_aliases
+
+
+def test_shipped_subset_loads_with_types_aliases_and_indexes():
+    kg = load_kg()
+    assert len(kg.triples) > 80_000 and len(set(kg.triples)) == len(kg.triples)
+    assert isinstance(kg, KnowledgeSource)
+    assert kg.english_label("Q100") == "Boston" and "Beantown" in kg.aliases_of("Q100")
+    assert kg.description_of("Q100").startswith("city in and state capital of Massachusetts")
+    assert "Q5" in kg.types_of("Q109847")  # Günther Wilke is a human
+    humans = kg.entities_of_types(["Q5"])
+    assert len(humans) > 10_000 and humans == sorted(humans)
+    # subjects-by-(relation, object) agrees with a scan of the triples
+    p, o = "P463", "Q414188"
+    assert kg.subjects_with(p, o) == sorted(s for s, pp, oo in kg.triples if (pp, oo) == (p, o))
+    assert kg.n_subjects_with(p, o) == len(kg.subjects_with(p, o)) > 1
+    # degrees agree with the triples
+    q = "Q109847"
+    assert kg.out_degree[q] == sum(s == q for s, _, _ in kg.triples)
+    assert kg.in_degree[q] == sum(o == q for _, _, o in kg.triples)
+    assert kg.degree[q] == kg.in_degree[q] + kg.out_degree[q]
+
+
+def test_create_api_still_works():
+    kg = load_kg()
+    assert kg.label("P166") == "award received" and kg.has_label("Q100")
+    s, p, o = kg.triples[0]
+    assert kg.has(s, p, o) and (p, o) in kg.out_edges[s] and (s, o) in kg.by_relation[p]
+
+
+def _tiny() -> KnowledgeGraph:
+    triples = [("A", "P1", "X"), ("A", "P1", "Y"), ("B", "P1", "X"), ("C", "P2", "A")]
+    return KnowledgeGraph(triples, labels={"A": "Alpha"}, aliases={"A": ["Al"]},
+                          types={"A": frozenset({"T"}), "B": frozenset({"T", "U"})})
+
+
+def test_indexes_on_a_tiny_graph():
+    kg = _tiny()
+    assert kg.subjects_with("P1", "X") == ["A", "B"] and kg.subjects_with("P9", "X") == []
+    assert kg.subjects_with_all([("P1", "X"), ("P1", "Y")]) == ["A"]
+    assert kg.in_degree["A"] == 1 and kg.out_degree["A"] == 2 and kg.degree["A"] == 3
+    assert kg.entities_of_types(["U"]) == ["B"] and kg.entities_of_types(["T"]) == ["A", "B"]
+    assert kg.english_label("B") is None and kg.label("B") == "B"
+    assert kg.notability("A") == 3
+    kg.notability_measure = "in_degree"
+    assert kg.notability("A") == 1
+    with pytest.raises(ValueError):
+        kg.subjects_with_all([])
+
+
+def test_loader_reads_gzipped_tables_and_splits_aliases(tmp_path):
+    root = tmp_path / "kg"
+    (root / "LitWD1K").mkdir(parents=True)
+    (root / "Entities").mkdir()
+    (root / "LitWD1K" / "train.txt").write_text("Q1\tP1\tQ2\nQ3\tP1\tQ2\nbroken line\n")
+    (root / "Entities" / "entity_labels_en.txt").write_text("Q1\tOne\n")
+    with gzip.open(root / "Entities" / "entity_types.txt.gz", "wt") as f:
+        f.write("Q1\tQ5\nQ1\tQ6\n")
+    with gzip.open(root / "Entities" / "entity_aliases_en.txt.gz", "wt") as f:
+        f.write("Q1\tUno, Eins, Uno\n")
+    kg = load_kg(root)
+    assert len(kg.triples) == 2 and kg.types_of("Q1") == frozenset({"Q5", "Q6"})
+    assert kg.aliases_of("Q1") == ["Uno", "Eins"]
+    assert split_aliases("Boston, MA, Beantown") == ["Boston", "MA", "Beantown"]
+
+
+def test_loader_without_triples_is_a_clear_error(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no triples"):
+        load_kg(tmp_path)
