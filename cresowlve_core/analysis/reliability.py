@@ -1,7 +1,10 @@
 """How far to trust the LLM judge, and what the runs cost.
 
-* :func:`judge_vs_em` — agreement between the judge verdict and lenient exact match per run
-  (confusion counts, raw agreement, Cohen's κ) and pooled;
+* :func:`judge_vs_em` — agreement between the judge verdict and **strict** exact match per run
+  (confusion counts, raw agreement, Cohen's κ with its 95 % interval) and pooled, over the
+  **same population as Table 1**: the creative subset, every item the judge column has a value
+  for (errored items included as wrong in both, as in Table 1; ``n_error`` says how many), so
+  judge % − EM % in Table 1 = (judge_only − em_only) / n here;
 * :func:`judge_repeatability` — agreement + κ between the judge verdict and a second,
   independent verdict of the **same response**.
 
@@ -16,8 +19,8 @@
 * :func:`cost_table` — input, output and reasoning tokens and cost per run, judge cost
   separately; unknown prices stay unknown (see :func:`format_cost`).
 
-Records whose model call failed (``status == "error"``) are left out of the agreement
-tables: both metrics are forced to "wrong" for them, which would inflate agreement.
+κ is NaN, shown as "undefined", when chance agreement is 1 (both raters used one identical
+category), never 1.0. The repeatability table leaves errored records out (nothing was judged).
 """
 
 from __future__ import annotations
@@ -25,9 +28,23 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.analysis.loading import main_subset
 from cresowlve_core.stats import binary_agreement
 
-AGREEMENT_COLUMNS = ["config", "lang", "n", "both_correct", "judge_only", "em_only", "both_wrong", "agreement", "kappa"]
+AGREEMENT_COLUMNS = [
+    "config",
+    "lang",
+    "n",
+    "n_error",
+    "both_correct",
+    "judge_only",
+    "em_only",
+    "both_wrong",
+    "agreement",
+    "kappa",
+    "kappa_low",
+    "kappa_high",
+]
 
 
 def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str]) -> pd.DataFrame:
@@ -42,34 +59,70 @@ def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str]) -
                 "config": config,
                 "lang": lang,
                 "n": agr.n,
+                "n_error": int(grp["status"].eq("error").sum()) if "status" in grp else 0,
                 "both_correct": agr.both_yes,
                 labels[0]: agr.a_yes_b_no,
                 labels[1]: agr.a_no_b_yes,
                 "both_wrong": agr.both_no,
                 "agreement": agr.observed,
                 "kappa": agr.kappa,
+                "kappa_low": agr.kappa_low,
+                "kappa_high": agr.kappa_high,
             }
         )
     return pd.DataFrame(rows)
 
 
-def judge_vs_em(responses: pd.DataFrame) -> pd.DataFrame:
-    """Judge (CORRECT) vs lenient exact match per config × lang, plus an ``all runs`` row.
+def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: bool = True) -> pd.DataFrame:
+    """Judge vs exact match (strict by default) per config × lang, plus an ``all runs`` row.
 
-    ``judge_only`` = judge says correct, EM says wrong (typical: paraphrased answers);
-    ``em_only`` = EM matched but the judge rejected. Empty when nothing was judged.
+    The population is Table 1's judge cell: the creative subset (``creative_only``) and every
+    response with a judge value, errored ones included (wrong in both). ``judge_only`` = judge
+    says correct, EM says wrong (typical: paraphrased answers); ``em_only`` = EM matched but
+    the judge rejected. Empty when nothing was judged.
     """
-    ok = responses[(responses["status"] != "error") & responses["judge"].notna() & responses["em_lenient"].notna()]
-    out = _agreement_rows(ok, "judge", "em_lenient", ("judge_only", "em_only"))
+    df = main_subset(responses)[0] if creative_only and "reasoning_type" in responses else responses
+    ok = df[df["judge"].notna() & df[em].notna()]
+    out = _agreement_rows(ok, "judge", em, ("judge_only", "em_only"))
     return out.reindex(columns=AGREEMENT_COLUMNS) if not out.empty else pd.DataFrame(columns=AGREEMENT_COLUMNS)
 
 
 def judge_repeatability(responses: pd.DataFrame) -> pd.DataFrame:
     """Judge verdict vs its repeat (``extra.judge_repeat``) per config × lang, plus ``all runs``."""
     ok = responses[responses["judge"].notna() & responses["judge_repeat"].notna() & (responses["status"] != "error")]
-    cols = ["config", "lang", "n", "both_correct", "first_only", "repeat_only", "both_wrong", "agreement", "kappa"]
+    cols = [
+        "config",
+        "lang",
+        "n",
+        "n_error",
+        "both_correct",
+        "first_only",
+        "repeat_only",
+        "both_wrong",
+        "agreement",
+        "kappa",
+        "kappa_low",
+        "kappa_high",
+    ]
     out = _agreement_rows(ok, "judge", "judge_repeat", ("first_only", "repeat_only"))
     return out.reindex(columns=cols) if not out.empty else pd.DataFrame(columns=cols)
+
+
+def format_kappa(kappa: float, low: float, high: float) -> str:
+    """``"0.40 [0.15, 0.65]"``, or ``"undefined"`` when κ is NaN (chance agreement 1)."""
+    if pd.isna(kappa):
+        return "undefined"
+    return f"{kappa:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def agreement_display(df: pd.DataFrame) -> pd.DataFrame:
+    """An agreement table with κ as text (``undefined`` rather than NaN) and agreement rounded."""
+    if df.empty:
+        return df
+    out = df.drop(columns=["kappa", "kappa_low", "kappa_high"]).copy()
+    out["agreement"] = out["agreement"].round(3)
+    out["kappa [95% CI]"] = [format_kappa(k, lo, hi) for k, lo, hi in zip(df["kappa"], df["kappa_low"], df["kappa_high"], strict=True)]
+    return out
 
 
 def judge_coverage(responses: pd.DataFrame) -> pd.DataFrame:

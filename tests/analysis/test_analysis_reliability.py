@@ -9,7 +9,9 @@ import pandas as pd
 import pytest
 
 from cresowlve_core.analysis.reliability import (
+    agreement_display,
     cost_display,
+    format_kappa,
     cost_table,
     format_cost,
     judge_coverage,
@@ -25,6 +27,8 @@ def _frame(rows: list[dict]) -> pd.DataFrame:
         "status": "ok",
         "judge": np.nan,
         "em_lenient": np.nan,
+        "em_strict": np.nan,
+        "reasoning_type": "creative",
         "judge_repeat": np.nan,
         "judge_status": "not_run",
         "cached": False,
@@ -45,14 +49,34 @@ def _wikipedia_pairs() -> list[tuple[float, float]]:
 
 
 def test_judge_vs_em_kappa_and_confusion():
-    rows = [{"judge": j, "em_lenient": e, "judge_status": "scored"} for j, e in _wikipedia_pairs()]
-    rows.append({"status": "error", "judge": 0.0, "em_lenient": 0.0})  # forced wrong: excluded
-    rows.append({"judge_status": "unscored", "em_lenient": 1.0})  # no verdict: excluded
+    rows = [{"judge": j, "em_strict": e, "judge_status": "scored"} for j, e in _wikipedia_pairs()]
+    rows.append({"judge_status": "unscored", "em_strict": 1.0})  # no verdict: excluded
     out = judge_vs_em(_frame(rows)).set_index("config")
     m = out.loc["m"]
     assert (m["n"], m["both_correct"], m["judge_only"], m["em_only"], m["both_wrong"]) == (50, 20, 5, 10, 15)
     assert m["agreement"] == pytest.approx(0.7) and m["kappa"] == pytest.approx(0.4)
+    assert m["kappa_low"] < 0.4 < m["kappa_high"]
     assert out.loc["all runs", "kappa"] == pytest.approx(0.4)
+
+
+def test_judge_vs_em_uses_table1_population_strict_em_creative_subset():
+    rows = [{"judge": j, "em_strict": e, "em_lenient": 1.0, "judge_status": "scored"} for j, e in _wikipedia_pairs()]
+    rows.append({"status": "error", "judge": 0.0, "em_strict": 0.0, "em_lenient": 0.0})  # wrong in Table 1 too
+    rows += [{"judge": 1.0, "em_strict": 0.0, "reasoning_type": "Factual", "judge_status": "scored"}] * 7
+    df = _frame(rows)
+    m = judge_vs_em(df).set_index("config").loc["m"]
+    assert (m["n"], m["n_error"], m["both_wrong"], m["judge_only"]) == (51, 1, 16, 5)  # strict EM; factual left out
+    # the identity that makes it the same population as Table 1: judge % - EM % = (judge_only - em_only) / n
+    creative = df[df["reasoning_type"] != "Factual"]
+    assert creative["judge"].mean() - creative["em_strict"].mean() == pytest.approx((m["judge_only"] - m["em_only"]) / m["n"])
+
+
+def test_kappa_is_undefined_not_one_when_chance_agreement_is_one():
+    rows = [{"judge": 1.0, "em_strict": 1.0, "judge_status": "scored"}] * 2
+    out = judge_vs_em(_frame(rows))
+    assert math.isnan(out.iloc[0]["kappa"])
+    assert agreement_display(out).iloc[0]["kappa [95% CI]"] == "undefined"
+    assert format_kappa(0.4, 0.15, 0.65) == "0.40 [0.15, 0.65]"
 
 
 def test_judge_repeatability_from_repeat_verdicts():

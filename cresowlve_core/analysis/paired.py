@@ -1,0 +1,266 @@
+"""Paired analyses: the same items answered by two configurations, or in two languages.
+
+Every run of a benchmark answers the same item ids, so two runs can be compared item by item,
+which is far more sensitive than comparing two independent accuracies:
+
+* :func:`compare_configs` — McNemar's test (exact binomial below 25 discordant items) between
+  two configurations on the items both answered: every pair of configurations of the same model
+  (effort levels, thinking vs non-thinking) and any pairs passed explicitly (e.g. two models);
+* :func:`cross_lingual` — per configuration, En vs Ru on the **shared** items: the 2×2 table,
+  McNemar, Ru − En with its paired interval, and a flag when the two runs cover different item
+  sets (the comparison then says so and uses only the shared items);
+* :func:`en_ru_items` / :func:`ru_right_en_wrong` — the item ids in each cell of that 2×2
+  table; the contamination stage reads "right in Ru, wrong in En" and its controls.
+
+Items without a value for the metric in either run (e.g. left unscored by the judge) are left
+out of the pair; errored items count as wrong (see :mod:`cresowlve_core.analysis.loading`).
+Differences are in percentage points with the Bonett–Price interval (:func:`~cresowlve_core.stats.mcnemar`);
+p-values are Holm-adjusted over the rows of each table (``p_holm``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.analysis.loading import RunSet, normalise_effort
+from cresowlve_core.stats import holm, mcnemar
+
+PAIR_COLUMNS = [
+    "a",
+    "b",
+    "lang",
+    "metric",
+    "n_shared",
+    "n_a_only",
+    "n_b_only",
+    "n",
+    "acc_a",
+    "acc_b",
+    "diff",
+    "low",
+    "high",
+    "a_only_right",
+    "b_only_right",
+    "p",
+    "method",
+    "p_holm",
+]
+CROSS_COLUMNS = [
+    "config",
+    "metric",
+    "n_en",
+    "n_ru",
+    "n_shared",
+    "mismatch",
+    "n",
+    "acc_en",
+    "acc_ru",
+    "diff",
+    "low",
+    "high",
+    "both_right",
+    "ru_right_en_wrong",
+    "en_right_ru_wrong",
+    "both_wrong",
+    "p",
+    "method",
+    "p_holm",
+]
+
+
+def default_metric(responses: pd.DataFrame) -> str:
+    """``"judge"`` when any response has a judge value, else ``"em_strict"``."""
+    return "judge" if "judge" in responses and responses["judge"].notna().any() else "em_strict"
+
+
+def _frame(data: RunSet | pd.DataFrame) -> pd.DataFrame:
+    return data.responses if isinstance(data, RunSet) else data
+
+
+def _pair(x: pd.Series, y: pd.Series) -> dict[str, Any]:
+    """McNemar on two outcome series indexed by item id (NaN = no value)."""
+    shared = x.index.intersection(y.index)
+    both = pd.DataFrame({"x": x.reindex(shared), "y": y.reindex(shared)}).dropna()
+    xa, ya = both["x"].to_numpy(bool), both["y"].to_numpy(bool)
+    b, c = int((xa & ~ya).sum()), int((~xa & ya).sum())
+    n = len(both)
+    t = mcnemar(b, c, n)
+    return {
+        "n_shared": len(shared),
+        "n_x_only": int(len(x.index.difference(y.index))),
+        "n_y_only": int(len(y.index.difference(x.index))),
+        "n": n,
+        "acc_x": 100.0 * xa.mean() if n else np.nan,
+        "acc_y": 100.0 * ya.mean() if n else np.nan,
+        "x_only": b,
+        "y_only": c,
+        "both_right": int((xa & ya).sum()),
+        "both_wrong": int((~xa & ~ya).sum()),
+        "test": t,
+    }
+
+
+def _outcomes(df: pd.DataFrame, config: str, lang: str, metric: str) -> pd.Series:
+    sel = df[(df["config"] == config) & (df["lang"] == lang)]
+    return pd.Series(sel[metric].to_numpy(float), index=pd.Index(sel["id"].astype(str)))
+
+
+def default_pairs(data: RunSet | pd.DataFrame) -> list[tuple[str, str]]:
+    """Every pair of configurations of the same model (effort levels, thinking vs non-thinking)."""
+    df = _frame(data)
+    configs = df.drop_duplicates("config")[["config", "model"]]
+    pairs: list[tuple[str, str]] = []
+    for _, g in configs.groupby("model", sort=True):
+        pairs.extend(combinations(g["config"].tolist(), 2))
+    return pairs
+
+
+def resolve_config(df: pd.DataFrame, name: str) -> str:
+    """A configuration label from a label or a model name (case-insensitive); clear error if unknown or ambiguous."""
+    configs = df.drop_duplicates("config")[["config", "model"]]
+    for col in ("config", "model"):
+        hit = configs[configs[col].str.casefold() == str(name).casefold()]
+        if len(hit) == 1:
+            return str(hit["config"].iloc[0])
+        if len(hit) > 1:
+            raise ValueError(f"{name!r} names several configurations: {', '.join(hit['config'])}; pass one of them")
+    raise ValueError(f"no configuration {name!r} in these runs; known: {', '.join(sorted(configs['config']))}")
+
+
+def compare_configs(
+    data: RunSet | pd.DataFrame,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    metric: str | None = None,
+    include_defaults: bool = True,
+) -> pd.DataFrame:
+    """McNemar between configurations on their shared items, per language.
+
+    ``pairs`` are (a, b) configuration labels or model names; with ``include_defaults`` the
+    same-model pairs of :func:`default_pairs` are added. ``diff`` = acc(a) − acc(b) in pp.
+    """
+    df = _frame(data)
+    metric = metric or default_metric(df)
+    wanted = [(resolve_config(df, a), resolve_config(df, b)) for a, b in (pairs or [])]
+    if include_defaults:
+        wanted += [p for p in default_pairs(df) if p not in wanted]
+    rows = []
+    for a, b in wanted:
+        for lang in sorted(set(df.loc[df["config"] == a, "lang"]) & set(df.loc[df["config"] == b, "lang"])):
+            r = _pair(_outcomes(df, a, lang, metric), _outcomes(df, b, lang, metric))
+            t = r["test"]
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "lang": lang,
+                    "metric": metric,
+                    "n_shared": r["n_shared"],
+                    "n_a_only": r["n_x_only"],
+                    "n_b_only": r["n_y_only"],
+                    "n": r["n"],
+                    "acc_a": r["acc_x"],
+                    "acc_b": r["acc_y"],
+                    "diff": 100.0 * t.diff,
+                    "low": 100.0 * t.low,
+                    "high": 100.0 * t.high,
+                    "a_only_right": t.b,
+                    "b_only_right": t.c,
+                    "p": t.p,
+                    "method": t.method,
+                }
+            )
+    out = pd.DataFrame(rows, columns=PAIR_COLUMNS[:-1])
+    out["p_holm"] = holm(out["p"].to_numpy(float)) if not out.empty else []
+    return out
+
+
+def cross_lingual(data: RunSet | pd.DataFrame, metric: str | None = None) -> pd.DataFrame:
+    """Per configuration with both languages: En vs Ru on shared items (2×2, McNemar, Ru − En)."""
+    df = _frame(data)
+    metric = metric or default_metric(df)
+    rows = []
+    for config, g in df.groupby("config", sort=False):
+        if not {"en", "ru"} <= set(g["lang"]):
+            continue
+        en, ru = _outcomes(df, config, "en", metric), _outcomes(df, config, "ru", metric)
+        r = _pair(ru, en)
+        t = r["test"]
+        rows.append(
+            {
+                "config": config,
+                "metric": metric,
+                "n_en": len(en),
+                "n_ru": len(ru),
+                "n_shared": r["n_shared"],
+                "mismatch": r["n_x_only"] > 0 or r["n_y_only"] > 0,
+                "n": r["n"],
+                "acc_en": r["acc_y"],
+                "acc_ru": r["acc_x"],
+                "diff": 100.0 * t.diff,
+                "low": 100.0 * t.low,
+                "high": 100.0 * t.high,
+                "both_right": r["both_right"],
+                "ru_right_en_wrong": t.b,
+                "en_right_ru_wrong": t.c,
+                "both_wrong": r["both_wrong"],
+                "p": t.p,
+                "method": t.method,
+            }
+        )
+    out = pd.DataFrame(rows, columns=CROSS_COLUMNS[:-1])
+    out["p_holm"] = holm(out["p"].to_numpy(float)) if not out.empty else []
+    return out
+
+
+def mismatch_notes(cross: pd.DataFrame) -> list[str]:
+    """One line per configuration whose En and Ru runs cover different item sets."""
+    return [
+        f"{r.config}: the En run has {r.n_en} items and the Ru run {r.n_ru}; only the {r.n_shared} shared items "
+        "are compared."
+        for r in cross.itertuples(index=False)
+        if r.mismatch
+    ]
+
+
+def _config_of(df: pd.DataFrame, model: str, effort: str | None) -> str:
+    eff = normalise_effort(effort)
+    sel = df[(df["model"].str.casefold() == str(model).casefold()) & (df["effort"].map(normalise_effort) == eff)]
+    if sel.empty:
+        known = ", ".join(sorted(df["config"].unique()))
+        raise ValueError(f"no run of model {model!r} with effort {effort or '-'!r}; known: {known}")
+    return str(sel["config"].iloc[0])
+
+
+def en_ru_items(
+    data: RunSet | pd.DataFrame, model: str, effort: str | None = None, metric: str | None = None
+) -> dict[str, list[str]]:
+    """Item ids of one configuration by En × Ru outcome, over items both runs scored.
+
+    Keys: ``ru_right_en_wrong`` (the contamination stage's input), ``en_right_ru_wrong``, and the
+    controls ``both_right`` and ``both_wrong``; each list sorted. ``metric`` defaults to the
+    judge when these runs have judge values, else strict exact match.
+    """
+    df = _frame(data)
+    config = _config_of(df, model, effort)
+    metric = metric or default_metric(df[df["config"] == config])
+    en, ru = _outcomes(df, config, "en", metric), _outcomes(df, config, "ru", metric)
+    both = pd.DataFrame({"en": en, "ru": ru}).dropna()
+    e, r = both["en"].astype(bool), both["ru"].astype(bool)
+    return {
+        "ru_right_en_wrong": sorted(both.index[r & ~e]),
+        "en_right_ru_wrong": sorted(both.index[e & ~r]),
+        "both_right": sorted(both.index[e & r]),
+        "both_wrong": sorted(both.index[~e & ~r]),
+    }
+
+
+def ru_right_en_wrong(
+    data: RunSet | pd.DataFrame, model: str, effort: str | None = None, metric: str | None = None
+) -> list[str]:
+    """Ids of the items one configuration got right in Russian and wrong in English."""
+    return en_ru_items(data, model, effort, metric)["ru_right_en_wrong"]

@@ -1,0 +1,75 @@
+"""Paired analyses on shared item ids: McNemar between configurations, En vs Ru, item lists."""
+
+from __future__ import annotations
+
+import pytest
+from test_analysis_fixtures import record, write_run
+
+from cresowlve_core.analysis.loading import load_runs
+from cresowlve_core.analysis.paired import (
+    compare_configs,
+    cross_lingual,
+    default_pairs,
+    en_ru_items,
+    mismatch_notes,
+    ru_right_en_wrong,
+)
+
+
+def _write(tmp_path, name, outcomes: dict[str, bool], lang="en", model="gpt-4.1", effort=None, **kw):
+    recs = [record(i, lang=lang, model=model, effort=effort, em_strict=v, judge="CORRECT" if v else "INCORRECT") for i, v in outcomes.items()]
+    return write_run(tmp_path / name, recs, model=model, effort=effort, lang=lang, **kw)
+
+
+def test_en_vs_ru_two_by_two_mcnemar_and_item_lists(tmp_path):
+    ids = [f"i{k:02d}" for k in range(40)]
+    en = {i: k < 10 for k, i in enumerate(ids)}  # right on 0-9
+    ru = {i: 5 <= k < 25 for k, i in enumerate(ids)}  # right on 5-24
+    _write(tmp_path, "g_en", en)
+    _write(tmp_path, "g_ru", ru, lang="ru")
+    rs = load_runs(str(tmp_path / "*"))
+    row = cross_lingual(rs).iloc[0]
+    assert (row["both_right"], row["ru_right_en_wrong"], row["en_right_ru_wrong"], row["both_wrong"]) == (5, 15, 5, 15)
+    assert row["metric"] == "judge" and row["n"] == 40 and not row["mismatch"]
+    assert row["diff"] == pytest.approx(25.0) and row["acc_ru"] == 50.0 and row["acc_en"] == 25.0
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    assert row["p"] == pytest.approx(mcnemar([[5, 15], [5, 15]], exact=True).pvalue) and row["method"] == "exact"
+    items = en_ru_items(rs, "GPT-4.1", None)
+    assert items["ru_right_en_wrong"] == ids[10:25] == ru_right_en_wrong(rs, "gpt-4.1", None)
+    assert items["en_right_ru_wrong"] == ids[:5] and items["both_right"] == ids[5:10] and items["both_wrong"] == ids[25:]
+    with pytest.raises(ValueError, match="no run of model"):
+        ru_right_en_wrong(rs, "gpt-4.1", "high")
+
+
+def test_mismatched_item_sets_use_the_shared_items_and_say_so(tmp_path):
+    _write(tmp_path, "g_en", {f"i{k}": True for k in range(30)})
+    _write(tmp_path, "g_ru", {f"i{k}": k % 2 == 0 for k in range(10, 50)}, lang="ru")
+    row = cross_lingual(load_runs(str(tmp_path / "*"))).iloc[0]
+    assert (row["n_en"], row["n_ru"], row["n_shared"], row["n"]) == (30, 40, 20, 20) and row["mismatch"]
+    assert row["acc_en"] == 100.0 and row["acc_ru"] == 50.0  # over the shared items only
+    assert "only the 20 shared items are compared" in mismatch_notes(cross_lingual(load_runs(str(tmp_path / "*"))))[0]
+
+
+def test_effort_levels_and_chosen_models_compared_on_shared_items(tmp_path):
+    ids = [f"i{k:03d}" for k in range(200)]
+    _write(tmp_path, "lo_en", {i: k < 60 for k, i in enumerate(ids)}, model="gem", effort="low", thinking=True)
+    _write(tmp_path, "hi_en", {i: k < 100 for k, i in enumerate(ids)}, model="gem", effort="high", thinking=True)
+    _write(tmp_path, "none_en", {i: k < 58 for k, i in enumerate(ids)}, model="gem", effort=None)
+    _write(tmp_path, "other_en", {i: k % 2 == 0 for k, i in enumerate(ids)}, model="other")
+    rs = load_runs(str(tmp_path / "*"))
+    assert len(default_pairs(rs)) == 3  # gem: low/high, low/none, high/none; never across models
+    out = compare_configs(rs, pairs=[("other", "gem (high)")])
+    def pick(x, y):
+        return out[((out["a"] == x) & (out["b"] == y)) | ((out["a"] == y) & (out["b"] == x))].iloc[0]
+
+    row = pick("gem (high)", "gem (low)")
+    assert row["n"] == 200 and {row["a_only_right"], row["b_only_right"]} == {0, 40}
+    assert row["method"] == "chi2-cc" and row["p"] < 1e-8  # 40 discordant pairs: asymptotic
+    thinking = pick("gem (low)", "gem")  # thinking vs non-thinking
+    assert thinking["method"] == "exact" and thinking["p"] == pytest.approx(0.5)  # 2 discordant pairs
+    chosen = out[out["a"] == "other"].iloc[0]
+    assert chosen["b"] == "gem (high)" and chosen["diff"] == pytest.approx(0.0)
+    assert (out["p_holm"] >= out["p"]).all()
+    with pytest.raises(ValueError, match="several configurations"):
+        compare_configs(rs, pairs=[("gem", "other")], include_defaults=False)
