@@ -1,0 +1,159 @@
+"""The completion test (beyond the paper): can the model continue a question word for word?
+
+Each question is cut at a seeded word position into a prefix and a suffix; a question with fewer
+than ``min_words`` words is reported as too short. The model continues the prefix in *guided*
+mode (told the text is a db.chgk.info question) and in *general* mode (just "continue"). The
+continuation is scored against the true suffix by ROUGE-L F1 on words and by an exact match of the
+first ``k`` words. Guided ≫ general on the target set, and not on the controls, is the
+memorisation signal. Both modes are one ``map_with_resume`` run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
+
+MODES = ("guided", "general")
+PROMPTS = {"guided": "contamination_complete_guided", "general": "contamination_complete_general"}
+COMPLETIONS = "completions.jsonl"
+MIN_WORDS = 8
+PREFIX_K = 5
+MAX_PARSE_CHARS = 8_000
+
+
+@dataclass(frozen=True)
+class Cut:
+    prefix: str
+    suffix: str
+    position: int  # number of words in the prefix
+
+
+def cut_question(question: str, seed: int, item_id: str, min_words: int = MIN_WORDS) -> Cut | None:
+    """Cut at a seeded word position between 30% and 70% of the words (whitespace-separated,
+    so punctuation stays with its word); None when the question has fewer than ``min_words``."""
+    toks = question.split()
+    if len(toks) < min_words:
+        return None
+    lo, hi = max(1, int(np.ceil(0.3 * len(toks)))), max(1, int(np.floor(0.7 * len(toks))))
+    rng = stable_seed(seed, "cut", item_id)
+    pos = int(rng.integers(lo, hi + 1))
+    return Cut(" ".join(toks[:pos]), " ".join(toks[pos:]), pos)
+
+
+@dataclass(frozen=True)
+class CompletionUnit:
+    set: str
+    lang: str
+    id: str
+    mode: str
+    cut: Cut
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.lang, self.id, self.mode)
+
+
+def parse_continuation(text: str | None, prefix: str) -> str | None:
+    """The continuation: code fences, quotes and a repeated prefix removed; None if empty."""
+    if not text:
+        return None
+    t = text[:MAX_PARSE_CHARS].strip()
+    t = re.sub(r"^```\w*\s*|\s*```$", "", t).strip().strip("\"“”«»").strip()
+    t = re.sub(r"^(?:continuation|продолжение)\s*[:：]\s*", "", t, flags=re.I)
+    pw = words(prefix)
+    tw = words(t)
+    if pw and tw[:len(pw)] == pw:  # the model repeated the beginning: drop that many words
+        m = list(re.finditer(r"\w+", t))
+        t = t[m[len(pw) - 1].end():].lstrip(" ,.;:—-")
+    t = t.strip()
+    return t or None
+
+
+def completion_messages(unit: CompletionUnit) -> tuple[list[dict[str, str]], str]:
+    prompt = load_prompt(PROMPTS[unit.mode])
+    return [{"role": "user", "content": prompt.render(prefix=unit.cut.prefix)}], prompt.tag
+
+
+async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
+                    k: int = PREFIX_K, progress: bool = True) -> MapResult[CompletionUnit]:
+    """Ask for every continuation (both modes) into ``run/completions.jsonl`` and score it."""
+    tags = [load_prompt(p).tag for p in PROMPTS.values()]
+    manifest = run.begin(new_manifest(
+        "contamination_completion", model=client.endpoint.model, base_url=client.endpoint.base_url,
+        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
+        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump(),
+        identity={"prefix_k": k, "min_words": MIN_WORDS}))
+
+    async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
+        messages, tag = completion_messages(unit)
+        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
+        cont = parse_continuation(c.text, unit.cut.prefix)
+        return {"key": list(unit.key), "status": "ok", "set": unit.set, "lang": unit.lang, "id": unit.id,
+                "mode": unit.mode, "cut": unit.cut.position, "suffix": unit.cut.suffix, "continuation": cont,
+                "rouge_l": rouge_l(cont or "", unit.cut.suffix), "prefix_match": prefix_match(cont or "", unit.cut.suffix, k),
+                "raw": c.text[:4000], "usage": c.usage.model_dump(), "cost": c.cost}
+
+    result = await map_with_resume(run, COMPLETIONS, units, key=lambda u: u.key, call=call,
+                                   concurrency=options.concurrency, progress=progress, desc="completion")
+    run.finish(manifest, stopped=result.stopped, summary={
+        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "stopped": result.stopped})
+    return result
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def paired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
+                key: str = "") -> dict[str, float]:
+    """Mean of ``x - y`` over pairs with a percentile-bootstrap 95% CI (pairs resampled together)."""
+    d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
+    d = d[~np.isnan(d)]
+    if d.size == 0:
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}
+    low, high = percentile_interval(bootstrap_means(d, n_boot, stable_seed(seed, "paired", key)))
+    return {"diff": float(d.mean()), "low": low, "high": high, "n": int(d.size)}
+
+
+def unpaired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
+                  key: str = "") -> dict[str, float]:
+    """``mean(x) - mean(y)`` for two independent samples, each resampled on its own."""
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
+    if x.size == 0 or y.size == 0:
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": int(min(x.size, y.size))}
+    reps = (bootstrap_means(x, n_boot, stable_seed(seed, "x", key))
+            - bootstrap_means(y, n_boot, stable_seed(seed, "y", key)))
+    low, high = percentile_interval(reps)
+    return {"diff": float(x.mean() - y.mean()), "low": low, "high": high, "n": int(x.size + y.size)}
+
+
+def completion_table(records: pd.DataFrame) -> pd.DataFrame:
+    """Per set and mode: n, mean ROUGE-L, share of exact-prefix matches, unparseable replies."""
+    if records.empty:
+        return pd.DataFrame(columns=["set", "mode", "n", "rouge_l", "prefix_match", "empty"])
+    return (records.groupby(["set", "mode"], sort=True)
+            .agg(n=("id", "size"), rouge_l=("rouge_l", "mean"), prefix_match=("prefix_match", "mean"),
+                 empty=("continuation", lambda s: int(s.isna().sum())))
+            .reset_index())
+
+
+def guided_vs_general(records: pd.DataFrame, set_name: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
+    """Paired bootstrap CI of guided − general ROUGE-L over the items of one set."""
+    part = records[records["set"] == set_name]
+    wide = part.pivot_table(index="id", columns="mode", values="rouge_l", aggfunc="last")
+    if not {"guided", "general"} <= set(wide.columns):
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}
+    wide = wide.dropna()
+    return paired_diff(wide["guided"].to_numpy(), wide["general"].to_numpy(), n_boot=n_boot, seed=seed, key=set_name)

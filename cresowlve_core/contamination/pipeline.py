@@ -1,0 +1,216 @@
+"""The contamination analysis of one set of runs, end to end (resumable, one folder).
+
+For every configuration with paired En–Ru runs: the target set (right in Ru, wrong in En) and the
+two control sets; each question in ``lang`` (default Russian, the language suspected of being
+memorised) is perturbed (one run per perturber, shared by all configurations), then the BDQ, the
+BCQ (``n_repeats`` times) and the completion test are asked of the quiz-taker.
+
+Layout of ``out_dir``::
+
+    perturb/<perturber>__<lang>/            perturbations.jsonl
+    <config>/<quiz-taker>/bdq/              bdq.jsonl
+    <config>/<quiz-taker>/bcq/              bcq.jsonl
+    <config>/<quiz-taker>/completion/       completions.jsonl
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from cresowlve_core.contamination import completion as comp
+from cresowlve_core.contamination import quiz as qz
+from cresowlve_core.contamination.perturb import QuizItem, aperturb
+from cresowlve_core.contamination.select import SETS, paired_sets
+from cresowlve_core.errors.wrong import find_or_make_runs
+from cresowlve_core.runtime import ClientOptions, RunDir, endpoint_or_embedded, open_client, run_coro
+from cresowlve_core.text import slug
+
+
+@dataclass
+class ConfigResult:
+    """Everything measured for one configuration."""
+
+    config: str
+    counts: dict[str, int]
+    not_quizzable: pd.DataFrame  # items without four distinct options, with the reason
+    too_short: list[str]
+    bdq: pd.DataFrame
+    bdq_counts: dict[str, int]
+    non_preferred: list[str]
+    truly_non_preferred: bool
+    bcq: pd.DataFrame
+    completions: pd.DataFrame
+    stopped: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Contamination:
+    source: str
+    lang: str
+    perturber: str
+    quiz_taker: str
+    embedded: bool
+    set_counts: pd.DataFrame
+    results: list[ConfigResult]
+    n_repeats: int
+    out_dir: Path
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Role:
+    """Where one role's model lives (no ``base_url``: the embedded model)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.model or "embedded"
+
+
+def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
+                      lang: str = "ru", perturber: Role = Role(), quiz_taker: Role = Role(),
+                      n_repeats: int = 3, max_items_per_set: int | None = None, seed: int = 0,
+                      make_demo: bool = True, max_tokens: int = 256, quiz_max_tokens: int = 16,
+                      concurrency: int = 4, configs: Sequence[str] | None = None,
+                      progress: bool = False) -> Contamination:
+    """Run the whole contamination analysis (see the module docstring); resumable in ``out_dir``
+    (None: a fresh temporary folder, nothing written into the checkout)."""
+    from cresowlve_core.sources.sample import load_items
+
+    work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-contamination-"))
+    data, source = find_or_make_runs(runs, base_url=None, model=None, work_dir=work, make_demo=make_demo)
+    members, counts = paired_sets(data)
+    if configs:
+        members = members[members["config"].isin(list(configs))]
+        counts = counts[counts["config"].isin(list(configs))]
+    if max_items_per_set is not None:
+        members = (members.sort_values("id").groupby(["config", "set"], sort=False).head(max_items_per_set))
+    cache = None if out_dir else str(work / "cache.sqlite")
+    opts = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed, cache_path=cache)
+    quiz_opts = ClientOptions(max_tokens=quiz_max_tokens, concurrency=concurrency, seed=seed, cache_path=cache)
+    notes: list[str] = []
+
+    questions: dict[str, str] = {}
+    specs = {str(r["model"]): "demo" for _, r in members.iterrows()}
+    try:
+        from cresowlve_core.analysis.loading import read_manifest
+
+        for _, run in data.runs.iterrows():
+            if run["lang"] == lang:
+                specs[str(run["config"])] = (read_manifest(Path(run["path"])) or {}).get("items") or "demo"
+    except (ValueError, OSError) as exc:
+        notes.append(f"could not read a manifest: {exc}")
+    for spec in sorted(set(specs.values())):
+        try:
+            questions |= {it.id: it.view(lang).question for it in load_items(spec, lang)}  # type: ignore[arg-type]
+        except (OSError, ValueError) as exc:
+            notes.append(f"items {spec!r} ({lang}) could not be loaded: {exc}")
+    missing = sorted(set(members["id"]) - set(questions))
+    if missing:
+        notes.append(f"{len(missing)} item(s) have no {lang} question and are left out: {', '.join(missing[:10])}")
+    members = members[members["id"].isin(set(questions))]
+
+    quiz_items = [QuizItem(lang, i, questions[i]) for i in sorted(set(members["id"]))]
+    results: list[ConfigResult] = []
+    with endpoint_or_embedded(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, p_emb):
+        pert = run_coro(_perturb(quiz_items, work / "perturb" / f"{slug(perturber.name)}__{lang}", p_ep, opts, progress))
+        same = quiz_taker == perturber
+        with (endpoint_or_embedded(quiz_taker.model, quiz_taker.base_url, quiz_taker.api_key_env) if not same
+              else _reuse(p_ep, p_emb)) as (q_ep, q_emb):
+            for config, part in members.groupby("config", sort=True):
+                cdir = work / slug(str(config)) / slug(quiz_taker.name)
+                crow = counts[counts["config"] == config].iloc[0].to_dict() if len(counts) else {}
+                results.append(run_coro(_config(str(config), part, questions, pert, crow, cdir, q_ep, quiz_opts, opts,
+                                                lang, n_repeats, seed, progress)))
+    return Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
+                         n_repeats, work, notes + list(data.notes))
+
+
+class _reuse:
+    def __init__(self, ep: Any, emb: bool):
+        self.value = (ep, emb)
+
+    def __enter__(self) -> Any:
+        return self.value
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
+
+
+async def _perturb(items: list[QuizItem], run_dir: Path, endpoint: Any, opts: ClientOptions,
+                   progress: bool) -> dict[str, dict[str, Any]]:
+    if not items:
+        return {}
+    client = open_client(endpoint, opts)
+    try:
+        res = await aperturb(items, RunDir(run_dir), client, opts, progress=progress)
+    finally:
+        await client.aclose()
+    return {k[1]: r for k, r in res.records.items()}
+
+
+async def _config(config: str, members: pd.DataFrame, questions: dict[str, str], pert: dict[str, dict[str, Any]],
+                  counts: dict[str, Any], cdir: Path, endpoint: Any, quiz_opts: ClientOptions, opts: ClientOptions,
+                  lang: str, n_repeats: int, seed: int, progress: bool) -> ConfigResult:
+    client = open_client(endpoint, quiz_opts)
+    comp_client = open_client(endpoint, opts)
+    stopped: list[str] = []
+    try:
+        usable, bad = [], []
+        for r in members.sort_values(["set", "id"]).itertuples():
+            rec = pert.get(r.id)
+            why = ("perturbation call failed: " + str(rec.get("error")) if rec and rec.get("status") != "ok"
+                   else "not perturbed (run stopped)" if rec is None else "; ".join(rec.get("problems") or []))
+            if rec and rec.get("status") == "ok" and not rec.get("problems"):
+                usable.append((r.set, r.id, rec["perturbations"]))
+            else:
+                bad.append({"set": r.set, "id": r.id, "reason": why})
+        bdq_units = [qz.QuizUnit("bdq", s, lang, i, 0, *qz.bdq_options(p, qz.bdq_rng(seed, lang, i)))
+                     for s, i, p in usable]
+        bdq_res = await qz.aquiz("bdq", bdq_units, RunDir(cdir / "bdq"), client, quiz_opts, progress=progress)
+        if bdq_res.stopped:
+            stopped.append(f"BDQ: {bdq_res.stopped}")
+        bdq_df = pd.DataFrame([r for r in bdq_res.records.values() if r.get("status") == "ok"],
+                              columns=["set", "id", "choice", "raw"])
+        bdq_counts = qz.position_counts(bdq_df["choice"].tolist())
+        non_pref, truly = qz.non_preferred_positions(bdq_counts, len(bdq_df)) if len(bdq_df) else ([], False)
+        bcq_df = pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct", "raw"])
+        if non_pref:
+            bcq_units = []
+            for s, i, p in usable:
+                for rep in range(n_repeats):
+                    bcq_units.append(qz.QuizUnit("bcq", s, lang, i, rep,
+                                                 *qz.bcq_options(questions[i], p, non_pref, qz.bcq_rng(seed, rep, lang, i))))
+            bcq_res = await qz.aquiz("bcq", bcq_units, RunDir(cdir / "bcq"), client, quiz_opts,
+                                     identity={"non_preferred": non_pref, "n_repeats": n_repeats}, progress=progress)
+            if bcq_res.stopped:
+                stopped.append(f"BCQ: {bcq_res.stopped}")
+            bcq_df = pd.DataFrame([r for r in bcq_res.records.values() if r.get("status") == "ok"],
+                                  columns=["set", "id", "repeat", "choice", "correct", "raw"])
+        too_short, cunits = [], []
+        for r in members.sort_values(["set", "id"]).itertuples():
+            cut = comp.cut_question(questions[r.id], seed, r.id)
+            if cut is None:
+                too_short.append(r.id)
+                continue
+            cunits.extend(comp.CompletionUnit(r.set, lang, r.id, m, cut) for m in comp.MODES)
+        comp_res = await comp.acomplete(cunits, RunDir(cdir / "completion"), comp_client, opts, progress=progress)
+        if comp_res.stopped:
+            stopped.append(f"completion: {comp_res.stopped}")
+        comp_df = pd.DataFrame([r for r in comp_res.records.values() if r.get("status") == "ok"],
+                               columns=["set", "id", "mode", "cut", "suffix", "continuation", "rouge_l", "prefix_match"])
+    finally:
+        await client.aclose()
+        await comp_client.aclose()
+    set_counts = {s: int(counts.get(s, 0)) for s in SETS}
+    return ConfigResult(config, set_counts, pd.DataFrame(bad, columns=["set", "id", "reason"]), too_short, bdq_df,
+                        bdq_counts, non_pref, truly, bcq_df, comp_df, stopped)

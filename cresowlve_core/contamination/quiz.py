@@ -1,0 +1,208 @@
+"""The two contamination quizzes of CresOWLve App. A (after Golchin & Surdeanu, 2025).
+
+* **Bias detector quiz (BDQ)**: options A–C are the three perturbations in a seeded random order,
+  D is "none of the provided options"; the original is absent, so any A–C answer reveals a
+  positional preference. A position of A–C is *non-preferred* when chosen fewer than N/4 times
+  (N = all quiz questions, invalid answers included, as in the paper's k/4 = 145 for k = 580).
+* **Bias compensator quiz (BCQ)**: the original goes to a seeded random non-preferred position,
+  the perturbations fill the other A–C positions in a seeded order, D is "none"; repeated
+  ``n_repeats`` times with independent randomness per repeat.
+
+Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
+of the reply; anything else is *invalid* and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.stats import stable_seed, wilson_interval
+
+PROMPT = "contamination_quiz"
+LETTERS = ("A", "B", "C", "D")
+PLACEABLE = ("A", "B", "C")
+NONE_OPTION = "None of the provided options."
+CHANCE = 0.25
+MAX_PARSE_CHARS = 4_000
+_LEAD = re.compile(r"^[\s*_`\"'«“(\[]*(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*(?:is)?\s*"
+                   r"[:：\-]?\s*)?[\s*_`\"'«“(\[]*([A-D])(?![A-Za-z0-9])", re.I)
+_ANYWHERE = re.compile(r"(?:answer|option|choice|ответ|вариант)\s*(?:is)?\s*[:：\-]?\s*[*_`\"'«“(\[]*\s*([A-D])"
+                       r"(?![A-Za-z0-9])", re.I)
+
+
+@dataclass(frozen=True)
+class QuizUnit:
+    """One quiz question: the options (A–D) and, for the BCQ, the original's letter."""
+
+    quiz: str  # "bdq" or "bcq"
+    set: str
+    lang: str
+    id: str
+    repeat: int
+    options: tuple[str, str, str, str]
+    correct: str | None
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.lang, self.id, self.repeat)
+
+
+def parse_choice(text: str | None) -> str | None:
+    """The first valid option letter of a quiz reply, else None (invalid).
+
+    Accepted: ``B``, ``B)``, ``(B)``, ``B.``, ``**B**``, ``Answer: B``, ``Option B``,
+    ``The answer is B``, ``Ответ: B`` at the start of the reply; else the first
+    ``answer/option …: X`` phrase anywhere. Lower-case letters only count after such a word.
+    """
+    if not text:
+        return None
+    head = text[:MAX_PARSE_CHARS]
+    for line in head.splitlines():
+        if line.strip():
+            m = _LEAD.match(line)
+            if m and (m.group(1).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)):
+                return m.group(1).upper()
+            break
+    m = _ANYWHERE.search(head)
+    return m.group(1).upper() if m else None
+
+
+def bdq_options(perturbations: Sequence[str], rng: np.random.Generator) -> tuple[tuple[str, str, str, str], None]:
+    """A–C: the three perturbations in a random order; D: none. No correct answer."""
+    if len(perturbations) != 3:
+        raise ValueError("the BDQ needs exactly three perturbations")
+    order = rng.permutation(3)
+    a, b, c = (perturbations[i] for i in order)
+    return (a, b, c, NONE_OPTION), None
+
+
+def bcq_options(original: str, perturbations: Sequence[str], non_preferred: Sequence[str],
+                rng: np.random.Generator) -> tuple[tuple[str, str, str, str], str]:
+    """The original at a random non-preferred position (of A–C), the perturbations elsewhere in a
+    random order, D: none. Returns the options and the original's letter."""
+    if len(perturbations) != 3:
+        raise ValueError("the BCQ needs exactly three perturbations")
+    allowed = [p for p in non_preferred if p in PLACEABLE]
+    if not allowed:
+        raise ValueError("no non-preferred position among A, B, C")
+    pos = allowed[int(rng.integers(len(allowed)))]
+    rest = [perturbations[i] for i in rng.permutation(3)]
+    slots: list[str] = []
+    for letter in PLACEABLE:
+        slots.append(original if letter == pos else rest.pop(0))
+    return (slots[0], slots[1], slots[2], NONE_OPTION), pos
+
+
+def bdq_rng(seed: int, lang: str, item_id: str) -> np.random.Generator:
+    return stable_seed(seed, "bdq", lang, item_id)
+
+
+def bcq_rng(seed: int, repeat: int, lang: str, item_id: str) -> np.random.Generator:
+    """Independent randomness per repeat and item."""
+    return stable_seed(seed, "bcq", repeat, lang, item_id)
+
+
+def non_preferred_positions(counts: dict[str, int], n: int) -> tuple[list[str], bool]:
+    """Positions of A–C chosen fewer than ``n/4`` times. If none is, the least chosen of A–C
+    (ties: all of them) and ``False`` for "no position is truly non-preferred"."""
+    found = [p for p in PLACEABLE if counts.get(p, 0) < n / 4]
+    if found:
+        return found, True
+    least = min(counts.get(p, 0) for p in PLACEABLE)
+    return [p for p in PLACEABLE if counts.get(p, 0) == least], False
+
+
+def quiz_messages(unit: QuizUnit) -> tuple[list[dict[str, str]], str]:
+    prompt = load_prompt(PROMPT)
+    a, b, c, d = (" ".join(o.split()) for o in unit.options)
+    return [{"role": "user", "content": prompt.render(a=a, b=b, c=c, d=d)}], prompt.tag
+
+
+async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
+                identity: dict[str, Any] | None = None, progress: bool = True) -> MapResult[QuizUnit]:
+    """Ask every quiz question of one quiz (``bdq`` or ``bcq``) into ``run/<quiz>.jsonl``."""
+    prompt = load_prompt(PROMPT)
+    manifest = run.begin(new_manifest(
+        f"contamination_{quiz}", model=client.endpoint.model, base_url=client.endpoint.base_url,
+        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
+        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump(),
+        identity=identity or {}))
+
+    async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
+        messages, tag = quiz_messages(unit)
+        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
+        choice = parse_choice(c.text)
+        return {"key": list(unit.key), "status": "ok", "set": unit.set, "lang": unit.lang, "id": unit.id,
+                "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
+                "is_correct": None if unit.correct is None else choice == unit.correct,
+                "raw": c.text[:2000], "usage": c.usage.model_dump(), "cost": c.cost}
+
+    result = await map_with_resume(run, f"{quiz}.jsonl", units, key=lambda u: u.key, call=call,
+                                   concurrency=options.concurrency, progress=progress, desc=quiz.upper())
+    recs = [r for r in result.records.values() if r.get("status") == "ok"]
+    run.finish(manifest, stopped=result.stopped, summary={
+        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error,
+        "n_invalid": sum(r.get("choice") is None for r in recs), "stopped": result.stopped})
+    return result
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def position_counts(choices: Sequence[str | None]) -> dict[str, int]:
+    """Counts of A, B, C, D and ``invalid``."""
+    out = {p: 0 for p in LETTERS} | {"invalid": 0}
+    for c in choices:
+        out[c if c in LETTERS else "invalid"] += 1
+    return out
+
+
+def uniform_gof(counts: dict[str, int]) -> dict[str, float]:
+    """χ² goodness of fit of the valid answers' positions against uniform over A–D."""
+    obs = np.array([counts.get(p, 0) for p in LETTERS], dtype=float)
+    if obs.sum() == 0:
+        return {"chi2": float("nan"), "dof": 3, "p": float("nan"), "n_valid": 0}
+    res = sps.chisquare(obs)
+    return {"chi2": float(res.statistic), "dof": 3, "p": float(res.pvalue), "n_valid": int(obs.sum())}
+
+
+def accuracy_test(k: int, n: int, chance: float = CHANCE) -> dict[str, Any]:
+    """Accuracy ``k/n`` with a Wilson 95% CI and an exact one-sided binomial test against ``chance``
+    (H1: accuracy > chance). Invalid answers count as wrong (they are in ``n``)."""
+    if n == 0:
+        return {"k": 0, "n": 0, "accuracy": float("nan"), "low": float("nan"), "high": float("nan"),
+                "p": float("nan")}
+    low, high = wilson_interval(k, n)
+    p = sps.binomtest(k, n, chance, alternative="greater").pvalue
+    return {"k": int(k), "n": int(n), "accuracy": k / n, "low": float(low), "high": float(high), "p": float(p)}
+
+
+def bcq_table(records: pd.DataFrame, n_repeats: int) -> pd.DataFrame:
+    """Per set and repeat (and ``mean`` over repeats): accuracy, Wilson CI, binomial p vs 25%,
+    invalid count. The ``mean`` row pools the repeats' counts; its test treats the repeats as
+    independent draws, which they are not quite (same items), so read its p-value as indicative."""
+    rows = []
+    if records.empty:
+        return pd.DataFrame(columns=["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid"])
+    for s, part in records.groupby("set", sort=True):
+        for r in range(n_repeats):
+            rep = part[part["repeat"] == r]
+            k = int((rep["choice"] == rep["correct"]).sum())
+            rows.append({"set": s, "repeat": str(r + 1), **accuracy_test(k, len(rep)),
+                         "invalid": int(rep["choice"].isna().sum())})
+        k = int((part["choice"] == part["correct"]).sum())
+        mean = accuracy_test(k, len(part))
+        accs = [x["accuracy"] for x in rows if x["set"] == s and x["repeat"] != "mean"]
+        mean["accuracy"] = float(np.nanmean(accs)) if accs and not all(np.isnan(accs)) else float("nan")
+        rows.append({"set": s, "repeat": "mean", **mean, "invalid": int(part["choice"].isna().sum())})
+    return pd.DataFrame(rows)

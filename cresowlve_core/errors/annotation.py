@@ -1,0 +1,192 @@
+"""Manual annotation of error categories: a seeded sample, a per-annotator store, and a panel.
+
+* :func:`annotation_sample` draws a seeded sample of wrong answers per configuration (the paper:
+  150 of 1,087 errors of one model, three annotators);
+* :class:`AnnotationStore` keeps one JSONL file per annotator, appended and fsynced at every save,
+  so a closed notebook loses nothing and the next session resumes at the first item not yet done;
+* :func:`annotation_panel` is the ipywidgets panel (``notebooks/annotate_errors.py`` is the marimo
+  counterpart); both show the reasoning trace with the question's clue words highlighted.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import unicodedata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.errors.distribution import OTHER
+from cresowlve_core.errors.taxonomy import BY_SLUG, SLUGS
+from cresowlve_core.runtime import RunDir, now_iso
+from cresowlve_core.text import slug
+
+SAMPLE_COLUMNS = ["key", "config", "lang", "id", "question", "answer", "prediction", "reasoning"]
+CHOICES: tuple[str, ...] = (*SLUGS, OTHER)
+_WORD = re.compile(r"\w+")
+_STOP = frozenset("""this that what which with from have their there they them were been into about
+name write these those where when whom whose than then also only such other after before because
+этот эта это эти того тому котором который которая которые какой какая какое какие чтобы когда
+было были будет если даже потом после перед него него неё ними свой своей своих только также""".split())
+
+
+def annotation_sample(labels: pd.DataFrame, n_per_config: int = 50, seed: int = 0) -> pd.DataFrame:
+    """A seeded sample of at most ``n_per_config`` wrong answers per configuration.
+
+    Rows are sorted by key before drawing, so the same inputs and seed give the same sample.
+    """
+    if labels.empty:
+        return pd.DataFrame(columns=SAMPLE_COLUMNS)
+    parts = []
+    for i, (config, part) in enumerate(sorted(labels.groupby("config"), key=lambda kv: str(kv[0]))):
+        part = part.sort_values("key")
+        rng = np.random.default_rng([seed, i, len(part)])
+        take = rng.choice(len(part), size=min(n_per_config, len(part)), replace=False)
+        parts.append(part.iloc[np.sort(take)])
+    return pd.concat(parts, ignore_index=True)[SAMPLE_COLUMNS]
+
+
+def write_sample(sample: pd.DataFrame, path: str | Path) -> Path:
+    """Write the sample as JSONL (for the marimo panel and for later sessions)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in sample.to_dict("records")),
+                    encoding="utf-8")
+    return path
+
+
+def read_sample(path: str | Path) -> pd.DataFrame:
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return pd.DataFrame([json.loads(x) for x in lines if x.strip()], columns=SAMPLE_COLUMNS)
+
+
+class AnnotationStore:
+    """One annotator's labels in ``<folder>/<annotator>.jsonl``; the last save per item wins."""
+
+    def __init__(self, folder: str | Path, annotator: str):
+        name = slug(annotator.strip())
+        if not annotator.strip():
+            raise ValueError("an annotator name is required")
+        self.annotator = annotator.strip()
+        self.run = RunDir(folder)
+        self.filename = f"{name}.jsonl"
+
+    def save(self, key: str, category: str, note: str = "") -> dict[str, Any]:
+        """Append one label at once (fsynced). ``category`` is a slug or ``other``."""
+        if category not in CHOICES:
+            raise ValueError(f"unknown category {category!r}; choose one of {', '.join(CHOICES)}")
+        rec = {"key": key, "annotator": self.annotator, "category": category, "note": note, "saved_at": now_iso()}
+        self.run.append(self.filename, rec)
+        return rec
+
+    def labels(self) -> dict[str, dict[str, Any]]:
+        """The latest record per item key."""
+        return self.run.latest(self.filename, lambda r: r["key"])
+
+    def next_index(self, keys: list[str]) -> int:
+        """The first position in ``keys`` this annotator has not labelled (``len(keys)`` if all are)."""
+        done = self.labels()
+        return next((i for i, k in enumerate(keys) if k not in done), len(keys))
+
+
+def read_annotations(folder: str | Path) -> pd.DataFrame:
+    """All annotators' latest labels: columns ``key``, ``annotator``, ``category``, ``note``."""
+    rows = []
+    folder = Path(folder)
+    if folder.is_dir():
+        for f in sorted(folder.glob("*.jsonl")):
+            latest: dict[str, dict[str, Any]] = {}
+            for line in f.read_text(encoding="utf-8").splitlines():
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if isinstance(rec, dict) and "key" in rec and rec.get("category") in CHOICES:
+                    latest[rec["key"]] = rec
+            rows.extend(latest.values())
+    return pd.DataFrame(rows, columns=["key", "annotator", "category", "note", "saved_at"])
+
+
+def clue_words(question: str) -> set[str]:
+    """Content words of the question (4+ letters, not a stop word), casefolded."""
+    norm = unicodedata.normalize("NFKC", question).casefold()
+    return {w for w in _WORD.findall(norm) if len(w) >= 4 and w not in _STOP and not w.isdigit()}
+
+
+def highlight(text: str, words: set[str]) -> str:
+    """HTML of ``text`` (escaped) with every word in ``words`` wrapped in ``<mark>``."""
+    out, last = [], 0
+    for m in _WORD.finditer(text):
+        out.append(html.escape(text[last:m.start()]))
+        w = m.group(0)
+        key = unicodedata.normalize("NFKC", w).casefold()
+        out.append(f"<mark>{html.escape(w)}</mark>" if key in words else html.escape(w))
+        last = m.end()
+    out.append(html.escape(text[last:]))
+    return "".join(out)
+
+
+def item_html(row: dict[str, Any]) -> str:
+    """One sampled wrong answer as HTML: puzzle, reference, model answer, highlighted reasoning."""
+    words = clue_words(str(row.get("question") or ""))
+    e = html.escape
+    return (
+        f"<div style='max-width:60em'><p><b>{e(str(row.get('config')))}</b> · {e(str(row.get('lang')))} · "
+        f"<code>{e(str(row.get('id')))}</code></p>"
+        f"<p><b>Puzzle.</b> {e(str(row.get('question') or ''))}</p>"
+        f"<p><b>Reference answer.</b> {e(str(row.get('answer') or ''))}</p>"
+        f"<p><b>Model answer.</b> {e(str(row.get('prediction') or '(empty)'))}</p>"
+        "<details open><summary><b>Reasoning</b> (clue words highlighted)</summary>"
+        f"<div style='white-space:pre-wrap;max-height:24em;overflow:auto;border:1px solid #ccc;padding:6px'>"
+        f"{highlight(str(row.get('reasoning') or '(none recorded)'), words)}</div></details></div>"
+    )
+
+
+def choice_label(c: str) -> str:
+    return BY_SLUG[c].name if c in BY_SLUG else "Other (say what in the note)"
+
+
+def annotation_panel(sample: pd.DataFrame, store: AnnotationStore) -> Any:
+    """An ipywidgets panel over ``sample`` for one annotator; every save is written at once."""
+    import ipywidgets as w
+
+    rows = sample.to_dict("records")
+    keys = [str(r["key"]) for r in rows]
+    state = {"i": store.next_index(keys)}
+    status = w.HTML()
+    body = w.HTML()
+    choice = w.RadioButtons(options=[(choice_label(c), c) for c in CHOICES], value=None,
+                            layout=w.Layout(width="max-content"))
+    note = w.Textarea(placeholder="note (optional)", layout=w.Layout(width="40em"))
+    prev_b, save_b = w.Button(description="◀ previous"), w.Button(description="save and next ▶", button_style="primary")
+
+    def show() -> None:
+        done = store.labels()
+        i = state["i"]
+        status.value = f"<b>{store.annotator}</b>: {len([k for k in keys if k in done])} of {len(keys)} labelled"
+        if i >= len(rows):
+            body.value = "<p>All items in the sample are labelled. Thank you.</p>"
+            return
+        body.value = f"<p>Item {i + 1} of {len(rows)}</p>" + item_html(rows[i])
+        old = done.get(keys[i])
+        choice.value = old["category"] if old else None
+        note.value = old.get("note", "") if old else ""
+
+    def on_save(_: Any) -> None:
+        if state["i"] < len(rows) and choice.value is not None:
+            store.save(keys[state["i"]], choice.value, note.value)
+            state["i"] += 1
+        show()
+
+    def on_prev(_: Any) -> None:
+        state["i"] = max(0, state["i"] - 1)
+        show()
+
+    save_b.on_click(on_save)
+    prev_b.on_click(on_prev)
+    show()
+    return w.VBox([status, body, choice, note, w.HBox([prev_b, save_b])])

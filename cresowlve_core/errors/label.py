@@ -1,0 +1,151 @@
+"""Automatic error labelling: one labeller call per wrong answer, one ``map_with_resume`` run.
+
+The labeller reads the puzzle, the reference answer, its explanation, the accepted answers, the
+model's reasoning (thoughts, else its raw output) and its prediction, writes a rationale and a
+category. Only the *last* ``CATEGORY:`` line counts; a category outside the taxonomy is kept as
+``other: <text>``; output without a category line is *unlabelled* (``label = None``), never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
+from cresowlve_core.errors.wrong import WrongAnswer
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+
+PROMPT = "error_label"
+LABELS = "labels.jsonl"
+MAX_REASONING_CHARS = 12_000  # the labeller sees the head and the tail of a longer trace
+MAX_PARSE_CHARS = 20_000
+_CATEGORY_LINE = re.compile(r"^[\s*#>_-]*category[\s*_]*[:：]\s*(.*?)[\s*_.]*$", re.I)
+_RATIONALE_LINE = re.compile(r"^[\s*#>_-]*rationale[\s*_]*[:：]\s*(.*?)\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Label:
+    """A parsed labeller reply: a category slug or ``other: <text>``, and the rationale."""
+
+    category: str
+    rationale: str
+
+    @property
+    def in_taxonomy(self) -> bool:
+        return not self.category.startswith(OTHER_PREFIX)
+
+
+def parse_label(text: str | None) -> Label | None:
+    """The last ``CATEGORY:`` line of ``text`` as a :class:`Label`, else ``None`` (unlabelled).
+
+    Names, slugs and numbers 1–7 are accepted, with or without markdown; anything else on the
+    line is kept as ``other: <text>``. An empty category line is unlabelled.
+    """
+    if not text:
+        return None
+    lines = text[-MAX_PARSE_CHARS:].splitlines()
+    category: str | None = None
+    cat_at = -1
+    for i, line in enumerate(lines):
+        m = _CATEGORY_LINE.match(line)
+        if m:
+            category, cat_at = m.group(1).strip().strip("\"'`«»“”"), i
+    if category is None or not category:
+        return None
+    rationale = ""
+    for line in lines[:cat_at]:
+        m = _RATIONALE_LINE.match(line)
+        if m:
+            rationale = m.group(1)
+    if not rationale:
+        rationale = " ".join(x.strip() for x in lines[:cat_at] if x.strip())[-600:]
+    slug = category_of(category) or category_of(re.sub(r"^\s*\d+\s*[.)]\s*", "", category))
+    return Label(slug if slug else OTHER_PREFIX + category[:120], rationale[:1000])
+
+
+def _categories_text() -> str:
+    return "\n".join(f"{i}. {c.name}: {c.definition}" for i, c in enumerate(CATEGORIES, start=1))
+
+
+def _examples_text() -> str:
+    from cresowlve_core.errors.taxonomy import BY_SLUG
+
+    blocks = []
+    for ex in FEW_SHOT:
+        blocks.append(f"Puzzle: {ex.question}\nReference answer: {ex.answer}\nModel reasoning: {ex.reasoning}\n"
+                      f"Model answer: {ex.prediction}\nRATIONALE: {ex.rationale}\n"
+                      f"CATEGORY: {BY_SLUG[ex.category].name}")
+    return "\n\n".join(blocks)
+
+
+def _clip(text: str, limit: int = MAX_REASONING_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + f"\n[... {len(text) - limit} characters left out ...]\n" + text[-half:]
+
+
+def label_messages(unit: WrongAnswer) -> tuple[list[dict[str, str]], str]:
+    """The labeller's chat messages for one wrong answer, and the prompt tag."""
+    prompt = load_prompt(PROMPT)
+    text = prompt.render(
+        categories=_categories_text(), examples=_examples_text(),
+        question=unit.question.strip(), answer=unit.answer.strip(),
+        other_answers=(unit.other_answers or "(none)").strip(), explanation=(unit.explanation or "(none)").strip(),
+        reasoning=_clip(unit.reasoning.strip()) or "(none recorded)", prediction=unit.prediction.strip() or "(empty)",
+    )
+    return [{"role": "user", "content": text}], prompt.tag
+
+
+async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, options: ClientOptions, *,
+                 progress: bool = True) -> MapResult[WrongAnswer]:
+    """Label every wrong answer in ``units`` into ``run/labels.jsonl`` (resumable, one record each)."""
+    prompt = load_prompt(PROMPT)
+    manifest = run.begin(new_manifest(
+        "error_label", model=client.endpoint.model, base_url=client.endpoint.base_url,
+        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
+        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump(),
+        identity={"taxonomy": [c.slug for c in CATEGORIES]}))
+
+    async def call(unit: WrongAnswer, previous: dict[str, Any] | None) -> dict[str, Any]:
+        messages, tag = label_messages(unit)
+        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
+        parsed = parse_label(c.text)
+        return {"key": unit.key, "status": "ok", "config": unit.config, "lang": unit.lang, "id": unit.id,
+                "label": parsed.category if parsed else None, "rationale": parsed.rationale if parsed else None,
+                "raw": c.text, "usage": c.usage.model_dump(), "cost": c.cost, "labeller": client.endpoint.model,
+                "prompt": tag}
+
+    result = await map_with_resume(run, LABELS, units, key=lambda u: u.key, call=call,
+                                   concurrency=options.concurrency, progress=progress, desc="labelling errors")
+    recs = list(result.records.values())
+    run.finish(manifest, stopped=result.stopped, summary={
+        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error,
+        "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None for r in recs),
+        "n_other": sum(str(r.get("label") or "").startswith(OTHER_PREFIX) for r in recs),
+        "stopped": result.stopped})
+    return result
+
+
+def label_errors(units: Sequence[WrongAnswer], run_dir: str | Path, *, model: str | None = None,
+                 base_url: str | None = None, api_key_env: str | None = None,
+                 options: ClientOptions | None = None, progress: bool = True) -> MapResult[WrongAnswer]:
+    """Synchronous entry point: label ``units`` with the labeller (embedded model if no base URL)."""
+    from cresowlve_core.runtime import endpoint_or_embedded, open_client, run_coro
+
+    opts = options or ClientOptions()
+
+    async def go(endpoint: Any) -> MapResult[WrongAnswer]:
+        client = open_client(endpoint, opts)
+        try:
+            return await alabel(units, RunDir(run_dir), client, opts, progress=progress)
+        finally:
+            await client.aclose()
+
+    with endpoint_or_embedded(model, base_url, api_key_env) as (endpoint, _):
+        return run_coro(go(endpoint))

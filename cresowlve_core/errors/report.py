@@ -1,0 +1,233 @@
+"""The error analysis as one object and the sections of ``notebooks/04_error_analysis.ipynb``.
+
+:func:`analyse` finds the runs (or makes a tiny demo run), collects the wrong answers and labels
+them (one ``map_with_resume`` call). Each ``*_section`` displays its tables and charts and returns
+a small JSON-serialisable dict the notebook records; none raises on empty input.
+"""
+
+from __future__ import annotations
+
+import html
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.errors import agreement as agr
+from cresowlve_core.errors.annotation import (AnnotationStore, annotation_panel, annotation_sample, read_annotations,
+                                              write_sample)
+from cresowlve_core.errors.distribution import chi2_all_pairs, distribution, distribution_chart, label_frame
+from cresowlve_core.errors.label import label_errors
+from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name
+from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
+from cresowlve_core.runtime import ClientOptions
+from cresowlve_core.text import slug
+
+
+def say(markdown: str) -> None:
+    from IPython.display import Markdown, display
+
+    display(Markdown(markdown))
+
+
+def show(obj: Any) -> None:
+    from IPython.display import display
+
+    display(obj)
+
+
+def jsonable(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """A frame as JSON-safe records (NaN → None, numpy scalars → Python)."""
+    out = []
+    for r in df.to_dict(orient="records"):
+        out.append({str(k): (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v))
+                    for k, v in r.items()})
+    return out
+
+
+@dataclass
+class ErrorAnalysis:
+    """Everything the sections show."""
+
+    source: str
+    tally: pd.DataFrame
+    labels: pd.DataFrame  # one row per wrong answer (see label_frame)
+    label_dir: Path
+    labeller: str
+    embedded: bool
+    stopped: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
+            labeller_model: str | None = None, labeller_base_url: str | None = None,
+            labeller_api_key_env: str | None = None, make_demo: bool = True, limit: int | None = None,
+            max_tokens: int | None = 512, concurrency: int = 4, seed: int = 0, progress: bool = False) -> ErrorAnalysis:
+    """Find the runs, collect the wrong answers and label them (resumable).
+
+    ``out_dir`` holds the label run directories (``labels/<labeller>``) and annotations; None
+    means a fresh temporary folder (nothing is written into the checkout). With no runs and
+    ``make_demo``, a tiny demo evaluation is made there first with the embedded model.
+    ``limit`` caps the wrong answers labelled per configuration (in key order).
+    """
+    work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-errors-"))
+    data, source = find_or_make_runs(runs, base_url=None, model=None, work_dir=work, make_demo=make_demo)
+    units, tally = collect_wrong(data)
+    if limit is not None:
+        by_config: dict[str, int] = {}
+        kept = []
+        for u in sorted(units, key=lambda u: u.key):
+            if by_config.get(u.config, 0) < limit:
+                kept.append(u)
+                by_config[u.config] = by_config.get(u.config, 0) + 1
+        units = kept
+    labeller = labeller_model or "embedded"
+    label_dir = work / "labels" / slug(labeller)
+    options = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed,
+                            cache_path=None if out_dir else str(work / "cache.sqlite"))
+    stopped = None
+    records: dict[Any, dict[str, Any]] = {}
+    if units:
+        res = label_errors(units, label_dir, model=labeller_model, base_url=labeller_base_url,
+                           api_key_env=labeller_api_key_env, options=options, progress=progress)
+        records, stopped = res.records, res.stopped
+    return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
+                         embedded=labeller_base_url is None, stopped=stopped, notes=list(data.notes))
+
+
+# ------------------------------------------------------------------ sections
+
+
+def categories_section() -> dict[str, Any]:
+    """The seven categories and their definitions."""
+    df = pd.DataFrame([{"category": c.name, "definition": c.definition} for c in CATEGORIES])
+    show(df.style.hide(axis="index"))
+    return {"n_categories": len(df)}
+
+
+def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
+    """Where the answers came from and how many are wrong, by which rule."""
+    say(ea.source)
+    for n in ea.notes:
+        say(f"- {n}")
+    if ea.tally.empty:
+        say("**Nothing to analyse**: no evaluation runs.")
+        return {"n_runs": 0, "n_wrong": 0}
+    show(ea.tally)
+    say("`n_wrong_judge`: wrong by the LLM judge's verdict; `n_wrong_em`: not judged, wrong by strict exact match; "
+        "`n_unknown`: neither (not counted); `n_no_item`: the item could not be loaded (not labelled).")
+    return {"n_runs": int(len(ea.tally)), "n_wrong": int(ea.tally["n_wrong"].sum()),
+            "n_wrong_judge": int(ea.tally["n_wrong_judge"].sum()), "n_wrong_em": int(ea.tally["n_wrong_em"].sum()),
+            "n_no_item": int(ea.tally["n_no_item"].sum())}
+
+
+def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
+    """How many wrong answers got a category, an ``other:`` label, none, or an error."""
+    lf = ea.labels
+    counts = lf["state"].value_counts().to_dict() if not lf.empty else {}
+    n_other = int(lf["label"].fillna("").str.startswith("other: ").sum()) if not lf.empty else 0
+    say(f"Labeller: `{ea.labeller}`; labels in `{ea.label_dir}` (resumable)."
+        + (f" **Stopped early:** {ea.stopped}" if ea.stopped else ""))
+    out = {"n": int(len(lf)), "labelled": int(counts.get("labelled", 0)), "unlabelled": int(counts.get("unlabelled", 0)),
+           "error": int(counts.get("error", 0)), "not_run": int(counts.get("not_run", 0)), "other": n_other,
+           "stopped": ea.stopped}
+    show(pd.DataFrame([out]).drop(columns=["stopped"]))
+    say("*unlabelled*: the labeller's reply had no category line (never guessed); *other*: a category outside "
+        "the seven, kept with its text.")
+    if n_other:
+        show(lf[lf["label"].fillna("").str.startswith("other: ")][["config", "id", "label"]])
+    return out
+
+
+def distribution_section(ea: ErrorAnalysis) -> dict[str, Any]:
+    """Category shares per configuration with Wilson 95% intervals; χ² between configurations."""
+    dist = distribution(ea.labels)
+    if dist.empty or dist["n"].max() == 0:
+        say("No labelled errors: no distribution to show.")
+        return {"distribution": [], "chi2": []}
+    show(distribution_chart(dist))
+    table = dist.assign(name=dist["category"].map(display_name))
+    show(table[["config", "name", "k", "n", "p", "low", "high"]].round(3))
+    chi = chi2_all_pairs(dist)
+    if chi.empty:
+        say("One configuration only: no χ² comparison.")
+    else:
+        say("χ² test of independence between the category distributions of two configurations "
+            "(categories empty in both dropped):")
+        show(chi.round(4))
+    return {"distribution": jsonable(dist), "chi2": jsonable(chi)}
+
+
+def examples_section(ea: ErrorAnalysis, n_per_category: int = 2) -> dict[str, Any]:
+    """Readable examples per category: question, answer, the model's answer, the rationale."""
+    lf = ea.labels[ea.labels["state"] == "labelled"] if not ea.labels.empty else ea.labels
+    if lf.empty:
+        say("No labelled errors: no examples.")
+        return {"shown": 0}
+    from IPython.display import HTML
+
+    e = html.escape
+    parts, shown = [], 0
+    for cat, part in lf.sort_values("key").groupby("bucket", sort=True):
+        name = BY_SLUG[cat].name if cat in BY_SLUG else "Other"
+        parts.append(f"<h4>{e(name)} ({len(part)})</h4>")
+        for r in part.head(n_per_category).itertuples():
+            shown += 1
+            parts.append(
+                "<div style='border-left:3px solid #888;padding-left:8px;margin:6px 0;max-width:60em'>"
+                f"<p><b>{e(r.config)}</b> · {e(r.lang)} · <code>{e(r.id)}</code> · label <code>{e(str(r.label))}</code></p>"
+                f"<p><b>Question.</b> {e(r.question)}</p><p><b>Answer.</b> {e(r.answer)}</p>"
+                f"<p><b>Model answer.</b> {e(r.prediction or '(empty)')}</p>"
+                f"<p><b>Labeller's rationale.</b> {e(str(r.rationale or ''))}</p></div>")
+    show(HTML("".join(parts)))
+    return {"shown": shown}
+
+
+def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = None, *, n_per_config: int = 50,
+                       seed: int = 0, annotator: str | None = None, n_boot: int = 1000) -> dict[str, Any]:
+    """The seeded annotation sample, the panel (when ``annotator`` is given) and agreement."""
+    folder = Path(annotations_dir) if annotations_dir else ea.label_dir.parent.parent / "annotations"
+    sample = annotation_sample(ea.labels, n_per_config, seed)
+    out: dict[str, Any] = {"n_sample": int(len(sample)), "sample_path": None}
+    if sample.empty:
+        say("No wrong answers to annotate.")
+        return out
+    path = write_sample(sample, folder / "sample.jsonl")
+    out["sample_path"] = str(path)
+    say(f"Annotation sample: {len(sample)} wrong answers (at most {n_per_config} per configuration, seed {seed}) "
+        f"in `{path}`. Label them with `annotation_panel` here (set `annotator`) or in marimo: "
+        f"`marimo edit notebooks/annotate_errors.py`. Labels go to `{folder}/<annotator>.jsonl`.")
+    if annotator:
+        show(annotation_panel(sample, AnnotationStore(folder, annotator)))
+    ann = read_annotations(folder)
+    ann = ann[ann["key"].isin(set(sample["key"]))]
+    out["n_annotations"] = int(len(ann))
+    out["annotators"] = sorted(ann["annotator"].unique().tolist())
+    if ann.empty:
+        say("No annotations yet: agreement is computed once annotators have saved labels.")
+        return out
+    among = agr.annotator_agreement(ann, n_boot=n_boot, seed=seed)
+    if len(among["annotators"]) >= 2:
+        say("**Between annotators** (Cohen's κ per pair, Fleiss' κ over items every annotator labelled; "
+            "bootstrap 95% CIs):")
+        show(among["pairs"].round(3))
+        f = among["fleiss"]
+        say(f"Fleiss' κ = {f.kappa:.3f} [{f.low:.3f}, {f.high:.3f}] over n = {f.n} items.")
+        out["fleiss"] = [f.kappa, f.low, f.high, f.n]
+        out["pairs"] = jsonable(among["pairs"])
+    labels = {str(r.key): r.bucket for r in ea.labels.itertuples() if r.state == "labelled"}
+    vs = agr.labeller_agreement(ann, labels, n_boot=n_boot, seed=seed)
+    k = vs["kappa"]
+    say(f"**Labeller vs the annotators' majority**: Cohen's κ = {k.kappa:.3f} [{k.low:.3f}, {k.high:.3f}] over "
+        f"n = {vs['n']} items ({vs['n_no_majority']} without a majority, {vs['n_unlabelled']} unlabelled by the "
+        "labeller, both left out).")
+    if vs["n"]:
+        show(vs["confusion"])
+        show(vs["precision_recall"].round(3))
+    out["labeller_kappa"] = [k.kappa, k.low, k.high, k.n]
+    out["precision_recall"] = jsonable(vs["precision_recall"])
+    return out

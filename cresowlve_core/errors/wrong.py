@@ -1,0 +1,161 @@
+"""The wrong answers of evaluation runs, with everything the labeller and the annotators see.
+
+"Wrong" follows the analysis's own rule: the LLM judge's verdict where the judge scored the
+response, else strict exact match. The rule used is recorded per item as ``basis``
+(``"judge"`` or ``"em_strict"``); a response with neither is *unknown* and counted, not labelled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
+
+log = logging.getLogger(__name__)
+
+
+def correctness(responses: pd.DataFrame) -> pd.DataFrame:
+    """``correct`` (1.0 / 0.0 / NaN) and ``basis`` (``judge`` / ``em_strict`` / ``None``) per row.
+
+    Input is :attr:`RunSet.responses` (float columns ``judge`` and ``em_strict``).
+    """
+    judge = responses["judge"].to_numpy(dtype=float)
+    em = responses["em_strict"].to_numpy(dtype=float)
+    use_judge = ~np.isnan(judge)
+    correct = np.where(use_judge, judge, em)
+    basis = np.where(use_judge, "judge", np.where(np.isnan(em), None, "em_strict"))
+    return pd.DataFrame({"correct": correct, "basis": basis}, index=responses.index)
+
+
+@dataclass(frozen=True)
+class WrongAnswer:
+    """One wrong answer of one configuration, with the item and the model's output."""
+
+    key: str  # config|lang|id|hash of the output: a changed answer is labelled again
+    run_id: str
+    config: str
+    model: str
+    lang: str
+    id: str
+    basis: str
+    question: str
+    answer: str
+    explanation: str | None
+    other_answers: str | None
+    prediction: str
+    reasoning: str  # thoughts, else the raw output
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def read_records(run_path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The last response record per ``(id, lang)`` of one run directory (read only; a torn last
+    line is skipped, any other bad line is an error naming the file and line)."""
+    path = Path(run_path) / "responses.jsonl"
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if i == len(lines) - 1:
+                continue
+            raise ValueError(f"{path}:{i + 1}: not JSON: {exc}") from exc
+        if isinstance(rec, dict) and "id" in rec:
+            out[(str(rec["id"]), str(rec.get("lang")))] = rec
+    return out
+
+
+def _hash(*parts: str | None) -> str:
+    return hashlib.sha256("\x1f".join(p or "" for p in parts).encode("utf-8")).hexdigest()[:10]
+
+
+def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
+    """Every wrong answer in ``data`` plus a per-run tally of what was counted and why.
+
+    The tally (one row per run) has ``n``, ``n_wrong``, ``n_right``, ``n_unknown`` (neither judge
+    nor strict EM), ``n_wrong_judge`` / ``n_wrong_em`` (the basis) and ``n_no_item`` (a wrong
+    answer whose item could not be loaded: reported here, never labelled blind).
+    """
+    from cresowlve_core.sources.sample import load_items
+
+    if data.empty:
+        return [], pd.DataFrame(columns=["run_id", "config", "lang", "n", "n_wrong", "n_right", "n_unknown",
+                                         "n_wrong_judge", "n_wrong_em", "n_no_item"])
+    df = data.responses.join(correctness(data.responses))
+    items_cache: dict[tuple[str, str], dict[str, Any]] = {}
+    wrong: list[WrongAnswer] = []
+    tally = []
+    for _, run in data.runs.iterrows():
+        part = df[df["run_id"] == run["run_id"]]
+        manifest = read_manifest(Path(run["path"])) or {}
+        spec = manifest.get("items") or "demo"
+        records = read_records(run["path"])
+        row = {"run_id": run["run_id"], "config": run["config"], "lang": run["lang"], "n": len(part),
+               "n_wrong": int((part["correct"] == 0).sum()), "n_right": int((part["correct"] == 1).sum()),
+               "n_unknown": int(part["correct"].isna().sum()), "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0}
+        for r in part[part["correct"] == 0].itertuples():
+            lang = str(r.lang)
+            if (spec, lang) not in items_cache:
+                try:
+                    items_cache[(spec, lang)] = {it.id: it for it in load_items(spec, lang)}  # type: ignore[arg-type]
+                except (OSError, ValueError) as exc:
+                    log.warning("items %r (%s) could not be loaded: %s", spec, lang, exc)
+                    items_cache[(spec, lang)] = {}
+            item = items_cache[(spec, lang)].get(str(r.id))
+            rec = records.get((str(r.id), lang), {})
+            row["n_wrong_judge" if r.basis == "judge" else "n_wrong_em"] += 1
+            if item is None:
+                row["n_no_item"] += 1
+                continue
+            view = item.view(lang)  # type: ignore[arg-type]
+            prediction = str(rec.get("prediction") or "")
+            reasoning = str(rec.get("thoughts") or rec.get("raw_output") or "")
+            wrong.append(WrongAnswer(
+                key=f"{run['config']}|{lang}|{r.id}|{_hash(prediction, reasoning)}",
+                run_id=str(run["run_id"]), config=str(run["config"]), model=str(run["model"]), lang=lang,
+                id=str(r.id), basis=str(r.basis), question=view.question, answer=view.answer,
+                explanation=view.explanation, other_answers=view.other_answers,
+                prediction=prediction, reasoning=reasoning))
+        tally.append(row)
+    return wrong, pd.DataFrame(tally)
+
+
+def find_or_make_runs(runs: str | Sequence[str] | None, *, base_url: str | None, model: str | None,
+                      work_dir: Path, make_demo: bool = True, max_tokens: int = 128) -> tuple[RunSet, str]:
+    """The runs named by ``runs``; if there are none and ``make_demo``, a tiny evaluation of the
+    bilingual demo items (En and Ru) into ``work_dir/eval`` with the given model (embedded when
+    ``base_url`` is None). Returns the runs and a sentence saying where they came from."""
+    data = load_runs(runs)
+    if not data.empty or not make_demo:
+        return data, (f"{len(data.runs)} run(s) from `{runs}`" if not data.empty
+                      else f"no runs found at `{runs}`: nothing to analyse")
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async
+    from cresowlve_core.runtime import endpoint_or_embedded, run_coro
+    from cresowlve_core.sources.sample import load_items
+
+    with endpoint_or_embedded(model, base_url) as (endpoint, _):
+        for lang in ("en", "ru"):
+            ru_ids = {it.id for it in load_items("demo", "ru")}
+            items = [it for it in load_items("demo", lang) if it.id in ru_ids]  # type: ignore[arg-type]
+            cfg = EvalConfig(model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+                             run_dir=str(work_dir / "eval" / lang), items="demo", lang=lang,  # type: ignore[arg-type]
+                             max_tokens=max_tokens, cache_path=str(work_dir / "cache.sqlite"), concurrency=4)
+            run_coro(evaluate_async(cfg, items, progress=False))
+    data = load_runs(str(work_dir / "eval" / "*"))
+    return data, (f"no runs found at `{runs}`: ran a tiny demo evaluation ({len(data.responses)} answers) "
+                  f"into `{work_dir / 'eval'}`")

@@ -1,0 +1,142 @@
+"""Error labelling: the parser on every reply form, the messages, and a labelling run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakeserver import FakeServer
+
+from cresowlve_core.analysis.loading import load_runs
+from cresowlve_core.errors import collect_wrong, label_messages, parse_label
+from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS
+from cresowlve_core.items import Item, ItemView
+from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.runtime import ClientOptions
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("RATIONALE: it never links the orbit.\nCATEGORY: Missing creative connection", "missing_creative_connection"),
+    ("RATIONALE: x\nCATEGORY: overthinking", "overthinking"),
+    ("**Rationale:** x\n**Category:** Wrong reference", "wrong_reference"),
+    ("Category: 3", "hallucination"),
+    ("CATEGORY: 7. Clue misinterpretation.", "clue_misinterpretation"),
+    ("category: incorrect_concept_anchoring", "incorrect_concept_anchoring"),
+    ("CATEGORY: Hallucination or unsupported fabrication", "hallucination"),
+    ("CATEGORY: \"Wrong hypothesis\"", "wrong_hypothesis"),
+    ("CATEGORY: overthinking\nthen more thought\nCATEGORY: Wrong reference", "wrong_reference"),  # last one counts
+    ("CATEGORY: ran out of time", "other: ran out of time"),
+])
+def test_parse_label_forms(reply, expected):
+    label = parse_label(reply)
+    assert label is not None and label.category == expected
+
+
+@pytest.mark.parametrize("reply", [None, "", "I think it is overthinking.", "CATEGORY:", "CATEGORY: **",
+                                   "<one or two sentences>\n<one category name>"])
+def test_malformed_labeller_output_is_unlabelled(reply):
+    assert parse_label(reply) is None
+
+
+def test_rationale_is_read_and_other_is_not_in_taxonomy():
+    lab = parse_label("RATIONALE: picks teeth instead of jaws.\nCATEGORY: Clue misinterpretation")
+    assert lab.rationale == "picks teeth instead of jaws." and lab.in_taxonomy
+    assert not parse_label("CATEGORY: laziness").in_taxonomy
+
+
+def test_parse_label_is_linear_on_huge_input():
+    # only the tail is read: a category line after a megabyte of text still counts, quickly
+    assert parse_label("x " * 500_000 + "\nCATEGORY: overthinking").category == "overthinking"
+    assert parse_label("CATEGORY: " + "x" * 1_000_000) is None  # the line start is outside the tail
+
+
+def test_taxonomy_has_seven_categories_and_one_example_each():
+    assert len(CATEGORIES) == 7 and len(set(SLUGS)) == 7
+    assert sorted(ex.category for ex in FEW_SHOT) == sorted(SLUGS)
+
+
+def _items(n: int) -> list[Item]:
+    return [Item(id=f"chgk_{i:010x}", en=ItemView(question=f"Puzzle number {i}: who is X?", answer=f"Answer{i}",
+                                                 explanation=f"Because {i}.", other_answers=f"Alt{i}"),
+                 ru=ItemView(question=f"Вопрос номер {i}: кто такой ИКС в этой загадке?", answer=f"Ответ{i}"))
+            for i in range(n)]
+
+
+def write_run(root: Path, lang: str, items: list[Item], correct: dict[str, bool], *, model: str = "m",
+              judged: dict[str, bool] | None = None) -> Path:
+    """A run directory as the evaluation writes it (strict EM from ``correct``; judge where given)."""
+    items_path = root / "items.jsonl"
+    items_path.write_text("".join(json.dumps(it.model_dump(), ensure_ascii=False) + "\n" for it in items))
+    d = root / f"{model}__{lang}"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "manifest.json").write_text(json.dumps({
+        "run_id": d.name, "kind": "eval", "model": model, "base_url": "http://127.0.0.1:1/v1", "lang": lang,
+        "items": str(items_path), "n_items": len(items), "finished_at": "2026-01-01T00:00:00Z"}))
+    lines = []
+    for it in items:
+        rec = {"id": it.id, "lang": lang, "status": "ok", "model": model, "prediction": f"guess {it.id}",
+               "raw_output": f"I think about {it.id}.\n<Answer>guess</Answer>", "thoughts": None,
+               "em_strict": correct[it.id], "em_lenient": correct[it.id]}
+        if judged and it.id in judged:
+            rec |= {"judge_status": "scored", "judge_verdict": "CORRECT" if judged[it.id] else "INCORRECT"}
+        lines.append(json.dumps(rec, ensure_ascii=False))
+    (d / "responses.jsonl").write_text("\n".join(lines) + "\n")
+    return d
+
+
+def test_wrong_follows_judge_where_scored_else_strict_em(tmp_path):
+    items = _items(4)
+    ids = [it.id for it in items]
+    # item0: EM wrong, judge correct -> right; item1: EM right, judge wrong -> wrong (judge);
+    # item2: EM wrong, no judge -> wrong (em_strict); item3: EM right -> right
+    write_run(tmp_path, "en", items, dict(zip(ids, [False, True, False, True])),
+              judged={ids[0]: True, ids[1]: False})
+    wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    assert {(w.id, w.basis) for w in wrong} == {(ids[1], "judge"), (ids[2], "em_strict")}
+    assert tally.iloc[0][["n_wrong", "n_right", "n_wrong_judge", "n_wrong_em"]].tolist() == [2, 2, 1, 1]
+    w = next(w for w in wrong if w.id == ids[1])
+    assert w.explanation == "Because 1." and w.other_answers == "Alt1" and "I think" in w.reasoning
+
+
+def test_label_messages_show_everything_the_labeller_needs(tmp_path):
+    items = _items(1)
+    write_run(tmp_path, "en", items, {items[0].id: False})
+    (w,), _ = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    (msg,), tag = label_messages(w)
+    text = msg["content"]
+    for part in ("Puzzle number 0", "Answer0", "Because 0.", "Alt0", "I think about", "guess chgk_", "CATEGORY:"):
+        assert part in text
+    assert tag == "error_label@1"
+    for c in CATEGORIES:
+        assert c.name in text
+
+
+def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
+    from cresowlve_core.errors.distribution import distribution, label_frame
+    from cresowlve_core.errors.label import label_errors
+
+    items = _items(6)
+    write_run(tmp_path, "en", items, {it.id: False for it in items})
+    wrong, _ = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    replies = {0: "RATIONALE: a\nCATEGORY: Overthinking", 1: "RATIONALE: b\nCATEGORY: Wrong reference",
+               2: "RATIONALE: c\nCATEGORY: laziness", 3: "no idea", 4: "CATEGORY: Overthinking", 5: "CATEGORY: 1"}
+
+    def answer(req):
+        n = int(req.prompt.split("<puzzle>\nPuzzle number ")[1].split(":")[0])
+        return replies[n]
+
+    with FakeServer(answers=answer) as srv:
+        res = label_errors(wrong, tmp_path / "labels", model="labeller", base_url=srv.base_url,
+                           options=ClientOptions(cache=False, max_attempts=1), progress=False)
+        assert srv.total == 6
+    lf = label_frame(wrong, res.records)
+    assert lf["state"].value_counts().to_dict() == {"labelled": 5, "unlabelled": 1}
+    dist = distribution(lf)
+    k = dist.set_index("category")["k"]
+    assert k["overthinking"] == 2 and k["other"] == 1 and k["missing_creative_connection"] == 1
+    assert dist["n"].iloc[0] == 5 and dist["n_unlabelled"].iloc[0] == 1
+    summary = json.loads((tmp_path / "labels" / "summary.json").read_text())
+    assert summary["n_unlabelled"] == 1 and summary["n_other"] == 1
+    manifest = json.loads((tmp_path / "labels" / "manifest.json").read_text())
+    assert manifest["kind"] == "error_label" and manifest["prompts"] == ["error_label@1"]
