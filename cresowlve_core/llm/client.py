@@ -64,7 +64,9 @@ import json
 import logging
 import random
 import ssl
+import os
 import time
+import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -104,6 +106,7 @@ log = logging.getLogger(__name__)
 DEFAULT_ESTIMATE_OUTPUT_TOKENS = 4096
 MAX_RETRY_AFTER_S = 300.0
 POOL_SHARD_SIZE = 16  # connections per pool: httpcore scans a pool's connections on every request
+_UA = {"User-Agent": "cresowlve-core", "Accept": "application/json"}
 
 __all__ = [
     "BadResponse", "LLMClient", "build_request", "messages_to_prompt", "parse_chat", "parse_completions",
@@ -121,11 +124,33 @@ def _messages_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(_content_text(m.get("content")) for m in messages)
 
 
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...), if any."""
+    parts = urlsplit(url)
+    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
+        return None
+    return urllib.request.getproxies().get(parts.scheme)
+
+
+def _url_credentials(url: str) -> list[str]:
+    """The secret parts of a URL (the password of ``user:pass@``, ``?api-key=...`` values), longest first."""
+    parts = urlsplit(url)
+    found = [parts.password] if parts.password else []
+    stripped = strip_url_credentials(url)
+    if stripped != url:  # a key-like query parameter: take its raw value
+        for pair in parts.query.split("&"):
+            name, _, value = pair.partition("=")
+            if value and strip_url_credentials(f"?{name}={value}") != f"?{name}={value}":
+                found.append(value)
+    return sorted({x for x in found if len(x) >= 4}, key=len, reverse=True)
+
+
 @dataclass
 class _Shard:
-    """One connection pool and how many calls it carries now."""
+    """One connection pool (an httpx2 transport, used directly: no cookie jar, redirects or
+    hooks on the hot path) and how many calls it carries now."""
 
-    http: httpx2.AsyncClient
+    http: httpx2.AsyncHTTPTransport
     in_flight: int = 0
 
 
@@ -221,7 +246,10 @@ class LLMClient:
         self.retries = _RetryLog(retry_log_interval_s)
         self._res: _Resources | None = None
         self._sync_loop: asyncio.AbstractEventLoop | None = None
-        self._urls: dict[str, str] = {}
+        self._urls: dict[str, httpx2.URL] = {}
+        self._timeouts = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s)).as_dict()
+        self._secret_cache: tuple[str | None, list[str]] | None = None
+        self._url_secrets = _url_credentials(endpoint.base_url)
         self._ever_answered = False  # any HTTP response at all: the endpoint exists
         self._dead_streak = 0
         self._down: str | None = None
@@ -229,11 +257,10 @@ class LLMClient:
     # ---- lifecycle
 
     def _new_shard(self, connections: int) -> _Shard:
-        http = httpx2.AsyncClient(
+        http = httpx2.AsyncHTTPTransport(
             verify=_ssl_context(),
             limits=httpx2.Limits(max_connections=connections + 2, max_keepalive_connections=connections + 2),
-            timeout=httpx2.Timeout(self.timeout_s, connect=min(10.0, self.timeout_s)),
-            follow_redirects=False,
+            proxy=_proxy_for(self.endpoint.base_url),
         )
         return _Shard(http)
 
@@ -294,16 +321,17 @@ class LLMClient:
     # ---- helpers
 
     def _secrets(self) -> list[str]:
-        """Values never to show or store: the key variable (whatever its name) and credential-like ones."""
+        """Values never to show or store: the key variable (whatever its name) and credential-like
+        ones (looked up again whenever the key's value changes)."""
         env = self.endpoint.api_key_env
-        return find_secret_values([env] if env else None)
+        current = os.environ.get(env) if env else None
+        if self._secret_cache is None or self._secret_cache[0] != current:
+            self._secret_cache = (current, find_secret_values([env] if env else None))
+        return self._secret_cache[1]
 
     def _redact(self, text: str) -> str:
-        """Replace key values and URL credentials in ``text``."""
-        text = redact(text, self._secrets())
-        base = self.endpoint.base_url
-        clean = strip_url_credentials(base)
-        return text.replace(base, clean) if clean != base else text
+        """Replace key values and URL credentials (wherever they appear) in ``text``."""
+        return strip_url_credentials(redact(text, self._secrets() + self._url_secrets))
 
     def _redact_completion(self, c: Completion, secrets: list[str]) -> Completion:
         hits = [s for s in secrets if s in c.text or (c.thoughts and s in c.thoughts) or s in str(c.raw)]
@@ -313,12 +341,12 @@ class LLMClient:
             c.raw = json.loads(redact(json.dumps(c.raw, ensure_ascii=False), hits))
         return c
 
-    def _url(self, path: str) -> str:
+    def _url(self, path: str) -> httpx2.URL:
         """The full URL of ``path``; a query in the base URL (``?api-version=``) is kept at the end."""
         url = self._urls.get(path)
         if url is None:
             parts = urlsplit(self.endpoint.base_url)
-            url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + path))
+            url = httpx2.URL(urlunsplit(parts._replace(path=parts.path.rstrip("/") + path)))
             self._urls[path] = url
         return url
 
@@ -448,19 +476,29 @@ class LLMClient:
 
     async def _send(self, res: _Resources, key: str, path: str, content: bytes) -> Completion:
         """One HTTP attempt, bounded by ``deadline_s``; raises AttemptFailed or transport errors."""
+        request = httpx2.Request("POST", self._url(path), headers={**self.wire.request_headers(key), **_UA},
+                                 content=content, extensions={"timeout": self._timeouts})
         shard = res.pick()
         shard.in_flight += 1
         try:
             if self.deadline_s is None:
-                resp = await shard.http.post(self._url(path), content=content, headers=self.wire.request_headers(key))
+                status, headers, body = await self._roundtrip(shard, request)
             else:
                 try:
                     async with asyncio.timeout(self.deadline_s):
-                        resp = await shard.http.post(self._url(path), content=content,
-                                                     headers=self.wire.request_headers(key))
+                        status, headers, body = await self._roundtrip(shard, request)
                 except TimeoutError:
                     raise AttemptFailed(Failure("retry", f"no complete answer within the {self.deadline_s:g} s "
                                                 "deadline", reason="deadline")) from None
         finally:
             shard.in_flight -= 1
-        return self.wire.interpret(path, resp.status_code, resp.headers, resp.content)
+        return self.wire.interpret(path, status, headers, body)
+
+    @staticmethod
+    async def _roundtrip(shard: _Shard, request: httpx2.Request) -> tuple[int, httpx2.Headers, bytes]:
+        response = await shard.http.handle_async_request(request)
+        try:
+            body = await response.aread()
+        finally:
+            await response.aclose()
+        return response.status_code, response.headers, body

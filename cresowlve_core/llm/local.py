@@ -9,7 +9,7 @@ junk. It exists so that every pipeline can run end to end offline, not to produc
 Trap (see ``footguns`` in the README): the GGUF ships no chat template. With jinja enabled,
 ``chat_template="gemma"`` is taken as the literal template text and every prompt silently
 becomes the word "gemma". We therefore run with jinja *off*, which makes llama.cpp use its
-built-in ``gemma`` template. ``tests/test_local_model.py`` checks that prompt tokens grow with
+built-in ``gemma`` template. ``tests/llm/test_local_model.py`` checks that prompt tokens grow with
 the prompt.
 """
 
@@ -84,19 +84,13 @@ class LocalServer:
     def model(self) -> str:
         return LOCAL_MODEL
 
-    def start(self, timeout_s: float = 120.0) -> "LocalServer":
-        if self._server is not None:
-            return self
-        if not port_is_free(self.port):
-            raise LocalServerError(
-                f"port {self.port} on {HOST} is already in use; stop the other process "
-                f"or choose another port (cresowlve serve-local --port N)"
-            )
-        import xllamacpp
+    def server_params(self, params: Any) -> Any:
+        """Fill llama.cpp's ``CommonParams`` (all but the model path) for this server.
 
-        params = xllamacpp.CommonParams()
-        params.model.path = str(model_path())
-        params.model_alias = LOCAL_MODEL
+        ``model_alias`` is a *set* of names: a plain string would become a set of its characters
+        (``/v1/models`` then listed the id ``"-"`` with one-letter aliases).
+        """
+        params.model_alias = {LOCAL_MODEL}
         params.n_parallel = self.n_parallel
         params.n_ctx = self.ctx_per_slot * self.n_parallel
         params.port = self.port
@@ -107,6 +101,20 @@ class LocalServer:
         params.log_json = False
         if self.threads:
             params.cpuparams.n_threads = self.threads
+        return params
+
+    def start(self, timeout_s: float = 120.0) -> "LocalServer":
+        if self._server is not None:
+            return self
+        if not port_is_free(self.port):
+            raise LocalServerError(
+                f"port {self.port} on {HOST} is already in use; stop the other process "
+                f"or choose another port (cresowlve serve-local --port N)"
+            )
+        import xllamacpp
+
+        params = self.server_params(xllamacpp.CommonParams())
+        params.model.path = str(model_path())
         t0 = time.monotonic()
         try:
             self._server = xllamacpp.Server(params)
