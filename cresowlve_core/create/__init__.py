@@ -1,6 +1,6 @@
 """CREATE — "Testing LLMs for Associative Creativity" (Wadhwa et al., arXiv:2603.09970).
 
-Modules, named after the paper's concepts (see ``README.md`` in this folder):
+Modules, named after the paper's concepts (user documentation: ``docs/create.md``):
 
 * :mod:`~cresowlve_core.create.queries` — the shipped queries and Algorithm 1 (query construction);
 * :mod:`~cresowlve_core.sources.kg` — the Wikidata subset the builder samples from;
@@ -9,7 +9,9 @@ Modules, named after the paper's concepts (see ``README.md`` in this folder):
 * :mod:`~cresowlve_core.create.distance` — path text, embeddings, the annealed distance;
 * :mod:`~cresowlve_core.create.utility` — creative utility, patience curves, distinctiveness;
 * :mod:`~cresowlve_core.create.scored` — scored path sets; the authors' recorded judgments;
-* :mod:`~cresowlve_core.create.runs` — ``generate`` / ``score`` run directories (CLI entry points);
+* :mod:`~cresowlve_core.create.records` — the pydantic records of a run directory;
+* :mod:`~cresowlve_core.create.generate` — the generation stage (``cresowlve create generate``);
+* :mod:`~cresowlve_core.create.score` — the scoring stage (``cresowlve create score``), your runs;
 * :mod:`~cresowlve_core.create.report` — leaderboard tables and altair charts.
 
 Nothing heavy is imported here: the embedding model loads only when distances are needed.

@@ -148,3 +148,24 @@ def test_user_runs_are_marked_and_unscored_ones_refused(tmp_path):
     _legacy_run(tmp_path / "unscored", judged=False)
     with pytest.raises(ValueError, match="not scored yet"):
         cs.load_user_runs([str(tmp_path / "unscored")])
+
+
+def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
+    from cresowlve_core.create import report as cr
+
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=client, progress=False)
+    cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False)
+    loaded = cr.load_sets(None, [str(tmp_path / "mine")])
+    assert loaded.user_configs == ["fake-model__original (yours: mine)"] and not loaded.embedded
+    assert "of which 1 are your runs" in loaded.message
+    assert loaded.user_table is not None and loaded.user_table.iloc[0]["judge"] == "fake-model"
+    rep = cr.analyse(loaded.sets, embedder=one_hot)
+    board = rep.leaderboard(n_boot=50)
+    assert len(board) == 9 and set(board.origin) == {"recorded", "yours"}
+    mine = board[board.origin == "yours"].iloc[0]
+    assert mine.config == "fake-model__original (yours: mine)" and mine.n_queries == 2
+    # the authors' validity flags are compared with our check on the recorded sets only
+    assert set(cr.validity_agreement(loaded.sets).config) == set(board[board.origin == "recorded"].config)
+    chart = cr.leaderboard_chart(board).to_dict()
+    assert "your run" in json.dumps(chart)
