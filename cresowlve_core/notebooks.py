@@ -2,14 +2,22 @@
 
 ``run_notebook("00_data_overview", {"lang": "en"})``:
 
-1. executes ``notebooks/00_data_overview.ipynb`` with papermill into ``reports/00_data_overview.ipynb``
-   (the working directory is ``notebooks/`` so relative paths behave as in JupyterLab);
-2. renders ``reports/00_data_overview.html`` with nbconvert: code hidden, charts embedded with the
-   Vega libraries inlined once per page, so the report works offline;
-3. refreshes ``reports/index.html``.
+1. checks the parameters against the notebook's ``parameters`` cell (an unknown name is an error);
+2. executes ``notebooks/00_data_overview.ipynb`` with papermill into ``REPORTS/00_data_overview.ipynb``
+   (working directory ``notebooks/``, as in JupyterLab). The kernel sees ``CRESOWLVE_REPORTS_DIR``
+   set to the reports directory, so every file the notebook writes by default lands there;
+3. renders ``REPORTS/00_data_overview.html`` with nbconvert: code hidden, charts drawn by Vega with
+   its libraries inlined once per page (no CDN, no require.js, no MathJax);
+4. refreshes the landing page ``REPORTS/index.html`` (:func:`update_index`): per report its title,
+   headline, models, date, parameters, banners and links to the executed notebook and exports.
 
-Inside a notebook, call :func:`setup` first and :func:`record` for the values tests should read
-back (:func:`read_records`).
+Inside a notebook call :func:`setup` first, :func:`record` for values tests and the index read back
+(:func:`read_records`), and :func:`headline` for the report's one-line result on the index page.
+
+Chart outputs carry the standard Vega-Lite mime bundle (``application/vnd.vegalite.v5+json``), which
+JupyterLab, VS Code and nbviewer render natively; the HTML report turns the same bundle into an
+embedded chart. Under marimo (no IPython kernel) altair's own renderer is left alone, so marimo
+draws charts itself, and :func:`record` displays nothing.
 """
 
 from __future__ import annotations
@@ -25,54 +33,86 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.paths import NOTEBOOKS_DIR, REPORTS_DIR
+from cresowlve_core import paths
+from cresowlve_core.banners import BANNER_KINDS, banner_html
 from cresowlve_core.secrets import find_secret_values, redact
 
 RECORD_MIME = "application/vnd.cresowlve.record+json"
+VEGALITE_MIME = "application/vnd.vegalite.v5+json"
+VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+VEGALITE_JS_VERSION = "5.21"  # the Vega-Lite library inlined into HTML reports (matches the v5 bundle)
+_VEGALITE_ANY = re.compile(r"^application/vnd\.vegalite\.v(\d+)\+json$")
 _CHART_MARK = "cresowlve-vega-chart"
 _INDEX_JSON = "index.json"
+_BANNER_ATTR = re.compile(r'data-banner="([a-z]+)"')
+_PROGRESS_BAR = re.compile(r"\d+%\|")
+EXPORT_SUFFIXES = (".csv", ".tex")
+# Kernel flags for report runs: no "Kernel is running over TCP without encryption" warning per notebook.
+_KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
 # --------------------------------------------------------------------------- inside notebooks
 
 
+def _in_ipython_kernel() -> bool:
+    """True inside a Jupyter kernel (JupyterLab, papermill, nbval); False under marimo or plain Python."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 def setup() -> None:
-    """Configure display for reports: altair charts that render offline, wide pandas tables."""
+    """Configure display: standard Vega-Lite chart bundles, wide pandas tables with full cells."""
     import altair as alt
     import pandas as pd
 
-    alt.renderers.register("cresowlve", _altair_renderer)
-    alt.renderers.enable("cresowlve")
+    if _in_ipython_kernel():
+        alt.renderers.register("cresowlve", vegalite_bundle)
+        alt.renderers.enable("cresowlve")
     alt.data_transformers.disable_max_rows()
     pd.set_option("display.max_columns", 50)
     pd.set_option("display.width", 200)
     pd.set_option("display.precision", 3)
+    pd.set_option("display.max_colwidth", 200)  # e.g. 00's pipeline_outcome, never cut at 50 characters
 
 
-def _altair_renderer(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
-    """Both a Vega-Lite mimetype (JupyterLab renders it natively) and self-contained-page HTML.
+def vegalite_bundle(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
+    """The altair renderer: a Vega-Lite v5 mime bundle plus a plain-text fallback.
 
-    The HTML does not load anything from a CDN: the report page carries the Vega bundle once
-    (see :func:`render_html`), and each chart waits for ``window.vegaEmbed``.
+    JupyterLab 4, VS Code and nbviewer render ``application/vnd.vegalite.v5+json`` natively (altair 6
+    labels its specs v6, a mimetype those front ends do not know yet; the charts this project draws
+    are valid Vega-Lite 5, which tests check by compiling every chart with Vega-Lite 5). There is
+    deliberately no ``text/html`` entry: front ends prefer HTML over Vega, and chart HTML needs a
+    script the notebook cannot provide. :func:`render_html` turns the bundle into an embedded chart.
     """
-    div = f"vis-{uuid.uuid4().hex[:12]}"
-    payload = json.dumps(spec).replace("</", "<\\/")
-    script = (
-        f'<div id="{div}" class="{_CHART_MARK}"></div><script type="text/javascript">'
-        f"(function(){{var spec={payload};function go(){{if(window.vegaEmbed){{"
-        f'window.vegaEmbed("#{div}",spec,{{"actions":{{"export":true,"source":false,"compiled":false,"editor":false}}}});'
-        f"}}else{{setTimeout(go,50);}}}}go();}})();</script>"
-    )
-    return {"application/vnd.vegalite.v5+json": spec, "text/html": script}
+    v5 = {**spec, "$schema": VEGALITE_SCHEMA}
+    title = spec.get("title")
+    if isinstance(title, dict):
+        title = title.get("text")
+    label = f"<chart: {title}>" if isinstance(title, str) and title else "<chart>"
+    return {VEGALITE_MIME: v5, "text/plain": label}
 
 
 def record(key: str, value: Any) -> Any:
-    """Store a JSON-serialisable value under ``key`` in the notebook output and return it."""
-    from IPython.display import display
+    """Store a JSON-serialisable value under ``key`` in the notebook output and return it.
 
+    In Jupyter the output is invisible (an empty ``text/plain`` beside the record mimetype); under
+    marimo or plain Python nothing is displayed at all.
+    """
     json.dumps(value)  # fail loudly, here, on values tests could not read back
-    display({RECORD_MIME: {key: value}}, raw=True)
+    if _in_ipython_kernel():
+        from IPython.display import display
+
+        display({RECORD_MIME: {key: value}, "text/plain": ""}, raw=True)
     return value
+
+
+def headline(text: str) -> str:
+    """The report's one-line result, shown on the index page (``record("headline", text)``)."""
+    return record("headline", text)
 
 
 def read_records(ipynb: str | Path) -> dict[str, Any]:
@@ -85,6 +125,19 @@ def read_records(ipynb: str | Path) -> dict[str, Any]:
             if RECORD_MIME in data:
                 out.update(data[RECORD_MIME])
     return out
+
+
+def banners_in(ipynb: str | Path) -> list[str]:
+    """Banner kinds shown anywhere in an executed notebook (``banner_html`` outputs or records)."""
+    nb = json.loads(Path(ipynb).read_text(encoding="utf-8"))
+    found: list[str] = []
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            text = o.get("data", {}).get("text/html", "")
+            found += _BANNER_ATTR.findall("".join(text) if isinstance(text, list) else str(text))
+    recorded = read_records(ipynb).get("banners", [])
+    found += [recorded] if isinstance(recorded, str) else list(recorded)
+    return [k for k in BANNER_KINDS if k in found]
 
 
 # --------------------------------------------------------------------------- running
@@ -100,14 +153,34 @@ class RunResult:
 
 
 def notebook_path(name: str) -> Path:
+    """``notebooks/NAME.ipynb`` of the current project, or an explicit ``.ipynb`` path."""
     p = Path(name)
     if p.suffix == ".ipynb" and p.exists():
         return p.resolve()
-    cand = NOTEBOOKS_DIR / (p.stem + ".ipynb")
+    nb_dir = paths.notebooks_dir()
+    cand = nb_dir / (p.stem + ".ipynb")
     if not cand.exists():
-        known = ", ".join(sorted(q.stem for q in NOTEBOOKS_DIR.glob("*.ipynb")))
+        known = ", ".join(sorted(q.stem for q in nb_dir.glob("*.ipynb")))
         raise FileNotFoundError(f"no notebook {name!r}; known notebooks: {known}")
     return cand
+
+
+def notebook_parameters(src: Path) -> dict[str, Any]:
+    """The names and defaults of the notebook's ``parameters`` cell (papermill's reading of it)."""
+    import papermill as pm
+
+    return {k: v.get("default") for k, v in pm.inspect_notebook(str(src)).items()}
+
+
+def check_parameters(src: Path, parameters: dict[str, Any]) -> None:
+    """Raise ``ValueError`` (one line, naming the known parameters) on any unknown name."""
+    known = notebook_parameters(src)
+    unknown = sorted(set(parameters) - set(known))
+    if unknown:
+        raise ValueError(
+            f"{src.stem}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+            f"known: {', '.join(known) or '(none)'}"
+        )
 
 
 def run_notebook(
@@ -123,14 +196,20 @@ def run_notebook(
     import papermill as pm
 
     src = notebook_path(name)
-    reports = Path(reports_dir or REPORTS_DIR)
+    params = dict(parameters or {})
+    check_parameters(src, params)
+    reports = Path(reports_dir or paths.reports_dir()).resolve()
     reports.mkdir(parents=True, exist_ok=True)
     stem = output_name or src.stem
     out_ipynb = reports / f"{stem}.ipynb"
-    params = dict(parameters or {})
     t0 = time.monotonic()
-    env_before = os.environ.get("CRESOWLVE_REPORT")
-    os.environ["CRESOWLVE_REPORT"] = "1"
+    kernel_env = {
+        "CRESOWLVE_REPORT": "1",
+        "CRESOWLVE_REPORTS_DIR": str(reports),  # every default output of the notebook goes here
+        "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # no "Loading weights: 0%" bars in reports
+    }
+    saved = {k: os.environ.get(k) for k in kernel_env}
+    os.environ.update(kernel_env)
     try:
         pm.execute_notebook(
             str(src),
@@ -140,12 +219,14 @@ def run_notebook(
             kernel_name="python3",
             progress_bar=False,
             execution_timeout=timeout_s,
+            extra_arguments=list(_KERNEL_ARGS),
         )
     finally:
-        if env_before is None:
-            os.environ.pop("CRESOWLVE_REPORT", None)
-        else:
-            os.environ["CRESOWLVE_REPORT"] = env_before
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         _scrub_secrets(out_ipynb)
     title = title or _first_heading(out_ipynb) or stem
     html_path = render_html(out_ipynb, reports / f"{stem}.html", title=title)
@@ -164,21 +245,69 @@ def _scrub_secrets(path: Path) -> None:
         path.write_text(clean, encoding="utf-8")
 
 
+# --------------------------------------------------------------------------- HTML
+
+
+_TEMPLATE = "cresowlve_report.html.j2"
+_TEMPLATE_SOURCE = """{%- extends 'lab/index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
+def _chart_html(spec: Any) -> str:
+    div = f"vis-{uuid.uuid4().hex[:12]}"
+    payload = json.dumps(spec).replace("</", "<\\/")
+    return (
+        f'<div id="{div}" class="{_CHART_MARK}"></div><script type="text/javascript">'
+        f'vegaEmbed("#{div}", {payload}, {{"actions": {{"export": true, "source": false, '
+        f'"compiled": false, "editor": false}}}}).catch(function (e) {{ console.error(e); '
+        f'document.getElementById("{div}").textContent = "chart failed to render: " + e; }});</script>'
+    )
+
+
+def _report_outputs(nb: Any) -> bool:
+    """Prepare outputs for the HTML page; True when any chart is present."""
+    has_chart = False
+    for cell in nb.cells:
+        if cell.get("cell_type") != "code":
+            continue
+        kept = []
+        for o in cell.get("outputs", []):
+            data = o.get("data", {})
+            if RECORD_MIME in data:
+                continue
+            if o.get("output_type") == "stream" and o.get("name") == "stderr" and _PROGRESS_BAR.search(o.get("text", "")):
+                continue  # a progress bar frozen at its first frame says nothing in a report
+            vl = next((k for k in data if _VEGALITE_ANY.match(k)), None)
+            if vl is not None:
+                o["data"] = {"text/html": _chart_html(data[vl])}
+                o.get("metadata", {}).clear()
+                has_chart = True
+            kept.append(o)
+        cell["outputs"] = kept
+    return has_chart
+
+
 def render_html(ipynb: Path, out: Path, title: str | None = None) -> Path:
-    """Render an executed notebook to a self-contained HTML page without code."""
+    """Render an executed notebook to a self-contained HTML page without code or CDN scripts."""
+    import jinja2
     import nbformat
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(ipynb), as_version=4)
-    for cell in nb.cells:
-        if cell.get("cell_type") == "code":
-            cell["outputs"] = [o for o in cell.get("outputs", []) if RECORD_MIME not in o.get("data", {})]
-    exporter = HTMLExporter(template_name="lab")
+    nb.metadata.pop("widgets", None)  # widget state would pull the widget manager from a CDN
+    has_chart = _report_outputs(nb)
+    exporter = HTMLExporter(
+        extra_loaders=[jinja2.DictLoader({_TEMPLATE: _TEMPLATE_SOURCE})], template_file=_TEMPLATE,
+    )
     exporter.exclude_input = True
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or ipynb.stem}})
-    if _CHART_MARK in body:
+    if has_chart:
         body = body.replace("</head>", f"<script>{_vega_bundle()}</script>\n</head>", 1)
     body = redact(body, find_secret_values())
     out.write_text(body, encoding="utf-8")
@@ -193,7 +322,7 @@ def _vega_bundle() -> str:
     if _BUNDLE is None:
         import vl_convert as vlc
 
-        _BUNDLE = vlc.javascript_bundle().replace("</script", "<\\/script")
+        _BUNDLE = vlc.javascript_bundle(vl_version=VEGALITE_JS_VERSION).replace("</script", "<\\/script")
     return _BUNDLE
 
 
@@ -208,41 +337,163 @@ def _first_heading(ipynb: Path) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------- the index page
+
+
+def _relative(value: Any, reports: Path) -> Any:
+    """Absolute paths in parameters, shown relative to the project root (or ``~``)."""
+    if isinstance(value, list):
+        return [_relative(v, reports) for v in value]
+    if not isinstance(value, str) or not value.startswith(("/", "~")):
+        return value
+    p = Path(value).expanduser()
+    for base in (paths.project_root(), reports):
+        try:
+            rel = p.relative_to(base)
+            return str(rel) if str(rel) != "." else "."
+        except ValueError:
+            continue
+    try:
+        return "~/" + str(p.relative_to(Path.home()))
+    except ValueError:
+        return value
+
+
+def _fallback_headline(records: dict[str, Any]) -> str | None:
+    """A one-line result from well-known records, for notebooks that record no ``headline``."""
+    summary = records.get("summary")
+    if isinstance(summary, dict):
+        try:
+            from cresowlve_core.evaluation.runner import summary_line
+
+            return summary_line(summary)
+        except Exception:  # the summary's shape belongs to the evaluation stage
+            pass
+    table1 = records.get("table1")
+    if isinstance(table1, dict) and "n_rows" in table1:
+        return (f"Table 1: {table1['n_rows']} configurations, {table1.get('matched_paper', 0)} "
+                "matched to a published row")
+    utility = {k: v for k, v in records.items() if k.startswith("utility@") and isinstance(v, dict) and v}
+    if utility:
+        key = max(utility)
+        best = max(utility[key], key=lambda c: utility[key][c])
+        return f"best creative {key}: {best} ({utility[key][best]:.3f}) of {len(utility[key])} configurations"
+    return None
+
+
+def _models(records: dict[str, Any], parameters: dict[str, Any]) -> list[str]:
+    explicit = records.get("models")
+    if isinstance(explicit, list):
+        return [str(m) for m in explicit]
+    found: list[str] = []
+    for key in ("model", "local_model", "judge_model"):
+        if parameters.get(key):
+            found.append(str(parameters[key]) + (" (judge)" if key == "judge_model" else ""))
+    summary = records.get("summary")
+    if not found and isinstance(summary, dict) and summary.get("model"):
+        found.append(str(summary["model"]))
+    table1 = records.get("table1")
+    if isinstance(table1, dict):
+        found += [str(r.get("config")) for r in table1.get("rows", []) if isinstance(r, dict) and r.get("config")]
+    return list(dict.fromkeys(found))
+
+
+def _recorded_paths(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [p for v in value.values() for p in _recorded_paths(v)]
+    if isinstance(value, list):
+        return [p for v in value for p in _recorded_paths(v)]
+    return [value] if isinstance(value, str) and value.endswith(EXPORT_SUFFIXES) else []
+
+
+def _exports(reports: Path, stem: str, stems: list[str], records: dict[str, Any]) -> list[str]:
+    """CSV/LaTeX files of a report: recorded paths that exist, and ``STEM_*.csv|tex`` beside it."""
+    found: list[Path] = []
+    for s in _recorded_paths(records):
+        p = Path(s)
+        p = p if p.is_absolute() else reports / p
+        if p.exists():
+            found.append(p.resolve())
+    for p in sorted(reports.glob(f"{stem}_*")):
+        owner = max((s for s in stems if p.name.startswith(s + "_")), key=len, default=stem)
+        if p.suffix in EXPORT_SUFFIXES and owner == stem:
+            found.append(p.resolve())
+    return [os.path.relpath(p, reports) for p in dict.fromkeys(found)]
+
+
 def update_index(
     reports: Path, stem: str, title: str, parameters: dict[str, Any], seconds: float
 ) -> Path:
-    """Record this report in ``index.json`` and rewrite ``index.html`` from it."""
+    """Record this report in ``index.json`` and rewrite the landing page ``index.html``."""
     reg_path = reports / _INDEX_JSON
     registry: dict[str, Any] = json.loads(reg_path.read_text()) if reg_path.exists() else {}
+    ipynb = reports / f"{stem}.ipynb"
+    records = read_records(ipynb) if ipynb.exists() else {}
+    headline_text = records.get("headline") if isinstance(records.get("headline"), str) else None
     registry[stem] = {
         "title": title,
         "html": f"{stem}.html",
         "ipynb": f"{stem}.ipynb",
-        "parameters": parameters,
+        "parameters": {k: _relative(v, reports) for k, v in parameters.items()},
         "rendered_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "seconds": round(seconds, 1),
+        "headline": headline_text or _fallback_headline(records),
+        "models": _models(records, parameters),
+        "banners": banners_in(ipynb) if ipynb.exists() else [],
     }
+    for key, entry in registry.items():  # exports may appear after an earlier report was indexed
+        rec = read_records(reports / entry["ipynb"]) if (reports / entry["ipynb"]).exists() else {}
+        entry["exports"] = _exports(reports, key, list(registry), rec)
     reg_path.write_text(redact(json.dumps(registry, indent=2, default=str), find_secret_values()))
-    rows = []
-    for key in sorted(registry):
-        r = registry[key]
-        params = ", ".join(f"{k}={v!r}" for k, v in r["parameters"].items()) or "defaults"
-        rows.append(
-            f'<tr><td><a href="{html.escape(r["html"])}">{html.escape(r["title"])}</a></td>'
-            f"<td><code>{html.escape(key)}</code></td><td>{html.escape(params)}</td>"
-            f'<td>{html.escape(r["rendered_at"])}</td><td>{r["seconds"]} s</td>'
-            f'<td><a href="{html.escape(r["ipynb"])}">.ipynb</a></td></tr>'
-        )
-    page = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>CresOWLve reports</title>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2em;max-width:1100px}"
-        "table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.4em .8em;text-align:left}"
-        "code{font-size:90%}</style></head><body><h1>CresOWLve reports</h1>"
-        "<p>Each report is a notebook from <code>notebooks/</code>, executed headless with papermill "
-        "and rendered without code. Regenerate one with <code>cresowlve report NAME -p key value</code>.</p>"
-        "<table><tr><th>Report</th><th>Notebook</th><th>Parameters</th><th>Rendered (UTC)</th>"
-        "<th>Took</th><th>Executed</th></tr>" + "".join(rows) + "</table></body></html>"
-    )
     out = reports / "index.html"
-    out.write_text(redact(page, find_secret_values()), encoding="utf-8")
+    out.write_text(redact(index_page(registry), find_secret_values()), encoding="utf-8")
     return out
+
+
+_E = html.escape
+
+
+def _card(key: str, r: dict[str, Any]) -> str:
+    params = r.get("parameters") or {}
+    rows = "".join(f"<tr><th>{_E(k)}</th><td><code>{_E(json.dumps(v, default=str))}</code></td></tr>"
+                   for k, v in params.items())
+    params_html = (f"<details><summary>parameters ({len(params)})</summary><table>{rows}</table></details>"
+                   if params else "<p class='meta'>default parameters</p>")
+    links = [f'<a href="{_E(r["html"])}">report</a>', f'<a href="{_E(r["ipynb"])}">executed notebook</a>']
+    links += [f'<a href="{_E(p)}">{_E(Path(p).name)}</a>' for p in r.get("exports", [])]
+    tags = "".join(f'<span class="tag tag-{_E(b)}" data-banner="{_E(b)}">{_E(b)}</span>' for b in r.get("banners", []))
+    models = ", ".join(r.get("models") or []) or "—"
+    return (
+        f'<section class="report" id="{_E(key)}"><h2><a href="{_E(r["html"])}">{_E(r["title"])}</a> {tags}</h2>'
+        f'<p class="headline">{_E(r.get("headline") or "no headline recorded")}</p>'
+        f'<p class="meta">models: {_E(models)} · rendered {_E(r["rendered_at"].replace("T", " "))} UTC '
+        f'in {r["seconds"]} s · <code>{_E(key)}</code></p>'
+        f'{params_html}<p class="links">{" · ".join(links)}</p></section>'
+    )
+
+
+def index_page(registry: dict[str, Any]) -> str:
+    """The landing page: a banner per kind of non-result, then one card per report."""
+    kinds: dict[str, list[str]] = {}
+    for r in registry.values():
+        for b in r.get("banners", []):
+            kinds.setdefault(b, []).append(r["title"])
+    banners = "".join(banner_html(k, "Affected: " + "; ".join(titles) + ".") for k, titles in kinds.items()
+                      if k in BANNER_KINDS)
+    cards = "".join(_card(k, registry[k]) for k in sorted(registry))
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>CresOWLve reports</title>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        "<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222}"
+        ".report{border:1px solid #ddd;border-radius:8px;padding:.6em 1.2em;margin:1em 0}"
+        ".report h2{font-size:1.2em;margin:.4em 0}.headline{font-size:1.05em;margin:.3em 0}"
+        ".meta{color:#555;font-size:.9em;margin:.3em 0}details table{border-collapse:collapse;font-size:.9em}"
+        "details th{text-align:left;padding:.1em .8em .1em 0;vertical-align:top}"
+        ".tag{font-size:.7em;color:#fff;background:#b00020;border-radius:4px;padding:.1em .4em;vertical-align:middle}"
+        "code{font-size:90%}</style></head><body><h1>CresOWLve reports</h1>"
+        + banners
+        + "<p>Each report is a notebook from <code>notebooks/</code>, executed headless with papermill and "
+        "rendered without code; charts work offline. Regenerate one with "
+        "<code>cresowlve report NAME -p key value</code>.</p>"
+        + cards + "</body></html>"
+    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import altair as alt
 import pandas as pd
 
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.paths import shipped_data
 
 PACK_SUFFIXES = (".txt", ".4s")
 
@@ -17,7 +17,7 @@ def pack_table(packs_dir: Path | None = None) -> pd.DataFrame:
     """One row per parsed question block of every shipped ChGK pack (flagged blocks included)."""
     from cresowlve_core.sources.chgk import read_pack_report
 
-    packs_dir = Path(packs_dir or DATA_DIR / "chgk")
+    packs_dir = Path(packs_dir or shipped_data("chgk"))
     rows = []
     for path in sorted(p for p in packs_dir.iterdir() if p.suffix in PACK_SUFFIXES):
         report = read_pack_report(path)
@@ -71,6 +71,20 @@ def item_table(include_removed: bool = True) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def removed_items(items: pd.DataFrame) -> pd.DataFrame:
+    """Paper items the construction pipeline removed, with the full reason (``pipeline_outcome``)."""
+    removed = items[~items["in_benchmark"]][["id", "lang", "pipeline_outcome"]]
+    return removed.reset_index(drop=True)
+
+
+def headline(summary: pd.DataFrame, items: pd.DataFrame) -> str:
+    """One line for the index page: packs, questions, flagged blocks, demo items per language."""
+    kept = items[items["in_benchmark"]].groupby("lang").size().to_dict()
+    langs = ", ".join(f"{n} {lang.upper()}" for lang, n in sorted(kept.items()))
+    return (f"{len(summary)} ChGK packs, {int(summary['questions'].sum())} question blocks "
+            f"({int(summary['flagged'].sum())} flagged); demo items: {langs or 'none'}")
 
 
 def difficulty_counts(items: pd.DataFrame) -> pd.DataFrame:
