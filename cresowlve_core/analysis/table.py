@@ -387,10 +387,26 @@ def style_table1(display: pd.DataFrame):  # -> pandas Styler
     return display.style.map(grey)
 
 
+def _export_banners(long: pd.DataFrame, synthetic: bool) -> list[str]:
+    from cresowlve_core.banners import export_banners
+
+    models = long["model"].dropna().astype(str).unique().tolist() if "model" in long.columns else []
+    return list(export_banners(synthetic=synthetic, models=models))
+
+
 def write_table1_csv(long: pd.DataFrame, path: Path, synthetic: bool = False) -> Path:
-    """Write :func:`table1_wide` to ``path`` (a ``synthetic`` column flags synthetic inputs)."""
+    """Write :func:`table1_wide` to ``path`` (a ``synthetic`` column flags synthetic inputs).
+
+    When the inputs are synthetic or come from the embedded 270M model, a ``warning`` column
+    carries the banner text (:func:`cresowlve_core.banners.banner_text`) on every row.
+    """
+    from cresowlve_core.banners import banner_text
+
     wide = table1_wide(long)
     wide.insert(0, "synthetic", synthetic)
+    kinds = _export_banners(long, synthetic)
+    if kinds:
+        wide.insert(0, "warning", " ".join(banner_text(k) for k in kinds))  # type: ignore[arg-type]
     path.parent.mkdir(parents=True, exist_ok=True)
     wide.to_csv(path, index=False)
     return path
@@ -463,9 +479,19 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
 
 
 def write_table1_latex(long: pd.DataFrame, path: Path, synthetic: bool = False) -> Path:
-    """Write :func:`table1_latex` to ``path``."""
+    """Write :func:`table1_latex` to ``path``; synthetic or embedded-model inputs get the banner
+    text as comment lines on top and a bold warning line under the table."""
+    from cresowlve_core.banners import banner_text, banner_title
+
+    kinds = _export_banners(long, synthetic)
+    head = "".join(f"% {banner_text(k)}\n" for k in kinds)  # type: ignore[arg-type]
+    tail = "".join(
+        "\\par\\smallskip\\textbf{" + latex_escape(banner_title(k)).replace("—", "---") + "}\n"  # type: ignore[arg-type]
+        for k in kinds
+    )
+    body = table1_latex(long, synthetic=synthetic)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(table1_latex(long, synthetic=synthetic), encoding="utf-8")
+    path.write_text(head + body + ("" if body.endswith("\n") else "\n") + tail, encoding="utf-8")
     return path
 
 
