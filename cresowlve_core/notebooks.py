@@ -76,6 +76,7 @@ def setup() -> None:
     pd.set_option("display.max_columns", 50)
     pd.set_option("display.width", 200)
     pd.set_option("display.precision", 3)
+    pd.set_option("display.max_rows", None)  # reports show every row of a table, never the first/last 5
     pd.set_option("display.max_colwidth", 200)  # e.g. 00's pipeline_outcome, never cut at 50 characters
 
 
