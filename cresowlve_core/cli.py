@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import logging
+import math
+import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
 
 from cresowlve_core.llm.types import EFFORTS
 
@@ -26,6 +31,204 @@ def _parse_value(text: str) -> Any:
 
 def _params(pairs: list[list[str]] | None) -> dict[str, Any]:
     return {k: _parse_value(v) for k, v in (pairs or [])}
+
+
+# --------------------------------------------------------------------------- exit codes
+
+EXIT_OK = 0  # every unit done
+EXIT_INCOMPLETE = 1  # the run finished, but some units errored or were not run
+EXIT_USAGE = 2  # refused before any work: bad argument, items file, run directory, configuration
+EXIT_STOPPED = 3  # stopped early: fatal provider error, --max-cost, a full disk; finished work kept
+EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
+EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    done: every item (unit) finished
+  1    finished, but some items errored or were not run; the last line says how many
+       and names the most common error with its count; run again to retry them
+  2    refused before any request: a bad argument, an unreadable items file, an unusable
+       run directory (a file, unwritable, in use by another process), a run directory of
+       another configuration, a missing key variable
+  3    stopped early: a fatal provider error (wrong key, model or endpoint; endpoint down),
+       --max-cost reached, or a full disk; finished work is kept, run again to resume
+  130  interrupted by Ctrl-C (SIGINT); finished work, summary.json and finished_at are written
+  143  terminated by SIGTERM; same as 130
+"""
+
+_signal_received: dict[str, int | None] = {"signum": None}
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM does what Ctrl-C does (the run stops, keeps its work, writes its summary)."""
+    _signal_received["signum"] = signum
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)  # asyncio.run's handler cancels the run; the default raises
+    else:
+        raise KeyboardInterrupt
+
+
+def _interrupt_code() -> int:
+    return EXIT_SIGTERM if _signal_received["signum"] == signal.SIGTERM else EXIT_SIGINT
+
+
+def _field(summary: Any, *names: str) -> Any:
+    """The first of ``names`` found on a summary dict or a result object (methods are called)."""
+    for name in names:
+        if isinstance(summary, Mapping):
+            if name in summary:
+                return summary[name]
+        elif hasattr(summary, name):
+            value = getattr(summary, name)
+            return value() if callable(value) else value
+    return None
+
+
+def stage_exit(summary: Any, *, unit: str = "items") -> int:
+    """The exit code of a stage command, printing a last line to stderr unless all is done.
+
+    ``summary`` is a runtime :class:`~cresowlve_core.runtime.MapResult`, a stage summary dict
+    (``n_items``, ``n_ok``, ``n_error``, ``n_not_run``, ``stopped``, ``top_error``) or an object
+    with those attributes. Codes: see :data:`EXIT_CODES_HELP`.
+    """
+    from cresowlve_core.runtime.mapping import INTERRUPTED
+
+    n = _field(summary, "n_items", "n_units") or 0
+    n_ok = _field(summary, "n_ok", "n_done")
+    n_error = _field(summary, "n_error") or 0
+    n_not_run = _field(summary, "n_not_run") or 0
+    stopped = _field(summary, "stopped")
+    top = _field(summary, "top_error")
+    done = f"{n_ok if n_ok is not None else n - n_error - n_not_run} of {n} {unit} done"
+    left = f"{n_error} errored, {n_not_run} not run"
+    common = f"; most common error ({top[1]}x): {top[0]}" if top else ""
+    if stopped == INTERRUPTED:
+        code = _interrupt_code()
+        name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
+        print(f"interrupted ({name}): {done}, {left}; run again to resume", file=sys.stderr)
+        return code
+    if stopped:
+        print(f"stopped early ({stopped}): {done}, {left}{common}; finished work is kept, run again to resume",
+              file=sys.stderr)
+        return EXIT_STOPPED
+    if n_error or n_not_run:
+        print(f"incomplete: {left} of {n} {unit}{common}; run again to retry them", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_OK
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line (pydantic errors as ``field: message; ...``)."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {exc.filename}" if exc.filename else ""
+        return f"disk full{where} ({os.strerror(exc.errno)}); finished work is kept, free space and run again"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
+    return text or type(exc).__name__
+
+
+# --------------------------------------------------------------------------- argument checks
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def _port(text: str) -> int:
+    value = _positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port 1-65535, got {value}")
+    return value
+
+
+def _finite_float(text: str, *, minimum: float = 0.0, strict: bool = False) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text!r}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    return _finite_float(text)
+
+
+def _usd(text: str) -> float:
+    return _finite_float(text, strict=True)
+
+
+def _http_url(text: str) -> str:
+    from cresowlve_core.secrets import strip_url_credentials
+
+    try:
+        parts = urlsplit(text.strip())
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(
+            f"must be an http(s) URL such as https://api.openai.com/v1, got {strip_url_credentials(text)!r}")
+    return text.strip()
+
+
+def _env_name(text: str) -> str:
+    from cresowlve_core.secrets import looks_like_key
+
+    if looks_like_key(text):  # never repeat it: it is probably the key itself
+        raise argparse.ArgumentTypeError(
+            f"takes the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key; the value given "
+            f"({len(text)} characters) looks like a key and was not used")
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
+
+
+def _nonempty(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def _run_dir(text: str) -> str:
+    """A usable run directory path, checked without creating anything."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file, not a run directory")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create {path}: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {path}: {existing} is not writable")
+    return text
+
+
+def _unset_key_var(*names: str | None) -> str | None:
+    """The first named API-key variable that is not set (checked before anything is created)."""
+    return next((name for name in names if name and not os.environ.get(name)), None)
+
+
+def _usage_error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 # --------------------------------------------------------------------------- commands
@@ -58,6 +261,8 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line
+    from cresowlve_core.llm.types import LLMFatalError
+    from cresowlve_core.runtime import SUMMARY
 
     cfg = EvalConfig(
         model=a.model, base_url=a.base_url, run_dir=a.run_dir, items=a.items, lang=a.lang,
@@ -72,9 +277,21 @@ def cmd_eval(a: argparse.Namespace) -> int:
         out = batch_evaluate(cfg)
         print(out)
         return 0
-    outcome = evaluate(cfg)
+    je = cfg.judge_endpoint()
+    if (name := _unset_key_var(cfg.api_key_env, je.api_key_env if je else None)) is not None:
+        return _usage_error(f"environment variable {name!r} is not set (it should hold the API key); nothing was run")
+    try:
+        outcome = evaluate(cfg)
+    except LLMFatalError as exc:  # the run stopped at a wrong key/model/endpoint; its summary is on disk
+        summary_file = Path(cfg.run_dir) / SUMMARY
+        if not summary_file.exists():
+            raise
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        summary["stopped"] = summary.get("stopped") or f"fatal: {_one_line(exc)}"
+        print(summary_line(summary))
+        return stage_exit(summary)
     print(summary_line(outcome.summary))
-    return 0 if not outcome.stopped else 3
+    return stage_exit(outcome.summary)
 
 
 def cmd_rescore(a: argparse.Namespace) -> int:
@@ -90,10 +307,19 @@ def cmd_cache(a: argparse.Namespace) -> int:
     cache = ResponseCache(Path(a.path)) if a.path else ResponseCache()
     if a.action == "stats":
         print(json.dumps(cache.stats(), indent=2))
-    else:
-        n = cache.clear(model=a.model)
-        print(f"removed {n} cached responses")
-    return 0
+        return EXIT_OK
+    stats = cache.stats()
+    n = stats["per_model"].get(a.model, 0) if a.model else stats["entries"]
+    what = f"{n} cached responses" + (f" of model {a.model!r}" if a.model else "") + f" from {stats['path']}"
+    if not a.yes:
+        if not sys.stdin.isatty():
+            return _usage_error(f"cache clear would remove {what}; pass --yes to confirm")
+        if input(f"remove {what}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing removed")
+            return EXIT_OK
+    n = cache.clear(model=a.model)
+    print(f"removed {n} cached responses")
+    return EXIT_OK
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -152,106 +378,154 @@ def cmd_create_score(a: argparse.Namespace) -> int:
 
 
 def _endpoint_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="model name as the endpoint knows it")
-    p.add_argument("--base-url", required=True, help="OpenAI-compatible base URL, e.g. https://api.openai.com/v1")
-    p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the key")
+    p.add_argument("--model", required=True, type=_nonempty, help="model name as the endpoint knows it (required)")
+    p.add_argument("--base-url", required=True, type=_http_url,
+                   help="OpenAI-compatible http(s) base URL, e.g. https://api.openai.com/v1 (required)")
+    p.add_argument("--api-key-env", default=None, type=_env_name,
+                   help="NAME of the environment variable holding the key (default: none, for local servers)")
 
 
 def _create_client_args(p: argparse.ArgumentParser) -> None:
     """Client options of the CREATE commands; unset ones keep the stage's ClientOptions defaults."""
-    p.add_argument("--max-tokens", type=int, default=None, help="output budget per call (default: 4096)")
-    p.add_argument("--concurrency", type=int, default=None, help="calls in flight at once (default: 8)")
+    p.add_argument("--max-tokens", type=_positive_int, default=None, help="output budget per call (default: 4096)")
+    p.add_argument("--concurrency", type=_positive_int, default=None, help="calls in flight at once (default: 8)")
     p.add_argument("--seed", type=int, default=None, help="sampling seed sent to the provider (default: 0)")
-    p.add_argument("--rpm", type=int, default=None, help="requests-per-minute limit (default: none)")
-    p.add_argument("--tpm", type=int, default=None, help="tokens-per-minute limit (default: none)")
-    p.add_argument("--max-cost", type=float, default=None, help="stop cleanly before spending more USD (default: no limit)")
+    p.add_argument("--rpm", type=_positive_int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=_positive_int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD (default: no limit)")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's layout, and ends every option's help with its default."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if not action.option_strings or "default" in text or action.default is argparse.SUPPRESS:
+            return text
+        if action.required:
+            return text if "required" in text else f"{text} (required)"
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            return f"{text} (default: {'on' if action.default else 'off'})"
+        return f"{text} (default: {'none' if action.default is None else '%(default)s'})"
+
+
+def _apply_help_conventions(parser: argparse.ArgumentParser) -> None:
+    """The help formatter and the exit-code epilog on ``parser`` and every subcommand under it."""
+    parser.formatter_class = _HelpFormatter
+    parser.epilog = parser.epilog or EXIT_CODES_HELP
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                _apply_help_conventions(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="cresowlve", description=__doc__)
-    ap.add_argument("-v", "--verbose", action="store_true")
+    ap.add_argument("-v", "--verbose", action="store_true",
+                    help="debug logging, and a full traceback instead of a one-line error (default: off)")
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve-local", help="serve the embedded Gemma 3 270M on 127.0.0.1")
-    p.add_argument("--port", type=int, default=8765)
-    p.add_argument("--parallel", type=int, default=4)
+    p.add_argument("--port", type=_port, default=8765, help="TCP port on 127.0.0.1 (default: 8765)")
+    p.add_argument("--parallel", type=_positive_int, default=4, help="requests decoded at once (default: 4)")
     p.set_defaults(fn=cmd_serve_local)
 
     p = sub.add_parser("report", help="execute a notebook headless and render its HTML report")
     p.add_argument("notebook", help="name in notebooks/ (e.g. 03_analysis) or a path")
-    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"))
-    p.add_argument("--reports-dir", default=None)
+    p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                   help="set a notebook parameter; VALUE is JSON where it parses, else a string; "
+                        "repeatable (default: the notebook's own defaults)")
+    p.add_argument("--reports-dir", default=None,
+                   help="where the report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
     p.set_defaults(fn=cmd_report)
 
     p = sub.add_parser("run", help="the main job: demo evaluation + every report, on the embedded model "
                        "unless CRESOWLVE_BASE_URL/CRESOWLVE_MODEL are set")
-    p.add_argument("--reports-dir", default=None)
-    p.add_argument("--quick", action="store_true", help="fewer items (for smoke tests)")
+    p.add_argument("--reports-dir", default=None,
+                   help="where the reports go (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    p.add_argument("--quick", action="store_true", help="fewer items (for smoke tests) (default: off)")
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("eval", help="evaluate a model on CresOWLve items into a resumable run directory")
-    p.add_argument("--items", default="demo", help="demo | hub:en | hub:ru | PATH (.jsonl/.parquet, published schema)")
-    p.add_argument("--lang", choices=["en", "ru"], default="en")
+    p.add_argument("--items", default="demo", type=_nonempty,
+                   help="demo (the shipped demo items) | hub:en | hub:ru (downloaded once from the Hugging Face "
+                        "hub) | PATH (.jsonl/.parquet: published schema, or one Item per line) (default: demo)")
+    p.add_argument("--lang", choices=["en", "ru"], default="en", help="language of the questions (default: en)")
     _endpoint_args(p)
-    p.add_argument("--effort", choices=EFFORTS, default=None, help="reasoning effort (uses the Responses API)")
+    p.add_argument("--effort", choices=EFFORTS, default=None,
+                   help="reasoning effort sent to a thinking model (default: none sent)")
     p.add_argument("--prompt-style", choices=["cot", "plain"], default=None,
                    help="cot for non-thinking models, plain for thinking ones (default: plain iff --effort)")
-    p.add_argument("--api", choices=["chat", "responses", "completions"], default=None)
-    p.add_argument("--judge-model", default=None)
-    p.add_argument("--judge-base-url", default=None, help="default: --base-url")
-    p.add_argument("--judge-api-key-env", default=None)
-    p.add_argument("--judge-repeat", action="store_true", help="judge twice (seed, seed+1): repeatability in 03_analysis")
-    p.add_argument("--concurrency", type=int, default=8)
-    p.add_argument("--rpm", type=int, default=None, help="requests-per-minute limit")
-    p.add_argument("--tpm", type=int, default=None, help="tokens-per-minute limit")
-    p.add_argument("--limit", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--temperature", type=float, default=0.0)
-    p.add_argument("--max-tokens", type=int, default=4096)
-    p.add_argument("--max-cost", type=float, default=None, help="stop cleanly before spending more USD")
-    p.add_argument("--no-cache", action="store_true")
-    p.add_argument("--batch", action="store_true", help="submit via the OpenAI Batch API; run again to collect")
-    p.add_argument("--run-dir", required=True)
+    p.add_argument("--api", choices=["chat", "responses", "completions"], default=None,
+                   help="force an API style (default: chat; responses when --effort is given)")
+    p.add_argument("--judge-model", default=None, type=_nonempty,
+                   help="LLM judge model; without one only exact match is scored (default: no judge)")
+    p.add_argument("--judge-base-url", default=None, type=_http_url, help="judge's base URL (default: --base-url)")
+    p.add_argument("--judge-api-key-env", default=None, type=_env_name,
+                   help="NAME of the variable holding the judge's key (default: --api-key-env when the judge "
+                        "uses the model's base URL, else none)")
+    p.add_argument("--judge-repeat", action="store_true",
+                   help="judge twice (seed, seed+1): repeatability in 03_analysis (default: off)")
+    p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default: 8)")
+    p.add_argument("--rpm", type=_positive_int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=_positive_int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N items (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider (default: 0)")
+    p.add_argument("--temperature", type=_temperature, default=0.0,
+                   help="sampling temperature, finite and >= 0 (default: 0.0)")
+    p.add_argument("--max-tokens", type=_positive_int, default=4096,
+                   help="output budget per answer; thinking models need room (default: 4096)")
+    p.add_argument("--max-cost", type=_usd, default=None,
+                   help="stop cleanly before spending more than this many USD (default: no limit)")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache (default: off)")
+    p.add_argument("--batch", action="store_true",
+                   help="submit via the OpenAI Batch API; run again to collect (default: off)")
+    p.add_argument("--run-dir", required=True, type=_run_dir,
+                   help="run directory (required); running again resumes it")
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("rescore", help="recompute answer extraction and every metric of a run from its stored "
                        "raw outputs (no model call; judge verdicts kept)")
-    p.add_argument("--run-dir", required=True, help="an evaluation run directory")
+    p.add_argument("--run-dir", required=True, type=_nonempty, help="an evaluation run directory (required)")
     p.set_defaults(fn=cmd_rescore)
 
     p = sub.add_parser("cache", help="the on-disk response cache")
-    p.add_argument("action", choices=["stats", "clear"])
-    p.add_argument("--model", default=None, help="clear only this model's entries")
-    p.add_argument("--path", default=None)
+    p.add_argument("action", choices=["stats", "clear"], help="stats: entries per model and size; clear: delete entries")
+    p.add_argument("--model", default=None, help="clear only this model's entries (default: all models)")
+    p.add_argument("--path", default=None,
+                   help="cache file (default: $CRESOWLVE_CACHE_DIR/responses.sqlite or <project>/data/cache/responses.sqlite)")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="clear without asking (needed when not at a terminal) (default: off)")
     p.set_defaults(fn=cmd_cache)
 
     create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
     p = create.add_parser("generate", help="ask a model for paths between entities (resumable run directory)")
     p.add_argument("--model", default=None, help="model name as the endpoint knows it (required with --base-url)")
-    p.add_argument("--base-url", default=None,
+    p.add_argument("--base-url", default=None, type=_http_url,
                    help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
-    p.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the key")
+    p.add_argument("--api-key-env", default=None, type=_env_name, help="NAME of the environment variable holding the key")
     p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
     p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
                    help="original: one call; iterate: ask for more paths in further rounds; "
                         "resample: independent samples merged (default: original)")
-    p.add_argument("--n-samples", type=int, default=4, help="resample: independent samples merged (default: 4)")
-    p.add_argument("--n-rounds", type=int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
-    p.add_argument("--temperature", type=float, default=None, help="sampling temperature (default: 0.7, the paper's)")
+    p.add_argument("--n-samples", type=_positive_int, default=4, help="resample: independent samples merged (default: 4)")
+    p.add_argument("--n-rounds", type=_positive_int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
+    p.add_argument("--temperature", type=_temperature, default=None, help="sampling temperature (default: 0.7, the paper's)")
     _create_client_args(p)
     p.add_argument("--effort", choices=EFFORTS, default=None, help="reasoning effort (default: none sent)")
-    p.add_argument("--limit", type=int, default=None, help="only the first N queries (default: all)")
-    p.add_argument("--run-dir", required=True, help="run directory; running again resumes it")
+    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N queries (default: all)")
+    p.add_argument("--run-dir", required=True, type=_run_dir, help="run directory; running again resumes it")
     p.set_defaults(fn=cmd_create_generate)
     p = create.add_parser("score", help="judge specificity and factuality, compute creative utility")
-    p.add_argument("--run-dir", required=True, help="a run directory of `cresowlve create generate`")
+    p.add_argument("--run-dir", required=True, type=_nonempty, help="a run directory of `cresowlve create generate`")
     p.add_argument("--score-dir", default=None, help="where the judgments go (default: RUN_DIR/score; "
                                                      "one per judge configuration)")
     p.add_argument("--judge-model", default=None, help="judge model name (required with --judge-base-url)")
-    p.add_argument("--judge-base-url", default=None,
+    p.add_argument("--judge-base-url", default=None, type=_http_url,
                    help="judge's OpenAI-compatible base URL (default: the embedded Gemma 3 270M: pipeline demo only)")
-    p.add_argument("--judge-api-key-env", default=None, help="NAME of the environment variable holding the judge's key")
+    p.add_argument("--judge-api-key-env", default=None, type=_env_name,
+                   help="NAME of the environment variable holding the judge's key")
     p.add_argument("--judge-invalid", action="store_true", help="also judge structurally invalid paths")
     p.add_argument("--effort", choices=EFFORTS, default=None, help="judge reasoning effort (default: none sent)")
     p.add_argument("--factuality-threshold", type=float, default=1.0,
@@ -260,29 +534,51 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
     _create_client_args(p)
     p.set_defaults(fn=cmd_create_score)
+    _apply_help_conventions(ap)
     return ap
 
 
+def _expected_error_code(exc: BaseException) -> int | None:
+    """The exit code of an anticipated failure (printed as one line), or None for a bug."""
+    from cresowlve_core.llm.local import LocalServerError
+    from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMError, LLMFatalError
+    from cresowlve_core.runtime import RunDirError
+    from cresowlve_core.sources.hub import HubUnavailableError
+
+    if isinstance(exc, (LLMFatalError, BudgetExceeded)):
+        return EXIT_STOPPED
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        return EXIT_STOPPED
+    if isinstance(exc, (LLMConfigError, LLMError, LocalServerError, RunDirError, HubUnavailableError, ValueError, OSError)):
+        return EXIT_USAGE
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one ``cresowlve`` command; returns the exit code (see :data:`EXIT_CODES_HELP`)."""
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:
         for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
+    _signal_received["signum"] = None
+    previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         return fn(args)
     except KeyboardInterrupt:
-        print("interrupted; completed work is saved in the run directory", file=sys.stderr)
-        return 130
-    except Exception as exc:  # one clear line instead of a traceback for expected failures
-        from cresowlve_core.llm.local import LocalServerError
-        from cresowlve_core.llm.types import LLMError
-
-        if isinstance(exc, (LLMError, LocalServerError, FileNotFoundError, ValueError)) and not args.verbose:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        raise
+        code = _interrupt_code()
+        name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
+        print(f"interrupted ({name}); completed work is saved in the run directory", file=sys.stderr)
+        return code
+    except Exception as exc:  # one clear line instead of a traceback for anticipated failures
+        code = _expected_error_code(exc)
+        if code is None or args.verbose:
+            raise
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return code
+    finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
 
 
 app = main  # entry point name used in pyproject

@@ -9,6 +9,9 @@ error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
   retries) is recorded as an error and the run goes on;
 - a stop error (spent budget, wrong key/model/endpoint) stops the run cleanly: no new unit
   starts, calls already in flight are awaited and recorded, and the reason is returned;
+- an interruption (Ctrl-C or SIGTERM, which cancel the running task) is a stop too: what has
+  finished is on disk, calls in flight are abandoned, and the result says ``stopped ==``
+  :data:`INTERRUPTED` so that the stage still writes its summary and finish time;
 - a tqdm progress bar shows progress in the CLI and in notebooks.
 """
 
@@ -28,6 +31,9 @@ from cresowlve_core.runtime.rundir import RunDir
 
 U = TypeVar("U")
 Record = dict[str, Any]
+
+#: ``MapResult.stopped`` after Ctrl-C / SIGTERM cancelled the run.
+INTERRUPTED = "interrupted"
 
 
 def is_ok(record: Record) -> bool:
@@ -137,8 +143,13 @@ async def map_with_resume(
                 persist(rec)
 
         n_workers = max(1, min(concurrency, len(todo)))
+        interrupted = False
         try:
             await asyncio.gather(*(worker() for _ in range(n_workers)))
+        except asyncio.CancelledError:
+            # Ctrl-C or SIGTERM (asyncio.run cancels the main task): every finished unit is
+            # already on disk; return so that the stage writes its summary and finish time.
+            interrupted = True
         finally:
             bar.close()
     first = stop[0] if stop else None
@@ -147,7 +158,7 @@ async def map_with_resume(
         n_units=len(units),
         n_skipped=len(units) - len(todo),
         n_sent=len(todo) - queue.qsize(),
-        stopped=stop_reason(first) if first else None,
+        stopped=stop_reason(first) if first else (INTERRUPTED if interrupted else None),
         stop_error=first,
         repairs=list(run.repairs),
     )
