@@ -5,7 +5,7 @@
   positional preference. A position of A–C is *non-preferred* when chosen fewer than N/4 times
   (N = all quiz questions, invalid answers included, as in the paper's k/4 = 145 for k = 580).
 * **Bias compensator quiz (BCQ)**: the original goes to a seeded random non-preferred position,
-  the perturbations fill the other A–C positions in a seeded order, D is "none"; repeated
+  two of the three perturbations (seeded) fill the other A–C positions, D is "none"; repeated
   ``n_repeats`` times with independent randomness per repeat.
 
 Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
@@ -88,8 +88,8 @@ def bdq_options(perturbations: Sequence[str], rng: np.random.Generator) -> tuple
 
 def bcq_options(original: str, perturbations: Sequence[str], non_preferred: Sequence[str],
                 rng: np.random.Generator) -> tuple[tuple[str, str, str, str], str]:
-    """The original at a random non-preferred position (of A–C), the perturbations elsewhere in a
-    random order, D: none. Returns the options and the original's letter."""
+    """The original at a random non-preferred position (of A–C), two of the perturbations (a random
+    pick, in a random order) at the other two, D: none. Returns the options and the original's letter."""
     if len(perturbations) != 3:
         raise ValueError("the BCQ needs exactly three perturbations")
     allowed = [p for p in non_preferred if p in PLACEABLE]

@@ -1,0 +1,182 @@
+"""Contamination building blocks: ROUGE-L, option placement, answer parsing, statistics."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats as sps
+
+from cresowlve_core.contamination import prefix_match, rouge_l
+from cresowlve_core.contamination import quiz as qz
+from cresowlve_core.contamination.completion import cut_question, paired_diff, parse_continuation
+from cresowlve_core.contamination.perturb import parse_perturbations, placeholders, problems
+from cresowlve_core.stats import wilson_interval
+
+# ------------------------------------------------------------------ ROUGE-L
+
+
+def test_rouge_l_hand_computed_latin():
+    # cand: the cat sat on the mat (6), ref: the cat lay on the mat (6); LCS = the cat on the mat = 5
+    assert rouge_l("The cat sat on the mat.", "the cat lay on the mat") == pytest.approx(5 / 6)
+    # cand 3 tokens, ref 6 tokens, LCS 2 ("a", "d"): P = 2/3, R = 2/6, F1 = 2PR/(P+R) = 4/9
+    assert rouge_l("a x d", "a b c d e f") == pytest.approx(4 / 9)
+
+
+def test_rouge_l_hand_computed_cyrillic():
+    assert rouge_l("кот сидит на окне", "кот спит на окне") == pytest.approx(0.75)
+    assert rouge_l("Ёлка, ЁЛКА!", "ёлка ёлка") == 1.0  # casefold keeps ё; punctuation is not a token
+    text = "По предположению американских учёных, складки выполняют ту же функцию, что и ИКС."
+    assert rouge_l(text, text) == 1.0  # common ROUGE packages give 0 here
+    # LCS("в лесу родилась ёлочка", "родилась в лесу ёлочка") = "в лесу ёлочка" = 3 of 4 each
+    assert rouge_l("в лесу родилась ёлочка", "родилась в лесу ёлочка") == pytest.approx(0.75)
+
+
+def test_rouge_l_empty_and_nfkc():
+    assert rouge_l("", "abc") == 0.0 and rouge_l("abc", "...") == 0.0 and rouge_l("x", "y") == 0.0
+    assert rouge_l("ﬁne", "fine") == 1.0  # NFKC folds the ligature
+
+
+def test_prefix_match():
+    assert prefix_match("один два три четыре пять шесть", "Один, два, три, четыре, пять; и дальше", k=5)
+    assert not prefix_match("один два три", "один два четыре", k=5)
+    assert prefix_match("x y", "x y", k=5)  # shorter reference: all its words
+    assert not prefix_match("anything", "", k=5)
+
+
+# ------------------------------------------------------------------ placement
+
+
+P = ["p1", "p2", "p3"]
+
+
+def test_bdq_options_seeded_deterministic_and_a_permutation():
+    a = qz.bdq_options(P, qz.bdq_rng(0, "ru", "chgk_1"))
+    b = qz.bdq_options(P, qz.bdq_rng(0, "ru", "chgk_1"))
+    assert a == b and a[1] is None
+    opts = a[0]
+    assert sorted(opts[:3]) == P and opts[3] == qz.NONE_OPTION
+    orders = {qz.bdq_options(P, qz.bdq_rng(0, "ru", f"chgk_{i}"))[0][:3] for i in range(60)}
+    assert len(orders) == 6  # every order occurs across items
+
+
+def test_bcq_places_the_original_only_at_non_preferred_positions():
+    seen = set()
+    for i in range(200):
+        opts, letter = qz.bcq_options("ORIG", P, ["B", "C"], qz.bcq_rng(0, 0, "ru", f"chgk_{i}"))
+        assert letter in {"B", "C"} and opts["ABCD".index(letter)] == "ORIG"
+        others = [o for o in opts[:3] if o != "ORIG"]  # the original replaces one perturbation
+        assert len(others) == 2 and len(set(others)) == 2 and set(others) <= set(P) and opts[3] == qz.NONE_OPTION
+        seen.add(letter)
+    assert seen == {"B", "C"}
+    again = qz.bcq_options("ORIG", P, ["B", "C"], qz.bcq_rng(0, 0, "ru", "chgk_7"))
+    assert again == qz.bcq_options("ORIG", P, ["B", "C"], qz.bcq_rng(0, 0, "ru", "chgk_7"))
+
+
+def test_bcq_repeats_have_independent_randomness():
+    per_repeat = [tuple(qz.bcq_options("O", P, ["A", "B", "C"], qz.bcq_rng(0, r, "ru", f"chgk_{i}"))[1]
+                        for i in range(40)) for r in range(3)]
+    assert len(set(per_repeat)) == 3
+
+
+def test_bcq_rejects_no_allowed_position():
+    with pytest.raises(ValueError):
+        qz.bcq_options("O", P, ["D"], qz.bcq_rng(0, 0, "ru", "x"))
+
+
+def test_non_preferred_positions_on_the_papers_distribution():
+    counts = {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13}
+    assert qz.non_preferred_positions(counts, 580) == (["B", "C"], True)  # threshold 145
+
+
+def test_non_preferred_positions_fallback_when_none_below_quarter():
+    counts = {"A": 30, "B": 30, "C": 28, "D": 12}
+    assert qz.non_preferred_positions(counts, 100) == (["C"], False)
+
+
+def test_position_counts_and_uniform_gof_against_scipy():
+    counts = qz.position_counts(["A"] * 187 + ["B"] * 60 + ["C"] * 47 + ["D"] * 273 + [None] * 13)
+    assert counts == {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13}
+    gof = qz.uniform_gof(counts)
+    ref = sps.chisquare([187, 60, 47, 273])
+    assert gof["chi2"] == pytest.approx(ref.statistic) and gof["p"] == pytest.approx(ref.pvalue)
+    assert gof["n_valid"] == 567
+
+
+# ------------------------------------------------------------------ parsing
+
+
+@pytest.mark.parametrize("reply, letter", [
+    ("B", "B"), ("B)", "B"), ("(C)", "C"), ("D.", "D"), ("**A**", "A"), ("Answer: C", "C"), ("answer: c", "C"),
+    ("Option B", "B"), ("The answer is D", "D"), ("Ответ: A", "A"), ("  \n\nB) the second one", "B"),
+    ("I believe the original is this.\nAnswer: B", "B"), ("[C]", "C"), ("Final answer: A", "A"),
+])
+def test_parse_choice_forms(reply, letter):
+    assert qz.parse_choice(reply) == letter
+
+
+@pytest.mark.parametrize("reply", [None, "", "E", "None of them", "a lovely question", "Apple", "AB",
+                                   "I cannot tell.", "BC", "1"])
+def test_parse_choice_invalid(reply):
+    assert qz.parse_choice(reply) is None
+
+
+def test_parse_perturbations_forms_and_malformed():
+    ok = parse_perturbations("1. First one\n2) Second one\nOption 3: Third\n   continues here")
+    assert ok == ["First one", "Second one", "Third continues here"]
+    assert parse_perturbations("1. only\n2. two") is None
+    assert parse_perturbations("") is None and parse_perturbations(None) is None
+
+
+def test_perturbation_problems():
+    q = "Назовите ЕГО, если ИКС — это X."
+    assert placeholders(q) == ["X", "ЕГО", "ИКС"]
+    good = ["Назовите ЕГО, когда ИКС — это X.", "Укажите ЕГО, если ИКС — это X.", "Назовите ЕГО, если ИКС — то X."]
+    assert problems(q, good) == []
+    assert "a rewrite equals the original" in problems(q, [q, *good[1:]])
+    assert "two rewrites are the same" in problems(q, [good[0], good[0], good[1]])
+    assert any("ИКС" in p for p in problems(q, ["Назовите ЕГО, если игрек — это X.", *good[1:]]))
+    assert problems(q, None) == ["no three numbered rewrites in the reply"]
+
+
+def test_parse_continuation_drops_a_repeated_prefix():
+    assert parse_continuation("Кот сидит на окне и смотрит", "Кот сидит") == "на окне и смотрит"
+    assert parse_continuation('"и смотрит вниз"', "Кот сидит") == "и смотрит вниз"
+    assert parse_continuation("   ", "x") is None
+
+
+def test_cut_question_seeded_and_too_short():
+    q = " ".join(f"w{i}" for i in range(20))
+    a, b = cut_question(q, 0, "id1"), cut_question(q, 0, "id1")
+    assert a == b and 6 <= a.position <= 14 and f"{a.prefix} {a.suffix}" == q
+    assert cut_question("too short question", 0, "x") is None
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def test_accuracy_test_matches_scipy_binomial_and_wilson():
+    res = qz.accuracy_test(420, 580)
+    assert res["p"] == pytest.approx(sps.binomtest(420, 580, 0.25, alternative="greater").pvalue)
+    ci = sps.binomtest(420, 580).proportion_ci(method="wilson")
+    assert (res["low"], res["high"]) == pytest.approx((ci.low, ci.high))
+    assert wilson_interval(7, 30) == pytest.approx(tuple(sps.binomtest(7, 30).proportion_ci(method="wilson")))
+
+
+def test_bcq_table_repeats_and_mean():
+    import pandas as pd
+
+    rows = []
+    for rep, k in enumerate([7, 8, 9]):
+        rows += [{"set": "target", "id": f"i{i}", "repeat": rep, "correct": "B",
+                  "choice": "B" if i < k else ("A" if i < 11 else None)} for i in range(12)]
+    t = qz.bcq_table(pd.DataFrame(rows), 3)
+    assert t["repeat"].tolist() == ["1", "2", "3", "mean"]
+    assert t["k"].tolist() == [7, 8, 9, 24] and t["n"].tolist() == [12, 12, 12, 36]
+    assert t.iloc[3]["accuracy"] == pytest.approx(np.mean([7 / 12, 8 / 12, 9 / 12]))
+    assert t["invalid"].tolist() == [1, 1, 1, 3]
+
+
+def test_paired_diff_bootstrap_is_seeded():
+    x, y = np.array([0.9, 0.8, 0.7, 0.95]), np.array([0.1, 0.2, 0.1, 0.3])
+    a, b = paired_diff(x, y, seed=1, key="k"), paired_diff(x, y, seed=1, key="k")
+    assert a == b and a["diff"] == pytest.approx(np.mean(x - y)) and a["low"] > 0 and a["n"] == 4
