@@ -31,7 +31,8 @@ _WORD = re.compile(r"\w+")
 _STOP = frozenset("""this that what which with from have their there they them were been into about
 name write these those where when whom whose than then also only such other after before because
 этот эта это эти того тому котором который которая которые какой какая какое какие чтобы когда
-было были будет если даже потом после перед него него неё ними свой своей своих только также""".split())
+было были будет если даже потом после перед него неё ними свой своей своих только также
+назовите напишите укажите ответьте вопрос""".split())
 
 
 def annotation_sample(labels: pd.DataFrame, n_per_config: int = 50, seed: int = 0) -> pd.DataFrame:
@@ -112,9 +113,11 @@ def read_annotations(folder: str | Path) -> pd.DataFrame:
 
 
 def clue_words(question: str) -> set[str]:
-    """Content words of the question (4+ letters, not a stop word), casefolded."""
-    norm = unicodedata.normalize("NFKC", question).casefold()
-    return {w for w in _WORD.findall(norm) if len(w) >= 4 and w not in _STOP and not w.isdigit()}
+    """Content words of the question (4+ letters, not a stop word) and its capitalised
+    placeholders (X, IT, ИКС), casefolded."""
+    norm = unicodedata.normalize("NFKC", question)
+    caps = {w.casefold() for w in _WORD.findall(norm) if w.isalpha() and w.isupper()}
+    return caps | {w for w in _WORD.findall(norm.casefold()) if len(w) >= 4 and w not in _STOP and not w.isdigit()}
 
 
 def highlight(text: str, words: set[str]) -> str:

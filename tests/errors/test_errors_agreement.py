@@ -1,0 +1,143 @@
+"""Distribution statistics, agreement (κ against sklearn/statsmodels) and the annotation store."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as sps
+
+from cresowlve_core.errors import agreement as agr
+from cresowlve_core.errors.annotation import (AnnotationStore, annotation_sample, clue_words, highlight,
+                                              read_annotations)
+from cresowlve_core.errors.distribution import chi2_between, distribution
+from cresowlve_core.stats import wilson_interval
+
+
+def _labels(config: str, cats: list[str | None]) -> pd.DataFrame:
+    return pd.DataFrame([{"key": f"{config}|{i}", "config": config, "state": "labelled" if c else "unlabelled",
+                          "label": c, "bucket": ("other" if c and c.startswith("other: ") else c)}
+                         for i, c in enumerate(cats)])
+
+
+def test_distribution_wilson_and_unlabelled_counted_apart():
+    lf = _labels("m1", ["overthinking"] * 3 + ["wrong_reference"] + ["other: lazy"] + [None] * 2)
+    d = distribution(lf).set_index("category")
+    assert d.loc["overthinking", "k"] == 3 and d.loc["overthinking", "n"] == 5
+    assert (d.loc["overthinking", "low"], d.loc["overthinking", "high"]) == pytest.approx(wilson_interval(3, 5))
+    ci = sps.binomtest(3, 5).proportion_ci(method="wilson")
+    assert d.loc["overthinking", "low"] == pytest.approx(ci.low)
+    assert d.loc["other", "k"] == 1 and d["n_unlabelled"].iloc[0] == 2
+
+
+def test_chi2_between_two_models_matches_scipy():
+    lf = pd.concat([_labels("a", ["overthinking"] * 30 + ["wrong_reference"] * 10),
+                    _labels("b", ["overthinking"] * 10 + ["wrong_reference"] * 30)])
+    res = chi2_between(distribution(lf), "a", "b")
+    chi2, p, dof, _ = sps.chi2_contingency([[30, 10], [10, 30]], correction=False)
+    assert res["chi2"] == pytest.approx(chi2) and res["p"] == pytest.approx(p) and res["dof"] == dof == 1
+    assert res["categories"] == 2 and res["warning"] == ""
+
+
+def test_cohen_kappa_matches_sklearn_and_ci_is_seeded():
+    from sklearn.metrics import cohen_kappa_score
+
+    rng = np.random.default_rng(3)
+    a = rng.choice(["x", "y", "z"], size=80).tolist()
+    b = [v if rng.random() < 0.7 else "y" for v in a]
+    k1 = agr.cohen_kappa_ci(a, b, n_boot=300, seed=1)
+    assert k1.kappa == pytest.approx(cohen_kappa_score(a, b))
+    assert k1.low < k1.kappa < k1.high and k1.n == 80
+    assert agr.cohen_kappa_ci(a, b, n_boot=300, seed=1) == k1
+
+
+def test_fleiss_kappa_matches_statsmodels():
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+
+    rng = np.random.default_rng(5)
+    truth = rng.choice(["a", "b", "c", "d"], size=60)
+    ratings = [[t if rng.random() < 0.75 else rng.choice(["a", "b", "c", "d"]) for _ in range(3)] for t in truth]
+    table, _ = aggregate_raters(np.array(ratings))
+    assert agr.fleiss_kappa(ratings) == pytest.approx(fleiss_kappa(table, method="fleiss"))
+    k = agr.fleiss_kappa_ci(ratings, n_boot=200, seed=0)
+    assert k.low < k.kappa < k.high and k.n == 60
+    assert agr.fleiss_kappa([["a", "a"], ["a", "a"]]) == 1.0
+    assert np.isnan(agr.fleiss_kappa([["a"], ["b"]]))
+
+
+def test_confusion_and_precision_recall():
+    ref = ["x", "x", "y", "y", "z"]
+    pred = ["x", "y", "y", "y", "x"]
+    cm = agr.confusion(ref, pred)
+    assert cm.loc["x", "x"] == 1 and cm.loc["x", "y"] == 1 and cm.loc["z", "x"] == 1 and cm.to_numpy().sum() == 5
+    pr = agr.precision_recall(ref, pred).set_index("category")
+    assert pr.loc["x", "precision"] == 0.5 and pr.loc["x", "recall"] == 0.5
+    assert pr.loc["y", "precision"] == pytest.approx(2 / 3) and pr.loc["y", "recall"] == 1.0
+    assert np.isnan(pr.loc["z", "precision"]) and pr.loc["z", "recall"] == 0.0
+
+
+def test_annotator_and_labeller_agreement():
+    rows = []
+    for i in range(10):
+        truth = "overthinking" if i < 5 else "wrong_reference"
+        for ann in ("ann1", "ann2", "ann3"):
+            cat = truth if not (ann == "ann3" and i == 0) else "wrong_reference"
+            rows.append({"key": f"k{i}", "annotator": ann, "category": cat})
+    ann = pd.DataFrame(rows)
+    among = agr.annotator_agreement(ann, n_boot=100)
+    assert among["annotators"] == ["ann1", "ann2", "ann3"] and len(among["pairs"]) == 3
+    assert among["pairs"].set_index(["a", "b"]).loc[("ann1", "ann2"), "kappa"] == 1.0
+    assert among["n_items_all_raters"] == 10
+    labels = {f"k{i}": ("overthinking" if i < 4 else "wrong_reference") for i in range(9)}  # k9 unlabelled
+    vs = agr.labeller_agreement(ann, labels, n_boot=100)
+    assert vs["n"] == 9 and vs["n_unlabelled"] == 1 and vs["n_no_majority"] == 0
+    assert vs["confusion"].loc["overthinking", "wrong_reference"] == 1
+
+
+def test_annotation_store_saves_at_once_and_resumes(tmp_path):
+    keys = ["a", "b", "c"]
+    s = AnnotationStore(tmp_path, "Ann One")
+    assert s.next_index(keys) == 0
+    s.save("a", "overthinking", "clear case")
+    # a new session (e.g. after the notebook was closed) sees the save and resumes at "b"
+    s2 = AnnotationStore(tmp_path, "Ann One")
+    assert s2.labels()["a"]["note"] == "clear case" and s2.next_index(keys) == 1
+    s2.save("a", "wrong_reference")  # a correction: the last save wins
+    assert s2.labels()["a"]["category"] == "wrong_reference"
+    with pytest.raises(ValueError):
+        s2.save("b", "nonsense")
+    AnnotationStore(tmp_path, "ann2").save("a", "other", "timeout")
+    df = read_annotations(tmp_path)
+    assert sorted(df["annotator"]) == ["Ann One", "ann2"] and len(df) == 2
+
+
+def test_annotation_sample_is_seeded_per_config():
+    lf = pd.concat([_labels("a", ["overthinking"] * 30), _labels("b", ["overthinking"] * 5)])
+    for col in ("lang", "id", "question", "answer", "prediction", "reasoning"):
+        lf[col] = "x"
+    s1, s2 = annotation_sample(lf, 10, seed=1), annotation_sample(lf, 10, seed=1)
+    assert s1["key"].tolist() == s2["key"].tolist()
+    assert s1["config"].value_counts().to_dict() == {"a": 10, "b": 5}
+    assert annotation_sample(lf, 10, seed=2)["key"].tolist() != s1["key"].tolist()
+
+
+def test_clue_highlighting_escapes_and_handles_cyrillic():
+    words = clue_words("Назовите ИКС: учёный <однажды> сказал")
+    assert {"учёный", "однажды", "сказал", "икс"} <= words and "назовите" not in words
+    html = highlight("Учёный & <script> однажды", words)
+    assert "<mark>Учёный</mark>" in html and "&lt;script&gt;" in html and "<mark>однажды</mark>" in html
+
+
+def test_annotation_panel_builds_and_saves(tmp_path):
+    from cresowlve_core.errors.annotation import annotation_panel
+
+    sample = pd.DataFrame([{"key": f"k{i}", "config": "m", "lang": "en", "id": f"i{i}", "question": "Name IT.",
+                            "answer": "A", "prediction": "B", "reasoning": "IT is hard"} for i in range(2)])
+    store = AnnotationStore(tmp_path, "ann")
+    panel = annotation_panel(sample, store)
+    status, body, choice, note, buttons = panel.children
+    assert "Item 1 of 2" in body.value and "<mark>" in body.value
+    choice.value = "overthinking"
+    note.value = "n"
+    buttons.children[1].click()
+    assert store.labels()["k0"]["category"] == "overthinking" and "Item 2 of 2" in body.value
