@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -60,7 +61,7 @@ def _read_source(spec: str) -> tuple[list[Candidate], list[dict[str, Any]], dict
     unusable: list[dict[str, Any]] = []
     if spec == "hub:ru" or (Path(spec).suffix in (".jsonl", ".parquet") and Path(spec).is_file()):
         from cresowlve_core.sources.hub import load_published, read_published_file
-        from cresowlve_core.sources.sample import _is_item_jsonl, read_items_jsonl
+        from cresowlve_core.sources.sample import read_items_jsonl
 
         path = Path(spec)
         if spec == "hub:ru":
@@ -90,6 +91,15 @@ def _read_source(spec: str) -> tuple[list[Candidate], list[dict[str, Any]], dict
                         "n_flagged": rep.n_flagged, "pack_flags": rep.pack_flags})
     return cands, unusable, {"source": spec, "kind": "packs", "files": reports,
                              "n": sum(r["n"] for r in reports)}
+
+
+def _is_item_jsonl(path: Path) -> bool:
+    """True for one Item per line (nested ``ru``/``en`` views), False for published-schema rows."""
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                return "question" not in json.loads(line)
+    return True
 
 
 def stratified_sample(cands: Sequence[Candidate], per_level: int | None, seed: int) -> list[Candidate]:

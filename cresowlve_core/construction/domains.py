@@ -10,6 +10,7 @@ embeddings among the group names and every mapped domain, if its cosine similari
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,6 +43,12 @@ def load_mapping(path: str | Path | None = None) -> dict[str, str]:
     return mapping
 
 
+def _embedding_cache() -> Path | None:
+    """The embedding cache under ``CRESOWLVE_CACHE_DIR`` as set *now* (None: the default)."""
+    root = os.environ.get("CRESOWLVE_CACHE_DIR")
+    return Path(root) / "embeddings" / "minilm.sqlite" if root else None
+
+
 def route_domains(free: Sequence[str], mapping: dict[str, str], *, fallback: bool = True,
                   min_similarity: float = DEFAULT_MIN_SIMILARITY) -> dict[str, dict[str, Any]]:
     """``free text -> {"group": str | None, "route": "mapping"|"embedding"|"unmapped", "similarity"}``."""
@@ -57,8 +64,9 @@ def route_domains(free: Sequence[str], mapping: dict[str, str], *, fallback: boo
         from cresowlve_core.embeddings import embed
 
         keys = list(mapping)
-        ref = embed(keys)
-        sims = embed(todo) @ ref.T
+        cache = _embedding_cache()
+        ref = embed(keys, cache_path=cache)
+        sims = embed(todo, cache_path=cache) @ ref.T
         for d, row in zip(todo, sims):
             j = int(row.argmax())
             ok = float(row[j]) >= min_similarity

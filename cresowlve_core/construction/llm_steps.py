@@ -187,7 +187,7 @@ def is_parsed(step: str, verdict: dict[str, Any] | None) -> bool:
     key = {"needs_material": "yes", "russian_specific": "yes", "translate": "complete", "reasoning": "parsed",
            "concepts": "labels", "domains": "free", "cultures": "cultures", "facts": "facts"}[step]
     value = verdict.get(key)
-    return bool(value) if step == "translate" else value is not None
+    return bool(value) if step in ("translate", "reasoning") else value is not None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,294 @@
+"""A whole build: the steps in order over one build directory, and the notebook's sections.
+
+``Build(config)`` holds the candidates between steps; each method runs one step, writes what it
+produced under the build directory, shows its counts (in a notebook) and returns a JSON-able
+summary with counts in and out. ``run_build(config)`` runs them all (the ``cresowlve build``
+command). Re-running a build resumes every model step from its records; a build reads its inputs
+and never modifies them.
+
+Build directory (default ``data/builds/<name>/``)::
+
+    build.json                 the configuration and, at the end, the funnel
+    collect/report.json        sources, duplicates, unusable blocks
+    steps/<step>/              one run directory per model step (manifest.json, records.jsonl)
+    review/queue.jsonl         the human-validation queue; decisions__<reviewer>.jsonl
+    review/agreement_queue.jsonl, annotations__<reviewer>.jsonl
+    export/                    see :mod:`cresowlve_core.construction.export`
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import weakref
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cresowlve_core.construction import agreement as A
+from cresowlve_core.construction import review as R
+from cresowlve_core.construction.collect import collect
+from cresowlve_core.construction.domains import DEFAULT_MIN_SIMILARITY, consolidate_domains
+from cresowlve_core.construction.export import data_card, export_build, funnel_rows
+from cresowlve_core.construction.llm_steps import (ANNOTATION_STEPS, LLM_STEPS, StepContext, StepModel,
+                                                   annotate_step, filter_step, open_step_clients, translate_step)
+from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
+from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime import ClientOptions, run_coro
+
+
+class BuildConfig(BaseModel):
+    """Everything a build depends on (recorded in ``build.json``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "demo"
+    build_dir: str | None = Field(None, description="default: data/builds/<name>")
+    sources: list[str] | None = Field(None, description="packs, folders of packs, dataset files or hub:ru; "
+                                                        "default: the shipped packs")
+    per_level: int | None = Field(None, description="stratified sample: items per difficulty 1-5 (None: all)")
+    limit: int | None = Field(None, description="keep a seeded subset of this many after sampling (demo builds)")
+    seed: int = 0
+    model: str | None = Field(None, description="model of every step unless `models` names another")
+    base_url: str | None = Field(None, description="None: the embedded Gemma 3 270M")
+    api_key_env: str | None = None
+    models: dict[str, dict[str, str | None]] = Field(default_factory=dict,
+                                                     description="step -> {model, base_url, api_key_env}")
+    max_tokens: dict[str, int] = Field(default_factory=dict, description="step -> output budget")
+    concurrency: int = 4
+    max_cost: float | None = None
+    cache: bool = True
+    cache_path: str | None = None
+    mapping_file: str | None = None
+    min_similarity: float = DEFAULT_MIN_SIMILARITY
+    apply_review: bool = True
+    agreement_n: int = 50
+
+    @property
+    def path(self) -> Path:
+        return Path(self.build_dir) if self.build_dir else DATA_DIR / "builds" / self.name
+
+    def step_models(self) -> dict[str, StepModel]:
+        default = StepModel(self.model, self.base_url, self.api_key_env)
+        out = {"default": default}
+        for step, spec in self.models.items():
+            if step not in LLM_STEPS:
+                raise ValueError(f"unknown step {step!r} in models; steps: {', '.join(LLM_STEPS)}")
+            out[step] = StepModel(spec.get("model"), spec.get("base_url"), spec.get("api_key_env"))
+        return out
+
+    def client_options(self) -> ClientOptions:
+        return ClientOptions(concurrency=self.concurrency, max_cost=self.max_cost, cache=self.cache,
+                             cache_path=self.cache_path, seed=self.seed)
+
+
+def _display(obj: Any) -> None:
+    try:
+        from IPython import get_ipython
+
+        if get_ipython() is None:
+            return
+        from IPython.display import Markdown, display
+
+        display(Markdown(obj) if isinstance(obj, str) else obj)
+    except ImportError:  # pragma: no cover - IPython ships with the project
+        return
+
+
+class Build:
+    """One build in progress (see the module docstring). Use as a context manager, or call
+    :meth:`open` / :meth:`close` (a notebook keeps it open across cells)."""
+
+    def __init__(self, config: BuildConfig, *, progress: bool = True, clients: dict | None = None):
+        self.config = config
+        self.path = config.path
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.progress = progress
+        self.cands: list[Candidate] = []
+        self.steps: dict[str, dict[str, Any]] = {}
+        self.funnel: dict[str, int] = {}
+        self._clients = clients
+        self._stack = contextlib.ExitStack()
+        self._finalizer = weakref.finalize(self, self._stack.close)
+        self.ctx: StepContext | None = None
+
+    # ---- lifecycle
+
+    def open(self) -> Build:
+        clients = self._clients
+        if clients is None:
+            clients = self._stack.enter_context(open_step_clients(self.config.step_models(), self.config.client_options()))
+        self.ctx = StepContext(self.path, clients, self.config.client_options(), dict(self.config.max_tokens),
+                               items_tag=f"build:{self.config.name}", progress=self.progress)
+        self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models()})
+        return self
+
+    def close(self) -> None:
+        self._stack.close()
+
+    def __enter__(self) -> Build:
+        return self.open()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @property
+    def embedded(self) -> bool:
+        return bool(self.ctx and self.ctx.embedded)
+
+    def models(self) -> dict[str, dict[str, Any]]:
+        """Step -> model, base URL, key variable name, embedded?, prompt version."""
+        if self.ctx is None:
+            return {}
+        return {s: {"model": c.model, "base_url": c.base_url, "api_key_env": c.api_key_env, "embedded": c.embedded,
+                    "prompt": load_prompt(f"construct_{s}").tag} for s, c in self.ctx.clients.items()}
+
+    def _write_json(self, rel: str, data: Any) -> None:
+        p = self.path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(p.suffix + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        tmp.replace(p)
+
+    def _record(self, out: StepOutput) -> dict[str, Any]:
+        self.cands = out.kept
+        summary = out.summary()
+        self.steps[out.name] = summary
+        self._write_json("steps_summary.json", self.steps)
+        _display(f"**{out.name}**: {summary['n_in']} in → {summary['n_out']} out"
+                 + (f" ({summary['n_removed']} removed)" if summary["n_removed"] else "")
+                 + (f" — stopped: {out.stopped}" if out.stopped else ""))
+        _display(f"```\n{json.dumps({k: v for k, v in summary.items() if k not in ('step',)}, ensure_ascii=False, indent=1)}\n```")
+        return summary
+
+    def _need_ctx(self) -> StepContext:
+        if self.ctx is None:
+            raise RuntimeError("open the build first (Build(config).open() or `with Build(config) as b:`)")
+        return self.ctx
+
+    # ---- steps
+
+    def collect(self) -> dict[str, Any]:
+        """Step 1: read, deduplicate, sample."""
+        c = self.config
+        out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit)
+        self._write_json("collect/report.json", report)
+        self.funnel["collected"] = len(out.kept)
+        return self._record(out)
+
+    def filter(self, step: str) -> dict[str, Any]:
+        """Step 2 (``needs_material``) or the Russian-specific filter."""
+        out = run_coro(filter_step(step, self.cands, self._need_ctx()))
+        self.funnel[step] = len(out.removed)
+        return self._record(out)
+
+    def translate(self) -> dict[str, Any]:
+        return self._record(run_coro(translate_step(self.cands, self._need_ctx())))
+
+    def review(self) -> dict[str, Any]:
+        """Write the review queue; apply the decisions saved so far (if ``apply_review``)."""
+        R.write_queue(self.path, self.cands)
+        decisions, report = R.load_decisions(self.path)
+        if not self.config.apply_review:
+            decisions = {}
+        out = R.apply_decisions(self.cands, decisions)
+        out.counts.update({"reviewers": report["reviewers"], "n_conflicts": report["n_conflicts"]})
+        self.funnel["human_validation"] = len(out.removed)
+        self.funnel["final"] = len(out.kept)
+        return self._record(out)
+
+    def annotate(self, step: str) -> dict[str, Any]:
+        if step not in ANNOTATION_STEPS:
+            raise ValueError(f"unknown annotation {step!r}; one of {ANNOTATION_STEPS}")
+        return self._record(run_coro(annotate_step(step, self.cands, self._need_ctx())))
+
+    def consolidate_domains(self) -> dict[str, Any]:
+        out, routes = consolidate_domains(self.cands, self.config.mapping_file,
+                                          min_similarity=self.config.min_similarity)
+        self._write_json("steps/domain_routes.json", routes)
+        return self._record(out)
+
+    def agreement(self) -> dict[str, Any]:
+        """Write the seeded agreement sample's queue; score the human annotations saved so far
+        against the model's labels (App. B)."""
+        ids = R.agreement_sample([c.id for c in self.cands], self.config.agreement_n, seed=self.config.seed)
+        chosen = [c for c in self.cands if c.id in set(ids)]
+        R.write_queue(self.path, chosen, R.AGREEMENT_QUEUE)
+        result = agreement_report(chosen, R.load_annotations(self.path))
+        result["n_sample"] = len(chosen)
+        self._write_json("agreement.json", result)
+        _display(f"**agreement**: sample of {len(chosen)} written; {result['n_items']} item(s) annotated by every "
+                 f"reviewer ({', '.join(result['reviewers']) or 'none yet'})")
+        return result
+
+    def export(self) -> dict[str, Any]:
+        """Write the exports and the data card."""
+        res = export_build(self.cands, self.path / "export")
+        self.funnel["creative"] = res["counts"]["creative"]
+        self.funnel["factual"] = res["counts"]["factual"]
+        self.funnel["untranslated"] = res["counts"]["untranslated"]
+        self.funnel["no_reasoning_type"] = res["counts"]["no_reasoning_type"]
+        from cresowlve_core.sources.hub import read_published_file
+
+        creative = read_published_file(res["paths"]["creative/en/jsonl"], "en")
+        ru = {i.id: i.ru for i in read_published_file(res["paths"]["creative/ru/jsonl"], "ru")}
+        creative = [i.model_copy(update={"ru": ru.get(i.id)}) for i in creative]
+        notes = []
+        if self.embedded:
+            from cresowlve_core.banners import banner_text
+
+            notes.append(banner_text("embedded"))
+        if self.config.limit is not None:
+            notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
+        human = self.steps.get("human_validation", {}).get("by_code", {})
+        card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human},
+                         self.funnel, creative, notes)
+        (self.path / "export" / "DATA_CARD.md").write_text(card, encoding="utf-8")
+        self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
+                                        "funnel": self.funnel, "steps": self.steps})
+        res["data_card"] = str(self.path / "export" / "DATA_CARD.md")
+        res["funnel"] = funnel_rows(self.funnel)
+        _display(card)
+        return res
+
+    def run_all(self) -> dict[str, Any]:
+        """Every step in order; returns the export summary with the funnel."""
+        self.collect()
+        self.filter("needs_material")
+        self.filter("russian_specific")
+        self.translate()
+        self.review()
+        for step in ANNOTATION_STEPS:
+            self.annotate(step)
+            if step == "domains":
+                self.consolidate_domains()
+        self.agreement()
+        return self.export()
+
+
+def run_build(config: BuildConfig, *, progress: bool = True) -> dict[str, Any]:
+    """Run a whole build (``cresowlve build``); returns the export summary."""
+    with Build(config, progress=progress) as b:
+        return b.run_all()
+
+
+def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.Annotation]]) -> dict[str, Any]:
+    """Human vs model agreement on the items every reviewer annotated: raw agreement and Fleiss'
+    kappa for reasoning type; AC1 per label and support-weighted for concepts, domains, cultures."""
+    reviewers = sorted(annotations)
+    done = [c for c in cands if reviewers and all(c.id in annotations[r] for r in reviewers)]
+    out: dict[str, Any] = {"reviewers": reviewers, "n_items": len(done)}
+    if not done:
+        return out
+    typed = [c for c in done if c.reasoning_type and all(annotations[r][c.id].reasoning_type for r in reviewers)]
+    ratings = [[c.reasoning_type, *(annotations[r][c.id].reasoning_type for r in reviewers)] for c in typed]
+    out["reasoning_type"] = ({"n": len(typed), "raw_agreement": A.raw_agreement(ratings),
+                              "fleiss_kappa": A.fleiss_kappa(ratings)} if typed else {"n": 0})
+    for field, model_attr, vocab in (("concepts", "concepts", CONCEPTS), ("domains", "domains", DOMAIN_GROUPS),
+                                     ("cultures", "cultures", None)):
+        sets = [[getattr(c, model_attr), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in done]
+        out[field] = A.multilabel_agreement(sets, vocab)
+    return out

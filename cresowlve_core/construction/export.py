@@ -1,0 +1,163 @@
+"""Export (issue step 8): the published schema, a richer ``full`` export, and the data card.
+
+Layout under ``<build>/export/``:
+
+- ``creative/{en,ru}/test.{parquet,jsonl}``: the benchmark (published schema: configs ``en`` and
+  ``ru``, split ``test``, columns of :data:`~cresowlve_core.items.PUBLISHED_FIELDS`), with a
+  ``README.md`` declaring the configs;
+- ``factual/{en,ru}/test.*``: the factual subset, same schema;
+- ``full.jsonl``: every final item (one :class:`~cresowlve_core.items.Item` per line, both views,
+  reasoning type, concepts, atomic facts, filter verdicts, provenance);
+- ``DATA_CARD.md``: the funnel beside the paper's numbers, Table 2, label distributions, models
+  and prompt versions.
+
+An item goes to ``creative``/``factual`` only with both views and a reasoning type; the others
+are in ``full.jsonl`` and counted on the card (``untranslated``, ``no reasoning type``).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.construction.records import Candidate
+from cresowlve_core.items import LANGS, Item
+from cresowlve_core.sources.hub import write_published_file
+from cresowlve_core.sources.sample import items_to_jsonl
+
+#: The paper's funnel (§3.1): step -> count.
+PAPER_FUNNEL: dict[str, int] = {"collected": 3789, "needs_material": 295, "russian_specific": 799,
+                                "human_validation": 282, "final": 2413, "factual": 352, "creative": 2061}
+
+_CARD_YAML = """---
+configs:
+- config_name: en
+  data_files:
+  - split: test
+    path: en/test.parquet
+- config_name: ru
+  data_files:
+  - split: test
+    path: ru/test.parquet
+---
+"""
+
+
+def subsets(cands: Sequence[Candidate]) -> dict[str, list[Candidate]]:
+    """Final items by where they go: ``creative``, ``factual``, ``untranslated``, ``no_reasoning_type``."""
+    out: dict[str, list[Candidate]] = {"creative": [], "factual": [], "untranslated": [], "no_reasoning_type": []}
+    for c in cands:
+        if c.en is None:
+            out["untranslated"].append(c)
+        elif c.reasoning_type not in ("creative", "factual"):
+            out["no_reasoning_type"].append(c)
+        else:
+            out[c.reasoning_type].append(c)
+    return out
+
+
+def export_build(cands: Sequence[Candidate], out_dir: str | Path) -> dict[str, Any]:
+    """Write the exports (see the module docstring); returns the paths written and the counts."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    parts = subsets(cands)
+    paths: dict[str, str] = {}
+    for subset in ("creative", "factual"):
+        items = [c.to_item() for c in parts[subset]]
+        for lang in LANGS:
+            for ext in ("parquet", "jsonl"):
+                p = write_published_file(items, out / subset / lang / f"test.{ext}", lang)
+                paths[f"{subset}/{lang}/{ext}"] = str(p)
+        (out / subset / "README.md").write_text(_CARD_YAML + f"\nCresOWLve build export, {subset} subset "
+                                                f"({len(items)} items). See ../DATA_CARD.md.\n", encoding="utf-8")
+    full = out / "full.jsonl"
+    full.write_text(items_to_jsonl([c.to_item() for c in cands]), encoding="utf-8")
+    paths["full"] = str(full)
+    return {"paths": paths, "counts": {k: len(v) for k, v in parts.items()}}
+
+
+# ---------------------------------------------------------------------------------------------
+# Data card
+# ---------------------------------------------------------------------------------------------
+
+
+def _tokens(text: str | None) -> int:
+    return len((text or "").split())
+
+
+def _mean_sd(values: list[int]) -> str:
+    if not values:
+        return "–"
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.2f} ± {sd:.2f}"
+
+
+def table2_rows(items: Sequence[Item]) -> list[dict[str, Any]]:
+    """The paper's Table 2 for these items: per difficulty (and unrated, and total) n, English
+    explanations present, mean ± sd question and answer length in whitespace tokens, En / Ru."""
+    groups: dict[str, list[Item]] = {}
+    for it in items:
+        groups.setdefault(str(it.difficulty) if it.difficulty else "unrated", []).append(it)
+    order = [k for k in ("1", "2", "3", "4", "5", "unrated") if k in groups]
+    rows = []
+    for key, group in [*((k, groups[k]) for k in order), ("total", list(items))]:
+        def lens(lang: str, f: str, g: list[Item] = group) -> list[int]:
+            return [_tokens(getattr(getattr(i, lang), f)) for i in g if getattr(i, lang) is not None]
+        rows.append({"difficulty": key, "n": len(group),
+                     "explanations": sum(1 for i in group if i.en and i.en.explanation),
+                     "question_tokens_en": _mean_sd(lens("en", "question")),
+                     "question_tokens_ru": _mean_sd(lens("ru", "question")),
+                     "answer_tokens_en": _mean_sd(lens("en", "answer")),
+                     "answer_tokens_ru": _mean_sd(lens("ru", "answer"))})
+    return rows
+
+
+def funnel_rows(counts: dict[str, int]) -> list[dict[str, Any]]:
+    """This build's funnel beside the paper's: collected, each removal, final, factual, creative."""
+    labels = [("collected", "collected", ""), ("needs_material", "needs external material", "−"),
+              ("russian_specific", "Russian-specific", "−"), ("human_validation", "human validation", "−"),
+              ("final", "final", "="), ("factual", "of which factual", ""), ("creative", "of which creative", "")]
+    return [{"step": f"{sign}{label}", "this build": counts.get(key), "paper": PAPER_FUNNEL[key]}
+            for key, label, sign in labels]
+
+
+def _md_table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "_(none)_\n"
+    cols = list(rows[0])
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def label_distribution(items: Sequence[Item], field: str, top: int = 20) -> list[dict[str, Any]]:
+    """How many items carry each label of ``field`` (the paper's Fig. 2), most common first."""
+    counts = Counter(x for it in items for x in getattr(it, field))
+    return [{"label": k, "items": v} for k, v in counts.most_common(top)]
+
+
+def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[Item], notes: Sequence[str] = ()) -> str:
+    """The data card (markdown): funnel vs the paper, Table 2 for the creative subset, label
+    distributions, review decisions, models and prompt versions."""
+    parts = [f"# CresOWLve build `{build.get('name')}`\n"]
+    parts += [f"> {n}\n" for n in notes]
+    parts.append("## Funnel (paper §3.1)\n")
+    parts.append(_md_table(funnel_rows(funnel)))
+    extra = {k: v for k, v in funnel.items() if k not in PAPER_FUNNEL}
+    if extra:
+        parts.append("\nAlso counted: " + ", ".join(f"{k} = {v}" for k, v in extra.items()) + "\n")
+    parts.append("\n## Creative subset by difficulty (paper Table 2; tokens = whitespace-separated words)\n")
+    parts.append(_md_table(table2_rows(creative)))
+    for field, title in (("knowledge_domains", "Knowledge domains"), ("creative_domains", "Creative concepts"),
+                         ("cultures", "Cultures")):
+        parts.append(f"\n## {title} (paper Fig. 2), creative subset\n")
+        parts.append(_md_table(label_distribution(creative, field)))
+    decisions = build.get("review_codes") or {}
+    parts.append("\n## Human validation decisions by code\n")
+    parts.append(_md_table([{"code": k, "items": v} for k, v in sorted(decisions.items())]))
+    parts.append("\n## Models and prompt versions\n")
+    parts.append(_md_table([{"step": s, **m} for s, m in (build.get("models") or {}).items()]))
+    return "\n".join(parts)
