@@ -346,6 +346,19 @@ def _create_finish(summary: Any) -> int:
     return 0
 
 
+def cmd_build(a: argparse.Namespace) -> int:
+    from cresowlve_core.construction.build import BuildConfig, run_build
+
+    cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
+                      limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
+                      concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
+                      apply_review=not a.no_review, agreement_n=a.agreement_n,
+                      models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
+    res = run_build(cfg)
+    print(json.dumps({"funnel": res["funnel"], "data_card": res["data_card"]}, ensure_ascii=False, indent=1))
+    return 0
+
+
 def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
     from cresowlve_core.create.generate import GENERATE_OPTIONS, generate
@@ -498,6 +511,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-y", "--yes", action="store_true",
                    help="clear without asking (needed when not at a terminal) (default: off)")
     p.set_defaults(fn=cmd_cache)
+
+    p = sub.add_parser("build", help="construct a benchmark from ChGK packs (filters, translation, review, "
+                       "annotation, export); default: the shipped packs on the embedded model")
+    p.add_argument("--name", default="demo", help="build name; the build goes to data/builds/NAME (default: demo)")
+    p.add_argument("--build-dir", default=None, help="build directory (default: data/builds/NAME); re-running resumes")
+    p.add_argument("--source", action="append", help="pack file, folder of packs, dataset file or hub:ru "
+                   "(repeatable; default: the shipped packs)")
+    p.add_argument("--per-level", type=_positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
+    p.add_argument("--limit", type=_positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
+    p.add_argument("--model", default=None, help="model of every step (required with --base-url)")
+    p.add_argument("--base-url", default=None, type=_http_url, help="OpenAI-compatible base URL (default: the embedded "
+                   "Gemma 3 270M, a base model: pipeline demo only)")
+    p.add_argument("--api-key-env", default=None, type=_env_name, help="NAME of the environment variable holding the key")
+    p.add_argument("--step-model", nargs=4, action="append", metavar=("STEP", "MODEL", "BASE_URL", "KEY_ENV"),
+                   help="another endpoint for one step (e.g. translate); repeatable")
+    p.add_argument("--concurrency", type=_positive_int, default=4, help="calls in flight at once")
+    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD (per step)")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    p.add_argument("--no-review", action="store_true", help="do not apply saved human-validation decisions")
+    p.add_argument("--agreement-n", type=_positive_int, default=50, help="size of the agreement re-annotation sample")
+    p.set_defaults(fn=cmd_build)
 
     create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
     p = create.add_parser("generate", help="ask a model for paths between entities (resumable run directory)")
