@@ -21,8 +21,8 @@ def _with_lang(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
-    """Accuracy by difficulty with bootstrap error bars; rows = metric, columns = language."""
-    data = _with_lang(df)[["config", "language", "metric_label", "difficulty", "n", "acc", "low", "high"]]
+    """Accuracy by difficulty with Wilson 95 % error bars; rows = metric, columns = language."""
+    data = _with_lang(df)[["config", "language", "metric_label", "difficulty", "n", "acc", "low", "high", "small"]]
     pick = alt.selection_point(fields=["config"], bind="legend")  # click a legend entry to highlight it
     base = alt.Chart(data).encode(
         x=alt.X("difficulty:O", title="Difficulty (1 = very simple, 5 = very hard)"),
@@ -40,6 +40,7 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
                 "metric_label",
                 "difficulty",
                 "n",
+                alt.Tooltip("small:N", title="small cell"),
                 alt.Tooltip("acc:Q", format=".1f"),
                 alt.Tooltip("low:Q", format=".1f"),
                 alt.Tooltip("high:Q", format=".1f"),
@@ -55,41 +56,40 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
 
 
 def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.FacetChart:
-    """Model × group heatmap of accuracy, one panel per language; n and CI in the tooltip."""
-    data = _with_lang(df)[["config", "language", "group", "n", "n_items", "acc", "low", "high"]]
-    n_groups = max(1, data["group"].nunique())
-    chart = (
-        alt.Chart(data)
-        .mark_rect()
-        .encode(
-            x=alt.X("group:N", title=group_title, sort="ascending", axis=alt.Axis(labelAngle=-45)),
-            y=alt.Y("config:N", title="Model"),
-            color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
-            tooltip=[
-                "config",
-                "language",
-                "group",
-                alt.Tooltip("n:Q", title="n (responses)"),
-                alt.Tooltip("n_items:Q", title="items in group"),
-                alt.Tooltip("acc:Q", format=".1f"),
-                alt.Tooltip("low:Q", format=".1f", title="95% CI low"),
-                alt.Tooltip("high:Q", format=".1f", title="95% CI high"),
-            ],
-        )
+    """Group × model heatmap of accuracy, one panel per language, with each cell's 95 % Wilson
+    interval printed under its value; cells that differ from the model's other items after
+    Benjamini–Hochberg control are outlined and starred."""
+    data = _with_lang(df)[["config", "language", "group", "n", "n_items", "acc", "low", "high", "overall", "q", "flagged"]]
+    data["label"] = data["acc"].map(lambda v: f"{v:.0f}") + data["flagged"].map(lambda f: "*" if f else "")
+    data["ci"] = [f"{lo:.0f}–{hi:.0f}" for lo, hi in zip(data["low"], data["high"], strict=True)]
+    n_configs = max(1, data["config"].nunique())
+    base = alt.Chart(data).encode(
+        x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)),
+        y=alt.Y("group:N", title=group_title, sort="ascending"),
     )
-    text = (
-        alt.Chart(data)
-        .mark_text(fontSize=8)
-        .encode(
-            x="group:N",
-            y="config:N",
-            text=alt.Text("acc:Q", format=".0f"),
-            color=alt.condition("datum.acc > 50", alt.value("black"), alt.value("white")),
-        )
+    rect = base.mark_rect().encode(
+        color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
+        stroke=alt.condition("datum.flagged", alt.value("red"), alt.value(None)),
+        strokeWidth=alt.condition("datum.flagged", alt.value(2.5), alt.value(0)),
+        tooltip=[
+            "config",
+            "language",
+            "group",
+            alt.Tooltip("n:Q", title="n (responses)"),
+            alt.Tooltip("n_items:Q", title="items in group"),
+            alt.Tooltip("acc:Q", format=".1f"),
+            alt.Tooltip("low:Q", format=".1f", title="95% CI low"),
+            alt.Tooltip("high:Q", format=".1f", title="95% CI high"),
+            alt.Tooltip("overall:Q", format=".1f", title="model overall"),
+            alt.Tooltip("q:Q", format=".3g", title="BH q vs rest"),
+        ],
     )
+    colour = alt.condition("datum.acc > 50", alt.value("black"), alt.value("white"))
+    value = base.mark_text(fontSize=9, dy=-5, fontWeight="bold").encode(text="label:N", color=colour)
+    interval = base.mark_text(fontSize=7, dy=6).encode(text="ci:N", color=colour)
     return (
-        (chart + text)
-        .properties(width=min(900, 22 * n_groups), height=alt.Step(16))
+        (rect + value + interval)
+        .properties(width=min(1400, 46 * n_configs), height=alt.Step(24))
         .facet(row=alt.Row("language:N", title=None))
     )
 
@@ -156,44 +156,39 @@ def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
     )
 
 
-def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.Chart | alt.FacetChart:
-    """Spearman ρ per feature (and per model × language when ``by_model``); p < .05 outlined."""
+def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart | alt.FacetChart:
+    """Spearman ρ per feature with its 95 % interval (and per model × language when ``by_model``);
+    bars significant after Holm correction are outlined."""
     data = df.copy()
-    data["significant"] = data["spearman_p"] < 0.05
     tooltip = [
         "feature_label",
         "n",
         alt.Tooltip("spearman_rho:Q", format=".3f"),
-        alt.Tooltip("spearman_p:Q", format=".3g"),
+        alt.Tooltip("spearman_low:Q", format=".3f", title="95% CI low"),
+        alt.Tooltip("spearman_high:Q", format=".3f", title="95% CI high"),
+        alt.Tooltip("spearman_p_holm:Q", format=".3g", title="p (Holm)"),
         alt.Tooltip("pearson_r:Q", format=".3f"),
-        alt.Tooltip("pearson_p:Q", format=".3g"),
     ]
     stroke = alt.condition("datum.significant", alt.value("black"), alt.value(None))
     if not by_model:
-        return (
-            alt.Chart(data)
-            .mark_bar()
-            .encode(
-                x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)),
-                y=alt.Y("spearman_rho:Q", title="Spearman ρ with difficulty", scale=alt.Scale(domain=[-1, 1])),
-                color=alt.Color("feature_label:N", legend=None),
-                stroke=stroke,
-                tooltip=tooltip,
-            )
-            .properties(width=360, height=200)
-        )
-    data = _with_lang(data)
-    return (
-        alt.Chart(data)
-        .mark_bar()
-        .encode(
-            x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)),
-            xOffset="feature_label:N",
-            y=alt.Y("spearman_rho:Q", title="Spearman ρ with correctness"),
-            color=alt.Color("feature_label:N", title="Feature"),
+        base = alt.Chart(data).encode(x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)))
+        bars = base.mark_bar().encode(
+            y=alt.Y("spearman_rho:Q", title="Spearman ρ with difficulty", scale=alt.Scale(domain=[-1, 1])),
+            color=alt.Color("feature_label:N", legend=None),
             stroke=stroke,
-            tooltip=["config", "language", *tooltip],
+            tooltip=tooltip,
         )
-        .properties(width=alt.Step(10), height=200)
-        .facet(row=alt.Row("language:N", title=None))
+        ci = base.mark_errorbar(ticks=True).encode(y="spearman_low:Q", y2="spearman_high:Q")
+        return (bars + ci).properties(width=360, height=200)
+    data = _with_lang(data)
+    base = alt.Chart(data).encode(
+        x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)), xOffset="feature_label:N"
     )
+    bars = base.mark_bar().encode(
+        y=alt.Y("spearman_rho:Q", title="Spearman ρ with correctness"),
+        color=alt.Color("feature_label:N", title="Feature"),
+        stroke=stroke,
+        tooltip=["config", "language", *tooltip],
+    )
+    ci = base.mark_rule(color="black", opacity=0.6).encode(y="spearman_low:Q", y2="spearman_high:Q")
+    return (bars + ci).properties(width=alt.Step(10), height=200).facet(row=alt.Row("language:N", title=None))

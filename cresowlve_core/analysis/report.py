@@ -1,5 +1,9 @@
 """The sections of ``notebooks/03_analysis.ipynb``: each computes, displays, and returns a summary.
 
+The per-run sections :func:`table1_section`, :func:`difficulty_section` and
+:func:`example_errors_section` work on a RunSet of a single run directory too, so notebook 02
+(one run) renders through the same functions, with the same counting rules, as notebook 03.
+
 Every ``*_section`` function takes the loaded :class:`~cresowlve_core.analysis.loading.RunSet`,
 displays its tables and charts (IPython), prints a Markdown message for anything that is
 missing and why, and returns a small JSON-serialisable dict that the notebook records for
@@ -16,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis import breakdowns, charts, complexity, reliability, table
+from cresowlve_core.analysis import breakdowns, charts, complexity, paired, reliability, table
 from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset
 from cresowlve_core.banners import banner_html
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
@@ -35,11 +39,26 @@ def say(markdown: str) -> None:
         print(markdown)
 
 
-def show(obj: Any) -> None:
-    """Display a table or chart."""
-    from IPython.display import display
+SCROLL_STYLE = "max-height: 640px; overflow: auto; display: block"
 
-    display(obj)
+
+def table_html(obj: Any) -> str:
+    """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows."""
+    if isinstance(obj, pd.DataFrame):
+        inner = obj.to_html(max_rows=None, max_cols=None, na_rep="")
+    else:  # a Styler
+        inner = obj.to_html()
+    return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{inner}</div>'
+
+
+def show(obj: Any) -> None:
+    """Display a table (all rows, scrollable) or a chart."""
+    from IPython.display import HTML, display
+
+    if isinstance(obj, pd.DataFrame) or type(obj).__name__ == "Styler":
+        display(HTML(table_html(obj)))
+    else:
+        display(obj)
 
 
 def synthetic_banner() -> str:
@@ -93,11 +112,33 @@ def self_checks() -> str:
     return "\n".join(lines)
 
 
+# ------------------------------------------------------------------ seeds
+
+
+def seeds_section(rs: RunSet | None = None, **analysis_seeds: int) -> dict[str, Any]:
+    """The seeds behind this report: the analysis' own (bootstrap, permutations) and each run's."""
+    runs: dict[str, Any] = {}
+    if rs is not None and not rs.runs.empty:
+        for r in rs.runs.to_dict(orient="records"):
+            runs[str(r["run_id"])] = {
+                "seed": None if pd.isna(r.get("seed")) else int(r["seed"]),
+                "judge_seed": None if pd.isna(r.get("judge_seed")) else int(r["judge_seed"]),
+            }
+    out = {"analysis": {k: int(v) for k, v in analysis_seeds.items()}, "runs": runs}
+    say(
+        "Seeds: "
+        + ", ".join(f"`{k} = {v}`" for k, v in out["analysis"].items())
+        + (f"; run seeds: {', '.join(sorted({str(v['seed']) for v in runs.values()}))}" if runs else "")
+        + "."
+    )
+    return out
+
+
 # ------------------------------------------------------------------ runs
 
 
 def runs_section(rs: RunSet) -> dict[str, Any]:
-    """What was loaded: banner for synthetic data, the run list, notes, or 'no runs found'."""
+    """What was loaded: banner for synthetic data, the run list with items planned vs finished, notes."""
     if rs.runs.empty:
         say(
             f"**No runs found** for `runs = {rs.searched}` (relative paths resolve against the repository root). "
@@ -113,32 +154,64 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         "config",
         "lang",
         "thinking",
-        "judge_model",
+        "n_planned",
         "n_records",
+        "complete",
         "n_error",
         "n_judged",
+        "judge_model",
+        "judge_protocol",
+        "temperature",
+        "seed",
         "n_superseded",
         "synthetic",
         "run_id",
     ]
-    show(rs.runs[cols])
+    runs = rs.runs.reindex(columns=cols)
+    show(runs.rename(columns={"n_planned": "items planned", "n_records": "items finished", "complete": "finished"}))
     for note in rs.notes:
         say(f"- {note}")
+    unfinished = rs.incomplete
+    if not unfinished.empty:
+        say(
+            f"**{len(unfinished)} run(s) did not finish**; their Table 1 cells are marked {table.UNFINISHED_MARK}."
+        )
+    say(
+        "Errored items (the model returned no answer) count as **wrong** in every accuracy below, in this report "
+        "and in each run's own report alike, and are counted separately (`n_error`)."
+    )
     langs = rs.langs
     if len(langs) == 1:
         say(f"**Only one language ({langs[0]})** in these runs: sections show that language only.")
     if not rs.has_judge():
         say("**No LLM-judge scores** in these runs: judge columns stay empty and breakdowns use lenient exact match.")
-    return {"n_runs": int(len(rs.runs)), "n_records": int(len(rs.responses)), "synthetic": rs.synthetic, "langs": langs}
+    return {
+        "n_runs": int(len(rs.runs)),
+        "n_records": int(len(rs.responses)),
+        "synthetic": rs.synthetic,
+        "langs": langs,
+        "unfinished": sorted(unfinished["run_id"].astype(str).tolist()),
+    }
 
 
 # ------------------------------------------------------------------ Table 1
 
 
-def table_section(
-    rs: RunSet, paper_path: str | Path | None = None, export_dir: str | Path | None = None, stem: str = "03_analysis"
+def table1_section(
+    rs: RunSet,
+    paper_path: str | Path | None = None,
+    export_dir: str | Path | None = None,
+    stem: str = "03_analysis",
+    coverage_threshold: float = table.COVERAGE_THRESHOLD,
+    export: bool = True,
+    aliases: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Table 1 with Wilson CIs and the published numbers; writes CSV and LaTeX to ``export_dir``."""
+    """Table 1 with n, judge coverage and bounds, Wilson CIs, the published numbers and Δ with its CI.
+
+    Cells of a metric that scored fewer than ``coverage_threshold`` of the items are greyed out
+    and footnoted (†); unfinished runs are marked (‡). With ``export`` the CSV and LaTeX go to
+    ``export_dir`` (default ``reports/``).
+    """
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -146,44 +219,72 @@ def table_section(
         from IPython.display import HTML, display
 
         display(HTML(synthetic_banner()))
-    long, notes = table.results_table(rs, Path(paper_path) if paper_path else None)
+    long, notes = table.results_table(
+        rs, Path(paper_path) if paper_path else None, coverage_threshold=coverage_threshold, aliases=aliases
+    )
     for n in notes:
         say(n)
     _, n_factual = main_subset(rs.responses)
     if n_factual:
         say(f"Table 1 is over the creative subset, as in the paper: {n_factual} factual responses left out.")
-    show(table.table1_display(long))
-    say("Lenient exact match (not in the paper's table):")
-    show(table.table1_display(long, metrics=("em_lenient",)))
+    say(
+        "`n scored/all`: items with a value / all items of the run (and model errors, counted wrong). "
+        "`bounds`: the accuracy if every unscored item were wrong / right. Δ = ours − paper with a 95% interval "
+        f"that includes the paper's own sampling error (n = {table.PAPER_N:,})."
+    )
+    show(table.style_table1(table.table1_display(long)))
+    for f in table.table1_footnotes(long, coverage_threshold):
+        say(f)
+    others = [m for m in METRICS if m not in table.PAPER_METRICS]
+    if others:
+        say(f"{', '.join(METRICS[m] for m in others)} (not in the paper's table):")
+        show(table.style_table1(table.table1_display(long, metrics=others)))
     missing = sorted({"en", "ru"} - set(rs.langs))
     if missing:
         say(f"**No {', '.join(m.capitalize() for m in missing)} runs**: those columns are empty.")
     if not rs.has_judge():
         say("**No LLM-judge scores**: the LLM Judge columns are empty.")
+    for note in paired.mismatch_notes(paired.cross_lingual(rs)):
+        say(f"**En and Ru cover different items.** {note} See the paired section for the comparison on shared items.")
     matched = long.loc[long["paper"].notna(), "config"].nunique()
     unmatched = sorted(set(long["config"]) - set(long.loc[long["paper_order"].notna(), "config"]))
     if unmatched:
         say(f"No published row for: {', '.join(unmatched)} (paper cells left blank).")
-    out_dir = Path(export_dir) if export_dir else REPORTS_DIR
-    csv_path = table.write_table1_csv(long, out_dir / f"{stem}_table1.csv", synthetic=rs.synthetic)
-    tex_path = table.write_table1_latex(long, out_dir / f"{stem}_table1.tex", synthetic=rs.synthetic)
-    say(f"Exported `{csv_path}` and `{tex_path}`.")
+    out: dict[str, Any] = {}
+    if export:
+        out_dir = Path(export_dir) if export_dir else REPORTS_DIR
+        csv_path = table.write_table1_csv(long, out_dir / f"{stem}_table1.csv", synthetic=rs.synthetic)
+        tex_path = table.write_table1_latex(long, out_dir / f"{stem}_table1.tex", synthetic=rs.synthetic)
+        say(f"Exported `{csv_path}` and `{tex_path}`.")
+        out = {"csv": str(csv_path), "tex": str(tex_path)}
     wide = table.table1_wide(long)
-    main_cols = [c for c in ("en_exact_match", "en_llm_judge", "ru_exact_match", "ru_llm_judge") if c in wide.columns]
+    main_cols = [
+        f"{lang}_{table.TABLE_METRICS[m]}{suffix}"
+        for lang in ("en", "ru")
+        for m in table.PAPER_METRICS
+        for suffix in ("", "_n", "_n_all", "_coverage")
+    ]
+    main_cols = [c for c in main_cols if c in wide.columns]
+    low = long[long["low_coverage"]]
     return {
         "n_rows": int(len(wide)),
         "matched_paper": int(matched),
-        "csv": str(csv_path),
-        "tex": str(tex_path),
+        **out,
+        "coverage_threshold": coverage_threshold,
+        "low_coverage": [f"{r.config}/{r.lang}/{r.metric}" for r in low.itertuples(index=False)],
+        "unfinished": sorted({f"{r.config}/{r.lang}" for r in long[~long["complete"]].itertuples(index=False)}),
         "rows": _records(wide[["config", *main_cols]]),
     }
+
+
+table_section = table1_section  # the name notebook 03 used before
 
 
 # ------------------------------------------------------------------ difficulty
 
 
-def difficulty_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Accuracy by difficulty with bootstrap CIs, both metrics, both languages."""
+def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> dict[str, Any]:
+    """Accuracy by difficulty with Wilson CIs, small-cell warnings and a trend test."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -191,19 +292,39 @@ def difficulty_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[st
     if df["difficulty"].isna().all():
         say("**No difficulty labels** in these runs: this breakdown needs `difficulty` (1–5) on the records.")
         return {"skipped": "no difficulty"}
-    metrics = [m for m in ("em_strict", "judge") if df[m].notna().any()]
+    metrics = [m for m in table.PAPER_METRICS if df[m].notna().any()]
     if "judge" not in metrics:
         say("**No LLM-judge scores**: showing exact match only.")
-    res = breakdowns.by_difficulty(df, metrics, n_boot=n_boot, seed=seed)
+    res = breakdowns.by_difficulty(df, metrics, min_cell_n=min_cell_n)
     show(charts.difficulty_chart(res))
-    return {"n_cells": int(len(res)), "metrics": metrics, "n_boot": n_boot}
+    small = res[res["small"]]
+    if not small.empty:
+        say(
+            f"**Small cells:** {len(small)} of {len(res)} cells have fewer than {min_cell_n} items "
+            f"(smallest n = {int(small['n'].min())}); their intervals are wide, read them with care."
+        )
+    trend = breakdowns.difficulty_trend(res)
+    falls = int(trend["falls"].sum())
+    say(
+        f"**Trend test** (Cochran–Armitage over difficulty 1–5, Holm-corrected over {len(trend)} tests): accuracy "
+        f"falls significantly with difficulty in **{falls}** of {len(trend)} configuration × language × metric rows."
+    )
+    show(_round(trend, 4))
+    return {
+        "n_cells": int(len(res)),
+        "metrics": metrics,
+        "interval": "wilson",
+        "n_small_cells": int(len(small)),
+        "trend_rows": int(len(trend)),
+        "trend_falls": falls,
+    }
 
 
 # ------------------------------------------------------------------ groups
 
 
-def groups_section(rs: RunSet, min_group_size: int = 30) -> dict[str, Any]:
-    """Model × group heatmaps for knowledge domains, creative concepts and cultures."""
+def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Model × group heatmaps with CIs in the cells, BH-controlled marks and a homogeneity test per model."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -211,15 +332,35 @@ def groups_section(rs: RunSet, min_group_size: int = 30) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for column, title in breakdowns.GROUP_COLUMNS.items():
         say(f"### By {title.lower()}")
-        res = breakdowns.by_group(df, column, min_group_size=min_group_size)
+        res = breakdowns.by_group(df, column, min_group_size=min_group_size, n_perm=n_perm, seed=seed)
         for n in res.notes:
             say(n)
         if res.table.empty:
             out[column] = {"n_groups": 0, "metric": res.metric}
             continue
-        say(f"Metric: **{res.metric_label}**; groups with at least {min_group_size} items.")
+        say(
+            f"Metric: **{res.metric_label}**; groups with at least {min_group_size} items. Each cell shows the "
+            "accuracy and, below it, its 95% Wilson interval."
+        )
         show(charts.group_heatmap(res.table, title, res.metric_label))
-        out[column] = {"n_groups": int(res.table["group"].nunique()), "metric": res.metric}
+        say(res.chance_text())
+        h = res.homogeneity
+        n_het = int((h["q"] < 0.05).sum())
+        say(
+            f"**Homogeneity per model** (χ² over the shown groups, {n_perm} seeded permutations because groups "
+            f"overlap; BH over models): the groups differ beyond chance for **{n_het}** of {len(h)} "
+            "model × language rows."
+        )
+        show(_round(h, 4))
+        out[column] = {
+            "n_groups": int(res.table["group"].nunique()),
+            "metric": res.metric,
+            "n_cells": res.n_cells,
+            "expected_by_chance": round(res.expected_by_chance, 2),
+            "n_uncorrected": res.n_uncorrected,
+            "n_flagged": res.n_flagged,
+            "n_heterogeneous": n_het,
+        }
     return out
 
 
@@ -227,12 +368,12 @@ def groups_section(rs: RunSet, min_group_size: int = 30) -> dict[str, Any]:
 
 
 def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Difficulty-balanced, size-matched creative − factual gap per model and language."""
+    """Difficulty-standardised creative − factual gap per model and language."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
     df = rs.responses
-    kinds = set(df["reasoning_type"].dropna().str.lower())
+    kinds = set(df["reasoning_type"].dropna().astype(str).str.strip().str.lower())
     if not {"creative", "factual"} <= kinds:
         have = ", ".join(sorted(kinds)) or "none"
         say(
@@ -243,9 +384,10 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
     metrics = [m for m in ("judge", "em_strict") if df[m].notna().any()]
     res = breakdowns.creative_vs_factual(df, metrics, n_boot=n_boot, seed=seed)
     say(
-        f"Gap = creative − factual accuracy (percentage points), {n_boot} seeded bootstrap iterations; both "
-        "groups resampled to the smaller group's size and difficulty distribution (see "
-        "`creative_vs_factual` docstring). Negative = creative items are harder."
+        "Gap = creative − factual accuracy (percentage points) within each difficulty level, weighted by the "
+        "smaller group's difficulty distribution. The estimate uses every item, and so does its interval: a "
+        f"stratified bootstrap of the same estimator ({n_boot} seeded iterations, each group resampled at its own "
+        "size within each level; see `creative_vs_factual`). Negative = creative items are harder."
     )
     show(charts.difficulty_share_chart(breakdowns.difficulty_distribution(df)))
     if res.empty:
@@ -253,13 +395,12 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
         return {"n_rows": 0}
     small = res.loc[res["n_matched"] < 30, "config"].unique().tolist()
     if small:
-        say(
-            f"Few items behind the matched comparison (n < 30) for: {', '.join(small)}; read those intervals with care."
-        )
+        say(f"Fewer than 30 items in the smaller group for: {', '.join(small)}; read those intervals with care.")
     show(charts.gap_chart(res))
     show(_round(res.drop(columns=["metric"]), 2))
     return {
         "n_rows": int(len(res)),
+        "procedure": "stratified bootstrap of the standardised difference",
         "gaps": _records(res[["config", "lang", "metric", "gap", "low", "high", "n_matched"]].round(3)),
     }
 
@@ -268,7 +409,7 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
 
 
 def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, Any]:
-    """Complexity features vs difficulty and vs per-item correctness."""
+    """Complexity features vs difficulty and vs per-item correctness, every ρ with its CI."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -280,10 +421,18 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
     if not available:
         say("No complexity feature is available for these runs.")
         return {"features": []}
+    if "max_domain_distance" in available:
+        single = int((feats["n_domains"] == 1).sum())
+        say(
+            f"Max semantic distance is 0 for the {single} single-domain items (no pair of domains; kept, not "
+            f"dropped); n = {int(feats['max_domain_distance'].notna().sum())} items have the feature."
+        )
     if feats["difficulty"].notna().any():
         corr_d = complexity.difficulty_correlations(feats)
-        say("**Correlation with the difficulty label** (over items):")
+        say("**Correlation with the difficulty label** (over items; 95% Fisher-z CIs, Holm over the features):")
         show(_round(corr_d.drop(columns=["feature"]), 4))
+        for _, r in corr_d.iterrows():
+            say(f"- {r['feature_label']}: {complexity.correlation_verdict(r)}")
         show(charts.complexity_boxplot(complexity.features_long(feats)))
         show(charts.correlation_bars(corr_d, by_model=False))
     else:
@@ -291,25 +440,121 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
         corr_d = pd.DataFrame()
     metric = "judge" if df["judge"].notna().any() else "em_lenient"
     corr_p = complexity.performance_correlations(df, feats, metric)
-    say(f"**Correlation with per-item correctness** ({METRICS[metric]}), per model and language:")
+    say(
+        f"**Correlation with per-item correctness** ({METRICS[metric]}), per model and language; 95% CIs, "
+        f"Holm over all {len(corr_p)} tests (outlined = significant):"
+    )
     if not corr_p.empty:
         show(charts.correlation_bars(corr_p, by_model=True))
         show(_round(corr_p.drop(columns=["feature"]), 4))
     return {
         "features": available,
-        "difficulty": _records(corr_d[["feature", "n", "pearson_r", "spearman_rho"]].round(4))
+        "difficulty": _records(
+            corr_d[["feature", "n", "spearman_rho", "spearman_low", "spearman_high", "spearman_p_holm"]].round(4)
+        )
         if not corr_d.empty
         else [],
         "n_performance_rows": int(len(corr_p)),
+        "n_performance_significant": int(corr_p["significant"].sum()) if not corr_p.empty else 0,
         "metric": metric,
     }
+
+
+# ------------------------------------------------------------------ paired
+
+
+def paired_section(
+    rs: RunSet, compare: list[tuple[str, str]] | list[list[str]] | None = None, metric: str | None = None
+) -> dict[str, Any]:
+    """McNemar between configurations and En vs Ru per configuration, on shared item ids."""
+    if rs.empty:
+        say("Skipped: no runs.")
+        return SKIPPED
+    metric = metric or paired.default_metric(rs.responses)
+    say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired; p-values Holm-corrected per table.")
+    try:
+        configs = paired.compare_configs(rs, [tuple(p) for p in (compare or [])], metric)  # type: ignore[misc]
+    except ValueError as exc:
+        say(f"**Comparison not possible:** {exc}")
+        configs = paired.compare_configs(rs, None, metric)
+    if configs.empty:
+        say("No two configurations to compare (only one effort level per model, and no `compare` pairs given).")
+    else:
+        say("**Between configurations** (`diff` = a − b in pp, Bonett–Price 95% CI; exact McNemar below 25 discordant items):")
+        show(_round(configs, 4))
+    cross = paired.cross_lingual(rs, metric)
+    if cross.empty:
+        say("**En vs Ru:** no configuration has runs in both languages.")
+    else:
+        for note in paired.mismatch_notes(cross):
+            say(f"**Different item sets:** {note}")
+        say("**En vs Ru per configuration** (`diff` = Ru − En on shared items):")
+        show(_round(cross, 4))
+        say(
+            "Items right in Ru and wrong in En (and the controls) per configuration: "
+            "`cresowlve_core.analysis.paired.en_ru_items(runs, model, effort)`."
+        )
+    return {
+        "metric": metric,
+        "n_config_pairs": int(len(configs)),
+        "n_config_significant": int((configs["p_holm"] < 0.05).sum()) if not configs.empty else 0,
+        "cross_lingual": _records(cross[["config", "n", "n_shared", "mismatch", "diff", "p", "method"]].round(6))
+        if not cross.empty
+        else [],
+    }
+
+
+# ------------------------------------------------------------------ example errors
+
+
+def example_errors_section(
+    rs: RunSet, n: int = 5, coverage_threshold: float = table.COVERAGE_THRESHOLD, seed: int = 0
+) -> dict[str, Any]:
+    """A few wrong answers per run, by the judge when it covered the run, else by exact match.
+
+    When the judge scored fewer than ``coverage_threshold`` of a run's answered items (or none),
+    the examples fall back to lenient exact match and the text says why. Errored items are
+    counted, not shown. Never an empty table without a reason.
+    """
+    if rs.empty:
+        say("Skipped: no runs.")
+        return SKIPPED
+    out: dict[str, Any] = {}
+    cols = [c for c in ("id", "difficulty", "answer", "prediction", "extraction", "em_strict", "em_lenient", "judge_status", "judge_verdict") if c in rs.responses]
+    for (config, lang), g in rs.responses.groupby(["config", "lang"], sort=False):
+        answered = g[g["status"] != "error"]
+        n_err = int(len(g) - len(answered))
+        scored = int(answered["judge"].notna().sum())
+        coverage = scored / len(answered) if len(answered) else 0.0
+        if scored and coverage >= coverage_threshold:
+            metric, why = "judge", f"judged wrong by the LLM judge (it scored {scored} of {len(answered)} answers)"
+        else:
+            metric = "em_lenient"
+            why = (
+                f"wrong by lenient exact match, because the LLM judge scored only {scored} of {len(answered)} answers "
+                f"({100 * coverage:.0f}% < {100 * coverage_threshold:.0f}%)"
+                if len(answered)
+                else "no answered items"
+            )
+        wrong = answered[answered[metric] == 0.0]
+        head = f"**{config} / {lang}** — {why}"
+        if n_err:
+            head += f"; {n_err} errored item(s) (no answer, counted wrong) not shown"
+        if wrong.empty:
+            say(head + f". **No item is wrong by this measure** ({len(answered)} answered items), so there is nothing to show.")
+        else:
+            say(head + f": {min(n, len(wrong))} of {len(wrong)} shown.")
+            sample = wrong.sample(n=min(n, len(wrong)), random_state=seed).sort_values("id")
+            show(sample[cols].reset_index(drop=True))
+        out[f"{config}/{lang}"] = {"metric": metric, "n_wrong": int(len(wrong)), "n_error": n_err, "judge_coverage": round(coverage, 4)}
+    return out
 
 
 # ------------------------------------------------------------------ judge reliability
 
 
 def reliability_section(rs: RunSet) -> dict[str, Any]:
-    """Judge vs lenient EM agreement, judge repeatability, unscored counts."""
+    """Judge vs strict EM agreement (Table 1's population), judge repeatability, coverage."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -320,9 +565,13 @@ def reliability_section(rs: RunSet) -> dict[str, Any]:
     if not rs.has_judge():
         say("**No LLM-judge scores** in these runs: agreement and repeatability need a judged run.")
         return {"n_unscored": n_unscored, "kappa_em": None, "kappa_repeat": None}
-    say("**Judge vs lenient exact match** (responses the judge scored; `judge_only` = judge accepts, EM does not):")
+    say(
+        "**Judge vs strict exact match** on Table 1's population (creative subset, every item with a judge value, "
+        "errored items as wrong in both; `judge_only` = judge accepts, EM does not). κ with its 95% CI; "
+        "`undefined` when chance agreement is 1:"
+    )
     agree = reliability.judge_vs_em(df)
-    show(_round(agree, 3))
+    show(reliability.agreement_display(agree))
     pooled = agree[agree["config"] == "all runs"]
     kappa_em = float(pooled["kappa"].iloc[0]) if not pooled.empty else None
     say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`):")
@@ -331,20 +580,25 @@ def reliability_section(rs: RunSet) -> dict[str, Any]:
     if rep.empty:
         say("No record carries `extra.judge_repeat`: re-judge a sample of responses to measure repeatability.")
     else:
-        show(_round(rep, 3))
+        show(reliability.agreement_display(rep))
         kappa_rep = float(rep.loc[rep["config"] == "all runs", "kappa"].iloc[0])
     say(f"Unscored judge calls (no parseable verdict, left out of judge accuracy): **{n_unscored}**.")
+
+    def _k(v: float | None) -> float | None:
+        return None if v is None or np.isnan(v) else round(v, 4)
+
     return {
         "n_unscored": n_unscored,
-        "kappa_em": None if kappa_em is None or np.isnan(kappa_em) else round(kappa_em, 4),
-        "kappa_repeat": None if kappa_rep is None or np.isnan(kappa_rep) else round(kappa_rep, 4),
+        "kappa_em": _k(kappa_em),
+        "kappa_em_ci": [_k(float(pooled["kappa_low"].iloc[0])), _k(float(pooled["kappa_high"].iloc[0]))]
+        if not pooled.empty
+        else None,
+        "kappa_repeat": _k(kappa_rep),
         "n_repeat_pairs": int(rep.loc[rep["config"] == "all runs", "n"].iloc[0]) if not rep.empty else 0,
     }
 
 
 # ------------------------------------------------------------------ cost
-
-
 def cost_section(rs: RunSet) -> dict[str, Any]:
     """Tokens and cost per run; unknown prices shown as ``unknown``, never 0."""
     if rs.empty:

@@ -1,0 +1,79 @@
+"""The report sections shared by notebooks 02 (one run) and 03 (many): rows, fallbacks, messages."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_analysis_fixtures import record, write_run
+
+from cresowlve_core.analysis import report
+from cresowlve_core.analysis.loading import load_runs
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    """Collect what the sections display (Markdown text and HTML) instead of needing a kernel."""
+    out: list[str] = []
+    monkeypatch.setattr(report, "say", lambda md: out.append(md))
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **_: out.append(getattr(obj, "data", str(obj))))
+    return out
+
+
+def test_long_tables_are_never_cut_to_ten_rows(shown):
+    df = pd.DataFrame({"x": range(150)})
+    with pd.option_context("display.max_rows", 60, "display.min_rows", 10):
+        report.show(df)
+        assert "<td>149</td>" in shown[-1] and "<td>75</td>" in shown[-1] and "..." not in shown[-1]
+    assert "overflow: auto" in shown[-1]
+
+
+def test_setup_raises_the_pandas_row_limit():
+    from cresowlve_core.notebooks import setup
+
+    with pd.option_context("display.max_rows", 60):
+        setup()
+        assert pd.get_option("display.max_rows") is None
+
+
+def _thin_judge_run(tmp_path):
+    # the demo's shape: the judge scored 3 answers and found them all correct; EM says most are wrong
+    recs = [record(f"i{k}", em_strict=False, em_lenient=k == 0, answer="Adieu", prediction=f"guess {k}") for k in range(10)]
+    for k in range(3):
+        recs[k].update(judge_status="scored", judge_verdict="CORRECT")
+    recs.append(record("err", status="error", em_strict=None, em_lenient=None))
+    return write_run(tmp_path / "demo_en", recs, judge={"model": "j", "protocol": "nonce-verdict", "seed": 7}, seed=3)
+
+
+def test_example_errors_fall_back_to_em_when_the_judge_is_thin(tmp_path, shown):
+    rs = load_runs(_thin_judge_run(tmp_path))
+    out = report.example_errors_section(rs, n=4)
+    res = out["m/en"]
+    assert res["metric"] == "em_lenient" and res["n_wrong"] == 9 and res["n_error"] == 1
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "judge scored only 3 of 10 answers (30% < 90%)" in text and "4 of 9 shown" in text
+    assert "1 errored item(s)" in text
+
+
+def test_example_errors_never_show_an_empty_table_without_saying_why(tmp_path, shown):
+    write_run(tmp_path / "r_en", [record(f"i{k}", em_strict=True, em_lenient=True, judge="CORRECT") for k in range(5)])
+    out = report.example_errors_section(load_runs(tmp_path / "r_en"))
+    assert out["m/en"] == {"metric": "judge", "n_wrong": 0, "n_error": 0, "judge_coverage": 1.0}
+    assert any("No item is wrong by this measure" in s for s in shown if isinstance(s, str))
+    assert not any("<table" in s for s in shown if isinstance(s, str))
+
+
+def test_single_run_sections_for_notebook_02(tmp_path, shown):
+    rs = load_runs(_thin_judge_run(tmp_path))
+    t = report.table1_section(rs, export=False)
+    assert "csv" not in t and t["low_coverage"] == ["m/en/judge"]
+    row = t["rows"][0]
+    assert (row["en_llm_judge_n"], row["en_llm_judge_n_all"]) == (4, 11)  # 3 verdicts + the error (wrong) of 11 items
+    assert (row["en_exact_match_n"], row["en_exact_match_n_all"]) == (11, 11)
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "† m / en / LLM Judge: scored 4 of 11" in text
+    d = report.difficulty_section(rs)
+    assert d["interval"] == "wilson" and d["n_small_cells"] > 0
+    seeds = report.seeds_section(rs, seed=0)
+    assert seeds["runs"]["demo_en"] == {"seed": 3, "judge_seed": 7}
