@@ -1,13 +1,13 @@
 """Stage 1: anchors, sampled by domain inside the notability band, with an English label.
 
 Each domain's eligible members are shuffled with a seeded generator (the seed and the domain
-name), then the domains are visited round-robin so a small run still covers every domain.
+name); :func:`~cresowlve_core.synthetic.candidates.build_candidates` then lets the domains take
+turns, so a small run still covers every domain.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from cresowlve_core.sources.kg import KnowledgeSource
@@ -32,19 +32,3 @@ def anchor_pool(source: KnowledgeSource, domain: Domain, band: NotabilityBand, s
     eligible = [q for q in labelled if band.contains(source.notability(q))]
     random.Random(f"{seed}:anchors:{domain.name}").shuffle(eligible)
     return AnchorPool(domain, len(members), len(labelled), tuple(eligible))
-
-
-def round_robin(pools: Sequence[AnchorPool]) -> Iterator[tuple[Domain, str]]:
-    """``(domain, anchor)`` taking one anchor from each pool in turn; an anchor is yielded once."""
-    seen: set[str] = set()
-    iters = [(p.domain, iter(p.order)) for p in pools]
-    while iters:
-        alive = []
-        for domain, it in iters:
-            for qid in it:
-                if qid not in seen:
-                    seen.add(qid)
-                    yield domain, qid
-                    alive.append((domain, it))
-                    break
-        iters = alive

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.sources.kg import KnowledgeSource
-from cresowlve_core.synthetic.anchors import AnchorPool, anchor_pool, round_robin
+from cresowlve_core.synthetic.anchors import AnchorPool, anchor_pool
 from cresowlve_core.synthetic.domains import Domain
 from cresowlve_core.synthetic.facts import Candidate, FactRules, choose_facts
 from cresowlve_core.synthetic.notability import NotabilityBand
@@ -48,26 +48,42 @@ class CandidateBuild:
 
 def build_candidates(source: KnowledgeSource, domains: Sequence[Domain], band: NotabilityBand, rules: FactRules,
                      n: int, seed: int, max_tries: int | None = None) -> CandidateBuild:
-    """Up to ``n`` candidates, trying anchors round-robin over ``domains`` (at most ``max_tries``,
-    default ``50 * n``)."""
+    """Up to ``n`` candidates, the domains taking turns: a domain's turn tries its next anchors
+    (in seeded order) until one yields a fact set, so candidates are balanced over domains; at
+    most ``max_tries`` anchors in all (default ``50 * n``)."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
     pools = [anchor_pool(source, d, band, seed) for d in domains]
     limit = max_tries if max_tries is not None else 50 * n
     out: list[Candidate] = []
     tried: list[dict[str, Any]] = []
-    for domain, qid in round_robin(pools):
-        if len(out) >= n or len(tried) >= limit:
-            break
-        got = choose_facts(source, qid, domain.name, domain.relations, rules, seed)
-        rec: dict[str, Any] = {"anchor": qid, "label": source.english_label(qid), "domain": domain.name,
-                               "notability": source.notability(qid)}
-        if isinstance(got, Candidate):
-            out.append(got)
-            rec |= {"status": "candidate", "candidate": got.id}
-        else:
-            rec |= {"status": "no_fact_set", "reason": got}
-        tried.append(rec)
+    seen: set[str] = set()
+    queues = [(p.domain, iter(p.order)) for p in pools]
+    while queues and len(out) < n and len(tried) < limit:
+        alive = []
+        for domain, it in queues:  # each domain's turn ends at its next candidate
+            if len(out) >= n or len(tried) >= limit:
+                break
+            got_one = False
+            for qid in it:
+                if qid in seen:
+                    continue
+                seen.add(qid)
+                got = choose_facts(source, qid, domain.name, domain.relations, rules, seed)
+                rec: dict[str, Any] = {"anchor": qid, "label": source.english_label(qid), "domain": domain.name,
+                                       "notability": source.notability(qid)}
+                if isinstance(got, Candidate):
+                    out.append(got)
+                    rec |= {"status": "candidate", "candidate": got.id}
+                else:
+                    rec |= {"status": "no_fact_set", "reason": got}
+                tried.append(rec)
+                if isinstance(got, Candidate) or len(tried) >= limit:
+                    got_one = True
+                    break
+            if got_one:
+                alive.append((domain, it))
+        queues = alive
     return CandidateBuild(out, tried, pools)
 
 

@@ -307,7 +307,8 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
     solved = {k: r for k, r in (sres.records.items() if sres else []) if r.get("status") == "ok"}
     scored = [k for k in solved if solved[k]["outcome"] != "unscored"]
     scores = difficulty_scores([verbalised[k]["parsed"]["literal"] for k in scored],
-                               [verbalised[k]["parsed"]["obfuscated"] for k in scored])
+                               [verbalised[k]["parsed"]["obfuscated"] for k in scored],
+                               cache_path=str(build_dir / "embeddings.sqlite"))
     for k, sc in zip(scored, scores):
         solved[k]["difficulty_score"] = sc
     by_id = {c.id: c for c in build.candidates}

@@ -1,0 +1,127 @@
+"""The whole build on a tiny graph against scripted models: creative-leap filter logic, multiple
+valid answers, exports, determinism and resume after failures."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from fakeserver import FakeServer
+
+from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.sources.kg import KnowledgeGraph
+from cresowlve_core.sources.sample import load_items
+from cresowlve_core.synthetic.leap import leap_outcome
+from cresowlve_core.synthetic.pipeline import SynthConfig, run_synth
+
+
+def graph() -> KnowledgeGraph:
+    """Writers A1..A5 and a non-writer B, all with award PA. Schools: S12 (A1, A2), S34 (A3, A4),
+    S5B (A5, B). So every writer's two facts match exactly two subjects."""
+    t = [(a, "P166", "PA") for a in ("A1", "A2", "A3", "A4", "A5", "B")]
+    t += [("A1", "P69", "S12"), ("A2", "P69", "S12"), ("A3", "P69", "S34"), ("A4", "P69", "S34"),
+          ("A5", "P69", "S5B"), ("B", "P69", "S5B")]
+    ids = ("A1", "A2", "A3", "A4", "A5", "B", "PA", "S12", "S34", "S5B")
+    return KnowledgeGraph(t, labels={q: f"name {q.lower()}" for q in ids}, relation_labels={"P166": "award received", "P69": "educated at"},
+                          types={q: frozenset({"Q5"}) for q in ids[:6]}, aliases={"A1": ["Ay One"]},
+                          descriptions={q: "novelist" for q in ids[:5]} | {"B": "banker"})
+
+
+def verbaliser(anchor: str) -> str:
+    if anchor == "a5":
+        return "I cannot do this."  # unparseable
+    obf = f"THIS Name {anchor.upper()} is hidden." if anchor == "a4" else f"THIS one ({anchor}-obf) is hidden. Who is X?"
+    return (f"<literal>X ({anchor}-lit) studied there. Who is X?</literal><obfuscated>{obf}</obfuscated>"
+            f"<explanation>it is {anchor}</explanation>")
+
+
+SOLVER = {  # anchor -> (literal answer, obfuscated answer)
+    "a1": ("Name A1", "nobody"),  # kept
+    "a2": ("ay one", "name a2"),  # literal via the other valid answer's alias; obfuscated solved -> dropped
+    "a3": ("wrong", "nobody"),  # failed literal
+}
+
+
+def answers(req) -> str:
+    p = req.prompt
+    if "Now the real task" in p:
+        return verbaliser(re.search(r"Answer: name (\w+) \(", p.split("Now the real task")[1]).group(1))
+    m = re.search(r"\((a\d)-(lit|obf)\)", p)
+    lit, obf = SOLVER[m.group(1)]
+    return f"Thinking...\n<Answer>{lit if m.group(2) == 'lit' else obf}</Answer>"
+
+
+def cfg(tmp_path, name="build", **kw) -> SynthConfig:
+    return SynthConfig(build_dir=str(tmp_path / name), n_candidates=5, domains=["writers"], band_low=0, band_high=99,
+                       cache=False, concurrency=2, **kw)
+
+
+def test_leap_outcome_is_the_papers_rule():
+    assert leap_outcome(True, False) == "kept"
+    assert leap_outcome(False, False) == "failed_literal" and leap_outcome(False, True) == "failed_literal"
+    assert leap_outcome(True, True) == "solved_obfuscated"
+    assert leap_outcome(None, False) == "unscored" and leap_outcome(True, None) == "unscored"
+
+
+@pytest.mark.embeddings
+def test_filter_on_scripted_models_and_exports(tmp_path):
+    with FakeServer(answers=answers) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+    st = res.summary["stages"]
+    assert st["candidates"] == 5 and st["verbalised"] == 5 and st["parsed"] == 4 and st["leak_free"] == 3
+    assert res.summary["outcomes"] == {"kept": 1, "failed_literal": 1, "solved_obfuscated": 1, "unscored": 0}
+    by_anchor = {r["anchor"]: r for r in res.solved.values()}
+    assert by_anchor["A2"]["literal"]["basis"] == "alias:A1:Ay One"  # another valid answer counts
+    assert by_anchor["A1"]["literal"]["basis"] == "label:A1" and by_anchor["A1"]["obfuscated"]["basis"] is None
+    leaks = next(r["leaks"] for r in res.verbalised.values() if r["anchor"] == "A4")
+    assert leaks == [{"field": "obfuscated", "qid": "A4", "name": "name a4", "kind": "label"}]
+    rows = [json.loads(x) for x in (tmp_path / "build" / "synthetic_items.jsonl").read_text().splitlines()]
+    assert len(rows) == 1 and rows[0]["answer"] == "name a1" and rows[0]["anchor"] == "A1"
+    assert rows[0]["other_answers"] == "Ay One; name a2"  # anchor alias, then the other valid answer
+    assert rows[0]["source_triples"] == [["A1", "P166", "PA"], ["A1", "P69", "S12"]]
+    assert 0.0 <= rows[0]["difficulty_score"] <= 2.0
+    items = load_items(str(tmp_path / "build" / "synthetic_items.jsonl"), "en")  # what `cresowlve eval` reads
+    assert [i.id for i in items] == [rows[0]["id"]] and items[0].en.question == rows[0]["question"]
+    queue = [json.loads(x) for x in (tmp_path / "build" / "review_queue.jsonl").read_text().splitlines()]
+    assert queue[0]["decision"] is None and queue[0]["verdicts"]["creative_leap"] == "kept"
+    assert res.summary["yield"] == {"kept": 1, "of_candidates": 5, "paper_kept": 7, "paper_of": 100}
+
+
+@pytest.mark.embeddings
+def test_resume_after_a_stop_and_determinism(tmp_path):
+    failing = {"on": True}
+
+    def faults(req):  # a wrong key mid-run: a stop error
+        return "401" if failing["on"] and "(a3-lit)" in req.prompt else None
+
+    with FakeServer(answers=answers, faults=faults) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        first = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+        assert first.stopped and "fatal" in first.summary["stopped"]
+        assert first.summary["stages"]["verbalised"] == 5  # everything finished before the stop is kept
+        failing["on"] = False
+        again = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+        assert not again.stopped and again.summary["outcomes"]["kept"] == 1
+        # nothing finished was sent twice: only the refused request was repeated
+        repeated = {p: n for p, n in srv.by_prompt.items() if n > 1}
+        assert len(repeated) == 1 and "(a3-lit)" in next(iter(repeated))
+        done = srv.total
+        run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+        assert srv.total == done  # a finished build makes no call
+        other = run_synth(cfg(tmp_path, "other"), source=graph(), endpoints=(ep, ep), progress=False)
+    for f in ("candidates.jsonl", "synthetic_items.jsonl"):
+        assert (tmp_path / "build" / f).read_text() == (tmp_path / "other" / f).read_text()
+    assert other.summary["stages"] == again.summary["stages"]
+
+
+def test_resume_refuses_another_configuration(tmp_path):
+    from cresowlve_core.runtime import ResumeError
+
+    with FakeServer(answers=answers) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        run_synth(cfg(tmp_path, max_facts=2).model_copy(update={"n_candidates": 1}), source=graph(),
+                  endpoints=(ep, ep), progress=False)
+        with pytest.raises(ResumeError):
+            run_synth(cfg(tmp_path, seed=1), source=graph(), endpoints=(ep, ep), progress=False)
