@@ -569,6 +569,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
     _create_client_args(p)
     p.set_defaults(fn=cmd_create_score)
+    from cresowlve_core.contamination.cli import add_contamination_parser
+    from cresowlve_core.errors.cli import add_errors_parser
+
+    add_errors_parser(sub)
+    add_contamination_parser(sub)
     _apply_help_conventions(ap)
     return ap
 

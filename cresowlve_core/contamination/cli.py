@@ -1,0 +1,76 @@
+"""``cresowlve contamination run|report``: the contamination tests from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def cmd_contamination_run(a: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.contamination.pipeline import Role, run_contamination
+    from cresowlve_core.contamination.verdict import verdict_table
+
+    if a.quiz_base_url is None or a.perturber_base_url is None:
+        print(banner_text("embedded"), file=sys.stderr)
+    c = run_contamination(a.runs, out_dir=a.out_dir, lang=a.lang,
+                          perturber=Role(a.perturber_model, a.perturber_base_url, a.perturber_api_key_env),
+                          quiz_taker=Role(a.quiz_model, a.quiz_base_url, a.quiz_api_key_env),
+                          n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
+                          concurrency=a.concurrency, progress=True)
+    print(c.source)
+    if not c.results:
+        print("no configuration with paired En and Ru runs: nothing to test", file=sys.stderr)
+        return 0
+    with pd.option_context("display.width", 200, "display.max_colwidth", 80):
+        for r in c.results:
+            print(verdict_table(r).drop(columns=["config"]).round(4).to_string(index=False))
+    stopped = [s for r in c.results for s in r.stopped]
+    if stopped:
+        print(f"stopped early: {'; '.join(stopped)}; finished work is kept, run again to resume", file=sys.stderr)
+        return 3
+    return 0
+
+
+def cmd_contamination_report(a: argparse.Namespace) -> int:
+    from cresowlve_core.notebooks import run_notebook
+
+    params: dict[str, Any] = {
+        "runs": a.runs, "out_dir": a.out_dir, "lang": a.lang, "perturber_model": a.perturber_model,
+        "perturber_base_url": a.perturber_base_url, "perturber_api_key_env": a.perturber_api_key_env,
+        "quiz_model": a.quiz_model, "quiz_base_url": a.quiz_base_url, "quiz_api_key_env": a.quiz_api_key_env,
+        "n_repeats": a.repeats, "max_items_per_set": a.max_items}
+    res = run_notebook("05_contamination", params, Path(a.reports_dir) if a.reports_dir else None)
+    print(f"{res.html}  ({res.seconds:.1f}s)")
+    return 0
+
+
+def add_contamination_parser(sub: Any) -> None:
+    """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
+    from cresowlve_core.cli import _positive_int
+    from cresowlve_core.errors.cli import _role_args
+
+    cont = sub.add_parser("contamination", help="data-contamination tests (paper App. A)").add_subparsers(
+        dest="contamination_cmd", required=True)
+    for name, fn, helptext in (("run", cmd_contamination_run, "perturb, quiz (BDQ, BCQ) and completion test; "
+                                "prints the verdict table per configuration (resumable)"),
+                               ("report", cmd_contamination_report,
+                                "render notebooks/05_contamination.ipynb as an HTML report")):
+        p = cont.add_parser(name, help=helptext)
+        p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of En and Ru evaluation runs")
+        p.add_argument("--out-dir", default="data/contamination", help="folder of the perturbation and quiz runs")
+        p.add_argument("--lang", choices=["ru", "en"], default="ru", help="language of the quizzed questions")
+        _role_args(p, "perturber", "perturber")
+        _role_args(p, "quiz", "quiz-taker")
+        p.add_argument("--repeats", type=_positive_int, default=3, help="BCQ repeats")
+        p.add_argument("--max-items", type=_positive_int, default=None, help="items per set and configuration")
+        if name == "run":
+            p.add_argument("--seed", type=int, default=0, help="seed of every placement and cut")
+            p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
+        else:
+            p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
+        p.set_defaults(fn=fn)

@@ -1,0 +1,84 @@
+"""``cresowlve errors label|report``: the error analysis from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _role_args(p: argparse.ArgumentParser, role: str, what: str) -> None:
+    from cresowlve_core.cli import _env_name, _http_url
+
+    p.add_argument(f"--{role}-model", default=None, help=f"{what} model name (required with --{role}-base-url)")
+    p.add_argument(f"--{role}-base-url", default=None, type=_http_url,
+                   help=f"{what}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M: demo only)")
+    p.add_argument(f"--{role}-api-key-env", default=None, type=_env_name,
+                   help=f"NAME of the environment variable holding the {what}'s key")
+
+
+def cmd_errors_label(a: argparse.Namespace) -> int:
+    from cresowlve_core.analysis.loading import load_runs
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.cli import stage_exit
+    from cresowlve_core.errors.label import label_errors
+    from cresowlve_core.errors.wrong import collect_wrong
+    from cresowlve_core.runtime import ClientOptions
+    from cresowlve_core.text import slug
+
+    units, tally = collect_wrong(load_runs(a.runs))
+    if not units:
+        print(f"no wrong answers in {a.runs!r} ({len(tally)} run(s)); nothing to label", file=sys.stderr)
+        return 0 if len(tally) else 2
+    if a.limit:
+        units = sorted(units, key=lambda u: u.key)[: a.limit]
+    if a.labeller_base_url is None:
+        print(banner_text("embedded"), file=sys.stderr)
+    out = Path(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
+    opts = ClientOptions(max_tokens=a.max_tokens, concurrency=a.concurrency, seed=a.seed, max_cost=a.max_cost,
+                         cache=not a.no_cache)
+    res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,
+                       api_key_env=a.labeller_api_key_env, options=opts)
+    print(json.dumps(json.loads((out / "summary.json").read_text()), indent=1))
+    print(f"labels: {out / 'labels.jsonl'}")
+    return stage_exit(res, unit="wrong answers")
+
+
+def cmd_errors_report(a: argparse.Namespace) -> int:
+    from cresowlve_core.notebooks import run_notebook
+
+    params: dict[str, Any] = {"runs": a.runs, "out_dir": a.out_dir, "labeller_model": a.labeller_model,
+                              "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
+                              "limit": a.limit}
+    res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None)
+    print(f"{res.html}  ({res.seconds:.1f}s)")
+    return 0
+
+
+def add_errors_parser(sub: Any) -> None:
+    """Register ``cresowlve errors label`` and ``cresowlve errors report``."""
+    from cresowlve_core.cli import _positive_int, _usd
+
+    errors = sub.add_parser("errors", help="error analysis of wrong answers (paper §5)").add_subparsers(
+        dest="errors_cmd", required=True)
+    p = errors.add_parser("label", help="label every wrong answer of the runs with one of seven categories "
+                                        "(resumable)")
+    p.add_argument("--runs", required=True, help="glob, or folder, of evaluation run directories")
+    p.add_argument("--out-dir", default="data/errors", help="labels go to OUT_DIR/labels/LABELLER")
+    _role_args(p, "labeller", "labeller")
+    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
+    p.add_argument("--max-tokens", type=_positive_int, default=512, help="output budget per label")
+    p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider")
+    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    p.set_defaults(fn=cmd_errors_label)
+    p = errors.add_parser("report", help="render notebooks/04_error_analysis.ipynb as an HTML report")
+    p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of evaluation run directories")
+    p.add_argument("--out-dir", default="data/errors", help="labels and annotations folder")
+    _role_args(p, "labeller", "labeller")
+    p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
+    p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
+    p.set_defaults(fn=cmd_errors_report)
