@@ -1,0 +1,68 @@
+"""Agreement statistics against libraries: statsmodels' Fleiss' kappa, irrCAC's Gwet AC1.
+
+The AC1 reference values were computed with irrCAC 0.4.4 (``CAC(df).gwet()``; it also gave the
+Fleiss values listed), rounded by irrCAC to 5 decimals.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from statsmodels.stats.inter_rater import aggregate_raters
+from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+
+from cresowlve_core.construction.agreement import fleiss_kappa, gwet_ac1, multilabel_agreement, raw_agreement
+
+TABLES = {
+    "two_raters_binary": ([[1, 1], [1, 0], [0, 0], [1, 1], [1, 1], [0, 1], [1, 1], [0, 0], [1, 1], [1, 1]],
+                          0.65517, 0.52381),
+    "three_raters_binary": ([[1, 1, 1], [1, 0, 1], [0, 0, 0], [1, 1, 0], [1, 1, 1], [0, 1, 0], [1, 1, 1], [0, 0, 1],
+                             [1, 1, 1], [1, 1, 1], [0, 0, 0], [1, 0, 1]], 0.48424, 0.39799),
+    "three_raters_three_cats": ([list("aab"), list("bbb"), list("cca"), list("aaa"), list("bcb"), list("abc"),
+                                 list("ccc"), list("aab"), list("bba"), list("aaa")], 0.35961, 0.3299),
+    "skewed": ([[1, 1]] * 7 + [[1, 0], [1, 1], [0, 0], [1, 1], [1, 1]], 0.89333, 0.61905),
+}
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_against_irrcac(name: str) -> None:
+    ratings, ac1, kappa = TABLES[name]
+    assert gwet_ac1(ratings) == pytest.approx(ac1, abs=5e-6)
+    assert fleiss_kappa(ratings) == pytest.approx(kappa, abs=5e-6)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_fleiss_against_statsmodels_on_random_tables(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    ratings = rng.integers(0, 3 + seed % 2, size=(30, 2 + seed % 3)).tolist()
+    table, _ = aggregate_raters(np.array(ratings))
+    assert fleiss_kappa(ratings) == pytest.approx(sm_fleiss(table, method="fleiss"))
+
+
+def test_labels_are_any_hashable_and_perfect_agreement() -> None:
+    ratings = [["creative", "creative"], ["factual", "factual"], [("x",), ("x",)]]
+    assert fleiss_kappa(ratings) == pytest.approx(1.0) and gwet_ac1(ratings) == pytest.approx(1.0)
+    assert raw_agreement([["a", "a"], ["a", "b"]]) == 0.5
+    assert math.isnan(fleiss_kappa([["a", "a"], ["a", "a"]]))
+    assert gwet_ac1([[False, False], [False, False]], categories=(True, False)) == 1.0
+
+
+def test_bad_tables_are_errors() -> None:
+    with pytest.raises(ValueError, match="every item"):
+        gwet_ac1([["a", "b"], ["a"]])
+    with pytest.raises(ValueError, match="two raters"):
+        fleiss_kappa([["a"], ["b"]])
+    with pytest.raises(ValueError, match="not among"):
+        gwet_ac1([["a", "z"]], categories=("a", "b"))
+
+
+def test_multilabel_support_weighted() -> None:
+    sets = [[{"metaphor", "pun"}, {"metaphor"}], [{"pun"}, {"pun"}], [set(), {"metaphor"}], [set(), set()]]
+    res = multilabel_agreement(sets, ["metaphor", "pun", "poem"])
+    assert set(res["per_label"]) == {"metaphor", "pun"}  # poem: no support, no weight
+    m, p = res["per_label"]["metaphor"], res["per_label"]["pun"]
+    assert m["support"] == 3 and p["support"] == 3
+    assert m["ac1"] == pytest.approx(gwet_ac1([[True, True], [False, False], [False, True], [False, False]]))
+    assert res["overall"] == pytest.approx((m["ac1"] * 3 + p["ac1"] * 3) / 6)

@@ -1,0 +1,91 @@
+"""Parsers and validators of the construction steps' model output: never a guess."""
+
+from __future__ import annotations
+
+import pytest
+
+from cresowlve_core.construction import parsers as P
+from cresowlve_core.construction.precheck import handout_markers
+from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
+
+
+@pytest.mark.parametrize("text, yes, reason", [
+    ("REASON: a picture is shown\nANSWER: YES", True, "a picture is shown"),
+    ("**REASON:** fine\n**ANSWER:** no.", False, "fine"),
+    ("ANSWER: YES\nANSWER: NO", False, None),  # the last line wins
+])
+def test_yes_no(text: str, yes: bool, reason: str | None) -> None:
+    v = P.parse_yes_no(text)
+    assert v is not None and v.yes is yes and v.reason == reason
+
+
+@pytest.mark.parametrize("text", ["", None, "YES", "ANSWER: maybe", "ANSWER:", "REASON: x"])
+def test_yes_no_unparseable(text: str | None) -> None:
+    assert P.parse_yes_no(text) is None
+
+
+def test_translation_tags_missing_empty_repeated() -> None:
+    t = P.parse_translation("<question>Name IT.</question><question>again</question><answer></answer>"
+                            "<explanation>unclosed", ["question", "answer", "explanation", "other_answers"])
+    assert t.fields == {"question": "Name IT.", "answer": None, "explanation": None, "other_answers": None}
+    assert t.flags == ["repeated_tag:question", "empty_tag:answer", "missing_tag:explanation",
+                       "missing_tag:other_answers"]
+    assert not t.complete
+
+
+def test_translation_fields_absent_in_source_are_not_flagged() -> None:
+    t = P.parse_translation("<QUESTION>Q?</QUESTION><answer>A</answer>", ["question", "answer"])
+    assert t.complete and t.flags == [] and t.fields["question"] == "Q?"
+
+
+def test_placeholders_lost_in_translation() -> None:
+    ru = "После смерти отца ИКСОМ был провозглашен Ричард. Назовите ЕГО. Это было в СССР."
+    assert P.lost_placeholders(ru, "Richard was proclaimed X. Name HIM. It was in the USSR.") == []
+    assert P.lost_placeholders(ru, "Richard was proclaimed Lord Protector. Name him. It was in the USSR.") == [
+        "X:ИКСОМ", "pronoun:ЕГО"]
+    assert P.lost_placeholders("ИГРЕК и ИКС", "Y and X") == []
+    assert P.lost_placeholders("Назовите ЕВУ.", "Name Eve.") == ["word:ЕВУ"]
+    assert P.placeholder_kinds("Обычный текст без замен") == {}
+
+
+def test_vocab_check_keeps_out_of_vocabulary_labels() -> None:
+    values = P.parse_label_list("LABELS: Metaphor, lateral-thinking, Banana, metaphor", "LABELS")
+    assert P.check_vocab(values, CONCEPTS) == (["metaphor", "lateral thinking"], ["banana"])
+    assert P.parse_label_list("LABELS: none", "LABELS") == []
+    assert P.parse_label_list("metaphor, pun", "LABELS") is None
+
+
+@pytest.mark.parametrize("text, value", [("TYPE: Creative.", "creative"), ("TYPE: factual", "factual"),
+                                         ("TYPE: mixed reasoning", "mixed"), ("creative", None), ("TYPE:", None)])
+def test_reasoning_type(text: str, value: str | None) -> None:
+    assert P.parse_reasoning_type(text) == value
+    if value == "mixed":
+        assert P.check_vocab([value], REASONING_TYPES) == ([], ["mixed"])
+
+
+def test_cultures_normalised_and_non_cultures_flagged() -> None:
+    assert P.check_cultures(["Russian culture", "ENGLISH", "general", "Klingon", "russian"]) == (
+        ["russian", "english", "klingon"], ["general"], ["klingon"])
+
+
+def test_facts_parsed_and_checked() -> None:
+    facts = P.parse_facts("Sure.\nFACTS:\n1. What replaced mechanical watches?\n- Who is [Oliver] Cromwell?\n"
+                          "2) A statement\n\nTrailing prose")
+    assert facts == ["What replaced mechanical watches?", "Who is [Oliver] Cromwell?", "A statement"]
+    ok, revealing, not_q = P.check_facts(facts, "[Richard] Cromwell")
+    assert ok == ["What replaced mechanical watches?"] and revealing == ["Who is [Oliver] Cromwell?"]
+    assert not_q == ["A statement"]
+    assert P.parse_facts("no header\n1. x?") is None and P.parse_facts("FACTS:\nnothing listed") is None
+
+
+def test_parsers_are_capped() -> None:
+    assert P.parse_yes_no("x" * 100_000 + "\nANSWER: YES") is None  # beyond MAX_TEXT: ignored, not guessed
+
+
+def test_handout_precheck() -> None:
+    assert handout_markers("Перед вами фрагмент постера.") == ["pered_vami"]
+    assert handout_markers("фрагмент которого мы вам раздали") == ["razdali"]
+    assert set(handout_markers("Вашему вниманию (pic: 1.jpg) раздаточный материал")) == {
+        "pic", "razdatka", "vashemu_vnimaniyu"}
+    assert handout_markers("Обычный вопрос", handout="картинка") == ["handout_field"]
+    assert handout_markers("Обычный вопрос без раздачи?") == []
