@@ -194,7 +194,6 @@ def test_kappa_edge_cases() -> None:
 
 # ---------------------------------------------------------------- cross-checks with statsmodels / scipy
 
-sm = pytest.importorskip("statsmodels")
 
 
 @pytest.mark.parametrize("table", [[[20, 5], [10, 15]], [[40, 3], [7, 2]], [[5, 0], [1, 30]]])
