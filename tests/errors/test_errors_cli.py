@@ -1,0 +1,60 @@
+"""``cresowlve errors label``: a killed labelling run resumes without resending finished labels."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from fakeserver import FakeServer
+from test_errors_label import _items, write_run
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _number(prompt: str) -> int:
+    return int(prompt.split("<puzzle>\nPuzzle number ")[1].split(":")[0])
+
+
+def _labels(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def test_sigkill_then_resume_does_not_relabel(tmp_path):
+    items = _items(20)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    out = tmp_path / "out"
+    labels = out / "labels" / "fake-labeller" / "labels.jsonl"
+
+    def cli(base_url: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cresowlve_core.cli", "errors", "label", "--runs", str(tmp_path / "runs" / "*"),
+             "--out-dir", str(out), "--labeller-model", "fake-labeller", "--labeller-base-url", base_url,
+             "--concurrency", "2", "--no-cache"],
+            cwd=REPO, env={**os.environ, "CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    with FakeServer(answers=lambda req: "RATIONALE: r\nCATEGORY: Overthinking", latency_s=0.25) as srv:
+        proc = cli(srv.base_url)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and len(_labels(labels)) < 4:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        finished = {r["id"] for r in _labels(labels)}
+        assert 4 <= len(finished) < 20
+        srv.reset()
+        proc2 = cli(srv.base_url)
+        stdout, stderr = proc2.communicate(timeout=120)
+        assert proc2.returncode == 0, stderr
+        resent = {_number(r.prompt) for r in srv.requests}
+    assert not resent & {int(i[5:], 16) for i in finished}
+    assert srv.total == 20 - len(finished)
+    final = {r["id"]: r for r in _labels(labels)}
+    assert len(final) == 20 and all(r["label"] == "overthinking" for r in final.values())
+    assert '"n_done": 20' in stdout
