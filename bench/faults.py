@@ -1,0 +1,196 @@
+"""Fault figures: ``cresowlve eval`` against tests/fakeserver.py with injected faults.
+
+    .venv/bin/python bench/faults.py            # the scenarios in SCENARIOS (a few minutes)
+    .venv/bin/python bench/faults.py --quick    # 300 items per scenario
+
+Each scenario evaluates N distinct items with the real command line (``python -m
+cresowlve_core.cli eval``, a separate process) against a fake server that answers a fraction
+``rate`` of all requests with a fault drawn (seeded) from :data:`FAULT_KINDS`. A ``kill -9``
+scenario SIGKILLs the first process once ~40% of the items are recorded, then resumes. Every
+scenario re-runs the same command (a resume) while it exits non-zero, at most ``MAX_PASSES``
+times, as a user would.
+
+Printed per scenario:
+
+* ``lost``: items without an ``ok`` record at the end;
+* ``duplicated``: ``ok`` records beyond one per item in ``responses.jsonl``;
+* ``re-sent``: model answers the server delivered successfully beyond one per item (a paid
+  answer that was asked for again, e.g. lost in flight at a ``kill -9``; the response cache
+  normally serves those on resume, hence the ``--no-cache`` rows);
+* ``requests``, ``faults`` (server side), ``passes`` (exit code of every run; ``-9`` = killed),
+  wall seconds.
+
+Exits 1 if any scenario lost or duplicated an item.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+
+from fakeserver import FakeServer  # noqa: E402
+
+from cresowlve_core.items import Item, ItemView  # noqa: E402
+
+#: 429/503 carry Retry-After: 0; "garbage" is a 200 with a non-JSON body; "disconnect" closes the socket.
+FAULT_KINDS = ("429", "500", "503", "408", "garbage", "disconnect")
+MAX_PASSES = 6
+LATENCY_S = 0.02
+_PUZZLE = re.compile(r"Puzzle number (\d+):")
+
+
+@dataclass(frozen=True)
+class Scenario:
+    n_items: int
+    rate: float
+    concurrency: int
+    kill: bool = False
+    cache: bool = True
+
+
+SCENARIOS = [
+    Scenario(1000, 0.2, 16),
+    Scenario(1000, 0.5, 16),
+    Scenario(2000, 0.2, 64),
+    Scenario(2000, 0.5, 64),
+    Scenario(1000, 0.2, 16, kill=True),
+    Scenario(1000, 0.2, 16, kill=True, cache=False),
+    Scenario(2000, 0.5, 64, kill=True, cache=False),
+]
+
+
+class FaultPlan:
+    """Chooses each request's fault with a seeded RNG and counts faults per prompt."""
+
+    def __init__(self, rate: float, seed: int = 0):
+        self.rate = rate
+        self._rng = random.Random(seed)
+        self._lock = threading.Lock()
+        self.faulted: Counter[str] = Counter()
+
+    def __call__(self, req) -> str | None:
+        with self._lock:
+            if self._rng.random() >= self.rate:
+                return None
+            self.faulted[req.prompt] += 1
+            return self._rng.choice(FAULT_KINDS)
+
+
+def answer_for(req) -> str:
+    m = _PUZZLE.search(req.prompt)
+    return f"Thinking...\n<Answer>Answer{m.group(1) if m else '?'}</Answer>"
+
+
+def write_items(path: Path, n: int) -> Path:
+    lines = (json.dumps(Item(id=f"chgk_{i:010x}", en=ItemView(question=f"Puzzle number {i}: who is X?",
+                                                                answer=f"Answer{i}")).model_dump())
+             for i in range(n))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _ok_counts(run_dir: Path) -> Counter[str]:
+    path = run_dir / "responses.jsonl"
+    counts: Counter[str] = Counter()
+    if not path.exists():
+        return counts
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line from the kill; the runtime moves it aside on resume
+        if rec.get("status") == "ok":
+            counts[rec["id"]] += 1
+    return counts
+
+
+def _n_lines(run_dir: Path) -> int:
+    path = run_dir / "responses.jsonl"
+    return len(path.read_bytes().splitlines()) if path.exists() else 0
+
+
+def run_scenario(sc: Scenario, work: Path) -> dict[str, object]:
+    """Run one scenario in ``work`` and return its row."""
+    work.mkdir(parents=True, exist_ok=True)
+    items = write_items(work / "items.jsonl", sc.n_items)
+    run_dir = work / "run"
+    env = {**os.environ, "CRESOWLVE_CACHE_DIR": str(work / "cache"), "CRESOWLVE_DATA_DIR": str(work / "data"),
+           "CRESOWLVE_REPORTS_DIR": str(work / "reports")}
+    plan = FaultPlan(sc.rate)
+    passes: list[int] = []
+    t0 = time.monotonic()
+    with FakeServer(answers=answer_for, faults=plan, latency_s=LATENCY_S) as srv:
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", str(items), "--model", "fake-model",
+               "--base-url", srv.base_url, "--run-dir", str(run_dir), "--concurrency", str(sc.concurrency),
+               "--max-tokens", "32", *([] if sc.cache else ["--no-cache"])]
+        if sc.kill:
+            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            while proc.poll() is None and _n_lines(run_dir) < 0.4 * sc.n_items:
+                time.sleep(0.02)
+            proc.kill()  # SIGKILL: no cleanup of any kind
+            proc.wait()
+            passes.append(-9)
+        for _ in range(MAX_PASSES):
+            rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True).returncode
+            passes.append(rc)
+            if rc == 0:
+                break
+        by_prompt = Counter(srv.by_prompt)
+        total = srv.total
+    seconds = time.monotonic() - t0
+    delivered = {p: by_prompt[p] - plan.faulted[p] for p in by_prompt}
+    ok = _ok_counts(run_dir)
+    return {
+        "items": sc.n_items, "fault_rate": sc.rate, "concurrency": sc.concurrency,
+        "kill_9": sc.kill, "cache": sc.cache,
+        "lost": sc.n_items - len(ok),
+        "duplicated": sum(c - 1 for c in ok.values() if c > 1),
+        "re_sent": sum(max(0, d - 1) for d in delivered.values()),
+        "requests": total, "faults": sum(plan.faulted.values()),
+        "passes": passes, "seconds": round(seconds, 1),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="300 items per scenario (default: off)")
+    ap.add_argument("--json", default=None, help="also write the rows to this JSON file (default: none)")
+    a = ap.parse_args()
+    header = (f"{'items':>6} {'fault':>6} {'conc':>5} {'kill-9':>7} {'cache':>6} {'lost':>5} {'dup':>4} "
+              f"{'re-sent':>8} {'requests':>9} {'faults':>7} {'seconds':>8}  passes (exit codes)")
+    print(f"fault kinds: {', '.join(FAULT_KINDS)}; server latency {LATENCY_S}s")
+    print(header, flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="cresowlve-faults-") as tmp:
+        for i, sc in enumerate(SCENARIOS):
+            if a.quick:
+                sc = Scenario(300, sc.rate, sc.concurrency, sc.kill, sc.cache)
+            row = run_scenario(sc, Path(tmp) / f"s{i}")
+            rows.append(row)
+            print(f"{row['items']:>6} {row['fault_rate']:>6.0%} {row['concurrency']:>5} {'yes' if row['kill_9'] else 'no':>7} "
+                  f"{'on' if row['cache'] else 'off':>6} {row['lost']:>5} {row['duplicated']:>4} {row['re_sent']:>8} "
+                  f"{row['requests']:>9} {row['faults']:>7} {row['seconds']:>8}  {row['passes']}", flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    bad = [r for r in rows if r["lost"] or r["duplicated"]]
+    print(f"{len(rows) - len(bad)}/{len(rows)} scenarios lost and duplicated nothing")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
