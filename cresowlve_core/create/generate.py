@@ -313,8 +313,8 @@ def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
     m = read_generation_manifest(run_dir)
     latest = RunDir(run_dir).latest(RESPONSES, response_key)
     by_query: dict[str, list[GenerationRecord]] = {}
-    for r in latest.values():
-        rec = GenerationRecord.model_validate(r)
+    for raw in latest.values():
+        rec = GenerationRecord.model_validate(raw)
         by_query.setdefault(rec.query_id, []).append(rec)
     out: list[GeneratedSet] = []
     for q in _queries_of(m):

@@ -20,11 +20,22 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.stats import bootstrap_mean_ci
-from cresowlve_core.create.distance import Embedder, cosine_distance, default_embedder, path_text, transform_distance
+from cresowlve_core.create.distance import (
+    Embedder,
+    cosine_distance,
+    default_embedder,
+    path_text,
+    transform_distance,
+)
 from cresowlve_core.create.judges import StrengthScope, factuality_rate, path_strength
 from cresowlve_core.create.scored import ScoredSet
-from cresowlve_core.create.utility import PATIENCE_GRID, Discount, UtilityBreakdown, utility_breakdown
+from cresowlve_core.create.utility import (
+    PATIENCE_GRID,
+    Discount,
+    UtilityBreakdown,
+    utility_breakdown,
+)
+from cresowlve_core.stats import bootstrap_mean_ci
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -131,7 +142,7 @@ class CreateReport:
 
     def patience_curves(self, grid: Sequence[float] = PATIENCE_GRID, factuality_threshold: float = 1.0) -> pd.DataFrame:
         """Mean utility over queries at each patience, per configuration (long format)."""
-        rows = []
+        rows: list[dict[str, object]] = []
         for s in self.sets:
             b = self.breakdown(s, factuality_threshold)
             rows.extend({"config": s.config, "patience": float(p), "utility": u} for p, u in zip(grid, b.curve(grid, self.discount)))

@@ -38,6 +38,7 @@ from cresowlve_core.create.judges import (
     FACTUALITY_PROMPT,
     SPECIFICITY_PROMPT,
     CompletesChat,
+    JudgeCall,
     judge_factuality,
     judge_specificity,
 )
@@ -118,10 +119,10 @@ async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any) -> dic
     path = [list(t) for t in unit.path]
     results = await asyncio.gather(judge_specificity(client, path, params), judge_factuality(client, path, params),
                                    return_exceptions=True)
-    errors = [r for r in results if isinstance(r, BaseException)]
-    if errors:
+    spec, fact = results
+    if not isinstance(spec, JudgeCall) or not isinstance(fact, JudgeCall):
+        errors = [r for r in results if isinstance(r, BaseException)]
         raise next((e for e in errors if isinstance(e, STOP_ERRORS)), errors[0])
-    spec, fact = results  # type: ignore[misc]
     costs = [c.cost for c in (spec, fact) if c.cost is not None]
     return JudgmentRecord(
         query_id=unit.query_id, path_key=unit.key[1], path_index=unit.index, path=path, valid=unit.validity.valid,

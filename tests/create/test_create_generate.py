@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from create_fakes import EP, Q, FakeClient, answer_for, records
+from create_fakes import EP, FakeClient, Q, answer_for, records
 
 from cresowlve_core.create import generate as cg
 from cresowlve_core.runtime import ClientOptions, ResumeError

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 from cresowlve_core.create.queries import (
     WORK_RELATIONS,
     build_queries,
@@ -14,6 +13,7 @@ from cresowlve_core.create.queries import (
     sample_source_paths,
 )
 from cresowlve_core.llm.types import Completion, LLMError, LLMFatalError
+from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 
 
 def test_shipped_queries():
