@@ -34,7 +34,8 @@ def fleiss_kappa(ratings: np.ndarray | list[list[Any]]) -> float:
     """Fleiss' κ for an ``items × raters`` array of labels (every item rated by every rater).
 
     κ = (P̄ − P̄e) / (1 − P̄e) with P̄ the mean per-item agreement and P̄e the sum of squared
-    overall category shares. NaN for fewer than 2 raters or no items; 1.0 if all agree on one label.
+    overall category shares. NaN for fewer than 2 raters, no items, or one label used by everyone
+    (chance agreement 1: nothing beyond chance to measure, as :func:`cresowlve_core.stats.cohen_kappa`).
     """
     arr = np.asarray(ratings, dtype=object)
     if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
@@ -56,7 +57,7 @@ def _fleiss_from_counts(counts: np.ndarray) -> float:
     share = counts.sum(axis=0) / (n_items * m)
     pe = float((share * share).sum())
     if pe >= 1.0:
-        return 1.0 if p_bar >= 1.0 else float("nan")
+        return float("nan")
     return float((p_bar - pe) / (1.0 - pe))
 
 

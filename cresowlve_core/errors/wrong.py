@@ -136,7 +136,7 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
 
 
 def find_or_make_runs(runs: str | Sequence[str] | None, *, base_url: str | None, model: str | None,
-                      work_dir: Path, make_demo: bool = True, max_tokens: int = 128) -> tuple[RunSet, str]:
+                      work_dir: Path, make_demo: bool = True, max_tokens: int = 64) -> tuple[RunSet, str]:
     """The runs named by ``runs``; if there are none and ``make_demo``, a tiny evaluation of the
     bilingual demo items (En and Ru) into ``work_dir/eval`` with the given model (embedded when
     ``base_url`` is None). Returns the runs and a sentence saying where they came from."""

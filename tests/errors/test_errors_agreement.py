@@ -61,7 +61,7 @@ def test_fleiss_kappa_matches_statsmodels():
     assert agr.fleiss_kappa(ratings) == pytest.approx(fleiss_kappa(table, method="fleiss"))
     k = agr.fleiss_kappa_ci(ratings, n_boot=200, seed=0)
     assert k.low < k.kappa < k.high and k.n == 60
-    assert agr.fleiss_kappa([["a", "a"], ["a", "a"]]) == 1.0
+    assert np.isnan(agr.fleiss_kappa([["a", "a"], ["a", "a"]]))  # one label only: undefined, like Cohen's
     assert np.isnan(agr.fleiss_kappa([["a"], ["b"]]))
 
 
