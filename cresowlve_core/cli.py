@@ -90,14 +90,15 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
 
     ``summary`` is a runtime :class:`~cresowlve_core.runtime.MapResult`, a stage summary dict
     (``n_items``, ``n_ok``, ``n_error``, ``n_not_run``, ``stopped``, ``top_error``) or an object
-    with those attributes. Codes: see :data:`EXIT_CODES_HELP`.
+    with those attributes (CREATE's ``n_calls``/``n_missing`` and ``n_to_judge``/``n_judged``/
+    ``n_judge_errors``/``n_not_judged`` are understood too). Codes: see :data:`EXIT_CODES_HELP`.
     """
     from cresowlve_core.runtime.mapping import INTERRUPTED
 
-    n = _field(summary, "n_items", "n_units") or 0
-    n_ok = _field(summary, "n_ok", "n_done")
-    n_error = _field(summary, "n_error") or 0
-    n_not_run = _field(summary, "n_not_run") or 0
+    n = _field(summary, "n_items", "n_units", "n_calls", "n_to_judge") or 0
+    n_ok = _field(summary, "n_ok", "n_done", "n_judged")
+    n_error = _field(summary, "n_error", "n_judge_errors") or 0
+    n_not_run = _field(summary, "n_not_run", "n_missing", "n_not_judged") or 0
     stopped = _field(summary, "stopped")
     top = _field(summary, "top_error")
     done = f"{n_ok if n_ok is not None else n - n_error - n_not_run} of {n} {unit} done"
@@ -338,12 +339,9 @@ def _create_options(a: argparse.Namespace, base: Any) -> Any:
     return type(base).model_validate({**base.model_dump(), **update})
 
 
-def _create_finish(summary: Any) -> int:
+def _create_finish(summary: Any, unit: str) -> int:
     print(summary.model_dump_json(indent=2))
-    if summary.stopped:
-        print(f"stopped early: {summary.stopped}; finished work is kept, run again to resume", file=sys.stderr)
-        return 3
-    return 0
+    return stage_exit(summary, unit=unit)
 
 
 def cmd_build(a: argparse.Namespace) -> int:
@@ -370,7 +368,7 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
         summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
                            n_rounds=a.n_rounds, limit=a.limit, effort=a.effort,
                            options=_create_options(a, GENERATE_OPTIONS))
-    return _create_finish(summary)
+    return _create_finish(summary, "calls")
 
 
 def cmd_create_score(a: argparse.Namespace) -> int:
@@ -384,7 +382,7 @@ def cmd_create_score(a: argparse.Namespace) -> int:
         summary = score(a.run_dir, endpoint, score_dir=a.score_dir, effort=a.effort, judge_invalid=a.judge_invalid,
                         factuality_threshold=a.factuality_threshold, discount=a.discount,
                         options=_create_options(a, JUDGE_OPTIONS))
-    return _create_finish(summary)
+    return _create_finish(summary, "paths to judge")
 
 
 # --------------------------------------------------------------------------- parser

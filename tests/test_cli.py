@@ -458,3 +458,13 @@ def test_a_second_process_on_the_same_run_dir_is_refused(tmp_path):
     assert second.returncode == 2, second.stderr
     assert "is in use by another process" in second.stderr and second.stderr.count("\n") == 1
     assert len(prompts) == len(set(prompts))  # nothing was sent twice
+
+
+def test_stage_exit_understands_create_summaries(capsys):
+    from types import SimpleNamespace
+
+    gen = SimpleNamespace(n_calls=24, n_ok=22, n_error=1, n_missing=1, stopped=None)
+    assert cli.stage_exit(gen, unit="calls") == 1
+    assert last_line(capsys.readouterr().err) == "incomplete: 1 errored, 1 not run of 24 calls; run again to retry them"
+    score = SimpleNamespace(n_to_judge=8, n_judged=8, n_judge_errors=0, n_not_judged=0, stopped=None)
+    assert cli.stage_exit(score, unit="paths to judge") == 0
