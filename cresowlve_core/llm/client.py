@@ -49,32 +49,28 @@ Secrets: the API key is read from the environment at every call and sent only as
 It (and every credential-like variable) is scrubbed from error messages, logs, returned
 answers and cache entries; credentials in the base URL never appear in messages.
 
-Connections: ``concurrency`` calls really run in flight over raw HTTP (httpx2; the JSON is
-parsed once, by the wire format). The client keeps ceil(C/16) pools of 16 (+2 spare)
-connections and sends each call through the least busy one (httpcore scans every connection
-of a pool on each request; small pools keep that cheap). The pools belong to the event loop
-they were created in; a client used from a new loop opens new pools.
+Connections: ``concurrency`` calls really run in flight, each on its own keep-alive
+connection of a small HTTP/1.1 client (:mod:`cresowlve_core.llm.http`: one write per request,
+the JSON parsed once by the wire format; ~0.1 ms of client CPU per call instead of ~1.7 ms
+through the SDK). Proxies from the environment are honoured. The pool belongs to the event
+loop it was created in; a client used from a new loop opens a new pool.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
-import random
-import ssl
 import os
+import random
 import time
-import urllib.request
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
-
-import httpx2
+from urllib.parse import urlsplit
 
 from cresowlve_core.llm.cache import ResponseCache, cache_key
+from cresowlve_core.llm.http import ConnectionPool
 from cresowlve_core.llm.openai_wire import (  # re-exported: callers import these from here
     BadResponse,
     _content_text,
@@ -105,7 +101,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ESTIMATE_OUTPUT_TOKENS = 4096
 MAX_RETRY_AFTER_S = 300.0
-POOL_SHARD_SIZE = 16  # connections per pool: httpcore scans a pool's connections on every request
 _UA = {"User-Agent": "cresowlve-core", "Accept": "application/json"}
 
 __all__ = [
@@ -114,22 +109,8 @@ __all__ = [
 ]
 
 
-@functools.lru_cache(maxsize=1)
-def _ssl_context() -> ssl.SSLContext:
-    """One TLS context per process (loading the CA store costs tens of milliseconds)."""
-    return httpx2.create_ssl_context()
-
-
 def _messages_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(_content_text(m.get("content")) for m in messages)
-
-
-def _proxy_for(url: str) -> str | None:
-    """The proxy the environment names for ``url`` (``HTTPS_PROXY``, ``NO_PROXY``...), if any."""
-    parts = urlsplit(url)
-    if parts.hostname and urllib.request.proxy_bypass(parts.hostname):
-        return None
-    return urllib.request.getproxies().get(parts.scheme)
 
 
 def _url_credentials(url: str) -> list[str]:
@@ -146,27 +127,14 @@ def _url_credentials(url: str) -> list[str]:
 
 
 @dataclass
-class _Shard:
-    """One connection pool (an httpx2 transport, used directly: no cookie jar, redirects or
-    hooks on the hot path) and how many calls it carries now."""
-
-    http: httpx2.AsyncHTTPTransport
-    in_flight: int = 0
-
-
-@dataclass
 class _Resources:
-    """Per-event-loop objects: the pool shards, the concurrency semaphore, the limiters."""
+    """Per-event-loop objects: the connection pool, the concurrency semaphore, the limiters."""
 
     loop: asyncio.AbstractEventLoop
-    shards: list[_Shard]
+    pool: ConnectionPool
     sem: asyncio.Semaphore
     rpm: AsyncTokenBucket | None
     tpm: AsyncTokenBucket | None
-
-    def pick(self) -> _Shard:
-        """The least busy shard (so no shard ever has more calls than connections)."""
-        return min(self.shards, key=lambda s: s.in_flight)
 
 
 class _RetryLog:
@@ -227,6 +195,8 @@ class LLMClient:
             raise ValueError("max_attempts must be >= 1")
         if down_after < 1:
             raise ValueError("down_after must be >= 1")
+        if urlsplit(endpoint.base_url).scheme not in ("http", "https") or not urlsplit(endpoint.base_url).hostname:
+            raise LLMConfigError(f"the base URL must be an http(s) URL, got {strip_url_credentials(endpoint.base_url)!r}")
         self.endpoint = endpoint
         self.wire = get_wire(endpoint.wire)
         self.concurrency = concurrency
@@ -246,8 +216,7 @@ class LLMClient:
         self.retries = _RetryLog(retry_log_interval_s)
         self._res: _Resources | None = None
         self._sync_loop: asyncio.AbstractEventLoop | None = None
-        self._urls: dict[str, httpx2.URL] = {}
-        self._timeouts = httpx2.Timeout(timeout_s, connect=min(10.0, timeout_s)).as_dict()
+        self._targets: dict[str, str] = {}
         self._secret_cache: tuple[str | None, list[str]] | None = None
         self._url_secrets = _url_credentials(endpoint.base_url)
         self._ever_answered = False  # any HTTP response at all: the endpoint exists
@@ -256,23 +225,14 @@ class LLMClient:
 
     # ---- lifecycle
 
-    def _new_shard(self, connections: int) -> _Shard:
-        http = httpx2.AsyncHTTPTransport(
-            verify=_ssl_context(),
-            limits=httpx2.Limits(max_connections=connections + 2, max_keepalive_connections=connections + 2),
-            proxy=_proxy_for(self.endpoint.base_url),
-        )
-        return _Shard(http)
-
     def _resources(self) -> _Resources:
         loop = asyncio.get_running_loop()
         if self._res is not None and self._res.loop is loop:
             return self._res
-        n_shards = -(-self.concurrency // POOL_SHARD_SIZE)
-        per_shard = -(-self.concurrency // n_shards)
         self._res = _Resources(
             loop=loop,
-            shards=[self._new_shard(per_shard) for _ in range(n_shards)],
+            pool=ConnectionPool(self.endpoint.base_url, connect_timeout=min(10.0, self.timeout_s),
+                                read_timeout=self.timeout_s),
             sem=asyncio.Semaphore(self.concurrency),
             rpm=AsyncTokenBucket(self.rpm) if self.rpm else None,
             tpm=AsyncTokenBucket(self.tpm) if self.tpm else None,
@@ -284,8 +244,7 @@ class LLMClient:
         self.retries.flush(self.endpoint.describe())
         res, self._res = self._res, None
         if res is not None and res.loop is asyncio.get_running_loop():
-            for shard in res.shards:  # pools of another (finished) loop are simply dropped
-                await shard.http.aclose()
+            await res.pool.aclose()  # a pool of another (finished) loop is simply dropped
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -341,14 +300,15 @@ class LLMClient:
             c.raw = json.loads(redact(json.dumps(c.raw, ensure_ascii=False), hits))
         return c
 
-    def _url(self, path: str) -> httpx2.URL:
-        """The full URL of ``path``; a query in the base URL (``?api-version=``) is kept at the end."""
-        url = self._urls.get(path)
-        if url is None:
+    def _target(self, path: str) -> str:
+        """The request target (path and query) of ``path``; a query in the base URL
+        (``?api-version=``) is kept at the end."""
+        target = self._targets.get(path)
+        if target is None:
             parts = urlsplit(self.endpoint.base_url)
-            url = httpx2.URL(urlunsplit(parts._replace(path=parts.path.rstrip("/") + path)))
-            self._urls[path] = url
-        return url
+            target = parts.path.rstrip("/") + path + (f"?{parts.query}" if parts.query else "")
+            self._targets[path] = target
+        return target
 
     def _price(self, completion: Completion) -> float | None:
         """Cost by the configured model name, or by the reported name if only that is priced."""
@@ -476,29 +436,15 @@ class LLMClient:
 
     async def _send(self, res: _Resources, key: str, path: str, content: bytes) -> Completion:
         """One HTTP attempt, bounded by ``deadline_s``; raises AttemptFailed or transport errors."""
-        request = httpx2.Request("POST", self._url(path), headers={**self.wire.request_headers(key), **_UA},
-                                 content=content, extensions={"timeout": self._timeouts})
-        shard = res.pick()
-        shard.in_flight += 1
-        try:
-            if self.deadline_s is None:
-                status, headers, body = await self._roundtrip(shard, request)
-            else:
-                try:
-                    async with asyncio.timeout(self.deadline_s):
-                        status, headers, body = await self._roundtrip(shard, request)
-                except TimeoutError:
-                    raise AttemptFailed(Failure("retry", f"no complete answer within the {self.deadline_s:g} s "
-                                                "deadline", reason="deadline")) from None
-        finally:
-            shard.in_flight -= 1
-        return self.wire.interpret(path, status, headers, body)
-
-    @staticmethod
-    async def _roundtrip(shard: _Shard, request: httpx2.Request) -> tuple[int, httpx2.Headers, bytes]:
-        response = await shard.http.handle_async_request(request)
-        try:
-            body = await response.aread()
-        finally:
-            await response.aclose()
-        return response.status_code, response.headers, body
+        headers = {**self.wire.request_headers(key), **_UA}
+        target = self._target(path)
+        if self.deadline_s is None:
+            resp = await res.pool.post(target, headers, content)
+        else:
+            try:
+                async with asyncio.timeout(self.deadline_s):
+                    resp = await res.pool.post(target, headers, content)
+            except TimeoutError:
+                raise AttemptFailed(Failure("retry", f"no complete answer within the {self.deadline_s:g} s "
+                                            "deadline", reason="deadline")) from None
+        return self.wire.interpret(path, resp.status, resp.headers, resp.content)

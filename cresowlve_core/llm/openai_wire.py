@@ -35,12 +35,10 @@ import asyncio
 import email.utils
 import json
 import re
-import socket
 import time
 from typing import Any
 
-import httpx2
-
+from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, TransportError
 from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError, Usage
 from cresowlve_core.llm.wire import AttemptFailed, Failure
 
@@ -359,24 +357,14 @@ def interpret(path: str, status: int, headers: Any, content: bytes) -> Completio
     raise AttemptFailed(classify_status(status, headers, content))
 
 
-def _exception_chain(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    cur: BaseException | None = exc
-    while cur is not None and len(chain) < 10:
-        chain.append(cur)
-        cur = cur.__cause__ or cur.__context__
-    return chain
-
-
 def classify_exception(exc: BaseException) -> Failure:
-    """Classify an exception raised while sending (timeouts, connection failures)."""
-    if isinstance(exc, (httpx2.TimeoutException, asyncio.TimeoutError, TimeoutError)):
+    """Classify an exception raised while sending (:mod:`cresowlve_core.llm.http` failures)."""
+    if isinstance(exc, (ReadTimeout, asyncio.TimeoutError, TimeoutError)):
         return Failure("retry", "request timed out", reason="timeout")
-    if isinstance(exc, httpx2.TransportError):
-        chain = _exception_chain(exc)
-        if any(isinstance(e, socket.gaierror) for e in chain):
-            return Failure("retry", "DNS lookup failed (host not found)", dead_sign="unreachable", reason="DNS")
-        if isinstance(exc, httpx2.ConnectError) and any(isinstance(e, ConnectionRefusedError) for e in chain):
-            return Failure("retry", "connection refused", dead_sign="unreachable", reason="connection refused")
-        return Failure("retry", f"connection error ({type(exc).__name__})", reason="connection error")
+    if isinstance(exc, ConnectFailed) and exc.dns:
+        return Failure("retry", f"DNS lookup failed ({exc})", dead_sign="unreachable", reason="DNS")
+    if isinstance(exc, ConnectFailed) and exc.refused:
+        return Failure("retry", "connection refused", dead_sign="unreachable", reason="connection refused")
+    if isinstance(exc, TransportError):
+        return Failure("retry", f"connection error ({exc})", reason="connection error")
     return Failure("item", f"{type(exc).__name__}: {exc}", reason=type(exc).__name__)

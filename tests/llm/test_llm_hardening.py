@@ -316,3 +316,8 @@ def test_embedded_server_lists_its_model_id_not_its_letters() -> None:
 
     params = LocalServer(port=1).server_params(xllamacpp.CommonParams())
     assert params.model_alias == {LOCAL_MODEL}
+
+
+def test_a_base_url_that_is_not_http_is_a_config_error() -> None:
+    with pytest.raises(LLMConfigError, match="http"):
+        LLMClient(Endpoint("localhost:8000/v1", MODEL))

@@ -62,3 +62,16 @@ def test_stop_frees_the_port():
     assert not port_is_free(port)
     srv.stop()
     assert port_is_free(port)
+
+
+def test_models_endpoint_lists_the_model_id(server):
+    """``/v1/models`` names the model by its id (not ``"-"`` with one-letter aliases)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server.base_url}/models", timeout=10) as r:
+        data = json.load(r)["data"]
+    ids = [m.get("id") for m in data]
+    assert server.model in ids, data
+    aliases = [a for m in data for a in (m.get("aliases") or [])]
+    assert all(len(a) > 1 for a in aliases), aliases

@@ -4,11 +4,10 @@ and the classification of failures (per-item request problems vs. fatal configur
 from __future__ import annotations
 
 import json
-import socket
 
-import httpx2
 import pytest
 
+from cresowlve_core.llm.http import ConnectFailed, ProtocolFailure, ReadTimeout
 from cresowlve_core.llm.openai_wire import (
     build_request,
     classify_exception,
@@ -112,22 +111,15 @@ def test_retryable_statuses_and_html_is_a_dead_sign() -> None:
     assert exc.value.failure.dead_sign is None
 
 
-def _chained(outer: BaseException, inner: BaseException) -> BaseException:
-    try:
-        try:
-            raise inner
-        except BaseException as e:
-            raise outer from e
-    except BaseException as caught:
-        return caught
-
-
 def test_refused_and_dns_failures_are_signs_of_a_dead_endpoint() -> None:
-    refused = _chained(httpx2.ConnectError("All connection attempts failed"), ConnectionRefusedError(111, "refused"))
-    dns = _chained(httpx2.ConnectError("Name or service not known"), socket.gaierror(-2, "Name or service not known"))
-    assert (classify_exception(refused).dead_sign, classify_exception(refused).message) == ("unreachable", "connection refused")
-    assert classify_exception(dns).dead_sign == "unreachable" and "DNS" in classify_exception(dns).message
-    assert classify_exception(httpx2.ReadTimeout("slow")).kind == "retry"
+    refused = classify_exception(ConnectFailed("connection refused by 127.0.0.1:1", refused=True))
+    dns = classify_exception(ConnectFailed("DNS lookup failed for x.invalid", dns=True))
+    assert (refused.dead_sign, refused.message, refused.kind) == ("unreachable", "connection refused", "retry")
+    assert dns.dead_sign == "unreachable" and "DNS" in dns.message
+    assert classify_exception(ConnectFailed("TLS handshake failed")).dead_sign is None
+    assert classify_exception(ReadTimeout("slow")).reason == "timeout"
+    assert classify_exception(ProtocolFailure("closed early")).kind == "retry"
+    assert classify_exception(RuntimeError("bug")).kind == "item"
 
 
 def test_wire_registry() -> None:
