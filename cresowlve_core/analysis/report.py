@@ -146,10 +146,13 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
             "`-p runs '<glob or list of run directories>'`. The sections below are skipped."
         )
         return {"n_runs": 0, "synthetic": False, "langs": []}
-    if rs.synthetic:
-        from IPython.display import HTML, display
+    from cresowlve_core.banners import is_embedded_model, show_banner
 
-        display(HTML(synthetic_banner()))
+    if rs.synthetic:
+        show_banner("synthetic")
+    embedded = sorted({str(m) for m in rs.runs["model"].dropna() if is_embedded_model(m)}) if "model" in rs.runs else []
+    if embedded:
+        show_banner("embedded", f"Runs of {', '.join(embedded)} are included.")
     cols = [
         "config",
         "lang",
