@@ -11,16 +11,11 @@ aliases and the labels and aliases of every other subject having all the facts (
 (:func:`cresowlve_core.sources.sample.load_items`) ignores the extra columns, so
 ``cresowlve eval --items synthetic_items.jsonl`` evaluates them like any benchmark item.
 
-**Review queue** (``review_queue.jsonl``): the construction pipeline's review API
-(``cresowlve_core/construction``) is not there yet, so the queue is a simple JSONL of its own,
-one object per survivor::
-
-    {"id", "source": "synthetic", "question", "answer", "other_answers", "explanation",
-     "literal_question", "source_triples", "solver": {"literal": ..., "obfuscated": ...},
-     "difficulty_score", "verdicts": {"leaks": [], "creative_leap": "kept"},
-     "decision": null, "reviewer": null, "note": null}
-
-A reviewer fills ``decision`` (``keep`` / ``fix`` / ``ambiguous`` / ``other``) and ``note``.
+**Review queue** (``review/queue.jsonl``): the construction pipeline's queue file, one card per
+survivor in the shape of :func:`cresowlve_core.construction.review.review_card` (``ru`` is null,
+the puzzle is the ``en`` view, the literal version, triples, solver answers and difficulty score
+are under ``synthetic``). Reviewers use that pipeline's ``ReviewSession``; decisions go to
+``review/decisions__<reviewer>.jsonl`` in its format (codes ``keep``, ``other`` with a note, ...).
 """
 
 from __future__ import annotations
@@ -90,28 +85,34 @@ def write_items(survivors: Sequence[dict[str, Any]], source: KnowledgeSource, pa
     return _write(path, [item_row(s, source) for s in survivors])
 
 
-def write_review_queue(survivors: Sequence[dict[str, Any]], source: KnowledgeSource, path: Path) -> Path:
-    """``review_queue.jsonl`` in the format of the module docstring. Decisions already made in an
-    existing queue file are kept (matched by id)."""
-    old: dict[str, dict[str, Any]] = {}
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                rec = json.loads(line)
-                old[rec["id"]] = rec
-    rows = []
-    for s in survivors:
-        row = item_row(s, source)
-        solve = s["solve"]
-        prev = old.get(row["id"], {})
-        rows.append({
-            "id": row["id"], "source": "synthetic", "question": row["question"], "answer": row["answer"],
-            "other_answers": row["other_answers"], "explanation": row["explanation"],
+def review_card(survivor: dict[str, Any], source: KnowledgeSource) -> dict[str, Any]:
+    """A card in the construction review queue's shape (:func:`cresowlve_core.construction.review.review_card`):
+    no Russian view, the puzzle as the English view, the synthetic evidence under ``synthetic``."""
+    row = item_row(survivor, source)
+    solve = survivor["solve"]
+    return {
+        "id": row["id"], "difficulty": None, "ru": None,
+        "en": {"question": row["question"], "answer": row["answer"], "explanation": row["explanation"],
+               "other_answers": row["other_answers"]},
+        "needs_material": {"llm": None, "reason": None, "precheck": []},
+        "russian_specific": {"llm": None, "reason": None},
+        "translation_flags": [], "review_flags": ["synthetic"],
+        "handout": None, "provenance": {"source": "synthetic", "anchor": row["anchor"], "answers": row["answers"]},
+        "model_labels": {"reasoning_type": "creative", "concepts": [], "domains": row["knowledge_domains"], "cultures": []},
+        "synthetic": {
             "literal_question": row["literal_question"], "source_triples": row["source_triples"],
+            "difficulty_score": row["difficulty_score"], "creative_leap": solve["outcome"],
             "solver": {side: {"answer": solve[side]["answer"], "correct": solve[side]["correct"],
                               "basis": solve[side]["basis"]} for side in ("literal", "obfuscated")},
-            "difficulty_score": row["difficulty_score"],
-            "verdicts": {"leaks": [], "creative_leap": solve["outcome"]},
-            "decision": prev.get("decision"), "reviewer": prev.get("reviewer"), "note": prev.get("note"),
-        })
-    return _write(path, rows)
+        },
+    }
+
+
+def write_review_queue(survivors: Sequence[dict[str, Any]], source: KnowledgeSource, build_dir: Path) -> Path:
+    """``<build>/review/queue.jsonl``: the construction pipeline's queue file, so its
+    :class:`~cresowlve_core.construction.review.ReviewSession` (and the panel built on it) reviews
+    the survivors and saves decisions in its own ``decisions__<reviewer>.jsonl`` format.
+    Decisions already saved are untouched."""
+    from cresowlve_core.construction.review import QUEUE, review_dir
+
+    return _write(review_dir(build_dir) / QUEUE, [review_card(s, source) for s in survivors])

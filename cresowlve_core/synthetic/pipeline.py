@@ -10,7 +10,8 @@ A *build directory* holds:
   to both versions, the extracted answers, their exact-match basis and the outcome (stage 4);
 - ``synthetic_items.jsonl``: the survivors in the published schema plus ``source_triples`` and
   ``difficulty_score`` (``cresowlve eval --items`` reads it);
-- ``review_queue.jsonl``: the survivors for human validation (stage 5);
+- ``review/queue.jsonl``: the survivors for human validation, in the construction pipeline's
+  review format (stage 5);
 - ``summary.json``: the yield per stage.
 
 Both model stages are one :func:`~cresowlve_core.runtime.map_with_resume` call each, so a killed
@@ -315,7 +316,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
     survivors = [{"candidate": by_id[k], "verbalisation": verbalised[k]["parsed"], "solve": solved[k]}
                  for k in (c.id for c in build.candidates) if k in solved and solved[k]["outcome"] == "kept"]
     items_path = write_items(survivors, src, build_dir / "synthetic_items.jsonl")
-    queue_path = write_review_queue(survivors, src, build_dir / "review_queue.jsonl")
+    queue_path = write_review_queue(survivors, src, build_dir)
     literal_ok = [k for k in scored if solved[k]["literal"]["correct"]]
     pred = predictiveness([solved[k]["difficulty_score"] for k in literal_ok],
                           [not solved[k]["obfuscated"]["correct"] for k in literal_ok], seed=cfg.seed)

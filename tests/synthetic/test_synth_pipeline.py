@@ -9,6 +9,7 @@ import re
 import pytest
 from fakeserver import FakeServer
 
+from cresowlve_core.construction.review import ReviewSession, load_decisions
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.sources.kg import KnowledgeGraph
 from cresowlve_core.sources.sample import load_items
@@ -84,8 +85,11 @@ def test_filter_on_scripted_models_and_exports(tmp_path):
     assert 0.0 <= rows[0]["difficulty_score"] <= 2.0
     items = load_items(str(tmp_path / "build" / "synthetic_items.jsonl"), "en")  # what `cresowlve eval` reads
     assert [i.id for i in items] == [rows[0]["id"]] and items[0].en.question == rows[0]["question"]
-    queue = [json.loads(x) for x in (tmp_path / "build" / "review_queue.jsonl").read_text().splitlines()]
-    assert queue[0]["decision"] is None and queue[0]["verdicts"]["creative_leap"] == "kept"
+    session = ReviewSession(tmp_path / "build", "ann")  # the construction pipeline's review API
+    assert [c["id"] for c in session.pending] == [rows[0]["id"]]
+    assert session.pending[0]["synthetic"]["creative_leap"] == "kept" and session.pending[0]["ru"] is None
+    session.decide(rows[0]["id"], "keep")
+    assert load_decisions(tmp_path / "build")[0][rows[0]["id"]].code == "keep"
     assert res.summary["yield"] == {"kept": 1, "of_candidates": 5, "paper_kept": 7, "paper_of": 100}
 
 
