@@ -1,0 +1,79 @@
+# Manual error annotation (marimo app): `marimo run notebooks/annotate_errors.py`.
+# The marimo counterpart of the ipywidgets panel in notebooks/04_error_analysis.ipynb; same core API
+# (cresowlve_core.errors.annotation). Open the sample.jsonl written by the error-analysis notebook.
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium")
+
+
+@app.cell
+def _():
+    import marimo as mo
+
+    from cresowlve_core.errors import annotation as A
+
+    return A, mo
+
+
+@app.cell
+def _(mo):
+    sample_path = mo.ui.text(value="data/errors/annotations/sample.jsonl", label="annotation sample (JSONL)",
+                             full_width=True)
+    annotator = mo.ui.text(value="", label="your name")
+    mo.vstack([mo.md("# CresOWLve error annotation"), sample_path, annotator])
+    return annotator, sample_path
+
+
+@app.cell
+def _(A, annotator, mo, sample_path):
+    from pathlib import Path
+
+    get_saved, set_saved = mo.state(0)
+    problem = None
+    store, rows = None, []
+    path = Path(sample_path.value)
+    if not path.is_file():
+        problem = f"no sample at {path}: run notebooks/04_error_analysis.ipynb with an out_dir first"
+    elif not annotator.value.strip():
+        problem = "enter your name to start (labels go to <sample folder>/<name>.jsonl)"
+    else:
+        rows = A.read_sample(path).to_dict("records")
+        store = A.AnnotationStore(path.parent, annotator.value)
+    mo.md(f"**{problem}**") if problem else None
+    return get_saved, rows, set_saved, store
+
+
+@app.cell
+def _(A, get_saved, mo, rows, store):
+    get_saved()
+    keys = [str(r["key"]) for r in rows]
+    i = store.next_index(keys) if store else 0
+    row = rows[i] if store and i < len(rows) else None
+    choice = mo.ui.radio(options={A.choice_label(c): c for c in A.CHOICES}, label="category")
+    note = mo.ui.text_area(label="note (optional)", full_width=True)
+    save = mo.ui.run_button(label="save and next")
+    done = len(store.labels()) if store else 0
+    view = (mo.md(f"All {len(rows)} items labelled." if store else "") if row is None else
+            mo.vstack([mo.md(f"Item {i + 1} of {len(rows)} · {done} labelled by you"), mo.Html(A.item_html(row)),
+                       choice, note, save]))
+    view
+    return choice, note, row, save
+
+
+@app.cell
+def _(choice, mo, note, row, save, set_saved, store):
+    message = ""
+    if save.value and row is not None:
+        if choice.value is None:
+            message = "choose a category first"
+        else:
+            store.save(str(row["key"]), choice.value, note.value)
+            message = f"saved {choice.value} for {row['id']}"
+            set_saved(lambda n: n + 1)
+    mo.md(message)
+    return
+
+
+if __name__ == "__main__":
+    app.run()

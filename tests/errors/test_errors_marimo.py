@@ -1,0 +1,36 @@
+"""The marimo annotation app loads a sample and resumes at the first item not yet labelled."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import SimpleNamespace
+
+import pandas as pd
+
+from cresowlve_core.errors.annotation import AnnotationStore, write_sample
+
+APP = Path(__file__).resolve().parents[2] / "notebooks" / "annotate_errors.py"
+
+
+def _app():
+    spec = importlib.util.spec_from_file_location("annotate_errors_app", APP)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.app
+
+
+def test_marimo_app_resumes_at_first_unlabelled(tmp_path):
+    sample = pd.DataFrame([{"key": f"k{i}", "config": "m", "lang": "ru", "id": f"i{i}", "question": "Назовите ИКС.",
+                            "answer": "a", "prediction": "b", "reasoning": "ИКС — это"} for i in range(3)])
+    path = write_sample(sample, tmp_path / "ann" / "sample.jsonl")
+    AnnotationStore(path.parent, "ann1").save("k0", "overthinking")
+    _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(path)),
+                               "annotator": SimpleNamespace(value="ann1")})
+    assert defs["row"]["key"] == "k1" and defs["done"] == 1
+
+
+def test_marimo_app_without_a_sample_says_so(tmp_path):
+    _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(tmp_path / "none.jsonl")),
+                               "annotator": SimpleNamespace(value="x")})
+    assert "no sample" in defs["problem"] and defs["row"] is None
