@@ -385,6 +385,29 @@ def cmd_create_score(a: argparse.Namespace) -> int:
     return _create_finish(summary, "paths to judge")
 
 
+def cmd_synth(a: argparse.Namespace) -> int:
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.synthetic.pipeline import SynthConfig, run_synth
+
+    cfg = SynthConfig(
+        build_dir=a.build_dir, n_candidates=a.n, domains=a.domains.split(",") if a.domains else None,
+        band_low=a.band[0], band_high=a.band[1], notability=a.notability, seed=a.seed, knowledge_source=a.source,
+        verbaliser_model=a.verbaliser_model, verbaliser_base_url=a.verbaliser_base_url,
+        verbaliser_api_key_env=a.verbaliser_api_key_env, verbaliser_max_tokens=a.verbaliser_max_tokens,
+        solver_model=a.solver_model, solver_base_url=a.solver_base_url, solver_api_key_env=a.solver_api_key_env,
+        solver_effort=a.solver_effort, solver_max_tokens=a.solver_max_tokens, concurrency=a.concurrency,
+        max_cost=a.max_cost, cache=not a.no_cache,
+    )
+    res = run_synth(cfg)
+    if any(res.embedded.values()):
+        print(banner_text("embedded"), file=sys.stderr)
+    print(json.dumps({k: res.summary[k] for k in ("stages", "outcomes", "yield", "difficulty", "exports")}, indent=1))
+    if res.stopped:
+        print(f"stopped early: {res.stopped}; finished work is kept, run again to resume", file=sys.stderr)
+        return 3
+    return 0
+
+
 # --------------------------------------------------------------------------- parser
 
 
@@ -567,6 +590,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
     _create_client_args(p)
     p.set_defaults(fn=cmd_create_score)
+    p = sub.add_parser("synth", help="synthetic CresOWLve-style puzzles from the Wikidata subset (paper App. D); "
+                       "roles without a base URL run on the embedded Gemma 3 270M (pipeline demo only)")
+    p.add_argument("--build-dir", required=True, help="build directory (resumable)")
+    p.add_argument("--n", type=int, default=8, help="candidates to build (default: 8; the paper used 100)")
+    p.add_argument("--domains", default=None, help="comma-separated: writers,musicians,scientists,films,books,places (default: all)")
+    p.add_argument("--band", type=int, nargs=2, default=[3, 20], metavar=("LOW", "HIGH"),
+                   help="notability band, inclusive (default: 3 20 graph degree; use 20 100 sitelinks with --source wikidata-sparql)")
+    p.add_argument("--notability", choices=["degree", "in_degree"], default="degree")
+    p.add_argument("--source", choices=["kg", "wikidata-sparql"], default="kg",
+                   help="kg: the shipped subset (default); wikidata-sparql: online Wikidata (needs network)")
+    p.add_argument("--seed", type=int, default=0)
+    for role in ("verbaliser", "solver"):
+        p.add_argument(f"--{role}-model", default=None, help=f"{role} model name")
+        p.add_argument(f"--{role}-base-url", default=None, type=_http_url,
+                       help=f"{role}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M)")
+        p.add_argument(f"--{role}-api-key-env", default=None, type=_env_name,
+                       help=f"NAME of the environment variable holding the {role}'s key")
+        p.add_argument(f"--{role}-max-tokens", type=int, default=1024)
+    p.add_argument("--solver-effort", choices=EFFORTS, default=None, help="solver reasoning effort (plain solve prompt)")
+    p.add_argument("--concurrency", type=int, default=4)
+    p.add_argument("--max-cost", type=float, default=None, help="stop cleanly before spending more USD")
+    p.add_argument("--no-cache", action="store_true")
+    p.set_defaults(fn=cmd_synth)
     from cresowlve_core.contamination.cli import add_contamination_parser
     from cresowlve_core.errors.cli import add_errors_parser
 
