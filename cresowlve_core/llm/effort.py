@@ -33,7 +33,9 @@ PRESETS: dict[str, Callable[[str | None], dict[str, Any]]] = {
     # llama.cpp's server: the same template switch
     "llama-cpp": lambda effort: {"chat_template_kwargs": {"enable_thinking": _thinks(effort)}},
     # OpenRouter's unified reasoning object
-    "openrouter": lambda effort: {"reasoning": {"effort": effort}} if _thinks(effort) else {"reasoning": {"enabled": False}},
+    "openrouter": lambda effort: ({"reasoning": {"enabled": True}} if effort == "adaptive"
+                                  else {"reasoning": {"effort": effort}} if _thinks(effort)
+                                  else {"reasoning": {"enabled": False}}),
 }
 
 

@@ -97,8 +97,8 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams)
     if api == "responses":
         path = "/responses"
         body["input"] = messages
-        if params.effort:
-            body["reasoning"] = {"effort": params.effort, "summary": "auto"}
+        if params.sent_effort:
+            body["reasoning"] = {"effort": params.sent_effort, "summary": "auto"}
         else:
             body["temperature"] = params.temperature
         if params.max_tokens is not None:
@@ -106,18 +106,18 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams)
     elif api == "chat":
         path = "/chat/completions"
         body["messages"] = messages
-        if params.effort:
-            body["reasoning_effort"] = params.effort
+        if params.sent_effort:
+            body["reasoning_effort"] = params.sent_effort
         else:
             body["temperature"] = params.temperature
         if params.seed is not None:
             body["seed"] = params.seed
         if params.max_tokens is not None and not limit_given:
-            body["max_completion_tokens" if params.effort else "max_tokens"] = params.max_tokens
+            body["max_completion_tokens" if params.sent_effort else "max_tokens"] = params.max_tokens
     elif api == "completions":
-        if params.effort and not extra_body:
+        if params.sent_effort and not extra_body:
             raise LLMConfigError(
-                f"effort {params.effort!r} cannot be sent on the legacy completions API; use the chat or "
+                f"effort {params.sent_effort!r} cannot be sent on the legacy completions API; use the chat or "
                 "responses API, or give the server's own field in extra_body (a provider preset)"
             )
         path = "/completions"

@@ -21,7 +21,11 @@ class Usage(BaseModel):
 
 
 Effort = Literal["none", "minimal", "low", "medium", "high"]
-EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high")
+EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "adaptive")
+#: "adaptive" labels a model that decides by itself how long to think (the paper's Qwen3.5,
+#: Qwen3-Thinking, DeepSeek-V3.2, GLM-5 rows): the run is a thinking run, but no effort field is
+#: sent (``GenParams.sent_effort`` is None), as ``Manifest.sent`` shows.
+ADAPTIVE = "adaptive"
 
 
 @dataclass(frozen=True)
@@ -83,7 +87,12 @@ class GenParams:
     def resolved_api(self) -> str:
         if self.api:
             return self.api
-        return "responses" if self.effort else "chat"
+        return "responses" if self.sent_effort else "chat"
+
+    @property
+    def sent_effort(self) -> str | None:
+        """The effort that goes over the wire (None for no effort and for ``adaptive``)."""
+        return None if self.effort in (None, ADAPTIVE) else self.effort
 
 
 @dataclass

@@ -126,3 +126,15 @@ def test_wire_registry() -> None:
     assert get_wire("openai").build_request is build_request
     with pytest.raises(LLMConfigError, match="unknown wire format"):
         get_wire("carrier-pigeon")
+
+
+def test_adaptive_effort_is_a_thinking_label_that_sends_no_effort_field():
+    from cresowlve_core.llm.effort import preset_body
+    from cresowlve_core.llm.openai_wire import build_request
+    from cresowlve_core.llm.types import GenParams
+
+    p = GenParams(effort="adaptive")
+    path, body = build_request("m", [{"role": "user", "content": "q"}], p)
+    assert path == "/chat/completions" and "reasoning_effort" not in body and "reasoning" not in body
+    assert preset_body("openrouter", "adaptive") == {"reasoning": {"enabled": True}}
+    assert preset_body("vllm-qwen3", "adaptive") == {"chat_template_kwargs": {"enable_thinking": True}}
