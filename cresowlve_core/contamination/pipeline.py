@@ -99,17 +99,18 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     quiz_opts = ClientOptions(max_tokens=quiz_max_tokens, concurrency=concurrency, seed=seed, cache_path=cache)
     notes: list[str] = []
 
-    questions: dict[str, str] = {}
-    specs = {str(r["model"]): "demo" for _, r in members.iterrows()}
-    try:
-        from cresowlve_core.analysis.loading import read_manifest
+    from cresowlve_core.analysis.loading import read_manifest
 
-        for _, run in data.runs.iterrows():
-            if run["lang"] == lang:
-                specs[str(run["config"])] = (read_manifest(Path(run["path"])) or {}).get("items") or "demo"
-    except (ValueError, OSError) as exc:
-        notes.append(f"could not read a manifest: {exc}")
-    for spec in sorted(set(specs.values())):
+    questions: dict[str, str] = {}
+    specs = set()
+    for _, run in data.runs.iterrows():
+        if run["lang"] == lang and run["config"] in set(members["config"]):
+            try:
+                specs.add((read_manifest(Path(run["path"])) or {}).get("items") or "demo")
+            except (ValueError, OSError) as exc:
+                notes.append(f"`{run['run_id']}`: manifest unreadable ({exc}); assuming the demo items")
+                specs.add("demo")
+    for spec in sorted(specs):
         try:
             questions |= {it.id: it.view(lang).question for it in load_items(spec, lang)}  # type: ignore[arg-type]
         except (OSError, ValueError) as exc:
