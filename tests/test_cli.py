@@ -442,9 +442,9 @@ def test_sigterm_and_sigint_write_the_summary_and_finish(tmp_path, signum, code)
 
 
 def test_a_second_process_on_the_same_run_dir_is_refused(tmp_path):
-    items = write_items(tmp_path / "items.jsonl", 30)
+    items = write_items(tmp_path / "items.jsonl", 200)  # the first run takes ~30 s; it is stopped below
     run_dir = tmp_path / "run"
-    with FakeServer(answers=answer_for, latency_s=0.2) as srv:
+    with FakeServer(answers=answer_for, latency_s=0.3) as srv:
         first = _spawn(eval_args(items, run_dir, srv.base_url, "--no-cache", "--concurrency", "2"))
         try:
             _wait_for_records(run_dir, 2)
@@ -455,6 +455,7 @@ def test_a_second_process_on_the_same_run_dir_is_refused(tmp_path):
             first.send_signal(signal.SIGTERM)
             first.communicate(timeout=60)
         prompts = [r.prompt for r in srv.requests]
+    assert first.returncode == 143  # still running when the second one was refused
     assert second.returncode == 2, second.stderr
     assert "is in use by another process" in second.stderr and second.stderr.count("\n") == 1
     assert len(prompts) == len(set(prompts))  # nothing was sent twice
