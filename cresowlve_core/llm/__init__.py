@@ -5,7 +5,12 @@ Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost seman
 """
 
 from cresowlve_core.llm.batch import collect_batch, submit_batch
-from cresowlve_core.llm.cache import DEFAULT_CACHE_PATH, CacheError, ResponseCache, cache_key
+from cresowlve_core.llm.cache import (
+    DEFAULT_CACHE_PATH,
+    CacheError,
+    ResponseCache,
+    cache_key,
+)
 from cresowlve_core.llm.client import LLMClient, messages_to_prompt, split_think
 from cresowlve_core.llm.effort import PRESETS, preset_body, sent_fields, shows_reasoning
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable

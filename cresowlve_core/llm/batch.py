@@ -28,7 +28,13 @@ import openai
 
 from cresowlve_core.llm.openai_wire import BadResponse, build_request, parse_chat
 from cresowlve_core.llm.pricing import PriceTable
-from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMError
+from cresowlve_core.llm.types import (
+    Completion,
+    Endpoint,
+    GenParams,
+    LLMConfigError,
+    LLMError,
+)
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +106,7 @@ def submit_batch(endpoint: Endpoint, requests: list[BatchRequest], run_dir: str 
     state = {
         "batch_id": batch.id,
         "input_file_id": uploaded.id,
-        "submitted_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "submitted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "n": len(requests),
         "model": endpoint.model,
         "base_url": endpoint.base_url,
@@ -138,7 +144,7 @@ def collect_batch(
         counts = batch.request_counts
         state.update(
             status=batch.status,
-            checked_at=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+            checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
             request_counts=counts.model_dump() if counts is not None else None,
         )
         _write_state(run_dir, state)

@@ -25,7 +25,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, Usage
+from cresowlve_core.llm.types import (
+    Completion,
+    Endpoint,
+    GenParams,
+    LLMConfigError,
+    Usage,
+)
 from cresowlve_core.paths import CACHE_DIR
 from cresowlve_core.secrets import find_secret_values, redact
 

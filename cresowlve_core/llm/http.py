@@ -75,7 +75,8 @@ def default_ssl_context() -> ssl.SSLContext:
 def _proxy_for(scheme: str, host: str) -> str | None:
     """The proxy the environment names for ``scheme://host`` (honouring ``NO_PROXY``), if any."""
     proxies = urllib.request.getproxies_environment()
-    if not proxies or urllib.request.proxy_bypass_environment(host, proxies):
+    bypass = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009 - missing from typeshed
+    if not proxies or bypass(host, proxies):
         return None
     return proxies.get(scheme)
 
@@ -91,7 +92,7 @@ class _Conn:
     def close(self) -> None:
         try:
             self.writer.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection must not raise
+        except Exception:
             pass
 
 
@@ -150,7 +151,7 @@ class ConnectionPool:
             return conn
         auth = self._proxy_auth()
         w.write(f"CONNECT {self.host}:{self.port} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n{auth}\r\n".encode())
-        status, headers = await _read_head(r)
+        status, _ = await _read_head(r)
         if status != 200:
             conn.close()
             raise ConnectFailed(f"proxy refused the tunnel to {self.host_header} (HTTP {status})")

@@ -103,7 +103,7 @@ class LocalServer:
             params.cpuparams.n_threads = self.threads
         return params
 
-    def start(self, timeout_s: float = 120.0) -> "LocalServer":
+    def start(self, timeout_s: float = 120.0) -> LocalServer:
         if self._server is not None:
             return self
         if not port_is_free(self.port):
@@ -144,7 +144,7 @@ class LocalServer:
             server, self._server = self._server, None
             del server  # the native destructor joins the server threads
 
-    def __enter__(self) -> "LocalServer":
+    def __enter__(self) -> LocalServer:
         return self.start()
 
     def __exit__(

@@ -40,7 +40,7 @@ from typing import Any
 
 from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, TransportError
 from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError, Usage
-from cresowlve_core.llm.wire import AttemptFailed, Failure
+from cresowlve_core.llm.wire import AttemptFailed, DeadSign, Failure
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: statuses whose error may name a problem of the request itself rather than of the configuration
@@ -49,7 +49,7 @@ _REQUEST_PROBLEM = re.compile(
     r"context[_ ]length|context[_ ]window|maximum context|too many (?:input )?tokens|prompt is too long"
     r"|input is too long|string_above_max_length|content[_ ]?filter|content[_ ]?policy|content management"
     r"|responsible ?ai|safety|flagged|moderation|invalid[_ ]prompt|prompt[_ ]blocked",
-    re.I,
+    re.IGNORECASE,
 )
 
 
@@ -334,7 +334,7 @@ def classify_status(status: int, headers: Any, content: bytes | str) -> Failure:
     """Classify a non-2xx response (see the module docstring)."""
     message, code, is_json = error_details(content)
     shown = f"HTTP {status}: {message}" + (f" [{code}]" if code else "")
-    dead = None if is_json else "not_json"
+    dead: DeadSign | None = None if is_json else "not_json"
     if status in RETRYABLE_STATUS or status >= 500:
         ra = parse_retry_after(headers) if status in (429, 503) else None
         return Failure("retry", shown, status, ra, dead_sign=dead, reason=f"HTTP {status}")

@@ -27,8 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cresowlve_core.llm.types import Usage
-from cresowlve_core.llm.types import BudgetExceeded
+from cresowlve_core.llm.types import BudgetExceeded, Usage
 
 DEFAULT_PRICES_PATH = Path(__file__).resolve().parent / "prices.csv"
 PRICES_ENV = "CRESOWLVE_PRICES"

@@ -12,11 +12,16 @@ from fakeserver import FakeServer, Reply
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cresowlve_core.llm.types import Usage
 from cresowlve_core.llm.cache import ResponseCache, cache_key
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
-from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMFatalError
+from cresowlve_core.llm.types import (
+    Completion,
+    Endpoint,
+    GenParams,
+    LLMFatalError,
+    Usage,
+)
 
 MODEL = "test-model"
 PRICES = PriceTable({MODEL: ModelPrice(1_000_000.0, 2_000_000.0)})

@@ -10,7 +10,12 @@ from typing import Any
 import pytest
 from fakeserver import FakeServer, Reply
 
-from cresowlve_core.llm.client import LLMClient, messages_to_prompt, parse_retry_after, split_think
+from cresowlve_core.llm.client import (
+    LLMClient,
+    messages_to_prompt,
+    parse_retry_after,
+    split_think,
+)
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (

@@ -19,7 +19,15 @@ from fakeserver import FakeServer
 
 from cresowlve_core.llm.cache import CacheError, ResponseCache
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import ChatModel, Endpoint, GenParams, LLMConfigError, LLMEndpointDown, LLMError, LLMFatalError
+from cresowlve_core.llm.types import (
+    ChatModel,
+    Endpoint,
+    GenParams,
+    LLMConfigError,
+    LLMEndpointDown,
+    LLMError,
+    LLMFatalError,
+)
 from cresowlve_core.runtime import ClientOptions, RunDir, map_with_resume, open_client
 
 MODEL = "test-model"
@@ -52,7 +60,7 @@ class ScriptedServer:
             def log_message(self, *a: Any) -> None:
                 return
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 req = _Req(self, self.rfile.read(int(self.headers.get("Content-Length") or 0)))
                 server.seen.append(req)
                 out = handler(req)

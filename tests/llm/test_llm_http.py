@@ -11,7 +11,12 @@ from typing import Any
 
 import pytest
 
-from cresowlve_core.llm.http import ConnectFailed, ConnectionPool, ProtocolFailure, ReadTimeout
+from cresowlve_core.llm.http import (
+    ConnectFailed,
+    ConnectionPool,
+    ProtocolFailure,
+    ReadTimeout,
+)
 
 
 class RawServer:

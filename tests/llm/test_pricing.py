@@ -6,9 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from cresowlve_core.llm.types import Usage
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
-from cresowlve_core.llm.types import BudgetExceeded
+from cresowlve_core.llm.types import BudgetExceeded, Usage
 
 U = Usage(input_tokens=1_000_000, output_tokens=500_000, reasoning_tokens=200_000)
 

@@ -7,7 +7,15 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.llm.types import ChatModel, Completion, Endpoint, GenParams, LLMError, LLMFatalError, Usage
+from cresowlve_core.llm.types import (
+    ChatModel,
+    Completion,
+    Endpoint,
+    GenParams,
+    LLMError,
+    LLMFatalError,
+    Usage,
+)
 from cresowlve_core.runtime import RunDir, map_with_resume
 
 
