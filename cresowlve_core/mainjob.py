@@ -108,6 +108,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
         roles = {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env}
         report("04_error_analysis", {"runs": str(demo_runs / "*"), "out_dir": str(runs / "errors" / slug(tgt.model)), "make_demo": False, "embedded": tgt.local, "limit": 3 if tgt.local else None, "max_tokens": 64 if tgt.local else 512, **{f"labeller_{k}": v for k, v in roles.items()}})
         report("05_contamination", {"runs": str(demo_runs / "*"), "out_dir": str(runs / "contamination" / slug(tgt.model)), "make_demo": False, "embedded": tgt.local, "max_items_per_set": 2 if tgt.local else None, "max_tokens": 96 if tgt.local else 512, **{f"{r}_{k}": v for r in ("perturber", "quiz") for k, v in roles.items()}})
+        report("01_construction", {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env, "embedded": tgt.local, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3, **({} if tgt.local else {"max_tokens": {}})})
         report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
                              "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3,
                              "local_run_dir": str(runs / "create" / slug(tgt.model))})
