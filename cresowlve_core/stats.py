@@ -502,8 +502,18 @@ def _chi2_groups(k: np.ndarray, n: np.ndarray) -> np.ndarray:
     return stat
 
 
+def permutation_indices(n_items: int, n_perm: int = 1000, rng: np.random.Generator | int = 0) -> np.ndarray:
+    """``n_perm`` seeded permutations of ``range(n_items)``, one per row (int32)."""
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    return gen.permuted(np.tile(np.arange(n_items, dtype=np.int32), (n_perm, 1)), axis=1)
+
+
 def permutation_homogeneity(
-    outcome: np.ndarray, membership: np.ndarray, n_perm: int = 1000, rng: np.random.Generator | int = 0
+    outcome: np.ndarray,
+    membership: np.ndarray,
+    n_perm: int = 1000,
+    rng: np.random.Generator | int = 0,
+    perms: np.ndarray | None = None,
 ) -> Homogeneity:
     """Are the groups' proportions equal? ``outcome`` (items,) 0/1, ``membership`` (items, groups) 0/1.
 
@@ -512,10 +522,11 @@ def permutation_homogeneity(
     reference distribution does not hold; the p-value is ``(1 + #{χ²_perm ≥ χ²}) / (1 + n_perm)``
     over ``n_perm`` seeded permutations of the outcomes across items, which keeps each item's
     labels together. For disjoint groups it agrees with the χ² test (``df`` = groups − 1).
+    ``perms`` (from :func:`permutation_indices`) lets several tests over the same items share
+    one set of permutations; it overrides ``n_perm`` and ``rng``.
     """
     y = np.asarray(outcome, dtype=float)
     m = np.asarray(membership, dtype=float)
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     n = m.sum(axis=0)
     keep = n > 0
     m, n = m[:, keep], n[keep]
@@ -523,7 +534,9 @@ def permutation_homogeneity(
     if m.shape[1] < 2 or y.size == 0 or y.min() == y.max():
         return Homogeneity(nan, max(0, int(m.shape[1]) - 1), nan, 0)
     observed = float(_chi2_groups(m.T @ y, n))
-    shuffled = gen.permuted(np.tile(y, (n_perm, 1)), axis=1)  # one permutation per row
-    stats = _chi2_groups(m.T @ shuffled.T, n)
-    p = (1.0 + float((stats >= observed - 1e-9).sum())) / (1.0 + n_perm)
-    return Homogeneity(observed, int(m.shape[1]) - 1, p, n_perm)
+    idx = perms if perms is not None else permutation_indices(y.size, n_perm, rng)
+    if idx.shape[1] != y.size:
+        raise ValueError(f"permutations are over {idx.shape[1]} items, the outcome has {y.size}")
+    stats = _chi2_groups((y.astype(np.float32)[idx] @ m.astype(np.float32)).T.astype(float), n)  # (groups, n_perm)
+    p = (1.0 + float((stats >= observed - 1e-9).sum())) / (1.0 + idx.shape[0])
+    return Homogeneity(observed, int(m.shape[1]) - 1, p, int(idx.shape[0]))

@@ -32,6 +32,7 @@ from cresowlve_core.stats import (
     holm,
     percentile_interval,
     permutation_homogeneity,
+    permutation_indices,
     stable_seed,
     two_proportion_z,
     wilson_interval,
@@ -188,6 +189,7 @@ def by_group(
     ``homogeneity`` holds one row per config × lang: the χ² statistic for "every shown group
     has the same accuracy" with a permutation p-value (``n_perm`` seeded permutations; the
     groups overlap, so the χ² distribution itself does not apply) and its BH q over models.
+    The runs of one language share one set of permutations (see :func:`_homogeneity`).
     """
     notes: list[str] = []
     if metric is None:
@@ -231,18 +233,31 @@ def by_group(
 
 
 def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column: str) -> pd.DataFrame:
-    """Per config × lang: permutation χ² test that every shown group has the same accuracy."""
+    """Per config × lang: permutation χ² test that every shown group has the same accuracy.
+
+    One set of ``n_perm`` permutations is drawn per language over the union of the items of
+    its runs (seeded by ``seed``, the language, the column and that union); each run uses the
+    order in which its own items appear in them, which is a uniform random permutation of
+    those items. This keeps 36 runs × 3 annotations to one shuffle per language.
+    """
     rows = []
-    for (config, lang), g in keep.groupby(["config", "lang"], sort=True):
-        items = g.drop_duplicates("id")
-        ids = pd.Index(items["id"])
-        groups = pd.Index(sorted(g["group"].unique()))
-        member = np.zeros((len(ids), len(groups)))
-        member[ids.get_indexer(g["id"]), groups.get_indexer(g["group"])] = 1.0
-        h = permutation_homogeneity(items[metric].to_numpy(float), member, n_perm, stable_seed(seed, config, lang, column))
-        rows.append(
-            {"config": config, "lang": lang, "n_items": len(ids), "groups": len(groups), "chi2": h.statistic, "df": h.df, "p": h.p}
-        )
+    for lang, lang_rows in keep.groupby("lang", sort=True):
+        universe = pd.Index(sorted(lang_rows["id"].unique()))
+        perms = permutation_indices(len(universe), n_perm, stable_seed(seed, lang, column, len(universe), *universe[:3]))
+        for config, g in lang_rows.groupby("config", sort=True):
+            items = g.drop_duplicates("id").sort_values("id")
+            ids = pd.Index(items["id"])
+            groups = pd.Index(sorted(g["group"].unique()))
+            member = np.zeros((len(ids), len(groups)))
+            member[ids.get_indexer(g["id"]), groups.get_indexer(g["group"])] = 1.0
+            local = np.full(len(universe), -1, dtype=np.int32)
+            local[universe.get_indexer(ids)] = np.arange(len(ids), dtype=np.int32)
+            mapped = local[perms]
+            own = mapped[mapped >= 0].reshape(perms.shape[0], len(ids))  # this run's items, in permuted order
+            h = permutation_homogeneity(items[metric].to_numpy(float), member, perms=own)
+            rows.append(
+                {"config": config, "lang": lang, "n_items": len(ids), "groups": len(groups), "chi2": h.statistic, "df": h.df, "p": h.p}
+            )
     out = pd.DataFrame(rows, columns=["config", "lang", "n_items", "groups", "chi2", "df", "p"])
     out["q"] = benjamini_hochberg(out["p"].to_numpy()) if not out.empty else []
     out["n_perm"] = n_perm
