@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from cresowlve_core.llm.effort import PRESETS
 from cresowlve_core.llm.types import EFFORTS
 
 log = logging.getLogger("cresowlve")
@@ -173,6 +174,23 @@ def _usd(text: str) -> float:
     return _finite_float(text, strict=True)
 
 
+def _positive_float(text: str) -> float:
+    value = _finite_float(text, strict=True)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {text!r}")
+    return value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_p\": 0.95}'")
+    return value
+
+
 def _http_url(text: str) -> str:
     from cresowlve_core.secrets import strip_url_credentials
 
@@ -271,6 +289,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env, judge_repeat=a.judge_repeat,
         concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
+        provider_preset=a.preset, extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
     )
     if a.batch:
         from cresowlve_core.evaluation.batch_eval import batch_evaluate
@@ -293,6 +312,22 @@ def cmd_eval(a: argparse.Namespace) -> int:
         return stage_exit(summary)
     print(summary_line(outcome.summary))
     return stage_exit(outcome.summary)
+
+
+def cmd_grid(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.grid import run_grid
+
+    out = run_grid(a.config, reports_dir=a.reports_dir)
+    for cell in out["cells"]:
+        print(f"{cell['cell']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
+    if out.get("report"):
+        print(f"report: {out['report']}")
+    bad = [c for c in out["cells"] if c["status"] != "done"]
+    if bad:
+        print(f"incomplete: {len(bad)} of {out['n_cells']} cells not done ({', '.join(c['cell'] for c in bad[:5])}); "
+              "run the same command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 0
 
 
 def cmd_rescore(a: argparse.Namespace) -> int:
@@ -512,12 +547,29 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output budget per answer; thinking models need room (default: 4096)")
     p.add_argument("--max-cost", type=_usd, default=None,
                    help="stop cleanly before spending more than this many USD (default: no limit)")
+    p.add_argument("--preset", default=None, choices=sorted(PRESETS),
+                   help="send the effort in a provider's own form: vllm-qwen3 and llama-cpp "
+                        "(chat_template_kwargs.enable_thinking), openrouter (reasoning.effort) (default: none)")
+    p.add_argument("--extra-body", type=_json_object, default=None,
+                   help="JSON object merged into every request body, after the preset; recorded in the "
+                        "manifest's 'sent' (default: none)")
+    p.add_argument("--timeout", type=_positive_float, default=300.0,
+                   help="read timeout of one HTTP attempt, seconds (default: 300)")
+    p.add_argument("--deadline", type=_positive_float, default=600.0,
+                   help="total deadline of one HTTP attempt, seconds (default: 600)")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache (default: off)")
     p.add_argument("--batch", action="store_true",
                    help="submit via the OpenAI Batch API; run again to collect (default: off)")
     p.add_argument("--run-dir", required=True, type=_run_dir,
                    help="run directory (required); running again resumes it")
     p.set_defaults(fn=cmd_eval)
+
+    p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=_nonempty, help="grid config (YAML); example: configs/paper_table1.yaml")
+    p.add_argument("--reports-dir", default=None,
+                   help="where the analysis report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    p.set_defaults(fn=cmd_grid)
 
     p = sub.add_parser("rescore", help="recompute answer extraction and every metric of a run from its stored "
                        "raw outputs (no model call; judge verdicts kept)")
@@ -597,21 +649,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--domains", default=None, help="comma-separated: writers,musicians,scientists,films,books,places (default: all)")
     p.add_argument("--band", type=int, nargs=2, default=[3, 20], metavar=("LOW", "HIGH"),
                    help="notability band, inclusive (default: 3 20 graph degree; use 20 100 sitelinks with --source wikidata-sparql)")
-    p.add_argument("--notability", choices=["degree", "in_degree"], default="degree")
+    p.add_argument("--notability", choices=["degree", "in_degree"], default="degree",
+                   help="how notability is measured on the graph")
     p.add_argument("--source", choices=["kg", "wikidata-sparql"], default="kg",
                    help="kg: the shipped subset (default); wikidata-sparql: online Wikidata (needs network)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
     for role in ("verbaliser", "solver"):
         p.add_argument(f"--{role}-model", default=None, help=f"{role} model name")
         p.add_argument(f"--{role}-base-url", default=None, type=_http_url,
                        help=f"{role}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M)")
         p.add_argument(f"--{role}-api-key-env", default=None, type=_env_name,
                        help=f"NAME of the environment variable holding the {role}'s key")
-        p.add_argument(f"--{role}-max-tokens", type=int, default=1024)
+        p.add_argument(f"--{role}-max-tokens", type=_positive_int, default=1024, help=f"{role}'s output budget per call")
     p.add_argument("--solver-effort", choices=EFFORTS, default=None, help="solver reasoning effort (plain solve prompt)")
-    p.add_argument("--concurrency", type=int, default=4)
-    p.add_argument("--max-cost", type=float, default=None, help="stop cleanly before spending more USD")
-    p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--concurrency", type=_positive_int, default=4, help="calls in flight at once")
+    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
     p.set_defaults(fn=cmd_synth)
     from cresowlve_core.contamination.cli import add_contamination_parser
     from cresowlve_core.errors.cli import add_errors_parser

@@ -143,7 +143,8 @@ def _is_run_dir(p: Path) -> bool:
 
 
 def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_ROOT) -> list[Path]:
-    """Run directories named by ``runs``: a glob, a directory, or a list of either.
+    """Run directories named by ``runs``: a glob, a directory, a grid summary (``grid.json``
+    written by ``cresowlve grid``), or a list of these.
 
     Relative paths and globs resolve against ``root`` (the repository root), never the
     current directory, so a notebook executed from ``notebooks/`` finds the same runs.
@@ -158,6 +159,9 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
         base = p if p.is_absolute() else root / p
         if any(ch in str(entry) for ch in "*?["):
             candidates = [Path(m) for m in sorted(glob.glob(str(base)))]
+        elif base.is_file() and base.suffix == ".json":  # a grid summary (cresowlve grid) lists its cells
+            cells = json.loads(base.read_text(encoding="utf-8")).get("cells", [])
+            candidates = [Path(c["run_dir"]) if Path(c["run_dir"]).is_absolute() else root / c["run_dir"] for c in cells]
         elif _is_run_dir(base):
             candidates = [base]
         elif base.is_dir():

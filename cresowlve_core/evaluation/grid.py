@@ -1,0 +1,219 @@
+"""Grid runs: models × efforts × languages from one YAML file, then the analysis report.
+
+``cresowlve grid CONFIG.yaml`` evaluates every cell of the grid into its own run directory
+(``<runs_dir>/<model>[-<effort>]__<lang>``), a bounded number of cells at once, with one progress
+bar over all items. It resumes like a single run: a finished cell is skipped, an unfinished one
+continues. It writes ``<runs_dir>/grid.json`` (every cell, its status and summary line, and the
+display names that ``03_analysis`` uses to match the paper's rows) and then renders
+``03_analysis`` over the grid unless ``report: false``.
+
+A config (see ``configs/paper_table1.yaml`` for the paper's 18 configurations)::
+
+    name: my-grid
+    items: demo                 # demo | hub:{lang} | a path; "{lang}" is replaced per language
+    langs: [en, ru]
+    parallel: 2                 # cells evaluated at once
+    runs_dir: data/runs/grid/my-grid   # default: data/runs/grid/<name>
+    options: {concurrency: 8, max_cost: 5}       # ClientOptions for every cell
+    judge: {model: gpt-4o, base_url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY}
+    models:
+      - model: gpt-4.1-mini
+        label: GPT-4.1-mini     # the paper's name, for the Table-1 overlay
+        base_url: https://api.openai.com/v1
+        api_key_env: OPENAI_API_KEY
+        efforts: [null]         # null = no effort (chain-of-thought prompt)
+        options: {}             # per-model ClientOptions overrides
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from tqdm.auto import tqdm
+
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
+from cresowlve_core.items import Lang
+from cresowlve_core.paths import RUNS_DIR
+from cresowlve_core.runtime import ClientOptions, SUMMARY, now_iso
+from cresowlve_core.text import slug
+
+GRID_FILE = "grid.json"
+
+
+class GridJudge(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    base_url: str | None = None  # default: each model's
+    api_key_env: str | None = None
+
+
+class GridModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    model: str
+    label: str | None = None  # display name matched against the paper's rows
+    base_url: str
+    api_key_env: str | None = None
+    efforts: list[str | None] = Field(default_factory=lambda: [None])
+    api: str | None = None
+    prompt_style: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class GridConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    items: str = "demo"
+    langs: list[Lang] = Field(default_factory=lambda: ["en", "ru"])  # type: ignore[arg-type]
+    limit: int | None = Field(None, ge=1)
+    parallel: int = Field(2, ge=1)
+    runs_dir: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+    judge: GridJudge | None = None
+    models: list[GridModel]
+    report: bool = True
+
+    @field_validator("models")
+    @classmethod
+    def _some_models(cls, v: list[GridModel]) -> list[GridModel]:
+        if not v:
+            raise ValueError("a grid needs at least one model")
+        return v
+
+    def directory(self) -> Path:
+        return Path(self.runs_dir) if self.runs_dir else RUNS_DIR / "grid" / slug(self.name)
+
+
+class Cell(BaseModel):
+    """One run of the grid."""
+
+    model: GridModel
+    effort: str | None
+    lang: Lang
+    run_dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.run_dir.name
+
+    def eval_config(self, grid: GridConfig) -> EvalConfig:
+        options = ClientOptions(**{**grid.options, **self.model.options})
+        judge = grid.judge
+        return EvalConfig(
+            model=self.model.model, base_url=self.model.base_url, api_key_env=self.model.api_key_env,
+            run_dir=str(self.run_dir), items=grid.items.replace("{lang}", self.lang), lang=self.lang,
+            effort=self.effort, api=self.model.api, prompt_style=self.model.prompt_style, limit=grid.limit,
+            judge_model=judge.model if judge else None,
+            judge_base_url=(judge.base_url or self.model.base_url) if judge else None,
+            judge_api_key_env=(judge.api_key_env if judge and judge.base_url else self.model.api_key_env) if judge else None,
+            options=options,
+        )
+
+
+def load_grid(path: str | Path) -> GridConfig:
+    """Read and validate a grid config (one clear error naming the file otherwise)."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"{p}: cannot read the grid config: {str(exc).splitlines()[0]}") from exc
+    if not isinstance(raw, dict):
+        raise ValueError(f"{p}: a grid config is a YAML mapping (name, items, langs, models, ...)")
+    try:
+        return GridConfig(**raw)
+    except ValueError as exc:
+        raise ValueError(f"{p}: invalid grid config: {exc}") from exc
+
+
+def cells(grid: GridConfig) -> list[Cell]:
+    out = []
+    for m in grid.models:
+        for effort in m.efforts:
+            stem = slug(m.model) + (f"-{effort}" if effort else "")
+            for lang in grid.langs:
+                out.append(Cell(model=m, effort=effort, lang=lang, run_dir=grid.directory() / f"{stem}__{lang}"))
+    names = [c.name for c in out]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"two cells of the grid would share a run directory: {', '.join(dupes)}")
+    return out
+
+
+def cell_finished(cell: Cell) -> bool:
+    """A cell whose summary shows every item answered (no error, none left, not stopped)."""
+    path = cell.run_dir / SUMMARY
+    if not path.exists():
+        return False
+    s = json.loads(path.read_text(encoding="utf-8"))
+    return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0
+
+
+async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str, Any]:
+    """Evaluate every unfinished cell (``grid.parallel`` at once) and write ``grid.json``."""
+    all_cells = cells(grid)
+    todo = [c for c in all_cells if not cell_finished(c)]
+    loaded = {c.name: load_eval_items(c.eval_config(grid)) for c in todo}
+    bar = tqdm(total=sum(len(v) for v in loaded.values()), desc=f"grid {grid.name} ({len(todo)} cells)",
+               unit="item", disable=not progress, dynamic_ncols=True)
+    slots = asyncio.Semaphore(grid.parallel)
+    results: dict[str, dict[str, Any]] = {}
+
+    async def one(cell: Cell) -> None:
+        async with slots:
+            cfg = cell.eval_config(grid)
+            try:
+                out = await evaluate_async(cfg, loaded[cell.name], progress=False, on_record=lambda _r: bar.update(1))
+                results[cell.name] = {"status": "stopped" if out.stopped else "done", "summary": out.summary}
+            except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
+                results[cell.name] = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+
+    try:
+        await asyncio.gather(*(one(c) for c in todo))
+    finally:
+        bar.close()
+    return write_grid_summary(grid, all_cells, results)
+
+
+def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    rows = []
+    for c in all_cells:
+        res = results.get(c.name)
+        summary = res.get("summary") if res else _read_summary(c)
+        status = res["status"] if res else ("done" if summary else "not_run")
+        if summary and (summary.get("n_error") or summary.get("n_not_run")) and status == "done":
+            status = "incomplete"
+        rows.append({"cell": c.name, "model": c.model.model, "label": c.model.label, "effort": c.effort, "lang": c.lang,
+                     "run_dir": str(c.run_dir), "status": status, "skipped": res is None and summary is not None,
+                     "error": res.get("error") if res else None,
+                     "line": summary_line(summary) if summary else None})
+    out = {"name": grid.name, "written_at": now_iso(), "cells": rows,
+           "aliases": {m.model: m.label for m in grid.models if m.label},
+           "n_cells": len(rows), "n_done": sum(r["status"] == "done" for r in rows)}
+    grid.directory().mkdir(parents=True, exist_ok=True)
+    (grid.directory() / GRID_FILE).write_text(json.dumps(out, indent=2, ensure_ascii=False), encoding="utf-8")
+    return out
+
+
+def _read_summary(cell: Cell) -> dict[str, Any] | None:
+    path = cell.run_dir / SUMMARY
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None) -> dict[str, Any]:
+    """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``)."""
+    from cresowlve_core.runtime import run_coro
+
+    grid = load_grid(path)
+    out = run_coro(run_grid_async(grid, progress=progress))
+    if grid.report:
+        from cresowlve_core.notebooks import run_notebook
+
+        res = run_notebook("03_analysis", {"runs": str(grid.directory() / GRID_FILE), "aliases": out["aliases"]},
+                           Path(reports_dir) if reports_dir else None, output_name=f"03_analysis_{slug(grid.name)}",
+                           title=f"Analysis of grid {grid.name}")
+        out["report"] = str(res.html)
+    return out

@@ -1,0 +1,88 @@
+"""``cresowlve grid``: a 2 x 2 grid (models x languages) against the fake server, resumed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from fakeserver import FakeServer
+
+from cresowlve_core.analysis import load_runs
+from cresowlve_core.evaluation.grid import GRID_FILE, cells, load_grid, run_grid
+
+
+def reply(req) -> str:
+    if "candidate_answer" in req.prompt:
+        nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+        return f"Close enough.\nVERDICT-{nonce}: CORRECT"
+    return "<Answer>Copernicus</Answer>"
+
+
+def write_config(tmp_path: Path, srv: FakeServer, **extra) -> Path:
+    cfg = {"name": "two-by-two", "items": "demo", "langs": ["en", "ru"], "limit": 2, "parallel": 2,
+           "runs_dir": str(tmp_path / "grid"), "report": False,
+           "options": {"concurrency": 2, "max_tokens": 32, "cache_path": str(tmp_path / "cache.sqlite")},
+           "judge": {"model": "fake-judge"},
+           "models": [{"model": "model-a", "label": "GPT-4.1", "base_url": srv.base_url},
+                      {"model": "model-b", "base_url": srv.base_url, "efforts": ["medium"], "api": "chat"}],
+           **extra}
+    path = tmp_path / "grid.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_two_by_two_grid_runs_resumes_and_feeds_the_analysis(tmp_path):
+    with FakeServer(answers=reply) as srv:
+        config = write_config(tmp_path, srv)
+        out = run_grid(config, progress=False)
+        first = srv.total
+        again = run_grid(config, progress=False)
+        assert srv.total == first  # finished cells are skipped: no request on the second run
+    # 4 cells x 2 items answered, and 4 distinct judge calls: both models give the same prediction per
+    # item and language, so the second model's verdicts come from the shared cache
+    assert out["n_cells"] == 4 and out["n_done"] == 4 and first == 4 * 2 + 4
+    assert [c["cell"] for c in out["cells"]] == ["model-a__en", "model-a__ru", "model-b-medium__en", "model-b-medium__ru"]
+    assert all(c["skipped"] for c in again["cells"]) and out["aliases"] == {"model-a": "GPT-4.1"}
+    summary = json.loads((tmp_path / "grid" / GRID_FILE).read_text())
+    assert {c["status"] for c in summary["cells"]} == {"done"}
+    rs = load_runs(str(tmp_path / "grid" / GRID_FILE))  # 03_analysis takes the grid summary as its input
+    assert len(rs.runs) == 4 and sorted(rs.langs) == ["en", "ru"]
+    m = json.loads((tmp_path / "grid" / "model-b-medium__en" / "manifest.json").read_text())
+    assert m["effort"] == "medium" and m["sent"]["reasoning_effort"] == "medium"  # the label matches what was sent
+
+
+def test_a_failing_cell_does_not_stop_the_others_and_the_exit_code_says_so(tmp_path):
+    with FakeServer(answers=reply, faults=lambda r: "404" if r.body.get("model") == "model-b" else None) as srv:
+        config = write_config(tmp_path, srv)
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config)],
+                              capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    assert "incomplete: 2 of 4 cells not done" in proc.stderr.strip().splitlines()[-1]
+    statuses = {c["cell"]: c["status"] for c in json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"]}
+    assert statuses["model-a__en"] == "done" and statuses["model-b-medium__en"] in ("failed", "stopped")
+
+
+def test_config_errors_are_one_clear_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nmodels: []\n")
+    with pytest.raises(ValueError, match="at least one model"):
+        load_grid(bad)
+    bad.write_text("- just a list\n")
+    with pytest.raises(ValueError, match="YAML mapping"):
+        load_grid(bad)
+
+
+def test_the_paper_grid_has_the_papers_18_configurations():
+    grid = load_grid(Path(__file__).resolve().parents[2] / "configs" / "paper_table1.yaml")
+    cs = cells(grid)
+    configs = {(c.model.label, c.effort) for c in cs}
+    assert len(configs) == 18 and len(cs) == 36
+    import pandas as pd
+
+    paper = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "cresowlve" / "paper_table1.csv")
+    expected = {(m, None if pd.isna(t) else t) for m, t in zip(paper["model"], paper["thinking"])}
+    assert configs == expected
