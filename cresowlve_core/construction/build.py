@@ -66,6 +66,7 @@ class BuildConfig(BaseModel):
     min_similarity: float = DEFAULT_MIN_SIMILARITY
     apply_review: bool = True
     agreement_n: int = 50
+    embedded: bool = Field(False, description="the base URL serves the embedded model (the main job): banner on")
 
     @property
     def path(self) -> Path:
@@ -137,7 +138,7 @@ class Build:
 
     @property
     def embedded(self) -> bool:
-        return bool(self.ctx and self.ctx.embedded)
+        return self.config.embedded or bool(self.ctx and self.ctx.embedded)
 
     def models(self) -> dict[str, dict[str, Any]]:
         """Step -> model, base URL, key variable name, embedded?, prompt version."""

@@ -97,3 +97,20 @@ def test_agreement_annotations(tmp_path: Path) -> None:
         s.annotate(first, reasoning_type="creative", concepts=["banana"])
     got = R.load_annotations(tmp_path)["a"][first]
     assert got.cultures == ["russian"] and R.AnnotationSession(tmp_path, "a").progress() == (1, 3)
+
+
+def test_panel_and_marimo_share_the_card(tmp_path: Path) -> None:
+    from cresowlve_core.construction.review_panel import card_html, review_panel
+
+    cands = _cands()
+    R.write_queue(tmp_path, cands)
+    html = card_html(R.review_card(cands[0]))
+    assert "Вопрос 0?" in html and "Question 0?" in html and "empty_tag:explanation" in html
+    panel = review_panel(tmp_path, "carol")
+    buttons = {b.description: b for b in panel.children[4].children}
+    buttons["keep"].click()  # saved at once
+    assert R.ReviewSession(tmp_path, "carol").progress() == (1, 5)
+    panel.children[2].children[1].value = "Edited answer"  # the English answer field
+    buttons["fix translation"].click()
+    d = R.ReviewSession(tmp_path, "carol").decisions["chgk_1"]
+    assert d.code == "fix_translation" and d.fixes == {"answer": "Edited answer"}
