@@ -169,3 +169,22 @@ def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     assert set(cr.validity_agreement(loaded.sets).config) == set(board[board.origin == "recorded"].config)
     chart = cr.leaderboard_chart(board).to_dict()
     assert "your run" in json.dumps(chart)
+
+
+@pytest.mark.embeddings
+def test_local_section_generates_and_self_judges_through_the_stages(tmp_path, tmp_cache):
+    from create_fakes import server_reply
+    from fakeserver import FakeServer
+
+    from cresowlve_core.create import report as cr
+
+    with FakeServer(answers=server_reply) as srv:
+        local = cr.local_section(srv.base_url, "gemma3-270m", n_queries=2, run_dir=str(tmp_path / "local"),
+                                 max_tokens=64)
+        assert srv.total == 2 + 8
+        assert srv.requests[0].body.get("max_tokens") == 64 or srv.requests[0].body.get("max_completion_tokens") == 64
+    assert local.embedded and local.record["status"] == "ran" and local.record["n_valid"] == 4
+    assert local.table is not None and list(local.table.query_id) == [q.id for q in Q]
+    assert (tmp_path / "local" / "score" / "summary.json").is_file()
+    skipped = cr.local_section(None)
+    assert skipped.record["status"] == "skipped" and not skipped.embedded
