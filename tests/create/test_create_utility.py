@@ -6,8 +6,13 @@ import math
 
 import numpy as np
 import pytest
+from create_fakes import one_hot
 
-from cresowlve_core.create.distance import distance_matrix, path_text, transform_distance
+from cresowlve_core.create.distance import (
+    distance_matrix,
+    path_text,
+    transform_distance,
+)
 from cresowlve_core.create.judges import (
     is_factual,
     parse_factuality,
@@ -54,18 +59,11 @@ def test_path_text_drops_last_triple_and_lowercases():
     assert path_text([["a", "r", "b"]]) == ""
 
 
-def _one_hot(texts: list[str]) -> np.ndarray:
-    vocab = sorted(set(texts))
-    v = np.zeros((len(texts), max(1, len(vocab))), dtype=np.float32)
-    for i, t in enumerate(texts):
-        v[i, vocab.index(t)] = 1.0
-    return v
-
 
 def test_distance_matrix_diagonal_is_one_and_duplicates_are_zero():
     a = [["a", "r", "b"], ["b", "s", "c"]]
     b = [["a", "q", "d"], ["d", "s", "c"]]
-    d = distance_matrix([a, a, b], embedder=_one_hot)
+    d = distance_matrix([a, a, b], embedder=one_hot)
     np.testing.assert_allclose(d, [[1, 0, 1], [0, 1, 1], [1, 1, 1]], atol=1e-12)
 
 
@@ -176,16 +174,16 @@ def test_empty_set_is_zero():
 def test_one_triple_path_is_dropped_not_fatal():
     paths = [[["a", "rel", "b"]], PATHS[0]]
     spec, fact = [[5], [3, 5]], [[1], [1, 1]]
-    assert creative_utility(paths, spec, fact, [1, 1], embedder=_one_hot) == pytest.approx(3.0)
-    assert creative_utility(paths[:1], spec[:1], fact[:1], [1], embedder=_one_hot) == 0.0
+    assert creative_utility(paths, spec, fact, [1, 1], embedder=one_hot) == pytest.approx(3.0)
+    assert creative_utility(paths[:1], spec[:1], fact[:1], [1], embedder=one_hot) == 0.0
 
 
 def test_embedder_path_matches_precomputed_distances_and_is_deterministic():
     # one-hot embeddings of distinct texts: cosine distance 1 -> d = 1 everywhere
-    u1 = creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=_one_hot)
+    u1 = creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=one_hot)
     u2 = creative_utility(PATHS, SPEC, FACT, [1, 1, 1], distances=np.ones((3, 3)))
     assert u1 == u2 == pytest.approx(5 + 5 + 3 * 0.9)
-    assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=_one_hot) == u1
+    assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=one_hot) == u1
 
 
 def test_utility_curve_is_monotone_and_matches_endpoints():
