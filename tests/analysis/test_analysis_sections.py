@@ -77,3 +77,29 @@ def test_single_run_sections_for_notebook_02(tmp_path, shown):
     assert d["interval"] == "wilson" and d["n_small_cells"] > 0
     seeds = report.seeds_section(rs, seed=0)
     assert seeds["runs"]["demo_en"] == {"seed": 3, "judge_seed": 7}
+
+
+def test_heatmap_prints_each_cells_interval_and_marks_only_bh_cells():
+    from cresowlve_core.analysis.charts import group_heatmap
+
+    table = pd.DataFrame(
+        {
+            "config": ["a", "a"],
+            "lang": ["en", "en"],
+            "group": ["G1", "G2"],
+            "n": [40, 50],
+            "n_items": [40, 50],
+            "acc": [25.0, 60.0],
+            "low": [14.2, 46.2],
+            "high": [40.2, 72.4],
+            "overall": [45.0, 45.0],
+            "q": [0.2, 0.01],
+            "flagged": [False, True],
+        }
+    )
+    spec = group_heatmap(table, "Domain", "LLM judge").to_dict()
+    rows = next(iter(spec["datasets"].values()))
+    assert [r["ci"] for r in rows] == ["14–40", "46–72"]  # the interval is drawn in the cell, not only on hover
+    assert [r["label"] for r in rows] == ["25", "60*"]
+    texts = [layer for layer in spec["spec"]["layer"] if layer["mark"]["type"] == "text"]
+    assert any(layer["encoding"]["text"]["field"] == "ci" for layer in texts)
