@@ -22,11 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from cresowlve_core.paths import CACHE_DIR
+from cresowlve_core.paths import cache_dir
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
-DEFAULT_CACHE_PATH = CACHE_DIR / "embeddings" / "minilm.sqlite"
+
+
+def default_cache_path() -> Path:
+    """``<cache dir>/embeddings/minilm.sqlite``, resolved when called."""
+    return cache_dir() / "embeddings" / "minilm.sqlite"
 
 _model: Any = None
 _model_lock = threading.Lock()
@@ -73,8 +77,8 @@ def _encode(texts: list[str], batch_size: int) -> np.ndarray:
 class EmbeddingCache:
     """A text → vector store in SQLite (see module docstring)."""
 
-    def __init__(self, path: Path | str = DEFAULT_CACHE_PATH) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else default_cache_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(self.path), timeout=60.0, check_same_thread=False)
         self._conn.execute("PRAGMA journal_mode=WAL")
@@ -119,7 +123,7 @@ def embed(
     if not texts:
         return out
     keys = [text_key(t) for t in texts]
-    store = EmbeddingCache(cache_path or DEFAULT_CACHE_PATH) if cache else None
+    store = EmbeddingCache(cache_path or default_cache_path()) if cache else None
     try:
         known = store.get_many(keys) if store else {}
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))

@@ -6,7 +6,7 @@ Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost seman
 
 from cresowlve_core.llm.batch import collect_batch, submit_batch
 from cresowlve_core.llm.cache import (
-    DEFAULT_CACHE_PATH,
+    default_cache_path,
     CacheError,
     ResponseCache,
     cache_key,
@@ -38,7 +38,7 @@ __all__ = [
     "ChatModel",
     "Completion",
     "CostMeter",
-    "DEFAULT_CACHE_PATH",
+    "default_cache_path",
     "Endpoint",
     "GenParams",
     "LLMClient",

@@ -32,10 +32,14 @@ from cresowlve_core.llm.types import (
     LLMConfigError,
     Usage,
 )
-from cresowlve_core.paths import CACHE_DIR
+from cresowlve_core.paths import cache_dir
 from cresowlve_core.secrets import find_secret_values, redact
 
-DEFAULT_CACHE_PATH = CACHE_DIR / "responses.sqlite"
+
+
+def default_cache_path() -> Path:
+    """``<cache dir>/responses.sqlite``, resolved when called (so ``CRESOWLVE_CACHE_DIR`` set later counts)."""
+    return cache_dir() / "responses.sqlite"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -114,7 +118,7 @@ class ResponseCache:
     """
 
     def __init__(self, path: str | Path | None = None, *, busy_timeout_ms: int = 30_000) -> None:
-        self.path = Path(path) if path is not None else DEFAULT_CACHE_PATH
+        self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -239,7 +239,7 @@ def test_cli_summary_line_and_cache_commands(tmp_path):
     stats = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "stats", "--path", str(tmp_path / "responses.sqlite")],
                            cwd=REPO, capture_output=True, text=True)
     assert stats.returncode == 0 and '"entries": 4' in stats.stdout.replace("'", '"'), stats.stdout
-    cleared = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "clear", "--path", str(tmp_path / "responses.sqlite")],
+    cleared = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "clear", "--yes", "--path", str(tmp_path / "responses.sqlite")],
                              cwd=REPO, capture_output=True, text=True)
     assert "removed 4" in cleared.stdout
 
