@@ -35,12 +35,16 @@ class TransportError(Exception):
 
 
 class ConnectFailed(TransportError):
-    """No connection: ``refused`` (nothing listens), ``dns`` (host not found), or another reason."""
+    """No connection: ``refused`` (nothing listens), ``dns`` (host not found), ``timed_out``,
+    ``tls`` (the handshake failed: a certificate, or TLS spoken to a plain-HTTP port)."""
 
-    def __init__(self, message: str, *, refused: bool = False, dns: bool = False):
+    def __init__(self, message: str, *, refused: bool = False, dns: bool = False, timed_out: bool = False,
+                 tls: bool = False):
         super().__init__(message)
         self.refused = refused
         self.dns = dns
+        self.timed_out = timed_out
+        self.tls = tls
 
 
 class ReadTimeout(TransportError):
@@ -131,13 +135,13 @@ class ConnectionPool:
                     return _Conn(r, w)
                 return await self._open_via_proxy()
         except TimeoutError:
-            raise ConnectFailed(f"connecting to {self.host_header} timed out") from None
+            raise ConnectFailed(f"connecting to {self.host_header} timed out", timed_out=True) from None
         except socket.gaierror as exc:
             raise ConnectFailed(f"DNS lookup failed for {self.host} ({exc.strerror or exc})", dns=True) from None
         except ConnectionRefusedError:
             raise ConnectFailed(f"connection refused by {self.host_header}", refused=True) from None
         except ssl.SSLError as exc:
-            raise ConnectFailed(f"TLS handshake with {self.host_header} failed ({exc.reason or exc})") from None
+            raise ConnectFailed(f"TLS handshake with {self.host_header} failed ({exc.reason or exc})", tls=True) from None
         except OSError as exc:
             refused = "refused" in str(exc).lower() or "connect call failed" in str(exc).lower()
             raise ConnectFailed(f"cannot connect to {self.host_header} ({exc.strerror or exc})", refused=refused) from None

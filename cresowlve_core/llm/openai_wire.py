@@ -12,6 +12,7 @@ Which API is used (``GenParams.resolved_api()``):
 * ``responses`` (automatic when ``params.effort`` is set): ``/responses`` with
   ``reasoning={"effort": effort, "summary": "auto"}``; reasoning summaries go to ``thoughts``.
   With an effort set, ``temperature`` and ``seed`` are not sent (they still key the cache).
+  A ``temperature`` of None is never sent: the provider's default decoding (the paper's setting).
 * ``completions``: legacy ``/completions``. A single user message is sent verbatim as the
   prompt; anything else is rendered as ``"System: …\\n\\nUser: …\\n\\nAssistant:"`` blocks.
   This API has no effort field: an effort without an ``extra_body`` that carries the server's
@@ -25,8 +26,9 @@ answers that are empty, not JSON, without choices or with empty text. A 400/413/
 error code, type or message names a problem of *this request* (context length, content
 policy or filter, invalid prompt) is an ``item`` failure: recorded for the unit, the run goes
 on. Every other 4xx (a wrong model, key, endpoint or parameter) is ``fatal``. A refused
-connection, a failed DNS lookup and a body that is not JSON (e.g. an HTML page) are signs of a
-dead endpoint, which the client counts.
+connection, a failed DNS lookup, a connect timeout and a body that is not JSON (e.g. an HTML
+page) are signs of a dead endpoint, which the client counts. A failed TLS handshake (a bad
+certificate, or https spoken to a plain-HTTP port) is fatal.
 """
 
 from __future__ import annotations
@@ -99,7 +101,7 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams)
         body["input"] = messages
         if params.sent_effort:
             body["reasoning"] = {"effort": params.sent_effort, "summary": "auto"}
-        else:
+        elif params.temperature is not None:
             body["temperature"] = params.temperature
         if params.max_tokens is not None:
             body["max_output_tokens"] = params.max_tokens
@@ -108,7 +110,7 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams)
         body["messages"] = messages
         if params.sent_effort:
             body["reasoning_effort"] = params.sent_effort
-        else:
+        elif params.temperature is not None:
             body["temperature"] = params.temperature
         if params.seed is not None:
             body["seed"] = params.seed
@@ -122,7 +124,8 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams)
             )
         path = "/completions"
         body["prompt"] = messages_to_prompt(messages)
-        body["temperature"] = params.temperature
+        if params.temperature is not None:
+            body["temperature"] = params.temperature
         if params.seed is not None:
             body["seed"] = params.seed
         if params.max_tokens is not None and not limit_given:
@@ -365,6 +368,10 @@ def classify_exception(exc: BaseException) -> Failure:
         return Failure("retry", f"DNS lookup failed ({exc})", dead_sign="unreachable", reason="DNS")
     if isinstance(exc, ConnectFailed) and exc.refused:
         return Failure("retry", "connection refused", dead_sign="unreachable", reason="connection refused")
+    if isinstance(exc, ConnectFailed) and exc.timed_out:
+        return Failure("retry", str(exc), dead_sign="unreachable", reason="connect timeout")
+    if isinstance(exc, ConnectFailed) and exc.tls:
+        return Failure("fatal", f"{exc} (check the https/http scheme and the certificate)", reason="TLS")
     if isinstance(exc, TransportError):
         return Failure("retry", f"connection error ({exc})", reason="connection error")
     return Failure("item", f"{type(exc).__name__}: {exc}", reason=type(exc).__name__)

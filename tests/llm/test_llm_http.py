@@ -206,3 +206,11 @@ def test_plain_http_goes_through_the_environment_proxy(monkeypatch: pytest.Monke
 def test_only_http_urls() -> None:
     with pytest.raises(ValueError, match="not an http"):
         ConnectionPool("ftp://x/v1")
+
+
+def test_https_to_a_plain_http_port_is_a_tls_failure() -> None:
+    from fakeserver import FakeServer  # a real HTTP server: it answers the TLS hello with a 400
+
+    with FakeServer() as srv, pytest.raises(ConnectFailed) as err:
+        post(ConnectionPool(f"https://127.0.0.1:{srv.port}/v1", connect_timeout=5))
+    assert err.value.tls and "TLS" in str(err.value)

@@ -116,7 +116,9 @@ def test_refused_and_dns_failures_are_signs_of_a_dead_endpoint() -> None:
     dns = classify_exception(ConnectFailed("DNS lookup failed for x.invalid", dns=True))
     assert (refused.dead_sign, refused.message, refused.kind) == ("unreachable", "connection refused", "retry")
     assert dns.dead_sign == "unreachable" and "DNS" in dns.message
-    assert classify_exception(ConnectFailed("TLS handshake failed")).dead_sign is None
+    assert classify_exception(ConnectFailed("TLS handshake failed", tls=True)).kind == "fatal"
+    assert classify_exception(ConnectFailed("connect timed out", timed_out=True)).dead_sign == "unreachable"
+    assert classify_exception(ConnectFailed("network unreachable")).dead_sign is None
     assert classify_exception(ReadTimeout("slow")).reason == "timeout"
     assert classify_exception(ProtocolFailure("closed early")).kind == "retry"
     assert classify_exception(RuntimeError("bug")).kind == "item"
