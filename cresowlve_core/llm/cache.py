@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 import time
@@ -35,11 +36,13 @@ from cresowlve_core.llm.types import (
 from cresowlve_core.paths import cache_dir
 from cresowlve_core.secrets import find_secret_values, redact
 
+log = logging.getLogger(__name__)
 
 
 def default_cache_path() -> Path:
     """``<cache dir>/responses.sqlite``, resolved when called (so ``CRESOWLVE_CACHE_DIR`` set later counts)."""
     return cache_dir() / "responses.sqlite"
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
@@ -159,9 +162,15 @@ class ResponseCache:
         try:
             with self._lock:
                 row = self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
-            return _from_payload(row[0]) if row else None
-        except (sqlite3.Error, ValueError, KeyError) as exc:
+        except sqlite3.Error as exc:
             raise self._error("cannot be read", exc) from None
+        if not row:
+            return None
+        try:
+            return _from_payload(row[0])
+        except (ValueError, KeyError, TypeError):  # one damaged entry: ask the model again
+            log.warning("response cache %s: entry %s is damaged; treated as a miss", self.path, key[:12])
+            return None
 
     def put(self, key: str, completion: Completion, *, model: str | None = None, prompt_version: str = "",
             secrets: list[str] | None = None) -> None:

@@ -329,3 +329,9 @@ def test_embedded_server_lists_its_model_id_not_its_letters() -> None:
 def test_a_base_url_that_is_not_http_is_a_config_error() -> None:
     with pytest.raises(LLMConfigError, match="http"):
         LLMClient(Endpoint("localhost:8000/v1", MODEL))
+
+
+def test_a_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache._conn.execute("INSERT INTO responses VALUES ('k', 'm', 'v', 0, 'not json')")
+    assert cache.get("k") is None
