@@ -166,7 +166,9 @@ def _finite_float(text: str, *, minimum: float = 0.0, strict: bool = False) -> f
     return value
 
 
-def _temperature(text: str) -> float:
+def _temperature(text: str) -> float | None:
+    if text.strip().lower() == "default":
+        return None  # sent as nothing: the provider's default decoding
     return _finite_float(text)
 
 
@@ -286,7 +288,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
     cfg = EvalConfig(
         model=a.model, base_url=a.base_url, run_dir=a.run_dir, items=a.items, lang=a.lang,
         api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
-        judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env, judge_repeat=a.judge_repeat,
+        judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
+        judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol,
         concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
         provider_preset=a.preset, extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
@@ -534,6 +537,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--judge-api-key-env", default=None, type=_env_name,
                    help="NAME of the variable holding the judge's key (default: --api-key-env when the judge "
                         "uses the model's base URL, else none)")
+    p.add_argument("--judge-protocol", choices=["nonce-verdict", "paper"], default="nonce-verdict",
+                   help="nonce-verdict: our judge (reasoning, then an unforgeable verdict line, temperature 0); "
+                        "paper: the paper's bare yes/no at the judge's default temperature (default: nonce-verdict)")
     p.add_argument("--judge-repeat", action="store_true",
                    help="judge twice (seed, seed+1): repeatability in 03_analysis (default: off)")
     p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default: 8)")
@@ -542,7 +548,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N items (default: all)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider (default: 0)")
     p.add_argument("--temperature", type=_temperature, default=0.0,
-                   help="sampling temperature, finite and >= 0 (default: 0.0)")
+                   help="sampling temperature, finite and >= 0, or 'default' to send none (the provider's "
+                        "default decoding, as in the paper) (default: 0.0)")
     p.add_argument("--max-tokens", type=_positive_int, default=4096,
                    help="output budget per answer; thinking models need room (default: 4096)")
     p.add_argument("--max-cost", type=_usd, default=None,

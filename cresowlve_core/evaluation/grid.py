@@ -36,6 +36,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
+from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
 from cresowlve_core.items import Lang
 from cresowlve_core.paths import RUNS_DIR
@@ -50,6 +51,7 @@ class GridJudge(BaseModel):
     model: str
     base_url: str | None = None  # default: each model's
     api_key_env: str | None = None
+    protocol: JudgeProtocol = "nonce-verdict"  # or "paper": the paper's bare yes/no judge
 
 
 class GridModel(BaseModel):
@@ -107,7 +109,7 @@ class Cell(BaseModel):
             model=self.model.model, base_url=self.model.base_url, api_key_env=self.model.api_key_env,
             run_dir=str(self.run_dir), items=grid.items.replace("{lang}", self.lang), lang=self.lang,
             effort=self.effort, api=self.model.api, prompt_style=self.model.prompt_style, limit=grid.limit,
-            judge_model=judge.model if judge else None,
+            judge_model=judge.model if judge else None, judge_protocol=judge.protocol if judge else "nonce-verdict",
             judge_base_url=(judge.base_url or self.model.base_url) if judge else None,
             judge_api_key_env=(judge.api_key_env if judge and judge.base_url else self.model.api_key_env) if judge else None,
             options=options,

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
-from cresowlve_core.evaluation.scoring import judge_request, parse_verdict
+from cresowlve_core.evaluation.scoring import JudgeProtocol, judge_request
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.client import LLMClient
@@ -68,6 +68,7 @@ class EvalConfig(BaseModel):
     judge_base_url: str | None = None  # default: the model's
     judge_api_key_env: str | None = None  # default: the model's when the judge shares its base URL
     judge_max_tokens: int = JUDGE_MAX_TOKENS
+    judge_protocol: JudgeProtocol = "nonce-verdict"  # or "paper": bare yes/no at the judge's default temperature
     judge_repeat: bool = False  # judge each answer twice (seed, seed+1) to measure repeatability
     limit: int | None = Field(None, ge=1)
     options: ClientOptions = Field(default_factory=ClientOptions)
@@ -81,7 +82,8 @@ class EvalConfig(BaseModel):
                 data = {k: v for k, v in data.items() if k not in flat}
                 base = data.get("options") or ClientOptions()
                 base = base.model_dump() if isinstance(base, ClientOptions) else dict(base)
-                data["options"] = ClientOptions(**{**base, **{k: v for k, v in flat.items() if v is not None}})
+                given = {k: v for k, v in flat.items() if v is not None or k == "temperature"}
+                data["options"] = ClientOptions(**{**base, **given})
         return data
 
     @property
@@ -108,9 +110,11 @@ class EvalConfig(BaseModel):
         return self.options.gen_params(effort=self.effort, api=self.api)
 
     def judge_options(self) -> ClientOptions:
-        """The judge: deterministic decoding, its own small budget, no cost cap of its own."""
-        return self.options.model_copy(update={"temperature": 0.0, "max_tokens": self.judge_max_tokens,
-                                               "max_cost": None})
+        """The judge: its own small budget and no cost cap of its own; temperature 0 under our
+        protocol, the provider's default under the paper's."""
+        temperature = None if self.judge_protocol == "paper" else 0.0
+        return self.options.model_copy(update={"temperature": temperature, "max_tokens": self.judge_max_tokens,
+                                               "max_cost": None, "provider_preset": None, "extra_body": {}})
 
     def judge_params(self, seed: int | None = None) -> GenParams:
         p = self.judge_options().gen_params(api="chat")
@@ -135,11 +139,11 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
     prompts = [prompt.tag]
     judge = None
     if (je := cfg.judge_endpoint()) is not None:
-        jp = judge_request("x", "q", "a", "p").prompt
+        jp = judge_request("x", "q", "a", "p", protocol=cfg.judge_protocol).prompt
         prompts.append(jp.tag)
         judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
-                 "seed": cfg.seed, "temperature": 0.0, "max_tokens": cfg.judge_max_tokens,
-                 "repeat": cfg.judge_repeat, "protocol": "nonce-verdict", "sent": sent_fields(cfg.judge_params())}
+                 "seed": cfg.seed, "temperature": cfg.judge_options().temperature, "max_tokens": cfg.judge_max_tokens,
+                 "repeat": cfg.judge_repeat, "protocol": cfg.judge_protocol, "sent": sent_fields(cfg.judge_params())}
     return new_manifest(
         "eval",
         run_id=Path(cfg.run_dir).name,
@@ -265,7 +269,7 @@ class _Evaluator:
         assert self.judge is not None
         view = item.view(self.cfg.lang)
         req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
-                            other_answers=view.other_answers, seed=seed)
+                            other_answers=view.other_answers, seed=seed, protocol=self.cfg.judge_protocol)
         try:
             c = await self.judge.complete(req.messages, self.cfg.judge_params(seed), prompt_version=req.prompt.tag)
         except STOP_ERRORS:
@@ -273,7 +277,7 @@ class _Evaluator:
         except LLMError as exc:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
                     "judge_model": self.cfg.judge_model, "judge_cost": None}
-        verdict = parse_verdict(c.text, req.nonce)
+        verdict = req.parse(c.text)
         return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict, "judge_raw": c.text,
                 "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
 

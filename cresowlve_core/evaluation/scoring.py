@@ -131,11 +131,22 @@ def exact_match_strict(prediction: str | None, answer: str) -> bool:
 Verdict = Literal["CORRECT", "INCORRECT"]
 
 
+JudgeProtocol = Literal["nonce-verdict", "paper"]
+JUDGE_PROTOCOLS: tuple[str, ...] = ("nonce-verdict", "paper")
+
+
 @dataclass(frozen=True)
 class JudgeRequest:
     messages: list[dict[str, str]]
     nonce: str
     prompt: Prompt
+    protocol: JudgeProtocol = "nonce-verdict"
+
+    def parse(self, judge_output: str | None) -> Verdict | None:
+        """The verdict under this request's protocol, or None (unscored)."""
+        if self.protocol == "paper":
+            return parse_yes_no(judge_output)
+        return parse_verdict(judge_output, self.nonce)
 
 
 def judge_nonce(item_id: str, prediction: str, seed: int) -> str:
@@ -162,8 +173,11 @@ def judge_request(
     explanation: str | None = None,
     other_answers: str | None = None,
     seed: int = 0,
+    protocol: JudgeProtocol = "nonce-verdict",
 ) -> JudgeRequest:
-    prompt = load_prompt("judge")
+    """The judge's messages for one prediction: our nonce-verdict protocol (default), or the
+    paper's bare yes/no protocol (``protocol="paper"``, prompt ``judge_paper``)."""
+    prompt = load_prompt("judge_paper" if protocol == "paper" else "judge")
     nonce = judge_nonce(item_id, prediction, seed)
     text = prompt.render(
         question=question.strip(),
@@ -173,7 +187,7 @@ def judge_request(
         prediction=_cap(_defang(prediction.strip())) or "(empty)",
         nonce=nonce,
     )
-    return JudgeRequest([{"role": "user", "content": text}], nonce, prompt)
+    return JudgeRequest([{"role": "user", "content": text}], nonce, prompt, protocol)
 
 
 def _defang(prediction: str) -> str:
@@ -185,6 +199,23 @@ def _cap(prediction: str) -> str:
     if len(prediction) <= JUDGE_PREDICTION_CAP:
         return prediction
     return prediction[:JUDGE_PREDICTION_CAP] + f" [… {len(prediction) - JUDGE_PREDICTION_CAP} more characters not shown]"
+
+
+_YES_NO = re.compile(r"^[\W_]*(yes|no|да|нет)\b", re.I)
+
+
+def parse_yes_no(judge_output: str | None) -> Verdict | None:
+    """The paper protocol's answer: a leading yes/no (``**Yes.**`` too) -> CORRECT/INCORRECT;
+    anything else, or an echo of the prompt, is unscored."""
+    if not judge_output:
+        return None
+    text = judge_output.strip()[:200]
+    if "Reply with only one word" in judge_output[-JUDGE_OUTPUT_CAP:]:
+        return None  # the prompt copied back
+    m = _YES_NO.match(text)
+    if not m:
+        return None
+    return "CORRECT" if m.group(1).lower() in ("yes", "да") else "INCORRECT"
 
 
 def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:

@@ -76,7 +76,7 @@ class GenParams:
     ``extra_body`` last and recursively (so ``{"reasoning": {...}}`` extends, not replaces).
     """
 
-    temperature: float = 0.0
+    temperature: float | None = 0.0  # None: not sent, the provider's default decoding
     seed: int | None = 0
     max_tokens: int | None = 1024
     effort: str | None = None  # set => Responses API unless ``api`` says otherwise

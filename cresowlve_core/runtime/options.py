@@ -26,7 +26,9 @@ class ClientOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_tokens: int | None = Field(4096, description="output budget per call (thinking models need room)")
-    temperature: float = Field(0.0, ge=0, allow_inf_nan=False, description="sampling temperature; 0 is as repeatable as the provider allows")
+    temperature: float | None = Field(0.0, ge=0, allow_inf_nan=False, description="sampling temperature; 0 is as "
+                                      "repeatable as the provider allows; None sends none (the provider's default "
+                                      "decoding, as in the paper)")
     seed: int = Field(0, description="sampling seed sent to the provider (where supported)")
     concurrency: int = Field(8, ge=1, description="calls in flight at once")
     rpm: int | None = Field(None, ge=1, description="requests per minute limit (None: no limit)")

@@ -317,3 +317,28 @@ def test_effort_is_sent_on_chat_and_recorded_and_missing_reasoning_is_flagged(tm
     from cresowlve_core.evaluation.runner import summary_line
 
     assert "show no reasoning" in summary_line(out.summary)
+
+
+def test_paper_protocol_sends_no_temperature_and_judges_yes_no(tmp_path):
+    def reply(req):
+        if "Reply with only one word" in req.prompt:
+            return "Yes." if "Answer0" in req.prompt.split("Model response:")[1] else "no"
+        return answer_for(req)
+
+    with FakeServer(answers=reply) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, temperature=None, judge_model="gpt-4o", judge_protocol="paper")
+        out = asyncio.run(evaluate_async(cfg, make_items(2), progress=False))
+        bodies = [r.body for r in srv.requests]
+    assert all("temperature" not in b for b in bodies)  # provider-default decoding, model and judge
+    assert out.summary["n_judged"] == 2 and out.summary["judge_accuracy"] == 0.5
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["judge"]["protocol"] == "paper" and m["judge"]["prompt"].startswith("judge_paper@")
+    assert m["temperature"] is None and "temperature" not in m["sent"]
+
+
+def test_paper_yes_no_parser():
+    from cresowlve_core.evaluation.scoring import parse_yes_no
+
+    assert parse_yes_no("Yes") == "CORRECT" and parse_yes_no("**No.**") == "INCORRECT"
+    assert parse_yes_no("Да") == "CORRECT" and parse_yes_no("maybe yes") is None and parse_yes_no("") is None
+    assert parse_yes_no("Reply with only one word: yes or no.") is None  # an echo of the prompt
