@@ -60,6 +60,9 @@ class Endpoint:
                 f"environment variable {self.api_key_env!r} is not set "
                 f"(needed for model {self.model!r} at {strip_url_credentials(self.base_url)})"
             )
+        if not value.isascii() or any(c in value for c in "\r\n\0"):
+            raise LLMConfigError(f"environment variable {self.api_key_env!r} holds a line break or a non-ASCII "
+                                 "character: not a usable API key")
         return value
 
     def describe(self) -> str:

@@ -38,8 +38,8 @@ class ClientOptions(BaseModel):
                                      "the read timeout (a server dripping bytes is cut off; None: none)")
     max_attempts: int = Field(6, ge=1, description="HTTP attempts per call, first one included")
     backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles per attempt, jittered")
-    down_after: int = Field(5, ge=1, description="consecutive dead-endpoint signs (refused, DNS, non-JSON/HTML "
-                            "answers) that stop the run; refused/DNS before any answer stops at once")
+    down_after: int = Field(5, ge=1, description="consecutive dead-endpoint signs (refused, DNS, connect timeout, "
+                            "non-JSON/HTML answers) that stop the run; the first three before any answer stop at once")
     provider_preset: str | None = Field(None, description="extra request body for the effort in a provider's own "
                                         "form: vllm-qwen3, llama-cpp, openrouter, openai (see llm/effort.py)")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="JSON merged into every request body "

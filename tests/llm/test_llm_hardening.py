@@ -335,3 +335,12 @@ def test_a_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite")
     cache._conn.execute("INSERT INTO responses VALUES ('k', 'm', 'v', 0, 'not json')")
     assert cache.get("k") is None
+
+
+def test_a_key_with_a_line_break_is_refused_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CRESOWLVE_TEST_KEY", "abc\r\nX-Injected: 1")
+    with FakeServer() as srv:
+        with LLMClient(Endpoint(srv.base_url, MODEL, "CRESOWLVE_TEST_KEY")) as cl, \
+                pytest.raises(LLMConfigError, match="line break"):
+            cl.complete_sync(user("a"), GenParams(), prompt_version="v")
+        assert srv.total == 0
