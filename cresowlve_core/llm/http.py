@@ -223,7 +223,7 @@ class ConnectionPool:
         except (_StaleConnection, TransportError):
             conn.close()
             raise
-        except (asyncio.IncompleteReadError, ConnectionError, ValueError, zlib.error) as exc:
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError, ValueError, zlib.error) as exc:
             conn.close()
             raise ProtocolFailure(f"broken answer from {self.host_header} ({type(exc).__name__})") from None
         except BaseException:  # cancelled (e.g. an overall deadline): the connection's state is unknown
