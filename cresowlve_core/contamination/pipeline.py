@@ -46,6 +46,7 @@ class ConfigResult:
     truly_non_preferred: bool
     bcq: pd.DataFrame
     completions: pd.DataFrame
+    n_tested: int = 0  # questions of this configuration that went into the tests (after max_items_per_set)
     stopped: list[str] = field(default_factory=list)
 
 
@@ -214,4 +215,4 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         await comp_client.aclose()
     set_counts = {s: int(counts.get(s, 0)) for s in SETS}
     return ConfigResult(config, set_counts, pd.DataFrame(bad, columns=["set", "id", "reason"]), too_short, bdq_df,
-                        bdq_counts, non_pref, truly, bcq_df, comp_df, stopped)
+                        bdq_counts, non_pref, truly, bcq_df, comp_df, int(len(members)), stopped)

@@ -34,8 +34,8 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
     out = {}
     for r in c.results:
         n_bad = len(r.not_quizzable)
-        n_all = sum(r.counts.values())
-        say(f"**{r.config}**: {n_all - n_bad} of {n_all} questions have four distinct options; "
+        n_all = r.n_tested
+        say(f"**{r.config}**: {n_all - n_bad} of {n_all} tested questions have four distinct options; "
             f"{n_bad} reported below.")
         if n_bad:
             show(r.not_quizzable)

@@ -48,10 +48,11 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFram
     c = res.config
     rows = []
     gof = uniform_gof(res.bdq_counts)
+    bdq_reading = ("no valid BDQ answers: the BCQ could not be placed" if not res.non_preferred else
+                   f"non-preferred positions: {', '.join(res.non_preferred)}"
+                   + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)"))
     rows.append(_row(c, "BDQ position bias (χ² vs uniform)", gof["n_valid"], gof["chi2"], np.nan, np.nan, gof["p"], None,
-                     f"non-preferred positions: {', '.join(res.non_preferred) or 'none'}"
-                     + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)")
-                     + "; calibrates the BCQ, not a contamination test"))
+                     bdq_reading + "; calibrates the BCQ, not a contamination test"))
     bcq = res.bcq
     tgt = bcq[bcq["set"] == TARGET]
     k = int((tgt["choice"] == tgt["correct"]).sum())
@@ -100,7 +101,9 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFram
                          f"{kk} of {len(tg)} continuations start with the true words"))
     comp_signal = bool(gsig and csig)
     n_signals = int(bcq_signal) + int(comp_signal)
-    overall = ("likely contaminated: the quiz and the completion test agree" if n_signals == 2 else
+    tested = bool(len(tgt)) or bool(g.get("n"))
+    overall = ("not tested: no target item reached the quiz or the completion test" if not tested else
+               "likely contaminated: the quiz and the completion test agree" if n_signals == 2 else
                "inconclusive: one test shows a signal, the other does not" if n_signals == 1 else
                "no evidence of contamination from these tests (absence of evidence, small n is weak)")
     rows.append(_row(c, "overall", len(ti), float(n_signals), np.nan, np.nan, np.nan, n_signals == 2, overall))

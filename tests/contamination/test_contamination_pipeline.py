@@ -132,3 +132,18 @@ def test_one_signal_alone_is_never_contamination(tmp_path):
     v = verdict_table(c.results[0])
     assert v.iloc[-1]["reading"].startswith("inconclusive")
     assert not v.iloc[-1]["signal"]
+
+
+def test_nothing_tested_is_said_plainly():
+    import pandas as pd
+
+    from cresowlve_core.contamination.pipeline import ConfigResult
+
+    empty = ConfigResult("m", {"target": 0, "wrong_both": 2, "right_both": 0},
+                         pd.DataFrame(columns=["set", "id", "reason"]), [], pd.DataFrame(columns=["set", "id", "choice"]),
+                         {"A": 0, "B": 0, "C": 0, "D": 0, "invalid": 0}, [], False,
+                         pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct"]),
+                         pd.DataFrame(columns=["set", "id", "mode", "rouge_l", "prefix_match", "continuation"]))
+    v = verdict_table(empty)
+    assert v.iloc[-1]["reading"].startswith("not tested") and not v.iloc[-1]["signal"]
+    assert v.iloc[0]["reading"].startswith("no valid BDQ answers")
