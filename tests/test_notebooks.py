@@ -3,25 +3,105 @@
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
+import pytest
 from fakeserver import FakeServer
 
-from cresowlve_core.notebooks import run_notebook
+from cresowlve_core.notebooks import RECORD_MIME, VEGALITE_MIME, render_html, run_notebook
+
+REPO = Path(__file__).resolve().parents[1]
 
 
-def test_data_overview_renders_offline_html_and_index(tmp_path):
+def _chart_outputs(ipynb):
+    nb = json.loads(ipynb.read_text())
+    return [o for c in nb["cells"] for o in c.get("outputs", []) if VEGALITE_MIME in o.get("data", {})]
+
+
+def test_data_overview_renders_offline_html_and_index(tmp_path, capfd):
     res = run_notebook("00_data_overview", {}, tmp_path)
     assert res.ipynb.exists() and res.html.exists()
     html = res.html.read_text()
-    assert "vegaEmbed" in html and "cdn.jsdelivr" not in html  # chart JS is inlined, not fetched
+    assert "vegaEmbed" in html and "cresowlve-vega-chart" in html  # chart JS is inlined, not fetched
+    assert not re.search(r"cdn\.|cdnjs|jsdelivr|unpkg|require\.js|mathjax", html, re.I)
+    assert not re.search(r"<script[^>]+src=", html)  # no external script at all
     assert "overview.pack_table()" not in html  # code cells are hidden
+    assert "removed: requires physical materials (step 1, LLM filter)" in html  # pipeline_outcome not cut
     rec = res.records
     assert rec["questions_per_pack"] == {"ingush16.txt": 60, "kubok_olgi_2015.4s": rec["questions_per_pack"]["kubok_olgi_2015.4s"],
                                          "ruch17st.txt": 90, "rusch16.txt": 90}
     assert rec["demo_items_per_lang"]["en"] >= 1
+    assert rec["headline"].startswith("4 ChGK packs")
     index = (tmp_path / "index.html").read_text()
-    assert 'href="00_data_overview.html"' in index
+    assert 'href="00_data_overview.html"' in index and rec["headline"] in index
     assert json.loads((tmp_path / "index.json").read_text())["00_data_overview"]["html"] == "00_data_overview.html"
+    assert "without encryption" not in capfd.readouterr().err  # the kernel's TCP warning is silenced
+
+
+def test_chart_outputs_carry_the_standard_vegalite_bundle(tmp_path):
+    """JupyterLab/VS Code/nbviewer render charts natively: Vega-Lite v5 mimetype, no waiting HTML."""
+    import vl_convert as vlc
+
+    res = run_notebook("00_data_overview", {}, tmp_path)
+    charts = _chart_outputs(res.ipynb)
+    assert len(charts) == 1
+    for o in charts:
+        assert set(o["data"]) == {VEGALITE_MIME, "text/plain"}  # no text/html that front ends would prefer
+        spec = o["data"][VEGALITE_MIME]
+        assert spec["$schema"].endswith("/vega-lite/v5.json")
+        vg = vlc.vegalite_to_vega(spec, vl_version="5.21")  # valid Vega-Lite 5, as JupyterLab 4 draws it
+        assert vg["marks"]
+    nb = json.loads(res.ipynb.read_text())
+    records = [o for c in nb["cells"] for o in c.get("outputs", []) if RECORD_MIME in o.get("data", {})]
+    assert records and all("".join(o["data"]["text/plain"]) == "" for o in records)  # invisible, never "no renderer"
+
+
+def test_unknown_notebook_parameter_is_an_error(tmp_path, capsys):
+    from cresowlve_core.cli import main
+
+    assert main(["report", "00_data_overview", "-p", "include_removd", "false", "--reports-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "error: 00_data_overview: unknown parameter include_removd; known: include_removed"
+    assert not any(tmp_path.iterdir())  # nothing rendered over an existing report
+
+
+def test_report_html_drops_progress_bars_and_records(tmp_path):
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("x")
+    cell.outputs = [
+        nbformat.v4.new_output("stream", name="stderr", text="Loading weights:   0%|          | 0/101 [00:00<?, ?it/s]"),
+        nbformat.v4.new_output("stream", name="stderr", text="a real warning\n"),
+        nbformat.v4.new_output("display_data", data={RECORD_MIME: {"k": 1}, "text/plain": ""}),
+        nbformat.v4.new_output("display_data", data={VEGALITE_MIME: {"mark": "bar", "data": {"values": []}},
+                                                      "text/plain": "<chart>"}),
+    ]
+    nb.cells = [cell]
+    src = tmp_path / "n.ipynb"
+    nbformat.write(nb, str(src))
+    html = render_html(src, tmp_path / "n.html").read_text()
+    assert "Loading weights" not in html and "a real warning" in html and "vegaEmbed(" in html
+    assert RECORD_MIME not in html
+
+
+def test_marimo_export_draws_charts_and_hides_records(tmp_path):
+    """The README's marimo route: convert, then export (headless run) shows charts, no unknown mimetype."""
+    marimo = Path(sys.executable).parent / "marimo"
+    if not marimo.exists():
+        pytest.skip("marimo not installed in this environment")
+    app = tmp_path / "explore_overview.py"
+    subprocess.run([str(marimo), "convert", str(REPO / "notebooks" / "00_data_overview.ipynb"), "-o", str(app)],
+                   check=True, capture_output=True, timeout=120)
+    out = tmp_path / "overview.html"
+    subprocess.run([str(marimo), "export", "html", str(app), "-o", str(out)], check=True, capture_output=True,
+                   timeout=300, cwd=REPO)
+    page = out.read_text()
+    assert re.search(r"application/vnd\.vegalite\.v\d\+json", page)  # marimo draws the chart itself
+    assert RECORD_MIME not in page and "Unsupported" not in page
 
 
 def test_evaluation_notebook_never_writes_the_key(tmp_path, monkeypatch):
