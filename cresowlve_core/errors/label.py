@@ -117,6 +117,7 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
         c = await client.complete(messages, options.gen_params(), prompt_version=tag)
         parsed = parse_label(c.text)
         return {"key": unit.key, "status": "ok", "config": unit.config, "lang": unit.lang, "id": unit.id,
+                "basis": unit.basis,
                 "label": parsed.category if parsed else None, "rationale": parsed.rationale if parsed else None,
                 "raw": c.text, "usage": c.usage.model_dump(), "cost": c.cost, "labeller": client.endpoint.model,
                 "prompt": tag}

@@ -140,3 +140,19 @@ def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
     assert summary["n_unlabelled"] == 1 and summary["n_other"] == 1
     manifest = json.loads((tmp_path / "labels" / "manifest.json").read_text())
     assert manifest["kind"] == "error_label" and manifest["prompts"] == ["error_label@1"]
+
+
+def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
+    from cresowlve_core.errors.label import label_errors
+
+    monkeypatch.delenv("NO_SUCH_LABELLER_KEY", raising=False)
+    items = _items(3)
+    write_run(tmp_path, "en", items, {it.id: False for it in items})
+    wrong, _ = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    with FakeServer(answers=lambda req: "CATEGORY: 1") as srv:
+        res = label_errors(wrong, tmp_path / "labels", model="labeller", base_url=srv.base_url,
+                           api_key_env="NO_SUCH_LABELLER_KEY", options=ClientOptions(cache=False), progress=False)
+        assert srv.total == 0
+    assert res.stopped and res.stopped.startswith("fatal") and "NO_SUCH_LABELLER_KEY" in res.stopped
+    assert res.n_done == 0
+    assert json.loads((tmp_path / "labels" / "manifest.json").read_text())["stopped"] == res.stopped
