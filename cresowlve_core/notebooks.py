@@ -467,7 +467,7 @@ def _card(key: str, r: dict[str, Any]) -> str:
     return (
         f'<section class="report" id="{_E(key)}"><h2><a href="{_E(r["html"])}">{_E(r["title"])}</a> {tags}</h2>'
         f'<p class="headline">{_E(r.get("headline") or "no headline recorded")}</p>'
-        f'<p class="meta">models: {_E(models)} · rendered {_E(r["rendered_at"].replace("T", " "))} UTC '
+        f'<p class="meta">models: {_E(models)} · rendered {_E(r["rendered_at"][:19].replace("T", " "))} UTC '
         f'in {r["seconds"]} s · <code>{_E(key)}</code></p>'
         f'{params_html}<p class="links">{" · ".join(links)}</p></section>'
     )
