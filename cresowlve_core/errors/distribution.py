@@ -43,11 +43,12 @@ def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.Data
         else:
             label = rec.get("label")
             state = "labelled" if label else "unlabelled"
-        rows.append({"key": u.key, "config": u.config, "model": u.model, "lang": u.lang, "id": u.id,
+        rows.append({"key": u.key, "config": u.config, "group": f"{u.config} · {u.lang}", "model": u.model,
+                     "lang": u.lang, "id": u.id,
                      "basis": u.basis, "state": state, "label": label, "bucket": bucket(label),
                      "rationale": (rec or {}).get("rationale"), "question": u.question, "answer": u.answer,
                      "prediction": u.prediction, "reasoning": u.reasoning})
-    return pd.DataFrame(rows, columns=["key", "config", "model", "lang", "id", "basis", "state", "label", "bucket",
+    return pd.DataFrame(rows, columns=["key", "config", "group", "model", "lang", "id", "basis", "state", "label", "bucket",
                                        "rationale", "question", "answer", "prediction", "reasoning"])
 
 

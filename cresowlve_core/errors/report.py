@@ -143,20 +143,21 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
     return out
 
 
-def distribution_section(ea: ErrorAnalysis) -> dict[str, Any]:
-    """Category shares per configuration with Wilson 95% intervals; χ² between configurations."""
-    dist = distribution(ea.labels)
+def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]:
+    """Category shares per configuration and language (``by="group"``; ``"config"`` pools the
+    languages) with Wilson 95% intervals; χ² between every two groups."""
+    dist = distribution(ea.labels, by=by)
     if dist.empty or dist["n"].max() == 0:
         say("No labelled errors: no distribution to show.")
         return {"distribution": [], "chi2": []}
-    show(distribution_chart(dist))
+    show(distribution_chart(dist, by=by))
     table = dist.assign(name=dist["category"].map(display_name))
-    show(table[["config", "name", "k", "n", "p", "low", "high"]].round(3))
-    chi = chi2_all_pairs(dist)
+    show(table[[by, "name", "k", "n", "p", "low", "high"]].round(3))
+    chi = chi2_all_pairs(dist, by=by)
     if chi.empty:
-        say("One configuration only: no χ² comparison.")
+        say("One group only: no χ² comparison.")
     else:
-        say("χ² test of independence between the category distributions of two configurations "
+        say("χ² test of independence between the category distributions of two groups "
             "(categories empty in both dropped):")
         show(chi.round(4))
     return {"distribution": jsonable(dist), "chi2": jsonable(chi)}
