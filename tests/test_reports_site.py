@@ -99,8 +99,13 @@ def test_reports_dir_governs_every_file_a_report_writes(tmp_path):
     assert res.records["table1"]["csv"] == str(reports / "03_analysis_table1.csv")
     page = (reports / "index.html").read_text()
     assert 'href="03_analysis_table1.csv"' in page and 'data-banner="synthetic"' in page
+    import vl_convert as vlc
+
     nb = json.loads(res.ipynb.read_text())
-    assert any(VEGALITE_MIME in o.get("data", {}) for c in nb["cells"] for o in c.get("outputs", []))
+    charts = [o["data"][VEGALITE_MIME] for c in nb["cells"] for o in c.get("outputs", []) if VEGALITE_MIME in o.get("data", {})]
+    assert len(charts) >= 4
+    for spec in charts:  # every chart of the analysis is valid Vega-Lite 5, as JupyterLab 4 draws it
+        assert vlc.vegalite_to_vega(spec, vl_version="5.21")["marks"]
 
 
 def test_paths_resolve_from_the_current_project_lazily(tmp_path, monkeypatch):
