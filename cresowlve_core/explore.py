@@ -1,0 +1,691 @@
+"""The explorer: items and every model's answers to them, filtered and side by side.
+
+:func:`load_explorer` reads the items (an item spec, default ``"demo"``) and any number of
+evaluation run directories (as :func:`cresowlve_core.analysis.load_runs` finds them: a glob, a
+list, a directory or a ``grid.json``) into one tidy frame, ``Explorer.frame``: one row per item ×
+language × configuration, with the item's text and annotations beside the model's answer and
+verdicts. An item no run answered has one row with no configuration; an answer whose item is not
+in the item set keeps its row (``in_items`` False) with the annotations its run record carries.
+
+**Correct or wrong** follows the analysis's rule (:func:`cresowlve_core.errors.wrong.correctness`):
+the LLM judge's verdict where the judge scored the answer, else strict exact match. ``basis``
+says which (``judge`` / ``em_strict``); neither gives ``correct`` NaN (*unknown*).
+
+**Error categories** come from the error-analysis labels (``labels.jsonl`` of
+``cresowlve errors label``, in ``OUT_DIR/labels/<labeller>/``) when given: joined on configuration,
+language and id. A label written for a different output of the model (the run was re-evaluated
+since) is *stale* and never shown as the answer's category.
+
+Everything here reads; nothing is written. Long texts (reasoning, raw output, the judge's reply)
+are not held in memory: each run's ``responses.jsonl`` is indexed by byte offset on load and the
+one record is read back when an item is opened (:func:`item_detail`).
+
+The notebook ``notebooks/explore.ipynb`` (ipywidgets, :func:`browser`) and the marimo app
+``notebooks/explore.py`` are thin shells over these functions.
+"""
+
+from __future__ import annotations
+
+import glob
+import html
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from cresowlve_core import paths
+from cresowlve_core.analysis.loading import load_runs
+from cresowlve_core.banners import banner_html, is_embedded_model
+from cresowlve_core.errors.distribution import bucket
+from cresowlve_core.errors.label import LABELS
+from cresowlve_core.errors.taxonomy import BY_SLUG
+from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
+from cresowlve_core.errors.wrong import correctness
+from cresowlve_core.items import LANGS
+
+log = logging.getLogger(__name__)
+
+Outcome = Literal["any", "correct", "wrong", "unknown"]
+OUTCOMES: tuple[str, ...] = ("any", "correct", "wrong", "unknown")
+UNLABELLED = "(unlabelled)"  # the labeller replied without a category line
+LABEL_ERROR = "(labeller error)"  # the labeller call failed
+NOT_LABELLED = "(not labelled)"  # a wrong answer no label record covers
+MAX_LIST = 500  # rows shown in a browser's item list
+
+ITEM_COLUMNS = ["id", "lang", "in_items", "question", "answer", "explanation", "other_answers", "difficulty",
+                "reasoning_type", "knowledge_domains", "creative_domains", "cultures"]
+ANSWER_COLUMNS = ["run_id", "config", "model", "effort", "status", "prediction", "em_strict", "em_lenient", "judge",
+                  "judge_status", "judge_verdict", "judge_model", "correct", "basis", "cost", "output_tokens",
+                  "reasoning_tokens", "synthetic", "error_categories"]
+LABEL_COLUMNS = ["labeller", "config", "lang", "id", "state", "label", "category", "rationale", "current", "path"]
+_LONG_TEXT = ("raw_output", "thoughts", "judge_raw", "error", "extraction", "other_answers", "latency_s")
+
+
+@dataclass
+class Explorer:
+    """Items and answers, ready to filter (see the module docstring)."""
+
+    frame: pd.DataFrame  # one row per item x lang x configuration (configuration None: no answer)
+    runs: pd.DataFrame  # load_runs' run table (path, config, lang, model, synthetic, ...)
+    labels: pd.DataFrame  # one row per label record (LABEL_COLUMNS)
+    items_spec: str
+    runs_spec: str
+    notes: list[str] = field(default_factory=list)
+    _offsets: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict, repr=False)
+
+    @property
+    def has_runs(self) -> bool:
+        return bool(self.frame["config"].notna().any())
+
+    @property
+    def has_labels(self) -> bool:
+        return not self.labels.empty
+
+    @property
+    def configs(self) -> list[str]:
+        return sorted(self.frame["config"].dropna().unique().tolist())
+
+    @property
+    def n_items(self) -> int:
+        return int(self.frame[["id", "lang"]].drop_duplicates().shape[0])
+
+    @property
+    def n_answers(self) -> int:
+        return int(self.frame["config"].notna().sum())
+
+    def summary(self) -> str:
+        """One paragraph: what was loaded, and the correctness rule with its basis counts."""
+        items = self.frame[self.frame["in_items"]][["id", "lang"]].drop_duplicates()
+        by_lang = items["lang"].value_counts().sort_index()
+        langs = ", ".join(f"{n} {lang}" for lang, n in by_lang.items()) or "none"
+        text = f"Items `{self.items_spec}`: {len(items)} ({langs})."
+        if not self.has_runs:
+            return text + f" No runs found at `{self.runs_spec}`: showing the items alone."
+        a = self.frame[self.frame["config"].notna()]
+        basis = a["basis"].value_counts()
+        text += (f" Runs `{self.runs_spec}`: {len(self.runs)} run(s), {len(self.configs)} configuration(s), "
+                 f"{len(a)} answers. Correct = the judge's verdict where it scored ({int(basis.get('judge', 0))} "
+                 f"answers), else strict exact match ({int(basis.get('em_strict', 0))}); "
+                 f"{int(a['correct'].isna().sum())} unknown.")
+        n_out = int((~a["in_items"]).sum())
+        if n_out:
+            text += f" {n_out} answer(s) are to items not in `{self.items_spec}` (question not shown)."
+        if self.has_labels:
+            text += (f" Error labels: {len(self.labels)} record(s) from "
+                     f"{', '.join(sorted(self.labels['labeller'].unique()))}"
+                     f" ({int((~self.labels['current']).sum())} stale).")
+        return text
+
+    def banners(self) -> list[tuple[str, str]]:
+        """``(kind, detail)`` of every banner the explored answers call for."""
+        out: list[tuple[str, str]] = []
+        if self.runs.empty:
+            return out
+        embedded = sorted({str(m) for m in self.runs["model"].dropna() if is_embedded_model(str(m))})
+        if embedded:
+            out.append(("embedded", f"Answers of {', '.join(embedded)} are shown."))
+        if bool(self.runs["synthetic"].any()):
+            out.append(("synthetic", "Some answers come from synthetic runs."))
+        return out
+
+    def banners_html(self) -> str:
+        return "".join(banner_html(k, d) for k, d in self.banners())  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ loading
+
+
+def _items_frame(specs: Sequence[str], langs: Sequence[str], notes: list[str]) -> pd.DataFrame:
+    from cresowlve_core.sources.sample import load_items
+
+    rows: list[dict[str, Any]] = []
+    seen: set[tuple[str, str]] = set()
+    for spec in specs:
+        for lang in langs:
+            try:
+                items = load_items(spec, lang)  # type: ignore[arg-type]
+            except (OSError, ValueError) as exc:  # NoItemsError and ItemsFileError are ValueErrors
+                notes.append(f"items `{spec}` ({lang}): {exc}")
+                continue
+            for it in items:
+                if (it.id, lang) in seen:
+                    continue
+                seen.add((it.id, lang))
+                v = it.view(lang)  # type: ignore[arg-type]
+                rows.append({"id": it.id, "lang": lang, "in_items": True, "question": v.question,
+                             "answer": v.answer, "explanation": v.explanation, "other_answers": v.other_answers,
+                             "difficulty": float(it.difficulty) if it.difficulty is not None else np.nan,
+                             "reasoning_type": it.reasoning_type, "knowledge_domains": list(it.knowledge_domains),
+                             "creative_domains": list(it.creative_domains), "cultures": list(it.cultures)})
+    return pd.DataFrame(rows, columns=ITEM_COLUMNS)
+
+
+def _index_responses(path: Path, default_lang: str | None) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], str]]:
+    """Byte offset of the last line per ``(id, lang)`` in ``responses.jsonl``, and the hash of each
+    answer's output (prediction + reasoning) as the error labeller keys it. Unreadable lines are
+    skipped here (``load_runs`` reports them)."""
+    offsets: dict[tuple[str, str], int] = {}
+    hashes: dict[tuple[str, str], str] = {}
+    f = path / "responses.jsonl"
+    if not f.exists():
+        return offsets, hashes
+    pos = 0
+    with f.open("rb") as fh:
+        for line in fh:
+            start, pos = pos, pos + len(line)
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(rec, dict) or "id" not in rec:
+                continue
+            key = (str(rec["id"]), str(rec.get("lang") or default_lang))
+            offsets[key] = start
+            reasoning = rec.get("thoughts") or rec.get("raw_output") or ""
+            hashes[key] = output_hash(str(rec.get("prediction") or ""), str(reasoning))
+    return offsets, hashes
+
+
+def resolve_label_files(labels: str | Path | Sequence[str | Path] | None, root: Path | None = None) -> list[Path]:
+    """``labels.jsonl`` files named by ``labels``: a file, a directory holding one, an error-analysis
+    ``OUT_DIR`` (``labels/*/labels.jsonl``), a glob, or a list of these (relative to the project root)."""
+    if labels is None:
+        return []
+    root = root or paths.project_root()
+    entries = [labels] if isinstance(labels, (str, Path)) else list(labels)
+    found: list[Path] = []
+    for entry in entries:
+        p = Path(entry).expanduser()
+        p = p if p.is_absolute() else root / p
+        cands = [Path(m) for m in sorted(glob.glob(str(p)))] if any(c in str(entry) for c in "*?[") else [p]
+        for c in cands:
+            if c.is_file():
+                found.append(c)
+            elif (c / LABELS).is_file():
+                found.append(c / LABELS)
+            elif c.is_dir():
+                found.extend(sorted(c.glob(f"labels/*/{LABELS}")) or sorted(c.glob(f"*/{LABELS}")))
+    return list(dict.fromkeys(x.resolve() for x in found))
+
+
+def read_labels(files: Sequence[Path], notes: list[str]) -> pd.DataFrame:
+    """Every label record of ``files`` (the last one per key), one row each (:data:`LABEL_COLUMNS`
+    plus ``hash``, the answer output the label was written for)."""
+    rows: list[dict[str, Any]] = []
+    for f in files:
+        latest: dict[str, dict[str, Any]] = {}
+        bad = 0
+        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                bad += 1
+                continue
+            if isinstance(rec, dict) and isinstance(rec.get("key"), str):
+                latest[rec["key"]] = rec
+            else:
+                bad += 1
+        if bad:
+            notes.append(f"labels `{f}`: skipped {bad} unreadable line(s).")
+        for key, rec in latest.items():
+            parts = key.rsplit("|", 3)
+            if len(parts) != 4:
+                notes.append(f"labels `{f}`: key {key!r} is not config|lang|id|hash; skipped.")
+                continue
+            config, lang, id_, h = parts
+            ok = rec.get("status") == "ok"
+            label = rec.get("label") if ok else None
+            state = "labelled" if label else ("unlabelled" if ok else "error")
+            category = bucket(label) if label else (UNLABELLED if ok else LABEL_ERROR)
+            rows.append({"labeller": str(rec.get("labeller") or f.parent.name), "config": str(rec.get("config") or config),
+                         "lang": str(rec.get("lang") or lang), "id": str(rec.get("id") or id_), "state": state,
+                         "label": label, "category": category, "rationale": rec.get("rationale"),
+                         "current": False, "path": str(f), "hash": h})
+    return pd.DataFrame(rows, columns=[*LABEL_COLUMNS, "hash"])
+
+
+def load_explorer(runs: str | Path | Sequence[str | Path] | None = None, items: str | Sequence[str] | None = "demo",
+                  *, labels: str | Path | Sequence[str | Path] | None = None,
+                  langs: Sequence[str] = LANGS, root: Path | None = None) -> Explorer:
+    """Items and run results in one tidy frame (see the module docstring).
+
+    ``runs``: what :func:`~cresowlve_core.analysis.load_runs` accepts; None means
+    ``<data dir>/runs/demo/*`` (where the main job writes). ``items``: an item spec (``demo``,
+    ``hub:en``, a file) or several; None means the specs named in the runs' manifests (``demo``
+    if none). ``labels``: error-analysis labels (:func:`resolve_label_files`). Relative paths
+    resolve against the project root. Reads only.
+    """
+    root = root or paths.project_root()
+    runs_arg = runs if runs is not None else str(paths.runs_dir() / "demo" / "*")
+    data = load_runs(runs_arg, root=root)
+    notes = list(data.notes)
+    runs_spec = ", ".join(map(str, runs_arg)) if isinstance(runs_arg, (list, tuple)) else str(runs_arg)
+
+    if items is None:
+        specs = _manifest_specs(data.runs) or ["demo"]
+    else:
+        specs = [items] if isinstance(items, str) else list(items)
+    item_df = _items_frame(specs, langs, notes)
+
+    offsets: dict[str, dict[tuple[str, str], int]] = {}
+    answers = data.responses.copy()
+    if not answers.empty:
+        answers = answers.join(correctness(answers))
+        hashes: dict[tuple[str, str, str], str] = {}
+        for r in data.runs.itertuples():
+            off, hs = _index_responses(Path(r.path), r.lang)
+            offsets[str(r.run_id)] = off
+            hashes.update({(str(r.run_id), i, lang): h for (i, lang), h in hs.items()})
+        answers["output_hash"] = [hashes.get((str(a), str(b), str(c))) for a, b, c in
+                                  zip(answers["run_id"], answers["id"], answers["lang"])]
+    label_df = read_labels(resolve_label_files(labels, root), notes)
+    if labels is not None and label_df.empty:
+        notes.append(f"no error labels found at `{labels}`.")
+    frame = _join(item_df, answers, label_df)
+    return Explorer(frame=frame, runs=data.runs, labels=label_df.drop(columns=["hash"]),
+                    items_spec=", ".join(specs), runs_spec=runs_spec, notes=notes, _offsets=offsets)
+
+
+def _manifest_specs(runs: pd.DataFrame) -> list[str]:
+    from cresowlve_core.analysis.loading import read_manifest
+
+    specs: list[str] = []
+    for p in runs.get("path", pd.Series(dtype=object)):
+        try:
+            spec = (read_manifest(Path(p)) or {}).get("items")
+        except (ValueError, OSError):
+            spec = None
+        if isinstance(spec, str) and spec not in specs:
+            specs.append(spec)
+    return specs
+
+
+def _join(item_df: pd.DataFrame, answers: pd.DataFrame, label_df: pd.DataFrame) -> pd.DataFrame:
+    if answers.empty:
+        out = item_df.copy()
+        for c in ANSWER_COLUMNS:
+            out[c] = None
+        out["error_categories"] = [[] for _ in range(len(out))]
+        return out.reset_index(drop=True)
+    ans = answers.copy()
+    # the error categories of each answer (current labels only; a wrong answer without one is "not labelled")
+    cats: dict[tuple[str, str, str], list[str]] = {}
+    if not label_df.empty:
+        by_answer = {(c, lg, i): h for c, lg, i, h in zip(ans["config"], ans["lang"], ans["id"], ans["output_hash"])}
+        current = [by_answer.get((c, lg, i)) == h for c, lg, i, h in
+                   zip(label_df["config"], label_df["lang"], label_df["id"], label_df["hash"])]
+        label_df["current"] = current
+        for lab in label_df[label_df["current"]].itertuples():
+            cats.setdefault((lab.config, lab.lang, lab.id), []).append(lab.category)
+    ans["error_categories"] = [
+        sorted(set(cats.get((c, lg, i), []))) or ([NOT_LABELLED] if corr == 0 and not label_df.empty else [])
+        for c, lg, i, corr in zip(ans["config"], ans["lang"], ans["id"], ans["correct"])]
+    for c in ANSWER_COLUMNS:
+        if c not in ans.columns:
+            ans[c] = None
+    # annotations carried by the run records, for answers whose item is not in the item set
+    carried = ans[["id", "lang", "answer", "difficulty", "reasoning_type", "knowledge_domains", "creative_domains",
+                   "cultures"]].drop_duplicates(subset=["id", "lang"])
+    ans = ans[["id", "lang", *ANSWER_COLUMNS]]
+    known = set(zip(item_df["id"], item_df["lang"]))
+    missing = carried[[(i, lg) not in known for i, lg in zip(carried["id"], carried["lang"])]].copy()
+    if not missing.empty:
+        missing["in_items"] = False
+        for c in ("question", "explanation", "other_answers"):
+            missing[c] = None
+        for c in ("knowledge_domains", "creative_domains", "cultures"):
+            missing[c] = [list(v) if isinstance(v, (list, tuple, np.ndarray)) else [] for v in missing[c]]
+        item_df = pd.concat([item_df, missing[ITEM_COLUMNS]], ignore_index=True)
+    out = item_df.merge(ans, on=["id", "lang"], how="left")
+    out["in_items"] = out["in_items"].astype(bool)
+    out["error_categories"] = [v if isinstance(v, list) else [] for v in out["error_categories"]]
+    return out.sort_values(["id", "lang", "config"], na_position="first", kind="stable").reset_index(drop=True)
+
+
+# ------------------------------------------------------------------ filtering
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What to keep. ``None`` (or ``"any"``) means no restriction on that field.
+
+    Item fields: ``langs``, ``difficulty`` (inclusive range; items without a difficulty drop out
+    when it is set), ``knowledge_domain``, ``creative_concept``, ``culture`` (the item's list
+    contains the value), ``text`` (case-insensitive, in question, answer or prediction). Answer
+    fields: ``configs`` (configuration labels, model × effort), ``outcome`` (by the judge where it
+    scored, else strict EM) and ``error_category`` (a label slug, ``other``, or one of
+    ``(unlabelled)``, ``(labeller error)``, ``(not labelled)``). Once any answer field is set,
+    items without a matching answer drop out.
+    """
+
+    langs: tuple[str, ...] | None = None
+    difficulty: tuple[float, float] | None = None
+    knowledge_domain: str | None = None
+    creative_concept: str | None = None
+    culture: str | None = None
+    configs: tuple[str, ...] | None = None
+    outcome: Outcome = "any"
+    error_category: str | None = None
+    text: str = ""
+
+
+def _contains(col: pd.Series, value: str) -> np.ndarray:
+    return np.array([value in v if isinstance(v, list) else False for v in col], dtype=bool)
+
+
+def filter_frame(frame: pd.DataFrame, f: Filters) -> pd.DataFrame:
+    """The rows of ``frame`` (:attr:`Explorer.frame`) that pass ``f``."""
+    if f.outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {f.outcome!r}")
+    keep = np.ones(len(frame), dtype=bool)
+    if f.langs:
+        keep &= frame["lang"].isin(f.langs).to_numpy()
+    if f.difficulty is not None:
+        d = frame["difficulty"].astype(float)
+        keep &= ((d >= f.difficulty[0]) & (d <= f.difficulty[1])).to_numpy()
+    for col, value in (("knowledge_domains", f.knowledge_domain), ("creative_domains", f.creative_concept),
+                       ("cultures", f.culture)):
+        if value:
+            keep &= _contains(frame[col], value)
+    if f.text.strip():
+        needle = f.text.strip().casefold()
+        hay = (frame["question"].fillna("") + "\n" + frame["answer"].fillna("") + "\n"
+               + frame["prediction"].fillna("")).str.casefold()
+        keep &= hay.str.contains(needle, regex=False).to_numpy()
+    if f.configs:
+        keep &= frame["config"].isin(f.configs).to_numpy()
+    if f.outcome != "any":
+        c = frame["correct"].astype(float)
+        has = frame["config"].notna()
+        keep &= {"correct": c.eq(1.0), "wrong": c.eq(0.0), "unknown": has & c.isna()}[f.outcome].to_numpy()
+    if f.error_category:
+        keep &= _contains(frame["error_categories"], f.error_category)
+    return frame[keep]
+
+
+def item_list(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per item × language of ``rows`` (a filtered frame) with its answers tallied."""
+    cols = ["id", "lang", "difficulty", "question", "answer", "n_answers", "n_correct", "n_wrong", "n_unknown"]
+    if rows.empty:
+        return pd.DataFrame(columns=cols)
+    g = rows.assign(_a=rows["config"].notna(), _c=rows["correct"].astype(float).eq(1.0),
+                    _w=rows["correct"].astype(float).eq(0.0))
+    g["_u"] = g["_a"] & ~g["_c"] & ~g["_w"]
+    out = g.groupby(["id", "lang"], sort=True).agg(
+        difficulty=("difficulty", "first"), question=("question", "first"), answer=("answer", "first"),
+        n_answers=("_a", "sum"), n_correct=("_c", "sum"), n_wrong=("_w", "sum"), n_unknown=("_u", "sum"),
+    ).reset_index()
+    out["question"] = [_snippet(q) if isinstance(q, str) else "(item not in the item set)" for q in out["question"]]
+    for c in ("n_answers", "n_correct", "n_wrong", "n_unknown"):
+        out[c] = out[c].astype(int)
+    return out[cols]
+
+
+def _snippet(text: str, n: int = 110) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= n else t[: n - 1] + "…"
+
+
+def list_label(row: Any) -> str:
+    """One line for an item list: ``id · lang · ✓k ✗m · question…``."""
+    tally = f"✓{row.n_correct} ✗{row.n_wrong}" + (f" ?{row.n_unknown}" if row.n_unknown else "") if row.n_answers else "no answers"
+    return f"{row.id} · {row.lang} · {tally} · {row.question}"
+
+
+def options(ex: Explorer) -> dict[str, Any]:
+    """The choices of every filter, with item counts (``[(label, value), ...]``), and the difficulty range."""
+    items = ex.frame.drop_duplicates(subset=["id", "lang"])
+
+    def counted(col: str) -> list[tuple[str, str]]:
+        counts = pd.Series([v for vs in items[col] if isinstance(vs, list) for v in vs], dtype=object).value_counts()
+        return [(f"{k} ({n})", str(k)) for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))]
+
+    d = items["difficulty"].dropna()
+    answers = ex.frame[ex.frame["config"].notna()]
+    cats = pd.Series([v for vs in answers["error_categories"] for v in vs], dtype=object).value_counts()
+    return {
+        "langs": sorted(items["lang"].unique().tolist()),
+        "difficulty": (float(d.min()), float(d.max())) if len(d) else None,
+        "knowledge_domain": counted("knowledge_domains"),
+        "creative_concept": counted("creative_domains"),
+        "culture": counted("cultures"),
+        "configs": ex.configs,
+        "outcome": list(OUTCOMES),
+        "error_category": [(f"{_category_name(k)} ({n})", str(k)) for k, n in cats.items()],
+    }
+
+
+def _category_name(slug: str) -> str:
+    return BY_SLUG[slug].name if slug in BY_SLUG else slug
+
+
+# ------------------------------------------------------------------ one item
+
+
+def read_record(ex: Explorer, run_id: str, id: str, lang: str) -> dict[str, Any] | None:
+    """The full response record of one answer, read back from its run's ``responses.jsonl``."""
+    off = ex._offsets.get(str(run_id), {}).get((str(id), str(lang)))
+    if off is None:
+        return None
+    path = Path(ex.runs.set_index("run_id").at[run_id, "path"]) / "responses.jsonl"
+    with path.open("rb") as fh:
+        fh.seek(off)
+        line = fh.readline()
+    try:
+        rec = json.loads(line)
+    except ValueError:
+        return None
+    return rec if isinstance(rec, dict) else None
+
+
+def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None = None) -> dict[str, Any]:
+    """Everything about one item in one language: its text and annotations, and per configuration
+    (all, or ``configs``) the prediction, reasoning, raw output, every verdict and the error labels."""
+    rows = ex.frame[(ex.frame["id"] == id) & (ex.frame["lang"] == lang)]
+    if rows.empty:
+        raise KeyError(f"no item {id!r} in {lang!r} among the explored items")
+    first = rows.iloc[0]
+    detail: dict[str, Any] = {c: _plain(first[c]) for c in ITEM_COLUMNS}
+    answers = []
+    for r in rows[rows["config"].notna()].itertuples():
+        if configs and r.config not in configs:
+            continue
+        rec = read_record(ex, str(r.run_id), id, lang) or {}
+        labs = ex.labels[(ex.labels["config"] == r.config) & (ex.labels["lang"] == lang) & (ex.labels["id"] == id)]
+        answers.append({
+            "config": r.config, "model": r.model, "effort": r.effort or None, "run_id": r.run_id,
+            "status": r.status, "error": rec.get("error"), "prediction": rec.get("prediction", r.prediction),
+            "extraction": rec.get("extraction"), "thoughts": rec.get("thoughts"), "raw_output": rec.get("raw_output"),
+            "correct": None if pd.isna(r.correct) else bool(r.correct), "basis": r.basis,
+            "em_strict": _bool(r.em_strict), "em_lenient": _bool(r.em_lenient), "judge_status": r.judge_status,
+            "judge_verdict": r.judge_verdict, "judge_model": r.judge_model, "judge_raw": rec.get("judge_raw"),
+            "cost": _plain(r.cost), "output_tokens": _plain(r.output_tokens),
+            "reasoning_tokens": _plain(r.reasoning_tokens),
+            "labels": [{"labeller": lb.labeller, "category": lb.category, "label": lb.label,
+                        "rationale": lb.rationale, "current": bool(lb.current)} for lb in labs.itertuples()],
+        })
+    detail["answers"] = answers
+    return detail
+
+
+def _bool(v: Any) -> bool | None:
+    return None if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.floating, float)):
+        return None if np.isnan(v) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if v is pd.NA or v is pd.NaT:
+        return None
+    return v
+
+
+# ------------------------------------------------------------------ HTML
+
+
+_CSS = """<style>
+.cx{font-family:system-ui,-apple-system,Segoe UI,sans-serif;font-size:14px;line-height:1.45;color:#111}
+.cx .item{border:1px solid #ccd;border-radius:6px;padding:10px 14px;background:#f7f8fc;margin-bottom:10px}
+.cx .k{color:#556;font-size:12px;text-transform:uppercase;letter-spacing:.04em;margin-top:6px}
+.cx .tags span{display:inline-block;background:#e4e8f4;border-radius:10px;padding:1px 8px;margin:2px 3px 0 0;font-size:12px}
+.cx .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(300px,1fr));gap:10px}
+.cx .ans{border:1px solid #ccd;border-radius:6px;padding:8px 12px;background:#fff}
+.cx .ans.ok{border-left:6px solid #2e7d32}.cx .ans.bad{border-left:6px solid #c62828}.cx .ans.unk{border-left:6px solid #999}
+.cx .badge{display:inline-block;border-radius:4px;padding:0 6px;margin:2px 4px 2px 0;font-size:12px;color:#fff}
+.cx .g{background:#2e7d32}.cx .r{background:#c62828}.cx .n{background:#777}.cx .l{background:#6a1b9a}
+.cx pre{white-space:pre-wrap;word-break:break-word;background:#f4f4f4;padding:6px;border-radius:4px;max-height:360px;overflow:auto;font-size:12px;margin:4px 0}
+.cx details summary{cursor:pointer;color:#334;font-size:13px}
+.cx .pred{font-weight:600;font-size:15px}
+</style>"""
+
+
+def _esc(v: Any) -> str:
+    return html.escape("" if v is None else str(v))
+
+
+def _badge(text: str, cls: str) -> str:
+    return f'<span class="badge {cls}">{_esc(text)}</span>'
+
+
+def _tf(name: str, v: bool | None) -> str:
+    return _badge(f"{name}: {'yes' if v else 'no'}" if v is not None else f"{name}: –", "g" if v else "r" if v is False else "n")
+
+
+def _fold(title: str, text: str | None, open_: bool = False) -> str:
+    if not text:
+        return ""
+    return f'<details{" open" if open_ else ""}><summary>{_esc(title)} ({len(text):,} chars)</summary><pre>{_esc(text)}</pre></details>'
+
+
+def answer_html(a: dict[str, Any]) -> str:
+    """One configuration's answer card: verdicts, prediction, labels, reasoning and raw texts."""
+    cls = {True: "ok", False: "bad"}.get(a["correct"], "unk")
+    basis = {"judge": "by the judge", "em_strict": "by strict EM"}.get(a["basis"] or "", "no verdict")
+    verdict = {True: _badge(f"correct ({basis})", "g"), False: _badge(f"wrong ({basis})", "r")}.get(
+        a["correct"], _badge("unknown (no judge verdict, no strict EM)", "n"))
+    judge = a["judge_verdict"] or a["judge_status"] or "not_run"
+    parts = [f"<div class='ans {cls}'><b>{_esc(a['config'])}</b><br>{verdict}",
+             _tf("strict EM", a["em_strict"]), _tf("lenient EM", a["em_lenient"]),
+             _badge(f"judge: {judge}" + (f" ({a['judge_model']})" if a["judge_model"] else ""),
+                    "g" if a["judge_verdict"] == "CORRECT" else "r" if a["judge_verdict"] == "INCORRECT" else "n")]
+    if a["status"] == "error":
+        parts.append(f"<div class='k'>call failed</div><pre>{_esc(a['error'])}</pre>")
+    parts.append(f"<div class='k'>prediction</div><div class='pred'>{_esc(a['prediction']) or '<i>(none)</i>'}</div>")
+    for lab in a["labels"]:
+        stale = "" if lab["current"] else " — stale: written for an earlier output"
+        parts.append(f"<div class='k'>error label ({_esc(lab['labeller'])}){stale}</div>"
+                     f"{_badge(_category_name(lab['category']), 'l' if lab['current'] else 'n')} {_esc(lab['rationale'])}")
+    tokens = [f"{a['output_tokens']:,} output tokens" if a["output_tokens"] is not None else "",
+              f"{a['reasoning_tokens']:,} reasoning" if a["reasoning_tokens"] else "",
+              f"${a['cost']:.4f}" if a["cost"] is not None else ""]
+    if any(tokens):
+        parts.append(f"<div class='k'>{_esc(' · '.join(t for t in tokens if t))}</div>")
+    parts += [_fold("reasoning / thoughts", a["thoughts"], open_=True), _fold("raw output", a["raw_output"]),
+              _fold("judge's reply", a["judge_raw"])]
+    if not a["thoughts"] and not a["raw_output"]:
+        parts.append("<div class='k'>no reasoning or raw output recorded</div>")
+    return "".join(parts) + "</div>"
+
+
+def detail_html(detail: dict[str, Any]) -> str:
+    """The item (question, answer, explanation, accepted answers, annotations) above every
+    configuration's answer card, side by side."""
+    d = detail
+    tags = "".join(f"<span>{_esc(k)}: {_esc(v)}</span>" for k, vals in
+                   (("domain", d["knowledge_domains"]), ("concept", d["creative_domains"]), ("culture", d["cultures"]))
+                   for v in (vals or []))
+    diff = "–" if d["difficulty"] is None else int(d["difficulty"])
+    head = (f"<div class='item'><b>{_esc(d['id'])}</b> · {_esc(d['lang'])} · difficulty {diff}"
+            f"{' · ' + _esc(d['reasoning_type']) if d['reasoning_type'] else ''}<div class='tags'>{tags}</div>")
+    if d["in_items"]:
+        head += (f"<div class='k'>question</div><div>{_esc(d['question'])}</div>"
+                 f"<div class='k'>answer</div><div class='pred'>{_esc(d['answer'])}</div>"
+                 f"<div class='k'>accepted answers</div><div>{_esc(d['other_answers']) or '<i>(none)</i>'}</div>"
+                 f"<div class='k'>explanation</div><div>{_esc(d['explanation']) or '<i>(none)</i>'}</div>")
+    else:
+        head += ("<div class='k'>not in the item set: the question is unknown here</div>"
+                 f"<div class='k'>answer (from the run record)</div><div class='pred'>{_esc(d['answer'])}</div>")
+    head += "</div>"
+    cards = "".join(answer_html(a) for a in d["answers"]) or "<i>No model answered this item in the loaded runs.</i>"
+    return f"{_CSS}<div class='cx'>{head}<div class='grid'>{cards}</div></div>"
+
+
+# ------------------------------------------------------------------ the ipywidgets browser
+
+
+def browser(ex: Explorer) -> Any:
+    """An ipywidgets browser: filters on top, the matching items in a list, the chosen item's
+    detail below (JupyterLab, VS Code; the notebook ``notebooks/explore.ipynb``)."""
+    import ipywidgets as W
+
+    opt = options(ex)
+    any_ = [("any", None)]
+    lang = W.Dropdown(options=[("any", None)] + [(x, x) for x in opt["langs"]], description="language")
+    lo, hi = opt["difficulty"] or (0.0, 0.0)
+    diff = W.IntRangeSlider(value=(int(lo), int(hi)), min=int(lo), max=int(hi), description="difficulty",
+                            disabled=opt["difficulty"] is None or lo == hi)
+    kd = W.Dropdown(options=any_ + opt["knowledge_domain"], description="domain")
+    cc = W.Dropdown(options=any_ + opt["creative_concept"], description="concept")
+    cu = W.Dropdown(options=any_ + opt["culture"], description="culture")
+    model = W.SelectMultiple(options=opt["configs"], description="models", rows=min(6, max(2, len(opt["configs"]))),
+                             disabled=not opt["configs"])
+    outcome = W.ToggleButtons(options=list(OUTCOMES), description="outcome", disabled=not ex.has_runs,
+                              tooltips=["every answer", "judge verdict where scored, else strict EM",
+                                        "judge verdict where scored, else strict EM", "neither judge nor strict EM"])
+    err = W.Dropdown(options=any_ + opt["error_category"], description="error", disabled=not ex.has_labels)
+    text = W.Text(description="search", placeholder="question, answer or prediction")
+    count = W.HTML()
+    listing = W.Select(options=[], rows=12, layout=W.Layout(width="100%"))
+    view = W.HTML()
+    state: dict[str, Any] = {"filters": Filters()}
+
+    def current() -> Filters:
+        full = opt["difficulty"] is None or tuple(diff.value) == (int(lo), int(hi))
+        return Filters(langs=(lang.value,) if lang.value else None, difficulty=None if full else tuple(map(float, diff.value)),
+                       knowledge_domain=kd.value, creative_concept=cc.value, culture=cu.value,
+                       configs=tuple(model.value) or None, outcome=outcome.value, error_category=err.value,
+                       text=text.value)
+
+    def show(_: Any = None) -> None:
+        key = listing.value
+        if key is None:
+            view.value = "<i>Choose an item.</i>"
+            return
+        f = state["filters"]
+        view.value = detail_html(item_detail(ex, key[0], key[1], configs=f.configs))
+
+    def refresh(_: Any = None) -> None:
+        f = current()
+        state["filters"] = f
+        lst = item_list(filter_frame(ex.frame, f))
+        shown = lst.head(MAX_LIST)
+        more = f" (showing the first {MAX_LIST}; narrow the filters)" if len(lst) > MAX_LIST else ""
+        n_ans = int(lst["n_answers"].sum()) if len(lst) else 0
+        count.value = f"<b>{len(lst)}</b> item(s), {n_ans} answer(s) match{more}"
+        listing.options = [(list_label(r), (r.id, r.lang)) for r in shown.itertuples()]
+        listing.value = listing.options[0][1] if listing.options else None
+        show()
+
+    for w in (lang, diff, kd, cc, cu, model, outcome, err, text):
+        w.observe(refresh, names="value")
+    listing.observe(show, names="value")
+    refresh()
+    filters = W.VBox([W.HBox([lang, diff]), W.HBox([kd, cc, cu]), W.HBox([model, W.VBox([outcome, err, text])])])
+    return W.VBox([W.HTML(ex.banners_html()), W.HTML(f"<p>{html.escape(ex.summary())}</p>"), filters, count,
+                   listing, view])
+
+
+def with_filters(f: Filters, **changes: Any) -> Filters:
+    """``f`` with some fields changed (a convenience for notebooks and tests)."""
+    return replace(f, **changes)

@@ -1,0 +1,254 @@
+"""The explorer: items and run results in one frame, filters, one item's side-by-side view,
+the ipywidgets browser, the notebook (papermill) and the marimo app (export html)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from cresowlve_core import explore as X
+from cresowlve_core.errors.wrong import _hash
+from cresowlve_core.sources.sample import load_items
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))  # the analysis tests' run writers
+from test_analysis_fixtures import record, write_run  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+ITEMS = {it.id: it for it in load_items("demo", "en")}
+EN = sorted(ITEMS, key=lambda i: not ITEMS[i].view("en").answer.startswith("Melody"))  # the Melody item first
+RU = [it.id for it in load_items("demo", "ru")]
+
+
+def _runs(tmp_path: Path) -> Path:
+    """Two configurations in English (A judged, B strict EM only), one in Russian, and an answer to
+    an item that is not in the demo set."""
+    a = [record(EN[0], model="A", prediction="Melody", judge="CORRECT", em_strict=True, em_lenient=True,
+                thoughts="staff lines... notes", raw_output="<answer>Melody</answer>", judge_raw="CORRECT"),
+         record(EN[1], model="A", prediction="Kepler", judge="INCORRECT", em_strict=False,
+                thoughts="astronomer? Kepler", raw_output="<answer>Kepler</answer>"),
+         record(EN[2], model="A", prediction="x", em_strict=True, judge_status="error"),  # judge failed: EM decides
+         record("not_a_demo_id", model="A", prediction="y", em_strict=False, difficulty=5,
+                knowledge_domains=["Zoology"], answer="z")]
+    b = [record(EN[0], model="B", effort="high", prediction="Music", em_strict=False, raw_output="Music"),
+         record(EN[1], model="B", effort="high", status="error", error="timeout", prediction=None, em_strict=None)]
+    r = [record(RU[0], lang="ru", model="A", prediction="Мелодию", em_strict=True)]
+    write_run(tmp_path / "runs" / "a_en", a, model="A")
+    write_run(tmp_path / "runs" / "b_en", b, model="B", effort="high")
+    write_run(tmp_path / "runs" / "a_ru", r, model="A", lang="ru")
+    return tmp_path / "runs"
+
+
+def _labels(tmp_path: Path) -> Path:
+    d = tmp_path / "errors" / "labels" / "gpt-4o"
+    d.mkdir(parents=True)
+    recs = [
+        {"key": f"A|en|{EN[1]}|{_hash('Kepler', 'astronomer? Kepler')}", "status": "ok", "config": "A", "lang": "en",
+         "id": EN[1], "label": "wrong_reference", "rationale": "the wrong astronomer", "labeller": "gpt-4o"},
+        {"key": f"A|en|{EN[1]}|0000000000", "status": "ok", "config": "A", "lang": "en", "id": EN[1],
+         "label": "overthinking", "rationale": "an older output", "labeller": "gpt-4o"},  # stale
+        {"key": f"B (high)|en|{EN[0]}|{_hash('Music', 'Music')}", "status": "ok", "config": "B (high)", "lang": "en",
+         "id": EN[0], "label": None, "rationale": None, "labeller": "gpt-4o"},  # no category line
+    ]
+    (d / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return tmp_path / "errors"
+
+
+def test_items_alone_when_there_are_no_runs(tmp_path):
+    ex = X.load_explorer(str(tmp_path / "nothing" / "*"))
+    assert not ex.has_runs and ex.n_items == len(EN) + len(RU) and ex.n_answers == 0
+    assert "No runs found" in ex.summary()
+    lst = X.item_list(X.filter_frame(ex.frame, X.Filters(langs=("ru",))))
+    assert list(lst["id"]) == sorted(RU) and (lst["n_answers"] == 0).all()
+    html = X.detail_html(X.item_detail(ex, EN[0], "en"))
+    assert "No model answered" in html and "Melody" in html
+    assert ex.banners() == []
+
+
+def test_tidy_frame_and_correctness_basis(tmp_path):
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"))
+    assert ex.configs == ["A", "B (high)"]
+    a = ex.frame[ex.frame["config"].notna()].set_index(["config", "lang", "id"])
+    assert a.loc[("A", "en", EN[0]), "basis"] == "judge" and a.loc[("A", "en", EN[0]), "correct"] == 1.0
+    assert a.loc[("A", "en", EN[1]), "correct"] == 0.0
+    assert a.loc[("A", "en", EN[2]), "basis"] == "em_strict" and a.loc[("A", "en", EN[2]), "correct"] == 1.0
+    assert a.loc[("B (high)", "en", EN[1]), "correct"] == 0.0  # errored: wrong for a formula metric
+    # items no run answered keep one row without a configuration; the answer to an unknown item is kept
+    assert len(ex.frame[ex.frame["config"].isna()]) == (len(EN) - 3) + (len(RU) - 1)
+    out = ex.frame[ex.frame["id"] == "not_a_demo_id"].iloc[0]
+    assert not out["in_items"] and out["knowledge_domains"] == ["Zoology"] and out["difficulty"] == 5
+    s = ex.summary()
+    assert "judge's verdict where it scored (2 answers)" in s and "strict exact match (5)" in s
+    assert "1 answer(s) are to items not in `demo`" in s
+
+
+def test_filters(tmp_path):
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"))
+    f = X.Filters()
+
+    def ids(**kw):
+        return set(X.item_list(X.filter_frame(ex.frame, X.with_filters(f, **kw)))["id"])
+
+    assert ids(langs=("ru",)) == set(RU)
+    assert ids(configs=("B (high)",)) == {EN[0], EN[1]}
+    assert ids(outcome="correct") == {EN[0], EN[2], RU[0]}
+    assert ids(outcome="wrong", configs=("A",)) == {EN[1], "not_a_demo_id"}
+    assert ids(outcome="unknown") == set()
+    assert ids(knowledge_domain="Zoology") == {"not_a_demo_id"}
+    item0 = ITEMS[EN[0]]
+    assert EN[0] in ids(creative_concept=item0.creative_domains[0], culture=item0.cultures[0])
+    assert all(d == 5 for d in X.filter_frame(ex.frame, X.with_filters(f, difficulty=(5, 5)))["difficulty"])
+    assert ids(text="kepler") == {EN[1]}
+    with pytest.raises(ValueError, match="outcome"):
+        X.filter_frame(ex.frame, X.with_filters(f, outcome="right"))
+    opts = X.options(ex)
+    assert opts["configs"] == ["A", "B (high)"] and ("Zoology (1)", "Zoology") in opts["knowledge_domain"]
+    assert opts["error_category"] == []  # no labels given
+    lst = X.item_list(X.filter_frame(ex.frame, X.with_filters(f, langs=("en",))))
+    row = lst.set_index("id").loc[EN[0]]
+    assert (row["n_answers"], row["n_correct"], row["n_wrong"]) == (2, 1, 1)
+
+
+def test_error_labels_joined_stale_ones_not_shown(tmp_path):
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"), labels=str(_labels(tmp_path)))
+    assert ex.has_labels and len(ex.labels) == 3 and int((~ex.labels["current"]).sum()) == 1
+    a = ex.frame[ex.frame["config"].notna()].set_index(["config", "lang", "id"])
+    assert a.loc[("A", "en", EN[1]), "error_categories"] == ["wrong_reference"]  # not the stale "overthinking"
+    assert a.loc[("B (high)", "en", EN[0]), "error_categories"] == [X.UNLABELLED]
+    assert a.loc[("B (high)", "en", EN[1]), "error_categories"] == [X.NOT_LABELLED]
+    assert a.loc[("A", "en", EN[0]), "error_categories"] == []  # correct answers carry none
+    f = X.Filters(error_category="wrong_reference")
+    assert set(X.filter_frame(ex.frame, f)["id"]) == {EN[1]}
+    assert ("Wrong reference (1)", "wrong_reference") in X.options(ex)["error_category"]
+    html = X.detail_html(X.item_detail(ex, EN[1], "en"))
+    assert "Wrong reference" in html and "stale" in html and "the wrong astronomer" in html
+    # a label file given directly, and a path with nothing in it
+    assert len(X.load_explorer(str(tmp_path / "runs" / "*"),
+                               labels=str(tmp_path / "errors/labels/gpt-4o/labels.jsonl")).labels) == 3
+    none = X.load_explorer(str(tmp_path / "runs" / "*"), labels=str(tmp_path / "nowhere"))
+    assert not none.has_labels and any("no error labels" in n for n in none.notes)
+
+
+def test_item_detail_side_by_side(tmp_path):
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"))
+    d = X.item_detail(ex, EN[1], "en")
+    item = ITEMS[EN[1]].view("en")
+    assert (d["question"], d["answer"], d["explanation"], d["other_answers"]) == (
+        item.question, item.answer, item.explanation, item.other_answers)
+    by = {a["config"]: a for a in d["answers"]}
+    assert by["A"]["thoughts"] == "astronomer? Kepler" and by["A"]["raw_output"] == "<answer>Kepler</answer>"
+    assert by["A"]["judge_verdict"] == "INCORRECT" and by["A"]["basis"] == "judge" and by["A"]["correct"] is False
+    assert by["B (high)"]["status"] == "error" and by["B (high)"]["error"] == "timeout"
+    html = X.detail_html(d)
+    assert html.count("class='ans ") == 2 and "wrong (by the judge)" in html and "timeout" in html
+    assert "astronomer? Kepler" in html and "call failed" in html
+    only_a = X.item_detail(ex, EN[1], "en", configs=["A"])
+    assert [a["config"] for a in only_a["answers"]] == ["A"]
+    with pytest.raises(KeyError):
+        X.item_detail(ex, "nope", "en")
+
+
+def test_resume_keeps_the_last_record_and_reads_it_back(tmp_path):
+    runs = _runs(tmp_path)
+    with (runs / "a_en" / "responses.jsonl").open("a") as fh:  # a resumed run re-answered EN[1]
+        fh.write(json.dumps(record(EN[1], model="A", prediction="Copernicus", judge="CORRECT",
+                                   thoughts="second try")) + "\n")
+        fh.write('{"id": "torn')  # killed mid-write
+    ex = X.load_explorer(str(runs / "*"))
+    by = {a["config"]: a for a in X.item_detail(ex, EN[1], "en")["answers"]}
+    assert by["A"]["prediction"] == "Copernicus" and by["A"]["thoughts"] == "second try" and by["A"]["correct"]
+
+
+def test_banners_for_the_embedded_model(tmp_path):
+    write_run(tmp_path / "r", [record(EN[0], model="gemma3-270m")], model="gemma3-270m")
+    ex = X.load_explorer(str(tmp_path / "r"))
+    assert [k for k, _ in ex.banners()] == ["embedded"] and 'data-banner="embedded"' in ex.banners_html()
+
+
+def test_items_none_reads_the_runs_item_specs(tmp_path):
+    items = tmp_path / "items.jsonl"
+    one = ITEMS[EN[0]]
+    items.write_text(json.dumps(one.model_dump()) + "\n")
+    write_run(tmp_path / "r", [record(one.id, model="A")], model="A", items=str(items))
+    ex = X.load_explorer(str(tmp_path / "r"), items=None)
+    assert ex.items_spec == str(items) and ex.n_items == 2 and ex.frame["in_items"].all()  # its en and ru views
+
+
+def test_browser_widgets_filter_and_show(tmp_path):
+    pytest.importorskip("ipywidgets")
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"), labels=str(_labels(tmp_path)))
+    panel = X.browser(ex)
+    filters, count, listing, view = panel.children[2], panel.children[3], panel.children[4], panel.children[5]
+    assert len(listing.options) == ex.n_items
+    first = listing.options[0][1]
+    assert listing.value == first and ITEMS[first[0]].view("en").answer in view.value  # the first item is shown
+    outcome = filters.children[2].children[1].children[0]
+    outcome.value = "wrong"
+    assert {v[0] for _, v in listing.options} == {EN[0], EN[1], "not_a_demo_id"}
+    err = filters.children[2].children[1].children[1]
+    err.value = "wrong_reference"
+    assert [v for _, v in listing.options] == [(EN[1], "en")] and "Wrong reference" in view.value
+    assert "<b>1</b> item(s)" in count.value
+
+
+def test_explorer_notebook_renders_without_runs(tmp_path):
+    from cresowlve_core.notebooks import run_notebook
+
+    res = run_notebook("explore", {"runs": str(tmp_path / "none" / "*")}, tmp_path / "reports")
+    nb = json.loads(res.ipynb.read_text())
+    mimes = {k for c in nb["cells"] for o in c.get("outputs", []) for k in o.get("data", {})}
+    assert "application/vnd.jupyter.widget-view+json" in mimes  # the browser is a live widget
+    text = json.dumps(nb)
+    assert "No runs found" in text and not list(tmp_path.glob("reports/*.jsonl"))
+
+
+def test_explorer_notebook_with_runs_and_labels(tmp_path):
+    from cresowlve_core.notebooks import read_records, run_notebook
+
+    runs, labels = _runs(tmp_path), _labels(tmp_path)
+    res = run_notebook("explore", {"runs": str(runs / "*"), "labels": str(labels)}, tmp_path / "reports")
+    rec = read_records(res.ipynb)
+    assert rec["explorer"]["n_answers"] == 7 and rec["explorer"]["configs"] == ["A", "B (high)"]
+    nb = json.loads(res.ipynb.read_text())
+    widget_state = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    assert widget_state.get("state"), "the executed notebook stores the widget state (rendered in nbviewer/HTML)"
+
+
+def _marimo() -> Path:
+    exe = Path(sys.executable).parent / "marimo"
+    if not exe.exists():
+        pytest.skip("marimo is not installed in this environment")
+    return exe
+
+
+def test_marimo_app_exports_with_runs(tmp_path):
+    runs, labels = _runs(tmp_path), _labels(tmp_path)
+    app = tmp_path / "app" / "explore.py"  # a copy: marimo may write a session cache beside the app
+    app.parent.mkdir()
+    shutil.copy(REPO / "notebooks" / "explore.py", app)
+    out = tmp_path / "explore.html"
+    proc = subprocess.run([str(_marimo()), "export", "html", str(app), "-o", str(out), "--",
+                           "--runs", str(runs / "*"), "--labels", str(labels)],
+                          capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    if proc.returncode != 0 and "Traceback" not in proc.stderr + proc.stdout:
+        pytest.skip(f"marimo export failed for environmental reasons: {proc.stderr[-300:]}")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    page = out.read_text(encoding="utf-8")
+    assert "Unsupported mimetype" not in page
+    for text in ("CresOWLve explorer", "B (high)", "Melody", "staff lines"):
+        assert text in page, text
+
+
+def test_marimo_app_runs_without_runs(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("explore_app", REPO / "notebooks" / "explore.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    _, defs = mod.app.run(defs={"runs_arg": str(tmp_path / "none" / "*"), "labels_arg": None, "items_arg": "demo"})
+    assert not defs["ex"].has_runs and isinstance(defs["listing"], pd.DataFrame) and len(defs["listing"]) > 0
