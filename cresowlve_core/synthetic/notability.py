@@ -8,7 +8,8 @@ so total degree is the default.
 **How the default band was chosen.** Over the 8,442 labelled members of the default domains,
 degree percentiles are p50 = 2, p75 = 3, p90 = 5, p99 = 13, p99.5 ≈ 22, max 349. The rule is
 *lower bound = the 75th percentile* (an entity below it has at most two edges, too few to be
-identified by anything) and *upper bound = the 99.5th percentile, rounded down to 20* (the
+identified by anything) and *upper bound = the 99.5th percentile* (21.8, floored to 21 by
+:func:`band_from_percentiles`, then rounded to 20 for the default; the
 hubs above it are the "iconic" end: capitals, prolific actors). That gives ``DEFAULT_BAND =
 3..20``. ``06_synthetic`` recomputes the percentiles and draws the histogram with the band, so a
 different graph or domain list shows at once whether the rule still holds.
