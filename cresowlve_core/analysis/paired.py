@@ -73,6 +73,25 @@ CROSS_COLUMNS = [
 ]
 
 
+JUDGE_ELSE_EM = "judge_else_em"
+
+
+def correctness(responses: pd.DataFrame) -> pd.DataFrame:
+    """The analysis's per-item rule of right and wrong: the LLM judge's verdict where the judge
+    scored the response, else strict exact match.
+
+    Returns ``correct`` (1.0 / 0.0 / NaN when neither scored) and ``basis`` (``"judge"`` /
+    ``"em_strict"`` / None) per row of :attr:`RunSet.responses`. Error analysis, the contamination
+    sets and the explorer all use this one rule.
+    """
+    judge = responses["judge"].to_numpy(dtype=float)
+    em = responses["em_strict"].to_numpy(dtype=float)
+    use_judge = ~np.isnan(judge)
+    correct = np.where(use_judge, judge, em)
+    basis = np.where(use_judge, "judge", np.where(np.isnan(em), None, "em_strict"))
+    return pd.DataFrame({"correct": correct, "basis": basis}, index=responses.index)
+
+
 def default_metric(responses: pd.DataFrame) -> str:
     """``"judge"`` when any response has a judge value, else ``"em_strict"``."""
     return "judge" if "judge" in responses and responses["judge"].notna().any() else "em_strict"
@@ -107,7 +126,8 @@ def _pair(x: pd.Series, y: pd.Series) -> dict[str, Any]:
 
 def _outcomes(df: pd.DataFrame, config: str, lang: str, metric: str) -> pd.Series:
     sel = df[(df["config"] == config) & (df["lang"] == lang)]
-    return pd.Series(sel[metric].to_numpy(float), index=pd.Index(sel["id"].astype(str)))
+    values = correctness(sel)["correct"] if metric == JUDGE_ELSE_EM else sel[metric]
+    return pd.Series(values.to_numpy(float), index=pd.Index(sel["id"].astype(str)))
 
 
 def default_pairs(data: RunSet | pd.DataFrame) -> list[tuple[str, str]]:
@@ -243,7 +263,8 @@ def en_ru_items(
 
     Keys: ``ru_right_en_wrong`` (the contamination stage's input), ``en_right_ru_wrong``, and the
     controls ``both_right`` and ``both_wrong``; each list sorted. ``metric`` defaults to the
-    judge when these runs have judge values, else strict exact match.
+    judge when these runs have judge values, else strict exact match; ``"judge_else_em"`` applies
+    :func:`correctness` item by item (the contamination stage's rule).
     """
     df = _frame(data)
     config = _config_of(df, model, effort)

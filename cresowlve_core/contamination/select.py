@@ -2,11 +2,11 @@
 
 The target set of a configuration is the items it answered right in Russian but wrong in
 English (paper App. A: 580 items for Gemini-3.1-Pro); the control sets are the items wrong in
-both languages and right in both. Correctness follows the analysis's rule (judge where scored,
-else strict EM; see :func:`cresowlve_core.errors.wrong.correctness`); an item whose correctness is
-unknown in either language is counted as ``unknown`` and goes into no set.
-
-This is a stand-in until :mod:`cresowlve_core.analysis` exposes ``ru_right_en_wrong``.
+both languages and right in both. Correctness follows the analysis's per-item rule (judge where
+scored, else strict EM; :func:`cresowlve_core.analysis.paired.correctness`), as does
+:func:`cresowlve_core.analysis.paired.en_ru_items` with ``metric="judge_else_em"``; here the sets
+of every configuration come with their counts and the basis of each member. An item whose
+correctness is unknown in either language is counted as ``unknown`` and goes into no set.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 
 from cresowlve_core.analysis.loading import RunSet
-from cresowlve_core.errors.wrong import correctness
+from cresowlve_core.analysis.paired import correctness
 
 TARGET = "target"
 WRONG_BOTH = "wrong_both"
@@ -55,9 +55,3 @@ def paired_sets(data: RunSet) -> tuple[pd.DataFrame, pd.DataFrame]:
                             "basis_ru": ru.at[item, "basis"]})
         counts.append(row)
     return pd.DataFrame(members, columns=cols), pd.DataFrame(counts)
-
-
-def ru_right_en_wrong(data: RunSet) -> pd.DataFrame:
-    """The target set only: (config, id) of items right in Ru and wrong in En."""
-    members, _ = paired_sets(data)
-    return members[members["set"] == TARGET].reset_index(drop=True)

@@ -19,21 +19,9 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
+from cresowlve_core.analysis.paired import correctness
 
 log = logging.getLogger(__name__)
-
-
-def correctness(responses: pd.DataFrame) -> pd.DataFrame:
-    """``correct`` (1.0 / 0.0 / NaN) and ``basis`` (``judge`` / ``em_strict`` / ``None``) per row.
-
-    Input is :attr:`RunSet.responses` (float columns ``judge`` and ``em_strict``).
-    """
-    judge = responses["judge"].to_numpy(dtype=float)
-    em = responses["em_strict"].to_numpy(dtype=float)
-    use_judge = ~np.isnan(judge)
-    correct = np.where(use_judge, judge, em)
-    basis = np.where(use_judge, "judge", np.where(np.isnan(em), None, "em_strict"))
-    return pd.DataFrame({"correct": correct, "basis": basis}, index=responses.index)
 
 
 @dataclass(frozen=True)

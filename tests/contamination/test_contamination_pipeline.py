@@ -11,7 +11,8 @@ from fakeserver import FakeServer
 
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.contamination.pipeline import Role, run_contamination
-from cresowlve_core.contamination.select import paired_sets, ru_right_en_wrong
+from cresowlve_core.analysis.paired import en_ru_items
+from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.items import Item, ItemView
 
@@ -79,7 +80,10 @@ def test_sets_from_paired_runs(tmp_path):
     members, counts = paired_sets(load_runs(str(tmp_path / "runs" / "*")))
     row = counts.iloc[0]
     assert (row["target"], row["wrong_both"], row["right_both"]) == (N_TARGET + 1, N_WRONG, N_RIGHT)
-    assert len(ru_right_en_wrong(load_runs(str(tmp_path / "runs" / "*")))) == N_TARGET + 1
+    # the analysis's En x Ru cells under the same per-item rule give the same target set
+    target = sorted(members.loc[members["set"] == "target", "id"])
+    cells = en_ru_items(load_runs(str(tmp_path / "runs" / "*")), members["model"].iloc[0], metric="judge_else_em")
+    assert cells["ru_right_en_wrong"] == target and len(target) == N_TARGET + 1
 
 
 def test_pipeline_end_to_end_then_resume_sends_nothing(tmp_path):
