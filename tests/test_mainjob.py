@@ -28,8 +28,9 @@ def test_main_job_on_a_configured_provider(tmp_path, monkeypatch):
         monkeypatch.setenv("CRESOWLVE_JUDGE_API_KEY_ENV", "MAINJOB_KEY")
         produced = main_job(reports_dir=tmp_path / "reports", quick=True, runs_dir=tmp_path / "runs")
     names = sorted(p.name for p in produced)
-    assert names == ["00_data_overview.html", "02_evaluation_en.html", "02_evaluation_ru.html",
-                     "03_analysis.html", "07_create.html"]
+    assert names == ["00_data_overview.html", "01_construction.html", "02_evaluation_en.html", "02_evaluation_ru.html",
+                     "03_analysis.html", "04_error_analysis.html", "05_contamination.html", "06_synthetic.html",
+                     "07_create.html"]
     index = (tmp_path / "reports" / "index.html").read_text()
     assert all(f'href="{n}"' in index for n in names)
     summary = json.loads((tmp_path / "runs" / "demo" / "fake-model__en" / "summary.json").read_text())
