@@ -7,7 +7,7 @@ language × configuration, with the item's text and annotations beside the model
 verdicts. An item no run answered has one row with no configuration; an answer whose item is not
 in the item set keeps its row (``in_items`` False) with the annotations its run record carries.
 
-**Correct or wrong** follows the analysis's rule (:func:`cresowlve_core.errors.wrong.correctness`):
+**Correct or wrong** follows the analysis's rule (:func:`cresowlve_core.analysis.paired.correctness`):
 the LLM judge's verdict where the judge scored the answer, else strict exact match. ``basis``
 says which (``judge`` / ``em_strict``); neither gives ``correct`` NaN (*unknown*).
 
@@ -45,7 +45,7 @@ from cresowlve_core.errors.distribution import bucket
 from cresowlve_core.errors.label import LABELS
 from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
-from cresowlve_core.errors.wrong import correctness
+from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.items import LANGS
 
 log = logging.getLogger(__name__)
@@ -425,6 +425,7 @@ def item_list(rows: pd.DataFrame) -> pd.DataFrame:
     out["question"] = [_snippet(q) if isinstance(q, str) else "(item not in the item set)" for q in out["question"]]
     for c in ("n_answers", "n_correct", "n_wrong", "n_unknown"):
         out[c] = out[c].astype(int)
+    out["difficulty"] = out["difficulty"].astype(float).round().astype("Int64")
     return out[cols]
 
 
@@ -500,23 +501,29 @@ def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None 
         rec = read_record(ex, str(r.run_id), id, lang) or {}
         labs = ex.labels[(ex.labels["config"] == r.config) & (ex.labels["lang"] == lang) & (ex.labels["id"] == id)]
         answers.append({
-            "config": r.config, "model": r.model, "effort": r.effort or None, "run_id": r.run_id,
-            "status": r.status, "error": rec.get("error"), "prediction": rec.get("prediction", r.prediction),
+            "config": r.config, "model": r.model, "effort": _plain(r.effort) or None, "run_id": r.run_id,
+            "status": _plain(r.status), "error": rec.get("error"), "prediction": rec.get("prediction", _plain(r.prediction)),
             "extraction": rec.get("extraction"), "thoughts": rec.get("thoughts"), "raw_output": rec.get("raw_output"),
-            "correct": None if pd.isna(r.correct) else bool(r.correct), "basis": r.basis,
-            "em_strict": _bool(r.em_strict), "em_lenient": _bool(r.em_lenient), "judge_status": r.judge_status,
-            "judge_verdict": r.judge_verdict, "judge_model": r.judge_model, "judge_raw": rec.get("judge_raw"),
-            "cost": _plain(r.cost), "output_tokens": _plain(r.output_tokens),
-            "reasoning_tokens": _plain(r.reasoning_tokens),
-            "labels": [{"labeller": lb.labeller, "category": lb.category, "label": lb.label,
-                        "rationale": lb.rationale, "current": bool(lb.current)} for lb in labs.itertuples()],
+            "correct": _bool(r.correct), "basis": _plain(r.basis),
+            "em_strict": _bool(r.em_strict), "em_lenient": _bool(r.em_lenient), "judge_status": _plain(r.judge_status),
+            "judge_verdict": _plain(r.judge_verdict), "judge_model": _plain(r.judge_model),
+            "judge_raw": rec.get("judge_raw"), "cost": _plain(r.cost), "output_tokens": _int(r.output_tokens),
+            "reasoning_tokens": _int(r.reasoning_tokens),
+            "labels": [{"labeller": lb.labeller, "category": lb.category, "label": _plain(lb.label),
+                        "rationale": _plain(lb.rationale), "current": bool(lb.current)} for lb in labs.itertuples()],
         })
     detail["answers"] = answers
     return detail
 
 
 def _bool(v: Any) -> bool | None:
-    return None if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v)
+    v = _plain(v)
+    return None if v is None else bool(v)
+
+
+def _int(v: Any) -> int | None:
+    v = _plain(v)
+    return None if v is None else int(v)
 
 
 def _plain(v: Any) -> Any:
@@ -526,7 +533,7 @@ def _plain(v: Any) -> Any:
         return None if np.isnan(v) else float(v)
     if isinstance(v, np.integer):
         return int(v)
-    if v is pd.NA or v is pd.NaT:
+    if v is None or v is pd.NA or v is pd.NaT:
         return None
     return v
 
@@ -686,6 +693,59 @@ def browser(ex: Explorer) -> Any:
                    listing, view])
 
 
+def show_browser(ex: Explorer) -> Any:
+    """Display :func:`browser` with a readable plain-text fallback (what a viewer without a kernel,
+    such as the HTML report, shows instead of the widget). Returns the widget."""
+    from IPython.display import display
+
+    w = browser(ex)
+    bundle = w._repr_mimebundle_() if hasattr(w, "_repr_mimebundle_") else {}
+    if isinstance(bundle, tuple):
+        bundle = bundle[0]
+    bundle = dict(bundle)
+    bundle["text/plain"] = ("[interactive explorer: open this notebook in JupyterLab or VS Code with a live kernel, "
+                            "or run `marimo run notebooks/explore.py`]")
+    display(bundle, raw=True)
+    return w
+
+
 def with_filters(f: Filters, **changes: Any) -> Filters:
     """``f`` with some fields changed (a convenience for notebooks and tests)."""
     return replace(f, **changes)
+
+
+# ------------------------------------------------------------------ notebook sections
+
+
+def overview_section(ex: Explorer) -> dict[str, Any]:
+    """Display the banners, what was loaded (with the correctness rule) and any notes; return the
+    counts for ``record``."""
+    from IPython.display import Markdown, display
+
+    from cresowlve_core.banners import show_banner
+
+    for kind, detail in ex.banners():
+        show_banner(kind, detail)  # type: ignore[arg-type]
+    display(Markdown(ex.summary()))
+    if ex.notes:
+        display(Markdown("Notes:\n\n" + "\n".join(f"* {n}" for n in ex.notes)))
+    if not ex.runs.empty:
+        display(ex.runs[["config", "lang", "n_records", "n_error", "n_judged", "complete", "path"]])
+    return {"n_items": ex.n_items, "n_answers": ex.n_answers, "configs": ex.configs, "has_runs": ex.has_runs,
+            "n_labels": int(len(ex.labels)), "items": ex.items_spec, "runs": ex.runs_spec,
+            "banners": [k for k, _ in ex.banners()]}
+
+
+def static_section(ex: Explorer, filters: Filters | None = None, n: int = 1) -> dict[str, Any]:
+    """Display the item list (as a table) and the first ``n`` items' detail as plain HTML: what a
+    viewer without a live kernel (the HTML report, a notebook preview) can read; items some model
+    answered come first. Returns the ids shown."""
+    from IPython.display import HTML, display
+
+    lst = item_list(filter_frame(ex.frame, filters or Filters()))
+    display(lst.head(MAX_LIST))
+    first = lst.sort_values("n_answers", ascending=False, kind="stable").head(n)
+    shown = [(str(r.id), str(r.lang)) for r in first.itertuples()]
+    for id_, lang in shown:
+        display(HTML(detail_html(item_detail(ex, id_, lang))))
+    return {"n_listed": int(len(lst)), "shown": [f"{i}/{lg}" for i, lg in shown]}
