@@ -45,7 +45,7 @@ def show_banner(kind: BannerKind, detail: str = "") -> None:
     """Display the banner in a notebook (also visible in the HTML report, in marimo and on the index)."""
     from IPython.display import HTML, display
 
-    from cresowlve_core.notebooks import record
+    from cresowlve_core.notebook_records import record
 
     if kind not in BANNER_KINDS:
         raise ValueError(f"unknown banner {kind!r}; known: {', '.join(BANNER_KINDS)}")
@@ -71,7 +71,7 @@ def is_embedded_model(name: str | None) -> bool:
     return str(name).rsplit("/", 1)[-1].lower() in EMBEDDED_MODEL_NAMES
 
 
-def export_banners(synthetic: bool = False, models: "list[str] | None" = None) -> list[BannerKind]:
+def export_banners(synthetic: bool = False, models: list[str] | None = None) -> list[BannerKind]:
     """The banners an export needs: synthetic inputs, and/or any run of the embedded model."""
     kinds: list[BannerKind] = []
     if synthetic:

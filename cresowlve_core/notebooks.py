@@ -29,15 +29,18 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cresowlve_core import paths
 from cresowlve_core.banners import BANNER_KINDS, banner_html
+from cresowlve_core.notebook_records import RECORD_MIME, read_records
+from cresowlve_core.notebook_records import headline as headline  # re-exported for notebooks
+from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_kernel
+from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
 from cresowlve_core.secrets import find_secret_values, redact
 
-RECORD_MIME = "application/vnd.cresowlve.record+json"
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
 VEGALITE_JS_VERSION = "5.21"  # the Vega-Lite library inlined into HTML reports (matches the v5 bundle)
@@ -52,16 +55,6 @@ _KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 
 # --------------------------------------------------------------------------- inside notebooks
-
-
-def _in_ipython_kernel() -> bool:
-    """True inside a Jupyter kernel (JupyterLab, papermill, nbval); False under marimo or plain Python."""
-    try:
-        from IPython import get_ipython
-    except ImportError:
-        return False
-    shell = get_ipython()
-    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 def setup() -> None:
@@ -95,37 +88,6 @@ def vegalite_bundle(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
         title = title.get("text")
     label = f"<chart: {title}>" if isinstance(title, str) and title else "<chart>"
     return {VEGALITE_MIME: v5, "text/plain": label}
-
-
-def record(key: str, value: Any) -> Any:
-    """Store a JSON-serialisable value under ``key`` in the notebook output and return it.
-
-    In Jupyter the output is invisible (an empty ``text/plain`` beside the record mimetype); under
-    marimo or plain Python nothing is displayed at all.
-    """
-    json.dumps(value)  # fail loudly, here, on values tests could not read back
-    if _in_ipython_kernel():
-        from IPython.display import display
-
-        display({RECORD_MIME: {key: value}, "text/plain": ""}, raw=True)
-    return value
-
-
-def headline(text: str) -> str:
-    """The report's one-line result, shown on the index page (``record("headline", text)``)."""
-    return record("headline", text)
-
-
-def read_records(ipynb: str | Path) -> dict[str, Any]:
-    """Every value stored with :func:`record` in an executed notebook (later keys win)."""
-    nb = json.loads(Path(ipynb).read_text(encoding="utf-8"))
-    out: dict[str, Any] = {}
-    for cell in nb.get("cells", []):
-        for o in cell.get("outputs", []):
-            data = o.get("data", {})
-            if RECORD_MIME in data:
-                out.update(data[RECORD_MIME])
-    return out
 
 
 def banners_in(ipynb: str | Path) -> list[str]:
@@ -436,7 +398,7 @@ def update_index(
         "html": f"{stem}.html",
         "ipynb": f"{stem}.ipynb",
         "parameters": {k: _relative(v, reports) for k, v in parameters.items()},
-        "rendered_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "rendered_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "seconds": round(seconds, 1),
         "headline": headline_text or _fallback_headline(records),
         "models": _models(records, parameters),
