@@ -411,7 +411,8 @@ def filter_frame(frame: pd.DataFrame, f: Filters) -> pd.DataFrame:
 
 
 def item_list(rows: pd.DataFrame) -> pd.DataFrame:
-    """One row per item × language of ``rows`` (a filtered frame) with its answers tallied."""
+    """One row per item × language of ``rows`` (a filtered frame) with its answers tallied; items
+    some model answered first, then by id and language."""
     cols = ["id", "lang", "difficulty", "question", "answer", "n_answers", "n_correct", "n_wrong", "n_unknown"]
     if rows.empty:
         return pd.DataFrame(columns=cols)
@@ -426,6 +427,7 @@ def item_list(rows: pd.DataFrame) -> pd.DataFrame:
     for c in ("n_answers", "n_correct", "n_wrong", "n_unknown"):
         out[c] = out[c].astype(int)
     out["difficulty"] = out["difficulty"].astype(float).round().astype("Int64")
+    out = out.sort_values("n_answers", key=lambda s: s.eq(0), kind="stable").reset_index(drop=True)
     return out[cols]
 
 
@@ -738,13 +740,12 @@ def overview_section(ex: Explorer) -> dict[str, Any]:
 
 def static_section(ex: Explorer, filters: Filters | None = None, n: int = 1) -> dict[str, Any]:
     """Display the item list (as a table) and the first ``n`` items' detail as plain HTML: what a
-    viewer without a live kernel (the HTML report, a notebook preview) can read; items some model
-    answered come first. Returns the ids shown."""
+    viewer without a live kernel (the HTML report, a notebook preview) can read. Returns the ids shown."""
     from IPython.display import HTML, display
 
     lst = item_list(filter_frame(ex.frame, filters or Filters()))
     display(lst.head(MAX_LIST))
-    first = lst.sort_values("n_answers", ascending=False, kind="stable").head(n)
+    first = lst.head(n)
     shown = [(str(r.id), str(r.lang)) for r in first.itertuples()]
     for id_, lang in shown:
         display(HTML(detail_html(item_detail(ex, id_, lang))))
