@@ -6,16 +6,24 @@ import argparse
 import errno
 import json
 import logging
-import math
 import os
 import signal
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
-from urllib.parse import urlsplit
+from typing import Any
 
+from cresowlve_core import argtypes, exitcodes
+from cresowlve_core.exitcodes import (
+    EXIT_CODES_HELP,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    EXIT_SIGTERM,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    stage_exit,
+)
 from cresowlve_core.llm.effort import PRESETS
 from cresowlve_core.llm.types import EFFORTS
 
@@ -34,92 +42,6 @@ def _params(pairs: list[list[str]] | None) -> dict[str, Any]:
     return {k: _parse_value(v) for k, v in (pairs or [])}
 
 
-# --------------------------------------------------------------------------- exit codes
-
-EXIT_OK = 0  # every unit done
-EXIT_INCOMPLETE = 1  # the run finished, but some units errored or were not run
-EXIT_USAGE = 2  # refused before any work: bad argument, items file, run directory, configuration
-EXIT_STOPPED = 3  # stopped early: fatal provider error, --max-cost, a full disk; finished work kept
-EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
-EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
-
-EXIT_CODES_HELP = """\
-exit codes:
-  0    done: every item (unit) finished
-  1    finished, but some items errored or were not run; the last line says how many
-       and names the most common error with its count; run again to retry them
-  2    refused before any request: a bad argument, an unreadable items file, an unusable
-       run directory (a file, unwritable, in use by another process), a run directory of
-       another configuration, a missing key variable
-  3    stopped early: a fatal provider error (wrong key, model or endpoint; endpoint down),
-       --max-cost reached, or a full disk; finished work is kept, run again to resume
-  130  interrupted by Ctrl-C (SIGINT); finished work, summary.json and finished_at are written
-  143  terminated by SIGTERM; same as 130
-"""
-
-_signal_received: dict[str, int | None] = {"signum": None}
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM does what Ctrl-C does (the run stops, keeps its work, writes its summary)."""
-    _signal_received["signum"] = signum
-    handler = signal.getsignal(signal.SIGINT)
-    if callable(handler):
-        handler(signal.SIGINT, frame)  # asyncio.run's handler cancels the run; the default raises
-    else:
-        raise KeyboardInterrupt
-
-
-def _interrupt_code() -> int:
-    return EXIT_SIGTERM if _signal_received["signum"] == signal.SIGTERM else EXIT_SIGINT
-
-
-def _field(summary: Any, *names: str) -> Any:
-    """The first of ``names`` found on a summary dict or a result object (methods are called)."""
-    for name in names:
-        if isinstance(summary, Mapping):
-            if name in summary:
-                return summary[name]
-        elif hasattr(summary, name):
-            value = getattr(summary, name)
-            return value() if callable(value) else value
-    return None
-
-
-def stage_exit(summary: Any, *, unit: str = "items") -> int:
-    """The exit code of a stage command, printing a last line to stderr unless all is done.
-
-    ``summary`` is a runtime :class:`~cresowlve_core.runtime.MapResult`, a stage summary dict
-    (``n_items``, ``n_ok``, ``n_error``, ``n_not_run``, ``stopped``, ``top_error``) or an object
-    with those attributes (CREATE's ``n_calls``/``n_missing`` and ``n_to_judge``/``n_judged``/
-    ``n_judge_errors``/``n_not_judged`` are understood too). Codes: see :data:`EXIT_CODES_HELP`.
-    """
-    from cresowlve_core.runtime.mapping import INTERRUPTED
-
-    n = _field(summary, "n_items", "n_units", "n_calls", "n_to_judge") or 0
-    n_ok = _field(summary, "n_ok", "n_done", "n_judged")
-    n_error = _field(summary, "n_error", "n_judge_errors") or 0
-    n_not_run = _field(summary, "n_not_run", "n_missing", "n_not_judged") or 0
-    stopped = _field(summary, "stopped")
-    top = _field(summary, "top_error")
-    done = f"{n_ok if n_ok is not None else n - n_error - n_not_run} of {n} {unit} done"
-    left = f"{n_error} errored, {n_not_run} not run"
-    common = f"; most common error ({top[1]}x): {top[0]}" if top else ""
-    if stopped == INTERRUPTED:
-        code = _interrupt_code()
-        name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
-        print(f"interrupted ({name}): {done}, {left}; run again to resume", file=sys.stderr)
-        return code
-    if stopped:
-        print(f"stopped early ({stopped}): {done}, {left}{common}; finished work is kept, run again to resume",
-              file=sys.stderr)
-        return EXIT_STOPPED
-    if n_error or n_not_run:
-        print(f"incomplete: {left} of {n} {unit}{common}; run again to retry them", file=sys.stderr)
-        return EXIT_INCOMPLETE
-    return EXIT_OK
-
-
 def _one_line(exc: BaseException) -> str:
     """An exception as one line (pydantic errors as ``field: message; ...``)."""
     from pydantic import ValidationError
@@ -136,110 +58,6 @@ def _one_line(exc: BaseException) -> str:
 
 
 # --------------------------------------------------------------------------- argument checks
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
-    return value
-
-
-def _port(text: str) -> int:
-    value = _positive_int(text)
-    if value > 65535:
-        raise argparse.ArgumentTypeError(f"must be a TCP port 1-65535, got {value}")
-    return value
-
-
-def _finite_float(text: str, *, minimum: float = 0.0, strict: bool = False) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
-    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
-        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
-        raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text!r}")
-    return value
-
-
-def _temperature(text: str) -> float | None:
-    if text.strip().lower() == "default":
-        return None  # sent as nothing: the provider's default decoding
-    return _finite_float(text)
-
-
-def _usd(text: str) -> float:
-    return _finite_float(text, strict=True)
-
-
-def _positive_float(text: str) -> float:
-    value = _finite_float(text, strict=True)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, not {text!r}")
-    return value
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos})") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_p\": 0.95}'")
-    return value
-
-
-def _http_url(text: str) -> str:
-    from cresowlve_core.secrets import strip_url_credentials
-
-    try:
-        parts = urlsplit(text.strip())
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        ok = False
-    if not ok:
-        raise argparse.ArgumentTypeError(
-            f"must be an http(s) URL such as https://api.openai.com/v1, got {strip_url_credentials(text)!r}")
-    return text.strip()
-
-
-def _env_name(text: str) -> str:
-    from cresowlve_core.secrets import looks_like_key
-
-    if looks_like_key(text):  # never repeat it: it is probably the key itself
-        raise argparse.ArgumentTypeError(
-            f"takes the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key; the value given "
-            f"({len(text)} characters) looks like a key and was not used")
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text.strip()
-
-
-def _nonempty(text: str) -> str:
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    return text
-
-
-def _run_dir(text: str) -> str:
-    """A usable run directory path, checked without creating anything."""
-    if not text.strip():
-        raise argparse.ArgumentTypeError("must not be empty")
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a file, not a run directory")
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise argparse.ArgumentTypeError(f"cannot create {path}: {existing} is a file")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise argparse.ArgumentTypeError(f"cannot write {path}: {existing} is not writable")
-    return text
 
 
 def _unset_key_var(*names: str | None) -> str | None:
@@ -450,21 +268,21 @@ def cmd_synth(a: argparse.Namespace) -> int:
 
 
 def _endpoint_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, type=_nonempty, help="model name as the endpoint knows it (required)")
-    p.add_argument("--base-url", required=True, type=_http_url,
+    p.add_argument("--model", required=True, type=argtypes.nonempty, help="model name as the endpoint knows it (required)")
+    p.add_argument("--base-url", required=True, type=argtypes.http_url,
                    help="OpenAI-compatible http(s) base URL, e.g. https://api.openai.com/v1 (required)")
-    p.add_argument("--api-key-env", default=None, type=_env_name,
+    p.add_argument("--api-key-env", default=None, type=argtypes.env_name,
                    help="NAME of the environment variable holding the key (default: none, for local servers)")
 
 
 def _create_client_args(p: argparse.ArgumentParser) -> None:
     """Client options of the CREATE commands; unset ones keep the stage's ClientOptions defaults."""
-    p.add_argument("--max-tokens", type=_positive_int, default=None, help="output budget per call (default: 4096)")
-    p.add_argument("--concurrency", type=_positive_int, default=None, help="calls in flight at once (default: 8)")
+    p.add_argument("--max-tokens", type=argtypes.positive_int, default=None, help="output budget per call (default: 4096)")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=None, help="calls in flight at once (default: 8)")
     p.add_argument("--seed", type=int, default=None, help="sampling seed sent to the provider (default: 0)")
-    p.add_argument("--rpm", type=_positive_int, default=None, help="requests-per-minute limit (default: none)")
-    p.add_argument("--tpm", type=_positive_int, default=None, help="tokens-per-minute limit (default: none)")
-    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD (default: no limit)")
+    p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD (default: no limit)")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
 
 
@@ -499,8 +317,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("serve-local", help="serve the embedded Gemma 3 270M on 127.0.0.1")
-    p.add_argument("--port", type=_port, default=8765, help="TCP port on 127.0.0.1 (default: 8765)")
-    p.add_argument("--parallel", type=_positive_int, default=4, help="requests decoded at once (default: 4)")
+    p.add_argument("--port", type=argtypes.port, default=8765, help="TCP port on 127.0.0.1 (default: 8765)")
+    p.add_argument("--parallel", type=argtypes.positive_int, default=4, help="requests decoded at once (default: 4)")
     p.set_defaults(fn=cmd_serve_local)
 
     p = sub.add_parser("report", help="execute a notebook headless and render its HTML report")
@@ -520,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(fn=cmd_run)
 
     p = sub.add_parser("eval", help="evaluate a model on CresOWLve items into a resumable run directory")
-    p.add_argument("--items", default="demo", type=_nonempty,
+    p.add_argument("--items", default="demo", type=argtypes.nonempty,
                    help="demo (the shipped demo items) | hub:en | hub:ru (downloaded once from the Hugging Face "
                         "hub) | PATH (.jsonl/.parquet: published schema, or one Item per line) (default: demo)")
     p.add_argument("--lang", choices=["en", "ru"], default="en", help="language of the questions (default: en)")
@@ -531,10 +349,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="cot for non-thinking models, plain for thinking ones (default: plain iff --effort)")
     p.add_argument("--api", choices=["chat", "responses", "completions"], default=None,
                    help="force an API style (default: chat; responses when --effort is given)")
-    p.add_argument("--judge-model", default=None, type=_nonempty,
+    p.add_argument("--judge-model", default=None, type=argtypes.nonempty,
                    help="LLM judge model; without one only exact match is scored (default: no judge)")
-    p.add_argument("--judge-base-url", default=None, type=_http_url, help="judge's base URL (default: --base-url)")
-    p.add_argument("--judge-api-key-env", default=None, type=_env_name,
+    p.add_argument("--judge-base-url", default=None, type=argtypes.http_url, help="judge's base URL (default: --base-url)")
+    p.add_argument("--judge-api-key-env", default=None, type=argtypes.env_name,
                    help="NAME of the variable holding the judge's key (default: --api-key-env when the judge "
                         "uses the model's base URL, else none)")
     p.add_argument("--judge-protocol", choices=["nonce-verdict", "paper"], default="nonce-verdict",
@@ -542,45 +360,45 @@ def build_parser() -> argparse.ArgumentParser:
                         "paper: the paper's bare yes/no at the judge's default temperature (default: nonce-verdict)")
     p.add_argument("--judge-repeat", action="store_true",
                    help="judge twice (seed, seed+1): repeatability in 03_analysis (default: off)")
-    p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once (default: 8)")
-    p.add_argument("--rpm", type=_positive_int, default=None, help="requests-per-minute limit (default: none)")
-    p.add_argument("--tpm", type=_positive_int, default=None, help="tokens-per-minute limit (default: none)")
-    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N items (default: all)")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=8, help="calls in flight at once (default: 8)")
+    p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N items (default: all)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider (default: 0)")
-    p.add_argument("--temperature", type=_temperature, default=0.0,
+    p.add_argument("--temperature", type=argtypes.temperature, default=0.0,
                    help="sampling temperature, finite and >= 0, or 'default' to send none (the provider's "
                         "default decoding, as in the paper) (default: 0.0)")
-    p.add_argument("--max-tokens", type=_positive_int, default=4096,
+    p.add_argument("--max-tokens", type=argtypes.positive_int, default=4096,
                    help="output budget per answer; thinking models need room (default: 4096)")
-    p.add_argument("--max-cost", type=_usd, default=None,
+    p.add_argument("--max-cost", type=argtypes.usd, default=None,
                    help="stop cleanly before spending more than this many USD (default: no limit)")
     p.add_argument("--preset", default=None, choices=sorted(PRESETS),
                    help="send the effort in a provider's own form: vllm-qwen3 and llama-cpp "
                         "(chat_template_kwargs.enable_thinking), openrouter (reasoning.effort) (default: none)")
-    p.add_argument("--extra-body", type=_json_object, default=None,
+    p.add_argument("--extra-body", type=argtypes.json_object, default=None,
                    help="JSON object merged into every request body, after the preset; recorded in the "
                         "manifest's 'sent' (default: none)")
-    p.add_argument("--timeout", type=_positive_float, default=300.0,
+    p.add_argument("--timeout", type=argtypes.positive_float, default=300.0,
                    help="read timeout of one HTTP attempt, seconds (default: 300)")
-    p.add_argument("--deadline", type=_positive_float, default=600.0,
+    p.add_argument("--deadline", type=argtypes.positive_float, default=600.0,
                    help="total deadline of one HTTP attempt, seconds (default: 600)")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache (default: off)")
     p.add_argument("--batch", action="store_true",
                    help="submit via the OpenAI Batch API; run again to collect (default: off)")
-    p.add_argument("--run-dir", required=True, type=_run_dir,
+    p.add_argument("--run-dir", required=True, type=argtypes.run_dir,
                    help="run directory (required); running again resumes it")
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("config", type=_nonempty, help="grid config (YAML); example: configs/paper_table1.yaml")
+    p.add_argument("config", type=argtypes.nonempty, help="grid config (YAML); example: configs/paper_table1.yaml")
     p.add_argument("--reports-dir", default=None,
                    help="where the analysis report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
     p.set_defaults(fn=cmd_grid)
 
     p = sub.add_parser("rescore", help="recompute answer extraction and every metric of a run from its stored "
                        "raw outputs (no model call; judge verdicts kept)")
-    p.add_argument("--run-dir", required=True, type=_nonempty, help="an evaluation run directory (required)")
+    p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="an evaluation run directory (required)")
     p.set_defaults(fn=cmd_rescore)
 
     p = sub.add_parser("cache", help="the on-disk response cache")
@@ -598,48 +416,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--build-dir", default=None, help="build directory (default: data/builds/NAME); re-running resumes")
     p.add_argument("--source", action="append", help="pack file, folder of packs, dataset file or hub:ru "
                    "(repeatable; default: the shipped packs)")
-    p.add_argument("--per-level", type=_positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
-    p.add_argument("--limit", type=_positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
+    p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
     p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
     p.add_argument("--model", default=None, help="model of every step (required with --base-url)")
-    p.add_argument("--base-url", default=None, type=_http_url, help="OpenAI-compatible base URL (default: the embedded "
+    p.add_argument("--base-url", default=None, type=argtypes.http_url, help="OpenAI-compatible base URL (default: the embedded "
                    "Gemma 3 270M, a base model: pipeline demo only)")
-    p.add_argument("--api-key-env", default=None, type=_env_name, help="NAME of the environment variable holding the key")
+    p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
     p.add_argument("--step-model", nargs=4, action="append", metavar=("STEP", "MODEL", "BASE_URL", "KEY_ENV"),
                    help="another endpoint for one step (e.g. translate); repeatable")
-    p.add_argument("--concurrency", type=_positive_int, default=4, help="calls in flight at once")
-    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD (per step)")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=4, help="calls in flight at once")
+    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD (per step)")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
     p.add_argument("--no-review", action="store_true", help="do not apply saved human-validation decisions")
-    p.add_argument("--agreement-n", type=_positive_int, default=50, help="size of the agreement re-annotation sample")
+    p.add_argument("--agreement-n", type=argtypes.positive_int, default=50, help="size of the agreement re-annotation sample")
     p.set_defaults(fn=cmd_build)
 
     create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
     p = create.add_parser("generate", help="ask a model for paths between entities (resumable run directory)")
     p.add_argument("--model", default=None, help="model name as the endpoint knows it (required with --base-url)")
-    p.add_argument("--base-url", default=None, type=_http_url,
+    p.add_argument("--base-url", default=None, type=argtypes.http_url,
                    help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
-    p.add_argument("--api-key-env", default=None, type=_env_name, help="NAME of the environment variable holding the key")
+    p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
     p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
     p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
                    help="original: one call; iterate: ask for more paths in further rounds; "
                         "resample: independent samples merged (default: original)")
-    p.add_argument("--n-samples", type=_positive_int, default=4, help="resample: independent samples merged (default: 4)")
-    p.add_argument("--n-rounds", type=_positive_int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
-    p.add_argument("--temperature", type=_temperature, default=None, help="sampling temperature (default: 0.7, the paper's)")
+    p.add_argument("--n-samples", type=argtypes.positive_int, default=4, help="resample: independent samples merged (default: 4)")
+    p.add_argument("--n-rounds", type=argtypes.positive_int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
+    p.add_argument("--temperature", type=argtypes.temperature, default=None, help="sampling temperature (default: 0.7, the paper's)")
     _create_client_args(p)
     p.add_argument("--effort", choices=EFFORTS, default=None, help="reasoning effort (default: none sent)")
-    p.add_argument("--limit", type=_positive_int, default=None, help="only the first N queries (default: all)")
-    p.add_argument("--run-dir", required=True, type=_run_dir, help="run directory; running again resumes it")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N queries (default: all)")
+    p.add_argument("--run-dir", required=True, type=argtypes.run_dir, help="run directory; running again resumes it")
     p.set_defaults(fn=cmd_create_generate)
     p = create.add_parser("score", help="judge specificity and factuality, compute creative utility")
-    p.add_argument("--run-dir", required=True, type=_nonempty, help="a run directory of `cresowlve create generate`")
+    p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="a run directory of `cresowlve create generate`")
     p.add_argument("--score-dir", default=None, help="where the judgments go (default: RUN_DIR/score; "
                                                      "one per judge configuration)")
     p.add_argument("--judge-model", default=None, help="judge model name (required with --judge-base-url)")
-    p.add_argument("--judge-base-url", default=None, type=_http_url,
+    p.add_argument("--judge-base-url", default=None, type=argtypes.http_url,
                    help="judge's OpenAI-compatible base URL (default: the embedded Gemma 3 270M: pipeline demo only)")
-    p.add_argument("--judge-api-key-env", default=None, type=_env_name,
+    p.add_argument("--judge-api-key-env", default=None, type=argtypes.env_name,
                    help="NAME of the environment variable holding the judge's key")
     p.add_argument("--judge-invalid", action="store_true", help="also judge structurally invalid paths")
     p.add_argument("--effort", choices=EFFORTS, default=None, help="judge reasoning effort (default: none sent)")
@@ -663,14 +481,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
     for role in ("verbaliser", "solver"):
         p.add_argument(f"--{role}-model", default=None, help=f"{role} model name")
-        p.add_argument(f"--{role}-base-url", default=None, type=_http_url,
+        p.add_argument(f"--{role}-base-url", default=None, type=argtypes.http_url,
                        help=f"{role}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M)")
-        p.add_argument(f"--{role}-api-key-env", default=None, type=_env_name,
+        p.add_argument(f"--{role}-api-key-env", default=None, type=argtypes.env_name,
                        help=f"NAME of the environment variable holding the {role}'s key")
-        p.add_argument(f"--{role}-max-tokens", type=_positive_int, default=1024, help=f"{role}'s output budget per call")
+        p.add_argument(f"--{role}-max-tokens", type=argtypes.positive_int, default=1024, help=f"{role}'s output budget per call")
     p.add_argument("--solver-effort", choices=EFFORTS, default=None, help="solver reasoning effort (plain solve prompt)")
-    p.add_argument("--concurrency", type=_positive_int, default=4, help="calls in flight at once")
-    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=4, help="calls in flight at once")
+    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
     p.set_defaults(fn=cmd_synth)
     from cresowlve_core.contamination.cli import add_contamination_parser
@@ -706,12 +524,12 @@ def main(argv: list[str] | None = None) -> int:
         for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
-    _signal_received["signum"] = None
-    previous_sigterm = signal.signal(signal.SIGTERM, _on_sigterm)
+    exitcodes.signal_received["signum"] = None
+    previous_sigterm = signal.signal(signal.SIGTERM, exitcodes.on_sigterm)
     try:
         return fn(args)
     except KeyboardInterrupt:
-        code = _interrupt_code()
+        code = exitcodes.interrupt_code()
         name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
         print(f"interrupted ({name}); completed work is saved in the run directory", file=sys.stderr)
         return code
@@ -724,8 +542,6 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
 
-
-app = main  # entry point name used in pyproject
 
 if __name__ == "__main__":
     sys.exit(main())

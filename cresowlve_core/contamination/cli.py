@@ -51,7 +51,7 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
 
 def add_contamination_parser(sub: Any) -> None:
     """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
-    from cresowlve_core.cli import _positive_int
+    from cresowlve_core.argtypes import positive_int as _positive_int
     from cresowlve_core.errors.cli import _role_args
 
     cont = sub.add_parser("contamination", help="data-contamination tests (paper App. A)").add_subparsers(

@@ -10,7 +10,8 @@ from typing import Any
 
 
 def _role_args(p: argparse.ArgumentParser, role: str, what: str) -> None:
-    from cresowlve_core.cli import _env_name, _http_url
+    from cresowlve_core.argtypes import env_name as _env_name
+    from cresowlve_core.argtypes import http_url as _http_url
 
     p.add_argument(f"--{role}-model", default=None, help=f"{what} model name (required with --{role}-base-url)")
     p.add_argument(f"--{role}-base-url", default=None, type=_http_url,
@@ -22,9 +23,9 @@ def _role_args(p: argparse.ArgumentParser, role: str, what: str) -> None:
 def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.analysis.loading import load_runs
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.cli import stage_exit
     from cresowlve_core.errors.label import label_errors
     from cresowlve_core.errors.wrong import collect_wrong
+    from cresowlve_core.exitcodes import stage_exit
     from cresowlve_core.runtime import ClientOptions
     from cresowlve_core.text import slug
 
@@ -59,7 +60,8 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
 
 def add_errors_parser(sub: Any) -> None:
     """Register ``cresowlve errors label`` and ``cresowlve errors report``."""
-    from cresowlve_core.cli import _positive_int, _usd
+    from cresowlve_core.argtypes import positive_int as _positive_int
+    from cresowlve_core.argtypes import usd as _usd
 
     errors = sub.add_parser("errors", help="error analysis of wrong answers (paper §5)").add_subparsers(
         dest="errors_cmd", required=True)

@@ -1,0 +1,130 @@
+"""``argparse`` argument types shared by ``cresowlve`` and every stage's command module.
+
+Each one checks a value and raises :class:`argparse.ArgumentTypeError` with a one-line reason, so a bad
+argument is refused (exit code 2) before any work. Below :mod:`cresowlve_core.cli`, so stage command
+modules can use them without importing the CLI that imports them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {value}")
+    return value
+
+
+def port(text: str) -> int:
+    """A TCP port, 1-65535."""
+    value = positive_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port 1-65535, got {value}")
+    return value
+
+
+def finite_float(text: str, *, minimum: float = 0.0, strict: bool = False) -> float:
+    """A finite number >= ``minimum`` (> it when ``strict``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {text!r}") from None
+    if not math.isfinite(value) or value < minimum or (strict and value == minimum):
+        bound = f"> {minimum:g}" if strict else f">= {minimum:g}"
+        raise argparse.ArgumentTypeError(f"must be a finite number {bound}, got {text!r}")
+    return value
+
+
+def temperature(text: str) -> float | None:
+    """A sampling temperature >= 0, or ``default``: send none (the provider's default decoding)."""
+    if text.strip().lower() == "default":
+        return None  # sent as nothing: the provider's default decoding
+    return finite_float(text)
+
+
+def usd(text: str) -> float:
+    """An amount in USD > 0 (``--max-cost``)."""
+    return finite_float(text, strict=True)
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = finite_float(text, strict=True)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, not {text!r}")
+    return value
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """A JSON object given on the command line, e.g. ``'{"top_p": 0.95}'``."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_p\": 0.95}'")
+    return value
+
+
+def http_url(text: str) -> str:
+    """An http(s) URL with a host (never echoed with its credentials)."""
+    from cresowlve_core.secrets import strip_url_credentials
+
+    try:
+        parts = urlsplit(text.strip())
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(
+            f"must be an http(s) URL such as https://api.openai.com/v1, got {strip_url_credentials(text)!r}")
+    return text.strip()
+
+
+def env_name(text: str) -> str:
+    """The NAME of an environment variable; a value that looks like a key itself is refused, unrepeated."""
+    from cresowlve_core.secrets import looks_like_key
+
+    if looks_like_key(text):  # never repeat it: it is probably the key itself
+        raise argparse.ArgumentTypeError(
+            f"takes the NAME of an environment variable (e.g. OPENAI_API_KEY), not the key; the value given "
+            f"({len(text)} characters) looks like a key and was not used")
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text.strip()
+
+
+def nonempty(text: str) -> str:
+    """Any text that is not blank."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def run_dir(text: str) -> str:
+    """A usable run directory path, checked without creating anything."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{path} is a file, not a run directory")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create {path}: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"cannot write {path}: {existing} is not writable")
+    return text

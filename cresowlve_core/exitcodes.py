@@ -1,0 +1,97 @@
+"""Exit codes of ``cresowlve`` commands and the one rule that maps a stage's summary to one.
+
+Below :mod:`cresowlve_core.cli` so that every stage's own command module (``errors/cli.py``,
+``contamination/cli.py``, ...) can use :func:`stage_exit` without importing the CLI that imports it.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+EXIT_OK = 0  # every unit done
+EXIT_INCOMPLETE = 1  # the run finished, but some units errored or were not run
+EXIT_USAGE = 2  # refused before any work: bad argument, items file, run directory, configuration
+EXIT_STOPPED = 3  # stopped early: fatal provider error, --max-cost, a full disk; finished work kept
+EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
+EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    done: every item (unit) finished
+  1    finished, but some items errored or were not run; the last line says how many
+       and names the most common error with its count; run again to retry them
+  2    refused before any request: a bad argument, an unreadable items file, an unusable
+       run directory (a file, unwritable, in use by another process), a run directory of
+       another configuration, a missing key variable
+  3    stopped early: a fatal provider error (wrong key, model or endpoint; endpoint down),
+       --max-cost reached, or a full disk; finished work is kept, run again to resume
+  130  interrupted by Ctrl-C (SIGINT); finished work, summary.json and finished_at are written
+  143  terminated by SIGTERM; same as 130
+"""
+
+signal_received: dict[str, int | None] = {"signum": None}
+"""The signal that interrupted the current command (set by :func:`on_sigterm`, reset by ``cli.main``)."""
+
+
+def on_sigterm(signum: int, frame: Any) -> None:
+    """SIGTERM does what Ctrl-C does (the run stops, keeps its work, writes its summary)."""
+    signal_received["signum"] = signum
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)  # asyncio.run's handler cancels the run; the default raises
+    else:
+        raise KeyboardInterrupt
+
+
+def interrupt_code() -> int:
+    """130 after Ctrl-C, 143 after SIGTERM."""
+    return EXIT_SIGTERM if signal_received["signum"] == signal.SIGTERM else EXIT_SIGINT
+
+
+def _field(summary: Any, *names: str) -> Any:
+    """The first of ``names`` found on a summary dict or a result object (methods are called)."""
+    for name in names:
+        if isinstance(summary, Mapping):
+            if name in summary:
+                return summary[name]
+        elif hasattr(summary, name):
+            value = getattr(summary, name)
+            return value() if callable(value) else value
+    return None
+
+
+def stage_exit(summary: Any, *, unit: str = "items") -> int:
+    """The exit code of a stage command, printing a last line to stderr unless all is done.
+
+    ``summary`` is a runtime :class:`~cresowlve_core.runtime.MapResult`, a stage summary dict
+    (``n_items``, ``n_ok``, ``n_error``, ``n_not_run``, ``stopped``, ``top_error``) or an object
+    with those attributes (CREATE's ``n_calls``/``n_missing`` and ``n_to_judge``/``n_judged``/
+    ``n_judge_errors``/``n_not_judged`` are understood too). Codes: see :data:`EXIT_CODES_HELP`.
+    """
+    from cresowlve_core.runtime.mapping import INTERRUPTED
+
+    n = _field(summary, "n_items", "n_units", "n_calls", "n_to_judge") or 0
+    n_ok = _field(summary, "n_ok", "n_done", "n_judged")
+    n_error = _field(summary, "n_error", "n_judge_errors") or 0
+    n_not_run = _field(summary, "n_not_run", "n_missing", "n_not_judged") or 0
+    stopped = _field(summary, "stopped")
+    top = _field(summary, "top_error")
+    done = f"{n_ok if n_ok is not None else n - n_error - n_not_run} of {n} {unit} done"
+    left = f"{n_error} errored, {n_not_run} not run"
+    common = f"; most common error ({top[1]}x): {top[0]}" if top else ""
+    if stopped == INTERRUPTED:
+        code = interrupt_code()
+        name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
+        print(f"interrupted ({name}): {done}, {left}; run again to resume", file=sys.stderr)
+        return code
+    if stopped:
+        print(f"stopped early ({stopped}): {done}, {left}{common}; finished work is kept, run again to resume",
+              file=sys.stderr)
+        return EXIT_STOPPED
+    if n_error or n_not_run:
+        print(f"incomplete: {left} of {n} {unit}{common}; run again to retry them", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_OK
