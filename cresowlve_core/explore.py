@@ -40,12 +40,12 @@ import pandas as pd
 
 from cresowlve_core import paths
 from cresowlve_core.analysis.loading import load_runs
+from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
 from cresowlve_core.errors.distribution import bucket
 from cresowlve_core.errors.label import LABELS
 from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
-from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.items import LANGS
 
 log = logging.getLogger(__name__)
@@ -220,7 +220,7 @@ def read_labels(files: Sequence[Path], notes: list[str]) -> pd.DataFrame:
     for f in files:
         latest: dict[str, dict[str, Any]] = {}
         bad = 0
-        for i, line in enumerate(f.read_text(encoding="utf-8").splitlines()):
+        for line in f.read_text(encoding="utf-8").splitlines():
             if not line.strip():
                 continue
             try:
@@ -661,7 +661,8 @@ def browser(ex: Explorer) -> Any:
 
     def current() -> Filters:
         full = opt["difficulty"] is None or tuple(diff.value) == (int(lo), int(hi))
-        return Filters(langs=(lang.value,) if lang.value else None, difficulty=None if full else tuple(map(float, diff.value)),
+        span = None if full else (float(diff.value[0]), float(diff.value[1]))
+        return Filters(langs=(lang.value,) if lang.value else None, difficulty=span,
                        knowledge_domain=kd.value, creative_concept=cc.value, culture=cu.value,
                        configs=tuple(model.value) or None, outcome=outcome.value, error_category=err.value,
                        text=text.value)
