@@ -167,7 +167,6 @@ def run_notebook(
     out_ipynb = reports / f"{stem}.ipynb"
     t0 = time.monotonic()
     kernel_env = {
-        "CRESOWLVE_REPORT": "1",
         "CRESOWLVE_REPORTS_DIR": str(reports),  # every default output of the notebook goes here
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # no "Loading weights: 0%" bars in reports
     }

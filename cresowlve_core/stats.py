@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 from scipy import stats as sps
 
-Z95 = float(sps.norm.ppf(0.975))
 _CHUNK_CELLS = 4_000_000  # cap on resample-matrix size (cells) held in memory at once
 
 

@@ -61,7 +61,6 @@ MANIFEST = "manifest.json"
 METRICS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}
 MODEL_BASED: frozenset[str] = frozenset(m.name for m in METRIC_REGISTRY if m.model_based)
 _LEGACY_BOOL = ("em_strict", "em_lenient")  # old records: a top-level boolean per formula metric
-ANNOTATIONS = ("knowledge_domains", "creative_domains", "cultures")
 
 _USAGE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())])
 SCHEMA = pa.schema(

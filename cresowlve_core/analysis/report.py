@@ -280,9 +280,6 @@ def table1_section(
     }
 
 
-table_section = table1_section  # the name notebook 03 used before
-
-
 # ------------------------------------------------------------------ difficulty
 
 

@@ -36,7 +36,6 @@ from cresowlve_core.runtime import (ClientOptions, RunDir, endpoint_or_embedded,
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
-FILTER_STEPS: tuple[str, ...] = ("needs_material", "russian_specific")
 ANNOTATION_STEPS: tuple[str, ...] = ("reasoning", "concepts", "domains", "cultures", "facts")
 
 #: Output budget per step (tokens): short verdicts need little; translation needs room.

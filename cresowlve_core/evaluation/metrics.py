@@ -44,7 +44,6 @@ METRICS: tuple[Metric, ...] = (
            lambda pred, ref: exact_match(pred, ref.answer, ref.other_answers)),
     Metric("judge", "LLM judge", "llm_judge", None),
 )
-BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 LABELS: dict[str, str] = {m.name: m.label for m in METRICS}
 
 

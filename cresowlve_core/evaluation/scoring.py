@@ -132,7 +132,6 @@ Verdict = Literal["CORRECT", "INCORRECT"]
 
 
 JudgeProtocol = Literal["nonce-verdict", "paper"]
-JUDGE_PROTOCOLS: tuple[str, ...] = ("nonce-verdict", "paper")
 
 
 @dataclass(frozen=True)
