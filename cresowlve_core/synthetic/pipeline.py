@@ -158,7 +158,7 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
     async def call(c: Candidate, _previous: dict[str, Any] | None) -> dict[str, Any]:
         messages, tag = verbalise_messages(c, source)
         out = await client.complete(messages, params, prompt_version=tag)
-        parsed = parse_verbalisation(out.text)
+        parsed = parse_verbalisation(out.text, prompt=messages[-1]["content"])
         names = answer_names(source, c.answers)
         leaks = []
         if parsed is not None:

@@ -2,8 +2,8 @@
 
 :func:`verbalise_messages` builds the prompt (``synth_verbalise``), :func:`parse_verbalisation`
 is the pure parser: the last complete ``<literal>``, ``<obfuscated>`` and ``<explanation>``
-blocks, all three non-empty, else ``None`` (the candidate is counted as unparsed, never
-guessed). The obfuscated text must carry at least one ALL-CAPS placeholder from
+blocks, all three non-empty and none copied from the prompt, else ``None`` (the candidate is
+counted as unparsed, never guessed; the embedded base model tends to echo the worked example). The obfuscated text must carry at least one ALL-CAPS placeholder from
 :data:`PLACEHOLDERS`; which ones it has is recorded.
 """
 
@@ -69,9 +69,14 @@ def _last_block(text: str, low: str, tag: str) -> str | None:
     return body or None
 
 
-def parse_verbalisation(text: str | None) -> Verbalisation | None:
-    """The three tagged parts, or ``None`` if any is missing or empty, or the obfuscated text has
-    no ALL-CAPS placeholder."""
+def _squash(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def parse_verbalisation(text: str | None, prompt: str | None = None) -> Verbalisation | None:
+    """The three tagged parts, or ``None`` if any is missing or empty, the obfuscated text has no
+    ALL-CAPS placeholder, or (given the ``prompt``) any part is copied from the prompt: a base
+    model that echoes the prompt's worked example must not pass it off as its own puzzle."""
     if not text:
         return None
     tail = text[-MAX_PARSE_CHARS:]
@@ -81,6 +86,10 @@ def parse_verbalisation(text: str | None) -> Verbalisation | None:
     parts = {t: _last_block(tail, low, t) for t in TAGS}
     if any(v is None for v in parts.values()):
         return None
+    if prompt is not None:
+        echo = _squash(prompt)
+        if any(_squash(v or "") in echo for v in parts.values()):
+            return None
     found = tuple(dict.fromkeys(_PLACEHOLDER.findall(parts["obfuscated"] or "")))
     if not found:
         return None

@@ -26,6 +26,14 @@ def test_parser_returns_none_on_malformed_output():
     assert parse_verbalisation(GOOD.replace("HE masks himself. Who is HE?", "he masks himself")) is None  # no placeholder
     assert parse_verbalisation("<LITERAL>a</LITERAL><Obfuscated>IT b</Obfuscated><explanation>c</explanation>").literal == "a"
     assert parse_verbalisation("<literal>" * 20_000) is None  # long junk, quickly
+    # an echo of the prompt's worked example is not a puzzle
+    prompt = "Example\n" + GOOD + "\nNow the real task\nAnswer: Someone"
+    assert parse_verbalisation(prompt + " " + GOOD, prompt=prompt) is None
+    own = ("<literal>X won C. Who is X?</literal><obfuscated>THIS one won a cup.</obfuscated>"
+           "<explanation>C is a cup.</explanation>")
+    assert parse_verbalisation(prompt + own, prompt=prompt).literal == "X won C. Who is X?"
+    half = GOOD.replace("X received A and B", "X got C")  # own literal, copied obfuscated text
+    assert parse_verbalisation(half, prompt=prompt) is None
 
 
 def graph() -> KnowledgeGraph:
