@@ -130,7 +130,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
         report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
                              "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3,
                              "local_run_dir": str(runs / "create" / slug(tgt.model))})
-        report("06_synthetic", {**{f"{r}_{k}": v for r in ("verbaliser", "solver") for k, v in (("model", tgt.model), ("base_url", tgt.base_url), ("api_key_env", tgt.api_key_env))}, "n_candidates": 2 if quick else 3, "embedded": tgt.local, "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
+        report("06_synthetic", {**{f"{r}_{k}": v for r in ("verbaliser", "solver") for k, v in (("model", tgt.model), ("base_url", tgt.base_url), ("api_key_env", tgt.api_key_env))}, "n_candidates": 2 if quick else 3, "embedded": tgt.local, "verbaliser_max_tokens": 256 if tgt.local else 1024, "solver_max_tokens": 96 if tgt.local else 1024, "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
     if not quick:
         _synthetic_report(report, runs / "synthetic", reports)
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
