@@ -107,6 +107,7 @@ def write_build(build: CandidateBuild, source: KnowledgeSource, build_dir: Path)
 
 
 def read_candidates(build_dir: Path) -> list[Candidate]:
+    """The candidates of a build directory, in file order."""
     path = Path(build_dir) / CANDIDATES
     return [Candidate.from_record(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 

@@ -28,6 +28,7 @@ def solver_prompt(thinking: bool) -> Prompt:
 
 
 def solver_messages(question: str, prompt: Prompt) -> list[dict[str, str]]:
+    """The solver's chat messages for one puzzle text (the answer is never shown)."""
     return solve_messages(ItemView(question=question, answer="-"), prompt)
 
 

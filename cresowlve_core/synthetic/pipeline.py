@@ -304,8 +304,8 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
                  sres: MapResult | None, embedded: dict[str, bool]) -> SynthResult:
     """Difficulty scores, survivors, exports and the yield summary."""
     build_dir = Path(cfg.build_dir)
-    verbalised = {k: r for k, r in vres.records.items() if r.get("status") == "ok"}
-    solved = {k: r for k, r in (sres.records.items() if sres else []) if r.get("status") == "ok"}
+    verbalised = {str(k): r for k, r in vres.records.items() if r.get("status") == "ok"}
+    solved = {str(k): r for k, r in (sres.records.items() if sres else []) if r.get("status") == "ok"}
     scored = [k for k in solved if solved[k]["outcome"] != "unscored"]
     scores = difficulty_scores([verbalised[k]["parsed"]["literal"] for k in scored],
                                [verbalised[k]["parsed"]["obfuscated"] for k in scored],

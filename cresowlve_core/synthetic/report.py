@@ -16,7 +16,12 @@ import pandas as pd
 from cresowlve_core.sources.kg import KnowledgeSource
 from cresowlve_core.stats import wilson_interval
 from cresowlve_core.synthetic.domains import Domain
-from cresowlve_core.synthetic.notability import BAND_RULE_PERCENTILES, NotabilityBand, band_from_percentiles, percentile_table
+from cresowlve_core.synthetic.notability import (
+    BAND_RULE_PERCENTILES,
+    NotabilityBand,
+    band_from_percentiles,
+    percentile_table,
+)
 from cresowlve_core.synthetic.pipeline import PAPER_YIELD, SynthResult
 
 
