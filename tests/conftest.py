@@ -33,12 +33,28 @@ GUARDED = ("data", "reports")
 _OUTPUT_NAMES = {"runs", "cache", "hub"}  # user output under data/: never linked into a test's data dir
 
 
+def _shipped_names() -> set[str] | None:
+    """Top-level names under data/ that git tracks (the shipped inputs), or None without git."""
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "ls-files", "data"], cwd=REPO, capture_output=True, text=True, timeout=20, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {line.split("/")[1] for line in out.stdout.splitlines() if line.count("/") >= 1}
+
+
+_SHIPPED = _shipped_names()
+
+
 def seed_data_dir(target: Path) -> Path:
-    """A data dir holding links to the checkout's shipped inputs (not its runs or cache)."""
+    """A data dir holding links to the checkout's shipped inputs only: never a user's output
+    (runs, cache, builds, ...), so nothing a test writes can land in the checkout through a link."""
     target.mkdir(parents=True, exist_ok=True)
     for child in sorted((REPO / "data").iterdir()):
         link = target / child.name
-        if child.name not in _OUTPUT_NAMES and not link.exists():
+        shipped = child.name in _SHIPPED if _SHIPPED is not None else child.name not in _OUTPUT_NAMES
+        if shipped and not link.exists():
             link.symlink_to(child, target_is_directory=child.is_dir())
     return target
 
