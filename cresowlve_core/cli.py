@@ -103,7 +103,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.llm.types import LLMFatalError
     from cresowlve_core.runtime import SUMMARY
 
-    cfg = EvalConfig(
+    cfg = EvalConfig.model_validate(dict(  # flat client settings become ``options`` (EvalConfig._flat_options)
         model=a.model, base_url=a.base_url, run_dir=a.run_dir, items=a.items, lang=a.lang,
         api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
         judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
@@ -111,7 +111,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
         provider_preset=a.preset, extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
-    )
+    ))
     if a.batch:
         from cresowlve_core.evaluation.batch_eval import batch_evaluate
 
@@ -534,11 +534,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted ({name}); completed work is saved in the run directory", file=sys.stderr)
         return code
     except Exception as exc:  # one clear line instead of a traceback for anticipated failures
-        code = _expected_error_code(exc)
-        if code is None or args.verbose:
+        expected = _expected_error_code(exc)
+        if expected is None or args.verbose:
             raise
         print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return code
+        return expected
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
 

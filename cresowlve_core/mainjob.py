@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cresowlve_core import paths
 from cresowlve_core.text import slug
@@ -70,7 +71,7 @@ def _archive_if_incompatible(run_dir: Path, tgt: Target, lang: str, archive: Pat
         print(f"  moved an old demo run to {dest} ({reason.split(';')[0]})", flush=True)
 
 
-SYNTHETIC_SCALE = {"n_items": 2061, "configs": 18, "seed": 0}
+SYNTHETIC_SCALE: dict[str, Any] = {"n_items": 2061, "configs": 18, "seed": 0}
 """The paper-scale synthetic run set of ``bench/analysis.py`` (74,196 records, about 50 MB)."""
 
 

@@ -284,7 +284,8 @@ def _vega_bundle() -> str:
     if _BUNDLE is None:
         import vl_convert as vlc
 
-        _BUNDLE = vlc.javascript_bundle(vl_version=VEGALITE_JS_VERSION).replace("</script", "<\\/script")
+        # vl_convert's stub marks the optional `snippet` as required
+        _BUNDLE = vlc.javascript_bundle(vl_version=VEGALITE_JS_VERSION).replace("</script", "<\\/script")  # type: ignore[call-arg]
     return _BUNDLE
 
 
@@ -440,7 +441,7 @@ def index_page(registry: dict[str, Any]) -> str:
     for r in registry.values():
         for b in r.get("banners", []):
             kinds.setdefault(b, []).append(r["title"])
-    banners = "".join(banner_html(k, "Affected: " + "; ".join(titles) + ".") for k, titles in kinds.items()
+    banners = "".join(banner_html(k, "Affected: " + "; ".join(titles) + ".") for k, titles in kinds.items()  # type: ignore[arg-type]
                       if k in BANNER_KINDS)
     cards = "".join(_card(k, registry[k]) for k in sorted(registry))
     return (

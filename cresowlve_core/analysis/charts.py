@@ -7,11 +7,13 @@ an ``alt.Chart`` (or layered/faceted chart). Accuracies are in %; languages are 
 
 from __future__ import annotations
 
+from typing import Final
+
 import altair as alt
 import pandas as pd
 
 LANG_LABEL = {"en": "CresOWLve-En", "ru": "CresOWLve-Ru"}
-PALETTE = "tableau20"
+PALETTE: Final = "tableau20"
 
 
 def _with_lang(df: pd.DataFrame) -> pd.DataFrame:

@@ -88,7 +88,7 @@ def correctness(responses: pd.DataFrame) -> pd.DataFrame:
     em = responses["em_strict"].to_numpy(dtype=float)
     use_judge = ~np.isnan(judge)
     correct = np.where(use_judge, judge, em)
-    basis = np.where(use_judge, "judge", np.where(np.isnan(em), None, "em_strict"))
+    basis = np.where(use_judge, "judge", np.where(np.isnan(em), np.array(None, dtype=object), "em_strict"))
     return pd.DataFrame({"correct": correct, "basis": basis}, index=responses.index)
 
 

@@ -123,6 +123,8 @@ CULTURES = [
 DIFFICULTY_COUNTS = {1: 417, 2: 453, 3: 436, 4: 371, 5: 384}
 FACTUAL_SHARE = 352 / 2413
 
+_NONE = np.array(None, dtype=object)  # None for np.where (whose stubs refuse a bare None); same object result
+
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
@@ -232,7 +234,7 @@ def _run_records(
             "id": items["id"],
             "lang": lang,
             "status": np.where(error, "error", "ok"),
-            "error": np.where(error, "synthetic API error", None),
+            "error": np.where(error, "synthetic API error", _NONE),
             "model": model,
             "effort": effort,
             "difficulty": items["difficulty"],
@@ -242,12 +244,12 @@ def _run_records(
             "cultures": items["cultures"] if annotations else empty,
             "n_atomic_facts": items["n_atomic_facts"] if atomic_facts else None,
             "answer": "synthetic answer",
-            "prediction": np.where(error, None, np.where(truth, "synthetic answer", "something else")),
+            "prediction": np.where(error, _NONE, np.where(truth, "synthetic answer", "something else")),
             "usage": _usage(inp, out, reasoning),
             "cost": cost if cost is not None else None,
             "cached": False,
-            "em_strict": np.where(error, None, strict).astype(object),
-            "em_lenient": np.where(error, None, lenient).astype(object),
+            "em_strict": np.where(error, _NONE, strict).astype(object),
+            "em_lenient": np.where(error, _NONE, lenient).astype(object),
             "judge_status": judge_status,
             "judge_verdict": verdict,
             "judge_model": "synthetic-judge" if judge else None,

@@ -237,7 +237,8 @@ async def filter_step(step: str, cands: list[Candidate], ctx: StepContext) -> St
     with no usable verdict is kept and flagged for review. ``needs_material`` also runs the
     handout pre-check and reports its hits, including where the LLM disagrees."""
     records, stopped = await run_step_records(step, cands, ctx)
-    kept, removed = [], []
+    kept: list[Candidate] = []
+    removed: list[Candidate] = []
     counts: Counter[str] = Counter()
     for c in cands:
         verdict, problem = _verdict(records, c.id)
@@ -331,7 +332,7 @@ async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> 
             counts["revealing_facts"] += len(verdict["revealing"])
             counts["not_question_facts"] += len(verdict["not_questions"])
         out.append(c.with_verdict(step, verdict, **update))
-    summary = dict(counts)
+    summary: dict[str, Any] = dict(counts)
     if step in ("reasoning", "concepts"):
         summary["oov_labels"] = sum(oov.values())
         summary["oov_top"] = dict(oov.most_common(10))

@@ -8,6 +8,7 @@ verdict. Steps never modify a candidate in place; they return copies.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -34,7 +35,7 @@ class Candidate(BaseModel):
     cultures: list[str] = Field(default_factory=list)
     atomic_facts: list[str] | None = None
 
-    def with_verdict(self, step: str, verdict: Any, *, review_flags: list[str] = (), **updates: Any) -> Candidate:
+    def with_verdict(self, step: str, verdict: Any, *, review_flags: Sequence[str] = (), **updates: Any) -> Candidate:
         """A copy with ``step``'s verdict recorded and ``review_flags`` added."""
         flags = [*self.review_flags, *(f"{step}:{f}" for f in review_flags if f"{step}:{f}" not in self.review_flags)]
         return self.model_copy(update={"verdicts": {**self.verdicts, step: verdict}, "review_flags": flags, **updates},

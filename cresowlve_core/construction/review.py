@@ -252,7 +252,7 @@ def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) 
             continue
         update: dict[str, Any] = {}
         if d.code == "fix_translation":
-            base = c.en.model_dump() if c.en else {f: None for f in EDITABLE_FIELDS}
+            base: dict[str, Any] = c.en.model_dump() if c.en else {f: None for f in EDITABLE_FIELDS}
             base.update({k: (v if (v or "").strip() else None) for k, v in d.fixes.items()})
             if not base.get("question") or not base.get("answer"):
                 codes["fix_incomplete"] += 1

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -157,7 +157,7 @@ async def _perturb(items: list[QuizItem], run_dir: Path, endpoint: Any, opts: Cl
         res = await aperturb(items, RunDir(run_dir), client, opts, progress=progress)
     finally:
         await client.aclose()
-    return {k[1]: r for k, r in res.records.items()}
+    return {cast(tuple, k)[1]: r for k, r in res.records.items()}  # keys are (set, id)
 
 
 async def _config(config: str, members: pd.DataFrame, questions: dict[str, str], pert: dict[str, dict[str, Any]],
@@ -198,7 +198,8 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                 stopped.append(f"BCQ: {bcq_res.stopped}")
             bcq_df = pd.DataFrame([r for r in bcq_res.records.values() if r.get("status") == "ok"],
                                   columns=["set", "id", "repeat", "choice", "correct", "raw"])
-        too_short, cunits = [], []
+        too_short: list[str] = []
+        cunits: list[comp.CompletionUnit] = []
         for r in members.sort_values(["set", "id"]).itertuples():
             cut = comp.cut_question(questions[r.id], seed, r.id)
             if cut is None:

@@ -85,7 +85,7 @@ def bcq_section(c: Contamination) -> dict[str, Any]:
 
 def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """ROUGE-L and exact first-words match per set and mode; guided − general per set."""
-    out = {}
+    out: dict[str, Any] = {}
     for r in c.results:
         t = completion_table(r.completions)
         if r.too_short:

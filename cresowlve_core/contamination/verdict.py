@@ -23,7 +23,7 @@ ALPHA = 0.05
 COLUMNS = ["config", "test", "n", "statistic", "low", "high", "p", "signal", "reading"]
 
 
-def _row(config: str, test: str, n: int, stat: float, low: float, high: float, p: float, signal: bool | None,
+def _row(config: str, test: str, n: float, stat: float, low: float, high: float, p: float, signal: bool | None,
          reading: str) -> dict[str, Any]:
     return {"config": config, "test": test, "n": int(n), "statistic": stat, "low": low, "high": high, "p": p,
             "signal": signal, "reading": reading}

@@ -96,7 +96,7 @@ class AnnotationStore:
 
 def read_annotations(folder: str | Path) -> pd.DataFrame:
     """All annotators' latest labels: columns ``key``, ``annotator``, ``category``, ``note``."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     folder = Path(folder)
     if folder.is_dir():
         for f in sorted(folder.glob("*.jsonl")):

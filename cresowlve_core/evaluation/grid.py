@@ -60,7 +60,7 @@ class GridModel(BaseModel):
     label: str | None = None  # display name matched against the paper's rows
     base_url: str
     api_key_env: str | None = None
-    efforts: list[str | None] = Field(default_factory=lambda: [None])
+    efforts: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
     api: str | None = None
     prompt_style: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)

@@ -91,9 +91,9 @@ def read_jsonl_objects(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
+        bad_line = data.count(b"\n", 0, err.start) + 1
         raise ItemsFileError(
-            f"{path}:{line}: not UTF-8 (byte 0x{data[err.start]:02x}); save the file as UTF-8"
+            f"{path}:{bad_line}: not UTF-8 (byte 0x{data[err.start]:02x}); save the file as UTF-8"
         ) from None
     if text.lstrip().startswith("["):
         raise ItemsFileError(
