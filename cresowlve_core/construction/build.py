@@ -31,11 +31,19 @@ from cresowlve_core.construction import review as R
 from cresowlve_core.construction.collect import collect
 from cresowlve_core.construction.domains import DEFAULT_MIN_SIMILARITY, consolidate_domains
 from cresowlve_core.construction.export import data_card, export_build, funnel_rows
-from cresowlve_core.construction.llm_steps import (ANNOTATION_STEPS, LLM_STEPS, StepContext, StepModel,
-                                                   annotate_step, filter_step, open_step_clients, translate_step)
+from cresowlve_core.construction.llm_steps import (
+    ANNOTATION_STEPS,
+    LLM_STEPS,
+    StepContext,
+    StepModel,
+    annotate_step,
+    filter_step,
+    open_step_clients,
+    translate_step,
+)
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core import paths
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, run_coro
 
@@ -70,7 +78,7 @@ class BuildConfig(BaseModel):
 
     @property
     def path(self) -> Path:
-        return Path(self.build_dir) if self.build_dir else DATA_DIR / "builds" / self.name
+        return Path(self.build_dir) if self.build_dir else paths.data_dir() / "builds" / self.name
 
     def step_models(self) -> dict[str, StepModel]:
         default = StepModel(self.model, self.base_url, self.api_key_env)
