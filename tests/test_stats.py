@@ -10,11 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cresowlve_core.stats import (
+    benjamini_hochberg,
     binary_agreement,
     bootstrap_ci,
     bootstrap_mean_ci,
     bootstrap_means,
-    benjamini_hochberg,
     cochran_armitage,
     cohen_kappa,
     correlation,
@@ -23,10 +23,10 @@ from cresowlve_core.stats import (
     holm,
     kappa_interval,
     mcnemar,
-    permutation_homogeneity,
-    two_proportion_z,
     percentile_interval,
+    permutation_homogeneity,
     stable_seed,
+    two_proportion_z,
     wilson_interval,
 )
 

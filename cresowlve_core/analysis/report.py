@@ -23,8 +23,8 @@ import pandas as pd
 from cresowlve_core.analysis import breakdowns, charts, complexity, paired, reliability, table
 from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset
 from cresowlve_core.banners import banner_html
-from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
 from cresowlve_core.paths import REPORTS_DIR
+from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
 
 SKIPPED = {"skipped": "no runs"}
 

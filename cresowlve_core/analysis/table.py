@@ -245,7 +245,7 @@ def paper_notes(long: pd.DataFrame, paper: pd.DataFrame | None) -> list[str]:
     """Duplicated paper rows and runs that map to the same paper row."""
     notes = paper_duplicates(paper)
     if not long.empty and long["paper_shared"].any():
-        for (order, lang), g in long[long["paper_shared"]].groupby(["paper_order", "lang"]):
+        for (_order, lang), g in long[long["paper_shared"]].groupby(["paper_order", "lang"]):
             configs = ", ".join(sorted(g["config"].unique()))
             notes.append(f"Several runs map to the same paper row ({lang}): {configs}; each shows that row's numbers.")
     return notes

@@ -31,8 +31,14 @@ from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import (ClientOptions, RunDir, endpoint_or_embedded, map_with_resume, new_manifest,
-                                    open_client)
+from cresowlve_core.runtime import (
+    ClientOptions,
+    RunDir,
+    endpoint_or_embedded,
+    map_with_resume,
+    new_manifest,
+    open_client,
+)
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")

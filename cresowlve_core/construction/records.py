@@ -7,8 +7,8 @@ verdict. Steps never modify a candidate in place; they return copies.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, Field

@@ -169,7 +169,7 @@ class CreateReport:
             by_query[s.query_id].append(s)
         per_path: dict[str, list[float]] = defaultdict(list)
         per_set: dict[str, list[float]] = defaultdict(list)
-        for qid, group in by_query.items():
+        for _qid, group in by_query.items():
             for s in group:
                 b = self.breakdown(s, factuality_threshold)
                 own = [i for i, st in zip(b.kept.indices, b.kept.strengths) if st > quality_floor]

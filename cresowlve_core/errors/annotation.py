@@ -43,7 +43,7 @@ def annotation_sample(labels: pd.DataFrame, n_per_config: int = 50, seed: int = 
     if labels.empty:
         return pd.DataFrame(columns=SAMPLE_COLUMNS)
     parts = []
-    for i, (config, part) in enumerate(sorted(labels.groupby("config"), key=lambda kv: str(kv[0]))):
+    for i, (_config, part) in enumerate(sorted(labels.groupby("config"), key=lambda kv: str(kv[0]))):
         part = part.sort_values("key")
         rng = np.random.default_rng([seed, i, len(part)])
         take = rng.choice(len(part), size=min(n_per_config, len(part)), replace=False)

@@ -18,8 +18,13 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.errors import agreement as agr
-from cresowlve_core.errors.annotation import (AnnotationStore, annotation_panel, annotation_sample, read_annotations,
-                                              write_sample)
+from cresowlve_core.errors.annotation import (
+    AnnotationStore,
+    annotation_panel,
+    annotation_sample,
+    read_annotations,
+    write_sample,
+)
 from cresowlve_core.errors.distribution import chi2_all_pairs, distribution, distribution_chart, label_frame
 from cresowlve_core.errors.label import label_errors
 from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name

@@ -36,11 +36,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
-from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
+from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
 from cresowlve_core.paths import RUNS_DIR
-from cresowlve_core.runtime import ClientOptions, SUMMARY, now_iso
+from cresowlve_core.runtime import SUMMARY, ClientOptions, now_iso
 from cresowlve_core.text import slug
 
 GRID_FILE = "grid.json"

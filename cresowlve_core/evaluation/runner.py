@@ -22,14 +22,13 @@ from cresowlve_core.evaluation.scoring import JudgeProtocol, judge_request
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError
+from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.runtime import (
     RESPONSES,
     ClientOptions,
     Manifest,
-    MapResult,
     ResumeError,
     RunDir,
     StopWithRecord,

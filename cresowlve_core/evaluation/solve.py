@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import re
 
-from cresowlve_core.items import ItemView, Lang
 from cresowlve_core.evaluation.records import Extraction
+from cresowlve_core.items import ItemView, Lang
 from cresowlve_core.prompts import Prompt, load_prompt
 
 #: Only the last this-many characters of a model's output are searched for the answer (a final

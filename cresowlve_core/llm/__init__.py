@@ -6,10 +6,10 @@ Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost seman
 
 from cresowlve_core.llm.batch import collect_batch, submit_batch
 from cresowlve_core.llm.cache import (
-    default_cache_path,
     CacheError,
     ResponseCache,
     cache_key,
+    default_cache_path,
 )
 from cresowlve_core.llm.client import LLMClient, messages_to_prompt, split_think
 from cresowlve_core.llm.effort import PRESETS, preset_body, sent_fields, shows_reasoning

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 PROMPTS_DIR = Path(__file__).resolve().parent
@@ -36,7 +36,7 @@ class Prompt:
             raise KeyError(f"prompt {self.tag} needs a value for ${exc.args[0]}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompt(name: str) -> Prompt:
     path = PROMPTS_DIR / f"{name}.txt"
     if not path.exists():

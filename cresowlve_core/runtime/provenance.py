@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 
 from cresowlve_core.paths import REPO_ROOT
@@ -12,7 +12,7 @@ TRACKED_PACKAGES = ("cresowlve-core", "openai", "pydantic", "pandas", "numpy", "
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def git_sha() -> str | None:

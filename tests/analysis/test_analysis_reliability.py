@@ -11,9 +11,9 @@ import pytest
 from cresowlve_core.analysis.reliability import (
     agreement_display,
     cost_display,
-    format_kappa,
     cost_table,
     format_cost,
+    format_kappa,
     judge_coverage,
     judge_repeatability,
     judge_vs_em,

@@ -17,8 +17,8 @@ from fakeserver import FakeRequest, FakeServer
 
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.build import Build, BuildConfig
-from cresowlve_core.construction.llm_steps import StepContext, StepModel, open_step_clients, run_step_records
 from cresowlve_core.construction.collect import collect
+from cresowlve_core.construction.llm_steps import StepContext, StepModel, open_step_clients, run_step_records
 from cresowlve_core.runtime import ClientOptions
 from cresowlve_core.sources.hub import read_published_file
 from cresowlve_core.sources.sample import load_items, read_items_jsonl, shipped_path

@@ -10,8 +10,8 @@ from pathlib import Path
 from fakeserver import FakeServer
 
 from cresowlve_core.analysis.loading import load_runs
-from cresowlve_core.contamination.pipeline import Role, run_contamination
 from cresowlve_core.analysis.paired import en_ru_items
+from cresowlve_core.contamination.pipeline import Role, run_contamination
 from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.items import Item, ItemView

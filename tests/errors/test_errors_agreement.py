@@ -8,8 +8,7 @@ import pytest
 from scipy import stats as sps
 
 from cresowlve_core.errors import agreement as agr
-from cresowlve_core.errors.annotation import (AnnotationStore, annotation_sample, clue_words, highlight,
-                                              read_annotations)
+from cresowlve_core.errors.annotation import AnnotationStore, annotation_sample, clue_words, highlight, read_annotations
 from cresowlve_core.errors.distribution import chi2_between, distribution
 from cresowlve_core.stats import wilson_interval
 

@@ -12,7 +12,6 @@ from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.errors import collect_wrong, label_messages, parse_label
 from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS
 from cresowlve_core.items import Item, ItemView
-from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.runtime import ClientOptions
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from fakeserver import FakeServer
 from test_errors_label import _items, write_run
 
