@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cresowlve_core import paths
 from cresowlve_core.construction import agreement as A
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.collect import collect
@@ -43,7 +44,6 @@ from cresowlve_core.construction.llm_steps import (
 )
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
-from cresowlve_core import paths
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, run_coro
 
