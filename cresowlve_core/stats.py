@@ -396,43 +396,46 @@ def mcnemar(b: int, c: int, n: int | None = None, exact_below: int = EXACT_BELOW
     return McNemar(n, b, c, float(stat), p, method, (b - c) / n, max(-1.0, d_adj - half), min(1.0, d_adj + half))
 
 
-def benjamini_hochberg(p: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Benjamini–Hochberg adjusted p-values (q-values); NaNs stay NaN and do not count.
-
-    Reject at false-discovery rate α every test with ``q <= α``.
-    """
+def _adjust_ignoring_nan(p: Sequence[float] | np.ndarray, adjust: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """Apply a p-value adjustment to the non-NaN entries only; NaNs stay NaN and do not count in ``m``."""
     x = np.asarray(p, dtype=float)
     out = np.full(x.shape, np.nan)
     ok = ~np.isnan(x)
-    m = int(ok.sum())
-    if m == 0:
-        return out
-    v = x[ok]
+    if ok.any():
+        out[ok] = adjust(x[ok])
+    return out
+
+
+def _bh(v: np.ndarray) -> np.ndarray:
+    m = len(v)
     order = np.argsort(v)
     scaled = v[order] * m / np.arange(1, m + 1)
     q = np.minimum.accumulate(scaled[::-1])[::-1]
     res = np.empty(m)
     res[order] = np.minimum(q, 1.0)
-    out[ok] = res
-    return out
+    return res
+
+
+def _holm(v: np.ndarray) -> np.ndarray:
+    m = len(v)
+    order = np.argsort(v)
+    scaled = v[order] * (m - np.arange(m))
+    res = np.empty(m)
+    res[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return res
+
+
+def benjamini_hochberg(p: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Benjamini–Hochberg adjusted p-values (q-values); NaNs stay NaN and do not count.
+
+    Reject at false-discovery rate α every test with ``q <= α``.
+    """
+    return _adjust_ignoring_nan(p, _bh)
 
 
 def holm(p: Sequence[float] | np.ndarray) -> np.ndarray:
     """Holm (1979) step-down adjusted p-values (family-wise error control); NaNs ignored."""
-    x = np.asarray(p, dtype=float)
-    out = np.full(x.shape, np.nan)
-    ok = ~np.isnan(x)
-    m = int(ok.sum())
-    if m == 0:
-        return out
-    v = x[ok]
-    order = np.argsort(v)
-    scaled = v[order] * (m - np.arange(m))
-    adj = np.minimum(np.maximum.accumulate(scaled), 1.0)
-    res = np.empty(m)
-    res[order] = adj
-    out[ok] = res
-    return out
+    return _adjust_ignoring_nan(p, _holm)
 
 
 @dataclass(frozen=True)
