@@ -23,6 +23,7 @@ def find_secret_values(extra_names: list[str] | None = None) -> list[str]:
 
 
 def redact(text: str, secrets: list[str]) -> str:
+    """``text`` with every occurrence of each secret value replaced by the redaction marker."""
     for s in secrets:
         if s in text:
             text = text.replace(s, REDACTED)

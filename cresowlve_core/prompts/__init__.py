@@ -38,6 +38,7 @@ class Prompt:
 
 @cache
 def load_prompt(name: str) -> Prompt:
+    """The prompt file ``prompts/NAME.txt``: its ``# version: N`` line, then the template (comment lines dropped)."""
     path = PROMPTS_DIR / f"{name}.txt"
     if not path.exists():
         known = ", ".join(sorted(p.stem for p in PROMPTS_DIR.glob("*.txt")))
@@ -53,4 +54,5 @@ def load_prompt(name: str) -> Prompt:
 
 
 def available() -> list[str]:
+    """The names of every prompt file."""
     return sorted(p.stem for p in PROMPTS_DIR.glob("*.txt"))
