@@ -8,7 +8,6 @@ response, else strict exact match. The rule used is recorded per item as ``basis
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -19,6 +18,7 @@ import pandas as pd
 
 from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
 from cresowlve_core.analysis.paired import correctness
+from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +46,10 @@ class WrongAnswer:
 
 
 def read_records(run_path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
-    """The last response record per ``(id, lang)`` of one run directory (read only; a torn last
-    line is skipped, any other bad line is an error naming the file and line)."""
-    path = Path(run_path) / "responses.jsonl"
-    out: dict[tuple[str, str], dict[str, Any]] = {}
-    if not path.exists():
-        return out
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == len(lines) - 1:
-                continue
-            raise ValueError(f"{path}:{i + 1}: not JSON: {exc}") from exc
-        if isinstance(rec, dict) and "id" in rec:
-            out[(str(rec["id"]), str(rec.get("lang")))] = rec
-    return out
+    """The last response record per ``(id, lang)`` of one run directory (read only; the runtime's
+    reader: a torn last line is skipped, any other bad line is an error naming the file and line)."""
+    records = read_jsonl(Path(run_path) / RESPONSES)
+    return {(str(r["id"]), str(r.get("lang"))): r for r in records if "id" in r}
 
 
 def _hash(*parts: str | None) -> str:

@@ -143,30 +143,8 @@ class RunDir:
         log.warning(msg)
 
     def read(self, filename: str) -> list[dict[str, Any]]:
-        """Every record in file order. A torn last line is skipped (and repaired on the next
-        append); any other unparseable line is an error naming the file and line."""
-        path = self.path / filename
-        if not path.exists():
-            return []
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except UnicodeDecodeError as exc:
-            raise RunDirError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-        out = []
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if i == len(lines) - 1:
-                    log.warning("%s: ignoring a torn last line (the run was killed mid-write)", path)
-                    continue
-                raise RunDirError(f"{path}:{i + 1}: not JSON: {exc}") from exc
-            if not isinstance(rec, dict):
-                raise RunDirError(f"{path}:{i + 1}: a record must be a JSON object, not {type(rec).__name__}")
-            out.append(rec)
-        return out
+        """Every record of ``filename`` in file order (see :func:`read_jsonl`)."""
+        return read_jsonl(self.path / filename)
 
     def latest(self, filename: str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:
         """The last record per key."""
@@ -194,3 +172,32 @@ class RunDir:
 
     def _safe(self, text: str) -> str:
         return redact(text, self._secrets)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every record of a run's JSONL file in file order, without opening the run for writing.
+
+    A torn last line is skipped (and repaired on the next append); any other unparseable line,
+    or a line that is not a JSON object, is a :class:`RunDirError` naming the file and line.
+    """
+    if not path.exists():
+        return []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        raise RunDirError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    out = []
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if i == len(lines) - 1:
+                log.warning("%s: ignoring a torn last line (the run was killed mid-write)", path)
+                continue
+            raise RunDirError(f"{path}:{i + 1}: not JSON: {exc}") from exc
+        if not isinstance(rec, dict):
+            raise RunDirError(f"{path}:{i + 1}: a record must be a JSON object, not {type(rec).__name__}")
+        out.append(rec)
+    return out
