@@ -39,6 +39,7 @@ from cresowlve_core.runtime import (
     new_manifest,
     open_client,
 )
+from cresowlve_core.runtime import ModelRole as StepModel
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
@@ -47,15 +48,6 @@ ANNOTATION_STEPS: tuple[str, ...] = ("reasoning", "concepts", "domains", "cultur
 #: Output budget per step (tokens): short verdicts need little; translation needs room.
 DEFAULT_MAX_TOKENS: dict[str, int] = {"needs_material": 128, "russian_specific": 128, "translate": 768,
                                       "reasoning": 32, "concepts": 64, "domains": 96, "cultures": 64, "facts": 256}
-
-
-@dataclass(frozen=True)
-class StepModel:
-    """Where one step's calls go; no ``base_url`` means the embedded Gemma 3 270M."""
-
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
 
 
 @dataclass

@@ -29,6 +29,7 @@ from cresowlve_core.contamination.perturb import QuizItem, aperturb
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.errors.wrong import find_or_make_runs
 from cresowlve_core.runtime import ClientOptions, RunDir, endpoint_or_embedded, open_client, run_coro
+from cresowlve_core.runtime import ModelRole as Role
 from cresowlve_core.text import slug
 
 
@@ -64,21 +65,11 @@ class Contamination:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Role:
-    """Where one role's model lives (no ``base_url``: the embedded model)."""
-
-    model: str | None = None
-    base_url: str | None = None
-    api_key_env: str | None = None
-
-    @property
-    def name(self) -> str:
-        return self.model or "embedded"
+EMBEDDED = Role()  # no base URL: the embedded model
 
 
 def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
-                      lang: str = "ru", perturber: Role = Role(), quiz_taker: Role = Role(),
+                      lang: str = "ru", perturber: Role = EMBEDDED, quiz_taker: Role = EMBEDDED,
                       n_repeats: int = 3, max_items_per_set: int | None = None, seed: int = 0,
                       make_demo: bool = True, max_tokens: int = 256, quiz_max_tokens: int = 16,
                       concurrency: int = 4, configs: Sequence[str] | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,21 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
         deadline_s=options.deadline_s,
         down_after=options.down_after,
     )
+
+
+@dataclass(frozen=True)
+class ModelRole:
+    """Where one role's model lives (the solver, the judge, a construction step, a quiz-taker...).
+
+    No ``base_url`` means the embedded Gemma 3 270M (:func:`endpoint_or_embedded`)."""
+
+    model: str | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.model or "embedded"
 
 
 @contextlib.contextmanager
