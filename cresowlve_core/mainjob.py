@@ -124,14 +124,29 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
                 title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
             )
         report("03_analysis", {"runs": str(demo_runs / "*"), "export_dir": str(reports)})
-        roles = {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env}
-        report("04_error_analysis", {"runs": str(demo_runs / "*"), "out_dir": str(runs / "errors" / slug(tgt.model)), "make_demo": False, "embedded": tgt.local, "limit": 3 if tgt.local else None, "max_tokens": 64 if tgt.local else 512, **{f"labeller_{k}": v for k, v in roles.items()}})
-        report("05_contamination", {"runs": str(demo_runs / "*"), "out_dir": str(runs / "contamination" / slug(tgt.model)), "make_demo": False, "embedded": tgt.local, "max_items_per_set": 2 if tgt.local else None, "max_tokens": 96 if tgt.local else 512, **{f"{r}_{k}": v for r in ("perturber", "quiz") for k, v in roles.items()}})
-        report("01_construction", {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env, "embedded": tgt.local, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3, **({} if tgt.local else {"max_tokens": {}})})
-        report("07_create", {"local_base_url": tgt.base_url, "local_model": tgt.model,
-                             "local_api_key_env": tgt.api_key_env, "n_local_queries": 1 if quick else 3,
-                             "local_run_dir": str(runs / "create" / slug(tgt.model))})
-        report("06_synthetic", {**{f"{r}_{k}": v for r in ("verbaliser", "solver") for k, v in (("model", tgt.model), ("base_url", tgt.base_url), ("api_key_env", tgt.api_key_env))}, "n_candidates": 2 if quick else 3, "embedded": tgt.local, "verbaliser_max_tokens": 256 if tgt.local else 1024, "solver_max_tokens": 96 if tgt.local else 1024, "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
+        small = tgt.local  # the 270M base model rambles to any limit: keep its budgets and samples small
+        role = {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env}
+
+        def roles(*names: str) -> dict[str, Any]:
+            return {f"{name}_{k}": v for name in names for k, v in role.items()}
+
+        report("04_error_analysis", {
+            "runs": str(demo_runs / "*"), "out_dir": str(runs / "errors" / slug(tgt.model)), "make_demo": False,
+            "embedded": small, "limit": 3 if small else None, "max_tokens": 64 if small else 512,
+            **roles("labeller")})
+        report("05_contamination", {
+            "runs": str(demo_runs / "*"), "out_dir": str(runs / "contamination" / slug(tgt.model)),
+            "make_demo": False, "embedded": small, "max_items_per_set": 2 if small else None,
+            "max_tokens": 96 if small else 512, **roles("perturber", "quiz")})
+        report("01_construction", {
+            **role, "embedded": small, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3,
+            **({} if small else {"max_tokens": {}})})
+        report("07_create", {
+            "local_base_url": tgt.base_url, "local_model": tgt.model, "local_api_key_env": tgt.api_key_env,
+            "n_local_queries": 1 if quick else 3, "local_run_dir": str(runs / "create" / slug(tgt.model))})
+        report("06_synthetic", {
+            **roles("verbaliser", "solver"), "n_candidates": 2 if quick else 4, "embedded": small,
+            "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
     if not quick:
         _synthetic_report(report, runs / "synthetic", reports)
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
