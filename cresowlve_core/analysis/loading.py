@@ -308,7 +308,17 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "started_at": m.get("started_at"),
         "finished_at": m.get("finished_at"),
         "n_planned": int(planned) if planned is not None else None,
+        "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if thinking else None,
     }
+
+
+def _summary_value(run_dir: Path, key: str) -> Any:
+    """One value of the run's ``summary.json`` (None when absent or unreadable)."""
+    path = run_dir / "summary.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get(key) if path.exists() else None
+    except (OSError, ValueError):
+        return None
 
 
 def _legacy_score(df: pd.DataFrame, name: str) -> np.ndarray:

@@ -174,6 +174,11 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
     show(runs.rename(columns={"n_planned": "items planned", "n_records": "items finished", "complete": "finished"}))
     for note in rs.notes:
         say(f"- {note}")
+    if "n_no_reasoning" in rs.runs:
+        for r in rs.runs[rs.runs["n_no_reasoning"].fillna(0) > 0].itertuples():
+            say(f"- **Thinking not verified** for `{r.config}` ({r.lang}): {int(r.n_no_reasoning)} answers show no "
+                "reasoning (no reasoning tokens, no thoughts). The provider may have ignored the effort; the run is "
+                "labelled thinking only because of what was sent.")
     unfinished = rs.incomplete
     if not unfinished.empty:
         say(

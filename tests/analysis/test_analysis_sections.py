@@ -103,3 +103,20 @@ def test_heatmap_prints_each_cells_interval_and_marks_only_bh_cells():
     assert [r["label"] for r in rows] == ["25", "60*"]
     texts = [layer for layer in spec["spec"]["layer"] if layer["mark"]["type"] == "text"]
     assert any(layer["encoding"]["text"]["field"] == "ci" for layer in texts)
+
+
+def test_runs_section_warns_when_a_thinking_run_shows_no_reasoning(tmp_path, monkeypatch):
+    import json
+
+    from cresowlve_core.analysis import load_runs, report
+    from test_analysis_fixtures import record, write_run
+
+    run = write_run(tmp_path / "r", [record(f"i{i}") for i in range(3)], model="m", effort="high", thinking=True)
+    (run / "summary.json").write_text(json.dumps({"n_no_reasoning": 3}))
+    rs = load_runs(str(run))
+    assert rs.runs["n_no_reasoning"].iloc[0] == 3
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda obj: None)
+    report.runs_section(rs)
+    assert any("Thinking not verified" in s for s in said)
