@@ -108,8 +108,9 @@ def test_heatmap_prints_each_cells_interval_and_marks_only_bh_cells():
 def test_runs_section_warns_when_a_thinking_run_shows_no_reasoning(tmp_path, monkeypatch):
     import json
 
-    from cresowlve_core.analysis import load_runs, report
     from test_analysis_fixtures import record, write_run
+
+    from cresowlve_core.analysis import load_runs, report
 
     run = write_run(tmp_path / "r", [record(f"i{i}") for i in range(3)], model="m", effort="high", thinking=True)
     (run / "summary.json").write_text(json.dumps({"n_no_reasoning": 3}))
