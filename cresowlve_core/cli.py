@@ -201,14 +201,19 @@ def _create_finish(summary: Any, unit: str) -> int:
 
 
 def cmd_build(a: argparse.Namespace) -> int:
-    from cresowlve_core.construction.build import BuildConfig, run_build
+    from cresowlve_core.construction.build import BuildConfig, BuildStopped, run_build
+    from cresowlve_core.runtime.mapping import INTERRUPTED
 
     cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
                       limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
                       concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
                       apply_review=not a.no_review, agreement_n=a.agreement_n,
                       models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
-    res = run_build(cfg)
+    try:
+        res = run_build(cfg)
+    except BuildStopped as exc:  # finished work is saved; one line, the stop exit code
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return exitcodes.interrupt_code() if exc.reason == INTERRUPTED else EXIT_STOPPED
     print(json.dumps({"funnel": res["funnel"], "data_card": res["data_card"]}, ensure_ascii=False, indent=1))
     return 0
 

@@ -107,9 +107,19 @@ def _display(obj: Any) -> None:
         return
 
 
+class BuildStopped(RuntimeError):
+    """A step stopped early (a fatal provider error such as a rejected key, ``max_cost``, an
+    interrupt); the later steps are refused until the build is re-run (it resumes)."""
+
+    def __init__(self, step: str, reason: str):
+        super().__init__(f"build stopped at step {step!r}: {reason}; finished work is saved, re-run to resume")
+        self.step, self.reason = step, reason
+
+
 class Build:
     """One build in progress (see the module docstring). Use as a context manager, or call
-    :meth:`open` / :meth:`close` (a notebook keeps it open across cells)."""
+    :meth:`open` / :meth:`close` (a notebook keeps it open across cells). After a step stops
+    early (:attr:`stopped`), the later steps raise :class:`BuildStopped`."""
 
     def __init__(self, config: BuildConfig, *, progress: bool = True, clients: dict | None = None):
         self.config = config
@@ -123,6 +133,8 @@ class Build:
         self._stack = contextlib.ExitStack()
         self._finalizer = weakref.finalize(self, self._stack.close)
         self.ctx: StepContext | None = None
+        self.stopped: BuildStopped | None = None
+        self.agreement_result: dict[str, Any] | None = None
 
     # ---- lifecycle
 
@@ -162,7 +174,13 @@ class Build:
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
         tmp.replace(p)
 
+    def _guard(self) -> None:
+        if self.stopped is not None:
+            raise self.stopped
+
     def _record(self, out: StepOutput) -> dict[str, Any]:
+        if out.stopped:
+            self.stopped = BuildStopped(out.name, out.stopped)
         self.cands = out.kept
         summary = out.summary()
         self.steps[out.name] = summary
@@ -174,6 +192,7 @@ class Build:
         return summary
 
     def _need_ctx(self) -> StepContext:
+        self._guard()
         if self.ctx is None:
             raise RuntimeError("open the build first (Build(config).open() or `with Build(config) as b:`)")
         return self.ctx
@@ -199,6 +218,7 @@ class Build:
 
     def review(self) -> dict[str, Any]:
         """Write the review queue; apply the decisions saved so far (if ``apply_review``)."""
+        self._guard()
         R.write_queue(self.path, self.cands)
         decisions, report = R.load_decisions(self.path)
         if not self.config.apply_review:
@@ -215,6 +235,7 @@ class Build:
         return self._record(run_coro(annotate_step(step, self.cands, self._need_ctx())))
 
     def consolidate_domains(self) -> dict[str, Any]:
+        self._guard()
         out, routes = consolidate_domains(self.cands, self.config.mapping_file,
                                           min_similarity=self.config.min_similarity)
         self._write_json("steps/domain_routes.json", routes)
@@ -223,18 +244,21 @@ class Build:
     def agreement(self) -> dict[str, Any]:
         """Write the seeded agreement sample's queue; score the human annotations saved so far
         against the model's labels (App. B)."""
+        self._guard()
         ids = R.agreement_sample([c.id for c in self.cands], self.config.agreement_n, seed=self.config.seed)
         chosen = [c for c in self.cands if c.id in set(ids)]
         R.write_queue(self.path, chosen, R.AGREEMENT_QUEUE)
         result = agreement_report(chosen, R.load_annotations(self.path))
         result["n_sample"] = len(chosen)
         self._write_json("agreement.json", result)
+        self.agreement_result = result
         _display(f"**agreement**: sample of {len(chosen)} written; {result['n_items']} item(s) annotated by every "
                  f"reviewer ({', '.join(result['reviewers']) or 'none yet'})")
         return result
 
     def export(self) -> dict[str, Any]:
         """Write the exports and the data card."""
+        self._guard()
         res = export_build(self.cands, self.path / "export")
         self.funnel["creative"] = res["counts"]["creative"]
         self.funnel["factual"] = res["counts"]["factual"]
@@ -253,7 +277,8 @@ class Build:
         if self.config.limit is not None:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
         human = self.steps.get("human_validation", {}).get("by_code", {})
-        card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human},
+        card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
+                          "agreement": self.agreement_result},
                          self.funnel, creative, notes)
         (self.path / "export" / "DATA_CARD.md").write_text(card, encoding="utf-8")
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
@@ -264,7 +289,8 @@ class Build:
         return res
 
     def run_all(self) -> dict[str, Any]:
-        """Every step in order; returns the export summary with the funnel."""
+        """Every step in order; returns the export summary with the funnel. Raises
+        :class:`BuildStopped` (after saving what finished) when a step stops early."""
         self.collect()
         self.filter("needs_material")
         self.filter("russian_specific")

@@ -17,6 +17,7 @@ are in ``full.jsonl`` and counted on the card (``untranslated``, ``no reasoning 
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -139,9 +140,54 @@ def label_distribution(items: Sequence[Item], field: str, top: int = 20) -> list
     return [{"label": k, "items": v} for k, v in counts.most_common(top)]
 
 
+def _num(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "undefined"
+    return f"{x:.3f}" if isinstance(x, float) else str(x)
+
+
+#: The multi-label fields scored with Gwet's AC1, with their titles.
+AGREEMENT_FIELDS = (("concepts", "creative concepts"), ("domains", "knowledge domains"), ("cultures", "cultures"))
+
+
+def agreement_section(result: dict[str, Any] | None) -> str:
+    """The data card's agreement section (App. B) from a build's ``agreement.json``: raw
+    agreement and Fleiss' kappa for reasoning type; Gwet's AC1 support-weighted and per label for
+    concepts, domains and cultures, each with n. Says "not yet annotated" when no item of the
+    sample has been labelled by every reviewer."""
+    head = "\n## Agreement: human re-annotation vs the model (paper App. B)\n"
+    if not result or not result.get("n_items"):
+        n = (result or {}).get("n_sample")
+        sample = f"a seeded sample of {n} item(s) is in `review/agreement_queue.jsonl`" if n else "no sample yet"
+        return (head + f"\nNot yet annotated: {sample}. Label it in the review panel or app (agreement mode), "
+                "then run the build again.\n")
+    reviewers = ", ".join(result.get("reviewers") or [])
+    raters = 1 + len(result.get("reviewers") or [])
+    lines = [head, f"\n{result['n_items']} of {result.get('n_sample', '?')} sampled item(s) annotated by every "
+             f"reviewer ({reviewers}); raters per item = the model + {raters - 1} human(s).\n"]
+    rt = result.get("reasoning_type") or {}
+    rows = [{"field": "reasoning type", "n": rt.get("n", 0), "statistic": "raw agreement",
+             "value": _num(rt.get("raw_agreement"))},
+            {"field": "reasoning type", "n": rt.get("n", 0), "statistic": "Fleiss' κ", "value": _num(rt.get("fleiss_kappa"))}]
+    for key, title in AGREEMENT_FIELDS:
+        m = result.get(key) or {}
+        rows.append({"field": title, "n": m.get("n_items", 0),
+                     "statistic": f"Gwet's AC1, support-weighted over {m.get('n_labels', 0)} label(s)",
+                     "value": _num(m.get("overall"))})
+    lines.append(_md_table(rows))
+    lines.append("\nAC1 per label (support = ratings marking the label present; labels nobody used are left out; "
+                 "undefined = fewer than two categories observed):\n")
+    per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "support": v.get("support"),
+            "n": (result.get(key) or {}).get("n_items")}
+           for key, title in AGREEMENT_FIELDS for lab, v in ((result.get(key) or {}).get("per_label") or {}).items()]
+    lines.append(_md_table(per))
+    return "\n".join(lines)
+
+
 def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[Item], notes: Sequence[str] = ()) -> str:
     """The data card (markdown): funnel vs the paper, Table 2 for the creative subset, label
-    distributions, review decisions, models and prompt versions."""
+    distributions, review decisions, agreement (``build["agreement"]``, see
+    :func:`agreement_section`), models and prompt versions."""
     parts = [f"# CresOWLve build `{build.get('name')}`\n"]
     parts += [f"> {n}\n" for n in notes]
     parts.append("## Funnel (paper §3.1)\n")
@@ -158,6 +204,7 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
     decisions = build.get("review_codes") or {}
     parts.append("\n## Human validation decisions by code\n")
     parts.append(_md_table([{"code": k, "items": v} for k, v in sorted(decisions.items())]))
+    parts.append(agreement_section(build.get("agreement")))
     parts.append("\n## Models and prompt versions\n")
     parts.append(_md_table([{"step": s, **m} for s, m in (build.get("models") or {}).items()]))
     return "\n".join(parts)

@@ -214,3 +214,33 @@ def test_malformed_replies_flag_items_and_never_guess(tmp_path: Path, tmp_cache)
     assert "translate:placeholder_lost:X:ИКС,ИКСОМ" in flags["chgk_c97e6fd16d"]
     assert res["counts"] == {"creative": 0, "factual": 0, "untranslated": 8, "no_reasoning_type": 0}
     assert all(i.en is None for i in read_items_jsonl(res["paths"]["full"]))  # never the Russian text
+
+
+def test_data_card_reports_the_agreement_once_annotated(tmp_path: Path, tmp_cache) -> None:
+    """The agreement sample labelled by two reviewers through the annotation API; the next build
+    scores it and the data card carries the numbers (with n) that agreement.json holds."""
+    with FakeServer(answers=scripted) as srv:
+        cfg = _config(tmp_path, srv.base_url, agreement_n=4)
+        with Build(cfg, progress=False) as b:
+            first = b.run_all()
+        assert "Not yet annotated: a seeded sample of 4" in Path(first["data_card"]).read_text(encoding="utf-8")
+        for reviewer, rtype in (("ann", "creative"), ("bob", "factual")):
+            s = R.AnnotationSession(cfg.path, reviewer)
+            while (card := s.next_card()) is not None:
+                s.annotate(card["id"], reasoning_type=rtype, concepts=["metaphor"], domains=["Literature"],
+                           cultures=["Russian"])
+        sent = srv.total
+        with Build(cfg, progress=False) as b:
+            res = b.run_all()
+        assert srv.total == sent
+    result = json.loads((cfg.path / "agreement.json").read_text())
+    assert result["n_items"] == 4 and result["reviewers"] == ["ann", "bob"]
+    card = Path(res["data_card"]).read_text(encoding="utf-8")
+    rt = result["reasoning_type"]
+    assert f"| reasoning type | {rt['n']} | raw agreement | {rt['raw_agreement']:.3f} |" in card
+    assert f"| reasoning type | {rt['n']} | Fleiss' κ | {rt['fleiss_kappa']:.3f} |" in card
+    concepts = result["concepts"]
+    assert (f"| creative concepts | 4 | Gwet's AC1, support-weighted over {concepts['n_labels']} label(s) | "
+            f"{concepts['overall']:.3f} |") in card
+    assert f"| cultures | russian | {result['cultures']['per_label']['russian']['ac1']:.3f} |" in card
+    assert "Not yet annotated" not in card

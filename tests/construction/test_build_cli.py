@@ -1,0 +1,67 @@
+"""``cresowlve build`` end to end as a subprocess, against the scripted replies of the paper's items.
+
+A first run writes the exports and the data card; a second run of the same command resumes from
+the step records and sends no request; a rejected key (HTTP 401) stops the build with exit code 3
+and one error line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fakeserver import FakeServer
+from test_construction_pipeline import DEMO, scripted
+
+from cresowlve_core.exitcodes import EXIT_STOPPED
+from cresowlve_core.sources.hub import read_published_file
+
+
+def _build(tmp_path: Path, base_url: str, build_dir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "CRESOWLVE_CACHE_DIR": str(tmp_path / "cache"), "CRESOWLVE_DATA_DIR": str(tmp_path / "data"),
+           "CRESOWLVE_REPORTS_DIR": str(tmp_path / "reports")}
+    cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--source", DEMO, "--model", "fake",
+           "--base-url", base_url, "--build-dir", str(build_dir), "--no-cache", "--agreement-n", "3"]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path) -> None:
+    build_dir = tmp_path / "build"
+    with FakeServer(answers=scripted) as srv:
+        first = _build(tmp_path, srv.base_url, build_dir)
+        assert first.returncode == 0, first.stderr[-2000:]
+        sent = srv.total
+        # 8 items x 2 filters, 7 left after the Russian-specific filter x (translate + 5 annotations)
+        assert sent == 8 * 2 + 7 * 6
+        second = _build(tmp_path, srv.base_url, build_dir)
+        assert second.returncode == 0, second.stderr[-2000:]
+        assert srv.total == sent  # resumed from the step records: not one request more
+    out = json.loads(first.stdout)
+    funnel = {r["step"]: r["this build"] for r in out["funnel"]}
+    assert funnel["collected"] == 8 and funnel["−Russian-specific"] == 1 and funnel["=final"] == 7
+    assert json.loads(second.stdout)["funnel"] == out["funnel"]
+    export = build_dir / "export"
+    for subset in ("creative", "factual"):
+        for lang in ("en", "ru"):
+            for ext in ("parquet", "jsonl"):
+                assert (export / subset / lang / f"test.{ext}").is_file()
+    assert len(read_published_file(export / "creative" / "en" / "test.parquet", "en")) == 6
+    assert (export / "full.jsonl").is_file()
+    card = Path(out["data_card"]).read_text(encoding="utf-8")
+    assert Path(out["data_card"]) == export / "DATA_CARD.md"
+    assert "| −Russian-specific | 1 | 799 |" in card and "not yet annotated" in card.lower()
+    assert (build_dir / "review" / "agreement_queue.jsonl").read_text().count("\n") == 3
+    assert not (tmp_path / "data" / "builds").exists()  # only the build directory given
+
+
+def test_build_command_stops_with_exit_3_on_a_rejected_key(tmp_path: Path) -> None:
+    with FakeServer(answers=scripted, api_key="the-right-key") as srv:
+        res = _build(tmp_path, srv.base_url, tmp_path / "build")
+    assert res.returncode == EXIT_STOPPED
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "401" in errors[0] and "needs_material" in errors[0]
+    assert "Traceback" not in res.stderr and res.stdout == ""
+    assert not (tmp_path / "build" / "export").exists()  # stopped: no card from an unfiltered build
