@@ -1,16 +1,29 @@
 """Three word-level perturbations of each question (one ``map_with_resume`` run).
 
 The perturber rewrites the question three times with synonym swaps. :func:`parse_perturbations`
-reads the three numbered lines; :func:`problems` says why a set cannot be used in a quiz (fewer
-than three, one equal to the original or to another, a capitalised placeholder lost). Such an
-item is reported with its reason, never silently dropped.
+reads the three numbered lines; :func:`rejections` says, per rewrite, why a set cannot be used in
+a quiz. A rewrite is rejected when it
+
+* equals the original (``same_as_original``) or an earlier rewrite (``duplicate``), compared on
+  casefolded ``\\w+`` words;
+* loses a capitalised placeholder of the original (``placeholder_lost``);
+* changes the punctuation sequence (``punctuation_changed``): the ordered punctuation marks after
+  NFKC, with every quote style (« » “ ” „ " ' …) one class and every dash (- – — …) one class;
+  hyphens and apostrophes inside a word (``что-то``, ``don't``) belong to the word;
+* changes the length (``length_changed``): its word count differs from the original's by more
+  than ``max(3, ⌊0.2·n⌋)`` words (n: the original's word count; words are ``\\w+`` runs joined by
+  inner hyphens/apostrophes), i.e. a rewrite rather than a synonym swap.
+
+A reply without three numbered rewrites is rejected as a whole (``unparsed``). Such an item is
+reported with every reason, never silently dropped.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from cresowlve_core.contamination.rouge import words
@@ -23,6 +36,15 @@ PERTURBATIONS = "perturbations.jsonl"
 MAX_PARSE_CHARS = 20_000
 _NUMBERED = re.compile(r"^\s*[*#>]*\s*(?:option|rewrite|вариант)?\s*([1-3])\s*[.):]\s*[*]*\s*(.*?)\s*$", re.I)
 _PLACEHOLDER_LETTERS = frozenset("XYZNХ")
+QUOTES = frozenset("\"'`«»“”„‟‹›‘’‚‛")
+DASHES = frozenset("-‐‑‒–—―−")
+_INNER_JOINER = re.compile(r"(?<=\w)[-‐‑'’](?=\w)")  # что-то, don't: part of the word
+_STRUCT_WORD = re.compile(r"\w+(?:[-‐‑'’]\w+)*")
+_PUNCT = re.compile(r"[^\w\s]")
+LENGTH_TOLERANCE_WORDS = 3
+LENGTH_TOLERANCE_SHARE = 0.2
+REJECTION_KINDS = ("unparsed", "same_as_original", "duplicate", "placeholder_lost", "punctuation_changed",
+                   "length_changed")
 
 
 @dataclass(frozen=True)
@@ -34,9 +56,32 @@ class QuizItem:
     question: str
 
 
-def parse_perturbations(text: str | None) -> list[str] | None:
+@dataclass(frozen=True)
+class Rejection:
+    """Why one rewrite (1–3; None: the whole reply) cannot be a quiz option."""
+
+    rewrite: int | None
+    kind: str  # one of REJECTION_KINDS
+    detail: str
+
+    def __str__(self) -> str:
+        return f"rewrite {self.rewrite}: {self.detail}" if self.rewrite else self.detail
+
+
+def _unwrap(rewrite: str, original: str | None) -> str:
+    """Drop one pair of quotes wrapping the whole rewrite, unless the original itself starts with a quote."""
+    s = rewrite.strip()
+    if original is not None and original.strip()[:1] in QUOTES:
+        return s
+    if len(s) >= 2 and s[0] in QUOTES and s[-1] in QUOTES:
+        return s[1:-1].strip()
+    return s
+
+
+def parse_perturbations(text: str | None, original: str | None = None) -> list[str] | None:
     """The three numbered rewrites (``1.``/``2.``/``3.``, also ``1)`` or ``Option 1:``), with
-    continuation lines joined; None unless all three are present and non-empty."""
+    continuation lines joined and a quote pair wrapping a whole rewrite removed (kept when
+    ``original`` starts with a quote); None unless all three are present and non-empty."""
     if not text:
         return None
     found: dict[int, list[str]] = {}
@@ -50,7 +95,7 @@ def parse_perturbations(text: str | None) -> list[str] | None:
             found[current].append(line.strip())
         elif not line.strip():
             current = None if current == 3 else current
-    out = [" ".join(found.get(i, [])).strip().strip("\"“”«»") for i in (1, 2, 3)]
+    out = [_unwrap(" ".join(found.get(i, [])), original) for i in (1, 2, 3)]
     return out if all(out) else None
 
 
@@ -60,21 +105,60 @@ def placeholders(question: str) -> list[str]:
     return sorted({t for t in toks if t.isalpha() and t.isupper() and (len(t) >= 2 or t in _PLACEHOLDER_LETTERS)})
 
 
-def problems(original: str, perturbations: list[str] | None) -> list[str]:
-    """Why these perturbations cannot make a quiz (empty list: they can)."""
-    if perturbations is None:
-        return ["no three numbered rewrites in the reply"]
+def punctuation(text: str) -> str:
+    """The ordered punctuation marks of ``text`` (NFKC), quotes mapped to ``"`` and dashes to ``—``;
+    hyphens and apostrophes inside a word are not punctuation."""
+    t = _INNER_JOINER.sub("", unicodedata.normalize("NFKC", text))
+    return "".join('"' if c in QUOTES else "—" if c in DASHES else c for c in _PUNCT.findall(t))
+
+
+def word_count(text: str) -> int:
+    """Words for the structure check: ``\\w+`` runs, joined by inner hyphens or apostrophes."""
+    return len(_STRUCT_WORD.findall(unicodedata.normalize("NFKC", text)))
+
+
+def length_tolerance(n_words: int) -> int:
+    """How many words a rewrite of an ``n_words``-word question may add or drop: max(3, ⌊0.2·n⌋)."""
+    return max(LENGTH_TOLERANCE_WORDS, int(LENGTH_TOLERANCE_SHARE * n_words))
+
+
+def rewrite_rejections(original: str, rewrite: str, k: int) -> list[Rejection]:
+    """Why rewrite ``k`` alone breaks the rules (difference from the original, placeholders,
+    punctuation, length); duplicates among rewrites are checked by :func:`rejections`."""
     out = []
-    norm = [" ".join(words(p)) for p in perturbations]
-    orig = " ".join(words(original))
-    if any(n == orig for n in norm):
-        out.append("a rewrite equals the original")
-    if len(set(norm)) < 3:
-        out.append("two rewrites are the same")
-    for ph in placeholders(original):
-        if any(ph not in re.findall(r"\w+", p) for p in perturbations):
-            out.append(f"placeholder {ph} lost")
+    if words(rewrite) == words(original):
+        out.append(Rejection(k, "same_as_original", "equals the original"))
+    toks = set(re.findall(r"\w+", rewrite))
+    lost = [ph for ph in placeholders(original) if ph not in toks]
+    if lost:
+        out.append(Rejection(k, "placeholder_lost", f"placeholder {', '.join(lost)} lost"))
+    po, pr = punctuation(original), punctuation(rewrite)
+    if po != pr:
+        out.append(Rejection(k, "punctuation_changed", f"punctuation changed ({po!r} → {pr!r})"))
+    n, m = word_count(original), word_count(rewrite)
+    if abs(m - n) > length_tolerance(n):
+        out.append(Rejection(k, "length_changed",
+                             f"length changed ({n} → {m} words, tolerance ±{length_tolerance(n)})"))
     return out
+
+
+def rejections(original: str, perturbations: Sequence[str] | None) -> list[Rejection]:
+    """Every reason, per rewrite, why these perturbations cannot make a quiz (empty: they can)."""
+    if perturbations is None:
+        return [Rejection(None, "unparsed", "no three numbered rewrites in the reply")]
+    out: list[Rejection] = []
+    norm = [words(p) for p in perturbations]
+    for k, p in enumerate(perturbations, start=1):
+        out.extend(rewrite_rejections(original, p, k))
+        same = [j for j in range(1, k) if norm[j - 1] == norm[k - 1]]
+        if same:
+            out.append(Rejection(k, "duplicate", f"same as rewrite {same[0]}"))
+    return sorted(out, key=lambda r: (r.rewrite or 0, REJECTION_KINDS.index(r.kind)))
+
+
+def problems(original: str, perturbations: Sequence[str] | None) -> list[str]:
+    """The rejections as readable lines (``rewrite 2: punctuation changed (…)``); empty: usable."""
+    return [str(r) for r in rejections(original, perturbations)]
 
 
 def perturb_messages(unit: QuizItem) -> tuple[list[dict[str, str]], str]:
@@ -94,9 +178,10 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
     async def call(unit: QuizItem, previous: dict[str, Any] | None) -> dict[str, Any]:
         messages, tag = perturb_messages(unit)
         c = await client.complete(messages, options.gen_params(), prompt_version=tag)
-        parsed = parse_perturbations(c.text)
+        parsed = parse_perturbations(c.text, unit.question)
+        rej = rejections(unit.question, parsed)
         return {"key": [unit.lang, unit.id], "status": "ok", "perturbations": parsed,
-                "problems": problems(unit.question, parsed), "raw": c.text, "usage": c.usage.model_dump(),
+                "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej], "raw": c.text, "usage": c.usage.model_dump(),
                 "cost": c.cost}
 
     result = await map_with_resume(run, PERTURBATIONS, units, key=lambda u: (u.lang, u.id), call=call,

@@ -25,12 +25,14 @@ import pandas as pd
 
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
-from cresowlve_core.contamination.perturb import QuizItem, aperturb
+from cresowlve_core.contamination.perturb import QuizItem, Rejection, aperturb, rejections
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.errors.wrong import find_or_make_runs
 from cresowlve_core.runtime import ClientOptions, RunDir, endpoint_or_embedded, open_client, run_coro
 from cresowlve_core.runtime import ModelRole as Role
 from cresowlve_core.text import slug
+
+REJECTION_COLUMNS = ["set", "id", "rewrite", "kind", "detail"]
 
 
 @dataclass
@@ -49,6 +51,8 @@ class ConfigResult:
     completions: pd.DataFrame
     n_tested: int = 0  # questions of this configuration that went into the tests (after max_items_per_set)
     stopped: list[str] = field(default_factory=list)
+    # every reason a question is not quizzable, one row per reason and rewrite (rewrite 0: the whole reply)
+    rejections: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REJECTION_COLUMNS))
 
 
 @dataclass
@@ -159,14 +163,15 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
     stopped: list[str] = []
     try:
         usable, bad = [], []
+        rejected: list[dict[str, Any]] = []
         for r in members.sort_values(["set", "id"]).itertuples():
-            rec = pert.get(r.id)
-            why = ("perturbation call failed: " + str(rec.get("error")) if rec and rec.get("status") != "ok"
-                   else "not perturbed (run stopped)" if rec is None else "; ".join(rec.get("problems") or []))
-            if rec and rec.get("status") == "ok" and not rec.get("problems"):
-                usable.append((r.set, r.id, rec["perturbations"]))
-            else:
-                bad.append({"set": r.set, "id": r.id, "reason": why})
+            rej = _rejections(pert.get(r.id), questions[r.id])
+            if not rej:
+                usable.append((r.set, r.id, pert[r.id]["perturbations"]))
+                continue
+            bad.append({"set": r.set, "id": r.id, "reason": "; ".join(map(str, rej))})
+            rejected.extend({"set": r.set, "id": r.id, "rewrite": x.rewrite or 0, "kind": x.kind, "detail": x.detail}
+                            for x in rej)
         bdq_units = [qz.QuizUnit("bdq", s, lang, i, 0, *qz.bdq_options(p, qz.bdq_rng(seed, lang, i)))
                      for s, i, p in usable]
         bdq_res = await qz.aquiz("bdq", bdq_units, RunDir(cdir / "bdq"), client, quiz_opts, progress=progress)
@@ -207,4 +212,15 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         await comp_client.aclose()
     set_counts = {s: int(counts.get(s, 0)) for s in SETS}
     return ConfigResult(config, set_counts, pd.DataFrame(bad, columns=["set", "id", "reason"]), too_short, bdq_df,
-                        bdq_counts, non_pref, truly, bcq_df, comp_df, int(len(members)), stopped)
+                        bdq_counts, non_pref, truly, bcq_df, comp_df, int(len(members)), stopped,
+                        pd.DataFrame(rejected, columns=REJECTION_COLUMNS))
+
+
+def _rejections(rec: dict[str, Any] | None, question: str) -> list[Rejection]:
+    """Why an item's perturbation record gives no four distinct options (empty: it does). Parsed
+    rewrites are re-validated here, so records cached under older rules meet the current ones."""
+    if rec is None:
+        return [Rejection(None, "not_perturbed", "not perturbed (run stopped)")]
+    if rec.get("status") != "ok":
+        return [Rejection(None, "call_failed", f"perturbation call failed: {rec.get('error')}")]
+    return rejections(question, rec.get("perturbations"))

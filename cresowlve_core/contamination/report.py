@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from cresowlve_core.contamination.completion import completion_table, guided_vs_general
-from cresowlve_core.contamination.pipeline import Contamination
+from cresowlve_core.contamination.pipeline import ConfigResult, Contamination
 from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS
 from cresowlve_core.contamination.verdict import verdict_table
@@ -30,23 +30,48 @@ def sets_section(c: Contamination) -> dict[str, Any]:
 
 
 def perturbation_section(c: Contamination) -> dict[str, Any]:
-    """How many questions got three usable perturbations; the others with their reason."""
+    """How many questions got three usable perturbations; the others with every reason, and the
+    reasons counted (per rewrite: one rewrite can be rejected for several reasons)."""
     out = {}
     for r in c.results:
         n_bad = len(r.not_quizzable)
         n_all = r.n_tested
         say(f"**{r.config}**: {n_all - n_bad} of {n_all} tested questions have four distinct options; "
             f"{n_bad} reported below.")
+        counts = rejection_counts(r.rejections)
         if n_bad:
+            show(counts)
             show(r.not_quizzable)
-        out[r.config] = {"quizzable": n_all - n_bad, "not_quizzable": n_bad}
+        out[r.config] = {"quizzable": n_all - n_bad, "not_quizzable": n_bad,
+                         "rejections": {row.kind: int(row.rejections) for row in counts.itertuples()},
+                         "questions_by_reason": {row.kind: int(row.questions) for row in counts.itertuples()}}
     if not c.results:
         say("No questions to perturb.")
     return out
 
 
+def rejection_counts(rejections: pd.DataFrame) -> pd.DataFrame:
+    """Per reason: how many rejections (rewrite × reason) and how many questions it hit."""
+    if rejections.empty:
+        return pd.DataFrame(columns=["kind", "rejections", "questions"])
+    g = rejections.groupby("kind", sort=True)
+    return (pd.DataFrame({"rejections": g.size(), "questions": g["id"].nunique()}).reset_index()
+            .sort_values(["rejections", "kind"], ascending=[False, True], ignore_index=True))
+
+
+def not_quizzed_note(r: ConfigResult, quiz: str, limit: int = 20) -> list[dict[str, Any]]:
+    """Say which questions are not in a quiz for want of four distinct options, with the reason."""
+    rows = r.not_quizzable.to_dict("records")
+    if rows:
+        listed = "; ".join(f"`{x['id']}` ({SET_LABELS.get(x['set'], x['set'])}): {x['reason']}" for x in rows[:limit])
+        more = f"; … and {len(rows) - limit} more (all in the perturbation section)" if len(rows) > limit else ""
+        say(f"Not in the {quiz} ({len(rows)} question(s) without four distinct options): {listed}{more}.")
+    return rows
+
+
 def bdq_section(c: Contamination) -> dict[str, Any]:
-    """The bias detector quiz: positions chosen (as in the paper), χ² against uniform, non-preferred."""
+    """The bias detector quiz: positions chosen (as in the paper), χ² against uniform, non-preferred;
+    the questions left out for want of four distinct options, with the reason."""
     out = {}
     for r in c.results:
         n = len(r.bdq)
@@ -64,22 +89,24 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
                                                  tooltip=["position", "count"]).properties(
                 width=260, height=160, title=f"BDQ choices — {r.config}"))
         out[r.config] = {"N": n, "counts": counts, "non_preferred": r.non_preferred, "chi2": gof["chi2"],
-                         "p": gof["p"]}
+                         "p": gof["p"], "not_quizzed": not_quizzed_note(r, "BDQ")}
     return out
 
 
 def bcq_section(c: Contamination) -> dict[str, Any]:
-    """The bias compensator quiz: accuracy per repeat and their mean, binomial test vs 25%, Wilson CI."""
+    """The bias compensator quiz: accuracy per repeat and their mean, binomial test vs 25%, Wilson CI;
+    the questions left out for want of four distinct options, with the reason."""
     out = {}
     for r in c.results:
         t = bcq_table(r.bcq, c.n_repeats)
         say(f"**{r.config}**: original at a non-preferred position ({', '.join(r.non_preferred) or 'none'}), "
             f"{c.n_repeats} repeats. p: exact one-sided binomial test against 25%; invalid answers count as wrong.")
+        not_quizzed = not_quizzed_note(r, "BCQ")
         if t.empty:
             say("No BCQ answers.")
         else:
             show(t.assign(set=t["set"].map(lambda s: SET_LABELS.get(s, s))).round(3))
-        out[r.config] = jsonable(t)
+        out[r.config] = {"table": jsonable(t), "not_quizzed": not_quizzed}
     return out
 
 

@@ -19,9 +19,13 @@ def test_contamination_notebook_renders_verdict(tmp_path):
     rec = res.records
     assert rec["sets"]["configs"][0]["target"] == N_TARGET + 1
     assert rec["perturbations"]["m"]["not_quizzable"] == 1
+    assert rec["perturbations"]["m"]["rejections"] == {"unparsed": 1}
+    not_quizzed = [{"set": "target", "id": items[-1].id, "reason": "no three numbered rewrites in the reply"}]
+    assert rec["bdq"]["m"]["not_quizzed"] == rec["bcq"]["m"]["not_quizzed"] == not_quizzed
     assert rec["bdq"]["m"]["non_preferred"] == ["B", "C"]
-    mean = [r for r in rec["bcq"]["m"] if r["set"] == "target" and r["repeat"] == "mean"][0]
+    mean = [r for r in rec["bcq"]["m"]["table"] if r["set"] == "target" and r["repeat"] == "mean"][0]
     assert mean["accuracy"] == 1.0 and mean["p"] < 1e-6
     assert rec["verdict"]["m"]["overall"].startswith("likely contaminated")
     html = res.html.read_text()
+    assert html.count(f"Not in the BDQ (1 question(s) without four distinct options): <code>{items[-1].id}</code>") == 1
     assert "EMBEDDED" not in html  # real roles: no embedded banner

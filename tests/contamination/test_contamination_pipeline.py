@@ -103,6 +103,7 @@ def test_pipeline_end_to_end_then_resume_sends_nothing(tmp_path):
         assert srv.total == 0  # everything was already done
     (r,) = c.results
     assert r.not_quizzable["reason"].tolist() == ["no three numbered rewrites in the reply"]
+    assert r.rejections[["id", "rewrite", "kind"]].values.tolist() == [[items[-1].id, 0, "unparsed"]]
     assert r.bdq_counts["A"] == n_quizzable - 1 and r.bdq_counts["invalid"] == 1
     assert r.non_preferred == ["B", "C"] and r.truly_non_preferred
     tgt = r.bcq[r.bcq["set"] == "target"]
