@@ -276,7 +276,15 @@ def agreement_sample(ids: Sequence[str], n: int = 50, *, seed: int = 0) -> list[
     return [i for i in ids if i in chosen]
 
 
+def parse_cultures(text: str | None) -> list[str]:
+    """Cultures typed as free text: comma-separated (semicolons and new lines too), trimmed,
+    inner spaces collapsed, lower case, duplicates dropped, order kept."""
+    parts = re.split(r"[,;\n]", text or "")
+    return list(dict.fromkeys(" ".join(p.split()).lower() for p in parts if p.strip()))
+
+
 def validate_annotation(reasoning_type: str | None, concepts: Iterable[str], domains: Iterable[str]) -> None:
+    """Raise :class:`ReviewError` for a reasoning type, concept or domain group outside its vocabulary."""
     if reasoning_type is not None and reasoning_type not in REASONING_TYPES:
         raise ReviewError(f"reasoning type must be one of {REASONING_TYPES}, got {reasoning_type!r}")
     bad = sorted(set(concepts) - set(CONCEPTS))
@@ -301,18 +309,31 @@ class AnnotationSession:
         }
 
     def next_card(self) -> dict[str, Any] | None:
+        """The first sampled item this reviewer has not labelled (where a resumed session continues)."""
         return next((c for c in self.cards if c["id"] not in self.annotations), None)
 
     def progress(self) -> tuple[int, int]:
+        """(annotated, sample size)."""
         return len(self.annotations), len(self.cards)
+
+    def annotate_form(self, item_id: str, *, reasoning_type: str | None, concepts: Iterable[str] = (),
+                      domains: Iterable[str] = (), cultures: str | None = "") -> Annotation:
+        """What the panel and the app call: like :meth:`annotate`, but the reasoning type must be
+        chosen and the cultures are the free text of the form (see :func:`parse_cultures`)."""
+        if reasoning_type in (None, ""):
+            raise ReviewError(f"choose a reasoning type ({' or '.join(REASONING_TYPES)})")
+        return self.annotate(item_id, reasoning_type=reasoning_type, concepts=concepts, domains=domains,
+                             cultures=parse_cultures(cultures))
 
     def annotate(self, item_id: str, *, reasoning_type: str | None, concepts: Iterable[str] = (),
                  domains: Iterable[str] = (), cultures: Iterable[str] = ()) -> Annotation:
+        """Validate and save one item's labels at once (appended, fsynced); a later annotation of
+        the same item supersedes the earlier one. Cultures are normalised to lower case."""
         if item_id not in self._ids:
             raise ReviewError(f"item {item_id!r} is not in the agreement sample")
         concepts, domains = list(dict.fromkeys(concepts)), list(dict.fromkeys(domains))
         validate_annotation(reasoning_type, concepts, domains)
-        cultures = list(dict.fromkeys(c.strip().lower() for c in cultures if c.strip()))
+        cultures = list(dict.fromkeys(" ".join(c.split()).lower() for c in cultures if c.strip()))
         a = Annotation(item_id=item_id, reviewer=self.reviewer, reasoning_type=reasoning_type, concepts=concepts,
                        domains=domains, cultures=cultures, at=now_iso())
         self.run.append(self.file, a.model_dump())

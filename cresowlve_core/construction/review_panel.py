@@ -1,9 +1,19 @@
-"""The human-validation panel for JupyterLab (ipywidgets), on :mod:`cresowlve_core.construction.review`.
+"""The review panel for JupyterLab (ipywidgets), on :mod:`cresowlve_core.construction.review`.
 
-``review_panel(build_dir, reviewer)`` shows the next undecided item: Russian and English side
-by side, the filters' verdicts and reasons, the flags; the English fields are editable (saved
-with ``fix_translation``). Each button saves the decision at once and moves on; reopening the
-panel resumes where the reviewer stopped.
+Two modes, one panel:
+
+- ``review_panel(build_dir, reviewer)`` (human validation) shows the next undecided item:
+  Russian and English side by side, the filters' verdicts and reasons, the flags; the English
+  fields are editable (saved with ``fix_translation``). Each button saves the decision at once and
+  moves on; reopening the panel resumes where the reviewer stopped.
+- ``review_panel(build_dir, reviewer, mode="agreement")`` (App. B) shows the next item of the
+  seeded agreement sample that the reviewer has not labelled, without the model's labels, and
+  asks for reasoning type, creative concepts, knowledge domains and cultures; "save" writes them at
+  once to ``annotations__<reviewer>.jsonl`` and moves on, resuming likewise.
+
+The HTML of a card (:func:`card_html`) is shared with the marimo app (``notebooks/review.py``).
+Cards without a Russian view (synthetic puzzles, see :mod:`cresowlve_core.synthetic.export`)
+show their synthetic evidence instead.
 """
 
 from __future__ import annotations
@@ -13,31 +23,73 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.construction import review as R
+from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
+
+MODES = ("validation", "agreement")
 
 
-def card_html(card: dict[str, Any]) -> str:
-    """One review card as HTML (pure; shared with the marimo app)."""
-    def esc(x: Any) -> str:
-        return html.escape("" if x is None else str(x))
-
-    def view(v: dict | None, title: str) -> str:
-        if not v:
-            return f"<div style='flex:1'><h4>{title}</h4><i>no translation</i></div>"
-        rows = "".join(f"<p><b>{k}</b>: {esc(v.get(k))}</p>" for k in R.EDITABLE_FIELDS if v.get(k))
-        return f"<div style='flex:1;padding:0 8px'><h4>{title}</h4>{rows}</div>"
-
-    nm, rs = card["needs_material"], card["russian_specific"]
-    verdicts = (f"<p><b>Needs material</b>: LLM {esc(nm['llm'])} — {esc(nm['reason'])}; pre-check: "
-                f"{esc(', '.join(nm['precheck']) or 'no markers')}</p>"
-                f"<p><b>Russian-specific</b>: LLM {esc(rs['llm'])} — {esc(rs['reason'])}</p>"
-                f"<p><b>Flags</b>: {esc(', '.join(card['review_flags']) or 'none')}</p>")
-    return (f"<div><b>{esc(card['id'])}</b> (difficulty {esc(card['difficulty'] or 'unrated')})"
-            f"<div style='display:flex'>{view(card['ru'], 'Russian')}{view(card['en'], 'English')}</div>"
-            f"{verdicts}</div>")
+def _esc(x: Any) -> str:
+    return html.escape("" if x is None else str(x))
 
 
-def review_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | None = None) -> Any:
-    """The ipywidgets panel (see the module docstring); returns the widget to display."""
+def _view(v: dict | None, title: str, missing: str) -> str:
+    if not v:
+        return f"<div style='flex:1;padding:0 8px'><h4>{title}</h4><i>{missing}</i></div>"
+    rows = "".join(f"<p><b>{k}</b>: {_esc(v.get(k))}</p>" for k in R.EDITABLE_FIELDS if v.get(k))
+    return f"<div style='flex:1;padding:0 8px'><h4>{title}</h4>{rows}</div>"
+
+
+def synthetic_html(syn: dict[str, Any]) -> str:
+    """The evidence of a synthetic puzzle's card: literal version, source triples, solver answers."""
+    triples = "".join(f"<li>{_esc(' — '.join(str(x) for x in t))}</li>" for t in syn.get("source_triples") or [])
+    solver = "".join(f"<li>{_esc(side)}: {_esc(s.get('answer'))} (correct: {_esc(s.get('correct'))}; "
+                     f"{_esc(s.get('basis'))})</li>" for side, s in (syn.get("solver") or {}).items())
+    return (f"<div><h4>Synthetic puzzle</h4><p><b>literal question</b>: {_esc(syn.get('literal_question'))}</p>"
+            f"<p><b>difficulty score</b>: {_esc(syn.get('difficulty_score'))}; <b>creative leap</b>: "
+            f"{_esc(syn.get('creative_leap'))}</p><p><b>source triples</b></p><ul>{triples}</ul>"
+            f"<p><b>solver</b></p><ul>{solver}</ul></div>")
+
+
+def card_html(card: dict[str, Any], *, verdicts: bool = True) -> str:
+    """One review card as HTML (pure; shared with the marimo app). ``verdicts=False`` leaves out
+    the filters' verdicts and flags (the agreement mode shows the puzzle only)."""
+    synthetic = card.get("synthetic")
+    ru_missing = "no Russian view (synthetic puzzle)" if synthetic else "no Russian view"
+    parts = [f"<div><b>{_esc(card['id'])}</b> (difficulty {_esc(card.get('difficulty') or 'unrated')})",
+             f"<div style='display:flex'>{_view(card.get('ru'), 'Russian', ru_missing)}"
+             f"{_view(card.get('en'), 'English', 'no translation')}</div>"]
+    if verdicts:
+        nm = card.get("needs_material") or {}
+        rs = card.get("russian_specific") or {}
+        parts.append(f"<p><b>Needs material</b>: LLM {_esc(nm.get('llm'))} — {_esc(nm.get('reason'))}; pre-check: "
+                     f"{_esc(', '.join(nm.get('precheck') or []) or 'no markers')}</p>"
+                     f"<p><b>Russian-specific</b>: LLM {_esc(rs.get('llm'))} — {_esc(rs.get('reason'))}</p>"
+                     f"<p><b>Flags</b>: {_esc(', '.join(card.get('review_flags') or []) or 'none')}</p>")
+        if synthetic:
+            parts.append(synthetic_html(synthetic))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def review_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | None = None,
+                 mode: str = "validation") -> Any:
+    """The ipywidgets panel (see the module docstring); returns the widget to display.
+    ``mode``: ``"validation"`` (decisions) or ``"agreement"`` (labelling the agreement sample)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
+    if mode == "agreement":
+        if assigned is not None:
+            raise ValueError("the agreement sample is labelled whole by every reviewer; do not pass `assigned`")
+        return AnnotationForm(R.AnnotationSession(build_dir, reviewer)).box
+    return _validation_panel(build_dir, reviewer, assigned)
+
+
+def annotation_panel(build_dir: str | Path, reviewer: str) -> Any:
+    """The agreement mode of :func:`review_panel`."""
+    return review_panel(build_dir, reviewer, mode="agreement")
+
+
+def _validation_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | None) -> Any:
     import ipywidgets as W
 
     session = R.ReviewSession(build_dir, reviewer, assigned=assigned)
@@ -83,3 +135,64 @@ def review_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | Non
         b.on_click(click(code))
     show()
     return W.VBox([head, body, W.VBox(list(edits.values())), note, W.HBox(list(buttons.values())), status])
+
+
+class AnnotationForm:
+    """The agreement mode's widgets over an :class:`~cresowlve_core.construction.review.AnnotationSession`:
+    one sampled item, reasoning type (radio), the 16 concepts and the 34 domain groups (check
+    boxes), cultures (comma-separated text). :attr:`box` is the widget to display; :meth:`save`
+    is what the save button does."""
+
+    def __init__(self, session: R.AnnotationSession):
+        import ipywidgets as W
+
+        self.session = session
+        self.head, self.body, self.status = W.HTML(), W.HTML(), W.HTML()
+        self.reasoning = W.RadioButtons(options=list(REASONING_TYPES), value=None, description="reasoning")
+        self.concepts = {c: W.Checkbox(description=c, indent=False) for c in CONCEPTS}
+        self.domains = {d: W.Checkbox(description=d, indent=False) for d in DOMAIN_GROUPS}
+        self.cultures = W.Text(description="cultures", placeholder="comma-separated, e.g. russian, french",
+                               layout=W.Layout(width="95%"))
+        self.button = W.Button(description="save", button_style="primary")
+        self.button.on_click(lambda _: self.save())
+        grid = W.Layout(grid_template_columns="repeat(4, 25%)")
+        self.box = W.VBox([
+            self.head, self.body, self.reasoning,
+            W.HTML("<b>Creative concepts</b>"), W.GridBox(list(self.concepts.values()), layout=grid),
+            W.HTML("<b>Knowledge domains</b>"), W.GridBox(list(self.domains.values()), layout=grid),
+            self.cultures, self.button, self.status])
+        self.card: dict[str, Any] | None = None
+        self.show()
+
+    def show(self) -> None:
+        """Show the next unlabelled item and clear the form."""
+        done, total = self.session.progress()
+        self.head.value = (f"<b>{html.escape(self.session.reviewer)}</b>: agreement sample, "
+                           f"{done} / {total} annotated")
+        self.card = self.session.next_card()
+        self.button.disabled = self.card is None
+        if self.card is None:
+            self.body.value = "<b>All sampled items annotated.</b> Run the build again to score the agreement."
+            return
+        self.body.value = card_html(self.card, verdicts=False)
+        self.reasoning.value = None
+        for w in [*self.concepts.values(), *self.domains.values()]:
+            w.value = False
+        self.cultures.value = ""
+
+    def save(self) -> R.Annotation | None:
+        """Save the form for the shown item (at once), then show the next; a validation error is
+        shown and nothing is saved."""
+        if self.card is None:
+            return None
+        try:
+            a = self.session.annotate_form(
+                self.card["id"], reasoning_type=self.reasoning.value,
+                concepts=[c for c, w in self.concepts.items() if w.value],
+                domains=[d for d, w in self.domains.items() if w.value], cultures=self.cultures.value)
+        except R.ReviewError as exc:
+            self.status.value = f"<span style='color:#b00020'>{html.escape(str(exc))}</span>"
+            return None
+        self.status.value = f"saved annotation of {html.escape(a.item_id)}"
+        self.show()
+        return a

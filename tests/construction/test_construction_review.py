@@ -114,3 +114,113 @@ def test_panel_and_marimo_share_the_card(tmp_path: Path) -> None:
     buttons["fix translation"].click()
     d = R.ReviewSession(tmp_path, "carol").decisions["chgk_1"]
     assert d.code == "fix_translation" and d.fixes == {"answer": "Edited answer"}
+
+
+# ---- agreement mode (App. B): the form's core, the ipywidgets form
+
+
+def _agreement_build(tmp_path: Path) -> list[Candidate]:
+    cands = [c.model_copy(update={"reasoning_type": "creative", "concepts": ["pun"], "domains": ["Music"]})
+             for c in _cands()]
+    R.write_queue(tmp_path, cands[:3], R.AGREEMENT_QUEUE)
+    return cands
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("Russian, French ", ["russian", "french"]),
+    ("  ANCIENT   Greek;russian\nRussian,,", ["ancient greek", "russian"]),
+    ("", []), (None, []), (" , ; ", []),
+])
+def test_parse_cultures(text, expected) -> None:
+    assert R.parse_cultures(text) == expected
+
+
+def test_annotation_form_core_saves_at_once_validates_and_resumes(tmp_path: Path) -> None:
+    _agreement_build(tmp_path)
+    s = R.AnnotationSession(tmp_path, "ann")
+    first = s.next_card()["id"]
+    with pytest.raises(R.ReviewError, match="choose a reasoning type"):
+        s.annotate_form(first, reasoning_type=None, concepts=["pun"])
+    with pytest.raises(R.ReviewError, match="unknown concept"):
+        s.annotate_form(first, reasoning_type="creative", concepts=["banana"])
+    with pytest.raises(R.ReviewError, match="unknown domain"):
+        s.annotate_form(first, reasoning_type="creative", domains=["Cooking"])
+    assert s.progress() == (0, 3)
+    a = s.annotate_form(first, reasoning_type="factual", concepts=["pun", "pun", "idiom"], domains=["Music"],
+                        cultures="Russian,  Ancient Greek, russian")
+    assert (a.concepts, a.domains, a.cultures) == (["pun", "idiom"], ["Music"], ["russian", "ancient greek"])
+    assert len((tmp_path / "review" / "annotations__ann.jsonl").read_text().splitlines()) == 1
+    resumed = R.AnnotationSession(tmp_path, "ann")
+    assert resumed.progress() == (1, 3) and resumed.next_card()["id"] != first
+    assert R.load_annotations(tmp_path)["ann"][first].reasoning_type == "factual"
+
+
+def test_agreement_panel_labels_one_item_per_save_and_resumes(tmp_path: Path) -> None:
+    from cresowlve_core.construction.review_panel import AnnotationForm, review_panel
+    from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
+
+    _agreement_build(tmp_path)
+    form = AnnotationForm(R.AnnotationSession(tmp_path, "bob"))
+    assert len(form.concepts) == len(CONCEPTS) == 16 and len(form.domains) == len(DOMAIN_GROUPS) == 34
+    assert "0 / 3 annotated" in form.head.value
+    shown = form.card["id"]
+    assert shown in form.body.value and "Question" in form.body.value
+    assert "Needs material" not in form.body.value and "pun" not in form.body.value  # no model labels shown
+    form.button.click()  # nothing chosen: refused, nothing saved
+    assert "choose a reasoning type" in form.status.value and form.card["id"] == shown
+    assert not (tmp_path / "review" / "annotations__bob.jsonl").exists()
+    form.reasoning.value = "creative"
+    form.concepts["metaphor"].value = form.concepts["lateral thinking"].value = True
+    form.domains["Literature"].value = True
+    form.cultures.value = "French, Jewish"
+    form.button.click()
+    saved = R.load_annotations(tmp_path)["bob"][shown]
+    assert (saved.reasoning_type, saved.concepts, saved.domains, saved.cultures) == (
+        "creative", ["metaphor", "lateral thinking"], ["Literature"], ["french", "jewish"])
+    assert form.card["id"] != shown and "1 / 3 annotated" in form.head.value
+    assert form.reasoning.value is None and not form.concepts["metaphor"].value and form.cultures.value == ""
+    reopened = review_panel(tmp_path, "bob", mode="agreement")  # the panel's agreement mode resumes
+    assert "1 / 3 annotated" in reopened.children[0].value
+    with pytest.raises(ValueError, match="unknown mode"):
+        review_panel(tmp_path, "bob", mode="labels")
+
+
+# ---- a synthetic puzzle's card (no Russian view) in the panel
+
+
+def _synthetic_queue(build_dir: Path) -> dict:
+    from cresowlve_core.sources.kg import KnowledgeGraph
+    from cresowlve_core.synthetic.export import write_review_queue
+    from cresowlve_core.synthetic.facts import Candidate as SynthCandidate
+
+    kg = KnowledgeGraph([("A1", "P69", "S12"), ("A2", "P69", "S12"), ("A1", "P166", "PA")],
+                        labels={"A1": "Ann One", "A2": "Al Two", "S12": "School", "PA": "Prize"},
+                        relation_labels={"P69": "educated at", "P166": "award received"}, aliases={"A1": ["Ay"]})
+    cand = SynthCandidate(anchor="A1", domain="writers", facts=(("P69", "S12"), ("P166", "PA")),
+                          n_match_each=(2, 1), answers=("A1",), notability=3)
+    side = {"answer": "Ann One", "correct": True, "basis": "label"}
+    survivor = {"candidate": cand, "verbalisation": {"obfuscated": "THIS one <b>hid</b>. Who?", "literal": "Who studied "
+                "at School?", "explanation": "It is Ann."},
+                "solve": {"difficulty_score": 1.0, "outcome": "kept", "literal": side, "obfuscated": side}}
+    write_review_queue([survivor], kg, build_dir)
+    return R.load_queue(build_dir)[0]
+
+
+def test_synthetic_card_displays_in_the_panel(tmp_path: Path) -> None:
+    from cresowlve_core.construction.review_panel import card_html, review_panel
+
+    card = _synthetic_queue(tmp_path)
+    assert card["ru"] is None
+    out = card_html(card)
+    assert "no Russian view (synthetic puzzle)" in out and "no translation" not in out
+    assert "THIS one &lt;b&gt;hid&lt;/b&gt;. Who?" in out  # the puzzle, escaped
+    assert "Who studied at School?" in out and "A1 — P69 — S12" in out  # literal version, source triples
+    assert "difficulty unrated" in out and "synthetic" in out
+    panel = review_panel(tmp_path, "ann")
+    assert "0 / 1 decided" in panel.children[0].value and card["id"] in panel.children[1].value
+    edits = panel.children[2].children
+    assert edits[0].value == "THIS one <b>hid</b>. Who?" and edits[1].value == "Ann One"
+    keep = next(b for b in panel.children[4].children if b.description == "keep")
+    keep.click()
+    assert R.load_decisions(tmp_path)[0][card["id"]].code == "keep"
+    assert "All items decided" in panel.children[1].value
