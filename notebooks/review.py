@@ -1,5 +1,6 @@
-# Human validation of a CresOWLve build (marimo app): `marimo run notebooks/review.py`.
-# Same core API as the JupyterLab panel (cresowlve_core.construction.review).
+# Human validation and the agreement re-annotation of a CresOWLve build (marimo app):
+#   marimo run notebooks/review.py [-- --build data/builds/demo --reviewer ann --mode agreement]
+# Same core API as the JupyterLab panel (cresowlve_core.construction.review / review_panel).
 import marimo
 
 __generated_with = "0.25.2"
@@ -11,28 +12,37 @@ def _():
     import marimo as mo
 
     from cresowlve_core.construction import review as R
-    from cresowlve_core.construction.review_panel import card_html
+    from cresowlve_core.construction.review_panel import MODES, card_html
+    from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
     from cresowlve_core.paths import DATA_DIR
 
-    return DATA_DIR, R, card_html, mo
+    return CONCEPTS, DATA_DIR, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, mo
 
 
 @app.cell
-def _(DATA_DIR, mo):
-    build_dir = mo.ui.text(value=str(DATA_DIR / "builds" / "demo"), label="build directory", full_width=True)
-    reviewer = mo.ui.text(value="reviewer", label="reviewer")
-    mo.vstack([mo.md("# CresOWLve human validation"), build_dir, reviewer])
-    return build_dir, reviewer
+def _(DATA_DIR, MODES, mo):
+    _args = mo.cli_args()
+    build_dir = mo.ui.text(value=str(_args.get("build") or DATA_DIR / "builds" / "demo"), label="build directory",
+                           full_width=True)
+    reviewer = mo.ui.text(value=str(_args.get("reviewer") or "reviewer"), label="reviewer")
+    mode = mo.ui.radio(options={"human validation (decisions)": MODES[0], "agreement sample (labels)": MODES[1]},
+                       value="agreement sample (labels)" if _args.get("mode") == MODES[1]
+                       else "human validation (decisions)", label="mode", inline=True)
+    mo.vstack([mo.md("# CresOWLve review"), build_dir, reviewer, mode])
+    return build_dir, mode, reviewer
 
 
 @app.cell
-def _(R, build_dir, mo, reviewer):
+def _(R, build_dir, mo, mode, reviewer):
     get_saved, set_saved = mo.state(0)
+    session, problem = None, None
     try:
-        session = R.ReviewSession(build_dir.value, reviewer.value)
-        problem = None
+        if mode.value == "agreement":
+            session = R.AnnotationSession(build_dir.value, reviewer.value)
+        else:
+            session = R.ReviewSession(build_dir.value, reviewer.value)
     except (FileNotFoundError, R.ReviewError) as exc:
-        session, problem = None, str(exc)
+        problem = str(exc)
     mo.md(f"**{problem}**") if problem else None
     return get_saved, session, set_saved
 
@@ -40,14 +50,15 @@ def _(R, build_dir, mo, reviewer):
 @app.cell
 def _(R, card_html, get_saved, mo, session):
     get_saved()
-    card = session.next_card() if session else None
-    done, total = session.progress() if session else (0, 0)
+    reviewing = isinstance(session, R.ReviewSession)
+    card = session.next_card() if reviewing else None
+    done, total = session.progress() if reviewing else (0, 0)
     code = mo.ui.dropdown(options=list(R.DECISIONS), value="keep", label="decision")
     note = mo.ui.text(label="note (required for 'other')", full_width=True)
     edits = mo.ui.dictionary({f: mo.ui.text_area(value=((card or {}).get("en") or {}).get(f) or "", full_width=True)
                               for f in R.EDITABLE_FIELDS}, label="English (edited fields are saved with fix_translation)")
     save = mo.ui.run_button(label="save decision")
-    view = (mo.md("All items decided (or no queue yet).") if card is None else
+    view = (None if not reviewing else mo.md("All items decided.") if card is None else
             mo.vstack([mo.md(f"{done} / {total} decided"), mo.Html(card_html(card)), edits, code, note, save]))
     view
     return card, code, edits, note, save
@@ -67,6 +78,41 @@ def _(R, card, code, edits, mo, note, save, session, set_saved):
         except R.ReviewError as exc:
             message = f"not saved: {exc}"
     mo.md(message)
+    return
+
+
+@app.cell
+def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_saved, mo, session):
+    get_saved()
+    labelling = isinstance(session, R.AnnotationSession)
+    a_card = session.next_card() if labelling else None
+    a_done, a_total = session.progress() if labelling else (0, 0)
+    reasoning = mo.ui.radio(options=list(REASONING_TYPES), label="reasoning type", inline=True)
+    concepts = mo.ui.multiselect(options=list(CONCEPTS), label="creative concepts (the 16 labels)", full_width=True)
+    domains = mo.ui.multiselect(options=list(DOMAIN_GROUPS), label="knowledge domains (the 34 groups)",
+                                full_width=True)
+    cultures = mo.ui.text(label="cultures (comma-separated; saved lower case)", full_width=True)
+    a_save = mo.ui.run_button(label="save annotation")
+    a_view = (None if not labelling else
+              mo.md("All sampled items annotated. Run the build again to score the agreement.") if a_card is None else
+              mo.vstack([mo.md(f"agreement sample: {a_done} / {a_total} annotated"),
+                         mo.Html(card_html(a_card, verdicts=False)), reasoning, concepts, domains, cultures, a_save]))
+    a_view
+    return a_card, a_save, concepts, cultures, domains, reasoning
+
+
+@app.cell
+def _(R, a_card, a_save, concepts, cultures, domains, mo, reasoning, session, set_saved):
+    a_message = ""
+    if a_save.value and a_card is not None:
+        try:
+            session.annotate_form(a_card["id"], reasoning_type=reasoning.value, concepts=concepts.value,
+                                  domains=domains.value, cultures=cultures.value)
+            a_message = f"saved annotation of {a_card['id']}"
+            set_saved(lambda n: n + 1)
+        except R.ReviewError as exc:
+            a_message = f"not saved: {exc}"
+    mo.md(a_message)
     return
 
 

@@ -224,3 +224,36 @@ def test_synthetic_card_displays_in_the_panel(tmp_path: Path) -> None:
     keep.click()
     assert R.load_decisions(tmp_path)[0][card["id"]].code == "keep"
     assert "All items decided" in panel.children[1].value
+
+
+def _marimo_export(tmp_path: Path, build: Path, mode: str) -> str:
+    import html
+    import subprocess
+    import sys
+    import urllib.parse
+
+    marimo = Path(sys.executable).parent / "marimo"
+    if not marimo.exists():
+        pytest.skip("marimo not installed in this environment")
+    app = Path(__file__).resolve().parents[2] / "notebooks" / "review.py"
+    out = tmp_path / f"{mode}.html"
+    subprocess.run([str(marimo), "export", "html", str(app), "-o", str(out), "--", "--build", str(build),
+                    "--mode", mode, "--reviewer", "ann"], check=True, capture_output=True, timeout=300)
+    page = urllib.parse.unquote(html.unescape(out.read_text(encoding="utf-8")))
+    assert "marimo+error" not in page and "Traceback" not in page  # every cell ran
+    return page
+
+
+def test_marimo_app_shows_a_synthetic_card_and_the_agreement_form(tmp_path: Path) -> None:
+    """The app run headless (``marimo export html``) on a synthetic queue and on an agreement sample."""
+    syn = tmp_path / "syn"
+    card = _synthetic_queue(syn)
+    page = _marimo_export(tmp_path, syn, "validation")
+    assert "no Russian view (synthetic puzzle)" in page and "0 / 1 decided" in page and card["id"] in page
+    agr = tmp_path / "agr"
+    _agreement_build(agr)
+    R.AnnotationSession(agr, "ann").annotate_form("chgk_0", reasoning_type="creative")
+    page = _marimo_export(tmp_path, agr, "agreement")
+    assert "agreement sample: 1 / 3 annotated" in page  # resumed after the saved annotation
+    assert "chgk_1" in page and "Question 1?" in page
+    assert "creative concepts (the 16 labels)" in page and "Military" in page and "lateral thinking" in page
