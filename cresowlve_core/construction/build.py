@@ -288,6 +288,14 @@ class Build:
         _display(card)
         return res
 
+    def label_charts(self, top: int = 20) -> Any:
+        """The paper's Fig. 2 for the creative subset of the items so far: bar charts of concept,
+        domain-group and culture counts (an altair chart; the data card has the same counts as tables)."""
+        from cresowlve_core.construction.charts import label_charts
+        from cresowlve_core.construction.export import subsets
+
+        return label_charts([c.to_item() for c in subsets(self.cands)["creative"]], top)
+
     def run_all(self) -> dict[str, Any]:
         """Every step in order; returns the export summary with the funnel. Raises
         :class:`BuildStopped` (after saving what finished) when a step stops early."""

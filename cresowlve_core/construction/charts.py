@@ -1,0 +1,40 @@
+"""Label distributions of a build as charts (the paper's Fig. 2): how many items carry each
+creative concept, knowledge-domain group and culture, one horizontal bar chart per field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import altair as alt
+import pandas as pd
+
+from cresowlve_core.construction.export import label_distribution
+from cresowlve_core.items import Item
+
+#: Item field -> chart title (the panels of Fig. 2).
+FIG2_FIELDS: tuple[tuple[str, str], ...] = (
+    ("creative_domains", "Creative concepts"), ("knowledge_domains", "Knowledge domains"), ("cultures", "Cultures"))
+
+
+def label_frame(items: Sequence[Item], top: int = 20) -> pd.DataFrame:
+    """The counts behind the charts: one row per (field, label) with the number of items carrying
+    it, the ``top`` most common labels per field, and ``share`` = items / n items."""
+    rows = [{"field": title, "label": r["label"], "items": r["items"], "share": r["items"] / len(items)}
+            for field, title in FIG2_FIELDS for r in label_distribution(items, field, top)]
+    return pd.DataFrame(rows, columns=["field", "label", "items", "share"])
+
+
+def label_charts(items: Sequence[Item], top: int = 20, subset: str = "creative") -> alt.HConcatChart:
+    """Fig. 2 for these items: one bar chart of label counts per field (most common first, at most
+    ``top`` labels each). A field without labels gets an empty chart titled "no labels"."""
+    df = label_frame(items, top)
+    panels = []
+    for _, title in FIG2_FIELDS:
+        part = df[df["field"] == title]
+        name = f"{title} ({subset} subset, n = {len(items)} items)" if len(part) else f"{title}: no labels"
+        panels.append(alt.Chart(part).mark_bar().encode(
+            x=alt.X("items:Q", title="items"),
+            y=alt.Y("label:N", sort="-x", title=None),
+            tooltip=["label:N", "items:Q", alt.Tooltip("share:Q", format=".1%")],
+        ).properties(title=name, width=220, height=alt.Step(16)))
+    return alt.hconcat(*panels)
