@@ -165,8 +165,8 @@ class ReviewSession:
                  queue: str = QUEUE):
         self.reviewer = reviewer.strip()
         self.file = f"decisions__{_safe_name(reviewer)}.jsonl"
+        cards = load_queue(build_dir, queue)  # first: a missing queue creates no directory
         self.run = RunDir(review_dir(build_dir))
-        cards = load_queue(build_dir, queue)
         if assigned is not None:
             wanted = set(assigned)
             unknown = wanted - {c["id"] for c in cards}
@@ -301,8 +301,8 @@ class AnnotationSession:
     def __init__(self, build_dir: str | Path, reviewer: str):
         self.reviewer = reviewer.strip()
         self.file = f"annotations__{_safe_name(reviewer)}.jsonl"
+        self.cards = load_queue(build_dir, AGREEMENT_QUEUE)  # first: a missing queue creates no directory
         self.run = RunDir(review_dir(build_dir))
-        self.cards = load_queue(build_dir, AGREEMENT_QUEUE)
         self._ids = {c["id"] for c in self.cards}
         self.annotations: dict[str, Annotation] = {
             r["item_id"]: Annotation.model_validate(r) for r in self.run.read(self.file) if r.get("item_id") in self._ids

@@ -257,3 +257,11 @@ def test_marimo_app_shows_a_synthetic_card_and_the_agreement_form(tmp_path: Path
     assert "agreement sample: 1 / 3 annotated" in page  # resumed after the saved annotation
     assert "chgk_1" in page and "Question 1?" in page
     assert "creative concepts (the 16 labels)" in page and "Military" in page and "lateral thinking" in page
+
+
+def test_opening_a_build_without_a_queue_creates_nothing(tmp_path: Path) -> None:
+    build = tmp_path / "no_such_build"
+    for session in (R.ReviewSession, R.AnnotationSession):
+        with pytest.raises(FileNotFoundError, match="no review queue"):
+            session(build, "ann")
+    assert not build.exists()  # the app's default build directory is not created by looking at it
