@@ -47,6 +47,7 @@ from cresowlve_core.errors.label import LABELS
 from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
 from cresowlve_core.items import LANGS
+from cresowlve_core.runtime.rundir import RESPONSES
 
 log = logging.getLogger(__name__)
 
@@ -171,7 +172,7 @@ def _index_responses(path: Path, default_lang: str | None) -> tuple[dict[tuple[s
     skipped here (``load_runs`` reports them)."""
     offsets: dict[tuple[str, str], int] = {}
     hashes: dict[tuple[str, str], str] = {}
-    f = path / "responses.jsonl"
+    f = path / RESPONSES
     if not f.exists():
         return offsets, hashes
     pos = 0
@@ -477,7 +478,7 @@ def read_record(ex: Explorer, run_id: str, id: str, lang: str) -> dict[str, Any]
     off = ex._offsets.get(str(run_id), {}).get((str(id), str(lang)))
     if off is None:
         return None
-    path = Path(ex.runs.set_index("run_id").at[run_id, "path"]) / "responses.jsonl"
+    path = Path(ex.runs.set_index("run_id").at[run_id, "path"]) / RESPONSES
     with path.open("rb") as fh:
         fh.seek(off)
         line = fh.readline()

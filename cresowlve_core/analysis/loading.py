@@ -54,8 +54,8 @@ import pyarrow.json as pj
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.paths import REPO_ROOT
 from cresowlve_core.runtime.manifest import Manifest
+from cresowlve_core.runtime.rundir import RESPONSES
 
-RESPONSES = "responses.jsonl"
 MANIFEST = "manifest.json"
 #: metric name -> label, in registry order (derived from the registry, never edited here)
 METRICS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}

@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.runtime.rundir import RESPONSES
+
 PAPER_CONFIGS: list[tuple[str, str | None, bool]] = [
     ("OLMo-2-32B-Instruct", None, False),
     ("C4AI-command-a", None, False),
@@ -308,7 +310,7 @@ def write_synthetic_runs(
                 atomic_facts,
                 judge_repeat_share,
             )
-            records.to_json(d / "responses.jsonl", orient="records", lines=True, force_ascii=False)
+            records.to_json(d / RESPONSES, orient="records", lines=True, force_ascii=False)
             manifest = {
                 "run_id": run_id,
                 "kind": "eval",
