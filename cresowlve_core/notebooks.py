@@ -336,6 +336,23 @@ def _fallback_headline(records: dict[str, Any]) -> str | None:
     if isinstance(table1, dict) and "n_rows" in table1:
         return (f"Table 1: {table1['n_rows']} configurations, {table1.get('matched_paper', 0)} "
                 "matched to a published row")
+    export = records.get("export")
+    if isinstance(export, dict) and isinstance(export.get("funnel"), list):
+        steps = {row.get("step"): row.get("this build") for row in export["funnel"] if isinstance(row, dict)}
+        return (f"construction funnel: {steps.get('collected')} collected → {steps.get('=final')} final "
+                f"({steps.get('of which creative')} creative, {steps.get('of which factual')} factual); "
+                "the paper: 3,789 → 2,413")
+    labels = records.get("labels")
+    if isinstance(labels, dict) and "n" in labels and "labelled" in labels:
+        return (f"{labels['n']} wrong answers sent to the labeller: {labels['labelled']} labelled, "
+                f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled")
+    verdict = records.get("verdict")
+    if isinstance(verdict, dict) and verdict and all(isinstance(v, dict) for v in verdict.values()):
+        return "; ".join(f"{config}: {v.get('overall')}" for config, v in list(verdict.items())[:3])
+    kept = records.get("yield")
+    if isinstance(kept, dict) and "kept" in kept:
+        return (f"kept {kept['kept']} of {kept.get('of_candidates')} synthetic candidates "
+                f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})")
     utility = {k: v for k, v in records.items() if k.startswith("utility@") and isinstance(v, dict) and v}
     if utility:
         key = max(utility)
@@ -349,9 +366,10 @@ def _models(records: dict[str, Any], parameters: dict[str, Any]) -> list[str]:
     if isinstance(explicit, list):
         return [str(m) for m in explicit]
     found: list[str] = []
-    for key in ("model", "local_model", "judge_model"):
-        if parameters.get(key):
-            found.append(str(parameters[key]) + (" (judge)" if key == "judge_model" else ""))
+    for key, value in parameters.items():  # model, judge_model, labeller_model, quiz_model, ...
+        if (key == "model" or key.endswith("_model")) and value and isinstance(value, str):
+            role = key.removesuffix("_model")
+            found.append(value + (f" ({role})" if key not in ("model", "local_model") else ""))
     summary = records.get("summary")
     if not found and isinstance(summary, dict) and summary.get("model"):
         found.append(str(summary["model"]))
