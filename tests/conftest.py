@@ -82,7 +82,8 @@ def fingerprint(root: Path = REPO, dirs: tuple[str, ...] = GUARDED) -> dict[str,
         if not base.exists():
             continue
         for dirpath, dirnames, filenames in os.walk(base):
-            dirnames.sort()
+            # an editor's state beside the user's files (JupyterLab open on reports/ during a test run)
+            dirnames[:] = sorted(d for d in dirnames if d != ".ipynb_checkpoints")
             for f in sorted(filenames):
                 p = Path(dirpath) / f
                 rel = str(p.relative_to(root))
