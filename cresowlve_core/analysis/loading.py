@@ -5,7 +5,8 @@ language and holds ``manifest.json`` plus ``responses.jsonl``. :func:`load_runs`
 number of them into a :class:`RunSet`:
 
 * ``responses`` — one row per (run, item id, lang); on resume the **last** line per
-  ``(id, lang)`` in a file wins (earlier lines are counted as ``n_superseded``);
+  ``(id, lang)`` in a file wins (earlier lines that a retry replaced are counted as
+  ``n_superseded``; an answer written before its judge verdict is not);
 * ``runs`` — one row per run with its manifest fields and counts;
 * ``notes`` — human-readable messages about anything skipped or odd.
 
@@ -399,8 +400,11 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_
         part = t.flatten().to_pandas()
         info = infos[i]
         part["lang"] = part["lang"].fillna(info["lang"])
-        part = part.drop_duplicates(subset=["id", "lang"], keep="last")
-        infos[i]["n_superseded"] = int(t.num_rows - len(part))
+        earlier = part.duplicated(subset=["id", "lang"], keep="last")
+        # a judged run writes each answer before asking the judge: that line is not a superseded answer
+        awaiting_judge = earlier & part["status"].eq("ok") & part["judge_status"].eq("not_run")
+        infos[i]["n_superseded"] = int(earlier.sum() - awaiting_judge.sum())
+        part = part[~earlier]
         part["run_id"] = info["run_id"]
         part["config"] = info["config"]
         part["thinking"] = info["thinking"]

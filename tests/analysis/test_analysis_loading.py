@@ -195,3 +195,18 @@ def test_reads_what_the_evaluation_runner_writes(tmp_path):
     assert df["judge"].mean() == 1.0 and rs.has_judge()
     assert sorted(df["difficulty"].unique()) == [1.0, 2.0, 3.0, 4.0, 5.0]
     assert (df["input_tokens"] > 0).all()
+
+
+def test_an_answer_written_before_its_verdict_is_not_counted_as_superseded(tmp_path):
+    from test_analysis_fixtures import record, write_run
+
+    from cresowlve_core.analysis import load_runs
+
+    answered = record("a")  # ok, judge not run yet
+    judged = record("a", judge="CORRECT")
+    errored = record("b", status="error")
+    retried = record("b", judge="INCORRECT")
+    run = write_run(tmp_path / "r", [answered, judged, errored, retried])
+    rs = load_runs(str(run))
+    assert rs.runs["n_superseded"].iloc[0] == 1  # only the errored line of "b" was replaced
+    assert len(rs.responses) == 2
