@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
-from cresowlve_core.evaluation.scoring import JudgeProtocol, judge_request
+from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS, JudgeProtocol, judge_request
 from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.client import LLMClient
@@ -142,7 +142,8 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
         prompts.append(jp.tag)
         judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
                  "seed": cfg.seed, "temperature": cfg.judge_options().temperature, "max_tokens": cfg.judge_max_tokens,
-                 "repeat": cfg.judge_repeat, "protocol": cfg.judge_protocol, "sent": sent_fields(cfg.judge_params())}
+                 "repeat": cfg.judge_repeat, "protocol": cfg.judge_protocol, **JUDGE_PROTOCOLS[cfg.judge_protocol],
+                 "sent": sent_fields(cfg.judge_params())}
     return new_manifest(
         "eval",
         run_id=Path(cfg.run_dir).name,

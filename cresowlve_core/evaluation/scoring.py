@@ -4,7 +4,9 @@
   equality with the reference answer alone): lower-case, strip, ``ё→е``; a standalone «и» removed;
   each of ``«»"'“”‘’.,;:!?…—-(){}[]`` replaced by a space; whitespace collapsed. So
   "[Nicolaus] Copernicus." needs "Nicolaus Copernicus", and "Росянка и дрозофила" equals
-  "Росянка, дрозофила".
+  "Росянка, дрозофила". Two sides that both normalise to nothing ("И" and "и") match, as in the
+  released code (``normalize_string(reference) == normalize_string(prediction)`` in
+  mismayil/cresowlve ``src/cresowlve/evaluate_lm.py``).
 * **lenient** is our own, richer metric: Unicode NFKC, case-fold, ``ё→е``, every quote form and all
   punctuation to spaces, the «и» rule; it accepts the reference with or without its
   ``[optional]`` parts and every alternative of the zachet (``other_answers``). Alternatives are
@@ -121,9 +123,12 @@ def exact_match(prediction: str | None, answer: str, other_answers: str | None =
 
 
 def exact_match_strict(prediction: str | None, answer: str) -> bool:
-    """The paper's exact match: :func:`paper_normalize` on both sides, equal to the reference only."""
-    pred = paper_normalize(prediction)
-    return bool(pred) and pred == paper_normalize(answer)
+    """The paper's exact match: :func:`paper_normalize` on both sides, equal to the reference only.
+
+    Exactly as the released code compares them, also when both sides normalise to the empty
+    string: a prediction "И" for the reference "и", or "—" for "—", is a match there, so here.
+    """
+    return paper_normalize(prediction) == paper_normalize(answer)
 
 
 # --------------------------------------------------------------------------- the LLM judge
@@ -144,8 +149,25 @@ class JudgeRequest:
     def parse(self, judge_output: str | None) -> Verdict | None:
         """The verdict under this request's protocol, or None (unscored)."""
         if self.protocol == "paper":
-            return parse_yes_no(judge_output)
+            return parse_paper_verdict(judge_output)
         return parse_verdict(judge_output, self.nonce)
+
+
+#: How each protocol turns a judge's output into a score; written into the run manifest's judge section.
+JUDGE_PROTOCOLS: dict[str, dict[str, str]] = {
+    "nonce-verdict": {
+        "verdict_rule": "the output's VERDICT-<nonce>: CORRECT|INCORRECT line (the word may stand on the "
+                        "line after the tag); an echo of the prompt, both verdicts or a wrong nonce are unscored",
+        "unparseable_counts_as": "unscored",
+    },
+    "paper": {
+        "verdict_rule": "correct if and only if the judge output, normalised as the paper's exact match "
+                        "(lower-case, strip, ё→е, a standalone «и» and punctuation to spaces, whitespace "
+                        "collapsed), equals \"yes\"; anything else is incorrect",
+        "unparseable_counts_as": "wrong",
+        "source": "mismayil/cresowlve src/cresowlve/evaluate_lm.py (judge match) and utils.py (normalize_string)",
+    },
+}
 
 
 def judge_nonce(item_id: str, prediction: str, seed: int) -> str:
@@ -200,25 +222,22 @@ def _cap(prediction: str) -> str:
     return prediction[:JUDGE_PREDICTION_CAP] + f" [… {len(prediction) - JUDGE_PREDICTION_CAP} more characters not shown]"
 
 
-_YES_NO = re.compile(r"^[\W_]*(yes|no|да|нет)\b", re.I)
+def parse_paper_verdict(judge_output: str | None) -> Verdict:
+    """The paper's judge verdict, exactly as its released code counts it.
 
-
-def parse_yes_no(judge_output: str | None) -> Verdict | None:
-    """The paper protocol's answer: a leading yes/no (``**Yes.**`` too) -> CORRECT/INCORRECT;
-    anything else, or an echo of the prompt, is unscored."""
-    if not judge_output:
-        return None
-    text = judge_output.strip()[:200]
-    if "Reply with only one word" in judge_output[-JUDGE_OUTPUT_CAP:]:
-        return None  # the prompt copied back
-    m = _YES_NO.match(text)
-    if not m:
-        return None
-    return "CORRECT" if m.group(1).lower() in ("yes", "да") else "INCORRECT"
+    CORRECT if and only if :func:`paper_normalize` of the output is ``"yes"`` ("Yes", "yes.",
+    " YES! "); everything else is INCORRECT, never unscored: "Yes, it matches.", "**Yes.**",
+    "Да", "Yes/No", "The answer is yes.", "**Answer:** Yes", an empty output or an echo of the
+    prompt (the paper counted every such output as wrong). Linear in the output's length.
+    """
+    return "CORRECT" if paper_normalize(judge_output) == "yes" else "INCORRECT"
 
 
 def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
     """The judge's ``VERDICT-<nonce>: CORRECT|INCORRECT`` line, or None (= unscored).
+
+    The word may stand on the tag's line or on the line after it (``VERDICT-<nonce>:`` then
+    ``CORRECT``), in markdown bold or not.
 
     Unscored when there is no such line, when the output echoes the prompt (:data:`ECHO_MARKERS`),
     or when it carries both verdicts. The prompt itself never shows a parseable verdict line, so a
@@ -229,7 +248,10 @@ def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
     text = judge_output.rstrip()[-JUDGE_OUTPUT_CAP:]
     if any(marker.lower() in text.lower() for marker in ECHO_MARKERS):
         return None
-    pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?(CORRECT|INCORRECT)\b", re.I)
+    # the word after the tag on its line, or on the next line (one blank line in between at most)
+    # (every optional part starts with its own character: no two quantifiers compete for a run of blanks)
+    pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?"
+                         r"(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?(CORRECT|INCORRECT)\b", re.I)
     found = {m.group(1).upper() for m in pattern.finditer(text)}
     if len(found) != 1:
         return None  # none, or both verdicts

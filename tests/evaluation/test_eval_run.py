@@ -333,12 +333,15 @@ def test_paper_protocol_sends_no_temperature_and_judges_yes_no(tmp_path):
     assert out.summary["n_judged"] == 2 and out.summary["judge_accuracy"] == 0.5
     m = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert m["judge"]["protocol"] == "paper" and m["judge"]["prompt"].startswith("judge_paper@")
+    assert m["judge"]["unparseable_counts_as"] == "wrong"
     assert m["temperature"] is None and "temperature" not in m["sent"]
 
 
-def test_paper_yes_no_parser():
-    from cresowlve_core.evaluation.scoring import parse_yes_no
+def test_paper_verdict_parser():
+    # the released code: correct iff the normalised output is "yes"; anything else wrong (issue 17.7, 18.5)
+    from cresowlve_core.evaluation.scoring import parse_paper_verdict
 
-    assert parse_yes_no("Yes") == "CORRECT" and parse_yes_no("**No.**") == "INCORRECT"
-    assert parse_yes_no("Да") == "CORRECT" and parse_yes_no("maybe yes") is None and parse_yes_no("") is None
-    assert parse_yes_no("Reply with only one word: yes or no.") is None  # an echo of the prompt
+    assert parse_paper_verdict("Yes") == "CORRECT" and parse_paper_verdict("**No.**") == "INCORRECT"
+    assert parse_paper_verdict("Да") == "INCORRECT" and parse_paper_verdict("maybe yes") == "INCORRECT"
+    assert parse_paper_verdict("") == "INCORRECT"
+    assert parse_paper_verdict("Reply with only one word: yes or no.") == "INCORRECT"  # an echo of the prompt
