@@ -9,11 +9,48 @@ the distribution per model, manual annotation and agreement.
 * :mod:`~cresowlve_core.errors.annotation` — the seeded sample, the store and the ipywidgets panel;
 * :mod:`~cresowlve_core.errors.agreement` — Cohen's/Fleiss' κ with CIs, confusion, precision/recall;
 * :mod:`~cresowlve_core.errors.report` — ``analyse`` and the notebook sections.
+
+Names are imported lazily (PEP 562), so that ``cresowlve_core.errors.cli`` (the command-line parser)
+does not load scipy and pandas through ``label`` -> ``wrong`` -> ``analysis`` (start-up time).
 """
 
-from cresowlve_core.errors.label import Label, alabel, label_errors, label_messages, parse_label
-from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS, category_of
-from cresowlve_core.errors.wrong import WrongAnswer, collect_wrong, correctness
+from __future__ import annotations
 
-__all__ = ["CATEGORIES", "FEW_SHOT", "SLUGS", "Label", "WrongAnswer", "alabel", "category_of", "collect_wrong",
-           "correctness", "label_errors", "label_messages", "parse_label"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cresowlve_core.errors.label import Label, alabel, label_errors, label_messages, parse_label
+    from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS, category_of
+    from cresowlve_core.errors.wrong import WrongAnswer, collect_wrong, correctness
+
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(("Label", "alabel", "label_errors", "label_messages", "parse_label"), "label"),
+    **dict.fromkeys(("CATEGORIES", "FEW_SHOT", "SLUGS", "category_of"), "taxonomy"),
+    **dict.fromkeys(("WrongAnswer", "collect_wrong", "correctness"), "wrong"),
+}
+
+__all__ = [
+    "CATEGORIES",
+    "FEW_SHOT",
+    "SLUGS",
+    "alabel",
+    "category_of",
+    "collect_wrong",
+    "correctness",
+    "Label",
+    "label_errors",
+    "label_messages",
+    "parse_label",
+    "WrongAnswer",
+]
+
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

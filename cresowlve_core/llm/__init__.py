@@ -2,63 +2,94 @@
 
 Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost semantics) and
 ``docs/llm.md``. Stages call models through the :class:`ChatModel` protocol.
+
+The names below are imported lazily, on first use (PEP 562): ``import cresowlve_core.llm.types``
+(what the command-line parser needs) must not load the openai SDK through ``batch.py``, nor the
+HTTP client (``cresowlve --help`` start-up time, issue 20 point 10).
 """
 
-from cresowlve_core.llm.batch import collect_batch, submit_batch
-from cresowlve_core.llm.cache import (
-    CacheError,
-    ResponseCache,
-    cache_key,
-    default_cache_path,
-)
-from cresowlve_core.llm.client import LLMClient, messages_to_prompt, split_think
-from cresowlve_core.llm.effort import PRESETS, preset_body, sent_fields, shows_reasoning
-from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
-from cresowlve_core.llm.ratelimit import AsyncTokenBucket
-from cresowlve_core.llm.types import (
-    EFFORTS,
-    BudgetExceeded,
-    ChatModel,
-    Completion,
-    Endpoint,
-    GenParams,
-    LLMConfigError,
-    LLMEndpointDown,
-    LLMError,
-    LLMFatalError,
-    Usage,
-)
-from cresowlve_core.llm.wire import get_wire, register_wire
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cresowlve_core.llm.batch import collect_batch, submit_batch
+    from cresowlve_core.llm.cache import CacheError, ResponseCache, cache_key, default_cache_path
+    from cresowlve_core.llm.client import LLMClient, messages_to_prompt, split_think
+    from cresowlve_core.llm.effort import PRESETS, preset_body, sent_fields, shows_reasoning
+    from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
+    from cresowlve_core.llm.ratelimit import AsyncTokenBucket
+    from cresowlve_core.llm.types import (
+        EFFORTS,
+        BudgetExceeded,
+        ChatModel,
+        Completion,
+        Endpoint,
+        GenParams,
+        LLMConfigError,
+        LLMEndpointDown,
+        LLMError,
+        LLMFatalError,
+        Usage,
+    )
+    from cresowlve_core.llm.wire import get_wire, register_wire
+
+_WHERE: dict[str, str] = {
+    **dict.fromkeys(("collect_batch", "submit_batch"), "batch"),
+    **dict.fromkeys(("CacheError", "ResponseCache", "cache_key", "default_cache_path"), "cache"),
+    **dict.fromkeys(("LLMClient", "messages_to_prompt", "split_think"), "client"),
+    **dict.fromkeys(("PRESETS", "preset_body", "sent_fields", "shows_reasoning"), "effort"),
+    **dict.fromkeys(("CostMeter", "ModelPrice", "PriceTable"), "pricing"),
+    "AsyncTokenBucket": "ratelimit",
+    **dict.fromkeys(("EFFORTS", "BudgetExceeded", "ChatModel", "Completion", "Endpoint", "GenParams",
+                     "LLMConfigError", "LLMEndpointDown", "LLMError", "LLMFatalError", "Usage"), "types"),
+    **dict.fromkeys(("get_wire", "register_wire"), "wire"),
+}
 
 __all__ = [
     "EFFORTS",
+    "PRESETS",
     "AsyncTokenBucket",
     "BudgetExceeded",
+    "cache_key",
     "CacheError",
     "ChatModel",
+    "collect_batch",
     "Completion",
     "CostMeter",
     "default_cache_path",
     "Endpoint",
     "GenParams",
+    "get_wire",
     "LLMClient",
     "LLMConfigError",
     "LLMEndpointDown",
     "LLMError",
     "LLMFatalError",
-    "ModelPrice",
-    "PRESETS",
-    "PriceTable",
-    "ResponseCache",
-    "Usage",
-    "cache_key",
-    "collect_batch",
-    "get_wire",
     "messages_to_prompt",
+    "ModelPrice",
     "preset_body",
+    "PriceTable",
     "register_wire",
+    "ResponseCache",
     "sent_fields",
     "shows_reasoning",
     "split_think",
     "submit_batch",
+    "Usage",
 ]
+
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
