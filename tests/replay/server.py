@@ -315,9 +315,9 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "ollama": (),
 }
 
-#: provider -> (path prefix, {api: recorded success body})
+#: provider -> (path prefix, {api: recorded success body}); OpenAI's reasoning models get :data:`REASONING_SUCCESS`
 PROVIDERS: dict[str, tuple[str, dict[str, str]]] = {
-    "openai": ("/openai/v1", {"/chat/completions": "openai/chat_o3_mini_reasoning_tokens",
+    "openai": ("/openai/v1", {"/chat/completions": "openai/chat_gpt4o_mini_success",
                               "/responses": "openai/responses_gpt5_reasoning_summary"}),
     "azure": ("/azure/openai/v1", {"/chat/completions": "azure/chat_gpt4o_prompt_filter_results",
                                    "/responses": "openai/responses_gpt5_reasoning_summary"}),
@@ -327,6 +327,17 @@ PROVIDERS: dict[str, tuple[str, dict[str, str]]] = {
     "llama-cpp": ("/llamacpp/v1", {"/chat/completions": "llamacpp/chat_gpt_oss_timings"}),
     "ollama": ("/ollama/v1", {"/chat/completions": "ollama/chat_qwen3_reasoning"}),
 }
+
+#: the Chat Completions body of an OpenAI reasoning model (o-series, gpt-5), on openai and azure
+REASONING_SUCCESS = "openai/chat_o3_mini_reasoning_tokens"
+
+
+def success_fixture(provider: str, api: str, model: str) -> str:
+    """The recorded success body answering ``api`` on ``provider`` for ``model``."""
+    if provider in ("openai", "azure") and api == "/chat/completions" and _REASONING.match(_bare(model)):
+        return REASONING_SUCCESS
+    return PROVIDERS[provider][1][api]
+
 
 # --------------------------------------------------------------------------- deterministic answers
 
@@ -381,7 +392,7 @@ def _set_reasoning(message: dict[str, Any], text: str) -> None:
 
 def success_body(provider: str, req: Request, sc: Scenario, answers: dict[str, str]) -> tuple[dict[str, Any], bool, float | None]:
     """The recorded success body with this request's answer: ``(body, truncated, reported cost)``."""
-    name = PROVIDERS[provider][1][req.api]
+    name = success_fixture(provider, req.api, req.model)
     body = copy.deepcopy(fixture(name)["body"] if "body" in fixture(name) else json.loads(fixture_text(name)))
     kind, text = answer_text(req.prompt, answers)
     truncated = (kind == "solve" and req.fraction() < sc.truncate_fraction
@@ -501,7 +512,7 @@ class ReplayServer:
         if req.api not in PROVIDERS[provider][1]:
             return self._own(entry, 404, f"replay server: no recorded answer for {req.api} on {provider}")
         out, truncated, cost = success_body(provider, req, self.scenario, self.answers)
-        entry.update(status=200, rule="success", fixture=PROVIDERS[provider][1][req.api], truncated=truncated, cost=cost)
+        entry.update(status=200, rule="success", fixture=success_fixture(provider, req.api, req.model), truncated=truncated, cost=cost)
         return 200, {"content-type": "application/json"}, json.dumps(out, ensure_ascii=False).encode(), entry
 
     @staticmethod

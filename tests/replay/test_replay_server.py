@@ -10,7 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from replay.server import FIXTURES, PROVIDERS, RULES, ReplayServer, fixture_text
+from replay.server import FIXTURES, PROVIDERS, REASONING_SUCCESS, RULES, ReplayServer, fixture_text
 
 from cresowlve_core.evaluation.scoring import judge_request
 from cresowlve_core.llm import openai_wire as wire
@@ -38,7 +38,7 @@ def srv():
 
 def test_every_rule_and_success_template_names_a_recorded_fixture():
     named = {r.fixture for rules in RULES.values() for r in rules}
-    named |= {f for _, apis in PROVIDERS.values() for f in apis.values()}
+    named |= {f for _, apis in PROVIDERS.values() for f in apis.values()} | {REASONING_SUCCESS}
     assert named and all((FIXTURES / f"{n}.json").is_file() for n in named)
     assert set(RULES) == set(PROVIDERS)
 
@@ -186,3 +186,8 @@ def test_standalone_server_prints_ready_and_serves(tmp_path: Path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_readme_names_every_rule_fixture():
+    readme = (FIXTURES.parent / "README.md").read_text(encoding="utf-8")
+    assert all(f"`{r.fixture}`" in readme for rules in RULES.values() for r in rules)
