@@ -112,15 +112,19 @@ def cmd_eval(a: argparse.Namespace) -> int:
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
         provider_preset=a.preset, extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
     ))
-    if a.batch:
-        from cresowlve_core.evaluation.batch_eval import batch_evaluate
-
-        out = batch_evaluate(cfg)
-        print(out)
-        return 0
     je = cfg.judge_endpoint()
     if (name := _unset_key_var(cfg.api_key_env, je.api_key_env if je else None)) is not None:
         return _usage_error(f"environment variable {name!r} is not set (it should hold the API key); nothing was run")
+    if a.batch:
+        from cresowlve_core.evaluation.batch_eval import batch_evaluate
+
+        step = batch_evaluate(cfg)
+        print(step.line)
+        if step.summary is not None:
+            return stage_exit(step.summary)
+        if step.last:
+            print(step.last, file=sys.stderr)
+        return step.code
     try:
         outcome = evaluate(cfg)
     except LLMFatalError as exc:  # the run stopped at a wrong key/model/endpoint; its summary is on disk
@@ -389,7 +393,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="total deadline of one HTTP attempt, seconds (default: 600)")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache (default: off)")
     p.add_argument("--batch", action="store_true",
-                   help="submit via the OpenAI Batch API; run again to collect (default: off)")
+                   help="answer through the OpenAI Batch API: the first call submits, later calls report or "
+                        "collect (an expired or cancelled batch keeps its finished answers; the next call "
+                        "submits only the rest); exits 1 until every item has its answer (default: off)")
     p.add_argument("--run-dir", required=True, type=argtypes.run_dir,
                    help="run directory (required); running again resumes it")
     p.set_defaults(fn=cmd_eval)

@@ -15,7 +15,11 @@ What it serves (paths with or without the ``/v1`` prefix):
 * ``POST /v1/files`` (multipart upload), ``GET /v1/files/{id}/content``, ``POST /v1/batches``,
   ``GET /v1/batches/{id}``: a minimal Batch API. A batch reports ``in_progress`` for the first
   ``batch_polls`` retrievals, then ``completed`` with an output file computed with ``answers``.
-  Custom ids in ``batch_fail_ids`` go to the error file instead.
+  Custom ids in ``batch_fail_ids`` go to the error file instead. To end otherwise, pass a real
+  batch object as ``batch_final`` (e.g. an expired one from ``tests/fixtures/batch/``: its status,
+  errors and timestamps are served, with the fake's own ids and counts), ``batch_n_done`` (only the
+  first N lines are answered) and ``batch_error_line`` (an error-file line, e.g. ``batch_expired``,
+  written for every line not answered). Files are only created when they have lines.
 * ``GET /v1/models`` and ``GET /_stats`` (``{"total", "max_in_flight"}``, for out-of-process use).
 
 Answers: ``answers`` is ``None`` (reply ``"echo: <prompt>"``), a dict ``prompt → str | Reply``
@@ -164,6 +168,9 @@ class FakeServer:
         model: str | None = None,
         batch_polls: int = 1,
         batch_fail_ids: Sequence[str] = (),
+        batch_final: dict[str, Any] | None = None,
+        batch_n_done: int | None = None,
+        batch_error_line: dict[str, Any] | None = None,
         port: int = 0,
     ) -> None:
         self.answers = answers
@@ -179,6 +186,9 @@ class FakeServer:
         self.model = model
         self.batch_polls = batch_polls
         self.batch_fail_ids = set(batch_fail_ids)
+        self.batch_final = batch_final
+        self.batch_n_done = batch_n_done
+        self.batch_error_line = batch_error_line
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._files: dict[str, dict[str, Any]] = {}
@@ -372,11 +382,13 @@ class FakeServer:
         lines = self._files[b["input_file_id"]]["content"].decode().splitlines()
         out: list[str] = []
         err: list[str] = []
-        for line in lines:
-            if not line.strip():
-                continue
+        for n, line in enumerate(x for x in lines if x.strip()):
             item = json.loads(line)
             cid = item["custom_id"]
+            if self.batch_n_done is not None and n >= self.batch_n_done:
+                if self.batch_error_line is not None:
+                    err.append(json.dumps({**self.batch_error_line, "id": self._new_id("batch_req"), "custom_id": cid}))
+                continue
             if cid in self.batch_fail_ids:
                 err.append(json.dumps({"id": self._new_id("br"), "custom_id": cid, "response": None,
                                        "error": {"code": "server_error", "message": "scripted failure"}}))
@@ -387,16 +399,20 @@ class FakeServer:
             out.append(json.dumps({"id": self._new_id("br"), "custom_id": cid,
                                    "response": {"status_code": 200, "request_id": body["id"], "body": body},
                                    "error": None}))
-        out_id = self._new_id("file")
-        self._files[out_id] = {"id": out_id, "content": ("\n".join(out) + "\n").encode()}
-        b["output_file_id"] = out_id
+        if out:
+            out_id = self._new_id("file")
+            self._files[out_id] = {"id": out_id, "content": ("\n".join(out) + "\n").encode()}
+            b["output_file_id"] = out_id
         if err:
             err_id = self._new_id("file")
             self._files[err_id] = {"id": err_id, "content": ("\n".join(err) + "\n").encode()}
             b["error_file_id"] = err_id
         b["status"] = "completed"
         b["completed_at"] = int(time.time())
-        b["request_counts"] = {"total": len(out) + len(err), "completed": len(out), "failed": len(err)}
+        b["request_counts"] = {"total": sum(1 for x in lines if x.strip()), "completed": len(out), "failed": len(err)}
+        if self.batch_final is not None:  # a real batch object's end state, with the fake's own ids and counts
+            own = ("id", "input_file_id", "output_file_id", "error_file_id", "request_counts", "endpoint")
+            b.update({k: v for k, v in self.batch_final.items() if k not in own})
 
     def _retrieve_batch(self, bid: str) -> dict[str, Any] | None:
         b = self._batches.get(bid)
@@ -405,7 +421,8 @@ class FakeServer:
         with self._lock:
             b["_polls"] += 1
             done = b["_polls"] > self.batch_polls
-        if done and b["status"] != "completed":
+        if done and not b.get("_finished"):
+            b["_finished"] = True
             self._finish_batch(b)
         elif not done:
             b["status"] = "in_progress"

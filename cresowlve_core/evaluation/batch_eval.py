@@ -1,39 +1,102 @@
 """``cresowlve eval --batch``: the same evaluation run, with the model under test answered
 through the OpenAI Batch API (half price at OpenAI).
 
-First call: submits every pending item and stores the batch id in the run directory
-(``batch.json``). Later calls: report the status, and once the batch is complete score its
-answers into ``responses.jsonl`` (the judge, if any, runs live), then archive ``batch.json`` so
-that a further call can submit whatever is still missing (e.g. items that failed in the batch).
+Every call takes the one next step that the run directory's ``batch.json`` calls for:
+
+* **none**: submit every item without an answer (the run's manifest is written first, so a run
+  directory of another configuration is refused before anything is paid for);
+* **running**: report the status and the provider's counts;
+* **ended** (``completed``, ``expired``, ``cancelled``, ``failed``): record every finished answer
+  into ``responses.jsonl`` at once (the judge, if any, runs live), record per-request errors with
+  the provider's message, then archive ``batch.json`` under ``batches/``, so that the next call
+  submits only what is still missing;
+* **unreadable**: refuse (exit 2) and name the two ways forward (see ``llm/batch.py``).
+
+Exit codes (docs/reliability.md): 0 once every item has its answer; 1 while a batch is submitted
+or running, or when some items errored or were not run (run again); 3 when the batch failed as a
+whole or was refused for a reason a live run stops on (the provider's reason is the last line).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, record_key, summary_line
+from cresowlve_core.evaluation.runner import (
+    EvalConfig,
+    build_manifest,
+    evaluate_async,
+    load_eval_items,
+    record_key,
+    summary_line,
+)
 from cresowlve_core.evaluation.solve import solve_messages, solve_prompt
-from cresowlve_core.llm.batch import BATCH_FILE, collect_batch, submit_batch
+from cresowlve_core.exitcodes import EXIT_INCOMPLETE
+from cresowlve_core.items import Item
+from cresowlve_core.llm.batch import BatchResult, archive_batch, collect_batch, read_state, submit_batch
+from cresowlve_core.llm.types import Completion, LLMError
 from cresowlve_core.runtime import RESPONSES, RunDir, run_coro
 
 
-def batch_evaluate(cfg: EvalConfig) -> str:
-    """Submit or collect; returns a one-line status for the user."""
+@dataclass
+class BatchStep:
+    """What one ``eval --batch`` call did: the line for stdout, and either the run's summary (the
+    exit code and last line then follow ``stage_exit``) or an exit code with its last line."""
+
+    line: str
+    summary: dict[str, Any] | None = None
+    code: int = EXIT_INCOMPLETE
+    last: str | None = None
+
+
+def batch_evaluate(cfg: EvalConfig) -> BatchStep:
+    """Submit, report or collect, as ``batch.json`` calls for (see the module docstring)."""
     items = load_eval_items(cfg)
+    state = read_state(cfg.run_dir)  # an unreadable file stops here, before any request
+    if state is None:
+        return _submit(cfg, items)
+    result = collect_batch(cfg.endpoint(), cfg.run_dir)
+    if result is None:
+        fresh = read_state(cfg.run_dir) or state
+        counts = fresh.get("request_counts") or {}
+        done = f"{counts.get('completed', 0)} of {counts.get('total') or fresh.get('n', '?')} done at the provider"
+        return BatchStep(f"batch {fresh['batch_id']} is {fresh.get('status')} ({done})",
+                         last=f"incomplete: batch {fresh['batch_id']} is still {fresh.get('status')}; "
+                              "run the same command again to collect it")
+    return _record(cfg, items, result)
+
+
+def _submit(cfg: EvalConfig, items: list[Item]) -> BatchStep:
     run = RunDir(cfg.run_dir)
-    state_path = Path(cfg.run_dir) / BATCH_FILE
-    if not state_path.exists():
+    with run.lock():
+        run.begin(build_manifest(cfg, len(items)))  # refuses a run directory of another configuration
         previous = run.latest(RESPONSES, record_key)
         pending = [it for it in items if (previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"]
-        if not pending:
-            return "nothing to submit: every item already has an answer"
-        prompt = solve_prompt(cfg.lang, cfg.thinking)
-        requests = [(it.id, solve_messages(it.view(cfg.lang), prompt), cfg.gen_params()) for it in pending]
-        batch_id = submit_batch(cfg.endpoint(), requests, cfg.run_dir)
-        return f"submitted batch {batch_id} with {len(requests)} items; run the same command again to collect"
-    results = collect_batch(cfg.endpoint(), cfg.run_dir)
-    if results is None:
-        return f"batch still running; status saved in {state_path}"
-    outcome = run_coro(evaluate_async(cfg, items, completions=results))
-    state_path.rename(state_path.with_name(f"batch_collected_{len(list(state_path.parent.glob('batch_collected_*')))}.json"))
-    return f"collected {len(results)} answers | " + summary_line(outcome.summary)
+        if pending:
+            prompt = solve_prompt(cfg.lang, cfg.thinking)
+            requests = [(it.id, solve_messages(it.view(cfg.lang), prompt), cfg.gen_params()) for it in pending]
+            batch_id = submit_batch(cfg.endpoint(), requests, cfg.run_dir)
+    if not pending:
+        outcome = run_coro(evaluate_async(cfg, items, completions={}, progress=False))
+        return BatchStep("nothing to submit: every item already has an answer | " + summary_line(outcome.summary),
+                         summary=outcome.summary)
+    return BatchStep(f"submitted batch {batch_id} with {len(pending)} of {len(items)} items",
+                     last=f"incomplete: batch {batch_id} submitted ({len(pending)} items, none answered yet); "
+                          "run the same command again to collect it")
+
+
+def _record(cfg: EvalConfig, items: list[Item], result: BatchResult) -> BatchStep:
+    """Persist what an ended batch produced, then free the run directory for the next batch."""
+    wanted = {it.id for it in items}
+    completions: dict[str, Completion | LLMError] = {cid: c for cid, c in result.answers.items() if cid in wanted}
+    completions.update({cid: LLMError(msg) for cid, msg in result.errors.items() if cid in wanted})
+    stopped = f"batch {result.batch_id} {result.status}: {result.reason}" if result.reason else None
+    outcome = run_coro(evaluate_async(cfg, items, completions=completions, stopped=stopped, progress=False))
+    archived = archive_batch(cfg.run_dir)
+    kept = (f"batch {result.batch_id} {result.status}: {len(result.answers)} of {result.n_submitted} answers kept, "
+            f"{len(result.errors)} errored, {len(result.not_run)} not run")
+    if (result.errors or result.not_run) and not result.reason:
+        kept += " (the next run submits only those)"
+    where = f"; archived as {Path(archived).relative_to(cfg.run_dir)}" if archived else ""
+    return BatchStep(f"{kept}{where} | " + summary_line(outcome.summary), summary=outcome.summary)

@@ -218,7 +218,7 @@ def needs_judge(prev: dict[str, Any] | None) -> bool:
 class _Evaluator:
     """The per-item call of the run: solve (unless answered already), persist, judge."""
 
-    def __init__(self, cfg: EvalConfig, run: RunDir, completions: dict[str, Completion] | None):
+    def __init__(self, cfg: EvalConfig, run: RunDir, completions: dict[str, Completion | LLMError] | None):
         self.cfg, self.run, self.completions = cfg, run, completions or {}
         prices = PriceTable.load()
         cache = cfg.options.open_cache()
@@ -243,7 +243,10 @@ class _Evaluator:
         if previous is not None and previous.get("status") == "ok":
             rec = {**previous}  # answered before; only the judge is missing
         else:
-            c = self.completions.get(item.id) or await self.client.complete(
+            c = self.completions.get(item.id)
+            if isinstance(c, LLMError):  # the provider's per-request error from a batch
+                raise c
+            c = c or await self.client.complete(
                 solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
             rec = {**record_base(item, cfg), **answer_fields(view, c)}
             if self.judge is not None:  # the paid answer is on disk before the judge is asked
@@ -294,9 +297,11 @@ def _add_costs(a: float | None, b: float | None) -> float | None:
 
 async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool = True,
                          on_record: Callable[[dict[str, Any]], None] | None = None,
-                         completions: dict[str, Completion] | None = None) -> EvalOutcome:
+                         completions: dict[str, Completion | LLMError] | None = None,
+                         stopped: str | None = None) -> EvalOutcome:
     """Evaluate ``items`` into ``cfg.run_dir``, resuming. With ``completions`` (answers collected
-    from a batch, by item id) only those items are scored, and nothing is sent to the model under test."""
+    from a batch, by item id; an ``LLMError`` is recorded as that item's error) only those items are
+    scored, and nothing is sent to the model under test. ``stopped``: why the batch ended early."""
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     manifest = run.begin(build_manifest(cfg, len(items)))
     units = [it for it in items if completions is None or it.id in completions]
@@ -317,12 +322,12 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(),
                         judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None,
                         thinking=cfg.thinking)
-    summary["stopped"] = result.stopped
+    summary["stopped"] = result.stopped or stopped
     summary["repairs"] = result.repairs
-    run.finish(manifest, stopped=result.stopped, summary=summary)
+    run.finish(manifest, stopped=summary["stopped"], summary=summary)
     if result.stop_error is not None and not isinstance(result.stop_error, BudgetExceeded):
         raise result.stop_error  # a wrong key, model or endpoint: everything finished is on disk
-    return EvalOutcome(run_dir=run.path, summary=summary, stopped=result.stopped, records=records)
+    return EvalOutcome(run_dir=run.path, summary=summary, stopped=summary["stopped"], records=records)
 
 
 def load_eval_items(cfg: EvalConfig) -> list[Item]:

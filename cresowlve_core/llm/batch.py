@@ -1,19 +1,28 @@
-"""The OpenAI Batch API: submit many chat requests at half price, collect them later.
+"""The OpenAI Batch API: submit many requests at half price, collect them later, never lose paid work.
 
-``submit_batch`` writes ``run_dir/batch_input.jsonl``, uploads it (``purpose="batch"``),
-creates a batch on ``/v1/chat/completions`` with a 24 h window and records
-``{batch_id, input_file_id, submitted_at, n, endpoint, model}`` in ``run_dir/batch.json``.
-If ``batch.json`` already exists it returns the recorded id instead of submitting again
-(delete the file to force a new batch), so re-running a notebook never pays twice.
+``submit_batch`` builds every line's body with the live client's own request builder (the
+endpoint's wire format: ``max_completion_tokens`` and the effort for reasoning models, exactly as a
+live call sends them), writes ``run_dir/batch_input.jsonl``, uploads it (``purpose="batch"``),
+creates a batch on the requests' API path (``/v1/chat/completions`` or ``/v1/responses``) with a
+24 h window and records it in ``run_dir/batch.json``. If ``batch.json`` already exists it returns
+the recorded id instead of submitting again, so re-running never pays twice.
 
-``collect_batch`` returns ``None`` while the batch is still running (the status and request
-counts are logged and stored in ``batch.json``), raises ``LLMError`` if the batch failed,
-expired or was cancelled, and otherwise downloads the output to
-``run_dir/batch_output.jsonl`` and returns ``{custom_id: Completion}``. Requests that failed
-inside a finished batch are left out of the dict (and counted in ``batch.json`` under
-``failed_ids``); the caller can re-run them. Costs use the table's ``batch_discount``.
+``collect_batch`` returns ``None`` while the batch runs (``validating``, ``in_progress``,
+``finalizing``, ``cancelling``). Once it has ended (``completed``, ``expired``, ``cancelled``,
+``failed``) it downloads the output *and* the error file (kept as ``batches/<id>.output.jsonl`` and
+``batches/<id>.errors.jsonl``) and returns a :class:`BatchResult`:
 
-Only the chat API is supported (``GenParams.effort`` must be unset and ``api`` chat/None).
+* ``answers``: every finished answer, an expired or cancelled batch's partial output included;
+* ``errors``: requests the provider answered with a per-request error (its own message);
+* ``not_run``: requests never run (``batch_expired``, ``batch_cancelled``, absent from both files,
+  or refused for a reason that stops a live run, such as an unsupported parameter);
+* ``reason``: why nothing (more) can come from this batch: the provider's ``errors.data[].message``
+  of a failed batch, or the message of a line that a live run would stop on.
+
+The caller stores what it wants, then calls ``archive_batch``: ``batch.json`` and the input move to
+``batches/<id>.json`` and ``batches/<id>.input.jsonl``, so the next submission sends only what is
+still missing. An unreadable ``batch.json`` raises :class:`BatchStateError` (a configuration error)
+naming the two ways forward. The openai SDK is imported only when a batch is submitted or collected.
 """
 
 from __future__ import annotations
@@ -21,60 +30,127 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import openai
-
-from cresowlve_core.llm.openai_wire import BadResponse, build_request, parse_chat
 from cresowlve_core.llm.pricing import PriceTable
-from cresowlve_core.llm.types import (
-    Completion,
-    Endpoint,
-    GenParams,
-    LLMConfigError,
-    LLMError,
-)
+from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMFatalError
+from cresowlve_core.llm.wire import AttemptFailed, get_wire
+
+if TYPE_CHECKING:
+    import openai
 
 log = logging.getLogger(__name__)
 
 BATCH_FILE = "batch.json"
 INPUT_FILE = "batch_input.jsonl"
-OUTPUT_FILE = "batch_output.jsonl"
-FAILED_STATES = frozenset({"failed", "expired", "cancelled", "cancelling"})
+ARCHIVE_DIR = "batches"
+RUNNING_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
+ENDED_STATES = frozenset({"completed", "expired", "cancelled", "failed"})
+NOT_RUN_CODES = frozenset({"batch_expired", "batch_cancelled"})  # the request was never executed
 
 BatchRequest = tuple[str, list[dict[str, Any]], GenParams]
 
 
+class BatchStateError(LLMConfigError):
+    """``batch.json`` cannot be read: nothing is sent until the user chooses how to go on."""
+
+
+@dataclass
+class BatchResult:
+    """What an ended batch produced (see the module docstring)."""
+
+    batch_id: str
+    status: str
+    answers: dict[str, Completion] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    not_run: list[str] = field(default_factory=list)
+    reason: str | None = None
+    n_submitted: int = 0
+
+
 def _client(endpoint: Endpoint) -> openai.OpenAI:
+    import openai
+
     return openai.OpenAI(base_url=endpoint.base_url, api_key=endpoint.api_key(), max_retries=3, timeout=120.0)
 
 
-def _request_body(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenParams) -> dict[str, Any]:
-    if params.resolved_api() != "chat":
-        raise LLMConfigError("the Batch API path supports chat requests only (no effort, api='chat')")
-    return build_request(endpoint.model, messages, params)[1]
+def _api_error(what: str, endpoint: Endpoint, exc: Exception) -> LLMFatalError:
+    message = getattr(exc, "message", None) or str(exc)
+    return LLMFatalError(f"{what} at {endpoint.describe()} failed: {type(exc).__name__}: {' '.join(message.split())[:400]}")
 
 
-def _read_state(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / BATCH_FILE
+def batch_line(endpoint: Endpoint, custom_id: str, messages: list[dict[str, Any]], params: GenParams) -> dict[str, Any]:
+    """One input line; the body is what the live client would send for the same call."""
+    path, body = get_wire(endpoint.wire).build_request(endpoint.model, messages, params)
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1" + path, "body": body}
+
+
+# --------------------------------------------------------------------------- state file
+
+
+def _state_path(run_dir: Path) -> Path:
+    return run_dir / BATCH_FILE
+
+
+def read_state(run_dir: str | Path) -> dict[str, Any] | None:
+    """The recorded batch, ``None`` if there is none, :class:`BatchStateError` if unreadable."""
+    path = _state_path(Path(run_dir))
     if not path.exists():
-        raise LLMConfigError(f"no {BATCH_FILE} in {run_dir}: submit a batch first")
-    return json.loads(path.read_text(encoding="utf-8"))
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+        problem = None if isinstance(state, dict) and isinstance(state.get("batch_id"), str) and state["batch_id"] \
+            else "it has no batch_id"
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        state, problem = None, f"{type(exc).__name__}: {exc}"
+    if problem is None:
+        return state  # type: ignore[no-any-return]
+    raise BatchStateError(
+        f"{path} is unreadable ({problem}); nothing was sent. It records the batch submitted from this run "
+        f"directory. To collect that batch, write its id back: echo '{{\"batch_id\": \"batch_...\"}}' > {path} "
+        "(your batches are listed at the provider, e.g. https://platform.openai.com/batches). To give it up "
+        f"and submit the items without an answer as a new batch, move the file aside: mv {path} {path}.bad"
+    )
 
 
 def _write_state(run_dir: Path, state: dict[str, Any]) -> None:
     tmp = run_dir / (BATCH_FILE + ".tmp")
     tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(run_dir / BATCH_FILE)
+    tmp.replace(_state_path(run_dir))
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def archive_batch(run_dir: str | Path) -> Path | None:
+    """Move ``batch.json`` (and the input it was made from) to ``batches/<id>.json``; the run
+    directory is then free for the next submission. Returns the archived state file."""
+    run_dir = Path(run_dir)
+    state = read_state(run_dir)
+    if state is None:
+        return None
+    archive = run_dir / ARCHIVE_DIR
+    archive.mkdir(exist_ok=True)
+    bid = state["batch_id"]
+    if (run_dir / INPUT_FILE).exists():
+        (run_dir / INPUT_FILE).replace(archive / f"{bid}.input.jsonl")
+    target = archive / f"{bid}.json"
+    _state_path(run_dir).replace(target)
+    return target
+
+
+# --------------------------------------------------------------------------- submit
 
 
 def submit_batch(endpoint: Endpoint, requests: list[BatchRequest], run_dir: str | Path) -> str:
     """Submit ``(custom_id, messages, params)`` requests; returns the batch id (see module doc)."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    if (run_dir / BATCH_FILE).exists():
-        state = _read_state(run_dir)
+    state = read_state(run_dir)
+    if state is not None:
         log.warning("batch %s already submitted from %s; not submitting again", state["batch_id"], run_dir)
         return str(state["batch_id"])
     ids = [cid for cid, _, _ in requests]
@@ -82,107 +158,167 @@ def submit_batch(endpoint: Endpoint, requests: list[BatchRequest], run_dir: str 
         raise ValueError("custom ids must be unique within a batch")
     if not requests:
         raise ValueError("no requests to submit")
-    lines = [
-        json.dumps(
-            {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions",
-             "body": _request_body(endpoint, messages, params)},
-            ensure_ascii=False,
-        )
-        for cid, messages, params in requests
-    ]
+    lines = [batch_line(endpoint, cid, messages, params) for cid, messages, params in requests]
+    urls = {line["url"] for line in lines}
+    if len(urls) != 1:
+        raise LLMConfigError(f"a batch goes to one API path; these requests use {sorted(urls)}")
+    url = urls.pop()
     input_path = run_dir / INPUT_FILE
-    input_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    input_path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    import openai
+
     client = _client(endpoint)
     try:
         with input_path.open("rb") as fh:
             uploaded = client.files.create(file=(INPUT_FILE, fh), purpose="batch")
-        batch = client.batches.create(
-            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
-        )
+        batch = client.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window="24h")  # type: ignore[arg-type]
     except openai.APIError as exc:
-        raise LLMError(f"batch submission to {endpoint.describe()} failed: {type(exc).__name__}: {exc.message}") from None
+        raise _api_error("batch submission", endpoint, exc) from None
     finally:
         client.close()
-    state = {
-        "batch_id": batch.id,
-        "input_file_id": uploaded.id,
-        "submitted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-        "n": len(requests),
-        "model": endpoint.model,
-        "base_url": endpoint.base_url,
-        "status": batch.status,
-    }
-    _write_state(run_dir, state)
+    _write_state(run_dir, {
+        "batch_id": batch.id, "input_file_id": uploaded.id, "submitted_at": _now(), "n": len(requests),
+        "model": endpoint.model, "base_url": endpoint.base_url, "url": url, "status": batch.status,
+    })
     log.info("submitted batch %s (%d requests) to %s", batch.id, len(requests), endpoint.describe())
     return str(batch.id)
 
 
-def _parse_output_line(line: dict[str, Any]) -> Completion | None:
-    resp = line.get("response")
-    if line.get("error") or not isinstance(resp, dict) or resp.get("status_code") != 200:
+# --------------------------------------------------------------------------- collect
+
+
+def _errors_reason(errors: Any) -> str | None:
+    """The provider's own words for a failed batch: ``errors.data[].message`` (with the line)."""
+    data = (errors or {}).get("data") if isinstance(errors, dict) else None
+    parts = []
+    for e in data or []:
+        if isinstance(e, dict) and e.get("message"):
+            where = f"line {e['line']}: " if e.get("line") is not None else ""
+            code = f" [{e['code']}]" if e.get("code") else ""
+            parts.append(f"{where}{' '.join(str(e['message']).split())}{code}")
+    if not parts:
         return None
-    body = resp.get("body")
-    if not isinstance(body, dict):
-        return None
-    try:
-        completion = parse_chat(body)
-    except BadResponse:
-        return None
-    return completion if completion.text.strip() else None
+    more = f" (and {len(parts) - 3} more)" if len(parts) > 3 else ""
+    return "; ".join(parts[:3]) + more
+
+
+def _read_lines(content: bytes | None) -> list[dict[str, Any]]:
+    out = []
+    for n, raw in enumerate((content or b"").decode("utf-8", "replace").splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            line = json.loads(raw)
+        except json.JSONDecodeError:
+            log.warning("batch file line %d is not JSON; skipped (%s)", n, raw[:80])
+            continue
+        if isinstance(line, dict) and line.get("custom_id") is not None:
+            out.append(line)
+    return out
+
+
+def _submitted_ids(run_dir: Path) -> list[str]:
+    path = run_dir / INPUT_FILE
+    if not path.exists():
+        return []
+    return [str(line["custom_id"]) for line in _read_lines(path.read_bytes())]
+
+
+def _download(client: openai.OpenAI, file_id: str | None) -> bytes | None:
+    return client.files.content(file_id).content if file_id else None
 
 
 def collect_batch(
     endpoint: Endpoint, run_dir: str | Path, *, prices: PriceTable | None = None
-) -> dict[str, Completion] | None:
-    """The finished batch's completions by custom id, or ``None`` while it is still running."""
+) -> BatchResult | None:
+    """The ended batch's results, or ``None`` while it is still running (see the module docstring)."""
     run_dir = Path(run_dir)
-    state = _read_state(run_dir)
-    prices = prices if prices is not None else PriceTable.load()
+    state = read_state(run_dir)
+    if state is None:
+        raise LLMConfigError(f"no {BATCH_FILE} in {run_dir}: submit a batch first")
+    import openai
+
+    bid = state["batch_id"]
     client = _client(endpoint)
     try:
-        batch = client.batches.retrieve(state["batch_id"])
-        counts = batch.request_counts
-        state.update(
-            status=batch.status,
-            checked_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            request_counts=counts.model_dump() if counts is not None else None,
-        )
+        try:
+            batch = client.batches.retrieve(bid)
+        except openai.NotFoundError as exc:
+            raise LLMFatalError(
+                f"batch {bid} (recorded in {_state_path(run_dir)}) is not known at {endpoint.describe()} "
+                f"({exc.message}); collect it with the key and base URL it was submitted with, or move "
+                f"{BATCH_FILE} aside to submit the items without an answer as a new batch") from None
+        counts = batch.request_counts.model_dump() if batch.request_counts is not None else None
+        state.update(status=batch.status, checked_at=_now(), request_counts=counts)
         _write_state(run_dir, state)
-        if batch.status in FAILED_STATES:
-            raise LLMError(f"batch {batch.id} at {endpoint.describe()} ended as {batch.status!r}: {batch.errors}")
-        if batch.status != "completed":
-            log.info("batch %s is %s (%s)", batch.id, batch.status, state["request_counts"])
+        if batch.status not in ENDED_STATES:
+            log.info("batch %s is %s (%s)", bid, batch.status, counts)
             return None
-        if not batch.output_file_id:
-            raise LLMError(f"batch {batch.id} completed without an output file")
-        content = client.files.content(batch.output_file_id).content
+        output = _download(client, batch.output_file_id)
+        errors = _download(client, batch.error_file_id)
     except openai.APIError as exc:
-        raise LLMError(f"batch collection from {endpoint.describe()} failed: {type(exc).__name__}: {exc.message}") from None
+        raise _api_error(f"collecting batch {bid}", endpoint, exc) from None
     finally:
         client.close()
 
-    (run_dir / OUTPUT_FILE).write_bytes(content)
-    results: dict[str, Completion] = {}
-    for raw_line in content.decode("utf-8").splitlines():
-        if not raw_line.strip():
-            continue
-        line = json.loads(raw_line)
-        completion = _parse_output_line(line)
-        if completion is None:
-            continue
-        completion.cost = prices.cost(endpoint.model, completion.usage, batch=True)
-        if completion.cost is None and completion.model:
-            completion.cost = prices.cost(completion.model, completion.usage, batch=True)
-        results[str(line.get("custom_id"))] = completion
+    archive = run_dir / ARCHIVE_DIR
+    archive.mkdir(exist_ok=True)
+    for content, suffix in ((output, "output"), (errors, "errors")):
+        if content is not None:
+            (archive / f"{bid}.{suffix}.jsonl").write_bytes(content)  # the provider's own record, kept
+    batch_errors = batch.errors.model_dump() if batch.errors is not None else None
+    result = _interpret(endpoint, state, _read_lines(output) + _read_lines(errors), prices or PriceTable.load())
+    result.batch_id, result.status = bid, batch.status
     submitted = _submitted_ids(run_dir)
-    state["failed_ids"] = sorted(submitted - results.keys()) if submitted else []
-    state["collected"] = len(results)
+    result.n_submitted = len(submitted) or int(state.get("n") or 0)
+    seen = result.answers.keys() | result.errors.keys() | set(result.not_run)
+    result.not_run += [cid for cid in submitted if cid not in seen]
+    if batch.status == "failed":
+        result.reason = _errors_reason(batch_errors) or result.reason or "the provider gave no reason"
+    state.update(collected_at=_now(), n_answers=len(result.answers), n_errors=len(result.errors),
+                 n_not_run=len(result.not_run), reason=result.reason, errors=batch_errors)
     _write_state(run_dir, state)
-    return results
+    return result
 
 
-def _submitted_ids(run_dir: Path) -> set[str]:
-    path = run_dir / INPUT_FILE
-    if not path.exists():
-        return set()
-    return {json.loads(ln)["custom_id"] for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()}
+def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[dict[str, Any]], prices: PriceTable) -> BatchResult:
+    """Sort output and error lines into answers, per-request errors and requests never run, reading
+    each response exactly as the live client reads an HTTP answer (the wire's ``interpret``)."""
+    wire = get_wire(endpoint.wire)
+    path = str(state.get("url") or "/v1/chat/completions").removeprefix("/v1")
+    out = BatchResult(batch_id=str(state["batch_id"]), status="")
+    fatal: list[str] = []
+    for line in lines:
+        cid = str(line["custom_id"])
+        if cid in out.answers:
+            continue
+        resp, err = line.get("response"), line.get("error")
+        if isinstance(resp, dict) and isinstance(resp.get("status_code"), int):
+            body = resp.get("body")
+            content = json.dumps(body).encode() if not isinstance(body, str) else body.encode()
+            try:
+                completion = wire.interpret(path, resp["status_code"], {}, content)
+            except AttemptFailed as exc:
+                if exc.failure.kind == "fatal":  # a live run stops on this: the request is not run
+                    fatal.append(exc.failure.message)
+                    out.not_run.append(cid)
+                else:
+                    out.errors[cid] = exc.failure.message
+                continue
+            if completion.cost is None:
+                completion.cost = prices.cost(endpoint.model, completion.usage, batch=True)
+                if completion.cost is None and completion.model:
+                    completion.cost = prices.cost(completion.model, completion.usage, batch=True)
+            out.errors.pop(cid, None)
+            out.answers[cid] = completion
+        elif isinstance(err, dict) and err.get("code") in NOT_RUN_CODES:
+            out.not_run.append(cid)
+        else:
+            what = err if isinstance(err, dict) else {}
+            msg = " ".join(str(what.get("message") or "a batch line without a response").split())
+            out.errors[cid] = f"batch: {msg}" + (f" [{what['code']}]" if what.get("code") else "")
+    out.not_run = [cid for cid in dict.fromkeys(out.not_run) if cid not in out.answers and cid not in out.errors]
+    if fatal:
+        top = max(set(fatal), key=fatal.count)
+        out.reason = top + (f" ({fatal.count(top)} of {len(lines)} lines)" if len(fatal) > 1 else "")
+    return out

@@ -203,17 +203,19 @@ def test_batch_submit_then_collect(tmp_path):
     with FakeServer(answers=answer_for, batch_polls=1) as srv:
         cfg = cfg_for(srv, tmp_path / "run", tmp_path, items=str(items_path))
         first = batch_evaluate(cfg)
-        assert first.startswith("submitted batch")
-        assert json.loads((tmp_path / "run" / "batch.json").read_text())["batch_id"]
+        assert first.line.startswith("submitted batch") and first.code == 1 and first.summary is None
+        bid = json.loads((tmp_path / "run" / "batch.json").read_text())["batch_id"]
         assert srv.total == 0  # nothing answered live
-        assert batch_evaluate(cfg).startswith("batch still running")
+        assert batch_evaluate(cfg).line == f"batch {bid} is in_progress (0 of 5 done at the provider)"
         done = batch_evaluate(cfg)
         assert srv.total == 5  # answered inside the batch (the fake counts them), none sent live
-    assert "collected 5 answers" in done and "ok=5" in done
+    assert f"batch {bid} completed: 5 of 5 answers kept" in done.line and "ok=5" in done.line
+    assert done.summary is not None and done.summary["n_ok"] == 5
     recs = read_lines(tmp_path / "run")
     assert sorted(r["id"] for r in recs) == sorted(i.id for i in items)
     assert sum(r["em_strict"] for r in recs) == 3  # items 0, 2, 4 are answered right
     assert not (tmp_path / "run" / "batch.json").exists()
+    assert (tmp_path / "run" / "batches" / f"{bid}.json").exists()
 
 
 def test_missing_key_variable_is_one_clear_error_and_sends_nothing(tmp_path, monkeypatch):

@@ -1,22 +1,44 @@
-"""Batch API against the fake server: submit, poll, collect, no double submission."""
+"""Batch API against a local fake: submit, poll, collect; real batch objects and file lines
+(tests/fixtures/batch/, sources in SOURCES.md) for expired, cancelled and failed batches."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeserver import FakeServer
 
-from cresowlve_core.llm.batch import collect_batch, submit_batch
+from cresowlve_core.llm.batch import (
+    BatchStateError,
+    _errors_reason,
+    _interpret,
+    archive_batch,
+    batch_line,
+    collect_batch,
+    read_state,
+    submit_batch,
+)
+from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import ModelPrice, PriceTable
 from cresowlve_core.llm.types import Endpoint, GenParams, LLMConfigError
+from cresowlve_core.llm.wire import sent_fields
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batch"
 PRICES = PriceTable({"batch-model": ModelPrice(1_000_000.0, 1_000_000.0, batch_discount=0.5)})
 
 
-def reqs(n: int) -> list[tuple[str, list[dict[str, str]], GenParams]]:
-    return [(f"item-{i}", [{"role": "user", "content": f"question {i}"}], GenParams(max_tokens=50)) for i in range(n)]
+def fixture(name: str) -> Any:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    return json.loads(text) if name.endswith(".json") else [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def reqs(n: int, params: GenParams | None = None) -> list[tuple[str, list[dict[str, str]], GenParams]]:
+    p = params or GenParams(max_tokens=50)
+    return [(f"item-{i}", [{"role": "user", "content": f"question {i}"}], p) for i in range(n)]
 
 
 def test_submit_poll_collect(tmp_path: Path) -> None:
@@ -24,7 +46,7 @@ def test_submit_poll_collect(tmp_path: Path) -> None:
         ep = Endpoint(srv.base_url, "batch-model")
         bid = submit_batch(ep, reqs(4), tmp_path)
         state = json.loads((tmp_path / "batch.json").read_text())
-        assert state["batch_id"] == bid and state["n"] == 4
+        assert state["batch_id"] == bid and state["n"] == 4 and state["url"] == "/v1/chat/completions"
         assert state["input_file_id"].startswith("file-") and state["submitted_at"]
         lines = [json.loads(x) for x in (tmp_path / "batch_input.jsonl").read_text().splitlines()]
         assert lines[0]["url"] == "/v1/chat/completions" and lines[0]["body"]["max_tokens"] == 50
@@ -34,14 +56,18 @@ def test_submit_poll_collect(tmp_path: Path) -> None:
         assert json.loads((tmp_path / "batch.json").read_text())["status"] == "in_progress"
 
         out = collect_batch(ep, tmp_path, prices=PRICES)
-    assert out is not None and sorted(out) == ["item-0", "item-1", "item-3"]
-    c = out["item-1"]
+    assert out is not None and out.status == "completed" and out.n_submitted == 4
+    assert sorted(out.answers) == ["item-0", "item-1", "item-3"] and out.not_run == []
+    assert out.errors == {"item-2": "batch: scripted failure [server_error]"}  # the provider's words, kept
+    c = out.answers["item-1"]
     assert c.text == "echo: question 1"
     assert (c.usage.input_tokens, c.usage.output_tokens) == (2, 3)
     assert c.cost == pytest.approx((2 + 3) * 0.5)  # half price
-    final = json.loads((tmp_path / "batch.json").read_text())
-    assert final["status"] == "completed" and final["failed_ids"] == ["item-2"]
-    assert (tmp_path / "batch_output.jsonl").exists()
+    assert (tmp_path / "batches" / f"{bid}.output.jsonl").exists() and (tmp_path / "batches" / f"{bid}.errors.jsonl").exists()
+    archived = archive_batch(tmp_path)
+    assert archived == tmp_path / "batches" / f"{bid}.json" and not (tmp_path / "batch.json").exists()
+    assert json.loads(archived.read_text())["n_answers"] == 3
+    assert (tmp_path / "batches" / f"{bid}.input.jsonl").exists()
 
 
 def test_resubmission_returns_the_recorded_batch(tmp_path: Path) -> None:
@@ -52,11 +78,125 @@ def test_resubmission_returns_the_recorded_batch(tmp_path: Path) -> None:
         assert first == again and len(srv._batches) == 1
 
 
-def test_only_chat_requests_and_unique_ids(tmp_path: Path) -> None:
+def test_unique_ids_and_nothing_to_collect(tmp_path: Path) -> None:
     ep = Endpoint("http://127.0.0.1:1/v1", "batch-model")
-    with pytest.raises(LLMConfigError):
-        submit_batch(ep, [("a", [{"role": "user", "content": "x"}], GenParams(effort="low"))], tmp_path / "r1")
     with pytest.raises(ValueError, match="unique"):
         submit_batch(ep, reqs(1) + reqs(1), tmp_path / "r2")
     with pytest.raises(LLMConfigError, match="submit a batch first"):
         collect_batch(ep, tmp_path / "nothing")
+
+
+@pytest.mark.parametrize("api", ["chat", None])
+def test_reasoning_model_lines_are_the_live_request(tmp_path: Path, api: str | None) -> None:
+    """A reasoning model's batch line carries exactly what a live call sends: max_completion_tokens
+    and reasoning_effort on chat (reasoning.effort and max_output_tokens on the default API with an
+    effort, /v1/responses), never temperature; and the manifest's ``sent`` is that body."""
+    params = GenParams(max_tokens=2000, temperature=0.0, seed=0, effort="high", api=api)
+    with FakeServer(batch_polls=0) as srv:
+        ep = Endpoint(srv.base_url, "gpt-5-mini")
+        live = LLMClient(ep, cache=None, max_attempts=1)
+        live.complete_sync([{"role": "user", "content": "question 0"}], params, prompt_version="t")
+        wire_body = srv.requests[0].body
+        submit_batch(ep, reqs(2, params), tmp_path)
+        line = json.loads((tmp_path / "batch_input.jsonl").read_text().splitlines()[0])
+        got = collect_batch(ep, tmp_path, prices=PRICES)
+    assert line["body"] == wire_body  # byte for byte the live request
+    assert {k: v for k, v in line["body"].items() if k not in ("model", "messages", "input")} == sent_fields(params)
+    assert "temperature" not in line["body"] and "max_tokens" not in line["body"]
+    if api == "chat":
+        assert line["url"] == "/v1/chat/completions"
+        assert line["body"]["max_completion_tokens"] == 2000 and line["body"]["reasoning_effort"] == "high"
+    else:
+        assert line["url"] == "/v1/responses"
+        assert line["body"]["max_output_tokens"] == 2000 and line["body"]["reasoning"]["effort"] == "high"
+    assert got is not None and sorted(got.answers) == ["item-0", "item-1"]  # read with the same parser
+    assert got.answers["item-0"].text == "echo: question 0"
+
+
+def test_expired_batch_keeps_its_3_of_5_finished_answers(tmp_path: Path) -> None:
+    with FakeServer(batch_polls=0, batch_final=fixture("batch_expired.json"), batch_n_done=3,
+                    batch_error_line=fixture("error_lines_expired.jsonl")[0]) as srv:
+        ep = Endpoint(srv.base_url, "batch-model")
+        bid = submit_batch(ep, reqs(5), tmp_path)
+        out = collect_batch(ep, tmp_path, prices=PRICES)
+    assert out is not None and out.status == "expired" and out.reason is None
+    assert sorted(out.answers) == ["item-0", "item-1", "item-2"]
+    assert out.not_run == ["item-3", "item-4"] and out.errors == {}
+    assert all(c.cost is not None for c in out.answers.values())
+    expired = (tmp_path / "batches" / f"{bid}.errors.jsonl").read_text().splitlines()
+    assert len(expired) == 2 and all('"batch_expired"' in x for x in expired)  # the provider's file, kept
+
+
+def test_cancelled_batch_without_error_file_counts_the_missing_as_not_run(tmp_path: Path) -> None:
+    cancelled = {**fixture("batch_cancelling.json"), "status": "cancelled", "cancelled_at": 1711475200}
+    with FakeServer(batch_polls=0, batch_final=cancelled, batch_n_done=1) as srv:
+        ep = Endpoint(srv.base_url, "batch-model")
+        submit_batch(ep, reqs(3), tmp_path)
+        out = collect_batch(ep, tmp_path, prices=PRICES)
+    assert out is not None and out.status == "cancelled"
+    assert sorted(out.answers) == ["item-0"] and out.not_run == ["item-1", "item-2"]
+
+
+def test_a_cancelling_batch_is_still_running(tmp_path: Path) -> None:
+    """The provider's own cancelling object: waited for, since its output comes once cancelled."""
+    with FakeServer(batch_polls=0, batch_final=fixture("batch_cancelling.json")) as srv:
+        ep = Endpoint(srv.base_url, "batch-model")
+        submit_batch(ep, reqs(2), tmp_path)
+        assert collect_batch(ep, tmp_path, prices=PRICES) is None
+    state = read_state(tmp_path)
+    assert state is not None and state["status"] == "cancelling"
+
+
+def test_real_output_and_error_lines_are_read_like_live_answers() -> None:
+    ep = Endpoint("http://127.0.0.1:1/v1", "gpt-3.5-turbo-0125")
+    state = {"batch_id": "batch_abc123", "url": "/v1/chat/completions"}
+    lines = fixture("output_lines_chat.jsonl") + fixture("error_lines_expired.jsonl") + fixture(
+        "error_line_unsupported_parameter.jsonl")
+    prices = PriceTable({"gpt-3.5-turbo-0125": ModelPrice(0.5, 1.5, batch_discount=0.5)})
+    out = _interpret(ep, state, lines, prices)
+    assert sorted(out.answers) == ["request-1", "request-2"]
+    a = out.answers["request-2"]
+    assert a.text == "Hello." and (a.usage.input_tokens, a.usage.output_tokens) == (22, 2)
+    assert a.cost == pytest.approx((22 * 0.5 + 2 * 1.5) / 1e6 * 0.5)
+    assert out.not_run == ["request-3", "request-7", "request-5"] and out.errors == {}
+    # a parameter the model refuses stops a live run: here it is the batch's reason, not an item error
+    assert out.reason is not None and "Unsupported parameter: 'max_tokens' is not supported with this model" in out.reason
+
+
+def test_failed_batch_reason_is_the_providers_own_message() -> None:
+    reason = _errors_reason(fixture("batch_failed_token_limit.json")["errors"])
+    assert reason is not None and reason.startswith("Enqueued token limit reached for gpt-4o-mini")
+    assert reason.endswith("[token_limit_exceeded]")
+    many = {"data": [{"code": "invalid_json_line", "line": n, "message": "This line is not parseable as valid JSON."}
+                     for n in range(1, 6)]}
+    assert _errors_reason(many) == "; ".join(
+        [f"line {n}: This line is not parseable as valid JSON. [invalid_json_line]" for n in range(1, 4)]) + " (and 2 more)"
+
+
+@pytest.mark.parametrize("content", ["{not json", "", '{"status": "expired"}', "[1, 2]", '{"batch_id": ""}'])
+def test_unreadable_batch_json_names_both_ways_forward(tmp_path: Path, content: str) -> None:
+    (tmp_path / "batch.json").write_text(content)
+    with pytest.raises(BatchStateError) as exc:
+        read_state(tmp_path)
+    msg = str(exc.value)
+    assert "nothing was sent" in msg and '"batch_id"' in msg and f"mv {tmp_path / 'batch.json'}" in msg
+    with FakeServer() as srv:  # neither submission nor collection goes ahead on it
+        ep = Endpoint(srv.base_url, "batch-model")
+        with pytest.raises(BatchStateError):
+            submit_batch(ep, reqs(2), tmp_path)
+        with pytest.raises(BatchStateError):
+            collect_batch(ep, tmp_path)
+        assert srv._batches == {} and srv._files == {}
+
+
+def test_a_line_is_built_by_the_wire_of_the_endpoint() -> None:
+    line = batch_line(Endpoint("http://x/v1", "m"), "id-1", [{"role": "user", "content": "q"}], GenParams(max_tokens=7))
+    assert line == {"custom_id": "id-1", "method": "POST", "url": "/v1/chat/completions",
+                    "body": {"model": "m", "messages": [{"role": "user", "content": "q"}], "temperature": 0.0,
+                             "seed": 0, "max_tokens": 7}}
+
+
+def test_importing_the_llm_package_does_not_load_the_openai_sdk() -> None:
+    code = "import sys, cresowlve_core.llm, cresowlve_core.llm.batch; print('openai' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

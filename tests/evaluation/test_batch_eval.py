@@ -1,0 +1,183 @@
+"""``cresowlve eval --batch`` end to end against a local fake of the Batch endpoints, with real
+batch objects and file lines (tests/fixtures/batch/SOURCES.md): every state of ``batch.json``
+leads to a defined next step, and no paid answer is lost."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakeserver import FakeServer
+
+from cresowlve_core.cli import main
+from cresowlve_core.items import Item, ItemView
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batch"
+
+
+def fixture(name: str) -> Any:
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    return json.loads(text) if name.endswith(".json") else [json.loads(x) for x in text.splitlines() if x.strip()]
+
+
+def answer_for(req) -> str:
+    n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+    return f"<Answer>Answer{n}</Answer>"
+
+
+class Run:
+    """``cresowlve eval --batch`` on 5 items in one run directory, against ``srv``."""
+
+    def __init__(self, tmp_path: Path, srv: FakeServer, capsys: pytest.CaptureFixture[str], *extra: str):
+        self.dir, self.srv, self.capsys = tmp_path / "run", srv, capsys
+        items = [Item(id=f"chgk_{i:010x}", difficulty=1, reasoning_type="creative",
+                      en=ItemView(question=f"Puzzle number {i}: who is X?", answer=f"Answer{i}")) for i in range(5)]
+        self.ids = [it.id for it in items]
+        path = tmp_path / "items.jsonl"
+        path.write_text("".join(json.dumps(it.published_row("en")) + "\n" for it in items))
+        self.args = ["eval", "--batch", "--items", str(path), "--model", "fake-model", "--base-url", srv.base_url,
+                     "--run-dir", str(self.dir), "--no-cache", *extra]
+
+    def __call__(self) -> tuple[int, str, str]:
+        code = main(self.args)
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def records(self) -> dict[str, dict[str, Any]]:
+        path = self.dir / "responses.jsonl"
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+        return {r["id"]: r for r in lines}
+
+    def submitted(self) -> list[str]:
+        """The custom ids of the batch now recorded in batch.json."""
+        return [json.loads(x)["custom_id"] for x in (self.dir / "batch_input.jsonl").read_text().splitlines()]
+
+
+def last_line(err: str) -> str:
+    return [x for x in err.splitlines() if x.strip()][-1]
+
+
+def test_expired_batch_keeps_3_of_5_answers_and_the_rerun_submits_exactly_2(tmp_path, capsys):
+    with FakeServer(answers=answer_for, batch_polls=0, batch_final=fixture("batch_expired.json"), batch_n_done=3,
+                    batch_error_line=fixture("error_lines_expired.jsonl")[0]) as srv:
+        run = Run(tmp_path, srv, capsys)
+        code, out, err = run()
+        assert code == 1 and out.startswith("submitted batch") and "run the same command again" in last_line(err)
+        first = json.loads((run.dir / "batch.json").read_text())["batch_id"]
+        assert len(run.submitted()) == 5 and srv.total == 0
+
+        code, out, err = run()  # the batch expired with 3 of 5 done
+        recs = run.records()
+        assert sorted(recs) == run.ids[:3] and all(r["status"] == "ok" for r in recs.values())
+        assert all(r["em_strict"] for r in recs.values()) and all(r["cost"] is None or r["cost"] >= 0 for r in recs.values())
+        assert f"batch {first} expired: 3 of 5 answers kept, 0 errored, 2 not run" in out
+        assert code == 1 and last_line(err).startswith("incomplete: 0 errored, 2 not run of 5 items")
+        assert not (run.dir / "batch.json").exists() and (run.dir / "batches" / f"{first}.json").exists()
+
+        srv.batch_final, srv.batch_n_done = None, None  # the provider now finishes whatever it gets
+        code, out, err = run()  # the next run submits only the rest
+        assert code == 1 and "with 2 of 5 items" in out
+        assert run.submitted() == run.ids[3:]
+        code, out, err = run()
+        assert code == 0 and "batch" in out and "completed: 2 of 2 answers kept" in out and err == ""
+        assert srv.total == 5  # every item answered (and paid for) exactly once
+        assert sorted(run.records()) == run.ids
+
+        code, out, err = run()  # completed and collected: nothing left to do, nothing sent
+        assert code == 0 and out.startswith("nothing to submit") and len(srv._batches) == 2
+
+
+def test_failed_batch_shows_the_providers_reason_and_exits_3(tmp_path, capsys):
+    with FakeServer(answers=answer_for, batch_polls=0, batch_final=fixture("batch_failed_token_limit.json"),
+                    batch_n_done=0) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        code, out, err = run()
+        assert code == 3
+        reason = "Enqueued token limit reached for gpt-4o-mini in organization"
+        assert last_line(err).startswith("stopped early (batch ") and reason in last_line(err)
+        assert "0 of 5 items done" in last_line(err) and reason in out
+        assert json.loads((run.dir / "summary.json").read_text())["stopped"].count(reason) == 1
+        assert not (run.dir / "batch.json").exists()  # the failed batch is archived, not a wedge
+        srv.batch_final, srv.batch_n_done = None, None
+        code, out, err = run()  # defined next step: a new batch with every item
+        assert code == 1 and "with 5 of 5 items" in out and len(srv._batches) == 2
+
+
+def test_batch_completed_with_every_line_failed_shows_the_error_files_reason(tmp_path, capsys):
+    """Every line refused (here: ``max_tokens`` sent to a reasoning model). A live run stops on that
+    error (exit 3); so does the batch, with the provider's message from ``response.body.error``."""
+    with FakeServer(answers=answer_for, batch_polls=0, batch_final=fixture("batch_completed_all_failed.json"),
+                    batch_n_done=0, batch_error_line=fixture("error_line_unsupported_parameter.jsonl")[0]) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        code, out, err = run()
+    assert code == 3
+    assert "Unsupported parameter: 'max_tokens' is not supported with this model" in last_line(err)
+    assert "(5 of 5 lines)" in last_line(err) and "0 of 5 items done, 0 errored, 5 not run" in last_line(err)
+    assert run.records() == {}
+
+
+def test_per_request_errors_are_recorded_with_the_providers_message(tmp_path, capsys):
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        srv.batch_fail_ids = {run.ids[1]}
+        code, out, err = run()
+    recs = run.records()
+    assert recs[run.ids[1]]["status"] == "error" and "scripted failure" in recs[run.ids[1]]["error"]
+    assert code == 1 and "1 errored, 0 not run of 5 items" in last_line(err) and "scripted failure" in last_line(err)
+
+
+def test_corrupt_batch_json_is_refused_with_a_way_forward(tmp_path, capsys):
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        state_file = run.dir / "batch.json"
+        bid = json.loads(state_file.read_text())["batch_id"]
+        state_file.write_text('{"batch_id": "batch-1", "submitted_at": "2026-')  # torn by hand or a full disk
+        for _ in range(2):  # the same clear refusal, and nothing sent or submitted
+            code, out, err = run()
+            assert code == 2 and "batch.json is unreadable" in err and f"mv {state_file}" in err
+            assert "write its id back" in err and len(srv._batches) == 1 and srv.total == 0
+
+        state_file.write_text(json.dumps({"batch_id": bid}))  # way forward 1: the id written back
+        code, out, err = run()
+        assert code == 0 and f"batch {bid} completed: 5 of 5 answers kept" in out and len(run.records()) == 5
+
+
+def test_corrupt_batch_json_moved_aside_submits_only_the_items_without_answers(tmp_path, capsys):
+    with FakeServer(answers=answer_for, batch_polls=0, batch_n_done=2) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        run()  # 2 of 5 answered
+        run()  # a new batch of 3
+        (run.dir / "batch.json").write_text("garbage")
+        (run.dir / "batch.json").rename(run.dir / "batch.json.bad")  # way forward 2
+        code, out, err = run()
+    assert code == 1 and "with 3 of 5 items" in out and len(run.records()) == 2
+
+
+def test_reasoning_model_batch_sends_max_completion_tokens_and_effort(tmp_path, capsys):
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys, "--effort", "high", "--api", "chat", "--max-tokens", "2000")
+        code, out, err = run()
+        line = json.loads((run.dir / "batch_input.jsonl").read_text().splitlines()[0])
+        code, out, err = run()
+    body = line["body"]
+    assert line["url"] == "/v1/chat/completions"
+    assert body["max_completion_tokens"] == 2000 and body["reasoning_effort"] == "high"
+    assert "temperature" not in body and "max_tokens" not in body
+    sent = json.loads((run.dir / "manifest.json").read_text())["sent"]
+    assert sent == {k: v for k, v in body.items() if k not in ("model", "messages")}
+    assert code == 0 and len(run.records()) == 5
+
+
+def test_unset_key_variable_is_refused_before_any_batch(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("BATCH_TEST_KEY", raising=False)
+    with FakeServer(answers=answer_for) as srv:
+        run = Run(tmp_path, srv, capsys, "--api-key-env", "BATCH_TEST_KEY")
+        code, out, err = run()
+        assert code == 2 and "BATCH_TEST_KEY" in err and srv._files == {} and srv._batches == {}
