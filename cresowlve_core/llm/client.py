@@ -50,10 +50,17 @@ It (and every credential-like variable) is scrubbed from error messages, logs, r
 answers and cache entries; credentials in the base URL never appear in messages.
 
 Connections: ``concurrency`` calls really run in flight, each on its own keep-alive
-connection of a small HTTP/1.1 client (:mod:`cresowlve_core.llm.http`: one write per request,
-the JSON parsed once by the wire format; ~0.1 ms of client CPU per call instead of ~1.7 ms
-through the SDK). Proxies from the environment are honoured. The pool belongs to the event
-loop it was created in; a client used from a new loop opens a new pool.
+connection of the transport (:mod:`cresowlve_core.llm.http`: aiohttp with
+``TCPConnector(limit=concurrency)``, the JSON parsed once by the wire format). Proxies from the
+environment are honoured. The transport belongs to the event loop it was created in; a client
+used from a new loop opens a new one. ``transport_factory`` swaps the HTTP stack (a test double,
+another library): it is called as ``factory(base_url, concurrency=, connect_timeout=,
+read_timeout=, first_byte_timeout=)`` and returns a :class:`~cresowlve_core.llm.http.Transport`.
+
+Connection-level silence (a server that accepts and closes, or sends no byte within
+``first_byte_timeout_s`` or ``timeout_s``) is a dead sign too, but it may hit every call in flight
+at once during a blip: it trips the breaker only after ``down_after`` in a row that also span
+``down_window_s`` (10 s) without a success in between.
 """
 
 from __future__ import annotations
@@ -70,7 +77,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from cresowlve_core.llm.cache import ResponseCache, cache_key
-from cresowlve_core.llm.http import ConnectionPool
+from cresowlve_core.llm.http import Transport, TransportFactory, open_transport
 from cresowlve_core.llm.openai_wire import (  # re-exported: callers import these from here
     BadResponse,
     _content_text,
@@ -131,7 +138,7 @@ class _Resources:
     """Per-event-loop objects: the connection pool, the concurrency semaphore, the limiters."""
 
     loop: asyncio.AbstractEventLoop
-    pool: ConnectionPool
+    transport: Transport
     sem: asyncio.Semaphore
     rpm: AsyncTokenBucket | None
     tpm: AsyncTokenBucket | None
@@ -187,7 +194,10 @@ class LLMClient:
         backoff_cap_s: float = 30.0,
         deadline_s: float | None = None,
         down_after: int = 5,
+        down_window_s: float = 10.0,
+        first_byte_timeout_s: float | None = None,
         retry_log_interval_s: float = 60.0,
+        transport_factory: TransportFactory | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be >= 1")
@@ -206,6 +216,9 @@ class LLMClient:
         self.timeout_s = timeout_s
         self.deadline_s = deadline_s
         self.down_after = down_after
+        self.down_window_s = down_window_s
+        self.first_byte_timeout_s = first_byte_timeout_s
+        self.transport_factory = transport_factory or open_transport
         self.cache = cache
         self.prices = prices if prices is not None else PriceTable.load()
         self.max_cost = max_cost
@@ -221,6 +234,7 @@ class LLMClient:
         self._url_secrets = _url_credentials(endpoint.base_url)
         self._ever_answered = False  # any HTTP response at all: the endpoint exists
         self._dead_streak = 0
+        self._streak_since = 0.0  # monotonic time of the first dead sign of the current streak
         self._down: str | None = None
 
     # ---- lifecycle
@@ -229,10 +243,11 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if self._res is not None and self._res.loop is loop:
             return self._res
-        self._res = _Resources(
+        self._res = _Resources(  # a transport of another (finished) loop is simply dropped
             loop=loop,
-            pool=ConnectionPool(self.endpoint.base_url, connect_timeout=min(10.0, self.timeout_s),
-                                read_timeout=self.timeout_s),
+            transport=self.transport_factory(self.endpoint.base_url, concurrency=self.concurrency,
+                                             connect_timeout=min(10.0, self.timeout_s), read_timeout=self.timeout_s,
+                                             first_byte_timeout=self.first_byte_timeout_s),
             sem=asyncio.Semaphore(self.concurrency),
             rpm=AsyncTokenBucket(self.rpm) if self.rpm else None,
             tpm=AsyncTokenBucket(self.tpm) if self.tpm else None,
@@ -244,7 +259,7 @@ class LLMClient:
         self.retries.flush(self.endpoint.describe())
         res, self._res = self._res, None
         if res is not None and res.loop is asyncio.get_running_loop():
-            await res.pool.aclose()  # a pool of another (finished) loop is simply dropped
+            await res.transport.aclose()  # a transport of another (finished) loop is simply dropped
 
     async def __aenter__(self) -> LLMClient:
         return self
@@ -336,13 +351,21 @@ class LLMClient:
             return
         if failure.status is not None:
             self._ever_answered = True
+        now = time.monotonic()
+        if self._dead_streak == 0:
+            self._streak_since = now
         self._dead_streak += 1
         first_contact = failure.dead_sign == "unreachable" and not self._ever_answered
-        if first_contact or self._dead_streak >= self.down_after:
+        # connection-level silence (accepted then closed, no answer in time) may be a blip that
+        # hits every call in flight at once: it must also last down_window_s without a success
+        lasted = failure.dead_sign != "no_answer" or now - self._streak_since >= self.down_window_s
+        if first_contact or (self._dead_streak >= self.down_after and lasted):
             why = (failure.message if first_contact
-                   else f"{self._dead_streak} failures in a row, the last: {self._redact(failure.message)}")
-            self._down = (f"{self.endpoint.describe()} looks down ({why}); stopped without further "
-                          "requests: check the base URL and that the server is running")
+                   else f"{self._dead_streak} failures in a row over {now - self._streak_since:.0f} s, the last: "
+                        f"{self._redact(failure.message)}")
+            check = ("check the proxy settings (HTTPS_PROXY, HTTP_PROXY, NO_PROXY)" if failure.reason.startswith("proxy")
+                     else "check the base URL and that the server is running")
+            self._down = f"{self.endpoint.describe()} looks down ({why}); stopped without further requests: {check}"
             raise LLMEndpointDown(self._down)
 
     # ---- the call
@@ -439,11 +462,11 @@ class LLMClient:
         headers = {**self.wire.request_headers(key), **_UA}
         target = self._target(path)
         if self.deadline_s is None:
-            resp = await res.pool.post(target, headers, content)
+            resp = await res.transport.post(target, headers, content)
         else:
             try:
                 async with asyncio.timeout(self.deadline_s):
-                    resp = await res.pool.post(target, headers, content)
+                    resp = await res.transport.post(target, headers, content)
             except TimeoutError:
                 raise AttemptFailed(Failure("retry", f"no complete answer within the {self.deadline_s:g} s "
                                             "deadline", reason="deadline")) from None

@@ -40,7 +40,7 @@ import re
 import time
 from typing import Any
 
-from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, TransportError
+from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, ResponseTooLarge, TransportError
 from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError, Usage
 from cresowlve_core.llm.wire import AttemptFailed, DeadSign, Failure
 
@@ -362,16 +362,29 @@ def interpret(path: str, status: int, headers: Any, content: bytes) -> Completio
 
 def classify_exception(exc: BaseException) -> Failure:
     """Classify an exception raised while sending (:mod:`cresowlve_core.llm.http` failures)."""
+    if isinstance(exc, ConnectFailed) and exc.proxy is not None:
+        if exc.status == 407:
+            return Failure("fatal", f"{exc}: put the credentials in the proxy URL (https://user:pass@proxy:port)",
+                           reason="proxy 407")
+        if exc.status is not None:
+            return Failure("retry", str(exc), dead_sign="no_answer", reason=f"proxy HTTP {exc.status}")
+        return Failure("retry", str(exc), dead_sign="unreachable", reason="proxy unreachable")
+    if isinstance(exc, ConnectFailed) and exc.tls:
+        return Failure("fatal", f"{exc} (check the https/http scheme and the certificate; extra CAs: "
+                       "REQUESTS_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR)", reason="TLS")
+    if isinstance(exc, ResponseTooLarge):
+        return Failure("item", str(exc), reason="answer too large")
     if isinstance(exc, (ReadTimeout, asyncio.TimeoutError, TimeoutError)):
-        return Failure("retry", "request timed out", reason="timeout")
+        return Failure("retry", str(exc) or "request timed out", reason="timeout",
+                       dead_sign="no_answer" if getattr(exc, "no_answer", False) else None)
     if isinstance(exc, ConnectFailed) and exc.dns:
         return Failure("retry", f"DNS lookup failed ({exc})", dead_sign="unreachable", reason="DNS")
     if isinstance(exc, ConnectFailed) and exc.refused:
-        return Failure("retry", "connection refused", dead_sign="unreachable", reason="connection refused")
+        return Failure("retry", str(exc), dead_sign="unreachable", reason="connection refused")
     if isinstance(exc, ConnectFailed) and exc.timed_out:
         return Failure("retry", str(exc), dead_sign="unreachable", reason="connect timeout")
-    if isinstance(exc, ConnectFailed) and exc.tls:
-        return Failure("fatal", f"{exc} (check the https/http scheme and the certificate)", reason="TLS")
     if isinstance(exc, TransportError):
-        return Failure("retry", f"connection error ({exc})", reason="connection error")
+        proxy = "proxy " if "the proxy" in str(exc) else ""
+        return Failure("retry", f"connection error ({exc})", dead_sign="no_answer" if exc.no_answer else None,
+                       reason=f"{proxy}connection error")
     return Failure("item", f"{type(exc).__name__}: {exc}", reason=type(exc).__name__)

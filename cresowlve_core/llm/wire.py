@@ -22,7 +22,9 @@ from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError
 WIRES: dict[str, str] = {"openai": "cresowlve_core.llm.openai_wire"}
 
 FailureKind = Literal["retry", "item", "fatal"]
-DeadSign = Literal["unreachable", "not_json"]
+#: ``unreachable``: no connection at all; ``not_json``: a body that is not the API;
+#: ``no_answer``: connected, but no byte of an answer (closed at once, or silent until a timeout)
+DeadSign = Literal["unreachable", "not_json", "no_answer"]
 
 
 @dataclass

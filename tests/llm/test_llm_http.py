@@ -1,4 +1,4 @@
-"""The small HTTP/1.1 client: body framings, encodings, keep-alive and its pitfalls, proxies, failures."""
+"""The aiohttp transport: body framings, encodings, keep-alive and its pitfalls, proxies, failures."""
 
 from __future__ import annotations
 
@@ -12,11 +12,13 @@ from typing import Any
 import pytest
 
 from cresowlve_core.llm.http import (
+    AiohttpTransport,
     ConnectFailed,
-    ConnectionPool,
     ProtocolFailure,
     ReadTimeout,
 )
+
+ConnectionPool = AiohttpTransport
 
 
 class RawServer:
@@ -163,7 +165,7 @@ def test_failures_are_classified() -> None:
 
     garbage = RawServer(lambda head, i: b"SSH-2.0-OpenSSH\r\n\r\n")
     try:
-        with pytest.raises(ProtocolFailure, match="not an HTTP answer"):
+        with pytest.raises(ProtocolFailure, match="not a valid HTTP answer"):
             post(ConnectionPool(garbage.url))
     finally:
         garbage.close()
@@ -180,7 +182,7 @@ def test_dns_failure_is_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
     async def no_such_host(*a: Any, **k: Any) -> Any:
         raise socket.gaierror(-2, "Name or service not known")
 
-    monkeypatch.setattr(asyncio, "open_connection", no_such_host)
+    monkeypatch.setattr(asyncio.base_events.BaseEventLoop, "getaddrinfo", no_such_host)
     with pytest.raises(ConnectFailed) as err:
         post(ConnectionPool("https://api.example.invalid/v1"))
     assert err.value.dns and "DNS" in str(err.value)
@@ -200,6 +202,7 @@ def test_plain_http_goes_through_the_environment_proxy(monkeypatch: pytest.Monke
     assert req.startswith(b"POST http://models.internal:8000/v1/chat/completions HTTP/1.1")
     assert b"Proxy-Authorization: Basic dTpwQHNz" in req  # u:p@ss
     monkeypatch.setenv("NO_PROXY", "models.internal")
+    monkeypatch.setenv("no_proxy", "models.internal")
     assert ConnectionPool("http://models.internal:8000/v1").proxy is None
 
 

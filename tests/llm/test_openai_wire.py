@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from cresowlve_core.llm.http import ConnectFailed, ProtocolFailure, ReadTimeout
+from cresowlve_core.llm.http import ConnectFailed, ProtocolFailure, ReadTimeout, ResponseTooLarge
 from cresowlve_core.llm.openai_wire import (
     build_request,
     classify_exception,
@@ -114,13 +114,23 @@ def test_retryable_statuses_and_html_is_a_dead_sign() -> None:
 def test_refused_and_dns_failures_are_signs_of_a_dead_endpoint() -> None:
     refused = classify_exception(ConnectFailed("connection refused by 127.0.0.1:1", refused=True))
     dns = classify_exception(ConnectFailed("DNS lookup failed for x.invalid", dns=True))
-    assert (refused.dead_sign, refused.message, refused.kind) == ("unreachable", "connection refused", "retry")
+    assert (refused.dead_sign, refused.message, refused.kind) == ("unreachable", "connection refused by 127.0.0.1:1", "retry")
     assert dns.dead_sign == "unreachable" and "DNS" in dns.message
     assert classify_exception(ConnectFailed("TLS handshake failed", tls=True)).kind == "fatal"
     assert classify_exception(ConnectFailed("connect timed out", timed_out=True)).dead_sign == "unreachable"
-    assert classify_exception(ConnectFailed("network unreachable")).dead_sign is None
+    # connected or not, no byte of an answer: counted by the breaker (with its time window)
+    assert classify_exception(ConnectFailed("network unreachable")).dead_sign == "no_answer"
     assert classify_exception(ReadTimeout("slow")).reason == "timeout"
+    assert classify_exception(ReadTimeout("slow")).dead_sign is None  # an answer had begun
+    assert classify_exception(ReadTimeout("silent", no_answer=True)).dead_sign == "no_answer"
     assert classify_exception(ProtocolFailure("closed early")).kind == "retry"
+    assert classify_exception(ProtocolFailure("closed early")).dead_sign is None
+    assert classify_exception(ProtocolFailure("closed at once", no_answer=True)).dead_sign == "no_answer"
+    assert classify_exception(ResponseTooLarge("1 GB")).kind == "item"
+    proxy_auth = classify_exception(ConnectFailed("the proxy wants credentials", proxy="http://p:3128", status=407))
+    assert proxy_auth.kind == "fatal" and "proxy" in proxy_auth.reason
+    dead_proxy = classify_exception(ConnectFailed("cannot connect to the proxy", proxy="http://p:3128", refused=True))
+    assert (dead_proxy.kind, dead_proxy.dead_sign, dead_proxy.reason) == ("retry", "unreachable", "proxy unreachable")
     assert classify_exception(RuntimeError("bug")).kind == "item"
 
 
