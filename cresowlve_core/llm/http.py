@@ -9,8 +9,9 @@ protocol (``post`` and ``aclose``), so a test double or another HTTP stack plugs
   (aiohttp's default of 100 would cap concurrency 256 at a third of the ideal rate);
 * no redirects (``allow_redirects=False``: an API that redirects a POST is misconfigured; the
   3xx is reported);
-* proxies from the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``, aiohttp's
-  ``trust_env``; CONNECT tunnels for https); a failure of the proxy names the proxy;
+* proxies from the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``, read once with
+  aiohttp's ``trust_env`` rules, credentials in the proxy URL or ``~/.netrc``; CONNECT tunnels
+  for https); a failure of the proxy names the proxy;
 * TLS with the system trust store (certifi's when the system has none) plus the CA files and
   directories named by ``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``;
 * answers of at most :data:`MAX_BODY_BYTES` (64 MB) after decompression: a gzip bomb is cut
@@ -272,17 +273,20 @@ class AiohttpTransport:
         self._session: aiohttp.ClientSession | None = None
         self._urls: dict[str, URL] = {}
         self._tls_probed = False
+        # aiohttp's own reading of the environment (and ~/.netrc for proxy credentials), done once
+        # here rather than at every request as trust_env=True would
         try:
-            proxy, _ = get_env_proxy_for_url(URL(self.origin))
-            self.proxy: str | None = str(proxy.with_user(None))
+            proxy_url, self._proxy_auth = get_env_proxy_for_url(URL(self.origin))
+            self._proxy_url: URL | None = proxy_url
+            self.proxy: str | None = str(proxy_url.with_user(None))
         except LookupError:
-            self.proxy = None
+            self._proxy_url, self._proxy_auth, self.proxy = None, None, None
 
     def _open(self) -> aiohttp.ClientSession:
         connector = _Connector(limit=self.concurrency, ssl=self._tls if self._tls is not None else True)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout,
                                         sock_read=self.read_timeout)
-        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=True,
+        self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False,
                                               auto_decompress=True, skip_auto_headers=("User-Agent",))
         return self._session
 
@@ -311,11 +315,13 @@ class AiohttpTransport:
     async def _exchange(self, session: aiohttp.ClientSession, url: URL, headers: dict[str, str],
                         body: bytes) -> Response:
         if self.first_byte_timeout is None:
-            resp = await session.post(url, data=body, headers=headers, allow_redirects=False)
+            resp = await session.post(url, data=body, headers=headers, allow_redirects=False,
+                                          proxy=self._proxy_url, proxy_auth=self._proxy_auth)
         else:
             try:
                 async with asyncio.timeout(self.first_byte_timeout):
-                    resp = await session.post(url, data=body, headers=headers, allow_redirects=False)
+                    resp = await session.post(url, data=body, headers=headers, allow_redirects=False,
+                                          proxy=self._proxy_url, proxy_auth=self._proxy_auth)
             except TimeoutError:
                 raise ReadTimeout(f"no answer from {self.host_port} within {self.first_byte_timeout:g} s",
                                   no_answer=True) from None
