@@ -81,9 +81,15 @@ def _api_error(what: str, endpoint: Endpoint, exc: Exception) -> LLMFatalError:
     return LLMFatalError(f"{what} at {endpoint.describe()} failed: {type(exc).__name__}: {' '.join(message.split())[:400]}")
 
 
+def _profile(endpoint: Endpoint) -> tuple[Any, ...]:
+    """The endpoint's provider profile as the wire's last argument, where endpoints have one."""
+    profile = getattr(endpoint, "profile", None)
+    return () if profile is None else (profile,)
+
+
 def batch_line(endpoint: Endpoint, custom_id: str, messages: list[dict[str, Any]], params: GenParams) -> dict[str, Any]:
     """One input line; the body is what the live client would send for the same call."""
-    path, body = get_wire(endpoint.wire).build_request(endpoint.model, messages, params)
+    path, body = get_wire(endpoint.wire).build_request(endpoint.model, messages, params, *_profile(endpoint))
     return {"custom_id": custom_id, "method": "POST", "url": "/v1" + path, "body": body}
 
 
@@ -254,8 +260,14 @@ def collect_batch(
         if batch.status not in ENDED_STATES:
             log.info("batch %s is %s (%s)", bid, batch.status, counts)
             return None
-        output = _download(client, batch.output_file_id)
-        errors = _download(client, batch.error_file_id)
+        try:
+            output = _download(client, batch.output_file_id)
+            errors = _download(client, batch.error_file_id)
+        except openai.NotFoundError as exc:
+            raise LLMFatalError(
+                f"batch {bid} ended as {batch.status!r}, but {endpoint.describe()} no longer has its result files "
+                f"({exc.message}; the provider deletes them some time after the batch ends). Nothing was "
+                f"recorded from it: move {BATCH_FILE} aside to submit the items without an answer as a new batch") from None
     except openai.APIError as exc:
         raise _api_error(f"collecting batch {bid}", endpoint, exc) from None
     finally:
@@ -297,7 +309,7 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[dict[str, 
             body = resp.get("body")
             content = json.dumps(body).encode() if not isinstance(body, str) else body.encode()
             try:
-                completion = wire.interpret(path, resp["status_code"], {}, content)
+                completion = wire.interpret(path, resp["status_code"], {}, content, *_profile(endpoint))
             except AttemptFailed as exc:
                 if exc.failure.kind == "fatal":  # a live run stops on this: the request is not run
                     fatal.append(exc.failure.message)

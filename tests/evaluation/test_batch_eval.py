@@ -121,7 +121,7 @@ def test_batch_completed_with_every_line_failed_shows_the_error_files_reason(tmp
 
 
 def test_per_request_errors_are_recorded_with_the_providers_message(tmp_path, capsys):
-    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+    with FakeServer(answers=answer_for, batch_polls=0, batch_final=fixture("batch_completed.json")) as srv:
         run = Run(tmp_path, srv, capsys)
         run()
         srv.batch_fail_ids = {run.ids[1]}

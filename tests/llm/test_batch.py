@@ -24,7 +24,7 @@ from cresowlve_core.llm.batch import (
 )
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import ModelPrice, PriceTable
-from cresowlve_core.llm.types import Endpoint, GenParams, LLMConfigError
+from cresowlve_core.llm.types import Endpoint, GenParams, LLMConfigError, LLMFatalError
 from cresowlve_core.llm.wire import sent_fields
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batch"
@@ -200,3 +200,25 @@ def test_importing_the_llm_package_does_not_load_the_openai_sdk() -> None:
     code = "import sys, cresowlve_core.llm, cresowlve_core.llm.batch; print('openai' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_unknown_batch_or_deleted_files_name_the_way_forward(tmp_path: Path) -> None:
+    """The provider forgot the batch (another key) or deleted its files: a clear fatal error that
+    says how to go on, never a silent resubmission."""
+    with FakeServer(batch_polls=0) as srv:
+        ep = Endpoint(srv.base_url, "batch-model")
+        bid = submit_batch(ep, reqs(2), tmp_path / "a")
+        srv._batches.clear()
+        with pytest.raises(LLMFatalError, match=f"batch {bid} .* is not known at .*move batch.json aside"):
+            collect_batch(ep, tmp_path / "a")
+        submit_batch(ep, reqs(2), tmp_path / "b")
+        srv.batch_polls = 1
+        assert collect_batch(ep, tmp_path / "b") is None
+        for b in srv._batches.values():
+            srv._finish_batch(b)
+            b["_finished"] = True
+            srv._files.pop(b["output_file_id"])
+        with pytest.raises(LLMFatalError, match="no longer has its result files.*move batch.json aside"):
+            collect_batch(ep, tmp_path / "b")
+        assert len(srv._batches) == 1  # nothing was submitted again
+    assert read_state(tmp_path / "b") is not None  # kept: the user chooses
