@@ -373,6 +373,7 @@ class FakeServer:
             "error_file_id": None,
             "errors": None,
             "request_counts": {"total": n, "completed": 0, "failed": 0},
+            "metadata": body.get("metadata"),
             "_polls": 0,
         }
         self._batches[bid] = obj

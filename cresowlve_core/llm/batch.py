@@ -109,6 +109,9 @@ def read_state(run_dir: str | Path) -> dict[str, Any] | None:
         state = json.loads(path.read_text(encoding="utf-8"))
         problem = None if isinstance(state, dict) and isinstance(state.get("batch_id"), str) and state["batch_id"] \
             else "it has no batch_id"
+        if problem and isinstance(state, dict) and state.get("status") == "submitting":
+            problem = ("a submission was interrupted before the provider's batch id was recorded; a batch may "
+                       f"exist, its metadata says cresowlve_run={state.get('run')!r}")
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         state, problem = None, f"{type(exc).__name__}: {exc}"
     if problem is None:
@@ -173,18 +176,27 @@ def submit_batch(endpoint: Endpoint, requests: list[BatchRequest], run_dir: str 
     input_path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
     import openai
 
+    run_tag = str(run_dir.resolve())[-500:]  # batch metadata values hold at most 512 characters
     client = _client(endpoint)
     try:
         with input_path.open("rb") as fh:
             uploaded = client.files.create(file=(INPUT_FILE, fh), purpose="batch")
-        batch = client.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window="24h")  # type: ignore[arg-type]
+        # recorded before the batch exists: a kill between the two steps leaves a state that is refused
+        # (naming the batch's metadata), never a silent second submission
+        _write_state(run_dir, {"batch_id": "", "status": "submitting", "input_file_id": uploaded.id, "run": run_tag})
+        try:
+            batch = client.batches.create(input_file_id=uploaded.id, endpoint=url, completion_window="24h",  # type: ignore[arg-type]
+                                          metadata={"cresowlve_run": run_tag})
+        except openai.APIError:
+            _state_path(run_dir).unlink()  # refused: no batch exists
+            raise
     except openai.APIError as exc:
         raise _api_error("batch submission", endpoint, exc) from None
     finally:
         client.close()
     _write_state(run_dir, {
         "batch_id": batch.id, "input_file_id": uploaded.id, "submitted_at": _now(), "n": len(requests),
-        "model": endpoint.model, "base_url": endpoint.base_url, "url": url, "status": batch.status,
+        "model": endpoint.model, "base_url": endpoint.base_url, "url": url, "status": batch.status, "run": run_tag,
     })
     log.info("submitted batch %s (%d requests) to %s", batch.id, len(requests), endpoint.describe())
     return str(batch.id)

@@ -222,3 +222,30 @@ def test_unknown_batch_or_deleted_files_name_the_way_forward(tmp_path: Path) -> 
             collect_batch(ep, tmp_path / "b")
         assert len(srv._batches) == 1  # nothing was submitted again
     assert read_state(tmp_path / "b") is not None  # kept: the user chooses
+
+
+def test_a_submission_killed_before_its_id_is_recorded_is_refused_not_repeated(tmp_path: Path, monkeypatch) -> None:
+    import cresowlve_core.llm.batch as batch_mod
+
+    real_client = batch_mod._client
+
+    def killed_during_create(endpoint: Endpoint) -> Any:
+        client = real_client(endpoint)
+
+        def create(**kw: Any) -> Any:
+            raise KeyboardInterrupt  # the process dies while the batch is being created
+
+        client.batches.create = create  # type: ignore[method-assign]
+        return client
+
+    with FakeServer() as srv:
+        ep = Endpoint(srv.base_url, "batch-model")
+        ok = submit_batch(ep, reqs(1), tmp_path / "ok")
+        assert srv._batches[ok]["metadata"] == {"cresowlve_run": str((tmp_path / "ok").resolve())}
+        monkeypatch.setattr(batch_mod, "_client", killed_during_create)
+        with pytest.raises(KeyboardInterrupt):
+            submit_batch(ep, reqs(2), tmp_path / "run")
+        monkeypatch.setattr(batch_mod, "_client", real_client)
+        with pytest.raises(BatchStateError, match="submission was interrupted.*cresowlve_run=.*mv "):
+            submit_batch(ep, reqs(2), tmp_path / "run")
+        assert len(srv._batches) == 1  # never a silent second submission
