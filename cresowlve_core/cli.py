@@ -25,6 +25,7 @@ from cresowlve_core.exitcodes import (
     stage_exit,
 )
 from cresowlve_core.llm.effort import PRESETS
+from cresowlve_core.llm.profiles import PROFILES
 from cresowlve_core.llm.types import EFFORTS
 
 log = logging.getLogger("cresowlve")
@@ -99,7 +100,8 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line, truncation_warning
+    from cresowlve_core.llm.profiles import get_profile
     from cresowlve_core.llm.types import LLMFatalError
     from cresowlve_core.runtime import SUMMARY
 
@@ -107,10 +109,14 @@ def cmd_eval(a: argparse.Namespace) -> int:
         model=a.model, base_url=a.base_url, run_dir=a.run_dir, items=a.items, lang=a.lang,
         api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
         judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
-        judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol,
+        judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol, judge_provider=a.judge_provider,
+        judge_api=a.judge_api, judge_effort=a.judge_effort, judge_max_tokens=a.judge_max_tokens,
+        judge_temperature=getattr(a, "judge_temperature", "protocol"), judge_extra_body=a.judge_extra_body or {},
+        retry_truncated=a.retry_truncated,
         concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
-        provider_preset=a.preset, extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
+        provider=a.provider or (get_profile(a.preset).name if a.preset else None),
+        extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
     ))
     je = cfg.judge_endpoint()
     if (name := _unset_key_var(cfg.api_key_env, je.api_key_env if je else None)) is not None:
@@ -136,6 +142,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
         print(summary_line(summary))
         return stage_exit(summary)
     print(summary_line(outcome.summary))
+    if (warning := truncation_warning(outcome.summary)) is not None:
+        print(warning, file=sys.stderr)
     return stage_exit(outcome.summary)
 
 
@@ -369,6 +377,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "paper: the paper's bare yes/no at the judge's default temperature (default: nonce-verdict)")
     p.add_argument("--judge-repeat", action="store_true",
                    help="judge twice (seed, seed+1): repeatability in 03_analysis (default: off)")
+    p.add_argument("--judge-provider", default=None, choices=sorted(PROFILES),
+                   help="the judge's provider profile (default: the model's when the judge shares its base URL, "
+                        "else detected from the judge's base URL)")
+    p.add_argument("--judge-api", choices=["chat", "responses", "completions"], default=None,
+                   help="the judge's API (default: the profile's: chat, or responses with --judge-effort on OpenAI)")
+    p.add_argument("--judge-effort", choices=EFFORTS, default=None, help="the judge's reasoning effort (default: none sent)")
+    p.add_argument("--judge-max-tokens", type=argtypes.positive_int, default=None,
+                   help="the judge's output budget (default: 512; 8192 for a thinking judge: a reasoning model or "
+                        "--judge-effort)")
+    p.add_argument("--judge-temperature", type=argtypes.temperature, default=argparse.SUPPRESS,
+                   help="the judge's temperature, or 'default' to send none (default: 0 under nonce-verdict, none "
+                        "sent under paper; never sent to a reasoning model)")
+    p.add_argument("--judge-extra-body", type=argtypes.json_object, default=None,
+                   help="JSON merged into every judge request; a null removes a field (default: none)")
     p.add_argument("--concurrency", type=argtypes.positive_int, default=8, help="calls in flight at once (default: 8)")
     p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
     p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
@@ -381,12 +403,17 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output budget per answer; thinking models need room (default: 4096)")
     p.add_argument("--max-cost", type=argtypes.usd, default=None,
                    help="stop cleanly before spending more than this many USD (default: no limit)")
+    p.add_argument("--provider", default=None, choices=sorted(PROFILES),
+                   help="provider profile: which fields are sent and how the effort, cost and reasoning are "
+                        "read (docs/providers.md) (default: detected from the base URL's host; generic otherwise)")
     p.add_argument("--preset", default=None, choices=sorted(PRESETS),
-                   help="send the effort in a provider's own form: vllm-qwen3 and llama-cpp "
-                        "(chat_template_kwargs.enable_thinking), openrouter (reasoning.effort) (default: none)")
+                   help="old name of --provider: vllm-qwen3 = vllm, llama-cpp, openrouter, openai (default: none)")
     p.add_argument("--extra-body", type=argtypes.json_object, default=None,
-                   help="JSON object merged into every request body, after the preset; recorded in the "
-                        "manifest's 'sent' (default: none)")
+                   help="JSON object merged into every request body, last; {\"field\": null} removes a field the "
+                        "profile would send; recorded in the manifest's 'sent' (default: none)")
+    p.add_argument("--retry-truncated", action="store_true",
+                   help="re-ask only the answers cut off by the token limit, with this --max-tokens (larger than "
+                        "theirs); recorded per answer (default: off)")
     p.add_argument("--timeout", type=argtypes.positive_float, default=300.0,
                    help="read timeout of one HTTP attempt, seconds (default: 300)")
     p.add_argument("--deadline", type=argtypes.positive_float, default=600.0,

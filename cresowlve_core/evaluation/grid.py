@@ -16,11 +16,13 @@ A config (see ``configs/paper_table1.yaml`` for the paper's 18 configurations)::
     runs_dir: data/runs/grid/my-grid   # default: data/runs/grid/<name>
     options: {concurrency: 8, max_cost: 5}       # ClientOptions for every cell
     judge: {model: gpt-4o, base_url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY}
+    # the judge takes the model options too: provider, api, effort, max_tokens, temperature, extra_body
     models:
       - model: gpt-4.1-mini
         label: GPT-4.1-mini     # the paper's name, for the Table-1 overlay
         base_url: https://api.openai.com/v1
         api_key_env: OPENAI_API_KEY
+        provider: openai        # profile (docs/providers.md); default: detected from the base URL
         efforts: [null]         # null = no effort (chain-of-thought prompt)
         options: {}             # per-model ClientOptions overrides
 """
@@ -30,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -47,11 +49,19 @@ GRID_FILE = "grid.json"
 
 
 class GridJudge(BaseModel):
+    """The judge of every cell: any model, with the same options as a model under test."""
+
     model_config = ConfigDict(extra="forbid")
     model: str
     base_url: str | None = None  # default: each model's
     api_key_env: str | None = None
     protocol: JudgeProtocol = "nonce-verdict"  # or "paper": the paper's bare yes/no judge
+    provider: str | None = None  # profile (llm/profiles.py); default: detected from the base URL
+    api: Literal["chat", "responses", "completions"] | None = None
+    effort: str | None = None
+    max_tokens: int | None = Field(None, ge=1)  # default: 512, or 8192 for a thinking judge
+    temperature: float | Literal["protocol", "default"] | None = "protocol"  # "default": none sent
+    extra_body: dict[str, Any] = Field(default_factory=dict)
 
 
 class GridModel(BaseModel):
@@ -60,6 +70,7 @@ class GridModel(BaseModel):
     label: str | None = None  # display name matched against the paper's rows
     base_url: str
     api_key_env: str | None = None
+    provider: str | None = None  # profile (llm/profiles.py); default: detected from the base URL
     efforts: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
     api: str | None = None
     prompt_style: str | None = None
@@ -103,8 +114,14 @@ class Cell(BaseModel):
         return self.run_dir.name
 
     def eval_config(self, grid: GridConfig) -> EvalConfig:
-        options = ClientOptions(**{**grid.options, **self.model.options})
+        options = ClientOptions(**{**grid.options, **self.model.options,
+                                   **({"provider": self.model.provider} if self.model.provider else {})})
         judge = grid.judge
+        judge_opts: dict[str, Any] = {}
+        if judge:
+            judge_opts = dict(judge_provider=judge.provider, judge_api=judge.api, judge_effort=judge.effort,
+                              judge_max_tokens=judge.max_tokens, judge_extra_body=judge.extra_body,
+                              judge_temperature=None if judge.temperature == "default" else judge.temperature)
         return EvalConfig(
             model=self.model.model, base_url=self.model.base_url, api_key_env=self.model.api_key_env,
             run_dir=str(self.run_dir), items=grid.items.replace("{lang}", self.lang), lang=self.lang,
@@ -112,7 +129,7 @@ class Cell(BaseModel):
             judge_model=judge.model if judge else None, judge_protocol=judge.protocol if judge else "nonce-verdict",
             judge_base_url=(judge.base_url or self.model.base_url) if judge else None,
             judge_api_key_env=(judge.api_key_env if judge and judge.base_url else self.model.api_key_env) if judge else None,
-            options=options,
+            options=options, **judge_opts,
         )
 
 

@@ -42,6 +42,9 @@ class ResponseRecord(BaseModel):
     thoughts: str | None = None
     usage: Usage = Field(default_factory=Usage)
     cost: float | None = None  # USD; None = unknown price
+    cost_source: Literal["reported", "price_table"] | None = None  # the provider's own figure, or our price table
+    truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)
+    max_tokens: int | None = None  # the output budget this answer had
     latency_s: float | None = None
     cached: bool = False
     # every metric of the registry (evaluation/metrics.py): True, False or None (not scored)

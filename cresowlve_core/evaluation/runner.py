@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -23,6 +23,7 @@ from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solv
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
+from cresowlve_core.llm.profiles import resolve
 from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError
 from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.runtime import (
@@ -43,6 +44,10 @@ from cresowlve_core.stats import wilson_interval
 log = logging.getLogger(__name__)
 
 JUDGE_MAX_TOKENS = 512  # the judge writes a sentence or two and a verdict line
+#: a thinking judge (a reasoning model, or any --judge-effort) spends tokens on thought before its verdict
+THINKING_JUDGE_MAX_TOKENS = 8192
+#: above this share of truncated answers the CLI warns and names --max-tokens
+TRUNCATION_WARN_SHARE = 0.02
 
 
 class EvalConfig(BaseModel):
@@ -66,9 +71,16 @@ class EvalConfig(BaseModel):
     judge_model: str | None = None
     judge_base_url: str | None = None  # default: the model's
     judge_api_key_env: str | None = None  # default: the model's when the judge shares its base URL
-    judge_max_tokens: int = JUDGE_MAX_TOKENS
+    judge_max_tokens: int | None = Field(None, ge=1)  # None: 512, or 8192 for a thinking judge
     judge_protocol: JudgeProtocol = "nonce-verdict"  # or "paper": bare yes/no at the judge's default temperature
     judge_repeat: bool = False  # judge each answer twice (seed, seed+1) to measure repeatability
+    # the judge takes the same options as the model under test
+    judge_provider: str | None = None  # default: the model's profile when it shares the base URL, else detected
+    judge_api: Literal["chat", "responses", "completions"] | None = None  # default: the profile's
+    judge_effort: str | None = None
+    judge_temperature: float | Literal["protocol"] | None = "protocol"  # protocol: 0 (ours), none sent (paper)
+    judge_extra_body: dict[str, Any] = Field(default_factory=dict)
+    retry_truncated: bool = False  # re-ask the items whose answer was cut off (with this run's --max-tokens)
     limit: int | None = Field(None, ge=1)
     options: ClientOptions = Field(default_factory=ClientOptions)
 
@@ -96,27 +108,43 @@ class EvalConfig(BaseModel):
         return self.options.seed
 
     def endpoint(self) -> Endpoint:
-        return Endpoint(self.base_url, self.model, self.api_key_env)
+        return self.options.endpoint(self.base_url, self.model, self.api_key_env)
 
     def judge_endpoint(self) -> Endpoint | None:
         if not self.judge_model:
             return None
         base = self.judge_base_url or self.base_url
         key = self.judge_api_key_env or (self.api_key_env if base == self.base_url else None)
-        return Endpoint(base, self.judge_model, key)
+        return self.judge_options().endpoint(base, self.judge_model, key)
 
     def gen_params(self) -> GenParams:
         return self.options.gen_params(effort=self.effort, api=self.api)
 
+    def judge_thinks(self) -> bool:
+        """A thinking judge: an effort is set, or its profile names it a reasoning model."""
+        if self.judge_effort not in (None, "none"):
+            return True
+        base = self.judge_base_url or self.base_url
+        provider = self.judge_provider or (self.options.provider if base == self.base_url else None)
+        return bool(self.judge_model) and resolve(provider, base).is_reasoning_model(self.judge_model or "")
+
     def judge_options(self) -> ClientOptions:
-        """The judge: its own small budget and no cost cap of its own; temperature 0 under our
-        protocol, the provider's default under the paper's."""
-        temperature = None if self.judge_protocol == "paper" else 0.0
-        return self.options.model_copy(update={"temperature": temperature, "max_tokens": self.judge_max_tokens,
-                                               "max_cost": None, "provider_preset": None, "extra_body": {}})
+        """The judge's client options: its own provider, token budget, temperature and extra body,
+        and no cost cap of its own. Temperature by default: 0 under our protocol, none sent
+        (the provider's default) under the paper's."""
+        base = self.judge_base_url or self.base_url
+        provider = self.judge_provider or (self.options.provider if base == self.base_url else None)
+        if self.judge_temperature == "protocol":
+            temperature = None if self.judge_protocol == "paper" else 0.0
+        else:
+            temperature = self.judge_temperature
+        max_tokens = self.judge_max_tokens or (THINKING_JUDGE_MAX_TOKENS if self.judge_thinks() else JUDGE_MAX_TOKENS)
+        return self.options.model_copy(update={"temperature": temperature, "max_tokens": max_tokens,
+                                               "max_cost": None, "provider": provider, "provider_preset": None,
+                                               "extra_body": dict(self.judge_extra_body)})
 
     def judge_params(self, seed: int | None = None) -> GenParams:
-        p = self.judge_options().gen_params(api="chat")
+        p = self.judge_options().gen_params(effort=self.judge_effort, api=self.judge_api)
         return p if seed is None else GenParams(**{**p.__dict__, "seed": seed})
 
 
@@ -140,15 +168,19 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
     if (je := cfg.judge_endpoint()) is not None:
         jp = judge_request("x", "q", "a", "p", protocol=cfg.judge_protocol).prompt
         prompts.append(jp.tag)
+        jo, jparams = cfg.judge_options(), cfg.judge_params()
         judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
-                 "seed": cfg.seed, "temperature": cfg.judge_options().temperature, "max_tokens": cfg.judge_max_tokens,
+                 "provider": je.profile.name, "api": jparams.resolved_api(je.profile), "effort": cfg.judge_effort,
+                 "seed": cfg.seed, "temperature": jo.temperature, "max_tokens": jo.max_tokens,
                  "repeat": cfg.judge_repeat, "protocol": cfg.judge_protocol, **JUDGE_PROTOCOLS[cfg.judge_protocol],
-                 "sent": sent_fields(cfg.judge_params())}
+                 "sent": sent_fields(jparams, model=je.model, profile=je.profile)}
+    ep = cfg.endpoint()
     return new_manifest(
         "eval",
         run_id=Path(cfg.run_dir).name,
         model=cfg.model,
         base_url=cfg.base_url,
+        provider=ep.profile.name,
         api_key_env=cfg.api_key_env,
         effort=cfg.effort,
         thinking=cfg.thinking,
@@ -161,7 +193,8 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
         max_tokens=cfg.options.max_tokens,
         prompts=prompts,
         options=cfg.options.model_dump(mode="json"),
-        sent=sent_fields(cfg.gen_params()),
+        sent=sent_fields(cfg.gen_params(), model=cfg.model, profile=ep.profile),
+        api=cfg.gen_params().resolved_api(ep.profile),
         judge=judge,
         config=cfg.model_dump(mode="json", exclude={"options"}),
     )
@@ -204,11 +237,20 @@ def score_fields(raw_output: str | None, answer: str, other_answers: str | None)
             "em_strict": scores.get("em_strict"), "em_lenient": scores.get("em_lenient")}
 
 
-def answer_fields(view: ItemView, c: Completion) -> dict[str, Any]:
-    """A finished completion of the model under test, extracted and scored."""
+def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None) -> dict[str, Any]:
+    """A finished completion of the model under test, extracted and scored. A truncated answer
+    (cut off by the token limit) is flagged and scored as the text it is, as the paper would."""
     return dict(status="ok", raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost,
-                latency_s=round(c.latency_s, 3), cached=c.cached,
+                cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
+                truncated=c.truncated, max_tokens=max_tokens,
                 **score_fields(c.text, view.answer, view.other_answers))
+
+
+def cost_source(c: Completion) -> str | None:
+    """Where a cost came from: the provider's own report, or the price table (None: unknown)."""
+    if c.cost is None:
+        return None
+    return "reported" if c.reported_cost is not None and c.cost == c.reported_cost else "price_table"
 
 
 def needs_judge(prev: dict[str, Any] | None) -> bool:
@@ -218,8 +260,10 @@ def needs_judge(prev: dict[str, Any] | None) -> bool:
 class _Evaluator:
     """The per-item call of the run: solve (unless answered already), persist, judge."""
 
-    def __init__(self, cfg: EvalConfig, run: RunDir, completions: dict[str, Completion | LLMError] | None):
+    def __init__(self, cfg: EvalConfig, run: RunDir, completions: dict[str, Completion | LLMError] | None,
+                 judge_bar: Any = None):
         self.cfg, self.run, self.completions = cfg, run, completions or {}
+        self.judge_bar = judge_bar  # the judge's own phase of the progress display
         prices = PriceTable.load()
         cache = cfg.options.open_cache()
         self.meter, self.judge_meter = CostMeter(), CostMeter()
@@ -234,13 +278,19 @@ class _Evaluator:
         if self.judge:
             await self.judge.aclose()
 
+    def reask(self, rec: dict[str, Any]) -> bool:
+        """A truncated answer to ask again (``--retry-truncated``) with a larger budget than it had."""
+        budget = self.cfg.options.max_tokens
+        return (self.cfg.retry_truncated and bool(rec.get("truncated"))
+                and (budget is None or rec.get("max_tokens") is None or budget > rec["max_tokens"]))
+
     def done(self, rec: dict[str, Any]) -> bool:
-        return rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec))
+        return rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec)) and not self.reask(rec)
 
     async def __call__(self, item: Item, previous: dict[str, Any] | None) -> dict[str, Any]:
         cfg = self.cfg
         view = item.view(cfg.lang)
-        if previous is not None and previous.get("status") == "ok":
+        if previous is not None and previous.get("status") == "ok" and not self.reask(previous):
             rec = {**previous}  # answered before; only the judge is missing
         else:
             c = self.completions.get(item.id)
@@ -248,7 +298,7 @@ class _Evaluator:
                 raise c
             c = c or await self.client.complete(
                 solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
-            rec = {**record_base(item, cfg), **answer_fields(view, c)}
+            rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens)}
             if self.judge is not None:  # the paid answer is on disk before the judge is asked
                 self.run.append(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
         if self.judge is not None:
@@ -257,6 +307,8 @@ class _Evaluator:
             except STOP_ERRORS as exc:
                 rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
                 raise StopWithRecord(exc, _with_judge_score(rec)) from exc
+            if self.judge_bar is not None:
+                self.judge_bar.update(1)
         return _with_judge_score(rec)
 
     async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:
@@ -285,6 +337,16 @@ class _Evaluator:
                 "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
 
 
+def truncation_warning(s: dict[str, Any]) -> str | None:
+    """A warning when more than 2% of the answers were cut off by the token limit."""
+    n_trunc, n_ok = s.get("n_truncated") or 0, s.get("n_ok") or 0
+    if not n_ok or n_trunc / n_ok <= TRUNCATION_WARN_SHARE:
+        return None
+    return (f"warning: {n_trunc} of {n_ok} answers ({100 * n_trunc / n_ok:.1f}%) were cut off by the token limit "
+            "and are scored as wrong; re-ask only those with a larger budget: the same command with "
+            "--retry-truncated --max-tokens N")
+
+
 def _with_judge_score(rec: dict[str, Any]) -> dict[str, Any]:
     verdict = rec.get("judge_verdict")
     scores = {**(rec.get("scores") or {}), "judge": None if verdict is None else verdict == "CORRECT"}
@@ -305,7 +367,15 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     manifest = run.begin(build_manifest(cfg, len(items)))
     units = [it for it in items if completions is None or it.id in completions]
-    ev = _Evaluator(cfg, run, completions)
+    judge_bar = None
+    if cfg.judge_model and progress:
+        from tqdm.auto import tqdm
+
+        judged = {k for k, r in run.latest(RESPONSES, record_key).items()
+                  if r.get("status") == "ok" and not needs_judge(r)}
+        judge_bar = tqdm(total=len(units), initial=sum((it.id, cfg.lang) in judged for it in units),
+                         desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True)
+    ev = _Evaluator(cfg, run, completions, judge_bar)
 
     def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
         return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc)).model_dump(mode="json")
@@ -317,6 +387,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
             progress=progress, desc=f"{cfg.model} [{cfg.lang}]")
     finally:
         await ev.aclose()
+        if judge_bar is not None:
+            judge_bar.close()
     latest = run.latest(RESPONSES, record_key)
     records = [ResponseRecord(**latest[(it.id, cfg.lang)]) for it in items if (it.id, cfg.lang) in latest]
     summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(),
@@ -399,6 +471,8 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
         "n_unscored": sum(r.judge_status == "unscored" for r in ok),
         "n_judge_error": sum(r.judge_status == "error" for r in ok),
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
+        "n_truncated": sum(r.truncated for r in ok),
+        "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
         "thinking": thinking,
         "n_no_reasoning": sum(not _shows_reasoning(r) for r in ok) if thinking else None,
         "input_tokens": usage("input_tokens"),
@@ -424,13 +498,16 @@ def summary_line(s: dict[str, Any]) -> str:
     elif s.get("n_unscored") or s.get("n_judge_error"):
         judge = "judge: no verdicts"
     cost = "unknown" if s["cost"] is None else f"${s['cost']:.4f}"
+    if s["cost"] is not None and s.get("n_cost_reported"):
+        cost += " (reported by the provider)" if s["n_cost_reported"] == s["n_ok"] else \
+            f" ({s['n_cost_reported']} of {s['n_ok']} reported by the provider)"
     if s.get("judged"):
         cost += " (judge " + ("unknown" if s["judge_cost"] is None else f"${s['judge_cost']:.4f}") + ")"
     tok = f"tokens in/out/reasoning {s['input_tokens']}/{s['output_tokens']}/{s['reasoning_tokens']}"
     return (
         f"n={s['n_items']} ok={s['n_ok']} error={s['n_error']} not-run={s['n_not_run']} | "
         f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
-        f"unscored {s['n_unscored']} | {tok} | cost {cost}"
+        f"unscored {s['n_unscored']} | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")

@@ -17,8 +17,9 @@ if TYPE_CHECKING:
     from cresowlve_core.llm.batch import collect_batch, submit_batch
     from cresowlve_core.llm.cache import CacheError, ResponseCache, cache_key, default_cache_path
     from cresowlve_core.llm.client import LLMClient, messages_to_prompt, split_think
-    from cresowlve_core.llm.effort import PRESETS, preset_body, sent_fields, shows_reasoning
+    from cresowlve_core.llm.effort import PRESETS, sent_fields, shows_reasoning
     from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
+    from cresowlve_core.llm.profiles import PROFILES, Profile, get_profile
     from cresowlve_core.llm.ratelimit import AsyncTokenBucket
     from cresowlve_core.llm.types import (
         EFFORTS,
@@ -39,7 +40,8 @@ _WHERE: dict[str, str] = {
     **dict.fromkeys(("collect_batch", "submit_batch"), "batch"),
     **dict.fromkeys(("CacheError", "ResponseCache", "cache_key", "default_cache_path"), "cache"),
     **dict.fromkeys(("LLMClient", "messages_to_prompt", "split_think"), "client"),
-    **dict.fromkeys(("PRESETS", "preset_body", "sent_fields", "shows_reasoning"), "effort"),
+    **dict.fromkeys(("PRESETS", "sent_fields", "shows_reasoning"), "effort"),
+    **dict.fromkeys(("PROFILES", "Profile", "get_profile"), "profiles"),
     **dict.fromkeys(("CostMeter", "ModelPrice", "PriceTable"), "pricing"),
     "AsyncTokenBucket": "ratelimit",
     **dict.fromkeys(("EFFORTS", "BudgetExceeded", "ChatModel", "Completion", "Endpoint", "GenParams",
@@ -69,7 +71,9 @@ __all__ = [
     "LLMFatalError",
     "messages_to_prompt",
     "ModelPrice",
-    "preset_body",
+    "PROFILES",
+    "Profile",
+    "get_profile",
     "PriceTable",
     "register_wire",
     "ResponseCache",

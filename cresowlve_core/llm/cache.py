@@ -72,11 +72,13 @@ def cache_key(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenPar
     material = {
         "base_url": endpoint.base_url.rstrip("/"),
         "model": endpoint.model,
-        "api": params.resolved_api(),
+        "api": params.resolved_api(endpoint.profile),
         "messages": messages,
         "params": fields,
         "prompt_version": prompt_version,
     }
+    if endpoint.profile.name != "generic":  # the profile shapes the request: another request, another key
+        material["provider"] = endpoint.profile.name
     if endpoint.wire != "openai":
         material["wire"] = endpoint.wire
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
@@ -89,6 +91,7 @@ def _to_payload(c: Completion, secrets: list[str]) -> str:
             "thoughts": c.thoughts,
             "usage": c.usage.model_dump(),
             "cost": c.cost,
+            "reported_cost": c.reported_cost,
             "latency_s": c.latency_s,
             "model": c.model,
             "raw": c.raw,
@@ -106,6 +109,7 @@ def _from_payload(payload: str) -> Completion:
         thoughts=d.get("thoughts"),
         usage=Usage(**(d.get("usage") or {})),
         cost=d.get("cost"),
+        reported_cost=d.get("reported_cost"),
         latency_s=float(d.get("latency_s") or 0.0),
         cached=True,
         model=d.get("model") or "",

@@ -79,6 +79,7 @@ from urllib.parse import urlsplit
 from cresowlve_core.llm.cache import ResponseCache, cache_key
 from cresowlve_core.llm.http import Transport, TransportFactory, open_transport
 from cresowlve_core.llm.openai_wire import (  # re-exported: callers import these from here
+    RATE_LIMIT_ATTEMPTS,
     BadResponse,
     _content_text,
     build_request,
@@ -208,6 +209,7 @@ class LLMClient:
         if urlsplit(endpoint.base_url).scheme not in ("http", "https") or not urlsplit(endpoint.base_url).hostname:
             raise LLMConfigError(f"the base URL must be an http(s) URL, got {strip_url_credentials(endpoint.base_url)!r}")
         self.endpoint = endpoint
+        self.profile = endpoint.profile  # what this provider accepts (llm/profiles.py)
         self.wire = get_wire(endpoint.wire)
         self.concurrency = concurrency
         self.rpm = rpm
@@ -326,7 +328,10 @@ class LLMClient:
         return target
 
     def _price(self, completion: Completion) -> float | None:
-        """Cost by the configured model name, or by the reported name if only that is priced."""
+        """The cost the provider reported for the call, else the price table's by the configured
+        model name, or by the reported name if only that is priced."""
+        if completion.reported_cost is not None:
+            return completion.reported_cost
         cost = self.prices.cost(self.endpoint.model, completion.usage)
         if cost is None and completion.model and self.prices.get(self.endpoint.model) is None:
             cost = self.prices.cost(completion.model, completion.usage)
@@ -383,12 +388,12 @@ class LLMClient:
 
         self._check_up()
         est_tokens, est_cost = self._estimate(messages, params)
-        if self.max_cost is not None and est_cost is None:
+        if self.max_cost is not None and est_cost is None and self.profile.cost_field is None:
             raise LLMConfigError(
-                f"max_cost is set but there is no price for {self.endpoint.describe()}; "
-                "add it to prices.csv or a CSV named by $CRESOWLVE_PRICES"
+                f"max_cost is set but there is no price for {self.endpoint.describe()}, and provider "
+                f"{self.profile.name!r} reports no cost; add it to prices.csv or a CSV named by $CRESOWLVE_PRICES"
             )
-        path, body = self.wire.build_request(self.endpoint.model, messages, params)
+        path, body = self.wire.build_request(self.endpoint.model, messages, params, self.profile)
         content = json.dumps(body, ensure_ascii=False).encode("utf-8")
         reserved = est_cost or 0.0
         res = self._resources()
@@ -417,7 +422,9 @@ class LLMClient:
     async def _with_retries(self, res: _Resources, path: str, content: bytes, est_tokens: int) -> Completion:
         ep = self.endpoint
         last: Failure | None = None
-        for attempt in range(1, self.max_attempts + 1):
+        attempt, limit = 0, self.max_attempts
+        while attempt < limit:
+            attempt += 1
             self._check_up()
             key = ep.api_key()  # LLMConfigError if the variable is missing: not retried
             if res.rpm is not None:
@@ -450,16 +457,18 @@ class LLMClient:
                 raise LLMFatalError(f"{ep.describe()} failed with {last.message}")
             if last.kind == "item":
                 raise LLMError(f"{ep.describe()} rejected this request: {last.message}")
-            if attempt < self.max_attempts:
+            if last.status == 429:  # a burst of rate limits is ridden out, not counted as a dead server
+                limit = max(limit, RATE_LIMIT_ATTEMPTS)
+            if attempt < limit:
                 delay = self._delay(attempt, last)
-                self.retries.note(ep.describe(), last, attempt, self.max_attempts, delay)
+                self.retries.note(ep.describe(), last, attempt, limit, delay)
                 await asyncio.sleep(delay)
         assert last is not None
-        raise LLMError(f"{ep.describe()}: gave up after {self.max_attempts} attempts; last error: {last.message}")
+        raise LLMError(f"{ep.describe()}: gave up after {attempt} attempts; last error: {last.message}")
 
     async def _send(self, res: _Resources, key: str, path: str, content: bytes) -> Completion:
         """One HTTP attempt, bounded by ``deadline_s``; raises AttemptFailed or transport errors."""
-        headers = {**self.wire.request_headers(key), **_UA}
+        headers = {**self.wire.request_headers(key, self.profile), **_UA}
         target = self._target(path)
         if self.deadline_s is None:
             resp = await res.transport.post(target, headers, content)
@@ -470,4 +479,4 @@ class LLMClient:
             except TimeoutError:
                 raise AttemptFailed(Failure("retry", f"no complete answer within the {self.deadline_s:g} s "
                                             "deadline", reason="deadline")) from None
-        return self.wire.interpret(path, resp.status, resp.headers, resp.content)
+        return self.wire.interpret(path, resp.status, resp.headers, resp.content, self.profile)

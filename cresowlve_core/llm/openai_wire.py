@@ -1,25 +1,31 @@
 """The OpenAI wire format (Chat Completions, Responses, legacy completions): pure functions that
 write one request, read one response and classify one failure. No I/O here.
 
-Which API is used (``GenParams.resolved_api()``):
+Every request is written in the form the endpoint's provider profile accepts
+(:mod:`cresowlve_core.llm.profiles`: which of ``seed``, ``temperature``, ``max_tokens`` /
+``max_completion_tokens`` are sent, and how an effort is sent). Which API is used
+(``GenParams.resolved_api(profile)``):
 
 * ``chat`` (default): ``/chat/completions``. Thinking text is taken from the message's
   ``reasoning_content`` (llama.cpp, vLLM, DeepSeek) or ``reasoning`` field, and from a leading
   ``<think>…</think>`` block, which is stripped from ``text``. A lone ``</think>`` (templates
-  that open the block inside the prompt) is treated the same way. With an effort set,
-  ``reasoning_effort`` is sent, the token limit goes as ``max_completion_tokens`` and
-  ``temperature`` is not sent (reasoning models reject both older fields).
-* ``responses`` (automatic when ``params.effort`` is set): ``/responses`` with
-  ``reasoning={"effort": effort, "summary": "auto"}``; reasoning summaries go to ``thoughts``.
-  With an effort set, ``temperature`` and ``seed`` are not sent (they still key the cache).
-  A ``temperature`` of None is never sent: the provider's default decoding (the paper's setting).
+  that open the block inside the prompt) is treated the same way. With an effort set, the
+  effort goes in the profile's form (``reasoning_effort``, OpenRouter's ``reasoning`` object or
+  ``chat_template_kwargs.enable_thinking``), the token limit goes as ``max_completion_tokens``
+  and ``temperature`` is not sent. A profile's reasoning models (OpenAI's o-series and gpt-5)
+  never get a temperature and always get ``max_completion_tokens``.
+* ``responses`` (the default with an effort on profiles that serve it: openai, azure):
+  ``/responses`` with ``reasoning={"effort": effort, "summary": "auto"}``; reasoning summaries
+  go to ``thoughts``. ``seed`` is never sent there. A profile that does not serve it refuses it
+  before sending. A ``temperature`` of None is never sent: the provider's default decoding.
 * ``completions``: legacy ``/completions``. A single user message is sent verbatim as the
   prompt; anything else is rendered as ``"System: …\\n\\nUser: …\\n\\nAssistant:"`` blocks.
   This API has no effort field: an effort without an ``extra_body`` that carries the server's
-  own form (see :mod:`cresowlve_core.llm.effort`) is refused rather than silently dropped.
+  own form is refused rather than silently dropped.
 
 ``params.extra`` and then ``params.extra_body`` are merged into the body (``extra_body``
-recursively). If they hold ``max_completion_tokens``, ``max_tokens`` is not sent.
+recursively); a ``null`` in ``extra_body`` removes that field. If they hold
+``max_completion_tokens``, ``max_tokens`` is not sent.
 
 Failures: 408, 409, 429 and 5xx are retried (``Retry-After`` on 429/503 honoured), as are 200
 answers that are empty, not JSON, without choices or with empty text. A 400/413/422 whose
@@ -41,18 +47,28 @@ import time
 from typing import Any
 
 from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, ResponseTooLarge, TransportError
-from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError, Usage
-from cresowlve_core.llm.wire import AttemptFailed, DeadSign, Failure
+from cresowlve_core.llm.profiles import PROFILES, Profile
+from cresowlve_core.llm.types import ADAPTIVE, Completion, GenParams, LLMConfigError, Usage
+from cresowlve_core.llm.wire import AttemptFailed, Failure
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: statuses whose error may name a problem of the request itself rather than of the configuration
 REQUEST_PROBLEM_STATUS = frozenset({400, 413, 422})
 _REQUEST_PROBLEM = re.compile(
-    r"context[_ ]length|context[_ ]window|maximum context|too many (?:input )?tokens|prompt is too long"
-    r"|input is too long|string_above_max_length|content[_ ]?filter|content[_ ]?policy|content management"
-    r"|responsible ?ai|safety|flagged|moderation|invalid[_ ]prompt|prompt[_ ]blocked",
+    r"context[_ ]length|context[_ ]window|context[_ ]size|maximum context|exceed_context|too many (?:input )?tokens"
+    r"|prompt is too long|input is too long|input token count|string_above_max_length|content[_ ]?filter"
+    r"|content[_ ]?policy|content management|responsible ?ai|safety|flagged|moderation|invalid[_ ]prompt"
+    r"|prompt[_ ]blocked",
     re.IGNORECASE,
 )
+#: quota or billing exhausted: no retry can help, the run stops (OpenAI ``insufficient_quota``, OpenRouter's 402,
+#: a daily quota). Matched on the error's code/type/status, never on its message alone: OpenAI's quota message
+#: ("You exceeded your current quota ...") is also Gemini's per-minute rate-limit message.
+_QUOTA_CODE = re.compile(r"insufficient_quota|billing_hard_limit|billing_not_active|insufficient[_ ]credits",
+                         re.IGNORECASE)
+_DAILY_QUOTA = re.compile(r"PerDay|per[_ ]day", re.IGNORECASE)
+#: rate limits may come in bursts: they get this many attempts at least, whatever ``max_attempts`` is
+RATE_LIMIT_ATTEMPTS = 10
 
 
 class BadResponse(Exception):
@@ -89,44 +105,71 @@ def deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def build_request(model: str, messages: list[dict[str, Any]], params: GenParams) -> tuple[str, dict[str, Any]]:
-    """The API path and JSON body for one call (see the module docstring for the rules)."""
-    api = params.resolved_api()
+def _token_field(profile: Profile, model: str, params: GenParams) -> str:
+    if profile.token_field == "max_completion_tokens" or params.sent_effort or profile.is_reasoning_model(model):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
+def _chat_effort(profile: Profile, effort: str | None) -> dict[str, Any]:
+    """The effort fields of a Chat Completions body in the profile's own form (``effort`` is
+    ``GenParams.effort``: None, an effort level, or ``adaptive``)."""
+    if profile.effort_style == "openrouter":
+        if effort == ADAPTIVE:
+            return {"reasoning": {"enabled": True}}
+        if effort in (None, "none"):
+            return {"reasoning": {"enabled": False}} if effort == "none" else {}
+        return {"reasoning": {"effort": effort}}
+    if profile.effort_style == "template_switch":
+        return {"chat_template_kwargs": {"enable_thinking": effort not in (None, "none")}}
+    return {"reasoning_effort": effort} if effort not in (None, ADAPTIVE) else {}
+
+
+def build_request(model: str, messages: list[dict[str, Any]], params: GenParams,
+                  profile: Profile | None = None) -> tuple[str, dict[str, Any]]:
+    """The API path and JSON body for one call, in the form ``profile`` accepts (default:
+    ``generic``; see the module docstring and :mod:`cresowlve_core.llm.profiles`)."""
+    profile = profile or PROFILES["generic"]
+    api = params.resolved_api(profile)
     extra = params.extra
     extra_body = params.extra_body
     limit_given = "max_completion_tokens" in extra or "max_completion_tokens" in extra_body
+    # a reasoning model takes only its default temperature; an effort implies a thinking model
+    send_temperature = (params.temperature is not None and not params.sent_effort
+                        and not profile.is_reasoning_model(model))
     body: dict[str, Any] = {"model": model}
     if api == "responses":
+        if not profile.serves_responses:
+            raise LLMConfigError(f"provider {profile.name!r} does not serve the Responses API; use --api chat")
         path = "/responses"
         body["input"] = messages
         if params.sent_effort:
             body["reasoning"] = {"effort": params.sent_effort, "summary": "auto"}
-        elif params.temperature is not None:
+        if send_temperature:
             body["temperature"] = params.temperature
         if params.max_tokens is not None:
             body["max_output_tokens"] = params.max_tokens
     elif api == "chat":
         path = "/chat/completions"
         body["messages"] = messages
-        if params.sent_effort:
-            body["reasoning_effort"] = params.sent_effort
-        elif params.temperature is not None:
+        body.update(_chat_effort(profile, params.effort))
+        if send_temperature:
             body["temperature"] = params.temperature
-        if params.seed is not None:
+        if params.seed is not None and profile.sends_seed:
             body["seed"] = params.seed
         if params.max_tokens is not None and not limit_given:
-            body["max_completion_tokens" if params.sent_effort else "max_tokens"] = params.max_tokens
+            body[_token_field(profile, model, params)] = params.max_tokens
     elif api == "completions":
         if params.sent_effort and not extra_body:
             raise LLMConfigError(
                 f"effort {params.sent_effort!r} cannot be sent on the legacy completions API; use the chat or "
-                "responses API, or give the server's own field in extra_body (a provider preset)"
+                "responses API, or give the server's own field in extra_body"
             )
         path = "/completions"
         body["prompt"] = messages_to_prompt(messages)
         if params.temperature is not None:
             body["temperature"] = params.temperature
-        if params.seed is not None:
+        if params.seed is not None and profile.sends_seed:
             body["seed"] = params.seed
         if params.max_tokens is not None and not limit_given:
             body["max_tokens"] = params.max_tokens
@@ -136,11 +179,18 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams)
         body.update(extra)
     if extra_body:
         body = deep_merge(body, extra_body)
-    return path, body
+    return path, _drop_nulls(body)
 
 
-def request_headers(api_key: str) -> dict[str, str]:
-    """The bearer key and the JSON content type."""
+def _drop_nulls(body: dict[str, Any]) -> dict[str, Any]:
+    """``extra_body`` values of ``null`` remove the field (at any depth): ``{"seed": null}``."""
+    return {k: _drop_nulls(v) if isinstance(v, dict) else v for k, v in body.items() if v is not None}
+
+
+def request_headers(api_key: str, profile: Profile | None = None) -> dict[str, str]:
+    """The key (``Authorization: Bearer``, or Azure's ``api-key`` header) and the JSON content type."""
+    if profile is not None and profile.auth_header == "api-key":
+        return {"api-key": api_key, "Content-Type": "application/json"}
     return {"Authorization": f"Bearer {api_key}", "Content-Type": "application/json"}
 
 
@@ -202,25 +252,40 @@ def load_json(content: bytes | str) -> dict[str, Any]:
     return data
 
 
-def parse_chat(data: dict[str, Any]) -> Completion:
-    """A chat-completions body → Completion (no cost/latency). Raises BadResponse."""
+def _dotted(data: Any, path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None
+    return data
+
+
+def reported_cost(data: dict[str, Any], profile: Profile | None) -> float | None:
+    """The USD cost a response reports at the profile's ``cost_field`` (OpenRouter: ``usage.cost``)."""
+    field = (profile or PROFILES["generic"]).cost_field
+    value = _dotted(data, field) if field else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+
+
+def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completion:
+    """A chat-completions body → Completion (no latency). Raises BadResponse."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise BadResponse("response has no choices")
     choice = choices[0]
     msg = choice.get("message") or {}
     text, think = split_think(_content_text(msg.get("content")))
-    reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+    fields = (profile or PROFILES["generic"]).reasoning_fields
+    reasoning = next((msg[f] for f in fields if isinstance(msg.get(f), str) and msg[f].strip()), None)
     return Completion(
         text=text,
-        thoughts=_join_thoughts(reasoning if isinstance(reasoning, str) else None, think),
+        thoughts=_join_thoughts(reasoning, think),
         usage=_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "completion_tokens_details"),
         model=str(data.get("model") or ""),
         raw={"id": data.get("id"), "finish_reason": choice.get("finish_reason"), "api": "chat"},
+        reported_cost=reported_cost(data, profile),
     )
 
 
-def parse_completions(data: dict[str, Any]) -> Completion:
+def parse_completions(data: dict[str, Any], profile: Profile | None = None) -> Completion:
     """A legacy completions body → Completion. Raises BadResponse."""
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -233,10 +298,11 @@ def parse_completions(data: dict[str, Any]) -> Completion:
         usage=_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "completion_tokens_details"),
         model=str(data.get("model") or ""),
         raw={"id": data.get("id"), "finish_reason": choice.get("finish_reason"), "api": "completions"},
+        reported_cost=reported_cost(data, profile),
     )
 
 
-def parse_responses(data: dict[str, Any]) -> Completion:
+def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Completion:
     """A Responses-API body → Completion; reasoning summaries become ``thoughts``."""
     output = data.get("output")
     if not isinstance(output, list):
@@ -267,15 +333,16 @@ def parse_responses(data: dict[str, Any]) -> Completion:
         usage=_usage(data.get("usage"), "input_tokens", "output_tokens", "output_tokens_details"),
         model=str(data.get("model") or ""),
         raw={"id": data.get("id"), "finish_reason": finish, "api": "responses"},
+        reported_cost=reported_cost(data, profile),
     )
 
 
 PARSERS = {"/chat/completions": parse_chat, "/completions": parse_completions, "/responses": parse_responses}
 
 
-def parse_success(path: str, content: bytes | str) -> Completion:
+def parse_success(path: str, content: bytes | str, profile: Profile | None = None) -> Completion:
     """A 2xx body → Completion; raises :class:`BadResponse` for anything unusable."""
-    completion = PARSERS[path](load_json(content))
+    completion = PARSERS[path](load_json(content), profile)
     if not completion.text.strip() and completion.raw.get("finish_reason") != "length":
         raise BadResponse("response has empty text")
     return completion
@@ -313,46 +380,94 @@ def _looks_like_html(text: str) -> bool:
     return head.startswith("<") and ("<html" in head or "<!doctype" in head or "<head" in head or "<body" in head)
 
 
+class ErrorBody:
+    """An error response body, whatever its shape: a JSON object (``{"error": {...}}``,
+    ``{"message": ...}``, ``{"detail": ...}``, ``{"error": "text"}``), a JSON list wrapping one
+    (Gemini: ``[{"error": {...}}]``), a JSON string, HTML or plain text.
+
+    ``message`` is the provider's own inner message (one line, trimmed); ``code`` joins its
+    code, type, status and param; ``is_api`` is False for HTML and other non-JSON bodies.
+    """
+
+    def __init__(self, content: bytes | str):
+        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        self.obj: dict[str, Any] = {}
+        self.is_api = True
+        try:
+            data: Any = json.loads(text) if text.strip() else None
+        except (json.JSONDecodeError, RecursionError):
+            data = None
+        if isinstance(data, list) and data and isinstance(data[0], dict):
+            data = data[0]  # Gemini wraps its errors in a list
+        if isinstance(data, dict):
+            inner = data.get("error")
+            self.obj = inner if isinstance(inner, dict) else data
+            msg = self.obj.get("message") or self.obj.get("detail") or (inner if isinstance(inner, str) else None)
+            self.message = _one_line(msg if msg is not None else text)
+            self.code = " ".join(str(self.obj.get(k)) for k in ("code", "type", "status", "param")
+                                 if self.obj.get(k) not in (None, ""))
+        elif isinstance(data, str):
+            self.message, self.code = _one_line(data) or "(empty body)", ""
+        else:
+            self.code, self.is_api = "", False
+            if _looks_like_html(text):
+                snippet = " ".join(re.sub(r"<[^>]*>", " ", text[:2000]).split())[:120]
+                self.message = f"an HTML page, not an API response ({snippet})"
+            else:
+                self.message = _one_line(text) or "(empty body)"
+
+    def retry_delay(self) -> float | None:
+        """Seconds from a Google ``RetryInfo`` detail (``"retryDelay": "20s"``), if any."""
+        for d in self.obj.get("details") or []:
+            delay = d.get("retryDelay") if isinstance(d, dict) else None
+            if isinstance(delay, str) and re.fullmatch(r"\d+(\.\d+)?s", delay):
+                return float(delay[:-1])
+        return None
+
+    def is_quota(self, status: int) -> bool:
+        """Quota or billing exhausted (not a rate limit)."""
+        if status == 402 or _QUOTA_CODE.search(self.code):
+            return True
+        quota_ids = " ".join(str(v.get("quotaId", "")) for d in self.obj.get("details") or [] if isinstance(d, dict)
+                             for v in (d.get("violations") or []) if isinstance(v, dict))
+        return status == 429 and bool(_DAILY_QUOTA.search(quota_ids))
+
+
+def _one_line(value: Any) -> str:
+    return " ".join(str(value).split())[:500]
+
+
 def error_details(content: bytes | str) -> tuple[str, str, bool]:
-    """``(message, code_and_type, is_json)`` of an error body: ``{"error": {...}}``,
-    ``{"message": ...}``, ``{"detail": ...}`` or plain text (trimmed)."""
-    text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
-    try:
-        data = json.loads(text) if text.strip() else None
-    except json.JSONDecodeError:
-        data = None
-    if isinstance(data, dict):
-        inner = data.get("error")
-        obj = inner if isinstance(inner, dict) else data
-        msg = obj.get("message") or obj.get("detail") or (inner if isinstance(inner, str) else None) or text
-        code = " ".join(str(obj.get(k)) for k in ("code", "type", "param") if obj.get(k) not in (None, ""))
-        return " ".join(str(msg).split())[:500], code, True
-    if _looks_like_html(text):
-        snippet = " ".join(re.sub(r"<[^>]*>", " ", text[:2000]).split())[:120]
-        return f"an HTML page, not an API response ({snippet})", "", False
-    return " ".join(text.split())[:500] or "(empty body)", "", False
+    """``(message, code_and_type, is_api)`` of an error body (see :class:`ErrorBody`)."""
+    body = ErrorBody(content)
+    return body.message, body.code, body.is_api
 
 
 def classify_status(status: int, headers: Any, content: bytes | str) -> Failure:
-    """Classify a non-2xx response (see the module docstring)."""
-    message, code, is_json = error_details(content)
-    shown = f"HTTP {status}: {message}" + (f" [{code}]" if code else "")
-    dead: DeadSign | None = None if is_json else "not_json"
+    """Classify a non-2xx response: rate limit (retry, ``Retry-After``), quota or billing
+    exhausted (fatal: stop the run), a problem of this request (item), other 4xx (fatal: auth,
+    unknown model, unsupported parameter), 5xx and timeouts (retry). An HTML page on a 5xx is a
+    gateway's error page: retried like any 5xx, not a sign of a dead endpoint."""
+    body = ErrorBody(content)
+    shown = f"HTTP {status}: {body.message}" + (f" [{body.code}]" if body.code else "")
+    if body.is_quota(status):
+        return Failure("fatal", f"quota or billing exhausted: {shown}", status, reason="quota")
     if status in RETRYABLE_STATUS or status >= 500:
         ra = parse_retry_after(headers) if status in (429, 503) else None
-        return Failure("retry", shown, status, ra, dead_sign=dead, reason=f"HTTP {status}")
-    if status in REQUEST_PROBLEM_STATUS and _REQUEST_PROBLEM.search(f"{code} {message}"):
+        ra = ra if ra is not None else body.retry_delay()
+        return Failure("retry", shown, status, ra, reason="rate limit" if status == 429 else f"HTTP {status}")
+    if status in REQUEST_PROBLEM_STATUS and _REQUEST_PROBLEM.search(f"{body.code} {body.message}"):
         return Failure("item", shown, status, reason=f"HTTP {status}")
     if status == 413:
         return Failure("item", shown, status, reason="HTTP 413")
-    return Failure("fatal", shown, status, dead_sign=dead, reason=f"HTTP {status}")
+    return Failure("fatal", shown, status, dead_sign=None if body.is_api else "not_json", reason=f"HTTP {status}")
 
 
-def interpret(path: str, status: int, headers: Any, content: bytes) -> Completion:
+def interpret(path: str, status: int, headers: Any, content: bytes, profile: Profile | None = None) -> Completion:
     """The completion of one HTTP response, or :class:`AttemptFailed`."""
     if 200 <= status < 300:
         try:
-            return parse_success(path, content)
+            return parse_success(path, content, profile)
         except BadResponse as exc:
             not_json = str(exc).startswith(("unparseable", "empty response body", "response body is not"))
             raise AttemptFailed(Failure("retry", str(exc), status, dead_sign="not_json" if not_json else None,

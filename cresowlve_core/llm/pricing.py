@@ -10,8 +10,11 @@ Rules:
 * An unknown model costs ``None`` ("unknown"), never 0.
 * Reasoning tokens are billed as output tokens. OpenAI already includes them in
   ``output_tokens``/``completion_tokens``, so they are not added a second time.
-* A dated snapshot name (``gpt-4.1-2025-04-14``) falls back to its base name (``gpt-4.1``);
-  there is no other fuzzy matching (``gpt-4.1-mini`` never matches ``gpt-4.1``).
+* A dated snapshot name (``gpt-4.1-2025-04-14``) falls back to its base name (``gpt-4.1``), and a
+  ``vendor/model`` id (OpenRouter) to ``model``; there is no other fuzzy matching
+  (``gpt-4.1-mini`` never matches ``gpt-4.1``).
+* A cost the provider reports with the answer (OpenRouter's ``usage.cost``) is used instead of
+  the table (``Completion.reported_cost``); the table then only bounds the budget reservation.
 
 ``CostMeter`` adds up what one role (the model under test, or the judge: one meter each)
 spends, and enforces an optional budget with reservations for calls still in flight.
@@ -75,11 +78,14 @@ class PriceTable:
         return cls(prices)
 
     def get(self, model: str) -> ModelPrice | None:
-        """The price of ``model``, or of its undated base name; ``None`` when unknown."""
-        if model in self.prices:
-            return self.prices[model]
-        base = _DATE_SUFFIX.sub("", model)
-        return self.prices.get(base)
+        """The price of ``model``, or of its undated base name, each with and without a ``vendor/``
+        prefix (OpenRouter's ``mistralai/mistral-large-2512`` finds ``mistral-large-2512``);
+        ``None`` when unknown."""
+        bare = model.rsplit("/", 1)[-1]
+        for name in dict.fromkeys((model, _DATE_SUFFIX.sub("", model), bare, _DATE_SUFFIX.sub("", bare))):
+            if name in self.prices:
+                return self.prices[name]
+        return None
 
     def cost(self, model: str, usage: Usage, *, batch: bool = False) -> float | None:
         """USD for one call; ``None`` if the model is unknown or a needed token count is missing."""

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from cresowlve_core.secrets import looks_like_key, strip_url_credentials
+
+if TYPE_CHECKING:
+    from cresowlve_core.llm.profiles import Profile
 
 
 class Usage(BaseModel):
@@ -40,6 +43,7 @@ class Endpoint:
     model: str
     api_key_env: str | None = None
     wire: str = "openai"
+    provider: str | None = None  # a profile name (llm/profiles.py); None: detected from the base URL
 
     def __post_init__(self) -> None:
         if self.api_key_env and looks_like_key(self.api_key_env):
@@ -65,6 +69,13 @@ class Endpoint:
                                  "character: not a usable API key")
         return value
 
+    @property
+    def profile(self) -> Profile:
+        """The provider profile: ``provider`` if named, else the one of the base URL's host."""
+        from cresowlve_core.llm.profiles import resolve
+
+        return resolve(self.provider, self.base_url)
+
     def describe(self) -> str:
         """``model 'x' at URL`` for messages, with any credentials in the URL stripped."""
         return f"model {self.model!r} at {strip_url_credentials(self.base_url)}"
@@ -75,22 +86,27 @@ class GenParams:
     """Every generation parameter that can change an answer; all of them go into the cache key.
 
     ``extra`` (sampling extras such as ``top_p``) and ``extra_body`` (provider-specific fields,
-    e.g. from :func:`cresowlve_core.llm.effort.preset_body`) are merged into the request body,
+    e.g. a field a provider profile does not send) are merged into the request body,
     ``extra_body`` last and recursively (so ``{"reasoning": {...}}`` extends, not replaces).
     """
 
     temperature: float | None = 0.0  # None: not sent, the provider's default decoding
     seed: int | None = 0
     max_tokens: int | None = 1024
-    effort: str | None = None  # set => Responses API unless ``api`` says otherwise
+    effort: str | None = None  # set => the profile's effort API unless ``api`` says otherwise
     api: Literal["chat", "responses", "completions"] | None = None  # None => chat, or responses if effort
     extra: dict[str, Any] = field(default_factory=dict)
     extra_body: dict[str, Any] = field(default_factory=dict)
 
-    def resolved_api(self) -> str:
+    def resolved_api(self, profile: Profile | None = None) -> str:
+        """The API named, else the profile's default (chat; its effort API when an effort is sent)."""
         if self.api:
             return self.api
-        return "responses" if self.sent_effort else "chat"
+        if profile is None:
+            from cresowlve_core.llm.profiles import PROFILES
+
+            profile = PROFILES["generic"]
+        return profile.default_api(bool(self.sent_effort))
 
     @property
     def sent_effort(self) -> str | None:
@@ -108,6 +124,13 @@ class Completion:
     cached: bool = False
     model: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    #: USD the provider itself reported for this call (OpenRouter's ``usage.cost``); preferred over the price table
+    reported_cost: float | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """The answer was cut off by the token limit (``finish_reason: length``, Responses ``incomplete``)."""
+        return self.raw.get("finish_reason") == "length"
 
 
 @runtime_checkable

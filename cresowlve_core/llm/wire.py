@@ -16,6 +16,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from cresowlve_core.llm.profiles import Profile
 from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError
 
 #: wire name -> module implementing :class:`WireFormat`
@@ -57,16 +58,17 @@ class WireFormat(Protocol):
     """What a wire-format module provides (all pure functions)."""
 
     def build_request(
-        self, model: str, messages: list[dict[str, Any]], params: GenParams
+        self, model: str, messages: list[dict[str, Any]], params: GenParams, profile: Profile | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """The path (relative to the base URL) and JSON body of one call."""
+        """The path (relative to the base URL) and JSON body of one call, as ``profile`` accepts it."""
         ...
 
-    def request_headers(self, api_key: str) -> dict[str, str]:
+    def request_headers(self, api_key: str, profile: Profile | None = None) -> dict[str, str]:
         """Headers carrying the key (and anything else the API requires)."""
         ...
 
-    def interpret(self, path: str, status: int, headers: Any, content: bytes) -> Completion:
+    def interpret(self, path: str, status: int, headers: Any, content: bytes,
+                  profile: Profile | None = None) -> Completion:
         """The completion of a response, or :class:`AttemptFailed` with its classification."""
         ...
 
@@ -89,8 +91,10 @@ def get_wire(name: str) -> WireFormat:
     return importlib.import_module(module)  # type: ignore[return-value]
 
 
-def sent_fields(params: GenParams, wire: str = "openai") -> dict[str, Any]:
+def sent_fields(params: GenParams, wire: str = "openai", *, model: str = "",
+                profile: Profile | None = None) -> dict[str, Any]:
     """Exactly the request fields sent besides the model and the messages/input/prompt (for
-    ``Manifest.sent``): temperature, seed, token limit, effort fields, extras."""
-    _, body = get_wire(wire).build_request("", [], params)
+    ``Manifest.sent``): temperature, seed, token limit, effort fields, extras, as ``profile``
+    sends them for ``model``."""
+    _, body = get_wire(wire).build_request(model, [], params, profile)
     return {k: v for k, v in body.items() if k not in ("model", "messages", "input", "prompt")}

@@ -32,6 +32,7 @@ class Manifest(BaseModel):
     model: str | None = None
     base_url: str | None = None
     base_url_history: list[str] = Field(default_factory=list)
+    provider: str | None = Field(None, description="the provider profile requests were written for (llm/profiles.py)")
     api_key_env: str | None = Field(None, description="the NAME of the key variable, never its value")
     lang: str | None = None
     items: str | None = Field(None, description="the item set: demo, hub:en, a path, ...")
@@ -79,6 +80,10 @@ class Manifest(BaseModel):
 
 def new_manifest(kind: str, **fields: Any) -> Manifest:
     """A manifest with provenance (git SHA, package versions, start time) filled in."""
+    if fields.get("base_url") and not fields.get("provider"):
+        from cresowlve_core.llm.profiles import detect
+
+        fields["provider"] = detect(str(fields["base_url"])).name
     return Manifest(kind=kind, git_sha=git_sha(), packages=package_versions(), started_at=now_iso(), **fields)
 
 

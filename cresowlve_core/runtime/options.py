@@ -7,17 +7,18 @@ call (each documented beside its field); a stage that needs another value passes
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.effort import PRESETS, preset_body
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
+from cresowlve_core.llm.profiles import get_profile
 from cresowlve_core.llm.types import Endpoint, GenParams
 
 
@@ -41,28 +42,39 @@ class ClientOptions(BaseModel):
     backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles per attempt, jittered")
     down_after: int = Field(5, ge=1, description="consecutive dead-endpoint signs (refused, DNS, connect timeout, "
                             "non-JSON/HTML answers) that stop the run; the first three before any answer stop at once")
-    provider_preset: str | None = Field(None, description="extra request body for the effort in a provider's own "
-                                        "form: vllm-qwen3, llama-cpp, openrouter, openai (see llm/effort.py)")
-    extra_body: dict[str, Any] = Field(default_factory=dict, description="JSON merged into every request body "
-                                       "(after the preset); part of the cache key")
+    provider: str | None = Field(None, description="provider profile (llm/profiles.py: openai, azure, gemini, "
+                                 "openrouter, vllm, llama-cpp, ollama, generic): what is sent and how the answer is "
+                                 "read; None: detected from the base URL's host")
+    provider_preset: str | None = Field(None, description="old name of `provider` (vllm-qwen3 = vllm, llama-cpp, "
+                                        "openrouter, openai); kept so old configs and manifests still read")
+    extra_body: dict[str, Any] = Field(default_factory=dict, description="JSON merged into every request body, "
+                                       "last; a null removes a field the profile would send; part of the cache key")
     max_cost: float | None = Field(None, ge=0, description="stop cleanly before spending more USD than this")
     cache: bool = Field(True, description="use the SQLite response cache")
     cache_path: str | None = Field(None, description="cache file (None: data/cache/responses.sqlite)")
 
-    @field_validator("provider_preset")
+    @field_validator("provider", "provider_preset")
     @classmethod
-    def _known_preset(cls, v: str | None) -> str | None:
-        if v is not None and v not in PRESETS:
-            raise ValueError(f"unknown provider preset {v!r}; known: {', '.join(sorted(PRESETS))}")
+    def _known_provider(cls, v: str | None) -> str | None:
+        if v is not None:
+            get_profile(v)  # UnknownProvider (a ValueError) names the known ones
         return v
 
+    @model_validator(mode="after")
+    def _preset_is_provider(self) -> ClientOptions:
+        if self.provider_preset and not self.provider:
+            object.__setattr__(self, "provider", get_profile(self.provider_preset).name)
+        return self
+
+    def endpoint(self, base_url: str, model: str, api_key_env: str | None = None) -> Endpoint:
+        """The endpoint of ``model`` at ``base_url`` with these options' provider profile."""
+        return Endpoint(base_url, model, api_key_env, provider=self.provider)
+
     def gen_params(self, *, effort: str | None = None, api: str | None = None, **extra: Any) -> GenParams:
-        """The generation parameters for one call made with these options (the provider preset
-        for ``effort``, then ``extra_body``, go into ``GenParams.extra_body``)."""
-        body = preset_body(self.provider_preset, effort) if self.provider_preset else {}
-        body.update(self.extra_body)
+        """The generation parameters for one call made with these options (``extra_body`` goes into
+        ``GenParams.extra_body``; the provider profile shapes the request when it is sent)."""
         return GenParams(temperature=self.temperature, seed=self.seed, max_tokens=self.max_tokens,
-                         effort=effort, api=api, extra=extra, extra_body=body)  # type: ignore[arg-type]
+                         effort=effort, api=api, extra=extra, extra_body=dict(self.extra_body))  # type: ignore[arg-type]
 
     def open_cache(self) -> ResponseCache | None:
         if not self.cache:
@@ -72,7 +84,10 @@ class ClientOptions(BaseModel):
 
 def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter | None = None,
                 prices: PriceTable | None = None, cache: ResponseCache | None = None) -> LLMClient:
-    """The one way a stage builds its client. ``cache`` shares one cache between two clients."""
+    """The one way a stage builds its client. ``cache`` shares one cache between two clients.
+    ``options.provider`` names the endpoint's profile unless the endpoint names one itself."""
+    if options.provider and not endpoint.provider:
+        endpoint = dataclasses.replace(endpoint, provider=options.provider)
     return LLMClient(
         endpoint,
         concurrency=options.concurrency,

@@ -93,7 +93,7 @@ def test_reasoning_model_lines_are_the_live_request(tmp_path: Path, api: str | N
     effort, /v1/responses), never temperature; and the manifest's ``sent`` is that body."""
     params = GenParams(max_tokens=2000, temperature=0.0, seed=0, effort="high", api=api)
     with FakeServer(batch_polls=0) as srv:
-        ep = Endpoint(srv.base_url, "gpt-5-mini")
+        ep = Endpoint(srv.base_url, "gpt-5-mini", provider="openai")  # OpenAI: an effort goes to /responses
         live = LLMClient(ep, cache=None, max_attempts=1)
         live.complete_sync([{"role": "user", "content": "question 0"}], params, prompt_version="t")
         wire_body = srv.requests[0].body
@@ -101,7 +101,8 @@ def test_reasoning_model_lines_are_the_live_request(tmp_path: Path, api: str | N
         line = json.loads((tmp_path / "batch_input.jsonl").read_text().splitlines()[0])
         got = collect_batch(ep, tmp_path, prices=PRICES)
     assert line["body"] == wire_body  # byte for byte the live request
-    assert {k: v for k, v in line["body"].items() if k not in ("model", "messages", "input")} == sent_fields(params)
+    assert {k: v for k, v in line["body"].items() if k not in ("model", "messages", "input")} == sent_fields(
+        params, model="gpt-5-mini", profile=ep.profile)
     assert "temperature" not in line["body"] and "max_tokens" not in line["body"]
     if api == "chat":
         assert line["url"] == "/v1/chat/completions"

@@ -103,7 +103,7 @@ def test_split_think(raw: str, text: str, thoughts: str | None) -> None:
 def test_responses_api_when_effort_is_set() -> None:
     reply = Reply("Paris", reasoning="The capital of France is Paris.", reasoning_tokens=12)
     with FakeServer(answers={"capital?": reply}) as srv:
-        c = ask(client_for(srv), "capital?", GenParams(effort="low", max_tokens=500))
+        c = ask(client_for(srv), "capital?", GenParams(effort="low", max_tokens=500, api="responses"))
         req = srv.requests[0]
     assert req.path == "/responses"
     assert req.body["reasoning"] == {"effort": "low", "summary": "auto"}

@@ -36,8 +36,12 @@ def test_chat_sends_reasoning_effort() -> None:
 
 
 def test_responses_sends_reasoning_effort() -> None:
-    path, body = build_request("m", MSGS, GenParams(effort="low"))
+    from cresowlve_core.llm.profiles import get_profile
+
+    # OpenAI's profile takes an effort on the Responses API by default; a generic server gets chat
+    path, body = build_request("m", MSGS, GenParams(effort="low"), get_profile("openai"))
     assert path == "/responses" and body["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert build_request("m", MSGS, GenParams(effort="low"))[0] == "/chat/completions"
 
 
 def test_completions_refuses_an_effort_it_cannot_send() -> None:
@@ -50,7 +54,7 @@ def test_completions_refuses_an_effort_it_cannot_send() -> None:
 
 
 def test_extra_body_is_merged_recursively_and_last() -> None:
-    _, body = build_request("m", MSGS, GenParams(effort="low", extra={"top_p": 0.5},
+    _, body = build_request("m", MSGS, GenParams(effort="low", api="responses", extra={"top_p": 0.5},
                                                   extra_body={"reasoning": {"max_tokens": 100}, "top_p": 0.9}))
     assert body["reasoning"] == {"effort": "low", "summary": "auto", "max_tokens": 100}
     assert body["top_p"] == 0.9
@@ -98,11 +102,12 @@ def test_configuration_problems_are_fatal(status: int, body: bytes) -> None:
     assert classify_status(status, {}, body).kind == "fatal"
 
 
-def test_retryable_statuses_and_html_is_a_dead_sign() -> None:
+def test_retryable_statuses_and_html_is_a_dead_sign_only_on_a_200() -> None:
     f = classify_status(429, {"retry-after": "2"}, err("slow down"))
     assert (f.kind, f.retry_after, f.dead_sign) == ("retry", 2.0, None)
+    # a gateway's HTML error page on a 5xx is a retryable 5xx (its backend restarts), not a dead endpoint
     f = classify_status(502, {}, b"<!DOCTYPE html><html><title>502 Bad Gateway</title></html>")
-    assert (f.kind, f.dead_sign) == ("retry", "not_json") and "HTML page" in f.message
+    assert (f.kind, f.dead_sign) == ("retry", None) and "HTML page" in f.message
     with pytest.raises(AttemptFailed) as exc:
         interpret("/chat/completions", 200, {}, b"<html>login page</html>")
     assert exc.value.failure.dead_sign == "not_json" and exc.value.failure.kind == "retry"
@@ -141,12 +146,12 @@ def test_wire_registry() -> None:
 
 
 def test_adaptive_effort_is_a_thinking_label_that_sends_no_effort_field():
-    from cresowlve_core.llm.effort import preset_body
     from cresowlve_core.llm.openai_wire import build_request
+    from cresowlve_core.llm.profiles import get_profile
     from cresowlve_core.llm.types import GenParams
 
     p = GenParams(effort="adaptive")
     path, body = build_request("m", [{"role": "user", "content": "q"}], p)
     assert path == "/chat/completions" and "reasoning_effort" not in body and "reasoning" not in body
-    assert preset_body("openrouter", "adaptive") == {"reasoning": {"enabled": True}}
-    assert preset_body("vllm-qwen3", "adaptive") == {"chat_template_kwargs": {"enable_thinking": True}}
+    assert build_request("m", [], p, get_profile("openrouter"))[1]["reasoning"] == {"enabled": True}
+    assert build_request("m", [], p, get_profile("vllm"))[1]["chat_template_kwargs"] == {"enable_thinking": True}
