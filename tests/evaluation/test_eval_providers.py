@@ -1,0 +1,76 @@
+"""An evaluation run against providers' rules: truncation made visible and re-asked, a reasoning
+judge, the provider profile recorded, the cost the provider reported."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from fakeserver import FakeServer, Reply
+from test_eval_run import answer_for, cfg_for, make_items
+
+from cresowlve_core.evaluation.runner import evaluate_async, summary_line, truncation_warning
+
+
+def _truncating(req):
+    """Odd items are cut off by the token limit unless the budget is at least 128."""
+    if "candidate_answer" in req.prompt:
+        return answer_for(req)
+    n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+    budget = req.body.get("max_tokens") or req.body.get("max_completion_tokens") or 0
+    if n % 2 and budget < 128:
+        return Reply("Thinking about it, the answer might be", finish_reason="length")
+    return f"<Answer>Answer{n}</Answer>"
+
+
+def test_truncated_answers_are_flagged_counted_warned_and_reasked(tmp_path):
+    items = make_items(10)
+    with FakeServer(answers=_truncating) as srv:
+        out = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, max_tokens=64), items, progress=False))
+        s = out.summary
+        assert s["n_truncated"] == 5 and [r.truncated for r in out.records] == [False, True] * 5
+        assert all(r.max_tokens == 64 for r in out.records)
+        assert s["em_strict"] == 0.5  # a truncated answer is scored as the text it is: wrong here
+        assert "truncated 5" in summary_line(s)
+        warning = truncation_warning(s)
+        assert warning is not None and "--max-tokens" in warning and "5 of 10" in warning
+        srv.reset()
+        # the same command with --retry-truncated and a larger budget re-asks only the 5
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, max_tokens=256, retry_truncated=True)
+        again = asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert srv.total == 5
+    assert again.summary["n_truncated"] == 0 and again.summary["em_strict"] == 1.0
+    assert sorted({r.max_tokens for r in again.records}) == [64, 256]
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["retry_truncated"] is True and manifest["max_tokens"] == 256
+
+
+def test_below_two_percent_truncated_there_is_no_warning():
+    assert truncation_warning({"n_truncated": 2, "n_ok": 100}) is None
+    assert truncation_warning({"n_truncated": 3, "n_ok": 100}) is not None
+
+
+def test_a_reasoning_judge_gets_its_own_options_and_scores_every_item(tmp_path):
+    with FakeServer(answers=answer_for) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, judge_model="gpt-5-mini", judge_provider="openai",
+                      judge_api="chat", judge_extra_body={"verbosity": "low"})
+        out = asyncio.run(evaluate_async(cfg, make_items(4), progress=False))
+        judge_bodies = [r.body for r in srv.requests if r.body["model"] == "gpt-5-mini"]
+    assert out.summary["n_judged"] == 4 and out.summary["n_unscored"] == 0
+    for body in judge_bodies:  # what gpt-5-mini accepts: no temperature, max_completion_tokens
+        assert "temperature" not in body and "max_tokens" not in body
+        assert body["max_completion_tokens"] == 8192 and body["verbosity"] == "low"
+    judge = json.loads((tmp_path / "run" / "manifest.json").read_text())["judge"]
+    assert judge["provider"] == "openai" and judge["max_tokens"] == 8192 and judge["temperature"] == 0.0
+    assert "temperature" not in judge["sent"] and judge["sent"]["max_completion_tokens"] == 8192
+
+
+def test_the_manifest_names_the_provider_and_sent_matches_the_wire(tmp_path):
+    with FakeServer(answers=answer_for) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, provider="gemini", effort="minimal")
+        asyncio.run(evaluate_async(cfg, make_items(2), progress=False))
+        body = srv.requests[0].body
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["provider"] == "gemini" and m["api"] == "chat" and srv.requests[0].path == "/chat/completions"
+    assert m["sent"] == {k: v for k, v in body.items() if k not in ("model", "messages")}
+    assert "seed" not in body and body["reasoning_effort"] == "minimal"
