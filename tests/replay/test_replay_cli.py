@@ -1,0 +1,163 @@
+"""Issue 17's "done when" checks, run as a new user would: ``cresowlve eval`` in a subprocess
+against the replay server (tests/replay/server.py), which answers with recorded provider bodies.
+
+The base URLs are loopback, so the provider profile is named with ``--provider`` (a real URL's
+host selects it by itself). Each run uses the shipped demo items, three at most.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replay.server import ReplayServer
+
+from cresowlve_core.evaluation.solve import solve_messages, solve_prompt
+from cresowlve_core.sources.sample import load_items
+
+REPO = Path(__file__).resolve().parents[2]
+CODE = Path(os.environ.get("REPLAY_CODE", REPO))  # the checkout whose CLI is run (default: this one)
+KEY = "replay-test-key"
+
+
+def run_eval(srv: ReplayServer, provider: str, run_dir: Path, *args: str, limit: int = 3) -> tuple[int, str]:
+    """``cresowlve eval`` on the demo items against ``provider``'s route; (exit code, output)."""
+    env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE))
+    cmd = [sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", "demo", "--limit", str(limit),
+           "--base-url", srv.base_url(provider), "--api-key-env", "REPLAY_KEY", "--provider", provider,
+           "--concurrency", "1", "--no-cache", "--run-dir", str(run_dir), *args]
+    proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def last_line(output: str) -> str:
+    return [line for line in output.splitlines() if line.strip()][-1]
+
+
+def records(run_dir: Path) -> list[dict[str, Any]]:
+    """The run's records, one per item in first-written order, each as last written (a judge
+    verdict is appended as a newer record of its item)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for line in (run_dir / "responses.jsonl").read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            latest[rec["id"]] = rec
+    return list(latest.values())
+
+
+def summary(run_dir: Path) -> dict[str, Any]:
+    return json.loads((run_dir / "summary.json").read_text())
+
+
+def demo_prompt_words(n: int) -> list[int]:
+    """Words of the first ``n`` demo solve prompts, counted as the replay server counts them."""
+    prompt = solve_prompt("en", thinking=False)
+    return [len(solve_messages(item.view("en"), prompt)[0]["content"].split()) for item in load_items("demo", "en")[:n]]
+
+
+def test_gemini_with_effort_minimal_completes(tmp_path):
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "gemini", tmp_path / "run", "--model", "gemini-3-flash-preview", "--effort", "minimal")
+        sent = srv.requests("gemini")
+    assert code == 0, out
+    assert [r["status"] for r in records(tmp_path / "run")] == ["ok"] * 3
+    assert {e["api"] for e in sent} == {"/chat/completions"} and {e["status"] for e in sent} == {200}
+    assert all("seed" not in e["body"] and e["body"].get("reasoning_effort") == "minimal" for e in sent)
+
+
+def test_a_burst_of_six_list_wrapped_429s_is_ridden_out(tmp_path):
+    with ReplayServer("gemini-burst") as srv:  # the recorded 429 six times (Retry-After: 0 keeps the test fast)
+        code, out = run_eval(srv, "gemini", tmp_path / "run", "--model", "gemini-3-flash-preview", limit=1)
+        statuses = [e["status"] for e in srv.requests("gemini")]
+    assert code == 0, out
+    assert statuses == [429] * 6 + [200]
+    assert records(tmp_path / "run")[0]["status"] == "ok"
+    assert "looks down" not in out
+
+
+def test_a_list_wrapped_400_shows_its_inner_message(tmp_path):
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "gemini", tmp_path / "run", "--model", "gemini-3-flash-preview",
+                             "--extra-body", '{"top_k": 40}')
+    assert code == 3, out
+    line = last_line(out)
+    assert 'Invalid JSON payload received. Unknown name "top_k": Cannot find field.' in line
+    assert '"error"' not in line and "fieldViolations" not in line  # the inner message, not the raw list
+
+
+def test_openrouter_cost_is_the_sum_of_reported_usage_cost_and_max_cost_stops_on_it(tmp_path):
+    model = "qwen/qwen3-235b-a22b-2507"
+    with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer
+        code, out = run_eval(srv, "openrouter", tmp_path / "full", "--model", model)
+        reported = [e["cost"] for e in srv.requests("openrouter")]
+    assert code == 0, out
+    assert len(reported) == 3
+    assert summary(tmp_path / "full")["cost"] == pytest.approx(sum(reported))
+    assert [r["cost"] for r in records(tmp_path / "full")] == pytest.approx(reported)
+    assert all(r["thoughts"] for r in records(tmp_path / "full"))  # OpenRouter's message.reasoning is kept
+
+    with ReplayServer("openrouter-cost") as srv:
+        code, out = run_eval(srv, "openrouter", tmp_path / "capped", "--model", model, "--max-cost", "0.02")
+        reported = [e["cost"] for e in srv.requests("openrouter")]
+    assert code == 3, out
+    assert "max-cost" in last_line(out) or "max_cost" in last_line(out)
+    done = [r for r in records(tmp_path / "capped") if r["status"] == "ok"]
+    assert 1 <= len(done) < 3
+    assert summary(tmp_path / "capped")["cost"] == pytest.approx(sum(reported))
+
+
+@pytest.mark.parametrize(("model", "extra"), [("gpt-4.1", ()), ("gpt-5-mini", ("--effort", "low"))],
+                         ids=["chat-length", "responses-incomplete"])
+def test_truncated_answers_are_counted_and_flagged(tmp_path, model, extra):
+    with ReplayServer("truncate") as srv:  # half the items (by prompt hash) are cut off by the token limit
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", model, *extra, limit=6)
+        sent = srv.requests("openai")
+    assert code == 0, out
+    assert {e["api"] for e in sent} == {"/responses" if extra else "/chat/completions"}
+    cut = [e["truncated"] for e in sent]
+    recs = records(tmp_path / "run")
+    assert 0 < sum(cut) < len(cut)
+    assert [r["truncated"] for r in recs] == cut  # one request per item, in order (concurrency 1)
+    assert summary(tmp_path / "run")["n_truncated"] == sum(cut)
+    assert all(r["em_lenient"] is False for r in recs if r["truncated"])
+    assert "--max-tokens" in out  # above 2% truncated: the warning names the option
+
+
+def test_a_gpt5_mini_judge_scores_every_item(tmp_path):
+    items = load_items("demo", "en")[:3]
+    answers = {item.view("en").question.strip()[:60]: item.view("en").answer for item in items[:2]}
+    with ReplayServer(answers=answers) as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", "--judge-model", "gpt-5-mini")
+        judge_calls = [e for e in srv.requests("openai") if e["body"].get("model") == "gpt-5-mini"]
+    assert code == 0, out
+    assert len(judge_calls) == 3 and {e["status"] for e in judge_calls} == {200}
+    recs = records(tmp_path / "run")
+    assert [r["judge_verdict"] for r in recs] == ["CORRECT", "CORRECT", "INCORRECT"]
+    s = summary(tmp_path / "run")
+    assert (s["n_judged"], s["n_unscored"], s["n_judge_error"]) == (3, 0, 0)
+
+
+def test_llamacpp_context_overflow_is_a_per_item_error(tmp_path):
+    words = demo_prompt_words(3)
+    limit = sorted(words)[1]  # the longest prompt overflows, the others fit
+    with ReplayServer(context_limit=limit) as srv:
+        code, out = run_eval(srv, "llama-cpp", tmp_path / "run", "--model", "qwen3-8b")
+    assert code == 1, out
+    recs = records(tmp_path / "run")
+    assert [r["status"] for r in recs] == ["error" if w > limit else "ok" for w in words]
+    failed = next(r for r in recs if r["status"] == "error")
+    assert f"exceeds the available context size ({limit} tokens)" in failed["error"]
+
+
+def test_insufficient_quota_stops_at_once(tmp_path):
+    with ReplayServer("quota") as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1")
+        n_requests = len(srv.requests("openai"))
+    assert code == 3, out
+    assert n_requests == 1  # not retried, and no other item sent
+    assert "You exceeded your current quota" in last_line(out)
