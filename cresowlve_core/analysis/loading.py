@@ -310,6 +310,8 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "finished_at": m.get("finished_at"),
         "n_planned": int(planned) if planned is not None else None,
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if thinking else None,
+        "n_truncated": _summary_value(run_dir, "n_truncated"),
+        "provider": m.get("provider"),
     }
 
 

@@ -161,7 +161,9 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         "n_records",
         "complete",
         "n_error",
+        "n_truncated",
         "n_judged",
+        "provider",
         "judge_model",
         "judge_protocol",
         "temperature",
@@ -205,6 +207,19 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
 # ------------------------------------------------------------------ Table 1
 
 
+def truncation_note(rs: RunSet) -> str:
+    """How many answers were cut off by the token limit (scored wrong, as the paper would), per run."""
+    counts = rs.runs.get("n_truncated")
+    cut = rs.runs[counts.fillna(0) > 0] if counts is not None else rs.runs.iloc[0:0]
+    if cut.empty:
+        known = counts is not None and counts.notna().any()
+        return ("Truncated answers (cut off by the token limit): none." if known
+                else "Truncated answers: not recorded by these runs (written before truncation was flagged).")
+    parts = ", ".join(f"`{r.config}` ({r.lang}) {int(r.n_truncated)}" for r in cut.itertuples())
+    return (f"**Truncated answers** (cut off by the token limit, scored wrong as in the paper): {parts}. "
+            "Re-ask only those with `cresowlve eval ... --retry-truncated --max-tokens N`.")
+
+
 def table1_section(
     rs: RunSet,
     paper_path: str | Path | None = None,
@@ -243,6 +258,7 @@ def table1_section(
     show(table.style_table1(table.table1_display(long)))
     for f in table.table1_footnotes(long, coverage_threshold):
         say(f)
+    say(truncation_note(rs))
     others = [m for m in METRICS if m not in table.PAPER_METRICS]
     if others:
         say(f"{', '.join(METRICS[m] for m in others)} (not in the paper's table):")

@@ -45,6 +45,19 @@ def test_truncated_answers_are_flagged_counted_warned_and_reasked(tmp_path):
     assert manifest["config"]["retry_truncated"] is True and manifest["max_tokens"] == 256
 
 
+def test_the_analysis_names_truncated_answers_per_run(tmp_path):
+    from cresowlve_core.analysis.loading import load_runs
+    from cresowlve_core.analysis.report import truncation_note
+
+    with FakeServer(answers=_truncating) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, max_tokens=64), make_items(4),
+                                   progress=False))
+    rs = load_runs([str(tmp_path / "run")])
+    assert int(rs.runs["n_truncated"].iloc[0]) == 2
+    note = truncation_note(rs)
+    assert "fake-model" in note and "2" in note and "--retry-truncated" in note
+
+
 def test_below_two_percent_truncated_there_is_no_warning():
     assert truncation_warning({"n_truncated": 2, "n_ok": 100}) is None
     assert truncation_warning({"n_truncated": 3, "n_ok": 100}) is not None
