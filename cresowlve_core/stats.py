@@ -542,3 +542,210 @@ def permutation_homogeneity(
     stats = _chi2_groups((y.astype(np.float32)[idx] @ m.astype(np.float32)).T.astype(float), n)  # (groups, n_perm)
     p = (1.0 + float((stats >= observed - 1e-9).sum())) / (1.0 + idx.shape[0])
     return Homogeneity(observed, int(m.shape[1]) - 1, p, int(idx.shape[0]))
+
+
+# ---------------------------------------------------------------- intervals honest at the edges
+
+
+@dataclass(frozen=True)
+class BootstrapInterval:
+    """A statistic with a bootstrap interval that says when it has none.
+
+    ``n`` is the number of units resampled (items, or clusters of responses), ``n_boot`` the
+    resamples drawn and ``n_undefined`` how many of them gave an undefined (NaN) statistic.
+    ``low``/``high`` are NaN, and ``note`` says why, when the value is undefined, when too many
+    resamples are undefined, or when every defined resample gives the same value (a zero-width
+    interval is shown as certain, so it is not shown). With some undefined resamples and an
+    interval, ``note`` says "k of B resamples undefined (left out)".
+    """
+
+    value: float
+    low: float
+    high: float
+    n: int
+    n_boot: int = 0
+    n_undefined: int = 0
+    note: str = ""
+
+
+MAX_UNDEFINED_SHARE = 0.5  # above this share of undefined resamples the interval is not shown
+
+
+def interval_from_replicates(value: float, replicates: np.ndarray, n: int, *, confidence: float = 0.95,
+                             undefined_reason: str = "undefined",
+                             max_undefined_share: float = MAX_UNDEFINED_SHARE) -> BootstrapInterval:
+    """The percentile interval of ``replicates`` around ``value``, honest at the edges.
+
+    * ``n == 0`` or an undefined ``value``: NaN, with ``undefined_reason`` in the note;
+    * more than ``max_undefined_share`` of the resamples undefined: NaN ("k of B resamples
+      undefined: no interval");
+    * every defined resample equal (zero width, e.g. κ = 1 on perfect agreement): NaN, noted;
+    * otherwise the interval over the defined resamples, noting how many were left out.
+    """
+    reps = np.asarray(replicates, dtype=float).ravel()
+    n_boot = int(reps.size)
+    bad = int(np.isnan(reps).sum())
+    nan = float("nan")
+    undefined = f"{bad} of {n_boot} resamples undefined"
+    if n == 0:
+        return BootstrapInterval(nan, nan, nan, 0, n_boot, bad, "no units")
+    if value is None or np.isnan(value):
+        return BootstrapInterval(nan, nan, nan, n, n_boot, bad, undefined_reason)
+    if n_boot == 0 or bad > max_undefined_share * n_boot:
+        return BootstrapInterval(float(value), nan, nan, n, n_boot, bad, f"{undefined}: no interval")
+    low, high = percentile_interval(reps, confidence)
+    if high - low <= 1e-12:
+        note = f"every defined resample gives {low:.3g}: a zero-width interval is not an interval"
+        return BootstrapInterval(float(value), nan, nan, n, n_boot, bad, note + (f"; {undefined}" if bad else ""))
+    return BootstrapInterval(float(value), low, high, n, n_boot, bad, f"{undefined} (left out)" if bad else "")
+
+
+def bootstrap_statistic(statistic: Callable[[np.ndarray], float], units: np.ndarray, *, n_boot: int = 1000,
+                        rng: np.random.Generator | int = 0, confidence: float = 0.95,
+                        undefined_reason: str = "undefined") -> BootstrapInterval:
+    """Any statistic of the rows of ``units`` with a seeded bootstrap over rows (items).
+
+    ``statistic`` gets a resampled ``units[idx]`` and may return NaN (undefined): those
+    resamples are counted, never silently dropped (:func:`interval_from_replicates`).
+    """
+    arr = np.asarray(units, dtype=object) if np.asarray(units).dtype == object else np.asarray(units)
+    n = len(arr)
+    if n == 0:
+        return interval_from_replicates(float("nan"), np.empty(0), 0)
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    point = float(statistic(arr))
+    reps = np.array([statistic(arr[gen.integers(0, n, size=n)]) for _ in range(n_boot)], dtype=float)
+    return interval_from_replicates(point, reps, n, confidence=confidence, undefined_reason=undefined_reason)
+
+
+def cluster_sums(counts: np.ndarray, n_boot: int = 1000, rng: np.random.Generator | int = 0) -> np.ndarray:
+    """``(n_boot, k)`` bootstrap sums of per-cluster sufficient statistics ``counts`` ``(clusters, k)``.
+
+    Each resample draws as many clusters as there are, with replacement, and adds up their rows:
+    the bootstrap clustered by the cluster (e.g. the item shared by many responses). Drawn as
+    multinomial cluster weights, in chunks, so memory stays bounded.
+    """
+    c = np.asarray(counts, dtype=float)
+    m = c.shape[0]
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    out = np.zeros((n_boot, c.shape[1]))
+    if m == 0:
+        return out
+    rows = max(1, _CHUNK_CELLS // m)
+    probs = np.full(m, 1.0 / m)
+    for start in range(0, n_boot, rows):
+        stop = min(n_boot, start + rows)
+        weights = gen.multinomial(m, probs, size=stop - start)
+        out[start:stop] = weights @ c
+    return out
+
+
+def binary_kappa_counts(counts: np.ndarray) -> np.ndarray:
+    """Cohen's κ from ``[..., 4]`` counts ``(both yes, a yes b no, a no b yes, both no)``, vectorised.
+
+    NaN where there are no pairs or chance agreement is 1 (as :func:`cohen_kappa`).
+    """
+    t = np.asarray(counts, dtype=float)
+    tt, tf, ft, ff = t[..., 0], t[..., 1], t[..., 2], t[..., 3]
+    n = tt + tf + ft + ff
+    with np.errstate(divide="ignore", invalid="ignore"):
+        po = (tt + ff) / n
+        pa, pb = (tt + tf) / n, (tt + ft) / n
+        pe = pa * pb + (1.0 - pa) * (1.0 - pb)
+        kappa = (po - pe) / (1.0 - pe)
+    return np.where((n > 0) & (pe < 1.0 - 1e-12), kappa, np.nan)
+
+
+def one_rater_constant(table: np.ndarray) -> bool:
+    """Whether one rater of a square 2-rater ``table`` used a single category while κ is defined
+    (chance agreement below 1): κ is then 0 by construction (p_o = p_e), and statsmodels' test of
+    it is NaN (its null standard error is 0): a κ that measures nothing, with no interval."""
+    t = np.asarray(table, dtype=float)
+    n = t.sum()
+    if n == 0:
+        return False
+    rows, cols = (t.sum(axis=1) > 0).sum(), (t.sum(axis=0) > 0).sum()
+    pe = float((t.sum(axis=1) * t.sum(axis=0)).sum() / (n * n))
+    return bool(min(rows, cols) == 1 and pe < 1.0 - 1e-12)
+
+
+def clustered_binary_kappa(a: np.ndarray, b: np.ndarray, clusters: np.ndarray, *, n_boot: int = 1000,
+                           rng: np.random.Generator | int = 0, confidence: float = 0.95) -> BootstrapInterval:
+    """Cohen's κ of two binary raters with a bootstrap **clustered by** ``clusters`` (e.g. item id).
+
+    Pooled over responses that share items (every model answers every item), the responses of
+    one item are not independent; resampling items keeps them together, and the interval is
+    wider than one treating every response as independent (``clusters = arange(n)``). Rows with
+    a NaN are dropped; ``n`` in the result is the number of clusters.
+    """
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    g = np.asarray(clusters)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y, g = x[keep].astype(bool), y[keep].astype(bool), g[keep]
+    if x.size == 0:
+        return interval_from_replicates(float("nan"), np.empty(0), 0)
+    _, inverse = np.unique(g.astype(str), return_inverse=True)
+    cells = np.stack([x & y, x & ~y, ~x & y, ~x & ~y], axis=1).astype(float)
+    per_cluster = np.zeros((int(inverse.max()) + 1, 4))
+    np.add.at(per_cluster, inverse, cells)
+    point = float(binary_kappa_counts(per_cluster.sum(axis=0)))
+    reps = binary_kappa_counts(cluster_sums(per_cluster, n_boot, rng))
+    table = per_cluster.sum(axis=0).reshape(2, 2)
+    reason = ("one rater used a single category: κ = 0 by construction, no interval" if one_rater_constant(table)
+              else "chance agreement is 1 (both raters used one identical category)")
+    if one_rater_constant(table):
+        return BootstrapInterval(point, float("nan"), float("nan"), len(per_cluster), n_boot,
+                                 int(np.isnan(reps).sum()), reason)
+    return interval_from_replicates(point, reps, len(per_cluster), confidence=confidence, undefined_reason=reason)
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Mean of ``x − y`` over paired units (e.g. queries both models answered), with a seeded
+    percentile-bootstrap interval over pairs and the two-sided Wilcoxon signed-rank p."""
+
+    n: int
+    mean_x: float
+    mean_y: float
+    diff: float
+    low: float
+    high: float
+    p_wilcoxon: float
+    note: str = ""
+
+
+def paired_difference(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, *, n_boot: int = 1000,
+                      rng: np.random.Generator | int = 0, confidence: float = 0.95) -> PairedDifference:
+    """``mean(x − y)`` over the pairs where both are known, bootstrap CI over pairs, Wilcoxon p.
+
+    The Wilcoxon test (scipy, zero differences dropped: ``zero_method="wilcox"``) is NaN, with a
+    note, when every difference is 0; fewer than 2 pairs give no interval.
+    """
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    keep = ~(np.isnan(a) | np.isnan(b))
+    a, b = a[keep], b[keep]
+    n = int(a.size)
+    nan = float("nan")
+    if n == 0:
+        return PairedDifference(0, nan, nan, nan, nan, nan, nan, "no pairs")
+    d = a - b
+    if n < 2:
+        return PairedDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), nan, nan, nan,
+                                "one pair: no interval, no test")
+    iv = interval_from_replicates(float(d.mean()), bootstrap_means(d, n_boot, rng), n, confidence=confidence)
+    notes = [iv.note] if iv.note else []
+    if np.all(d == 0):
+        p = nan
+        notes.append("every difference is 0: no signed-rank test")
+    else:
+        p = float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
+    return PairedDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), iv.low, iv.high, p, "; ".join(notes))
+
+
+def format_p(p: float | None) -> str:
+    """A p-value for a report: ``–`` when missing, ``< 0.0001`` below 1e-4, else 4 decimals."""
+    if p is None or (isinstance(p, float) and np.isnan(p)):
+        return "–"
+    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"

@@ -21,6 +21,14 @@
 
 κ is NaN, shown as "undefined", when chance agreement is 1 (both raters used one identical
 category), never 1.0. The repeatability table leaves errored records out (nothing was judged).
+
+Intervals, honest at the edges: per run, the asymptotic interval of Fleiss, Cohen & Everitt
+(the one statsmodels' ``cohens_kappa`` reports). Where it is degenerate it is NaN with a note
+(``kappa_note``): one rater used a single category (κ = 0 by construction; statsmodels' test is
+NaN), or a zero-width interval (perfect agreement). The pooled ``all runs`` row pools responses
+that share items (every configuration answers every item), so its interval is a seeded
+bootstrap **clustered by item** (``n_items`` clusters; :func:`cresowlve_core.stats.clustered_binary_kappa`),
+wider than one that treats every response as independent.
 """
 
 from __future__ import annotations
@@ -29,12 +37,13 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import main_subset
-from cresowlve_core.stats import binary_agreement
+from cresowlve_core.stats import binary_agreement, clustered_binary_kappa, one_rater_constant, stable_seed
 
 AGREEMENT_COLUMNS = [
     "config",
     "lang",
     "n",
+    "n_items",
     "n_error",
     "both_correct",
     "judge_only",
@@ -44,21 +53,48 @@ AGREEMENT_COLUMNS = [
     "kappa",
     "kappa_low",
     "kappa_high",
+    "kappa_note",
 ]
+ONE_RATER = "one rater used a single category: κ = 0 by construction, no interval"
+ZERO_WIDTH = "zero-width interval (perfect agreement): not an interval"
 
 
-def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str]) -> pd.DataFrame:
+def _interval(agr: object, table: np.ndarray) -> tuple[float, float, str]:
+    """The asymptotic interval of one run, or NaN with the reason it is degenerate."""
+    nan = float("nan")
+    low, high = agr.kappa_low, agr.kappa_high  # type: ignore[attr-defined]
+    if one_rater_constant(table):
+        return nan, nan, ONE_RATER
+    if pd.isna(agr.kappa):  # type: ignore[attr-defined]
+        return nan, nan, "undefined: chance agreement is 1 (both used one identical category)"
+    if not pd.isna(low) and high - low <= 1e-12:
+        return nan, nan, ZERO_WIDTH
+    return low, high, ""
+
+
+def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str], *, n_boot: int = 1000,
+                    seed: int = 0) -> pd.DataFrame:
     rows = []
     groups = list(df.groupby(["config", "lang"], sort=True)) + [(("all runs", "all"), df)]
     for (config, lang), grp in groups:
         agr = binary_agreement(grp[a].to_numpy(float), grp[b].to_numpy(float))
         if agr.n == 0:
             continue
+        table = np.array([[agr.both_yes, agr.a_yes_b_no], [agr.a_no_b_yes, agr.both_no]], dtype=float)
+        ids = grp["id"].astype(str).to_numpy() if "id" in grp else np.arange(len(grp)).astype(str)
+        if config == "all runs":
+            iv = clustered_binary_kappa(grp[a].to_numpy(float), grp[b].to_numpy(float), ids, n_boot=n_boot,
+                                        rng=stable_seed(seed, "kappa-pooled", a, b))
+            low, high = iv.low, iv.high
+            note = "; ".join(x for x in (f"bootstrap clustered by item ({iv.n} items, {n_boot} resamples)", iv.note) if x)
+        else:
+            low, high, note = _interval(agr, table)
         rows.append(
             {
                 "config": config,
                 "lang": lang,
                 "n": agr.n,
+                "n_items": int(pd.Series(ids).nunique()),
                 "n_error": int(grp["status"].eq("error").sum()) if "status" in grp else 0,
                 "both_correct": agr.both_yes,
                 labels[0]: agr.a_yes_b_no,
@@ -66,14 +102,16 @@ def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str]) -
                 "both_wrong": agr.both_no,
                 "agreement": agr.observed,
                 "kappa": agr.kappa,
-                "kappa_low": agr.kappa_low,
-                "kappa_high": agr.kappa_high,
+                "kappa_low": low,
+                "kappa_high": high,
+                "kappa_note": note,
             }
         )
     return pd.DataFrame(rows)
 
 
-def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: bool = True) -> pd.DataFrame:
+def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: bool = True, *, n_boot: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
     """Judge vs exact match (strict by default) per config × lang, plus an ``all runs`` row.
 
     The population is Table 1's judge cell: the creative subset (``creative_only``) and every
@@ -83,17 +121,18 @@ def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: b
     """
     df = main_subset(responses)[0] if creative_only and "reasoning_type" in responses else responses
     ok = df[df["judge"].notna() & df[em].notna()]
-    out = _agreement_rows(ok, "judge", em, ("judge_only", "em_only"))
+    out = _agreement_rows(ok, "judge", em, ("judge_only", "em_only"), n_boot=n_boot, seed=seed)
     return out.reindex(columns=AGREEMENT_COLUMNS) if not out.empty else pd.DataFrame(columns=AGREEMENT_COLUMNS)
 
 
-def judge_repeatability(responses: pd.DataFrame) -> pd.DataFrame:
+def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Judge verdict vs its repeat (``extra.judge_repeat``) per config × lang, plus ``all runs``."""
     ok = responses[responses["judge"].notna() & responses["judge_repeat"].notna() & (responses["status"] != "error")]
     cols = [
         "config",
         "lang",
         "n",
+        "n_items",
         "n_error",
         "both_correct",
         "first_only",
@@ -103,25 +142,31 @@ def judge_repeatability(responses: pd.DataFrame) -> pd.DataFrame:
         "kappa",
         "kappa_low",
         "kappa_high",
+        "kappa_note",
     ]
-    out = _agreement_rows(ok, "judge", "judge_repeat", ("first_only", "repeat_only"))
+    out = _agreement_rows(ok, "judge", "judge_repeat", ("first_only", "repeat_only"), n_boot=n_boot, seed=seed)
     return out.reindex(columns=cols) if not out.empty else pd.DataFrame(columns=cols)
 
 
-def format_kappa(kappa: float, low: float, high: float) -> str:
-    """``"0.40 [0.15, 0.65]"``, or ``"undefined"`` when κ is NaN (chance agreement 1)."""
+def format_kappa(kappa: float, low: float, high: float, note: str = "") -> str:
+    """``"0.40 [0.15, 0.65]"``; ``"undefined"`` when κ is NaN (chance agreement 1); ``"0.00 [–]"``
+    when the interval is missing (``note`` says why, after the number)."""
     if pd.isna(kappa):
         return "undefined"
-    return f"{kappa:.2f} [{low:.2f}, {high:.2f}]"
+    text = f"{kappa:.2f} [–]" if pd.isna(low) or pd.isna(high) else f"{kappa:.2f} [{low:.2f}, {high:.2f}]"
+    return f"{text} ({note})" if note else text
 
 
 def agreement_display(df: pd.DataFrame) -> pd.DataFrame:
-    """An agreement table with κ as text (``undefined`` rather than NaN) and agreement rounded."""
+    """An agreement table with κ as text (``undefined`` rather than NaN, the note beside a
+    missing interval) and agreement rounded."""
     if df.empty:
         return df
-    out = df.drop(columns=["kappa", "kappa_low", "kappa_high"]).copy()
+    notes = df["kappa_note"] if "kappa_note" in df else pd.Series([""] * len(df), index=df.index)
+    out = df.drop(columns=[c for c in ("kappa", "kappa_low", "kappa_high", "kappa_note") if c in df]).copy()
     out["agreement"] = out["agreement"].round(3)
-    out["kappa [95% CI]"] = [format_kappa(k, lo, hi) for k, lo, hi in zip(df["kappa"], df["kappa_low"], df["kappa_high"], strict=True)]
+    out["kappa [95% CI]"] = [format_kappa(k, lo, hi, nt or "") for k, lo, hi, nt in
+                             zip(df["kappa"], df["kappa_low"], df["kappa_high"], notes, strict=True)]
     return out
 
 

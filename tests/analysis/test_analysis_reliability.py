@@ -18,6 +18,7 @@ from cresowlve_core.analysis.reliability import (
     judge_repeatability,
     judge_vs_em,
 )
+from cresowlve_core.stats import binary_agreement
 
 
 def _frame(rows: list[dict]) -> pd.DataFrame:
@@ -131,3 +132,36 @@ def test_format_cost():
     assert format_cost(float("nan"), 3, 3) == "unknown"
     assert format_cost(2.0, 0, 3) == "$2.00"
     assert format_cost(0.0, 0, 3) == "$0.00"
+
+
+def test_judge_vs_em_one_rater_constant_has_no_interval():
+    """Issue 18 finding 7: the judge accepts all 8, EM 5 of them: κ = 0.0 (statsmodels too), but its
+    test is NaN there; the interval was shown as 0.0 [0.0, 0.0], now NaN with a note."""
+    rows = [{"judge": 1.0, "em_strict": e, "judge_status": "scored", "id": f"i{k}"}
+            for k, e in enumerate([1.0] * 5 + [0.0] * 3)]
+    m = judge_vs_em(_frame(rows)).set_index("config").loc["m"]
+    assert m["kappa"] == 0.0 and math.isnan(m["kappa_low"]) and math.isnan(m["kappa_high"])
+    assert "κ = 0 by construction" in m["kappa_note"]
+    shown = agreement_display(judge_vs_em(_frame(rows))).set_index("config").loc["m", "kappa [95% CI]"]
+    assert shown.startswith("0.00 [–] (one rater used a single category")
+    perfect = [{"judge": v, "em_strict": v, "judge_status": "scored", "id": f"i{k}"} for k, v in enumerate([1.0, 0.0] * 5)]
+    p = judge_vs_em(_frame(perfect)).set_index("config").loc["m"]
+    assert p["kappa"] == 1.0 and math.isnan(p["kappa_low"]) and "zero-width" in p["kappa_note"]  # was 1.0 [1.0, 1.0]
+
+
+def test_pooled_kappa_is_clustered_by_item():
+    """Four configurations × two languages answer the same 30 items with the same verdicts: the
+    pooled row's interval (bootstrap clustered by item, 30 clusters) is about √8 ≈ 2.8 times as wide
+    as the asymptotic interval over the 240 responses treated as independent (measured 2.87:
+    [0.201, 0.842] against [0.395, 0.619])."""
+    rng = np.random.default_rng(4)
+    pairs = rng.choice(4, size=30, p=[0.4, 0.1, 0.1, 0.4])
+    rows = [{"config": c, "lang": lang, "id": f"i{k}", "judge": float(p in (0, 1)), "em_strict": float(p in (0, 2)),
+             "judge_status": "scored"} for c in "abcd" for lang in ("en", "ru") for k, p in enumerate(pairs)]
+    out = judge_vs_em(_frame(rows), n_boot=1000, seed=0).set_index("config")
+    pooled = out.loc["all runs"]
+    assert pooled["n"] == 240 and pooled["n_items"] == 30
+    assert "clustered by item (30 items" in pooled["kappa_note"]
+    naive = binary_agreement(_frame(rows)["judge"].to_numpy(), _frame(rows)["em_strict"].to_numpy())
+    ratio = (pooled["kappa_high"] - pooled["kappa_low"]) / (naive.kappa_high - naive.kappa_low)
+    assert 2.0 < ratio < 3.6
