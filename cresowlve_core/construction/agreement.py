@@ -1,18 +1,24 @@
-"""Inter-annotator agreement (paper App. B): Fleiss' kappa and Gwet's AC1.
+"""Inter-annotator agreement (paper App. B, and the error analysis' annotators): Fleiss' kappa
+and Gwet's AC1, each with a seeded item-bootstrap 95% interval.
 
-In both :func:`fleiss_kappa` and :func:`gwet_ac1`, ``ratings[i][j]`` is rater ``j``'s label for
-item ``i``: any hashable, every item rated by every rater (a ragged table is an error).
+In :func:`fleiss_kappa`, :func:`gwet_ac1` and their ``*_ci`` forms, ``ratings[i][j]`` is rater
+``j``'s label for item ``i``: any hashable, every item rated by every rater (a ragged table is an
+error).
 
 - Fleiss' kappa is statsmodels' ``fleiss_kappa`` (method ``"fleiss"``) on the items x categories
-  count table.
+  count table. This is the project's one Fleiss' kappa (the error analysis uses it too).
 - Gwet's AC1 (Gwet 2008, 2014) for several raters: ``pa`` = mean over items of
   ``sum_k r_ik (r_ik - 1) / (r (r - 1))``, ``pi_k`` = mean over items of ``r_ik / r``,
   ``pe = sum_k pi_k (1 - pi_k) / (q - 1)``, ``AC1 = (pa - pe) / (1 - pe)``, with ``q`` the number of
   categories (those observed, or the ``categories`` given). Tested against irrCAC's values.
 
 Both return ``nan`` where the statistic is undefined (e.g. kappa when every rating is the same
-category). :func:`multilabel_agreement` scores multi-label fields label by label (present /
-absent) and weights the per-label AC1 by support, as the paper does.
+category). Intervals resample items (all raters' labels of an item together) with a seeded
+generator; resamples where the statistic is undefined are counted and shown, and a zero-width
+interval is not shown (:func:`cresowlve_core.stats.interval_from_replicates`).
+:func:`multilabel_agreement` scores multi-label fields label by label (present / absent; a label
+repeated within one rater's labels of an item counts once) and weights the per-label AC1 by
+support, as the paper does.
 """
 
 from __future__ import annotations
@@ -23,8 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from cresowlve_core.stats import BootstrapInterval, interval_from_replicates, stable_seed
 
-def _table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> np.ndarray:
+
+def rating_table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> np.ndarray:
     """Items x categories counts; checks every item has the same number (>= 2) of ratings."""
     rows = [list(r) for r in ratings]
     if not rows:
@@ -50,23 +58,28 @@ def _table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable]
     return table
 
 
-def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
-    """Fleiss' kappa of a ratings table (statsmodels' implementation); ``nan`` if undefined."""
+def fleiss_kappa_table(table: np.ndarray) -> float:
+    """Fleiss' kappa of an items x categories count table (statsmodels); ``nan`` if undefined
+    (fewer than two categories used: chance agreement 1)."""
     from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-    table = _table(ratings)
-    if table.shape[1] < 2:
+    t = np.asarray(table, dtype=float)
+    if t.shape[0] == 0 or (t.sum(axis=0) > 0).sum() < 2:
         return math.nan
     with np.errstate(invalid="ignore", divide="ignore"):
-        return float(sm_fleiss(table, method="fleiss"))
+        return float(sm_fleiss(t, method="fleiss"))
 
 
-def gwet_ac1(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> float:
-    """Gwet's AC1 of a ratings table. Give ``categories`` when the label set is fixed (for
-    present/absent scoring: ``(True, False)``); ``nan`` if fewer than two categories."""
-    table = _table(ratings, categories)
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
+    """Fleiss' kappa of a ratings table (statsmodels' implementation); ``nan`` if undefined."""
+    return fleiss_kappa_table(rating_table(ratings))
+
+
+def gwet_ac1_table(table: np.ndarray) -> float:
+    """Gwet's AC1 of an items x categories count table (``q`` = its number of columns)."""
+    table = np.asarray(table, dtype=float)
     n_items, q = table.shape
-    if q < 2:
+    if q < 2 or n_items == 0:
         return math.nan
     r = table.sum(axis=1)
     pa = float(np.mean((table * (table - 1)).sum(axis=1) / (r * (r - 1))))
@@ -75,6 +88,42 @@ def gwet_ac1(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashabl
     if pe >= 1:
         return math.nan
     return (pa - pe) / (1 - pe)
+
+
+def gwet_ac1(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> float:
+    """Gwet's AC1 of a ratings table. Give ``categories`` when the label set is fixed (for
+    present/absent scoring: ``(True, False)``); ``nan`` if fewer than two categories."""
+    return gwet_ac1_table(rating_table(ratings, categories))
+
+
+def _item_bootstrap(statistic: Any, table: np.ndarray, n_boot: int, seed: int, key: str) -> BootstrapInterval:
+    """``statistic(table)`` with a seeded percentile bootstrap over the table's rows (items)."""
+    n = int(table.shape[0])
+    gen = stable_seed(seed, "agreement", key, n)
+    point = statistic(table)
+    reps = np.array([statistic(table[gen.integers(0, n, size=n)]) for _ in range(n_boot)], dtype=float)
+    reason = "undefined: fewer than two categories used (chance agreement 1)"
+    return interval_from_replicates(point, reps, n, undefined_reason=reason)
+
+
+def fleiss_kappa_ci(ratings: Sequence[Sequence[Hashable]], *, n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
+    """Fleiss' kappa with a seeded item-bootstrap 95% interval (``n`` = items)."""
+    return _item_bootstrap(fleiss_kappa_table, rating_table(ratings), n_boot, seed, "fleiss")
+
+
+def gwet_ac1_ci(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None, *,
+                n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
+    """Gwet's AC1 with a seeded item-bootstrap 95% interval (``n`` = items)."""
+    return _item_bootstrap(gwet_ac1_table, rating_table(ratings, categories), n_boot, seed, "ac1")
+
+
+def interval_json(iv: BootstrapInterval) -> dict[str, Any]:
+    """An interval as JSON-safe fields (NaN -> None) for ``agreement.json`` and notebook records."""
+    def num(v: float) -> float | None:
+        return None if v is None or math.isnan(v) else float(v)
+
+    return {"value": num(iv.value), "low": num(iv.low), "high": num(iv.high), "n": iv.n, "n_boot": iv.n_boot,
+            "n_undefined": iv.n_undefined, "note": iv.note}
 
 
 def raw_agreement(ratings: Sequence[Sequence[Hashable]]) -> float:
@@ -86,26 +135,50 @@ def raw_agreement(ratings: Sequence[Sequence[Hashable]]) -> float:
 
 
 def multilabel_agreement(label_sets: Sequence[Sequence[Iterable[str]]],
-                         labels: Iterable[str] | None = None) -> dict[str, Any]:
-    """Per-label AC1 (each label present/absent) and the support-weighted overall AC1.
+                         labels: Iterable[str] | None = None, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Per-label AC1 (each label present/absent) and the support-weighted overall AC1, each
+    with a seeded item-bootstrap 95% interval (``overall_ci``, ``per_label[lab]["ci"]``).
 
-    ``label_sets[i][j]`` is rater ``j``'s set of labels for item ``i``. ``labels`` fixes the label
-    list (default: every label any rater used). Support = how many (item, rater) ratings mark the
-    label present; labels nobody used have no support and no weight.
+    ``label_sets[i][j]`` is rater ``j``'s labels for item ``i`` (a label repeated in one rater's
+    labels of an item counts once). ``labels`` fixes the label list (default: every label any
+    rater used). Support = how many (item, rater) ratings mark the label present; labels nobody
+    used have no support and no weight. A resample recomputes the weights from its own items.
     """
     sets = [[set(s) for s in row] for row in label_sets]
     vocab = list(labels) if labels is not None else sorted({x for row in sets for s in row for x in s})
-    per_label: dict[str, dict[str, float]] = {}
-    weighted, total = 0.0, 0
+    present: dict[str, np.ndarray] = {}  # label -> (items, 2) counts of present / absent
     for lab in vocab:
-        ratings = [[lab in s for s in row] for row in sets]
-        support = sum(sum(r) for r in ratings)
-        if support == 0:
+        marks = np.array([[lab in s for s in row] for row in sets], dtype=float).reshape(len(sets), -1)
+        if marks.sum() == 0:
             continue
-        ac1 = gwet_ac1(ratings, categories=(True, False))
-        per_label[lab] = {"ac1": ac1, "support": support}
-        if not math.isnan(ac1):
-            weighted += ac1 * support
-            total += support
-    return {"per_label": per_label, "overall": weighted / total if total else math.nan, "n_items": len(sets),
-            "n_labels": len(per_label)}
+        present[lab] = np.stack([marks.sum(axis=1), (1.0 - marks).sum(axis=1)], axis=1)
+
+    def stats_of(idx: np.ndarray | None) -> tuple[dict[str, float], float]:
+        per, weighted, total = {}, 0.0, 0.0
+        for lab, t in present.items():
+            tt = t if idx is None else t[idx]
+            support = float(tt[:, 0].sum())
+            ac1 = gwet_ac1_table(tt) if support else math.nan
+            per[lab] = ac1
+            if support and not math.isnan(ac1):
+                weighted += ac1 * support
+                total += support
+        return per, (weighted / total if total else math.nan)
+
+    per_point, overall = stats_of(None)
+    n = len(sets)
+    gen = stable_seed(seed, "multilabel", n)
+    reps_overall = np.full(n_boot, np.nan)
+    reps_label = {lab: np.full(n_boot, np.nan) for lab in present}
+    for b in range(n_boot if n and present else 0):
+        per_b, overall_b = stats_of(gen.integers(0, n, size=n))
+        reps_overall[b] = overall_b
+        for lab, v in per_b.items():
+            reps_label[lab][b] = v
+    reason = "undefined: no label present"
+    per_label = {lab: {"ac1": per_point[lab], "support": int(present[lab][:, 0].sum()),
+                       "ci": interval_json(interval_from_replicates(per_point[lab], reps_label[lab], n,
+                                                                    undefined_reason=reason))}
+                 for lab in present}
+    return {"per_label": per_label, "overall": overall, "n_items": n, "n_labels": len(per_label),
+            "overall_ci": interval_json(interval_from_replicates(overall, reps_overall, n, undefined_reason=reason))}

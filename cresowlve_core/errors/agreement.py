@@ -1,94 +1,69 @@
 """Agreement between annotators, and between the annotators and the automatic labeller.
 
-* Cohen's κ for two raters and Fleiss' κ for several, each with a seeded percentile-bootstrap
-  95% interval over items;
+* Cohen's κ for two raters and Fleiss' κ for several (the project's one Fleiss' κ,
+  :func:`cresowlve_core.construction.agreement.fleiss_kappa`, statsmodels), each with a seeded
+  percentile-bootstrap 95% interval over items. Resamples where κ is undefined (one label only)
+  are counted (``n_undefined`` of ``n_boot``); an undefined κ, a zero-width interval or a
+  majority of undefined resamples gives a NaN interval with a ``note`` saying why;
 * a confusion matrix and per-category precision and recall of the labeller, taking the
   annotators' majority label as the reference (items without a strict majority are counted and
   left out).
+
+One label per annotator and item: the latest save wins, so a label saved twice counts once.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.stats import cohen_kappa, percentile_interval, stable_seed
+from cresowlve_core.construction.agreement import fleiss_kappa, fleiss_kappa_ci, rating_table
+from cresowlve_core.stats import BootstrapInterval, cohen_kappa, interval_from_replicates, stable_seed
+
+Kappa = BootstrapInterval  # κ in ``value``, its interval, n items, and how many resamples were undefined
+
+__all__ = ["Kappa", "annotator_agreement", "cohen_kappa_ci", "confusion", "fleiss_kappa", "fleiss_kappa_ci",
+           "format_interval", "labeller_agreement", "majority", "precision_recall", "rating_table"]
+
+NO_KAPPA = BootstrapInterval(float("nan"), float("nan"), float("nan"), 0, 0, 0, "no items")
 
 
-@dataclass(frozen=True)
-class Kappa:
-    """A κ with its bootstrap 95% interval over ``n`` items."""
+def cohen_kappa_ci(a: list[Any], b: list[Any], *, n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
+    """Cohen's κ of two raters with a seeded percentile-bootstrap 95% interval over items.
 
-    kappa: float
-    low: float
-    high: float
-    n: int
-
-
-def fleiss_kappa(ratings: np.ndarray | list[list[Any]]) -> float:
-    """Fleiss' κ for an ``items × raters`` array of labels (every item rated by every rater).
-
-    κ = (P̄ − P̄e) / (1 − P̄e) with P̄ the mean per-item agreement and P̄e the sum of squared
-    overall category shares. NaN for fewer than 2 raters, no items, or one label used by everyone
-    (chance agreement 1: nothing beyond chance to measure, as :func:`cresowlve_core.stats.cohen_kappa`).
+    Example: two raters who agree on 9 × "x" and 1 × "y" have κ = 1, but about 0.9¹⁰ ≈ 35% of
+    the resamples miss the "y" item and κ is undefined there; every defined resample gives 1.
+    The result is κ = 1 with no interval and a note counting the undefined resamples, not
+    1.0 [1.0, 1.0].
     """
-    arr = np.asarray(ratings, dtype=object)
-    if arr.ndim != 2 or arr.shape[0] == 0 or arr.shape[1] < 2:
-        return float("nan")
-    cats = sorted({v for v in arr.ravel().tolist()}, key=str)
-    index = {c: i for i, c in enumerate(cats)}
-    counts = np.zeros((arr.shape[0], len(cats)))
-    for i, row in enumerate(arr.tolist()):
-        for v in row:
-            counts[i, index[v]] += 1
-    return _fleiss_from_counts(counts)
-
-
-def _fleiss_from_counts(counts: np.ndarray) -> float:
-    n_items, _ = counts.shape
-    m = counts.sum(axis=1)[0]
-    p_i = ((counts * counts).sum(axis=1) - m) / (m * (m - 1))
-    p_bar = p_i.mean()
-    share = counts.sum(axis=0) / (n_items * m)
-    pe = float((share * share).sum())
-    if pe >= 1.0:
-        return float("nan")
-    return float((p_bar - pe) / (1.0 - pe))
-
-
-def _boot(stat: Any, arrays: list[np.ndarray], n_boot: int, seed: int, key: str) -> Kappa:
-    n = len(arrays[0])
-    if n == 0:
-        return Kappa(float("nan"), float("nan"), float("nan"), 0)
-    point = stat(*arrays)
-    gen = stable_seed(seed, "kappa", key)
-    reps = np.empty(n_boot)
-    for b in range(n_boot):
-        idx = gen.integers(0, n, size=n)
-        reps[b] = stat(*(a[idx] for a in arrays))
-    low, high = percentile_interval(reps)
-    return Kappa(float(point), low, high, n)
-
-
-def cohen_kappa_ci(a: list[Any], b: list[Any], *, n_boot: int = 1000, seed: int = 0) -> Kappa:
-    """Cohen's κ of two raters with a percentile-bootstrap 95% interval over items."""
     if len(a) != len(b):
         raise ValueError("raters must label the same items")
-    return _boot(cohen_kappa, [np.asarray(a, dtype=object), np.asarray(b, dtype=object)], n_boot, seed,
-                 f"cohen{len(a)}")
+    n = len(a)
+    if n == 0:
+        return NO_KAPPA
+    la, lb = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    gen = stable_seed(seed, "kappa", f"cohen{n}")
+    point = cohen_kappa(la, lb)
+    reps = np.empty(n_boot)
+    for i in range(n_boot):
+        idx = gen.integers(0, n, size=n)
+        reps[i] = cohen_kappa(la[idx], lb[idx])
+    return interval_from_replicates(point, reps, n,
+                                    undefined_reason="undefined: both raters used one identical label")
 
 
-def fleiss_kappa_ci(ratings: list[list[Any]], *, n_boot: int = 1000, seed: int = 0) -> Kappa:
-    """Fleiss' κ with a percentile-bootstrap 95% interval over items."""
-    arr = np.asarray(ratings, dtype=object)
-    if arr.ndim != 2:
-        return Kappa(float("nan"), float("nan"), float("nan"), 0)
-    return _boot(fleiss_kappa, [arr], n_boot, seed, f"fleiss{len(arr)}")
+def format_interval(iv: BootstrapInterval, digits: int = 3) -> str:
+    """``"0.412 [0.210, 0.600] (n = 40)"``; ``–`` for a missing number; the note, if any, after it."""
+    def f(v: float) -> str:
+        return "–" if v is None or np.isnan(v) else f"{v:.{digits}f}"
+
+    text = f"{f(iv.value)} [{f(iv.low)}, {f(iv.high)}] (n = {iv.n})" if not np.isnan(iv.low) else \
+        f"{f(iv.value)} (no interval; n = {iv.n})"
+    return text + (f" — {iv.note}" if iv.note else "")
 
 
 def confusion(reference: list[str], predicted: list[str], categories: list[str] | None = None) -> pd.DataFrame:
@@ -137,11 +112,13 @@ def annotator_agreement(ann: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0)
     for x, y in itertools.combinations(annotators, 2):
         both = wide[[x, y]].dropna()
         k = cohen_kappa_ci(both[x].tolist(), both[y].tolist(), n_boot=n_boot, seed=seed)
-        pairs.append({"a": x, "b": y, "n": k.n, "kappa": k.kappa, "low": k.low, "high": k.high})
+        pairs.append({"a": x, "b": y, "n": k.n, "kappa": k.value, "low": k.low, "high": k.high,
+                      "n_undefined": k.n_undefined, "n_boot": k.n_boot, "note": k.note})
     full = wide.dropna()
     fleiss = (fleiss_kappa_ci(full.to_numpy().tolist(), n_boot=n_boot, seed=seed)
-              if len(annotators) >= 2 and len(full) else Kappa(float("nan"), float("nan"), float("nan"), 0))
-    return {"annotators": annotators, "pairs": pd.DataFrame(pairs, columns=["a", "b", "n", "kappa", "low", "high"]),
+              if len(annotators) >= 2 and len(full) else NO_KAPPA)
+    return {"annotators": annotators,
+            "pairs": pd.DataFrame(pairs, columns=["a", "b", "n", "kappa", "low", "high", "n_undefined", "n_boot", "note"]),
             "fleiss": fleiss, "n_items_all_raters": int(len(full))}
 
 
@@ -150,11 +127,13 @@ def labeller_agreement(ann: pd.DataFrame, labels: dict[str, str | None], *, n_bo
     """The labeller against the annotators' majority label (by item ``key``).
 
     Returns Cohen κ with CI, the confusion matrix, per-category precision/recall, and the counts
-    of items left out (no majority; unlabelled by the labeller).
+    of items left out (no majority; unlabelled by the labeller). Each annotator counts once per
+    item (their latest label), however often they saved it.
     """
     ref, pred = [], []
     no_majority = unlabelled = 0
-    for key, part in ann.groupby("key"):
+    latest = ann.drop_duplicates(["key", "annotator"], keep="last") if "annotator" in ann else ann
+    for key, part in latest.groupby("key"):
         m = majority(part["category"].tolist())
         if m is None:
             no_majority += 1

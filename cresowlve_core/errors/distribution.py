@@ -2,7 +2,14 @@
 
 Proportions are over the *labelled* errors of a configuration (the seven categories plus every
 ``other: …`` label, pooled as ``other``); unlabelled answers and labeller errors are counted in
-their own columns, never folded into a category.
+their own columns, never folded into a category. A category counts once per item within a
+group: pooling a model's languages (``by="config"``), an item whose En and Ru answers got the
+same label adds 1, not 2 (``n`` counts distinct item × category pairs, ``n_items`` the items).
+
+χ² tests compare two *configurations* (independent answers) and are Holm-adjusted across every
+pair tested (``p_holm``). Per configuration and language (``by="group"``) only groups in the same
+language are tested; a model's En vs Ru answer the same items, so they are not independent
+samples: that pair is listed as descriptive, not tested.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from cresowlve_core.errors.taxonomy import BY_SLUG, OTHER_PREFIX, SLUGS
-from cresowlve_core.stats import wilson_interval
+from cresowlve_core.stats import holm, wilson_interval
 
 OTHER = "other"
 
@@ -54,23 +61,42 @@ def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.Data
 
 def distribution(labels: pd.DataFrame, by: str = "config") -> pd.DataFrame:
     """Long table: one row per ``by`` value × bucket with ``k``, ``n`` (labelled), ``p``, Wilson
-    ``low``/``high``, and the group's ``n_unlabelled``, ``n_error``, ``n_not_run``."""
-    cols = [by, "category", "k", "n", "p", "low", "high", "n_unlabelled", "n_error", "n_not_run"]
+    ``low``/``high``, the group's ``n_items`` (distinct items labelled), ``n_unlabelled``,
+    ``n_error``, ``n_not_run``, and its ``config`` and ``lang`` (``mixed`` when pooled).
+
+    A category repeated within one item of a group (its En and Ru answers, or a run loaded twice)
+    counts once."""
+    cols = [*dict.fromkeys([by, "config", "lang"]), "category", "k", "n", "p", "low", "high", "n_items", "n_unlabelled", "n_error",
+            "n_not_run"]
     if labels.empty:
         return pd.DataFrame(columns=cols)
     out = []
     for group, part in labels.groupby(by, sort=True):
         labelled = part[part["state"] == "labelled"]
+        if "id" in labelled:
+            labelled = labelled.drop_duplicates(["id", "bucket"])
         n = len(labelled)
+        n_items = int(labelled["id"].nunique()) if "id" in labelled else n
+        config = _one(part, "config", group)
+        lang = _one(part, "lang", "mixed")
         counts = labelled["bucket"].value_counts()
         for cat in (*SLUGS, OTHER):
             k = int(counts.get(cat, 0))
             low, high = wilson_interval(k, n) if n else (float("nan"), float("nan"))
-            out.append({by: group, "category": cat, "k": k, "n": n, "p": k / n if n else float("nan"),
-                        "low": low, "high": high, "n_unlabelled": int((part["state"] == "unlabelled").sum()),
+            out.append({"config": config, "lang": lang, by: group, "category": cat, "k": k, "n": n,
+                        "p": k / n if n else float("nan"), "low": low, "high": high, "n_items": n_items,
+                        "n_unlabelled": int((part["state"] == "unlabelled").sum()),
                         "n_error": int((part["state"] == "error").sum()),
                         "n_not_run": int((part["state"] == "not_run").sum())})
     return pd.DataFrame(out, columns=cols)
+
+
+def _one(part: pd.DataFrame, col: str, default: Any) -> Any:
+    """The column's single value in ``part``, ``"mixed"`` if several, ``default`` if absent."""
+    if col not in part:
+        return default
+    vals = part[col].dropna().unique().tolist()
+    return vals[0] if len(vals) == 1 else "mixed"
 
 
 def chi2_between(dist: pd.DataFrame, a: str, b: str, by: str = "config") -> dict[str, Any]:
@@ -94,12 +120,33 @@ def chi2_between(dist: pd.DataFrame, a: str, b: str, by: str = "config") -> dict
             "warning": "expected counts below 5: the χ² approximation is rough" if min_exp < 5 else ""}
 
 
+CHI2_COLUMNS = ["a", "b", "n_a", "n_b", "categories", "chi2", "dof", "p", "p_holm", "min_expected", "test", "warning"]
+PAIRED_LANGS = "descriptive: the same model's En and Ru answer the same items (not independent samples); not tested"
+
+
 def chi2_all_pairs(dist: pd.DataFrame, by: str = "config") -> pd.DataFrame:
-    """:func:`chi2_between` for every pair of configurations."""
+    """:func:`chi2_between` for every pair of configurations, with Holm-adjusted p (``p_holm``)
+    across the pairs tested.
+
+    With ``config``/``lang`` columns (``by="group"``): groups of different configurations are
+    tested only within one language; the same configuration's two languages are listed with
+    ``test`` = descriptive and no p; pairs differing in both are left out (model and language
+    confounded)."""
     groups = sorted(dist[by].unique().tolist()) if not dist.empty else []
-    rows = [chi2_between(dist, a, b, by) for a, b in itertools.combinations(groups, 2)]
-    return pd.DataFrame(rows, columns=["a", "b", "n_a", "n_b", "categories", "chi2", "dof", "p", "min_expected",
-                                       "warning"])
+    meta = dist.drop_duplicates(by).set_index(by) if not dist.empty else pd.DataFrame()
+    rows = []
+    for a, b in itertools.combinations(groups, 2):
+        same_config = "config" in meta and meta.loc[a, "config"] == meta.loc[b, "config"] and by != "config"
+        same_lang = "lang" not in meta or meta.loc[a, "lang"] == meta.loc[b, "lang"] or by == "config"
+        res = chi2_between(dist, a, b, by)
+        if same_config:
+            rows.append({**res, "chi2": float("nan"), "dof": 0, "p": float("nan"), "min_expected": float("nan"),
+                         "test": PAIRED_LANGS, "warning": ""})
+        elif same_lang:
+            rows.append({**res, "test": "χ² (independent configurations)"})
+    out = pd.DataFrame(rows, columns=[c for c in CHI2_COLUMNS if c != "p_holm"])
+    out.insert(out.columns.get_loc("p") + 1, "p_holm", holm(out["p"].to_numpy(dtype=float)) if len(out) else [])
+    return out
 
 
 def distribution_chart(dist: pd.DataFrame, by: str = "config") -> Any:

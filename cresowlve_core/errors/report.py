@@ -30,6 +30,7 @@ from cresowlve_core.errors.label import label_errors
 from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
 from cresowlve_core.runtime import ClientOptions
+from cresowlve_core.stats import format_p
 from cresowlve_core.text import slug
 
 
@@ -43,6 +44,15 @@ def show(obj: Any) -> None:
     from IPython.display import display
 
     display(obj)
+
+
+def table(df: pd.DataFrame, digits: int = 3) -> Any:
+    """A frame for display: numbers rounded, missing values as ``–``, no index."""
+    return df.style.format(na_rep="–", precision=digits).hide(axis="index")
+
+
+def _num(v: float) -> float | None:
+    return None if v is None or np.isnan(v) else float(v)
 
 
 def jsonable(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -122,10 +132,18 @@ def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
     if ea.tally.empty:
         say("**Nothing to analyse**: no evaluation runs.")
         return {"n_runs": 0, "n_wrong": 0}
-    show(ea.tally)
-    say("`n_wrong_judge`: wrong by the LLM judge's verdict; `n_wrong_em`: not judged, wrong by strict exact match; "
-        "`n_unknown`: neither (not counted); `n_no_item`: the item could not be loaded (not labelled).")
+    show(table(ea.tally))
+    say("`n_wrong`: wrong by the analysis's rule; of these, `n_no_answer` have **no answer** to label "
+        "(`n_no_answer_error`: the call errored, no model output; `n_no_answer_empty`: an empty prediction): counted "
+        "here, never labelled, never in the distribution or the χ². Of the answers that exist, `n_wrong_judge`: wrong "
+        "by the LLM judge's verdict; `n_wrong_em`: not judged, wrong by strict exact match; `n_no_item`: the item "
+        "could not be loaded (not labelled); `n_to_label`: sent to the labeller. `n_unknown`: neither judge nor EM "
+        "(not counted).")
     return {"n_runs": int(len(ea.tally)), "n_wrong": int(ea.tally["n_wrong"].sum()),
+            "n_no_answer": int(ea.tally["n_no_answer"].sum()),
+            "n_no_answer_error": int(ea.tally["n_no_answer_error"].sum()),
+            "n_no_answer_empty": int(ea.tally["n_no_answer_empty"].sum()),
+            "n_to_label": int(ea.tally["n_to_label"].sum()),
             "n_wrong_judge": int(ea.tally["n_wrong_judge"].sum()), "n_wrong_em": int(ea.tally["n_wrong_em"].sum()),
             "n_no_item": int(ea.tally["n_no_item"].sum())}
 
@@ -140,7 +158,7 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
     out = {"n": int(len(lf)), "labelled": int(counts.get("labelled", 0)), "unlabelled": int(counts.get("unlabelled", 0)),
            "error": int(counts.get("error", 0)), "not_run": int(counts.get("not_run", 0)), "other": n_other,
            "stopped": ea.stopped}
-    show(pd.DataFrame([out]).drop(columns=["stopped"]))
+    show(table(pd.DataFrame([out]).drop(columns=["stopped"])))
     say("*unlabelled*: the labeller's reply had no category line (never guessed); *other*: a category outside "
         "the seven, kept with its text.")
     if n_other:
@@ -156,15 +174,21 @@ def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]
         say("No labelled errors: no distribution to show.")
         return {"distribution": [], "chi2": []}
     show(distribution_chart(dist, by=by))
-    table = dist.assign(name=dist["category"].map(display_name))
-    show(table[[by, "name", "k", "n", "p", "low", "high"]].round(3))
+    shares = dist.assign(name=dist["category"].map(display_name))
+    say("Population: the labelled wrong answers that exist (no-answer items, unlabelled replies and labeller errors "
+        "are counted apart). `n`: labelled item × category pairs of the group (a category repeated within one item "
+        "counts once); `n_items`: items; `low`/`high`: Wilson 95%.")
+    show(table(shares[[by, "name", "k", "n", "n_items", "p", "low", "high"]]))
     chi = chi2_all_pairs(dist, by=by)
     if chi.empty:
-        say("One group only: no χ² comparison.")
+        say("No two configurations in one language: no χ² comparison.")
     else:
-        say("χ² test of independence between the category distributions of two groups "
-            "(categories empty in both dropped):")
-        show(chi.round(4))
+        tested = int(chi["p"].notna().sum())
+        say(f"χ² test of independence between the category distributions of two configurations (categories empty in "
+            f"both dropped); `p_holm`: Holm-adjusted across the {tested} pair(s) tested. A model's En vs Ru is shown "
+            "**descriptively only** (the same items answered twice: not independent samples).")
+        shown = chi.assign(p=chi["p"].map(format_p), p_holm=chi["p_holm"].map(format_p))
+        show(table(shown, 3))
     return {"distribution": jsonable(dist), "chi2": jsonable(chi)}
 
 
@@ -218,22 +242,27 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
         return out
     among = agr.annotator_agreement(ann, n_boot=n_boot, seed=seed)
     if len(among["annotators"]) >= 2:
-        say("**Between annotators** (Cohen's κ per pair, Fleiss' κ over items every annotator labelled; "
-            "bootstrap 95% CIs):")
-        show(among["pairs"].round(3))
+        say(f"**Between annotators** (population: the annotation sample; Cohen's κ per pair over the items both "
+            f"labelled, Fleiss' κ over the items every annotator labelled; seeded item-bootstrap 95% CIs, {n_boot} "
+            "resamples; resamples where κ is undefined are counted, and no interval is shown when κ is undefined, "
+            "the interval has zero width or most resamples are undefined):")
+        show(table(among["pairs"]))
         f = among["fleiss"]
-        say(f"Fleiss' κ = {f.kappa:.3f} [{f.low:.3f}, {f.high:.3f}] over n = {f.n} items.")
-        out["fleiss"] = [f.kappa, f.low, f.high, f.n]
+        say(f"Fleiss' κ = {agr.format_interval(f)}.")
+        out["fleiss"] = [_num(f.value), _num(f.low), _num(f.high), f.n]
+        out["fleiss_note"] = f.note
+        out["fleiss_undefined"] = [f.n_undefined, f.n_boot]
         out["pairs"] = jsonable(among["pairs"])
     labels = {str(r.key): r.bucket for r in ea.labels.itertuples() if r.state == "labelled"}
     vs = agr.labeller_agreement(ann, labels, n_boot=n_boot, seed=seed)
     k = vs["kappa"]
-    say(f"**Labeller vs the annotators' majority**: Cohen's κ = {k.kappa:.3f} [{k.low:.3f}, {k.high:.3f}] over "
-        f"n = {vs['n']} items ({vs['n_no_majority']} without a majority, {vs['n_unlabelled']} unlabelled by the "
-        "labeller, both left out).")
+    say(f"**Labeller vs the annotators' majority**: Cohen's κ = {agr.format_interval(k)} "
+        f"({vs['n_no_majority']} without a majority, {vs['n_unlabelled']} unlabelled by the labeller, both left out).")
     if vs["n"]:
         show(vs["confusion"])
-        show(vs["precision_recall"].round(3))
-    out["labeller_kappa"] = [k.kappa, k.low, k.high, k.n]
+        show(table(vs["precision_recall"]))
+    out["labeller_kappa"] = [_num(k.value), _num(k.low), _num(k.high), k.n]
+    out["labeller_kappa_note"] = k.note
+    out["labeller_kappa_undefined"] = [k.n_undefined, k.n_boot]
     out["precision_recall"] = jsonable(vs["precision_recall"])
     return out

@@ -3,6 +3,11 @@
 "Wrong" follows the analysis's own rule: the LLM judge's verdict where the judge scored the
 response, else strict exact match. The rule used is recorded per item as ``basis``
 (``"judge"`` or ``"em_strict"``); a response with neither is *unknown* and counted, not labelled.
+
+Only answers that exist are labelled. An errored call (``status == "error"``: no model output)
+or an empty prediction is wrong by the rule but is **no answer**: counted per run as
+``n_no_answer`` (``n_no_answer_error`` + ``n_no_answer_empty``) and never sent to the labeller,
+so it never reaches the distribution or the χ² (API failures cluster by model).
 """
 
 from __future__ import annotations
@@ -56,18 +61,33 @@ def _hash(*parts: str | None) -> str:
     return hashlib.sha256("\x1f".join(p or "" for p in parts).encode("utf-8")).hexdigest()[:10]
 
 
+TALLY_COLUMNS = ["run_id", "config", "lang", "n", "n_wrong", "n_right", "n_unknown", "n_no_answer",
+                 "n_no_answer_error", "n_no_answer_empty", "n_wrong_judge", "n_wrong_em", "n_no_item", "n_to_label"]
+
+
+def no_answer(status: object, prediction: object) -> str | None:
+    """Why a response has no answer to label: ``"error"`` (the call failed), ``"empty"`` (an
+    empty or blank prediction), else None."""
+    if status == "error":
+        return "error"
+    if prediction is None or (isinstance(prediction, float) and prediction != prediction) or not str(prediction).strip():
+        return "empty"
+    return None
+
+
 def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
     """Every wrong answer in ``data`` plus a per-run tally of what was counted and why.
 
     The tally (one row per run) has ``n``, ``n_wrong``, ``n_right``, ``n_unknown`` (neither judge
-    nor strict EM), ``n_wrong_judge`` / ``n_wrong_em`` (the basis) and ``n_no_item`` (a wrong
-    answer whose item could not be loaded: reported here, never labelled blind).
+    nor strict EM), ``n_wrong_judge`` / ``n_wrong_em`` (the basis, over answers that exist),
+    ``n_no_answer`` = ``n_no_answer_error`` (the call errored) + ``n_no_answer_empty`` (an empty
+    prediction): wrong but no answer, not labelled; ``n_no_item`` (a wrong answer whose item
+    could not be loaded: reported here, never labelled blind) and ``n_to_label``.
     """
     from cresowlve_core.sources.sample import load_items
 
     if data.empty:
-        return [], pd.DataFrame(columns=["run_id", "config", "lang", "n", "n_wrong", "n_right", "n_unknown",
-                                         "n_wrong_judge", "n_wrong_em", "n_no_item"])
+        return [], pd.DataFrame(columns=TALLY_COLUMNS)
     df = data.responses.join(correctness(data.responses))
     items_cache: dict[tuple[str, str], dict[str, Any]] = {}
     wrong: list[WrongAnswer] = []
@@ -79,9 +99,16 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
         records = read_records(run["path"])
         row = {"run_id": run["run_id"], "config": run["config"], "lang": run["lang"], "n": len(part),
                "n_wrong": int((part["correct"] == 0).sum()), "n_right": int((part["correct"] == 1).sum()),
-               "n_unknown": int(part["correct"].isna().sum()), "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0}
+               "n_unknown": int(part["correct"].isna().sum()), "n_no_answer": 0, "n_no_answer_error": 0,
+               "n_no_answer_empty": 0, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0, "n_to_label": 0}
         for r in part[part["correct"] == 0].itertuples():
             lang = str(r.lang)
+            rec = records.get((str(r.id), lang), {})
+            why = no_answer(getattr(r, "status", None) or rec.get("status"), rec.get("prediction"))
+            if why is not None:
+                row["n_no_answer"] += 1
+                row[f"n_no_answer_{why}"] += 1
+                continue
             if (spec, lang) not in items_cache:
                 try:
                     items_cache[(spec, lang)] = {it.id: it for it in load_items(spec, lang)}  # type: ignore[arg-type]
@@ -89,7 +116,6 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
                     log.warning("items %r (%s) could not be loaded: %s", spec, lang, exc)
                     items_cache[(spec, lang)] = {}
             item = items_cache[(spec, lang)].get(str(r.id))
-            rec = records.get((str(r.id), lang), {})
             row["n_wrong_judge" if r.basis == "judge" else "n_wrong_em"] += 1
             if item is None:
                 row["n_no_item"] += 1
@@ -103,8 +129,9 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
                 id=str(r.id), basis=str(r.basis), question=view.question, answer=view.answer,
                 explanation=view.explanation, other_answers=view.other_answers,
                 prediction=prediction, reasoning=reasoning))
+            row["n_to_label"] += 1
         tally.append(row)
-    return wrong, pd.DataFrame(tally)
+    return wrong, pd.DataFrame(tally, columns=TALLY_COLUMNS)
 
 
 def find_or_make_runs(runs: str | Sequence[str] | None, *, base_url: str | None, model: str | None,

@@ -9,8 +9,8 @@ from scipy import stats as sps
 
 from cresowlve_core.errors import agreement as agr
 from cresowlve_core.errors.annotation import AnnotationStore, annotation_sample, clue_words, highlight, read_annotations
-from cresowlve_core.errors.distribution import chi2_between, distribution
-from cresowlve_core.stats import wilson_interval
+from cresowlve_core.errors.distribution import PAIRED_LANGS, chi2_all_pairs, chi2_between, distribution
+from cresowlve_core.stats import holm, wilson_interval
 
 
 def _labels(config: str, cats: list[str | None]) -> pd.DataFrame:
@@ -45,8 +45,8 @@ def test_cohen_kappa_matches_sklearn_and_ci_is_seeded():
     a = rng.choice(["x", "y", "z"], size=80).tolist()
     b = [v if rng.random() < 0.7 else "y" for v in a]
     k1 = agr.cohen_kappa_ci(a, b, n_boot=300, seed=1)
-    assert k1.kappa == pytest.approx(cohen_kappa_score(a, b))
-    assert k1.low < k1.kappa < k1.high and k1.n == 80
+    assert k1.value == pytest.approx(cohen_kappa_score(a, b))
+    assert k1.low < k1.value < k1.high and k1.n == 80 and k1.n_undefined == 0 and k1.note == ""
     assert agr.cohen_kappa_ci(a, b, n_boot=300, seed=1) == k1
 
 
@@ -59,9 +59,10 @@ def test_fleiss_kappa_matches_statsmodels():
     table, _ = aggregate_raters(np.array(ratings))
     assert agr.fleiss_kappa(ratings) == pytest.approx(fleiss_kappa(table, method="fleiss"))
     k = agr.fleiss_kappa_ci(ratings, n_boot=200, seed=0)
-    assert k.low < k.kappa < k.high and k.n == 60
+    assert k.low < k.value < k.high and k.n == 60
     assert np.isnan(agr.fleiss_kappa([["a", "a"], ["a", "a"]]))  # one label only: undefined, like Cohen's
-    assert np.isnan(agr.fleiss_kappa([["a"], ["b"]]))
+    with pytest.raises(ValueError, match="two raters"):  # one Fleiss' κ (construction's): one rater is an error
+        agr.fleiss_kappa([["a"], ["b"]])
 
 
 def test_confusion_and_precision_recall():
@@ -140,3 +141,75 @@ def test_annotation_panel_builds_and_saves(tmp_path):
     note.value = "n"
     buttons.children[1].click()
     assert store.labels()["k0"]["category"] == "overthinking" and "Item 2 of 2" in body.value
+
+
+def test_cohen_kappa_perfect_agreement_with_a_rare_label_is_not_shown_as_certain():
+    """Issue 18 finding 7: two annotators agree on 9 × x and 1 × y. κ = 1 (sklearn too); 347 of the
+    1000 resamples miss the y item (expected 1000 · 0.9¹⁰ ≈ 349) and κ is undefined there. Before,
+    they were dropped silently and the rest gave 1.0 [1.0, 1.0]; now: no interval, with a note."""
+    from sklearn.metrics import cohen_kappa_score
+
+    a = ["x"] * 9 + ["y"]
+    k = agr.cohen_kappa_ci(a, a, n_boot=1000, seed=0)
+    assert k.value == cohen_kappa_score(a, a) == 1.0
+    assert np.isnan(k.low) and np.isnan(k.high) and (k.n_undefined, k.n_boot) == (347, 1000)
+    assert "347 of 1000 resamples undefined" in k.note and "zero-width" in k.note
+    assert agr.format_interval(k).startswith("1.000 (no interval; n = 10) — every defined resample gives 1")
+
+
+def test_cohen_kappa_interval_counts_undefined_resamples():
+    """18 × x and 2 items where the raters differ on y: κ = 0.643 [0.0, 1.0], and the 115 of 1000
+    resamples with no y at all (expected ≈ 1000 · 0.9²⁰ ≈ 122) are counted, not silently dropped."""
+    from sklearn.metrics import cohen_kappa_score
+
+    a, b = ["x"] * 18 + ["y", "y"], ["x"] * 18 + ["y", "x"]
+    k = agr.cohen_kappa_ci(a, b, n_boot=1000, seed=0)
+    assert k.value == pytest.approx(cohen_kappa_score(a, b)) and k.value == pytest.approx(0.6429, abs=1e-4)
+    assert (k.low, k.high) == (0.0, 1.0) and k.n_undefined == 115
+    assert k.note == "115 of 1000 resamples undefined (left out)"
+    one = agr.cohen_kappa_ci(["x"] * 5, ["x"] * 5, n_boot=50)
+    assert np.isnan(one.value) and one.note == "undefined: both raters used one identical label"
+
+
+def test_one_fleiss_kappa_for_errors_and_construction():
+    from cresowlve_core.construction import agreement as construction
+
+    assert agr.fleiss_kappa is construction.fleiss_kappa and agr.fleiss_kappa_ci is construction.fleiss_kappa_ci
+    perfect = [["x", "x", "x"]] * 9 + [["y", "y", "y"]]
+    k = agr.fleiss_kappa_ci(perfect, n_boot=1000, seed=0)
+    assert k.value == pytest.approx(1.0) and np.isnan(k.low) and k.n_undefined == 361  # ≈ 1000 · 0.9¹⁰
+    assert "361 of 1000 resamples undefined" in k.note
+
+
+def test_chi2_pairs_holm_and_en_ru_descriptive():
+    """Three models in two languages: 3 same-language pairs per language are tested (6 χ²), Holm
+    across them; each model's En vs Ru is listed as descriptive, with no p; mixed pairs are left out."""
+    rows = []
+    mix = {"a": (30, 10), "b": (10, 30), "c": (20, 20)}
+    for model, (k1, k2) in mix.items():
+        for lang in ("en", "ru"):
+            cats = ["overthinking"] * k1 + ["wrong_reference"] * k2
+            lf = _labels(model, cats)
+            lf["id"] = [f"{model}{i}" for i in range(len(cats))]
+            rows.append(lf.assign(lang=lang, group=f"{model} · {lang}"))
+    dist = distribution(pd.concat(rows), by="group")
+    chi = chi2_all_pairs(dist, by="group")
+    tested = chi[chi["p"].notna()]
+    assert len(tested) == 6 and len(chi) == 9
+    assert (chi[chi["p"].isna()]["test"] == PAIRED_LANGS).all()
+    assert set(chi[chi["p"].isna()]["a"]) == {"a · en", "b · en", "c · en"}
+    assert tested["p_holm"].to_numpy() == pytest.approx(holm(tested["p"].to_numpy()))
+    ab = tested.set_index(["a", "b"]).loc[("a · en", "b · en")]
+    assert ab["p"] == pytest.approx(sps.chi2_contingency([[30, 10], [10, 30]], correction=False)[1])
+    assert ab["p_holm"] == pytest.approx(min(1.0, 6 * ab["p"]))  # the smallest of 6 (tied with a · ru–b · ru)
+
+
+def test_a_label_repeated_within_one_item_counts_once():
+    """Pooling a model's languages, item q1 labelled "overthinking" in En and in Ru counts once:
+    overthinking 1 of 2 (before: 2 of 3)."""
+    lf = _labels("m", ["overthinking", "overthinking", "wrong_reference"])
+    lf["id"] = ["q1", "q1", "q2"]
+    lf["lang"] = ["en", "ru", "en"]
+    d = distribution(lf, by="config").set_index("category")
+    assert (d.loc["overthinking", "k"], d.loc["overthinking", "n"], d.loc["overthinking", "n_items"]) == (1, 2, 2)
+    assert d.loc["wrong_reference", "p"] == 0.5 and d.loc["overthinking", "lang"] == "mixed"

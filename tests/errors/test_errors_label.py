@@ -155,3 +155,22 @@ def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
     assert res.stopped and res.stopped.startswith("fatal") and "NO_SUCH_LABELLER_KEY" in res.stopped
     assert res.n_done == 0
     assert json.loads((tmp_path / "labels" / "manifest.json").read_text())["stopped"] == res.stopped
+
+
+def test_errored_and_empty_answers_are_no_answer_never_labelled(tmp_path):
+    """Issue 18 finding 3: an errored call (no output) and an empty prediction are wrong by the rule,
+    but there is no answer to label: before, 3 wrong answers went to the labeller; now 1, and 2
+    are counted as no answer (1 errored, 1 empty)."""
+    items = _items(4)
+    ids = [it.id for it in items]
+    run = write_run(tmp_path, "en", items, dict(zip(ids, [False, False, False, True])))
+    recs = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    recs[0] |= {"status": "error", "prediction": None, "raw_output": None, "em_strict": None, "em_lenient": None,
+                "error": "HTTP 503"}
+    recs[1] |= {"prediction": "   ", "raw_output": "I cannot decide."}
+    (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    assert [w.id for w in wrong] == [ids[2]]
+    t = tally.iloc[0]
+    assert (t["n_wrong"], t["n_no_answer"], t["n_no_answer_error"], t["n_no_answer_empty"], t["n_to_label"]) == (3, 2, 1, 1, 1)
+    assert t["n_wrong_em"] == 1  # the basis counts answers that exist
