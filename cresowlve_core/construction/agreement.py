@@ -126,6 +126,17 @@ def interval_json(iv: BootstrapInterval) -> dict[str, Any]:
             "n_undefined": iv.n_undefined, "note": iv.note}
 
 
+def format_ci(iv: dict[str, Any] | None, digits: int = 3) -> str:
+    """``"[0.210, 0.600]"`` from :func:`interval_json`; ``–`` with the note when there is none;
+    ``"k of B resamples undefined"`` appended when some were."""
+    if not iv:
+        return "–"
+    if iv.get("low") is None or iv.get("high") is None:
+        return "– (" + (iv.get("note") or "no interval") + ")"
+    text = f"[{iv['low']:.{digits}f}, {iv['high']:.{digits}f}]"
+    return text + (f" ({iv['note']})" if iv.get("note") else "")
+
+
 def raw_agreement(ratings: Sequence[Sequence[Hashable]]) -> float:
     """Share of items on which every rater gave the same label."""
     rows = [list(r) for r in ratings]

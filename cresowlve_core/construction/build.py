@@ -248,12 +248,16 @@ class Build:
         ids = R.agreement_sample([c.id for c in self.cands], self.config.agreement_n, seed=self.config.seed)
         chosen = [c for c in self.cands if c.id in set(ids)]
         R.write_queue(self.path, chosen, R.AGREEMENT_QUEUE)
-        result = agreement_report(chosen, R.load_annotations(self.path))
+        result = agreement_report(chosen, R.load_annotations(self.path), seed=self.config.seed)
         result["n_sample"] = len(chosen)
         self._write_json("agreement.json", result)
         self.agreement_result = result
         _display(f"**agreement**: sample of {len(chosen)} written; {result['n_items']} item(s) annotated by every "
                  f"reviewer ({', '.join(result['reviewers']) or 'none yet'})")
+        if result["n_items"]:
+            from cresowlve_core.construction.export import agreement_table
+
+            _display(agreement_table(result))
         return result
 
     def export(self) -> dict[str, Any]:
@@ -318,9 +322,12 @@ def run_build(config: BuildConfig, *, progress: bool = True) -> dict[str, Any]:
         return b.run_all()
 
 
-def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.Annotation]]) -> dict[str, Any]:
+def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.Annotation]], *,
+                     n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Human vs model agreement on the items every reviewer annotated: raw agreement and Fleiss'
-    kappa for reasoning type; AC1 per label and support-weighted for concepts, domains, cultures."""
+    kappa for reasoning type; AC1 per label and support-weighted for concepts, domains, cultures.
+    Fleiss' kappa and AC1 carry seeded item-bootstrap 95% intervals (``*_ci``: value, low, high,
+    n, n_undefined of n_boot, note; see :mod:`cresowlve_core.construction.agreement`)."""
     reviewers = sorted(annotations)
     done = [c for c in cands if reviewers and all(c.id in annotations[r] for r in reviewers)]
     out: dict[str, Any] = {"reviewers": reviewers, "n_items": len(done)}
@@ -329,9 +336,11 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
     typed = [c for c in done if c.reasoning_type and all(annotations[r][c.id].reasoning_type for r in reviewers)]
     ratings = [[c.reasoning_type, *(annotations[r][c.id].reasoning_type for r in reviewers)] for c in typed]
     out["reasoning_type"] = ({"n": len(typed), "raw_agreement": A.raw_agreement(ratings),
-                              "fleiss_kappa": A.fleiss_kappa(ratings)} if typed else {"n": 0})
+                              "fleiss_kappa": A.fleiss_kappa(ratings),
+                              "fleiss_kappa_ci": A.interval_json(A.fleiss_kappa_ci(ratings, n_boot=n_boot, seed=seed))}
+                             if typed else {"n": 0})
     for field, model_attr, vocab in (("concepts", "concepts", CONCEPTS), ("domains", "domains", DOMAIN_GROUPS),
                                      ("cultures", "cultures", None)):
         sets = [[getattr(c, model_attr), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in done]
-        out[field] = A.multilabel_agreement(sets, vocab)
+        out[field] = A.multilabel_agreement(sets, vocab, n_boot=n_boot, seed=seed)
     return out

@@ -150,11 +150,37 @@ def _num(x: Any) -> str:
 AGREEMENT_FIELDS = (("concepts", "creative concepts"), ("domains", "knowledge domains"), ("cultures", "cultures"))
 
 
+def agreement_table(result: dict[str, Any]) -> str:
+    """The summary table of a build's ``agreement.json`` (markdown): per field, n, the statistic,
+    its value and its seeded item-bootstrap 95% interval (``–`` and why, when there is none)."""
+    from cresowlve_core.construction.agreement import format_ci
+    from cresowlve_core.stats import wilson_interval
+
+    rt = result.get("reasoning_type") or {}
+    n_rt, raw = int(rt.get("n", 0) or 0), rt.get("raw_agreement")
+    raw_ci = "–"
+    if n_rt and raw is not None:
+        low, high = wilson_interval(round(raw * n_rt), n_rt)
+        raw_ci = f"[{low:.3f}, {high:.3f}] (Wilson)"
+    rows = [{"field": "reasoning type", "n": n_rt, "statistic": "raw agreement",
+             "value": _num(raw), "95% CI (item bootstrap)": raw_ci},
+            {"field": "reasoning type", "n": rt.get("n", 0), "statistic": "Fleiss' κ", "value": _num(rt.get("fleiss_kappa")),
+             "95% CI (item bootstrap)": format_ci(rt.get("fleiss_kappa_ci"))}]
+    for key, title in AGREEMENT_FIELDS:
+        m = result.get(key) or {}
+        rows.append({"field": title, "n": m.get("n_items", 0),
+                     "statistic": f"Gwet's AC1, support-weighted over {m.get('n_labels', 0)} label(s)",
+                     "value": _num(m.get("overall")), "95% CI (item bootstrap)": format_ci(m.get("overall_ci"))})
+    return _md_table(rows)
+
+
 def agreement_section(result: dict[str, Any] | None) -> str:
     """The data card's agreement section (App. B) from a build's ``agreement.json``: raw
     agreement and Fleiss' kappa for reasoning type; Gwet's AC1 support-weighted and per label for
-    concepts, domains and cultures, each with n. Says "not yet annotated" when no item of the
-    sample has been labelled by every reviewer."""
+    concepts, domains and cultures, each with n and a seeded item-bootstrap 95% interval. Says
+    "not yet annotated" when no item of the sample has been labelled by every reviewer."""
+    from cresowlve_core.construction.agreement import format_ci
+
     head = "\n## Agreement: human re-annotation vs the model (paper App. B)\n"
     if not result or not result.get("n_items"):
         n = (result or {}).get("n_sample")
@@ -164,21 +190,14 @@ def agreement_section(result: dict[str, Any] | None) -> str:
     reviewers = ", ".join(result.get("reviewers") or [])
     raters = 1 + len(result.get("reviewers") or [])
     lines = [head, f"\n{result['n_items']} of {result.get('n_sample', '?')} sampled item(s) annotated by every "
-             f"reviewer ({reviewers}); raters per item = the model + {raters - 1} human(s).\n"]
-    rt = result.get("reasoning_type") or {}
-    rows = [{"field": "reasoning type", "n": rt.get("n", 0), "statistic": "raw agreement",
-             "value": _num(rt.get("raw_agreement"))},
-            {"field": "reasoning type", "n": rt.get("n", 0), "statistic": "Fleiss' κ", "value": _num(rt.get("fleiss_kappa"))}]
-    for key, title in AGREEMENT_FIELDS:
-        m = result.get(key) or {}
-        rows.append({"field": title, "n": m.get("n_items", 0),
-                     "statistic": f"Gwet's AC1, support-weighted over {m.get('n_labels', 0)} label(s)",
-                     "value": _num(m.get("overall"))})
-    lines.append(_md_table(rows))
-    lines.append("\nAC1 per label (support = ratings marking the label present; labels nobody used are left out; "
-                 "undefined = fewer than two categories observed):\n")
-    per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "support": v.get("support"),
-            "n": (result.get(key) or {}).get("n_items")}
+             f"reviewer ({reviewers}); raters per item = the model + {raters - 1} human(s). Population: those items. "
+             "Intervals: seeded percentile bootstrap over items (1,000 resamples); resamples where the statistic is "
+             "undefined are counted; `–` where there is no interval, with the reason.\n"]
+    lines.append(agreement_table(result))
+    lines.append("\nAC1 per label (support = ratings marking the label present, a label counted once per rater "
+                 "and item; labels nobody used are left out; undefined = fewer than two categories observed):\n")
+    per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "95% CI": format_ci(v.get("ci")),
+            "support": v.get("support"), "n": (result.get(key) or {}).get("n_items")}
            for key, title in AGREEMENT_FIELDS for lab, v in ((result.get(key) or {}).get("per_label") or {}).items()]
     lines.append(_md_table(per))
     return "\n".join(lines)

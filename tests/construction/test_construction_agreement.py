@@ -66,3 +66,31 @@ def test_multilabel_support_weighted() -> None:
     assert m["support"] == 3 and p["support"] == 3
     assert m["ac1"] == pytest.approx(gwet_ac1([[True, True], [False, False], [False, True], [False, False]]))
     assert res["overall"] == pytest.approx((m["ac1"] * 3 + p["ac1"] * 3) / 6)
+
+
+def test_fleiss_and_ac1_carry_seeded_item_bootstrap_intervals() -> None:
+    from cresowlve_core.construction.agreement import fleiss_kappa_ci, format_ci, gwet_ac1_ci, interval_json
+
+    ratings, ac1, kappa = TABLES["three_raters_three_cats"]
+    k = fleiss_kappa_ci(ratings, n_boot=500, seed=0)
+    a = gwet_ac1_ci(ratings, n_boot=500, seed=0)
+    assert k.value == pytest.approx(kappa, abs=5e-6) and a.value == pytest.approx(ac1, abs=5e-6)
+    assert k.low < k.value < k.high and a.low < a.value < a.high and k.n == a.n == 10
+    assert fleiss_kappa_ci(ratings, n_boot=500, seed=0) == k and fleiss_kappa_ci(ratings, n_boot=500, seed=1) != k
+    text = format_ci(interval_json(k))
+    assert text.startswith(f"[{k.low:.3f}, {k.high:.3f}]")
+    # one label used by everyone: κ undefined, no interval, and why
+    flat = fleiss_kappa_ci([["a", "a"]] * 5, n_boot=100)
+    assert math.isnan(flat.value) and math.isnan(flat.low) and "fewer than two categories" in flat.note
+    assert format_ci(interval_json(flat)).startswith("– (undefined")
+
+
+def test_multilabel_label_repeated_within_an_item_counts_once_and_has_intervals() -> None:
+    """"History" listed twice by one rater on one item is one rating, not two (issue 18 finding 10)."""
+    twice = [[["History", "History"], ["History"]], [["Art"], ["Art", "History"]], [[], ["Art"]], [["Art"], ["Art"]]]
+    once = [[sorted(set(s)) for s in row] for row in twice]
+    res, ref = multilabel_agreement(twice, n_boot=200), multilabel_agreement(once, n_boot=200)
+    assert res["per_label"]["History"]["support"] == 3 and res["overall"] == ref["overall"]
+    ci = res["overall_ci"]
+    assert ci["n"] == 4 and ci["n_boot"] == 200 and (ci["low"] is None or ci["low"] <= res["overall"] <= ci["high"])
+    assert set(res["per_label"]["Art"]["ci"]) >= {"value", "low", "high", "n_undefined", "note"}
