@@ -38,7 +38,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cresowlve_core import paths
+from cresowlve_core import jsonl, paths
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
@@ -221,9 +221,7 @@ def read_labels(files: Sequence[Path], notes: list[str]) -> pd.DataFrame:
     for f in files:
         latest: dict[str, dict[str, Any]] = {}
         bad = 0
-        for line in f.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
+        for _, line in jsonl.iter_lines(f.read_text(encoding="utf-8")):
             try:
                 rec = json.loads(line)
             except ValueError:

@@ -6,8 +6,12 @@ writers of notebooks, reports and run directories pass their text through :func:
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import sys
+from collections.abc import Callable
+from typing import Any
 
 _SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.I)
 MIN_SECRET_LEN = 8
@@ -30,13 +34,75 @@ def redact(text: str, secrets: list[str]) -> str:
     return text
 
 
-_URL_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
-_URL_KEY_PARAM = re.compile(r"([?&](?:api[-_]?key|key|token|access[-_]?token|sig|signature)=)[^&#\s]*", re.I)
+#: ``scheme://user:password@``: the user info, in the characters RFC 3986 allows there (so it never
+#: runs past a quote, a slash or a space of the text around the URL, e.g. JSON).
+_URL_USERINFO = re.compile(r"(?<=://)([\w\-.~%!$&'()*+,;=]*)(?::([\w\-.~%!$&'()*+,;=:]*))?@")
+#: ``?name=value`` / ``&name=value``: the name is bounded, so the scan stays linear in any text.
+_URL_PARAM = re.compile(r"([?&;])([\w.\-]{1,64})=([^&#\s\"'<>\\]*)")
+#: Query parameter names whose values are credentials (``api-key``, ``key``, ``access_token``, ``sig``,
+#: ``X-Amz-Signature``, ``client_secret``, ``password`` ...).
+_KEY_PARAM_NAME = re.compile(r"(?:[\w.\-]*[_\-.])?(?:api[-_]?key|apikey|key|token|access[-_]?token|auth|"
+                             r"secret|client[-_]?secret|password|passwd|pwd|sig|signature|credential|"
+                             r"code)(?:[_\-.][\w.\-]*)?", re.I)
+
+#: Credential values seen in URLs in this process (stripped wherever they appear later, too).
+_SEEN_URL_SECRETS: set[str] = set()
+
+
+def _remember(value: str | None) -> None:
+    if value and value != REDACTED and len(value) >= 4:
+        _SEEN_URL_SECRETS.add(value)
+
+
+def _strip_userinfo(m: re.Match[str]) -> str:
+    _remember(m.group(2))
+    return ""
+
+
+def _strip_key_param(m: re.Match[str]) -> str:
+    if not _KEY_PARAM_NAME.fullmatch(m.group(2)) or not m.group(3):
+        return m.group(0)
+    _remember(m.group(3))
+    return f"{m.group(1)}{m.group(2)}={REDACTED}"
 
 
 def strip_url_credentials(url: str) -> str:
-    """``https://user:pass@host/v1?api-key=abc`` -> ``https://host/v1?api-key=***REDACTED***``."""
-    return _URL_KEY_PARAM.sub(lambda m: m.group(1) + REDACTED, _URL_USERINFO.sub("", url))
+    """``https://user:pass@host/v1?api-key=abc`` -> ``https://host/v1?api-key=***REDACTED***``.
+
+    Works on any text (every URL in it); the values stripped are remembered for :func:`scrub`.
+    """
+    if "@" in url:
+        url = _URL_USERINFO.sub(_strip_userinfo, url)
+    if "=" in url:
+        url = _URL_PARAM.sub(_strip_key_param, url)
+    return url
+
+
+def remember_url_secrets(url: str | None) -> None:
+    """Note the credentials of ``url`` (a base URL given by the user) before anything is written."""
+    if url:
+        strip_url_credentials(url)
+
+
+def remember_env(*names: str | None) -> None:
+    """Note the values of the named key variables (whatever their names) for :func:`scrub`."""
+    for name in names:
+        value = os.environ.get(name) if name else None
+        if value and len(value) >= MIN_SECRET_LEN:
+            _SEEN_URL_SECRETS.add(value)
+
+
+def known_secrets(extra_names: list[str] | None = None) -> list[str]:
+    """Every secret value this process knows: credential-like variables, ``extra_names``, the key
+    variables and URL credentials noted so far (longest first)."""
+    return sorted(set(find_secret_values(extra_names)) | _SEEN_URL_SECRETS, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str] | None = None) -> str:
+    """The redaction choke point for everything the project writes or prints: every known secret
+    value (:func:`known_secrets`, plus ``secrets``) and every URL's credentials are removed."""
+    values = known_secrets() if secrets is None else sorted(set(secrets) | _SEEN_URL_SECRETS, key=len, reverse=True)
+    return strip_url_credentials(redact(text, values))
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -60,3 +126,62 @@ def looks_like_key(value: str) -> bool:
         return True
     mixed = any(c.islower() for c in v) and any(c.isupper() for c in v) and any(c.isdigit() for c in v)
     return len(v) >= 20 and mixed and "_" not in v
+
+
+# --------------------------------------------------------------------------- the terminal and the logs
+
+
+class _ScrubbingStream:
+    """A text stream that passes every write through :func:`scrub` (stdout/stderr of the CLI)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(scrub(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _ScrubbingFilter(logging.Filter):
+    """Scrubs a log record's message before any handler formats it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        return True
+
+
+def guard_terminal(args: dict[str, Any] | None = None) -> Callable[[], None]:
+    """Route stdout, stderr and the root logger's handlers through :func:`scrub`; note the key
+    variables (``*api_key_env``) and the base URLs' credentials (``*base_url``) in ``args`` first.
+    Returns the function that undoes it (the CLI calls it when the command ends)."""
+    for name, value in (args or {}).items():
+        if isinstance(value, str) and name.endswith("api_key_env"):
+            remember_env(value)
+        elif isinstance(value, str) and name.endswith("base_url"):
+            remember_url_secrets(value)
+    saved = sys.stdout, sys.stderr
+    if not isinstance(sys.stdout, _ScrubbingStream):
+        sys.stdout = _ScrubbingStream(sys.stdout)  # type: ignore[assignment]
+    if not isinstance(sys.stderr, _ScrubbingStream):
+        sys.stderr = _ScrubbingStream(sys.stderr)  # type: ignore[assignment]
+    filt = _ScrubbingFilter()
+    handlers = list(logging.getLogger().handlers)
+    for h in handlers:
+        h.addFilter(filt)
+        if isinstance(h, logging.StreamHandler) and h.stream in saved:
+            h.setStream(sys.stdout if h.stream is saved[0] else sys.stderr)
+
+    def restore() -> None:
+        sys.stdout, sys.stderr = saved
+        for h in handlers:
+            h.removeFilter(filt)
+            if isinstance(h, logging.StreamHandler) and isinstance(h.stream, _ScrubbingStream):
+                h.setStream(h.stream._stream)
+
+    return restore

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
 from cresowlve_core.runtime import RunDir, now_iso
@@ -107,12 +108,7 @@ def write_queue(build_dir: str | Path, cands: Sequence[Candidate], name: str = Q
     """Write (replace) a queue file of review cards; decisions already saved are untouched."""
     run = RunDir(review_dir(build_dir))
     path = run.path / name
-    tmp = path.with_suffix(".tmp")
-    import json
-
-    tmp.write_text("".join(json.dumps(review_card(c), ensure_ascii=False) + "\n" for c in cands), encoding="utf-8")
-    tmp.replace(path)
-    return path
+    return jsonl.write_jsonl(path, (review_card(c) for c in cands), transform=run.scrub)
 
 
 def load_queue(build_dir: str | Path, name: str = QUEUE) -> list[dict[str, Any]]:

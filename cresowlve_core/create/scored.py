@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from cresowlve_core import jsonl
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.create.paths import check_validity
 from cresowlve_core.create.queries import load_queries, query_id
@@ -120,10 +121,7 @@ def load_recorded(
     by_text = {q.query: q.id for q in load_queries()}
     out: list[ScoredSet] = []
     for f in sorted(Path(directory).glob("*.jsonl")):
-        for line in f.read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            row = json.loads(line)
+        for row in jsonl.read_jsonl(f):
             row.setdefault("query_id", by_text.get(row["query"]))
             out.append(recorded_set(f.stem, row, validity))
     return out

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cresowlve_core import jsonl
 from cresowlve_core.errors.distribution import OTHER
 from cresowlve_core.errors.taxonomy import BY_SLUG, SLUGS
 from cresowlve_core.runtime import RunDir, now_iso
@@ -55,14 +56,11 @@ def write_sample(sample: pd.DataFrame, path: str | Path) -> Path:
     """Write the sample as JSONL (for the marimo panel and for later sessions)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in sample.to_dict("records")),
-                    encoding="utf-8")
-    return path
+    return jsonl.write_jsonl(path, sample.to_dict("records"))
 
 
 def read_sample(path: str | Path) -> pd.DataFrame:
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
-    return pd.DataFrame([json.loads(x) for x in lines if x.strip()], columns=SAMPLE_COLUMNS)
+    return pd.DataFrame(jsonl.read_jsonl(path), columns=SAMPLE_COLUMNS)
 
 
 class AnnotationStore:
@@ -101,7 +99,7 @@ def read_annotations(folder: str | Path) -> pd.DataFrame:
     if folder.is_dir():
         for f in sorted(folder.glob("*.jsonl")):
             latest: dict[str, dict[str, Any]] = {}
-            for line in f.read_text(encoding="utf-8").splitlines():
+            for _, line in jsonl.iter_lines(f.read_text(encoding="utf-8")):
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError:

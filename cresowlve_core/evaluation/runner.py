@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cresowlve_core import jsonl
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS, JudgeProtocol, judge_request
@@ -538,7 +539,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
             fresh.append(ResponseRecord(**rec))
         path = run.path / RESPONSES
         tmp = path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(r.model_dump_json() + "\n" for r in fresh), encoding="utf-8")
+        jsonl.write_jsonl(tmp, (r.model_dump(mode="json") for r in fresh), transform=run.scrub)
         os.replace(path, path.with_suffix(".jsonl.bak"))
         os.replace(tmp, path)
     n_items = manifest.n_items or len(fresh)

@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cresowlve_core.jsonl import dumps_lines
 from cresowlve_core.llm.pricing import PriceTable
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMFatalError
 from cresowlve_core.llm.wire import AttemptFailed, get_wire
+from cresowlve_core.outfiles import write_json
 
 if TYPE_CHECKING:
     import openai
@@ -125,9 +127,7 @@ def read_state(run_dir: str | Path) -> dict[str, Any] | None:
 
 
 def _write_state(run_dir: Path, state: dict[str, Any]) -> None:
-    tmp = run_dir / (BATCH_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, ensure_ascii=False), encoding="utf-8")
-    tmp.replace(_state_path(run_dir))
+    write_json(_state_path(run_dir), state)
 
 
 def _now() -> str:
@@ -173,7 +173,7 @@ def submit_batch(endpoint: Endpoint, requests: list[BatchRequest], run_dir: str 
         raise LLMConfigError(f"a batch goes to one API path; these requests use {sorted(urls)}")
     url = urls.pop()
     input_path = run_dir / INPUT_FILE
-    input_path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+    input_path.write_text(dumps_lines(lines), encoding="utf-8")
     import openai
 
     run_tag = str(run_dir.resolve())[-500:]  # batch metadata values hold at most 512 characters
@@ -222,7 +222,7 @@ def _errors_reason(errors: Any) -> str | None:
 
 def _read_lines(content: bytes | None) -> list[dict[str, Any]]:
     out = []
-    for n, raw in enumerate((content or b"").decode("utf-8", "replace").splitlines(), 1):
+    for n, raw in enumerate((content or b"").decode("utf-8", "replace").split("\n"), 1):  # "\n" only
         if not raw.strip():
             continue
         try:

@@ -19,11 +19,14 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+from cresowlve_core import jsonl
+from cresowlve_core.jsonl import dumps_line
+from cresowlve_core.outfiles import write_json
 from cresowlve_core.runtime.manifest import Manifest, check_resumable
 from cresowlve_core.runtime.provenance import now_iso
-from cresowlve_core.secrets import find_secret_values, redact
+from cresowlve_core.secrets import find_secret_values, scrub
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class RunDir:
         if not os.access(self.path, os.W_OK):
             raise RunDirError(f"run directory {self.path} is not writable")
         self._lock = threading.Lock()
+        self._held: IO[str] | None = None  # the open lock file while this process holds the lock
         self._secrets = find_secret_values(secret_names)
         self._checked: set[str] = set()
         self.repairs: list[str] = []
@@ -76,34 +80,41 @@ class RunDir:
         self.write_json("manifest.json", manifest.model_dump(mode="json"))
 
     def begin(self, manifest: Manifest) -> Manifest:
-        """Start or resume: check the old manifest (if any) against ``manifest`` and write it.
-        Raises :class:`~cresowlve_core.runtime.manifest.ResumeError` for another configuration."""
-        old = self.read_manifest()
-        if old is not None:
-            manifest = check_resumable(old, manifest)
-        self.write_manifest(manifest)
+        """Start or resume: take the run directory's lock (held until :meth:`finish`), check the
+        old manifest (if any) against ``manifest`` and write it. A second process is refused by
+        the lock before the manifest is touched. Raises
+        :class:`~cresowlve_core.runtime.manifest.ResumeError` for another configuration."""
+        self._acquire()
+        try:
+            old = self.read_manifest()
+            if old is not None:
+                manifest = check_resumable(old, manifest)
+            self.write_manifest(manifest)
+        except BaseException:
+            self._release()
+            raise
         return manifest
 
     def finish(self, manifest: Manifest, *, stopped: str | None = None,
                summary: dict[str, Any] | None = None) -> Manifest:
         """Stamp ``finished_at`` (and why it stopped early), write the manifest and the summary."""
         manifest = manifest.model_copy(update={"finished_at": now_iso(), "stopped": stopped})
-        self.write_manifest(manifest)
-        if summary is not None:
-            self.write_json(SUMMARY, summary)
+        try:
+            self.write_manifest(manifest)
+            if summary is not None:
+                self.write_json(SUMMARY, summary)
+        finally:
+            self._release()
         return manifest
 
     def write_json(self, filename: str, data: Any) -> None:
         """Write a whole JSON file atomically (manifest, summary)."""
-        target = self.path / filename
-        tmp = target.with_suffix(target.suffix + ".tmp")
-        tmp.write_text(self._safe(json.dumps(data, indent=2, ensure_ascii=False, default=str)), encoding="utf-8")
-        os.replace(tmp, target)
+        write_json(self.path / filename, data, secrets=self._secrets)
 
     # ---- records
 
     def append(self, filename: str, record: dict[str, Any]) -> None:
-        line = self._safe(json.dumps(record, ensure_ascii=False, default=str))
+        line = self._safe(dumps_line(record))
         with self._lock:
             if filename not in self._checked:
                 self._repair_tail(filename)
@@ -154,50 +165,51 @@ class RunDir:
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:
-        """Hold the run directory's lock; a second process gets a clear :class:`RunDirError`."""
-        f = open(self.path / LOCK, "a+")
+        """Hold the run directory's lock; a second process gets a clear :class:`RunDirError`.
+        Re-entrant: inside :meth:`begin` ... :meth:`finish` the lock is already held."""
+        if self._held is not None:
+            yield
+            return
+        self._acquire()
         try:
-            try:
-                fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}); "
-                                  "wait for it to finish, or use another run directory") from None
-            f.seek(0)
-            f.truncate()
-            f.write(str(os.getpid()))
-            f.flush()
             yield
         finally:
-            f.close()
+            self._release()
 
-    def _safe(self, text: str) -> str:
-        return redact(text, self._secrets)
+    def _acquire(self) -> None:
+        if self._held is not None:
+            return
+        f = open(self.path / LOCK, "a+")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}); "
+                              "wait for it to finish, or use another run directory") from None
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        self._held = f
+
+    def _release(self) -> None:
+        held, self._held = self._held, None
+        if held is not None:
+            held.close()
+
+    def scrub(self, text: str) -> str:
+        """``text`` through the redaction choke point (:func:`cresowlve_core.secrets.scrub`) with
+        this run's key variables."""
+        return scrub(text, self._secrets)
+
+    _safe = scrub
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every record of a run's JSONL file in file order, without opening the run for writing.
 
-    A torn last line is skipped (and repaired on the next append); any other unparseable line,
-    or a line that is not a JSON object, is a :class:`RunDirError` naming the file and line.
+    Lines are split on ``"\\n"`` only (:mod:`cresowlve_core.jsonl`). A torn last line is skipped
+    (and repaired on the next append); any other unparseable line, or a line that is not a JSON
+    object, is a :class:`RunDirError` naming the file and line.
     """
-    if not path.exists():
-        return []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise RunDirError(f"{path}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
-    out = []
-    for i, line in enumerate(lines):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == len(lines) - 1:
-                log.warning("%s: ignoring a torn last line (the run was killed mid-write)", path)
-                continue
-            raise RunDirError(f"{path}:{i + 1}: not JSON: {exc}") from exc
-        if not isinstance(rec, dict):
-            raise RunDirError(f"{path}:{i + 1}: a record must be a JSON object, not {type(rec).__name__}")
-        out.append(rec)
-    return out
+    return jsonl.read_jsonl(path, torn_tail_ok=True, missing_ok=True, error=RunDirError)

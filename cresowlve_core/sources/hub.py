@@ -17,7 +17,6 @@ every other problem (not UTF-8, a JSON array, a line that is not JSON or not an 
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -31,6 +30,7 @@ import yaml
 from huggingface_hub import snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError
 
+from cresowlve_core import jsonl
 from cresowlve_core.items import PUBLISHED_FIELDS, Item, ItemView, Lang
 from cresowlve_core.paths import CACHE_DIR
 
@@ -87,33 +87,13 @@ def read_jsonl_objects(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     Lines are split on ``\n`` only, so a raw U+2028 inside a JSON string is kept.
     """
     path = Path(path)
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        bad_line = data.count(b"\n", 0, err.start) + 1
-        raise ItemsFileError(
-            f"{path}:{bad_line}: not UTF-8 (byte 0x{data[err.start]:02x}); save the file as UTF-8"
-        ) from None
+    text = jsonl.read_text(path, error=ItemsFileError)
     if text.lstrip().startswith("["):
         raise ItemsFileError(
             f"{path}: a JSON array, not JSON Lines; write one JSON object per line "
             f"(e.g. jq -c '.[]' {path.name} > items.jsonl)"
         )
-    rows: list[tuple[int, dict[str, Any]]] = []
-    for lineno, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise ItemsFileError(f"{path}:{lineno}: not JSON ({err.msg} at column {err.colno})") from None
-        if not isinstance(row, dict):
-            shown = line.strip()
-            shown = shown if len(shown) <= 40 else shown[:40] + "..."
-            raise ItemsFileError(f"{path}:{lineno}: expected a JSON object (one item per line), got {shown}")
-        rows.append((lineno, row))
-    return rows
+    return jsonl.parse_jsonl(text, path, error=ItemsFileError, what="item")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,9 +203,7 @@ def write_published_file(items: Iterable[Item], path: str | Path, lang: Lang) ->
     if path.suffix == ".parquet":
         pq.write_table(pa.Table.from_pylist(rows, schema=PUBLISHED_SCHEMA), path)
     elif path.suffix == ".jsonl":
-        with path.open("w", encoding="utf-8") as fh:
-            for row in rows:
-                fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+        jsonl.write_jsonl(path, rows)
     else:
         raise ValueError(f"{path}: expected a .parquet or .jsonl file")
     return path

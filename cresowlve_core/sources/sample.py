@@ -19,7 +19,6 @@ but cannot be sent as UTF-8; the item is rejected by id rather than silently alt
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from pathlib import Path
@@ -27,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from cresowlve_core import jsonl, outfiles
 from cresowlve_core.items import LANGS, Item, ItemView, Lang
 from cresowlve_core.paths import DATA_DIR, REPO_ROOT
 from cresowlve_core.sources.hub import ItemsFileError, load_published, read_jsonl_objects, read_published_file
@@ -96,10 +96,8 @@ def build_demo_items(source: str | Path | None = None) -> list[Item]:
     """Items from the paper examples that have an English question and answer, in file order."""
     path = Path(source) if source is not None else shipped_path(DEMO_SOURCE_NAME)
     items = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        item = paper_example_to_item(json.loads(line))
+    for row in jsonl.read_jsonl(path):
+        item = paper_example_to_item(row)
         if item.has("en"):
             items.append(item)
         else:
@@ -109,14 +107,14 @@ def build_demo_items(source: str | Path | None = None) -> list[Item]:
 
 def items_to_jsonl(items: list[Item]) -> str:
     """The JSONL text of items: one ``model_dump`` per line, UTF-8, fields in model order."""
-    return "".join(json.dumps(item.model_dump(), ensure_ascii=False) + "\n" for item in items)
+    return jsonl.dumps_lines(item.model_dump() for item in items)
 
 
 def write_demo_items(items: list[Item], path: str | Path | None = None) -> Path:
     """Write the demo set (by default to ``data/cresowlve/demo_items.jsonl``)."""
     path = Path(path) if path is not None else DATA_DIR / DEMO_ITEMS_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(items_to_jsonl(items), encoding="utf-8")
+    outfiles.write_text(path, items_to_jsonl(items))
     return path
 
 

@@ -8,13 +8,12 @@ No model is called: the files are rewritten deterministically from the seed on e
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core import jsonl
 from cresowlve_core.sources.kg import KnowledgeSource
 from cresowlve_core.synthetic.anchors import AnchorPool, anchor_pool
 from cresowlve_core.synthetic.domains import Domain
@@ -87,38 +86,25 @@ def build_candidates(source: KnowledgeSource, domains: Sequence[Domain], band: N
     return CandidateBuild(out, tried, pools)
 
 
-def _write_jsonl(path: Path, records: Sequence[dict[str, Any]]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for r in records:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def write_build(build: CandidateBuild, source: KnowledgeSource, build_dir: Path) -> Path:
     """Write ``candidates.jsonl`` and ``anchors.jsonl``; return the candidates path."""
     build_dir.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(build_dir / ANCHORS, build.tried)
+    jsonl.write_jsonl(build_dir / ANCHORS, build.tried)
     path = build_dir / CANDIDATES
-    _write_jsonl(path, [c.to_record(source) for c in build.candidates])
+    jsonl.write_jsonl(path, [c.to_record(source) for c in build.candidates])
     return path
 
 
 def read_candidates(build_dir: Path) -> list[Candidate]:
     """The candidates of a build directory, in file order."""
     path = Path(build_dir) / CANDIDATES
-    return [Candidate.from_record(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [Candidate.from_record(rec) for rec in jsonl.read_jsonl(path)]
 
 
 def check_contract(path: Path, source: KnowledgeSource) -> list[str]:
     """Re-derive every count of ``candidates.jsonl`` from ``source``; the list of violations."""
     problems: list[str] = []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        rec = json.loads(line)
+    for i, rec in jsonl.read_jsonl_numbered(path):
         missing = [k for k in ("anchor", "facts", "n_match_each", "n_match_all", "answers") if k not in rec]
         if missing:
             problems.append(f"line {i}: missing {missing}")

@@ -20,12 +20,11 @@ are under ``synthetic``). Reviewers use that pipeline's ``ReviewSession``; decis
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core import jsonl
 from cresowlve_core.sources.kg import KnowledgeSource
 from cresowlve_core.synthetic.answers import answer_names
 from cresowlve_core.synthetic.facts import Candidate
@@ -72,12 +71,7 @@ def item_row(survivor: dict[str, Any], source: KnowledgeSource) -> dict[str, Any
 
 def _write(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with tmp.open("w", encoding="utf-8") as f:
-        for r in rows:
-            f.write(json.dumps(r, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
-    return path
+    return jsonl.write_jsonl(path, rows)
 
 
 def write_items(survivors: Sequence[dict[str, Any]], source: KnowledgeSource, path: Path) -> Path:

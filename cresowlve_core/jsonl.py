@@ -1,0 +1,122 @@
+"""The one JSON Lines reader and writer of the project: run directories, stage outputs, input files.
+
+Two rules make a JSONL file survive any text a model can produce:
+
+* **Lines are split on ``"\\n"`` only.** ``str.splitlines()`` also splits on U+2028, U+2029,
+  U+0085, U+001C-U+001E, ``\\v`` and ``\\f``, all of which may appear raw inside a JSON string,
+  so one answer holding U+2028 used to make a whole run directory unreadable.
+* **Records are written with those separators escaped** (``\\u2028``, ``\\u2029``, ``\\u0085``), so
+  a file this module writes is also read correctly by tools that split on them (``jq`` in some
+  versions, editors, JavaScript's line handling). Everything else stays readable UTF-8.
+
+Files written before this module (raw separators inside strings) are read unchanged: a raw U+2028
+inside a JSON string is valid JSON.
+
+Every problem (not UTF-8, a line that is not JSON, a line that is not an object) is one error
+naming the file and line. A torn *last* line (a kill or a full disk mid-write; it has no ``"\\n"``
+after it) can be skipped on request (``torn_tail_ok``), the run-directory convention.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+#: Characters that some line readers treat as line ends although JSON allows them raw in strings.
+_SEPARATOR_ESCAPES = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
+
+
+class JSONLError(ValueError):
+    """A JSON Lines file cannot be read; the message names the file and line."""
+
+
+def dumps_line(record: Any) -> str:
+    """One record as one JSON line (no trailing newline): UTF-8 kept, line separators escaped.
+
+    Values JSON cannot hold (paths, dates) are written with ``str``.
+    """
+    return json.dumps(record, ensure_ascii=False, default=str).translate(_SEPARATOR_ESCAPES)
+
+
+def dumps_lines(records: Iterable[Any]) -> str:
+    """Many records as JSON Lines text, each line ending in ``"\\n"``."""
+    return "".join(dumps_line(r) + "\n" for r in records)
+
+
+def iter_lines(text: str) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` for every non-blank line of ``text``, split on ``"\\n"`` only."""
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if line.strip():
+            yield lineno, line
+
+
+def parse_jsonl(text: str, where: str | Path, *, torn_tail_ok: bool = False,
+                error: type[Exception] = JSONLError, what: str = "record") -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every non-blank line of JSON Lines ``text``.
+
+    ``where`` names the source in errors (``file:line: ...``). With ``torn_tail_ok`` a last line
+    that is not terminated by ``"\\n"`` and does not parse is skipped with a warning instead of
+    being an error. ``error`` is the exception class raised (default :class:`JSONLError`); ``what``
+    names one line's content in errors ("one record per line").
+    """
+    rows: list[tuple[int, dict[str, Any]]] = []
+    last = text.count("\n") + 1  # the number of the unterminated last segment
+    for lineno, line in iter_lines(text):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if torn_tail_ok and lineno == last:
+                log.warning("%s: ignoring a torn last line (the run was killed mid-write)", where)
+                continue
+            raise error(f"{where}:{lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+        if not isinstance(row, dict):
+            shown = line.strip()
+            shown = shown if len(shown) <= 40 else shown[:40] + "..."
+            raise error(f"{where}:{lineno}: expected a JSON object (one {what} per line), got {shown}")
+        rows.append((lineno, row))
+    return rows
+
+
+def read_text(path: str | Path, *, error: type[Exception] = JSONLError) -> str:
+    """A JSONL file's text: UTF-8, a byte-order mark accepted; otherwise ``error`` naming the line."""
+    path = Path(path)
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad_line = data.count(b"\n", 0, exc.start) + 1
+        raise error(f"{path}:{bad_line}: not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8") from None
+
+
+def read_jsonl_numbered(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exception] = JSONLError,
+                        what: str = "record") -> list[tuple[int, dict[str, Any]]]:
+    """``(line number, object)`` for every record of ``path`` (see :func:`parse_jsonl`)."""
+    return parse_jsonl(read_text(path, error=error), path, torn_tail_ok=torn_tail_ok, error=error, what=what)
+
+
+def read_jsonl(path: str | Path, *, torn_tail_ok: bool = False, missing_ok: bool = False,
+               error: type[Exception] = JSONLError) -> list[dict[str, Any]]:
+    """Every record of ``path`` in file order; ``[]`` for a missing file if ``missing_ok``."""
+    if missing_ok and not Path(path).exists():
+        return []
+    return [row for _, row in read_jsonl_numbered(path, torn_tail_ok=torn_tail_ok, error=error)]
+
+
+def write_jsonl(path: str | Path, records: Iterable[Any], *, transform: Any = None) -> Path:
+    """Write ``records`` as JSON Lines atomically (a temporary file, fsynced, then renamed).
+
+    The text goes through the redaction choke point (:func:`cresowlve_core.secrets.scrub`), or
+    through ``transform`` (``str -> str``) instead when one is given.
+    """
+    from cresowlve_core.outfiles import write_text
+
+    path = Path(path)
+    text = dumps_lines(records)
+    if transform is not None:
+        text = transform(text)
+    return write_text(path, text)
