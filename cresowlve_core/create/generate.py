@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,6 +186,11 @@ async def agenerate(
     n_rounds = n_rounds if variation == "iterate" else 1
     if n_samples < 1 or n_rounds < 1:
         raise ValueError("n_samples and n_rounds must be at least 1")
+    if not queries:
+        raise ValueError("no queries to generate for")
+    dupes = sorted(k for k, n in Counter(q.id for q in queries).items() if n > 1)
+    if dupes:  # checked before the run directory is touched
+        raise ValueError(f"{len(dupes)} duplicate query id(s): {', '.join(map(repr, dupes[:10]))}")
     run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
     old = run.read_manifest()
     if old is not None and old.kind == "create":  # written before the runtime: upgrade in place

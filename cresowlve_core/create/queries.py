@@ -36,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
+from cresowlve_core import jsonl
 from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import DATA_DIR
 from cresowlve_core.prompts import load_prompt
@@ -96,10 +97,40 @@ def query_id(description: str, entity_a: str, entity_b: str) -> str:
     return "__".join(x for x in (description, _slug(entity_a), _slug(entity_b)) if x)
 
 
+class QueriesFileError(ValueError):
+    """A CREATE queries file cannot be used; the message names the file and line."""
+
+
 def load_queries(path: Path | str | None = None, limit: int | None = None) -> list[CreateQuery]:
-    """Read queries (JSON lines); default: the 24 shipped CREATE queries."""
+    """Read queries (JSON lines); default: the 24 shipped CREATE queries.
+
+    Every check runs here, before a run directory is touched: the file must exist and be UTF-8
+    JSON Lines (split on ``"\\n"`` only, so U+2028 inside a string is kept), every line a valid
+    query, the ids unique, and at least one query left. Each problem is one
+    :class:`QueriesFileError` naming ``file:line``.
+    """
     p = Path(path) if path else DEFAULT_QUERIES_PATH
-    queries = [CreateQuery(**json.loads(line)) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not p.is_file():
+        raise QueriesFileError(f"{p}: no such queries file" if not p.exists() else f"{p}: not a file")
+    queries: list[CreateQuery] = []
+    lines: dict[str, list[int]] = defaultdict(list)
+    for lineno, row in jsonl.read_jsonl_numbered(p, error=QueriesFileError, what="query"):
+        try:
+            q = CreateQuery(**row)
+        except ValidationError as exc:
+            detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+            raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({detail})") from None
+        except TypeError as exc:
+            raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({exc})") from None
+        queries.append(q)
+        lines[q.id].append(lineno)
+    dupes = {k: v for k, v in lines.items() if len(v) > 1}
+    if dupes:
+        shown = "; ".join(f"{k!r} (lines {', '.join(map(str, v))})" for k, v in list(dupes.items())[:5])
+        raise QueriesFileError(f"{p}: {len(dupes)} duplicate query id(s): {shown}; ids must be unique "
+                               "(an id is derived from description, entity_a and entity_b when absent)")
+    if not queries:
+        raise QueriesFileError(f"{p}: no queries in the file")
     return queries[:limit] if limit is not None else queries
 
 
