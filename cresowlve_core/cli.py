@@ -27,6 +27,7 @@ from cresowlve_core.exitcodes import (
 from cresowlve_core.llm.effort import PRESETS
 from cresowlve_core.llm.profiles import PROFILES
 from cresowlve_core.llm.types import EFFORTS
+from cresowlve_core.secrets import guard_terminal
 
 log = logging.getLogger("cresowlve")
 
@@ -564,6 +565,7 @@ def main(argv: list[str] | None = None) -> int:
     fn: Callable[[argparse.Namespace], int] = args.fn
     exitcodes.signal_received["signum"] = None
     previous_sigterm = signal.signal(signal.SIGTERM, exitcodes.on_sigterm)
+    restore_terminal = guard_terminal(vars(args))  # no key or URL credential reaches the terminal
     try:
         return fn(args)
     except KeyboardInterrupt:
@@ -579,6 +581,7 @@ def main(argv: list[str] | None = None) -> int:
         return expected
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
+        restore_terminal()
 
 
 if __name__ == "__main__":

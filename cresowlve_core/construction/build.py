@@ -26,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cresowlve_core import paths
+from cresowlve_core import outfiles, paths
 from cresowlve_core.construction import agreement as A
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.collect import collect
@@ -170,9 +170,7 @@ class Build:
     def _write_json(self, rel: str, data: Any) -> None:
         p = self.path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-        tmp.replace(p)
+        outfiles.write_json(p, data)
 
     def _guard(self) -> None:
         if self.stopped is not None:
@@ -284,7 +282,7 @@ class Build:
         card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
                           "agreement": self.agreement_result},
                          self.funnel, creative, notes)
-        (self.path / "export" / "DATA_CARD.md").write_text(card, encoding="utf-8")
+        outfiles.write_text(self.path / "export" / "DATA_CARD.md", card)
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
                                         "funnel": self.funnel, "steps": self.steps})
         res["data_card"] = str(self.path / "export" / "DATA_CARD.md")

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core import outfiles
 from cresowlve_core.construction.records import Candidate
 from cresowlve_core.items import LANGS, Item
 from cresowlve_core.sources.hub import write_published_file
@@ -72,10 +73,10 @@ def export_build(cands: Sequence[Candidate], out_dir: str | Path) -> dict[str, A
             for ext in ("parquet", "jsonl"):
                 p = write_published_file(items, out / subset / lang / f"test.{ext}", lang)
                 paths[f"{subset}/{lang}/{ext}"] = str(p)
-        (out / subset / "README.md").write_text(_CARD_YAML + f"\nCresOWLve build export, {subset} subset "
-                                                f"({len(items)} items). See ../DATA_CARD.md.\n", encoding="utf-8")
+        outfiles.write_text(out / subset / "README.md", _CARD_YAML + f"\nCresOWLve build export, {subset} subset "
+                            f"({len(items)} items). See ../DATA_CARD.md.\n")
     full = out / "full.jsonl"
-    full.write_text(items_to_jsonl([c.to_item() for c in cands]), encoding="utf-8")
+    outfiles.write_text(full, items_to_jsonl([c.to_item() for c in cands]))
     paths["full"] = str(full)
     return {"paths": paths, "counts": {k: len(v) for k, v in parts.items()}}
 

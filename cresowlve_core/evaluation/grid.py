@@ -38,6 +38,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
+from cresowlve_core import outfiles
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
@@ -213,7 +214,7 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
            "aliases": {m.model: m.label for m in grid.models if m.label},
            "n_cells": len(rows), "n_done": sum(r["status"] == "done" for r in rows)}
     grid.directory().mkdir(parents=True, exist_ok=True)
-    (grid.directory() / GRID_FILE).write_text(json.dumps(out, indent=2, ensure_ascii=False), encoding="utf-8")
+    outfiles.write_json(grid.directory() / GRID_FILE, out)
     return out
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from cresowlve_core import outfiles
 from cresowlve_core.evaluation.scoring import normalize
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import load_prompt
@@ -348,5 +348,5 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         "exports": {"items": str(items_path), "review_queue": str(queue_path)},
         "config": cfg.model_dump(mode="json"),
     }
-    (build_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False), encoding="utf-8")
+    outfiles.write_json(build_dir / "summary.json", summary)
     return SynthResult(cfg, src, build, verbalised, solved, survivors, summary, embedded, stopped)
