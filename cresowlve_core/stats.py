@@ -7,7 +7,11 @@ All functions are plain numpy/scipy, vectorised, and deterministic given a seed.
   vectorised resample-index matrix.
 * :func:`diff_proportions` — difference of two independent proportions with Newcombe's
   hybrid score interval (Newcombe, 1998, method 10).
-* :func:`correlation` — Pearson and Spearman coefficients with two-sided p-values.
+* :func:`linear_combination_interval` — a weighted sum of independent proportions (e.g. a
+  difficulty-standardised difference) with the MOVER-Wilson interval (Zou, Huang & Zhang, 2009).
+* :func:`correlation` — Pearson and Spearman coefficients with two-sided p-values (Spearman's
+  exact permutation p for n ≤ 10, :func:`spearman_exact_p`).
+* :func:`format_p` — how every report prints a p-value (``< 0.0001``, ``–`` for none).
 * :func:`cohen_kappa` — Cohen's κ for two raters over the same items (NaN = undefined when
   chance agreement is 1); :func:`binary_agreement` adds its asymptotic 95 % interval.
 * :func:`mcnemar` — paired test of two binary outcomes on the same items (exact binomial for
@@ -186,6 +190,104 @@ def diff_proportions(k1: int, n1: int, k2: int, n2: int, confidence: float = 0.9
     return Difference(d, low, high, p1, p2)
 
 
+def linear_combination_interval(
+    k: Sequence[int] | np.ndarray,
+    n: Sequence[int] | np.ndarray,
+    coef: Sequence[float] | np.ndarray,
+    confidence: float = 0.95,
+) -> tuple[float, float, float]:
+    """``Σ c_i k_i/n_i`` over independent binomial proportions, with the MOVER-Wilson interval.
+
+    Zou, Huang & Zhang (2009), "A note on confidence interval estimation for a linear function of
+    binomial proportions" (Comput. Stat. Data Anal. 53:1080–1085): with each proportion's Wilson
+    interval ``(l_i, u_i)``,
+    ``low = Σ c_i p_i − sqrt(Σ (c_i p_i − min(c_i l_i, c_i u_i))²)`` and
+    ``high = Σ c_i p_i + sqrt(Σ (max(c_i l_i, c_i u_i) − c_i p_i)²)``. With one proportion on
+    each side and coefficients ±1 this is Newcombe's hybrid score interval
+    (:func:`diff_proportions`). A stratum at 0/n or n/n keeps its Wilson width, so an all-zero
+    group never collapses the interval (a bootstrap of 0/50 has none). Returns
+    ``(estimate, low, high)``; NaN when a stratum has ``n == 0``.
+    """
+    kk = np.asarray(k, dtype=float)
+    nn = np.asarray(n, dtype=float)
+    cc = np.asarray(coef, dtype=float)
+    if kk.size == 0 or np.any(nn <= 0):
+        nan = float("nan")
+        return nan, nan, nan
+    p = kk / nn
+    lo, hi = wilson_interval(kk, nn, confidence)
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    est = float((cc * p).sum())
+    below = np.minimum(cc * lo, cc * hi)
+    above = np.maximum(cc * lo, cc * hi)
+    low = est - float(np.sqrt(((cc * p - below) ** 2).sum()))
+    high = est + float(np.sqrt(((above - cc * p) ** 2).sum()))
+    return est, low, high
+
+
+def _ranks2(v: np.ndarray) -> np.ndarray:
+    """Twice the average ranks (integers, also with ties)."""
+    return np.rint(2.0 * sps.rankdata(v)).astype(np.int64)
+
+
+EXACT_SPEARMAN_MAX_N = 10
+
+
+def spearman_exact_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Two-sided exact permutation p of Spearman's ρ: the share of all ``n!`` pairings whose
+    |ρ| is at least the observed |ρ| (ties: average ranks, the permutation distribution itself).
+
+    Counted, not sampled, by a dynamic programme over subsets of ``y``'s ranks (``2^n`` states
+    of the statistic ``Σ r_x r_y``, exact integers), so n = 10 takes milliseconds. Example:
+    ρ = 1 with n = 3 gives 2/6 = 0.3333 (the asymptotic t approximation gives 0). Only for
+    ``n ≤`` :data:`EXACT_SPEARMAN_MAX_N`; NaN for a constant variable.
+    """
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    n = int(a.size)
+    if n != b.size:
+        raise ValueError("x and y must have the same length")
+    if n > EXACT_SPEARMAN_MAX_N:
+        raise ValueError(f"exact Spearman p is for n <= {EXACT_SPEARMAN_MAX_N}, got n = {n}")
+    if n < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    ra, rb = _ranks2(a), _ranks2(b)
+    observed = int((ra * rb).sum())
+    # Σ ra·rb over every pairing; centre = n · mean(ra) · mean(rb), kept integral by scaling by n
+    centre_n = int(ra.sum()) * int(rb.sum())
+    top = int(ra.max()) * int(rb.max()) * n + 1
+    dist = {0: np.zeros(top, dtype=np.int64)}
+    dist[0][0] = 1
+    for mask in range(1 << n):
+        cur = dist.pop(mask, None)
+        if cur is None:
+            continue
+        i = bin(mask).count("1")
+        if i == n:
+            counts = cur
+            break
+        for j in range(n):
+            if mask & (1 << j):
+                continue
+            shift = int(ra[i] * rb[j])
+            nxt = dist.setdefault(mask | (1 << j), np.zeros(top, dtype=np.int64))
+            nxt[shift:] += cur[: top - shift]
+    values = np.arange(top, dtype=np.int64)
+    extreme = np.abs(n * values - centre_n) >= abs(n * observed - centre_n)
+    return float(counts[extreme].sum() / counts.sum())
+
+
+def format_p(p: float | None) -> str:
+    """A p-value as every report prints it: ``< 0.0001`` below 1e-4, else four decimals
+    (``0.0123``; ``1.0000``); ``–`` when there is none (NaN/None)."""
+    if p is None or (isinstance(p, float) and np.isnan(p)):
+        return "–"
+    v = float(p)
+    if np.isnan(v):
+        return "–"
+    return "< 0.0001" if v < 1e-4 else f"{v:.4f}"
+
+
 @dataclass(frozen=True)
 class Correlation:
     """Pearson and Spearman coefficients with two-sided p-values and 95 % intervals over ``n`` pairs.
@@ -203,6 +305,7 @@ class Correlation:
     pearson_high: float = float("nan")
     spearman_low: float = float("nan")
     spearman_high: float = float("nan")
+    spearman_p_method: str = "asymptotic"  # "exact" (all pairings) for n <= EXACT_SPEARMAN_MAX_N
 
 
 def fisher_z_interval(r: float, n: int, confidence: float = 0.95, spearman: bool = False) -> tuple[float, float]:
@@ -226,7 +329,9 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     """Pearson and Spearman correlation of paired samples (pairs with a NaN are dropped).
 
     Fewer than 3 complete pairs, or a constant variable, give NaN coefficients rather than
-    an exception, so a section over partial data still renders.
+    an exception, so a section over partial data still renders. Spearman's p is exact
+    (:func:`spearman_exact_p`) for n ≤ 10, where the asymptotic t approximation fails (ρ = 1
+    with n = 3 gives p = 0 there; exactly it is 0.33); ``spearman_p_method`` says which.
     """
     a = np.asarray(x, dtype=float)
     b = np.asarray(y, dtype=float)
@@ -241,7 +346,11 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     r, rho = float(pr.statistic), float(sr.statistic)
     p_lo, p_hi = fisher_z_interval(r, n)
     s_lo, s_hi = fisher_z_interval(rho, n, spearman=True)
-    return Correlation(n, r, float(pr.pvalue), rho, float(sr.pvalue), p_lo, p_hi, s_lo, s_hi)
+    if n <= EXACT_SPEARMAN_MAX_N:
+        s_p, method = spearman_exact_p(a, b), "exact"
+    else:
+        s_p, method = float(sr.pvalue), "asymptotic"
+    return Correlation(n, r, float(pr.pvalue), rho, s_p, p_lo, p_hi, s_lo, s_hi, method)
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,13 @@ from cresowlve_core.stats import (
     correlation,
     diff_proportions,
     fisher_z_interval,
+    format_p,
     holm,
     kappa_interval,
     mcnemar,
     percentile_interval,
     permutation_homogeneity,
+    spearman_exact_p,
     stable_seed,
     two_proportion_z,
     wilson_interval,
@@ -149,7 +151,44 @@ def test_spearman_wikipedia_iq_tv() -> None:
     tv = [7, 27, 2, 50, 28, 29, 20, 12, 6, 17]
     c = correlation(iq, tv)
     assert c.spearman_rho == pytest.approx(-29 / 165, abs=1e-9)
-    assert c.spearman_p == pytest.approx(0.6272, abs=1e-3)
+    # n = 10: the exact p over all 10! pairings (scipy.stats.permutation_test with n_resamples=inf
+    # gives 0.632142); the asymptotic t approximation gave 0.6272
+    assert c.spearman_p_method == "exact"
+    assert c.spearman_p == pytest.approx(0.6321417548500882, abs=1e-12)
+
+
+def test_spearman_exact_p_at_tiny_n() -> None:
+    # issue 18 finding 11: ρ = 1 with n = 3 gave p = 0 (asymptotic); exactly it is 2/6 (two-sided)
+    c = correlation([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])
+    assert c.spearman_rho == pytest.approx(1.0)
+    assert c.spearman_p_method == "exact" and c.spearman_p == pytest.approx(1 / 3)
+    assert spearman_exact_p([1, 2, 3, 4], [1, 2, 3, 4]) == pytest.approx(2 / 24)
+    # ties: average ranks; the permutation distribution itself (brute force over 5! pairings: 32/120)
+    assert spearman_exact_p([1, 1, 2, 3, 4], [2, 1, 1, 3, 3]) == pytest.approx(_brute_spearman_p([1, 1, 2, 3, 4], [2, 1, 1, 3, 3]))
+    big = correlation(np.arange(11.0), np.arange(11.0) ** 2)
+    assert big.spearman_p_method == "asymptotic"  # n > 10
+    with pytest.raises(ValueError):
+        spearman_exact_p(np.arange(11.0), np.arange(11.0))
+
+
+def _brute_spearman_p(x: list[float], y: list[float]) -> float:
+    from itertools import permutations
+
+    from scipy import stats as sps
+
+    rho = sps.spearmanr(x, y).statistic
+    rhos = [sps.spearmanr(x, [y[i] for i in p]).statistic for p in permutations(range(len(y)))]
+    return sum(abs(r) >= abs(rho) - 1e-12 for r in rhos) / len(rhos)
+
+
+@pytest.mark.parametrize(
+    "p,text",
+    [(0.0, "< 0.0001"), (1e-12, "< 0.0001"), (9.99e-5, "< 0.0001"), (1e-4, "0.0001"), (0.04321, "0.0432"),
+     (1.0, "1.0000"), (float("nan"), "–"), (None, "–")],
+)
+def test_format_p(p, text) -> None:
+    # issue 18 finding 11: tiny p-values printed as 0.0
+    assert format_p(p) == text
 
 
 def test_spearman_monotone_is_one() -> None:

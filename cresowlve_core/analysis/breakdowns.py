@@ -9,8 +9,8 @@
   against the rest of that model's items with Benjamini–Hochberg control over the heatmap,
   plus a per-model homogeneity test (:attr:`GroupBreakdown.homogeneity`);
 * :func:`creative_vs_factual` — the difficulty-standardised gap between creative and
-  factual items with a stratified bootstrap of the same estimator (paper Fig. 4 and 14); the
-  procedure is in its docstring.
+  factual items with a stratified Newcombe/Wilson-score interval of the same estimator (paper
+  Fig. 4 and 14); the procedure is in its docstring.
 
 Accuracies are in % (0–100). Every random draw comes from its own stream seeded by ``seed``
 and the group key (:func:`~cresowlve_core.stats.stable_seed`), so results are
@@ -30,7 +30,7 @@ from cresowlve_core.stats import (
     benjamini_hochberg,
     cochran_armitage,
     holm,
-    percentile_interval,
+    linear_combination_interval,
     permutation_homogeneity,
     permutation_indices,
     stable_seed,
@@ -179,7 +179,8 @@ def by_group(
 ) -> GroupBreakdown:
     """Accuracy (%) per config × lang × label of a multi-label annotation ``column``.
 
-    An item counts towards every label it carries. Only labels carried by at least
+    An item counts towards every label it carries, once per label (a label repeated within
+    one item's annotation counts once). Only labels carried by at least
     ``min_group_size`` distinct items (in that language) are kept. Columns: config,
     thinking, lang, group, n, k, acc, low, high (Wilson 95 %), n_items, overall (the
     model's accuracy over all its items), p (two-proportion z test of the group against the
@@ -195,7 +196,8 @@ def by_group(
     if metric is None:
         metric, notes = choose_metric(responses)
     sub = responses.loc[responses[metric].notna(), ["id", "config", "thinking", "lang", column, metric]]
-    exploded = sub.explode(column).dropna(subset=[column])
+    # a label repeated within one item counts once for that item ("History" twice is one History item)
+    exploded = sub.explode(column).dropna(subset=[column]).drop_duplicates(["config", "lang", "id", column])
     empty = pd.DataFrame(columns=["config", "thinking", "lang", "group", "n", "k", "acc", "low", "high", "n_items"])
     if exploded.empty:
         notes.append(f"No `{column}` annotations in these runs.")
@@ -270,8 +272,6 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
 def creative_vs_factual(
     responses: pd.DataFrame,
     metrics: Sequence[str] = ("judge", "em_strict"),
-    n_boot: int = 1000,
-    seed: int = 0,
     confidence: float = 0.95,
 ) -> pd.DataFrame:
     """Creative − factual accuracy gap per config × lang × metric, standardised for difficulty.
@@ -286,16 +286,16 @@ def creative_vs_factual(
        ``w_d = n_d / n`` (``n_matched`` = its size).
     4. ``gap`` = Σ_d w_d (c̄_d − f̄_d): the creative − factual difference within each level,
        averaged over the reference distribution, using **every** item of both groups.
-    5. Interval: stratified bootstrap of that same statistic. Each of ``n_boot`` (default
-       1,000) iterations resamples, within every level, the creative items at their own count
-       and the factual items at theirs (with replacement) and recomputes step 4; ``low`` /
-       ``high`` are the percentiles. For 0/1 outcomes a resample's success count is exactly
-       Binomial(count, observed rate), which is how it is drawn (vectorised).
+    5. Interval: the stratified Newcombe/Wilson-score (MOVER-Wilson) interval of that linear
+       combination of 2 × levels independent proportions, coefficients ``+w_d`` (creative) and
+       ``−w_d`` (factual): :func:`~cresowlve_core.stats.linear_combination_interval` (Zou, Huang &
+       Zhang, 2009). Each stratum contributes its Wilson width, so a stratum at 0/50 (or 50/50)
+       still carries uncertainty; a percentile bootstrap gave such strata none (factual 0/50 at
+       every level vs creative 6/300: 2.0 pp [1.33, 2.67] there, [−1.23, 3.03] here).
 
-    The random stream is seeded by ``seed`` and the (config, lang, metric) key. Negative gaps
-    mean creative items are harder. Columns: config, thinking, lang, metric, gap, low, high,
-    n_matched, n_creative, n_factual (items used), creative_acc, factual_acc (raw,
-    unbalanced), all in %.
+    Deterministic (no resampling). Negative gaps mean creative items are harder. Columns:
+    config, thinking, lang, metric, gap, low, high, n_matched, n_creative, n_factual (items
+    used), creative_acc, factual_acc (raw, unbalanced), all in %.
     """
     rows = []
     kind = np.where(reasoning_is(responses, "creative"), "creative", np.where(reasoning_is(responses, "factual"), "factual", ""))
@@ -304,7 +304,7 @@ def creative_vs_factual(
     for metric in metrics:
         sub = df[df[metric].notna()]
         for (config, thinking, lang), grp in sub.groupby(["config", "thinking", "lang"], sort=True):
-            row = _standardised_gap(grp, metric, n_boot, stable_seed(seed, config, lang, metric), confidence)
+            row = _standardised_gap(grp, metric, confidence)
             if row is not None:
                 rows.append({"config": config, "thinking": thinking, "lang": lang, "metric": metric, **row})
     cols = [
@@ -326,9 +326,7 @@ def creative_vs_factual(
     return out
 
 
-def _standardised_gap(
-    grp: pd.DataFrame, metric: str, n_boot: int, rng: np.random.Generator, confidence: float
-) -> dict[str, float] | None:
+def _standardised_gap(grp: pd.DataFrame, metric: str, confidence: float) -> dict[str, float] | None:
     counts = grp.groupby(["_kind", "difficulty"])[metric].agg(["size", "sum"])
     if not {"creative", "factual"} <= set(counts.index.get_level_values(0)):
         return None
@@ -340,12 +338,9 @@ def _standardised_gap(
     n_c, n_f = int(c["size"].sum()), int(f["size"].sum())
     ref = f if n_f <= n_c else c
     w = (ref["size"] / ref["size"].sum()).to_numpy()
-    cn, ck = c["size"].to_numpy(), c["sum"].to_numpy()
-    fn, fk = f["size"].to_numpy(), f["sum"].to_numpy()
-    point = float((w * (ck / cn - fk / fn)).sum())
-    c_star = rng.binomial(cn, ck / cn, size=(n_boot, len(levels))) / cn
-    f_star = rng.binomial(fn, fk / fn, size=(n_boot, len(levels))) / fn
-    low, high = percentile_interval((c_star - f_star) @ w, confidence)
+    k = np.concatenate([c["sum"].to_numpy(), f["sum"].to_numpy()])
+    n = np.concatenate([c["size"].to_numpy(), f["size"].to_numpy()])
+    point, low, high = linear_combination_interval(k, n, np.concatenate([w, -w]), confidence)
     creative_all = grp.loc[grp["_kind"] == "creative", metric]
     factual_all = grp.loc[grp["_kind"] == "factual", metric]
     return {

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.stats import correlation, holm
+from cresowlve_core.stats import correlation, format_p, holm
 
 FEATURES = {
     "n_domains": "Number of knowledge domains",
@@ -118,6 +118,7 @@ CORR_COLUMNS = [
     "spearman_low",
     "spearman_high",
     "spearman_p",
+    "spearman_p_method",
     "spearman_p_holm",
     "significant",
 ]
@@ -125,7 +126,7 @@ CORR_COLUMNS = [
 _ROW_COLUMNS = [c for c in CORR_COLUMNS if c not in ("pearson_p_holm", "spearman_p_holm", "significant")]
 
 
-def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float]:
+def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float | str]:
     c = correlation(x.to_numpy(float), y.to_numpy(float))
     return {
         "n": c.n,
@@ -137,6 +138,7 @@ def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float]:
         "spearman_low": c.spearman_low,
         "spearman_high": c.spearman_high,
         "spearman_p": c.spearman_p,
+        "spearman_p_method": c.spearman_p_method,  # exact (all pairings) for n <= 10
     }
 
 
@@ -150,6 +152,11 @@ def _family(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
+def _p_text(p: float) -> str:
+    text = format_p(p)
+    return text if text.startswith("<") else f"= {text}"
+
+
 def correlation_verdict(row: pd.Series | dict, what: str = "difficulty") -> str:
     """One sentence on a Spearman result that rests on its 95 % interval and the Holm p."""
     rho, lo, hi, n = row["spearman_rho"], row["spearman_low"], row["spearman_high"], int(row["n"])
@@ -157,14 +164,14 @@ def correlation_verdict(row: pd.Series | dict, what: str = "difficulty") -> str:
         return f"not computable (n = {n})."
     ci = f"ρ = {rho:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}], n = {n}"
     if row["significant"]:
-        return f"{ci}: a {'positive' if rho > 0 else 'negative'} correlation with {what} (Holm p = {row['spearman_p_holm']:.2g})."
+        return f"{ci}: a {'positive' if rho > 0 else 'negative'} correlation with {what} (Holm p {_p_text(row['spearman_p_holm'])})."
     bound = max(abs(lo), abs(hi)) if not pd.isna(lo) else float("nan")
     if not pd.isna(lo) and lo <= 0 <= hi:
         return (
             f"{ci}: no significant correlation with {what}; the interval includes 0 and rules out "
             f"|ρ| > {bound:.2f}."
         )
-    return f"{ci}: the 95% interval excludes 0 but the Holm-corrected p ({row['spearman_p_holm']:.2g}) is not below 0.05."
+    return f"{ci}: the 95% interval excludes 0 but the Holm-corrected p ({format_p(row['spearman_p_holm'])}) is not below 0.05."
 
 
 def difficulty_correlations(features: pd.DataFrame) -> pd.DataFrame:

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis import breakdowns, charts, complexity, paired, reliability, table
+from cresowlve_core.analysis import breakdowns, charts, complexity, coverage, paired, reliability, table
 from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset
 from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import REPORTS_DIR
-from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
+from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, format_p, wilson_interval
 
 SKIPPED = {"skipped": "no runs"}
 
@@ -39,13 +39,14 @@ def say(markdown: str) -> None:
         print(markdown)
 
 
+MISSING = "–"  # how every table shows a value that does not exist (never nan / None)
 SCROLL_STYLE = "max-height: 640px; overflow: auto; display: block"
 
 
 def table_html(obj: Any) -> str:
     """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows."""
     if isinstance(obj, pd.DataFrame):
-        inner = obj.to_html(max_rows=None, max_cols=None, na_rep="")
+        inner = obj.to_html(max_rows=None, max_cols=None, na_rep=MISSING)
     else:  # a Styler
         inner = obj.to_html()
     return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{inner}</div>'
@@ -66,8 +67,36 @@ def synthetic_banner() -> str:
     return banner_html("synthetic")
 
 
+def _is_p_column(name: object) -> bool:
+    n = str(name)
+    return n in ("p", "q", "p_holm") or n.endswith(("_p", "_p_holm", "_q"))
+
+
 def _round(df: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    return df.round(digits)
+    """A table for display: numbers rounded, every p-value through :func:`~cresowlve_core.stats.format_p`
+    (``< 0.0001``, never ``0.0``), missing values shown as ``–`` (by :func:`table_html`)."""
+    out = df.round(digits)
+    for c in out.columns:
+        if _is_p_column(c) and pd.api.types.is_numeric_dtype(df[c]):
+            out[c] = [format_p(v) for v in df[c].to_numpy(float)]
+    return out
+
+
+def _population(df: pd.DataFrame, name: str) -> dict[str, Any]:
+    """Say which responses a section counts, and return that as a record."""
+    say(coverage.population_line(df, name))
+    return {"population": name, "n_responses": int(len(df)), "n_items": int(df["id"].nunique()) if len(df) else 0}
+
+
+def _coverage_note(df: pd.DataFrame, metrics: list[str] | tuple[str, ...] | str) -> float | None:
+    """When a section uses judge values: its judge coverage (errored items count against it)."""
+    uses_judge = metrics == "judge" if isinstance(metrics, str) else "judge" in metrics
+    line = coverage.coverage_line(df) if uses_judge else None
+    if line is None:
+        return None
+    say(line)
+    cov = coverage.judge_coverage_by_run(df)
+    return round(float(cov["n_verdict"].sum() / cov["n_items"].sum()), 4)
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -251,9 +280,14 @@ def table1_section(
     if n_factual:
         say(f"Table 1 is over the creative subset, as in the paper: {n_factual} factual responses left out.")
     say(
-        "`n scored/all`: items with a value / all items of the run (and model errors, counted wrong). "
-        "`bounds`: the accuracy if every unscored item were wrong / right. Δ = ours − paper with a 95% interval "
-        f"that includes the paper's own sampling error (n = {table.PAPER_N:,})."
+        "Population: **creative items** (the paper's Table 1 population). "
+        "`n scored/all`: answered items the metric scored / all items of the run = coverage (errored items, "
+        "which have no answer, count against it; they are counted wrong in the accuracy and listed as `err`). "
+        "`bounds`: the accuracy if every unscored item were wrong / right. `paper-comparable %`: every unscored "
+        "item counted wrong, as the paper's released code counts it. Δ = paper-comparable − paper, with "
+        "Newcombe's 95% interval for two independent proportions: it treats our run and the paper's "
+        f"(n = {table.PAPER_N:,}) as independent samples, although both answer the same items (the paper's per-item "
+        "outcomes are not published, so no paired interval is possible)."
     )
     show(table.style_table1(table.table1_display(long)))
     for f in table.table1_footnotes(long, coverage_threshold):
@@ -268,7 +302,7 @@ def table1_section(
         say(f"**No {', '.join(m.capitalize() for m in missing)} runs**: those columns are empty.")
     if not rs.has_judge():
         say("**No LLM-judge scores**: the LLM Judge columns are empty.")
-    for note in paired.mismatch_notes(paired.cross_lingual(rs)):
+    for note in paired.mismatch_notes(paired.cross_lingual(main_subset(rs.responses)[0])):
         say(f"**En and Ru cover different items.** {note} See the paired section for the comparison on shared items.")
     matched = long.loc[long["paper"].notna(), "config"].nunique()
     unmatched = sorted(set(long["config"]) - set(long.loc[long["paper_order"].notna(), "config"]))
@@ -310,13 +344,17 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         say("Skipped: no runs.")
         return SKIPPED
     df, _ = main_subset(rs.responses)
+    pop = _population(df, "creative items (Table 1's population)")
     if df["difficulty"].isna().all():
         say("**No difficulty labels** in these runs: this breakdown needs `difficulty` (1–5) on the records.")
         return {"skipped": "no difficulty"}
     metrics = [m for m in table.PAPER_METRICS if df[m].notna().any()]
     if "judge" not in metrics:
         say("**No LLM-judge scores**: showing exact match only.")
+    cov = _coverage_note(df, metrics)
     res = breakdowns.by_difficulty(df, metrics, min_cell_n=min_cell_n)
+    say(f"Each cell: accuracy with its 95% Wilson interval over n = {int(res['n'].min()) if len(res) else 0}–"
+        f"{int(res['n'].max()) if len(res) else 0} items (table below the chart).")
     show(charts.difficulty_chart(res))
     small = res[res["small"]]
     if not small.empty:
@@ -331,7 +369,10 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         f"falls significantly with difficulty in **{falls}** of {len(trend)} configuration × language × metric rows."
     )
     show(_round(trend, 4))
+    show(_round(res.drop(columns=["metric"]), 2))
     return {
+        **pop,
+        "judge_coverage": cov,
         "n_cells": int(len(res)),
         "metrics": metrics,
         "interval": "wilson",
@@ -350,7 +391,8 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
         say("Skipped: no runs.")
         return SKIPPED
     df, _ = main_subset(rs.responses)
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = _population(df, "creative items (Table 1's population)")
+    out["judge_coverage"] = _coverage_note(df, breakdowns.choose_metric(df)[0])
     for column, title in breakdowns.GROUP_COLUMNS.items():
         say(f"### By {title.lower()}")
         res = breakdowns.by_group(df, column, min_group_size=min_group_size, n_perm=n_perm, seed=seed)
@@ -360,11 +402,13 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
             out[column] = {"n_groups": 0, "metric": res.metric}
             continue
         say(
-            f"Metric: **{res.metric_label}**; groups with at least {min_group_size} items. Each cell shows the "
-            "accuracy and, below it, its 95% Wilson interval."
+            f"Metric: **{res.metric_label}**; groups with at least {min_group_size} items (an item counts once per "
+            "label it carries). Each cell shows the accuracy and, below it, its 95% Wilson interval; n per cell "
+            "is in the table below the chart."
         )
         show(charts.group_heatmap(res.table, title, res.metric_label))
         say(res.chance_text())
+        show(_round(res.table, 2))
         h = res.homogeneity
         n_het = int((h["q"] < 0.05).sum())
         say(
@@ -388,7 +432,7 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
 # ------------------------------------------------------------------ creative vs factual
 
 
-def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+def creative_factual_section(rs: RunSet) -> dict[str, Any]:
     """Difficulty-standardised creative − factual gap per model and language."""
     if rs.empty:
         say("Skipped: no runs.")
@@ -403,13 +447,16 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
         )
         return {"skipped": "no factual items"}
     metrics = [m for m in ("judge", "em_strict") if df[m].notna().any()]
-    res = breakdowns.creative_vs_factual(df, metrics, n_boot=n_boot, seed=seed)
+    res = breakdowns.creative_vs_factual(df, metrics)
     say(
+        "Population: **creative and factual items** (unlike Table 1, which is creative only). "
         "Gap = creative − factual accuracy (percentage points) within each difficulty level, weighted by the "
-        "smaller group's difficulty distribution. The estimate uses every item, and so does its interval: a "
-        f"stratified bootstrap of the same estimator ({n_boot} seeded iterations, each group resampled at its own "
-        "size within each level; see `creative_vs_factual`). Negative = creative items are harder."
+        "smaller group's difficulty distribution. The estimate uses every item, and so does its interval: the "
+        "stratified Newcombe/Wilson-score interval of the same weighted difference (each difficulty level keeps "
+        "its Wilson width, so a level at 0/50 still counts as uncertain; see `creative_vs_factual`). "
+        "Negative = creative items are harder."
     )
+    cov = _coverage_note(df, metrics)
     show(charts.difficulty_share_chart(breakdowns.difficulty_distribution(df)))
     if res.empty:
         say("No configuration has both creative and factual items at a common difficulty level.")
@@ -420,8 +467,11 @@ def creative_factual_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> d
     show(charts.gap_chart(res))
     show(_round(res.drop(columns=["metric"]), 2))
     return {
+        "population": "creative and factual items",
+        "n_responses": int(len(df)),
+        "judge_coverage": cov,
         "n_rows": int(len(res)),
-        "procedure": "stratified bootstrap of the standardised difference",
+        "procedure": "stratified Newcombe/Wilson-score (MOVER-Wilson) interval of the standardised difference",
         "gaps": _records(res[["config", "lang", "metric", "gap", "low", "high", "n_matched"]].round(3)),
     }
 
@@ -435,6 +485,7 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
         say("Skipped: no runs.")
         return SKIPPED
     df, _ = main_subset(rs.responses)
+    pop = _population(df, "creative items (Table 1's population)")
     feats, notes = complexity.item_features(df, semantic_distance=semantic_distance)
     for n in notes:
         say(n)
@@ -460,6 +511,7 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
         say("**No difficulty labels**: correlations with difficulty skipped.")
         corr_d = pd.DataFrame()
     metric = "judge" if df["judge"].notna().any() else "em_lenient"
+    cov = _coverage_note(df, metric)
     corr_p = complexity.performance_correlations(df, feats, metric)
     say(
         f"**Correlation with per-item correctness** ({METRICS[metric]}), per model and language; 95% CIs, "
@@ -469,6 +521,8 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
         show(charts.correlation_bars(corr_p, by_model=True))
         show(_round(corr_p.drop(columns=["feature"]), 4))
     return {
+        **pop,
+        "judge_coverage": cov,
         "features": available,
         "difficulty": _records(
             corr_d[["feature", "n", "spearman_rho", "spearman_low", "spearman_high", "spearman_p_holm"]].round(4)
@@ -491,19 +545,25 @@ def paired_section(
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
-    metric = metric or paired.default_metric(rs.responses)
-    say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired; p-values Holm-corrected per table.")
+    df, n_factual = main_subset(rs.responses)
+    pop = _population(df, "creative items (Table 1's population)")
+    if n_factual:
+        say(f"As in Table 1, the {n_factual:,} factual responses are left out of every paired test.")
+    metric = metric or paired.default_metric(df)
+    cov = _coverage_note(df, metric)
+    say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired (`n` of `n_shared`); "
+        "p-values Holm-corrected per table.")
     try:
-        configs = paired.compare_configs(rs, [tuple(p) for p in (compare or [])], metric)  # type: ignore[misc]
+        configs = paired.compare_configs(df, [tuple(p) for p in (compare or [])], metric)  # type: ignore[misc]
     except ValueError as exc:
         say(f"**Comparison not possible:** {exc}")
-        configs = paired.compare_configs(rs, None, metric)
+        configs = paired.compare_configs(df, None, metric)
     if configs.empty:
         say("No two configurations to compare (only one effort level per model, and no `compare` pairs given).")
     else:
         say("**Between configurations** (`diff` = a − b in pp, Bonett–Price 95% CI; exact McNemar below 25 discordant items):")
         show(_round(configs, 4))
-    cross = paired.cross_lingual(rs, metric)
+    cross = paired.cross_lingual(df, metric)
     if cross.empty:
         say("**En vs Ru:** no configuration has runs in both languages.")
     else:
@@ -516,6 +576,8 @@ def paired_section(
             "`cresowlve_core.analysis.paired.en_ru_items(runs, model, effort)`."
         )
     return {
+        **pop,
+        "judge_coverage": cov,
         "metric": metric,
         "n_config_pairs": int(len(configs)),
         "n_config_significant": int((configs["p_holm"] < 0.05).sum()) if not configs.empty else 0,
@@ -546,14 +608,14 @@ def example_errors_section(
         answered = g[g["status"] != "error"]
         n_err = int(len(g) - len(answered))
         scored = int(answered["judge"].notna().sum())
-        coverage = scored / len(answered) if len(answered) else 0.0
-        if scored and coverage >= coverage_threshold:
+        share = scored / len(answered) if len(answered) else 0.0
+        if scored and share >= coverage_threshold:
             metric, why = "judge", f"judged wrong by the LLM judge (it scored {scored} of {len(answered)} answers)"
         else:
             metric = "em_lenient"
             why = (
                 f"wrong by lenient exact match, because the LLM judge scored only {scored} of {len(answered)} answers "
-                f"({100 * coverage:.0f}% < {100 * coverage_threshold:.0f}%)"
+                f"({100 * share:.0f}% < {100 * coverage_threshold:.0f}%)"
                 if len(answered)
                 else "no answered items"
             )
@@ -567,7 +629,7 @@ def example_errors_section(
             say(head + f": {min(n, len(wrong))} of {len(wrong)} shown.")
             sample = wrong.sample(n=min(n, len(wrong)), random_state=seed).sort_values("id")
             show(sample[cols].reset_index(drop=True))
-        out[f"{config}/{lang}"] = {"metric": metric, "n_wrong": int(len(wrong)), "n_error": n_err, "judge_coverage": round(coverage, 4)}
+        out[f"{config}/{lang}"] = {"metric": metric, "n_wrong": int(len(wrong)), "n_error": n_err, "judge_coverage": round(share, 4)}
     return out
 
 
@@ -580,9 +642,10 @@ def reliability_section(rs: RunSet) -> dict[str, Any]:
         say("Skipped: no runs.")
         return SKIPPED
     df = rs.responses
-    coverage = reliability.judge_coverage(df)
-    show(coverage)
-    n_unscored = int(coverage["unscored"].sum())
+    by_status = reliability.judge_coverage(df)
+    show(by_status)
+    _coverage_note(df, "judge")
+    n_unscored = int(by_status["unscored"].sum())
     if not rs.has_judge():
         say("**No LLM-judge scores** in these runs: agreement and repeatability need a judged run.")
         return {"n_unscored": n_unscored, "kappa_em": None, "kappa_repeat": None}

@@ -23,8 +23,21 @@ when the model names agree after :func:`model_key` (case-insensitive, ``provider
 dropped, the :data:`MODEL_ALIASES` table applied) **and** the efforts agree exactly (no effort
 matches only a paper row without one). Paper rows that share a key, and runs that map to the
 same paper row, are flagged in the notes. The paper's denominator is ``paper_n`` (2,061 items
-per cell); Δ = ours − paper carries both sides' uncertainty (Newcombe's interval for two
-independent proportions, the paper value taken as ``round(pct · paper_n / 100)`` of ``paper_n``).
+per cell).
+
+**Paper-comparable accuracy and Δ.** The paper's released code counts every response without a
+"yes" as wrong, so its accuracy is over all items. ``pct_comparable`` = ``k / n_all`` (every item
+without a value counted wrong; with ``--judge-protocol paper`` nothing is unscored and it equals
+``pct``) with its Wilson interval, shown beside ours. Δ = ``pct_comparable`` − paper, with
+Newcombe's interval for two **independent** proportions (the paper value taken as
+``round(pct · paper_n / 100)`` of ``paper_n``): it treats our run and the paper's as independent
+samples, although both answer the same items; without the paper's per-item outcomes no paired
+interval can be formed, and where the two runs agree item by item this one is wider than a
+paired interval would be.
+
+**Coverage** = items with a value from an actual answer / all items: errored items (no answer)
+count against it, although they are scored wrong in ``pct`` (``n_scored`` = answered items
+with a value; ``n`` = ``n_scored`` + errored items).
 """
 
 from __future__ import annotations
@@ -84,10 +97,14 @@ LONG_COLUMNS = [
     "n",
     "n_all",
     "n_error",
+    "n_scored",
     "coverage",
     "pct",
     "low",
     "high",
+    "pct_comparable",
+    "comparable_low",
+    "comparable_high",
     "bound_low",
     "bound_high",
     "low_coverage",
@@ -187,27 +204,37 @@ def results_long(
         return pd.DataFrame(columns=LONG_COLUMNS)
     metrics = list(TABLE_METRICS)
     keys = ["config", "model", "effort", "thinking", "lang", "run_id"]
-    work = df[[*keys, "status", *metrics]].assign(_err=df["status"].eq("error"))
+    err = df["status"].eq("error")
+    answered = df[metrics].mask(err, axis=0)  # a value from an actual answer
+    work = df[[*keys, "status", *metrics]].assign(_err=err, **{f"_ans_{m}": answered[m] for m in metrics})
     grouped = work.groupby(keys, sort=False)
     base = grouped.agg(n_all=("status", "size"), n_error=("_err", "sum"))
     sums, counts = grouped[metrics].sum(), grouped[metrics].count()
+    answered_counts = grouped[[f"_ans_{m}" for m in metrics]].count()
     rows = []
     for metric in metrics:
         part = base.copy()
         part["k"], part["n"] = sums[metric], counts[metric]
+        part["n_scored"] = answered_counts[f"_ans_{metric}"]
         part["metric"] = metric
         rows.append(part.reset_index())
     long = pd.concat(rows, ignore_index=True)
-    for c in ("k", "n", "n_all", "n_error"):
+    for c in ("k", "n", "n_all", "n_error", "n_scored"):
         long[c] = long[c].astype(int)
     low, high = wilson_interval(long["k"].to_numpy(), long["n"].to_numpy())
+    c_low, c_high = wilson_interval(long["k"].to_numpy(), long["n_all"].to_numpy())
     n_all = long["n_all"].where(long["n_all"] > 0)
     with np.errstate(invalid="ignore", divide="ignore"):
         long["pct"] = 100.0 * long["k"] / long["n"].where(long["n"] > 0)
-        long["coverage"] = long["n"] / n_all
+        long["coverage"] = long["n_scored"] / n_all
         long["bound_low"] = 100.0 * long["k"] / n_all
         long["bound_high"] = 100.0 * (long["k"] + long["n_all"] - long["n"]) / n_all
     long["low"], long["high"] = 100.0 * low, 100.0 * high
+    # the paper's counting: every item without a value is wrong (only defined where the metric scored anything)
+    has = long["n"] > 0
+    long["pct_comparable"] = long["bound_low"].where(has)
+    long["comparable_low"] = pd.Series(100.0 * c_low, index=long.index).where(has)
+    long["comparable_high"] = pd.Series(100.0 * c_high, index=long.index).where(has)
     long["low_coverage"] = (long["n"] > 0) & (long["coverage"] < coverage_threshold)
     long["group"] = long["thinking"].map(GROUPS)
     runs = rs.runs.set_index("run_id")
@@ -235,9 +262,10 @@ def _overlay_paper(long: pd.DataFrame, paper: pd.DataFrame | None, paper_n: int,
     for i in long.index[long["paper"].notna() & (long["n"] > 0)]:
         k_p = int(round(long.at[i, "paper"] * paper_n / 100.0))
         p_lo, p_hi = wilson_interval(k_p, paper_n)
-        d = diff_proportions(int(long.at[i, "k"]), int(long.at[i, "n"]), k_p, paper_n)
+        # paper-comparable: our k over all our items, as the paper counted; two independent samples
+        d = diff_proportions(int(long.at[i, "k"]), int(long.at[i, "n_all"]), k_p, paper_n)
         long.at[i, "paper_low"], long.at[i, "paper_high"] = 100.0 * p_lo, 100.0 * p_hi
-        long.at[i, "delta"] = long.at[i, "pct"] - long.at[i, "paper"]
+        long.at[i, "delta"] = long.at[i, "pct_comparable"] - long.at[i, "paper"]
         long.at[i, "delta_low"], long.at[i, "delta_high"] = 100.0 * d.low, 100.0 * d.high
 
 
@@ -264,7 +292,9 @@ _WIDE_SUFFIXES = [
     ("_high", "high"),
     ("_n", "n"),
     ("_n_all", "n_all"),
+    ("_n_scored", "n_scored"),
     ("_coverage", "coverage"),
+    ("_comparable", "pct_comparable"),
     ("_bound_low", "bound_low"),
     ("_bound_high", "bound_high"),
     ("_n_error", "n_error"),
@@ -316,8 +346,10 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     """The paper's layout as strings: rows grouped by thinking, columns lang × metric × fields.
 
     Fields: ``% [95% CI]`` (marked † below the coverage threshold, ‡ for an unfinished run),
-    ``n`` (items with a value / all items, and errored items), ``bounds`` (if every item without
-    a value were wrong / right; model-based metrics only), ``paper`` and ``Δ [95% CI]``.
+    ``n`` (answered items with a value / all items = coverage, and errored items), ``bounds`` (if
+    every item without a value were wrong / right) and ``paper-comparable %`` (unscored counted
+    wrong, as the paper did; model-based metrics only), ``paper`` and ``Δ [95% CI]`` (paper-comparable
+    − paper).
     ``metrics`` defaults to the metrics that have a paper column.
     """
     if long.empty:
@@ -326,8 +358,12 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     sub = long[long["metric"].isin(metrics)].copy()
     sub["ours"] = [_fmt_cell(r) for _, r in sub.iterrows()]
     sub["n_s"] = [
-        f"{n}/{a} ({100 * c:.0f}%)" + (f", {e} err" if e else "") if a else "0"
-        for n, a, c, e in zip(sub["n"], sub["n_all"], sub["coverage"].fillna(0), sub["n_error"], strict=True)
+        f"{s}/{a} ({100 * c:.0f}%)" + (f", {e} err" if e else "") if a else "0"
+        for s, a, c, e in zip(sub["n_scored"], sub["n_all"], sub["coverage"].fillna(0), sub["n_error"], strict=True)
+    ]
+    sub["comparable_s"] = [
+        "" if pd.isna(v) else f"{v:.1f} [{lo:.1f}, {hi:.1f}]"
+        for v, lo, hi in zip(sub["pct_comparable"], sub["comparable_low"], sub["comparable_high"], strict=True)
     ]
     sub["bounds_s"] = [
         "" if pd.isna(lo) else f"[{lo:.1f}, {hi:.1f}]" for lo, hi in zip(sub["bound_low"], sub["bound_high"], strict=True)
@@ -343,7 +379,7 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
             head = (f"CresOWLve-{lang.capitalize()}", HEADERS.get(m, m))
             fields = [("ours", "% [95% CI]"), ("n_s", "n scored/all")]
             if m in MODEL_BASED:
-                fields.append(("bounds_s", "bounds"))
+                fields += [("bounds_s", "bounds"), ("comparable_s", "paper-comparable %")]
             fields += [("paper_s", "paper"), ("delta_s", "Δ [95% CI]")]
             pieces.append(
                 part[[f for f, _ in fields]].set_axis(
@@ -365,8 +401,10 @@ def table1_footnotes(long: pd.DataFrame, coverage_threshold: float = COVERAGE_TH
     low = long[long["low_coverage"]]
     for r in low.itertuples(index=False):
         notes.append(
-            f"{LOW_COVERAGE_MARK} {r.config} / {r.lang} / {HEADERS.get(r.metric, r.metric)}: scored {r.n} of {r.n_all} "
-            f"items ({100 * r.coverage:.0f}% < {100 * coverage_threshold:.0f}%); greyed out. If every unscored item "
+            f"{LOW_COVERAGE_MARK} {r.config} / {r.lang} / {HEADERS.get(r.metric, r.metric)}: scored {r.n_scored} of "
+            f"{r.n_all} items ({100 * r.coverage:.0f}% < {100 * coverage_threshold:.0f}%"
+            + (f"; {r.n_error} errored items count against it" if r.n_error else "")
+            + "); greyed out. If every unscored item "
             f"were wrong the accuracy would be {r.bound_low:.1f}%, if every one were right {r.bound_high:.1f}%."
         )
     unfinished = long[~long["complete"]].drop_duplicates(["config", "lang"])

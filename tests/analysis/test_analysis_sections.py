@@ -72,7 +72,7 @@ def test_single_run_sections_for_notebook_02(tmp_path, shown):
     assert (row["en_llm_judge_n"], row["en_llm_judge_n_all"]) == (4, 11)  # 3 verdicts + the error (wrong) of 11 items
     assert (row["en_exact_match_n"], row["en_exact_match_n_all"]) == (11, 11)
     text = "\n".join(s for s in shown if isinstance(s, str))
-    assert "† m / en / LLM Judge: scored 4 of 11" in text
+    assert "† m / en / LLM Judge: scored 3 of 11" in text and "1 errored items count against it" in text  # errors count against coverage
     d = report.difficulty_section(rs)
     assert d["interval"] == "wilson" and d["n_small_cells"] > 0
     seeds = report.seeds_section(rs, seed=0)

@@ -225,3 +225,33 @@ def test_delta_carries_both_sides_uncertainty(tmp_path):
     assert em["paper_low"] < 13.44 < em["paper_high"]
     ours_only = 50.0 - 100 * 0.2366  # the half-width of our own interval
     assert em["delta"] - em["delta_low"] > ours_only  # wider than our side alone
+
+
+def test_delta_uses_the_paper_comparable_accuracy(tmp_path):
+    # issue 18 build 5: the paper counted every response without "yes" as wrong. gpt-4.1 / en judge:
+    # 8 right of 9 scored, 1 unscored, 10 items: ours 88.9%, paper-comparable 8/10 = 80.0%.
+    from cresowlve_core.stats import diff_proportions
+
+    rs, paper = _runs(tmp_path)
+    judge = _cell(results_long(rs, paper), "openai/gpt-4.1", "en", "judge")
+    assert judge["pct"] == pytest.approx(800 / 9)
+    assert judge["pct_comparable"] == pytest.approx(80.0)
+    assert judge["delta"] == pytest.approx(80.0 - 24.99)  # before: 88.89 - 24.99 = 63.90
+    d = diff_proportions(8, 10, round(24.99 * 2061 / 100), 2061)
+    assert (judge["delta_low"], judge["delta_high"]) == pytest.approx((100 * d.low, 100 * d.high))
+    shown = table1_display(results_long(rs, paper))
+    assert "paper-comparable %" in shown.columns.get_level_values(2)
+
+
+def test_errored_items_count_against_coverage(tmp_path):
+    # 10 items: 8 judged, 1 unscored, 1 errored (no answer). The judge's n is 9 (the error counts wrong),
+    # but only 8 items carry a verdict: coverage 80%, not 90%.
+    recs = [record(f"i{i}", judge="CORRECT" if i < 4 else "INCORRECT") for i in range(8)]
+    recs += [record("i8", judge_status="unscored"), record("i9", status="error", em_strict=None, em_lenient=None)]
+    write_run(tmp_path / "r_en", recs)
+    judge = _cell(results_long(load_runs(str(tmp_path / "r_en"))), "m", "en", "judge")
+    assert (judge["k"], judge["n"], judge["n_scored"], judge["n_error"]) == (4, 9, 8, 1)
+    assert judge["coverage"] == pytest.approx(0.8)
+    assert judge["low_coverage"] and "1 errored items count against it" in table1_footnotes(
+        results_long(load_runs(str(tmp_path / "r_en")))
+    )[0]

@@ -1,0 +1,98 @@
+"""One population per comparison, judge coverage in every section, labels counted once per item,
+p-values and missing values printed one way (issue 18 findings 6, 10, 11; build 4 and 6)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from test_analysis_fixtures import record, write_run
+
+from cresowlve_core.analysis import report
+from cresowlve_core.analysis.breakdowns import by_group
+from cresowlve_core.analysis.coverage import coverage_line, judge_coverage_by_run
+from cresowlve_core.analysis.loading import load_runs
+
+
+@pytest.fixture
+def shown(monkeypatch):
+    out: list[str] = []
+    monkeypatch.setattr(report, "say", lambda md: out.append(md))
+    import IPython.display
+
+    monkeypatch.setattr(IPython.display, "display", lambda obj, **_: out.append(getattr(obj, "data", str(obj))))
+    return out
+
+
+def test_a_label_repeated_within_an_item_counts_once():
+    # 60 items each annotated ["History", "History"] and 40 with ["Art"]: History has n = 60, not 100
+    rows = [{"id": f"h{i}", "knowledge_domains": ["History", "History"], "judge": float(i < 30)} for i in range(60)]
+    rows += [{"id": f"a{i}", "knowledge_domains": ["Art"], "judge": float(i < 10)} for i in range(40)]
+    df = pd.DataFrame(rows).assign(config="c", thinking=False, lang="en")
+    t = by_group(df, "knowledge_domains", min_group_size=30).table.set_index("group")
+    assert t.loc["History", "n"] == 60 and t.loc["History", "k"] == 30 and t.loc["History", "acc"] == 50.0
+    assert t.loc["Art", "n"] == 40
+    assert t.loc["History", "p"] == t.loc["History", "p"]  # a real comparison group (40 items): p is a number
+
+
+def _en_ru(tmp_path, n_creative=40, n_factual=30):
+    """En and Ru runs: creative items differ between languages, factual items are right in both."""
+    for lang in ("en", "ru"):
+        recs = [
+            record(f"c{i}", lang=lang, judge="CORRECT" if (i < 10 if lang == "en" else i < 20) else "INCORRECT",
+                   difficulty=1 + i % 5, knowledge_domains=["History"] + (["Art"] if i % 2 else []))
+            for i in range(n_creative)
+        ]
+        recs += [record(f"f{i}", lang=lang, reasoning_type="factual", judge="CORRECT", difficulty=1 + i % 5)
+                 for i in range(n_factual)]
+        write_run(tmp_path / f"g_{lang}", recs, lang=lang)
+    return load_runs(str(tmp_path / "g_*"))
+
+
+def test_paired_tests_run_on_table_1s_population(tmp_path, shown):
+    # issue 18 finding 6: En vs Ru included the 30 factual items (n = 70, Ru − En = 14.3 pp); Table 1 is
+    # the creative subset, and so is the paired test now (n = 40, Ru − En = 25.0 pp)
+    rs = _en_ru(tmp_path)
+    out = report.paired_section(rs)
+    row = out["cross_lingual"][0]
+    assert row["n"] == 40 and row["diff"] == pytest.approx(25.0)
+    assert out["population"].startswith("creative items") and out["n_items"] == 40
+    text = "\n".join(map(str, shown))
+    assert "60 factual responses are left out" in text and "Population: **creative items" in text
+    assert "Judge coverage: **100.0%**" in text
+
+
+def test_every_judge_section_shows_its_population_and_coverage(tmp_path, shown):
+    rs = _en_ru(tmp_path)
+    for section in (report.difficulty_section, report.groups_section, report.complexity_section,
+                    report.creative_factual_section, report.paired_section):
+        shown.clear()
+        kwargs = {"semantic_distance": False} if section is report.complexity_section else {}
+        out = section(rs, **kwargs)
+        text = "\n".join(map(str, shown))
+        assert "Population: **" in text, section.__name__
+        assert "Judge coverage:" in text and out["judge_coverage"] == 1.0, section.__name__
+
+
+def test_coverage_counts_errored_items_against_it(tmp_path):
+    recs = [record(f"i{i}", judge="CORRECT") for i in range(18)]
+    recs += [record("e0", status="error", em_strict=None), record("e1", status="error", em_strict=None)]
+    write_run(tmp_path / "r_en", recs)
+    rs = load_runs(str(tmp_path / "r_en"))
+    cov = judge_coverage_by_run(rs.responses).iloc[0]
+    assert (cov["n_items"], cov["n_verdict"], cov["n_error"]) == (20, 18, 2) and cov["coverage"] == 0.9
+    assert "90.0%" in coverage_line(rs.responses) and "2 errored item(s) count against it" in coverage_line(rs.responses)
+
+
+def test_tiny_p_values_and_missing_values_in_section_tables(tmp_path, shown):
+    # a steep fall over difficulty: the trend p is about 1e-30; it printed as 0.0
+    recs = [record(f"d{d}_{i}", difficulty=d, judge="CORRECT" if i < 100 - 20 * d else "INCORRECT")
+            for d in range(1, 6) for i in range(100)]
+    write_run(tmp_path / "r_en", recs)
+    report.difficulty_section(load_runs(str(tmp_path / "r_en")))
+    html = "\n".join(s for s in shown if isinstance(s, str) and "<table" in s)
+    trend = next(s for s in shown if isinstance(s, str) and "p_holm" in s)
+    assert trend.count("<td>&lt; 0.0001</td>") == 2  # p and p_holm (before: 0.0 and 0.0)
+    assert ">nan<" not in html and ">None<" not in html
+    shown.clear()
+    report.show(report._round(pd.DataFrame({"x": [1.0, float("nan")], "p": [0.5, float("nan")], "y": ["a", None]})))
+    assert shown[-1].count("<td>–</td>") == 3 and "<td>0.5000</td>" in shown[-1]
