@@ -67,6 +67,8 @@ _REQUEST_PROBLEM = re.compile(
 _QUOTA_CODE = re.compile(r"insufficient_quota|billing_hard_limit|billing_not_active|insufficient[_ ]credits",
                          re.IGNORECASE)
 _DAILY_QUOTA = re.compile(r"PerDay|per[_ ]day", re.IGNORECASE)
+#: a request too long for the model, named by its error code: never retried, whatever the status
+_CONTEXT_OVERFLOW = re.compile(r"exceed_context_size|context_length_exceeded", re.IGNORECASE)
 #: rate limits may come in bursts: they get this many attempts at least, whatever ``max_attempts`` is
 RATE_LIMIT_ATTEMPTS = 10
 
@@ -452,6 +454,8 @@ def classify_status(status: int, headers: Any, content: bytes | str) -> Failure:
     shown = f"HTTP {status}: {body.message}" + (f" [{body.code}]" if body.code else "")
     if body.is_quota(status):
         return Failure("fatal", f"quota or billing exhausted: {shown}", status, reason="quota")
+    if status >= 500 and _CONTEXT_OVERFLOW.search(body.code):  # llama.cpp builds of 2025-09 sent a 500
+        return Failure("item", shown, status, reason=f"HTTP {status}")
     if status in RETRYABLE_STATUS or status >= 500:
         ra = parse_retry_after(headers) if status in (429, 503) else None
         ra = ra if ra is not None else body.retry_delay()

@@ -129,6 +129,8 @@ def test_llama_cpp_context_overflow_is_a_per_item_error() -> None:
                                  "(8192 tokens), try increasing it", "type": "exceed_context_size_error",
                                  "n_prompt_tokens": 9000, "n_ctx": 8192}})
     assert classify_status(400, {}, body).kind == "item"
+    # the 500 of llama.cpp builds from 2025-09 (tests/replay/fixtures/llamacpp/err_500_exceed_context_size_pr15780)
+    assert classify_status(500, {}, body).kind == "item"
 
 
 @pytest.mark.parametrize("body,message", [
