@@ -161,3 +161,21 @@ def test_insufficient_quota_stops_at_once(tmp_path):
     assert code == 3, out
     assert n_requests == 1  # not retried, and no other item sent
     assert "You exceeded your current quota" in last_line(out)
+
+
+def test_retry_truncated_reasks_only_the_cut_answers_with_a_larger_budget(tmp_path):
+    # answers are cut off while the token limit is below 1000 (half the items, by prompt hash)
+    with ReplayServer(truncate_fraction=0.5, truncate_below=1000) as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", "--max-tokens", "200", limit=6)
+        assert code == 0, out
+        n_cut = summary(tmp_path / "run")["n_truncated"]
+        first = len(srv.log)
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", "--max-tokens", "2000",
+                             "--retry-truncated", limit=6)
+        again = srv.log[first:]
+    assert code == 0, out
+    assert 0 < n_cut < 6
+    assert len(again) == n_cut and not any(e["truncated"] for e in again)
+    assert {e["body"].get("max_completion_tokens", e["body"].get("max_tokens")) for e in again} == {2000}
+    assert summary(tmp_path / "run")["n_truncated"] == 0
+    assert not any(r["truncated"] for r in records(tmp_path / "run"))
