@@ -245,7 +245,9 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if self._res is not None and self._res.loop is loop:
             return self._res
-        self._res = _Resources(  # a transport of another (finished) loop is simply dropped
+        if self._res is not None and (abandon := getattr(self._res.transport, "abandon", None)) is not None:
+            abandon()  # the transport of another (finished) loop
+        self._res = _Resources(
             loop=loop,
             transport=self.transport_factory(self.endpoint.base_url, concurrency=self.concurrency,
                                              connect_timeout=min(10.0, self.timeout_s), read_timeout=self.timeout_s,
@@ -261,7 +263,9 @@ class LLMClient:
         self.retries.flush(self.endpoint.describe())
         res, self._res = self._res, None
         if res is not None and res.loop is asyncio.get_running_loop():
-            await res.transport.aclose()  # a transport of another (finished) loop is simply dropped
+            await res.transport.aclose()
+        elif res is not None and (abandon := getattr(res.transport, "abandon", None)) is not None:
+            abandon()  # a transport of another (finished) loop is simply dropped
 
     async def __aenter__(self) -> LLMClient:
         return self

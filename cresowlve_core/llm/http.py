@@ -295,6 +295,13 @@ class AiohttpTransport:
         if session is not None:
             await session.close()
 
+    def abandon(self) -> None:
+        """Forget the session of an event loop that has finished (no I/O is possible there any
+        more): its sockets close when collected, without aiohttp's "unclosed session" warnings."""
+        session, self._session = self._session, None
+        if session is not None and session.connector is not None:
+            session.connector._closed = True
+
     async def post(self, target: str, headers: dict[str, str], body: bytes) -> Response:
         url = self._urls.get(target)
         if url is None:
@@ -304,7 +311,7 @@ class AiohttpTransport:
             try:
                 return await self._exchange(session, url, headers, body)
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-                stale = getattr(exc, "cresowlve_reused", False) and getattr(exc, "cresowlve_no_bytes", False)
+                stale = _flag(exc, "cresowlve_reused", False) and _flag(exc, "cresowlve_no_bytes", False)
                 if stale and not fresh_retry and not isinstance(exc, aiohttp.ClientConnectorError):
                     continue  # closed by the server while idle: it never saw this request
                 raise await self._translate(exc) from None
@@ -398,14 +405,16 @@ class AiohttpTransport:
                 return ConnectFailed(f"connection refused by {where}", refused=True)
             return ConnectFailed(f"cannot connect to {where} ({exc.os_error.strerror or exc.os_error})")
         if isinstance(exc, (aiohttp.SocketTimeoutError, TimeoutError)):
-            no_bytes = getattr(exc, "cresowlve_no_bytes", False)
+            no_bytes = _flag(exc, "cresowlve_no_bytes", False)
             return ReadTimeout(f"no {'answer' if no_bytes else 'complete answer'} from {where} within "
                                f"{self.read_timeout:g} s", no_answer=no_bytes)
-        no_bytes = getattr(exc, "cresowlve_no_bytes", False)
-        if no_bytes and getattr(exc, "cresowlve_reused", True) is False and await self._speaks_tls():
+        no_bytes = _flag(exc, "cresowlve_no_bytes", False)
+        fresh = _flag(exc, "cresowlve_reused", True) is False
+        garbled = isinstance(exc, aiohttp.ClientResponseError) and exc.status == 400  # not HTTP at all
+        if fresh and (no_bytes or garbled) and await self._speaks_tls():
             return ConnectFailed(f"{where} speaks TLS but the base URL says http://: use https://", tls=True)
         if isinstance(exc, aiohttp.ServerDisconnectedError):
-            if self.proxy and self.scheme == "https" and not hasattr(exc, "cresowlve_no_bytes"):
+            if self.proxy and self.scheme == "https" and _flag(exc, "cresowlve_no_bytes", None) is None:
                 return ProtocolFailure(f"the proxy {self.proxy} closed the tunnel to {where} without an answer",
                                        no_answer=True)
             return ProtocolFailure(f"{where}{self._via()} closed the connection "
@@ -419,6 +428,14 @@ class AiohttpTransport:
             first = str(exc.message).splitlines()[0][:120]
             return ProtocolFailure(f"not a valid HTTP answer from {where} ({first})")
         return ProtocolFailure(f"broken answer from {where} ({type(exc).__name__}: {str(exc)[:200]})")
+
+
+def _flag(exc: BaseException, name: str, default: Any) -> Any:
+    """A flag set by :class:`_StrictResponseHandler` on ``exc`` or on the exception it wraps."""
+    for e in (exc, exc.__cause__, exc.__context__):
+        if e is not None and hasattr(e, name):
+            return getattr(e, name)
+    return default
 
 
 def _ssl_reason(exc: BaseException) -> str:

@@ -42,6 +42,10 @@ class ClientOptions(BaseModel):
     backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles per attempt, jittered")
     down_after: int = Field(5, ge=1, description="consecutive dead-endpoint signs (refused, DNS, connect timeout, "
                             "non-JSON/HTML answers) that stop the run; the first three before any answer stop at once")
+    down_window_s: float = Field(10.0, ge=0, description="connection-level silence (accepted then closed, no "
+                                 "first byte in time) stops the run only after down_after signs spanning this long")
+    first_byte_timeout_s: float | None = Field(None, gt=0, description="give up an attempt when no byte of the "
+                                               "answer arrives within this (None: timeout_s); counts as a dead sign")
     provider: str | None = Field(None, description="provider profile (llm/profiles.py: openai, azure, gemini, "
                                  "openrouter, vllm, llama-cpp, ollama, generic): what is sent and how the answer is "
                                  "read; None: detected from the base URL's host")
@@ -102,6 +106,8 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
         backoff_base_s=options.backoff_base_s,
         deadline_s=options.deadline_s,
         down_after=options.down_after,
+        down_window_s=options.down_window_s,
+        first_byte_timeout_s=options.first_byte_timeout_s,
     )
 
 
