@@ -139,9 +139,10 @@ SHAPES = [
     # billing exhausted: retrying cannot help, the run stops at once
     ("openai/err_429_insufficient_quota", "fatal", "You exceeded your current quota"),
     ("openai/err_429_insufficient_quota_docs_link", "fatal", "You exceeded your current quota"),
-    # llama.cpp's context overflow, in both wordings, fails one item
+    # llama.cpp's context overflow, in both wordings and as the 500 of PR #15780's builds, fails one item
     ("llamacpp/err_400_exceed_context_size", "item", "request (8708 tokens) exceeds the available context size (8192 tokens)"),
     ("llamacpp/err_400_exceed_context_size_older_wording", "item", "the request exceeds the available context size."),
+    ("llamacpp/err_500_exceed_context_size_pr15780", "item", "the request exceeds the available context size."),
 ]
 
 
@@ -163,7 +164,6 @@ def test_every_error_fixture_has_an_expectation():
 #: error fixtures whose class the issue does not state (kept for the replay server and the record)
 NOT_ASSERTED = {
     "gemini/err_501_unimplemented_list": "a 5xx that cannot succeed (wrong base URL); the issue states no class",
-    "llamacpp/err_500_exceed_context_size_pr15780": "the overflow as a 500 (llama.cpp builds of PR #15780)",
 }
 
 
