@@ -179,3 +179,26 @@ def test_retry_truncated_reasks_only_the_cut_answers_with_a_larger_budget(tmp_pa
     assert {e["body"].get("max_completion_tokens", e["body"].get("max_tokens")) for e in again} == {2000}
     assert summary(tmp_path / "run")["n_truncated"] == 0
     assert not any(r["truncated"] for r in records(tmp_path / "run"))
+
+
+def test_azure_sends_the_key_in_api_key_and_a_content_filter_fails_one_item(tmp_path):
+    with ReplayServer(content_filter_fraction=0.5) as srv:  # half the prompts (by hash) hit the recorded filter 400
+        code, out = run_eval(srv, "azure", tmp_path / "run", "--model", "gpt-4o", limit=6)
+        sent = srv.requests("azure")
+    filtered = [e["rule"] == "content filter (scenario)" for e in sent]
+    assert 0 < sum(filtered) < len(sent)
+    assert code == 1, out
+    assert all(e["headers"].get("api-key") == "<redacted>" and "authorization" not in e["headers"] for e in sent)
+    recs = records(tmp_path / "run")
+    assert [r["status"] for r in recs] == ["error" if f else "ok" for f in filtered]
+    assert all("content management policy" in r["error"] for r in recs if r["status"] == "error")
+
+
+def test_vllm_effort_goes_as_the_template_switch_and_reasoning_content_is_kept(tmp_path):
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "vllm", tmp_path / "run", "--model", "Qwen/Qwen3-8B", "--effort", "high")
+        sent = srv.requests("vllm")
+    assert code == 0, out
+    assert all(e["body"]["chat_template_kwargs"] == {"enable_thinking": True} for e in sent)
+    assert all("reasoning_effort" not in e["body"] for e in sent)
+    assert all(r["thoughts"].startswith("Replay reasoning") for r in records(tmp_path / "run"))
