@@ -1,7 +1,10 @@
 """Data-contamination tests (CresOWLve App. A, and past it).
 
 * :func:`rouge_l` — ROUGE-L F1 on words that works for Cyrillic (public API), :func:`prefix_match`;
-* :mod:`~cresowlve_core.contamination.select` — target set (right in Ru, wrong in En) and controls;
+* :mod:`~cresowlve_core.contamination.select` — target set (right in Ru, wrong in En) and controls,
+  one metric per configuration for both languages;
+* :mod:`~cresowlve_core.contamination.itemstats` — the tests' statistics, the item as the unit
+  (``MIN_ITEMS``, BCQ majorities, difficulty-matched differences);
 * :mod:`~cresowlve_core.contamination.perturb` — three word-level perturbations per question;
 * :mod:`~cresowlve_core.contamination.quiz` — bias detector and bias compensator quizzes;
 * :mod:`~cresowlve_core.contamination.completion` — the guided/general completion test;

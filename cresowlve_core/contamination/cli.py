@@ -9,11 +9,9 @@ from typing import Any
 
 
 def cmd_contamination_run(a: argparse.Namespace) -> int:
-    import pandas as pd
-
     from cresowlve_core.banners import banner_text
     from cresowlve_core.contamination.pipeline import Role, run_contamination
-    from cresowlve_core.contamination.verdict import verdict_table
+    from cresowlve_core.contamination.verdict import verdict_lines, verdict_table
 
     if a.quiz_base_url is None or a.perturber_base_url is None:
         print(banner_text("embedded"), file=sys.stderr)
@@ -26,9 +24,8 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     if not c.results:
         print("no configuration with paired En and Ru runs: nothing to test", file=sys.stderr)
         return 0
-    with pd.option_context("display.width", 200, "display.max_colwidth", 80):
-        for r in c.results:
-            print(verdict_table(r).drop(columns=["config"]).round(4).to_string(index=False))
+    for r in c.results:
+        print(f"== {r.config}\n" + "\n".join(verdict_lines(verdict_table(r))))
     stopped = [s for r in c.results for s in r.stopped]
     if stopped:
         print(f"stopped early: {'; '.join(stopped)}; finished work is kept, run again to resume", file=sys.stderr)

@@ -4,8 +4,10 @@ Each question is cut at a seeded word position into a prefix and a suffix; a que
 than ``min_words`` words is reported as too short. The model continues the prefix in *guided*
 mode (told the text is a db.chgk.info question) and in *general* mode (just "continue"). The
 continuation is scored against the true suffix by ROUGE-L F1 on words and by an exact match of the
-first ``k`` words. Guided ≫ general on the target set, and not on the controls, is the
-memorisation signal. Both modes are one ``map_with_resume`` run.
+first ``k`` words. The memorisation signal is a difference in differences: the per-item gain
+guided − general on the target set minus the same on the ``wrong_both`` control, matched on
+difficulty (:mod:`~cresowlve_core.contamination.verdict`), so how predictable a set's questions are
+cancels out. Both modes are one ``map_with_resume`` run.
 """
 
 from __future__ import annotations
@@ -123,20 +125,6 @@ def paired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int =
         return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}
     low, high = percentile_interval(bootstrap_means(d, n_boot, stable_seed(seed, "paired", key)))
     return {"diff": float(d.mean()), "low": low, "high": high, "n": int(d.size)}
-
-
-def unpaired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
-                  key: str = "") -> dict[str, float]:
-    """``mean(x) - mean(y)`` for two independent samples, each resampled on its own."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    x, y = x[~np.isnan(x)], y[~np.isnan(y)]
-    if x.size == 0 or y.size == 0:
-        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": int(min(x.size, y.size))}
-    reps = (bootstrap_means(x, n_boot, stable_seed(seed, "x", key))
-            - bootstrap_means(y, n_boot, stable_seed(seed, "y", key)))
-    low, high = percentile_interval(reps)
-    return {"diff": float(x.mean() - y.mean()), "low": low, "high": high, "n": int(x.size + y.size)}
 
 
 def completion_table(records: pd.DataFrame) -> pd.DataFrame:

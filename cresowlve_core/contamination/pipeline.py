@@ -53,6 +53,10 @@ class ConfigResult:
     stopped: list[str] = field(default_factory=list)
     # every reason a question is not quizzable, one row per reason and rewrite (rewrite 0: the whole reply)
     rejections: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REJECTION_COLUMNS))
+    # the tested items (id, set, difficulty) and the metric the sets were formed by, with judge coverage
+    items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["id", "set", "difficulty"]))
+    basis: str = "em_strict"
+    judge_coverage: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -213,7 +217,9 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
     set_counts = {s: int(counts.get(s, 0)) for s in SETS}
     return ConfigResult(config, set_counts, pd.DataFrame(bad, columns=["set", "id", "reason"]), too_short, bdq_df,
                         bdq_counts, non_pref, truly, bcq_df, comp_df, int(len(members)), stopped,
-                        pd.DataFrame(rejected, columns=REJECTION_COLUMNS))
+                        pd.DataFrame(rejected, columns=REJECTION_COLUMNS), members[["id", "set", "difficulty"]],
+                        str(counts.get("basis", "em_strict")),
+                        {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")})
 
 
 def _rejections(rec: dict[str, Any] | None, question: str) -> list[Rejection]:

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
@@ -32,7 +33,6 @@ PROMPT = "contamination_quiz"
 LETTERS = ("A", "B", "C", "D")
 PLACEABLE = ("A", "B", "C")
 NONE_OPTION = "None of the provided options."
-CHANCE = 0.25
 MAX_PARSE_CHARS = 4_000
 _LEAD = re.compile(r"^[\s*_`\"'«“(\[]*(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*(?:is)?\s*"
                    r"[:：\-]?\s*)?[\s*_`\"'«“(\[]*([A-D])(?![A-Za-z0-9])", re.I)
@@ -187,22 +187,31 @@ def accuracy_test(k: int, n: int, chance: float = CHANCE) -> dict[str, Any]:
     return {"k": int(k), "n": int(n), "accuracy": k / n, "low": float(low), "high": float(high), "p": float(p)}
 
 
-def bcq_table(records: pd.DataFrame, n_repeats: int) -> pd.DataFrame:
-    """Per set and repeat (and ``mean`` over repeats): accuracy, Wilson CI, binomial p vs 25%,
-    invalid count. The ``mean`` row pools the repeats' counts; its test treats the repeats as
-    independent draws, which they are not quite (same items), so read its p-value as indicative."""
-    rows = []
+def bcq_table(records: pd.DataFrame, n_repeats: int, min_items: int = MIN_ITEMS) -> pd.DataFrame:
+    """Per set: accuracy in each repeat (k of n items, Wilson 95% CI; descriptive), then one
+    ``items`` row, the test over items: ``k`` of ``n`` items right in a majority of their repeats,
+    its Wilson CI and the exact one-sided binomial p against 25% (:func:`~cresowlve_core.contamination.
+    itemstats.majority_test`), ``mean_item_accuracy`` beside it. Repeats are never pooled as
+    independent trials (they share the items). With fewer than ``min_items`` items p is not given
+    and ``test`` says so. Invalid answers count as wrong."""
+    cols = ["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid", "mean_item_accuracy", "test"]
     if records.empty:
-        return pd.DataFrame(columns=["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid"])
+        return pd.DataFrame(columns=cols)
+    rows = []
+    items = bcq_items(records)
     for s, part in records.groupby("set", sort=True):
         for r in range(n_repeats):
             rep = part[part["repeat"] == r]
             k = int((rep["choice"] == rep["correct"]).sum())
-            rows.append({"set": s, "repeat": str(r + 1), **accuracy_test(k, len(rep)),
-                         "invalid": int(rep["choice"].isna().sum())})
-        k = int((part["choice"] == part["correct"]).sum())
-        mean = accuracy_test(k, len(part))
-        accs = [x["accuracy"] for x in rows if x["set"] == s and x["repeat"] != "mean"]
-        mean["accuracy"] = float(np.nanmean(accs)) if accs and not all(np.isnan(accs)) else float("nan")
-        rows.append({"set": s, "repeat": "mean", **mean, "invalid": int(part["choice"].isna().sum())})
-    return pd.DataFrame(rows)
+            a = accuracy_test(k, len(rep))
+            rows.append({"set": s, "repeat": str(r + 1), "k": a["k"], "n": a["n"], "accuracy": a["accuracy"],
+                         "low": a["low"], "high": a["high"], "p": float("nan"),
+                         "invalid": int(rep["choice"].isna().sum()), "mean_item_accuracy": float("nan"),
+                         "test": "descriptive (one repeat)"})
+        m = majority_test(items[items["set"] == s])
+        few = too_few(m["n"], min_items=min_items)
+        rows.append({"set": s, "repeat": "items", "k": m["k"], "n": m["n"], "accuracy": m["share"], "low": m["low"],
+                     "high": m["high"], "p": float("nan") if few else m["p"], "invalid": int(part["choice"].isna().sum()),
+                     "mean_item_accuracy": m["mean_accuracy"],
+                     "test": few or "items right in a majority of repeats: exact binomial vs 25%, one-sided"})
+    return pd.DataFrame(rows, columns=cols)

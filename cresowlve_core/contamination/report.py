@@ -1,21 +1,89 @@
-"""The sections of ``notebooks/05_contamination.ipynb``: each displays and returns a JSON summary."""
+"""The sections of ``notebooks/05_contamination.ipynb``: each displays and returns a JSON summary.
+
+Every section opens, per configuration, with its population: the metric the sets were formed by
+(with judge coverage in both languages), the size of each set and the floor of items below which
+nothing is tested. Tables show ``–`` for a missing value, never ``nan`` or ``None``; recorded
+values carry ``None`` (JSON null) there, never a float NaN.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.completion import completion_table, guided_vs_general
+from cresowlve_core.contamination.itemstats import MIN_ITEMS, too_few
 from cresowlve_core.contamination.pipeline import ConfigResult, Contamination
 from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
-from cresowlve_core.contamination.select import SET_LABELS, SETS
+from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.verdict import verdict_table
-from cresowlve_core.errors.report import jsonable, say, show
+from cresowlve_core.errors.report import say, show
+
+MISSING = "–"
+
+
+def clean(value: Any) -> Any:
+    """A JSON-safe copy: NaN/inf → None, numpy scalars → Python, tuples → lists (recursively)."""
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean(v) for v in value]
+    if isinstance(value, pd.DataFrame):
+        return [clean(r) for r in value.to_dict(orient="records")]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def format_p(p: Any) -> str:
+    """A p-value for reading: ``–`` when missing, ``< 0.0001`` below it, else 3 significant digits."""
+    if p is None or (isinstance(p, float) and not math.isfinite(p)):
+        return MISSING
+    return "< 0.0001" if p < 1e-4 else f"{p:.3g}"
+
+
+def _cell(v: Any, digits: int) -> str:
+    if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
+        return MISSING
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if isinstance(v, float | np.floating):
+        return f"{float(v):.{digits}f}"
+    return str(v)
+
+
+def table(df: pd.DataFrame, digits: int = 3, p_columns: tuple[str, ...] = ("p",)) -> Any:
+    """A frame for display: numbers rounded, p-values via :func:`format_p`, ``–`` for missing
+    values, booleans as yes/no, no index."""
+    out = pd.DataFrame({c: [format_p(v) if c in p_columns else _cell(v, digits) for v in df[c]] for c in df.columns})
+    return out.style.hide(axis="index")
+
+
+def population(c: Contamination, r: ConfigResult) -> dict[str, Any]:
+    """Say (and return) the population of one configuration's tests."""
+    cov = {lg: r.judge_coverage.get(lg, float("nan")) for lg in ("en", "ru")}
+    sizes = {s: int(r.counts.get(s, 0)) for s in SETS}
+    tested = r.items["set"].value_counts().to_dict() if not r.items.empty else {}
+    tested = {s: int(tested.get(s, 0)) for s in SETS}
+    few = too_few(*tested.values())
+    say(f"**{r.config}** — questions in {c.lang}; sets by {basis_text(r.basis, cov['en'], cov['ru'], COVERAGE_THRESHOLD)}. "
+        + ", ".join(f"{s}: {tested[s]} tested of {sizes[s]}" for s in SETS)
+        + f". At least {MIN_ITEMS} items per set are needed for a test" + (f" ({few})." if few else "."))
+    return clean({"basis": r.basis, "judge_coverage": cov, "set_sizes": sizes, "tested": tested,
+                  "min_items": MIN_ITEMS})
 
 
 def sets_section(c: Contamination) -> dict[str, Any]:
-    """Where the runs came from and the size of the target and control sets per configuration."""
+    """Where the runs came from, the metric each configuration's sets were formed by (judge
+    coverage per language) and the size of the target and control sets."""
     say(c.source)
     for n in c.notes:
         say(f"- {n}")
@@ -23,10 +91,18 @@ def sets_section(c: Contamination) -> dict[str, Any]:
     if c.set_counts.empty:
         say("**Nothing to analyse**: no configuration has paired En and Ru runs.")
         return {"configs": []}
-    show(c.set_counts.rename(columns=SET_LABELS))
-    say("`ru_wrong_en_right` and `unknown` (no verdict in one language) go into no set; `unpaired`: items run in one "
-        "language only.")
-    return {"configs": jsonable(c.set_counts)}
+    for row in c.set_counts.itertuples(index=False):
+        say(f"**{row.config}**: sets by {basis_text(row.basis, row.judge_coverage_en, row.judge_coverage_ru)}.")
+    shown = c.set_counts.assign(judge_coverage_en=100 * c.set_counts["judge_coverage_en"],
+                                judge_coverage_ru=100 * c.set_counts["judge_coverage_ru"])
+    show(table(shown.rename(columns={**SET_LABELS, "judge_coverage_en": "judge coverage En %",
+                                     "judge_coverage_ru": "judge coverage Ru %"}), digits=1))
+    say("One metric per configuration for both languages: the LLM judge where it scored at least "
+        f"{100 * COVERAGE_THRESHOLD:.0f}% of the items in En *and* Ru (errored items count against it), else strict "
+        "exact match. `ru_wrong_en_right`, `unknown` (no value in one language), `no_answer` (the model errored in one "
+        "language) go into no set; `unpaired`: items run in one language only. "
+        f"A test needs at least {MIN_ITEMS} items in every set it uses.")
+    return {"configs": clean(c.set_counts), "min_items": MIN_ITEMS}
 
 
 def perturbation_section(c: Contamination) -> dict[str, Any]:
@@ -34,15 +110,16 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
     reasons counted (per rewrite: one rewrite can be rejected for several reasons)."""
     out = {}
     for r in c.results:
+        pop = population(c, r)
         n_bad = len(r.not_quizzable)
         n_all = r.n_tested
-        say(f"**{r.config}**: {n_all - n_bad} of {n_all} tested questions have four distinct options; "
+        say(f"{n_all - n_bad} of {n_all} tested questions have four distinct options; "
             f"{n_bad} reported below.")
         counts = rejection_counts(r.rejections)
         if n_bad:
-            show(counts)
-            show(r.not_quizzable)
-        out[r.config] = {"quizzable": n_all - n_bad, "not_quizzable": n_bad,
+            show(table(counts))
+            show(table(r.not_quizzable))
+        out[r.config] = {"population": pop, "quizzable": n_all - n_bad, "not_quizzable": n_bad,
                          "rejections": {row.kind: int(row.rejections) for row in counts.itertuples()},
                          "questions_by_reason": {row.kind: int(row.questions) for row in counts.itertuples()}}
     if not c.results:
@@ -74,11 +151,16 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
     the questions left out for want of four distinct options, with the reason."""
     out = {}
     for r in c.results:
+        pop = population(c, r)
         n = len(r.bdq)
         counts = {k: r.bdq_counts.get(k, 0) for k in (*LETTERS, "invalid")}
         gof = uniform_gof(r.bdq_counts)
-        say(f"**{r.config}** (N = {n}): " + ", ".join(f"'{k}': {v}" for k, v in counts.items())
-            + f". χ² vs uniform = {gof['chi2']:.2f}, p = {gof['p']:.3g} (n valid = {gof['n_valid']}). "
+        few = too_few(int(gof["n_valid"]))
+        chi = (f"χ² vs uniform: {few}" if few or not gof["n_valid"] else
+               f"χ² vs uniform = {gof['chi2']:.2f}, p = {format_p(gof['p'])}")
+        say(f"BDQ over all quizzed items of the three sets (N = {n}): "
+            + ", ".join(f"'{k}': {v}" for k, v in counts.items())
+            + f". {chi} (n valid = {gof['n_valid']}). "
             f"Non-preferred (chosen < N/4 = {n / 4:.1f}): **{', '.join(r.non_preferred) or 'none'}**"
             + ("" if r.truly_non_preferred or not n else " — none below N/4, the least chosen is used"))
         if n:
@@ -88,55 +170,72 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
             show(alt.Chart(df).mark_bar().encode(x=alt.X("position:N", sort=None), y="count:Q",
                                                  tooltip=["position", "count"]).properties(
                 width=260, height=160, title=f"BDQ choices — {r.config}"))
-        out[r.config] = {"N": n, "counts": counts, "non_preferred": r.non_preferred, "chi2": gof["chi2"],
-                         "p": gof["p"], "not_quizzed": not_quizzed_note(r, "BDQ")}
+        out[r.config] = clean({"population": pop, "N": n, "counts": counts, "non_preferred": r.non_preferred,
+                               "chi2": gof["chi2"], "p": None if few else gof["p"],
+                               "not_quizzed": not_quizzed_note(r, "BDQ")})
     return out
 
 
 def bcq_section(c: Contamination) -> dict[str, Any]:
-    """The bias compensator quiz: accuracy per repeat and their mean, binomial test vs 25%, Wilson CI;
-    the questions left out for want of four distinct options, with the reason."""
+    """The bias compensator quiz: accuracy per repeat (descriptive) and the test over items
+    (majorities, exact binomial vs 25%), Wilson CIs; the questions left out, with the reason."""
     out = {}
     for r in c.results:
+        pop = population(c, r)
         t = bcq_table(r.bcq, c.n_repeats)
-        say(f"**{r.config}**: original at a non-preferred position ({', '.join(r.non_preferred) or 'none'}), "
-            f"{c.n_repeats} repeats. p: exact one-sided binomial test against 25%; invalid answers count as wrong.")
+        say(f"Original at a non-preferred position ({', '.join(r.non_preferred) or 'none'}), {c.n_repeats} repeats. "
+            "Each repeat's accuracy is descriptive; the test is over **items**: those right in a majority of their "
+            "repeats, exact one-sided binomial test against 25% (H0: the quiz's chance rate), Wilson 95% CI. "
+            "Invalid answers count as wrong.")
         not_quizzed = not_quizzed_note(r, "BCQ")
         if t.empty:
             say("No BCQ answers.")
         else:
-            show(t.assign(set=t["set"].map(lambda s: SET_LABELS.get(s, s))).round(3))
-        out[r.config] = {"table": jsonable(t), "not_quizzed": not_quizzed}
+            show(table(t.assign(set=t["set"].map(lambda s: SET_LABELS.get(s, s)))))
+        out[r.config] = {"population": pop, "table": clean(t), "not_quizzed": clean(not_quizzed)}
     return out
 
 
 def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """ROUGE-L and exact first-words match per set and mode; guided − general per set."""
+    """ROUGE-L and exact first-words match per set and mode; guided − general per set (paired
+    bootstrap over items). The difference in differences is in the verdict."""
     out: dict[str, Any] = {}
     for r in c.results:
+        pop = population(c, r)
         t = completion_table(r.completions)
         if r.too_short:
-            say(f"**{r.config}**: {len(r.too_short)} question(s) too short to cut: {', '.join(r.too_short)}")
+            say(f"{len(r.too_short)} question(s) too short to cut: {', '.join(r.too_short)}")
         if t.empty:
-            say(f"**{r.config}**: no completions.")
-            out[r.config] = {"table": [], "guided_minus_general": {}}
+            say("No completions.")
+            out[r.config] = {"population": pop, "table": [], "guided_minus_general": {}}
             continue
-        say(f"**{r.config}**: mean ROUGE-L F1 (words) and share of continuations whose first words match exactly.")
-        show(t.round(3))
+        say("Mean ROUGE-L F1 (words) and share of continuations whose first words match exactly, per set and mode.")
+        show(table(t))
         diffs = {s: guided_vs_general(r.completions, s, n_boot=n_boot, seed=seed) for s in SETS}
-        show(pd.DataFrame([{"set": SET_LABELS[s], **d} for s, d in diffs.items()]).round(3))
-        out[r.config] = {"table": jsonable(t), "guided_minus_general": diffs}
+        say(f"Guided − general ROUGE-L per set: mean over items, paired percentile bootstrap 95% CI over items "
+            f"({n_boot} resamples, seed {seed}). The verdict compares these gains between the target and the "
+            "`wrong_both` control (difference in differences, matched on difficulty).")
+        show(table(pd.DataFrame([{"set": SET_LABELS[s], "n": d["n"], "guided − general": d["diff"], "low": d["low"],
+                                  "high": d["high"]} for s, d in diffs.items()])))
+        out[r.config] = {"population": pop, "table": clean(t), "guided_minus_general": clean(diffs)}
     return out
 
 
 def verdict_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The verdict table per configuration."""
+    """The verdict table per configuration, with the sets each test compares."""
     out = {}
+    say(f"Bootstrap intervals: {n_boot} resamples over items (within difficulty level and set), seed {seed}; "
+        f"permutation p-values: {n_boot} shuffles of the set labels within difficulty level, same seed. "
+        f"No test with fewer than {MIN_ITEMS} items in a set it uses.")
     for r in c.results:
         v = verdict_table(r, n_boot=n_boot, seed=seed)
         say(f"### {r.config}" + (f" — **stopped early**: {'; '.join(r.stopped)}" if r.stopped else ""))
-        show(v.drop(columns=["config"]).round(4).style.hide(axis="index"))
-        out[r.config] = {"overall": v.iloc[-1]["reading"], "rows": jsonable(v)}
+        pop = population(c, r)
+        last = v.iloc[-1]
+        say(f"**Verdict: {last['reading']}.** Compares {last['sets']}.")
+        show(table(v.drop(columns=["config"])))
+        out[r.config] = {"overall": last["reading"], "compares": last["sets"], "population": pop,
+                         "n_boot": n_boot, "seed": seed, "rows": clean(v)}
     if not c.results:
         say("No configuration was tested.")
     return out

@@ -2,19 +2,30 @@
 
 The target set of a configuration is the items it answered right in Russian but wrong in
 English (paper App. A: 580 items for Gemini-3.1-Pro); the control sets are the items wrong in
-both languages and right in both. Correctness follows the analysis's per-item rule (judge where
-scored, else strict EM; :func:`cresowlve_core.analysis.paired.correctness`), as does
-:func:`cresowlve_core.analysis.paired.en_ru_items` with ``metric="judge_else_em"``; here the sets
-of every configuration come with their counts and the basis of each member. An item whose
-correctness is unknown in either language is counted as ``unknown`` and goes into no set.
+both languages and right in both.
+
+**One metric per configuration, for both languages** (the *basis* of its sets): the LLM judge
+when its coverage reaches ``coverage_threshold`` (default 90 %, as in Table 1) in English *and*
+in Russian, else strict exact match in both. Coverage is the share of the run's items with a
+judge verdict on a real answer; errored items (no answer) count against it. Mixing metrics item
+by item would let the measurement decide the set: an item judged right in Russian but left
+unscored by the judge in English, then graded by strict EM there, would land in the target set
+because of how it was graded.
+
+An item with no value for the basis metric in either language is ``unknown``; an item the model
+did not answer (``status == "error"``) in either language is ``no_answer`` (an API failure is not a
+wrong answer); items right in En only, and items run in one language only (``unpaired``), are
+counted too. None of these goes into a set. Each member keeps its difficulty level (1–5, the
+paper's rating; NaN when unrated) so the controls can be matched on it.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import RunSet
-from cresowlve_core.analysis.paired import correctness
+from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 
 TARGET = "target"
 WRONG_BOTH = "wrong_both"
@@ -22,36 +33,68 @@ RIGHT_BOTH = "right_both"
 SETS = (TARGET, WRONG_BOTH, RIGHT_BOTH)
 SET_LABELS = {TARGET: "right in Ru, wrong in En", WRONG_BOTH: "wrong in both (control)",
               RIGHT_BOTH: "right in both (control)"}
+JUDGE, EM = "judge", "em_strict"
+MEMBER_COLUMNS = ["config", "model", "id", "set", "difficulty", "basis", "correct_en", "correct_ru"]
+COUNT_COLUMNS = ["config", "basis", "judge_coverage_en", "judge_coverage_ru", *SETS, "ru_wrong_en_right", "unknown",
+                 "no_answer", "unpaired"]
 
 
-def paired_sets(data: RunSet) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(members, counts)``: one row per (config, item) with its ``set``; and per config the
-    counts of each set, of En-only / Ru-only items and of unknown correctness."""
-    cols = ["config", "model", "id", "set", "correct_en", "correct_ru", "basis_en", "basis_ru"]
+def judge_coverage(run: pd.DataFrame) -> float:
+    """Share of a run's items (one config × language) with a judge verdict on a real answer;
+    errored items count against it. 0.0 for an empty run."""
+    if run.empty:
+        return 0.0
+    answered = run["status"].ne("error").to_numpy(bool)
+    scored = run["judge"].notna().to_numpy(bool) & answered
+    return float(scored.sum() / len(run))
+
+
+def set_basis(en: pd.DataFrame, ru: pd.DataFrame, threshold: float = COVERAGE_THRESHOLD) -> tuple[str, float, float]:
+    """``(basis, coverage_en, coverage_ru)``: the judge when its coverage reaches ``threshold``
+    in both languages, else strict EM in both."""
+    cov_en, cov_ru = judge_coverage(en), judge_coverage(ru)
+    return (JUDGE if cov_en >= threshold and cov_ru >= threshold else EM), cov_en, cov_ru
+
+
+def basis_text(basis: str, cov_en: float, cov_ru: float, threshold: float = COVERAGE_THRESHOLD) -> str:
+    """The basis in words, e.g. "LLM judge in both languages (coverage En 97%, Ru 95% ≥ 90%)"."""
+    cov = f"judge coverage En {100 * cov_en:.0f}%, Ru {100 * cov_ru:.0f}%"
+    if basis == JUDGE:
+        return f"LLM judge in both languages ({cov} ≥ {100 * threshold:.0f}%)"
+    return f"strict exact match in both languages ({cov}; the judge needs ≥ {100 * threshold:.0f}% in both)"
+
+
+def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``(members, counts)``: one row per (config, item) with its ``set``, ``difficulty`` and the
+    configuration's ``basis``; and per config its basis, judge coverage per language and the counts
+    of each set and of the items in no set (columns :data:`COUNT_COLUMNS`)."""
     if data.empty:
-        return pd.DataFrame(columns=cols), pd.DataFrame(columns=["config", *SETS, "ru_wrong_en_right", "unknown",
-                                                                 "unpaired"])
-    df = data.responses.join(correctness(data.responses))[["config", "model", "id", "lang", "correct", "basis"]]
-    members, counts = [], []
+        return pd.DataFrame(columns=MEMBER_COLUMNS), pd.DataFrame(columns=COUNT_COLUMNS)
+    df = data.responses
+    members: list[pd.DataFrame] = []
+    counts: list[dict[str, object]] = []
     for config, part in df.groupby("config", sort=True):
-        en = part[part["lang"] == "en"].set_index("id")
-        ru = part[part["lang"] == "ru"].set_index("id")
-        both = en.index.intersection(ru.index)
-        row = {"config": config, TARGET: 0, WRONG_BOTH: 0, RIGHT_BOTH: 0, "ru_wrong_en_right": 0, "unknown": 0,
+        en = part[part["lang"] == "en"].drop_duplicates("id", keep="last").set_index("id")
+        ru = part[part["lang"] == "ru"].drop_duplicates("id", keep="last").set_index("id")
+        basis, cov_en, cov_ru = set_basis(en, ru, coverage_threshold)
+        cols = ["status", basis, "difficulty", "model"]
+        both = en[cols].join(ru[cols], how="inner", lsuffix="_en", rsuffix="_ru").sort_index()
+        no_answer = (both["status_en"] == "error") | (both["status_ru"] == "error")
+        ce, cr = both[f"{basis}_en"], both[f"{basis}_ru"]
+        unknown = ~no_answer & (ce.isna() | cr.isna())
+        known = ~no_answer & ~unknown
+        label = pd.Series(np.select([(cr == 1) & (ce == 0), (cr == 0) & (ce == 0), (cr == 1) & (ce == 1)],
+                                    list(SETS), "ru_wrong_en_right"), index=both.index)[known]
+        tally = {s: int((label == s).sum()) for s in (*SETS, "ru_wrong_en_right")}
+        row = {"config": config, "basis": basis, "judge_coverage_en": cov_en, "judge_coverage_ru": cov_ru, **tally,
+               "unknown": int(unknown.sum()), "no_answer": int(no_answer.sum()),
                "unpaired": int(len(en.index.symmetric_difference(ru.index)))}
-        for item in sorted(both):
-            ce, cr = en.at[item, "correct"], ru.at[item, "correct"]
-            if pd.isna(ce) or pd.isna(cr):
-                row["unknown"] += 1
-                continue
-            s = (TARGET if cr == 1 and ce == 0 else WRONG_BOTH if cr == 0 and ce == 0
-                 else RIGHT_BOTH if cr == 1 and ce == 1 else None)
-            if s is None:
-                row["ru_wrong_en_right"] += 1
-                continue
-            row[s] += 1
-            members.append({"config": config, "model": en.at[item, "model"], "id": item, "set": s,
-                            "correct_en": ce, "correct_ru": cr, "basis_en": en.at[item, "basis"],
-                            "basis_ru": ru.at[item, "basis"]})
+        inset = label[label.isin(SETS)]
+        sel = both.loc[inset.index]
+        members.append(pd.DataFrame({
+            "config": config, "model": sel["model_en"].to_numpy(), "id": inset.index.astype(str), "set": inset.to_numpy(),
+            "difficulty": sel["difficulty_ru"].fillna(sel["difficulty_en"]).to_numpy(float), "basis": basis,
+            "correct_en": ce[inset.index].to_numpy(float), "correct_ru": cr[inset.index].to_numpy(float)}))
         counts.append(row)
-    return pd.DataFrame(members, columns=cols), pd.DataFrame(counts)
+    out = pd.concat(members, ignore_index=True) if members else pd.DataFrame(columns=MEMBER_COLUMNS)
+    return out[MEMBER_COLUMNS], pd.DataFrame(counts, columns=COUNT_COLUMNS)

@@ -1,9 +1,18 @@
-"""One verdict table per configuration: each test, its statistic, CI, p-value and a reading.
+"""One verdict table per configuration: each test, the sets it compares, n, statistic, CI, p, reading.
 
-A configuration is called *likely contaminated* only when two independent lines of evidence agree:
-the BCQ (the original is picked above chance *and* more often than on the wrong-in-both control)
-and the completion test (guided beats general on the target set *and* the target beats the
-control). One signal alone is reported as *inconclusive*, never as contamination.
+The item is the unit of every test (:mod:`~cresowlve_core.contamination.itemstats`). Two signals:
+
+* **quiz**: the target items' BCQ majorities beat the quiz's 25 % chance rate (exact binomial over
+  items) *and* the target's per-item BCQ accuracy beats the ``wrong_both`` control's, matched on
+  difficulty;
+* **completion**: a difference in differences, (guided − general ROUGE-L on the target) minus
+  (the same on ``wrong_both``), matched on difficulty, bootstrap over items.
+
+A signal with fewer than :data:`~cresowlve_core.contamination.itemstats.MIN_ITEMS` items in a set it
+uses says "too few items (n = k): not tested". A difference signals when its one-sided permutation
+p < 0.05 and its bootstrap interval lies above 0; an interval of zero width decides nothing (the
+p-value alone then decides). The configuration is *likely contaminated* only when both signals
+agree; one alone is *inconclusive*; none tested is *not tested*.
 """
 
 from __future__ import annotations
@@ -14,97 +23,198 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from cresowlve_core.contamination.completion import guided_vs_general, unpaired_diff
-from cresowlve_core.contamination.quiz import accuracy_test, uniform_gof
+from cresowlve_core.contamination.completion import guided_vs_general
+from cresowlve_core.contamination.itemstats import (
+    CHANCE,
+    MIN_ITEMS,
+    Matched,
+    bcq_items,
+    majority_test,
+    matched_diff,
+    too_few,
+    zero_width,
+)
+from cresowlve_core.contamination.quiz import uniform_gof
 from cresowlve_core.contamination.select import RIGHT_BOTH, TARGET, WRONG_BOTH
 from cresowlve_core.stats import wilson_interval
 
 ALPHA = 0.05
-COLUMNS = ["config", "test", "n", "statistic", "low", "high", "p", "signal", "reading"]
+COLUMNS = ["config", "test", "sets", "n", "n_control", "statistic", "low", "high", "p", "signal", "reading"]
+NAN = float("nan")
 
 
-def _row(config: str, test: str, n: float, stat: float, low: float, high: float, p: float, signal: bool | None,
-         reading: str) -> dict[str, Any]:
-    return {"config": config, "test": test, "n": int(n), "statistic": stat, "low": low, "high": high, "p": p,
-            "signal": signal, "reading": reading}
+def _row(config: str, test: str, sets: str, n: int, n_control: float, stat: float, low: float, high: float,
+         p: float, signal: bool | None, reading: str) -> dict[str, Any]:
+    return {"config": config, "test": test, "sets": sets, "n": int(n), "n_control": n_control, "statistic": stat,
+            "low": low, "high": high, "p": p, "signal": signal, "reading": reading}
 
 
-def _item_accuracy(bcq: pd.DataFrame, set_name: str) -> np.ndarray:
-    part = bcq[bcq["set"] == set_name]
+def _levels(res: Any) -> dict[str, float]:
+    items = getattr(res, "items", None)
+    if items is None or items.empty:
+        return {}
+    return dict(zip(items["id"].astype(str), items["difficulty"].astype(float), strict=True))
+
+
+def _matched_row(c: str, test: str, target: pd.Series, control: pd.Series, control_name: str, levels: dict[str, float],
+                 *, decides: bool, n_boot: int, seed: int, key: str, min_items: int, what: str) -> tuple[dict[str, Any], bool | None]:
+    """A difficulty-matched target − control row on per-item values (Series indexed by item id)."""
+    m: Matched = matched_diff(target.to_numpy(float), [levels.get(i, NAN) for i in target.index],
+                              control.to_numpy(float), [levels.get(i, NAN) for i in control.index],
+                              n_boot=n_boot, seed=seed, key=key)
+    sets = m.sets_text(TARGET, control_name)
+    few = too_few(m.n_target, m.n_control, min_items=min_items)
+    if few:
+        return _row(c, test, sets, m.n_target, m.n_control, m.diff, m.low, m.high, NAN, None, few), None
+    flat = zero_width(m.low, m.high)
+    sig = bool(m.p < ALPHA and (flat or m.low > 0))
+    reading = (f"{what}" if sig else "no difference shown") + (
+        "; interval of zero width (all items alike): the permutation p alone decides" if flat else "")
+    if not decides:
+        reading = "context, not part of the verdict: " + reading
+    return _row(c, test, sets, m.n_target, m.n_control, m.diff, m.low, m.high, m.p, sig if decides else None,
+                reading), (sig if decides else None)
+
+
+def _both(a: bool | None, b: bool | None) -> bool | None:
+    """Both must signal: False if either is False, None (not tested) if either is None."""
+    if a is False or b is False:
+        return False
+    if a is None or b is None:
+        return None
+    return True
+
+
+def _gains(comp: pd.DataFrame, set_name: str) -> pd.Series:
+    """Per item: guided − general ROUGE-L (items with both modes)."""
+    part = comp[comp["set"] == set_name] if not comp.empty else comp
     if part.empty:
-        return np.array([])
-    return part.assign(ok=(part["choice"] == part["correct"]).astype(float)).groupby("id")["ok"].mean().to_numpy()
+        return pd.Series(dtype=float)
+    wide = part.pivot_table(index="id", columns="mode", values="rouge_l", aggfunc="last")
+    if not {"guided", "general"} <= set(wide.columns):
+        return pd.Series(dtype=float)
+    wide = wide.dropna()
+    return wide["guided"] - wide["general"]
 
 
-def _mwu(x: np.ndarray, y: np.ndarray) -> float:
-    if len(x) == 0 or len(y) == 0:
-        return float("nan")
-    return float(sps.mannwhitneyu(x, y, alternative="greater").pvalue)
-
-
-def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int = MIN_ITEMS) -> pd.DataFrame:
     """The rows of one :class:`~cresowlve_core.contamination.pipeline.ConfigResult`, plus an
-    ``overall`` row."""
+    ``overall`` row (columns :data:`COLUMNS`)."""
     c = res.config
+    levels = _levels(res)
     rows = []
     gof = uniform_gof(res.bdq_counts)
     bdq_reading = ("no valid BDQ answers: the BCQ could not be placed" if not res.non_preferred else
                    f"non-preferred positions: {', '.join(res.non_preferred)}"
                    + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)"))
-    rows.append(_row(c, "BDQ position bias (χ² vs uniform)", gof["n_valid"], gof["chi2"], np.nan, np.nan, gof["p"], None,
-                     bdq_reading + "; calibrates the BCQ, not a contamination test"))
-    bcq = res.bcq
-    tgt = bcq[bcq["set"] == TARGET]
-    k = int((tgt["choice"] == tgt["correct"]).sum())
-    acc = accuracy_test(k, len(tgt))
-    above = bool(acc["n"] and acc["p"] < ALPHA)
-    rows.append(_row(c, "BCQ accuracy on target, all repeats (binomial vs 25%)", acc["n"], acc["accuracy"], acc["low"],
-                     acc["high"], acc["p"], above if acc["n"] else None,
-                     "no target items quizzed" if not acc["n"] else
-                     ("picks the original above chance" if above else "not above chance")))
-    ti = _item_accuracy(bcq, TARGET)
-    bcq_signal = above
+    n_valid = int(gof["n_valid"])
+    few = too_few(n_valid, min_items=min_items) if n_valid else None
+    rows.append(_row(c, "BDQ position bias (χ² vs uniform)", "all quizzed items (no original shown)", n_valid, NAN,
+                     gof["chi2"], NAN, NAN, NAN if few else gof["p"], None,
+                     bdq_reading + ("; χ² " + few if few else "") + "; calibrates the BCQ, not a contamination test"))
+
+    per_item = bcq_items(res.bcq)
+    tgt_items = per_item[per_item["set"] == TARGET]
+    maj = majority_test(tgt_items)
+    few = too_few(maj["n"], min_items=min_items)
+    maj_sig: bool | None = None if (few or not maj["n"]) else bool(maj["p"] < ALPHA)
+    n_rep = int(tgt_items["repeats"].max()) if maj["n"] else 0
+    desc = (f"{maj['k']} of {maj['n']} items right in a majority of their {n_rep} repeat(s) "
+            f"(mean per-item accuracy {maj['mean_accuracy']:.2f}); H0: {100 * CHANCE:.0f}% (the quiz's chance rate)")
+    rows.append(_row(c, "BCQ target: items right in a majority of repeats (exact binomial vs 25%)",
+                     f"{TARGET} (n = {maj['n']})", maj["n"], NAN, maj["share"], maj["low"], maj["high"],
+                     NAN if few else maj["p"], maj_sig,
+                     "no target items quizzed" if not maj["n"] else
+                     (few + "; " + desc if few else
+                      ("picks the original above chance: " if maj_sig else "not above chance: ") + desc)))
+    acc = per_item.set_index("id")["accuracy"] if not per_item.empty else pd.Series(dtype=float)
+    sets_of = per_item.set_index("id")["set"] if not per_item.empty else pd.Series(dtype=object)
+    bcq_diff_sig: bool | None = None
     for ctrl in (WRONG_BOTH, RIGHT_BOTH):
-        ci = _item_accuracy(bcq, ctrl)
-        d = unpaired_diff(ti, ci, n_boot=n_boot, seed=seed, key=f"bcq{ctrl}")
-        p = _mwu(ti, ci)
-        sig = bool(d["n"] and d["low"] > 0) if len(ti) and len(ci) else None
+        row, sig = _matched_row(c, f"BCQ per-item accuracy, target − {ctrl}", acc[sets_of == TARGET],
+                                acc[sets_of == ctrl], ctrl, levels, decides=ctrl == WRONG_BOTH, n_boot=n_boot,
+                                seed=seed, key=f"bcq-{ctrl}", min_items=min_items,
+                                what="target recognised more often than the control")
+        rows.append(row)
         if ctrl == WRONG_BOTH:
-            bcq_signal = bool(above and sig)
-        rows.append(_row(c, f"BCQ target − {ctrl} (per-item accuracy)", d["n"], d["diff"], d["low"], d["high"], p, sig,
-                         "needs both sets" if sig is None else
-                         ("target recognised more often than the control" if sig else "no difference shown")))
+            bcq_diff_sig = sig
+    quiz_signal = _both(maj_sig, bcq_diff_sig)
+
     comp = res.completions
-    g = guided_vs_general(comp, TARGET, n_boot=n_boot, seed=seed) if not comp.empty else {"n": 0}
-    gp = float("nan")
-    if g.get("n"):
-        wide = comp[comp["set"] == TARGET].pivot_table(index="id", columns="mode", values="rouge_l").dropna()
-        diffs = (wide["guided"] - wide["general"]).to_numpy()
-        gp = float(sps.wilcoxon(diffs, alternative="greater").pvalue) if np.any(diffs != 0) else 1.0
-    gsig = bool(g.get("n") and g["low"] > 0) if g.get("n") else None
-    rows.append(_row(c, "Completion guided − general ROUGE-L, target (paired)", g.get("n", 0), g.get("diff", np.nan),
-                     g.get("low", np.nan), g.get("high", np.nan), gp, gsig,
-                     "no target items" if gsig is None else
-                     ("the source name helps: memorisation signal" if gsig else "no guided advantage")))
-    guided = comp[comp["mode"] == "guided"] if not comp.empty else comp
-    tg = guided[guided["set"] == TARGET]["rouge_l"].to_numpy(dtype=float) if not comp.empty else np.array([])
-    cg = guided[guided["set"] == WRONG_BOTH]["rouge_l"].to_numpy(dtype=float) if not comp.empty else np.array([])
-    d = unpaired_diff(tg, cg, n_boot=n_boot, seed=seed, key="comp")
-    csig = bool(d["low"] > 0) if len(tg) and len(cg) else None
-    rows.append(_row(c, "Completion guided ROUGE-L, target − wrong_both", d["n"], d["diff"], d["low"], d["high"],
-                     _mwu(tg, cg), csig, "needs both sets" if csig is None else
-                     ("target continued better than the control" if csig else "no difference shown")))
-    if not comp.empty and len(tg):
-        kk = int(guided[guided["set"] == TARGET]["prefix_match"].sum())
-        lo, hi = wilson_interval(kk, len(tg))
-        rows.append(_row(c, "Exact first-words match, guided, target", len(tg), kk / len(tg), lo, hi, np.nan, None,
-                         f"{kk} of {len(tg)} continuations start with the true words"))
-    comp_signal = bool(gsig and csig)
-    n_signals = int(bcq_signal) + int(comp_signal)
-    tested = bool(len(tgt)) or bool(g.get("n"))
-    overall = ("not tested: no target item reached the quiz or the completion test" if not tested else
-               "likely contaminated: the quiz and the completion test agree" if n_signals == 2 else
-               "inconclusive: one test shows a signal, the other does not" if n_signals == 1 else
-               "no evidence of contamination from these tests (absence of evidence, small n is weak)")
-    rows.append(_row(c, "overall", len(ti), float(n_signals), np.nan, np.nan, np.nan, n_signals == 2, overall))
-    return pd.DataFrame(rows, columns=COLUMNS)
+    for s in (TARGET, WRONG_BOTH):
+        g = guided_vs_general(comp, s, n_boot=n_boot, seed=seed) if not comp.empty else {"n": 0}
+        n = int(g.get("n", 0))
+        gains = _gains(comp, s)
+        p = NAN
+        if n:
+            p = float(sps.wilcoxon(gains.to_numpy(), alternative="greater").pvalue) if np.any(gains != 0) else 1.0
+        few = too_few(n, min_items=min_items)
+        rows.append(_row(c, f"Completion guided − general ROUGE-L, {s} (paired)", f"{s} (n = {n})", n, NAN,
+                         g.get("diff", NAN), g.get("low", NAN), g.get("high", NAN), NAN if few else p, None,
+                         f"no {s} items completed" if not n else
+                         "context, not part of the verdict" + (f": {few}" if few else
+                                                               f"; Wilcoxon signed-rank p (one-sided) {p:.3g}")))
+    did_row, comp_signal = _matched_row(
+        c, "Completion guided − general ROUGE-L: target − wrong_both (difference in differences)",
+        _gains(comp, TARGET), _gains(comp, WRONG_BOTH), WRONG_BOTH, levels, decides=True, n_boot=n_boot, seed=seed,
+        key="completion-did", min_items=min_items,
+        what="the source name helps the target more than the control: memorisation signal")
+    rows.append(did_row)
+    guided = comp[(comp["mode"] == "guided") & (comp["set"] == TARGET)] if not comp.empty else comp
+    if len(guided):
+        kk, nn = int(guided["prefix_match"].sum()), len(guided)
+        lo, hi = wilson_interval(kk, nn)
+        rows.append(_row(c, "Exact first-words match, guided, target", f"{TARGET} (n = {nn})", nn, NAN, kk / nn,
+                         lo, hi, NAN, None, f"context: {kk} of {nn} continuations start with the true words"))
+
+    compared = did_row["sets"] if did_row["n"] else rows[2]["sets"]
+    n_target = max(maj["n"], len(_gains(comp, TARGET)))  # target items that reached a test
+    n_control = max(int((sets_of == WRONG_BOTH).sum()), len(_gains(comp, WRONG_BOTH)))
+    overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
+    n_signals = int(quiz_signal is True) + int(comp_signal is True)
+    rows.append(_row(c, "overall", compared, maj["n"], NAN, float(n_signals), NAN, NAN, NAN, signal, overall))
+    out = pd.DataFrame(rows, columns=COLUMNS)
+    out["n_control"] = out["n_control"].astype("Int64")
+    return out
+
+
+def _overall(quiz: bool | None, comp: bool | None, n_target: int, smallest: int,
+             min_items: int) -> tuple[str, bool | None]:
+    if quiz is None and comp is None:
+        if not n_target:
+            return "not tested: no target item reached the quiz or the completion test", None
+        return f"not tested: too few items (n = {smallest}; at least {min_items} per set)", None
+    if quiz and comp:
+        return "likely contaminated: the quiz and the completion test agree", True
+    parts = {"the quiz": quiz, "the completion test": comp}
+    shown = [k for k, v in parts.items() if v is True]
+    untested = [k for k, v in parts.items() if v is None]
+    if shown:
+        other = ("the other was not tested (too few items)" if untested else "the other does not")
+        return f"inconclusive: {shown[0]} shows a signal, {other}", False
+    if untested:
+        return (f"no evidence from {[k for k, v in parts.items() if v is False][0]}; {untested[0]} not tested "
+                "(too few items)"), False
+    return "no evidence of contamination from these tests (absence of evidence; with small n it is weak)", False
+
+
+def verdict_lines(v: pd.DataFrame) -> list[str]:
+    """A verdict table as plain text for a terminal: one line per test (``–`` for a missing
+    value), then the sets the overall reading compares."""
+
+    def num(x: Any) -> str:
+        return "–" if x is None or x is pd.NA or (isinstance(x, float) and not np.isfinite(x)) else f"{x:.3f}"
+
+    def pval(p: Any) -> str:
+        return "–" if num(p) == "–" else ("< 0.0001" if p < 1e-4 else f"{p:.3g}")
+
+    lines = []
+    for r in v.itertuples(index=False):
+        if r.test == "overall":
+            continue
+        sig = {True: "signal", False: "no signal"}.get(r.signal, "–")  # type: ignore[call-overload]
+        lines.append(f"{r.test}: n = {r.n}, {num(r.statistic)} [{num(r.low)}, {num(r.high)}], p = {pval(r.p)}, "
+                     f"{sig} — {r.reading}")
+    last = v.iloc[-1]
+    lines.append(f"overall: {last['reading']} (compares {last['sets']})")
+    return lines

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from fakeserver import FakeServer
 from test_contamination_pipeline import fake_model, make_items, write_runs
 
@@ -18,5 +20,8 @@ def test_contamination_run_cli_prints_the_verdict(tmp_path, capsys, monkeypatch)
                    "--quiz-base-url", srv.base_url, "--max-items", "4"])
     out = capsys.readouterr()
     assert rc == 0, out.err
-    assert "overall" in out.out and "BCQ accuracy on target" in out.out
+    # 4 items per set (--max-items 4) are below the floor of 20: no signal is tested, no verdict is given
+    assert "overall: not tested: too few items (n = 4; at least 20 per set)" in out.out
+    assert "BCQ target: items right in a majority of repeats" in out.out and "too few items (n = 4): not tested" in out.out
+    assert "likely contaminated" not in out.out and not re.search(r"\b(nan|None)\b", out.out, re.I)
     assert "EMBEDDED" not in out.err

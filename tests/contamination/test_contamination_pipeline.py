@@ -16,7 +16,7 @@ from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.items import Item, ItemView
 
-N_TARGET, N_WRONG, N_RIGHT = 8, 3, 2
+N_TARGET, N_WRONG, N_RIGHT = 22, 21, 3  # the signals need at least MIN_ITEMS = 20 items per set
 
 
 def ru_question(i: int) -> str:
@@ -25,11 +25,19 @@ def ru_question(i: int) -> str:
 
 def make_items() -> list[Item]:
     n = N_TARGET + N_WRONG + N_RIGHT + 1  # the last one gets unusable perturbations
-    return [Item(id=f"chgk_{i:010x}", en=ItemView(question=f"Puzzle {i}: who?", answer=f"A{i}"),
+    return [Item(id=f"chgk_{i:010x}", difficulty=1 + i % 3, en=ItemView(question=f"Puzzle {i}: who?", answer=f"A{i}"),
                  ru=ItemView(question=ru_question(i), answer=f"О{i}")) for i in range(n)]
 
 
-def write_runs(root: Path, items: list[Item]) -> None:
+def default_sets(n: int) -> list[str]:
+    """N_TARGET targets, N_WRONG wrong in both, N_RIGHT right in both, the last item a target."""
+    return ["target" if i < N_TARGET or i == n - 1 else "wrong_both" if i < N_TARGET + N_WRONG else "right_both"
+            for i in range(n)]
+
+
+def write_runs(root: Path, items: list[Item], sets: list[str] | None = None) -> None:
+    """En and Ru runs of model ``m`` (strict EM only) putting item i into ``sets[i]``."""
+    sets = sets or default_sets(len(items))
     items_path = root / "items.jsonl"
     items_path.write_text("".join(json.dumps(it.model_dump(), ensure_ascii=False) + "\n" for it in items))
     for lang in ("en", "ru"):
@@ -39,11 +47,10 @@ def write_runs(root: Path, items: list[Item]) -> None:
             "run_id": d.name, "kind": "eval", "model": "m", "base_url": "http://127.0.0.1:1/v1", "lang": lang,
             "items": str(items_path), "n_items": len(items), "finished_at": "2026-01-01T00:00:00Z"}))
         lines = []
-        for i, it in enumerate(items):
-            target = i < N_TARGET or i == len(items) - 1
-            right = (lang == "ru" and target) or N_TARGET + N_WRONG <= i < N_TARGET + N_WRONG + N_RIGHT
+        for it, s in zip(items, sets, strict=True):
+            right = (lang == "ru" and s == "target") or s == "right_both"
             lines.append(json.dumps({"id": it.id, "lang": lang, "status": "ok", "model": "m", "prediction": "x",
-                                     "em_strict": right, "em_lenient": right}))
+                                     "em_strict": right, "em_lenient": right, "difficulty": it.difficulty}))
         (d / "responses.jsonl").write_text("\n".join(lines) + "\n")
 
 
@@ -96,8 +103,9 @@ def test_pipeline_end_to_end_then_resume_sends_nothing(tmp_path):
         c = run_contamination(str(tmp_path / "runs" / "*"), **kw)
         first = srv.total
         n_quizzable = N_TARGET + N_WRONG + N_RIGHT
-        # perturb all 14, BDQ 13, BCQ 13 x 3, completion 14 x 2
-        assert first == 14 + n_quizzable + 3 * n_quizzable + 2 * 14
+        n_all = n_quizzable + 1
+        # perturb all, BDQ the quizzable, BCQ the quizzable x 3, completion all x 2
+        assert first == n_all + n_quizzable + 3 * n_quizzable + 2 * n_all
         srv.reset()
         again = run_contamination(str(tmp_path / "runs" / "*"), **kw)
         assert srv.total == 0  # everything was already done
@@ -114,9 +122,17 @@ def test_pipeline_end_to_end_then_resume_sends_nothing(tmp_path):
     guided = r.completions[(r.completions["mode"] == "guided") & (r.completions["set"] == "target")
                            & (r.completions["id"] != items[-1].id)]  # the last one is not memorised
     assert (guided["rouge_l"] == 1.0).all() and guided["prefix_match"].all()
-    v = verdict_table(r)
-    assert v.iloc[-1]["test"] == "overall" and v.iloc[-1]["reading"].startswith("likely contaminated")
-    assert (v[v["test"].str.startswith("BCQ accuracy")]["p"] < 1e-6).all()
+    assert r.basis == "em_strict" and r.judge_coverage == {"en": 0.0, "ru": 0.0}  # no judge in these runs
+    v = verdict_table(r, n_boot=200).set_index("test")
+    assert v.loc["overall", "reading"].startswith("likely contaminated")
+    # the completion test also has the target item whose perturbations failed
+    assert v.loc["overall", "sets"].startswith(f"target (n = {N_TARGET + 1}) vs wrong_both (n = {N_WRONG}), "
+                                               "matched on difficulty (levels 1, 2, 3)")
+    maj = v.loc["BCQ target: items right in a majority of repeats (exact binomial vs 25%)"]
+    assert (maj["n"], maj["statistic"]) == (N_TARGET, 1.0) and maj["p"] < 1e-6  # 22 items, not 66 trials
+    diff = v.loc["BCQ per-item accuracy, target − wrong_both"]
+    assert (diff["low"], diff["high"]) == (1.0, 1.0) and "zero width" in diff["reading"]  # decided by p alone
+    assert diff["p"] == 1 / 201 and diff["signal"]
     assert again.results[0].bcq.shape == r.bcq.shape
 
 

@@ -162,18 +162,22 @@ def test_accuracy_test_matches_scipy_binomial_and_wilson():
     assert wilson_interval(7, 30) == pytest.approx(tuple(sps.binomtest(7, 30).proportion_ci(method="wilson")))
 
 
-def test_bcq_table_repeats_and_mean():
+def test_bcq_table_repeats_then_a_test_over_items():
     import pandas as pd
 
     rows = []
     for rep, k in enumerate([7, 8, 9]):
         rows += [{"set": "target", "id": f"i{i}", "repeat": rep, "correct": "B",
                   "choice": "B" if i < k else ("A" if i < 11 else None)} for i in range(12)]
-    t = qz.bcq_table(pd.DataFrame(rows), 3)
-    assert t["repeat"].tolist() == ["1", "2", "3", "mean"]
-    assert t["k"].tolist() == [7, 8, 9, 24] and t["n"].tolist() == [12, 12, 12, 36]
-    assert t.iloc[3]["accuracy"] == pytest.approx(np.mean([7 / 12, 8 / 12, 9 / 12]))
+    t = qz.bcq_table(pd.DataFrame(rows), 3, min_items=10)
+    assert t["repeat"].tolist() == ["1", "2", "3", "items"]
+    # per repeat: k of 12 items; over items: i0-i6 right 3 of 3, i7 2 of 3 -> 8 of 12 items right in a majority
+    assert t["k"].tolist() == [7, 8, 9, 8] and t["n"].tolist() == [12, 12, 12, 12]
+    items = t.iloc[3]
+    assert items["p"] == pytest.approx(sps.binomtest(8, 12, 0.25, alternative="greater").pvalue)
+    assert items["mean_item_accuracy"] == pytest.approx(np.mean([7 / 12, 8 / 12, 9 / 12]))
     assert t["invalid"].tolist() == [1, 1, 1, 3]
+    assert qz.bcq_table(pd.DataFrame(rows), 3).iloc[3]["test"] == "too few items (n = 12): not tested"
 
 
 def test_paired_diff_bootstrap_is_seeded():

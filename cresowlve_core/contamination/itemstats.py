@@ -1,0 +1,142 @@
+"""Statistics of the contamination tests, with the **item** as the unit throughout.
+
+* :data:`MIN_ITEMS` — the floor of items per set below which no signal is tested;
+* :func:`bcq_items` / :func:`majority_test` — per-item BCQ accuracy across repeats, and the
+  exact binomial test over items of the per-item majorities (repeats are never pooled as
+  independent trials: they share the item);
+* :func:`matched_diff` — a difference of set means matched on difficulty (the paper's levels
+  1–5), with a stratified bootstrap over items and a stratified permutation p-value;
+* :func:`zero_width` — an interval of zero width decides nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+
+from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed, wilson_interval
+
+MIN_ITEMS = 20
+"""Items per set below which a signal is not tested ("too few items (n = k): not tested")."""
+CHANCE = 0.25
+"""The quiz's chance rate: one of four options (the paper's random baseline)."""
+UNRATED = -1.0  # the stratum of items without a difficulty rating
+
+
+def too_few(*ns: int, min_items: int = MIN_ITEMS) -> str | None:
+    """``"too few items (n = k): not tested"`` for the smallest ``n`` below ``min_items``, else None."""
+    low = [n for n in ns if n < min_items]
+    return f"too few items (n = {min(low)}): not tested" if low else None
+
+
+def zero_width(low: float, high: float) -> bool:
+    """True when an interval has zero width (or is undefined): it cannot decide a signal."""
+    return bool(np.isnan(low) or np.isnan(high) or high - low <= 1e-12)
+
+
+def bcq_items(bcq: pd.DataFrame) -> pd.DataFrame:
+    """One row per (set, item): repeats answered, right, accuracy across repeats and whether the
+    item was right in a strict majority of its repeats. Invalid answers count as wrong."""
+    cols = ["set", "id", "repeats", "right", "accuracy", "majority"]
+    if bcq.empty:
+        return pd.DataFrame(columns=cols)
+    ok = (bcq["choice"] == bcq["correct"]).astype(int)
+    g = bcq.assign(ok=ok).groupby(["set", "id"], sort=True)["ok"]
+    out = pd.DataFrame({"repeats": g.size(), "right": g.sum()}).reset_index()
+    out["accuracy"] = out["right"] / out["repeats"]
+    out["majority"] = 2 * out["right"] > out["repeats"]
+    return out[cols]
+
+
+def majority_test(items: pd.DataFrame, chance: float = CHANCE) -> dict[str, Any]:
+    """Exact one-sided binomial test (:func:`scipy.stats.binomtest`) of the items right in a
+    majority of their repeats, ``k`` of ``n`` items, against ``chance``.
+
+    H0: an item's majority answer picks the original with probability ``chance`` (25 %, the
+    quiz's chance rate); H1: more often. For a model that guesses independently in each of 3
+    repeats the majority's chance rate is lower (15.6 %), so 25 % is the conservative null.
+    Also the Wilson 95 % interval of ``k/n`` and the mean per-item accuracy."""
+    n = len(items)
+    k = int(items["majority"].sum()) if n else 0
+    if n == 0:
+        nan = float("nan")
+        return {"k": 0, "n": 0, "share": nan, "low": nan, "high": nan, "p": nan, "mean_accuracy": nan}
+    low, high = wilson_interval(k, n)
+    p = float(sps.binomtest(k, n, chance, alternative="greater").pvalue)
+    return {"k": k, "n": n, "share": k / n, "low": float(low), "high": float(high), "p": p,
+            "mean_accuracy": float(items["accuracy"].mean())}
+
+
+@dataclass(frozen=True)
+class Matched:
+    """A difficulty-matched difference of means, target − control."""
+
+    diff: float
+    low: float
+    high: float
+    p: float  # one-sided (target > control), stratified permutation
+    n_target: int  # items used (in levels both sets have)
+    n_control: int
+    levels: list[str] = field(default_factory=list)
+    dropped_target: int = 0  # target items at levels the control lacks
+    dropped_control: int = 0
+
+    def sets_text(self, target: str, control: str) -> str:
+        lv = ", ".join(self.levels) or "none"
+        text = f"{target} (n = {self.n_target}) vs {control} (n = {self.n_control}), matched on difficulty (levels {lv})"
+        drops = [f"{k} {name} item(s) at levels the other set lacks"
+                 for k, name in ((self.dropped_target, target), (self.dropped_control, control)) if k]
+        return text + ("; left out: " + ", ".join(drops) if drops else "")
+
+
+def _level(d: Any) -> float:
+    return UNRATED if d is None or (isinstance(d, float) and np.isnan(d)) else float(d)
+
+
+def level_name(level: float) -> str:
+    """A difficulty level as shown: ``"3"``, or ``"unrated"``."""
+    return "unrated" if level == UNRATED else f"{level:g}"
+
+
+def matched_diff(x: Sequence[float] | np.ndarray, x_levels: Sequence[Any], y: Sequence[float] | np.ndarray,
+                 y_levels: Sequence[Any], *, n_boot: int = 1000, seed: int = 0, key: str = "") -> Matched:
+    """``mean(x) − mean(y)`` standardised to x's difficulty distribution: within each level both
+    sets have, the difference of means, weighted by x's share of items at that level. Items at a
+    level only one set has are left out (and counted). Unrated items form their own level.
+
+    Interval: percentile bootstrap over items, resampled within level and set (``n_boot``,
+    seeded by ``seed`` and ``key``). p: one-sided permutation test of the same statistic, the
+    set labels shuffled within each level (``n_boot`` permutations, same seed)."""
+    xv, yv = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    xl = np.array([_level(d) for d in x_levels])
+    yl = np.array([_level(d) for d in y_levels])
+    keep_x, keep_y = ~np.isnan(xv), ~np.isnan(yv)
+    xv, xl, yv, yl = xv[keep_x], xl[keep_x], yv[keep_y], yl[keep_y]
+    shared = sorted(set(xl) & set(yl))
+    used_x, used_y = np.isin(xl, shared), np.isin(yl, shared)
+    nan = float("nan")
+    names = [level_name(v) for v in shared]
+    dropped = (int((~used_x).sum()), int((~used_y).sum()))
+    if not shared:
+        return Matched(nan, nan, nan, nan, 0, 0, names, *dropped)
+    nx = int(used_x.sum())
+    weights = np.array([(xl == lv).sum() / nx for lv in shared])
+    strata = [(xv[xl == lv], yv[yl == lv]) for lv in shared]
+    diff = float(sum(w * (a.mean() - b.mean()) for w, (a, b) in zip(weights, strata, strict=True)))
+    reps = np.zeros(n_boot)
+    perms = np.zeros(n_boot)
+    for w, (a, b), lv in zip(weights, strata, shared, strict=True):
+        reps += w * (bootstrap_means(a, n_boot, stable_seed(seed, "matched-x", key, lv))
+                     - bootstrap_means(b, n_boot, stable_seed(seed, "matched-y", key, lv)))
+        pooled = np.concatenate([a, b])
+        rng = stable_seed(seed, "matched-perm", key, lv)
+        shuffled = rng.permuted(np.tile(pooled, (n_boot, 1)), axis=1)
+        perms += w * (shuffled[:, :a.size].mean(axis=1) - shuffled[:, a.size:].mean(axis=1))
+    low, high = percentile_interval(reps)
+    p = float((1 + np.sum(perms >= diff - 1e-12)) / (1 + n_boot))
+    return Matched(diff, low, high, p, nx, int(used_y.sum()), names, *dropped)
