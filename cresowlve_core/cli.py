@@ -535,8 +535,53 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_errors_parser(sub)
     add_contamination_parser(sub)
+    _add_stage_provider(ap)
     _apply_help_conventions(ap)
     return ap
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    out = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                out += [sub, *_subparsers(sub)]
+    return out
+
+
+def _add_stage_provider(parser: argparse.ArgumentParser) -> None:
+    """``--provider NAME`` on every stage command that takes a base URL (eval has its own): the
+    profile of every endpoint the command names (docs/providers.md)."""
+    for sub in _subparsers(parser):
+        flags = {f for a in sub._actions for f in a.option_strings}
+        if "--provider" not in flags and any(f.endswith("base-url") for f in flags):
+            sub.add_argument("--provider", dest="stage_provider", default=None, choices=sorted(PROFILES),
+                             help="provider profile of every endpoint this command names (docs/providers.md) "
+                                  "(default: detected from each base URL's host)")
+
+
+def apply_stage_provider(args: argparse.Namespace) -> None:
+    """Map the host of every base URL the command names to ``--provider`` through
+    ``CRESOWLVE_PROVIDERS``, which every stage's roles read (so grids of roles need no flag each)."""
+    name = getattr(args, "stage_provider", None)
+    if not name:
+        return
+    from urllib.parse import urlsplit
+
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    def urls(value: Any) -> list[str]:
+        if isinstance(value, (list, tuple)):
+            return [u for v in value for u in urls(v)]
+        return [value] if isinstance(value, str) and value.startswith(("http://", "https://")) else []
+
+    hosts = []
+    for url in urls(list(vars(args).values())):
+        parts = urlsplit(url)
+        if parts.hostname:
+            hosts.append(parts.hostname + (f":{parts.port}" if parts.port else ""))
+    entries = [e for e in os.environ.get(PROVIDERS_ENV, "").split(",") if e.strip()]
+    os.environ[PROVIDERS_ENV] = ",".join([*(f"{h}={name}" for h in dict.fromkeys(hosts)), *entries])
 
 
 def _expected_error_code(exc: BaseException) -> int | None:
@@ -563,6 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
+    apply_stage_provider(args)
     exitcodes.signal_received["signum"] = None
     previous_sigterm = signal.signal(signal.SIGTERM, exitcodes.on_sigterm)
     restore_terminal = guard_terminal(vars(args))  # no key or URL credential reaches the terminal

@@ -202,3 +202,24 @@ def test_every_paper_model_has_a_dated_sourced_price() -> None:
     for m in models:
         row = next(r for name, r in rows.items() if table.prices[name] is table.get(m))
         assert row["as_of"] and row["source"], m
+
+
+def test_stage_provider_flag_maps_every_endpoint_the_command_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from cresowlve_core.cli import apply_stage_provider, build_parser
+
+    monkeypatch.delenv(PROVIDERS_ENV, raising=False)
+    args = build_parser().parse_args(["create", "score", "--run-dir", "r", "--judge-model", "j",
+                                      "--judge-base-url", "http://gpu-box:8000/v1", "--provider", "vllm"])
+    apply_stage_provider(args)
+    import os
+
+    assert os.environ[PROVIDERS_ENV] == "gpu-box:8000=vllm"
+    assert detect("http://gpu-box:8000/v1").name == "vllm" and detect("http://other:8000/v1").name == "generic"
+    # every stage command that takes a base URL has the flag
+    for cmd in (["build"], ["synth", "--build-dir", "b"], ["create", "generate", "--run-dir", "r"],
+                ["errors", "label", "--runs", "x"], ["contamination", "run"]):
+        try:
+            parsed = build_parser().parse_args([*cmd, "--provider", "ollama"])
+        except SystemExit as exc:  # a required argument of that command: the flag itself parsed
+            raise AssertionError(cmd) from exc
+        assert parsed.stage_provider == "ollama"
