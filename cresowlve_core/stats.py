@@ -851,10 +851,3 @@ def paired_difference(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.n
     else:
         p = float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
     return PairedDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), iv.low, iv.high, p, "; ".join(notes))
-
-
-def format_p(p: float | None) -> str:
-    """A p-value for a report: ``–`` when missing, ``< 0.0001`` below 1e-4, else 4 decimals."""
-    if p is None or (isinstance(p, float) and np.isnan(p)):
-        return "–"
-    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
