@@ -636,8 +636,9 @@ def example_errors_section(
 # ------------------------------------------------------------------ judge reliability
 
 
-def reliability_section(rs: RunSet) -> dict[str, Any]:
-    """Judge vs strict EM agreement (Table 1's population), judge repeatability, coverage."""
+def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Judge vs strict EM agreement (Table 1's population), judge repeatability, coverage; κ intervals
+    from ``n_boot`` seeded bootstrap resamples clustered by item."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -654,12 +655,12 @@ def reliability_section(rs: RunSet) -> dict[str, Any]:
         "errored items as wrong in both; `judge_only` = judge accepts, EM does not). κ with its 95% CI; "
         "`undefined` when chance agreement is 1:"
     )
-    agree = reliability.judge_vs_em(df)
+    agree = reliability.judge_vs_em(df, n_boot=n_boot, seed=seed)
     show(reliability.agreement_display(agree))
     pooled = agree[agree["config"] == "all runs"]
     kappa_em = float(pooled["kappa"].iloc[0]) if not pooled.empty else None
     say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`):")
-    rep = reliability.judge_repeatability(df)
+    rep = reliability.judge_repeatability(df, n_boot=n_boot, seed=seed)
     kappa_rep = None
     if rep.empty:
         say("No record carries `extra.judge_repeat`: re-judge a sample of responses to measure repeatability.")
