@@ -37,8 +37,7 @@ from typing import Any, Literal
 Triple = list[str]
 Path = list[Triple]
 
-_ANSWER_BLOCK = re.compile(r"<answer>(.*?)</answer>", re.DOTALL | re.IGNORECASE)
-_ANSWER_OPEN = re.compile(r"<answer>", re.IGNORECASE)
+_ANSWER_TAG = re.compile(r"<(/?)answer>", re.IGNORECASE)
 _FENCE = re.compile(r"```[a-zA-Z]*")
 
 ParseStatus = Literal["ok", "partial", "empty", "unparseable"]
@@ -58,14 +57,27 @@ class ParsedAnswer:
 
 
 def _answer_region(text: str, flags: list[str]) -> str:
-    blocks = _ANSWER_BLOCK.findall(text)
+    """The last non-empty ``<answer>…</answer>`` block (the last block if all are empty), else
+    the text after the last ``<answer>``, else the whole text. One pass over the tags: a lazy
+    ``<answer>(.*?)</answer>`` search rescans to the end from every unclosed tag (16,000 of them
+    took 38 s)."""
+    blocks: list[str] = []
+    opened = -1  # where the content of the block being read starts
+    last_open = -1
+    for tag in _ANSWER_TAG.finditer(text):
+        if not tag.group(1):
+            last_open = tag.end()
+            if opened < 0:
+                opened = tag.end()
+        elif opened >= 0:
+            blocks.append(text[opened : tag.start()])
+            opened = -1
     if blocks:
         nonempty = [b for b in blocks if b.strip()]
         return (nonempty or blocks)[-1]
-    opens = list(_ANSWER_OPEN.finditer(text))
-    if opens:
+    if last_open >= 0:
         flags.append("unclosed_answer_tag")
-        return text[opens[-1].end() :]
+        return text[last_open:]
     flags.append("no_answer_tag")
     return text
 

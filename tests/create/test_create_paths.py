@@ -107,3 +107,33 @@ def test_malformed_triples():
     v = check_validity([["a", "acted as", "examiner for", "c"], ["c", "r", "b"]], "a", "b")
     assert v.reasons == ("malformed_triple",)
     assert check_validity([], "a", "b").reasons == ("empty_path",)
+
+
+def _regex_region(text: str) -> str | None:
+    """The answer region as the former lazy-regex code found it (quadratic in unclosed tags)."""
+    import re
+
+    blocks = re.findall(r"<answer>(.*?)</answer>", text, re.DOTALL | re.IGNORECASE)
+    if blocks:
+        return ([b for b in blocks if b.strip()] or blocks)[-1]
+    opens = list(re.finditer(r"<answer>", text, re.IGNORECASE))
+    return text[opens[-1].end():] if opens else None
+
+
+def test_answer_region_in_one_pass_matches_the_former_regex() -> None:
+    import random
+
+    from cresowlve_core.create.paths import _answer_region
+
+    rng = random.Random(20)
+    tokens = ["<answer>", "</answer>", "<ANSWER>", "</Answer>", " ", "x", '{"1": [["a","r","b"]]}', "\n"]
+    for _ in range(3000):
+        text = "".join(rng.choice(tokens) for _ in range(rng.randint(0, 12)))
+        flags: list[str] = []
+        got = _answer_region(text, flags)
+        want = _regex_region(text)
+        assert got == (text if want is None else want), text
+        assert ("no_answer_tag" in flags) == (want is None)
+    # 16,000 unclosed tags (38 s before; bench/parsers.py times it on 400 KB inputs)
+    flags = []
+    assert _answer_region("<answer>" * 16_000 + " x", flags) == " x" and flags == ["unclosed_answer_tag"]
