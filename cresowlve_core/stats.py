@@ -277,6 +277,17 @@ def spearman_exact_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
     return float(counts[extreme].sum() / counts.sum())
 
 
+def format_p(p: float | None) -> str:
+    """A p-value as every report prints it: ``< 0.0001`` below 1e-4, else four decimals
+    (``0.0123``; ``1.0000``); ``–`` when there is none (NaN/None)."""
+    if p is None:
+        return "–"
+    v = float(p)
+    if np.isnan(v):
+        return "–"
+    return "< 0.0001" if v < 1e-4 else f"{v:.4f}"
+
+
 @dataclass(frozen=True)
 class Correlation:
     """Pearson and Spearman coefficients with two-sided p-values and 95 % intervals over ``n`` pairs.
