@@ -22,6 +22,7 @@ from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.errors.report import say, show
+from cresowlve_core.stats import format_p
 
 MISSING = "–"
 
@@ -43,11 +44,10 @@ def clean(value: Any) -> Any:
     return value
 
 
-def format_p(p: Any) -> str:
-    """A p-value for reading: ``–`` when missing, ``< 0.0001`` below it, else 3 significant digits."""
-    if p is None or (isinstance(p, float) and not math.isfinite(p)):
-        return MISSING
-    return "< 0.0001" if p < 1e-4 else f"{p:.3g}"
+def _p_phrase(p: Any) -> str:
+    """``"= 0.0123"`` or ``"< 0.0001"``, to follow a "p"."""
+    text = format_p(p)
+    return text if text.startswith("<") else f"= {text}"
 
 
 def _cell(v: Any, digits: int) -> str:
@@ -61,7 +61,7 @@ def _cell(v: Any, digits: int) -> str:
 
 
 def table(df: pd.DataFrame, digits: int = 3, p_columns: tuple[str, ...] = ("p",)) -> Any:
-    """A frame for display: numbers rounded, p-values via :func:`format_p`, ``–`` for missing
+    """A frame for display: numbers rounded, p-values via :func:`~cresowlve_core.stats.format_p`, ``–`` for missing
     values, booleans as yes/no, no index."""
     out = pd.DataFrame({c: [format_p(v) if c in p_columns else _cell(v, digits) for v in df[c]] for c in df.columns})
     return out.style.hide(axis="index")
@@ -74,7 +74,7 @@ def population(c: Contamination, r: ConfigResult) -> dict[str, Any]:
     tested = r.items["set"].value_counts().to_dict() if not r.items.empty else {}
     tested = {s: int(tested.get(s, 0)) for s in SETS}
     few = too_few(*tested.values())
-    say(f"**{r.config}** — questions in {c.lang}; sets by {basis_text(r.basis, cov['en'], cov['ru'], COVERAGE_THRESHOLD)}. "
+    say(f"Population: **{r.config}** — questions in {c.lang}; sets by {basis_text(r.basis, cov['en'], cov['ru'], COVERAGE_THRESHOLD)}. "
         + ", ".join(f"{s}: {tested[s]} tested of {sizes[s]}" for s in SETS)
         + f". At least {MIN_ITEMS} items per set are needed for a test" + (f" ({few})." if few else "."))
     return clean({"basis": r.basis, "judge_coverage": cov, "set_sizes": sizes, "tested": tested,
@@ -157,7 +157,7 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
         gof = uniform_gof(r.bdq_counts)
         few = too_few(int(gof["n_valid"]))
         chi = (f"χ² vs uniform: {few}" if few or not gof["n_valid"] else
-               f"χ² vs uniform = {gof['chi2']:.2f}, p = {format_p(gof['p'])}")
+               f"χ² vs uniform = {gof['chi2']:.2f}, p {_p_phrase(gof['p'])}")
         say(f"BDQ over all quizzed items of the three sets (N = {n}): "
             + ", ".join(f"'{k}': {v}" for k, v in counts.items())
             + f". {chi} (n valid = {gof['n_valid']}). "

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.analysis.coverage import judge_coverage_by_run
 from cresowlve_core.analysis.loading import RunSet
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 
@@ -39,20 +40,13 @@ COUNT_COLUMNS = ["config", "basis", "judge_coverage_en", "judge_coverage_ru", *S
                  "no_answer", "unpaired"]
 
 
-def judge_coverage(run: pd.DataFrame) -> float:
-    """Share of a run's items (one config × language) with a judge verdict on a real answer;
-    errored items count against it. 0.0 for an empty run."""
-    if run.empty:
-        return 0.0
-    answered = run["status"].ne("error").to_numpy(bool)
-    scored = run["judge"].notna().to_numpy(bool) & answered
-    return float(scored.sum() / len(run))
-
-
-def set_basis(en: pd.DataFrame, ru: pd.DataFrame, threshold: float = COVERAGE_THRESHOLD) -> tuple[str, float, float]:
-    """``(basis, coverage_en, coverage_ru)``: the judge when its coverage reaches ``threshold``
-    in both languages, else strict EM in both."""
-    cov_en, cov_ru = judge_coverage(en), judge_coverage(ru)
+def set_basis(responses: pd.DataFrame, threshold: float = COVERAGE_THRESHOLD) -> tuple[str, float, float]:
+    """``(basis, coverage_en, coverage_ru)`` of one configuration's responses: the judge when its
+    coverage (:func:`~cresowlve_core.analysis.coverage.judge_coverage_by_run`: verdicts on real
+    answers / all items, errored items count against it) reaches ``threshold`` in both languages,
+    else strict EM in both."""
+    cov = judge_coverage_by_run(responses).set_index("lang")["coverage"]
+    cov_en, cov_ru = float(cov.get("en", 0.0)), float(cov.get("ru", 0.0))
     return (JUDGE if cov_en >= threshold and cov_ru >= threshold else EM), cov_en, cov_ru
 
 
@@ -76,7 +70,7 @@ def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) ->
     for config, part in df.groupby("config", sort=True):
         en = part[part["lang"] == "en"].drop_duplicates("id", keep="last").set_index("id")
         ru = part[part["lang"] == "ru"].drop_duplicates("id", keep="last").set_index("id")
-        basis, cov_en, cov_ru = set_basis(en, ru, coverage_threshold)
+        basis, cov_en, cov_ru = set_basis(part.drop_duplicates(["id", "lang"], keep="last"), coverage_threshold)
         cols = ["status", basis, "difficulty", "model"]
         both = en[cols].join(ru[cols], how="inner", lsuffix="_en", rsuffix="_ru").sort_index()
         no_answer = (both["status_en"] == "error") | (both["status_ru"] == "error")

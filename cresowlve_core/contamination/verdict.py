@@ -153,7 +153,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                          g.get("diff", NAN), g.get("low", NAN), g.get("high", NAN), NAN if few else p, None,
                          f"no {s} items completed" if not n else
                          "context, not part of the verdict" + (f": {few}" if few else
-                                                               f"; Wilcoxon signed-rank p (one-sided) {p:.3g}")))
+                                                               "; p: one-sided Wilcoxon signed-rank test")))
     did_row, comp_signal = _matched_row(
         c, "Completion guided − general ROUGE-L: target − wrong_both (difference in differences)",
         _gains(comp, TARGET), _gains(comp, WRONG_BOTH), WRONG_BOTH, levels, decides=True, n_boot=n_boot, seed=seed,
@@ -171,8 +171,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     n_target = max(maj["n"], len(_gains(comp, TARGET)))  # target items that reached a test
     n_control = max(int((sets_of == WRONG_BOTH).sum()), len(_gains(comp, WRONG_BOTH)))
     overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
-    n_signals = int(quiz_signal is True) + int(comp_signal is True)
-    rows.append(_row(c, "overall", compared, maj["n"], NAN, float(n_signals), NAN, NAN, NAN, signal, overall))
+    rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, NAN, signal, overall))
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["n_control"] = out["n_control"].astype("Int64")
     return out

@@ -14,7 +14,7 @@ from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.contamination.itemstats import MIN_ITEMS, bcq_items, majority_test, matched_diff, zero_width
 from cresowlve_core.contamination.pipeline import ConfigResult
 from cresowlve_core.contamination.quiz import bcq_table
-from cresowlve_core.contamination.report import clean, format_p
+from cresowlve_core.contamination.report import clean, table
 from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_lines, verdict_table
 
@@ -226,4 +226,5 @@ def test_missing_values_print_as_a_dash_and_record_as_null():
     assert "nan" not in text.lower().replace("financ", "") and "None" not in text and "–" in text
     rec = clean({"rows": v, "x": float("nan"), "y": np.float64(0.5), "z": (1, float("inf"))})
     assert json.loads(json.dumps(rec, allow_nan=False))["x"] is None and rec["z"] == [1, None] and rec["y"] == 0.5
-    assert format_p(3e-7) == "< 0.0001" and format_p(float("nan")) == "–" and format_p(0.1032) == "0.103"
+    shown = table(pd.DataFrame({"p": [3e-7, float("nan")], "x": [None, 0.25], "ok": [True, None]})).data
+    assert shown.values.tolist() == [["< 0.0001", "–", "yes"], ["–", "0.250", "–"]]
