@@ -46,10 +46,23 @@ SCROLL_STYLE = "max-height: 640px; overflow: auto; display: block"
 def table_html(obj: Any) -> str:
     """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows."""
     if isinstance(obj, pd.DataFrame):
-        inner = obj.to_html(max_rows=None, max_cols=None, na_rep=MISSING)
+        inner = _missing_as_dash(obj).to_html(max_rows=None, max_cols=None, na_rep=MISSING)
     else:  # a Styler
         inner = obj.to_html()
     return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{inner}</div>'
+
+
+def _missing_as_dash(df: pd.DataFrame) -> pd.DataFrame:
+    """``–`` for None / pd.NA in object and nullable columns (pandas prints those as ``None`` /
+    ``<NA>`` whatever ``na_rep`` says; float NaN is handled by ``na_rep``)."""
+    out = df
+    for c in df.columns:
+        col = df[c]
+        if (col.dtype == object or pd.api.types.is_extension_array_dtype(col.dtype)) and col.isna().any():
+            if out is df:
+                out = df.copy()
+            out[c] = col.astype(object).where(col.notna(), MISSING)
+    return out
 
 
 def show(obj: Any) -> None:
@@ -643,9 +656,11 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         say("Skipped: no runs.")
         return SKIPPED
     df = rs.responses
+    say("Judge calls by status, all responses (creative and factual):")
     by_status = reliability.judge_coverage(df)
     show(by_status)
-    _coverage_note(df, "judge")
+    pop = _population(main_subset(df)[0], "creative items (Table 1's population), for the agreement below")
+    cov = _coverage_note(main_subset(df)[0], "judge")
     n_unscored = int(by_status["unscored"].sum())
     if not rs.has_judge():
         say("**No LLM-judge scores** in these runs: agreement and repeatability need a judged run.")
@@ -673,6 +688,8 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         return None if v is None or np.isnan(v) else round(v, 4)
 
     return {
+        **pop,
+        "judge_coverage": cov,
         "n_unscored": n_unscored,
         "kappa_em": _k(kappa_em),
         "kappa_em_ci": [_k(float(pooled["kappa_low"].iloc[0])), _k(float(pooled["kappa_high"].iloc[0]))]

@@ -94,5 +94,8 @@ def test_tiny_p_values_and_missing_values_in_section_tables(tmp_path, shown):
     assert trend.count("<td>&lt; 0.0001</td>") == 2  # p and p_holm (before: 0.0 and 0.0)
     assert ">nan<" not in html and ">None<" not in html
     shown.clear()
-    report.show(report._round(pd.DataFrame({"x": [1.0, float("nan")], "p": [0.5, float("nan")], "y": ["a", None]})))
-    assert shown[-1].count("<td>–</td>") == 3 and "<td>0.5000</td>" in shown[-1]
+    frame = pd.DataFrame({"x": [1.0, float("nan")], "p": [0.5, float("nan")], "y": ["a", None],
+                          "z": pd.Series([None, None], dtype=object), "w": pd.array([pd.NA, 1], dtype="Int64")})
+    report.show(report._round(frame))
+    assert shown[-1].count("<td>–</td>") == 6 and "<td>0.5000</td>" in shown[-1]
+    assert "None" not in shown[-1] and "&lt;NA&gt;" not in shown[-1]  # the runs table showed None in 144 cells
