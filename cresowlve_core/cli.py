@@ -97,6 +97,58 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     res = run_notebook(a.notebook, _params(a.param), Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
+    if a.open:
+        return serve_reports(res.html.parent, a.port, open_page=res.html.name)
+    return 0
+
+
+def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> int:
+    """Serve ``directory`` on 127.0.0.1 until Ctrl-C (reports are static offline HTML)."""
+    import functools
+    import http.server
+
+    if not directory.is_dir():
+        print(f"error: no reports at {directory}: render one with `cresowlve report NOTEBOOK` or `cresowlve run`",
+              file=sys.stderr)
+        return EXIT_USAGE
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
+    http.server.SimpleHTTPRequestHandler.log_message = lambda *args: None  # type: ignore[method-assign]
+    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+        print(f"serving {directory} at http://127.0.0.1:{httpd.server_address[1]}/{open_page}  (Ctrl-C stops)",
+              flush=True)
+        try:
+            httpd.serve_forever()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+def cmd_serve_reports(a: argparse.Namespace) -> int:
+    from cresowlve_core.paths import reports_dir
+
+    return serve_reports(Path(a.reports_dir) if a.reports_dir else reports_dir(), a.port)
+
+
+def cmd_runs(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.listing import find_runs, run_row
+
+    dirs = find_runs(a.glob)
+    if not dirs:
+        from cresowlve_core.paths import runs_dir
+
+        print(f"no evaluation runs found ({a.glob or runs_dir()})", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    for d in dirs:
+        print(run_row(d).line())
+    print(f"{len(dirs)} run(s)")
+    return 0
+
+
+def cmd_diff(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.listing import diff_report, diff_runs
+
+    d = diff_runs(Path(a.run_a), Path(a.run_b), a.metric)
+    print(diff_report(Path(a.run_a), Path(a.run_b), d, limit=a.limit))
     return 0
 
 
@@ -106,8 +158,19 @@ def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.llm.types import LLMFatalError
     from cresowlve_core.runtime import SUMMARY
 
+    try:
+        _endpoint_from_env(a)
+    except argparse.ArgumentTypeError as exc:
+        return _usage_error(f"CRESOWLVE_BASE_URL / CRESOWLVE_API_KEY_ENV: {exc}")
+    if not a.model or not a.base_url:
+        return _usage_error("--model and --base-url are required (or set CRESOWLVE_MODEL and CRESOWLVE_BASE_URL); "
+                            "nothing was run")
+    run_dir = a.run_dir
+    if not run_dir:
+        run_dir = default_run_dir(a.model, a.effort, a.lang)
+        print(f"run directory: {run_dir}", file=sys.stderr)
     cfg = EvalConfig.model_validate(dict(  # flat client settings become ``options`` (EvalConfig._flat_options)
-        model=a.model, base_url=a.base_url, run_dir=a.run_dir, items=a.items, lang=a.lang,
+        model=a.model, base_url=a.base_url, run_dir=run_dir, items=a.items, lang=a.lang,
         api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
         judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
         judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol, judge_provider=a.judge_provider,
@@ -146,6 +209,14 @@ def cmd_eval(a: argparse.Namespace) -> int:
     if (warning := truncation_warning(outcome.summary)) is not None:
         print(warning, file=sys.stderr)
     return stage_exit(outcome.summary)
+
+
+def default_run_dir(model: str, effort: str | None, lang: str) -> str:
+    """``data/runs/<model>[-<effort>]__<lang>`` of the current project (the grid's naming)."""
+    from cresowlve_core.paths import runs_dir
+    from cresowlve_core.text import slug
+
+    return str(runs_dir() / f"{slug(model)}{f'-{effort}' if effort else ''}__{lang}")
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
@@ -286,11 +357,23 @@ def cmd_synth(a: argparse.Namespace) -> int:
 
 
 def _endpoint_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, type=argtypes.nonempty, help="model name as the endpoint knows it (required)")
-    p.add_argument("--base-url", required=True, type=argtypes.http_url,
-                   help="OpenAI-compatible http(s) base URL, e.g. https://api.openai.com/v1 (required)")
+    p.add_argument("--model", default=None, type=argtypes.nonempty,
+                   help="model name as the endpoint knows it (default: $CRESOWLVE_MODEL; one of them is required)")
+    p.add_argument("--base-url", default=None, type=argtypes.http_url,
+                   help="OpenAI-compatible http(s) base URL, e.g. https://api.openai.com/v1 "
+                        "(default: $CRESOWLVE_BASE_URL; one of them is required)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name,
-                   help="NAME of the environment variable holding the key (default: none, for local servers)")
+                   help="NAME of the environment variable holding the key (default: $CRESOWLVE_API_KEY_ENV, "
+                        "else none, for local servers)")
+
+
+def _endpoint_from_env(a: argparse.Namespace) -> None:
+    """``--model``/``--base-url``/``--api-key-env`` default to the main job's variables."""
+    a.model = a.model or os.environ.get("CRESOWLVE_MODEL") or None
+    if not a.base_url and os.environ.get("CRESOWLVE_BASE_URL"):
+        a.base_url = argtypes.http_url(os.environ["CRESOWLVE_BASE_URL"])
+    if not a.api_key_env and os.environ.get("CRESOWLVE_API_KEY_ENV"):
+        a.api_key_env = argtypes.env_name(os.environ["CRESOWLVE_API_KEY_ENV"])
 
 
 def _create_client_args(p: argparse.ArgumentParser) -> None:
@@ -339,7 +422,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--parallel", type=argtypes.positive_int, default=4, help="requests decoded at once (default: 4)")
     p.set_defaults(fn=cmd_serve_local)
 
+    p = sub.add_parser("runs", help="list evaluation runs: model, effort, language, items, accuracy with CI, cost, state")
+    p.add_argument("glob", nargs="?", default=None,
+                   help="run directories or a glob, e.g. 'data/runs/demo/*' (default: every run under data/runs)")
+    p.set_defaults(fn=cmd_runs)
+
+    p = sub.add_parser("diff", help="the items two runs disagree on, both answers, and McNemar's test")
+    p.add_argument("run_a", help="run directory A")
+    p.add_argument("run_b", help="run directory B")
+    p.add_argument("--metric", default=None, choices=["judge", "em_strict", "em_lenient"],
+                   help="metric compared (default: judge when both runs were judged, else em_strict)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=50, help="disagreements printed (default: 50)")
+    p.set_defaults(fn=cmd_diff)
+
+    p = sub.add_parser("serve-reports", help="serve reports/ on 127.0.0.1 until Ctrl-C")
+    p.add_argument("--port", type=argtypes.port, default=8766, help="TCP port on 127.0.0.1 (default: 8766)")
+    p.add_argument("--reports-dir", default=None,
+                   help="directory served (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    p.set_defaults(fn=cmd_serve_reports)
+
     p = sub.add_parser("report", help="execute a notebook headless and render its HTML report")
+    p.add_argument("--open", action="store_true",
+                   help="then serve the reports on 127.0.0.1 and print the report's address (default: off)")
+    p.add_argument("--port", type=argtypes.port, default=8766, help="port for --open (default: 8766)")
     p.add_argument("notebook", help="name in notebooks/ (e.g. 03_analysis) or a path")
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
                    help="set a notebook parameter; VALUE is JSON where it parses, else a string; "
@@ -424,8 +529,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="answer through the OpenAI Batch API: the first call submits, later calls report or "
                         "collect (an expired or cancelled batch keeps its finished answers; the next call "
                         "submits only the rest); exits 1 until every item has its answer (default: off)")
-    p.add_argument("--run-dir", required=True, type=argtypes.run_dir,
-                   help="run directory (required); running again resumes it")
+    p.add_argument("--run-dir", default=None, type=argtypes.run_dir,
+                   help="run directory; running again resumes it (default: data/runs/<model>[-<effort>]__<lang>)")
     p.set_defaults(fn=cmd_eval)
 
     p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",

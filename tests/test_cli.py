@@ -92,7 +92,7 @@ def test_help_shows_defaults_and_exit_codes(capsys):
     assert exc.value.code == 0
     out = " ".join(capsys.readouterr().out.split())
     for fragment in ("calls in flight at once (default: 8)", "(default: 4096)", "(default: 0.0)",
-                     "judge's base URL (default: --base-url)", "--run-dir RUN_DIR run directory (required)",
+                     "judge's base URL (default: --base-url)", "--run-dir RUN_DIR run directory; running again resumes it (default: data/runs/<model>[-<effort>]__<lang>)",
                      "exit codes:", "130 interrupted by Ctrl-C", "143 terminated by SIGTERM"):
         assert fragment in out, fragment
     with pytest.raises(SystemExit):

@@ -1,0 +1,164 @@
+"""Habits from inspect_ai and lm-evaluation-harness: list the runs, diff two of them.
+
+``cresowlve runs [GLOB]`` prints one line per evaluation run directory (model, effort, language,
+items done/planned, accuracy with its Wilson 95% interval, cost, state). ``cresowlve diff A B``
+prints the items where two runs of the same items disagree, both answers, and McNemar's test over
+the items both scored.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core.paths import runs_dir
+from cresowlve_core.runtime import RESPONSES, RunDir
+from cresowlve_core.stats import format_p, mcnemar, wilson_interval
+
+#: below this judge coverage a run's headline accuracy is strict EM (as in Table 1)
+JUDGE_COVERAGE = 0.9
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """One evaluation run, as ``cresowlve runs`` shows it."""
+
+    path: Path
+    model: str
+    effort: str | None
+    lang: str
+    done: int
+    planned: int
+    metric: str
+    k: int
+    n: int
+    cost: float | None
+    cost_reported: bool
+    state: str
+
+    def line(self) -> str:
+        label = self.model + (f"-{self.effort}" if self.effort else "")
+        if self.n:
+            lo, hi = wilson_interval(self.k, self.n)
+            acc = f"{self.metric} {100 * self.k / self.n:5.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] (n={self.n})"
+        else:
+            acc = f"{self.metric} –"
+        cost = "cost unknown" if self.cost is None else f"${self.cost:.4f}" + (" reported" if self.cost_reported else "")
+        return f"{label:<34} {self.lang:<2} {self.done:>5}/{self.planned:<5} {acc:<42} {cost:<20} {self.state}  {self.path}"
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def find_runs(pattern: str | None = None) -> list[Path]:
+    """Evaluation run directories (a ``manifest.json`` of kind ``eval``) matching ``pattern``
+    (a directory, a glob, relative to the working directory), default: every run under ``data/runs``."""
+    if pattern is None:
+        candidates = [p.parent for p in runs_dir().rglob("manifest.json")]
+    else:
+        roots = [Path(p) for p in sorted(glob.glob(pattern))]
+        candidates = [m.parent for r in roots if r.is_dir() for m in [r / "manifest.json", *r.rglob("*/manifest.json")]
+                      if m.exists()]
+    out = [d for d in dict.fromkeys(candidates) if _json(d / "manifest.json").get("kind", "eval") == "eval"
+           and "archive" not in d.relative_to(d.anchor).parts[:-1]]
+    return sorted(out)
+
+
+def run_row(path: Path) -> RunRow:
+    """The listing line of one run directory, from its manifest and summary (never a model call)."""
+    m, s = _json(path / "manifest.json"), _json(path / "summary.json")
+    metrics = s.get("metrics") or {}
+    judge = metrics.get("judge") or {}
+    use_judge = bool(judge.get("n")) and (judge.get("coverage") or 0) >= JUDGE_COVERAGE
+    chosen = judge if use_judge else (metrics.get("em_strict") or {})
+    planned = int(s.get("n_items") or m.get("n_items") or 0)
+    done = int(s.get("n_ok") or 0)
+    if not s:
+        state = "running or killed (no summary)"
+    elif s.get("stopped"):
+        state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"
+    elif done < planned:
+        state = f"incomplete ({s.get('n_error', 0)} errored, {s.get('n_not_run', 0)} not run)"
+    else:
+        state = "done"
+    return RunRow(path=path, model=str(m.get("model") or "?"), effort=m.get("effort"), lang=str(m.get("lang") or "?"),
+                  done=done, planned=planned, metric="judge" if use_judge else "EM",
+                  k=int(chosen.get("k") or 0), n=int(chosen.get("n") or 0), cost=s.get("cost"),
+                  cost_reported=bool(s.get("n_cost_reported")) and s.get("n_cost_reported") == s.get("n_ok"),
+                  state=state)
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """Two runs compared item by item on one metric."""
+
+    metric: str
+    n_both: int
+    only_a: int  # right in A, wrong in B
+    only_b: int
+    disagreements: list[dict[str, Any]]
+    p: float
+    method: str
+    n_missing: int  # items scored in one run only
+
+
+def _latest(path: Path) -> dict[str, dict[str, Any]]:
+    if not (path / "manifest.json").exists():
+        raise FileNotFoundError(f"{path}: no manifest.json, not a run directory")
+    return {r["id"]: r for r in RunDir(path).latest(RESPONSES, lambda r: (r["id"], r["lang"])).values()}
+
+
+def _correct(rec: dict[str, Any], metric: str) -> bool | None:
+    if rec.get("status") != "ok":
+        return False  # no answer counts as wrong, as in Table 1
+    value = (rec.get("scores") or {}).get(metric)
+    return None if value is None else bool(value)
+
+
+def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
+    """Items where runs ``a`` and ``b`` disagree on ``metric`` (default: the judge when both runs
+    were judged, else strict EM), with McNemar's test over the items both scored."""
+    ra, rb = _latest(a), _latest(b)
+    if metric is None:
+        judged = all(any((r.get("scores") or {}).get("judge") is not None for r in recs.values()) for recs in (ra, rb))
+        metric = "judge" if judged else "em_strict"
+    shared = sorted(set(ra) & set(rb))
+    n_missing = len(set(ra) ^ set(rb))
+    rows, only_a, only_b, n_both = [], 0, 0, 0
+    for item in shared:
+        ca, cb = _correct(ra[item], metric), _correct(rb[item], metric)
+        if ca is None or cb is None:
+            n_missing += 1
+            continue
+        n_both += 1
+        if ca != cb:
+            only_a += ca
+            only_b += cb
+            rows.append({"id": item, "answer": ra[item].get("answer"), "a": ra[item].get("prediction"),
+                         "a_correct": ca, "b": rb[item].get("prediction"), "b_correct": cb})
+    test = mcnemar(only_a, only_b, n_both)
+    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing)
+
+
+def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
+    """The terminal text of :func:`diff_runs`."""
+    lines = [f"A = {a}", f"B = {b}", f"metric: {d.metric}; items scored in both: {d.n_both}"
+             + (f"; {d.n_missing} scored in one run only (left out)" if d.n_missing else "")]
+    for r in d.disagreements[:limit]:
+        mark = lambda ok: "right" if ok else "wrong"  # noqa: E731
+        lines.append(f"{r['id']}  reference: {r['answer']!r}")
+        lines.append(f"    A ({mark(r['a_correct'])}): {str(r['a'])[:120]!r}")
+        lines.append(f"    B ({mark(r['b_correct'])}): {str(r['b'])[:120]!r}")
+    if len(d.disagreements) > limit:
+        lines.append(f"... and {len(d.disagreements) - limit} more")
+    lines.append(f"{len(d.disagreements)} disagreements: right only in A {d.only_a}, right only in B {d.only_b}; "
+                 f"McNemar ({d.method}) p = {format_p(d.p)} over {d.n_both} items")
+    return "\n".join(lines)

@@ -1,0 +1,97 @@
+"""`cresowlve runs`, `cresowlve diff`, `eval` with environment defaults and an automatic run
+directory, and `serve-reports`, as a user calls them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from fakeserver import FakeServer
+from test_eval_run import answer_for, cfg_for, make_items
+
+from cresowlve_core.evaluation.listing import diff_runs, find_runs, run_row
+from cresowlve_core.evaluation.runner import evaluate_async
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(args: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cresowlve_core.cli", *args], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, **(env or {})}, cwd=cwd or REPO)
+
+
+def _everything_wrong(req):
+    if "candidate_answer" in req.prompt:
+        return answer_for(req)
+    return "<Answer>nothing</Answer>"
+
+
+def test_runs_lists_each_run_and_diff_finds_the_disagreements(tmp_path):
+    items = make_items(8)
+    with FakeServer(answers=answer_for) as srv:  # even items right: 4/8
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "a", tmp_path), items, progress=False))
+    with FakeServer(answers=_everything_wrong) as srv:  # 0/8
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "b", tmp_path, model="other"), items, progress=False))
+    dirs = find_runs(str(tmp_path / "runs" / "*"))
+    assert [d.name for d in dirs] == ["a", "b"]
+    row = run_row(dirs[0])
+    assert (row.done, row.planned, row.k, row.n, row.metric, row.state) == (8, 8, 4, 8, "EM", "done")
+    assert "EM  50.0% [21.5, 78.5] (n=8)" in row.line()
+    out = _cli(["runs", str(tmp_path / "runs" / "*")])
+    assert out.returncode == 0 and "2 run(s)" in out.stdout and "fake-model" in out.stdout and "other" in out.stdout
+
+    d = diff_runs(dirs[0], dirs[1])
+    assert (d.metric, d.n_both, d.only_a, d.only_b, len(d.disagreements)) == ("em_strict", 8, 4, 0, 4)
+    assert d.method == "exact" and round(d.p, 3) == 0.125  # 2 * 0.5**4
+    out = _cli(["diff", str(dirs[0]), str(dirs[1])])
+    assert out.returncode == 0 and "4 disagreements" in out.stdout and "p = 0.1250" in out.stdout
+    assert "A (right): 'Answer0'" in out.stdout and "B (wrong): 'nothing'" in out.stdout
+
+
+def test_runs_on_nothing_says_where_it_looked(tmp_path):
+    out = _cli(["runs", str(tmp_path / "none*")])
+    assert out.returncode == 1 and "no evaluation runs found" in out.stderr
+
+
+def test_eval_takes_model_and_base_url_from_the_environment_and_names_its_run_dir(tmp_path):
+    data = tmp_path / "data"
+    with FakeServer() as srv:  # echoes the prompt
+        env = {"CRESOWLVE_MODEL": "env-model", "CRESOWLVE_BASE_URL": srv.base_url, "CRESOWLVE_DATA_DIR": str(data),
+               "CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")}
+        out = _cli(["eval", "--items", "demo", "--limit", "2"], env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (data / "runs" / "env-model__en" / "summary.json").exists()
+    assert f"run directory: {data / 'runs' / 'env-model__en'}" in out.stderr
+    missing = _cli(["eval", "--items", "demo"], env={"CRESOWLVE_MODEL": "", "CRESOWLVE_BASE_URL": ""})
+    assert missing.returncode == 2 and "CRESOWLVE_MODEL" in missing.stderr
+
+
+def test_serve_reports_serves_the_reports_directory(tmp_path):
+    (tmp_path / "index.html").write_text("<html>the index</html>")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "cresowlve_core.cli", "serve-reports", "--reports-dir",
+                             str(tmp_path), "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, cwd=REPO)
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        assert f"http://127.0.0.1:{port}/index.html" in line
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/index.html", timeout=5).read().decode()
+                break
+            except OSError:
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+        assert body == "<html>the index</html>"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
