@@ -405,6 +405,10 @@ class ErrorBody:
             inner = data.get("error")
             self.obj = inner if isinstance(inner, dict) else data
             msg = self.obj.get("message") or self.obj.get("detail") or (inner if isinstance(inner, str) else None)
+            meta = self.obj.get("metadata")
+            upstream = meta.get("raw") if isinstance(meta, dict) else None  # OpenRouter: the upstream's reason
+            if isinstance(upstream, str) and upstream.strip():
+                msg = f"{msg}: {upstream}" if msg else upstream
             self.message = _one_line(msg if msg is not None else text)
             self.code = " ".join(str(self.obj.get(k)) for k in ("code", "type", "status", "param")
                                  if self.obj.get(k) not in (None, ""))
@@ -456,6 +460,8 @@ def classify_status(status: int, headers: Any, content: bytes | str) -> Failure:
         return Failure("fatal", f"quota or billing exhausted: {shown}", status, reason="quota")
     if status >= 500 and _CONTEXT_OVERFLOW.search(body.code):  # llama.cpp builds of 2025-09 sent a 500
         return Failure("item", shown, status, reason=f"HTTP {status}")
+    if status == 501:  # not implemented: the path is not served (e.g. Gemini's base URL without /openai/)
+        return Failure("fatal", f"{shown} (check the base URL)", status, reason="HTTP 501")
     if status in RETRYABLE_STATUS or status >= 500:
         ra = parse_retry_after(headers) if status in (429, 503) else None
         ra = ra if ra is not None else body.retry_delay()

@@ -223,3 +223,16 @@ def test_stage_provider_flag_maps_every_endpoint_the_command_names(monkeypatch: 
         except SystemExit as exc:  # a required argument of that command: the flag itself parsed
             raise AssertionError(cmd) from exc
         assert parsed.stage_provider == "ollama"
+
+
+def test_openrouter_upstream_reason_and_a_501_path_that_is_not_served() -> None:
+    import pathlib
+
+    fixtures = pathlib.Path(__file__).resolve().parents[1] / "replay" / "fixtures"
+    upstream = json.loads((fixtures / "openrouter" / "err_429_upstream_rate_limited.json").read_text())
+    f = classify_status(429, {}, json.dumps(upstream["body"]))
+    assert f.kind == "retry" and "Provider returned error: google/gemini-2.0-flash-exp:free is temporarily" in f.message
+    unimplemented = json.loads((fixtures / "gemini" / "err_501_unimplemented_list.json").read_text())
+    body = unimplemented.get("body", unimplemented.get("body_text"))
+    f = classify_status(501, {}, body if isinstance(body, str) else json.dumps(body))
+    assert f.kind == "fatal" and "check the base URL" in f.message
