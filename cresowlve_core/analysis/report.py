@@ -482,6 +482,7 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
     return {
         "population": "creative and factual items",
         "n_responses": int(len(df)),
+        "n_items": int(df["id"].nunique()),
         "judge_coverage": cov,
         "n_rows": int(len(res)),
         "procedure": "stratified Newcombe/Wilson-score (MOVER-Wilson) interval of the standardised difference",
@@ -594,7 +595,7 @@ def paired_section(
         "metric": metric,
         "n_config_pairs": int(len(configs)),
         "n_config_significant": int((configs["p_holm"] < 0.05).sum()) if not configs.empty else 0,
-        "cross_lingual": _records(cross[["config", "n", "n_shared", "mismatch", "diff", "p", "method"]].round(6))
+        "cross_lingual": _records(cross[["config", "n", "n_shared", "mismatch", "diff", "p", "method"]].round({"diff": 6}))
         if not cross.empty
         else [],
     }
