@@ -53,7 +53,7 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
-from cresowlve_core.paths import REPO_ROOT
+from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
 from cresowlve_core.runtime.rundir import RESPONSES
 
@@ -142,16 +142,19 @@ def _is_run_dir(p: Path) -> bool:
     return p.is_dir() and ((p / RESPONSES).exists() or (p / MANIFEST).exists())
 
 
-def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_ROOT) -> list[Path]:
+def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path | None = None) -> list[Path]:
     """Run directories named by ``runs``: a glob, a directory, a grid summary (``grid.json``
     written by ``cresowlve grid``), or a list of these.
 
-    Relative paths and globs resolve against ``root`` (the repository root), never the
-    current directory, so a notebook executed from ``notebooks/`` finds the same runs.
-    A directory that is not itself a run directory stands for its run subdirectories.
+    Relative paths and globs resolve against ``root`` (default: the *current project*,
+    :func:`cresowlve_core.paths.project_root`, never the package's checkout nor the current
+    directory), so a notebook executed from ``notebooks/`` finds the same runs, and a second clone
+    sharing one venv finds its own. A directory that is not itself a run directory stands for its
+    run subdirectories.
     """
     if runs is None:
         return []
+    root = root if root is not None else project_root()
     entries: Sequence[str | Path] = [runs] if isinstance(runs, (str, Path)) else list(runs)
     found: list[Path] = []
     for entry in entries:
@@ -369,7 +372,7 @@ def _empty_responses() -> pd.DataFrame:
     return _finish_columns(df)
 
 
-def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path = REPO_ROOT) -> RunSet:
+def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None = None) -> RunSet:
     """Load every run directory named by ``runs`` (see :func:`resolve_run_dirs`)."""
     searched = ", ".join(map(str, runs)) if isinstance(runs, (list, tuple)) else str(runs)
     dirs = resolve_run_dirs(runs, root)

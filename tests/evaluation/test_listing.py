@@ -95,3 +95,19 @@ def test_serve_reports_serves_the_reports_directory(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_relative_run_paths_resolve_in_the_current_project_not_the_package_checkout(tmp_path, monkeypatch):
+    """A second clone sharing one venv: relative `-p runs` globs find that clone's runs."""
+    from cresowlve_core.analysis.loading import resolve_run_dirs
+
+    with FakeServer(answers=answer_for) as srv:
+        clone = tmp_path / "clone"
+        (clone).mkdir()
+        (clone / "pyproject.toml").write_text('[project]\nname = "cresowlve-core"\n')
+        asyncio.run(evaluate_async(cfg_for(srv, clone / "data" / "runs" / "x__en", tmp_path), make_items(2),
+                                   progress=False))
+    monkeypatch.chdir(clone / "data")  # anywhere inside the clone
+    assert resolve_run_dirs("data/runs/x__*") == [(clone / "data" / "runs" / "x__en").resolve()]
+    monkeypatch.chdir(tmp_path)  # outside any clone: the package's own checkout, where no such run is
+    assert resolve_run_dirs("data/runs/x__*") == []
