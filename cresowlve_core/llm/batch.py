@@ -83,15 +83,10 @@ def _api_error(what: str, endpoint: Endpoint, exc: Exception) -> LLMFatalError:
     return LLMFatalError(f"{what} at {endpoint.describe()} failed: {type(exc).__name__}: {' '.join(message.split())[:400]}")
 
 
-def _profile(endpoint: Endpoint) -> tuple[Any, ...]:
-    """The endpoint's provider profile as the wire's last argument, where endpoints have one."""
-    profile = getattr(endpoint, "profile", None)
-    return () if profile is None else (profile,)
-
-
 def batch_line(endpoint: Endpoint, custom_id: str, messages: list[dict[str, Any]], params: GenParams) -> dict[str, Any]:
-    """One input line; the body is what the live client would send for the same call."""
-    path, body = get_wire(endpoint.wire).build_request(endpoint.model, messages, params, *_profile(endpoint))
+    """One input line; the body is what the live client would send for the same call (the same
+    wire and provider profile: ``LLMClient`` builds its requests with exactly this call)."""
+    path, body = get_wire(endpoint.wire).build_request(endpoint.model, messages, params, endpoint.profile)
     return {"custom_id": custom_id, "method": "POST", "url": "/v1" + path, "body": body}
 
 
@@ -321,7 +316,7 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[dict[str, 
             body = resp.get("body")
             content = json.dumps(body).encode() if not isinstance(body, str) else body.encode()
             try:
-                completion = wire.interpret(path, resp["status_code"], {}, content, *_profile(endpoint))
+                completion = wire.interpret(path, resp["status_code"], {}, content, endpoint.profile)
             except AttemptFailed as exc:
                 if exc.failure.kind == "fatal":  # a live run stops on this: the request is not run
                     fatal.append(exc.failure.message)

@@ -162,7 +162,8 @@ def test_corrupt_batch_json_moved_aside_submits_only_the_items_without_answers(t
 
 def test_reasoning_model_batch_sends_max_completion_tokens_and_effort(tmp_path, capsys):
     with FakeServer(answers=answer_for, batch_polls=0) as srv:
-        run = Run(tmp_path, srv, capsys, "--effort", "high", "--api", "chat", "--max-tokens", "2000")
+        run = Run(tmp_path, srv, capsys, "--model", "gpt-5-mini", "--provider", "openai", "--effort", "high",
+                  "--api", "chat", "--max-tokens", "2000")
         code, out, err = run()
         line = json.loads((run.dir / "batch_input.jsonl").read_text().splitlines()[0])
         code, out, err = run()
@@ -170,8 +171,10 @@ def test_reasoning_model_batch_sends_max_completion_tokens_and_effort(tmp_path, 
     assert line["url"] == "/v1/chat/completions"
     assert body["max_completion_tokens"] == 2000 and body["reasoning_effort"] == "high"
     assert "temperature" not in body and "max_tokens" not in body
-    sent = json.loads((run.dir / "manifest.json").read_text())["sent"]
+    manifest = json.loads((run.dir / "manifest.json").read_text())
+    sent = manifest["sent"]
     assert sent == {k: v for k, v in body.items() if k not in ("model", "messages")}
+    assert manifest["provider"] == "openai" and body["model"] == "gpt-5-mini"
     assert code == 0 and len(run.records()) == 5
 
 
