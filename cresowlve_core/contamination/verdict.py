@@ -124,7 +124,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     rows.append(_row(c, "BCQ target: items right in a majority of repeats (exact binomial vs 25%)",
                      f"{TARGET} (n = {maj['n']})", maj["n"], NAN, maj["share"], maj["low"], maj["high"],
                      NAN if few else maj["p"], maj_sig,
-                     "no target items quizzed" if not maj["n"] else
+                     (few or "") if not maj["n"] else
                      (few + "; " + desc if few else
                       ("picks the original above chance: " if maj_sig else "not above chance: ") + desc)))
     acc = per_item.set_index("id")["accuracy"] if not per_item.empty else pd.Series(dtype=float)
@@ -151,7 +151,6 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
         few = too_few(n, min_items=min_items)
         rows.append(_row(c, f"Completion guided − general ROUGE-L, {s} (paired)", f"{s} (n = {n})", n, NAN,
                          g.get("diff", NAN), g.get("low", NAN), g.get("high", NAN), NAN if few else p, None,
-                         f"no {s} items completed" if not n else
                          "context, not part of the verdict" + (f": {few}" if few else
                                                                "; p: one-sided Wilcoxon signed-rank test")))
     did_row, comp_signal = _matched_row(
@@ -180,9 +179,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
 def _overall(quiz: bool | None, comp: bool | None, n_target: int, smallest: int,
              min_items: int) -> tuple[str, bool | None]:
     if quiz is None and comp is None:
-        if not n_target:
-            return "not tested: no target item reached the quiz or the completion test", None
-        return f"not tested: too few items (n = {smallest}; at least {min_items} per set)", None
+        why = "" if n_target else ": no target item reached the quiz or the completion test"
+        return f"not tested: too few items (n = {smallest}; at least {min_items} per set){why}", None
     if quiz and comp:
         return "likely contaminated: the quiz and the completion test agree", True
     parts = {"the quiz": quiz, "the completion test": comp}

@@ -16,6 +16,7 @@ from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.items import Item, ItemView
 
+DID_TEST = "Completion guided − general ROUGE-L: target − wrong_both (difference in differences)"
 N_TARGET, N_WRONG, N_RIGHT = 22, 21, 3  # the signals need at least MIN_ITEMS = 20 items per set
 
 
@@ -166,5 +167,8 @@ def test_nothing_tested_is_said_plainly():
                          pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct"]),
                          pd.DataFrame(columns=["set", "id", "mode", "rouge_l", "prefix_match", "continuation"]))
     v = verdict_table(empty)
-    assert v.iloc[-1]["reading"].startswith("not tested") and not v.iloc[-1]["signal"]
+    assert v.iloc[-1]["reading"] == ("not tested: too few items (n = 0; at least 20 per set): no target item reached "
+                                     "the quiz or the completion test")
+    assert v.iloc[-1]["signal"] is None
+    assert v.set_index("test").loc[DID_TEST, "reading"] == "too few items (n = 0): not tested"
     assert v.iloc[0]["reading"].startswith("no valid BDQ answers")
