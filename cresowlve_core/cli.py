@@ -95,8 +95,15 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from cresowlve_core.notebooks import run_notebook
 
+    from cresowlve_core.notebooks import report_headline
+
     res = run_notebook(a.notebook, _params(a.param), Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
+    if (head := report_headline(res.records)) is not None:
+        print(head)
+    if res.records.get("empty"):
+        print(f"empty report: {res.records['empty']}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     if a.open:
         return serve_reports(res.html.parent, a.port, open_page=res.html.name)
     return 0

@@ -322,6 +322,13 @@ def _relative(value: Any, reports: Path) -> Any:
         return value
 
 
+def report_headline(records: dict[str, Any]) -> str | None:
+    """The one-line result of an executed report: its ``headline`` record, else one derived from
+    well-known records (the index page shows the same line)."""
+    text = records.get("headline")
+    return text if isinstance(text, str) else _fallback_headline(records)
+
+
 def _fallback_headline(records: dict[str, Any]) -> str | None:
     """A one-line result from well-known records, for notebooks that record no ``headline``."""
     summary = records.get("summary")
@@ -410,7 +417,7 @@ def update_index(
     registry: dict[str, Any] = json.loads(reg_path.read_text()) if reg_path.exists() else {}
     ipynb = reports / f"{stem}.ipynb"
     records = read_records(ipynb) if ipynb.exists() else {}
-    headline_text = records.get("headline") if isinstance(records.get("headline"), str) else None
+    headline_text = report_headline(records)
     registry[stem] = {
         "title": title,
         "html": f"{stem}.html",
@@ -418,7 +425,7 @@ def update_index(
         "parameters": {k: _relative(v, reports) for k, v in parameters.items()},
         "rendered_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "seconds": round(seconds, 1),
-        "headline": headline_text or _fallback_headline(records),
+        "headline": headline_text,
         "models": _models(records, parameters),
         "banners": banners_in(ipynb) if ipynb.exists() else [],
     }

@@ -182,8 +182,12 @@ def seeds_section(rs: RunSet | None = None, **analysis_seeds: int) -> dict[str, 
 def runs_section(rs: RunSet) -> dict[str, Any]:
     """What was loaded: banner for synthetic data, the run list with items planned vs finished, notes."""
     if rs.runs.empty:
+        from cresowlve_core.notebook_records import record
+
+        record("empty", f"no runs found for runs = {rs.searched} (0 run directories matched, relative paths resolve "
+                        f"against the current project)")
         say(
-            f"**No runs found** for `runs = {rs.searched}` (relative paths resolve against the repository root). "
+            f"**No runs found** for `runs = {rs.searched}` (relative paths resolve against the current project). "
             "Nothing to analyse yet: run an evaluation first (`cresowlve eval ...` or `bash setup.sh`), or pass "
             "`-p runs '<glob or list of run directories>'`. The sections below are skipped."
         )

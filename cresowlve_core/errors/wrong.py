@@ -140,6 +140,10 @@ def find_or_make_runs(runs: str | Sequence[str] | None, *, base_url: str | None,
     bilingual demo items (En and Ru) into ``work_dir/eval`` with the given model (embedded when
     ``base_url`` is None). Returns the runs and a sentence saying where they came from."""
     data = load_runs(runs)
+    if data.empty and not make_demo:
+        from cresowlve_core.notebook_records import record
+
+        record("empty", f"no runs found at {runs} (0 run directories matched): nothing to analyse")
     if not data.empty or not make_demo:
         return data, (f"{len(data.runs)} run(s) from `{runs}`" if not data.empty
                       else f"no runs found at `{runs}`: nothing to analyse")

@@ -111,3 +111,13 @@ def test_relative_run_paths_resolve_in_the_current_project_not_the_package_check
     assert resolve_run_dirs("data/runs/x__*") == [(clone / "data" / "runs" / "x__en").resolve()]
     monkeypatch.chdir(tmp_path)  # outside any clone: the package's own checkout, where no such run is
     assert resolve_run_dirs("data/runs/x__*") == []
+
+
+def test_an_empty_report_says_so_on_the_terminal_and_exits_1(tmp_path):
+    out = _cli(["report", "03_analysis", "-p", "runs", str(tmp_path / "nowhere" / "x__*"), "--reports-dir",
+                str(tmp_path / "reports")], env={"CRESOWLVE_DATA_DIR": str(tmp_path / "data"),
+                                                 "CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 1, out.stderr[-2000:]
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("empty report: no runs found") and "nowhere" in last and "0 run directories" in last
+    assert (tmp_path / "reports" / "03_analysis.html").exists()  # the report is still written
