@@ -93,9 +93,7 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from cresowlve_core.notebooks import run_notebook
-
-    from cresowlve_core.notebooks import report_headline
+    from cresowlve_core.notebooks import report_headline, run_notebook
 
     res = run_notebook(a.notebook, _params(a.param), Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
