@@ -2,8 +2,10 @@
 
 :func:`analyse` is the one call a notebook makes: it embeds every path once (cached), computes
 each set's distance matrix and greedy ordering, and returns a :class:`CreateReport` whose methods
-give the leaderboard (utility at two patience values with seeded bootstrap CIs over queries,
-paths, valid/factual rates, quality and diversity), the utility-vs-patience curves, the
+give the leaderboard (utility at two patience values with seeded bootstrap CIs over queries and
+the paper's standard deviation over queries, paths, valid/factual rates, quality and diversity),
+paired comparisons of adjacent configurations over the queries both answered (mean difference,
+paired bootstrap CI, Wilcoxon signed-rank p, Holm across the adjacent pairs), the utility-vs-patience curves, the
 quality-vs-factuality trade-off, distinctiveness against the population of all configurations,
 and example paths. Utilities use :mod:`cresowlve_core.create.utility` (reference discount and
 strength rule unless told otherwise).
@@ -35,7 +37,7 @@ from cresowlve_core.create.utility import (
     UtilityBreakdown,
     utility_breakdown,
 )
-from cresowlve_core.stats import bootstrap_mean_ci
+from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -113,8 +115,9 @@ class CreateReport:
         seed: int = 0,
         factuality_threshold: float = 1.0,
     ) -> pd.DataFrame:
-        """Per configuration: mean utility at each patience with a 95% bootstrap CI over queries,
-        mean paths per query, valid rate (of all paths), factual rate (of valid paths), |U| (valid
+        """Per configuration: mean utility at each patience with a 95% bootstrap CI over queries
+        and the standard deviation over queries (``sd@p``, the paper's Table 1 parentheses), mean
+        paths per query, valid rate (of all paths), factual rate (of valid paths), |U| (valid
         and factual paths per query), mean max strength, mean pairwise distance. Sorted by the
         utility at the last patience."""
         pq = self.per_query(patience, factuality_threshold)
@@ -126,6 +129,7 @@ class CreateReport:
                 row[f"utility@{p}"] = est.value
                 row[f"ci_low@{p}"] = est.low
                 row[f"ci_high@{p}"] = est.high
+                row[f"sd@{p}"] = float(g[f"utility@{p}"].std(ddof=1)) if len(g) > 1 else np.nan
             n_paths, n_valid = g["n_paths"].sum(), g["n_valid"].sum()
             row.update(
                 {
@@ -139,6 +143,44 @@ class CreateReport:
             )
             rows.append(row)
         return pd.DataFrame(rows).sort_values(f"utility@{patience[-1]}", ascending=False).reset_index(drop=True)
+
+    def comparisons(
+        self,
+        patience: Sequence[float] = (0.7, 0.9),
+        n_boot: int = 1000,
+        seed: int = 0,
+        factuality_threshold: float = 1.0,
+    ) -> pd.DataFrame:
+        """Adjacent configurations of the leaderboard (ranked by the utility at the last
+        patience), compared **paired by query**: over the queries both answered, the mean
+        utility of each, their difference ``a − b`` with a seeded 95% bootstrap interval over
+        those queries, the two-sided Wilcoxon signed-rank p, and ``p_holm`` (Holm across the
+        adjacent pairs at that patience). Queries differ far more in how much utility they allow
+        than models do, so pairing by query is what makes a ranking step testable; an unpaired
+        comparison of the two leaderboard intervals is much weaker. ``n_a_only``/``n_b_only``:
+        queries only one of the two answered (left out)."""
+        pq = self.per_query(patience, factuality_threshold)
+        board = self.leaderboard(patience, n_boot=n_boot, seed=seed, factuality_threshold=factuality_threshold)
+        order = board["config"].tolist()
+        rows = []
+        for p in patience:
+            col = f"utility@{p}"
+            wide = pq.pivot_table(index="query_id", columns="config", values=col, aggfunc="mean")
+            part = []
+            for rank, (a, b) in enumerate(zip(order, order[1:]), start=1):
+                x, y = wide[a], wide[b]
+                d = paired_difference(x.to_numpy(), y.to_numpy(), n_boot=n_boot, rng=stable_seed(seed, "create-paired", a, b, p))
+                part.append({"patience": p, "rank": rank, "a": a, "b": b, "n_queries": d.n,
+                             "n_a_only": int((x.notna() & y.isna()).sum()), "n_b_only": int((y.notna() & x.isna()).sum()),
+                             "mean_a": d.mean_x, "mean_b": d.mean_y, "diff": d.diff, "ci_low": d.low, "ci_high": d.high,
+                             "p_wilcoxon": d.p_wilcoxon, "note": d.note})
+            adjusted: np.ndarray = holm(np.array([r["p_wilcoxon"] for r in part], dtype=float))
+            for r, q in zip(part, adjusted):
+                r["p_holm"] = float(q)
+            rows.extend(part)
+        cols = ["patience", "rank", "a", "b", "n_queries", "n_a_only", "n_b_only", "mean_a", "mean_b", "diff", "ci_low",
+                "ci_high", "p_wilcoxon", "p_holm", "note"]
+        return pd.DataFrame(rows, columns=cols)
 
     def patience_curves(self, grid: Sequence[float] = PATIENCE_GRID, factuality_threshold: float = 1.0) -> pd.DataFrame:
         """Mean utility over queries at each patience, per configuration (long format)."""
@@ -429,6 +471,34 @@ def local_section(
         + (f" **Stopped early:** {stopped}." if stopped else "")
     )
     return LocalSection(message, rec, table, embedded=is_embedded_model(model))
+
+
+# --------------------------------------------------------------------------- display
+
+
+def show_table(df: pd.DataFrame, digits: int = 3) -> object:
+    """A table for the report: numbers rounded, missing values as ``–``, no index."""
+    return df.style.format(na_rep="–", precision=digits).hide(axis="index")
+
+
+def comparisons_display(cmp: pd.DataFrame) -> object:
+    """:meth:`CreateReport.comparisons` for reading: the interval as ``[low, high]``, p-values
+    as text (``< 0.0001`` below 1e-4, ``–`` when there is no test)."""
+    out = cmp.drop(columns=["ci_low", "ci_high", "p_wilcoxon", "p_holm"]).copy()
+    out.insert(out.columns.get_loc("diff") + 1, "95% CI (paired bootstrap)",
+               ["–" if pd.isna(lo) else f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(cmp["ci_low"], cmp["ci_high"])])
+    out.insert(out.columns.get_loc("note"), "p (Wilcoxon)", cmp["p_wilcoxon"].map(format_p))
+    out.insert(out.columns.get_loc("note"), "p (Holm)", cmp["p_holm"].map(format_p))
+    return show_table(out, 2)
+
+
+def jsonable(df: pd.DataFrame) -> list[dict[str, object]]:
+    """A frame as JSON-safe records for ``record`` (NaN → None, numpy scalars → Python)."""
+    out = []
+    for r in df.to_dict(orient="records"):
+        out.append({str(k): (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v))
+                    for k, v in r.items()})
+    return out
 
 
 # --------------------------------------------------------------------------- charts

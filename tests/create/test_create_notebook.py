@@ -28,4 +28,10 @@ def test_notebook_07_default_run(tmp_path, monkeypatch):
     assert 0.9 < rec["validity_agreement"] < 1.0
     assert set(rec["distinctiveness"]) == set(at_09)
     assert rec["local_model"]["status"] == "skipped"
+    # adjacent configurations compared paired by query (issue 18): 7 pairs at each of 2 patience values
+    paired = rec["paired"]
+    assert len(paired) == 14 and all(r["n_queries"] >= 13 for r in paired)
+    last = [r for r in paired if r["patience"] == 0.9 and r["b"] == "qwen3-32b__original"][0]
+    assert last["diff"] == pytest.approx(4.39, abs=0.05) and last["ci_low"] > 0 and last["p_holm"] < 0.05
+    assert "not JSON compliant" not in result.ipynb.read_text()
     assert result.html.exists()
