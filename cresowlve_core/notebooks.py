@@ -168,6 +168,7 @@ def run_notebook(
     t0 = time.monotonic()
     kernel_env = {
         "CRESOWLVE_REPORTS_DIR": str(reports),  # every default output of the notebook goes here
+        "CRESOWLVE_REPORT_STEM": stem,  # its exports are named after this render, not after the notebook
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # no "Loading weights: 0%" bars in reports
     }
     saved = {k: os.environ.get(k) for k in kernel_env}

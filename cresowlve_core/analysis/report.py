@@ -266,11 +266,19 @@ def truncation_note(rs: RunSet) -> str:
             "Re-ask only those with `cresowlve eval ... --retry-truncated --max-tokens N`.")
 
 
+def report_stem(default: str) -> str:
+    """The file stem of the report being rendered (``cresowlve report``/the grid set it for the
+    kernel), so two renders of one notebook under two names never overwrite each other's exports."""
+    import os
+
+    return os.environ.get("CRESOWLVE_REPORT_STEM") or default
+
+
 def table1_section(
     rs: RunSet,
     paper_path: str | Path | None = None,
     export_dir: str | Path | None = None,
-    stem: str = "03_analysis",
+    stem: str | None = None,
     coverage_threshold: float = table.COVERAGE_THRESHOLD,
     export: bool = True,
     aliases: dict[str, str] | None = None,
@@ -328,6 +336,7 @@ def table1_section(
     out: dict[str, Any] = {}
     if export:
         out_dir = Path(export_dir) if export_dir else REPORTS_DIR
+        stem = stem or report_stem("03_analysis")  # each rendered report keeps its own exports
         csv_path = table.write_table1_csv(long, out_dir / f"{stem}_table1.csv", synthetic=rs.synthetic)
         tex_path = table.write_table1_latex(long, out_dir / f"{stem}_table1.tex", synthetic=rs.synthetic)
         say(f"Exported `{csv_path}` and `{tex_path}`.")

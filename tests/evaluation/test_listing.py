@@ -121,3 +121,26 @@ def test_an_empty_report_says_so_on_the_terminal_and_exits_1(tmp_path):
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("empty report: no runs found") and "nowhere" in last and "0 run directories" in last
     assert (tmp_path / "reports" / "03_analysis.html").exists()  # the report is still written
+
+
+def test_two_renders_of_03_keep_their_own_exports_and_the_index_links_each(tmp_path):
+    """An analysis render and a grid render (another output name) used to share 03_analysis_table1.csv."""
+    import json
+
+    from cresowlve_core.analysis.synthetic_runs import write_synthetic_runs
+    from cresowlve_core.notebooks import run_notebook
+
+    reports = tmp_path / "reports"
+    write_synthetic_runs(tmp_path / "one", n_items=40, configs=1, seed=1)
+    write_synthetic_runs(tmp_path / "two", n_items=40, configs=2, seed=2)
+    fast = {"n_boot": 50, "semantic_distance": False}
+    run_notebook("03_analysis", {"runs": str(tmp_path / "one" / "*"), **fast}, reports)
+    run_notebook("03_analysis", {"runs": str(tmp_path / "two" / "*"), **fast}, reports, output_name="03_analysis_grid")
+    one = (reports / "03_analysis_table1.csv").read_text().splitlines()
+    two = (reports / "03_analysis_grid_table1.csv").read_text().splitlines()
+    assert len(one) == 1 + 1 and len(two) == 1 + 2  # header + one row per configuration
+    index = json.loads((reports / "index.json").read_text())
+    by_key = {k: v for k, v in (index.get("reports") or index).items()}
+    assert "03_analysis_table1.csv" in by_key["03_analysis"]["exports"]
+    assert "03_analysis_grid_table1.csv" in by_key["03_analysis_grid"]["exports"]
+    assert "03_analysis_table1.csv" not in by_key["03_analysis_grid"]["exports"]
