@@ -10,8 +10,13 @@ Nothing secret goes in: the API key is never part of a key, and every stored val
 (the key variable of the endpoint plus every variable named like a credential) before it is
 written, so a server that echoes the ``Authorization`` header cannot put the key on disk.
 
-A cache file that cannot be opened, read or written (unwritable, not a database) raises one
-:class:`CacheError` naming the file, which stops a run with one line.
+A cache file that cannot be opened (unwritable, not a database) raises one :class:`CacheError`
+naming the file; a stage then runs without the cache, with one WARNING
+(:meth:`~cresowlve_core.runtime.options.ClientOptions.open_cache`), and ``cresowlve cache`` exits 2.
+A read or a write that fails during a run (a full disk, a read-only file, a lock held too long)
+is a WARNING too: the cache turns itself off for the rest of the run and every answer still goes
+to the run directory, which is the source of truth. Nothing is lost and nothing is re-sent on
+resume because of a cache failure.
 """
 
 from __future__ import annotations
@@ -127,6 +132,8 @@ class ResponseCache:
     def __init__(self, path: str | Path | None = None, *, busy_timeout_ms: int = 30_000) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
+        #: Why the cache turned itself off during this run (a failed read or write), else None.
+        self.disabled: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.is_dir():
@@ -161,13 +168,23 @@ class ResponseCache:
                 time.sleep(0.05)
         return None
 
+    def _disable(self, what: str, exc: BaseException) -> None:
+        """Turn the cache off for the rest of the run, with one WARNING naming the file."""
+        if self.disabled is None:
+            self.disabled = str(self._error(what, exc)).split("; ")[0]
+            log.warning("%s; going on without the cache (every answer is still recorded in the run directory)",
+                        self.disabled)
+
     def get(self, key: str) -> Completion | None:
-        """The cached completion (with ``cached=True``), or ``None``."""
+        """The cached completion (with ``cached=True``), or ``None`` (also when the cache is off)."""
+        if self.disabled is not None:
+            return None
         try:
             with self._lock:
                 row = self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
-            raise self._error("cannot be read", exc) from None
+            self._disable("cannot be read", exc)
+            return None
         if not row:
             return None
         try:
@@ -183,9 +200,10 @@ class ResponseCache:
         The client passes the endpoint's model name so ``stats()``/``clear(model)`` use the
         names you configured. Empty answers are refused (they are never worth replaying).
         ``secrets`` are the values to redact (default: every credential-like variable; the
-        client adds its key variable, whatever its name).
+        client adds its key variable, whatever its name). A failed write turns the cache off with a
+        WARNING instead of raising: the caller still gets (and records) the answer.
         """
-        if not completion.text.strip():
+        if not completion.text.strip() or self.disabled is not None:
             return
         payload = _to_payload(completion, find_secret_values() if secrets is None else secrets)
         try:
@@ -196,7 +214,7 @@ class ResponseCache:
                     (key, model or completion.model, prompt_version, time.time(), payload),
                 )
         except sqlite3.Error as exc:
-            raise self._error("cannot be written", exc) from None
+            self._disable("cannot be written", exc)
 
     def __contains__(self, key: str) -> bool:
         with self._lock:

@@ -3,7 +3,9 @@
 Every stage that calls a model (evaluation, CREATE generation and scoring, construction filters,
 error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
 
-- each finished unit is appended (and fsynced) as one JSONL record the moment it finishes;
+- each finished unit is appended (and fsynced) as one JSONL record the moment it finishes, on the
+  run directory's writer thread (:meth:`RunDir.append_async`), so the event loop never waits on
+  the disk; a unit counts as done (progress, ``on_record``) only once its record is fsynced;
 - a re-run skips units whose latest record is done, and retries errored ones;
 - a unit that fails (an :class:`~cresowlve_core.llm.types.LLMError` after the client's own
   retries) is recorded as an error and the run goes on;
@@ -116,8 +118,8 @@ async def map_with_resume(
             queue.put_nowait(pair)
         stop: list[BaseException] = []
 
-        def persist(rec: Record) -> None:
-            run.append(records_file, rec)
+        async def persist(rec: Record) -> None:
+            await run.append_async(records_file, rec)  # written and fsynced off the loop
             previous[rkey(rec)] = rec
             if on_record is not None:
                 on_record(rec)
@@ -132,7 +134,7 @@ async def map_with_resume(
                 try:
                     rec = await call(unit, previous.get(k))
                 except StopWithRecord as exc:
-                    persist(exc.record)
+                    await persist(exc.record)
                     stop.append(exc.cause)
                     return
                 except STOP_ERRORS as exc:
@@ -140,7 +142,7 @@ async def map_with_resume(
                     return
                 except LLMError as exc:
                     rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
-                persist(rec)
+                await persist(rec)
 
         n_workers = max(1, min(concurrency, len(todo)))
         interrupted = False

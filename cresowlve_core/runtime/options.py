@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from cresowlve_core.llm.cache import ResponseCache
+from cresowlve_core.llm.cache import CacheError, ResponseCache
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.profiles import get_profile
@@ -81,9 +82,15 @@ class ClientOptions(BaseModel):
                          effort=effort, api=api, extra=extra, extra_body=dict(self.extra_body))  # type: ignore[arg-type]
 
     def open_cache(self) -> ResponseCache | None:
+        """The response cache, or None (``cache=False``, or a cache that cannot be opened: then a
+        WARNING, and the run goes on uncached; the run directory is the source of truth)."""
         if not self.cache:
             return None
-        return ResponseCache(Path(self.cache_path)) if self.cache_path else ResponseCache()
+        try:
+            return ResponseCache(Path(self.cache_path)) if self.cache_path else ResponseCache()
+        except CacheError as exc:
+            logging.getLogger(__name__).warning("%s; going on without the cache", str(exc).split("; ")[0])
+            return None
 
 
 def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter | None = None,

@@ -11,11 +11,13 @@ write a run directory (:meth:`RunDir.lock`).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
 import logging
 import os
+import queue
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -60,6 +62,7 @@ class RunDir:
         self._held: IO[str] | None = None  # the open lock file while this process holds the lock
         self._secrets = find_secret_values(secret_names)
         self._checked: set[str] = set()
+        self._writer = _GroupWriter(self._write_lines)
         self.repairs: list[str] = []
 
     # ---- manifest
@@ -114,15 +117,35 @@ class RunDir:
     # ---- records
 
     def append(self, filename: str, record: dict[str, Any]) -> None:
-        line = self._safe(dumps_line(record))
+        """Append one record and fsync it before returning (the caller's thread)."""
+        self._write_lines(filename, [self.scrub(dumps_line(record))])
+
+    async def append_async(self, filename: str, record: dict[str, Any]) -> None:
+        """Append one record on the run's writer thread; return once it is written and fsynced.
+
+        The event loop never waits on the disk. Records queued while a write is under way are
+        written together and fsynced once (group commit), so the guarantee is the same as
+        :meth:`append`: when this returns, the record is on disk. A write error (a full disk)
+        is raised here, naming the file.
+        """
+        line = self.scrub(dumps_line(record))
+        await self._writer.submit(filename, line)
+
+    def _write_lines(self, filename: str, lines: list[str]) -> None:
+        path = self.path / filename
         with self._lock:
-            if filename not in self._checked:
-                self._repair_tail(filename)
-                self._checked.add(filename)
-            with open(self.path / filename, "a", encoding="utf-8") as f:
-                f.write(line + "\n")
-                f.flush()
-                os.fsync(f.fileno())
+            try:
+                if filename not in self._checked:
+                    self._repair_tail(filename)
+                    self._checked.add(filename)
+                with open(path, "a", encoding="utf-8") as f:
+                    f.write("".join(line + "\n" for line in lines))
+                    f.flush()
+                    os.fsync(f.fileno())
+            except OSError as exc:
+                if exc.filename is None:  # a failed write() or fsync() names no file: name it
+                    exc.filename = str(path)
+                raise
 
     def _repair_tail(self, filename: str) -> None:
         """Make the file end on a complete line: a torn tail goes to ``<file>.torn``."""
@@ -203,6 +226,72 @@ class RunDir:
         return scrub(text, self._secrets)
 
     _safe = scrub
+
+
+class _GroupWriter:
+    """One thread that writes and fsyncs a run's records off the event loop, in submission order.
+
+    Everything queued while the previous write was under way goes out in one write and one fsync
+    per file. Each record's future is resolved only after its fsync. The thread exits when idle.
+    """
+
+    IDLE_S = 1.0
+
+    def __init__(self, write: Callable[[str, list[str]], None]) -> None:
+        self._write = write
+        self._queue: queue.SimpleQueue[tuple[str, str, asyncio.AbstractEventLoop, asyncio.Future[None]]] = \
+            queue.SimpleQueue()
+        self._guard = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def submit(self, filename: str, line: str) -> asyncio.Future[None]:
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[None] = loop.create_future()
+        with self._guard:
+            self._queue.put((filename, line, loop, fut))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="rundir-writer", daemon=True)
+                self._thread.start()
+        return fut
+
+    def _run(self) -> None:
+        while True:
+            try:
+                batch = [self._queue.get(timeout=self.IDLE_S)]
+            except queue.Empty:
+                with self._guard:
+                    if self._queue.empty():
+                        self._thread = None
+                        return
+                continue
+            while True:
+                try:
+                    batch.append(self._queue.get_nowait())
+                except queue.Empty:
+                    break
+            by_file: dict[str, list[tuple[str, str, asyncio.AbstractEventLoop, asyncio.Future[None]]]] = {}
+            for item in batch:
+                by_file.setdefault(item[0], []).append(item)
+            for filename, items in by_file.items():
+                error: BaseException | None = None
+                try:
+                    self._write(filename, [line for _, line, _, _ in items])
+                except BaseException as exc:  # handed to every waiting caller
+                    error = exc
+                for _, _, loop, fut in items:
+                    try:
+                        loop.call_soon_threadsafe(_settle, fut, error)
+                    except RuntimeError:  # the loop is closed (the run was interrupted)
+                        pass
+
+
+def _settle(fut: asyncio.Future[None], error: BaseException | None) -> None:
+    if fut.done():
+        return
+    if error is None:
+        fut.set_result(None)
+    else:
+        fut.set_exception(error)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:

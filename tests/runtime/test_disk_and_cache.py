@@ -1,0 +1,170 @@
+"""Issue 20, points 6 and 10 (part): full disks, failing caches, and the fsync off the event loop.
+
+* The run directory is the source of truth: a cache that fails (full, read-only, locked) is one
+  WARNING and the run goes on uncached; nothing is lost, nothing is re-sent on resume.
+* A full run directory stops the run with exit 3 and a line naming the file.
+* Records are written and fsynced on the run directory's writer thread; a unit counts as done
+  only once its record is on disk, which still holds after ``kill -9``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import stage_runs as S
+from fakeserver import FakeServer
+
+from cresowlve_core import jsonl
+from cresowlve_core.cli import main
+from cresowlve_core.llm import cache as cache_mod
+from cresowlve_core.runtime import RunDir, map_with_resume
+
+
+class _FullDiskConn:
+    """A sqlite connection whose writes fail as on a full disk (reads work)."""
+
+    def __init__(self, conn: sqlite3.Connection, message: str) -> None:
+        self._conn, self._message = conn, message
+
+    def execute(self, sql: str, *args):
+        if sql.lstrip().upper().startswith(("INSERT", "DELETE", "UPDATE")):
+            raise sqlite3.OperationalError(self._message)
+        return self._conn.execute(sql, *args)
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+def _eval(base_url: str, tmp: Path, *extra: str) -> int:
+    items = S.write_items(tmp / "items.jsonl", S.eval_items())
+    return main(["eval", "--model", "fake-model", "--base-url", base_url, "--items", str(items), "--lang", "en",
+                 "--run-dir", str(tmp / "run"), "--max-tokens", "64", "--concurrency", "2", *extra])
+
+
+@pytest.mark.parametrize("message", ["database or disk is full", "attempt to write a readonly database",
+                                     "database is locked"])
+def test_a_failing_cache_is_a_warning_and_nothing_is_lost_or_resent(tmp_path, monkeypatch, caplog, message):
+    real_init = cache_mod.ResponseCache.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        self._conn = _FullDiskConn(self._conn, message)
+
+    monkeypatch.setattr(cache_mod.ResponseCache, "__init__", init)
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(answers=S.eval_answers) as srv:
+        assert _eval(srv.base_url, tmp_path) == 0  # before: exit 2, the 4 answers in hand dropped
+        assert srv.total == 4
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "response cache" in r.getMessage()]
+        assert len(warnings) == 1 and message in warnings[0] and str(tmp_path / "cache") in warnings[0]
+        assert _eval(srv.base_url, tmp_path) == 0
+        assert srv.total == 4  # resumed from the run directory: nothing re-sent
+    recs = jsonl.read_jsonl(tmp_path / "run" / "responses.jsonl")
+    assert sorted(r["id"] for r in recs if r["status"] == "ok") == [it.id for it in S.eval_items()]
+
+
+def test_a_cache_that_cannot_be_opened_is_a_warning(tmp_path, monkeypatch, caplog):
+    (tmp_path / "afile").write_text("x")
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "afile"))  # its parent is a file
+    with FakeServer(answers=S.eval_answers) as srv:
+        assert _eval(srv.base_url, tmp_path) == 0
+        assert srv.total == 4
+    assert any("going on without the cache" in r.getMessage() for r in caplog.records)
+
+
+def _enospc_on(monkeypatch, name: str) -> None:
+    """fsync of a file called ``name`` fails with ENOSPC, as the kernel reports a full disk."""
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.readlink(f"/proc/self/fd/{fd}").endswith(name):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.mark.parametrize("name", ["responses.jsonl", "manifest.json.tmp"])
+def test_a_full_run_directory_exits_3_naming_the_file(tmp_path, monkeypatch, capsys, name):
+    _enospc_on(monkeypatch, name)
+    with FakeServer(answers=S.eval_answers) as srv:
+        code = _eval(srv.base_url, tmp_path, "--no-cache")
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    target = tmp_path / "run" / name.removesuffix(".tmp")
+    assert code == 3 and err.startswith("error: disk full writing ") and str(target) in err, err
+
+
+def test_records_are_fsynced_off_the_event_loop_and_on_disk_when_reported_done(tmp_path, monkeypatch):
+    run = RunDir(tmp_path / "run")
+    loop_thread = threading.get_ident()
+    fsync_threads: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        fsync_threads.append(threading.get_ident())
+        time.sleep(0.01)  # a slow disk: with the fsync on the loop, every unit would wait on it
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    reported: list[str] = []
+
+    def on_record(rec: dict) -> None:  # runs when the unit counts as done: its record is on disk
+        on_disk = {r["key"] for r in jsonl.read_jsonl(run.path / "out.jsonl")}
+        assert rec["key"] in on_disk
+        reported.append(rec["key"])
+
+    async def call(u, prev):
+        await asyncio.sleep(0.001)
+        return {"key": u, "status": "ok"}
+
+    units = [f"u{i}" for i in range(60)]
+    res = asyncio.run(map_with_resume(run, "out.jsonl", units, key=lambda u: u, call=call, on_record=on_record,
+                                      concurrency=30, progress=False))
+    assert res.n_done == 60 and sorted(reported) == sorted(units)
+    assert fsync_threads and loop_thread not in fsync_threads  # never on the event loop's thread
+    assert len(fsync_threads) < 60  # records queued during a write share its fsync (group commit)
+
+
+_KILLED_CHILD = textwrap.dedent("""
+    import asyncio, sys
+    from cresowlve_core.runtime import RunDir, map_with_resume
+
+    async def call(u, prev):
+        await asyncio.sleep(0.002)
+        return {"key": u, "status": "ok", "text": "x" * 2000}
+
+    def on_record(rec):
+        print("DONE", rec["key"], flush=True)
+
+    run = RunDir(sys.argv[1])
+    asyncio.run(map_with_resume(run, "out.jsonl", [f"u{i}" for i in range(100000)], key=lambda u: u, call=call,
+                                on_record=on_record, concurrency=32, progress=False))
+""")
+
+
+def test_kill_9_keeps_every_record_that_was_reported_done(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(tmp_path / "run")], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    reported: list[str] = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        reported.append(line.split()[1])
+        if len(reported) >= 300:
+            break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    reported += [line.split()[1] for line in proc.stdout.read().splitlines() if line.startswith("DONE")]
+    on_disk = {r["key"] for r in jsonl.read_jsonl(tmp_path / "run" / "out.jsonl", torn_tail_ok=True)}
+    missing = [k for k in reported if k not in on_disk]
+    assert len(reported) >= 300 and missing == []
