@@ -256,16 +256,16 @@ def test_hub_items_offline_is_one_line_with_the_local_file_hint(tmp_path, capsys
 
 def test_full_disk_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch):
     items = write_items(tmp_path / "items.jsonl", 6)
-    real_append = RunDir.append
+    real_write = RunDir._write_lines  # every append, on the loop's writer thread or not, ends here
     calls = {"n": 0}
 
-    def append(self, filename, record):
+    def write_lines(self, filename, lines):
         calls["n"] += 1
         if calls["n"] > 2:
             raise OSError(errno.ENOSPC, "No space left on device", str(self.path / filename))
-        return real_append(self, filename, record)
+        return real_write(self, filename, lines)
 
-    monkeypatch.setattr(RunDir, "append", append)
+    monkeypatch.setattr(RunDir, "_write_lines", write_lines)
     with FakeServer(answers=answer_for) as srv:
         code, _, err = run_main(capsys, eval_args(items, tmp_path / "run", srv.base_url, "--no-cache", "--concurrency", "1"))
     assert code == 3
