@@ -86,3 +86,20 @@ def test_the_paper_grid_has_the_papers_18_configurations():
     paper = pd.read_csv(Path(__file__).resolve().parents[2] / "data" / "cresowlve" / "paper_table1.csv")
     expected = {(m, None if pd.isna(t) else t) for m, t in zip(paper["model"], paper["thinking"])}
     assert configs == expected
+
+
+def test_grid_models_and_judge_carry_their_provider_and_the_judge_takes_model_options(tmp_path):
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "g", "langs": ["en"],
+        "judge": {"model": "gpt-5-mini", "base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY",
+                  "provider": "openai", "effort": "low", "max_tokens": 2000, "temperature": "default",
+                  "extra_body": {"verbosity": "low"}},
+        "models": [{"model": "gemini-3-flash-preview", "base_url": "http://127.0.0.1:9/v1", "provider": "gemini",
+                    "efforts": ["minimal"]}]}))
+    cfg = cells(load_grid(path))[0].eval_config(load_grid(path))
+    assert cfg.endpoint().profile.name == "gemini" and cfg.judge_endpoint().profile.name == "openai"
+    params = cfg.judge_params()
+    assert (params.effort, params.max_tokens, params.temperature, params.extra_body) == ("low", 2000, None,
+                                                                                      {"verbosity": "low"})
+    assert params.resolved_api(cfg.judge_endpoint().profile) == "responses"
