@@ -30,9 +30,14 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.text import slug
 
     units, tally = collect_wrong(load_runs(a.runs))
+    no_answer = int(tally["n_no_answer"].sum()) if len(tally) else 0
+    skipped = (f"; {no_answer} wrong by the rule without an answer (errored or empty): counted, not labelled"
+               if no_answer else "")
     if not units:
-        print(f"no wrong answers in {a.runs!r} ({len(tally)} run(s)); nothing to label", file=sys.stderr)
+        print(f"no wrong answers in {a.runs!r} ({len(tally)} run(s)); nothing to label{skipped}", file=sys.stderr)
         return 0 if len(tally) else 2
+    if skipped:
+        print(f"{len(units)} wrong answer(s) to label{skipped}", file=sys.stderr)
     if a.limit:
         units = sorted(units, key=lambda u: u.key)[: a.limit]
     if a.labeller_base_url is None:

@@ -58,3 +58,22 @@ def test_sigkill_then_resume_does_not_relabel(tmp_path):
     final = {r["id"]: r for r in _labels(labels)}
     assert len(final) == 20 and all(r["label"] == "overthinking" for r in final.values())
     assert '"n_done": 20' in stdout
+
+
+def test_label_cli_counts_no_answer_and_sends_nothing(tmp_path, capsys):
+    """Two errored calls and nothing else wrong: nothing to label, and the CLI says the 2 were counted."""
+    from cresowlve_core.cli import main
+
+    items = _items(3)
+    (tmp_path / "runs").mkdir()
+    run = write_run(tmp_path / "runs", "en", items, {it.id: i == 2 for i, it in enumerate(items)})
+    recs = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    for r in recs[:2]:
+        r |= {"status": "error", "prediction": None, "raw_output": None, "em_strict": None, "em_lenient": None,
+              "error": "HTTP 503"}
+    (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    code = main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                 "--labeller-model", "x", "--labeller-base-url", "http://127.0.0.1:9/v1"])
+    err = capsys.readouterr().err
+    assert code == 0 and "nothing to label; 2 wrong by the rule without an answer (errored or empty)" in err
+    assert not (tmp_path / "out" / "labels").exists()
