@@ -717,7 +717,7 @@ def bootstrap_statistic(statistic: Callable[[np.ndarray], float], units: np.ndar
     ``statistic`` gets a resampled ``units[idx]`` and may return NaN (undefined): those
     resamples are counted, never silently dropped (:func:`interval_from_replicates`).
     """
-    arr = np.asarray(units, dtype=object) if np.asarray(units).dtype == object else np.asarray(units)
+    arr = np.asarray(units)
     n = len(arr)
     if n == 0:
         return interval_from_replicates(float("nan"), np.empty(0), 0)

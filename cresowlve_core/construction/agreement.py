@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from cresowlve_core.stats import BootstrapInterval, interval_from_replicates, stable_seed
+from cresowlve_core.stats import BootstrapInterval, bootstrap_statistic, interval_from_replicates, stable_seed
 
 
 def rating_table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> np.ndarray:
@@ -98,12 +98,8 @@ def gwet_ac1(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashabl
 
 def _item_bootstrap(statistic: Any, table: np.ndarray, n_boot: int, seed: int, key: str) -> BootstrapInterval:
     """``statistic(table)`` with a seeded percentile bootstrap over the table's rows (items)."""
-    n = int(table.shape[0])
-    gen = stable_seed(seed, "agreement", key, n)
-    point = statistic(table)
-    reps = np.array([statistic(table[gen.integers(0, n, size=n)]) for _ in range(n_boot)], dtype=float)
-    reason = "undefined: fewer than two categories used (chance agreement 1)"
-    return interval_from_replicates(point, reps, n, undefined_reason=reason)
+    return bootstrap_statistic(statistic, table, n_boot=n_boot, rng=stable_seed(seed, "agreement", key, len(table)),
+                               undefined_reason="undefined: fewer than two categories used (chance agreement 1)")
 
 
 def fleiss_kappa_ci(ratings: Sequence[Sequence[Hashable]], *, n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:

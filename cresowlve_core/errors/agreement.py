@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.construction.agreement import fleiss_kappa, fleiss_kappa_ci, rating_table
-from cresowlve_core.stats import BootstrapInterval, cohen_kappa, interval_from_replicates, stable_seed
+from cresowlve_core.stats import BootstrapInterval, bootstrap_statistic, cohen_kappa, stable_seed
 
 Kappa = BootstrapInterval  # κ in ``value``, its interval, n items, and how many resamples were undefined
 
@@ -45,15 +45,11 @@ def cohen_kappa_ci(a: list[Any], b: list[Any], *, n_boot: int = 1000, seed: int 
     n = len(a)
     if n == 0:
         return NO_KAPPA
-    la, lb = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
-    gen = stable_seed(seed, "kappa", f"cohen{n}")
-    point = cohen_kappa(la, lb)
-    reps = np.empty(n_boot)
-    for i in range(n_boot):
-        idx = gen.integers(0, n, size=n)
-        reps[i] = cohen_kappa(la[idx], lb[idx])
-    return interval_from_replicates(point, reps, n,
-                                    undefined_reason="undefined: both raters used one identical label")
+    pairs = np.empty((n, 2), dtype=object)
+    pairs[:, 0], pairs[:, 1] = a, b
+    return bootstrap_statistic(lambda u: cohen_kappa(u[:, 0], u[:, 1]), pairs, n_boot=n_boot,
+                               rng=stable_seed(seed, "kappa", f"cohen{n}"),
+                               undefined_reason="undefined: both raters used one identical label")
 
 
 def format_interval(iv: BootstrapInterval, digits: int = 3) -> str:
