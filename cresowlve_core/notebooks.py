@@ -39,7 +39,7 @@ from cresowlve_core.notebook_records import RECORD_MIME, read_records
 from cresowlve_core.notebook_records import headline as headline  # re-exported for notebooks
 from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_kernel
 from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
-from cresowlve_core.secrets import find_secret_values, redact
+from cresowlve_core.secrets import scrub
 
 VEGALITE_MIME = "application/vnd.vegalite.v5+json"
 VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
@@ -203,7 +203,7 @@ def _scrub_secrets(path: Path) -> None:
     if not path.exists():
         return
     text = path.read_text(encoding="utf-8")
-    clean = redact(text, find_secret_values())
+    clean = scrub(text)
     if clean != text:
         path.write_text(clean, encoding="utf-8")
 
@@ -272,7 +272,7 @@ def render_html(ipynb: Path, out: Path, title: str | None = None) -> Path:
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or ipynb.stem}})
     if has_chart:
         body = body.replace("</head>", f"<script>{_vega_bundle()}</script>\n</head>", 1)
-    body = redact(body, find_secret_values())
+    body = scrub(body)
     out.write_text(body, encoding="utf-8")
     return out
 
@@ -433,9 +433,9 @@ def update_index(
     for key, entry in registry.items():  # exports may appear after an earlier report was indexed
         rec = read_records(reports / entry["ipynb"]) if (reports / entry["ipynb"]).exists() else {}
         entry["exports"] = _exports(reports, key, list(registry), rec)
-    reg_path.write_text(redact(json.dumps(registry, indent=2, default=str), find_secret_values()))
+    reg_path.write_text(scrub(json.dumps(registry, indent=2, default=str)))
     out = reports / "index.html"
-    out.write_text(redact(index_page(registry), find_secret_values()), encoding="utf-8")
+    out.write_text(scrub(index_page(registry)), encoding="utf-8")
     return out
 
 

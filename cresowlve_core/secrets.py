@@ -38,12 +38,11 @@ def redact(text: str, secrets: list[str]) -> str:
 #: runs past a quote, a slash or a space of the text around the URL, e.g. JSON).
 _URL_USERINFO = re.compile(r"(?<=://)([\w\-.~%!$&'()*+,;=]*)(?::([\w\-.~%!$&'()*+,;=:]*))?@")
 #: ``?name=value`` / ``&name=value``: the name is bounded, so the scan stays linear in any text.
-_URL_PARAM = re.compile(r"([?&;])([\w.\-]{1,64})=([^&#\s\"'<>\\]*)")
+_URL_PARAM = re.compile(r"([?&])([\w.\-]{1,64})=([^&#\s\"'<>\\]*)")
 #: Query parameter names whose values are credentials (``api-key``, ``key``, ``access_token``, ``sig``,
 #: ``X-Amz-Signature``, ``client_secret``, ``password`` ...).
 _KEY_PARAM_NAME = re.compile(r"(?:[\w.\-]*[_\-.])?(?:api[-_]?key|apikey|key|token|access[-_]?token|auth|"
-                             r"secret|client[-_]?secret|password|passwd|pwd|sig|signature|credential|"
-                             r"code)(?:[_\-.][\w.\-]*)?", re.I)
+                             r"secret|client[-_]?secret|password|passwd|pwd|sig|signature|credential)(?:[_\-.][\w.\-]*)?", re.I)
 
 #: Credential values seen in URLs in this process (stripped wherever they appear later, too).
 _SEEN_URL_SECRETS: set[str] = set()
