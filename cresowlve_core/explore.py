@@ -194,7 +194,8 @@ def _index_responses(path: Path, default_lang: str | None) -> tuple[dict[tuple[s
 
 def resolve_label_files(labels: str | Path | Sequence[str | Path] | None, root: Path | None = None) -> list[Path]:
     """``labels.jsonl`` files named by ``labels``: a file, a directory holding one, an error-analysis
-    ``OUT_DIR`` (``labels/*/labels.jsonl``), a glob, or a list of these (relative to the project root)."""
+    ``OUT_DIR`` (``labels/*/labels.jsonl``), a folder of them (the main job's ``data/runs/errors``:
+    ``*/labels/*/labels.jsonl``), a glob, or a list of these (relative to the project root)."""
     if labels is None:
         return []
     root = root or paths.project_root()
@@ -210,7 +211,8 @@ def resolve_label_files(labels: str | Path | Sequence[str | Path] | None, root: 
             elif (c / LABELS).is_file():
                 found.append(c / LABELS)
             elif c.is_dir():
-                found.extend(sorted(c.glob(f"labels/*/{LABELS}")) or sorted(c.glob(f"*/{LABELS}")))
+                found.extend(sorted(c.glob(f"labels/*/{LABELS}")) or sorted(c.glob(f"*/{LABELS}"))
+                             or sorted(c.glob(f"*/labels/*/{LABELS}")))  # a folder of OUT_DIRs: data/runs/errors
     return list(dict.fromkeys(x.resolve() for x in found))
 
 
@@ -256,15 +258,34 @@ def load_explorer(runs: str | Path | Sequence[str | Path] | None = None, items: 
     """Items and run results in one tidy frame (see the module docstring).
 
     ``runs``: what :func:`~cresowlve_core.analysis.load_runs` accepts; None means
-    ``<data dir>/runs/demo/*`` (where the main job writes). ``items``: an item spec (``demo``,
-    ``hub:en``, a file) or several; None means the specs named in the runs' manifests (``demo``
-    if none). ``labels``: error-analysis labels (:func:`resolve_label_files`). Relative paths
-    resolve against the project root. Reads only.
+    the folder of the newest evaluation run under ``<data dir>/runs``
+    (:func:`cresowlve_core.discover.newest_runs`: the main job's ``demo/*``, a grid's cells, ...).
+    ``items``: an item spec (``demo``, ``hub:en``, a file) or several; None means the specs named
+    in the runs' manifests (``demo`` if none). ``labels``: error-analysis labels
+    (:func:`resolve_label_files`); None means the newest that exist
+    (:func:`cresowlve_core.discover.newest_error_labels`), ``""`` or ``()`` none. When a default
+    finds nothing, a note says where it looked. Relative paths resolve against the project root.
+    Reads only.
     """
+    from cresowlve_core import discover
+
     root = root or paths.project_root()
-    runs_arg = runs if runs is not None else str(paths.runs_dir() / "demo" / "*")
+    looked: list[str] = []
+    runs_arg = runs
+    if runs_arg is None:
+        found = discover.newest_runs()
+        runs_arg = str(found.path) if found else str(paths.runs_dir() / "demo" / "*")
+        if not found:
+            looked.append(found.nothing() + ".")
+    if labels is None:
+        found_labels = discover.newest_error_labels()
+        labels = str(found_labels.path) if found_labels else None
+        if not found_labels:
+            looked.append(found_labels.nothing() + ".")
+    elif not labels:  # "" or (): explicitly none
+        labels = None
     data = load_runs(runs_arg, root=root)
-    notes = list(data.notes)
+    notes = [*looked, *data.notes]
     runs_spec = ", ".join(map(str, runs_arg)) if isinstance(runs_arg, (list, tuple)) else str(runs_arg)
 
     if items is None:

@@ -1,6 +1,7 @@
-# Manual error annotation (marimo app): `marimo run notebooks/annotate_errors.py`.
+# Manual error annotation (marimo app): `marimo run notebooks/annotate_errors.py [-- --sample PATH --annotator NAME]`.
 # The marimo counterpart of the ipywidgets panel in notebooks/04_error_analysis.ipynb; same core API
-# (cresowlve_core.errors.annotation). Open the sample.jsonl written by the error-analysis notebook.
+# (cresowlve_core.errors.annotation). Without --sample it opens the newest annotations/sample.jsonl that
+# the error analysis wrote (cresowlve errors report, the main job): cresowlve_core.discover.newest_error_sample.
 import marimo
 
 __generated_with = "0.25.2"
@@ -11,30 +12,42 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
+    from cresowlve_core.discover import newest_error_sample
     from cresowlve_core.errors import annotation as A
 
-    return A, mo
+    return A, mo, newest_error_sample
 
 
 @app.cell
-def _(mo):
-    sample_path = mo.ui.text(value="data/errors/annotations/sample.jsonl", label="annotation sample (JSONL)",
+def _(newest_error_sample):
+    found = newest_error_sample()  # the newest annotations/sample.jsonl, and where it was sought
+    return (found,)
+
+
+@app.cell
+def _(found, mo):
+    _args = mo.cli_args()
+    sample_path = mo.ui.text(value=str(_args.get("sample") or found.path or ""), label="annotation sample (JSONL)",
                              full_width=True)
-    annotator = mo.ui.text(value="", label="your name")
+    annotator = mo.ui.text(value=str(_args.get("annotator") or ""), label="your name")
     mo.vstack([mo.md("# CresOWLve error annotation"), sample_path, annotator])
     return annotator, sample_path
 
 
 @app.cell
-def _(A, annotator, mo, sample_path):
+def _(A, annotator, found, mo, sample_path):
     from pathlib import Path
 
     get_saved, set_saved = mo.state(0)
     problem = None
     store, rows = None, []
-    path = Path(sample_path.value)
-    if not path.is_file():
-        problem = f"no sample at {path}: run notebooks/04_error_analysis.ipynb with an out_dir first"
+    path = Path(sample_path.value.strip()).expanduser()
+    if not sample_path.value.strip():
+        problem = (f"{found.nothing()}: run `cresowlve errors report --runs ...` (or the main job) first, "
+                   "or enter a sample path")
+    elif not path.is_file():
+        problem = (f"no sample at {path}: `cresowlve errors report --runs ...` writes one "
+                   "(OUT_DIR/annotations/sample.jsonl)")
     elif not annotator.value.strip():
         problem = "enter your name to start (labels go to <sample folder>/<name>.jsonl)"
     else:

@@ -1,5 +1,6 @@
 # CresOWLve explorer (marimo app, no Jupyter kernel needed): `marimo run notebooks/explore.py`
-# Options after `--`: --runs 'data/runs/demo/*' --items demo --labels data/errors
+# Options after `--`: --runs 'data/runs/demo/*' --items demo --labels data/runs/errors/MODEL
+# Without --runs/--labels it opens the newest runs and error labels that exist (cresowlve_core.discover).
 # The marimo counterpart of notebooks/explore.ipynb; all logic in cresowlve_core.explore. Reads only.
 import marimo
 
@@ -19,31 +20,33 @@ def _():
 @app.cell
 def _(mo):
     _args = mo.cli_args()
-    runs_arg = _args.get("runs") or None  # None: <data dir>/runs/demo/*
+    runs_arg = _args.get("runs") or None  # None: the newest runs under <data dir>/runs
     items_arg = _args.get("items") or "demo"
-    labels_arg = _args.get("labels") or None
+    labels_arg = _args.get("labels") or None  # None: the newest error labels
     return items_arg, labels_arg, runs_arg
 
 
 @app.cell
 def _(X, items_arg, labels_arg, mo, runs_arg):
-    from cresowlve_core import paths
+    from cresowlve_core import discover
 
-    runs_in = mo.ui.text(value=runs_arg or str(paths.runs_dir() / "demo" / "*"), label="runs (glob, folder or grid.json)",
-                         full_width=True)
+    runs_in = mo.ui.text(value=runs_arg or str(discover.newest_runs().path or ""),
+                         label="runs (glob, folder or grid.json; empty: the newest)", full_width=True)
     items_in = mo.ui.text(value=items_arg, label="items (demo, hub:en, hub:ru or a file)")
-    labels_in = mo.ui.text(value=labels_arg or "", label="error labels (errors --out-dir or labels.jsonl; optional)",
-                           full_width=True)
+    labels_found = labels_arg or discover.newest_error_labels().path
+    labels_in = mo.ui.text(value=str(labels_found or ""),
+                           label="error labels (errors --out-dir or labels.jsonl; optional)", full_width=True)
     mo.vstack([mo.md("# CresOWLve explorer: items and model answers"), runs_in, mo.hstack([items_in, labels_in])])
-    return items_in, labels_in, runs_in
+    return items_in, labels_found, labels_in, runs_in
 
 
 @app.cell
-def _(X, items_in, labels_in, mo, runs_in):
+def _(X, items_in, labels_found, labels_in, mo, runs_in):
     problem = None
+    # an emptied labels field means none; left empty because nothing was found, the explorer says where it looked
+    _labels = labels_in.value.strip() or (() if labels_found else None)
     try:
-        ex = X.load_explorer(runs_in.value.strip() or None, items_in.value.strip() or "demo",
-                             labels=labels_in.value.strip() or None)
+        ex = X.load_explorer(runs_in.value.strip() or None, items_in.value.strip() or "demo", labels=_labels)
     except (OSError, ValueError) as exc:
         ex, problem = X.load_explorer(runs_in.value.strip() or None, "demo"), f"{type(exc).__name__}: {exc}"
     opt = X.options(ex)

@@ -1,5 +1,6 @@
 # Human validation and the agreement re-annotation of a CresOWLve build (marimo app):
-#   marimo run notebooks/review.py [-- --build data/builds/demo --reviewer ann --mode agreement]
+#   marimo run notebooks/review.py [-- --build data/builds/NAME --reviewer ann --mode agreement]
+# Without --build it opens the newest build under data/builds (cresowlve_core.discover.newest_build).
 # Same core API as the JupyterLab panel (cresowlve_core.construction.review / review_panel).
 import marimo
 
@@ -14,15 +15,21 @@ def _():
     from cresowlve_core.construction import review as R
     from cresowlve_core.construction.review_panel import MODES, card_html
     from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
-    from cresowlve_core.paths import DATA_DIR
+    from cresowlve_core.discover import newest_build
 
-    return CONCEPTS, DATA_DIR, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, mo
+    return CONCEPTS, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, mo, newest_build
 
 
 @app.cell
-def _(DATA_DIR, MODES, mo):
+def _(newest_build):
+    found = newest_build()  # the newest data/builds/*/build.json, and where it was sought
+    return (found,)
+
+
+@app.cell
+def _(MODES, found, mo):
     _args = mo.cli_args()
-    build_dir = mo.ui.text(value=str(_args.get("build") or DATA_DIR / "builds" / "demo"), label="build directory",
+    build_dir = mo.ui.text(value=str(_args.get("build") or found.path or ""), label="build directory",
                            full_width=True)
     reviewer = mo.ui.text(value=str(_args.get("reviewer") or "reviewer"), label="reviewer")
     mode = mo.ui.radio(options={"human validation (decisions)": MODES[0], "agreement sample (labels)": MODES[1]},
@@ -33,11 +40,13 @@ def _(DATA_DIR, MODES, mo):
 
 
 @app.cell
-def _(R, build_dir, mo, mode, reviewer):
+def _(R, build_dir, found, mo, mode, reviewer):
     get_saved, set_saved = mo.state(0)
     session, problem = None, None
     try:
-        if mode.value == "agreement":
+        if not build_dir.value.strip():
+            problem = f"{found.nothing()}: run `cresowlve build` first, or enter a build directory"
+        elif mode.value == "agreement":
             session = R.AnnotationSession(build_dir.value, reviewer.value)
         else:
             session = R.ReviewSession(build_dir.value, reviewer.value)

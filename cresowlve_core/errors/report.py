@@ -230,7 +230,8 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
     out["sample_path"] = str(path)
     say(f"Annotation sample: {len(sample)} wrong answers (at most {n_per_config} per configuration, seed {seed}) "
         f"in `{path}`. Label them with `annotation_panel` here (set `annotator`) or in marimo: "
-        f"`marimo edit notebooks/annotate_errors.py`. Labels go to `{folder}/<annotator>.jsonl`.")
+        f"`marimo run notebooks/annotate_errors.py -- --sample {path}` (without `--sample` it opens the newest "
+        f"sample). Labels go to `{folder}/<annotator>.jsonl`.")
     if annotator:
         show(annotation_panel(sample, AnnotationStore(folder, annotator)))
     ann = read_annotations(folder)
