@@ -301,7 +301,7 @@ class _Evaluator:
                 solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens)}
             if self.judge is not None:  # the paid answer is on disk before the judge is asked
-                self.run.append(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
+                await self.run.append_async(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
         if self.judge is not None:
             try:
                 rec.update(await self._judge(item, rec.get("prediction") or ""))
