@@ -1,16 +1,27 @@
-"""Throughput of LLMClient against the fake server, and the speed of a fully cached re-run.
+"""Throughput of ``cresowlve eval`` end to end, the client's CPU per call, and other HTTP clients.
 
-    .venv/bin/python bench/throughput.py [--latency 0.2] [--in-process]
+    .venv/bin/python bench/throughput.py                 # parts 1-3 (a few minutes)
+    .venv/bin/python bench/throughput.py --part eval     # part 1 only (also: client, compare)
 
-Part 1: after one untimed warm-up wave (connections open), N requests with server latency L
-at concurrency C ∈ {1, 16, 64} (see ``RUNS``); prints requests/s, the ratio to the ideal C/L
-(target ≥ 0.9 at C=64 with 1,280 requests) and client CPU per request. Short runs pay a start-up and tail cost
-of roughly one extra wave, so the sustained rate shows in the long C=64 row. The server runs in a separate
-process by default so that its threads do not compete with the client for the GIL.
+The endpoint is a small asyncio HTTP/1.1 server in a separate process (``--serve LATENCY``
+runs it): it answers every chat request after ``LATENCY`` seconds and records when each request
+arrived. Rates are measured *at the server*, over the steady part of the run (arrivals number
+C to N-C, so the ramp-up, the start-up of the command and the last wave are left out); the ideal
+is C/L.
 
-Part 2: 2,061 distinct prompts, cache pre-filled by a real pass through the client; then
-the timed re-run through ``LLMClient.complete``; prints seconds and how many requests the
-server saw (targets: < 5 s, 0 requests).
+Part 1, ``cresowlve eval`` end to end (a separate process, ``--no-cache``, N distinct items):
+C=64 at 200 ms (target >= 0.9 of ideal), C=256 at 1 s (target >= 0.9; closer to real provider
+latencies), and C=256 at 200 ms (no target: on 2 cores the client's CPU binds there).
+
+Part 2, ``LLMClient`` in this process at C=64 against 200 ms: the ratio and the client's CPU per
+call (``time.process_time`` over the timed calls), and a cached re-run of 2,061 distinct prompts
+(targets: < 5 s, 0 requests).
+
+Part 3, other clients at C=64 against 200 ms, same body, same server: raw aiohttp, httpx
+(``AsyncClient``), and the openai SDK (``AsyncOpenAI``, over httpx) when installed; ratio and CPU
+per call.
+
+The machine is shared: the load average is printed with every part; rerun when it is high.
 """
 
 from __future__ import annotations
@@ -18,106 +29,258 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
-
-from fakeserver import FakeServer  # noqa: E402
-
-from cresowlve_core.llm import Endpoint, GenParams, LLMClient, ResponseCache  # noqa: E402
+sys.path[:0] = [str(REPO)]
 
 N_CACHED = 2061
-# (concurrency, requests): a short C=1 check, then 16 and 64 in flight; 1,280 at C=64 is the
-# case of record (20 waves; target >= 0.9 of C/L); the last row is one full pass over the
-# 2,061-item benchmark, the size that matters for an evaluation run.
-RUNS = ((1, 20), (16, 256), (64, 256), (64, 1280), (64, 2061))
+#: (concurrency, latency s, items, target ratio or None)
+EVAL_RUNS = ((64, 0.2, 3200, 0.9), (256, 1.0, 3072, 0.9), (256, 0.2, 6400, None))
+BODY = json.dumps({"id": "x", "object": "chat.completion", "model": "bench-model",
+                   "choices": [{"index": 0, "message": {"role": "assistant",
+                                                        "content": "Thinking it over.\n<Answer>Venus</Answer>"},
+                                "finish_reason": "stop"}],
+                   "usage": {"prompt_tokens": 40, "completion_tokens": 9, "total_tokens": 49}}).encode()
+
+
+# --------------------------------------------------------------------------- the endpoint
+
+
+async def serve(latency: float) -> None:
+    """The asyncio endpoint: POST -> the chat answer after ``latency``; GET /_stats -> arrival times."""
+    arrivals: list[float] = []
+    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY)) + BODY
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                i = head.lower().find(b"content-length:")
+                n = int(head[i + 15:head.index(b"\r\n", i)]) if i >= 0 else 0
+                if n:
+                    await reader.readexactly(n)
+                if head.startswith(b"GET /_stats"):
+                    stats = json.dumps(arrivals).encode()
+                    arrivals.clear()
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(stats) + stats)
+                    continue
+                arrivals.append(time.monotonic())
+                await asyncio.sleep(latency)
+                writer.write(answer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=1024)
+    print(f"READY http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1", flush=True)
+    async with server:
+        await server.serve_forever()
 
 
 @contextmanager
-def server(latency: float, in_process: bool) -> Iterator[str]:
-    """A fake server's base URL, in this process or a child process."""
-    if in_process:
-        with FakeServer(latency_s=latency) as srv:
-            yield srv.base_url
-        return
-    proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "fakeserver.py"), "--latency", str(latency)],
-        stdout=subprocess.PIPE, text=True,
-    )
+def endpoint(latency: float) -> Iterator[str]:
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(latency)], stdout=subprocess.PIPE, text=True)
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         if not line.startswith("READY "):
-            raise RuntimeError(f"fake server did not start: {line!r}")
+            raise RuntimeError(f"the endpoint did not start: {line!r}")
         yield line.split()[1]
     finally:
         proc.terminate()
         proc.wait(10)
 
 
-def server_total(base_url: str) -> int:
+def arrivals(base_url: str) -> list[float]:
+    """The arrival times the endpoint recorded since the last call (and forget them)."""
     with urllib.request.urlopen(base_url.removesuffix("/v1") + "/_stats") as r:
-        return int(json.load(r)["total"])
+        return sorted(json.load(r))
 
 
-async def run_batch(client: LLMClient, prompts: list[str], pv: str, *, warmup: int = 0) -> tuple[float, float]:
-    """Send all prompts at once (the client's semaphore bounds concurrency).
-
-    ``warmup`` untimed requests go first so that connections are open (steady state).
-    Returns (wall seconds, client CPU seconds) of the timed part.
-    """
-    def ask(p: str, version: str) -> Any:
-        return client.complete([{"role": "user", "content": p}], GenParams(), prompt_version=version)
-
-    async with client:
-        await asyncio.gather(*(ask(f"warm-up {i}", pv + "-warmup") for i in range(warmup)))
-        t0, c0 = time.perf_counter(), time.process_time()
-        await asyncio.gather(*(ask(p, pv) for p in prompts))
-        return time.perf_counter() - t0, time.process_time() - c0
+def steady_rate(times: list[float], c: int) -> float:
+    """Requests per second between arrival C and arrival N-C."""
+    lo, hi = c, len(times) - c - 1
+    if hi - lo < c:
+        raise ValueError(f"too few requests ({len(times)}) for concurrency {c}")
+    return (hi - lo) / (times[hi] - times[lo])
 
 
-def throughput(latency: float, in_process: bool) -> None:
-    print(f"\nThroughput, server latency {latency * 1000:.0f} ms (after one untimed warm-up wave)")
-    print(f"{'C':>4} {'N':>5} {'seconds':>8} {'req/s':>8} {'ideal':>8} {'ratio':>6} {'cpu ms/req':>11}")
-    with server(latency, in_process) as url:
-        ep = Endpoint(url, "bench-model")
-        for c, n in RUNS:
-            client = LLMClient(ep, concurrency=c)
-            secs, cpu = asyncio.run(run_batch(client, [f"c{c} n{n} prompt {i}" for i in range(n)], f"tp-{c}-{n}", warmup=c))
-            rps, ideal = n / secs, c / latency
-            print(f"{c:>4} {n:>5} {secs:>8.2f} {rps:>8.1f} {ideal:>8.1f} {rps / ideal:>6.2f} {cpu / n * 1000:>11.2f}")
+def load() -> str:
+    return "load average " + " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def cached_rerun(in_process: bool) -> None:
+# --------------------------------------------------------------------------- part 1: cresowlve eval
+
+
+def write_items(path: Path, n: int) -> Path:
+    from cresowlve_core.items import Item, ItemView
+
+    with path.open("w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps(Item(id=f"chgk_{i:010x}", en=ItemView(question=f"Puzzle {i}: which planet?",
+                                                                       answer="Venus")).model_dump()) + "\n")
+    return path
+
+
+def eval_end_to_end() -> bool:
+    print(f"\nPart 1: cresowlve eval end to end, rate at the server ({load()})")
+    print(f"{'C':>4} {'latency':>8} {'N':>6} {'req/s':>8} {'ideal':>7} {'ratio':>6} {'target':>7} {'wall s':>7} exit")
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="cresowlve-tp-") as tmp:
+        env = {**os.environ, "CRESOWLVE_CACHE_DIR": f"{tmp}/cache", "CRESOWLVE_DATA_DIR": f"{tmp}/data",
+               "CRESOWLVE_REPORTS_DIR": f"{tmp}/reports", "PYTHONPATH": str(REPO)}
+        for c, latency, n, target in EVAL_RUNS:
+            items = write_items(Path(tmp) / f"items-{c}-{n}.jsonl", n)
+            with endpoint(latency) as url:
+                t0 = time.monotonic()
+                rc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", str(items),
+                                     "--model", "bench-model", "--base-url", url, "--run-dir", f"{tmp}/run-{c}-{latency}",
+                                     "--concurrency", str(c), "--max-tokens", "32", "--no-cache"],
+                                    cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                wall = time.monotonic() - t0
+                times = arrivals(url)
+            rate, ideal = steady_rate(times, c), c / latency
+            passed = target is None or rate / ideal >= target
+            ok &= passed and rc.returncode == 0 and len(times) == n
+            print(f"{c:>4} {latency * 1000:>6.0f}ms {len(times):>6} {rate:>8.1f} {ideal:>7.0f} {rate / ideal:>6.2f} "
+                  f"{'>= ' + str(target) if target else 'none':>7} {wall:>7.1f} {rc.returncode}"
+                  f"{'' if passed else '  BELOW TARGET'}", flush=True)
+            if rc.returncode:
+                print("   " + rc.stderr.strip().splitlines()[-1] if rc.stderr.strip() else "")
+    return ok
+
+
+# --------------------------------------------------------------------------- part 2: LLMClient in process
+
+
+async def timed(c: int, n: int, call: Callable[[int], Awaitable[Any]]) -> tuple[float, float]:
+    """(wall s, CPU s) of n calls at concurrency c, after one untimed warm-up wave."""
+    sem = asyncio.Semaphore(c)
+
+    async def one(i: int) -> None:
+        async with sem:
+            await call(i)
+
+    await asyncio.gather(*(one(-1 - i) for i in range(c)))
+    t0, c0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(i) for i in range(n)))
+    return time.perf_counter() - t0, time.process_time() - c0
+
+
+def client_figures(c: int = 64, n: int = 1920, latency: float = 0.2) -> None:
+    from cresowlve_core.llm import Endpoint, GenParams, LLMClient, ResponseCache
+
+    print(f"\nPart 2: LLMClient (aiohttp transport) in this process, C={c}, {latency * 1000:.0f} ms ({load()})")
+    with endpoint(latency) as url:
+        client = LLMClient(Endpoint(url, "bench-model"), concurrency=c)
+
+        async def run() -> tuple[float, float]:
+            async with client:
+                return await timed(c, n, lambda i: client.complete(
+                    [{"role": "user", "content": f"prompt {i}"}], GenParams(), prompt_version="tp"))
+
+        secs, cpu = asyncio.run(run())
+        rate = steady_rate(arrivals(url)[c:], c)
+        print(f"  {n} calls: {n / secs:.1f} req/s wall, {rate:.1f} at the server, ratio {rate / (c / latency):.2f}, "
+              f"client CPU {cpu / n * 1000:.2f} ms per call")
+
     prompts = [f"distinct prompt number {i}" for i in range(N_CACHED)]
-    with tempfile.TemporaryDirectory() as tmp, server(0.0, in_process) as url:
-        ep = Endpoint(url, "bench-model")
+    with tempfile.TemporaryDirectory() as tmp, endpoint(0.0) as url:
         cache = ResponseCache(Path(tmp) / "responses.sqlite")
-        fill, _ = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
-        before = server_total(url)
-        secs, _ = asyncio.run(run_batch(LLMClient(ep, concurrency=64, cache=cache), prompts, pv="cached"))
-        seen = server_total(url) - before
-        print(f"\nCached re-run of {N_CACHED} distinct prompts (cache filled in {fill:.2f} s, "
-              f"{cache.stats()['entries']} entries)")
-        print(f"  re-run: {secs:.2f} s, requests seen by the server: {seen}  (targets: < 5 s, 0)")
+
+        async def fill_or_rerun() -> float:
+            cl = LLMClient(Endpoint(url, "bench-model"), concurrency=64, cache=cache)
+            async with cl:
+                t0 = time.perf_counter()
+                await asyncio.gather(*(cl.complete([{"role": "user", "content": p}], GenParams(), prompt_version="c")
+                                       for p in prompts))
+                return time.perf_counter() - t0
+
+        asyncio.run(fill_or_rerun())
+        arrivals(url)
+        secs = asyncio.run(fill_or_rerun())
+        seen = len(arrivals(url))
+        print(f"  cached re-run of {N_CACHED} distinct prompts: {secs:.2f} s, {seen} requests (targets: < 5 s, 0)")
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--latency", type=float, default=0.2)
-    ap.add_argument("--in-process", action="store_true", help="run the fake server in this process")
-    args = ap.parse_args()
-    throughput(args.latency, args.in_process)
-    cached_rerun(args.in_process)
+# --------------------------------------------------------------------------- part 3: other clients
+
+
+def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> None:
+    print(f"\nPart 3: other HTTP clients, same server and body, C={c}, {latency * 1000:.0f} ms ({load()})")
+    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hello"}],
+                       "max_tokens": 32}).encode()
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer none"}
+
+    async def with_aiohttp(url: str) -> tuple[float, float]:
+        import aiohttp
+
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=c)) as s:
+            async def call(i: int) -> None:
+                async with s.post(url + "/chat/completions", data=body, headers=headers) as r:
+                    json.loads(await r.read())
+            return await timed(c, n, call)
+
+    async def with_httpx(url: str) -> tuple[float, float]:
+        import httpx
+
+        limits = httpx.Limits(max_connections=c, max_keepalive_connections=c)
+        async with httpx.AsyncClient(limits=limits, timeout=60) as s:
+            async def call(i: int) -> None:
+                r = await s.post(url + "/chat/completions", content=body, headers=headers)
+                json.loads(r.content)
+            return await timed(c, n, call)
+
+    async def with_openai(url: str) -> tuple[float, float]:
+        from openai import AsyncOpenAI
+
+        s = AsyncOpenAI(base_url=url, api_key="none", max_retries=0)
+        async with s:
+            async def call(i: int) -> None:
+                await s.chat.completions.create(model="bench-model", messages=[{"role": "user", "content": "hello"}],
+                                                max_tokens=32)
+            return await timed(c, n, call)
+
+    print(f"  {'client':<22} {'ratio':>6} {'cpu ms/call':>12}")
+    for name, fn in (("aiohttp (raw)", with_aiohttp), ("httpx AsyncClient", with_httpx),
+                     ("openai SDK (AsyncOpenAI)", with_openai)):
+        with endpoint(latency) as url:
+            try:
+                secs, cpu = asyncio.run(fn(url))
+            except ImportError as exc:
+                print(f"  {name:<22} not installed ({exc.name})")
+                continue
+            rate = steady_rate(arrivals(url)[c:], c)
+            print(f"  {name:<22} {rate / (c / latency):>6.2f} {cpu / n * 1000:>12.2f}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--part", choices=("eval", "client", "compare"), default=None, help="run one part (default: all)")
+    ap.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve is not None:
+        asyncio.run(serve(a.serve))
+        return 0
+    ok = True
+    if a.part in (None, "eval"):
+        ok = eval_end_to_end()
+    if a.part in (None, "client"):
+        client_figures()
+    if a.part in (None, "compare"):
+        compare()
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -34,7 +34,8 @@ from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_re
 PROMPT = "contamination_perturb"
 PERTURBATIONS = "perturbations.jsonl"
 MAX_PARSE_CHARS = 20_000
-_NUMBERED = re.compile(r"^\s*[*#>]*\s*(?:option|rewrite|вариант)?\s*([1-3])\s*[.):]\s*[*]*\s*(.*?)\s*$", re.I)
+# possessive quantifiers (*+): adjacent \s* runs backtracked into each other (cubic on a long blank line)
+_NUMBERED = re.compile(r"^\s*+[*#>]*+\s*+(?:option|rewrite|вариант)?\s*+([1-3])\s*+[.):]\s*+[*]*+\s*+(.*)", re.I)
 _PLACEHOLDER_LETTERS = frozenset("XYZNХ")
 QUOTES = frozenset("\"'`«»“”„‟‹›‘’‚‛")
 DASHES = frozenset("-‐‑‒–—―−")
@@ -90,7 +91,7 @@ def parse_perturbations(text: str | None, original: str | None = None) -> list[s
         m = _NUMBERED.match(line)
         if m and int(m.group(1)) not in found:
             current = int(m.group(1))
-            found[current] = [m.group(2)]
+            found[current] = [m.group(2).rstrip()]
         elif current is not None and line.strip():
             found[current].append(line.strip())
         elif not line.strip():

@@ -34,9 +34,11 @@ LETTERS = ("A", "B", "C", "D")
 PLACEABLE = ("A", "B", "C")
 NONE_OPTION = "None of the provided options."
 MAX_PARSE_CHARS = 4_000
-_LEAD = re.compile(r"^[\s*_`\"'«“(\[]*(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*(?:is)?\s*"
-                   r"[:：\-]?\s*)?[\s*_`\"'«“(\[]*([A-D])(?![A-Za-z0-9])", re.I)
-_ANYWHERE = re.compile(r"(?:answer|option|choice|ответ|вариант)\s*(?:is)?\s*[:：\-]?\s*[*_`\"'«“(\[]*\s*([A-D])"
+# possessive quantifiers (*+) where two runs of the same characters meet: backtracking between
+# them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
+_LEAD = re.compile(r"^[\s*_`\"'«“(\[]*+(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+"
+                   r"[:：\-]?\s*+)?[\s*_`\"'«“(\[]*+([A-D])(?![A-Za-z0-9])", re.I)
+_ANYWHERE = re.compile(r"(?:answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?\s*+[*_`\"'«“(\[]*+\s*+([A-D])"
                        r"(?![A-Za-z0-9])", re.I)
 
 

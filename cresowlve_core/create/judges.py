@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from cresowlve_core.create.paths import Path, _drop_trailing_commas, _loads
+from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, _drop_trailing_commas, _loads
 from cresowlve_core.llm.types import Completion, GenParams, Usage
 from cresowlve_core.prompts import load_prompt
 
@@ -132,6 +132,7 @@ def _fit(values: list[Any], n: int, fill: Any, flags: list[str]) -> list[Any]:
 def parse_specificity(text: str, n_triples: int) -> TripleVerdicts:
     """Judge output (a JSON list of ``{"explanation", "judgment"}``) → scores 0-5 per triple."""
     flags: list[str] = []
+    text = (text or "")[:MAX_PARSE_CHARS]  # a judge's list is far shorter; bounds the time on the loop
     obj = _json_payload(text)
     items: list[Any] | None = None
     if isinstance(obj, dict):
@@ -179,6 +180,7 @@ def parse_factuality(text: str, n_triples: int) -> TripleVerdicts:
     An unreadable verdict counts as hallucinated (0.0) and is flagged.
     """
     flags: list[str] = []
+    text = (text or "")[:MAX_PARSE_CHARS]  # a judge's list is far shorter; bounds the time on the loop
     obj = _json_payload(text)
     raw: list[Any] | None = None
     if isinstance(obj, dict) and isinstance(obj.get("judgments"), list):

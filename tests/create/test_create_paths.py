@@ -137,3 +137,21 @@ def test_answer_region_in_one_pass_matches_the_former_regex() -> None:
     # 16,000 unclosed tags (38 s before; bench/parsers.py times it on 400 KB inputs)
     flags = []
     assert _answer_region("<answer>" * 16_000 + " x", flags) == " x" and flags == ["unclosed_answer_tag"]
+
+
+def test_cleanup_and_spans_keep_strings_escapes_and_apostrophes() -> None:
+    from cresowlve_core.create.paths import _balanced_spans, _drop_trailing_commas
+
+    s = '{"1": [["a, b", "see https://x.org", "c"],], // comment\n "2": [["don\'t", \'it\\\'s\', "q\\"]"],],}'
+    assert _drop_trailing_commas(s) == ('{"1": [["a, b", "see https://x.org", "c"]], \n "2": [["don\'t", \'it\\\'s\', '
+                                        '"q\\"]"]]}')
+    assert _drop_trailing_commas('["unclosed, ]') == '["unclosed, ]'  # inside a string to the end
+    assert _balanced_spans('{"1": [["x]"]], "2": [[\'y\']], "3": [["trunc', 0) == [(6, 14), (21, 28)]
+
+
+def test_a_degenerate_answer_is_cut_and_flagged() -> None:
+    from cresowlve_core.create.paths import MAX_PARSE_CHARS
+
+    pa = parse_answer('<answer>{"1": [["a", "r", "b"]], ' + '"x": 1, ' * 100_000 + "}</answer>")
+    assert f"cut_at_{MAX_PARSE_CHARS}_chars" in pa.flags
+    assert pa.status == "partial" and pa.paths == [[["a", "r", "b"]]]
