@@ -7,7 +7,6 @@ import errno
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable
@@ -19,7 +18,6 @@ from cresowlve_core.exitcodes import (
     EXIT_CODES_HELP,
     EXIT_INCOMPLETE,
     EXIT_OK,
-    EXIT_SIGTERM,
     EXIT_STOPPED,
     EXIT_USAGE,
     stage_exit,
@@ -77,17 +75,13 @@ def _usage_error(message: str) -> int:
 
 def cmd_serve_local(a: argparse.Namespace) -> int:
     from cresowlve_core.llm.local import LocalServer
+    from cresowlve_core.runtime import stop
 
     server = LocalServer(port=a.port, n_parallel=a.parallel)
     with server:
         print(f"serving {server.model} at {server.base_url}  (Ctrl-C to stop)", flush=True)
-        stop = {"now": False}
-        signal.signal(signal.SIGTERM, lambda *_: stop.update(now=True))
-        try:
-            while not stop["now"]:
-                time.sleep(0.5)
-        except KeyboardInterrupt:
-            pass
+        while stop.requested() is None:  # Ctrl-C or SIGTERM (runtime/stop.py)
+            time.sleep(0.2)
     print("stopped", flush=True)
     return 0
 
@@ -233,6 +227,16 @@ def cmd_grid(a: argparse.Namespace) -> int:
     if out.get("report"):
         print(f"report: {out['report']}")
     bad = [c for c in out["cells"] if c["status"] != "done"]
+    done = f"{out['n_done']} of {out['n_cells']} cells done"
+    if out.get("stopped"):  # Ctrl-C / SIGTERM: the running cells stopped, the rest and the report were skipped
+        print(exitcodes.interrupted_line(f"{done}; the report was skipped"), file=sys.stderr)
+        return exitcodes.interrupt_code()
+    fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
+    if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran
+        why = next((line for line in (fatal[0]["error"], fatal[0]["line"]) if line), "")
+        print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}): {done}; "
+              "finished work is kept, run the same command again to resume", file=sys.stderr)
+        return EXIT_STOPPED
     if bad:
         print(f"incomplete: {len(bad)} of {out['n_cells']} cells not done ({', '.join(c['cell'] for c in bad[:5])}); "
               "run the same command again to resume", file=sys.stderr)
@@ -269,9 +273,14 @@ def cmd_cache(a: argparse.Namespace) -> int:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from cresowlve_core.mainjob import main_job
+    from cresowlve_core.mainjob import MainJobInterrupted, main_job
 
-    main_job(reports_dir=Path(a.reports_dir) if a.reports_dir else None, quick=a.quick)
+    try:
+        main_job(reports_dir=Path(a.reports_dir) if a.reports_dir else None, quick=a.quick)
+    except MainJobInterrupted as exc:  # the notebook being rendered was stopped; the rest skipped
+        print(exitcodes.interrupted_line(f"{len(exc.written)} report(s) written, stopped during {exc.current}, "
+                                         "the rest skipped"), file=sys.stderr)
+        return exitcodes.interrupt_code()
     return 0
 
 
@@ -290,21 +299,22 @@ def _create_finish(summary: Any, unit: str) -> int:
 
 
 def cmd_build(a: argparse.Namespace) -> int:
-    from cresowlve_core.construction.build import BuildConfig, BuildStopped, run_build
-    from cresowlve_core.runtime.mapping import INTERRUPTED
+    from cresowlve_core.construction.build import Build, BuildConfig, BuildStopped
 
     cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
                       limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
                       concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
                       apply_review=not a.no_review, agreement_n=a.agreement_n,
                       models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
-    try:
-        res = run_build(cfg)
-    except BuildStopped as exc:  # finished work is saved; one line, the stop exit code
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return exitcodes.interrupt_code() if exc.reason == INTERRUPTED else EXIT_STOPPED
+    with Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line naming the sources)
+        try:
+            res = build.run_all()
+        except BuildStopped as exc:  # finished work is saved; the later steps were skipped
+            print(f"build stopped at step {exc.step!r} ({exc.reason}); the later steps were skipped; "
+                  f"summary: {build.path / 'build.json'}", file=sys.stderr)
+            return stage_exit(build.calls(), unit="calls")
     print(json.dumps({"funnel": res["funnel"], "data_card": res["data_card"]}, ensure_ascii=False, indent=1))
-    return 0
+    return stage_exit(build.calls(), unit="calls")  # 1 with a last line when some calls errored
 
 
 def cmd_create_generate(a: argparse.Namespace) -> int:
@@ -349,13 +359,17 @@ def cmd_synth(a: argparse.Namespace) -> int:
         max_cost=a.max_cost, cache=not a.no_cache,
     )
     res = run_synth(cfg)
+    if not res.summary["stages"]["candidates"]:  # nothing was sent: the band or domains leave no candidate
+        return _usage_error(f"no candidate in the notability band {a.band[0]}..{a.band[1]} ({a.notability}) "
+                            f"of the domains {a.domains or 'all'} ({res.summary['stages']['anchors_tried']} anchors "
+                            "tried): nothing to verbalise; widen --band or add --domains")
     if any(res.embedded.values()):
         print(banner_text("embedded"), file=sys.stderr)
     print(json.dumps({k: res.summary[k] for k in ("stages", "outcomes", "yield", "difficulty", "exports")}, indent=1))
     if res.stopped:
-        print(f"stopped early: {res.stopped}; finished work is kept, run again to resume", file=sys.stderr)
-        return 3
-    return 0
+        print(f"synth stopped at {res.summary['stopped_at']} ({res.stopped}); the later steps were skipped; "
+              f"summary: {Path(cfg.build_dir) / 'summary.json'}", file=sys.stderr)
+    return stage_exit(res.summary["calls"], unit="calls")
 
 
 # --------------------------------------------------------------------------- parser
@@ -719,16 +733,15 @@ def main(argv: list[str] | None = None) -> int:
             logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
     apply_stage_provider(args)
-    exitcodes.signal_received["signum"] = None
-    previous_sigterm = signal.signal(signal.SIGTERM, exitcodes.on_sigterm)
+    from cresowlve_core.runtime import stop
+
     restore_terminal = guard_terminal(vars(args))  # no key or URL credential reaches the terminal
     try:
-        return fn(args)
+        with stop.handle_signals():  # the first Ctrl-C / SIGTERM stops the current step (runtime/stop.py)
+            return fn(args)
     except KeyboardInterrupt:
-        code = exitcodes.interrupt_code()
-        name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
-        print(f"interrupted ({name}); completed work is saved in the run directory", file=sys.stderr)
-        return code
+        print(exitcodes.interrupted_line("completed work is saved in the run directory"), file=sys.stderr)
+        return exitcodes.interrupt_code()
     except Exception as exc:  # one clear line instead of a traceback for anticipated failures
         expected = _expected_error_code(exc)
         if expected is None or args.verbose:
@@ -736,7 +749,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return expected
     finally:
-        signal.signal(signal.SIGTERM, previous_sigterm)
         restore_terminal()
 
 

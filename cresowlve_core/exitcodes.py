@@ -32,23 +32,17 @@ exit codes:
   143  terminated by SIGTERM; same as 130
 """
 
-signal_received: dict[str, int | None] = {"signum": None}
-"""The signal that interrupted the current command (set by :func:`on_sigterm`, reset by ``cli.main``)."""
-
-
-def on_sigterm(signum: int, frame: Any) -> None:
-    """SIGTERM does what Ctrl-C does (the run stops, keeps its work, writes its summary)."""
-    signal_received["signum"] = signum
-    handler = signal.getsignal(signal.SIGINT)
-    if callable(handler):
-        handler(signal.SIGINT, frame)  # asyncio.run's handler cancels the run; the default raises
-    else:
-        raise KeyboardInterrupt
-
-
 def interrupt_code() -> int:
-    """130 after Ctrl-C, 143 after SIGTERM."""
-    return EXIT_SIGTERM if signal_received["signum"] == signal.SIGTERM else EXIT_SIGINT
+    """130 after Ctrl-C, 143 after SIGTERM (the signal recorded by :mod:`cresowlve_core.runtime.stop`)."""
+    from cresowlve_core.runtime import stop
+
+    return EXIT_SIGTERM if stop.requested() == signal.SIGTERM else EXIT_SIGINT
+
+
+def interrupted_line(done: str = "") -> str:
+    """The last line of an interrupted command: ``interrupted (SIGTERM): <done>; run again to resume``."""
+    name = "SIGTERM" if interrupt_code() == EXIT_SIGTERM else "Ctrl-C"
+    return f"interrupted ({name}){': ' + done if done else ''}; run again to resume"
 
 
 def _field(summary: Any, *names: str) -> Any:
@@ -83,10 +77,8 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
     left = f"{n_error} errored, {n_not_run} not run"
     common = f"; most common error ({top[1]}x): {top[0]}" if top else ""
     if stopped == INTERRUPTED:
-        code = interrupt_code()
-        name = "SIGTERM" if code == EXIT_SIGTERM else "Ctrl-C"
-        print(f"interrupted ({name}): {done}, {left}; run again to resume", file=sys.stderr)
-        return code
+        print(interrupted_line(f"{done}, {left}"), file=sys.stderr)
+        return interrupt_code()
     if stopped:
         print(f"stopped early ({stopped}): {done}, {left}{common}; finished work is kept, run again to resume",
               file=sys.stderr)

@@ -9,6 +9,11 @@
    analysis on a paper-scale *synthetic* run set, behind its banner, to show a full report;
 4. leaves ``reports/index.html`` linking everything.
 
+Each notebook renders in a child process. The first Ctrl-C or SIGTERM (:mod:`~cresowlve_core.runtime.stop`)
+stops the notebook being rendered (its kernel is shut down by the child), skips the rest, prints
+which reports were written and raises :class:`MainJobInterrupted` (``cresowlve run`` exits 130/143).
+In-process, papermill's kernel client would replace the process's SIGINT/SIGTERM handlers.
+
 The judge is explicit: ``CRESOWLVE_JUDGE_MODEL`` (and ``CRESOWLVE_JUDGE_BASE_URL``,
 ``CRESOWLVE_JUDGE_API_KEY_ENV``) when set; on the embedded default the same local model judges,
 which the reports state plainly. There is no hidden default judge.
@@ -17,8 +22,12 @@ which the reports state plainly. There is no hidden default judge.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,7 +35,54 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core import paths
+from cresowlve_core.runtime import stop
 from cresowlve_core.text import slug
+
+
+class MainJobInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM stopped the main job: ``written`` reports exist, ``current`` was stopped."""
+
+    def __init__(self, written: list[str], current: str):
+        super().__init__(f"stopped during {current} after {len(written)} report(s)")
+        self.written, self.current = written, current
+
+
+_RENDER = """
+import json, sys
+from pathlib import Path
+from cresowlve_core.notebooks import run_notebook
+spec = json.loads(sys.argv[1])
+res = run_notebook(spec["name"], spec["params"], Path(spec["reports"]), output_name=spec["output_name"], title=spec["title"])
+print("RENDERED " + json.dumps({"html": str(res.html), "seconds": res.seconds}), flush=True)
+"""
+
+
+def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_name: str | None = None,
+                     title: str | None = None) -> Path:
+    """``run_notebook`` in a child process; a stop requested meanwhile sends it SIGTERM (papermill's
+    kernel client there shuts its kernel down) and raises :class:`KeyboardInterrupt`."""
+    spec = json.dumps({"name": name, "params": params, "reports": str(reports), "output_name": output_name,
+                       "title": title}, default=str)
+    proc = subprocess.Popen([sys.executable, "-c", _RENDER, spec], stdout=subprocess.PIPE, text=True)
+    while True:
+        try:
+            out, _ = proc.communicate(timeout=0.2)
+            break
+        except subprocess.TimeoutExpired:
+            if stop.requested() is not None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.communicate(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.communicate()
+                raise KeyboardInterrupt from None
+    line = next((x for x in reversed(out.splitlines()) if x.startswith("RENDERED ")), None)
+    if proc.returncode != 0 or line is None:
+        if stop.requested() is not None:  # the signal reached the child too (Ctrl-C at a terminal)
+            raise KeyboardInterrupt
+        raise RuntimeError(f"rendering {name} failed (exit {proc.returncode}); its error is printed above")
+    return Path(json.loads(line[len("RENDERED "):])["html"])
 
 
 @dataclass(frozen=True)
@@ -90,8 +146,6 @@ def _synthetic_report(report, synthetic_runs: Path, reports: Path) -> None:
 
 def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Path | None = None) -> list[Path]:
     """Run the main job; ``runs_dir`` (default ``data/runs``) receives the run directories."""
-    from cresowlve_core.notebooks import run_notebook
-
     reports = Path(reports_dir or paths.reports_dir())
     runs = Path(runs_dir or paths.runs_dir())
     demo_runs = runs / "demo"
@@ -100,9 +154,19 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
 
     def report(name: str, params: dict, output_name: str | None = None, title: str | None = None) -> None:
         t = time.monotonic()
-        res = run_notebook(name, params, reports, output_name=output_name, title=title)
-        produced.append(res.html)
-        print(f"  {res.html.name:<28} {time.monotonic() - t:6.1f}s", flush=True)
+        current = output_name or name
+        try:
+            if stop.requested() is not None:  # stopped between two reports: skip the rest
+                raise KeyboardInterrupt
+            html = render_stoppably(name, params, reports, output_name=output_name, title=title)
+        except KeyboardInterrupt:
+            written = [p.name for p in produced]
+            print(f"main job interrupted during {current}: {len(written)} report(s) written "
+                  f"({', '.join(written) or 'none'}); the rest were skipped; open {reports / 'index.html'}",
+                  flush=True)
+            raise MainJobInterrupted(written, current) from None
+        produced.append(html)
+        print(f"  {html.name:<28} {time.monotonic() - t:6.1f}s", flush=True)
 
     report("00_data_overview", {})
     with target_from_env() as tgt:

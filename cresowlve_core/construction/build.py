@@ -45,7 +45,7 @@ from cresowlve_core.construction.llm_steps import (
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
 from cresowlve_core.prompts import load_prompt
-from cresowlve_core.runtime import ClientOptions, run_coro
+from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
 
 
 class BuildConfig(BaseModel):
@@ -114,6 +114,24 @@ class BuildStopped(RuntimeError):
     def __init__(self, step: str, reason: str):
         super().__init__(f"build stopped at step {step!r}: {reason}; finished work is saved, re-run to resume")
         self.step, self.reason = step, reason
+
+
+class BuildEmpty(ValueError):
+    """The sources hold no usable question: nothing to build (``cresowlve build`` exits 2)."""
+
+
+def _empty_message(report: dict[str, Any]) -> str:
+    """Which sources gave nothing, and why (a pack flag such as ``empty`` or ``no_questions``)."""
+    parts = []
+    for src in report.get("sources", []):
+        files = src.get("files") or []
+        flags = sorted({f for r in files for f in (r.get("pack_flags") or [])})
+        what = f"{src.get('n', 0)} blocks" + (f", pack flags: {', '.join(flags)}" if flags else "")
+        parts.append(f"{src.get('source')} ({what})")
+    n_bad = len(report.get("unusable", []))
+    return (f"no usable question in {'; '.join(parts) or 'the sources'}"
+            + (f"; {n_bad} unusable block(s) (no question or no answer)" if n_bad else "")
+            + ": nothing to build, nothing was sent")
 
 
 class Build:
@@ -203,7 +221,10 @@ class Build:
         out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit)
         self._write_json("collect/report.json", report)
         self.funnel["collected"] = len(out.kept)
-        return self._record(out)
+        summary = self._record(out)
+        if not out.kept:
+            raise BuildEmpty(_empty_message(report))
+        return summary
 
     def filter(self, step: str) -> dict[str, Any]:
         """Step 2 (``needs_material``) or the Russian-specific filter."""
@@ -298,20 +319,53 @@ class Build:
 
         return label_charts([c.to_item() for c in subsets(self.cands)["creative"]], top)
 
+    def calls(self) -> dict[str, Any]:
+        """The model calls of the steps run so far, in the form of ``exitcodes.stage_exit``: units,
+        errored (``llm_error``), not run, and the most common error (from each step's summary.json)."""
+        model_steps = [s for name, s in self.steps.items() if name in LLM_STEPS]
+        top: tuple[str, int] | None = None
+        for name in self.steps:
+            path = self.path / "steps" / name / "summary.json"
+            if name in LLM_STEPS and path.exists():
+                err = json.loads(path.read_text(encoding="utf-8")).get("top_error")
+                if err and (top is None or err[1] > top[1]):
+                    top = (err[0], err[1])
+        stopped = None
+        if self.stopped is not None:
+            reason = self.stopped.reason
+            stopped = INTERRUPTED if reason == INTERRUPTED else f"{self.stopped.step}: {reason}"
+        n_error = sum(s.get("llm_error", 0) for s in model_steps)
+        n_not_run = sum(s.get("not_run", 0) for s in model_steps)
+        n = sum(s["n_in"] for s in model_steps)
+        return {"n_items": n, "n_ok": n - n_error - n_not_run, "n_error": n_error, "n_not_run": n_not_run,
+                "top_error": list(top) if top else None, "stopped": stopped}
+
     def run_all(self) -> dict[str, Any]:
         """Every step in order; returns the export summary with the funnel. Raises
-        :class:`BuildStopped` (after saving what finished) when a step stops early."""
-        self.collect()
-        self.filter("needs_material")
-        self.filter("russian_specific")
-        self.translate()
-        self.review()
+        :class:`BuildStopped` when a step stops early (a fatal error, ``max_cost``, Ctrl-C or
+        SIGTERM: :mod:`~cresowlve_core.runtime.stop`), after saving what finished and writing
+        ``build.json`` with the steps so far and where it stopped; the later steps are skipped."""
+        steps: list[tuple[str, Any]] = [
+            ("collect", self.collect), ("needs_material", lambda: self.filter("needs_material")),
+            ("russian_specific", lambda: self.filter("russian_specific")), ("translate", self.translate),
+            ("review", self.review)]
         for step in ANNOTATION_STEPS:
-            self.annotate(step)
+            steps.append((step, lambda step=step: self.annotate(step)))
             if step == "domains":
-                self.consolidate_domains()
-        self.agreement()
-        return self.export()
+                steps.append(("consolidate_domains", self.consolidate_domains))
+        steps.append(("agreement", self.agreement))
+        try:
+            for name, run_step in steps:
+                if stop.requested() is not None and self.stopped is None:  # between steps: skip the rest
+                    self.stopped = BuildStopped(name, INTERRUPTED)
+                self._guard()
+                run_step()
+            return self.export()
+        except BuildStopped as exc:
+            self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
+                                            "funnel": self.funnel, "steps": self.steps,
+                                            "stopped": exc.reason, "stopped_at": exc.step})
+            raise
 
 
 def run_build(config: BuildConfig, *, progress: bool = True) -> dict[str, Any]:

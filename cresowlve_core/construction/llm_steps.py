@@ -211,8 +211,11 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         return {"key": c.id, "status": "ok", "verdict": parse(c, comp.text), "raw": comp.text,
                 "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
 
-    result = await map_with_resume(run, "records.jsonl", cands, key=lambda c: c.id, call=call,
-                                   concurrency=opts.concurrency, progress=ctx.progress, desc=step)
+    try:
+        result = await map_with_resume(run, "records.jsonl", cands, key=lambda c: c.id, call=call,
+                                       concurrency=opts.concurrency, progress=ctx.progress, desc=step)
+    finally:  # each step runs on its own event loop: close this loop's connections before it ends
+        await sc.client.aclose()
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
     run.finish(manifest, stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "n_parsed": n_parsed,

@@ -12,6 +12,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
     from cresowlve_core.contamination.pipeline import Role, run_contamination
     from cresowlve_core.contamination.verdict import verdict_lines, verdict_table
+    from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
 
     if a.quiz_base_url is None or a.perturber_base_url is None:
         print(banner_text("embedded"), file=sys.stderr)
@@ -21,16 +22,21 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
                           n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
                           concurrency=a.concurrency, progress=True)
     print(c.source)
-    if not c.results:
-        print("no configuration with paired En and Ru runs: nothing to test", file=sys.stderr)
-        return 0
+    if not c.results and c.stopped is None:
+        print(f"error: no configuration with paired En and Ru runs (and a question in {a.lang}) in {a.runs!r}: "
+              "nothing to test; evaluate a model in both languages first", file=sys.stderr)
+        return EXIT_USAGE
     for r in c.results:
+        if r.stopped:  # no verdict from missing data
+            print(f"== {r.config}: no verdict ({'; '.join(r.stopped)})")
+            continue
         print(f"== {r.config}\n" + "\n".join(verdict_lines(verdict_table(r))))
-    stopped = [s for r in c.results for s in r.stopped]
-    if stopped:
-        print(f"stopped early: {'; '.join(stopped)}; finished work is kept, run again to resume", file=sys.stderr)
-        return 3
-    return 0
+    summary = c.summary()
+    if c.stopped:
+        skipped = "; the later steps were skipped, no verdict for the configuration that stopped"
+        print(f"contamination stopped at {c.stopped_at} ({c.stopped}){skipped}; summary: {c.out_dir / 'summary.json'}",
+              file=sys.stderr)
+    return stage_exit(summary, unit="calls")
 
 
 def cmd_contamination_report(a: argparse.Namespace) -> int:

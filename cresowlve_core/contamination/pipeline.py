@@ -5,8 +5,14 @@ two control sets; each question in ``lang`` (default Russian, the language suspe
 memorised) is perturbed (one run per perturber, shared by all configurations), then the BDQ, the
 BCQ (``n_repeats`` times) and the completion test are asked of the quiz-taker.
 
+Every step is one ``map_with_resume`` run. A step that stops (a dead perturber or quiz-taker: a
+wrong key, model or endpoint; ``max_cost``; Ctrl-C or SIGTERM) stops the pipeline: the later steps
+and configurations are skipped, and the stopped configuration gets no verdict (see
+:attr:`Contamination.stopped`). ``summary.json`` counts every step that ran.
+
 Layout of ``out_dir``::
 
+    summary.json                            the steps that ran, their counts, why it stopped
     perturb/<perturber>__<lang>/            perturbations.jsonl
     <config>/<quiz-taker>/bdq/              bdq.jsonl
     <config>/<quiz-taker>/bcq/              bcq.jsonl
@@ -23,12 +29,21 @@ from typing import Any, cast
 
 import pandas as pd
 
+from cresowlve_core import outfiles
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
 from cresowlve_core.contamination.perturb import QuizItem, Rejection, aperturb, rejections
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.errors.wrong import find_or_make_runs
-from cresowlve_core.runtime import ClientOptions, RunDir, endpoint_or_embedded, open_client, run_coro
+from cresowlve_core.runtime import (
+    ClientOptions,
+    MapResult,
+    RunDir,
+    endpoint_or_embedded,
+    open_client,
+    pipeline_summary,
+    run_coro,
+)
 from cresowlve_core.runtime import ModelRole as Role
 from cresowlve_core.text import slug
 
@@ -50,13 +65,14 @@ class ConfigResult:
     bcq: pd.DataFrame
     completions: pd.DataFrame
     n_tested: int = 0  # questions of this configuration that went into the tests (after max_items_per_set)
-    stopped: list[str] = field(default_factory=list)
+    stopped: list[str] = field(default_factory=list)  # "BDQ: fatal: ..."; non-empty: no verdict for this configuration
     # every reason a question is not quizzable, one row per reason and rewrite (rewrite 0: the whole reply)
     rejections: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=REJECTION_COLUMNS))
     # the tested items (id, set, difficulty) and the metric the sets were formed by, with judge coverage
     items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["id", "set", "difficulty"]))
     basis: str = "em_strict"
     judge_coverage: dict[str, float] = field(default_factory=dict)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # the counts of every step that ran (MapResult.step_counts)
 
 
 @dataclass
@@ -71,6 +87,14 @@ class Contamination:
     n_repeats: int
     out_dir: Path
     notes: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)  # every step that ran, in order (step_counts)
+    stopped: str | None = None  # why the pipeline stopped early ("interrupted", "fatal: ..."), else None
+    stopped_at: str | None = None  # the step that stopped ("perturbation", "<config> BDQ", ...)
+
+    def summary(self) -> dict[str, Any]:
+        """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``."""
+        return {**pipeline_summary(self.steps), "configs": [r.config for r in self.results if not r.stopped],
+                "configs_stopped": [r.config for r in self.results if r.stopped]}
 
 
 EMBEDDED = Role()  # no base URL: the embedded model
@@ -122,18 +146,47 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
 
     quiz_items = [QuizItem(lang, i, questions[i]) for i in sorted(set(members["id"]))]
     results: list[ConfigResult] = []
+    steps: list[dict[str, Any]] = []
+    stopped = stopped_at = None
+    if quiz_items:  # nothing to test: no endpoint is opened (nor the embedded model started)
+        stopped, stopped_at = _run_steps(quiz_items, members, counts, questions, work, perturber, quiz_taker, lang,
+                                         n_repeats, seed, opts, quiz_opts, progress, results, steps)
+    out = Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
+                        n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at)
+    work.mkdir(parents=True, exist_ok=True)
+    outfiles.write_json(work / "summary.json", out.summary())  # scrubbed and atomic, like every file a run writes
+    return out
+
+
+def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.DataFrame, questions: dict[str, str],
+               work: Path, perturber: Role, quiz_taker: Role, lang: str, n_repeats: int, seed: int,
+               opts: ClientOptions, quiz_opts: ClientOptions, progress: bool, results: list[ConfigResult],
+               steps: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """Perturb, then every configuration's quizzes; the first step that stops skips the rest.
+    Appends to ``results`` and ``steps``; returns why and where it stopped (None, None: it did not)."""
+    stopped = stopped_at = None
     with endpoint_or_embedded(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, p_emb):
-        pert = run_coro(_perturb(quiz_items, work / "perturb" / f"{slug(perturber.name)}__{lang}", p_ep, opts, progress))
+        pert, pres = run_coro(_perturb(quiz_items, work / "perturb" / f"{slug(perturber.name)}__{lang}", p_ep, opts,
+                                       progress))
+        if pres is not None:
+            steps.append(pres.step_counts("perturbation"))
+            stopped, stopped_at = pres.stopped, "perturbation" if pres.stopped else None
         same = quiz_taker == perturber
         with (endpoint_or_embedded(quiz_taker.model, quiz_taker.base_url, quiz_taker.api_key_env) if not same
-              else _reuse(p_ep, p_emb)) as (q_ep, q_emb):
+              and stopped is None else _reuse(p_ep, p_emb)) as (q_ep, q_emb):
             for config, part in members.groupby("config", sort=True):
+                if stopped is not None:  # a dead perturber, or a configuration stopped: skip the rest
+                    break
                 cdir = work / slug(str(config)) / slug(quiz_taker.name)
                 crow = counts[counts["config"] == config].iloc[0].to_dict() if len(counts) else {}
-                results.append(run_coro(_config(str(config), part, questions, pert, crow, cdir, q_ep, quiz_opts, opts,
-                                                lang, n_repeats, seed, progress)))
-    return Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
-                         n_repeats, work, notes + list(data.notes))
+                res = run_coro(_config(str(config), part, questions, pert, crow, cdir, q_ep, quiz_opts, opts,
+                                       lang, n_repeats, seed, progress))
+                results.append(res)
+                steps += res.steps
+                stopping = next((s for s in res.steps if s["stopped"]), None)
+                if stopping is not None:
+                    stopped, stopped_at = stopping["stopped"], stopping["step"]
+    return stopped, stopped_at
 
 
 class _reuse:
@@ -148,15 +201,15 @@ class _reuse:
 
 
 async def _perturb(items: list[QuizItem], run_dir: Path, endpoint: Any, opts: ClientOptions,
-                   progress: bool) -> dict[str, dict[str, Any]]:
+                   progress: bool) -> tuple[dict[str, dict[str, Any]], MapResult | None]:
     if not items:
-        return {}
+        return {}, None
     client = open_client(endpoint, opts)
     try:
         res = await aperturb(items, RunDir(run_dir), client, opts, progress=progress)
     finally:
         await client.aclose()
-    return {cast(tuple, k)[1]: r for k, r in res.records.items()}  # keys are (set, id)
+    return {cast(tuple, k)[1]: r for k, r in res.records.items()}, res  # keys are (set, id)
 
 
 async def _config(config: str, members: pd.DataFrame, questions: dict[str, str], pert: dict[str, dict[str, Any]],
@@ -165,6 +218,10 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
     client = open_client(endpoint, quiz_opts)
     comp_client = open_client(endpoint, opts)
     stopped: list[str] = []
+    steps: list[dict[str, Any]] = []
+    bcq_df = pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct", "raw"])
+    comp_df = pd.DataFrame(columns=["set", "id", "mode", "cut", "suffix", "continuation", "rouge_l", "prefix_match"])
+    too_short: list[str] = []
     try:
         usable, bad = [], []
         rejected: list[dict[str, Any]] = []
@@ -179,14 +236,14 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         bdq_units = [qz.QuizUnit("bdq", s, lang, i, 0, *qz.bdq_options(p, qz.bdq_rng(seed, lang, i)))
                      for s, i, p in usable]
         bdq_res = await qz.aquiz("bdq", bdq_units, RunDir(cdir / "bdq"), client, quiz_opts, progress=progress)
+        steps.append(bdq_res.step_counts(f"{config} BDQ"))
         if bdq_res.stopped:
             stopped.append(f"BDQ: {bdq_res.stopped}")
         bdq_df = pd.DataFrame([r for r in bdq_res.records.values() if r.get("status") == "ok"],
                               columns=["set", "id", "choice", "raw"])
         bdq_counts = qz.position_counts(bdq_df["choice"].tolist())
         non_pref, truly = qz.non_preferred_positions(bdq_counts, len(bdq_df)) if len(bdq_df) else ([], False)
-        bcq_df = pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct", "raw"])
-        if non_pref:
+        if non_pref and not stopped:
             bcq_units = []
             for s, i, p in usable:
                 for rep in range(n_repeats):
@@ -194,11 +251,11 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                                                  *qz.bcq_options(questions[i], p, non_pref, qz.bcq_rng(seed, rep, lang, i))))
             bcq_res = await qz.aquiz("bcq", bcq_units, RunDir(cdir / "bcq"), client, quiz_opts,
                                      identity={"non_preferred": non_pref, "n_repeats": n_repeats}, progress=progress)
+            steps.append(bcq_res.step_counts(f"{config} BCQ"))
             if bcq_res.stopped:
                 stopped.append(f"BCQ: {bcq_res.stopped}")
             bcq_df = pd.DataFrame([r for r in bcq_res.records.values() if r.get("status") == "ok"],
                                   columns=["set", "id", "repeat", "choice", "correct", "raw"])
-        too_short: list[str] = []
         cunits: list[comp.CompletionUnit] = []
         for r in members.sort_values(["set", "id"]).itertuples():
             cut = comp.cut_question(questions[r.id], seed, r.id)
@@ -206,11 +263,13 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                 too_short.append(r.id)
                 continue
             cunits.extend(comp.CompletionUnit(r.set, lang, r.id, m, cut) for m in comp.MODES)
-        comp_res = await comp.acomplete(cunits, RunDir(cdir / "completion"), comp_client, opts, progress=progress)
-        if comp_res.stopped:
-            stopped.append(f"completion: {comp_res.stopped}")
-        comp_df = pd.DataFrame([r for r in comp_res.records.values() if r.get("status") == "ok"],
-                               columns=["set", "id", "mode", "cut", "suffix", "continuation", "rouge_l", "prefix_match"])
+        if not stopped:  # a stopped quiz stops the configuration: its completion test is not run
+            comp_res = await comp.acomplete(cunits, RunDir(cdir / "completion"), comp_client, opts, progress=progress)
+            steps.append(comp_res.step_counts(f"{config} completion"))
+            if comp_res.stopped:
+                stopped.append(f"completion: {comp_res.stopped}")
+            comp_df = pd.DataFrame([r for r in comp_res.records.values() if r.get("status") == "ok"],
+                                   columns=comp_df.columns)
     finally:
         await client.aclose()
         await comp_client.aclose()
@@ -219,7 +278,7 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                         bdq_counts, non_pref, truly, bcq_df, comp_df, int(len(members)), stopped,
                         pd.DataFrame(rejected, columns=REJECTION_COLUMNS), members[["id", "set", "difficulty"]],
                         str(counts.get("basis", "em_strict")),
-                        {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")})
+                        {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")}, steps)
 
 
 def _rejections(rec: dict[str, Any] | None, question: str) -> list[Rejection]:

@@ -43,7 +43,7 @@ from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_ev
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
 from cresowlve_core.paths import RUNS_DIR
-from cresowlve_core.runtime import SUMMARY, ClientOptions, now_iso
+from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, now_iso, stop
 from cresowlve_core.text import slug
 
 GRID_FILE = "grid.json"
@@ -183,19 +183,32 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
     results: dict[str, dict[str, Any]] = {}
 
     async def one(cell: Cell) -> None:
-        async with slots:
-            cfg = cell.eval_config(grid)
-            try:
-                out = await evaluate_async(cfg, loaded[cell.name], progress=False, on_record=lambda _r: bar.update(1))
-                results[cell.name] = {"status": "stopped" if out.stopped else "done", "summary": out.summary}
-            except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
-                results[cell.name] = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+        try:
+            async with slots:
+                if stop.requested() is not None:  # Ctrl-C / SIGTERM: the cells not started are skipped
+                    return
+                cfg = cell.eval_config(grid)
+                try:
+                    out = await evaluate_async(cfg, loaded[cell.name], progress=False,
+                                               on_record=lambda _r: bar.update(1))
+                    status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"
+                    results[cell.name] = {"status": status, "summary": out.summary}
+                except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
+                    results[cell.name] = {"status": "failed",
+                                          "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+        except asyncio.CancelledError:  # waiting for a slot when the grid was stopped
+            if stop.requested() is None:
+                raise
 
     try:
         await asyncio.gather(*(one(c) for c in todo))
+    except asyncio.CancelledError:  # the stop (runtime/stop.py): every cell has returned; write grid.json
+        if stop.requested() is None:
+            raise
     finally:
         bar.close()
-    return write_grid_summary(grid, all_cells, results)
+    out = write_grid_summary(grid, all_cells, results)
+    return {**out, "stopped": INTERRUPTED} if stop.requested() is not None else out
 
 
 def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -229,7 +242,7 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
 
     grid = load_grid(path)
     out = run_coro(run_grid_async(grid, progress=progress))
-    if grid.report:
+    if grid.report and not out.get("stopped"):  # an interrupted grid skips its report
         from cresowlve_core.notebooks import run_notebook
 
         res = run_notebook("03_analysis", {"runs": str(grid.directory() / GRID_FILE), "aliases": out["aliases"]},

@@ -11,9 +11,10 @@ error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
   retries) is recorded as an error and the run goes on;
 - a stop error (spent budget, wrong key/model/endpoint) stops the run cleanly: no new unit
   starts, calls already in flight are awaited and recorded, and the reason is returned;
-- an interruption (Ctrl-C or SIGTERM, which cancel the running task) is a stop too: what has
-  finished is on disk, calls in flight are abandoned, and the result says ``stopped ==``
-  :data:`INTERRUPTED` so that the stage still writes its summary and finish time;
+- an interruption (Ctrl-C or SIGTERM, which cancel the running task: :mod:`~cresowlve_core.runtime.stop`)
+  is a stop too: what has finished is on disk, calls in flight are abandoned, and the result says
+  ``stopped ==`` :data:`INTERRUPTED` so that the stage still writes its summary and finish time;
+  once a stop is requested no unit starts, so a pipeline's later steps send nothing;
 - a tqdm progress bar shows progress in the CLI and in notebooks.
 """
 
@@ -28,6 +29,7 @@ from typing import Any, Generic, TypeVar
 from tqdm.auto import tqdm
 
 from cresowlve_core.llm.types import LLMError
+from cresowlve_core.runtime import stop as stop_request
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.rundir import RunDir
 
@@ -72,6 +74,28 @@ class MapResult(Generic[U]):
         errors = Counter(str(r.get("error") or "").splitlines()[0][:160] if r.get("error") else "error"
                          for r in self.records.values() if r.get("status") == "error")
         return errors.most_common(1)[0] if errors else None
+
+    def step_counts(self, step: str) -> dict[str, Any]:
+        """This run as one step of a pipeline: units, done, errored, not run, why it stopped, top error."""
+        top = self.top_error()
+        return {"step": step, "n_units": self.n_units, "n_ok": self.n_done, "n_error": self.n_error,
+                "n_not_run": self.n_not_run, "stopped": self.stopped, "top_error": [top[0], top[1]] if top else None}
+
+
+def pipeline_summary(steps: Sequence[Record]) -> Record:
+    """The counts of a multi-step pipeline over the steps that ran (:meth:`MapResult.step_counts`),
+    in the form of :func:`cresowlve_core.exitcodes.stage_exit`: ``stopped`` is the first stopped
+    step's reason, as ``"<step>: <reason>"`` unless it was an interruption (kept as :data:`INTERRUPTED`)."""
+    first = next((s for s in steps if s.get("stopped")), None)
+    errors = [(s["top_error"], s["n_error"]) for s in steps if s.get("top_error")]
+    top = max(errors, key=lambda e: e[1])[0] if errors else None
+    stopped = None
+    if first is not None:
+        stopped = INTERRUPTED if first["stopped"] == INTERRUPTED else f"{first['step']}: {first['stopped']}"
+    return {"n_items": sum(s["n_units"] for s in steps), "n_ok": sum(s["n_ok"] for s in steps),
+            "n_error": sum(s["n_error"] for s in steps), "n_not_run": sum(s["n_not_run"] for s in steps),
+            "top_error": list(top) if top else None, "stopped": stopped,
+            "stopped_at": first["step"] if first is not None else None, "steps": list(steps)}
 
 
 def default_error_record(key: Hashable, exc: BaseException) -> Record:
@@ -126,7 +150,7 @@ async def map_with_resume(
             bar.update(1)
 
         async def worker() -> None:
-            while not stop:
+            while not stop and stop_request.requested() is None:
                 try:
                     unit, k = queue.get_nowait()
                 except asyncio.QueueEmpty:
@@ -154,6 +178,7 @@ async def map_with_resume(
             interrupted = True
         finally:
             bar.close()
+        interrupted = interrupted or (stop_request.requested() is not None and not queue.empty())
     first = stop[0] if stop else None
     return MapResult(
         records={k: previous[k] for k in keys if k in previous},

@@ -12,7 +12,8 @@ A *build directory* holds:
   ``difficulty_score`` (``cresowlve eval --items`` reads it);
 - ``review/queue.jsonl``: the survivors for human validation, in the construction pipeline's
   review format (stage 5);
-- ``summary.json``: the yield per stage.
+- ``summary.json``: the yield per stage; ``steps`` and ``calls`` count the model calls of the steps
+  that ran (``calls`` in the form of ``exitcodes.stage_exit``: the CLI's exit code).
 
 Both model stages are one :func:`~cresowlve_core.runtime.map_with_resume` call each, so a killed
 run resumes where it stopped and a finished one re-runs without a single model call.
@@ -42,6 +43,7 @@ from cresowlve_core.runtime import (
     map_with_resume,
     new_manifest,
     open_client,
+    pipeline_summary,
     run_coro,
 )
 from cresowlve_core.sources.kg import KG_DIR, KnowledgeGraph, KnowledgeSource, load_kg
@@ -323,6 +325,8 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
     n_parsed = sum(r.get("parsed") is not None for r in verbalised.values())
     n_leak_free = sum(r.get("parsed") is not None and not r.get("leaks") for r in verbalised.values())
     outcomes = [r["outcome"] for r in solved.values()]
+    steps = [vres.step_counts("verbalise")] + ([sres.step_counts("solve")] if sres else [])
+    counts = pipeline_summary(steps)  # a stopped verbaliser skips the solver: its step is not listed
     stopped = vres.stopped or (sres.stopped if sres else None)
     summary = {
         "stages": {
@@ -344,6 +348,9 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         "embedded": embedded,
         "errors": {"verbalise": vres.n_error, "solve": sres.n_error if sres else 0},
         "stopped": stopped,
+        "stopped_at": counts["stopped_at"],
+        "steps": steps,
+        "calls": {k: counts[k] for k in ("n_items", "n_ok", "n_error", "n_not_run", "top_error", "stopped")},
         "scoring": SCORING_BASIS,
         "exports": {"items": str(items_path), "review_queue": str(queue_path)},
         "config": cfg.model_dump(mode="json"),

@@ -2,7 +2,7 @@
 
 A first run writes the exports and the data card; a second run of the same command resumes from
 the step records and sends no request; a rejected key (HTTP 401) stops the build with exit code 3
-and one error line.
+and a last line naming the step.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def test_build_command_stops_with_exit_3_on_a_rejected_key(tmp_path: Path) -> No
     with FakeServer(answers=scripted, api_key="the-right-key") as srv:
         res = _build(tmp_path, srv.base_url, tmp_path / "build")
     assert res.returncode == EXIT_STOPPED
-    errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "401" in errors[0] and "needs_material" in errors[0]
+    last = [line for line in res.stderr.splitlines() if line.strip()][-1]  # docs/reliability.md's exit-3 line
+    assert last.startswith("stopped early (needs_material: fatal: ") and "401" in last
     assert "Traceback" not in res.stderr and res.stdout == ""
     assert not (tmp_path / "build" / "export").exists()  # stopped: no card from an unfiltered build

@@ -1,0 +1,69 @@
+"""``cresowlve build`` stops and exits as docs/reliability.md says (issue 20 points 3, 4, 5, 6).
+
+Before: a signal ended with an ``error:`` line instead of ``interrupted (…)``, and with SIGINT
+ignored SIGTERM wrote no summary; per-item errors exited 0 with no stderr line; a build from an
+empty pack exited 0 with no warning.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import fakeserver
+import pytest
+from fakeserver import FakeServer
+from stophelp import last_line, n_lines, spawn_cli, wait_until
+from test_construction_pipeline import DEMO, scripted
+
+from cresowlve_core.cli import main
+
+
+def _args(tmp_path: Path, base_url: str, *extra: str) -> list[str]:
+    return ["build", "--source", DEMO, "--model", "fake", "--base-url", base_url, "--build-dir",
+            str(tmp_path / "build"), "--no-cache", "--agreement-n", "3", "--concurrency", "2", *extra]
+
+
+@pytest.mark.parametrize("signum,ignore_sigint,code", [(signal.SIGTERM, True, 143), (signal.SIGINT, False, 130)])
+def test_a_signal_stops_the_step_skips_the_rest_and_writes_the_summary(tmp_path, signum, ignore_sigint, code):
+    build = tmp_path / "build"
+    with FakeServer(answers=scripted, latency_s=0.3) as srv:
+        proc = spawn_cli(_args(tmp_path, srv.base_url), ignore_sigint=ignore_sigint,
+                         env={"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")})
+        wait_until("2 translate records", lambda: n_lines(build, "steps/translate/records.jsonl") >= 2, proc)
+        at_signal = srv.total
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=90)
+        after = srv.total - at_signal
+    assert proc.returncode == code, stderr
+    assert after <= 2, f"{after} requests after the signal (concurrency 2)"
+    summary = json.loads((build / "build.json").read_text())
+    assert summary["stopped"] == "interrupted" and summary["stopped_at"] == "translate"
+    assert list(summary["steps"]) == ["collect", "needs_material", "russian_specific", "translate"]
+    assert not (build / "steps" / "reasoning").exists() and not (build / "export").exists()  # the rest: skipped
+    name = "SIGTERM" if code == 143 else "Ctrl-C"
+    assert last_line(stderr).startswith(f"interrupted ({name}): ") and "calls done" in last_line(stderr)
+
+
+def test_per_item_errors_exit_1_with_a_last_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, "This model's maximum context length is 16 tokens")
+    with FakeServer(answers=scripted, faults=lambda r: "400" if r.index == 0 else None) as srv:
+        rc = main(_args(tmp_path, srv.base_url))
+    out = capsys.readouterr()
+    assert rc == 1, out.err  # before: exit 0, no stderr line
+    assert (tmp_path / "build" / "export" / "DATA_CARD.md").exists()  # the build finished, the item flagged
+    assert last_line(out.err).startswith("incomplete: 1 errored, 0 not run of ") and "context length" in out.err
+
+
+def test_a_build_from_an_empty_pack_is_refused_and_names_it(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    pack = tmp_path / "empty.txt"
+    pack.write_text("", encoding="utf-8")
+    rc = main(["build", "--source", str(pack), "--model", "fake", "--base-url", "http://127.0.0.1:9/v1",
+               "--build-dir", str(tmp_path / "build")])
+    err = capsys.readouterr().err
+    assert rc == 2, err  # before: exit 0, no warning
+    assert last_line(err).startswith("error: no usable question in ") and "empty.txt" in last_line(err)
+    assert "empty" in last_line(err).split("empty.txt", 1)[1]  # the pack flag says why

@@ -1,0 +1,111 @@
+"""``contamination run`` stops as docs/reliability.md says (issue 20 points 3, 4, 5, 6).
+
+Before: Ctrl-C or SIGTERM during a quiz was absorbed by that quiz and the pipeline went on (161
+more requests, then exit 3); with SIGINT ignored SIGTERM wrote no summary; a dead perturber still
+gave "no evidence of contamination" and exit 0; per-item errors exited 0 with no stderr line.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import fakeserver
+import pytest
+from fakeserver import FakeServer
+from stophelp import last_line, n_lines, spawn_cli, wait_until
+from test_contamination_pipeline import fake_model, make_items, write_runs
+
+from cresowlve_core.cli import main
+
+
+def _args(tmp_path, base_url: str, *extra: str) -> list[str]:
+    """``contamination run`` over the runs of ``write_runs``, both roles at ``base_url``."""
+    return ["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+            "--perturber-model", "fake", "--perturber-base-url", base_url, "--quiz-model", "fake",
+            "--quiz-base-url", base_url, "--concurrency", "2", *extra]
+
+
+@pytest.mark.parametrize("step,records,signum,ignore_sigint,code", [
+    ("perturb", "perturb/*/perturbations.jsonl", signal.SIGINT, False, 130),
+    ("bdq", "*/*/bdq/bdq.jsonl", signal.SIGTERM, False, 143),
+    ("bdq", "*/*/bdq/bdq.jsonl", signal.SIGTERM, True, 143),  # a background job of a script
+])
+def test_a_signal_stops_the_step_skips_the_rest_and_writes_the_summary(tmp_path, step, records, signum,
+                                                                        ignore_sigint, code):
+    items = make_items()
+    write_runs(tmp_path, items)
+    out = tmp_path / "out"
+    with FakeServer(answers=fake_model(items), latency_s=0.15) as srv:
+        proc = spawn_cli(_args(tmp_path, srv.base_url), ignore_sigint=ignore_sigint, env={"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")})
+        wait_until(f"2 {step} records", lambda: n_lines(out, records) >= 2, proc)
+        at_signal = srv.total
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=60)
+        after = srv.total - at_signal
+    assert proc.returncode == code, stderr
+    assert after <= 2, f"{after} requests after the signal (concurrency 2)"  # before: 161, then exit 3
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped"] == "interrupted" and summary["stopped_at"].endswith({"perturb": "perturbation",
+                                                                                   "bdq": "BDQ"}[step])
+    assert [s["step"] for s in summary["steps"]][-1] == summary["stopped_at"]  # nothing ran after it
+    assert not list(out.glob("*/*/bcq")) and not list(out.glob("*/*/completion"))
+    name = "SIGTERM" if code == 143 else "Ctrl-C"
+    assert last_line(stderr).startswith(f"interrupted ({name}): ")
+    assert "no evidence" not in stdout and "overall" not in stdout
+
+
+def _dead(prompt_marker: str):
+    def fault(req):
+        return "404" if prompt_marker in req.prompt else None
+    return fault
+
+
+@pytest.mark.parametrize("role,marker,stopped_at", [
+    ("perturber", "Rewrite the question below", "perturbation"),
+    ("quiz-taker", "four-option quiz", "m BDQ"),
+])
+def test_a_dead_role_stops_the_stage_with_exit_3_and_no_verdict(tmp_path, capsys, monkeypatch, role, marker,
+                                                                 stopped_at):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    with FakeServer(answers=fake_model(items), faults=_dead(marker)) as srv:
+        rc = main(_args(tmp_path, srv.base_url))
+        n_requests = srv.total
+    out = capsys.readouterr()
+    assert rc == 3, out.err  # before (perturber): "no evidence of contamination", exit 0
+    assert "overall" not in out.out and "evidence" not in out.out
+    line = last_line(out.err)
+    assert line.startswith(f"stopped early ({stopped_at}: fatal: ") and "HTTP 404" in line
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["stopped_at"] == stopped_at and summary["stopped"].startswith(f"{stopped_at}: fatal: ")
+    assert n_requests <= 2 + (14 if role == "quiz-taker" else 0)  # the stage stopped at its first fatal answers
+
+
+def test_per_item_errors_exit_1_with_a_last_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    # completion calls for item 3 fail with a 400 that names the context length: a per-item error, not fatal
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, "This model's maximum context length is 16 tokens")
+    with FakeServer(answers=fake_model(items),
+                    faults=lambda r: "400" if "Вопрос номер 3:" in r.prompt and "Rewrite" not in r.prompt
+                    and "four-option" not in r.prompt else None) as srv:
+        rc = main(_args(tmp_path, srv.base_url))
+        assert srv.total > 0
+    out = capsys.readouterr()
+    assert rc == 1, out.err  # before: exit 0, no stderr line
+    assert "overall" in out.out  # the verdict of what was measured is printed
+    assert last_line(out.err).startswith("incomplete: 2 errored, 0 not run of ")
+
+
+def test_runs_without_a_paired_configuration_are_refused(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    args = _args(tmp_path, "http://127.0.0.1:9/v1")  # nothing is sent: the port is never connected to
+    args[3] = str(tmp_path / "runs" / "m__en")  # --runs: an English run without its Russian pair
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc == 2 and last_line(err).startswith("error: no configuration with paired En and Ru runs"), err

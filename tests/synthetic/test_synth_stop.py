@@ -1,0 +1,91 @@
+"""``cresowlve synth`` stops and exits as docs/reliability.md says (issue 20 points 3, 4, 5, 6).
+
+Before: after SIGTERM synth exited 3 (not 143); a dead verbaliser or solver exited 3 with a
+line that did not say which; per-item errors exited 0 with no stderr line; an empty candidate
+set exited 0 and said nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+
+import fakeserver
+import pytest
+from fakeserver import FakeServer
+from stophelp import last_line, n_lines, spawn_cli, wait_until
+
+from cresowlve_core.cli import main
+
+VERBALISATION = ("<literal>Zqx person studied at a zqx school. Who?</literal>"
+                 "<obfuscated>THIS zqx one is hidden. Who is THIS?</obfuscated><explanation>zqx reasons</explanation>")
+
+
+def is_verbaliser(prompt: str) -> bool:
+    return "Now the real task" in prompt
+
+
+def answer(req) -> str:
+    return VERBALISATION if is_verbaliser(req.prompt) else "Thinking...\n<Answer>nobody</Answer>"
+
+
+def _args(tmp_path, base_url: str, *extra: str) -> list[str]:
+    return ["synth", "--build-dir", str(tmp_path / "synth"), "--n", "6", "--band", "0", "1000000",
+            "--verbaliser-model", "fake", "--verbaliser-base-url", base_url, "--solver-model", "fake",
+            "--solver-base-url", base_url, "--concurrency", "2", "--no-cache", *extra]
+
+
+@pytest.mark.parametrize("step,records,signum,ignore_sigint,code", [
+    ("verbalise", "verbalise/responses.jsonl", signal.SIGTERM, False, 143),  # before: exit 3
+    ("verbalise", "verbalise/responses.jsonl", signal.SIGTERM, True, 143),  # a background job of a script
+    ("solve", "solve/responses.jsonl", signal.SIGINT, False, 130),
+])
+def test_a_signal_stops_the_step_skips_the_rest_and_writes_the_summary(tmp_path, step, records, signum,
+                                                                        ignore_sigint, code):
+    out = tmp_path / "synth"
+    with FakeServer(answers=answer, latency_s=0.3) as srv:
+        proc = spawn_cli(_args(tmp_path, srv.base_url), ignore_sigint=ignore_sigint)
+        wait_until(f"2 {step} records", lambda: n_lines(out, records) >= 2, proc)
+        at_signal = srv.total
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=90)
+        after = srv.total - at_signal
+    assert proc.returncode == code, stderr
+    assert after <= 2, f"{after} requests after the signal (concurrency 2)"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["stopped"] == "interrupted" and summary["stopped_at"] == step
+    assert summary["steps"][-1]["step"] == step and summary["steps"][-1]["n_ok"] < 6
+    if step == "verbalise":
+        assert not (out / "solve").exists()  # the rest was skipped
+    name = "SIGTERM" if code == 143 else "Ctrl-C"
+    assert last_line(stderr).startswith(f"interrupted ({name}): ")
+
+
+@pytest.mark.parametrize("role", ["verbaliser", "solver"])
+def test_a_dead_role_stops_with_exit_3_and_says_which(tmp_path, capsys, role):
+    step = {"verbaliser": "verbalise", "solver": "solve"}[role]
+    with FakeServer(answers=answer, faults=lambda r: "404" if is_verbaliser(r.prompt) == (role == "verbaliser")
+                    else None) as srv:
+        rc = main(_args(tmp_path, srv.base_url))
+    err = capsys.readouterr().err
+    assert rc == 3, err
+    assert last_line(err).startswith(f"stopped early ({step}: fatal: ") and "HTTP 404" in last_line(err)
+    summary = json.loads((tmp_path / "synth" / "summary.json").read_text())
+    assert summary["stages"]["kept"] == 0 and summary["stopped_at"] == step
+
+
+def test_per_item_errors_exit_1_with_a_last_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, "This model's maximum context length is 16 tokens")
+    with FakeServer(answers=answer, faults=lambda r: "400" if is_verbaliser(r.prompt) and r.index == 0
+                    else None) as srv:
+        rc = main(_args(tmp_path, srv.base_url))
+    err = capsys.readouterr().err
+    assert rc == 1, err  # before: exit 0 and no stderr line
+    assert last_line(err).startswith("incomplete: 1 errored, 0 not run of 11 calls; most common error (1x): ")
+
+
+def test_no_candidate_is_refused_and_says_why(tmp_path, capsys):
+    rc = main(_args(tmp_path, "http://127.0.0.1:9/v1", "--band", "999999", "1000000"))
+    err = capsys.readouterr().err
+    assert rc == 2, err  # before: exit 0, nothing said
+    assert last_line(err).startswith("error: no candidate") and "--band" in last_line(err)
