@@ -15,10 +15,16 @@ fake server with one that misbehaves at the connection level:
 
 * ``html502``: the first 8 answers are nginx's HTML "502 Bad Gateway" page (a gateway whose
   backend restarts), then normal answers;
-* ``accept-close``: for the first 15 s every connection is accepted and closed at once (longer
-  than the breaker's 10 s window: the first pass stops with exit 3, a resume finishes);
-* ``desync``: every 7th answer is followed 20 ms later by an extra answer nobody asked for
-  (``Answer999999``) on the same keep-alive connection.
+* ``accept-close``: for 20 s from the first connection every connection is accepted and closed
+  at once (longer than the breaker's 10 s window: the first pass stops with exit 3, a resume
+  after the outage finishes);
+* ``desync``: every 7th answer is followed at once by an extra answer nobody asked for
+  (``Answer999999``) on the same keep-alive connection. (An extra answer that arrives while the
+  next request is already in flight on that connection cannot be told from its answer by
+  HTTP/1.1 framing, by any client; see docs/llm.md.)
+* ``full-cache``: the fake server without faults, and the response cache's SQLite file capped a
+  few pages above its size (``PRAGMA max_page_count``), so SQLite reports the database full after
+  some entries: the run goes on uncached (one WARNING), nothing is lost or re-sent.
 
 Printed per scenario:
 
@@ -87,8 +93,24 @@ SCENARIOS = [
     Scenario(40, 0.0, 8, hostile="html502"),
     Scenario(300, 0.0, 16, hostile="accept-close"),
     Scenario(1000, 0.0, 16, hostile="desync"),
+    Scenario(300, 0.0, 16, hostile="full-cache"),
 ]
-HOSTILE = ("html502", "accept-close", "desync")
+HOSTILE = ("html502", "accept-close", "desync", "full-cache")
+#: runs the CLI with the response cache's SQLite file capped a few pages above its size at open
+#: (PRAGMA max_page_count): after some entries SQLite itself reports SQLITE_FULL, as on a full disk
+FULL_CACHE_LAUNCHER = """
+import runpy, sqlite3, sys
+real = sqlite3.connect
+def connect(*args, **kwargs):
+    conn = real(*args, **kwargs)
+    if str(args[0] if args else kwargs.get("database", "")).endswith("responses.sqlite"):
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages + 6}")
+    return conn
+sqlite3.connect = connect
+sys.argv[0] = "cresowlve"
+runpy.run_module("cresowlve_core.cli", run_name="__main__")
+"""
 NGINX_502 = (b"<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway"
              b"</h1></center>\r\n<hr><center>nginx/1.24.0</center>\r\n</body>\r\n</html>\r\n")
 
@@ -106,7 +128,9 @@ class HostilePlan:
 
     async def __call__(self, conn: Conn) -> None:
         self.connections += 1
-        if self.mode == "accept-close" and time.monotonic() - self.started < 15:
+        if self.connections == 1:
+            self.started = time.monotonic()  # the outage starts with the first connection
+        if self.mode == "accept-close" and time.monotonic() - self.started < 20:
             conn.close()
             return
         while (req := await conn.request()) is not None:
@@ -121,10 +145,9 @@ class HostilePlan:
                 await conn.write(b"HTTP/1.1 502 Bad Gateway\r\nServer: nginx/1.24.0\r\nContent-Type: text/html\r\n"
                                  b"Content-Length: %d\r\n\r\n" % len(NGINX_502) + NGINX_502)
                 continue
-            await conn.write(answer)
             if self.mode == "desync" and self.total % 7 == 0:
-                await asyncio.sleep(0.02)
-                await conn.write(http_response(chat_body("<Answer>Answer999999</Answer>")))
+                answer += http_response(chat_body("<Answer>Answer999999</Answer>"))
+            await conn.write(answer)
 
 
 class FaultPlan:
@@ -187,14 +210,16 @@ def run_scenario(sc: Scenario, work: Path) -> dict[str, object]:
     run_dir = work / "run"
     env = {**os.environ, "CRESOWLVE_CACHE_DIR": str(work / "cache"), "CRESOWLVE_DATA_DIR": str(work / "data"),
            "CRESOWLVE_REPORTS_DIR": str(work / "reports")}
-    plan: FaultPlan | HostilePlan = HostilePlan(sc.hostile) if sc.hostile else FaultPlan(sc.rate)
+    connection_level = sc.hostile in ("html502", "accept-close", "desync")
+    plan: FaultPlan | HostilePlan = HostilePlan(sc.hostile) if connection_level and sc.hostile else FaultPlan(sc.rate)
     passes: list[int] = []
     t0 = time.monotonic()
     server = (HostileServer(plan) if isinstance(plan, HostilePlan)
               else FakeServer(answers=answer_for, faults=plan, latency_s=LATENCY_S))
     with server as srv:
         base_url = srv.url if isinstance(srv, HostileServer) else srv.base_url
-        cmd = [sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", str(items), "--model", "fake-model",
+        launcher = ["-c", FULL_CACHE_LAUNCHER] if sc.hostile == "full-cache" else ["-m", "cresowlve_core.cli"]
+        cmd = [sys.executable, *launcher, "eval", "--items", str(items), "--model", "fake-model",
                "--base-url", base_url, "--run-dir", str(run_dir), "--concurrency", str(sc.concurrency),
                "--max-tokens", "32", *([] if sc.cache else ["--no-cache"])]
         if sc.kill:
@@ -204,11 +229,12 @@ def run_scenario(sc: Scenario, work: Path) -> dict[str, object]:
             proc.kill()  # SIGKILL: no cleanup of any kind
             proc.wait()
             passes.append(-9)
+        warnings: list[str] = []
         for _ in range(MAX_PASSES):
-            rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True).returncode
-            passes.append(rc)
-            if rc == 0:
+            done = subprocess.run(cmd, cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            passes.append(done.returncode)
+            warnings += [line for line in done.stderr.splitlines() if "cache" in line.lower()]
+            if done.returncode == 0:
                 break
         source = plan if isinstance(plan, HostilePlan) else srv
         by_prompt = Counter(source.by_prompt)
@@ -224,7 +250,7 @@ def run_scenario(sc: Scenario, work: Path) -> dict[str, object]:
         "misattributed": misattributed,
         "re_sent": sum(max(0, d - 1) for d in delivered.values()),
         "requests": total, "faults": sum(plan.faulted.values()),
-        "passes": passes, "seconds": round(seconds, 1),
+        "passes": passes, "seconds": round(seconds, 1), "cache_warnings": warnings,
     }
 
 
@@ -252,6 +278,8 @@ def main() -> int:
                   f"{'yes' if row['kill_9'] else 'no':>7} {'on' if row['cache'] else 'off':>6} {row['lost']:>5} "
                   f"{row['duplicated']:>4} {row['misattributed']:>8} {row['re_sent']:>8} {row['requests']:>9} "
                   f"{row['faults']:>7} {row['seconds']:>8}  {row['passes']}", flush=True)
+            for line in row["cache_warnings"][:1]:
+                print(f"{'':<14} {line[max(0, line.find('WARNING')):].strip()[:150]}")
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=2), encoding="utf-8")
     bad = [r for r in rows if r["lost"] or r["duplicated"] or r["misattributed"]]
