@@ -89,7 +89,19 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from cresowlve_core.notebooks import report_headline, run_notebook
 
-    res = run_notebook(a.notebook, _params(a.param), Path(a.reports_dir) if a.reports_dir else None)
+    params = _params(a.param)
+    if a.notebook == "03_analysis" and params.get("compare"):  # an unknown name is refused before rendering
+        import ast
+
+        from cresowlve_core.analysis.paired import check_compare
+        from cresowlve_core.notebooks import notebook_parameters, notebook_path
+
+        try:
+            default_runs = ast.literal_eval(str(notebook_parameters(notebook_path(a.notebook)).get("runs")))
+        except (ValueError, SyntaxError):
+            default_runs = None
+        check_compare(params.get("runs", default_runs), params["compare"], params.get("aliases"))
+    res = run_notebook(a.notebook, params, Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
     if (head := report_headline(res.records)) is not None:
         print(head)

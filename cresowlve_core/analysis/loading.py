@@ -105,6 +105,9 @@ class RunSet:
     runs: pd.DataFrame
     notes: list[str] = field(default_factory=list)
     searched: str = ""
+    aliases: dict[str, str] = field(default_factory=dict)
+    """The grid's labels (run model name -> the ``label:`` of a grid config, the paper's name), as
+    recorded in the ``grid.json`` named in ``runs`` or beside the run directories."""
 
     @property
     def empty(self) -> bool:
@@ -393,8 +396,9 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         tables.append(table)
 
     runs_df = pd.DataFrame(infos)
+    aliases = grid_aliases(runs, dirs, root)
     if runs_df.empty:
-        return RunSet(_empty_responses(), _empty_runs(), notes, searched)
+        return RunSet(_empty_responses(), _empty_runs(), notes, searched, aliases)
 
     keep = _pick_latest(runs_df, notes)
     frames: list[pd.DataFrame] = []
@@ -439,7 +443,31 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
             notes.append(f"`{Path(r['path']).name}`: no response records yet.")
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
-    return RunSet(responses, runs_df, notes, searched)
+    return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+GRID_FILE = "grid.json"  # written by ``cresowlve grid`` in the grid's directory, beside its cells
+
+
+def grid_aliases(runs: str | Path | Sequence[str | Path] | None, dirs: Sequence[Path] = (),
+                 root: Path | None = None) -> dict[str, str]:
+    """The ``aliases`` (run model name -> grid label) recorded in every ``grid.json`` named in
+    ``runs`` or lying beside one of the run directories ``dirs`` (a grid's cells sit in its folder)."""
+    root = root if root is not None else project_root()
+    entries: Sequence[str | Path] = [] if runs is None else [runs] if isinstance(runs, (str, Path)) else list(runs)
+    files = [p if p.is_absolute() else root / p for p in map(Path, entries) if p.suffix == ".json"]
+    files += [d.parent / GRID_FILE for d in dirs]
+    out: dict[str, str] = {}
+    for f in dict.fromkeys(files):
+        if not f.is_file():
+            continue
+        try:
+            recorded = json.loads(f.read_text(encoding="utf-8")).get("aliases")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(recorded, dict):
+            out.update({str(k): str(v) for k, v in recorded.items() if v})
+    return out
 
 
 def _is_complete(run: dict[str, Any]) -> bool:

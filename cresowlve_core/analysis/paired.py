@@ -20,14 +20,14 @@ p-values are Holm-adjusted over the rows of each table (``p_holm``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import RunSet, normalise_effort
+from cresowlve_core.analysis.loading import RunSet, config_label, normalise_effort
 from cresowlve_core.stats import holm, mcnemar
 
 PAIR_COLUMNS = [
@@ -140,16 +140,26 @@ def default_pairs(data: RunSet | pd.DataFrame) -> list[tuple[str, str]]:
     return pairs
 
 
-def resolve_config(df: pd.DataFrame, name: str) -> str:
-    """A configuration label from a label or a model name (case-insensitive); clear error if unknown or ambiguous."""
-    configs = df.drop_duplicates("config")[["config", "model"]]
-    for col in ("config", "model"):
-        hit = configs[configs[col].str.casefold() == str(name).casefold()]
+def resolve_config(df: pd.DataFrame, name: str, aliases: Mapping[str, str] | None = None) -> str:
+    """A configuration label from a name (case-insensitive): the display name (``gpt-5.4 (medium)``),
+    the model name, or a grid label (``aliases``: run model name -> the ``label:`` of a grid config,
+    recorded in ``grid.json``), alone (``GPT-4.1``) or with the effort (``GPT-5.4 (medium)``).
+    An unknown or ambiguous name is a ``ValueError`` listing the known names."""
+    configs = df.drop_duplicates("config").reindex(columns=["config", "model", "effort"])
+    labels = {str(k): str(v) for k, v in (aliases or {}).items()}
+    configs["label"] = [labels.get(str(m)) for m in configs["model"]]
+    configs["label_config"] = [config_label(lb, e) if lb else None for lb, e in zip(configs["label"], configs["effort"])]
+    wanted = str(name).strip().casefold()
+    for col in ("config", "model", "label_config", "label"):
+        hit = configs[configs[col].fillna("").astype(str).str.casefold() == wanted]
         if len(hit) == 1:
             return str(hit["config"].iloc[0])
         if len(hit) > 1:
             raise ValueError(f"{name!r} names several configurations: {', '.join(hit['config'])}; pass one of them")
-    raise ValueError(f"no configuration {name!r} in these runs; known: {', '.join(sorted(configs['config']))}")
+    known = ", ".join(sorted(configs["config"]))
+    grid = sorted(f"{lc} = {c}" for lc, c in zip(configs["label_config"], configs["config"]) if lc)
+    raise ValueError(f"no configuration {name!r} in these runs; known: {known}"
+                     + (f"; grid labels: {', '.join(grid)}" if grid else ""))
 
 
 def compare_configs(
@@ -157,15 +167,20 @@ def compare_configs(
     pairs: Sequence[tuple[str, str]] | None = None,
     metric: str | None = None,
     include_defaults: bool = True,
+    aliases: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """McNemar between configurations on their shared items, per language.
 
-    ``pairs`` are (a, b) configuration labels or model names; with ``include_defaults`` the
-    same-model pairs of :func:`default_pairs` are added. ``diff`` = acc(a) − acc(b) in pp.
+    ``pairs`` are (a, b) names as :func:`resolve_config` reads them: display names, model names or
+    grid labels (``aliases``; default: those recorded with a :class:`RunSet`). With
+    ``include_defaults`` the same-model pairs of :func:`default_pairs` are added.
+    ``diff`` = acc(a) − acc(b) in pp.
     """
+    if aliases is None and isinstance(data, RunSet):
+        aliases = data.aliases
     df = _frame(data)
     metric = metric or default_metric(df)
-    wanted = [(resolve_config(df, a), resolve_config(df, b)) for a, b in (pairs or [])]
+    wanted = [(resolve_config(df, a, aliases), resolve_config(df, b, aliases)) for a, b in (pairs or [])]
     if include_defaults:
         wanted += [p for p in default_pairs(df) if p not in wanted]
     rows = []
@@ -285,3 +300,23 @@ def ru_right_en_wrong(
 ) -> list[str]:
     """Ids of the items one configuration got right in Russian and wrong in English."""
     return en_ru_items(data, model, effort, metric)["ru_right_en_wrong"]
+
+
+def check_compare(runs: Any, compare: Any, aliases: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """The ``compare`` pairs of ``03_analysis`` resolved against ``runs`` before anything renders
+    (``cresowlve report 03_analysis -p compare ...``): a ``ValueError`` naming the known display names
+    and grid labels for a name that is in none of them, or for a value that is not a list of pairs.
+    No runs found: nothing to check (the report itself says so)."""
+    from cresowlve_core.analysis.loading import load_runs
+
+    if not isinstance(compare, (list, tuple)) or not all(
+            isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in compare):
+        raise ValueError(f"compare: a list of name pairs, e.g. [[\"GPT-4.1\", \"GPT-5.4 (medium)\"]]; got {compare!r}")
+    rs = load_runs(runs)
+    if rs.empty:
+        return []
+    merged = {**rs.aliases, **(aliases or {})}
+    try:
+        return [(resolve_config(rs.responses, a, merged), resolve_config(rs.responses, b, merged)) for a, b in compare]
+    except ValueError as exc:
+        raise ValueError(f"compare: {exc}") from None

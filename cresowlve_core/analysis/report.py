@@ -566,9 +566,13 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
 
 
 def paired_section(
-    rs: RunSet, compare: list[tuple[str, str]] | list[list[str]] | None = None, metric: str | None = None
+    rs: RunSet, compare: list[tuple[str, str]] | list[list[str]] | None = None, metric: str | None = None,
+    aliases: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """McNemar between configurations and En vs Ru per configuration, on shared item ids."""
+    """McNemar between configurations and En vs Ru per configuration, on shared item ids.
+
+    ``compare`` names configurations by display name, model name or grid label (the grid's
+    ``aliases``, recorded in ``grid.json`` and read with the runs, plus ``aliases``)."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -581,7 +585,8 @@ def paired_section(
     say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired (`n` of `n_shared`); "
         "p-values Holm-corrected per table.")
     try:
-        configs = paired.compare_configs(df, [tuple(p) for p in (compare or [])], metric)  # type: ignore[misc]
+        configs = paired.compare_configs(df, [tuple(p) for p in (compare or [])], metric,  # type: ignore[misc]
+                                         aliases={**rs.aliases, **(aliases or {})})
     except ValueError as exc:
         say(f"**Comparison not possible:** {exc}")
         configs = paired.compare_configs(df, None, metric)

@@ -1,0 +1,88 @@
+"""`-p compare` of 03_analysis accepts the grid's labels (issue 19 point 10): the paper names a grid
+config gives its models (`label:`, recorded in grid.json `aliases`) as well as the display names; an
+unknown name is an error listing the known ones, refused before the report renders."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_analysis_fixtures import record, write_run
+
+from cresowlve_core.analysis.loading import grid_aliases, load_runs
+from cresowlve_core.analysis.paired import check_compare, compare_configs
+from cresowlve_core.analysis.report import paired_section
+
+REPO = Path(__file__).resolve().parents[2]
+ALIASES = {"gpt-4.1": "GPT-4.1", "gpt-5.4": "GPT-5.4"}
+
+
+def _grid(tmp_path: Path) -> Path:
+    """A grid folder as `cresowlve grid` leaves it: one run per cell beside grid.json."""
+    d = tmp_path / "grid" / "paper-table1"
+    ids = [f"i{k:03d}" for k in range(40)]
+    cells = []
+    for model, effort, right in (("gpt-4.1", None, 10), ("gpt-5.4", "none", 20), ("gpt-5.4", "medium", 30)):
+        name = model + (f"-{effort}" if effort else "") + "__en"
+        recs = [record(i, model=model, effort=effort, em_strict=k < right) for k, i in enumerate(ids)]
+        write_run(d / name, recs, model=model, effort=effort, thinking=effort is not None)
+        cells.append({"cell": name, "model": model, "label": ALIASES[model], "effort": effort, "lang": "en",
+                      "run_dir": str(d / name), "status": "done"})
+    (d / "grid.json").write_text(json.dumps({"name": "paper-table1", "cells": cells, "aliases": ALIASES}))
+    return d
+
+
+def test_grid_labels_are_read_with_the_runs_from_grid_json_or_beside_a_glob(tmp_path):
+    d = _grid(tmp_path)
+    assert load_runs(str(d / "grid.json")).aliases == ALIASES
+    assert load_runs(str(d / "*")).aliases == ALIASES  # the cells' folder holds grid.json
+    assert grid_aliases(str(tmp_path / "nowhere" / "*")) == {}
+
+
+def test_compare_by_grid_label_display_name_or_model(tmp_path):
+    rs = load_runs(str(_grid(tmp_path) / "grid.json"))
+    out = compare_configs(rs, [("GPT-4.1", "GPT-5.4 (medium)")], include_defaults=False)
+    row = out.iloc[0]
+    assert (row["a"], row["b"], row["n"]) == ("gpt-4.1", "gpt-5.4 (medium)", 40)
+    assert (row["a_only_right"], row["b_only_right"]) == (0, 20)  # right on 10 vs 30 of the same 40 items
+    # the display names and model names of before still work, and give the same row
+    same = compare_configs(rs, [("gpt-4.1", "gpt-5.4 (medium)")], include_defaults=False).iloc[0]
+    assert same["p"] == row["p"]
+    with pytest.raises(ValueError, match="names several configurations: gpt-5.4 \\(none\\), gpt-5.4 \\(medium\\)"):
+        compare_configs(rs, [("GPT-5.4", "GPT-4.1")])  # the label alone names two efforts
+    with pytest.raises(ValueError) as err:
+        compare_configs(rs, [("GPT-4.2", "GPT-4.1")])
+    msg = str(err.value)
+    assert "no configuration 'GPT-4.2'" in msg and "known: gpt-4.1, gpt-5.4 (medium), gpt-5.4 (none)" in msg
+    assert "grid labels: GPT-4.1 = gpt-4.1, GPT-5.4 (medium) = gpt-5.4 (medium)" in msg
+
+
+def test_the_report_section_takes_grid_labels(tmp_path):
+    rs = load_runs(str(_grid(tmp_path) / "*"))
+    out = paired_section(rs, compare=[["GPT-4.1", "GPT-5.4 (none)"]])
+    assert out["n_config_pairs"] == 2  # the pair asked for, and gpt-5.4's two efforts (a default pair)
+
+
+def test_check_compare_refuses_unknown_names_and_bad_shapes(tmp_path):
+    g = str(_grid(tmp_path) / "grid.json")
+    assert check_compare(g, [["GPT-4.1", "gpt-5.4 (none)"]]) == [("gpt-4.1", "gpt-5.4 (none)")]
+    with pytest.raises(ValueError, match="compare: no configuration 'Claude'.*known: gpt-4.1"):
+        check_compare(g, [["Claude", "GPT-4.1"]])
+    with pytest.raises(ValueError, match="compare: a list of name pairs"):
+        check_compare(g, ["GPT-4.1", "GPT-5.4"])
+    assert check_compare(str(tmp_path / "nothing" / "*"), [["a", "b"]]) == []  # no runs: the report says so
+
+
+def test_cli_refuses_an_unknown_compare_name_before_rendering(tmp_path):
+    g = _grid(tmp_path) / "grid.json"
+    out = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "report", "03_analysis", "-p", "runs", str(g),
+                          "-p", "compare", '[["GPT-4.1", "GPT-4.2"]]', "--reports-dir", str(tmp_path / "reports")],
+                         capture_output=True, text=True, timeout=300, cwd=REPO, env={**os.environ})
+    assert out.returncode == 2, out.stderr[-2000:]
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: compare: no configuration 'GPT-4.2'") and "GPT-5.4 (medium) = gpt-5.4 (medium)" in last
+    assert not (tmp_path / "reports" / "03_analysis.html").exists()
