@@ -17,6 +17,14 @@ In-process, papermill's kernel client would replace the process's SIGINT/SIGTERM
 The judge is explicit: ``CRESOWLVE_JUDGE_MODEL`` (and ``CRESOWLVE_JUDGE_BASE_URL``,
 ``CRESOWLVE_JUDGE_API_KEY_ENV``) when set; on the embedded default the same local model judges,
 which the reports state plainly. There is no hidden default judge.
+
+The embedded Gemma 3 270M is a base model: its server marks its endpoint with the ``embedded``
+provider profile, so every stage sends it few-shot completion prompts (``llm/base_model.py``).
+
+Re-running resumes: each demo run is checked with the very :class:`EvalConfig` the notebook will
+run (:func:`demo_config`); it is archived to ``data/runs/archive/`` only when that configuration
+really changed, and the job says for each run how much is left to send. On the embedded model the
+last lines say how many tokens the server computed (0 on a re-run that had nothing to send).
 """
 
 from __future__ import annotations
@@ -111,20 +119,70 @@ def target_from_env() -> Iterator[Target]:
 
     print("no provider configured (CRESOWLVE_BASE_URL/CRESOWLVE_MODEL): starting the embedded Gemma 3 270M", flush=True)
     with local_server() as srv:
+        before = srv.counters()
         yield Target(srv.model, srv.base_url, None, srv.model, srv.base_url, None, local=True)
+        after = srv.counters()
+        if after:
+            computed = {k: int(after.get(k, 0) - before.get(k, 0)) for k in ("prompt_tokens_total", "tokens_predicted_total")}
+            print(f"embedded model: {computed['prompt_tokens_total']} prompt tokens read and "
+                  f"{computed['tokens_predicted_total']} tokens generated in this run"
+                  + (" (nothing was sent: every answer came from the run directories and the response cache)"
+                     if not any(computed.values()) else ""), flush=True)
 
 
-def _archive_if_incompatible(run_dir: Path, tgt: Target, lang: str, archive: Path) -> None:
-    """A demo run made with an older prompt (or another model) can't be resumed: move it aside."""
-    from cresowlve_core.evaluation.runner import EvalConfig, incompatible_run
+def demo_params(tgt: Target, lang: str, run_dir: Path, quick: bool) -> dict[str, Any]:
+    """Every parameter of the ``02_evaluation`` notebook for one demo run, the defaults included,
+    so that :func:`demo_config` and the notebook build the same configuration.
+    ``docs/main-job.md`` shows the same settings as one ``cresowlve eval`` command."""
+    return {
+        "items": "demo", "lang": lang, "model": tgt.model, "base_url": tgt.base_url,
+        "api_key_env": tgt.api_key_env, "judge_model": tgt.judge_model,
+        "judge_base_url": tgt.judge_base_url, "judge_api_key_env": tgt.judge_api_key_env,
+        "run_dir": str(run_dir), "limit": 3 if quick else None, "seed": 0, "temperature": 0.0, "concurrency": 4,
+        # the 270M base model answers one line of a few-shot prompt: keep its budgets small
+        "max_tokens": 256 if tgt.local else 4096,
+        "judge_max_tokens": 96 if tgt.local else 512,
+    }
 
-    cfg = EvalConfig(model=tgt.model, base_url=tgt.base_url, run_dir=str(run_dir), items="demo", lang=lang)  # type: ignore[arg-type]
+
+def demo_config(params: dict[str, Any]) -> Any:
+    """The :class:`~cresowlve_core.evaluation.runner.EvalConfig` the notebook runs with ``params``."""
+    from cresowlve_core.evaluation.notebook_run import config
+
+    return config(**params)
+
+
+def prepare_demo_run(params: dict[str, Any], archive: Path) -> str:
+    """Check a demo run directory against the configuration the run will use: archive it only when that
+    configuration changed (a new prompt version, another model...); return a line saying what happens."""
+    from cresowlve_core.evaluation.runner import incompatible_run
+
+    cfg = demo_config(params)
+    run_dir = Path(cfg.run_dir)
     reason = incompatible_run(cfg)
+    moved = ""
     if reason:
         archive.mkdir(parents=True, exist_ok=True)
         dest = archive / f"{run_dir.name}-{time.strftime('%Y%m%dT%H%M%S')}"
         shutil.move(str(run_dir), dest)
-        print(f"  moved an old demo run to {dest} ({reason.split(';')[0]})", flush=True)
+        moved = f"; moved the old run to {dest} ({reason.split(';')[0]})"
+    todo, planned = pending(cfg)
+    state = "new" if not run_dir.is_dir() else "resumed" if todo else "complete"
+    return f"  demo run {run_dir.name}: {state}, {todo} of {planned} items to send{moved or '; nothing archived'}"
+
+
+def pending(cfg: Any) -> tuple[int, int]:
+    """(items still to answer or judge, items planned) of a demo run, from its run directory."""
+    from cresowlve_core.evaluation.runner import load_eval_items, needs_judge, record_key
+    from cresowlve_core.runtime import RESPONSES, RunDir
+
+    items = load_eval_items(cfg)
+    latest = RunDir(cfg.run_dir).latest(RESPONSES, record_key) if Path(cfg.run_dir).is_dir() else {}
+
+    def done(rec: dict[str, Any] | None) -> bool:
+        return bool(rec) and rec.get("status") == "ok" and not (cfg.judge_model and needs_judge(rec))  # type: ignore[union-attr]
+
+    return sum(not done(latest.get((it.id, cfg.lang))) for it in items), len(items)
 
 
 SYNTHETIC_SCALE: dict[str, Any] = {"n_items": 2061, "configs": 18, "seed": 0}
@@ -171,19 +229,11 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
     report("00_data_overview", {})
     with target_from_env() as tgt:
         for lang in ("en", "ru"):
-            run_dir = demo_runs / f"{slug(tgt.model)}__{lang}"
-            _archive_if_incompatible(run_dir, tgt, lang, runs / "archive")
+            params = demo_params(tgt, lang, demo_runs / f"{slug(tgt.model)}__{lang}", quick)
+            print(prepare_demo_run(params, runs / "archive"), flush=True)
             report(
                 "02_evaluation",
-                {
-                    "items": "demo", "lang": lang, "model": tgt.model, "base_url": tgt.base_url,
-                    "api_key_env": tgt.api_key_env, "judge_model": tgt.judge_model,
-                    "judge_base_url": tgt.judge_base_url, "judge_api_key_env": tgt.judge_api_key_env,
-                    "run_dir": str(run_dir), "limit": 3 if quick else None,
-                    # the 270M base model rambles to the limit: keep its budget small
-                    "max_tokens": 256 if tgt.local else 4096,
-                    "judge_max_tokens": 96 if tgt.local else 512,
-                },
+                params,
                 output_name=f"02_evaluation_{lang}",
                 title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
             )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from fakeserver import FakeServer
 
 from cresowlve_core.mainjob import main_job
@@ -41,7 +42,7 @@ def test_main_job_on_a_configured_provider(tmp_path, monkeypatch):
 
 
 def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
-    from cresowlve_core.mainjob import Target, _archive_if_incompatible
+    from cresowlve_core.mainjob import Target, demo_params, prepare_demo_run
     from cresowlve_core.prompts import load_prompt
 
     run_dir = tmp_path / "demo" / "m__en"
@@ -51,8 +52,10 @@ def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
         "prompt": {"name": "solve_cot_en", "version": "0"}, "n_items": 9}))
     (run_dir / "responses.jsonl").write_text('{"id": "chgk_0", "lang": "en"}\n')
     tgt = Target("m", "http://y/v1", None, None, None, None, local=False)
-    _archive_if_incompatible(run_dir, tgt, "en", tmp_path / "archive")
+    params = demo_params(tgt, "en", run_dir, quick=False)
+    line = prepare_demo_run(params, tmp_path / "archive")
     assert not run_dir.exists()
+    assert "moved the old run" in line and "solve_cot_en@0" in line, line
     (archived,) = (tmp_path / "archive").iterdir()
     assert (archived / "responses.jsonl").read_text().startswith('{"id": "chgk_0"')  # nothing lost
     # a compatible run (only the base URL differs) stays where it is
@@ -60,5 +63,42 @@ def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
     (run_dir / "manifest.json").write_text(json.dumps({
         "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "demo", "effort": None,
         "prompt": {"name": "solve_cot_en", "version": load_prompt("solve_cot_en").version}, "n_items": 9}))
-    _archive_if_incompatible(run_dir, tgt, "en", tmp_path / "archive")
-    assert run_dir.exists()
+    assert "nothing archived" in prepare_demo_run(params, tmp_path / "archive")
+    assert run_dir.exists() and len(list((tmp_path / "archive").iterdir())) == 1
+
+
+@pytest.mark.parametrize("embedded", [False, True], ids=["chat-judge", "embedded-base-model"])
+def test_a_finished_demo_run_is_resumed_with_the_config_it_ran_with(tmp_path, monkeypatch, embedded):
+    """Issue 19 point 7: the resume check builds the very config the run uses (judge, token budget and,
+    on the embedded model, the few-shot prompts). Before, it left the judge out, so the prompts
+    always differed (['judge@2', 'solve_cot_en@2'] -> ['solve_cot_en@2']) and every second
+    `cresowlve run` archived both demo runs. A second run now sends 0 requests and archives nothing."""
+    from cresowlve_core.evaluation.runner import evaluate
+    from cresowlve_core.mainjob import Target, demo_config, demo_params, prepare_demo_run
+
+    def answers(req):
+        if req.path == "/completions":  # the base-model few-shot prompts
+            return " yes" if req.prompt.endswith("Same:") else " Copernicus"
+        if "candidate_answer" in req.prompt:
+            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+            return f"Reasoning.\nVERDICT-{nonce}: CORRECT"
+        return "<Answer>Copernicus</Answer>"
+
+    with FakeServer(answers=answers) as srv:
+        if embedded:  # what the embedded server does for its own endpoint (llm/local.py)
+            monkeypatch.setenv("CRESOWLVE_PROVIDERS", f"{srv.base_url.split('/')[2]}=embedded")
+        tgt = Target("m", srv.base_url, None, "m", srv.base_url, None, local=embedded)
+        params = {**demo_params(tgt, "en", tmp_path / "demo" / "m__en", quick=True),
+                  "cache_path": str(tmp_path / "cache.sqlite")}
+        assert prepare_demo_run(params, tmp_path / "archive").endswith("new, 3 of 3 items to send; nothing archived")
+        first = evaluate(demo_config(params), progress=False).summary
+        sent = srv.total
+        assert sent == 6 and first["n_judged"] == 3, (sent, first)  # 3 answers + 3 verdicts
+        line = prepare_demo_run(params, tmp_path / "archive")
+        assert line.endswith("complete, 0 of 3 items to send; nothing archived"), line
+        assert not (tmp_path / "archive").exists()
+        again = evaluate(demo_config(params), progress=False).summary
+        assert srv.total == sent, "a second run sent requests"
+        assert again["n_judged"] == 3
+    paths = {r.path for r in srv.requests}
+    assert paths == ({"/completions"} if embedded else {"/chat/completions"}), paths

@@ -9,7 +9,9 @@
   ``n_repeats`` times with independent randomness per repeat.
 
 Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
-of the reply; anything else is *invalid* and counted.
+of the reply; anything else is *invalid* and counted. A base-model quiz-taker (provider profile
+``base_model``: the embedded Gemma 3 270M) gets the few-shot completion prompt
+``contamination_quiz_fewshot`` over ``/completions``; its continuation is parsed the same way.
 """
 
 from __future__ import annotations
@@ -24,12 +26,14 @@ import pandas as pd
 from scipy import stats as sps
 
 from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
+from cresowlve_core.llm.base_model import completion_params, is_base_model, open_slot
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.stats import stable_seed, wilson_interval
 
 PROMPT = "contamination_quiz"
+FEWSHOT_PROMPT = "contamination_quiz_fewshot"
 LETTERS = ("A", "B", "C", "D")
 PLACEABLE = ("A", "B", "C")
 NONE_OPTION = "None of the provided options."
@@ -124,16 +128,19 @@ def non_preferred_positions(counts: dict[str, int], n: int) -> tuple[list[str], 
     return [p for p in PLACEABLE if counts.get(p, 0) == least], False
 
 
-def quiz_messages(unit: QuizUnit) -> tuple[list[dict[str, str]], str]:
-    prompt = load_prompt(PROMPT)
+def quiz_messages(unit: QuizUnit, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
+    prompt = load_prompt(FEWSHOT_PROMPT if base_model else PROMPT)
     a, b, c, d = (" ".join(o.split()) for o in unit.options)
-    return [{"role": "user", "content": prompt.render(a=a, b=b, c=c, d=d)}], prompt.tag
+    text = prompt.render(a=a, b=b, c=c, d=d)
+    return [{"role": "user", "content": open_slot(text) if base_model else text}], prompt.tag
 
 
 async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
                 identity: dict[str, Any] | None = None, progress: bool = True) -> MapResult[QuizUnit]:
     """Ask every quiz question of one quiz (``bdq`` or ``bcq``) into ``run/<quiz>.jsonl``."""
-    prompt = load_prompt(PROMPT)
+    base = is_base_model(client.endpoint)
+    prompt = load_prompt(FEWSHOT_PROMPT if base else PROMPT)
+    params = completion_params(options.gen_params()) if base else options.gen_params()
     manifest = run.begin(new_manifest(
         f"contamination_{quiz}", model=client.endpoint.model, base_url=client.endpoint.base_url,
         api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
@@ -141,8 +148,8 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
         identity=identity or {}))
 
     async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = quiz_messages(unit)
-        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
+        messages, tag = quiz_messages(unit, base)
+        c = await client.complete(messages, params, prompt_version=tag)
         choice = parse_choice(c.text)
         return {"key": list(unit.key), "status": "ok", "set": unit.set, "lang": unit.lang, "id": unit.id,
                 "repeat": unit.repeat, "correct": unit.correct, "choice": choice,

@@ -4,6 +4,10 @@ The labeller reads the puzzle, the reference answer, its explanation, the accept
 model's reasoning (thoughts, else its raw output) and its prediction, writes a rationale and a
 category. Only the *last* ``CATEGORY:`` line counts; a category outside the taxonomy is kept as
 ``other: <text>``; output without a category line is *unlabelled* (``label = None``), never guessed.
+
+A base-model labeller (provider profile ``base_model``: the embedded Gemma 3 270M) gets the few-shot
+completion prompt ``error_label_fewshot`` (the worked examples as solved cases, then ``Category:``);
+the first line of its continuation is read as the ``CATEGORY:`` line, and there is no rationale.
 """
 
 from __future__ import annotations
@@ -16,11 +20,13 @@ from typing import Any
 
 from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
 from cresowlve_core.errors.wrong import WrongAnswer
+from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, open_slot
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 
 PROMPT = "error_label"
+FEWSHOT_PROMPT = "error_label_fewshot"
 LABELS = "labels.jsonl"
 MAX_REASONING_CHARS = 12_000  # the labeller sees the head and the tail of a longer trace
 MAX_PARSE_CHARS = 20_000
@@ -83,6 +89,17 @@ def _examples_text() -> str:
     return "\n\n".join(blocks)
 
 
+def _fewshot_examples_text() -> str:
+    from cresowlve_core.errors.taxonomy import BY_SLUG
+
+    return "\n\n".join(f"Puzzle: {ex.question}\nReference answer: {ex.answer}\nModel answer: {ex.prediction}\n"
+                       f"Category: {BY_SLUG[ex.category].name}" for ex in FEW_SHOT)
+
+
+def _one_line(text: str, cap: int = 600) -> str:
+    return " ".join(text[: cap * 4].split())[:cap]
+
+
 def _clip(text: str, limit: int = MAX_REASONING_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -90,8 +107,15 @@ def _clip(text: str, limit: int = MAX_REASONING_CHARS) -> str:
     return text[:half] + f"\n[... {len(text) - limit} characters left out ...]\n" + text[-half:]
 
 
-def label_messages(unit: WrongAnswer) -> tuple[list[dict[str, str]], str]:
-    """The labeller's chat messages for one wrong answer, and the prompt tag."""
+def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
+    """The labeller's chat messages for one wrong answer, and the prompt tag (``base_model``: the
+    few-shot completion prompt, each field on one line)."""
+    if base_model:
+        fewshot = load_prompt(FEWSHOT_PROMPT)
+        text = fewshot.render(categories=_categories_text(), examples=_fewshot_examples_text(),
+                              question=_one_line(unit.question), answer=_one_line(unit.answer),
+                              prediction=_one_line(unit.prediction) or "(empty)")
+        return [{"role": "user", "content": open_slot(text)}], fewshot.tag
     prompt = load_prompt(PROMPT)
     text = prompt.render(
         categories=_categories_text(), examples=_examples_text(),
@@ -105,7 +129,9 @@ def label_messages(unit: WrongAnswer) -> tuple[list[dict[str, str]], str]:
 async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, options: ClientOptions, *,
                  progress: bool = True) -> MapResult[WrongAnswer]:
     """Label every wrong answer in ``units`` into ``run/labels.jsonl`` (resumable, one record each)."""
-    prompt = load_prompt(PROMPT)
+    base = is_base_model(client.endpoint)
+    prompt = load_prompt(FEWSHOT_PROMPT if base else PROMPT)
+    params = completion_params(options.gen_params()) if base else options.gen_params()
     manifest = run.begin(new_manifest(
         "error_label", model=client.endpoint.model, base_url=client.endpoint.base_url,
         api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
@@ -113,9 +139,9 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
         identity={"taxonomy": [c.slug for c in CATEGORIES]}))
 
     async def call(unit: WrongAnswer, previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = label_messages(unit)
-        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
-        parsed = parse_label(c.text)
+        messages, tag = label_messages(unit, base)
+        c = await client.complete(messages, params, prompt_version=tag)
+        parsed = parse_label("CATEGORY: " + first_line(c.text) if base else c.text)
         return {"key": unit.key, "status": "ok", "config": unit.config, "lang": unit.lang, "id": unit.id,
                 "basis": unit.basis,
                 "label": parsed.category if parsed else None, "rationale": parsed.rationale if parsed else None,

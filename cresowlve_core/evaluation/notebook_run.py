@@ -24,6 +24,16 @@ class NotebookRun:
     embedded: bool  # built on the embedded 270M base model: the report shows the banner
 
 
+def config(*, items: str, lang: str, model: str, base_url: str, run_dir: str | None = None,
+           api_key_env: str | None = None, **options: Any) -> EvalConfig:
+    """The :class:`EvalConfig` the notebook runs with these parameters (``None`` options take the
+    config's defaults). The main job builds its resume check with this very function."""
+    run_dir = run_dir or str(RUNS_DIR / "notebook" / f"{slug(model)}__{lang}")
+    return EvalConfig(model=model, base_url=base_url, api_key_env=api_key_env, run_dir=run_dir, items=items,
+                      lang=lang,  # type: ignore[arg-type]
+                      **{k: v for k, v in options.items() if v is not None})
+
+
 def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_dir: str | None = None,
         api_key_env: str | None = None, **options: Any) -> NotebookRun:
     """Evaluate into ``run_dir`` (default ``data/runs/notebook/MODEL__LANG``). With ``base_url``
@@ -31,10 +41,8 @@ def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_d
     with endpoint_or_embedded(model, base_url, api_key_env) as (endpoint, embedded):
         if embedded and options.get("judge_model") == "local":
             options["judge_model"], options["judge_base_url"] = endpoint.model, endpoint.base_url
-        run_dir = run_dir or str(RUNS_DIR / "notebook" / f"{slug(endpoint.model)}__{lang}")
-        cfg = EvalConfig(model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
-                         run_dir=run_dir, items=items, lang=lang,  # type: ignore[arg-type]
-                         **{k: v for k, v in options.items() if v is not None})
+        cfg = config(items=items, lang=lang, model=endpoint.model, base_url=endpoint.base_url,
+                     api_key_env=endpoint.api_key_env, run_dir=run_dir, **options)
         outcome = run_coro(evaluate_async(cfg, load_eval_items(cfg), progress=False))
     return NotebookRun(endpoint.model, outcome.run_dir, outcome.summary, summary_line(outcome.summary),
                        outcome.records, embedded)

@@ -16,7 +16,10 @@ from cresowlve_core.llm.types import Usage
 
 Status = Literal["ok", "error"]
 JudgeStatus = Literal["scored", "unscored", "error", "not_run"]
-Extraction = Literal["answer_tag", "unclosed_answer_tag", "answer_line", "fallback_whole_text", "empty"]
+#: ``completion``: the first line of a base model's few-shot continuation; ``echo``: the output gave the
+#: prompt's placeholder or the prompt itself back (empty prediction, never an answer)
+Extraction = Literal["answer_tag", "unclosed_answer_tag", "answer_line", "fallback_whole_text", "empty",
+                     "completion", "echo"]
 
 
 class ResponseRecord(BaseModel):

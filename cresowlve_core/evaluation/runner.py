@@ -19,14 +19,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core import jsonl
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
-from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS, JudgeProtocol, judge_request
-from cresowlve_core.evaluation.solve import extract_answer, solve_messages, solve_prompt
+from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS, JudgeProtocol, JudgeRule, judge_request, judge_rule
+from cresowlve_core.evaluation.solve import extract_answer, is_fewshot, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
+from cresowlve_core.llm.base_model import completion_params
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.profiles import resolve
 from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError
 from cresowlve_core.llm.wire import sent_fields
+from cresowlve_core.prompts import Prompt
 from cresowlve_core.runtime import (
     RESPONSES,
     ClientOptions,
@@ -118,8 +120,26 @@ class EvalConfig(BaseModel):
         key = self.judge_api_key_env or (self.api_key_env if base == self.base_url else None)
         return self.judge_options().endpoint(base, self.judge_model, key)
 
+    @property
+    def base_model(self) -> bool:
+        """The model under test is a base model (its profile says so: the embedded Gemma 3 270M):
+        the few-shot completion prompt, over ``/completions`` unless ``api`` names another API."""
+        return self.endpoint().profile.base_model
+
+    def judge_base_model(self) -> bool:
+        je = self.judge_endpoint()
+        return je is not None and je.profile.base_model
+
+    def judge_rule(self) -> JudgeRule:
+        """The protocol the judge follows: ``judge_protocol``, or the few-shot yes/no for a base-model judge."""
+        return judge_rule(self.judge_protocol, self.judge_base_model())
+
+    def solve_prompt(self) -> Prompt:
+        return solve_prompt(self.lang, self.thinking, self.base_model)
+
     def gen_params(self) -> GenParams:
-        return self.options.gen_params(effort=self.effort, api=self.api)
+        p = self.options.gen_params(effort=self.effort, api=self.api)
+        return completion_params(p) if self.base_model and self.api is None else p
 
     def judge_thinks(self) -> bool:
         """A thinking judge: an effort is set, or its profile names it a reasoning model."""
@@ -146,6 +166,8 @@ class EvalConfig(BaseModel):
 
     def judge_params(self, seed: int | None = None) -> GenParams:
         p = self.judge_options().gen_params(effort=self.judge_effort, api=self.judge_api)
+        if self.judge_base_model() and self.judge_api is None:
+            p = completion_params(p)
         return p if seed is None else GenParams(**{**p.__dict__, "seed": seed})
 
 
@@ -163,17 +185,18 @@ def record_key(r: dict[str, Any]) -> tuple[str, str]:
 
 
 def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
-    prompt = solve_prompt(cfg.lang, cfg.thinking)
+    prompt = cfg.solve_prompt()
     prompts = [prompt.tag]
     judge = None
     if (je := cfg.judge_endpoint()) is not None:
-        jp = judge_request("x", "q", "a", "p", protocol=cfg.judge_protocol).prompt
+        rule = cfg.judge_rule()
+        jp = judge_request("x", "q", "a", "p", protocol=rule).prompt
         prompts.append(jp.tag)
         jo, jparams = cfg.judge_options(), cfg.judge_params()
         judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
                  "provider": je.profile.name, "api": jparams.resolved_api(je.profile), "effort": cfg.judge_effort,
                  "seed": cfg.seed, "temperature": jo.temperature, "max_tokens": jo.max_tokens,
-                 "repeat": cfg.judge_repeat, "protocol": cfg.judge_protocol, **JUDGE_PROTOCOLS[cfg.judge_protocol],
+                 "repeat": cfg.judge_repeat, "protocol": rule, **JUDGE_PROTOCOLS[rule],
                  "sent": sent_fields(jparams, model=je.model, profile=je.profile)}
     ep = cfg.endpoint()
     return new_manifest(
@@ -230,21 +253,24 @@ def record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
     }
 
 
-def score_fields(raw_output: str | None, answer: str, other_answers: str | None) -> dict[str, Any]:
-    """Answer extraction and every formula metric, from the raw output alone (no model call)."""
-    prediction, how = extract_answer(raw_output)
+def score_fields(raw_output: str | None, answer: str, other_answers: str | None, *,
+                 fewshot: bool = False) -> dict[str, Any]:
+    """Answer extraction and every formula metric, from the raw output alone (no model call);
+    ``fewshot``: the output continues the base-model few-shot prompt."""
+    prediction, how = extract_answer(raw_output, fewshot=fewshot)
     scores = formula_scores(prediction, Reference(answer, other_answers))
     return {"prediction": prediction, "extraction": how, "scores": scores,
             "em_strict": scores.get("em_strict"), "em_lenient": scores.get("em_lenient")}
 
 
-def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None) -> dict[str, Any]:
+def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None, *,
+                  fewshot: bool = False) -> dict[str, Any]:
     """A finished completion of the model under test, extracted and scored. A truncated answer
     (cut off by the token limit) is flagged and scored as the text it is, as the paper would."""
     return dict(status="ok", raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost,
                 cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
                 truncated=c.truncated, max_tokens=max_tokens,
-                **score_fields(c.text, view.answer, view.other_answers))
+                **score_fields(c.text, view.answer, view.other_answers, fewshot=fewshot))
 
 
 def cost_source(c: Completion) -> str | None:
@@ -272,7 +298,8 @@ class _Evaluator:
         je = cfg.judge_endpoint()
         self.judge: LLMClient | None = (
             open_client(je, cfg.judge_options(), meter=self.judge_meter, prices=prices, cache=cache) if je else None)
-        self.prompt = solve_prompt(cfg.lang, cfg.thinking)
+        self.prompt = cfg.solve_prompt()
+        self.fewshot = is_fewshot([self.prompt.tag])
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -299,7 +326,7 @@ class _Evaluator:
                 raise c
             c = c or await self.client.complete(
                 solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
-            rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens)}
+            rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
             if self.judge is not None:  # the paid answer is on disk before the judge is asked
                 await self.run.append_async(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
         if self.judge is not None:
@@ -325,7 +352,7 @@ class _Evaluator:
         assert self.judge is not None
         view = item.view(self.cfg.lang)
         req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
-                            other_answers=view.other_answers, seed=seed, protocol=self.cfg.judge_protocol)
+                            other_answers=view.other_answers, seed=seed, protocol=self.cfg.judge_rule())
         try:
             c = await self.judge.complete(req.messages, self.cfg.judge_params(seed), prompt_version=req.prompt.tag)
         except STOP_ERRORS:
@@ -528,13 +555,15 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     with run.lock():
         latest = run.latest(RESPONSES, record_key)
         items = _items_for_rescore(manifest, latest)
+        fewshot = is_fewshot(manifest.prompts)
         fresh = []
         for key, rec in latest.items():
             if rec.get("status") == "ok":
                 other = rec.get("other_answers")
                 if other is None and key[0] in items:
                     other = items[key[0]].view(key[1]).other_answers
-                rec = {**rec, "other_answers": other, **score_fields(rec.get("raw_output"), rec.get("answer") or "", other)}
+                rec = {**rec, "other_answers": other,
+                       **score_fields(rec.get("raw_output"), rec.get("answer") or "", other, fewshot=fewshot)}
                 rec = _with_judge_score(rec)
             fresh.append(ResponseRecord(**rec))
         path = run.path / RESPONSES

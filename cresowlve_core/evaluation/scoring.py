@@ -137,6 +137,16 @@ Verdict = Literal["CORRECT", "INCORRECT"]
 
 
 JudgeProtocol = Literal["nonce-verdict", "paper"]
+#: the protocols a judge call can follow: a configured one, or ``fewshot-yes-no``, which replaces
+#: ``nonce-verdict`` when the judge is a base model (llm/base_model.py)
+JudgeRule = Literal["nonce-verdict", "paper", "fewshot-yes-no"]
+FEWSHOT_PROTOCOL: JudgeRule = "fewshot-yes-no"
+
+
+def judge_rule(protocol: JudgeProtocol, base_model: bool) -> JudgeRule:
+    """The protocol a judge call follows: a base-model judge answers the few-shot yes/no prompt
+    instead of writing a nonce verdict line; the paper's protocol stays the paper's."""
+    return FEWSHOT_PROTOCOL if base_model and protocol == "nonce-verdict" else protocol
 
 
 @dataclass(frozen=True)
@@ -144,12 +154,14 @@ class JudgeRequest:
     messages: list[dict[str, str]]
     nonce: str
     prompt: Prompt
-    protocol: JudgeProtocol = "nonce-verdict"
+    protocol: JudgeRule = "nonce-verdict"
 
     def parse(self, judge_output: str | None) -> Verdict | None:
         """The verdict under this request's protocol, or None (unscored)."""
         if self.protocol == "paper":
             return parse_paper_verdict(judge_output)
+        if self.protocol == FEWSHOT_PROTOCOL:
+            return parse_yes_no(judge_output)
         return parse_verdict(judge_output, self.nonce)
 
 
@@ -166,6 +178,11 @@ JUDGE_PROTOCOLS: dict[str, dict[str, str]] = {
                         "collapsed), equals \"yes\"; anything else is incorrect",
         "unparseable_counts_as": "wrong",
         "source": "mismayil/cresowlve src/cresowlve/evaluate_lm.py (judge match) and utils.py (normalize_string)",
+    },
+    FEWSHOT_PROTOCOL: {
+        "verdict_rule": "a base-model judge completes the few-shot prompt judge_fewshot ('Same:'); the first word "
+                        "of its continuation: yes/да -> CORRECT, no/нет -> INCORRECT, anything else unscored",
+        "unparseable_counts_as": "unscored",
     },
 }
 
@@ -194,12 +211,18 @@ def judge_request(
     explanation: str | None = None,
     other_answers: str | None = None,
     seed: int = 0,
-    protocol: JudgeProtocol = "nonce-verdict",
+    protocol: JudgeRule = "nonce-verdict",
 ) -> JudgeRequest:
-    """The judge's messages for one prediction: our nonce-verdict protocol (default), or the
-    paper's bare yes/no protocol (``protocol="paper"``, prompt ``judge_paper``)."""
-    prompt = load_prompt("judge_paper" if protocol == "paper" else "judge")
+    """The judge's messages for one prediction: our nonce-verdict protocol (default), the paper's
+    bare yes/no protocol (``protocol="paper"``, prompt ``judge_paper``), or the base-model few-shot
+    yes/no (``protocol="fewshot-yes-no"``, prompt ``judge_fewshot``, every field on one line)."""
     nonce = judge_nonce(item_id, prediction, seed)
+    if protocol == FEWSHOT_PROTOCOL:
+        prompt = load_prompt("judge_fewshot")
+        text = prompt.render(answer=_one_line(answer, 300), other_answers=_one_line(other_answers or "(none)", 300),
+                             prediction=_one_line(prediction, 300) or "(empty)")
+        return JudgeRequest([{"role": "user", "content": text.rstrip()}], nonce, prompt, protocol)
+    prompt = load_prompt("judge_paper" if protocol == "paper" else "judge")
     text = prompt.render(
         question=question.strip(),
         answer=answer.strip(),
@@ -220,6 +243,26 @@ def _cap(prediction: str) -> str:
     if len(prediction) <= JUDGE_PREDICTION_CAP:
         return prediction
     return prediction[:JUDGE_PREDICTION_CAP] + f" [… {len(prediction) - JUDGE_PREDICTION_CAP} more characters not shown]"
+
+
+def _one_line(text: str, cap: int) -> str:
+    """``text`` on one line (every run of whitespace one space), at most ``cap`` characters."""
+    return " ".join(text[: cap * 4].split())[:cap]
+
+
+_YES, _NO = frozenset({"yes", "да"}), frozenset({"no", "нет"})
+
+
+def parse_yes_no(judge_output: str | None) -> Verdict | None:
+    """A base-model judge's verdict: the first word of its continuation, ``yes``/``да`` CORRECT,
+    ``no``/``нет`` INCORRECT (case and punctuation ignored); anything else None (unscored).
+    Reads the first :data:`~cresowlve_core.llm.base_model.MAX_LINE_CHARS` characters only."""
+    from cresowlve_core.llm.base_model import first_line
+
+    words = paper_normalize(first_line(judge_output)).split()
+    if not words:
+        return None
+    return "CORRECT" if words[0] in _YES else "INCORRECT" if words[0] in _NO else None
 
 
 def parse_paper_verdict(judge_output: str | None) -> Verdict:

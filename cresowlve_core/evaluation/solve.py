@@ -1,15 +1,22 @@
 """Turn an item into a prompt for the model under test, and its output back into an answer.
 
 Non-thinking models get the chain-of-thought prompt (reason, then ``<Answer>…</Answer>``);
-thinking models (run with a reasoning effort) get the plain prompt (answer only).
+thinking models (run with a reasoning effort) get the plain prompt (answer only); a base model
+(provider profile ``base_model``, the embedded Gemma 3 270M) gets the few-shot completion prompt
+``solve_fewshot_<lang>`` and its continuation's first line is the answer (extraction ``completion``).
+
+An output that gives back the prompt's own placeholder (``<Answer>...</Answer>``) or merely copies
+the prompt is extraction ``echo`` with an empty prediction: never an answer.
 """
 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from cresowlve_core.evaluation.records import Extraction
 from cresowlve_core.items import ItemView, Lang
+from cresowlve_core.llm.base_model import first_line, open_slot
 from cresowlve_core.prompts import Prompt, load_prompt
 
 #: Only the last this-many characters of a model's output are searched for the answer (a final
@@ -23,19 +30,54 @@ _ANSWER_LINE = re.compile(
 )
 
 
-def solve_prompt(lang: Lang, thinking: bool) -> Prompt:
+#: what the prompts show between the answer tags: an "answer" that is one of these is an echo
+PLACEHOLDERS = frozenset({"...", "…", ". . ."})
+FEWSHOT = "solve_fewshot"
+
+
+def solve_prompt(lang: Lang, thinking: bool, base_model: bool = False) -> Prompt:
+    if base_model:
+        return load_prompt(f"{FEWSHOT}_{lang}")
     return load_prompt(f"solve_{'plain' if thinking else 'cot'}_{lang}")
 
 
+def is_fewshot(prompt_tags: list[str] | tuple[str, ...]) -> bool:
+    """True when a run's prompts (``name@version``) include the few-shot completion prompt."""
+    return any(t.startswith(FEWSHOT + "_") for t in prompt_tags)
+
+
+@cache
+def _echo_markers() -> tuple[str, ...]:
+    """Instruction lines of the answer prompts (lower-cased, first 60 characters): an output holding
+    one of them copied the prompt back."""
+    out = []
+    for name in ("solve_cot_en", "solve_cot_ru", "solve_plain_en", "solve_plain_ru"):
+        for line in load_prompt(name).template.splitlines():
+            if "$" not in line and len(line) >= 40:
+                out.append(line.strip().lower()[:60])
+    return tuple(out)
+
+
+def is_echo(text: str) -> bool:
+    """``text`` copies an instruction line of an answer prompt (looks at its last :data:`MAX_PARSE_CHARS`)."""
+    low = text[-MAX_PARSE_CHARS:].lower()
+    return any(m in low for m in _echo_markers())
+
+
 def solve_messages(view: ItemView, prompt: Prompt) -> list[dict[str, str]]:
-    return [{"role": "user", "content": prompt.render(question=view.question.strip())}]
+    text = prompt.render(question=view.question.strip())
+    return [{"role": "user", "content": open_slot(text) if prompt.name.startswith(FEWSHOT) else text}]
 
 
-def extract_answer(text: str | None) -> tuple[str, Extraction]:
+def extract_answer(text: str | None, *, fewshot: bool = False) -> tuple[str, Extraction]:
     """The model's final answer and how it was found.
 
-    In order: the last ``<Answer>…</Answer>``; the text after an unclosed last ``<Answer>``;
-    a final ``Answer:`` line; otherwise the whole text, flagged ``fallback_whole_text``.
+    With ``fewshot`` (the base-model prompt): the first non-blank line of the continuation
+    (``completion``). Otherwise, in order: the last ``<Answer>…</Answer>``; the text after an
+    unclosed last ``<Answer>``; a final ``Answer:`` line; otherwise the whole text, flagged
+    ``fallback_whole_text``. Either way an answer that is the prompt's placeholder
+    (:data:`PLACEHOLDERS`), or a fallback that copies the prompt (:func:`is_echo`), is ``echo``
+    with an empty prediction.
     Tags and answer lines are looked for in the last :data:`MAX_PARSE_CHARS` characters only.
     Linear in the length of ``text``: tags are found with ``str.rfind``, answer lines one line
     at a time from the end.
@@ -43,6 +85,16 @@ def extract_answer(text: str | None) -> tuple[str, Extraction]:
     text = (text or "").strip()
     if not text:
         return "", "empty"
+    if fewshot:
+        line = _clean(first_line(text))
+        return ("", "echo") if line in PLACEHOLDERS else (line, "completion")
+    answer, how = _extract(text)
+    if answer in PLACEHOLDERS or (how == "fallback_whole_text" and is_echo(text)):
+        return "", "echo"
+    return answer, how
+
+
+def _extract(text: str) -> tuple[str, Extraction]:
     tail = text[-MAX_PARSE_CHARS:]
     low = tail.lower()  # same length as tail for every character that can spell a tag
     if len(low) != len(tail):  # a few characters change length when lowered (e.g. "İ")

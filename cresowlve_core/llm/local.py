@@ -11,6 +11,13 @@ Trap (see ``footguns`` in the README): the GGUF ships no chat template. With jin
 becomes the word "gemma". We therefore run with jinja *off*, which makes llama.cpp use its
 built-in ``gemma`` template. ``tests/llm/test_local_model.py`` checks that prompt tokens grow with
 the prompt.
+
+Being a base model, it is spoken to as harnesses speak to base models: few-shot completion prompts
+over ``/v1/completions`` (:mod:`cresowlve_core.llm.base_model`). The server marks its own endpoint
+for that: while it runs, its ``127.0.0.1:PORT`` is mapped to the ``embedded`` provider profile in
+``CRESOWLVE_PROVIDERS`` (inherited by the notebook kernels the main job starts), so every stage
+given its base URL picks the completion prompts. Another process talking to ``cresowlve
+serve-local`` names it with ``--provider embedded``.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import socket
 import time
 import urllib.error
@@ -33,6 +41,8 @@ log = logging.getLogger(__name__)
 LOCAL_MODEL = "gemma3-270m"
 DEFAULT_PORT = 8765
 HOST = "127.0.0.1"
+#: the provider profile of the embedded endpoint (llm/profiles.py): a base model, completion prompts
+PROFILE = "embedded"
 
 
 class LocalServerError(RuntimeError):
@@ -73,7 +83,8 @@ class LocalServer:
     port: int = DEFAULT_PORT
     n_parallel: int = 4
     ctx_per_slot: int = 4096
-    threads: int | None = None
+    threads: int | None = None  # None: default_threads()
+    metrics: bool = True  # serve /metrics (token counters: what this server really computed)
     _server: Any = None
 
     @property
@@ -99,9 +110,27 @@ class LocalServer:
         params.chat_template = "gemma"
         params.verbosity = -1
         params.log_json = False
-        if self.threads:
-            params.cpuparams.n_threads = self.threads
+        params.endpoint_metrics = self.metrics
+        params.cpuparams.n_threads = self.threads or default_threads()
         return params
+
+    def counters(self) -> dict[str, float]:
+        """llama.cpp's ``/metrics`` counters (``prompt_tokens_total``, ``tokens_predicted_total``, ...),
+        without the ``llamacpp:`` prefix; empty when the server is not running or serves no metrics."""
+        if self._server is None or not self.metrics:
+            return {}
+        try:
+            with urllib.request.urlopen(f"http://{HOST}:{self.port}/metrics", timeout=5) as r:
+                text = r.read().decode("utf-8", "replace")
+        except (urllib.error.URLError, OSError):
+            return {}
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            name, _, value = line.partition(" ")
+            if name.startswith("llamacpp:") and value:
+                with contextlib.suppress(ValueError):
+                    out[name.removeprefix("llamacpp:")] = float(value)
+        return out
 
     def start(self, timeout_s: float = 120.0) -> LocalServer:
         if self._server is not None:
@@ -121,6 +150,7 @@ class LocalServer:
         except Exception as exc:  # the native layer raises plain RuntimeErrors
             raise LocalServerError(f"could not start the embedded model server: {exc}") from exc
         self._wait_ready(timeout_s)
+        _mark(self.port)
         log.info("local model %s ready at %s in %.1fs", LOCAL_MODEL, self.base_url, time.monotonic() - t0)
         return self
 
@@ -142,6 +172,7 @@ class LocalServer:
     def stop(self) -> None:
         if self._server is not None:
             server, self._server = self._server, None
+            _unmark(self.port)
             del server  # the native destructor joins the server threads
 
     def __enter__(self) -> LocalServer:
@@ -151,6 +182,38 @@ class LocalServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def default_threads() -> int:
+    """Half the cores, at least one. llama.cpp's worker threads wait for each other at every step, so
+    when the other processes of a run (the notebook kernel, the renderer) hold a core, a thread per core
+    stalls: on the 2-core reference machine under load, 3 few-shot prompts took 37-40 s with 2 threads
+    and 13-23 s with 1."""
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
+def _entry(port: int) -> str:
+    return f"{HOST}:{port}={PROFILE}"
+
+
+def _mark(port: int) -> None:
+    """Map this server's host:port to the ``embedded`` profile for this process and its children."""
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    entries = [e for e in os.environ.get(PROVIDERS_ENV, "").split(",") if e.strip()]
+    if _entry(port) not in entries:
+        os.environ[PROVIDERS_ENV] = ",".join([*entries, _entry(port)])
+
+
+def _unmark(port: int) -> None:
+    """Remove exactly the entry :func:`_mark` added (entries set by the user stay)."""
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    entries = [e for e in os.environ.get(PROVIDERS_ENV, "").split(",") if e.strip() and e != _entry(port)]
+    if entries:
+        os.environ[PROVIDERS_ENV] = ",".join(entries)
+    else:
+        os.environ.pop(PROVIDERS_ENV, None)
 
 
 @contextlib.contextmanager

@@ -49,6 +49,9 @@ class Profile:
     cost_field: str | None = None  # dotted path of a reported USD cost in a response
     reasoning_fields: tuple[str, ...] = ("reasoning_content", "reasoning")
     auth_header: Literal["bearer", "api-key"] = "bearer"
+    #: a base model (no chat template): stages speak to it with few-shot completion prompts over
+    #: ``/v1/completions`` (:mod:`cresowlve_core.llm.base_model`), as harnesses do for base models
+    base_model: bool = False
     note: str = ""
 
     def is_reasoning_model(self, model: str) -> bool:
@@ -79,6 +82,9 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
             note="effort as chat_template_kwargs.enable_thinking (Qwen3-style templates); reasoning_content"),
     Profile("llama-cpp", effort_style="template_switch", serves_responses=False,
             note="llama.cpp server: template switch for thinking; context overflow fails one item"),
+    Profile("embedded", effort_style="template_switch", serves_responses=False, base_model=True,
+            note="the embedded Gemma 3 270M, a base model served by llama.cpp on 127.0.0.1: stages send few-shot "
+                 "completion prompts over /v1/completions (llm/base_model.py); chosen by the server itself"),
     Profile("ollama", hosts=("ollama.com",), serves_responses=False,
             note="OpenAI-compatible /v1: reasoning_effort for thinking models; reasoning in message.reasoning"),
     Profile("generic", note="any other OpenAI-compatible server: every field sent, chat unless --api responses"),
