@@ -23,9 +23,13 @@ def canary_url(srv: FakeServer) -> str:
 
 
 def assert_clean(out, capsys) -> int:
-    """No canary in any file under ``out`` nor on the terminal; returns the number of files read."""
+    """No canary in any file under ``out`` or the cache, nor on the terminal; returns the number
+    of files read."""
+    from cresowlve_core.paths import cache_dir
+
     files = S.files_under(out)
     assert files
+    files += S.files_under(cache_dir())  # the response cache (its entries and WAL) too
     leaks = [str(f) for f in files if PASSWORD.encode() in f.read_bytes() or KEY.encode() in f.read_bytes()]
     assert leaks == []
     term = capsys.readouterr()
