@@ -165,9 +165,9 @@ def guard_terminal(args: dict[str, Any] | None = None) -> Callable[[], None]:
         elif isinstance(value, str) and name.endswith("base_url"):
             remember_url_secrets(value)
     saved = sys.stdout, sys.stderr
-    if not isinstance(sys.stdout, _ScrubbingStream):
+    if sys.stdout is not None and not isinstance(sys.stdout, _ScrubbingStream):
         sys.stdout = _ScrubbingStream(sys.stdout)  # type: ignore[assignment]
-    if not isinstance(sys.stderr, _ScrubbingStream):
+    if sys.stderr is not None and not isinstance(sys.stderr, _ScrubbingStream):
         sys.stderr = _ScrubbingStream(sys.stderr)  # type: ignore[assignment]
     filt = _ScrubbingFilter()
     handlers = list(logging.getLogger().handlers)

@@ -97,3 +97,26 @@ def test_scrub_strips_user_info_and_key_parameters_inside_json():
     for name in ("key", "api_key", "access_token", "token", "sig", "X-Amz-Signature", "client_secret"):
         assert scrub(f"https://h/x?{name}=zz99yy&b=1") == f"https://h/x?{name}={REDACTED}&b=1"
     assert scrub("https://h/x?monkey=1&page=2") == "https://h/x?monkey=1&page=2"
+
+
+def test_the_cli_terminal_and_log_handlers_are_scrubbed(capsys, caplog, monkeypatch):
+    import logging
+    import sys
+
+    from cresowlve_core.secrets import guard_terminal
+
+    monkeypatch.setenv("MY_PROVIDER", "value-of-an-oddly-named-key-var")
+    url = f"https://u:{PASSWORD}@h.example/v1?api-key={KEY}"
+    restore = guard_terminal({"base_url": url, "api_key_env": "MY_PROVIDER"})
+    try:
+        print(f"connecting to {url}")
+        print("the key is value-of-an-oddly-named-key-var", file=sys.stderr)
+        logging.getLogger("cresowlve.test").warning("retrying %s", url)
+    finally:
+        restore()
+    term = capsys.readouterr()
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    for text in (term.out, term.err, logged):
+        assert PASSWORD not in text and KEY not in text and "oddly-named" not in text
+    assert "connecting to https://h.example/v1?api-key=***REDACTED***" in term.out
+    assert "retrying https://h.example/v1" in logged
