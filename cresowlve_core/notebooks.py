@@ -178,7 +178,7 @@ def run_notebook(
             str(src),
             str(out_ipynb),
             parameters=params,
-            cwd=str(src.parent),
+            cwd=str(paths.project_root()),  # a relative path parameter means the same as on the command line
             kernel_name="python3",
             progress_bar=False,
             execution_timeout=timeout_s,

@@ -42,7 +42,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         units = sorted(units, key=lambda u: u.key)[: a.limit]
     if a.labeller_base_url is None:
         print(banner_text("embedded"), file=sys.stderr)
-    out = Path(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
+    out = out_dir(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
     opts = ClientOptions(max_tokens=a.max_tokens, concurrency=a.concurrency, seed=a.seed, max_cost=a.max_cost,
                          cache=not a.no_cache)
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,
@@ -55,12 +55,23 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
 def cmd_errors_report(a: argparse.Namespace) -> int:
     from cresowlve_core.notebooks import run_notebook
 
-    params: dict[str, Any] = {"runs": a.runs, "out_dir": a.out_dir, "labeller_model": a.labeller_model,
+    params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
                               "limit": a.limit}
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
     return 0
+
+
+def out_dir(value: str | None) -> Path:
+    """``--out-dir``: default ``<data dir>/errors`` (where the apps look for labels and samples);
+    a relative path resolves against the current project, like ``--runs`` (not the notebook's folder)."""
+    from cresowlve_core import paths
+
+    if not value:
+        return paths.data_dir() / "errors"
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else paths.project_root() / p
 
 
 def add_errors_parser(sub: Any) -> None:
@@ -73,7 +84,7 @@ def add_errors_parser(sub: Any) -> None:
     p = errors.add_parser("label", help="label every wrong answer of the runs with one of seven categories "
                                         "(resumable)")
     p.add_argument("--runs", required=True, help="glob, or folder, of evaluation run directories")
-    p.add_argument("--out-dir", default="data/errors", help="labels go to OUT_DIR/labels/LABELLER")
+    p.add_argument("--out-dir", default=None, help="labels go to OUT_DIR/labels/LABELLER (default: data/errors)")
     _role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
     p.add_argument("--max-tokens", type=_positive_int, default=512, help="output budget per label")
@@ -84,7 +95,7 @@ def add_errors_parser(sub: Any) -> None:
     p.set_defaults(fn=cmd_errors_label)
     p = errors.add_parser("report", help="render notebooks/04_error_analysis.ipynb as an HTML report")
     p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of evaluation run directories")
-    p.add_argument("--out-dir", default="data/errors", help="labels and annotations folder")
+    p.add_argument("--out-dir", default=None, help="labels and annotations folder (default: data/errors)")
     _role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
     p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")

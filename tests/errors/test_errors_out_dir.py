@@ -1,0 +1,50 @@
+"""The documented error-analysis commands, run as a user runs them from a clone (issue 19 point 8):
+`cresowlve errors label|report --out-dir data/errors` write into the project's data/errors (the
+report used to write the labels and the annotation sample into notebooks/data/errors, because the
+notebook ran in notebooks/), without --out-dir into <data dir>/errors, and the annotation app and the
+explorer find what they wrote."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from fakeserver import FakeServer
+
+from cresowlve_core import discover
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "cresowlve_core.cli", *args], capture_output=True, text=True,
+                          timeout=600, cwd=cwd, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_documented_errors_commands_write_where_the_apps_look(tmp_path, isolated_dirs, monkeypatch):
+    clone = tmp_path / "clone"  # a second checkout: its own project root
+    clone.mkdir()
+    (clone / "pyproject.toml").write_text('[project]\nname = "cresowlve-core"\n')
+    with FakeServer(answers=lambda req: "Some thoughts. <Answer>Galileo</Answer>") as srv:  # every answer wrong
+        out = _cli(["eval", "--items", "demo", "--lang", "en", "--limit", "2", "--model", "m", "--base-url",
+                    srv.base_url, "--run-dir", "data/runs/demo/m__en"], clone)
+        assert out.returncode == 0, out.stderr[-2000:]
+        label = ["--runs", "data/runs/demo/*", "--labeller-model", "lab", "--labeller-base-url", srv.base_url]
+        out = _cli(["errors", "label", *label, "--out-dir", "data/errors"], clone)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert (clone / "data" / "errors" / "labels" / "lab" / "labels.jsonl").is_file()
+        out = _cli(["errors", "report", *label, "--out-dir", "data/errors", "--reports-dir", str(tmp_path / "r")],
+                   clone)
+        assert out.returncode == 0, out.stderr[-2000:]
+        out = _cli(["errors", "label", *label], clone)  # no --out-dir: the data dir's errors/
+        assert out.returncode == 0, out.stderr[-2000:]
+    sample = clone / "data" / "errors" / "annotations" / "sample.jsonl"
+    assert sample.is_file() and len(sample.read_text().splitlines()) == 2  # the two wrong answers
+    assert not (REPO / "notebooks" / "data").exists() and not (clone / "notebooks").exists()
+    assert (isolated_dirs["data"] / "errors" / "labels" / "lab" / "labels.jsonl").is_file()
+    monkeypatch.setenv("CRESOWLVE_DATA_DIR", str(clone / "data"))  # the clone's own data dir, as by default
+    monkeypatch.chdir(clone)
+    assert discover.newest_error_sample().path == sample
+    assert discover.newest_error_labels().path == clone / "data" / "errors"
