@@ -246,9 +246,8 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         if non_pref and not stopped:
             bcq_units = []
             for s, i, p in usable:
-                for rep in range(n_repeats):
-                    bcq_units.append(qz.QuizUnit("bcq", s, lang, i, rep,
-                                                 *qz.bcq_options(questions[i], p, non_pref, qz.bcq_rng(seed, rep, lang, i))))
+                layouts = qz.bcq_repeats(questions[i], p, non_pref, n_repeats, seed, lang, i)
+                bcq_units.extend(qz.QuizUnit("bcq", s, lang, i, rep, *layout) for rep, layout in enumerate(layouts))
             bcq_res = await qz.aquiz("bcq", bcq_units, RunDir(cdir / "bcq"), client, quiz_opts,
                                      identity={"non_preferred": non_pref, "n_repeats": n_repeats}, progress=progress)
             steps.append(bcq_res.step_counts(f"{config} BCQ"))

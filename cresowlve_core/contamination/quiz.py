@@ -6,7 +6,7 @@
   (N = all quiz questions, invalid answers included, as in the paper's k/4 = 145 for k = 580).
 * **Bias compensator quiz (BCQ)**: the original goes to a seeded random non-preferred position,
   two of the three perturbations (seeded) fill the other A–C positions, D is "none"; repeated
-  ``n_repeats`` times with independent randomness per repeat.
+  ``n_repeats`` times with independent randomness per repeat, each repeat a layout of its own.
 
 Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
 of the reply; anything else is *invalid* and counted. A base-model quiz-taker (provider profile
@@ -107,6 +107,23 @@ def bcq_options(original: str, perturbations: Sequence[str], non_preferred: Sequ
     for letter in PLACEABLE:
         slots.append(original if letter == pos else rest.pop(0))
     return (slots[0], slots[1], slots[2], NONE_OPTION), pos
+
+
+def bcq_repeats(original: str, perturbations: Sequence[str], non_preferred: Sequence[str], n_repeats: int,
+                seed: int, lang: str, item_id: str) -> list[tuple[tuple[str, str, str, str], str]]:
+    """The BCQ layouts of one item's ``n_repeats`` repeats: each drawn with its own seeded
+    randomness (:func:`bcq_rng`), redrawn while it repeats an earlier repeat's layout (as long as
+    distinct layouts remain), so every repeat is a different question, never a cache hit of another."""
+    out: list[tuple[tuple[str, str, str, str], str]] = []
+    for rep in range(n_repeats):
+        rng = bcq_rng(seed, rep, lang, item_id)
+        layout = bcq_options(original, perturbations, non_preferred, rng)
+        for _ in range(64):  # at least 2 positions x 6 orders = 12 layouts; a few redraws suffice
+            if layout not in out:
+                break
+            layout = bcq_options(original, perturbations, non_preferred, rng)
+        out.append(layout)
+    return out
 
 
 def bdq_rng(seed: int, lang: str, item_id: str) -> np.random.Generator:

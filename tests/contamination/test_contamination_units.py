@@ -184,3 +184,13 @@ def test_paired_diff_bootstrap_is_seeded():
     x, y = np.array([0.9, 0.8, 0.7, 0.95]), np.array([0.1, 0.2, 0.1, 0.3])
     a, b = paired_diff(x, y, seed=1, key="k"), paired_diff(x, y, seed=1, key="k")
     assert a == b and a["diff"] == pytest.approx(np.mean(x - y)) and a["low"] > 0 and a["n"] == 4
+
+
+def test_bcq_repeats_of_one_item_are_distinct_questions():
+    """Two repeats with the same layout were one question asked twice: the second came from the cache."""
+    from cresowlve_core.contamination.quiz import bcq_repeats
+
+    for item in range(200):
+        layouts = bcq_repeats("orig", ["p1", "p2", "p3"], ["B", "C"], 3, 0, "ru", f"item{item}")
+        assert len(set(layouts)) == 3
+        assert all(opts[{"A": 0, "B": 1, "C": 2}[pos]] == "orig" and pos in ("B", "C") for opts, pos in layouts)
