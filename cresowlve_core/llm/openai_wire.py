@@ -33,8 +33,12 @@ error code, type or message names a problem of *this request* (context length, c
 policy or filter, invalid prompt) is an ``item`` failure: recorded for the unit, the run goes
 on. Every other 4xx (a wrong model, key, endpoint or parameter) is ``fatal``. A refused
 connection, a failed DNS lookup, a connect timeout and a body that is not JSON (e.g. an HTML
-page) are signs of a dead endpoint, which the client counts. A failed TLS handshake (a bad
-certificate, or https spoken to a plain-HTTP port) is fatal.
+page) are signs of a dead endpoint, which the client counts; so is connection-level silence
+(closed without a byte of an answer, or no first byte in time: ``no_answer``, which the client
+weighs over a time window). A failed TLS handshake (a bad certificate, https spoken to a
+plain-HTTP port, http to a TLS port) is fatal. Proxies (:func:`classify_exception`): a 407 is
+fatal, an unreachable proxy is a dead sign that names the proxy, a dropped CONNECT is retried;
+an answer over 64 MB after decompression is an error of that item.
 """
 
 from __future__ import annotations

@@ -353,3 +353,19 @@ def test_more_than_100_calls_really_run_in_flight() -> None:
         prompts = [f"p{i}" for i in range(150)]
         assert asyncio.run(ask_all(client(srv.url, concurrency=150), prompts)) == prompts
     assert in_flight["max"] == 150
+
+
+def test_a_407_from_the_proxy_makes_cresowlve_eval_exit_3(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import stage_runs
+
+    from cresowlve_core.cli import main
+
+    items = stage_runs.write_items(tmp_path / "items.jsonl", stage_runs.eval_items())
+    with HostileServer(connect_proxy(status=407)) as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{proxy.port}")
+        code = main(["eval", "--model", "m", "--base-url", "https://models.example/v1", "--items", str(items),
+                     "--lang", "en", "--run-dir", str(tmp_path / "run"), "--concurrency", "2", "--no-cache"])
+        assert proxy.connections <= 2  # one attempt per call in flight, then the run stops
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 3 and "407" in last, last
