@@ -40,10 +40,11 @@ from cresowlve_core.notebook_records import headline as headline  # re-exported 
 from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_kernel
 from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
 from cresowlve_core.secrets import scrub
+from cresowlve_core.text import plural, shown
+from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (tests, renderers)
+from cresowlve_core.vega import VEGALITE_SCHEMA as VEGALITE_SCHEMA
+from cresowlve_core.vega import html_spec, javascript_bundle, portable_spec
 
-VEGALITE_MIME = "application/vnd.vegalite.v5+json"
-VEGALITE_SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
-VEGALITE_JS_VERSION = "5.21"  # the Vega-Lite library inlined into HTML reports (matches the v5 bundle)
 _VEGALITE_ANY = re.compile(r"^application/vnd\.vegalite\.v(\d+)\+json$")
 _CHART_MARK = "cresowlve-vega-chart"
 _INDEX_JSON = "index.json"
@@ -77,12 +78,12 @@ def vegalite_bundle(spec: dict[str, Any], **_: Any) -> dict[str, Any]:
     """The altair renderer: a Vega-Lite v5 mime bundle plus a plain-text fallback.
 
     JupyterLab 4, VS Code and nbviewer render ``application/vnd.vegalite.v5+json`` natively (altair 6
-    labels its specs v6, a mimetype those front ends do not know yet; the charts this project draws
-    are valid Vega-Lite 5, which tests check by compiling every chart with Vega-Lite 5). There is
+    labels its specs v6, a mimetype those front ends do not know yet). The spec goes through
+    :func:`cresowlve_core.vega.portable_spec`, so JupyterLab's Vega-Lite 5.6 draws it too. There is
     deliberately no ``text/html`` entry: front ends prefer HTML over Vega, and chart HTML needs a
     script the notebook cannot provide. :func:`render_html` turns the bundle into an embedded chart.
     """
-    v5 = {**spec, "$schema": VEGALITE_SCHEMA}
+    v5 = portable_spec(spec)
     title = spec.get("title")
     if isinstance(title, dict):
         title = title.get("text")
@@ -222,7 +223,7 @@ _TEMPLATE_SOURCE = """{%- extends 'lab/index.html.j2' -%}
 
 def _chart_html(spec: Any) -> str:
     div = f"vis-{uuid.uuid4().hex[:12]}"
-    payload = json.dumps(spec).replace("</", "<\\/")
+    payload = json.dumps(html_spec(spec) if isinstance(spec, dict) else spec).replace("</", "<\\/")
     return (
         f'<div id="{div}" class="{_CHART_MARK}"></div><script type="text/javascript">'
         f'vegaEmbed("#{div}", {payload}, {{"actions": {{"export": true, "source": false, '
@@ -271,23 +272,10 @@ def render_html(ipynb: Path, out: Path, title: str | None = None) -> Path:
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or ipynb.stem}})
     if has_chart:
-        body = body.replace("</head>", f"<script>{_vega_bundle()}</script>\n</head>", 1)
+        body = body.replace("</head>", f"<script>{javascript_bundle()}</script>\n</head>", 1)
     body = scrub(body)
     out.write_text(body, encoding="utf-8")
     return out
-
-
-_BUNDLE: str | None = None
-
-
-def _vega_bundle() -> str:
-    global _BUNDLE
-    if _BUNDLE is None:
-        import vl_convert as vlc
-
-        # vl_convert's stub marks the optional `snippet` as required
-        _BUNDLE = vlc.javascript_bundle(vl_version=VEGALITE_JS_VERSION).replace("</script", "<\\/script")  # type: ignore[call-arg]
-    return _BUNDLE
 
 
 def _first_heading(ipynb: Path) -> str | None:
@@ -342,7 +330,7 @@ def _fallback_headline(records: dict[str, Any]) -> str | None:
             pass
     table1 = records.get("table1")
     if isinstance(table1, dict) and "n_rows" in table1:
-        return (f"Table 1: {table1['n_rows']} configurations, {table1.get('matched_paper', 0)} "
+        return (f"Table 1: {plural(int(table1['n_rows']), 'configuration')}, {table1.get('matched_paper', 0)} "
                 "matched to a published row")
     export = records.get("export")
     if isinstance(export, dict) and isinstance(export.get("funnel"), list):
@@ -359,13 +347,13 @@ def _fallback_headline(records: dict[str, Any]) -> str | None:
         return "; ".join(f"{config}: {v.get('overall')}" for config, v in list(verdict.items())[:3])
     kept = records.get("yield")
     if isinstance(kept, dict) and "kept" in kept:
-        return (f"kept {kept['kept']} of {kept.get('of_candidates')} synthetic candidates "
+        return (f"kept {shown(kept['kept'])} of {shown(kept.get('of_candidates'))} synthetic candidates "
                 f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})")
     utility = {k: v for k, v in records.items() if k.startswith("utility@") and isinstance(v, dict) and v}
     if utility:
         key = max(utility)
         best = max(utility[key], key=lambda c: utility[key][c])
-        return f"best creative {key}: {best} ({utility[key][best]:.3f}) of {len(utility[key])} configurations"
+        return f"best creative {key}: {best} ({utility[key][best]:.3f}) of {plural(len(utility[key]), 'configuration')}"
     return None
 
 

@@ -1,0 +1,69 @@
+"""The one chart helper: specs every targeted Vega-Lite renderer draws, and the HTML bundle."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+import vl_convert as vlc
+
+from cresowlve_core import vega
+from cresowlve_core.analysis import charts
+
+
+def _difficulty_frame() -> pd.DataFrame:
+    return pd.DataFrame([{"config": c, "lang": lang, "metric_label": m, "difficulty": d, "n": 10, "acc": 50.0,
+                          "low": 40.0, "high": 60.0, "small": False}
+                         for c in "ab" for lang in ("en", "ru") for m in ("judge", "exact") for d in (1, 2)])
+
+
+def _selections_at_top(spec: dict) -> list:
+    return [p for p in spec.get("params", []) if "select" in p]
+
+
+def test_portable_spec_moves_the_facet_selection_into_its_view():
+    """Altair hoists the legend selection of the faceted difficulty chart to the top level with
+    ``views``; JupyterLab's Vega-Lite 5.6.1 then fails (Duplicate signal name). It goes into the view."""
+    raw = charts.difficulty_chart(_difficulty_frame()).to_dict()
+    assert len(_selections_at_top(raw)) == 1 and _selections_at_top(raw)[0]["views"]  # altair's form
+    spec = vega.portable_spec(raw)
+    assert _selections_at_top(spec) == []
+    inner = [p for layer in spec["spec"]["layer"] for p in layer.get("params", [])]
+    assert [p["bind"] for p in inner] == ["legend"] and "views" not in inner[0]
+    assert spec["$schema"] == vega.VEGALITE_SCHEMA
+    assert vega.portable_spec(spec) == spec  # idempotent
+    assert raw["params"][0]["views"]  # the input is not modified
+
+
+@pytest.mark.parametrize("version", vlc.get_vegalite_versions())
+def test_portable_spec_draws_with_every_vegalite_version(version):
+    spec = vega.portable_spec(charts.difficulty_chart(_difficulty_frame()).to_dict())
+    assert "<svg" in vlc.vegalite_to_svg(spec, vl_version=version)
+
+
+def test_variables_stay_at_the_top_level():
+    spec = vega.portable_spec({"params": [{"name": "k", "value": 3}], "mark": "point", "data": {"values": []}})
+    assert spec["params"] == [{"name": "k", "value": 3}]
+
+
+def test_html_spec_matches_the_inlined_libraries():
+    """The HTML page draws Vega-Lite 6 specs with Vega 6: compiled and library versions agree."""
+    spec = vega.html_spec(charts.difficulty_chart(_difficulty_frame()).to_dict())
+    assert spec["$schema"] == vega.HTML_VEGALITE_SCHEMA
+    compiled = vlc.vegalite_to_vega(spec, vl_version=vega.HTML_VEGALITE_VERSION)
+    assert compiled["$schema"].endswith(f"/vega/v{vlc.get_vega_version().split('.')[0]}.json")
+
+
+def test_the_bundle_is_built_once_and_read_from_the_cache_by_later_processes(tmp_path, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path))
+    code = ("import time, vl_convert as v; from cresowlve_core import vega; built = []\n"
+            "orig = v.javascript_bundle\n"
+            "v.javascript_bundle = lambda **k: built.append(1) or orig(**k)\n"
+            "b = vega.javascript_bundle(); assert vega.javascript_bundle() is b\n"
+            "print(len(built), len(b))")
+    first = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert first[0] == "1" and second == ["0", first[1]]  # the second process built nothing, same script
+    assert len(list((tmp_path / "vega").glob("bundle-*.js"))) == 1
