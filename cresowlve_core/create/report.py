@@ -38,6 +38,7 @@ from cresowlve_core.create.utility import (
     utility_breakdown,
 )
 from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
+from cresowlve_core.text import plural
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -361,7 +362,7 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
     n_configs = len({s.config for s in sets})
     n_yours = len({s.config for s in yours})
     message = (f"{len(sets)} (configuration, query) sets, {sum(len(s.paths) for s in sets)} paths, "
-               f"{n_configs} configurations" + (f", of which {n_yours} are your runs." if yours else "."))
+               f"{plural(n_configs, 'configuration')}" + (f", of which {n_yours} are your runs." if yours else "."))
     return LoadedSets(sets, yours, message, user_runs_table(yours) if yours else None,
                       any(is_embedded_model(s.model) for s in yours))
 

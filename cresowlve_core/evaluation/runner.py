@@ -43,6 +43,7 @@ from cresowlve_core.runtime import (
 )
 from cresowlve_core.runtime.errors import STOP_ERRORS
 from cresowlve_core.stats import wilson_interval
+from cresowlve_core.text import shown
 
 log = logging.getLogger(__name__)
 
@@ -531,7 +532,8 @@ def summary_line(s: dict[str, Any]) -> str:
             f" ({s['n_cost_reported']} of {s['n_ok']} reported by the provider)"
     if s.get("judged"):
         cost += " (judge " + ("unknown" if s["judge_cost"] is None else f"${s['judge_cost']:.4f}") + ")"
-    tok = f"tokens in/out/reasoning {s['input_tokens']}/{s['output_tokens']}/{s['reasoning_tokens']}"
+    tok = "tokens in/out/reasoning " + "/".join(shown(s[k], "n/a") for k in ("input_tokens", "output_tokens",
+                                                                              "reasoning_tokens"))
     return (
         f"n={s['n_items']} ok={s['n_ok']} error={s['n_error']} not-run={s['n_not_run']} | "
         f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "

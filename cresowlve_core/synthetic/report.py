@@ -84,7 +84,8 @@ def yield_section(result: SynthResult) -> dict[str, Any]:
     rows = []
     for k, label in labels.items():
         lo, hi = wilson_interval(st[k], n_c) if n_c else (float("nan"), float("nan"))
-        rows.append({"stage": label, "n": st[k], "of candidates": round(st[k] / n_c, 3) if n_c else None,
+        share = f"{st[k] / n_c:.2f}" if n_c and k != "anchors_tried" else "–"  # anchors precede candidates
+        rows.append({"stage": label, "n": st[k], "of candidates": share,
                      "95% CI": f"[{lo:.2f}, {hi:.2f}]" if n_c and k != "anchors_tried" else ""})
     table = pd.DataFrame(rows)
     kept = st["kept"]
