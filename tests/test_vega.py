@@ -67,3 +67,28 @@ def test_the_bundle_is_built_once_and_read_from_the_cache_by_later_processes(tmp
     second = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert first[0] == "1" and second == ["0", first[1]]  # the second process built nothing, same script
     assert len(list((tmp_path / "vega").glob("bundle-*.js"))) == 1
+
+
+def test_group_heatmap_names_the_models_above_and_below_every_panel():
+    """34 groups x 18 models: each language panel carries the model names on top and bottom (before:
+    only under the second panel, about 1,700 px below the first panel's cells)."""
+    rows = [{"config": f"m{c}", "lang": lang, "group": f"g{g:02d}", "n": 60, "n_items": 30, "acc": 50.0, "low": 40.0,
+             "high": 60.0, "overall": 50.0, "q": 0.5, "flagged": False}
+            for c in range(18) for lang in ("en", "ru") for g in range(34)]
+    spec = vega.portable_spec(charts.group_heatmap(pd.DataFrame(rows), "Domain", "Judge").to_dict())
+    compiled = vlc.vegalite_to_vega(spec, vl_version="5.8")
+
+    def axes(node, found):
+        if isinstance(node, dict):
+            found += [a for a in node.get("axes", []) if a.get("orient") in ("top", "bottom") and a.get("labels", True)
+                      and not a.get("grid")]
+            for v in node.values():
+                axes(v, found)
+        elif isinstance(node, list):
+            for v in node:
+                axes(v, found)
+        return found
+
+    cells = [m for m in compiled["marks"] if m.get("type") == "group" and "facet" in m.get("from", {})]
+    assert len(cells) == 1  # the group Vega draws once per language panel
+    assert sorted(a["orient"] for a in axes(cells[0], [])) == ["bottom", "top"]  # before: in a footer, once

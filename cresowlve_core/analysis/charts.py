@@ -65,11 +65,13 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     data["label"] = data["acc"].map(lambda v: f"{v:.0f}") + data["flagged"].map(lambda f: "*" if f else "")
     data["ci"] = [f"{lo:.0f}–{hi:.0f}" for lo, hi in zip(data["low"], data["high"], strict=True)]
     n_configs = max(1, data["config"].nunique())
-    base = alt.Chart(data).encode(
-        x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)),
-        y=alt.Y("group:N", title=group_title, sort="ascending"),
-    )
+    base = alt.Chart(data).encode(y=alt.Y("group:N", title=group_title, sort="ascending"))
+    # model names above and below every panel: a tall panel (34 groups) never leaves its cells
+    # hundreds of pixels away from the names that identify their columns
+    x_below = alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45, orient="bottom"))
+    x_above = alt.X("config:N", title=None, axis=alt.Axis(labelAngle=-45, orient="top", labelAlign="left"))
     rect = base.mark_rect().encode(
+        x=x_below,
         color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
         stroke=alt.condition("datum.flagged", alt.value("red"), alt.value(None)),
         strokeWidth=alt.condition("datum.flagged", alt.value(2.5), alt.value(0)),
@@ -87,12 +89,14 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
         ],
     )
     colour = alt.condition("datum.acc > 50", alt.value("black"), alt.value("white"))
-    value = base.mark_text(fontSize=9, dy=-5, fontWeight="bold").encode(text="label:N", color=colour)
-    interval = base.mark_text(fontSize=7, dy=6).encode(text="ci:N", color=colour)
+    value = base.mark_text(fontSize=9, dy=-5, fontWeight="bold").encode(x=x_above, text="label:N", color=colour)
+    interval = base.mark_text(fontSize=7, dy=6).encode(x=alt.X("config:N", axis=None), text="ci:N", color=colour)
     return (
-        (rect + value + interval)
+        alt.layer(rect, value, interval)
+        .resolve_axis(x="independent")
         .properties(width=min(1400, 46 * n_configs), height=alt.Step(24))
-        .facet(row=alt.Row("language:N", title=None))
+        .facet(row=alt.Row("language:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold")))
+        .resolve_axis(x="independent")
     )
 
 

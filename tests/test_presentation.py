@@ -1,0 +1,45 @@
+"""Values as a reader sees them (issue 19 point 9): no raw ``None``, ``nan``, ``1 configurations``
+or ``2.0`` shares in reports and headlines."""
+
+from __future__ import annotations
+
+from cresowlve_core.evaluation.runner import summary_line
+from cresowlve_core.notebooks import report_headline
+from cresowlve_core.text import plural, shown
+
+
+def test_plural_and_shown():
+    assert plural(1, "configuration") == "1 configuration"
+    assert plural(3, "configuration") == "3 configurations"
+    assert plural(2, "query", "queries") == "2 queries"
+    assert [shown(None), shown(float("nan")), shown(2.0), shown(2.5), shown(7)] == ["–", "–", "2", "2.5", "7"]
+
+
+def test_summary_line_has_no_none_in_token_counts():
+    s = {"n_items": 9, "n_ok": 9, "n_error": 0, "n_not_run": 0, "em_strict": 0.0, "em_lenient": 0.111,
+         "judge_accuracy": None, "n_unscored": 0, "cost": None, "input_tokens": 1249, "output_tokens": 9,
+         "reasoning_tokens": None}
+    line = summary_line(s)
+    assert "tokens in/out/reasoning 1249/9/n/a" in line and "None" not in line
+
+
+def test_headlines_count_configurations_and_candidates_as_numbers():
+    assert report_headline({"table1": {"n_rows": 1}}) == "Table 1: 1 configuration, 0 matched to a published row"
+    one = report_headline({"utility@0.9": {"gpt-x": 0.5}})
+    assert one is not None and one.endswith("of 1 configuration")
+    kept = report_headline({"yield": {"kept": 0, "of_candidates": 2.0, "paper_kept": 7, "paper_of": 100}})
+    assert kept == "kept 0 of 2 synthetic candidates (the paper: 7 of 100)"
+
+
+def test_synthetic_yield_table_gives_anchors_no_share_of_candidates():
+    from types import SimpleNamespace
+
+    from cresowlve_core.synthetic.report import yield_section
+
+    stages = {"anchors_tried": 4, "candidates": 2, "verbalised": 2, "parsed": 1, "leak_free": 1, "scored_both": 1,
+              "solved_literal": 1, "kept": 0}
+    result = SimpleNamespace(summary={"stages": stages, "outcomes": {}, "yield": {}}, stopped=None)
+    table = yield_section(result)["table"]  # type: ignore[arg-type]
+    share = dict(zip(table["stage"], table["of candidates"], strict=True))
+    assert share["anchors tried (in band, labelled)"] == "–"  # was 2.0: anchors precede candidates
+    assert share["verbalisation parsed"] == "0.50"
