@@ -84,13 +84,19 @@ def newest_error_sample() -> Found:
     return Found("annotation sample", hit, tuple(str(r / "**" / "annotations" / SAMPLE) for r in roots))
 
 
+def error_label_dirs() -> list[Path]:
+    """Every error-analysis output folder (``OUT_DIR``, holding ``labels/<labeller>/labels.jsonl``),
+    the one whose labels were written last first."""
+    files = sorted({f for r in error_dirs() for f in r.rglob(f"labels/*/{LABELS}")},
+                   key=lambda p: (_mtime(p), str(p)), reverse=True)
+    return list(dict.fromkeys(f.parents[2] for f in files))
+
+
 def newest_error_labels() -> Found:
-    """The error-analysis output folder (``OUT_DIR``, holding ``labels/<labeller>/labels.jsonl``)
-    whose labels were written last."""
-    roots = error_dirs()
-    hit = _newest(f for r in roots for f in r.rglob(f"labels/*/{LABELS}"))
-    return Found("error labels", hit.parents[2] if hit else None,
-                 tuple(str(r / "**" / "labels" / "*" / LABELS) for r in roots))
+    """The error-analysis output folder whose labels were written last."""
+    dirs = error_label_dirs()
+    return Found("error labels", dirs[0] if dirs else None,
+                 tuple(str(r / "**" / "labels" / "*" / LABELS) for r in error_dirs()))
 
 
 def _synthetic(run_dir: Path) -> bool:

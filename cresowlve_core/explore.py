@@ -117,9 +117,13 @@ class Explorer:
         if n_out:
             text += f" {n_out} answer(s) are to items not in `{self.items_spec}` (question not shown)."
         if self.has_labels:
+            answered = set(zip(a["config"], a["lang"], a["id"]))
+            loaded = [k in answered for k in zip(self.labels["config"], self.labels["lang"], self.labels["id"])]
+            n_stale = sum(x and not c for x, c in zip(loaded, self.labels["current"], strict=True))
+            n_other = loaded.count(False)
             text += (f" Error labels: {len(self.labels)} record(s) from "
                      f"{', '.join(sorted(self.labels['labeller'].unique()))}"
-                     f" ({int((~self.labels['current']).sum())} stale).")
+                     f" ({n_stale} stale" + (f", {n_other} for answers not loaded" if n_other else "") + ").")
         return text
 
     def banners(self) -> list[tuple[str, str]]:
@@ -277,14 +281,11 @@ def load_explorer(runs: str | Path | Sequence[str | Path] | None = None, items: 
         runs_arg = str(found.path) if found else str(paths.runs_dir() / "demo" / "*")
         if not found:
             looked.append(found.nothing() + ".")
+    data = load_runs(runs_arg, root=root)
     if labels is None:
-        found_labels = discover.newest_error_labels()
-        labels = str(found_labels.path) if found_labels else None
-        if not found_labels:
-            looked.append(found_labels.nothing() + ".")
+        labels = _default_labels(data.responses, looked)
     elif not labels:  # "" or (): explicitly none
         labels = None
-    data = load_runs(runs_arg, root=root)
     notes = [*looked, *data.notes]
     runs_spec = ", ".join(map(str, runs_arg)) if isinstance(runs_arg, (list, tuple)) else str(runs_arg)
 
@@ -311,6 +312,23 @@ def load_explorer(runs: str | Path | Sequence[str | Path] | None = None, items: 
     frame = _join(item_df, answers, label_df)
     return Explorer(frame=frame, runs=data.runs, labels=label_df.drop(columns=["hash"]),
                     items_spec=", ".join(specs), runs_spec=runs_spec, notes=notes, _offsets=offsets)
+
+
+def _default_labels(answers: pd.DataFrame, looked: list[str]) -> str | None:
+    """The newest error-analysis folder with a label for one of ``answers`` (else the newest
+    folder); None, with a note saying where it looked, when there is none."""
+    from cresowlve_core import discover
+
+    dirs = discover.error_label_dirs()
+    if not dirs:
+        looked.append(discover.newest_error_labels().nothing() + ".")
+        return None
+    answered = set(zip(answers["config"], answers["lang"], answers["id"])) if not answers.empty else set()
+    for d in dirs:
+        labs = read_labels(resolve_label_files(d), [])
+        if answered & set(zip(labs["config"], labs["lang"], labs["id"])):
+            return str(d)
+    return str(dirs[0])
 
 
 def _manifest_specs(runs: pd.DataFrame) -> list[str]:

@@ -172,3 +172,22 @@ def test_annotate_app_exported_headless_shows_the_newest_sample(isolated_dirs, t
     assert proc.returncode == 0, proc.stderr[-2000:]
     page = out.read_text(encoding="utf-8")
     assert "Item 1 of 3" in page and "Name X." in page and "marimo+error" not in page
+
+
+def test_explorer_prefers_the_labels_of_the_loaded_runs_and_counts_the_others_apart(isolated_dirs):
+    """A grid run after the error analysis: the newest labels belong to other runs. The explorer
+    takes the newest labels of the runs it shows; labels of answers not loaded are not 'stale'."""
+    data = isolated_dirs["data"]
+    _run(data / "runs" / "demo" / "m", 10)  # config "m": the answers the labels below are for
+    mine = data / "runs" / "errors" / "gemma"
+    _labels(mine, seconds_ago=100)
+    other = data / "errors"
+    f = _labels(other, seconds_ago=1)  # newer, but for config "x"
+    f.write_text(f.read_text().replace('"config": "m"', '"config": "x"').replace('"m|en|', '"x|en|'))
+    _age(f, 1)
+    assert discover.error_label_dirs() == [other, mine]
+    ex = X.load_explorer()
+    assert ex.labels["path"].str.startswith(str(mine)).all() and len(ex.labels) == 1
+    assert "(1 stale)" in ex.summary()  # written for another output of the loaded answer (hash 0000000000)
+    both = X.load_explorer(labels=[str(mine), str(other)])
+    assert "(1 stale, 1 for answers not loaded)" in both.summary()
