@@ -7,7 +7,7 @@ import concurrent.futures
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from cresowlve_core.runtime import stop
+import cresowlve_core.runtime.stop as stop
 
 T = TypeVar("T")
 

@@ -28,8 +28,8 @@ from typing import Any, Generic, TypeVar
 
 from tqdm.auto import tqdm
 
+import cresowlve_core.runtime.stop as stop_request
 from cresowlve_core.llm.types import LLMError
-from cresowlve_core.runtime import stop as stop_request
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.rundir import RunDir
 
