@@ -671,26 +671,34 @@ def detail_html(detail: dict[str, Any]) -> str:
 # ------------------------------------------------------------------ the ipywidgets browser
 
 
+_ANY = "\x00any"  # the value of a dropdown's "any" entry (no restriction)
+
+
 def browser(ex: Explorer) -> Any:
     """An ipywidgets browser: filters on top, the matching items in a list, the chosen item's
     detail below (JupyterLab, VS Code; the notebook ``notebooks/explore.ipynb``)."""
     import ipywidgets as W
 
     opt = options(ex)
-    any_ = [("any", None)]
-    lang = W.Dropdown(options=[("any", None)] + [(x, x) for x in opt["langs"]], description="language")
+    # ipywidgets shows a Dropdown whose value is None as blank: "any" gets a string value of its own
+    any_ = [("any", _ANY)]
+    lang = W.Dropdown(options=any_ + [(x, x) for x in opt["langs"]], value=_ANY, description="language")
     lo, hi = opt["difficulty"] or (0.0, 0.0)
     diff = W.IntRangeSlider(value=(int(lo), int(hi)), min=int(lo), max=int(hi), description="difficulty",
                             disabled=opt["difficulty"] is None or lo == hi)
-    kd = W.Dropdown(options=any_ + opt["knowledge_domain"], description="domain")
-    cc = W.Dropdown(options=any_ + opt["creative_concept"], description="concept")
-    cu = W.Dropdown(options=any_ + opt["culture"], description="culture")
+    kd = W.Dropdown(options=any_ + opt["knowledge_domain"], value=_ANY, description="domain")
+    cc = W.Dropdown(options=any_ + opt["creative_concept"], value=_ANY, description="concept")
+    cu = W.Dropdown(options=any_ + opt["culture"], value=_ANY, description="culture")
     model = W.SelectMultiple(options=opt["configs"], description="models", rows=min(6, max(2, len(opt["configs"]))),
                              disabled=not opt["configs"])
     outcome = W.ToggleButtons(options=list(OUTCOMES), description="outcome", disabled=not ex.has_runs,
                               tooltips=["every answer", "judge verdict where scored, else strict EM",
                                         "judge verdict where scored, else strict EM", "neither judge nor strict EM"])
-    err = W.Dropdown(options=any_ + opt["error_category"], description="error", disabled=not ex.has_labels)
+    if ex.has_labels:
+        err = W.Dropdown(options=any_ + opt["error_category"], value=_ANY, description="error")
+    else:  # say why it cannot be used, and how to change that
+        err = W.Dropdown(options=[("no error labels loaded", _ANY)], value=_ANY, description="error", disabled=True,
+                         tooltip="set labels (the errors --out-dir or a labels.jsonl) to filter by error category")
     text = W.Text(description="search", placeholder="question, answer or prediction")
     count = W.HTML()
     listing = W.Select(options=[], rows=12, layout=W.Layout(width="100%"))
@@ -700,9 +708,10 @@ def browser(ex: Explorer) -> Any:
     def current() -> Filters:
         full = opt["difficulty"] is None or tuple(diff.value) == (int(lo), int(hi))
         span = None if full else (float(diff.value[0]), float(diff.value[1]))
-        return Filters(langs=(lang.value,) if lang.value else None, difficulty=span,
-                       knowledge_domain=kd.value, creative_concept=cc.value, culture=cu.value,
-                       configs=tuple(model.value) or None, outcome=outcome.value, error_category=err.value,
+        chosen = lambda w: None if w.value == _ANY else w.value  # noqa: E731
+        return Filters(langs=(lang.value,) if chosen(lang) else None, difficulty=span,
+                       knowledge_domain=chosen(kd), creative_concept=chosen(cc), culture=chosen(cu),
+                       configs=tuple(model.value) or None, outcome=outcome.value, error_category=chosen(err),
                        text=text.value)
 
     def show(_: Any = None) -> None:

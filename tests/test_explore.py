@@ -252,3 +252,19 @@ def test_marimo_app_runs_without_runs(tmp_path):
     spec.loader.exec_module(mod)
     _, defs = mod.app.run(defs={"runs_arg": str(tmp_path / "none" / "*"), "labels_arg": None, "items_arg": "demo"})
     assert not defs["ex"].has_runs and isinstance(defs["listing"], pd.DataFrame) and len(defs["listing"]) > 0
+
+
+def test_browser_any_filters_read_any_and_the_error_filter_says_why_it_is_off(tmp_path):
+    """Issue 19 point 9: "any" dropdowns showed blank (a None value is no selection to ipywidgets),
+    and the error filter sat disabled without a word."""
+    pytest.importorskip("ipywidgets")
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"), labels=str(_labels(tmp_path)))
+    filters = X.browser(ex).children[2]
+    lang, kd, cc, cu = filters.children[0].children[0], *filters.children[1].children
+    err = filters.children[2].children[1].children[1]
+    assert [w.label for w in (lang, kd, cc, cu, err)] == ["any"] * 5
+    assert all(w.value is not None and w.index == 0 for w in (lang, kd, cc, cu, err))  # None draws blank
+    assert not err.disabled
+    unlabelled = X.browser(X.load_explorer(str(_runs(tmp_path) / "*"), labels=""))
+    off = unlabelled.children[2].children[2].children[1].children[1]
+    assert off.disabled and off.label == "no error labels loaded" and "labels" in off.tooltip
