@@ -12,10 +12,11 @@ app = marimo.App(width="medium")
 def _():
     import marimo as mo
 
+    from cresowlve_core.banners import banner_html, is_embedded_model
     from cresowlve_core.discover import newest_error_sample
     from cresowlve_core.errors import annotation as A
 
-    return A, mo, newest_error_sample
+    return A, banner_html, is_embedded_model, mo, newest_error_sample
 
 
 @app.cell
@@ -35,10 +36,11 @@ def _(found, mo):
 
 
 @app.cell
-def _(A, annotator, found, mo, sample_path):
+def _(A, annotator, banner_html, found, is_embedded_model, mo, sample_path):
     from pathlib import Path
 
     get_saved, set_saved = mo.state(0)
+    get_message, set_message = mo.state("")  # the last save's confirmation, kept across the next item
     problem = None
     store, rows = None, []
     path = Path(sample_path.value.strip()).expanduser()
@@ -53,13 +55,17 @@ def _(A, annotator, found, mo, sample_path):
     else:
         rows = A.read_sample(path).to_dict("records")
         store = A.AnnotationStore(path.parent, annotator.value)
-    mo.md(f"**{problem}**") if problem else None
-    return get_saved, rows, set_saved, store
+    # answers of the embedded 270M model (the main job's demo) are not results: say so on top
+    embedded = sorted({str(r["config"]) for r in rows if is_embedded_model(str(r["config"]).split(" (")[0])})
+    _banner = mo.Html(banner_html("embedded", f"Answers here come from {', '.join(embedded)}.")) if embedded else None
+    mo.vstack([x for x in (_banner, mo.md(f"**{problem}**") if problem else None) if x is not None])
+    return embedded, get_message, get_saved, rows, set_message, set_saved, store
 
 
 @app.cell
-def _(A, get_saved, mo, rows, store):
+def _(A, get_message, get_saved, mo, rows, store):
     get_saved()
+    last = get_message()
     keys = [str(r["key"]) for r in rows]
     i = store.next_index(keys) if store else 0
     row = rows[i] if store and i < len(rows) else None
@@ -70,21 +76,21 @@ def _(A, get_saved, mo, rows, store):
     view = (mo.md(f"All {len(rows)} items labelled." if store else "") if row is None else
             mo.vstack([mo.md(f"Item {i + 1} of {len(rows)} · {done} labelled by you"), mo.Html(A.item_html(row)),
                        choice, note, save]))
-    view
+    mo.vstack([mo.callout(mo.md(last), kind="success" if last.startswith("saved") else "warn"), view]) if last else view
     return choice, note, row, save
 
 
 @app.cell
-def _(choice, mo, note, row, save, set_saved, store):
-    message = ""
+def _(choice, note, row, save, set_message, set_saved, store):
+    # the confirmation goes to a state shown above the next item: this cell's own output is
+    # cleared when the next item's button replaces the one that was clicked
     if save.value and row is not None:
         if choice.value is None:
-            message = "choose a category first"
+            set_message("choose a category first")
         else:
             store.save(str(row["key"]), choice.value, note.value)
-            message = f"saved {choice.value} for {row['id']}"
+            set_message(f"saved {choice.value} for {row['id']}")
             set_saved(lambda n: n + 1)
-    mo.md(message)
     return
 
 

@@ -42,6 +42,7 @@ def _(MODES, found, mo):
 @app.cell
 def _(R, build_dir, found, mo, mode, reviewer):
     get_saved, set_saved = mo.state(0)
+    get_message, set_message = mo.state("")  # the last save's confirmation, kept across the next card
     session, problem = None, None
     try:
         if not build_dir.value.strip():
@@ -53,28 +54,35 @@ def _(R, build_dir, found, mo, mode, reviewer):
     except (FileNotFoundError, R.ReviewError) as exc:
         problem = str(exc)
     mo.md(f"**{problem}**") if problem else None
-    return get_saved, session, set_saved
+    return get_message, get_saved, session, set_message, set_saved
 
 
 @app.cell
-def _(R, card_html, get_saved, mo, session):
+def _(R, card_html, get_message, get_saved, mo, session):
     get_saved()
+    last = get_message()
+    note_box = mo.callout(mo.md(last), kind="success" if last.startswith("saved") else "warn") if last else None
     reviewing = isinstance(session, R.ReviewSession)
     card = session.next_card() if reviewing else None
     done, total = session.progress() if reviewing else (0, 0)
     code = mo.ui.dropdown(options=list(R.DECISIONS), value="keep", label="decision")
     note = mo.ui.text(label="note (required for 'other')", full_width=True)
-    edits = mo.ui.dictionary({f: mo.ui.text_area(value=((card or {}).get("en") or {}).get(f) or "", full_width=True)
-                              for f in R.EDITABLE_FIELDS}, label="English (edited fields are saved with fix_translation)")
+    # one labelled text area per English field (a ui.dictionary drew them as a JSON-like dict)
+    edits = mo.md("**English** (edited fields are saved with the decision fix_translation)\n\n"
+                  + "\n\n".join(f"{{{f}}}" for f in R.EDITABLE_FIELDS)).batch(**{
+        f: mo.ui.text_area(value=((card or {}).get("en") or {}).get(f) or "", label=f.replace("_", " "), full_width=True)
+        for f in R.EDITABLE_FIELDS})
     save = mo.ui.run_button(label="save decision")
     view = (None if not reviewing else mo.md("All items decided.") if card is None else
             mo.vstack([mo.md(f"{done} / {total} decided"), mo.Html(card_html(card)), edits, code, note, save]))
-    view
+    mo.vstack([x for x in (note_box, view) if x is not None]) if reviewing else None
     return card, code, edits, note, save
 
 
 @app.cell
-def _(R, card, code, edits, mo, note, save, session, set_saved):
+def _(R, card, code, edits, note, save, session, set_message, set_saved):
+    # the confirmation goes to a state shown above the next card (this cell's output is cleared
+    # when the next card's button replaces the one that was clicked)
     message = ""
     if save.value and card is not None:
         old = card["en"] or {}
@@ -86,13 +94,14 @@ def _(R, card, code, edits, mo, note, save, session, set_saved):
             set_saved(lambda n: n + 1)
         except R.ReviewError as exc:
             message = f"not saved: {exc}"
-    mo.md(message)
+        set_message(message)
     return
 
 
 @app.cell
-def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_saved, mo, session):
+def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_message, get_saved, mo, session):
     get_saved()
+    a_last = get_message()
     labelling = isinstance(session, R.AnnotationSession)
     a_card = session.next_card() if labelling else None
     a_done, a_total = session.progress() if labelling else (0, 0)
@@ -106,12 +115,13 @@ def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_saved, mo, ses
               mo.md("All sampled items annotated. Run the build again to score the agreement.") if a_card is None else
               mo.vstack([mo.md(f"agreement sample: {a_done} / {a_total} annotated"),
                          mo.Html(card_html(a_card, verdicts=False)), reasoning, concepts, domains, cultures, a_save]))
-    a_view
+    a_box = mo.callout(mo.md(a_last), kind="success" if a_last.startswith("saved") else "warn") if a_last else None
+    mo.vstack([x for x in (a_box, a_view) if x is not None]) if labelling else None
     return a_card, a_save, concepts, cultures, domains, reasoning
 
 
 @app.cell
-def _(R, a_card, a_save, concepts, cultures, domains, mo, reasoning, session, set_saved):
+def _(R, a_card, a_save, concepts, cultures, domains, reasoning, session, set_message, set_saved):
     a_message = ""
     if a_save.value and a_card is not None:
         try:
@@ -121,7 +131,7 @@ def _(R, a_card, a_save, concepts, cultures, domains, mo, reasoning, session, se
             set_saved(lambda n: n + 1)
         except R.ReviewError as exc:
             a_message = f"not saved: {exc}"
-    mo.md(a_message)
+        set_message(a_message)
     return
 
 

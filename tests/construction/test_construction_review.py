@@ -265,3 +265,24 @@ def test_opening_a_build_without_a_queue_creates_nothing(tmp_path: Path) -> None
         with pytest.raises(FileNotFoundError, match="no review queue"):
             session(build, "ann")
     assert not build.exists()  # the app's default build directory is not created by looking at it
+
+
+def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) -> None:
+    """Issue 19 point 9: the English fix fields drew as a JSON-like dictionary; now one labelled text
+    area per field, with the confirmation of the last save kept in a state shown above the next card."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    app_path = Path(__file__).resolve().parents[2] / "notebooks" / "review.py"
+    spec = importlib.util.spec_from_file_location("review_app", app_path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    R.write_queue(tmp_path, _cands())
+    _, defs = mod.app.run(defs={"build_dir": SimpleNamespace(value=str(tmp_path)),
+                                "reviewer": SimpleNamespace(value="carol"),
+                                "mode": SimpleNamespace(value="review")})
+    edits = defs["edits"]
+    assert set(edits.value) == set(R.EDITABLE_FIELDS) and edits.value["question"] == "Question 0?"
+    assert "mo.ui.dictionary" not in app_path.read_text() and type(edits).__name__ == "batch"
+    assert defs["last"] == ""  # nothing saved yet: no confirmation shown

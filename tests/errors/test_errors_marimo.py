@@ -34,3 +34,25 @@ def test_marimo_app_without_a_sample_says_so(tmp_path):
     _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(tmp_path / "none.jsonl")),
                                "annotator": SimpleNamespace(value="x")})
     assert "no sample" in defs["problem"] and defs["row"] is None
+
+
+def test_marimo_app_banners_answers_of_the_embedded_model(tmp_path):
+    """Issue 19 point 9: the annotate app showed junk answers of the embedded 270M model unbannered."""
+    rows = [{"key": f"k{i}", "config": c, "lang": "en", "id": f"i{i}", "question": "q", "answer": "a",
+             "prediction": "b", "reasoning": ""} for i, c in enumerate(["gemma3-270m", "gpt-4.1 (high)"])]
+    path = write_sample(pd.DataFrame(rows), tmp_path / "ann" / "sample.jsonl")
+    outputs, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(path)),
+                                     "annotator": SimpleNamespace(value="ann1")})
+    assert defs["embedded"] == ["gemma3-270m"]
+    assert any("data-banner=\"embedded\"" in str(getattr(o, "text", o)) for o in outputs)
+    clean = write_sample(pd.DataFrame(rows[1:]), tmp_path / "ann2" / "sample.jsonl")
+    _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(clean)),
+                               "annotator": SimpleNamespace(value="ann1")})
+    assert defs["embedded"] == []
+
+
+def test_marimo_app_keeps_the_save_confirmation_in_a_state():
+    """The confirmation lives in a state the next item's view shows (a cell output of its own was
+    cleared as soon as the next item's button replaced the clicked one)."""
+    text = APP.read_text()
+    assert 'set_message(f"saved {choice.value}' in text and "last = get_message()" in text
