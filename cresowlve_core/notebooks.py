@@ -107,6 +107,15 @@ def banners_in(ipynb: str | Path) -> list[str]:
 # --------------------------------------------------------------------------- running
 
 
+class NotebookInputError(ValueError):
+    """A report notebook stopped on its input (a ``FileNotFoundError`` or ``ValueError`` raised in a
+    cell, e.g. a glob that matches nothing): one line for the terminal, exit 2."""
+
+
+#: exceptions raised in a notebook cell that mean "bad input", not a bug in the notebook
+INPUT_ERRORS = ("FileNotFoundError", "ValueError")
+
+
 @dataclass
 class RunResult:
     name: str
@@ -157,8 +166,6 @@ def run_notebook(
     timeout_s: int | None = 3600,
 ) -> RunResult:
     """Execute a notebook with papermill, render its HTML report, refresh the index."""
-    import papermill as pm
-
     src = notebook_path(name)
     params = dict(parameters or {})
     check_parameters(src, params)
@@ -175,7 +182,7 @@ def run_notebook(
     saved = {k: os.environ.get(k) for k in kernel_env}
     os.environ.update(kernel_env)
     try:
-        pm.execute_notebook(
+        _execute(
             str(src),
             str(out_ipynb),
             parameters=params,
@@ -197,6 +204,21 @@ def run_notebook(
     seconds = time.monotonic() - t0
     update_index(reports, stem, title, params, seconds)
     return RunResult(stem, out_ipynb, html_path, seconds, read_records(out_ipynb))
+
+
+def _execute(src: str, out: str, **kwargs: Any) -> None:
+    """``papermill.execute_notebook``; a cell that stops on its input becomes :class:`NotebookInputError`
+    (naming the notebook, the error and the partial notebook), other failures propagate as they are."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    try:
+        pm.execute_notebook(src, out, **kwargs)
+    except PapermillExecutionError as exc:
+        if exc.ename not in INPUT_ERRORS:
+            raise
+        raise NotebookInputError(f"{Path(src).stem}: {exc.ename}: {exc.evalue} (cell {exc.exec_count}; "
+                                 f"the partial notebook is {out})") from exc
 
 
 def _scrub_secrets(path: Path) -> None:

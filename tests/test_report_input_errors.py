@@ -1,0 +1,23 @@
+"""A report notebook that stops on its input is one line on the terminal and exit 2, not a papermill
+traceback: the documented `cresowlve report 07_create -p user_runs '["data/runs/create/*"]'`
+before any CREATE run exists (issue 19 point 8: commands of the README, run as a new user)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_notebook_stopped_by_its_input_is_one_line_and_exit_2(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "report", "07_create", "-p", "user_runs",
+                          '["data/runs/create/*"]', "--reports-dir", str(tmp_path / "reports")],
+                         capture_output=True, text=True, timeout=600, cwd=REPO, env={**os.environ})
+    assert out.returncode == 2, out.stderr[-3000:]
+    assert "Traceback" not in out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 07_create: FileNotFoundError: user_runs: 'data/runs/create/*' matches no run")
+    assert str(tmp_path / "reports" / "07_create.ipynb") in last  # where the partial notebook is
