@@ -137,6 +137,18 @@ class RunSet:
         """Runs that did not finish (see ``complete`` in ``runs``)."""
         return self.runs[~self.runs["complete"].astype(bool)] if not self.runs.empty else self.runs
 
+    def labelled(self, aliases: dict[str, str] | None = None) -> RunSet:
+        """This run set with its configurations named by the grid's labels (``GPT-4.1 (high)`` for
+        ``openai/gpt-4.1 (high)``): the labels recorded in ``grid.json`` and ``aliases``. The model
+        column keeps the run's model name (Table 1 matches on it). A label two models share, or one
+        that would merge two configurations, is not used."""
+        merged = {**self.aliases, **(aliases or {})}
+        names = display_labels(self.runs, merged)
+        if not names:
+            return self
+        rename = lambda df: df.assign(config=df["config"].map(lambda c: names.get(c, c)))  # noqa: E731
+        return RunSet(rename(self.responses), rename(self.runs), list(self.notes), self.searched, merged)
+
 
 # ------------------------------------------------------------------ finding run directories
 
@@ -444,6 +456,18 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+def display_labels(runs_df: pd.DataFrame, aliases: dict[str, str]) -> dict[str, str]:
+    """Configuration name -> the same configuration named with its grid label, for the models a
+    grid labelled; empty when a label would merge two configurations."""
+    if not aliases or runs_df.empty:
+        return {}
+    pairs = runs_df.drop_duplicates("config")[["config", "model", "effort"]]
+    out = {str(c): config_label(aliases[str(m)], e) for c, m, e in pairs.itertuples(index=False)
+           if aliases.get(str(m))}
+    targets = [*out.values(), *(str(c) for c in pairs["config"] if str(c) not in out)]
+    return out if len(set(targets)) == len(targets) else {}
 
 
 GRID_FILE = "grid.json"  # written by ``cresowlve grid`` in the grid's directory, beside its cells

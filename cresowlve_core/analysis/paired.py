@@ -149,8 +149,9 @@ def resolve_config(df: pd.DataFrame, name: str, aliases: Mapping[str, str] | Non
     labels = {str(k): str(v) for k, v in (aliases or {}).items()}
     configs["label"] = [labels.get(str(m)) for m in configs["model"]]
     configs["label_config"] = [config_label(lb, e) if lb else None for lb, e in zip(configs["label"], configs["effort"])]
+    configs["model_config"] = [config_label(str(m), e) for m, e in zip(configs["model"], configs["effort"])]
     wanted = str(name).strip().casefold()
-    for col in ("config", "model", "label_config", "label"):
+    for col in ("config", "model_config", "model", "label_config", "label"):
         hit = configs[configs[col].fillna("").astype(str).str.casefold() == wanted]
         if len(hit) == 1:
             return str(hit["config"].iloc[0])

@@ -86,3 +86,25 @@ def test_cli_refuses_an_unknown_compare_name_before_rendering(tmp_path):
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("error: compare: no configuration 'GPT-4.2'") and "GPT-5.4 (medium) = gpt-5.4 (medium)" in last
     assert not (tmp_path / "reports" / "03_analysis.html").exists()
+
+
+def test_the_report_names_configurations_by_their_grid_labels(tmp_path):
+    """Issue 19 point 9: the grid's labels were never shown. 03 names configurations by them
+    (RunSet.labelled); Table 1 still matches on the model; every earlier name still resolves."""
+    rs = load_runs(str(_grid(tmp_path) / "grid.json")).labelled()
+    assert sorted(rs.runs["config"]) == ["GPT-4.1", "GPT-5.4 (medium)", "GPT-5.4 (none)"]
+    assert set(rs.responses["config"]) == set(rs.runs["config"]) and set(rs.runs["model"]) == {"gpt-4.1", "gpt-5.4"}
+    for name in ("GPT-4.1", "gpt-4.1", "gpt-5.4 (medium)", "GPT-5.4 (medium)"):
+        assert compare_configs(rs, [(name, "GPT-5.4 (none)")], include_defaults=False).iloc[0]["n"] == 40
+    alone = tmp_path / "alone" / "gpt-4.1__en"
+    write_run(alone, [record(f"i{k:03d}", model="gpt-4.1", effort=None, em_strict=True) for k in range(3)],
+              model="gpt-4.1", effort=None, thinking=False)
+    unlabelled = load_runs(str(alone))
+    assert unlabelled.labelled() is unlabelled  # no grid, no labels: nothing renamed
+    assert unlabelled.labelled({"gpt-4.1": "GPT-4.1"}).runs["config"].tolist() == ["GPT-4.1"]  # the notebook's aliases
+
+
+def test_labels_that_would_merge_configurations_are_not_used(tmp_path):
+    rs = load_runs(str(_grid(tmp_path) / "grid.json"))
+    merging = rs.labelled({"gpt-4.1": "GPT-5.4 (none)", "gpt-5.4": "GPT-5.4"})  # two configs -> one name
+    assert sorted(merging.runs["config"]) == ["gpt-4.1", "gpt-5.4 (medium)", "gpt-5.4 (none)"]
