@@ -244,7 +244,7 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         bdq_counts = qz.position_counts(bdq_df["choice"].tolist())
         non_pref, truly = qz.non_preferred_positions(bdq_counts, len(bdq_df)) if len(bdq_df) else ([], False)
         if non_pref and not stopped:
-            bcq_units = []
+            bcq_units: list[qz.QuizUnit] = []
             for s, i, p in usable:
                 layouts = qz.bcq_repeats(questions[i], p, non_pref, n_repeats, seed, lang, i)
                 bcq_units.extend(qz.QuizUnit("bcq", s, lang, i, rep, *layout) for rep, layout in enumerate(layouts))
