@@ -79,7 +79,9 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 
     server = LocalServer(port=a.port, n_parallel=a.parallel)
     with server:
-        print(f"serving {server.model} at {server.base_url}  (Ctrl-C to stop)", flush=True)
+        print(f"serving {server.model} at {server.base_url}  (Ctrl-C to stop)\n"
+              f"a base model: name it with --provider embedded (few-shot completion prompts; docs/llm.md)",
+              flush=True)
         while stop.requested() is None:  # Ctrl-C or SIGTERM (runtime/stop.py)
             time.sleep(0.2)
     print("stopped", flush=True)
