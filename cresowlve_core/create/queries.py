@@ -40,12 +40,12 @@ from pydantic import BaseModel, Field, ValidationError
 
 from cresowlve_core import jsonl
 from cresowlve_core.llm.types import GenParams, LLMError
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.paths import shipped_data
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import STOP_ERRORS, run_coro
 from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 
-DEFAULT_QUERIES_PATH = DATA_DIR / "create" / "queries.jsonl"
+DEFAULT_QUERIES_PATH = shipped_data("create", "queries.jsonl")  # shipped input: found with a data dir elsewhere
 CREATE_RELATIONS: tuple[str, ...] = (
     "P166", "P39", "P40", "P463", "P54", "P57", "P58", "P161", "P162", "P2175", "P2293",
 )  # fmt: skip

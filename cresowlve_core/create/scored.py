@@ -23,9 +23,9 @@ from cresowlve_core import jsonl
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.create.paths import check_validity
 from cresowlve_core.create.queries import load_queries, query_id
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.paths import shipped_data
 
-RECORDED_DIR = DATA_DIR / "create" / "recorded"
+RECORDED_DIR = shipped_data("create", "recorded")  # shipped input: found with a data dir elsewhere
 ValiditySource = Literal["recorded", "recomputed"]
 
 

@@ -118,3 +118,16 @@ def test_llm_verbalisation_and_template_fallback():
     with pytest.raises(ValueError):
         build_queries(kg, verbalise="llm")
     assert clean_verbalisation("no question here") is None
+
+
+def test_shipped_queries_and_recorded_runs_are_found_with_a_data_dir_elsewhere(tmp_path):
+    """CRESOWLVE_DATA_DIR pointing at an empty folder hid the shipped queries (QueriesFileError in 07_create)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from cresowlve_core.create.queries import load_queries; from cresowlve_core.create.scored import "
+            "RECORDED_DIR; print(len(load_queries()), RECORDED_DIR.is_dir())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "CRESOWLVE_DATA_DIR": str(tmp_path / "empty")})
+    assert out.stdout.split() == ["24", "True"], out.stderr[-1000:]
