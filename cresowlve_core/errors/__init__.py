@@ -16,8 +16,9 @@ does not load scipy and pandas through ``label`` -> ``wrong`` -> ``analysis`` (s
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cresowlve_core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from cresowlve_core.errors.label import Label, alabel, label_errors, label_messages, parse_label
@@ -46,11 +47,4 @@ __all__ = [
 ]
 
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

@@ -10,8 +10,9 @@ HTTP client (``cresowlve --help`` start-up time, issue 20 point 10).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cresowlve_core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from cresowlve_core.llm.batch import collect_batch, submit_batch
@@ -85,15 +86,4 @@ __all__ = [
 ]
 
 
-
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
