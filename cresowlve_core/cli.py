@@ -129,8 +129,11 @@ def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> 
     with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
         print(f"serving {directory} at http://127.0.0.1:{httpd.server_address[1]}/{open_page}  (Ctrl-C stops)",
               flush=True)
+        from cresowlve_core.runtime import stop
+
         try:
-            httpd.serve_forever()
+            with stop.interruptible():  # Ctrl-C and SIGTERM end the (blocking) server at once
+                httpd.serve_forever()
         except KeyboardInterrupt:
             pass
     return 0
