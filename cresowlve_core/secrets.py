@@ -49,7 +49,10 @@ _SEEN_URL_SECRETS: set[str] = set()
 
 
 def _remember(value: str | None) -> None:
-    if value and value != REDACTED and len(value) >= 4:
+    """Note a credential stripped from a URL, to strip it wherever it appears bare later. Short
+    values are not noted (the URL itself is always stripped): a password such as ``pass`` would
+    otherwise blank that word out of every later message of the process."""
+    if value and REDACTED not in value and len(value) >= MIN_SECRET_LEN:
         _SEEN_URL_SECRETS.add(value)
 
 
@@ -100,8 +103,9 @@ def known_secrets(extra_names: list[str] | None = None) -> list[str]:
 def scrub(text: str, secrets: list[str] | None = None) -> str:
     """The redaction choke point for everything the project writes or prints: every known secret
     value (:func:`known_secrets`, plus ``secrets``) and every URL's credentials are removed."""
+    text = strip_url_credentials(text)  # first: the URLs' own credentials are noted whole, then redacted bare
     values = known_secrets() if secrets is None else sorted(set(secrets) | _SEEN_URL_SECRETS, key=len, reverse=True)
-    return strip_url_credentials(redact(text, values))
+    return redact(text, values)
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

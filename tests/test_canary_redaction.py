@@ -120,3 +120,14 @@ def test_the_cli_terminal_and_log_handlers_are_scrubbed(capsys, caplog, monkeypa
         assert PASSWORD not in text and KEY not in text and "oddly-named" not in text
     assert "connecting to https://h.example/v1?api-key=***REDACTED***" in term.out
     assert "retrying https://h.example/v1" in logged
+
+
+def test_a_short_url_password_does_not_blank_that_word_out_of_later_messages():
+    """After a URL with the password 'pass', every later 'pass --yes' read '***REDACTED*** --yes'."""
+    from cresowlve_core.secrets import REDACTED, scrub
+
+    assert scrub("http://user:pass@h/v1") == "http://h/v1"
+    assert scrub("pass --yes to confirm") == "pass --yes to confirm"
+    # a long one is still stripped wherever it reappears, even after a short one was seen inside it
+    assert scrub("https://me:pass-s3cr3t-long@h/v1") == "https://h/v1"
+    assert scrub("bare pass-s3cr3t-long here") == f"bare {REDACTED} here"

@@ -13,9 +13,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_notebook_stopped_by_its_input_is_one_line_and_exit_2(tmp_path):
+    # a project of its own with no CREATE run (the checkout's data/ may hold the main job's)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "cresowlve-core"\n')
     out = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "report", "07_create", "-p", "user_runs",
                           '["data/runs/create/*"]', "--reports-dir", str(tmp_path / "reports")],
-                         capture_output=True, text=True, timeout=600, cwd=REPO, env={**os.environ})
+                         capture_output=True, text=True, timeout=600, cwd=project,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))})
     assert out.returncode == 2, out.stderr[-3000:]
     assert "Traceback" not in out.stderr
     last = out.stderr.strip().splitlines()[-1]
