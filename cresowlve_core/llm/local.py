@@ -185,16 +185,17 @@ class LocalServer:
 
 
 def default_threads() -> int:
-    """Half the cores, at least one. llama.cpp's worker threads wait for each other at every step, so
-    when the other processes of a run (the notebook kernel, the renderer) hold a core, a thread per core
-    stalls: on the 2-core reference machine under load, 3 few-shot prompts took 37-40 s with 2 threads
-    and 13-23 s with 1. ``CRESOWLVE_LOCAL_THREADS`` overrides it."""
+    """One thread per core (``CRESOWLVE_LOCAL_THREADS`` overrides it). Measured on the idle 2-core
+    machine with ``CRESOWLVE_LOCAL_THREADS=N cresowlve report 01_construction``: 69.1 s with 2
+    threads, 97.8 s with 1. On a machine loaded by other processes one thread can be faster
+    (llama.cpp's threads wait for each other at every step: 3 few-shot prompts took 37-40 s with 2
+    threads and 13-23 s with 1 at load 5-9); set the variable there."""
     given = os.environ.get("CRESOWLVE_LOCAL_THREADS", "").strip()
     if given:
         if not given.isdigit() or int(given) < 1:
             raise ValueError(f"CRESOWLVE_LOCAL_THREADS must be a positive integer, got {given!r}")
         return int(given)
-    return max(1, (os.cpu_count() or 2) // 2)
+    return max(1, os.cpu_count() or 2)
 
 
 def _entry(port: int) -> str:
