@@ -277,6 +277,14 @@ def spearman_exact_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
     return float(counts[extreme].sum() / counts.sum())
 
 
+def complete_pairs(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``x`` and ``y`` as float arrays, keeping only the positions where both are known (not NaN)."""
+    a = np.asarray(x, dtype=float)
+    b = np.asarray(y, dtype=float)
+    keep = ~(np.isnan(a) | np.isnan(b))
+    return a[keep], b[keep]
+
+
 def format_p(p: float | None) -> str:
     """A p-value as every report prints it: ``< 0.0001`` below 1e-4, else four decimals
     (``0.0123``; ``1.0000``); ``–`` when there is none (NaN/None)."""
@@ -333,10 +341,7 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     (:func:`spearman_exact_p`) for n ≤ 10, where the asymptotic t approximation fails (ρ = 1
     with n = 3 gives p = 0 there; exactly it is 0.33); ``spearman_p_method`` says which.
     """
-    a = np.asarray(x, dtype=float)
-    b = np.asarray(y, dtype=float)
-    keep = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[keep], b[keep]
+    a, b = complete_pairs(x, y)
     n = int(a.size)
     nan = float("nan")
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
@@ -831,10 +836,7 @@ def paired_difference(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.n
     The Wilcoxon test (scipy, zero differences dropped: ``zero_method="wilcox"``) is NaN, with a
     note, when every difference is 0; fewer than 2 pairs give no interval.
     """
-    a = np.asarray(x, dtype=float)
-    b = np.asarray(y, dtype=float)
-    keep = ~(np.isnan(a) | np.isnan(b))
-    a, b = a[keep], b[keep]
+    a, b = complete_pairs(x, y)
     n = int(a.size)
     nan = float("nan")
     if n == 0:
