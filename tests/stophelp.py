@@ -9,6 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -40,6 +41,17 @@ def wait_until(what: str, test: Callable[[], bool], proc: subprocess.Popen, time
         time.sleep(0.05)
     proc.kill()
     raise AssertionError(f"not {what} after {timeout}s")
+
+
+def signal_mid_step(proc: subprocess.Popen, srv: Any, what: str, ready: Callable[[], bool], signum: int,
+                    timeout: float = 90) -> tuple[str, str, int]:
+    """Wait until ``ready`` (a step under way), send ``signum``, wait for the exit: returns the
+    process's stdout and stderr and the requests the server received after the signal."""
+    wait_until(what, ready, proc)
+    at_signal = srv.total
+    proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=timeout)
+    return stdout, stderr, srv.total - at_signal
 
 
 def last_line(text: str) -> str:

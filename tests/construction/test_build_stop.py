@@ -14,7 +14,7 @@ from pathlib import Path
 import fakeserver
 import pytest
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, spawn_cli, wait_until
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
 from test_construction_pipeline import DEMO, scripted
 
 from cresowlve_core.cli import main
@@ -31,11 +31,7 @@ def test_a_signal_stops_the_step_skips_the_rest_and_writes_the_summary(tmp_path,
     with FakeServer(answers=scripted, latency_s=0.3) as srv:
         proc = spawn_cli(_args(tmp_path, srv.base_url), ignore_sigint=ignore_sigint,
                          env={"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")})
-        wait_until("2 translate records", lambda: n_lines(build, "steps/translate/records.jsonl") >= 2, proc)
-        at_signal = srv.total
-        proc.send_signal(signum)
-        stdout, stderr = proc.communicate(timeout=90)
-        after = srv.total - at_signal
+        stdout, stderr, after = signal_mid_step(proc, srv, "2 translate records", lambda: n_lines(build, "steps/translate/records.jsonl") >= 2, signum, timeout=90)
     assert proc.returncode == code, stderr
     assert after <= 2, f"{after} requests after the signal (concurrency 2)"
     summary = json.loads((build / "build.json").read_text())

@@ -13,7 +13,7 @@ import signal
 import fakeserver
 import pytest
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, spawn_cli, wait_until
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
 from test_contamination_pipeline import fake_model, make_items, write_runs
 
 from cresowlve_core.cli import main
@@ -38,11 +38,7 @@ def test_a_signal_stops_the_step_skips_the_rest_and_writes_the_summary(tmp_path,
     out = tmp_path / "out"
     with FakeServer(answers=fake_model(items), latency_s=0.15) as srv:
         proc = spawn_cli(_args(tmp_path, srv.base_url), ignore_sigint=ignore_sigint, env={"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")})
-        wait_until(f"2 {step} records", lambda: n_lines(out, records) >= 2, proc)
-        at_signal = srv.total
-        proc.send_signal(signum)
-        stdout, stderr = proc.communicate(timeout=60)
-        after = srv.total - at_signal
+        stdout, stderr, after = signal_mid_step(proc, srv, f"2 {step} records", lambda: n_lines(out, records) >= 2, signum, timeout=60)
     assert proc.returncode == code, stderr
     assert after <= 2, f"{after} requests after the signal (concurrency 2)"  # before: 161, then exit 3
     summary = json.loads((out / "summary.json").read_text())

@@ -14,7 +14,7 @@ import fakeserver
 import pytest
 import yaml
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, spawn_cli, wait_until
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
 from test_grid import reply
 
 from cresowlve_core.cli import main
@@ -38,11 +38,7 @@ def test_a_signal_stops_the_running_cell_skips_the_rest_and_the_report(tmp_path,
         config = write_config(tmp_path, srv.base_url)
         proc = spawn_cli(["grid", str(config)], ignore_sigint=ignore_sigint,
                          env={"CRESOWLVE_REPORTS_DIR": str(tmp_path / "reports")})
-        wait_until("2 answers", lambda: n_lines(tmp_path / "grid", "*/responses.jsonl") >= 2, proc)
-        at_signal = srv.total
-        proc.send_signal(signum)
-        stdout, stderr = proc.communicate(timeout=90)
-        after = srv.total - at_signal
+        stdout, stderr, after = signal_mid_step(proc, srv, "2 answers", lambda: n_lines(tmp_path / "grid", "*/responses.jsonl") >= 2, signum, timeout=90)
     assert proc.returncode == code, stderr
     assert after <= 2, f"{after} requests after the signal (concurrency 2)"
     cells = {c["cell"]: c["status"] for c in json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"]}

@@ -42,7 +42,8 @@ def test_paper_grid_runs_every_configuration_in_both_languages(tmp_path):
         path = tmp_path / "paper_table1_replay.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         env = dict(os.environ, PYTHONPATH=str(CODE),
-                   OPENAI_API_KEY="replay-openai", OPENROUTER_API_KEY="replay-openrouter", GEMINI_API_KEY="replay-gemini")
+                   **{name: f"replay-{name.split('_')[0].lower()}"  # placeholders: the replay checks the header, not the value
+                      for name in ("OPENAI_API_KEY", "OPENROUTER_API_KEY", "GEMINI_API_KEY")})
         proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(path)], cwd=CODE, env=env,
                               capture_output=True, text=True, timeout=600)
         refused = [e for e in srv.log if e["status"] != 200]

@@ -13,7 +13,7 @@ import signal
 import fakeserver
 import pytest
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, spawn_cli, wait_until
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
 
 from cresowlve_core.cli import main
 
@@ -45,11 +45,7 @@ def test_a_signal_stops_the_step_skips_the_rest_and_writes_the_summary(tmp_path,
     out = tmp_path / "synth"
     with FakeServer(answers=answer, latency_s=0.3) as srv:
         proc = spawn_cli(_args(tmp_path, srv.base_url), ignore_sigint=ignore_sigint)
-        wait_until(f"2 {step} records", lambda: n_lines(out, records) >= 2, proc)
-        at_signal = srv.total
-        proc.send_signal(signum)
-        stdout, stderr = proc.communicate(timeout=90)
-        after = srv.total - at_signal
+        stdout, stderr, after = signal_mid_step(proc, srv, f"2 {step} records", lambda: n_lines(out, records) >= 2, signum, timeout=90)
     assert proc.returncode == code, stderr
     assert after <= 2, f"{after} requests after the signal (concurrency 2)"
     summary = json.loads((out / "summary.json").read_text())
