@@ -16,6 +16,12 @@ a quiz. A rewrite is rejected when it
 
 A reply without three numbered rewrites is rejected as a whole (``unparsed``). Such an item is
 reported with every reason, never silently dropped.
+
+Two protocols, chosen by the perturber's provider profile: an instruction-following model gets the
+paper's chat instruction (:data:`CHAT_PROTOCOL`, prompt ``contamination_perturb``); a base model
+(profile ``base_model``, the embedded Gemma 3 270M) cannot follow it and gets few-shot lexical
+substitution instead (:mod:`~cresowlve_core.contamination.substitute`), one call per word, each
+recorded; a question with fewer than three usable synonyms is rejected as ``too_few_synonyms``.
 """
 
 from __future__ import annotations
@@ -26,12 +32,15 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from cresowlve_core.contamination import substitute as sub
 from cresowlve_core.contamination.rouge import words
+from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 
 PROMPT = "contamination_perturb"
+CHAT_PROTOCOL = "chat-rewrite"
 PERTURBATIONS = "perturbations.jsonl"
 MAX_PARSE_CHARS = 20_000
 # possessive quantifiers (*+): adjacent \s* runs backtracked into each other (cubic on a long blank line)
@@ -44,7 +53,7 @@ _STRUCT_WORD = re.compile(r"\w+(?:[-‐‑'’]\w+)*")
 _PUNCT = re.compile(r"[^\w\s]")
 LENGTH_TOLERANCE_WORDS = 3
 LENGTH_TOLERANCE_SHARE = 0.2
-REJECTION_KINDS = ("unparsed", "same_as_original", "duplicate", "placeholder_lost", "punctuation_changed",
+REJECTION_KINDS = ("unparsed", "too_few_synonyms", "same_as_original", "duplicate", "placeholder_lost", "punctuation_changed",
                    "length_changed")
 
 
@@ -167,28 +176,48 @@ def perturb_messages(unit: QuizItem) -> tuple[list[dict[str, str]], str]:
     return [{"role": "user", "content": prompt.render(question=unit.question.strip())}], prompt.tag
 
 
+def protocol_of(endpoint: Any) -> str:
+    """The perturbation protocol for a perturber endpoint: lexical substitution for a base model."""
+    return sub.PROTOCOL if is_base_model(endpoint) else CHAT_PROTOCOL
+
+
 async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, options: ClientOptions, *,
                    progress: bool = True) -> MapResult[QuizItem]:
-    """Perturb every question into ``run/perturbations.jsonl`` (resumable)."""
-    prompt = load_prompt(PROMPT)
+    """Perturb every question into ``run/perturbations.jsonl`` (resumable), by the protocol the
+    perturber can follow (:func:`protocol_of`)."""
+    protocol = protocol_of(client.endpoint)
+    base = protocol == sub.PROTOCOL
+    tags = sorted({sub.synonym_prompt(u.lang).tag for u in units}) if base else [load_prompt(PROMPT).tag]
     manifest = run.begin(new_manifest(
         "contamination_perturb", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
-        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump()))
+        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
+        temperature=options.temperature, max_tokens=sub.SYNONYM_MAX_TOKENS if base else options.max_tokens,
+        options=options.model_dump(), identity={"protocol": protocol} if base else {}))
+    params = sub.synonym_params(options.gen_params()) if base else options.gen_params()
 
     async def call(unit: QuizItem, previous: dict[str, Any] | None) -> dict[str, Any]:
+        if base:
+            s = await sub.substitute(unit.question, unit.lang, unit.id, client, params, options.seed)
+            parsed = s["perturbations"]
+            rej = ([Rejection(None, "too_few_synonyms", s["too_few"])] if parsed is None
+                   else rejections(unit.question, parsed))
+            return {"key": [unit.lang, unit.id], "status": "ok", "protocol": protocol, "perturbations": parsed,
+                    "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej],
+                    "synonyms": s["synonyms"], "usage": s["usage"], "cost": s["cost"]}
         messages, tag = perturb_messages(unit)
-        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
+        c = await client.complete(messages, params, prompt_version=tag)
         parsed = parse_perturbations(c.text, unit.question)
         rej = rejections(unit.question, parsed)
-        return {"key": [unit.lang, unit.id], "status": "ok", "perturbations": parsed,
-                "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej], "raw": c.text, "usage": c.usage.model_dump(),
-                "cost": c.cost}
+        return {"key": [unit.lang, unit.id], "status": "ok", "protocol": protocol, "perturbations": parsed,
+                "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej], "raw": c.text,
+                "usage": c.usage.model_dump(), "cost": c.cost}
 
     result = await map_with_resume(run, PERTURBATIONS, units, key=lambda u: (u.lang, u.id), call=call,
                                    concurrency=options.concurrency, progress=progress, desc="perturbing")
     recs = list(result.records.values())
     run.finish(manifest, stopped=result.stopped, summary={
-        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error,
-        "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs), "stopped": result.stopped})
+        "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
+        "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),
+        "n_model_calls": sum(len(r.get("synonyms") or []) if base else 1 for r in recs if r.get("status") == "ok"),
+        "stopped": result.stopped})
     return result

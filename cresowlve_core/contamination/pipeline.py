@@ -13,7 +13,8 @@ and configurations are skipped, and the stopped configuration gets no verdict (s
 Layout of ``out_dir``::
 
     summary.json                            the steps that ran, their counts, why it stopped
-    perturb/<perturber>__<lang>/            perturbations.jsonl
+    perturb/<perturber>__<lang>[__<protocol>]/  perturbations.jsonl (``__lexical-substitution``
+                                            for a base-model perturber: a folder of its own)
     <config>/<quiz-taker>/bdq/              bdq.jsonl
     <config>/<quiz-taker>/bcq/              bcq.jsonl
     <config>/<quiz-taker>/completion/       completions.jsonl
@@ -21,6 +22,7 @@ Layout of ``out_dir``::
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,7 +34,7 @@ import pandas as pd
 from cresowlve_core import outfiles
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
-from cresowlve_core.contamination.perturb import QuizItem, Rejection, aperturb, rejections
+from cresowlve_core.contamination.perturb import CHAT_PROTOCOL, QuizItem, Rejection, aperturb, protocol_of, rejections
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.errors.wrong import find_or_make_runs
 from cresowlve_core.runtime import (
@@ -90,11 +92,13 @@ class Contamination:
     steps: list[dict[str, Any]] = field(default_factory=list)  # every step that ran, in order (step_counts)
     stopped: str | None = None  # why the pipeline stopped early ("interrupted", "fatal: ..."), else None
     stopped_at: str | None = None  # the step that stopped ("perturbation", "<config> BDQ", ...)
+    #: how the perturbations were made (perturb.protocol_of) and with which prompts; None: nothing perturbed
+    perturbation: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``."""
         return {**pipeline_summary(self.steps), "configs": [r.config for r in self.results if not r.stopped],
-                "configs_stopped": [r.config for r in self.results if r.stopped]}
+                "configs_stopped": [r.config for r in self.results if r.stopped], "perturbation": self.perturbation}
 
 
 EMBEDDED = Role()  # no base URL: the embedded model
@@ -148,11 +152,12 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     results: list[ConfigResult] = []
     steps: list[dict[str, Any]] = []
     stopped = stopped_at = None
+    perturbation: dict[str, Any] = {}
     if quiz_items:  # nothing to test: no endpoint is opened (nor the embedded model started)
         stopped, stopped_at = _run_steps(quiz_items, members, counts, questions, work, perturber, quiz_taker, lang,
-                                         n_repeats, seed, opts, quiz_opts, progress, results, steps)
+                                         n_repeats, seed, opts, quiz_opts, progress, results, steps, perturbation)
     out = Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
-                        n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at)
+                        n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at, perturbation or None)
     work.mkdir(parents=True, exist_ok=True)
     outfiles.write_json(work / "summary.json", out.summary())  # scrubbed and atomic, like every file a run writes
     return out
@@ -161,13 +166,16 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
 def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.DataFrame, questions: dict[str, str],
                work: Path, perturber: Role, quiz_taker: Role, lang: str, n_repeats: int, seed: int,
                opts: ClientOptions, quiz_opts: ClientOptions, progress: bool, results: list[ConfigResult],
-               steps: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+               steps: list[dict[str, Any]], perturbation: dict[str, Any]) -> tuple[str | None, str | None]:
     """Perturb, then every configuration's quizzes; the first step that stops skips the rest.
-    Appends to ``results`` and ``steps``; returns why and where it stopped (None, None: it did not)."""
+    Appends to ``results`` and ``steps``, fills ``perturbation`` (protocol, prompts, folder); returns
+    why and where it stopped (None, None: it did not)."""
     stopped = stopped_at = None
     with endpoint_or_embedded(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, p_emb):
-        pert, pres = run_coro(_perturb(quiz_items, work / "perturb" / f"{slug(perturber.name)}__{lang}", p_ep, opts,
-                                       progress))
+        protocol = protocol_of(p_ep)
+        name = f"{slug(perturber.name)}__{lang}" + ("" if protocol == CHAT_PROTOCOL else f"__{protocol}")
+        pert, pres = run_coro(_perturb(quiz_items, work / "perturb" / name, p_ep, opts, progress))
+        perturbation.update(_perturbation_info(work / "perturb" / name, protocol))
         if pres is not None:
             steps.append(pres.step_counts("perturbation"))
             stopped, stopped_at = pres.stopped, "perturbation" if pres.stopped else None
@@ -280,11 +288,25 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                         {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")}, steps)
 
 
+def _perturbation_info(run_dir: Path, protocol: str) -> dict[str, Any]:
+    """The perturbation step's protocol, prompts and counts, from its summary (for reports)."""
+    info: dict[str, Any] = {"protocol": protocol, "folder": str(run_dir)}
+    try:
+        done = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        info |= {k: done[k] for k in ("prompts", "n_units", "n_usable", "n_model_calls") if k in done}
+    except (OSError, ValueError):
+        pass
+    return info
+
+
 def _rejections(rec: dict[str, Any] | None, question: str) -> list[Rejection]:
     """Why an item's perturbation record gives no four distinct options (empty: it does). Parsed
-    rewrites are re-validated here, so records cached under older rules meet the current ones."""
+    rewrites are re-validated here, so records cached under older rules meet the current ones; a
+    record without rewrites keeps its own reason (``too_few_synonyms``, ``unparsed``)."""
     if rec is None:
         return [Rejection(None, "not_perturbed", "not perturbed (run stopped)")]
     if rec.get("status") != "ok":
         return [Rejection(None, "call_failed", f"perturbation call failed: {rec.get('error')}")]
+    if rec.get("perturbations") is None and rec.get("rejections"):
+        return [Rejection(**x) for x in rec["rejections"]]
     return rejections(question, rec.get("perturbations"))

@@ -20,6 +20,7 @@ from cresowlve_core.contamination.itemstats import MIN_ITEMS, too_few
 from cresowlve_core.contamination.pipeline import ConfigResult, Contamination
 from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
+from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.errors.report import say, show
 from cresowlve_core.stats import format_p
@@ -108,7 +109,10 @@ def sets_section(c: Contamination) -> dict[str, Any]:
 def perturbation_section(c: Contamination) -> dict[str, Any]:
     """How many questions got three usable perturbations; the others with every reason, and the
     reasons counted (per rewrite: one rewrite can be rejected for several reasons)."""
-    out = {}
+    out: dict[str, Any] = {}
+    info = c.perturbation or {}
+    if info:
+        say(protocol_text(info))
     for r in c.results:
         pop = population(c, r)
         n_bad = len(r.not_quizzable)
@@ -119,12 +123,26 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
         if n_bad:
             show(table(counts))
             show(table(r.not_quizzable))
-        out[r.config] = {"population": pop, "quizzable": n_all - n_bad, "not_quizzable": n_bad,
+        out[r.config] = {"population": pop, "protocol": info.get("protocol"), "quizzable": n_all - n_bad,
+                         "not_quizzable": n_bad,
                          "rejections": {row.kind: int(row.rejections) for row in counts.itertuples()},
                          "questions_by_reason": {row.kind: int(row.questions) for row in counts.itertuples()}}
     if not c.results:
         say("No questions to perturb.")
     return out
+
+
+def protocol_text(info: dict[str, Any]) -> str:
+    """One line on how the perturbations were made (``perturbation`` of the pipeline's summary)."""
+    prompts = ", ".join(f"`{p}`" for p in info.get("prompts") or [])
+    calls = f"; {info['n_model_calls']} model call(s)" if info.get("n_model_calls") is not None else ""
+    if info.get("protocol") == LEXICAL:
+        return (f"Perturbation protocol: **{LEXICAL}** ({prompts}{calls}): the perturber is a base model, which "
+                "cannot follow the paper's rewrite instruction, so each rewrite swaps one word for the synonym the "
+                "model continued a few-shot synonym dictionary with (every call and its raw continuation are in "
+                "`perturbations.jsonl`). This differs from the paper's instruction-following perturber: one word per "
+                "rewrite, of whatever quality the model gives.")
+    return f"Perturbation protocol: **{info.get('protocol')}** ({prompts}{calls}), as in the paper."
 
 
 def rejection_counts(rejections: pd.DataFrame) -> pd.DataFrame:
