@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cresowlve_core import outfiles
 from cresowlve_core.evaluation.scoring import normalize
-from cresowlve_core.llm.types import Endpoint
-from cresowlve_core.prompts import load_prompt
+from cresowlve_core.evaluation.solve import is_fewshot
+from cresowlve_core.llm.base_model import completion_params, is_base_model
+from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.runtime import (
     RESPONSES,
     ClientOptions,
@@ -55,8 +57,16 @@ from cresowlve_core.synthetic.export import write_items, write_review_queue
 from cresowlve_core.synthetic.facts import Candidate, FactRules
 from cresowlve_core.synthetic.leap import SCORING_BASIS, extract, leap_outcome, solver_messages, solver_prompt
 from cresowlve_core.synthetic.notability import NotabilityBand
-from cresowlve_core.synthetic.verbalise import parse_verbalisation, verbalise_messages
+from cresowlve_core.synthetic.verbalise import (
+    FEWSHOT_STOP,
+    parse_fewshot_verbalisation,
+    parse_verbalisation,
+    verbalise_messages,
+    verbalise_prompt,
+)
 
+#: a base-model solver's continuation ends at the blank line or at the next few-shot example
+SOLVER_STOP = ("\nPuzzle:",)
 PAPER_YIELD = (7, 100)  # App. D: 7 of 100 candidates survived the creative-leap filter (Gemini-3-Flash)
 
 
@@ -147,20 +157,23 @@ def _other_labels(source: KnowledgeSource) -> set[str] | None:
 
 async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: RunDir, client: Any,
                      endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
-    """Verbalise every candidate (one ``map_with_resume`` call) and check it for leaks."""
-    prompt = load_prompt("synth_verbalise")
+    """Verbalise every candidate (one ``map_with_resume`` call) and check it for leaks. A base-model
+    verbaliser gets the few-shot completion prompt over ``/v1/completions`` (module ``verbalise``)."""
+    base = is_base_model(endpoint)
+    prompt = verbalise_prompt(base)
     manifest = run.begin(new_manifest(
         "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=len(cands), seed=options.seed,
         temperature=options.temperature, max_tokens=options.max_tokens, prompts=[prompt.tag],
         identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
     ))
-    params = options.gen_params()
+    params = _fewshot_params(options.gen_params(), FEWSHOT_STOP) if base else options.gen_params()
+    parse = parse_fewshot_verbalisation if base else parse_verbalisation
 
     async def call(c: Candidate, _previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = verbalise_messages(c, source)
+        messages, tag = verbalise_messages(c, source, base)
         out = await client.complete(messages, params, prompt_version=tag)
-        parsed = parse_verbalisation(out.text, prompt=messages[-1]["content"])
+        parsed = parse(out.text, prompt=messages[-1]["content"])
         names = answer_names(source, c.answers)
         leaks = []
         if parsed is not None:
@@ -182,6 +195,13 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
     return result
 
 
+def _fewshot_params(params: GenParams, more_stops: tuple[str, ...] = ()) -> GenParams:
+    """``params`` for a few-shot completion (:func:`~cresowlve_core.llm.base_model.completion_params`),
+    also stopping at ``more_stops``."""
+    p = completion_params(params)
+    return dataclasses.replace(p, extra={**p.extra, "stop": [*p.extra["stop"], *more_stops]}) if more_stops else p
+
+
 def _plain(usage: Any) -> Any:
     if usage is None:
         return None
@@ -201,7 +221,9 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
                  endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
     """The creative-leap filter: the solver answers both versions (one ``map_with_resume`` call)."""
     thinking = cfg.solver_effort is not None
-    prompt = solver_prompt(thinking)
+    base = is_base_model(endpoint)
+    prompt = solver_prompt(thinking, base)
+    fewshot = is_fewshot([prompt.tag])
     manifest = run.begin(new_manifest(
         "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "verbalise"), n_items=len(units), seed=options.seed, effort=cfg.solver_effort,
@@ -210,6 +232,7 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
         config=cfg.model_dump(mode="json"),
     ))
     params = options.gen_params(effort=cfg.solver_effort)
+    params = _fewshot_params(params, SOLVER_STOP) if base else params
     others = _other_labels(source)
 
     async def call(unit: tuple[Candidate, dict[str, Any]], _previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -220,7 +243,7 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
         correct: dict[str, bool | None] = {}
         for side in ("literal", "obfuscated"):
             out = await client.complete(solver_messages(verb[side], prompt), params, prompt_version=prompt.tag)
-            answer, how = extract(out.text)
+            answer, how = extract(out.text, fewshot)
             basis = match_answer(answer, names) if answer is not None else None
             correct[side] = None if answer is None else basis is not None
             rec[side] = {"raw": out.text, "answer": answer, "extraction": how, "correct": correct[side], "basis": basis,
@@ -346,6 +369,8 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         "candidate_counts": build.counts(),
         "difficulty": pred.to_record(),
         "embedded": embedded,
+        "prompts": {"verbalise": sorted({str(r.get("prompt")) for r in verbalised.values()}),
+                    "solve": sorted({str(r.get("prompt")) for r in solved.values()})},
         "errors": {"verbalise": vres.n_error, "solve": sres.n_error if sres else 0},
         "stopped": stopped,
         "stopped_at": counts["stopped_at"],

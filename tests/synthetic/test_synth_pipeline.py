@@ -70,6 +70,8 @@ def test_filter_on_scripted_models_and_exports(tmp_path):
     with FakeServer(answers=answers) as srv:
         ep = Endpoint(srv.base_url, "fake")
         res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+        assert {r.path for r in srv.requests} == {"/chat/completions"}  # a chat model keeps the chat prompts
+    assert res.summary["prompts"] == {"verbalise": ["synth_verbalise@1"], "solve": ["solve_cot_en@2"]}
     st = res.summary["stages"]
     assert st["candidates"] == 5 and st["verbalised"] == 5 and st["parsed"] == 4 and st["leak_free"] == 3
     assert res.summary["outcomes"] == {"kept": 1, "failed_literal": 1, "solved_obfuscated": 1, "unscored": 0}
