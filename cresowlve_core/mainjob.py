@@ -258,9 +258,9 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
         report("07_create", {
             "local_base_url": tgt.base_url, "local_model": tgt.model, "local_api_key_env": tgt.api_key_env,
             "n_local_queries": 1 if quick else 3, "local_run_dir": str(runs / "create" / slug(tgt.model))})
-        report("06_synthetic", {
+        report("06_synthetic", {  # the base model's few-shot build lives apart from chat-prompt builds (no resume clash)
             **roles("verbaliser", "solver"), "n_candidates": 2 if quick else 4, "embedded": small,
-            "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
+            "build_dir": str(runs / "synth_kg" / (slug(tgt.model) + ("-fewshot" if small else "")))})
     if not quick:
         _synthetic_report(report, runs / "synthetic", reports)
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
