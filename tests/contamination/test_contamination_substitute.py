@@ -140,7 +140,8 @@ def base_server(monkeypatch):
 def test_base_model_pipeline_swaps_words_records_every_call_quizzes_and_resumes(tmp_path, base_server):
     write_runs(tmp_path)
     role = Role("gemma3-270m", base_server.base_url)
-    kw = dict(out_dir=tmp_path / "out", perturber=role, quiz_taker=role, make_demo=False)
+    # one request at a time: a word asked for two questions is then always answered by the client's cache
+    kw = dict(out_dir=tmp_path / "out", perturber=role, quiz_taker=role, make_demo=False, concurrency=1)
     c = run_contamination(str(tmp_path / "runs" / "*"), **kw)
     first = base_server.total
     base_server.reset()
@@ -175,8 +176,7 @@ def test_base_model_pipeline_swaps_words_records_every_call_quizzes_and_resumes(
     assert r.bdq_counts == {"A": 0, "B": N - 1, "C": 0, "D": 0, "invalid": 0}  # the quizzes were answered
     assert len(r.bcq) == 3 * (N - 1) and r.non_preferred == ["A", "C"]
     quizzes = (N - 1) + 3 * (N - 1)
-    # a word asked for two questions is one request (the same prompt: the client's cache answers the second);
-    # the completion test leaves out the short question
+    # a word asked for two questions is one request (the same prompt, cached); no completion test of the short one
     assert first == len(asked) + quizzes + 2 * (N - 1) and len(asked) < calls
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["perturbation"]["protocol"] == sub.PROTOCOL and summary["perturbation"]["n_model_calls"] == calls
