@@ -48,6 +48,12 @@ def completion_params(params: GenParams, *, max_tokens: int | None = None) -> Ge
     return dataclasses.replace(params, api="completions", extra=extra, max_tokens=budget)
 
 
+def one_line(text: str | None, cap: int = 600) -> str:
+    """``text`` as one line of at most ``cap`` characters (whitespace runs, line breaks included,
+    collapsed): a field of a few-shot prompt cannot start an example of its own."""
+    return " ".join((text or "")[: cap * 4].split())[:cap]
+
+
 def first_line(text: str | None) -> str:
     """The first non-blank line of a continuation, stripped (linear; looks at :data:`MAX_LINE_CHARS`)."""
     for line in (text or "")[:MAX_LINE_CHARS].splitlines():
@@ -56,4 +62,4 @@ def first_line(text: str | None) -> str:
     return ""
 
 
-__all__ = ["MAX_LINE_CHARS", "STOP", "completion_params", "first_line", "is_base_model", "open_slot"]
+__all__ = ["MAX_LINE_CHARS", "STOP", "completion_params", "first_line", "is_base_model", "one_line", "open_slot"]
