@@ -40,11 +40,11 @@ from cresowlve_core.construction.llm_steps import (
     annotate_step,
     filter_step,
     open_step_clients,
+    step_prompt,
     translate_step,
 )
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
-from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
 
 
@@ -75,6 +75,8 @@ class BuildConfig(BaseModel):
     apply_review: bool = True
     agreement_n: int = 50
     embedded: bool = Field(False, description="the base URL serves the embedded model (the main job): banner on")
+    archive_changed: bool = Field(False, description="a step run of another prompt version or model is moved to "
+                                                     "steps/archive/ and run afresh, instead of refused (the main job)")
 
     @property
     def path(self) -> Path:
@@ -161,7 +163,8 @@ class Build:
         if clients is None:
             clients = self._stack.enter_context(open_step_clients(self.config.step_models(), self.config.client_options()))
         self.ctx = StepContext(self.path, clients, self.config.client_options(), dict(self.config.max_tokens),
-                               items_tag=f"build:{self.config.name}", progress=self.progress)
+                               items_tag=f"build:{self.config.name}", progress=self.progress,
+                               archive_changed=self.config.archive_changed)
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models()})
         return self
 
@@ -183,7 +186,7 @@ class Build:
         if self.ctx is None:
             return {}
         return {s: {"model": c.model, "base_url": c.base_url, "api_key_env": c.api_key_env, "embedded": c.embedded,
-                    "prompt": load_prompt(f"construct_{s}").tag} for s, c in self.ctx.clients.items()}
+                    "prompt": step_prompt(s, c.base_model).tag} for s, c in self.ctx.clients.items()}
 
     def _write_json(self, rel: str, data: Any) -> None:
         p = self.path / rel

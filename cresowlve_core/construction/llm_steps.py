@@ -9,7 +9,13 @@ Steps, in build order:
 - ``reasoning``, ``concepts``, ``domains``, ``cultures``, ``facts``: the annotations.
 
 Each step has a versioned prompt ``construct_<step>.txt``, a messages builder and a pure parser
-(:mod:`cresowlve_core.construction.parsers`). Each writes its own run directory
+(:mod:`cresowlve_core.construction.parsers`). A base model (provider profile ``base_model``: the
+embedded Gemma 3 270M; :mod:`cresowlve_core.llm.base_model`) gets the few-shot completion prompt
+``construct_<step>_fewshot.txt`` instead, over ``/v1/completions`` with a small budget
+(:data:`FEWSHOT_MAX_TOKENS`); the first line of its continuation is read into the same verdict
+(:func:`~cresowlve_core.construction.parsers.fewshot_reply`). It translates one field per call
+(:data:`FEWSHOT_TRANSLATE_FIELDS`: question, answer, accepted answers; the explanation is not asked
+and is flagged ``not_asked``). Each writes its own run directory
 ``<build>/steps/<step>/`` (manifest + ``records.jsonl``): a re-run skips finished items, and a
 changed prompt version or model is refused there. Unparseable output leaves the verdict ``None``
 and flags the item for review; a failed call (after the client's retries) does the same.
@@ -17,7 +23,9 @@ and flags the item for review; a failed call (after the client's retries) does t
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -29,10 +37,13 @@ from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
+from cresowlve_core.llm.base_model import completion_params, is_base_model, one_line, open_slot
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.types import Usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
+    ResumeError,
     RunDir,
     endpoint_or_embedded,
     map_with_resume,
@@ -40,6 +51,7 @@ from cresowlve_core.runtime import (
     open_client,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
+from cresowlve_core.runtime.manifest import RESUME_FIELDS
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
@@ -49,6 +61,15 @@ ANNOTATION_STEPS: tuple[str, ...] = ("reasoning", "concepts", "domains", "cultur
 DEFAULT_MAX_TOKENS: dict[str, int] = {"needs_material": 128, "russian_specific": 128, "translate": 768,
                                       "reasoning": 32, "concepts": 64, "domains": 96, "cultures": 64, "facts": 256}
 
+#: A base model's budget per step (tokens): its continuation is one line (a word, a short list, one
+#: translated field), and the 270M model runs on to any limit it is given.
+FEWSHOT_MAX_TOKENS: dict[str, int] = {"needs_material": 3, "russian_specific": 3, "translate": 96, "reasoning": 3,
+                                      "concepts": 16, "domains": 16, "cultures": 12, "facts": 48}
+#: The fields a base model translates, one call each, and their budgets (capped by the step's).
+#: The explanation is not asked: it is long, and its translation by a base model is not worth the time.
+FEWSHOT_TRANSLATE_FIELDS: dict[str, int] = {"question": 96, "answer": 16, "other_answers": 24}
+FEWSHOT_SUFFIX = "_fewshot"
+
 
 @dataclass
 class StepClient:
@@ -57,6 +78,11 @@ class StepClient:
     base_url: str | None
     api_key_env: str | None
     embedded: bool
+
+    @property
+    def base_model(self) -> bool:
+        """The endpoint serves a base model: few-shot completion prompts (llm/base_model.py)."""
+        return is_base_model(getattr(self.client, "endpoint", None))
 
 
 @dataclass
@@ -69,9 +95,16 @@ class StepContext:
     max_tokens: dict[str, int] = field(default_factory=dict)
     items_tag: str = "build"
     progress: bool = True
+    #: a step run directory of another configuration (prompt version, model) is moved to
+    #: ``steps/archive/`` and the step runs afresh, instead of being refused (the main job's demo build)
+    archive_changed: bool = False
 
     def step_options(self, step: str) -> ClientOptions:
-        n = self.max_tokens.get(step, DEFAULT_MAX_TOKENS[step])
+        """The step's options; its budget: ``max_tokens[step]`` if set, else the default of its
+        prompt kind (:data:`FEWSHOT_MAX_TOKENS` for a base model, :data:`DEFAULT_MAX_TOKENS`)."""
+        client = self.clients.get(step)
+        defaults = FEWSHOT_MAX_TOKENS if client is not None and client.base_model else DEFAULT_MAX_TOKENS
+        n = self.max_tokens.get(step, defaults[step])
         return self.options.model_copy(update={"max_tokens": n})
 
     @property
@@ -112,11 +145,30 @@ def annotation_view(c: Candidate) -> tuple[str, ItemView]:
     return ("en", c.en) if c.en is not None else ("ru", c.ru)
 
 
+def step_prompt(step: str, base_model: bool = False) -> Prompt:
+    """The step's prompt: ``construct_<step>``, or ``construct_<step>_fewshot`` for a base model."""
+    return load_prompt(f"construct_{step}{FEWSHOT_SUFFIX if base_model else ''}")
+
+
+def is_fewshot(prompt: Prompt) -> bool:
+    """The prompt is a few-shot completion prompt (``construct_<step>_fewshot``)."""
+    return prompt.name.endswith(FEWSHOT_SUFFIX)
+
+
 def step_messages(step: str, c: Candidate, prompt: Prompt | None = None) -> list[dict[str, str]]:
-    """The chat messages of ``step`` for candidate ``c`` (one user message)."""
+    """The messages of ``step`` for candidate ``c`` (one user message). A few-shot prompt gets each
+    field on one line and ends at its open slot (the translation's: :func:`translate_field_messages`)."""
     prompt = prompt or load_prompt(f"construct_{step}")
     view = c.ru if step in ("needs_material", "russian_specific", "translate") else annotation_view(c)[1]
+    if is_fewshot(prompt):
+        text = prompt.render(question=one_line(view.question), answer=one_line(view.answer, 200))
+        return [{"role": "user", "content": open_slot(text)}]
     return [{"role": "user", "content": prompt.render(**_view_values(view))}]
+
+
+def translate_field_messages(text: str, prompt: Prompt) -> list[dict[str, str]]:
+    """The few-shot translation prompt for one Russian field (on one line), ending at ``English:``."""
+    return [{"role": "user", "content": open_slot(prompt.render(text=one_line(text)))}]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,6 +222,14 @@ def _facts_verdict(c: Candidate, text: str) -> dict[str, Any]:
     return {"facts": ok, "revealing": revealing, "not_questions": not_q}
 
 
+def fewshot_translate_verdict(c: Candidate, continuations: dict[str, str | None]) -> dict[str, Any]:
+    """The translate verdict from a base model's per-field continuations (same shape as the chat one)."""
+    source = [f for f in P.TRANSLATION_FIELDS if _view_values(c.ru)[f].strip()]
+    t = P.parse_fewshot_translation(continuations, source)
+    lost = P.lost_placeholders(c.ru.question, t.fields.get("question")) if t.fields.get("question") else []
+    return {"fields": t.fields, "flags": t.flags, "complete": t.complete, "lost_placeholders": lost}
+
+
 VERDICT_PARSERS: dict[str, Callable[[Candidate, str], dict[str, Any]]] = {
     "needs_material": _yes_no_verdict, "russian_specific": _yes_no_verdict, "translate": _translate_verdict,
     "reasoning": _reasoning_verdict, "concepts": _concepts_verdict, "domains": _domains_verdict,
@@ -196,20 +256,54 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     """Call the model for ``step`` on every candidate not already done: ONE ``map_with_resume``
     call. Returns the latest record per id and why the run stopped early (if it did)."""
     sc = ctx.clients[step]
-    prompt = load_prompt(f"construct_{step}")
+    prompt = step_prompt(step, sc.base_model)
+    fewshot = is_fewshot(prompt)
     opts = ctx.step_options(step)
-    run = RunDir(ctx.build_dir / "steps" / step, secret_names=[sc.api_key_env] if sc.api_key_env else None)
-    manifest = run.begin(new_manifest(
+    path = ctx.build_dir / "steps" / step
+    secrets = [sc.api_key_env] if sc.api_key_env else None
+    run = RunDir(path, secret_names=secrets)
+    wanted = new_manifest(
         f"construction_{step}", model=sc.model, base_url=sc.base_url, api_key_env=sc.api_key_env,
         items=ctx.items_tag, n_items=len(cands), prompts=[prompt.tag], seed=opts.seed,
         temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(),
-    ))
+    )
+    try:
+        manifest = run.begin(wanted)
+    except ResumeError:
+        if not ctx.archive_changed:
+            raise
+        old = run.read_manifest()
+        changed = [f"{f}: {getattr(old, f)!r} -> {getattr(wanted, f)!r}" for f in RESUME_FIELDS
+                   if old is not None and getattr(old, f) != getattr(wanted, f)]
+        dest = archive_step_run(path)
+        print(f"{step}: the step ran with another configuration ({'; '.join(changed)}); moved to {dest}, "
+              "running the step afresh", flush=True)
+        run = RunDir(path, secret_names=secrets)
+        manifest = run.begin(wanted)
     parse = VERDICT_PARSERS[step]
 
+    params = completion_params(opts.gen_params()) if fewshot else opts.gen_params()
+
     async def call(c: Candidate, previous: dict | None) -> dict[str, Any]:
-        comp = await sc.client.complete(step_messages(step, c, prompt), opts.gen_params(), prompt_version=prompt.tag)
-        return {"key": c.id, "status": "ok", "verdict": parse(c, comp.text), "raw": comp.text,
+        if fewshot and step == "translate":
+            return await _fewshot_translate(c)
+        comp = await sc.client.complete(step_messages(step, c, prompt), params, prompt_version=prompt.tag)
+        text = P.fewshot_reply(step, comp.text) if fewshot else comp.text
+        return {"key": c.id, "status": "ok", "verdict": parse(c, text), "raw": comp.text,
                 "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
+
+    async def _fewshot_translate(c: Candidate) -> dict[str, Any]:
+        """One completion per Russian field (those in FEWSHOT_TRANSLATE_FIELDS), at once; ``raw`` maps field -> continuation."""
+        fields = [f for f in FEWSHOT_TRANSLATE_FIELDS if _view_values(c.ru)[f].strip()]
+        comps = await asyncio.gather(*(sc.client.complete(
+            translate_field_messages(_view_values(c.ru)[f], prompt),
+            completion_params(params, max_tokens=min(FEWSHOT_TRANSLATE_FIELDS[f], params.max_tokens or 10**6)),
+            prompt_version=prompt.tag) for f in fields))
+        raw = {f: comp.text for f, comp in zip(fields, comps, strict=True)}
+        costs = [comp.cost for comp in comps]
+        return {"key": c.id, "status": "ok", "verdict": fewshot_translate_verdict(c, raw), "raw": raw,
+                "usage": _sum_usage([comp.usage for comp in comps]),
+                "cost": None if any(x is None for x in costs) else sum(x or 0.0 for x in costs), "prompt": prompt.tag}
 
     try:
         result = await map_with_resume(run, "records.jsonl", cands, key=lambda c: c.id, call=call,
@@ -221,6 +315,23 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "n_parsed": n_parsed,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
+
+
+def archive_step_run(path: Path) -> Path:
+    """Move a step's run directory to ``<build>/steps/archive/<step>-<UTC time>``; return where."""
+    dest = path.parent / "archive" / f"{path.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    path.rename(dest)
+    return dest
+
+
+def _sum_usage(usages: list[Usage]) -> Usage:
+    """Token counts of several calls added up (``None`` where any call did not report one)."""
+    def total(name: str) -> int | None:
+        values = [getattr(u, name) for u in usages]
+        return None if any(v is None for v in values) else sum(values)
+    return Usage(input_tokens=total("input_tokens"), output_tokens=total("output_tokens"),
+                 reasoning_tokens=total("reasoning_tokens"))
 
 
 def _verdict(records: dict[str, dict], cid: str) -> tuple[dict | None, str | None]:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from cresowlve_core.construction.vocab import KNOWN_CULTURES, NOT_CULTURES
+from cresowlve_core.llm.base_model import first_line
 
 #: Model output beyond this many characters is ignored by every parser.
 MAX_TEXT = 20_000
@@ -297,3 +298,60 @@ def check_facts(facts: Iterable[str], answer: str) -> tuple[list[str], list[str]
         else:
             ok.append(fact)
     return ok, revealing, not_questions
+
+
+# ---------------------------------------------------------------------------------------------
+# A base model's few-shot continuations (llm/base_model.py)
+# ---------------------------------------------------------------------------------------------
+
+#: The reply line a continuation stands for, per step: a base model completes the open slot of its
+#: few-shot prompt (``Handout:``, ``Reasoning:``, ...) and the first line of the continuation is
+#: read as that line of the chat reply, by the chat reply's own parser.
+FEWSHOT_REPLY_LINE: dict[str, str] = {"needs_material": "ANSWER", "russian_specific": "ANSWER", "reasoning": "TYPE",
+                                      "concepts": "LABELS", "domains": "DOMAINS", "cultures": "CULTURES",
+                                      "facts": "FACTS"}
+_QUESTION_END = re.compile(r"(?<=\?)\s+")
+
+
+def fewshot_reply(step: str, continuation: str | None) -> str:
+    """The chat-reply form of a few-shot continuation's first line, for the step's chat parser:
+    ``" yes"`` -> ``"ANSWER: yes"``; ``" pun, joke"`` -> ``"LABELS: pun, joke"``; facts on one line
+    (``"Who ...? What ...?"``) -> a ``FACTS:`` line and one numbered item per question. An empty
+    first line gives ``""``, which every chat parser reads as unparseable (never guessed)."""
+    line = first_line(continuation)
+    if not line:
+        return ""
+    name = FEWSHOT_REPLY_LINE[step]
+    if step == "facts":
+        facts = [f.strip() for f in _QUESTION_END.split(line) if f.strip()]
+        return "FACTS:\n" + "\n".join(f"{i}. {f}" for i, f in enumerate(facts, start=1))
+    return f"{name}: {line}"
+
+
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def parse_fewshot_translation(continuations: dict[str, str | None], source_fields: Iterable[str]) -> ParsedTranslation:
+    """The English fields from a base model's per-field continuations (``field -> continuation``; the
+    first line of each is the field). A source field that was not asked gives ``not_asked:<field>``,
+    an empty line ``empty_field:<field>``, a line with more Cyrillic than Latin letters (the Russian
+    copied back) ``untranslated:<field>``; each leaves the field ``None``, never the Russian text."""
+    wanted = set(source_fields)
+    out: dict[str, str | None] = {}
+    flags: list[str] = []
+    for name in TRANSLATION_FIELDS:
+        out[name] = None
+        if name not in wanted:
+            continue
+        if name not in continuations:
+            flags.append(f"not_asked:{name}")
+            continue
+        line = first_line(continuations[name])
+        if not line:
+            flags.append(f"empty_field:{name}")
+        elif len(_CYRILLIC.findall(line)) > len(_LATIN.findall(line)):
+            flags.append(f"untranslated:{name}")
+        else:
+            out[name] = line
+    return ParsedTranslation(out, flags)
