@@ -37,6 +37,7 @@ from cresowlve_core.contamination import quiz as qz
 from cresowlve_core.contamination.perturb import CHAT_PROTOCOL, QuizItem, Rejection, aperturb, protocol_of, rejections
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.errors.wrong import find_or_make_runs
+from cresowlve_core.llm.base_model import first_line
 from cresowlve_core.runtime import (
     ClientOptions,
     MapResult,
@@ -92,13 +93,15 @@ class Contamination:
     steps: list[dict[str, Any]] = field(default_factory=list)  # every step that ran, in order (step_counts)
     stopped: str | None = None  # why the pipeline stopped early ("interrupted", "fatal: ..."), else None
     stopped_at: str | None = None  # the step that stopped ("perturbation", "<config> BDQ", ...)
-    #: how the perturbations were made (perturb.protocol_of) and with which prompts; None: nothing perturbed
+    #: how the perturbations were made (perturb.protocol_of), with which prompts, and for lexical
+    #: substitution every word→synonym call (``swaps``, :func:`synonym_calls`); None: nothing perturbed
     perturbation: dict[str, Any] | None = None
 
     def summary(self) -> dict[str, Any]:
         """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``."""
         return {**pipeline_summary(self.steps), "configs": [r.config for r in self.results if not r.stopped],
-                "configs_stopped": [r.config for r in self.results if r.stopped], "perturbation": self.perturbation}
+                "configs_stopped": [r.config for r in self.results if r.stopped],
+                "perturbation": {k: v for k, v in (self.perturbation or {}).items() if k != "swaps"} or None}
 
 
 EMBEDDED = Role()  # no base URL: the embedded model
@@ -176,6 +179,8 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
         name = f"{slug(perturber.name)}__{lang}" + ("" if protocol == CHAT_PROTOCOL else f"__{protocol}")
         pert, pres = run_coro(_perturb(quiz_items, work / "perturb" / name, p_ep, opts, progress))
         perturbation.update(_perturbation_info(work / "perturb" / name, protocol))
+        if protocol != CHAT_PROTOCOL:
+            perturbation["swaps"] = synonym_calls(pert)
         if pres is not None:
             steps.append(pres.step_counts("perturbation"))
             stopped, stopped_at = pres.stopped, "perturbation" if pres.stopped else None
@@ -286,6 +291,18 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                         pd.DataFrame(rejected, columns=REJECTION_COLUMNS), members[["id", "set", "difficulty"]],
                         str(counts.get("basis", "em_strict")),
                         {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")}, steps)
+
+
+SWAP_COLUMNS = ["id", "word", "synonym", "raw", "passed_over"]
+
+
+def synonym_calls(pert: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """Every word→synonym call of a lexical-substitution run, one row per call (``synonym`` empty
+    when the continuation had none usable; ``passed_over``: the items rejected, with the reason)."""
+    rows = [{"id": i, "word": c["word"], "synonym": c.get("synonym") or "", "raw": first_line(c.get("raw")),
+             "passed_over": "; ".join(f"{x['option']!r}: {x['kind']}" for x in c.get("passed_over") or [])}
+            for i, rec in sorted(pert.items()) for c in rec.get("synonyms") or []]
+    return pd.DataFrame(rows, columns=SWAP_COLUMNS)
 
 
 def _perturbation_info(run_dir: Path, protocol: str) -> dict[str, Any]:

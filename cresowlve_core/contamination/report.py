@@ -113,6 +113,14 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
     info = c.perturbation or {}
     if info:
         say(protocol_text(info))
+        swaps = info.get("swaps")
+        if swaps is not None and len(swaps):
+            n_ok = int((swaps["synonym"] != "").sum())
+            say(f"The model's synonyms: {n_ok} of {len(swaps)} word(s) asked got a usable one (first line of "
+                "each continuation; items passed over with the reason).")
+            show(table(swaps.head(SWAPS_SHOWN)))
+            if len(swaps) > SWAPS_SHOWN:
+                say(f"… and {len(swaps) - SWAPS_SHOWN} more calls in `perturbations.jsonl`.")
     for r in c.results:
         pop = population(c, r)
         n_bad = len(r.not_quizzable)
@@ -130,6 +138,9 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
     if not c.results:
         say("No questions to perturb.")
     return out
+
+
+SWAPS_SHOWN = 40
 
 
 def protocol_text(info: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ import re
 import pytest
 from fakeserver import FakeServer
 
+from cresowlve_core.contamination import report
 from cresowlve_core.contamination import substitute as sub
 from cresowlve_core.contamination.perturb import CHAT_PROTOCOL, rejections
 from cresowlve_core.contamination.pipeline import Role, run_contamination
@@ -180,3 +181,11 @@ def test_base_model_pipeline_swaps_words_records_every_call_quizzes_and_resumes(
     assert first == len(asked) + quizzes + 2 * (N - 1) and len(asked) < calls
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["perturbation"]["protocol"] == sub.PROTOCOL and summary["perturbation"]["n_model_calls"] == calls
+    assert "swaps" not in summary["perturbation"]  # the calls are in perturbations.jsonl and the report
+    swaps = c.perturbation["swaps"]
+    assert len(swaps) == calls and (swaps["synonym"] == "").sum() == calls - 3 * (N - 1)
+    assert swaps.loc[swaps["word"] == "сказал", "passed_over"].str.contains("same_word").all()
+    assert report.perturbation_section(c)[r.config]["protocol"] == sub.PROTOCOL
+    text = report.protocol_text(c.perturbation)
+    assert "lexical-substitution" in text and "contamination_synonym_fewshot_ru@1" in text
+    assert f"{calls} model call(s)" in text and "differs from the paper" in text
