@@ -20,7 +20,7 @@ from typing import Any
 
 from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
 from cresowlve_core.errors.wrong import WrongAnswer
-from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, open_slot
+from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, one_line, open_slot
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
@@ -96,10 +96,6 @@ def _fewshot_examples_text() -> str:
                        f"Category: {BY_SLUG[ex.category].name}" for ex in FEW_SHOT)
 
 
-def _one_line(text: str, cap: int = 600) -> str:
-    return " ".join(text[: cap * 4].split())[:cap]
-
-
 def _clip(text: str, limit: int = MAX_REASONING_CHARS) -> str:
     if len(text) <= limit:
         return text
@@ -113,8 +109,8 @@ def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[di
     if base_model:
         fewshot = load_prompt(FEWSHOT_PROMPT)
         text = fewshot.render(categories=_categories_text(), examples=_fewshot_examples_text(),
-                              question=_one_line(unit.question), answer=_one_line(unit.answer),
-                              prediction=_one_line(unit.prediction) or "(empty)")
+                              question=one_line(unit.question), answer=one_line(unit.answer),
+                              prediction=one_line(unit.prediction) or "(empty)")
         return [{"role": "user", "content": open_slot(text)}], fewshot.tag
     prompt = load_prompt(PROMPT)
     text = prompt.render(

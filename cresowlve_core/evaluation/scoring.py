@@ -24,6 +24,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Literal
 
+from cresowlve_core.llm.base_model import one_line
 from cresowlve_core.prompts import Prompt, load_prompt
 
 _QUOTES = "«»“”„‟‘’‚‛\"'`´‹›"
@@ -219,8 +220,8 @@ def judge_request(
     nonce = judge_nonce(item_id, prediction, seed)
     if protocol == FEWSHOT_PROTOCOL:
         prompt = load_prompt("judge_fewshot")
-        text = prompt.render(answer=_one_line(answer, 300), other_answers=_one_line(other_answers or "(none)", 300),
-                             prediction=_one_line(prediction, 300) or "(empty)")
+        text = prompt.render(answer=one_line(answer, 300), other_answers=one_line(other_answers or "(none)", 300),
+                             prediction=one_line(prediction, 300) or "(empty)")
         return JudgeRequest([{"role": "user", "content": text.rstrip()}], nonce, prompt, protocol)
     prompt = load_prompt("judge_paper" if protocol == "paper" else "judge")
     text = prompt.render(
@@ -243,11 +244,6 @@ def _cap(prediction: str) -> str:
     if len(prediction) <= JUDGE_PREDICTION_CAP:
         return prediction
     return prediction[:JUDGE_PREDICTION_CAP] + f" [… {len(prediction) - JUDGE_PREDICTION_CAP} more characters not shown]"
-
-
-def _one_line(text: str, cap: int) -> str:
-    """``text`` on one line (every run of whitespace one space), at most ``cap`` characters."""
-    return " ".join(text[: cap * 4].split())[:cap]
 
 
 _YES, _NO = frozenset({"yes", "да"}), frozenset({"no", "нет"})
