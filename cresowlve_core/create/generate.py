@@ -9,6 +9,14 @@ Variations (paper Sec. 6):
   call over the queries whose earlier rounds all succeeded;
 * ``resample`` — ``n_samples`` independent calls with the base prompt and seeds ``seed + i``.
 
+A base model (provider profile ``base_model``: the embedded Gemma 3 270M; see
+:mod:`cresowlve_core.llm.base_model`) copies a chat prompt back instead of answering it. It gets
+the few-shot completion prompt ``create_generate_fewshot`` over ``/v1/completions`` instead: two
+solved queries of our own, then the open query ending at the open slot ``<answer>{``; the call
+stops at the blank line after the path object (or at ``</answer>``), and the continuation is
+parsed with the slot put back (:func:`parse_fewshot_paths`). ``iterate`` is a conversation, so it
+needs a chat model. Chat models get the paper's prompts unchanged.
+
 Every call is one :class:`~cresowlve_core.create.records.GenerationRecord` in
 ``responses.jsonl``, keyed by ``(query_id, sample, round)``, appended and fsynced the moment it
 finishes. Re-running on the same directory sends only missing or errored calls; a stop error
@@ -30,8 +38,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from cresowlve_core.create.judges import CompletesChat
+from cresowlve_core.create.paths import ParsedAnswer, normalise_path, parse_answer
 from cresowlve_core.create.paths import Path as PathT
-from cresowlve_core.create.paths import normalise_path, parse_answer
 from cresowlve_core.create.queries import DEFAULT_QUERIES_PATH, CreateQuery, load_queries
 from cresowlve_core.create.records import (
     GenerateSummary,
@@ -39,7 +47,8 @@ from cresowlve_core.create.records import (
     records_cost,
     response_key,
 )
-from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, open_slot
+from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
     RESPONSES,
@@ -55,6 +64,11 @@ from cresowlve_core.runtime import (
 Variation = Literal["original", "iterate", "resample"]
 VARIATIONS: tuple[str, ...] = ("original", "iterate", "resample")
 GENERATE_PROMPT = "create_generate"
+#: the base-model prompt (few-shot completion), and the open slot it ends at
+FEWSHOT_PROMPT = "create_generate_fewshot"
+FEWSHOT_SLOT = "<answer>{"
+#: where a base model's continuation ends: the blank line after the path object, or its closing tag
+FEWSHOT_STOP = (*STOP, "</answer>")
 ITERATE_PROMPT = "create_iterate"
 KIND = "create_generate"
 #: ``items`` of a run over the shipped queries (``data/create/queries.jsonl``).
@@ -64,11 +78,43 @@ SHIPPED = "shipped"
 GENERATE_OPTIONS = ClientOptions(temperature=0.7, max_tokens=4096)
 
 
-def generation_messages(query: CreateQuery) -> tuple[list[dict[str, str]], str]:
-    """The base prompt (paper E.1) as one user message, and its prompt tag."""
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _json_inner(text: str) -> str:
+    """``text`` on one line, escaped for the inside of a JSON string literal."""
+    return json.dumps(_one_line(text), ensure_ascii=False)[1:-1]
+
+
+def generation_messages(query: CreateQuery, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
+    """The base prompt (paper E.1) as one user message, and its prompt tag; with ``base_model``
+    the few-shot completion prompt ending at its open slot :data:`FEWSHOT_SLOT`."""
+    if base_model:
+        p = load_prompt(FEWSHOT_PROMPT)
+        text = open_slot(p.render(query=_one_line(query.query), entity_a=_one_line(query.entity_a),
+                                  rel_b=_json_inner(query.rel_b), entity_b=_json_inner(query.entity_b)))
+        if not text.endswith(FEWSHOT_SLOT):
+            raise ValueError(f"prompt {p.tag} must end at its open slot {FEWSHOT_SLOT!r}")
+        return [{"role": "user", "content": text}], p.tag
     p = load_prompt(GENERATE_PROMPT)
     text = p.render(query=query.query, entity_a=query.entity_a, rel_b=query.rel_b, entity_b=query.entity_b)
     return [{"role": "user", "content": text}], p.tag
+
+
+def parse_fewshot_paths(continuation: str | None) -> ParsedAnswer:
+    """A base model's continuation of the few-shot prompt, parsed as an answer: the open slot
+    :data:`FEWSHOT_SLOT` is put back in front, so ``"1": [[...]],\n"2": ...`` (closed or cut off
+    by the stop) reads like any CREATE answer. Empty output is ``unparseable``."""
+    if not continuation or not continuation.strip():
+        return parse_answer(continuation)
+    return parse_answer(FEWSHOT_SLOT + continuation)
+
+
+def fewshot_params(params: GenParams) -> GenParams:
+    """``params`` for the few-shot generation call: ``/completions``, stopping at :data:`FEWSHOT_STOP`."""
+    p = completion_params(params)
+    return dataclasses.replace(p, extra={**p.extra, "stop": list(FEWSHOT_STOP)})
 
 
 def iterate_messages(query: CreateQuery, previous_answers: Sequence[str]) -> tuple[list[dict[str, str]], str]:
@@ -191,11 +237,15 @@ async def agenerate(
     dupes = sorted(k for k, n in Counter(q.id for q in queries).items() if n > 1)
     if dupes:  # checked before the run directory is touched
         raise ValueError(f"{len(dupes)} duplicate query id(s): {', '.join(map(repr, dupes[:10]))}")
+    base = is_base_model(endpoint)
+    if base and variation == "iterate":
+        raise ValueError(f"variation 'iterate' is a conversation and needs a chat model; {endpoint.describe()} "
+                         "is a base model (few-shot completion prompts): use 'original' or 'resample'")
     run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
     old = run.read_manifest()
     if old is not None and old.kind == "create":  # written before the runtime: upgrade in place
         run.write_manifest(upgrade_legacy_manifest(old))
-    prompts = [load_prompt(GENERATE_PROMPT).tag] + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
+    prompts = [load_prompt(FEWSHOT_PROMPT if base else GENERATE_PROMPT).tag] + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
     manifest = run.begin(new_manifest(
         KIND, model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(queries_path) if queries_path else SHIPPED, n_items=len(queries), limit=limit, effort=effort,
@@ -204,17 +254,17 @@ async def agenerate(
                   "temperature": options.temperature, "max_tokens": options.max_tokens},
         options=options.model_dump(), query_ids=[q.id for q in queries],
     ))
-    base_params = options.gen_params(effort=effort)
+    base_params = fewshot_params(options.gen_params(effort=effort)) if base else options.gen_params(effort=effort)
     answers: dict[str, list[str]] = {}
 
     async def call(u: Unit, _previous: dict[str, Any] | None) -> dict[str, Any]:
         params = dataclasses.replace(base_params, seed=options.seed + u.sample)
         if u.round == 0:
-            messages, tag = generation_messages(u.query)
+            messages, tag = generation_messages(u.query, base)
         else:
             messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
         c = await client.complete(messages, params, prompt_version=tag)
-        parsed = parse_answer(c.text)
+        parsed = parse_fewshot_paths(c.text) if base else parse_answer(c.text)
         return GenerationRecord(
             query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag,
             raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost, latency_s=c.latency_s,
