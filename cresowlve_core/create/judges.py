@@ -14,16 +14,27 @@ strength under the reference rule: ``None`` is returned and callers flag it.
 **Factuality** (prompt ``create_factuality``, the paper's Prompt D.2): each triple is
 "hallucinated" (0) or "not hallucinated" (1); a path is factual iff the mean is
 ``>= factuality_threshold`` (default 1.0: every triple must hold).
+
+**A base-model judge** (provider profile ``base_model``, the embedded Gemma 3 270M; see
+:mod:`cresowlve_core.llm.base_model`) copies the paper's chat prompts back. It gets few-shot
+completion prompts instead (``create_specificity_fewshot``, ``create_factuality_fewshot``), one
+call per triple over ``/v1/completions`` with a short budget (:data:`FEWSHOT_JUDGE_MAX_TOKENS`):
+the continuation's first line is the class size (:func:`parse_size_line`) or the yes/no verdict
+(:func:`parse_holds_line`). A line that does not read as one stays **unscored** (size or verdict
+``None``, flagged ``unscored_<k>_of_<n>``, counted in the score summary), never guessed; for the
+utility an unscored triple counts as score 0 / not factual, as an unparseable chat judgment does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, _drop_trailing_commas, _loads
+from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
+from cresowlve_core.llm.base_model import completion_params, first_line, open_slot
 from cresowlve_core.llm.types import Completion, GenParams, Usage
 from cresowlve_core.prompts import load_prompt
 
@@ -31,6 +42,13 @@ StrengthScope = Literal["reference", "paper"]
 
 SPECIFICITY_PROMPT = "create_specificity"
 FACTUALITY_PROMPT = "create_factuality"
+SPECIFICITY_FEWSHOT_PROMPT = "create_specificity_fewshot"
+FACTUALITY_FEWSHOT_PROMPT = "create_factuality_fewshot"
+#: a base-model judge answers one number or one word per triple: this budget holds it with room
+#: to spare, and bounds what a rambling continuation costs
+FEWSHOT_JUDGE_MAX_TOKENS = 12
+#: the longest triple part shown to a base-model judge (one line; a runaway entity is cut)
+MAX_TRIPLE_PART_CHARS = 200
 
 
 class CompletesChat(Protocol):
@@ -121,6 +139,7 @@ class TripleVerdicts:
     scores: list[float]
     flags: list[str] = field(default_factory=list)
     sizes: list[float | None] | None = None  # specificity only: the estimated class sizes
+    verdicts: list[float | None] | None = None  # factuality only: 1 holds, 0 hallucinated, None unscored
 
 
 def _fit(values: list[Any], n: int, fill: Any, flags: list[str]) -> list[Any]:
@@ -196,7 +215,43 @@ def parse_factuality(text: str, n_triples: int) -> TripleVerdicts:
     verdicts = _fit(verdicts, n_triples, None, flags)
     if any(v is None for v in verdicts) and "unparseable" not in flags:
         flags.append("some_unparseable")
-    return TripleVerdicts([0.0 if v is None else v for v in verdicts], flags)
+    return TripleVerdicts([0.0 if v is None else v for v in verdicts], flags, verdicts=verdicts)
+
+
+# --------------------------------------------------------------------------- base-model judges
+
+
+def triple_for_prompt(triple: Triple) -> str:
+    """How a triple is shown to a base-model judge: ``(subject, relation, object)`` on one line
+    (line breaks collapsed, parts capped), so a triple cannot write an example of its own."""
+    parts = [" ".join(str(x).split())[:MAX_TRIPLE_PART_CHARS] for x in triple]
+    return "(" + ", ".join(parts) + ")"
+
+
+def parse_size_line(text: str | None) -> float | None:
+    """A base-model specificity continuation: the number on its first line (``"3000"``,
+    ``" about 3,000 people"``), or None (unscored) when that line holds none."""
+    return _as_number(first_line(text))
+
+
+def parse_holds_line(text: str | None) -> float | None:
+    """A base-model factuality continuation: the first word of its first line, ``yes`` → 1.0
+    (not hallucinated), ``no`` → 0.0 (hallucinated), anything else None (unscored)."""
+    words = re.findall(r"[a-z]+", first_line(text).lower())
+    if not words:
+        return None
+    return 1.0 if words[0] == "yes" else 0.0 if words[0] == "no" else None
+
+
+def _unscored_flags(values: list[float | None]) -> list[str]:
+    missing = sum(v is None for v in values)
+    return [f"unscored_{missing}_of_{len(values)}"] if missing else []
+
+
+def fewshot_judge_params(params: GenParams) -> GenParams:
+    """``params`` for a base-model judge call: ``/completions``, the first blank line as the stop,
+    :data:`FEWSHOT_JUDGE_MAX_TOKENS` tokens."""
+    return completion_params(params, max_tokens=FEWSHOT_JUDGE_MAX_TOKENS)
 
 
 # --------------------------------------------------------------------------- calling the judges
@@ -205,6 +260,12 @@ def parse_factuality(text: str, n_triples: int) -> TripleVerdicts:
 def path_for_prompt(path: Path) -> str:
     """How a path is shown to a judge: a JSON list of ``[subject, relation, object]`` triples."""
     return json.dumps(path, ensure_ascii=False)
+
+
+def fewshot_messages(prompt_name: str, triple: Triple) -> tuple[list[dict[str, str]], str]:
+    """The few-shot completion prompt ``prompt_name`` for one triple, ending at its open slot."""
+    prompt = load_prompt(prompt_name)
+    return [{"role": "user", "content": open_slot(prompt.render(triple=triple_for_prompt(triple)))}], prompt.tag
 
 
 def specificity_messages(path: Path) -> tuple[list[dict[str, str]], str]:
@@ -229,16 +290,54 @@ class JudgeCall:
     cached: bool = False
 
 
-async def judge_specificity(client: CompletesChat, path: Path, params: GenParams) -> JudgeCall:
-    """One specificity call for ``path``. Call failures propagate (the stage runtime records them
+async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
+                      params: GenParams) -> tuple[list[Completion], str]:
+    """One few-shot call per triple of ``path`` (the first failure propagates)."""
+    calls = [fewshot_messages(prompt_name, t) for t in path]
+    done = await asyncio.gather(*(client.complete(m, params, prompt_version=tag) for m, tag in calls))
+    return list(done), calls[0][1] if calls else load_prompt(prompt_name).tag
+
+
+def _summed(usages: list[Usage]) -> Usage:
+    """Token counts over several calls (``None`` where a call did not report that count)."""
+    def total(name: str) -> int | None:
+        values = [getattr(u, name) for u in usages]
+        return None if not values or any(v is None for v in values) else sum(values)
+    return Usage(input_tokens=total("input_tokens"), output_tokens=total("output_tokens"),
+                 reasoning_tokens=total("reasoning_tokens"))
+
+
+def _combined(completions: list[Completion], verdicts: TripleVerdicts, tag: str) -> JudgeCall:
+    costs = [c.cost for c in completions]
+    usage = _summed([c.usage for c in completions])
+    return JudgeCall(verdicts, json.dumps([c.text for c in completions], ensure_ascii=False), tag,
+                     sum(x for x in costs if x is not None) if all(x is not None for x in costs) else None,
+                     usage, bool(completions) and all(c.cached for c in completions))
+
+
+async def judge_specificity(client: CompletesChat, path: Path, params: GenParams, *,
+                            base_model: bool = False) -> JudgeCall:
+    """One specificity call for ``path`` (with ``base_model``: one few-shot call per triple, the raw
+    text a JSON list of the continuations). Call failures propagate (the stage runtime records them
     as the unit's error, or stops the run on a stop error); unparseable output is flagged."""
+    if base_model:
+        done, tag = await _per_triple(client, SPECIFICITY_FEWSHOT_PROMPT, path, fewshot_judge_params(params))
+        sizes = [parse_size_line(c.text) for c in done]
+        scores = [float(specificity_from_size(x)) for x in sizes]
+        return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(sizes)], sizes), tag)
     messages, tag = specificity_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
     return JudgeCall(parse_specificity(c.text, len(path)), c.text, tag, c.cost, c.usage, bool(c.cached))
 
 
-async def judge_factuality(client: CompletesChat, path: Path, params: GenParams) -> JudgeCall:
+async def judge_factuality(client: CompletesChat, path: Path, params: GenParams, *,
+                           base_model: bool = False) -> JudgeCall:
     """One factuality call for ``path`` (failures propagate, as in :func:`judge_specificity`)."""
+    if base_model:
+        done, tag = await _per_triple(client, FACTUALITY_FEWSHOT_PROMPT, path, fewshot_judge_params(params))
+        verdicts = [parse_holds_line(c.text) for c in done]
+        scores = [0.0 if v is None else v for v in verdicts]
+        return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(verdicts)], verdicts=verdicts), tag)
     messages, tag = factuality_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
     return JudgeCall(parse_factuality(c.text, len(path)), c.text, tag, c.cost, c.usage, bool(c.cached))

@@ -83,6 +83,8 @@ class JudgmentRecord(BaseModel):
     specificity_flags: list[str] = Field(default_factory=list)
     specificity_raw: str | None = None
     factuality: list[float] = Field(default_factory=list, description="1 holds / 0 hallucinated, per triple")
+    factuality_verdicts: list[float | None] = Field(
+        default_factory=list, description="the judge's verdicts as read: 1, 0, or None (unscored, counted as 0)")
     factuality_flags: list[str] = Field(default_factory=list)
     factuality_raw: str | None = None
     prompts: list[str] = Field(default_factory=list)
@@ -172,6 +174,10 @@ class ScoreSummary(BaseModel):
     n_judged: int
     n_judge_errors: int
     n_not_judged: int
+    #: triples of the judged paths, and how many of them each judge actually scored (coverage)
+    n_triples: int = 0
+    n_specificity_scored: int = 0
+    n_factuality_scored: int = 0
     mean_utility: dict[str, float | None]
     factuality_threshold: float
     discount: str

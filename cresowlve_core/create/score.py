@@ -35,7 +35,10 @@ from cresowlve_core.create.generate import (
     read_generation_manifest,
 )
 from cresowlve_core.create.judges import (
+    FACTUALITY_FEWSHOT_PROMPT,
     FACTUALITY_PROMPT,
+    FEWSHOT_JUDGE_MAX_TOKENS,
+    SPECIFICITY_FEWSHOT_PROMPT,
     SPECIFICITY_PROMPT,
     CompletesChat,
     JudgeCall,
@@ -58,6 +61,7 @@ from cresowlve_core.create.records import (
 )
 from cresowlve_core.create.scored import ScoredSet
 from cresowlve_core.create.utility import Discount, utility_breakdown
+from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
@@ -113,11 +117,32 @@ def judge_units(gens: Sequence[GeneratedSet], judge_invalid: bool = False) -> li
     return out
 
 
-async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any) -> dict[str, Any]:
-    """Both judges on one path, as a ``judgments.jsonl`` record. A stop error from either call
-    wins over an ordinary one, so a wrong key stops the run instead of being recorded per path."""
+def judge_prompts(base_model: bool) -> list[str]:
+    """The tags of the two judge prompts: the paper's, or the few-shot ones for a base-model judge."""
+    names = (SPECIFICITY_FEWSHOT_PROMPT, FACTUALITY_FEWSHOT_PROMPT) if base_model else (SPECIFICITY_PROMPT,
+                                                                                         FACTUALITY_PROMPT)
+    return [load_prompt(n).tag for n in names]
+
+
+def scored_counts(judgment: JudgmentRecord) -> tuple[int, int, int]:
+    """Triples of a judged path, and how many each judge scored (a size / a verdict was read).
+    Judgments written before ``factuality_verdicts`` existed count their verdicts as scored
+    unless flagged unparseable."""
+    n = len(judgment.path)
+    spec = sum(s is not None for s in judgment.specificity_sizes) if judgment.specificity_sizes else (
+        0 if "unparseable" in judgment.specificity_flags else n)
+    fact = sum(v is not None for v in judgment.factuality_verdicts) if judgment.factuality_verdicts else (
+        0 if "unparseable" in judgment.factuality_flags else n)
+    return n, spec, fact
+
+
+async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any, base_model: bool = False) -> dict[str, Any]:
+    """Both judges on one path, as a ``judgments.jsonl`` record (``base_model``: the few-shot
+    judges, one call per triple). A stop error from any call wins over an ordinary one, so a
+    wrong key stops the run instead of being recorded per path."""
     path = [list(t) for t in unit.path]
-    results = await asyncio.gather(judge_specificity(client, path, params), judge_factuality(client, path, params),
+    results = await asyncio.gather(judge_specificity(client, path, params, base_model=base_model),
+                                   judge_factuality(client, path, params, base_model=base_model),
                                    return_exceptions=True)
     spec, fact = results
     if not isinstance(spec, JudgeCall) or not isinstance(fact, JudgeCall):
@@ -128,7 +153,8 @@ async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any) -> dic
         query_id=unit.query_id, path_key=unit.key[1], path_index=unit.index, path=path, valid=unit.validity.valid,
         validity_reasons=list(unit.validity.reasons), specificity=spec.verdicts.scores,
         specificity_sizes=spec.verdicts.sizes or [], specificity_flags=spec.verdicts.flags, specificity_raw=spec.raw,
-        factuality=fact.verdicts.scores, factuality_flags=fact.verdicts.flags, factuality_raw=fact.raw,
+        factuality=fact.verdicts.scores, factuality_verdicts=fact.verdicts.verdicts or [],
+        factuality_flags=fact.verdicts.flags, factuality_raw=fact.raw,
         prompts=[spec.prompt, fact.prompt], usage={"specificity": spec.usage, "factuality": fact.usage},
         cost=sum(costs) if len(costs) == 2 else None, cached=spec.cached and fact.cached,
     ).model_dump(mode="json")
@@ -176,14 +202,16 @@ async def ascore(
     settings = generation_settings(gm)
     gens = load_generations(gen_dir)
     run = RunDir(score_dir or default_score_dir(gen_dir), secret_names=[judge.api_key_env] if judge.api_key_env else None)
-    prompts = [load_prompt(SPECIFICITY_PROMPT).tag, load_prompt(FACTUALITY_PROMPT).tag]
+    base = is_base_model(judge)
+    prompts = judge_prompts(base)
     units = judge_units(gens, judge_invalid)
+    max_tokens = FEWSHOT_JUDGE_MAX_TOKENS if base else options.max_tokens
     manifest = run.begin(new_manifest(
         KIND, model=judge.model, base_url=judge.base_url, api_key_env=judge.api_key_env,
         items=f"{gm.model}__{settings['variation']}", n_items=len(units), effort=effort, seed=options.seed,
-        temperature=options.temperature, max_tokens=options.max_tokens, prompts=prompts,
+        temperature=options.temperature, max_tokens=max_tokens, prompts=prompts,
         identity={"judge_invalid": judge_invalid, "seed": options.seed, "temperature": options.temperature,
-                  "max_tokens": options.max_tokens},
+                  "max_tokens": max_tokens},
         options=options.model_dump(), generation_run_dir=str(gen_dir.resolve()),
         config={"patience": list(patience), "factuality_threshold": factuality_threshold, "discount": discount},
     ))
@@ -197,7 +225,7 @@ async def ascore(
                               error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
 
     result = await map_with_resume(
-        run, JUDGMENTS, units, key=lambda u: u.key, call=lambda u, _prev: judge_path(client, u, params),
+        run, JUDGMENTS, units, key=lambda u: u.key, call=lambda u, _prev: judge_path(client, u, params, base),
         record_key=judgment_key, on_error=on_error, concurrency=options.concurrency, progress=progress,
         desc=f"CREATE judge {judge.model}",
     )
@@ -208,6 +236,7 @@ async def ascore(
     wanted = {u.key for u in units}
     judged = [JudgmentRecord.model_validate(r) for k, r in run.latest(JUDGMENTS, judgment_key).items() if k in wanted]
     ok = [j for j in judged if j.status == "ok"]
+    counts = [scored_counts(j) for j in ok]
     gen_ok = [g for r in RunDir(gen_dir).latest(RESPONSES, response_key).values()
               if (g := GenerationRecord.model_validate(r)).status == "ok"]
     summary = ScoreSummary(
@@ -215,6 +244,8 @@ async def ascore(
         n_paths=sum(r.n_paths for r in rows), n_valid=sum(r.n_valid for r in rows),
         n_factual=sum(r.n_factual for r in rows), n_to_judge=len(units), n_judged=len(ok),
         n_judge_errors=len(judged) - len(ok), n_not_judged=len(units) - len(judged),
+        n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
+        n_factuality_scored=sum(c[2] for c in counts),
         mean_utility={str(p): _mean([r.utility[str(p)] for r in rows]) for p in patience},
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
         generation_cost=records_cost(gen_ok), stopped=result.stopped, repairs=result.repairs,
