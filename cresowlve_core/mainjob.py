@@ -257,7 +257,9 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
             "archive_changed": True})
         report("07_create", {
             "local_base_url": tgt.base_url, "local_model": tgt.model, "local_api_key_env": tgt.api_key_env,
-            "n_local_queries": 1 if quick else 3, "local_run_dir": str(runs / "create" / slug(tgt.model))})
+            "n_local_queries": 1 if quick else 3, **({"local_max_tokens": 128} if small else {}),
+            # the base model's few-shot run lives apart from chat-prompt runs (no resume clash)
+            "local_run_dir": str(runs / "create" / (slug(tgt.model) + ("-fewshot" if small else "")))})
         report("06_synthetic", {  # the base model's few-shot build lives apart from chat-prompt builds (no resume clash)
             **roles("verbaliser", "solver"), "n_candidates": 2 if quick else 4, "embedded": small,
             "build_dir": str(runs / "synth_kg" / (slug(tgt.model) + ("-fewshot" if small else "")))})

@@ -416,7 +416,7 @@ def local_section(
 
     Generation (original variation) and judging run through :mod:`~cresowlve_core.create.generate`
     and :mod:`~cresowlve_core.create.score` like any hosted model, the same endpoint judging its
-    own paths. The table puts the local model's per-query results next to the reference
+    own paths; a base model (the embedded one) gets their few-shot completion prompts. The table puts the local model's per-query results next to the reference
     configurations' utilities on the same queries.
     """
     if not base_url:
@@ -428,12 +428,14 @@ def local_section(
         )
     import tempfile
 
-    from cresowlve_core.create.generate import GENERATE_OPTIONS, generate
-    from cresowlve_core.create.score import JUDGE_OPTIONS, score, scored_sets_from_run
+    from cresowlve_core.create.generate import GENERATE_OPTIONS, generate, read_generation_manifest
+    from cresowlve_core.create.score import JUDGE_OPTIONS, judge_prompts, score, scored_sets_from_run
+    from cresowlve_core.llm.base_model import is_base_model
     from cresowlve_core.llm.types import Endpoint
 
     run_dir = run_dir or tempfile.mkdtemp(prefix="create_local_")
     endpoint = Endpoint(base_url, model, api_key_env)
+    base = is_base_model(endpoint)
     gen = generate(None, endpoint, run_dir, limit=n_queries, progress=False,
                    options=GENERATE_OPTIONS.model_copy(update={"max_tokens": max_tokens, "concurrency": concurrency}))
     sc = score(run_dir, endpoint, progress=False,
@@ -450,6 +452,7 @@ def local_section(
         wide = ref.pivot_table(index="query_id", columns="config", values=f"utility@{patience}")
         table = table.merge(wide.add_prefix("ref:").reset_index(), on="query_id", how="left")
     stopped = gen.stopped or sc.stopped
+    gen_prompts = read_generation_manifest(run_dir).prompts
     rec: dict[str, object] = {
         "status": "stopped" if stopped else "ran",
         "stopped": stopped,
@@ -463,12 +466,23 @@ def local_section(
         "n_factual": int(pq["n_factual"].sum()),
         f"mean_utility@{patience}": float(pq[f"utility@{patience}"].mean()) if len(pq) else 0.0,
         "n_judge_errors": sc.n_judge_errors,
+        "n_queries_with_paths": int((pq["n_paths"] > 0).sum()),
+        "n_triples_judged": sc.n_triples,
+        "n_specificity_scored": sc.n_specificity_scored,
+        "n_factuality_scored": sc.n_factuality_scored,
+        "prompts": {"generate": gen_prompts, "judges": judge_prompts(base)},
     }
+    coverage = (f"the judges scored {sc.n_specificity_scored} (specificity) and {sc.n_factuality_scored} "
+                f"(factuality) of the {sc.n_triples} triples of the judged paths; the rest stay unscored")
     message = (
         f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen.n_ok} calls answered, "
-        f"{rec['n_paths']} paths parsed ({gen.n_unparseable} answers unparseable), "
-        f"{rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same model; "
-        f"mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. Run directory: `{run_dir}`."
+        f"{rec['n_paths']} paths parsed on {rec['n_queries_with_paths']} queries ({gen.n_unparseable} answers "
+        f"unparseable), {rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same "
+        f"model; {coverage}; mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. "
+        + (f"`{model}` is a base model: it got few-shot completion prompts over `/v1/completions` "
+           f"({', '.join(gen_prompts + judge_prompts(base))}), not the paper's chat prompts. "
+           if base else "")
+        + f"Run directory: `{run_dir}`."
         + (f" **Stopped early:** {stopped}." if stopped else "")
     )
     return LocalSection(message, rec, table, embedded=is_embedded_model(model))
