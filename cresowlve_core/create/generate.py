@@ -47,7 +47,7 @@ from cresowlve_core.create.records import (
     records_cost,
     response_key,
 )
-from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, open_slot
+from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, one_line, open_slot
 from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
@@ -78,13 +78,9 @@ SHIPPED = "shipped"
 GENERATE_OPTIONS = ClientOptions(temperature=0.7, max_tokens=4096)
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def _json_inner(text: str) -> str:
     """``text`` on one line, escaped for the inside of a JSON string literal."""
-    return json.dumps(_one_line(text), ensure_ascii=False)[1:-1]
+    return json.dumps(one_line(text), ensure_ascii=False)[1:-1]
 
 
 def generation_messages(query: CreateQuery, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
@@ -92,7 +88,7 @@ def generation_messages(query: CreateQuery, base_model: bool = False) -> tuple[l
     the few-shot completion prompt ending at its open slot :data:`FEWSHOT_SLOT`."""
     if base_model:
         p = load_prompt(FEWSHOT_PROMPT)
-        text = open_slot(p.render(query=_one_line(query.query), entity_a=_one_line(query.entity_a),
+        text = open_slot(p.render(query=one_line(query.query), entity_a=one_line(query.entity_a),
                                   rel_b=_json_inner(query.rel_b), entity_b=_json_inner(query.entity_b)))
         if not text.endswith(FEWSHOT_SLOT):
             raise ValueError(f"prompt {p.tag} must end at its open slot {FEWSHOT_SLOT!r}")

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
-from cresowlve_core.llm.base_model import completion_params, first_line, open_slot
+from cresowlve_core.llm.base_model import completion_params, first_line, one_line, open_slot
 from cresowlve_core.llm.types import Completion, GenParams, Usage
 from cresowlve_core.prompts import load_prompt
 
@@ -224,7 +224,7 @@ def parse_factuality(text: str, n_triples: int) -> TripleVerdicts:
 def triple_for_prompt(triple: Triple) -> str:
     """How a triple is shown to a base-model judge: ``(subject, relation, object)`` on one line
     (line breaks collapsed, parts capped), so a triple cannot write an example of its own."""
-    parts = [" ".join(str(x).split())[:MAX_TRIPLE_PART_CHARS] for x in triple]
+    parts = [one_line(str(x), MAX_TRIPLE_PART_CHARS) for x in triple]
     return "(" + ", ".join(parts) + ")"
 
 
