@@ -23,7 +23,10 @@ provider profile, so every stage sends it few-shot completion prompts (``llm/bas
 
 Re-running resumes: each demo run is checked with the very :class:`EvalConfig` the notebook will
 run (:func:`demo_config`); it is archived to ``data/runs/archive/`` only when that configuration
-really changed, and the job says for each run how much is left to send. On the embedded model the
+really changed, and the job says for each run how much is left to send. Every other stage's run
+directory (error labels, contamination, construction steps, CREATE, synthetic) does the same: the
+notebooks render with ``CRESOWLVE_ARCHIVE_CHANGED=1``, so a run of another configuration is moved to
+its ``archive/`` folder and run afresh (:meth:`~cresowlve_core.runtime.RunDir.begin`), never refused. On the embedded model the
 last lines say how many tokens the server computed (0 on a re-run that had nothing to send).
 """
 
@@ -44,6 +47,7 @@ from typing import Any
 
 from cresowlve_core import paths
 from cresowlve_core.runtime import stop
+from cresowlve_core.runtime.rundir import ARCHIVE_CHANGED_ENV
 from cresowlve_core.text import slug
 
 
@@ -71,7 +75,10 @@ def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_na
     kernel client there shuts its kernel down) and raises :class:`KeyboardInterrupt`."""
     spec = json.dumps({"name": name, "params": params, "reports": str(reports), "output_name": output_name,
                        "title": title}, default=str)
-    proc = subprocess.Popen([sys.executable, "-c", _RENDER, spec], stdout=subprocess.PIPE, text=True)
+    # the main job's own run directories follow its configuration: one of another configuration (a new
+    # prompt version, another model) is archived and run afresh, not refused (runtime/rundir.py)
+    env = {**os.environ, ARCHIVE_CHANGED_ENV: "1"}
+    proc = subprocess.Popen([sys.executable, "-c", _RENDER, spec], stdout=subprocess.PIPE, text=True, env=env)
     while True:
         try:
             out, _ = proc.communicate(timeout=0.2)

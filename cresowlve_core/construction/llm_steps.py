@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -43,7 +42,6 @@ from cresowlve_core.llm.types import Usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
-    ResumeError,
     RunDir,
     endpoint_or_embedded,
     map_with_resume,
@@ -51,7 +49,6 @@ from cresowlve_core.runtime import (
     open_client,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
-from cresowlve_core.runtime.manifest import RESUME_FIELDS
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
@@ -267,19 +264,8 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         items=ctx.items_tag, n_items=len(cands), prompts=[prompt.tag], seed=opts.seed,
         temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(),
     )
-    try:
-        manifest = run.begin(wanted)
-    except ResumeError:
-        if not ctx.archive_changed:
-            raise
-        old = run.read_manifest()
-        changed = [f"{f}: {getattr(old, f)!r} -> {getattr(wanted, f)!r}" for f in RESUME_FIELDS
-                   if old is not None and getattr(old, f) != getattr(wanted, f)]
-        dest = archive_step_run(path)
-        print(f"{step}: the step ran with another configuration ({'; '.join(changed)}); moved to {dest}, "
-              "running the step afresh", flush=True)
-        run = RunDir(path, secret_names=secrets)
-        manifest = run.begin(wanted)
+    # the build's archive_changed, else the main job's CRESOWLVE_ARCHIVE_CHANGED: another prompt or model moves aside
+    manifest = run.begin(wanted, archive_changed=True if ctx.archive_changed else None)
     parse = VERDICT_PARSERS[step]
 
     params = completion_params(opts.gen_params()) if fewshot else opts.gen_params()
@@ -315,14 +301,6 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "n_parsed": n_parsed,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
-
-
-def archive_step_run(path: Path) -> Path:
-    """Move a step's run directory to ``<build>/steps/archive/<step>-<UTC time>``; return where."""
-    dest = path.parent / "archive" / f"{path.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    path.rename(dest)
-    return dest
 
 
 def _sum_usage(usages: list[Usage]) -> Usage:

@@ -19,6 +19,7 @@ import logging
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -26,7 +27,7 @@ from typing import IO, Any
 from cresowlve_core import jsonl
 from cresowlve_core.jsonl import dumps_line
 from cresowlve_core.outfiles import write_json
-from cresowlve_core.runtime.manifest import Manifest, check_resumable
+from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable
 from cresowlve_core.runtime.provenance import now_iso
 from cresowlve_core.secrets import find_secret_values, scrub
 
@@ -35,6 +36,27 @@ log = logging.getLogger(__name__)
 RESPONSES = "responses.jsonl"
 SUMMARY = "summary.json"
 LOCK = ".lock"
+#: set to 1 (by the main job, for the stages it renders): a run directory of another configuration is
+#: archived and started afresh instead of refused (:meth:`RunDir.begin`)
+ARCHIVE_CHANGED_ENV = "CRESOWLVE_ARCHIVE_CHANGED"
+
+
+def archive_changed_from_env() -> bool:
+    """Whether :data:`ARCHIVE_CHANGED_ENV` asks to archive run directories of another configuration."""
+    return os.environ.get(ARCHIVE_CHANGED_ENV, "").strip() not in ("", "0")
+
+
+def archive_run(path: Path) -> Path:
+    """Move a run directory to ``<parent>/archive/<name>-<UTC time>`` (a suffix if that exists); return where."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    dest = path.parent / "archive" / f"{path.name}-{stamp}"
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = path.parent / "archive" / f"{path.name}-{stamp}-{n}"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    path.rename(dest)
+    return dest
 
 
 class RunDirError(RuntimeError):
@@ -82,16 +104,29 @@ class RunDir:
     def write_manifest(self, manifest: Manifest) -> None:
         self.write_json("manifest.json", manifest.model_dump(mode="json"))
 
-    def begin(self, manifest: Manifest) -> Manifest:
+    def begin(self, manifest: Manifest, *, archive_changed: bool | None = None) -> Manifest:
         """Start or resume: take the run directory's lock (held until :meth:`finish`), check the
         old manifest (if any) against ``manifest`` and write it. A second process is refused by
         the lock before the manifest is touched. Raises
-        :class:`~cresowlve_core.runtime.manifest.ResumeError` for another configuration."""
+        :class:`~cresowlve_core.runtime.manifest.ResumeError` for another configuration, unless
+        ``archive_changed`` (default: the :data:`ARCHIVE_CHANGED_ENV` variable, which the main job
+        sets) says to move the old run to ``<parent>/archive/<name>-<UTC time>`` and start afresh."""
         self._acquire()
         try:
             old = self.read_manifest()
             if old is not None:
-                manifest = check_resumable(old, manifest)
+                try:
+                    manifest = check_resumable(old, manifest)
+                except ResumeError as exc:
+                    if not (archive_changed if archive_changed is not None else archive_changed_from_env()):
+                        raise
+                    self._release()
+                    dest = archive_run(self.path)
+                    print(f"{self.path}: {str(exc).split('; use another')[0]}; moved it to {dest} and "
+                          "starting afresh", flush=True)
+                    self.path.mkdir(parents=True)
+                    self._checked.clear()
+                    self._acquire()
             self.write_manifest(manifest)
         except BaseException:
             self._release()
