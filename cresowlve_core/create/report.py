@@ -472,8 +472,10 @@ def local_section(
         "n_factuality_scored": sc.n_factuality_scored,
         "prompts": {"generate": gen_prompts, "judges": judge_prompts(base)},
     }
+    unscored = 2 * sc.n_triples - sc.n_specificity_scored - sc.n_factuality_scored
     coverage = (f"the judges scored {sc.n_specificity_scored} (specificity) and {sc.n_factuality_scored} "
-                f"(factuality) of the {sc.n_triples} triples of the judged paths; the rest stay unscored")
+                f"(factuality) of the {sc.n_triples} triples of the judged paths"
+                + (f" ({unscored} judgments unreadable: unscored, counted as 0 / not factual)" if unscored else ""))
     message = (
         f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen.n_ok} calls answered, "
         f"{rec['n_paths']} paths parsed on {rec['n_queries_with_paths']} queries ({gen.n_unparseable} answers "

@@ -184,6 +184,11 @@ def test_local_section_generates_and_self_judges_through_the_stages(tmp_path, tm
         assert srv.total == 2 + 8
         assert srv.requests[0].body.get("max_tokens") == 64 or srv.requests[0].body.get("max_completion_tokens") == 64
     assert local.embedded and local.record["status"] == "ran" and local.record["n_valid"] == 4
+    # a chat endpoint (the fake is no base model): the paper's prompts, every triple's judgment read
+    assert local.record["prompts"] == {"generate": ["create_generate@1"],
+                                       "judges": ["create_specificity@1", "create_factuality@1"]}
+    assert (local.record["n_queries_with_paths"], local.record["n_triples_judged"],
+            local.record["n_specificity_scored"], local.record["n_factuality_scored"]) == (2, 10, 10, 10)
     assert local.table is not None and list(local.table.query_id) == [q.id for q in Q]
     assert (tmp_path / "local" / "score" / "summary.json").is_file()
     skipped = cr.local_section(None)
