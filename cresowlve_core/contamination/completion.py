@@ -4,7 +4,10 @@ Each question is cut at a seeded word position into a prefix and a suffix; a que
 than ``min_words`` words is reported as too short. The model continues the prefix in *guided*
 mode (told the text is a db.chgk.info question) and in *general* mode (just "continue"). The
 continuation is scored against the true suffix by ROUGE-L F1 on words and by an exact match of the
-first ``k`` words. The memorisation signal is a difference in differences: the per-item gain
+first ``k`` words. A base-model endpoint (provider profile ``base_model``: the embedded Gemma 3
+270M) is not asked in words: it gets the ``*_base`` prompts over ``/completions`` and simply
+continues the text, after a one-line db.chgk.info header (guided) or with none (general), up to
+the first blank line. The memorisation signal is a difference in differences: the per-item gain
 guided − general on the target set minus the same on the ``wrong_both`` control, matched on
 difficulty (:mod:`~cresowlve_core.contamination.verdict`), so how predictable a set's questions are
 cancels out. Both modes are one ``map_with_resume`` run.
@@ -21,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
+from cresowlve_core.llm.base_model import completion_params, is_base_model, open_slot
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
@@ -28,6 +32,8 @@ from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_se
 
 MODES = ("guided", "general")
 PROMPTS = {"guided": "contamination_complete_guided", "general": "contamination_complete_general"}
+#: a base model continues the text itself (``llm/base_model.py``)
+BASE_PROMPTS = {mode: f"{name}_base" for mode, name in PROMPTS.items()}
 COMPLETIONS = "completions.jsonl"
 MIN_WORDS = 8
 PREFIX_K = 5
@@ -82,15 +88,19 @@ def parse_continuation(text: str | None, prefix: str) -> str | None:
     return t or None
 
 
-def completion_messages(unit: CompletionUnit) -> tuple[list[dict[str, str]], str]:
-    prompt = load_prompt(PROMPTS[unit.mode])
-    return [{"role": "user", "content": prompt.render(prefix=unit.cut.prefix)}], prompt.tag
+def completion_messages(unit: CompletionUnit, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
+    """The request for one unit and its prompt tag; a base model's text ends at the prefix's last word."""
+    prompt = load_prompt((BASE_PROMPTS if base_model else PROMPTS)[unit.mode])
+    text = prompt.render(prefix=unit.cut.prefix)
+    return [{"role": "user", "content": open_slot(text) if base_model else text}], prompt.tag
 
 
 async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
                     k: int = PREFIX_K, progress: bool = True) -> MapResult[CompletionUnit]:
     """Ask for every continuation (both modes) into ``run/completions.jsonl`` and score it."""
-    tags = [load_prompt(p).tag for p in PROMPTS.values()]
+    base = is_base_model(client.endpoint)
+    tags = [load_prompt(p).tag for p in (BASE_PROMPTS if base else PROMPTS).values()]
+    params = completion_params(options.gen_params()) if base else options.gen_params()
     manifest = run.begin(new_manifest(
         "contamination_completion", model=client.endpoint.model, base_url=client.endpoint.base_url,
         api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
@@ -98,8 +108,8 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
         identity={"prefix_k": k, "min_words": MIN_WORDS}))
 
     async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = completion_messages(unit)
-        c = await client.complete(messages, options.gen_params(), prompt_version=tag)
+        messages, tag = completion_messages(unit, base)
+        c = await client.complete(messages, params, prompt_version=tag)
         cont = parse_continuation(c.text, unit.cut.prefix)
         return {"key": list(unit.key), "status": "ok", "set": unit.set, "lang": unit.lang, "id": unit.id,
                 "mode": unit.mode, "cut": unit.cut.position, "suffix": unit.cut.suffix, "continuation": cont,

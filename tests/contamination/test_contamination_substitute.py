@@ -121,8 +121,7 @@ def write_runs(root, n: int = N) -> None:
 
 def base_model_answer(req) -> str:
     p = req.prompt
-    if p.startswith("Словарь синонимов") or p.endswith("Answer:"):
-        assert req.path == "/completions", req.path  # synonyms and quiz letters: never chat to a base model
+    assert req.path == "/completions", req.path  # synonyms, quiz letters, continuations: never chat to a base model
     if p.startswith("Словарь синонимов"):
         word = p.rsplit("\n", 1)[1].removesuffix(" —")
         return " сказал, сказал" if word == "сказал" else f" {word[::-1]}, другое\n"  # a copy, then a swap
@@ -179,6 +178,11 @@ def test_base_model_pipeline_swaps_words_records_every_call_quizzes_and_resumes(
     quizzes = (N - 1) + 3 * (N - 1)
     # a word asked for two questions is one request (the same prompt, cached); no completion test of the short one
     assert first == len(asked) + quizzes + 2 * (N - 1) and len(asked) < calls
+    done = [p for p in (tmp_path / "out").rglob("completion/manifest.json")]
+    assert len(done) == 1 and sorted(json.loads(done[0].read_text())["prompts"]) == [
+        "contamination_complete_general_base@1", "contamination_complete_guided_base@1"]
+    conts = [json.loads(x) for x in (done[0].parent / "completions.jsonl").read_text().splitlines()]
+    assert len(conts) == 2 * (N - 1) and {x["continuation"] for x in conts} == {"и так далее"}
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["perturbation"]["protocol"] == sub.PROTOCOL and summary["perturbation"]["n_model_calls"] == calls
     assert "swaps" not in summary["perturbation"]  # the calls are in perturbations.jsonl and the report
