@@ -260,16 +260,14 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
             "make_demo": False, "embedded": small, "max_items_per_set": 2 if small else None,
             "max_tokens": 96 if small else 512, **roles("perturber", "quiz")})
         report("01_construction", {
-            **role, "embedded": small, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3,
-            "archive_changed": True})
+            **role, "embedded": small, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3})
         report("07_create", {
             "local_base_url": tgt.base_url, "local_model": tgt.model, "local_api_key_env": tgt.api_key_env,
             "n_local_queries": 1 if quick else 3, **({"local_max_tokens": 128} if small else {}),
-            # the base model's few-shot run lives apart from chat-prompt runs (no resume clash)
-            "local_run_dir": str(runs / "create" / (slug(tgt.model) + ("-fewshot" if small else "")))})
-        report("06_synthetic", {  # the base model's few-shot build lives apart from chat-prompt builds (no resume clash)
+            "local_run_dir": str(runs / "create" / slug(tgt.model))})
+        report("06_synthetic", {
             **roles("verbaliser", "solver"), "n_candidates": 2 if quick else 4, "embedded": small,
-            "build_dir": str(runs / "synth_kg" / (slug(tgt.model) + ("-fewshot" if small else "")))})
+            "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
     if not quick:
         _synthetic_report(report, runs / "synthetic", reports)
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
