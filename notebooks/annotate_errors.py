@@ -51,7 +51,8 @@ def _(A, annotator, banner_html, found, is_embedded_model, mo, sample_path):
         problem = (f"no sample at {path}: `cresowlve errors report --runs ...` writes one "
                    "(OUT_DIR/annotations/sample.jsonl)")
     elif not annotator.value.strip():
-        problem = "enter your name to start (labels go to <sample folder>/<name>.jsonl)"
+        # the path is written as code: as markdown, <sample folder> and <name> were HTML tags (shown "/.jsonl")
+        problem = f"enter your name to start (labels go to `{path.parent}/<your name>.jsonl`)"
     else:
         rows = A.read_sample(path).to_dict("records")
         store = A.AnnotationStore(path.parent, annotator.value)
