@@ -336,15 +336,20 @@ def cmd_build(a: argparse.Namespace) -> int:
 
 def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.create.generate import GENERATE_OPTIONS, generate
+    from cresowlve_core.create.generate import FEWSHOT_MAX_TOKENS, GENERATE_OPTIONS, generate
+    from cresowlve_core.llm.base_model import is_base_model
     from cresowlve_core.runtime import endpoint_or_embedded
 
     with endpoint_or_embedded(a.model, a.base_url, a.api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
+        options = _create_options(a, GENERATE_OPTIONS)
+        if a.max_tokens is None and is_base_model(endpoint):  # 4096 tokens of one path repeated, minutes per query
+            options = options.model_copy(update={"max_tokens": FEWSHOT_MAX_TOKENS})
+            print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {FEWSHOT_MAX_TOKENS}",
+                  file=sys.stderr)
         summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
-                           n_rounds=a.n_rounds, limit=a.limit, effort=a.effort,
-                           options=_create_options(a, GENERATE_OPTIONS))
+                           n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options)
     return _create_finish(summary, "calls")
 
 

@@ -69,6 +69,9 @@ FEWSHOT_PROMPT = "create_generate_fewshot"
 FEWSHOT_SLOT = "<answer>{"
 #: where a base model's continuation ends: the blank line after the path object, or its closing tag
 FEWSHOT_STOP = (*STOP, "</answer>")
+#: a base model's generation budget unless one is given: it writes 2-4 paths in it, and with more it
+#: repeats a path until the budget runs out (the embedded model at 256 tokens; the main job gives 128)
+FEWSHOT_MAX_TOKENS = 128
 ITERATE_PROMPT = "create_iterate"
 KIND = "create_generate"
 #: ``items`` of a run over the shipped queries (``data/create/queries.jsonl``).

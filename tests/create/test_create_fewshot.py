@@ -113,3 +113,20 @@ def test_base_model_end_to_end_over_completions_and_resume_sends_nothing(tmp_pat
     assert gm["prompts"] == ["create_generate_fewshot@1"]
     assert sorted(sm["prompts"]) == ["create_factuality_fewshot@1", "create_specificity_fewshot@1"]
     assert sm["max_tokens"] == cj.FEWSHOT_JUDGE_MAX_TOKENS
+
+
+@pytest.mark.parametrize(("given", "sent"), [([], cg.FEWSHOT_MAX_TOKENS), (["--max-tokens", "300"], 300)])
+def test_cli_generate_gives_a_base_model_a_small_budget_unless_told(tmp_path, tmp_cache, monkeypatch, capsys, given, sent):
+    """``cresowlve create generate`` on a base model: 4096 tokens were one path repeated for minutes."""
+    from fakeserver import FakeServer
+
+    from cresowlve_core.cli import main
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    with FakeServer(answers=_base_model_reply) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        code = main(["create", "generate", "--model", "gemma3-270m", "--base-url", srv.base_url,
+                     "--run-dir", str(tmp_path / "run"), "--limit", "1", *given])
+        assert code == 0 and [r.body["max_tokens"] for r in srv.requests] == [sent]
+    err = capsys.readouterr().err
+    assert (f"--max-tokens {cg.FEWSHOT_MAX_TOKENS}" in err) == (not given)
