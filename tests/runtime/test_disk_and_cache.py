@@ -164,7 +164,9 @@ def test_kill_9_keeps_every_record_that_was_reported_done(tmp_path):
             break
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(timeout=30)
-    reported += [line.split()[1] for line in proc.stdout.read().splitlines() if line.startswith("DONE")]
+    # only whole lines are reports: the kill can cut the last one ("DONE" or "DONE u1" of "DONE u123")
+    rest = proc.stdout.read().split("\n")[:-1]
+    reported += [line.split()[1] for line in rest if line.startswith("DONE ") and len(line.split()) == 2]
     on_disk = {r["key"] for r in jsonl.read_jsonl(tmp_path / "run" / "out.jsonl", torn_tail_ok=True)}
     missing = [k for k in reported if k not in on_disk]
     assert len(reported) >= 300 and missing == []
