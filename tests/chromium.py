@@ -26,6 +26,16 @@ except ImportError:  # the tests skip
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 
 
+def stop_process(proc: subprocess.Popen, wait_s: float) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` has not exited after ``wait_s`` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 class Browser:
     """One headless Chromium driven over the DevTools protocol (one page, console collected)."""
 
@@ -116,11 +126,7 @@ class Browser:
         try:
             self.ws.close()
         finally:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+            stop_process(self.proc, wait_s=10)
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
@@ -167,11 +173,7 @@ class JupyterLab:
         return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset"
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop_process(self.proc, wait_s=20)
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
