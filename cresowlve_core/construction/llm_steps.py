@@ -36,9 +36,9 @@ from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
-from cresowlve_core.llm.base_model import completion_params, is_base_model, one_line, open_slot
+from cresowlve_core.llm.base_model import completion_params, is_base_model, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import Usage
+from cresowlve_core.llm.types import summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -159,13 +159,13 @@ def step_messages(step: str, c: Candidate, prompt: Prompt | None = None) -> list
     view = c.ru if step in ("needs_material", "russian_specific", "translate") else annotation_view(c)[1]
     if is_fewshot(prompt):
         text = prompt.render(question=one_line(view.question), answer=one_line(view.answer, 200))
-        return [{"role": "user", "content": open_slot(text)}]
+        return user_message(text, base_model=True)
     return [{"role": "user", "content": prompt.render(**_view_values(view))}]
 
 
 def translate_field_messages(text: str, prompt: Prompt) -> list[dict[str, str]]:
     """The few-shot translation prompt for one Russian field (on one line), ending at ``English:``."""
-    return [{"role": "user", "content": open_slot(prompt.render(text=one_line(text)))}]
+    return user_message(prompt.render(text=one_line(text)), base_model=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -286,10 +286,9 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
             completion_params(params, max_tokens=min(FEWSHOT_TRANSLATE_FIELDS[f], params.max_tokens or 10**6)),
             prompt_version=prompt.tag) for f in fields))
         raw = {f: comp.text for f, comp in zip(fields, comps, strict=True)}
-        costs = [comp.cost for comp in comps]
         return {"key": c.id, "status": "ok", "verdict": fewshot_translate_verdict(c, raw), "raw": raw,
-                "usage": _sum_usage([comp.usage for comp in comps]),
-                "cost": None if any(x is None for x in costs) else sum(x or 0.0 for x in costs), "prompt": prompt.tag}
+                "usage": summed_usage([comp.usage for comp in comps]),
+                "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
 
     try:
         result = await map_with_resume(run, "records.jsonl", cands, key=lambda c: c.id, call=call,
@@ -301,15 +300,6 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "n_parsed": n_parsed,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
-
-
-def _sum_usage(usages: list[Usage]) -> Usage:
-    """Token counts of several calls added up (``None`` where any call did not report one)."""
-    def total(name: str) -> int | None:
-        values = [getattr(u, name) for u in usages]
-        return None if any(v is None for v in values) else sum(values)
-    return Usage(input_tokens=total("input_tokens"), output_tokens=total("output_tokens"),
-                 reasoning_tokens=total("reasoning_tokens"))
 
 
 def _verdict(records: dict[str, dict], cid: str) -> tuple[dict | None, str | None]:

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
-from cresowlve_core.llm.base_model import completion_params, is_base_model, open_slot
+from cresowlve_core.llm.base_model import completion_params, is_base_model, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
@@ -92,7 +92,7 @@ def completion_messages(unit: CompletionUnit, base_model: bool = False) -> tuple
     """The request for one unit and its prompt tag; a base model's text ends at the prefix's last word."""
     prompt = load_prompt((BASE_PROMPTS if base_model else PROMPTS)[unit.mode])
     text = prompt.render(prefix=unit.cut.prefix)
-    return [{"role": "user", "content": open_slot(text) if base_model else text}], prompt.tag
+    return user_message(text, base_model), prompt.tag
 
 
 async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,

@@ -26,7 +26,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
-from cresowlve_core.llm.base_model import completion_params, is_base_model, open_slot
+from cresowlve_core.llm.base_model import completion_params, is_base_model, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
@@ -149,7 +149,7 @@ def quiz_messages(unit: QuizUnit, base_model: bool = False) -> tuple[list[dict[s
     prompt = load_prompt(FEWSHOT_PROMPT if base_model else PROMPT)
     a, b, c, d = (" ".join(o.split()) for o in unit.options)
     text = prompt.render(a=a, b=b, c=c, d=d)
-    return [{"role": "user", "content": open_slot(text) if base_model else text}], prompt.tag
+    return user_message(text, base_model), prompt.tag
 
 
 async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,

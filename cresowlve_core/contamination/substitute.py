@@ -28,9 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cresowlve_core.llm.base_model import completion_params, first_line, open_slot
+from cresowlve_core.llm.base_model import completion_params, first_line, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import GenParams
+from cresowlve_core.llm.types import GenParams, summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.stats import stable_seed
 
@@ -168,28 +168,26 @@ async def substitute(question: str, lang: str, item_id: str, client: LLMClient, 
     prompt = synonym_prompt(lang)
     calls: list[dict[str, Any]] = []
     swaps: list[tuple[Candidate, str]] = []
-    usage = {"input_tokens": 0, "output_tokens": 0, "reasoning_tokens": None}
-    cost: float | None = 0.0
+    completions = []
     candidates = candidate_words(question, seed, lang, item_id)
     for cand in candidates:
         if len(swaps) == N_REWRITES:
             break
-        c = await client.complete([{"role": "user", "content": open_slot(prompt.render(word=cand.word))}], params,
+        c = await client.complete(user_message(prompt.render(word=cand.word), base_model=True), params,
                                   prompt_version=prompt.tag)
         synonym, passed = pick_synonym(cand.word, c.text)
         calls.append({"word": cand.word, "start": cand.start, "raw": c.text[:500], "synonym": synonym,
                       "passed_over": passed})
         if synonym is not None:
             swaps.append((cand, synonym))
-        usage["input_tokens"] = (usage["input_tokens"] or 0) + (c.usage.input_tokens or 0)
-        usage["output_tokens"] = (usage["output_tokens"] or 0) + (c.usage.output_tokens or 0)
-        cost = None if cost is None or c.cost is None else cost + c.cost
+        completions.append(c)
     too_few = None
     if len(swaps) < N_REWRITES:
         too_few = (f"{len(swaps)} usable synonym(s) from {len(calls)} word(s) asked "
                    f"({len(candidates)} swappable word(s) in the question); {N_REWRITES} needed")
     return {"perturbations": build_rewrites(question, swaps), "synonyms": calls, "too_few": too_few,
-            "usage": usage, "cost": cost}
+            "usage": summed_usage([c.usage for c in completions]).model_dump(),
+            "cost": summed_cost([c.cost for c in completions])}
 
 
 __all__ = ["MAX_WORDS", "PROMPTS", "PROTOCOL", "Candidate", "build_rewrites", "candidate_words", "pick_synonym",

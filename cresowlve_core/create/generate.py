@@ -47,7 +47,7 @@ from cresowlve_core.create.records import (
     records_cost,
     response_key,
 )
-from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, one_line, open_slot
+from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, one_line, user_message
 from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
@@ -91,11 +91,12 @@ def generation_messages(query: CreateQuery, base_model: bool = False) -> tuple[l
     the few-shot completion prompt ending at its open slot :data:`FEWSHOT_SLOT`."""
     if base_model:
         p = load_prompt(FEWSHOT_PROMPT)
-        text = open_slot(p.render(query=one_line(query.query), entity_a=one_line(query.entity_a),
-                                  rel_b=_json_inner(query.rel_b), entity_b=_json_inner(query.entity_b)))
-        if not text.endswith(FEWSHOT_SLOT):
+        messages = user_message(p.render(query=one_line(query.query), entity_a=one_line(query.entity_a),
+                                         rel_b=_json_inner(query.rel_b), entity_b=_json_inner(query.entity_b)),
+                                base_model=True)
+        if not messages[0]["content"].endswith(FEWSHOT_SLOT):
             raise ValueError(f"prompt {p.tag} must end at its open slot {FEWSHOT_SLOT!r}")
-        return [{"role": "user", "content": text}], p.tag
+        return messages, p.tag
     p = load_prompt(GENERATE_PROMPT)
     text = p.render(query=query.query, entity_a=query.entity_a, rel_b=query.rel_b, entity_b=query.entity_b)
     return [{"role": "user", "content": text}], p.tag

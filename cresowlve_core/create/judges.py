@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
-from cresowlve_core.llm.base_model import completion_params, first_line, one_line, open_slot
-from cresowlve_core.llm.types import Completion, GenParams, Usage
+from cresowlve_core.llm.base_model import completion_params, first_line, one_line, user_message
+from cresowlve_core.llm.types import Completion, GenParams, Usage, summed_cost, summed_usage
 from cresowlve_core.prompts import load_prompt
 
 StrengthScope = Literal["reference", "paper"]
@@ -265,7 +265,7 @@ def path_for_prompt(path: Path) -> str:
 def fewshot_messages(prompt_name: str, triple: Triple) -> tuple[list[dict[str, str]], str]:
     """The few-shot completion prompt ``prompt_name`` for one triple, ending at its open slot."""
     prompt = load_prompt(prompt_name)
-    return [{"role": "user", "content": open_slot(prompt.render(triple=triple_for_prompt(triple)))}], prompt.tag
+    return user_message(prompt.render(triple=triple_for_prompt(triple)), base_model=True), prompt.tag
 
 
 def specificity_messages(path: Path) -> tuple[list[dict[str, str]], str]:
@@ -298,21 +298,10 @@ async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
     return list(done), calls[0][1] if calls else load_prompt(prompt_name).tag
 
 
-def _summed(usages: list[Usage]) -> Usage:
-    """Token counts over several calls (``None`` where a call did not report that count)."""
-    def total(name: str) -> int | None:
-        values = [getattr(u, name) for u in usages]
-        return None if not values or any(v is None for v in values) else sum(values)
-    return Usage(input_tokens=total("input_tokens"), output_tokens=total("output_tokens"),
-                 reasoning_tokens=total("reasoning_tokens"))
-
-
 def _combined(completions: list[Completion], verdicts: TripleVerdicts, tag: str) -> JudgeCall:
-    costs = [c.cost for c in completions]
-    usage = _summed([c.usage for c in completions])
     return JudgeCall(verdicts, json.dumps([c.text for c in completions], ensure_ascii=False), tag,
-                     sum(x for x in costs if x is not None) if all(x is not None for x in costs) else None,
-                     usage, bool(completions) and all(c.cached for c in completions))
+                     summed_cost([c.cost for c in completions]), summed_usage([c.usage for c in completions]),
+                     bool(completions) and all(c.cached for c in completions))
 
 
 async def judge_specificity(client: CompletesChat, path: Path, params: GenParams, *,

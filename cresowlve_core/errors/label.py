@@ -20,7 +20,7 @@ from typing import Any
 
 from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
 from cresowlve_core.errors.wrong import WrongAnswer
-from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, one_line, open_slot
+from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
@@ -111,7 +111,7 @@ def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[di
         text = fewshot.render(categories=_categories_text(), examples=_fewshot_examples_text(),
                               question=one_line(unit.question), answer=one_line(unit.answer),
                               prediction=one_line(unit.prediction) or "(empty)")
-        return [{"role": "user", "content": open_slot(text)}], fewshot.tag
+        return user_message(text, base_model=True), fewshot.tag
     prompt = load_prompt(PROMPT)
     text = prompt.render(
         categories=_categories_text(), examples=_examples_text(),

@@ -16,7 +16,7 @@ from functools import cache
 
 from cresowlve_core.evaluation.records import Extraction
 from cresowlve_core.items import ItemView, Lang
-from cresowlve_core.llm.base_model import first_line, open_slot
+from cresowlve_core.llm.base_model import first_line, user_message
 from cresowlve_core.prompts import Prompt, load_prompt
 
 #: Only the last this-many characters of a model's output are searched for the answer (a final
@@ -66,7 +66,7 @@ def is_echo(text: str) -> bool:
 
 def solve_messages(view: ItemView, prompt: Prompt) -> list[dict[str, str]]:
     text = prompt.render(question=view.question.strip())
-    return [{"role": "user", "content": open_slot(text) if prompt.name.startswith(FEWSHOT) else text}]
+    return user_message(text, prompt.name.startswith(FEWSHOT))
 
 
 def extract_answer(text: str | None, *, fewshot: bool = False) -> tuple[str, Extraction]:

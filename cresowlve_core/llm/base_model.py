@@ -40,6 +40,12 @@ def open_slot(text: str) -> str:
     return text.rstrip()
 
 
+def user_message(text: str, base_model: bool = False) -> list[dict[str, str]]:
+    """``text`` as the one user message of a request; for a base model it ends at its open slot
+    (:func:`open_slot`), the prompt a completion request sends."""
+    return [{"role": "user", "content": open_slot(text) if base_model else text}]
+
+
 def completion_params(params: GenParams, *, max_tokens: int | None = None) -> GenParams:
     """``params`` for a few-shot completion: the ``/completions`` API, stopping at the first blank line;
     ``max_tokens`` (when given) replaces the budget."""
@@ -62,4 +68,5 @@ def first_line(text: str | None) -> str:
     return ""
 
 
-__all__ = ["MAX_LINE_CHARS", "STOP", "completion_params", "first_line", "is_base_model", "one_line", "open_slot"]
+__all__ = ["MAX_LINE_CHARS", "STOP", "completion_params", "first_line", "is_base_model", "one_line", "open_slot",
+           "user_message"]

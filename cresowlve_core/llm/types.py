@@ -23,6 +23,21 @@ class Usage(BaseModel):
     reasoning_tokens: int | None = None
 
 
+def summed_usage(usages: list[Usage]) -> Usage:
+    """Token counts of several calls making one record, added up: ``None`` where any call did not
+    report that count (no calls: 0)."""
+    def total(name: str) -> int | None:
+        values = [getattr(u, name) for u in usages]
+        return None if any(v is None for v in values) else sum(values)
+    return Usage(input_tokens=total("input_tokens"), output_tokens=total("output_tokens"),
+                 reasoning_tokens=total("reasoning_tokens"))
+
+
+def summed_cost(costs: list[float | None]) -> float | None:
+    """The cost of several calls making one record: ``None`` when any call's cost is unknown (no calls: 0)."""
+    return None if any(c is None for c in costs) else float(sum(c or 0.0 for c in costs))
+
+
 Effort = Literal["none", "minimal", "low", "medium", "high"]
 EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "adaptive")
 #: "adaptive" labels a model that decides by itself how long to think (the paper's Qwen3.5,

@@ -24,7 +24,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from cresowlve_core.llm.base_model import MAX_LINE_CHARS, first_line, open_slot
+from cresowlve_core.llm.base_model import MAX_LINE_CHARS, first_line, one_line, user_message
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.sources.kg import KnowledgeSource
 from cresowlve_core.synthetic.facts import Candidate
@@ -67,12 +67,8 @@ def fact_lines(candidate: Candidate, source: KnowledgeSource) -> str:
 
 def fact_line(candidate: Candidate, source: KnowledgeSource) -> str:
     """``relation: object; ...`` on one line (the few-shot prompt's format: no descriptions)."""
-    return "; ".join(f"{_one_line(source.english_label(p) or p)}: {_one_line(source.english_label(o) or o)}"
+    return "; ".join(f"{one_line(source.english_label(p) or p)}: {one_line(source.english_label(o) or o)}"
                      for p, o in candidate.facts)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
 
 
 def verbalise_prompt(base_model: bool = False) -> Prompt:
@@ -88,11 +84,11 @@ def verbalise_messages(candidate: Candidate, source: KnowledgeSource,
     answer = source.english_label(candidate.anchor) or candidate.anchor
     description = (source.description_of(candidate.anchor) or "no description").strip()
     if base_model:
-        text = open_slot(prompt.render(answer=_one_line(answer), answer_description=_one_line(description),
-                                       facts=fact_line(candidate, source)))
+        text = prompt.render(answer=one_line(answer), answer_description=one_line(description),
+                             facts=fact_line(candidate, source))
     else:
         text = prompt.render(answer=answer, answer_description=description, facts=fact_lines(candidate, source))
-    return [{"role": "user", "content": text}], prompt.tag
+    return user_message(text, base_model), prompt.tag
 
 
 def _last_block(text: str, low: str, tag: str) -> str | None:
@@ -155,7 +151,7 @@ def parse_fewshot_verbalisation(text: str | None, prompt: str | None = None) -> 
 
 def _value(text: str) -> str | None:
     """A labelled line's text: one line, without the markdown emphasis around its label."""
-    return _one_line(text.strip().strip("*_").strip()) or None
+    return " ".join(text.strip().strip("*_").split()) or None
 
 
 def checked(parts: dict[str, str | None], prompt: str | None = None) -> Verbalisation | None:
