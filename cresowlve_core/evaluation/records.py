@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from cresowlve_core.llm.types import Usage
+from cresowlve_core.llm.types import Outcome, Usage
 
 Status = Literal["ok", "error"]
 JudgeStatus = Literal["scored", "unscored", "error", "not_run"]
@@ -27,6 +27,10 @@ class ResponseRecord(BaseModel):
     lang: Literal["en", "ru"]
     status: Status
     error: str | None = None
+    #: what the call came to (llm/types.py ``Outcome``); ``refused``/``filtered`` are ``status: ok`` (final,
+    #: never re-asked) and every metric counts them not correct; ``failed``/``error`` are ``status: error``
+    outcome: Outcome = "answer"
+    refusal: str | None = None
     model: str
     effort: str | None = None
     # item annotations, copied so a run dir is self-contained

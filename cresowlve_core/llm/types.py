@@ -129,6 +129,18 @@ class GenParams:
         return None if self.effort in (None, ADAPTIVE) else self.effort
 
 
+#: What one model call came to (docs/providers.md, "Outcomes"):
+#: ``answer``: text to score; ``truncated``: cut off by the token limit (scored, flagged);
+#: ``refused``: the model declined (its refusal text in ``refusal``); ``filtered``: the provider's
+#: filter stopped it (partial text kept, never scored as an answer). ``refused`` and ``filtered`` are
+#: the model's final behaviour on that item: one call, never re-asked, counted as not correct.
+#: ``failed`` (the provider says the response failed) and ``error`` (transport/HTTP) are not answers:
+#: they are retried, then recorded as errors, and an errored item is left out of paired statistics.
+Outcome = Literal["answer", "truncated", "refused", "filtered", "failed", "error"]
+#: the outcomes that are the model's behaviour on the item and count as not correct
+NOT_AN_ANSWER: frozenset[str] = frozenset({"refused", "filtered"})
+
+
 @dataclass
 class Completion:
     text: str
@@ -141,11 +153,20 @@ class Completion:
     raw: dict[str, Any] = field(default_factory=dict)
     #: USD the provider itself reported for this call (OpenRouter's ``usage.cost``); preferred over the price table
     reported_cost: float | None = None
+    #: the closed set above; the raw fields that decided it stay in ``raw`` (``finish_reason``,
+    #: ``native_finish_reason``, Responses ``status`` and ``incomplete_details``, ``refusal``)
+    outcome: Outcome = "answer"
+    refusal: str | None = None  # the model's refusal text (``outcome == "refused"``)
 
     @property
     def truncated(self) -> bool:
         """The answer was cut off by the token limit (``finish_reason: length``, Responses ``incomplete``)."""
-        return self.raw.get("finish_reason") == "length"
+        return self.outcome == "truncated" or (self.outcome == "answer" and self.raw.get("finish_reason") == "length")
+
+    @property
+    def is_answer(self) -> bool:
+        """Text that is scored as an answer (``answer`` or ``truncated``)."""
+        return self.outcome in ("answer", "truncated")
 
 
 @runtime_checkable
