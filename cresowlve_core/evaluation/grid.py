@@ -222,6 +222,9 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
         rows.append({"cell": c.name, "model": c.model.model, "label": c.model.label, "effort": c.effort, "lang": c.lang,
                      "run_dir": str(c.run_dir), "status": status, "skipped": res is None and summary is not None,
                      "error": res.get("error") if res else None,
+                     # answers the model refused or its provider filtered (in n, never correct)
+                     "n_refused": summary.get("n_refused", 0) if summary else None,
+                     "n_filtered": summary.get("n_filtered", 0) if summary else None,
                      "line": summary_line(summary) if summary else None})
     out = {"name": grid.name, "written_at": now_iso(), "cells": rows,
            "aliases": {m.model: m.label for m in grid.models if m.label},

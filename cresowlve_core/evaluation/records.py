@@ -15,7 +15,9 @@ from pydantic import BaseModel, Field
 from cresowlve_core.llm.types import Outcome, Usage
 
 Status = Literal["ok", "error"]
-JudgeStatus = Literal["scored", "unscored", "error", "not_run"]
+#: ``not_an_answer``: the model under test refused or was filtered, so the judge was not asked and the
+#: verdict is ``INCORRECT`` (counted not correct, like every other metric of that record)
+JudgeStatus = Literal["scored", "unscored", "error", "not_run", "not_an_answer"]
 #: ``completion``: the first line of a base model's few-shot continuation; ``echo``: the output gave the
 #: prompt's placeholder or the prompt itself back (empty prediction, never an answer)
 Extraction = Literal["answer_tag", "unclosed_answer_tag", "answer_line", "fallback_whole_text", "empty",
@@ -28,9 +30,10 @@ class ResponseRecord(BaseModel):
     status: Status
     error: str | None = None
     #: what the call came to (llm/types.py ``Outcome``); ``refused``/``filtered`` are ``status: ok`` (final,
-    #: never re-asked) and every metric counts them not correct; ``failed``/``error`` are ``status: error``
+    #: never re-asked), their text is kept in ``raw_output`` but nothing is extracted from it
+    #: (``prediction`` None) and every metric is False; ``failed``/``error`` are ``status: error``
     outcome: Outcome = "answer"
-    refusal: str | None = None
+    refusal: str | None = None  # the model's refusal text
     model: str
     effort: str | None = None
     # item annotations, copied so a run dir is self-contained
@@ -65,6 +68,9 @@ class ResponseRecord(BaseModel):
     judge_model: str | None = None
     judge_usage: Usage | None = None
     judge_cost: float | None = None
+    #: what the judge call came to; a judge that refused or was filtered leaves the verdict unscored
+    #: (``judge_status: unscored``, its text in ``judge_raw``): the answer is not made wrong by it
+    judge_outcome: Outcome | None = None
     synthetic: bool = False
     extra: dict[str, Any] = Field(default_factory=dict)
 

@@ -26,7 +26,7 @@ from cresowlve_core.llm.base_model import completion_params
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.profiles import resolve
-from cresowlve_core.llm.types import BudgetExceeded, Completion, Endpoint, GenParams, LLMError
+from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, Endpoint, GenParams, LLMError
 from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.prompts import Prompt
 from cresowlve_core.runtime import (
@@ -42,6 +42,7 @@ from cresowlve_core.runtime import (
     run_coro,
 )
 from cresowlve_core.runtime.errors import STOP_ERRORS
+from cresowlve_core.runtime.outcomes import error_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
 from cresowlve_core.stats import wilson_interval
 from cresowlve_core.text import shown
 
@@ -264,14 +265,30 @@ def score_fields(raw_output: str | None, answer: str, other_answers: str | None,
             "em_strict": scores.get("em_strict"), "em_lenient": scores.get("em_lenient")}
 
 
+def not_an_answer_scores() -> dict[str, Any]:
+    """The scores of a refused or filtered answer: nothing extracted, every formula metric False
+    (the judge's False is set by the run that has a judge, :data:`NOT_AN_ANSWER_VERDICT`)."""
+    scores: dict[str, bool | None] = {m.name: False for m in METRICS if not m.model_based}
+    return {"prediction": None, "extraction": None, "scores": scores,
+            "em_strict": scores.get("em_strict"), "em_lenient": scores.get("em_lenient")}
+
+
+#: the judge's fields for a refused or filtered answer: not asked, counted not correct
+NOT_AN_ANSWER_VERDICT: dict[str, Any] = {"judge_status": "not_an_answer", "judge_verdict": "INCORRECT",
+                                         "judge_raw": None, "judge_usage": None, "judge_cost": None}
+
+
 def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None, *,
                   fewshot: bool = False) -> dict[str, Any]:
     """A finished completion of the model under test, extracted and scored. A truncated answer
-    (cut off by the token limit) is flagged and scored as the text it is, as the paper would."""
-    return dict(status="ok", raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost,
-                cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
-                truncated=c.truncated, max_tokens=max_tokens,
-                **score_fields(c.text, view.answer, view.other_answers, fewshot=fewshot))
+    (cut off by the token limit) is flagged and scored as the text it is, as the paper would. A
+    refused or filtered one keeps its (partial) text in ``raw_output`` and is scored False on
+    every metric, whatever that text says."""
+    scored = not_an_answer_scores() if is_withheld(c) else score_fields(c.text, view.answer, view.other_answers,
+                                                                        fewshot=fewshot)
+    return dict(status="ok", **outcome_fields(c), raw_output=c.text, thoughts=c.thoughts, usage=c.usage,
+                cost=c.cost, cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
+                truncated=c.truncated, max_tokens=max_tokens, **scored)
 
 
 def cost_source(c: Completion) -> str | None:
@@ -328,9 +345,13 @@ class _Evaluator:
             c = c or await self.client.complete(
                 solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
-            if self.judge is not None:  # the paid answer is on disk before the judge is asked
+            if self.judge is not None and not is_withheld(c):  # the paid answer is on disk before the judge is asked
                 await self.run.append_async(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
-        if self.judge is not None:
+        if self.judge is not None and rec.get("outcome") in NOT_AN_ANSWER:  # nothing to judge: not correct
+            rec.update(NOT_AN_ANSWER_VERDICT, judge_model=cfg.judge_model)
+            if self.judge_bar is not None:
+                self.judge_bar.update(1)
+        elif self.judge is not None:
             try:
                 rec.update(await self._judge(item, rec.get("prediction") or ""))
             except STOP_ERRORS as exc:
@@ -361,8 +382,10 @@ class _Evaluator:
         except LLMError as exc:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
                     "judge_model": self.cfg.judge_model, "judge_cost": None}
-        verdict = req.parse(c.text)
-        return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict, "judge_raw": c.text,
+        # a judge that refused or was filtered gives no verdict: unscored, its text kept, the answer not made wrong
+        verdict = None if is_withheld(c) else req.parse(c.text)
+        return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict,
+                "judge_raw": c.refusal or c.text, "judge_outcome": c.outcome,
                 "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
 
 
@@ -407,7 +430,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     ev = _Evaluator(cfg, run, completions, judge_bar)
 
     def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
-        return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc)).model_dump(mode="json")
+        return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc),
+                              outcome=error_outcome(exc)).model_dump(mode="json")
 
     try:
         result = await map_with_resume(
@@ -487,6 +511,8 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
     return {
         "n_items": n_items,
         "n_ok": len(ok),
+        # answers that are the model's refusal or its provider's filter (counted in n, never correct)
+        **outcome_counts({"status": r.status, "outcome": r.outcome} for r in ok),
         "n_error": sum(errors.values()),
         "n_not_run": n_items - len(records),
         "top_error": list(errors.most_common(1)[0]) if errors else None,
@@ -498,17 +524,20 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
         "judge_accuracy": judge["accuracy"],
         "judge_ci95": judge["ci95"],
         "n_unscored": sum(r.judge_status == "unscored" for r in ok),
+        "n_judge_withheld": sum(r.judge_outcome in NOT_AN_ANSWER for r in ok),  # verdicts the judge refused
         "n_judge_error": sum(r.judge_status == "error" for r in ok),
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
         "n_truncated": sum(r.truncated for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
         "thinking": thinking,
-        "n_no_reasoning": sum(not _shows_reasoning(r) for r in ok) if thinking else None,
+        "n_no_reasoning": (sum(not _shows_reasoning(r) for r in ok if r.outcome not in NOT_AN_ANSWER)
+                           if thinking else None),
         "input_tokens": usage("input_tokens"),
         "output_tokens": usage("output_tokens"),
         "reasoning_tokens": usage("reasoning_tokens"),
         "cost": _costs([r.cost for r in ok]),
-        "judge_cost": _costs([r.judge_cost for r in ok if r.judge_status != "not_run"]) if judged else None,
+        "judge_cost": (_costs([r.judge_cost for r in ok if r.judge_status not in ("not_run", "not_an_answer")])
+                       if judged else None),
         "spent_now": {"model": model_meter, "judge": judge_meter},
     }
 
@@ -535,9 +564,11 @@ def summary_line(s: dict[str, Any]) -> str:
     tok = "tokens in/out/reasoning " + "/".join(shown(s[k], "n/a") for k in ("input_tokens", "output_tokens",
                                                                               "reasoning_tokens"))
     return (
-        f"n={s['n_items']} ok={s['n_ok']} error={s['n_error']} not-run={s['n_not_run']} | "
+        f"n={s['n_items']} ok={s['n_ok']}{outcome_note(s)} error={s['n_error']} not-run={s['n_not_run']} | "
         f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
-        f"unscored {s['n_unscored']} | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
+        f"unscored {s['n_unscored']}"
+        + (f" ({s['n_judge_withheld']} refused or filtered by the judge)" if s.get("n_judge_withheld") else "")
+        + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
@@ -560,7 +591,9 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         fewshot = is_fewshot(manifest.prompts)
         fresh = []
         for key, rec in latest.items():
-            if rec.get("status") == "ok":
+            if rec.get("status") == "ok" and rec.get("outcome") in NOT_AN_ANSWER:
+                rec = _with_judge_score({**rec, **not_an_answer_scores()})  # stays not correct, whatever its text
+            elif rec.get("status") == "ok":
                 other = rec.get("other_answers")
                 if other is None and key[0] in items:
                     other = items[key[0]].view(key[1]).other_answers

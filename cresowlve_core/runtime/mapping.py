@@ -8,7 +8,9 @@ error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
   the disk; a unit counts as done (progress, ``on_record``) only once its record is fsynced;
 - a re-run skips units whose latest record is done, and retries errored ones;
 - a unit that fails (an :class:`~cresowlve_core.llm.types.LLMError` after the client's own
-  retries) is recorded as an error and the run goes on;
+  retries) is recorded as an error, with its ``outcome`` (``failed`` or ``error``,
+  :mod:`~cresowlve_core.runtime.outcomes`), and the run goes on; a refused or filtered answer is a
+  finished unit (``status: ok``) that each stage records as it is and :meth:`MapResult.step_counts` counts;
 - a stop error (spent budget, wrong key/model/endpoint) stops the run cleanly: no new unit
   starts, calls already in flight are awaited and recorded, and the reason is returned;
 - an interruption (Ctrl-C or SIGTERM, which cancel the running task: :mod:`~cresowlve_core.runtime.stop`)
@@ -31,6 +33,7 @@ from tqdm.auto import tqdm
 import cresowlve_core.runtime.stop as stop_request
 from cresowlve_core.llm.types import LLMError
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
+from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts
 from cresowlve_core.runtime.rundir import RunDir
 
 U = TypeVar("U")
@@ -76,10 +79,12 @@ class MapResult(Generic[U]):
         return errors.most_common(1)[0] if errors else None
 
     def step_counts(self, step: str) -> dict[str, Any]:
-        """This run as one step of a pipeline: units, done, errored, not run, why it stopped, top error."""
+        """This run as one step of a pipeline: units, done (of which refused, filtered), errored, not run,
+        why it stopped, top error."""
         top = self.top_error()
-        return {"step": step, "n_units": self.n_units, "n_ok": self.n_done, "n_error": self.n_error,
-                "n_not_run": self.n_not_run, "stopped": self.stopped, "top_error": [top[0], top[1]] if top else None}
+        return {"step": step, "n_units": self.n_units, "n_ok": self.n_done, **outcome_counts(self.records.values()),
+                "n_error": self.n_error, "n_not_run": self.n_not_run, "stopped": self.stopped,
+                "top_error": [top[0], top[1]] if top else None}
 
 
 def pipeline_summary(steps: Sequence[Record]) -> Record:
@@ -93,6 +98,7 @@ def pipeline_summary(steps: Sequence[Record]) -> Record:
     if first is not None:
         stopped = INTERRUPTED if first["stopped"] == INTERRUPTED else f"{first['step']}: {first['stopped']}"
     return {"n_items": sum(s["n_units"] for s in steps), "n_ok": sum(s["n_ok"] for s in steps),
+            "n_refused": sum(s.get("n_refused", 0) for s in steps), "n_filtered": sum(s.get("n_filtered", 0) for s in steps),
             "n_error": sum(s["n_error"] for s in steps), "n_not_run": sum(s["n_not_run"] for s in steps),
             "top_error": list(top) if top else None, "stopped": stopped,
             "stopped_at": first["step"] if first is not None else None, "steps": list(steps)}
@@ -166,6 +172,7 @@ async def map_with_resume(
                     return
                 except LLMError as exc:
                     rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
+                    rec.setdefault("outcome", error_outcome(exc))
                 await persist(rec)
 
         n_workers = max(1, min(concurrency, len(todo)))

@@ -1,0 +1,58 @@
+"""What a model call came to, in the form every stage's records carry it (docs/providers.md, "Outcomes").
+
+A record of a finished call has ``outcome`` (``Completion.outcome``) and ``refusal`` (the model's
+refusal text). ``refused`` and ``filtered`` (:data:`~cresowlve_core.llm.types.NOT_AN_ANSWER`) are
+the model's final behaviour on the unit: the record is ``status: "ok"`` (so a resume does not ask
+again), the text is kept in the stage's raw field but never parsed as content, and the stage counts
+it (:func:`outcome_counts`). A call that raised (:class:`~cresowlve_core.llm.types.LLMError`) is
+``status: "error"`` with ``outcome`` ``failed`` (the provider said the response failed) or ``error``
+(:func:`error_outcome`), and is retried on resume.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Completion, Outcome
+
+
+def outcome_fields(c: Completion) -> dict[str, Any]:
+    """The outcome fields of a record made from ``c``: ``outcome`` and ``refusal``."""
+    return {"outcome": c.outcome, "refusal": c.refusal}
+
+
+def is_withheld(c: Completion) -> bool:
+    """``c`` is a refusal or a filtered answer: recorded as it is, never parsed as content."""
+    return c.outcome in NOT_AN_ANSWER
+
+
+def withheld_record(c: Completion, raw_field: str = "raw") -> dict[str, Any]:
+    """The fields of a stage record for a refused or filtered call: ``status: ok`` (final, not asked
+    again), its outcome and refusal text, the (partial) text under ``raw_field``, usage and cost.
+    The stage adds its unit's key and leaves its parsed content out."""
+    return {"status": "ok", **outcome_fields(c), raw_field: c.text, "usage": c.usage.model_dump(), "cost": c.cost}
+
+
+def error_outcome(exc: BaseException) -> Outcome:
+    """The outcome of a call that raised: ``failed`` when the provider said the response failed, else ``error``."""
+    outcome = getattr(exc, "outcome", "error")
+    return "failed" if outcome == "failed" else "error"
+
+
+def record_withheld(record: Mapping[str, Any]) -> bool:
+    """A stored record (or sub-record) of a refused or filtered call."""
+    return record.get("outcome") in NOT_AN_ANSWER
+
+
+def outcome_counts(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """``n_refused`` and ``n_filtered`` among finished records (``status: ok``)."""
+    done = [r.get("outcome") for r in records if r.get("status") == "ok"]
+    return {"n_refused": done.count("refused"), "n_filtered": done.count("filtered")}
+
+
+def outcome_note(counts: Mapping[str, Any]) -> str:
+    """`` (1 refused, 1 filtered)`` for a summary line, or ``""`` when there is neither."""
+    parts = [f"{counts[k]} {word}" for k, word in (("n_refused", "refused"), ("n_filtered", "filtered"))
+             if counts.get(k)]
+    return f" ({', '.join(parts)})" if parts else ""

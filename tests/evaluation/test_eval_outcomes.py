@@ -1,0 +1,107 @@
+"""Refused and filtered answers are final and not correct; failed ones are errors asked again.
+
+The model under test and the judge are one ChatModel double (tests/outcome_double.py): item 1 is
+refused, item 2 is filtered with partial text that equals its reference, item 3 fails, item 4 is
+answered but its judge refuses to give a verdict.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from pathlib import Path
+
+from outcome_double import REFUSAL, OutcomeModel, failed, filtered, patch_clients, refused
+
+import cresowlve_core.evaluation.runner as runner
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, rescore, summary_line
+from cresowlve_core.items import Item, ItemView
+
+
+def items() -> list[Item]:
+    return [Item(id=f"chgk_{i:010x}", en=ItemView(question=f"Puzzle number {i}: who is X?", answer=f"Answer{i}"))
+            for i in range(5)]
+
+
+def reply(fail: bool = True):
+    def answer(prompt: str):
+        if "candidate_answer" in prompt:  # the judge
+            if "<candidate_answer>\nAnswer4" in prompt or "Answer4\n</candidate_answer>" in prompt:
+                return refused()
+            nonce = re.search(r"VERDICT-([0-9A-F]{8})", prompt).group(1)
+            return f"VERDICT-{nonce}: CORRECT"
+        n = int(prompt.split("Puzzle number ")[1].split(":")[0])
+        if n == 1:
+            return refused()
+        if n == 2:
+            return filtered("<Answer>Answer2</Answer>")  # the reference, cut by the filter: never correct
+        if n == 3 and fail:
+            return failed()
+        return f"<Answer>Answer{n}</Answer>"
+    return answer
+
+
+def config(tmp_path: Path, judge: bool = True) -> EvalConfig:
+    return EvalConfig(model="double-model", base_url="http://double.invalid/v1", run_dir=str(tmp_path / "run"),
+                      items="test", lang="en", judge_model="double-judge" if judge else None, cache=False)
+
+
+def latest(run_dir: Path) -> dict[str, dict]:
+    lines = (run_dir / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+    return {r["id"][-1]: r for r in map(json.loads, lines)}
+
+
+def test_refused_and_filtered_are_final_and_not_correct(tmp_path, monkeypatch):
+    model = OutcomeModel(reply())
+    patch_clients(monkeypatch, model, runner)
+    out = asyncio.run(evaluate_async(config(tmp_path), items(), progress=False))
+    solves = [c for c in model.calls if "candidate_answer" not in c]
+    judged = [c for c in model.calls if "candidate_answer" in c]
+    assert len(solves) == 5 and len(judged) == 2  # items 0 and 4: the refused, filtered and failed are not judged
+
+    recs = latest(tmp_path / "run")
+    r1, r2, r3, r4 = recs["1"], recs["2"], recs["3"], recs["4"]
+    assert (r1["status"], r1["outcome"], r1["refusal"]) == ("ok", "refused", REFUSAL)
+    assert (r2["status"], r2["outcome"], r2["raw_output"]) == ("ok", "filtered", "<Answer>Answer2</Answer>")
+    for r in (r1, r2):
+        assert r["scores"] == {"em_strict": False, "em_lenient": False, "judge": False}
+        assert r["em_strict"] is False and r["em_lenient"] is False and r["prediction"] is None
+        assert (r["judge_status"], r["judge_verdict"]) == ("not_an_answer", "INCORRECT")
+    assert (r3["status"], r3["outcome"]) == ("error", "failed") and "server_error" in r3["error"]
+    # the judge's refusal leaves that verdict unscored; the answer's EM stands
+    assert (r4["judge_status"], r4["judge_outcome"], r4["judge_raw"]) == ("unscored", "refused", REFUSAL)
+    assert r4["scores"] == {"em_strict": True, "em_lenient": True, "judge": None}
+
+    s = out.summary
+    assert (s["n_ok"], s["n_refused"], s["n_filtered"], s["n_error"]) == (4, 1, 1, 1)
+    assert (s["metrics"]["em_strict"]["k"], s["metrics"]["em_strict"]["n"]) == (2, 4)  # 0 and 4 of 0, 1, 2, 4
+    assert (s["metrics"]["judge"]["k"], s["metrics"]["judge"]["n"]) == (1, 3)  # 0 correct; 1, 2 not; 4 unscored
+    assert s["n_judge_withheld"] == 1
+    line = summary_line(s)
+    assert "ok=4 (1 refused, 1 filtered) error=1" in line and "1 refused or filtered by the judge" in line
+    on_disk = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert (on_disk["n_refused"], on_disk["n_filtered"]) == (1, 1)
+
+    again = OutcomeModel(reply(fail=False))  # resume: only the failed item is asked again (and judged)
+    patch_clients(monkeypatch, again, runner)
+    out2 = asyncio.run(evaluate_async(config(tmp_path), items(), progress=False))
+    assert len(again.calls) == 2 and all("number 3" in c or "Answer3" in c for c in again.calls)
+    assert (out2.summary["n_ok"], out2.summary["n_refused"], out2.summary["n_filtered"]) == (5, 1, 1)
+
+    fresh = rescore(tmp_path / "run")  # rescoring from raw output keeps them not correct
+    recs = latest(tmp_path / "run")
+    assert recs["2"]["scores"] == {"em_strict": False, "em_lenient": False, "judge": False}
+    assert recs["1"]["prediction"] is None and fresh["n_filtered"] == 1
+    assert (fresh["metrics"]["em_strict"]["k"], fresh["metrics"]["em_strict"]["n"]) == (3, 5)
+
+
+def test_without_a_judge_a_refusal_is_false_on_every_formula_metric(tmp_path, monkeypatch):
+    model = OutcomeModel(reply())
+    patch_clients(monkeypatch, model, runner)
+    out = asyncio.run(evaluate_async(config(tmp_path, judge=False), items()[:3], progress=False))
+    recs = latest(tmp_path / "run")
+    assert len(model.calls) == 3
+    assert recs["2"]["scores"] == {"em_strict": False, "em_lenient": False, "judge": None}
+    assert recs["2"]["judge_status"] == "not_run"  # no judge in this run: nothing is claimed for it
+    assert out.summary["em_lenient"] == 1 / 3 and out.summary["judge_accuracy"] is None
