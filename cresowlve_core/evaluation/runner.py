@@ -19,7 +19,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core import jsonl
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
-from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS, JudgeProtocol, JudgeRule, judge_request, judge_rule
+from cresowlve_core.evaluation.scoring import (
+    JUDGE_PROTOCOLS,
+    JudgeProtocol,
+    JudgeRule,
+    judge_prediction,
+    judge_request,
+    judge_rule,
+)
 from cresowlve_core.evaluation.solve import extract_answer, is_fewshot, solve_messages, solve_prompt
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.base_model import completion_params
@@ -260,7 +267,7 @@ def score_fields(raw_output: str | None, answer: str, other_answers: str | None,
     """Answer extraction and every formula metric, from the raw output alone (no model call);
     ``fewshot``: the output continues the base-model few-shot prompt."""
     prediction, how = extract_answer(raw_output, fewshot=fewshot)
-    scores = formula_scores(prediction, Reference(answer, other_answers))
+    scores = formula_scores(raw_output, prediction, Reference(answer, other_answers), fewshot=fewshot)
     return {"prediction": prediction, "extraction": how, "scores": scores,
             "em_strict": scores.get("em_strict"), "em_lenient": scores.get("em_lenient")}
 
@@ -353,7 +360,7 @@ class _Evaluator:
                 self.judge_bar.update(1)
         elif self.judge is not None:
             try:
-                rec.update(await self._judge(item, rec.get("prediction") or ""))
+                rec.update(await self._judge(item, judge_prediction(rec, self.cfg.judge_rule(), fewshot=self.fewshot)))
             except STOP_ERRORS as exc:
                 rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
                 raise StopWithRecord(exc, _with_judge_score(rec)) from exc

@@ -22,7 +22,7 @@ import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from cresowlve_core.llm.base_model import one_line
 from cresowlve_core.prompts import Prompt, load_prompt
@@ -186,6 +186,17 @@ JUDGE_PROTOCOLS: dict[str, dict[str, str]] = {
         "unparseable_counts_as": "unscored",
     },
 }
+
+
+def judge_prediction(record: dict[str, Any], rule: JudgeRule, *, fewshot: bool = False) -> str:
+    """What the judge is shown as the candidate answer of a record: under the paper's protocol the
+    paper's extraction of the raw output (as its released judge saw it), otherwise our extraction
+    (the record's ``prediction``)."""
+    if rule == "paper":
+        from cresowlve_core.evaluation.metrics import Output
+
+        return Output(record.get("raw_output"), record.get("prediction"), fewshot).paper_prediction
+    return record.get("prediction") or ""
 
 
 def judge_nonce(item_id: str, prediction: str, seed: int) -> str:
