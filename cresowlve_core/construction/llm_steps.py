@@ -49,6 +49,13 @@ from cresowlve_core.runtime import (
     open_client,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
+from cresowlve_core.runtime.outcomes import (
+    is_withheld,
+    outcome_counts,
+    outcome_fields,
+    record_withheld,
+    withheld_record,
+)
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
@@ -274,8 +281,10 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         if fewshot and step == "translate":
             return await _fewshot_translate(c)
         comp = await sc.client.complete(step_messages(step, c, prompt), params, prompt_version=prompt.tag)
+        if is_withheld(comp):  # refused or filtered: final, flagged with its outcome, not parsed
+            return {"key": c.id, **withheld_record(comp), "verdict": None, "prompt": prompt.tag}
         text = P.fewshot_reply(step, comp.text) if fewshot else comp.text
-        return {"key": c.id, "status": "ok", "verdict": parse(c, text), "raw": comp.text,
+        return {"key": c.id, "status": "ok", **outcome_fields(comp), "verdict": parse(c, text), "raw": comp.text,
                 "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
 
     async def _fewshot_translate(c: Candidate) -> dict[str, Any]:
@@ -286,7 +295,12 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
             completion_params(params, max_tokens=min(FEWSHOT_TRANSLATE_FIELDS[f], params.max_tokens or 10**6)),
             prompt_version=prompt.tag) for f in fields))
         raw = {f: comp.text for f, comp in zip(fields, comps, strict=True)}
-        return {"key": c.id, "status": "ok", "verdict": fewshot_translate_verdict(c, raw), "raw": raw,
+        withheld = next((comp for comp in comps if is_withheld(comp)), None)  # one refused field withholds the item
+        if withheld is not None:
+            return {"key": c.id, "status": "ok", **outcome_fields(withheld), "verdict": None, "raw": raw,
+                    "usage": summed_usage([comp.usage for comp in comps]),
+                    "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
+        return {"key": c.id, "status": "ok", "outcome": "answer", "verdict": fewshot_translate_verdict(c, raw), "raw": raw,
                 "usage": summed_usage([comp.usage for comp in comps]),
                 "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
 
@@ -297,18 +311,22 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         await sc.client.aclose()
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
     run.finish(manifest, stopped=result.stopped, summary={
-        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "n_parsed": n_parsed,
+        "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
+        "n_error": result.n_error, "n_parsed": n_parsed,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
 
 
 def _verdict(records: dict[str, dict], cid: str) -> tuple[dict | None, str | None]:
-    """(verdict, problem) for one id: problem is ``llm_error``, ``not_run`` or ``unparseable``."""
+    """(verdict, problem) for one id: problem is ``llm_error``, ``not_run``, ``unparseable``, or the
+    outcome of a reply that is not an answer (``refused``, ``filtered``)."""
     rec = records.get(cid)
     if rec is None:
         return None, "not_run"
     if rec.get("status") != "ok":
         return None, "llm_error"
+    if record_withheld(rec):
+        return None, str(rec["outcome"])
     return rec.get("verdict"), None
 
 

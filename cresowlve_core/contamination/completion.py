@@ -28,6 +28,7 @@ from cresowlve_core.llm.base_model import completion_params, is_base_model, user
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
 
 MODES = ("guided", "general")
@@ -110,8 +111,10 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
     async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         messages, tag = completion_messages(unit, base)
         c = await client.complete(messages, params, prompt_version=tag)
-        cont = parse_continuation(c.text, unit.cut.prefix)
-        return {"key": list(unit.key), "status": "ok", "set": unit.set, "lang": unit.lang, "id": unit.id,
+        # a refused or filtered continuation continues nothing: ROUGE-L 0, no prefix match
+        cont = None if is_withheld(c) else parse_continuation(c.text, unit.cut.prefix)
+        return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
+                "id": unit.id,
                 "mode": unit.mode, "cut": unit.cut.position, "suffix": unit.cut.suffix, "continuation": cont,
                 "rouge_l": rouge_l(cont or "", unit.cut.suffix), "prefix_match": prefix_match(cont or "", unit.cut.suffix, k),
                 "raw": c.text[:4000], "usage": c.usage.model_dump(), "cost": c.cost}
@@ -119,7 +122,8 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
     result = await map_with_resume(run, COMPLETIONS, units, key=lambda u: u.key, call=call,
                                    concurrency=options.concurrency, progress=progress, desc="completion")
     run.finish(manifest, stopped=result.stopped, summary={
-        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error, "stopped": result.stopped})
+        "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
+        "n_error": result.n_error, "stopped": result.stopped})
     return result
 
 

@@ -38,6 +38,7 @@ from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 
 PROMPT = "contamination_perturb"
 CHAT_PROTOCOL = "chat-rewrite"
@@ -54,7 +55,7 @@ _PUNCT = re.compile(r"[^\w\s]")
 LENGTH_TOLERANCE_WORDS = 3
 LENGTH_TOLERANCE_SHARE = 0.2
 REJECTION_KINDS = ("unparsed", "too_few_synonyms", "same_as_original", "duplicate", "placeholder_lost", "punctuation_changed",
-                   "length_changed")
+                   "length_changed", "refused", "filtered")
 
 
 @dataclass(frozen=True)
@@ -206,9 +207,13 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
                     "synonyms": s["synonyms"], "usage": s["usage"], "cost": s["cost"]}
         messages, tag = perturb_messages(unit)
         c = await client.complete(messages, params, prompt_version=tag)
-        parsed = parse_perturbations(c.text, unit.question)
-        rej = rejections(unit.question, parsed)
-        return {"key": [unit.lang, unit.id], "status": "ok", "protocol": protocol, "perturbations": parsed,
+        if is_withheld(c):  # refused or filtered: no rewrites read from it, the item unusable with that reason
+            parsed, rej = None, [Rejection(None, c.outcome, f"the perturber's reply was {c.outcome}")]
+        else:
+            parsed = parse_perturbations(c.text, unit.question)
+            rej = rejections(unit.question, parsed)
+        return {"key": [unit.lang, unit.id], "status": "ok", **outcome_fields(c), "protocol": protocol,
+                "perturbations": parsed,
                 "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej], "raw": c.text,
                 "usage": c.usage.model_dump(), "cost": c.cost}
 
@@ -217,6 +222,7 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
     recs = list(result.records.values())
     run.finish(manifest, stopped=result.stopped, summary={
         "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
+        **outcome_counts(recs),
         "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),
         "n_model_calls": sum(len(r.get("synonyms") or []) if base else 1 for r in recs if r.get("status") == "ok"),
         "stopped": result.stopped})

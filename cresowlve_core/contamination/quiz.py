@@ -30,6 +30,7 @@ from cresowlve_core.llm.base_model import completion_params, is_base_model, user
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, record_withheld
 from cresowlve_core.stats import stable_seed, wilson_interval
 
 PROMPT = "contamination_quiz"
@@ -167,9 +168,9 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
     async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         messages, tag = quiz_messages(unit, base)
         c = await client.complete(messages, params, prompt_version=tag)
-        choice = parse_choice(c.text)
-        return {"key": list(unit.key), "status": "ok", "set": unit.set, "lang": unit.lang, "id": unit.id,
-                "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
+        choice = None if is_withheld(c) else parse_choice(c.text)  # a refusal picks no option: not correct
+        return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
+                "id": unit.id, "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
                 "is_correct": None if unit.correct is None else choice == unit.correct,
                 "raw": c.text[:2000], "usage": c.usage.model_dump(), "cost": c.cost}
 
@@ -177,8 +178,9 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
                                    concurrency=options.concurrency, progress=progress, desc=quiz.upper())
     recs = [r for r in result.records.values() if r.get("status") == "ok"]
     run.finish(manifest, stopped=result.stopped, summary={
-        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error,
-        "n_invalid": sum(r.get("choice") is None for r in recs), "stopped": result.stopped})
+        "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
+        "n_invalid": sum(r.get("choice") is None and not record_withheld(r) for r in recs),
+        "stopped": result.stopped})
     return result
 
 

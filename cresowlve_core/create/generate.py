@@ -48,7 +48,7 @@ from cresowlve_core.create.records import (
     response_key,
 )
 from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, one_line, user_message
-from cresowlve_core.llm.types import Endpoint, GenParams
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
     RESPONSES,
@@ -60,6 +60,7 @@ from cresowlve_core.runtime import (
     open_client,
     run_coro,
 )
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 
 Variation = Literal["original", "iterate", "resample"]
 VARIATIONS: tuple[str, ...] = ("original", "iterate", "resample")
@@ -264,13 +265,15 @@ async def agenerate(
         else:
             messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
         c = await client.complete(messages, params, prompt_version=tag)
-        parsed = parse_fewshot_paths(c.text) if base else parse_answer(c.text)
-        return GenerationRecord(
-            query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag,
+        rec = GenerationRecord(
+            query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag, **outcome_fields(c),
             raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost, latency_s=c.latency_s,
-            cached=bool(c.cached), parse_status=parsed.status, parse_flags=parsed.flags,
-            n_paths=len(parsed.paths), paths=parsed.paths,
-        ).model_dump(mode="json")
+            cached=bool(c.cached))
+        if is_withheld(c):  # refused or filtered: final, no path read from its text
+            return rec.model_dump(mode="json")
+        parsed = parse_fewshot_paths(c.text) if base else parse_answer(c.text)
+        return rec.model_copy(update=dict(parse_status=parsed.status, parse_flags=parsed.flags,
+                                          n_paths=len(parsed.paths), paths=parsed.paths)).model_dump(mode="json")
 
     def on_error(u: Unit, exc: BaseException) -> dict[str, Any]:
         return GenerationRecord(query_id=u.query.id, sample=u.sample, round=u.round, seed=options.seed + u.sample,
@@ -281,9 +284,10 @@ async def agenerate(
     rounds = plan_rounds(queries, variation, n_samples, n_rounds)
     for r, units in enumerate(rounds):
         if r > 0:  # iterate: a query goes on only when all its earlier rounds succeeded
-            latest = _ok_records(run)
+            latest = _ok_records(run)  # a refused or filtered earlier round is no answer to build on
             answers = {q.id: [latest[(q.id, 0, i)].raw_output or "" for i in range(r)] for q in queries
-                       if all((q.id, 0, i) in latest for i in range(r))}
+                       if all((q.id, 0, i) in latest and latest[(q.id, 0, i)].outcome not in NOT_AN_ANSWER
+                              for i in range(r))}
             units = [u for u in units if u.query.id in answers]
         desc = f"CREATE {endpoint.model}" + (f" round {r + 1}/{len(rounds)}" if len(rounds) > 1 else "")
         result = await map_with_resume(run, RESPONSES, units, key=lambda u: u.key, call=call,
@@ -300,7 +304,8 @@ async def agenerate(
     ok = [r for r in latest_all.values() if r.status == "ok"]
     summary = GenerateSummary(
         run_dir=str(run.path), model=endpoint.model, variation=variation, n_queries=len(queries),
-        n_calls=len(planned), n_ok=len(ok), n_error=len(latest_all) - len(ok),
+        n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
+        n_error=len(latest_all) - len(ok),
         n_missing=len(planned) - len(latest_all), n_paths=sum(r.n_paths for r in ok),
         n_unparseable=sum(r.parse_status == "unparseable" for r in ok), generation_cost=records_cost(ok),
         stopped=stopped, repairs=repairs,
@@ -383,6 +388,9 @@ def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
                 g.flags.append("call_failed")
                 continue
             g.n_calls_ok += 1
+            if r.outcome in NOT_AN_ANSWER:  # the model's refusal or its provider's filter: no paths
+                g.flags.append(r.outcome)
+                continue
             g.raw_outputs.append(r.raw_output or "")
             if r.parse_status in ("unparseable", "partial", "empty"):
                 g.flags.append(f"parse_{r.parse_status}")

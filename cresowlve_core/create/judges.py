@@ -35,8 +35,9 @@ from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
 from cresowlve_core.llm.base_model import completion_params, first_line, one_line, user_message
-from cresowlve_core.llm.types import Completion, GenParams, Usage, summed_cost, summed_usage
+from cresowlve_core.llm.types import Completion, GenParams, Outcome, Usage, summed_cost, summed_usage
 from cresowlve_core.prompts import load_prompt
+from cresowlve_core.runtime.outcomes import is_withheld
 
 StrengthScope = Literal["reference", "paper"]
 
@@ -288,6 +289,7 @@ class JudgeCall:
     cost: float | None = None
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
+    outcome: Outcome = "answer"  # refused/filtered: nothing was read from ``raw``; the triples are unscored
 
 
 async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
@@ -299,9 +301,23 @@ async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
 
 
 def _combined(completions: list[Completion], verdicts: TripleVerdicts, tag: str) -> JudgeCall:
+    withheld = next((c.outcome for c in completions if is_withheld(c)), None)
+    if withheld is not None:
+        verdicts.flags.append(withheld)
     return JudgeCall(verdicts, json.dumps([c.text for c in completions], ensure_ascii=False), tag,
                      summed_cost([c.cost for c in completions]), summed_usage([c.usage for c in completions]),
-                     bool(completions) and all(c.cached for c in completions))
+                     bool(completions) and all(c.cached for c in completions), withheld or "answer")
+
+
+def _judged_text(c: Completion) -> str:
+    """What a judge's verdicts are read from: nothing when it refused or was filtered (its triples unscored)."""
+    return "" if is_withheld(c) else c.text
+
+
+def _single(c: Completion, verdicts: TripleVerdicts, tag: str) -> JudgeCall:
+    if is_withheld(c):
+        verdicts.flags.append(c.outcome)
+    return JudgeCall(verdicts, c.refusal or c.text, tag, c.cost, c.usage, bool(c.cached), c.outcome)
 
 
 async def judge_specificity(client: CompletesChat, path: Path, params: GenParams, *,
@@ -311,12 +327,12 @@ async def judge_specificity(client: CompletesChat, path: Path, params: GenParams
     as the unit's error, or stops the run on a stop error); unparseable output is flagged."""
     if base_model:
         done, tag = await _per_triple(client, SPECIFICITY_FEWSHOT_PROMPT, path, fewshot_judge_params(params))
-        sizes = [parse_size_line(c.text) for c in done]
+        sizes = [parse_size_line(_judged_text(c)) for c in done]
         scores = [float(specificity_from_size(x)) for x in sizes]
         return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(sizes)], sizes), tag)
     messages, tag = specificity_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
-    return JudgeCall(parse_specificity(c.text, len(path)), c.text, tag, c.cost, c.usage, bool(c.cached))
+    return _single(c, parse_specificity(_judged_text(c), len(path)), tag)
 
 
 async def judge_factuality(client: CompletesChat, path: Path, params: GenParams, *,
@@ -324,9 +340,9 @@ async def judge_factuality(client: CompletesChat, path: Path, params: GenParams,
     """One factuality call for ``path`` (failures propagate, as in :func:`judge_specificity`)."""
     if base_model:
         done, tag = await _per_triple(client, FACTUALITY_FEWSHOT_PROMPT, path, fewshot_judge_params(params))
-        verdicts = [parse_holds_line(c.text) for c in done]
+        verdicts = [parse_holds_line(_judged_text(c)) for c in done]
         scores = [0.0 if v is None else v for v in verdicts]
         return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(verdicts)], verdicts=verdicts), tag)
     messages, tag = factuality_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
-    return JudgeCall(parse_factuality(c.text, len(path)), c.text, tag, c.cost, c.usage, bool(c.cached))
+    return _single(c, parse_factuality(_judged_text(c), len(path)), tag)

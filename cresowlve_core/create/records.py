@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.llm.pricing import CostMeter
-from cresowlve_core.llm.types import Usage
+from cresowlve_core.llm.types import Outcome, Usage
 
 JUDGMENTS = "judgments.jsonl"
 SCORES = "scores.json"
@@ -43,6 +43,10 @@ class GenerationRecord(BaseModel):
     seed: int | None = None
     status: Status = "ok"
     error: str | None = None
+    #: what the call came to (runtime/outcomes.py): a refused or filtered generation is final
+    #: (``status: ok``, not asked again), its text kept in ``raw_output``, no path read from it
+    outcome: Outcome = "answer"
+    refusal: str | None = None
     prompt: str | None = Field(None, description="name@version of the prompt of this call")
     raw_output: str | None = None
     thoughts: str | None = None
@@ -87,6 +91,9 @@ class JudgmentRecord(BaseModel):
         default_factory=list, description="the judge's verdicts as read: 1, 0, or None (unscored, counted as 0)")
     factuality_flags: list[str] = Field(default_factory=list)
     factuality_raw: str | None = None
+    #: what each judge's call came to; a refused or filtered judgment leaves that judge's triples unscored
+    specificity_outcome: Outcome = "answer"
+    factuality_outcome: Outcome = "answer"
     prompts: list[str] = Field(default_factory=list)
     usage: dict[str, Usage] = Field(default_factory=dict)
     cost: float | None = None
@@ -151,6 +158,8 @@ class GenerateSummary(BaseModel):
     n_queries: int
     n_calls: int = Field(description="calls planned: queries x samples x rounds")
     n_ok: int
+    n_refused: int = Field(0, description="calls the model refused (in n_ok: final, no paths)")
+    n_filtered: int = Field(0, description="calls its provider's filter stopped (in n_ok: final, no paths)")
     n_error: int
     n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
     n_paths: int
@@ -173,6 +182,7 @@ class ScoreSummary(BaseModel):
     n_to_judge: int
     n_judged: int
     n_judge_errors: int
+    n_judge_withheld: int = Field(0, description="judged paths where a judge refused or was filtered (its triples unscored)")
     n_not_judged: int
     #: triples of the judged paths, and how many of them each judge actually scored (coverage)
     n_triples: int = 0

@@ -62,7 +62,7 @@ from cresowlve_core.create.records import (
 from cresowlve_core.create.scored import ScoredSet
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.llm.base_model import is_base_model
-from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
     RESPONSES,
@@ -155,6 +155,7 @@ async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any, base_m
         specificity_sizes=spec.verdicts.sizes or [], specificity_flags=spec.verdicts.flags, specificity_raw=spec.raw,
         factuality=fact.verdicts.scores, factuality_verdicts=fact.verdicts.verdicts or [],
         factuality_flags=fact.verdicts.flags, factuality_raw=fact.raw,
+        specificity_outcome=spec.outcome, factuality_outcome=fact.outcome,
         prompts=[spec.prompt, fact.prompt], usage={"specificity": spec.usage, "factuality": fact.usage},
         cost=sum(costs) if len(costs) == 2 else None, cached=spec.cached and fact.cached,
     ).model_dump(mode="json")
@@ -244,6 +245,7 @@ async def ascore(
         n_paths=sum(r.n_paths for r in rows), n_valid=sum(r.n_valid for r in rows),
         n_factual=sum(r.n_factual for r in rows), n_to_judge=len(units), n_judged=len(ok),
         n_judge_errors=len(judged) - len(ok), n_not_judged=len(units) - len(judged),
+        n_judge_withheld=sum(NOT_AN_ANSWER & {j.specificity_outcome, j.factuality_outcome} != set() for j in ok),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),
         mean_utility={str(p): _mean([r.utility[str(p)] for r in rows]) for p in patience},

@@ -24,6 +24,13 @@ from cresowlve_core.llm.base_model import completion_params, first_line, is_base
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime.outcomes import (
+    is_withheld,
+    outcome_counts,
+    outcome_fields,
+    record_withheld,
+    withheld_record,
+)
 
 PROMPT = "error_label"
 FEWSHOT_PROMPT = "error_label_fewshot"
@@ -137,19 +144,22 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
     async def call(unit: WrongAnswer, previous: dict[str, Any] | None) -> dict[str, Any]:
         messages, tag = label_messages(unit, base)
         c = await client.complete(messages, params, prompt_version=tag)
+        head = {"key": unit.key, "config": unit.config, "lang": unit.lang, "id": unit.id, "basis": unit.basis,
+                "labeller": client.endpoint.model, "prompt": tag}
+        if is_withheld(c):  # refused or filtered: final, no label read from it
+            return {**head, **withheld_record(c), "label": None, "rationale": None}
         parsed = parse_label("CATEGORY: " + first_line(c.text) if base else c.text)
-        return {"key": unit.key, "status": "ok", "config": unit.config, "lang": unit.lang, "id": unit.id,
-                "basis": unit.basis,
+        return {**head, "status": "ok", **outcome_fields(c),
                 "label": parsed.category if parsed else None, "rationale": parsed.rationale if parsed else None,
-                "raw": c.text, "usage": c.usage.model_dump(), "cost": c.cost, "labeller": client.endpoint.model,
-                "prompt": tag}
+                "raw": c.text, "usage": c.usage.model_dump(), "cost": c.cost}
 
     result = await map_with_resume(run, LABELS, units, key=lambda u: u.key, call=call,
                                    concurrency=options.concurrency, progress=progress, desc="labelling errors")
     recs = list(result.records.values())
     run.finish(manifest, stopped=result.stopped, summary={
-        "n_units": result.n_units, "n_done": result.n_done, "n_error": result.n_error,
-        "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None for r in recs),
+        "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
+        "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None and not record_withheld(r)
+                            for r in recs),
         "n_other": sum(str(r.get("label") or "").startswith(OTHER_PREFIX) for r in recs),
         "stopped": result.stopped})
     return result

@@ -48,6 +48,7 @@ from cresowlve_core.runtime import (
     pipeline_summary,
     run_coro,
 )
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.sources.kg import KG_DIR, KnowledgeGraph, KnowledgeSource, load_kg
 from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
 from cresowlve_core.synthetic.candidates import CandidateBuild, build_candidates, write_build
@@ -173,14 +174,15 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
     async def call(c: Candidate, _previous: dict[str, Any] | None) -> dict[str, Any]:
         messages, tag = verbalise_messages(c, source, base)
         out = await client.complete(messages, params, prompt_version=tag)
-        parsed = parse(out.text, prompt=messages[-1]["content"])
+        # a refused or filtered verbalisation is final and yields no puzzle
+        parsed = None if is_withheld(out) else parse(out.text, prompt=messages[-1]["content"])
         names = answer_names(source, c.answers)
         leaks = []
         if parsed is not None:
             for field_name in ("literal", "obfuscated"):
                 leaks += [{"field": field_name, "qid": n.qid, "name": n.text, "kind": n.kind}
                           for n in find_leaks(getattr(parsed, field_name), names)]
-        return {"key": c.id, "status": "ok", "anchor": c.anchor, "prompt": tag, "raw": out.text,
+        return {"key": c.id, "status": "ok", **outcome_fields(out), "anchor": c.anchor, "prompt": tag, "raw": out.text,
                 "parsed": parsed.to_record() if parsed else None, "leaks": leaks,
                 "usage": _plain(out.usage), "cost": out.cost}
 
@@ -188,7 +190,7 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
                                    concurrency=options.concurrency, progress=progress, desc="verbalising")
     recs = result.records.values()
     run.finish(manifest, stopped=result.stopped, summary={
-        "n_candidates": len(cands), "n_ok": result.n_done, "n_error": result.n_error,
+        "n_candidates": len(cands), "n_ok": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
         "n_parsed": sum(r.get("parsed") is not None for r in recs if r.get("status") == "ok"),
         "n_leak_free": sum(r.get("parsed") is not None and not r.get("leaks") for r in recs if r.get("status") == "ok"),
     })
@@ -243,20 +245,27 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
         correct: dict[str, bool | None] = {}
         for side in ("literal", "obfuscated"):
             out = await client.complete(solver_messages(verb[side], prompt), params, prompt_version=prompt.tag)
-            answer, how = extract(out.text, fewshot)
-            basis = match_answer(answer, names) if answer is not None else None
-            correct[side] = None if answer is None else basis is not None
-            rec[side] = {"raw": out.text, "answer": answer, "extraction": how, "correct": correct[side], "basis": basis,
-                         "usage": _plain(out.usage)}
+            if is_withheld(out):  # the solver refused or was filtered: final, not correct, nothing extracted
+                answer, how, basis, correct[side] = None, None, None, False
+            else:
+                answer, how = extract(out.text, fewshot)
+                basis = match_answer(answer, names) if answer is not None else None
+                correct[side] = None if answer is None else basis is not None
+            # each side's call has its outcome; the record's own ``outcome`` is the creative-leap outcome
+            rec[side] = {"raw": out.text, **outcome_fields(out), "answer": answer, "extraction": how,
+                         "correct": correct[side], "basis": basis, "usage": _plain(out.usage)}
             rec["cost"] = (rec["cost"] or 0.0) + (out.cost or 0.0)
         rec["outcome"] = leap_outcome(correct["literal"], correct["obfuscated"])
         return rec
 
     result = await map_with_resume(run, RESPONSES, list(units), key=lambda u: u[0].id, call=call,
                                    concurrency=options.concurrency, progress=progress, desc="creative-leap filter")
-    outcomes = [r.get("outcome") for r in result.records.values() if r.get("status") == "ok"]
+    done = [r for r in result.records.values() if r.get("status") == "ok"]
+    outcomes = [r.get("outcome") for r in done]
+    sides = [{"status": "ok", **r[side]} for r in done for side in ("literal", "obfuscated") if side in r]
     run.finish(manifest, stopped=result.stopped, summary={
         "n_units": len(units), "n_ok": result.n_done, "n_error": result.n_error,
+        **{f"{k}_answers": v for k, v in outcome_counts(sides).items()},  # solver answers refused or filtered
         **{f"n_{o}": outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
     })
     return result
