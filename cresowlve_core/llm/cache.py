@@ -2,7 +2,9 @@
 
 The database runs in WAL mode with a generous ``busy_timeout``; every write is one short
 ``INSERT OR REPLACE`` transaction, so two notebooks (or a notebook and a CLI run) can share
-one file. Only successful, non-empty completions are stored (the client enforces this too).
+one file. Only what is worth replaying is stored (:func:`worth_caching`): an answer with text,
+a refusal and a filtered answer (the model's final behaviour on that item, so a rerun re-asks
+nothing), each with its ``outcome`` and refusal text; never an error, never an empty answer.
 
 The key is the SHA-256 of canonical JSON over everything that can change an answer:
 base URL, model, API kind, messages, every ``GenParams`` field and the prompt version.
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.llm.types import (
+    NOT_AN_ANSWER,
     Completion,
     Endpoint,
     GenParams,
@@ -89,6 +92,11 @@ def cache_key(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenPar
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()
 
 
+def worth_caching(c: Completion) -> bool:
+    """An answer with text, a refusal or a filtered answer (see the module docstring)."""
+    return bool(c.text.strip()) or c.outcome in NOT_AN_ANSWER
+
+
 def _to_payload(c: Completion, secrets: list[str]) -> str:
     payload = canonical_json(
         {
@@ -100,6 +108,8 @@ def _to_payload(c: Completion, secrets: list[str]) -> str:
             "latency_s": c.latency_s,
             "model": c.model,
             "raw": c.raw,
+            "outcome": c.outcome,
+            "refusal": c.refusal,
         }
     )
     for s in secrets:  # the value as written inside JSON strings, too
@@ -109,6 +119,7 @@ def _to_payload(c: Completion, secrets: list[str]) -> str:
 
 def _from_payload(payload: str) -> Completion:
     d = json.loads(payload)
+    raw = d.get("raw") or {}
     return Completion(
         text=d["text"],
         thoughts=d.get("thoughts"),
@@ -118,7 +129,10 @@ def _from_payload(payload: str) -> Completion:
         latency_s=float(d.get("latency_s") or 0.0),
         cached=True,
         model=d.get("model") or "",
-        raw=d.get("raw") or {},
+        raw=raw,
+        # entries written before outcomes were recorded: a cut-off answer was known by its finish_reason
+        outcome=d.get("outcome") or ("truncated" if raw.get("finish_reason") == "length" else "answer"),
+        refusal=d.get("refusal"),
     )
 
 
@@ -198,12 +212,12 @@ class ResponseCache:
         """Store a completion under ``model`` (default: the model the server reported).
 
         The client passes the endpoint's model name so ``stats()``/``clear(model)`` use the
-        names you configured. Empty answers are refused (they are never worth replaying).
+        names you configured. Only what :func:`worth_caching` accepts is stored (never an empty answer).
         ``secrets`` are the values to redact (default: every credential-like variable; the
         client adds its key variable, whatever its name). A failed write turns the cache off with a
         WARNING instead of raising: the caller still gets (and records) the answer.
         """
-        if not completion.text.strip() or self.disabled is not None:
+        if not worth_caching(completion) or self.disabled is not None:
             return
         payload = _to_payload(completion, find_secret_values() if secrets is None else secrets)
         try:

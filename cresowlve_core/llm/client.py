@@ -17,9 +17,18 @@ Usage is recorded exactly as reported (``None`` where absent), never estimated.
 Retries: up to ``max_attempts`` with jittered exponential backoff (``backoff_base_s``·2^k, at
 most ``backoff_cap_s``) on what the wire format calls retryable (for OpenAI: 408, 409, 429, 5xx,
 timeouts, connection errors, unusable 200 answers); ``Retry-After`` is honoured. A request
-problem (context too long, content filter) raises :class:`LLMError` at once, for this unit
-only; a configuration problem (wrong key, model, endpoint) raises :class:`LLMFatalError`. An
-empty answer cut off by the token limit is returned as is, not retried. A call keeps its
+problem (context too long) raises :class:`LLMError` at once, for this unit only; a
+configuration problem (wrong key, model, endpoint) raises :class:`LLMFatalError`. An error
+object inside a 200 (OpenRouter) is classified by its code as that status would be (402 stops
+the run, 429 is a rate limit, 5xx is retried).
+
+Outcomes (``Completion.outcome``, docs/providers.md): a refusal (``refused``) and the provider's
+filter (``filtered``, a ``finish_reason: content_filter``, an incomplete Responses body or
+Azure's content-filter 400) are the model's final behaviour on the item: returned after one
+call, never retried, and cached as what they are, so a rerun asks again for nothing. A
+Responses body with ``status: "failed"`` is retried like a 5xx; when the retries give up the
+:class:`LLMError` has ``outcome == "failed"`` and the provider's reason. An answer cut off by
+the token limit (``truncated``) is returned as is, not retried, even when it is empty. A call keeps its
 concurrency slot while it backs off, so a rate-limited endpoint is not hit harder. Each retry
 is logged at DEBUG; one INFO line per ``retry_log_interval_s`` (60 s) sums them up.
 
@@ -314,10 +323,12 @@ class LLMClient:
         return strip_url_credentials(redact(text, self._secrets() + self._url_secrets))
 
     def _redact_completion(self, c: Completion, secrets: list[str]) -> Completion:
-        hits = [s for s in secrets if s in c.text or (c.thoughts and s in c.thoughts) or s in str(c.raw)]
+        hits = [s for s in secrets if s in c.text or (c.thoughts and s in c.thoughts) or (c.refusal and s in c.refusal)
+                or s in str(c.raw)]
         if hits:
             c.text = redact(c.text, hits)
             c.thoughts = redact(c.thoughts, hits) if c.thoughts else c.thoughts
+            c.refusal = redact(c.refusal, hits) if c.refusal else c.refusal
             c.raw = json.loads(redact(json.dumps(c.raw, ensure_ascii=False), hits))
         return c
 
@@ -412,7 +423,7 @@ class LLMClient:
         self.cost_meter.record(completion.cost, cached=False)
         secrets = self._secrets()
         self._redact_completion(completion, secrets)
-        if self.cache is not None and key is not None and completion.text.strip():
+        if self.cache is not None and key is not None:  # the cache keeps what is worth replaying (cache.py)
             self.cache.put(key, completion, model=self.endpoint.model, prompt_version=prompt_version,
                            secrets=secrets)
         return completion
@@ -460,7 +471,7 @@ class LLMClient:
             if last.kind == "fatal":
                 raise LLMFatalError(f"{ep.describe()} failed with {last.message}")
             if last.kind == "item":
-                raise LLMError(f"{ep.describe()} rejected this request: {last.message}")
+                raise LLMError(f"{ep.describe()} rejected this request: {last.message}", outcome=last.outcome)
             if last.status == 429:  # a burst of rate limits is ridden out, not counted as a dead server
                 limit = max(limit, RATE_LIMIT_ATTEMPTS)
             if attempt < limit:
@@ -468,7 +479,8 @@ class LLMClient:
                 self.retries.note(ep.describe(), last, attempt, limit, delay)
                 await asyncio.sleep(delay)
         assert last is not None
-        raise LLMError(f"{ep.describe()}: gave up after {attempt} attempts; last error: {last.message}")
+        raise LLMError(f"{ep.describe()}: gave up after {attempt} attempts; last error: {last.message}",
+                       outcome=last.outcome)
 
     async def _send(self, res: _Resources, key: str, path: str, content: bytes) -> Completion:
         """One HTTP attempt, bounded by ``deadline_s``; raises AttemptFailed or transport errors."""

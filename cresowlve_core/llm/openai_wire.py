@@ -52,7 +52,7 @@ from typing import Any
 
 from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, ResponseTooLarge, TransportError
 from cresowlve_core.llm.profiles import PROFILES, Profile
-from cresowlve_core.llm.types import ADAPTIVE, Completion, GenParams, LLMConfigError, Usage
+from cresowlve_core.llm.types import ADAPTIVE, Completion, GenParams, LLMConfigError, Outcome, Usage
 from cresowlve_core.llm.wire import AttemptFailed, Failure
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
@@ -271,49 +271,122 @@ def reported_cost(data: dict[str, Any], profile: Profile | None) -> float | None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
-def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completion:
-    """A chat-completions body → Completion (no latency). Raises BadResponse."""
+#: OpenRouter's ``native_finish_reason`` values (the upstream's own, e.g. Gemini's finishReason) that mean
+#: the upstream's filter stopped the answer, whatever ``finish_reason`` OpenRouter mapped them to
+_FILTER_NATIVE = frozenset({"content_filter", "safety", "recitation", "prohibited_content", "blocklist", "spii",
+                            "image_safety"})
+
+
+def _chat_outcome(finish: Any, native: Any, refusal: str | None) -> Outcome:
+    """What a Chat Completions / legacy completions choice came to (docs/providers.md, "Outcomes")."""
+    finish, native = str(finish or "").lower(), str(native or "").lower()
+    if refusal:
+        return "refused"
+    if finish == "content_filter" or native in _FILTER_NATIVE:
+        return "filtered"
+    if native == "refusal":  # Anthropic's stop_reason through OpenRouter: the model declined
+        return "refused"
+    if finish == "length":
+        return "truncated"
+    return "answer"
+
+
+def _refusal(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _raw(data: dict[str, Any], api: str, **fields: Any) -> dict[str, Any]:
+    """``Completion.raw``: the id, the API and the fields that decided the outcome (those present)."""
+    return {"id": data.get("id"), "api": api, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
+def _choice(data: dict[str, Any]) -> dict[str, Any]:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise BadResponse("response has no choices")
-    choice = choices[0]
-    msg = choice.get("message") or {}
+    return choices[0]
+
+
+def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completion:
+    """A chat-completions body → Completion (no latency). Raises BadResponse.
+
+    ``message.refusal`` (OpenAI: ``content`` null and the refusal text) is ``refused``;
+    ``finish_reason: "content_filter"`` (Azure, Gemini's safety block) or a filter named by
+    OpenRouter's ``native_finish_reason`` is ``filtered``, any partial text kept; ``length`` is
+    ``truncated``. Reasoning text comes from the profile's message fields, OpenRouter's
+    ``reasoning_details`` (``reasoning.text`` / ``reasoning.summary``) and a ``<think>`` block."""
+    choice = _choice(data)
+    msg = _obj(choice.get("message"))
     text, think = split_think(_content_text(msg.get("content")))
     fields = (profile or PROFILES["generic"]).reasoning_fields
     reasoning = next((msg[f] for f in fields if isinstance(msg.get(f), str) and msg[f].strip()), None)
+    if reasoning is None:
+        reasoning = _reasoning_details(msg.get("reasoning_details"))
+    refusal = _refusal(msg.get("refusal"))
+    finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
     return Completion(
         text=text,
         thoughts=_join_thoughts(reasoning, think),
         usage=_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "completion_tokens_details"),
         model=str(data.get("model") or ""),
-        raw={"id": data.get("id"), "finish_reason": choice.get("finish_reason"), "api": "chat"},
+        raw=_raw(data, "chat", finish_reason=finish, native_finish_reason=native, refusal=refusal),
         reported_cost=reported_cost(data, profile),
+        outcome=_chat_outcome(finish, native, refusal),
+        refusal=refusal,
     )
 
 
+def _reasoning_details(details: Any) -> str | None:
+    """The readable text of OpenRouter's ``reasoning_details`` (``reasoning.text``'s ``text``,
+    ``reasoning.summary``'s ``summary``; ``reasoning.encrypted`` has none)."""
+    if not isinstance(details, list):
+        return None
+    parts = [d.get("text") if d.get("type") == "reasoning.text" else d.get("summary")
+             for d in details if isinstance(d, dict) and d.get("type") in ("reasoning.text", "reasoning.summary")]
+    return _join_thoughts(*(p for p in parts if isinstance(p, str)))
+
+
 def parse_completions(data: dict[str, Any], profile: Profile | None = None) -> Completion:
-    """A legacy completions body → Completion. Raises BadResponse."""
-    choices = data.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise BadResponse("response has no choices")
-    choice = choices[0]
+    """A legacy completions body → Completion (``content_filter`` and ``length`` as in chat). Raises BadResponse."""
+    choice = _choice(data)
     text, think = split_think(_content_text(choice.get("text")))
+    finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
     return Completion(
         text=text,
         thoughts=think,
         usage=_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "completion_tokens_details"),
         model=str(data.get("model") or ""),
-        raw={"id": data.get("id"), "finish_reason": choice.get("finish_reason"), "api": "completions"},
+        raw=_raw(data, "completions", finish_reason=finish, native_finish_reason=native),
         reported_cost=reported_cost(data, profile),
+        outcome=_chat_outcome(finish, native, None),
     )
 
 
+class ResponseFailed(BadResponse):
+    """A Responses body with ``status: "failed"``: the provider's ``error`` says why."""
+
+
 def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Completion:
-    """A Responses-API body → Completion; reasoning summaries become ``thoughts``."""
+    """A Responses-API body → Completion; reasoning summaries become ``thoughts``.
+
+    ``status: "failed"`` raises :class:`ResponseFailed` with the provider's ``error.message``;
+    ``incomplete`` with ``incomplete_details.reason`` ``content_filter`` is ``filtered`` (partial
+    text kept), with ``max_output_tokens`` ``truncated``; a ``refusal`` content part is ``refused``."""
+    status = data.get("status")
+    if status == "failed":
+        error = _obj(data.get("error"))
+        code = f" [{error['code']}]" if error.get("code") else ""
+        raise ResponseFailed(f"the response failed: {_one_line(error.get('message') or 'no reason given')}{code}")
     output = data.get("output")
     if not isinstance(output, list):
         raise BadResponse("response has no output")
     texts: list[str] = []
+    refusals: list[str] = []
     summaries: list[str] = []
     for item in output:
         if not isinstance(item, dict):
@@ -322,6 +395,8 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
             for part in item.get("content") or []:
                 if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
                     texts.append(str(part.get("text") or ""))
+                elif isinstance(part, dict) and part.get("type") == "refusal" and _refusal(part.get("refusal")):
+                    refusals.append(str(part["refusal"]).strip())
         elif item.get("type") == "reasoning":
             for part in item.get("summary") or []:
                 if isinstance(part, dict) and part.get("text"):
@@ -331,25 +406,43 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
                     if isinstance(part, dict) and part.get("text"):
                         summaries.append(str(part["text"]))
     text, think = split_think("".join(texts))
-    incomplete = data.get("incomplete_details") or {}
-    finish = "length" if data.get("status") == "incomplete" and "token" in str(incomplete.get("reason", "")) else "stop"
+    incomplete = _obj(data.get("incomplete_details")) or None
+    reason = str((incomplete or {}).get("reason") or "")
+    refusal = "\n\n".join(refusals) or None
+    outcome: Outcome = "answer"
+    finish = "stop"
+    if refusal:
+        outcome = "refused"
+    elif status == "incomplete" and reason == "content_filter":
+        outcome, finish = "filtered", "content_filter"
+    elif status == "incomplete" and "token" in reason:
+        outcome, finish = "truncated", "length"
     return Completion(
         text=text,
         thoughts=_join_thoughts("\n\n".join(summaries), think),
         usage=_usage(data.get("usage"), "input_tokens", "output_tokens", "output_tokens_details"),
         model=str(data.get("model") or ""),
-        raw={"id": data.get("id"), "finish_reason": finish, "api": "responses"},
+        raw=_raw(data, "responses", finish_reason=finish, status=status, incomplete_details=incomplete,
+                 refusal=refusal),
         reported_cost=reported_cost(data, profile),
+        outcome=outcome,
+        refusal=refusal,
     )
 
 
 PARSERS = {"/chat/completions": parse_chat, "/completions": parse_completions, "/responses": parse_responses}
 
 
-def parse_success(path: str, content: bytes | str, profile: Profile | None = None) -> Completion:
-    """A 2xx body → Completion; raises :class:`BadResponse` for anything unusable."""
-    completion = PARSERS[path](load_json(content), profile)
-    if not completion.text.strip() and completion.raw.get("finish_reason") != "length":
+def parse_success(path: str, content: bytes | str, profile: Profile | None = None, headers: Any = None) -> Completion:
+    """A 2xx body → Completion; raises :class:`BadResponse` for anything unusable (an answer
+    with no text; a refusal, a filter or a cut-off may be empty), :class:`ResponseFailed` for a
+    failed Responses body and :class:`AttemptFailed` for an error object in place of the answer."""
+    data = load_json(content)
+    failure = error_in_200(data, headers, content)
+    if failure is not None:
+        raise AttemptFailed(failure)
+    completion = PARSERS[path](data, profile)
+    if completion.outcome == "answer" and not completion.text.strip():
         raise BadResponse("response has empty text")
     return completion
 
@@ -453,13 +546,14 @@ def error_details(content: bytes | str) -> tuple[str, str, bool]:
     return body.message, body.code, body.is_api
 
 
-def classify_status(status: int, headers: Any, content: bytes | str) -> Failure:
+def classify_status(status: int, headers: Any, content: bytes | str, *, label: str | None = None) -> Failure:
     """Classify a non-2xx response: rate limit (retry, ``Retry-After``), quota or billing
     exhausted (fatal: stop the run), a problem of this request (item), other 4xx (fatal: auth,
     unknown model, unsupported parameter), 5xx and timeouts (retry). An HTML page on a 5xx is a
-    gateway's error page: retried like any 5xx, not a sign of a dead endpoint."""
+    gateway's error page: retried like any 5xx, not a sign of a dead endpoint. ``label`` replaces
+    ``HTTP <status>`` in the message (an error object inside a 200 is classified as its code)."""
     body = ErrorBody(content)
-    shown = f"HTTP {status}: {body.message}" + (f" [{body.code}]" if body.code else "")
+    shown = f"{label or f'HTTP {status}'}: {body.message}" + (f" [{body.code}]" if body.code else "")
     if body.is_quota(status):
         return Failure("fatal", f"quota or billing exhausted: {shown}", status, reason="quota")
     if status >= 500 and _CONTEXT_OVERFLOW.search(body.code):  # llama.cpp builds of 2025-09 sent a 500
@@ -477,15 +571,57 @@ def classify_status(status: int, headers: Any, content: bytes | str) -> Failure:
     return Failure("fatal", shown, status, dead_sign=None if body.is_api else "not_json", reason=f"HTTP {status}")
 
 
+def _status_of_code(code: Any) -> int | None:
+    """An HTTP status named by an error object's ``code`` (OpenRouter: ``402``, ``"429"``), else None."""
+    if isinstance(code, bool):
+        return None
+    if isinstance(code, str) and code.strip().isdigit():
+        code = int(code.strip())
+    return code if isinstance(code, int) and 400 <= code < 600 else None
+
+
+def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Failure | None:
+    """An error object inside a 2xx answer with no choices and no output (OpenRouter answers an
+    upstream failure with 200 and ``{"error": {"code": 402, "message": ...}}``), classified by its
+    code exactly as that HTTP status would be (a code that is no status: as a 502), else None."""
+    error = data.get("error")
+    if not error or data.get("choices") or isinstance(data.get("output"), list):
+        return None
+    status = _status_of_code(error.get("code") if isinstance(error, dict) else None)
+    failure = classify_status(status or 502, headers, content, label=f"an error inside HTTP 200 ({status or 'no status'})")
+    failure.status = status or 502
+    return failure
+
+
+def filtered_request(status: int, content: bytes | str) -> Completion | None:
+    """A 400 that is the provider's content filter stopping this request (Azure's ``code:
+    "content_filter"``, ``ResponsibleAIPolicyViolation``): the ``filtered`` outcome, not an error."""
+    if status != 400:
+        return None
+    body = ErrorBody(content)
+    inner = _obj(body.obj.get("innererror"))
+    if str(body.obj.get("code")) != "content_filter" and inner.get("code") != "ResponsibleAIPolicyViolation":
+        return None
+    return Completion(text="", outcome="filtered",
+                      raw={"api": None, "status_code": status, "finish_reason": "content_filter",
+                           "error": body.message, "code": body.code})
+
+
 def interpret(path: str, status: int, headers: Any, content: bytes, profile: Profile | None = None) -> Completion:
-    """The completion of one HTTP response, or :class:`AttemptFailed`."""
+    """The completion of one HTTP response (whatever its outcome), or :class:`AttemptFailed`."""
     if 200 <= status < 300:
         try:
-            return parse_success(path, content, profile)
+            return parse_success(path, content, profile, headers)
+        except ResponseFailed as exc:  # retried like a 5xx; when the retries give up, the call "failed"
+            raise AttemptFailed(Failure("retry", str(exc), status, reason="response failed", outcome="failed")) from None
         except BadResponse as exc:
             not_json = str(exc).startswith(("unparseable", "empty response body", "response body is not"))
             raise AttemptFailed(Failure("retry", str(exc), status, dead_sign="not_json" if not_json else None,
                                         reason="bad 200 answer")) from None
+    filtered = filtered_request(status, content)
+    if filtered is not None:
+        filtered.raw["api"] = path.strip("/").split("/")[0]
+        return filtered
     raise AttemptFailed(classify_status(status, headers, content))
 
 

@@ -186,7 +186,14 @@ class ChatModel(Protocol):
 
 class LLMError(RuntimeError):
     """A model call failed (for this unit only): retries gave up, or the provider rejected this
-    one request (context too long, content filter)."""
+    one request (context too long).
+
+    ``outcome`` is ``failed`` when the provider itself said the response failed (a Responses body
+    with ``status: "failed"``, retried like a 5xx), else ``error`` (transport or HTTP)."""
+
+    def __init__(self, message: str = "", *, outcome: Outcome = "error") -> None:
+        super().__init__(message)
+        self.outcome: Outcome = outcome
 
 
 class LLMFatalError(LLMError):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.llm.profiles import Profile
-from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError
+from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError, Outcome
 
 #: wire name -> module implementing :class:`WireFormat`
 WIRES: dict[str, str] = {"openai": "cresowlve_core.llm.openai_wire"}
@@ -35,7 +35,9 @@ class Failure:
     ``kind``: ``retry`` (try again after a backoff), ``item`` (this request can never succeed:
     record it for this unit and go on) or ``fatal`` (the configuration is wrong: stop the run).
     ``dead_sign`` marks signs of a dead endpoint (counted by the client's circuit breaker);
-    ``reason`` is a short label for retry statistics (``"HTTP 429"``, ``"timeout"``).
+    ``reason`` is a short label for retry statistics (``"HTTP 429"``, ``"timeout"``);
+    ``outcome`` is ``failed`` when the provider said the response failed (Responses ``status:
+    "failed"``), else ``error``: what the call comes to when the retries give up.
     """
 
     kind: FailureKind
@@ -44,6 +46,7 @@ class Failure:
     retry_after: float | None = None
     dead_sign: DeadSign | None = None
     reason: str = ""
+    outcome: Outcome = "error"
 
 
 class AttemptFailed(Exception):

@@ -1,0 +1,214 @@
+"""Every reply is an outcome: the wire format parses each body into ``Completion.outcome``
+(answer, truncated, refused, filtered; failed and error through ``LLMError.outcome``), and the
+client's policy counts the requests each outcome costs (a refusal or a filter: exactly one)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cresowlve_core.llm import openai_wire as wire
+from cresowlve_core.llm.cache import ResponseCache
+from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.http import Response
+from cresowlve_core.llm.profiles import get_profile
+from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMError, LLMFatalError
+from cresowlve_core.llm.wire import AttemptFailed
+
+MSGS = [{"role": "user", "content": "q"}]
+
+
+def chat(message: dict[str, Any], finish: str | None = "stop", **choice: Any) -> dict[str, Any]:
+    return {"id": "c1", "model": "m", "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                                                   "finish_reason": finish, **choice}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+
+
+def responses(status: str, output: list[dict[str, Any]], **top: Any) -> dict[str, Any]:
+    return {"id": "r1", "object": "response", "model": "m", "status": status, "output": output, **top,
+            "usage": {"input_tokens": 5, "output_tokens": 2}}
+
+
+def message(*parts: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "message", "role": "assistant", "content": list(parts)}
+
+
+def parse(path: str, body: dict[str, Any], provider: str = "generic") -> Completion:
+    return wire.interpret(path, 200, {}, json.dumps(body).encode(), get_profile(provider))
+
+
+# ------------------------------------------------------------------ the wire format: one outcome per body
+
+
+def test_chat_refusal_is_refused_with_its_text() -> None:
+    c = parse("/chat/completions", chat({"content": None, "refusal": "I'm sorry, I can't help with that."}))
+    assert (c.outcome, c.text, c.refusal) == ("refused", "", "I'm sorry, I can't help with that.")
+    assert c.raw["refusal"] == c.refusal and c.raw["finish_reason"] == "stop"
+    assert not c.is_answer and not c.truncated
+
+
+@pytest.mark.parametrize("text", ["The first half of an answer", None])
+def test_chat_content_filter_is_filtered_with_any_partial_text(text: str | None) -> None:
+    c = parse("/chat/completions", chat({"content": text}, finish="content_filter"))
+    assert c.outcome == "filtered" and c.text == (text or "") and c.raw["finish_reason"] == "content_filter"
+    assert not c.is_answer
+
+
+def test_openrouter_native_finish_reason_decides_and_is_kept() -> None:
+    c = parse("/chat/completions", chat({"content": ""}, finish="stop", native_finish_reason="SAFETY"), "openrouter")
+    assert c.outcome == "filtered" and c.raw["native_finish_reason"] == "SAFETY"
+    c = parse("/chat/completions", chat({"content": "ok"}, finish="stop", native_finish_reason="STOP"), "openrouter")
+    assert c.outcome == "answer" and c.raw["native_finish_reason"] == "STOP"
+    c = parse("/chat/completions", chat({"content": ""}, finish="stop", native_finish_reason="refusal"), "openrouter")
+    assert c.outcome == "refused"
+
+
+def test_length_is_truncated_even_when_empty() -> None:
+    c = parse("/chat/completions", chat({"content": ""}, finish="length"))
+    assert c.outcome == "truncated" and c.truncated and c.is_answer
+
+
+def test_legacy_completions_content_filter_and_length() -> None:
+    body = {"id": "x", "choices": [{"text": "half", "finish_reason": "content_filter"}]}
+    assert parse("/completions", body).outcome == "filtered"
+    body["choices"][0]["finish_reason"] = "length"
+    assert parse("/completions", body).outcome == "truncated"
+
+
+def test_responses_refusal_part_is_refused() -> None:
+    c = parse("/responses", responses("completed", [message({"type": "refusal", "refusal": "I can't assist."})]))
+    assert (c.outcome, c.text, c.refusal) == ("refused", "", "I can't assist.")
+    assert c.raw["status"] == "completed"
+
+
+def test_responses_incomplete_content_filter_is_filtered_and_keeps_its_details() -> None:
+    body = responses("incomplete", [message({"type": "output_text", "text": "Partial"})],
+                     incomplete_details={"reason": "content_filter"})
+    c = parse("/responses", body)
+    assert (c.outcome, c.text) == ("filtered", "Partial")
+    assert c.raw["status"] == "incomplete" and c.raw["incomplete_details"] == {"reason": "content_filter"}
+    body["incomplete_details"] = {"reason": "max_output_tokens"}
+    assert parse("/responses", body).outcome == "truncated"
+
+
+def test_responses_failed_is_retried_like_a_5xx_with_the_providers_reason() -> None:
+    body = responses("failed", [message({"type": "output_text", "text": "some text"})],
+                     error={"code": "server_error", "message": "The model produced invalid content."})
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/responses", body)
+    f = exc.value.failure
+    assert (f.kind, f.outcome) == ("retry", "failed") and f.dead_sign is None
+    assert "The model produced invalid content." in f.message and "server_error" in f.message
+
+
+@pytest.mark.parametrize(("code", "kind", "status"), [(402, "fatal", 402), ("429", "retry", 429), (502, "retry", 502),
+                                                      ("upstream_error", "retry", 502)])
+def test_an_error_inside_a_200_is_classified_by_its_code(code: Any, kind: str, status: int) -> None:
+    body = {"error": {"code": code, "message": "Provider returned error",
+                      "metadata": {"raw": "upstream says no", "provider_name": "X"}}, "user_id": "u"}
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/chat/completions", body, "openrouter")
+    f = exc.value.failure
+    assert (f.kind, f.status) == (kind, status) and f.dead_sign is None
+    assert "Provider returned error: upstream says no" in f.message and "inside HTTP 200" in f.message
+    assert f.message.startswith("quota or billing exhausted") == (code == 402)
+
+
+def test_azure_content_filter_400_is_filtered_not_an_error() -> None:
+    body = {"error": {"message": "The response was filtered due to the prompt triggering Azure OpenAI's content "
+                                 "management policy.", "code": "content_filter", "status": 400, "param": "prompt"}}
+    c = wire.interpret("/chat/completions", 400, {}, json.dumps(body).encode(), get_profile("azure"))
+    assert c.outcome == "filtered" and c.text == "" and "content management policy" in c.raw["error"]
+
+
+# ------------------------------------------------------------------ the client: what each outcome costs
+
+
+class Scripted:
+    """A transport answering from ``reply(n, body) -> (status, headers, body)``; counts requests."""
+
+    def __init__(self, reply: Callable[[int, dict[str, Any]], tuple[int, dict[str, str], Any]]):
+        self.reply = reply
+        self.bodies: list[dict[str, Any]] = []
+
+    def factory(self, base_url: str, **_: Any) -> Scripted:
+        return self
+
+    async def post(self, target: str, headers: dict[str, str], body: bytes) -> Response:
+        self.bodies.append(json.loads(body))
+        status, h, out = self.reply(len(self.bodies), self.bodies[-1])
+        return Response(status, h, out if isinstance(out, bytes) else json.dumps(out).encode())
+
+    async def aclose(self) -> None:
+        pass
+
+
+def run(script: Scripted, n: int = 1, cache: ResponseCache | None = None, provider: str | None = None,
+        params: GenParams | None = None, **kw: Any) -> list[Completion | BaseException]:
+    client = LLMClient(Endpoint("http://127.0.0.1:9/v1", "m", provider=provider), transport_factory=script.factory,
+                       backoff_base_s=0.001, cache=cache, **kw)
+
+    async def go() -> list[Completion | BaseException]:
+        out: list[Completion | BaseException] = []
+        async with client:
+            for _ in range(n):
+                try:
+                    out.append(await client.complete(MSGS, params or GenParams(), prompt_version="v1"))
+                except LLMError as exc:
+                    out.append(exc)
+        return out
+
+    return asyncio.run(go())
+
+
+def test_a_refusal_costs_exactly_one_request_and_a_rerun_hits_the_cache(tmp_path: Path) -> None:
+    script = Scripted(lambda n, b: (200, {}, chat({"content": None, "refusal": "I can't help with that."})))
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    (c,) = run(script, cache=cache)
+    assert isinstance(c, Completion) and c.outcome == "refused" and len(script.bodies) == 1
+    (again,) = run(script, cache=cache)
+    assert isinstance(again, Completion) and again.cached
+    assert (again.outcome, again.refusal) == ("refused", "I can't help with that.")
+    assert len(script.bodies) == 1  # nothing sent again
+
+
+def test_a_gemini_safety_block_costs_one_request() -> None:
+    script = Scripted(lambda n, b: (200, {}, chat({}, finish="content_filter")))
+    (c,) = run(script, provider="gemini")
+    assert isinstance(c, Completion) and c.outcome == "filtered" and len(script.bodies) == 1
+
+
+def test_a_failed_response_is_retried_then_errors_with_the_providers_reason() -> None:
+    body = responses("failed", [], error={"code": "server_error", "message": "An error occurred while processing."})
+    script = Scripted(lambda n, b: (200, {}, body))
+    (exc,) = run(script, params=GenParams(api="responses"), max_attempts=3)
+    assert isinstance(exc, LLMError) and not isinstance(exc, LLMFatalError)
+    assert exc.outcome == "failed" and "An error occurred while processing." in str(exc)
+    assert len(script.bodies) == 3
+
+
+def test_a_failed_response_then_an_answer_is_the_answer() -> None:
+    failed = responses("failed", [], error={"code": "server_error", "message": "try again"})
+    ok = responses("completed", [message({"type": "output_text", "text": "Paris"})])
+    script = Scripted(lambda n, b: (200, {}, failed if n == 1 else ok))
+    (c,) = run(script, params=GenParams(api="responses"))
+    assert isinstance(c, Completion) and (c.outcome, c.text) == ("answer", "Paris") and len(script.bodies) == 2
+
+
+def test_openrouter_402_inside_a_200_stops_at_once_with_the_providers_message() -> None:
+    body = {"error": {"code": 402, "message": "Insufficient credits. Add more using https://openrouter.ai/credits"}}
+    script = Scripted(lambda n, b: (200, {}, body))
+    (exc,) = run(script, provider="openrouter")
+    assert isinstance(exc, LLMFatalError) and "Insufficient credits" in str(exc)
+    assert len(script.bodies) == 1  # not retried (a run stops on the fatal error: tests/replay)
+
+
+def test_an_empty_answer_is_still_retried_and_is_an_error() -> None:
+    script = Scripted(lambda n, b: (200, {}, chat({"content": ""})))
+    (exc,) = run(script, max_attempts=2)
+    assert isinstance(exc, LLMError) and exc.outcome == "error" and len(script.bodies) == 2
