@@ -25,7 +25,8 @@ What it serves (paths with or without the ``/v1`` prefix):
 Answers: ``answers`` is ``None`` (reply ``"echo: <prompt>"``), a dict ``prompt → str | Reply``
 (unknown prompts echo), or a callable ``FakeRequest → str | Reply``. A ``Reply`` can carry
 reasoning (sent as ``message.reasoning_content`` in chat, as a reasoning summary in
-responses), ``reasoning_tokens`` and a ``finish_reason``.
+responses), ``reasoning_tokens``, a ``finish_reason`` (``content_filter``: the provider's filter)
+and a ``refusal`` (the model declines).
 
 Usage is reported (unless ``report_usage=False``) as: input tokens = words in all messages,
 output tokens = words in the answer + reasoning tokens (default: words in the reasoning).
@@ -92,6 +93,9 @@ class Reply:
     reasoning: str | None = None
     reasoning_tokens: int | None = None
     finish_reason: str = "stop"
+    #: the model declines: chat ``message.content: null`` and ``message.refusal`` (OpenAI's documented
+    #: shape), responses a ``refusal`` content part
+    refusal: str | None = None
 
 
 @dataclass
@@ -290,7 +294,8 @@ class FakeServer:
                     "id": f"msg-{rid}",
                     "role": "assistant",
                     "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    "content": [{"type": "refusal", "refusal": reply.refusal} if reply.refusal else
+                                {"type": "output_text", "text": text, "annotations": []}],
                 }
             )
             body: dict[str, Any] = {
@@ -315,7 +320,9 @@ class FakeServer:
             choice: dict[str, Any] = {"index": 0, "text": text, "finish_reason": reply.finish_reason}
             obj = "text_completion"
         else:
-            message: dict[str, Any] = {"role": "assistant", "content": text}
+            message: dict[str, Any] = {"role": "assistant", "content": None if reply.refusal else text}
+            if reply.refusal:
+                message["refusal"] = reply.refusal
             if reply.reasoning:
                 message["reasoning_content"] = reply.reasoning
             choice = {"index": 0, "message": message, "finish_reason": reply.finish_reason}

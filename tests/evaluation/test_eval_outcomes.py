@@ -105,3 +105,41 @@ def test_without_a_judge_a_refusal_is_false_on_every_formula_metric(tmp_path, mo
     assert recs["2"]["scores"] == {"em_strict": False, "em_lenient": False, "judge": None}
     assert recs["2"]["judge_status"] == "not_run"  # no judge in this run: nothing is claimed for it
     assert out.summary["em_lenient"] == 1 / 3 and out.summary["judge_accuracy"] is None
+
+
+def test_cresowlve_eval_over_http_a_refusal_costs_one_request_and_a_filter_is_never_correct(tmp_path, capsys):
+    """Through the real client and wire format: the fake server sends OpenAI's documented refusal
+    body (``content: null``, ``refusal``) and a ``finish_reason: content_filter`` whose partial
+    text is the reference. Each costs exactly one request, neither is judged, a rerun sends none."""
+    from fakeserver import FakeServer, Reply
+    from stage_runs import write_items
+
+    from cresowlve_core.cli import main
+
+    def answer(req):
+        if "candidate_answer" in req.prompt:
+            nonce = re.search(r"VERDICT-([0-9A-F]{8})", req.prompt).group(1)
+            return f"VERDICT-{nonce}: CORRECT"
+        n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+        if n == 1:
+            return Reply(text="", refusal=REFUSAL)
+        if n == 2:
+            return Reply(text="<Answer>Answer2</Answer>", finish_reason="content_filter")
+        return f"<Answer>Answer{n}</Answer>"
+
+    path = write_items(tmp_path / "items.jsonl", items()[:3])
+    args = ["eval", "--model", "m", "--base-url", "", "--items", str(path), "--lang", "en",
+            "--run-dir", str(tmp_path / "run"), "--judge-model", "j"]
+    with FakeServer(answers=answer) as srv:
+        args[4] = srv.base_url
+        assert main(args) == 0
+        solves = [r for r in srv.requests if "candidate_answer" not in r.prompt]
+        assert len(solves) == 3 and srv.total == 4  # one request per answer; only item 0 is judged
+        line = capsys.readouterr().out
+        assert "ok=3 (1 refused, 1 filtered) error=0" in line
+        recs = latest(tmp_path / "run")
+        assert (recs["1"]["outcome"], recs["1"]["refusal"]) == ("refused", REFUSAL)
+        assert recs["2"]["outcome"] == "filtered" and recs["2"]["scores"]["em_strict"] is False
+        assert recs["2"]["judge_verdict"] == "INCORRECT" and recs["0"]["scores"]["judge"] is True
+        srv.reset()
+        assert main(args) == 0 and srv.total == 0  # resume: nothing re-sent
