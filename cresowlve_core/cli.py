@@ -65,6 +65,33 @@ def _unset_key_var(*names: str | None) -> str | None:
     return next((name for name in names if name and not os.environ.get(name)), None)
 
 
+def unserved_role(a: argparse.Namespace) -> str | None:
+    """Why the command is refused when one of its roles names a model without a base URL, or None.
+
+    Every role's flags are named ``--ROLE-model``/``--ROLE-base-url`` (``--model``/``--base-url``
+    for the command's own). A role with no base URL runs the embedded model, which must then not be
+    filed under the model asked for; so a model named without one is refused before anything starts,
+    unless the command gives that base URL a default (``base_url_defaults``: argument names, or
+    environment variables in capitals)."""
+    given = vars(a)
+    defaults: dict[str, tuple[str, ...]] = given.get("base_url_defaults") or {}
+    for dest, model in given.items():
+        if not dest.endswith("model") or not isinstance(model, str) or not model:
+            continue
+        url_dest = f"{dest[: -len('model')]}base_url"
+        if url_dest not in given or given[url_dest]:
+            continue
+        sources = defaults.get(url_dest, ())
+        if any(os.environ.get(s) if s.isupper() else given.get(s) for s in sources):
+            continue
+        flag = "--" + url_dest.replace("_", "-")
+        alt = "".join(f" or {s}" for s in sources if s.isupper())
+        return (f"--{dest.replace('_', '-')} {model} is given without {flag}{alt}: refusing to run the embedded "
+                f"model in its place (give {flag}, or no --{dest.replace('_', '-')} for the embedded model); "
+                "nothing was run")
+    return None
+
+
 def _usage_error(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -318,6 +345,11 @@ def _create_finish(summary: Any, unit: str) -> int:
 def cmd_build(a: argparse.Namespace) -> int:
     from cresowlve_core.construction.build import Build, BuildConfig, BuildStopped
 
+    for step, model, url, _ in a.step_model or []:  # a step's model is never run on the embedded one instead
+        try:
+            argtypes.http_url(url)
+        except argparse.ArgumentTypeError as exc:
+            return _usage_error(f"--step-model {step} {model}: BASE_URL {exc}; nothing was run")
     cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
                       limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
                       concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
@@ -572,7 +604,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "submits only the rest); exits 1 until every item has its answer (default: off)")
     p.add_argument("--run-dir", default=None, type=argtypes.run_dir,
                    help="run directory; running again resumes it (default: data/runs/<model>[-<effort>]__<lang>)")
-    p.set_defaults(fn=cmd_eval)
+    p.set_defaults(fn=cmd_eval, base_url_defaults={"base_url": ("CRESOWLVE_BASE_URL",),
+                                                   "judge_base_url": ("base_url", "CRESOWLVE_BASE_URL")})
 
     p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -754,6 +787,8 @@ def main(argv: list[str] | None = None) -> int:
         for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
+    if (why := unserved_role(args)) is not None:
+        return _usage_error(why)
     apply_stage_provider(args)
     from cresowlve_core.runtime import stop
 

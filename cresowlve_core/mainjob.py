@@ -111,10 +111,25 @@ class Target:
     local: bool
 
 
+def check_target_env() -> tuple[str | None, str | None]:
+    """``(CRESOWLVE_BASE_URL, CRESOWLVE_MODEL)``; a model (or judge) named without a base URL, or a
+    base URL without a model, is refused (ValueError): the embedded model runs only when none is named."""
+    from cresowlve_core.runtime import check_served
+
+    base_url, model = os.environ.get("CRESOWLVE_BASE_URL"), os.environ.get("CRESOWLVE_MODEL")
+    check_served(model, base_url, "CRESOWLVE_BASE_URL")
+    check_served(os.environ.get("CRESOWLVE_JUDGE_MODEL"), os.environ.get("CRESOWLVE_JUDGE_BASE_URL") or base_url,
+                 "CRESOWLVE_BASE_URL (or CRESOWLVE_JUDGE_BASE_URL)")
+    if base_url and not model:
+        raise ValueError("CRESOWLVE_BASE_URL is set without CRESOWLVE_MODEL: name the model it serves "
+                         "(or unset both for the embedded model); nothing was run")
+    return base_url, model
+
+
 @contextlib.contextmanager
 def target_from_env() -> Iterator[Target]:
     """The provider configured in the environment, or the embedded model for the block's duration."""
-    base_url, model = os.environ.get("CRESOWLVE_BASE_URL"), os.environ.get("CRESOWLVE_MODEL")
+    base_url, model = check_target_env()
     if base_url and model:
         yield Target(
             model, base_url, os.environ.get("CRESOWLVE_API_KEY_ENV"),
@@ -216,6 +231,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
     demo_runs = runs / "demo"
     produced: list[Path] = []
     t0 = time.monotonic()
+    check_target_env()  # refused before the first report
 
     def report(name: str, params: dict, output_name: str | None = None, title: str | None = None) -> None:
         t = time.monotonic()

@@ -16,13 +16,20 @@ from cresowlve_core.runtime.aio import run_coro
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable, new_manifest
 from cresowlve_core.runtime.mapping import INTERRUPTED, MapResult, is_ok, map_with_resume, pipeline_summary
-from cresowlve_core.runtime.options import ClientOptions, ModelRole, endpoint_or_embedded, open_client
+from cresowlve_core.runtime.options import (
+    ClientOptions,
+    ModelRole,
+    UnservedModel,
+    check_served,
+    endpoint_or_embedded,
+    open_client,
+)
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.runtime.rundir import RESPONSES, SUMMARY, RunDir, RunDirError
 
 __all__ = [
     "INTERRUPTED", "RESPONSES", "STOP_ERRORS", "SUMMARY", "ClientOptions", "MapResult", "Manifest", "ModelRole", "ResumeError",
-    "RunDir", "RunDirError", "StopWithRecord", "check_resumable", "endpoint_or_embedded", "git_sha",
+    "RunDir", "RunDirError", "StopWithRecord", "UnservedModel", "check_resumable", "check_served", "endpoint_or_embedded", "git_sha",
     "is_ok", "map_with_resume", "new_manifest", "now_iso", "open_client", "package_versions", "pipeline_summary", "run_coro",
     "stop_reason",
 ]

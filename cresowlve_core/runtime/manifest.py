@@ -1,21 +1,36 @@
 """One manifest for every run directory, and the one rule for resuming it.
 
-A run directory can be resumed only by the same configuration: the same stage, model, language,
-item set, effort, prompt versions and stage-specific ``identity`` settings. A new base URL is
-allowed (the same model served from another host or port) and is recorded in ``base_url_history``.
+A run directory can be resumed only by the same configuration (:func:`resume_identity`): the same
+stage, model, base URL, provider, API, language, item set, prompt versions, the settings that shape
+an answer (temperature, top_p, max tokens, seed, effort, extra body), the judge's same settings and
+the stage-specific ``identity``. A loopback server on another port (the embedded model, a local
+server restarted) is the same base URL, recorded in ``base_url_history``. Settings that do not change
+an answer (concurrency, limits, timeouts, the cache) may change. A field an old manifest never
+recorded is not compared, so runs written before it still resume.
 """
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.secrets import strip_url_credentials
 
-#: The fields that must match for a run directory to be resumed.
-RESUME_FIELDS: tuple[str, ...] = ("kind", "model", "lang", "items", "effort", "prompts", "identity")
+#: The manifest fields that must match for a run directory to be resumed (with the answer-shaping
+#: client options and the judge's, :func:`resume_identity`).
+RESUME_FIELDS: tuple[str, ...] = ("kind", "model", "base_url", "provider", "api", "lang", "items", "effort",
+                                  "prompts", "temperature", "max_tokens", "seed", "identity")
+#: The client options (``ClientOptions``) that change an answer.
+ANSWER_OPTIONS: tuple[str, ...] = ("temperature", "max_tokens", "seed", "extra_body", "provider")
+#: The judge's settings (``Manifest.judge``) that change a verdict.
+JUDGE_FIELDS: tuple[str, ...] = ("model", "base_url", "provider", "api", "prompt", "protocol", "effort", "seed",
+                                 "temperature", "max_tokens", "repeat", "extra_body", "top_p")
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+#: resume fields that manifests did not always record: compared only when the old manifest has them
+_ADDED_LATER = frozenset({"provider", "api"})
 
 
 class ResumeError(ValueError):
@@ -87,13 +102,71 @@ def new_manifest(kind: str, **fields: Any) -> Manifest:
     return Manifest(kind=kind, git_sha=git_sha(), packages=package_versions(), started_at=now_iso(), **fields)
 
 
+def same_server(url: str | None) -> str | None:
+    """``url`` as the resume rule compares it: a loopback host's port is dropped (a local server
+    gets a new port each time it starts)."""
+    if not url:
+        return url
+    parts = urlsplit(url)
+    if parts.hostname in _LOOPBACK:
+        return f"{parts.scheme}://loopback{parts.path.rstrip('/')}"
+    return url.rstrip("/")
+
+
+def _top_p(sent: dict[str, Any], extra_body: Any) -> Any:
+    return sent.get("top_p", extra_body.get("top_p") if isinstance(extra_body, dict) else None)
+
+
+def resume_identity(m: Manifest, *, recorded_only: bool = False) -> dict[str, Any]:
+    """Everything that must match for ``m``'s run directory to be resumed, by field name
+    (``options.*`` for the answer-shaping client options; ``judge``: the judge's settings or None).
+    ``recorded_only``: of the fields added later (provider, API, what was sent, the judge), only
+    those ``m``'s file holds with a value (an old manifest written before them is not refused over them)."""
+    recorded = m.model_fields_set | set(m.model_extra or {}) if recorded_only else None
+    out: dict[str, Any] = {}
+    for f in RESUME_FIELDS:
+        if recorded is None or f not in _ADDED_LATER or (f in recorded and getattr(m, f, None) is not None):
+            value = getattr(m, f, None)
+            out[f] = same_server(value) if f == "base_url" else value
+    if recorded is None or "sent" in recorded:
+        out["top_p"] = _top_p(m.sent, m.options.get("extra_body"))
+    out.update({f"options.{f}": m.options[f] for f in ANSWER_OPTIONS if f in m.options})
+    if recorded is None or "judge" in recorded:
+        out["judge"] = _judge_identity(m) if m.judge else None
+    return out
+
+
+def _judge_identity(m: Manifest) -> dict[str, Any]:
+    judge = dict(m.judge or {})
+    judge.setdefault("extra_body", m.config.get("judge_extra_body"))
+    if isinstance(judge.get("sent"), dict):
+        judge.setdefault("top_p", _top_p(judge["sent"], judge.get("extra_body")))
+    return {f: same_server(judge[f]) if f == "base_url" else judge[f] for f in JUDGE_FIELDS if f in judge}
+
+
+def identity_changes(old: Manifest, new: Manifest) -> list[str]:
+    """``field: old → new`` for every resume field ``old`` recorded that ``new`` changes."""
+    was, now = resume_identity(old, recorded_only=True), resume_identity(new)
+    if new.config.get("retry_truncated"):  # re-asking cut-off answers with a larger budget is the point
+        was.pop("max_tokens", None)
+        was.pop("options.max_tokens", None)
+    out = []
+    for k, v in was.items():
+        n = now.get(k)
+        if k == "judge" and isinstance(v, dict) and isinstance(n, dict):
+            out += [f"judge.{f}: {v[f]!r} → {n.get(f)!r}" for f in v if v[f] != n.get(f)]
+        elif v != n:
+            out.append(f"{k}: {v!r} → {n!r}")
+    return out
+
+
 def check_resumable(old: Manifest, new: Manifest) -> Manifest:
-    """Raise :class:`ResumeError` unless ``new`` may continue ``old``'s run; return ``new`` with
-    the start time, the base-URL history and the resume time carried over."""
-    diffs = [f for f in RESUME_FIELDS if getattr(old, f) != getattr(new, f)]
+    """Raise :class:`ResumeError` (naming every field that differs, old → new) unless ``new`` may
+    continue ``old``'s run; return ``new`` with the start time, the base-URL history and the resume
+    time carried over."""
+    diffs = identity_changes(old, new)
     if diffs:
-        detail = "; ".join(f"{f}: {getattr(old, f)!r} -> {getattr(new, f)!r}" for f in diffs)
-        raise ResumeError(f"the run directory holds another configuration ({detail}); "
+        raise ResumeError(f"the run directory holds another configuration ({'; '.join(diffs)}); "
                           "use another run directory (resume only continues the same configuration)")
     history = old.base_url_history or ([old.base_url] if old.base_url else [])
     if new.base_url and (not history or history[-1] != new.base_url):

@@ -118,11 +118,25 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
     )
 
 
+class UnservedModel(ValueError):
+    """A role names a model but no base URL to reach it. Refused: running the embedded model in its
+    place would file the embedded model's output under the name asked for."""
+
+
+def check_served(model: str | None, base_url: str | None, what: str = "a base URL") -> None:
+    """Refuse ``model`` without ``base_url`` (:class:`UnservedModel`, naming ``what`` is missing)."""
+    if model and not base_url:
+        raise UnservedModel(f"model {model!r} is named but {what} is not given; refusing to run the embedded "
+                            "model in its place (give its base URL, or name no model for the embedded one); "
+                            "nothing was run")
+
+
 @dataclass(frozen=True)
 class ModelRole:
     """Where one role's model lives (the solver, the judge, a construction step, a quiz-taker...).
 
-    No ``base_url`` means the embedded Gemma 3 270M (:func:`endpoint_or_embedded`)."""
+    Neither ``model`` nor ``base_url`` means the embedded Gemma 3 270M (:func:`endpoint_or_embedded`);
+    a model without a base URL is refused."""
 
     model: str | None = None
     base_url: str | None = None
@@ -136,11 +150,13 @@ class ModelRole:
 @contextlib.contextmanager
 def endpoint_or_embedded(model: str | None, base_url: str | None,
                          api_key_env: str | None = None) -> Iterator[tuple[Endpoint, bool]]:
-    """The endpoint named, or (with no ``base_url``) the embedded Gemma 3 270M for the block.
+    """The endpoint named, or (with neither ``model`` nor ``base_url``) the embedded Gemma 3 270M
+    for the block. A model without a base URL is refused (:class:`UnservedModel`).
 
     Yields ``(endpoint, embedded)``. The embedded model is a tiny *base* model: anything built on
     it demonstrates the pipeline, not a result, and reports say so.
     """
+    check_served(model, base_url)
     if base_url:
         if not model:
             raise ValueError("a model name is required when a base URL is given")

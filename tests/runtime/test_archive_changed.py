@@ -22,7 +22,7 @@ def _run(tmp_path, prompt: str) -> RunDir:
 def test_another_configuration_is_refused_by_default(tmp_path, monkeypatch):
     monkeypatch.delenv(ARCHIVE_CHANGED_ENV, raising=False)
     _run(tmp_path, "p@1")
-    with pytest.raises(ResumeError, match=r"prompts: \['p@1'\] -> \['p@2'\]"):
+    with pytest.raises(ResumeError, match=r"prompts: \['p@1'\] → \['p@2'\]"):
         RunDir(tmp_path / "step").begin(new_manifest("construction_reasoning", model="m", prompts=["p@2"], n_items=2))
     assert not (tmp_path / "archive").exists()
 

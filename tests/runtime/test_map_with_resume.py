@@ -150,11 +150,12 @@ def test_run_dir_errors_are_one_line(tmp_path):
 
 
 def test_resume_rule(tmp_path):
-    old = new_manifest("eval", model="m", lang="en", items="demo", base_url="http://a/v1", prompts=["p@1"])
-    same = new_manifest("eval", model="m", lang="en", items="demo", base_url="http://b/v1", prompts=["p@1"])
-    assert check_resumable(old, same).base_url_history == ["http://a/v1", "http://b/v1"]
+    old = new_manifest("eval", model="m", lang="en", items="demo", base_url="http://127.0.0.1:8001/v1", prompts=["p@1"])
+    same = new_manifest("eval", model="m", lang="en", items="demo", base_url="http://127.0.0.1:8002/v1", prompts=["p@1"])
+    # a loopback server restarted on another port is the same server
+    assert check_resumable(old, same).base_url_history == ["http://127.0.0.1:8001/v1", "http://127.0.0.1:8002/v1"]
     for change in ({"model": "m2"}, {"lang": "ru"}, {"items": "hub:en"}, {"effort": "high"}, {"prompts": ["p@2"]},
-                   {"identity": {"variation": "iterate"}}):
+                   {"identity": {"variation": "iterate"}}, {"base_url": "https://api.example.com/v1"}):
         with pytest.raises(ResumeError, match=next(iter(change))):
             check_resumable(old, old.model_copy(update=change))
 

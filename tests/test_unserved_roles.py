@@ -1,0 +1,94 @@
+"""A role that names a model without a base URL is refused (exit 2, one line naming the missing
+flag) before anything starts or is created: the embedded model never answers in its place
+(issue 27 point 1). Every stage's roles, through the command line."""
+
+from __future__ import annotations
+
+import pytest
+
+from cresowlve_core.cli import main
+from cresowlve_core.runtime import UnservedModel, endpoint_or_embedded
+
+# (command line, the flag the error must name); OUT is the only place a command could write
+ROLES = [
+    (["errors", "label", "--runs", "RUNS/*", "--out-dir", "OUT", "--labeller-model", "gpt-4o"], "--labeller-base-url"),
+    (["errors", "report", "--runs", "RUNS/*", "--out-dir", "OUT", "--reports-dir", "OUT/r",
+      "--labeller-model", "gpt-4o"], "--labeller-base-url"),
+    (["contamination", "run", "--runs", "RUNS/*", "--out-dir", "OUT", "--perturber-model", "gpt-4o"],
+     "--perturber-base-url"),
+    (["contamination", "run", "--runs", "RUNS/*", "--out-dir", "OUT", "--quiz-model", "gpt-4o"], "--quiz-base-url"),
+    (["contamination", "report", "--runs", "RUNS/*", "--out-dir", "OUT", "--reports-dir", "OUT/r",
+      "--quiz-model", "gpt-4o"], "--quiz-base-url"),
+    (["build", "--build-dir", "OUT", "--model", "gpt-4o"], "--base-url"),
+    (["build", "--build-dir", "OUT", "--step-model", "translate", "gpt-4o", "none", "KEY"], "BASE_URL"),
+    (["create", "generate", "--run-dir", "OUT", "--model", "gpt-4o"], "--base-url"),
+    (["create", "score", "--run-dir", "RUNS", "--score-dir", "OUT", "--judge-model", "gpt-4o"], "--judge-base-url"),
+    (["synth", "--build-dir", "OUT", "--verbaliser-model", "gpt-4o"], "--verbaliser-base-url"),
+    (["synth", "--build-dir", "OUT", "--solver-model", "gpt-4o"], "--solver-base-url"),
+    (["eval", "--run-dir", "OUT", "--model", "gpt-4o"], "--base-url"),
+]
+
+
+@pytest.fixture
+def no_embedded(monkeypatch):
+    """Starting the embedded model fails the test."""
+    from cresowlve_core.llm import local
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the embedded model was started")
+
+    monkeypatch.setattr(local, "local_server", refuse)
+    monkeypatch.setattr(local.LocalServer, "__enter__", refuse)
+    for var in ("CRESOWLVE_BASE_URL", "CRESOWLVE_MODEL", "CRESOWLVE_JUDGE_MODEL", "CRESOWLVE_JUDGE_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.mark.parametrize(("argv", "flag"), ROLES, ids=lambda v: "-".join(v[:3]) if isinstance(v, list) else v)
+def test_a_model_without_its_base_url_is_refused_before_anything(argv, flag, tmp_path, capsys, monkeypatch,
+                                                                  no_embedded):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "RUNS").mkdir()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc = main([a.replace("OUT", str(tmp_path / "OUT")).replace("RUNS", str(tmp_path / "RUNS")) for a in argv])
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert rc == 2, err
+    assert len(lines) == 1 and lines[0].startswith("error: ") and flag in lines[0] and "gpt-4o" in lines[0], err
+    assert "nothing was run" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no folder made
+    assert not (tmp_path / "OUT").exists()
+
+
+def test_eval_judge_defaults_to_the_models_base_url_and_is_not_refused(no_embedded):
+    from cresowlve_core.cli import build_parser, unserved_role
+
+    args = build_parser().parse_args(["eval", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                                      "--judge-model", "j"])
+    assert unserved_role(args) is None
+    args = build_parser().parse_args(["errors", "label", "--runs", "x", "--labeller-model", "m",
+                                      "--labeller-base-url", "http://127.0.0.1:9/v1"])
+    assert unserved_role(args) is None
+
+
+def test_eval_model_with_the_base_url_from_the_environment_is_not_refused(monkeypatch, no_embedded):
+    from cresowlve_core.cli import build_parser, unserved_role
+
+    monkeypatch.setenv("CRESOWLVE_BASE_URL", "http://127.0.0.1:9/v1")
+    assert unserved_role(build_parser().parse_args(["eval", "--model", "m"])) is None
+
+
+def test_the_library_refuses_too(no_embedded):
+    with pytest.raises(UnservedModel, match="gpt-4o"), endpoint_or_embedded("gpt-4o", None):
+        pass
+
+
+@pytest.mark.parametrize("env", [{"CRESOWLVE_MODEL": "gpt-4o"}, {"CRESOWLVE_JUDGE_MODEL": "gpt-4o"},
+                                 {"CRESOWLVE_BASE_URL": "http://127.0.0.1:9/v1"}])
+def test_the_main_job_refuses_a_half_configured_provider(env, tmp_path, capsys, monkeypatch, no_embedded):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    rc = main(["run", "--reports-dir", str(tmp_path / "reports")])
+    err = capsys.readouterr().err
+    assert rc == 2, err
+    assert "CRESOWLVE_" in err and "nothing was run" in err
+    assert not (tmp_path / "reports").exists()
