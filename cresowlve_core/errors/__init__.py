@@ -23,12 +23,12 @@ from cresowlve_core.lazy import lazy_names
 if TYPE_CHECKING:
     from cresowlve_core.errors.label import Label, alabel, label_errors, label_messages, parse_label
     from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS, category_of
-    from cresowlve_core.errors.wrong import WrongAnswer, collect_wrong, correctness
+    from cresowlve_core.errors.wrong import WrongAnswer, collect_wrong, config_correctness
 
 _WHERE: dict[str, str] = {
     **dict.fromkeys(("Label", "alabel", "label_errors", "label_messages", "parse_label"), "label"),
     **dict.fromkeys(("CATEGORIES", "FEW_SHOT", "SLUGS", "category_of"), "taxonomy"),
-    **dict.fromkeys(("WrongAnswer", "collect_wrong", "correctness"), "wrong"),
+    **dict.fromkeys(("WrongAnswer", "collect_wrong", "config_correctness"), "wrong"),
 }
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
     "alabel",
     "category_of",
     "collect_wrong",
-    "correctness",
+    "config_correctness",
     "Label",
     "label_errors",
     "label_messages",

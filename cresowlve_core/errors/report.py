@@ -25,7 +25,14 @@ from cresowlve_core.errors.annotation import (
     read_annotations,
     write_sample,
 )
-from cresowlve_core.errors.distribution import chi2_all_pairs, distribution, distribution_chart, label_frame
+from cresowlve_core.errors.distribution import (
+    N_PERM,
+    UNIT,
+    chi2_all_pairs,
+    distribution,
+    distribution_chart,
+    label_frame,
+)
 from cresowlve_core.errors.label import label_errors
 from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
@@ -133,10 +140,13 @@ def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
         say("**Nothing to analyse**: no evaluation runs.")
         return {"n_runs": 0, "n_wrong": 0}
     show(table(ea.tally))
-    say("`n_wrong`: wrong by the analysis's rule; of these, `n_no_answer` have **no answer** to label "
+    say("`basis`: the one metric that decides right and wrong for all of a configuration's answers, in both "
+        "languages: the LLM judge when its coverage (`judge_coverage`, verdicts on real answers / all items) reaches "
+        "90% in every language the configuration ran, else strict exact match (as the contamination sets). "
+        "`n_wrong`: wrong by that basis; of these, `n_no_answer` have **no answer** to label "
         "(`n_no_answer_error`: the call errored, no model output; `n_no_answer_empty`: an empty prediction): counted "
-        "here, never labelled, never in the distribution or the χ². Of the answers that exist, `n_wrong_judge`: wrong "
-        "by the LLM judge's verdict; `n_wrong_em`: not judged, wrong by strict exact match; `n_no_item`: the item "
+        "here, never labelled, never in the distribution or the χ². Of the answers that exist, `n_wrong_judge` / "
+        "`n_wrong_em`: wrong by the judge / by strict exact match (one of them is 0 for each configuration); `n_no_item`: the item "
         "could not be loaded (not labelled); `n_to_label`: sent to the labeller. `n_unknown`: neither judge nor EM "
         "(not counted).")
     return {"n_runs": int(len(ea.tally)), "n_wrong": int(ea.tally["n_wrong"].sum()),
@@ -176,16 +186,20 @@ def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]
     show(distribution_chart(dist, by=by))
     shares = dist.assign(name=dist["category"].map(display_name))
     say("Population: the labelled wrong answers that exist (no-answer items, unlabelled replies and labeller errors "
-        "are counted apart). `n`: labelled item × category pairs of the group (a category repeated within one item "
-        "counts once); `n_items`: items; `low`/`high`: Wilson 95%.")
-    show(table(shares[[by, "name", "k", "n", "n_items", "p", "low", "high"]]))
-    chi = chi2_all_pairs(dist, by=by)
+        f"are counted apart). **Unit: the {UNIT}**; `n`: labelled answers of the group; `n_items`: items. "
+        "`low`/`high`: 95%, Wilson on the answers where each item has one answer (a configuration in one language); "
+        "pooled over languages, Wilson on the item-clustered effective size `n_eff` (an item's En and Ru answers are "
+        "not independent).")
+    show(table(shares[[by, "name", "k", "n", "n_items", "p", "low", "high", "n_eff"]]))
+    chi = chi2_all_pairs(ea.labels, by=by)
     if chi.empty:
         say("No two configurations in one language: no χ² comparison.")
     else:
         tested = int(chi["p"].notna().sum())
-        say(f"χ² test of independence between the category distributions of two configurations (categories empty in "
-            f"both dropped); `p_holm`: Holm-adjusted across the {tested} pair(s) tested. A model's En vs Ru is shown "
+        say(f"Test between the category distributions of two configurations: Pearson's χ² statistic (categories "
+            f"empty in both dropped), p from {N_PERM} seeded permutations of the configuration labels **within each "
+            "item** (two configurations answer the same items: the test is clustered by item; `n_shared_items` "
+            f"items carry the comparison); `p_holm`: Holm-adjusted across the {tested} pair(s) tested. A model's En vs Ru is shown "
             "**descriptively only** (the same items answered twice: not independent samples).")
         shown = chi.assign(p=chi["p"].map(format_p), p_holm=chi["p_holm"].map(format_p))
         show(table(shown, 3))

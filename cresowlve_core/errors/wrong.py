@@ -1,8 +1,11 @@
 """The wrong answers of evaluation runs, with everything the labeller and the annotators see.
 
-"Wrong" follows the analysis's own rule: the LLM judge's verdict where the judge scored the
-response, else strict exact match. The rule used is recorded per item as ``basis``
-(``"judge"`` or ``"em_strict"``); a response with neither is *unknown* and counted, not labelled.
+"Wrong" has **one basis per configuration**, the same for both languages, as the contamination
+sets have (:func:`cresowlve_core.contamination.select.set_basis`): the LLM judge when its coverage
+reaches 90% in every language the configuration ran, else strict exact match for all its answers.
+Mixing the two answer by answer would let the grading decide which answers are labelled. The basis
+is recorded per run in the tally (``basis``, ``judge_coverage``) and per answer; a response with
+no value on its configuration's basis is *unknown* and counted, not labelled.
 
 Only answers that exist are labelled. An errored call (``status == "error"``: no model output)
 or an empty prediction is wrong by the rule but is **no answer**: counted per run as
@@ -19,10 +22,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from cresowlve_core.analysis.coverage import judge_coverage_by_run
 from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
-from cresowlve_core.analysis.paired import correctness
+from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
+from cresowlve_core.contamination.select import EM, JUDGE
 from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -61,7 +67,7 @@ def _hash(*parts: str | None) -> str:
     return hashlib.sha256("\x1f".join(p or "" for p in parts).encode("utf-8")).hexdigest()[:10]
 
 
-TALLY_COLUMNS = ["run_id", "config", "lang", "n", "n_wrong", "n_right", "n_unknown", "n_no_answer",
+TALLY_COLUMNS = ["run_id", "config", "lang", "basis", "judge_coverage", "n", "n_wrong", "n_right", "n_unknown", "n_no_answer",
                  "n_no_answer_error", "n_no_answer_empty", "n_wrong_judge", "n_wrong_em", "n_no_item", "n_to_label"]
 
 
@@ -73,6 +79,27 @@ def no_answer(status: object, prediction: object) -> str | None:
     if prediction is None or (isinstance(prediction, float) and prediction != prediction) or not str(prediction).strip():
         return "empty"
     return None
+
+
+def config_correctness(responses: pd.DataFrame, threshold: float = COVERAGE_THRESHOLD) -> pd.DataFrame:
+    """``correct``, ``basis`` and the run's ``judge_coverage`` per response, with one basis per
+    configuration: the judge when its coverage reaches ``threshold`` in every language the
+    configuration ran (the rule of :func:`~cresowlve_core.contamination.select.set_basis`), else
+    strict exact match."""
+    out = pd.DataFrame({"correct": np.nan, "basis": None, "judge_coverage": np.nan}, index=responses.index)
+    out["basis"] = out["basis"].astype(object)
+    if responses.empty:
+        return out
+    cov = judge_coverage_by_run(responses).set_index(["config", "lang"])["coverage"]
+    for config, part in responses.groupby("config", sort=False):
+        # a language never judged has coverage 0
+        part_cov = pd.Series({lang: float(cov.get((config, lang), 0.0)) for lang in part["lang"].unique()})
+        basis = JUDGE if bool((part_cov >= threshold).all()) else EM
+        vals = part[basis].to_numpy(dtype=float)
+        out.loc[part.index, "correct"] = vals
+        out.loc[part.index, "basis"] = [None if np.isnan(v) else basis for v in vals]
+        out.loc[part.index, "judge_coverage"] = part["lang"].map(part_cov).to_numpy(dtype=float)
+    return out
 
 
 def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
@@ -88,7 +115,7 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
 
     if data.empty:
         return [], pd.DataFrame(columns=TALLY_COLUMNS)
-    df = data.responses.join(correctness(data.responses))
+    df = data.responses.join(config_correctness(data.responses))
     items_cache: dict[tuple[str, str], dict[str, Any]] = {}
     wrong: list[WrongAnswer] = []
     tally = []
@@ -97,7 +124,10 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
         manifest = read_manifest(Path(run["path"])) or {}
         spec = manifest.get("items") or "demo"
         records = read_records(run["path"])
-        row = {"run_id": run["run_id"], "config": run["config"], "lang": run["lang"], "n": len(part),
+        basis = part["basis"].dropna()
+        row = {"run_id": run["run_id"], "config": run["config"], "lang": run["lang"],
+               "basis": basis.iloc[0] if len(basis) else None,
+               "judge_coverage": float(part["judge_coverage"].iloc[0]) if len(part) else float("nan"), "n": len(part),
                "n_wrong": int((part["correct"] == 0).sum()), "n_right": int((part["correct"] == 1).sum()),
                "n_unknown": int(part["correct"].isna().sum()), "n_no_answer": 0, "n_no_answer_error": 0,
                "n_no_answer_empty": 0, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0, "n_to_label": 0}

@@ -32,10 +32,13 @@ def test_distribution_wilson_and_unlabelled_counted_apart():
 def test_chi2_between_two_models_matches_scipy():
     lf = pd.concat([_labels("a", ["overthinking"] * 30 + ["wrong_reference"] * 10),
                     _labels("b", ["overthinking"] * 10 + ["wrong_reference"] * 30)])
-    res = chi2_between(distribution(lf), "a", "b")
+    lf["id"] = [f"q{i}" for i in range(40)] * 2  # both models answered the same 40 items
+    res = chi2_between(lf, "a", "b")
     chi2, p, dof, _ = sps.chi2_contingency([[30, 10], [10, 30]], correction=False)
-    assert res["chi2"] == pytest.approx(chi2) and res["p"] == pytest.approx(p) and res["dof"] == dof == 1
-    assert res["categories"] == 2 and res["warning"] == ""
+    assert res["chi2"] == pytest.approx(chi2) and res["dof"] == dof == 1
+    assert res["categories"] == 2 and res["warning"] == "" and res["n_shared_items"] == 40
+    # the p-value is the within-item permutation's, close to the χ² approximation's here
+    assert res["p"] < 0.01 and p < 0.01
 
 
 def test_cohen_kappa_matches_sklearn_and_ci_is_seeded():
@@ -190,26 +193,24 @@ def test_chi2_pairs_holm_and_en_ru_descriptive():
         for lang in ("en", "ru"):
             cats = ["overthinking"] * k1 + ["wrong_reference"] * k2
             lf = _labels(model, cats)
-            lf["id"] = [f"{model}{i}" for i in range(len(cats))]
+            lf["id"] = [f"q{i}" for i in range(len(cats))]  # the models answer the same items
             rows.append(lf.assign(lang=lang, group=f"{model} · {lang}"))
-    dist = distribution(pd.concat(rows), by="group")
-    chi = chi2_all_pairs(dist, by="group")
+    chi = chi2_all_pairs(pd.concat(rows), by="group")
     tested = chi[chi["p"].notna()]
     assert len(tested) == 6 and len(chi) == 9
     assert (chi[chi["p"].isna()]["test"] == PAIRED_LANGS).all()
     assert set(chi[chi["p"].isna()]["a"]) == {"a · en", "b · en", "c · en"}
     assert tested["p_holm"].to_numpy() == pytest.approx(holm(tested["p"].to_numpy()))
     ab = tested.set_index(["a", "b"]).loc[("a · en", "b · en")]
-    assert ab["p"] == pytest.approx(sps.chi2_contingency([[30, 10], [10, 30]], correction=False)[1])
-    assert ab["p_holm"] == pytest.approx(min(1.0, 6 * ab["p"]))  # the smallest of 6 (tied with a · ru–b · ru)
+    assert ab["chi2"] == pytest.approx(sps.chi2_contingency([[30, 10], [10, 30]], correction=False)[0])
 
 
-def test_a_label_repeated_within_one_item_counts_once():
-    """Pooling a model's languages, item q1 labelled "overthinking" in En and in Ru counts once:
-    overthinking 1 of 2 (before: 2 of 3)."""
-    lf = _labels("m", ["overthinking", "overthinking", "wrong_reference"])
-    lf["id"] = ["q1", "q1", "q2"]
-    lf["lang"] = ["en", "ru", "en"]
+def test_an_answer_loaded_twice_counts_once():
+    """Pooling a model's languages, item q1's En and Ru answers are two answers; the same En
+    answer loaded twice (a run read twice) counts once: overthinking 2 of 3."""
+    lf = _labels("m", ["overthinking", "overthinking", "overthinking", "wrong_reference"])
+    lf["id"] = ["q1", "q1", "q1", "q2"]
+    lf["lang"] = ["en", "en", "ru", "en"]
     d = distribution(lf, by="config").set_index("category")
-    assert (d.loc["overthinking", "k"], d.loc["overthinking", "n"], d.loc["overthinking", "n_items"]) == (1, 2, 2)
-    assert d.loc["wrong_reference", "p"] == 0.5 and d.loc["overthinking", "lang"] == "mixed"
+    assert (d.loc["overthinking", "k"], d.loc["overthinking", "n"], d.loc["overthinking", "n_items"]) == (2, 3, 2)
+    assert d.loc["overthinking", "lang"] == "mixed"

@@ -84,17 +84,23 @@ def write_run(root: Path, lang: str, items: list[Item], correct: dict[str, bool]
     return d
 
 
-def test_wrong_follows_judge_where_scored_else_strict_em(tmp_path):
+def test_wrong_has_one_basis_per_configuration(tmp_path):
+    """Judge coverage 2 of 4 (< 90%): every answer is graded by strict EM, none by the judge
+    (before: item1 wrong by the judge, item2 by EM, item0 right by the judge, a mix of bases)."""
     items = _items(4)
     ids = [it.id for it in items]
-    # item0: EM wrong, judge correct -> right; item1: EM right, judge wrong -> wrong (judge);
-    # item2: EM wrong, no judge -> wrong (em_strict); item3: EM right -> right
-    write_run(tmp_path, "en", items, dict(zip(ids, [False, True, False, True])),
-              judged={ids[0]: True, ids[1]: False})
+    em = dict(zip(ids, [False, True, False, True]))
+    write_run(tmp_path, "en", items, em, judged={ids[0]: True, ids[1]: False})
     wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
-    assert {(w.id, w.basis) for w in wrong} == {(ids[1], "judge"), (ids[2], "em_strict")}
-    assert tally.iloc[0][["n_wrong", "n_right", "n_wrong_judge", "n_wrong_em"]].tolist() == [2, 2, 1, 1]
-    w = next(w for w in wrong if w.id == ids[1])
+    assert {(w.id, w.basis) for w in wrong} == {(ids[0], "em_strict"), (ids[2], "em_strict")}
+    row = tally.iloc[0]
+    assert row[["basis", "n_wrong", "n_right", "n_wrong_judge", "n_wrong_em"]].tolist() == ["em_strict", 2, 2, 0, 2]
+    assert row["judge_coverage"] == pytest.approx(0.5)
+    # every item judged: the judge decides every answer
+    write_run(tmp_path, "en", items, em, judged=dict(zip(ids, [True, False, True, True])))
+    wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    assert {(w.id, w.basis) for w in wrong} == {(ids[1], "judge")} and tally.iloc[0]["basis"] == "judge"
+    w = wrong[0]
     assert w.explanation == "Because 1." and w.other_answers == "Alt1" and "I think" in w.reasoning
 
 
