@@ -32,6 +32,7 @@ from cresowlve_core.llm.base_model import completion_params, first_line, user_me
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import GenParams, summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_fields
 from cresowlve_core.stats import stable_seed
 
 PROTOCOL = "lexical-substitution"
@@ -175,9 +176,10 @@ async def substitute(question: str, lang: str, item_id: str, client: LLMClient, 
             break
         c = await client.complete(user_message(prompt.render(word=cand.word), base_model=True), params,
                                   prompt_version=prompt.tag)
-        synonym, passed = pick_synonym(cand.word, c.text)
-        calls.append({"word": cand.word, "start": cand.start, "raw": c.text[:500], "synonym": synonym,
-                      "passed_over": passed})
+        # a refused or filtered synonym call gives no synonym (the next word is asked instead)
+        synonym, passed = (None, []) if is_withheld(c) else pick_synonym(cand.word, c.text)
+        calls.append({"word": cand.word, "start": cand.start, **outcome_fields(c), "raw": c.text[:500],
+                      "synonym": synonym, "passed_over": passed})
         if synonym is not None:
             swaps.append((cand, synonym))
         completions.append(c)
