@@ -43,6 +43,7 @@ from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import shipped_data
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import STOP_ERRORS, run_coro
+from cresowlve_core.runtime.outcomes import is_withheld
 from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 
 DEFAULT_QUERIES_PATH = shipped_data("create", "queries.jsonl")  # shipped input: found with a data dir elsewhere
@@ -274,7 +275,7 @@ async def verbalise_llm(client: Any, sp: SourcePath, kg: KnowledgeGraph, params:
     messages, tag = verbalise_messages(sp, kg)
     try:
         c = await client.complete(messages, params, prompt_version=tag)
-        q = clean_verbalisation(c.text)
+        q = None if is_withheld(c) else clean_verbalisation(c.text)  # a refusal or a filter: the template
     except STOP_ERRORS:  # a wrong key or a spent budget stops the build
         raise
     except LLMError:  # one failed call: the template is a safe fallback

@@ -103,3 +103,22 @@ def test_grid_models_and_judge_carry_their_provider_and_the_judge_takes_model_op
     assert (params.effort, params.max_tokens, params.temperature, params.extra_body) == ("low", 2000, None,
                                                                                       {"verbosity": "low"})
     assert params.resolved_api(cfg.judge_endpoint().profile) == "responses"
+
+
+def test_a_grid_cell_counts_refused_and_filtered_answers(tmp_path):
+    from fakeserver import Reply
+
+    def refusing(req):  # model-b refuses every puzzle; model-a's answers are stopped by the filter
+        if "candidate_answer" in req.prompt:
+            return reply(req)
+        if req.body.get("model") == "model-b":
+            return Reply(text="", refusal="I can't help with that")
+        return Reply(text="<Answer>Copernicus</Answer>", finish_reason="content_filter")
+
+    with FakeServer(answers=refusing) as srv:
+        out = run_grid(write_config(tmp_path, srv, langs=["en"]), progress=False)
+        assert srv.total == 4  # 2 cells x 2 items, one request each, and no judge call
+    rows = {c["cell"]: c for c in json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"]}
+    assert (rows["model-a__en"]["n_refused"], rows["model-a__en"]["n_filtered"]) == (0, 2)
+    assert (rows["model-b-medium__en"]["n_refused"], rows["model-b-medium__en"]["n_filtered"]) == (2, 0)
+    assert "ok=2 (2 refused) error=0" in rows["model-b-medium__en"]["line"] and out["n_done"] == 2
