@@ -478,6 +478,7 @@ class McNemar:
 
 
 EXACT_BELOW = 25  # discordant pairs below which McNemar uses the exact binomial test
+NOT_TESTED = "not tested"  # the ``method`` of a test that had no data: no p, no interval
 
 
 def mcnemar(b: int, c: int, n: int | None = None, exact_below: int = EXACT_BELOW, confidence: float = 0.95) -> McNemar:
@@ -485,12 +486,16 @@ def mcnemar(b: int, c: int, n: int | None = None, exact_below: int = EXACT_BELOW
 
     With fewer than ``exact_below`` discordant pairs the two-sided exact binomial test
     (``min(1, 2·P[X ≤ min(b, c)])``, X ~ Bin(b + c, ½)) is used; otherwise the χ² statistic
-    ``(|b − c| − 1)² / (b + c)`` with continuity correction, 1 df. No discordant pair gives p = 1.
+    ``(|b − c| − 1)² / (b + c)`` with continuity correction, 1 df. Pairs that all agree give
+    p = 1; **no pair at all is no test**: ``method == "not tested"`` with p, difference and
+    interval NaN (so it stays out of every Holm / BH family, which ignore NaN).
     """
     b, c = int(b), int(c)
     n = int(n) if n is not None else b + c
     m = b + c
     nan = float("nan")
+    if n <= 0 and m == 0:
+        return McNemar(0, 0, 0, nan, nan, NOT_TESTED, nan, nan, nan)
     if m == 0:
         stat, p, method = 0.0, 1.0, "exact"
     elif m < exact_below:
@@ -853,3 +858,43 @@ def paired_difference(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.n
     else:
         p = float(sps.wilcoxon(d, zero_method="wilcox").pvalue)
     return PairedDifference(n, float(a.mean()), float(b.mean()), float(d.mean()), iv.low, iv.high, p, "; ".join(notes))
+
+
+def mean_run_kappa(a: np.ndarray, b: np.ndarray, runs: np.ndarray, items: np.ndarray, *, n_boot: int = 1000,
+                   rng: np.random.Generator | int = 0, confidence: float = 0.95) -> BootstrapInterval:
+    """The mean of per-run Cohen's κ of two binary raters, with a seeded **two-level** bootstrap.
+
+    Reliability is a property of each run (a model's answers judged by one judge), so the summary
+    over runs is the mean of the per-run κ (runs where κ is undefined left out), not the κ of
+    the pooled table, which mixes runs of different accuracy. The interval speaks of runs and
+    items in general: each resample draws the runs with replacement and, independently, the items
+    (shared by every run, so one draw of items serves all runs), recomputes each drawn run's κ on
+    the drawn items and averages them. Rows with a NaN are dropped; ``n`` is the number of runs.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep].astype(bool), y[keep].astype(bool)
+    r_codes, run_index = np.unique(np.asarray(runs)[keep].astype(str), return_inverse=True)
+    _, item_index = np.unique(np.asarray(items)[keep].astype(str), return_inverse=True)
+    n_runs, n_items = len(r_codes), int(item_index.max()) + 1 if x.size else 0
+    if n_runs == 0:
+        return interval_from_replicates(float("nan"), np.empty(0), 0)
+    cells = np.stack([x & y, x & ~y, ~x & y, ~x & ~y], axis=1).astype(float)
+    per_item = np.zeros((n_items, n_runs, 4))  # item × run × confusion cell
+    np.add.at(per_item, (item_index, run_index), cells)
+    kappas = binary_kappa_counts(per_item.sum(axis=0))
+    point = float(np.nanmean(kappas)) if np.isfinite(kappas).any() else float("nan")
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    flat = per_item.reshape(n_items, n_runs * 4)
+    reps = np.full(n_boot, np.nan)
+    step = max(1, _CHUNK_CELLS // max(1, n_items + n_runs * 4))
+    for start in range(0, n_boot, step):
+        stop = min(n_boot, start + step)
+        item_w = gen.multinomial(n_items, np.full(n_items, 1.0 / n_items), size=stop - start)
+        run_w = gen.multinomial(n_runs, np.full(n_runs, 1.0 / n_runs), size=stop - start).astype(float)
+        k = binary_kappa_counts((item_w @ flat).reshape(stop - start, n_runs, 4))
+        run_w[np.isnan(k)] = 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps[start:stop] = np.nansum(k * run_w, axis=1) / run_w.sum(axis=1)
+    return interval_from_replicates(point, reps, n_runs, confidence=confidence,
+                                    undefined_reason="κ undefined in every run")

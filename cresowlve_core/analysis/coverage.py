@@ -3,8 +3,8 @@
 * :func:`judge_coverage_by_run` — per configuration × language of a population: all items, the
   items the LLM judge gave a verdict on, errored items (the model gave no answer), and the
   coverage = verdicts / all items. **Errored items count against coverage**: they carry no
-  verdict (the analysis scores them wrong, see :mod:`~cresowlve_core.analysis.loading`, but
-  the judge never saw an answer), so a run with 10 % errors has at most 90 % coverage.
+  verdict (no answer, so no value, see :mod:`~cresowlve_core.analysis.loading`), so a run
+  with 10 % errors has at most 90 % coverage.
 * :func:`coverage_line` — that table as one sentence for a report section (overall coverage,
   the lowest run, how many runs fall below the threshold).
 * :func:`population_line` — "Population: creative items (Table 1's): n = … responses, … items,
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from cresowlve_core.analysis.loading import no_answer
+
 COVERAGE_COLUMNS = ["config", "lang", "n_items", "n_verdict", "n_error", "coverage"]
 
 
@@ -23,7 +25,7 @@ def judge_coverage_by_run(responses: pd.DataFrame) -> pd.DataFrame:
     (errored), ``coverage`` = n_verdict / n_items. Runs that were never judged are left out."""
     if responses.empty or "judge" not in responses:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
-    err = responses["status"].eq("error")
+    err = pd.Series(no_answer(responses), index=responses.index)
     df = responses.assign(_err=err, _verdict=~err & responses["judge"].notna())
     g = df.groupby(["config", "lang"], sort=True).agg(
         n_items=("id", "size"), n_verdict=("_verdict", "sum"), n_error=("_err", "sum")

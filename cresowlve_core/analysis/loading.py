@@ -15,14 +15,19 @@ the registry :data:`cresowlve_core.evaluation.metrics.METRICS` (today ``em_stric
 ``em_lenient``, ``judge``). A record's value comes from ``scores[name]`` when it is set, else
 from the fields older runs wrote (``em_strict`` / ``em_lenient``; for the judge
 ``judge_verdict == "CORRECT"`` where ``judge_status == "scored"``). A new metric needs no change
-here, only a registry entry. The one rule for **errored items** (``status == "error"``: the
-model gave no answer), used by every table of notebooks 02 and 03 alike:
+here, only a registry entry. The one rule for **an item without an answer**, used by every
+table of notebooks 02 and 03 alike:
 
-* an errored item counts as **wrong** for every formula metric, and for a model-based metric
-  (the judge) in runs that were judged; it stays in every denominator, and its count is shown
-  separately (``n_error``);
+* an errored or failed call (``status == "error"``, or ``outcome`` ``failed`` / ``error``: the
+  model gave no answer) has **no value** (NaN) for every metric: it is never counted wrong, it
+  leaves every paired and agreement statistic, and Table 1 counts it wrong at its lower bound and
+  right at its upper; its count is shown separately (``n_error``, see :func:`no_answer`);
+* a refused or filtered answer (``outcome`` ``refused`` / ``filtered``, ``status == "ok"``) is the
+  model's own behaviour on the item: **not correct** for every metric, and it stays in n
+  (``n_refused`` / ``n_filtered`` per run). Records written before ``outcome`` existed load as
+  answers;
 * anything else without a value (``unscored``, judge ``error`` / ``not_run``, an unset
-  score) is NaN: it leaves that metric's denominator and is reported as *coverage*.
+  score) is NaN too: it leaves that metric's denominator and is reported as *coverage*.
 
 ``reasoning_type`` is lower-cased and stripped on load, so ``Creative`` = ``creative``.
 * ``judge_repeat`` — a second, independent judge verdict of the *same* response, read from
@@ -53,6 +58,7 @@ import pyarrow as pa
 import pyarrow.json as pj
 
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
+from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
 from cresowlve_core.runtime.rundir import RESPONSES
@@ -61,6 +67,8 @@ MANIFEST = "manifest.json"
 #: metric name -> label, in registry order (derived from the registry, never edited here)
 METRICS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}
 MODEL_BASED: frozenset[str] = frozenset(m.name for m in METRIC_REGISTRY if m.model_based)
+#: ``outcome`` values of a call that produced no answer (with ``status == "error"``)
+NO_ANSWER_OUTCOMES: frozenset[str] = frozenset({"failed", "error"})
 _LEGACY_BOOL = ("em_strict", "em_lenient")  # old records: a top-level boolean per formula metric
 
 _USAGE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())])
@@ -69,6 +77,7 @@ SCHEMA = pa.schema(
         ("id", pa.string()),
         ("lang", pa.string()),
         ("status", pa.string()),
+        ("outcome", pa.string()),
         ("model", pa.string()),
         ("effort", pa.string()),
         ("difficulty", pa.int64()),
@@ -347,23 +356,41 @@ def _legacy_score(df: pd.DataFrame, name: str) -> np.ndarray:
     if name in _LEGACY_BOOL and name in df.columns:
         return df[name].astype("float64").to_numpy(copy=True)
     if name == "judge":
-        scored = (df["judge_status"].eq("scored") & df["judge_verdict"].notna()).to_numpy(dtype=bool)
+        scored = (df["judge_status"].isin(["scored", "not_an_answer"]) & df["judge_verdict"].notna()).to_numpy(dtype=bool)
         return np.where(scored, df["judge_verdict"].eq("CORRECT").to_numpy(dtype=float), np.nan)
     return np.full(len(df), np.nan)
 
 
+def no_answer(df: pd.DataFrame) -> np.ndarray:
+    """Boolean mask: the call produced no answer (``status == "error"`` or ``outcome`` failed /
+    error). Such an item has no value for any metric and leaves every paired statistic."""
+    err = df["status"].eq("error").to_numpy(dtype=bool) if "status" in df else np.zeros(len(df), dtype=bool)
+    if "outcome" in df:
+        err = err | df["outcome"].isin(NO_ANSWER_OUTCOMES).to_numpy(dtype=bool)
+    return err
+
+
+def not_an_answer(df: pd.DataFrame) -> np.ndarray:
+    """Boolean mask: a refused or filtered answer (the model's behaviour, counted not correct)."""
+    if "outcome" not in df:
+        return np.zeros(len(df), dtype=bool)
+    return df["outcome"].isin(NOT_AN_ANSWER).to_numpy(dtype=bool) & ~no_answer(df)
+
+
 def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
     """Derive one float column per registry metric and flatten usage (vectorised)."""
-    error = df["status"].eq("error").to_numpy()
+    missing = no_answer(df)
+    refused = not_an_answer(df)
     for name in METRICS:
         col = f"scores.{name}"
         new = df.pop(col).astype("float64").to_numpy() if col in df.columns else np.full(len(df), np.nan)
         vals = np.where(np.isnan(new), _legacy_score(df, name), new)
+        vals[missing] = np.nan  # no answer: no value, never wrong
         if name not in MODEL_BASED:
-            vals[error] = 0.0
-        elif "run_id" in df.columns:  # an errored response is wrong only in runs this model scored
+            vals[refused] = 0.0  # a refusal has nothing to match: not correct
+        elif "run_id" in df.columns:  # ...and the judge, in runs this model scored, never accepts it
             judged_run = pd.Series(~np.isnan(vals)).groupby(df["run_id"].to_numpy()).transform("any").to_numpy(bool)
-            vals[error & judged_run] = 0.0
+            vals[refused & judged_run] = 0.0
         df[name] = vals
     df["reasoning_type"] = df["reasoning_type"].astype("string").str.strip().str.lower().astype(object)
     df.loc[df["reasoning_type"].isna(), "reasoning_type"] = None
@@ -436,14 +463,18 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
 
     runs_df = pd.DataFrame([infos[i] for i in keep]).reset_index(drop=True)
     runs_df["n_superseded"] = runs_df.get("n_superseded", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
-    counts = responses.assign(_err=responses["status"].eq("error")).groupby("run_id").agg(
+    outcome = responses["outcome"]
+    counts = responses.assign(_err=no_answer(responses), _ref=outcome.eq("refused") & ~no_answer(responses),
+                              _fil=outcome.eq("filtered") & ~no_answer(responses)).groupby("run_id").agg(
         n_records=("id", "size"),
         n_error=("_err", "sum"),
+        n_refused=("_ref", "sum"),
+        n_filtered=("_fil", "sum"),
         any_synthetic=("synthetic", "any"),
         n_judged=("judge", "count"),
     )
     runs_df = runs_df.join(counts, on="run_id")
-    for c in ("n_records", "n_error", "n_judged"):
+    for c in ("n_records", "n_error", "n_refused", "n_filtered", "n_judged"):
         runs_df[c] = runs_df[c].fillna(0).astype(int)
     runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
     runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(
@@ -533,6 +564,8 @@ def _empty_runs() -> pd.DataFrame:
         "n_planned",
         "n_records",
         "n_error",
+        "n_refused",
+        "n_filtered",
         "n_judged",
         "n_superseded",
         "n_lines",

@@ -12,22 +12,29 @@ which is far more sensitive than comparing two independent accuracies:
 * :func:`en_ru_items` / :func:`ru_right_en_wrong` — the item ids in each cell of that 2×2
   table; the contamination stage reads "right in Ru, wrong in En" and its controls.
 
-Items without a value for the metric in either run (e.g. left unscored by the judge) are left
-out of the pair; errored items count as wrong (see :mod:`cresowlve_core.analysis.loading`).
-Differences are in percentage points with the Bonett–Price interval (:func:`~cresowlve_core.stats.mcnemar`);
-p-values are Holm-adjusted over the rows of each table (``p_holm``).
+Only items with a value on both sides are pairs. An item without an answer on either side
+(errored or failed: :func:`~cresowlve_core.analysis.loading.no_answer`) is never counted wrong: it
+leaves the pair, and every row says how many pairs were dropped and why (``n_error_*``: errored
+on side a / b / both; ``n_unscored``: answered on both sides but a value missing, e.g. the judge
+left it unscored; ``n_*_only``: not run on the other side; all in ``dropped`` as text). A
+refused or filtered answer is an answer that is not correct and stays in the pair. A row with no
+pair at all is *not tested* (``method == "not tested"``; no p, no interval) and stays out of
+the table's Holm family. Differences are in percentage points with the Bonett–Price interval
+(:func:`~cresowlve_core.stats.mcnemar`); p-values are Holm-adjusted over the tested rows of each
+table (``p_holm``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import RunSet, config_label, normalise_effort
+from cresowlve_core.analysis.loading import RunSet, config_label, no_answer, normalise_effort
 from cresowlve_core.stats import holm, mcnemar
 
 PAIR_COLUMNS = [
@@ -38,6 +45,11 @@ PAIR_COLUMNS = [
     "n_shared",
     "n_a_only",
     "n_b_only",
+    "n_error_a",
+    "n_error_b",
+    "n_error_both",
+    "n_unscored",
+    "dropped",
     "n",
     "acc_a",
     "acc_b",
@@ -57,6 +69,11 @@ CROSS_COLUMNS = [
     "n_ru",
     "n_shared",
     "mismatch",
+    "n_error_en",
+    "n_error_ru",
+    "n_error_both",
+    "n_unscored",
+    "dropped",
     "n",
     "acc_en",
     "acc_ru",
@@ -101,18 +118,39 @@ def _frame(data: RunSet | pd.DataFrame) -> pd.DataFrame:
     return data.responses if isinstance(data, RunSet) else data
 
 
-def _pair(x: pd.Series, y: pd.Series) -> dict[str, Any]:
-    """McNemar on two outcome series indexed by item id (NaN = no value)."""
-    shared = x.index.intersection(y.index)
-    both = pd.DataFrame({"x": x.reindex(shared), "y": y.reindex(shared)}).dropna()
-    xa, ya = both["x"].to_numpy(bool), both["y"].to_numpy(bool)
+@dataclass(frozen=True)
+class Outcomes:
+    """One side of a pair: per item id its value (1.0 / 0.0 / NaN) and whether it had no answer."""
+
+    values: pd.Series
+    missing: pd.Series
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def _pair(x: Outcomes, y: Outcomes, names: tuple[str, str]) -> dict[str, Any]:
+    """McNemar on two sides over the items both scored, with the dropped items counted by reason."""
+    shared = x.values.index.intersection(y.values.index)
+    mx, my = x.missing.reindex(shared).to_numpy(bool), y.missing.reindex(shared).to_numpy(bool)
+    both = pd.DataFrame({"x": x.values.reindex(shared), "y": y.values.reindex(shared)})
+    answered = ~mx & ~my
+    scored = answered & both.notna().all(axis=1).to_numpy(bool)
+    xa, ya = both["x"].to_numpy()[scored].astype(bool), both["y"].to_numpy()[scored].astype(bool)
     b, c = int((xa & ~ya).sum()), int((~xa & ya).sum())
-    n = len(both)
-    t = mcnemar(b, c, n)
-    return {
+    n = int(scored.sum())
+    counts = {
         "n_shared": len(shared),
-        "n_x_only": int(len(x.index.difference(y.index))),
-        "n_y_only": int(len(y.index.difference(x.index))),
+        "n_x_only": int(len(x.values.index.difference(y.values.index))),
+        "n_y_only": int(len(y.values.index.difference(x.values.index))),
+        "n_error_x": int((mx & ~my).sum()),
+        "n_error_y": int((my & ~mx).sum()),
+        "n_error_both": int((mx & my).sum()),
+        "n_unscored": int((answered & ~scored).sum()),
+    }
+    return {
+        **counts,
+        "dropped": dropped_text(counts, names),
         "n": n,
         "acc_x": 100.0 * xa.mean() if n else np.nan,
         "acc_y": 100.0 * ya.mean() if n else np.nan,
@@ -120,14 +158,28 @@ def _pair(x: pd.Series, y: pd.Series) -> dict[str, Any]:
         "y_only": c,
         "both_right": int((xa & ya).sum()),
         "both_wrong": int((~xa & ~ya).sum()),
-        "test": t,
+        "test": mcnemar(b, c, n),
     }
 
 
-def _outcomes(df: pd.DataFrame, config: str, lang: str, metric: str) -> pd.Series:
+def dropped_text(counts: dict[str, int], names: tuple[str, str]) -> str:
+    """``"12 errored in En, 3 errored in Ru, 1 errored in both; 2 unscored"``: the items that are not
+    pairs and why (``"none"`` when every item is a pair)."""
+    x, y = names
+    parts = [f"{counts['n_error_x']} errored in {x}" if counts["n_error_x"] else "",
+             f"{counts['n_error_y']} errored in {y}" if counts["n_error_y"] else "",
+             f"{counts['n_error_both']} errored in both" if counts["n_error_both"] else "",
+             f"{counts['n_unscored']} unscored" if counts["n_unscored"] else "",
+             f"{counts['n_x_only']} not run in {y}" if counts["n_x_only"] else "",
+             f"{counts['n_y_only']} not run in {x}" if counts["n_y_only"] else ""]
+    return ", ".join(p for p in parts if p) or "none"
+
+
+def _outcomes(df: pd.DataFrame, config: str, lang: str, metric: str) -> Outcomes:
     sel = df[(df["config"] == config) & (df["lang"] == lang)]
     values = correctness(sel)["correct"] if metric == JUDGE_ELSE_EM else sel[metric]
-    return pd.Series(values.to_numpy(float), index=pd.Index(sel["id"].astype(str)))
+    index = pd.Index(sel["id"].astype(str))
+    return Outcomes(pd.Series(values.to_numpy(float), index=index), pd.Series(no_answer(sel), index=index))
 
 
 def default_pairs(data: RunSet | pd.DataFrame) -> list[tuple[str, str]]:
@@ -187,7 +239,7 @@ def compare_configs(
     rows = []
     for a, b in wanted:
         for lang in sorted(set(df.loc[df["config"] == a, "lang"]) & set(df.loc[df["config"] == b, "lang"])):
-            r = _pair(_outcomes(df, a, lang, metric), _outcomes(df, b, lang, metric))
+            r = _pair(_outcomes(df, a, lang, metric), _outcomes(df, b, lang, metric), (a, b))
             t = r["test"]
             rows.append(
                 {
@@ -198,6 +250,11 @@ def compare_configs(
                     "n_shared": r["n_shared"],
                     "n_a_only": r["n_x_only"],
                     "n_b_only": r["n_y_only"],
+                    "n_error_a": r["n_error_x"],
+                    "n_error_b": r["n_error_y"],
+                    "n_error_both": r["n_error_both"],
+                    "n_unscored": r["n_unscored"],
+                    "dropped": r["dropped"],
                     "n": r["n"],
                     "acc_a": r["acc_x"],
                     "acc_b": r["acc_y"],
@@ -224,7 +281,7 @@ def cross_lingual(data: RunSet | pd.DataFrame, metric: str | None = None) -> pd.
         if not {"en", "ru"} <= set(g["lang"]):
             continue
         en, ru = _outcomes(df, config, "en", metric), _outcomes(df, config, "ru", metric)
-        r = _pair(ru, en)
+        r = _pair(ru, en, ("Ru", "En"))
         t = r["test"]
         rows.append(
             {
@@ -234,6 +291,11 @@ def cross_lingual(data: RunSet | pd.DataFrame, metric: str | None = None) -> pd.
                 "n_ru": len(ru),
                 "n_shared": r["n_shared"],
                 "mismatch": r["n_x_only"] > 0 or r["n_y_only"] > 0,
+                "n_error_en": r["n_error_y"],
+                "n_error_ru": r["n_error_x"],
+                "n_error_both": r["n_error_both"],
+                "n_unscored": r["n_unscored"],
+                "dropped": r["dropped"],
                 "n": r["n"],
                 "acc_en": r["acc_y"],
                 "acc_ru": r["acc_x"],
@@ -286,7 +348,7 @@ def en_ru_items(
     config = _config_of(df, model, effort)
     metric = metric or default_metric(df[df["config"] == config])
     en, ru = _outcomes(df, config, "en", metric), _outcomes(df, config, "ru", metric)
-    both = pd.DataFrame({"en": en, "ru": ru}).dropna()
+    both = pd.DataFrame({"en": en.values.mask(en.missing), "ru": ru.values.mask(ru.missing)}).dropna()
     e, r = both["en"].astype(bool), both["ru"].astype(bool)
     return {
         "ru_right_en_wrong": sorted(both.index[r & ~e]),

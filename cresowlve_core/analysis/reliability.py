@@ -1,10 +1,11 @@
 """How far to trust the LLM judge, and what the runs cost.
 
 * :func:`judge_vs_em` — agreement between the judge verdict and **strict** exact match per run
-  (confusion counts, raw agreement, Cohen's κ with its 95 % interval) and pooled, over the
-  **same population as Table 1**: the creative subset, every item the judge column has a value
-  for (errored items included as wrong in both, as in Table 1; ``n_error`` says how many), so
-  judge % − EM % in Table 1 = (judge_only − em_only) / n here;
+  (confusion counts, raw agreement, Cohen's κ with its 95 % interval) and summarised over runs,
+  over **Table 1's population of answered items**: the creative subset, every answered item the
+  judge column has a value for, so judge % − EM % in Table 1 = (judge_only − em_only) / n here.
+  Errored responses are left out (neither rater saw an answer, so their "agreement" measures
+  nothing; ``n_error`` says how many); refused and filtered answers stay (wrong in both);
 * :func:`judge_repeatability` — agreement + κ between the judge verdict and a second,
   independent verdict of the **same response**.
 
@@ -26,9 +27,11 @@ Intervals, honest at the edges: per run, the asymptotic interval of Fleiss, Cohe
 (the one statsmodels' ``cohens_kappa`` reports). Where it is degenerate it is NaN with a note
 (``kappa_note``): one rater used a single category (κ = 0 by construction; statsmodels' test is
 NaN), or a zero-width interval (perfect agreement). The pooled ``all runs`` row pools responses
-that share items (every configuration answers every item), so its interval is a seeded
-bootstrap **clustered by item** (``n_items`` clusters; :func:`cresowlve_core.stats.clustered_binary_kappa`),
-wider than one that treats every response as independent.
+Reliability is per run. The ``all runs`` row is a **summary of the per-run values**: its κ is
+the mean of the per-run κ (a pooled table would mix runs of different accuracy and inflate κ),
+with the range in ``kappa_note``, and its interval is a seeded two-level bootstrap that resamples
+runs and items (:func:`cresowlve_core.stats.mean_run_kappa`), since it speaks of models in
+general; its counts (``n``, the confusion cells) are the sums over runs.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import main_subset
-from cresowlve_core.stats import binary_agreement, clustered_binary_kappa, one_rater_constant, stable_seed
+from cresowlve_core.analysis.loading import main_subset, no_answer
+from cresowlve_core.stats import binary_agreement, mean_run_kappa, one_rater_constant, stable_seed
 
 AGREEMENT_COLUMNS = [
     "config",
@@ -72,62 +75,66 @@ def _interval(agr: object, table: np.ndarray) -> tuple[float, float, str]:
     return low, high, ""
 
 
+def _summary_note(per_run: pd.Series, iv: object, n_items: int, n_boot: int) -> str:
+    """How the ``all runs`` κ was formed: the mean of the per-run values, their range, the interval."""
+    defined = per_run.dropna()
+    text = (f"mean of {len(defined)} per-run κ" + (f" (range {defined.min():.2f}–{defined.max():.2f})" if len(defined) else "")
+            + (f", {len(per_run) - len(defined)} run(s) undefined, left out" if len(defined) < len(per_run) else "")
+            + f"; two-level bootstrap over runs and items ({iv.n} runs, {n_items} items, {n_boot} resamples)")  # type: ignore[attr-defined]
+    return "; ".join(x for x in (text, iv.note) if x)  # type: ignore[attr-defined]
+
+
 def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str], *, n_boot: int = 1000,
-                    seed: int = 0) -> pd.DataFrame:
+                    seed: int = 0, n_error: pd.Series | None = None) -> pd.DataFrame:
     rows = []
-    groups = list(df.groupby(["config", "lang"], sort=True)) + [(("all runs", "all"), df)]
-    for (config, lang), grp in groups:
+    if "id" not in df:  # a frame without item ids: every row is its own item
+        df = df.assign(id=np.arange(len(df)).astype(str))
+    for (config, lang), grp in df.groupby(["config", "lang"], sort=True):
         agr = binary_agreement(grp[a].to_numpy(float), grp[b].to_numpy(float))
         if agr.n == 0:
             continue
         table = np.array([[agr.both_yes, agr.a_yes_b_no], [agr.a_no_b_yes, agr.both_no]], dtype=float)
-        ids = grp["id"].astype(str).to_numpy() if "id" in grp else np.arange(len(grp)).astype(str)
-        if config == "all runs":
-            iv = clustered_binary_kappa(grp[a].to_numpy(float), grp[b].to_numpy(float), ids, n_boot=n_boot,
-                                        rng=stable_seed(seed, "kappa-pooled", a, b))
-            low, high = iv.low, iv.high
-            note = "; ".join(x for x in (f"bootstrap clustered by item ({iv.n} items, {n_boot} resamples)", iv.note) if x)
-        else:
-            low, high, note = _interval(agr, table)
-        rows.append(
-            {
-                "config": config,
-                "lang": lang,
-                "n": agr.n,
-                "n_items": int(pd.Series(ids).nunique()),
-                "n_error": int(grp["status"].eq("error").sum()) if "status" in grp else 0,
-                "both_correct": agr.both_yes,
-                labels[0]: agr.a_yes_b_no,
-                labels[1]: agr.a_no_b_yes,
-                "both_wrong": agr.both_no,
-                "agreement": agr.observed,
-                "kappa": agr.kappa,
-                "kappa_low": low,
-                "kappa_high": high,
-                "kappa_note": note,
-            }
-        )
+        low, high, note = _interval(agr, table)
+        rows.append({"config": config, "lang": lang, "n": agr.n, "n_items": int(grp["id"].astype(str).nunique()),
+                     "n_error": int(n_error.get((config, lang), 0)) if n_error is not None else 0,
+                     "both_correct": agr.both_yes, labels[0]: agr.a_yes_b_no, labels[1]: agr.a_no_b_yes,
+                     "both_wrong": agr.both_no, "agreement": agr.observed, "kappa": agr.kappa,
+                     "kappa_low": low, "kappa_high": high, "kappa_note": note})
+    if not rows:
+        return pd.DataFrame(rows)
+    per_run = pd.DataFrame(rows)
+    runs = (df["config"].astype(str) + " / " + df["lang"].astype(str)).to_numpy()
+    iv = mean_run_kappa(df[a].to_numpy(float), df[b].to_numpy(float), runs, df["id"].astype(str).to_numpy(),
+                        n_boot=n_boot, rng=stable_seed(seed, "kappa-runs", a, b))
+    counts = per_run[["n", "n_error", "both_correct", labels[0], labels[1], "both_wrong"]].sum()
+    rows.append({"config": "all runs", "lang": "all", **{k: int(v) for k, v in counts.items()},
+                 "n_items": int(df["id"].astype(str).nunique()), "agreement": counts[["both_correct", "both_wrong"]].sum()
+                 / counts["n"], "kappa": iv.value, "kappa_low": iv.low, "kappa_high": iv.high,
+                 "kappa_note": _summary_note(per_run["kappa"], iv, int(df["id"].nunique()), n_boot)})
     return pd.DataFrame(rows)
 
 
 def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: bool = True, *, n_boot: int = 1000,
                 seed: int = 0) -> pd.DataFrame:
-    """Judge vs exact match (strict by default) per config × lang, plus an ``all runs`` row.
+    """Judge vs exact match (strict by default) per config × lang, plus the ``all runs`` summary.
 
-    The population is Table 1's judge cell: the creative subset (``creative_only``) and every
-    response with a judge value, errored ones included (wrong in both). ``judge_only`` = judge
-    says correct, EM says wrong (typical: paraphrased answers); ``em_only`` = EM matched but
-    the judge rejected. Empty when nothing was judged.
+    The population is Table 1's judge cell over answered items: the creative subset
+    (``creative_only``) and every answered response with a judge value; errored ones are left
+    out and counted in ``n_error``. ``judge_only`` = judge says correct, EM says wrong (typical:
+    paraphrased answers); ``em_only`` = EM matched but the judge rejected. Empty when nothing
+    was judged.
     """
     df = main_subset(responses)[0] if creative_only and "reasoning_type" in responses else responses
-    ok = df[df["judge"].notna() & df[em].notna()]
-    out = _agreement_rows(ok, "judge", em, ("judge_only", "em_only"), n_boot=n_boot, seed=seed)
+    missing = pd.Series(no_answer(df), index=df.index)
+    n_error = missing.groupby([df["config"], df["lang"]]).sum()
+    ok = df[~missing & df["judge"].notna() & df[em].notna()]
+    out = _agreement_rows(ok, "judge", em, ("judge_only", "em_only"), n_boot=n_boot, seed=seed, n_error=n_error)
     return out.reindex(columns=AGREEMENT_COLUMNS) if not out.empty else pd.DataFrame(columns=AGREEMENT_COLUMNS)
 
 
 def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Judge verdict vs its repeat (``extra.judge_repeat``) per config × lang, plus ``all runs``."""
-    ok = responses[responses["judge"].notna() & responses["judge_repeat"].notna() & (responses["status"] != "error")]
+    ok = responses[responses["judge"].notna() & responses["judge_repeat"].notna() & ~no_answer(responses)]
     cols = [
         "config",
         "lang",

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis import breakdowns, charts, complexity, coverage, paired, reliability, table
-from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset
+from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset, no_answer
 from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import REPORTS_DIR
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, format_p, wilson_interval
@@ -207,6 +207,8 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         "n_records",
         "complete",
         "n_error",
+        "n_refused",
+        "n_filtered",
         "n_truncated",
         "n_judged",
         "provider",
@@ -233,8 +235,11 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
             f"**{len(unfinished)} run(s) did not finish**; their Table 1 cells are marked {table.UNFINISHED_MARK}."
         )
     say(
-        "Errored items (the model returned no answer) count as **wrong** in every accuracy below, in this report "
-        "and in each run's own report alike, and are counted separately (`n_error`)."
+        "Errored or failed items (the model returned no answer) are **left out** of every accuracy, paired test and "
+        "agreement below, never counted wrong, in this report and in each run's own report alike; they are "
+        "counted (`n_error`), count against coverage, and widen Table 1's bounds (wrong at the lower, right at the "
+        "upper). Refused and filtered answers (`n_refused`, `n_filtered`) are the model's own behaviour: counted "
+        "**not correct** everywhere and kept in n."
     )
     langs = rs.langs
     if len(langs) == 1:
@@ -307,8 +312,10 @@ def table1_section(
     say(
         "Population: **creative items** (the paper's Table 1 population). "
         "`n scored/all`: answered items the metric scored / all items of the run = coverage (errored items, "
-        "which have no answer, count against it; they are counted wrong in the accuracy and listed as `err`). "
-        "`bounds`: the accuracy if every unscored item were wrong / right. `paper-comparable %`: every unscored "
+        "which have no answer, count against it and are listed as `err`; they are left out of the accuracy). "
+        "Refused and filtered answers (`refused`, `filtered`) are counted not correct and stay in n. "
+        "`bounds`: the accuracy if every item without a value (unscored or errored) were wrong / right. "
+        "`paper-comparable %`: every unscored or errored "
         "item counted wrong, as the paper's released code counts it. Δ = paper-comparable − paper, with "
         "Newcombe's 95% interval for two independent proportions: it treats our run and the paper's "
         f"(n = {table.PAPER_N:,}) as independent samples, although both answer the same items (the paper's per-item "
@@ -317,6 +324,9 @@ def table1_section(
     show(table.style_table1(table.table1_display(long)))
     for f in table.table1_footnotes(long, coverage_threshold):
         say(f)
+    withheld = table.refusal_counts(long)
+    say("**Refused / filtered answers** (the model's own behaviour: not correct, kept in n): "
+        + ("; ".join(withheld) if withheld else "none") + ".")
     say(truncation_note(rs))
     others = [m for m in METRICS if m not in table.PAPER_METRICS]
     if others:
@@ -346,7 +356,7 @@ def table1_section(
         f"{lang}_{table.TABLE_METRICS[m]}{suffix}"
         for lang in ("en", "ru")
         for m in table.PAPER_METRICS
-        for suffix in ("", "_n", "_n_all", "_coverage")
+        for suffix in ("", "_n", "_n_all", "_coverage", "_n_refused", "_n_filtered")
     ]
     main_cols = [c for c in main_cols if c in wide.columns]
     low = long[long["low_coverage"]]
@@ -582,8 +592,11 @@ def paired_section(
         say(f"As in Table 1, the {n_factual:,} factual responses are left out of every paired test.")
     metric = metric or paired.default_metric(df)
     cov = _coverage_note(df, metric)
-    say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired (`n` of `n_shared`); "
-        "p-values Holm-corrected per table.")
+    say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired (`n` of `n_shared`): an item "
+        "errored on either side is not a pair (never counted wrong), and each row says how many pairs were dropped "
+        "and why (`n_error_*`: errored on side a / b / both; `n_unscored`; `dropped`). A row without a single pair is "
+        "`not tested` (no p, no interval) and stays out of the Holm family; p-values Holm-corrected over the tested "
+        "rows of each table.")
     try:
         configs = paired.compare_configs(df, [tuple(p) for p in (compare or [])], metric,  # type: ignore[misc]
                                          aliases={**rs.aliases, **(aliases or {})})
@@ -613,7 +626,9 @@ def paired_section(
         "metric": metric,
         "n_config_pairs": int(len(configs)),
         "n_config_significant": int((configs["p_holm"] < 0.05).sum()) if not configs.empty else 0,
-        "cross_lingual": _records(cross[["config", "n", "n_shared", "mismatch", "diff", "p", "method"]].round({"diff": 6}))
+        "cross_lingual": _records(cross[["config", "n", "n_shared", "n_error_en", "n_error_ru", "n_error_both",
+                                         "n_unscored", "dropped", "mismatch", "diff", "low", "high", "p", "p_holm",
+                                         "method"]].round({"diff": 6, "low": 6, "high": 6}))
         if not cross.empty
         else [],
     }
@@ -637,7 +652,7 @@ def example_errors_section(
     out: dict[str, Any] = {}
     cols = [c for c in ("id", "difficulty", "answer", "prediction", "extraction", "em_strict", "em_lenient", "judge_status", "judge_verdict") if c in rs.responses]
     for (config, lang), g in rs.responses.groupby(["config", "lang"], sort=False):
-        answered = g[g["status"] != "error"]
+        answered = g[~no_answer(g)]
         n_err = int(len(g) - len(answered))
         scored = int(answered["judge"].notna().sum())
         share = scored / len(answered) if len(answered) else 0.0
@@ -654,7 +669,7 @@ def example_errors_section(
         wrong = answered[answered[metric] == 0.0]
         head = f"**{config} / {lang}** — {why}"
         if n_err:
-            head += f"; {n_err} errored item(s) (no answer, counted wrong) not shown"
+            head += f"; {n_err} errored item(s) (no answer, left out) not shown"
         if wrong.empty:
             say(head + f". **No item is wrong by this measure** ({len(answered)} answered items), so there is nothing to show.")
         else:
@@ -669,8 +684,9 @@ def example_errors_section(
 
 
 def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Judge vs strict EM agreement (Table 1's population), judge repeatability, coverage; κ intervals
-    from ``n_boot`` seeded bootstrap resamples clustered by item."""
+    """Judge vs strict EM agreement per run (Table 1's answered items), judge repeatability, coverage;
+    the summary over runs is the mean of the per-run κ, its interval ``n_boot`` seeded two-level
+    bootstrap resamples of runs and items."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -685,9 +701,12 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         say("**No LLM-judge scores** in these runs: agreement and repeatability need a judged run.")
         return {"n_unscored": n_unscored, "kappa_em": None, "kappa_repeat": None}
     say(
-        "**Judge vs strict exact match** on Table 1's population (creative subset, every item with a judge value, "
-        "errored items as wrong in both; `judge_only` = judge accepts, EM does not). κ with its 95% CI; "
-        "`undefined` when chance agreement is 1:"
+        "**Judge vs strict exact match** per run, on Table 1's answered items (creative subset, every answered item "
+        "with a judge value; errored responses are left out, `n_error`, since neither rater saw an answer; refused "
+        "and filtered answers stay, wrong in both; `judge_only` = judge accepts, EM does not). κ with its 95% CI "
+        "(asymptotic per run); `undefined` when chance agreement is 1. The `all runs` row is a **summary of the "
+        "per-run values**: the mean of the per-run κ (range in the note), with a two-level bootstrap interval "
+        "that resamples runs and items, so it speaks of models and items in general; its counts are sums over runs:"
     )
     agree = reliability.judge_vs_em(df, n_boot=n_boot, seed=seed)
     show(reliability.agreement_display(agree))

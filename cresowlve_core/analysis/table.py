@@ -15,8 +15,11 @@ Marks: ``†`` — the metric scored fewer than ``coverage_threshold`` (default 
 (the judge left many unscored): the cell is greyed out and its bounds matter more than its
 point value; ``‡`` — the run did not finish (fewer records than planned, or stopped early).
 
-Errored items (the model gave no answer) count as wrong in every metric and stay in every
-denominator; ``n_error`` shows how many there are (see :mod:`cresowlve_core.analysis.loading`).
+Errored or failed items (the model gave no answer) have no value: they are left out of ``n``
+and ``pct``, count **wrong at the lower bound and right at the upper** (``bound_low`` /
+``bound_high``) and wrong in the paper-comparable accuracy, and ``n_error`` shows how many there
+are. Refused and filtered answers are the model's own behaviour: not correct, kept in ``n``,
+counted per run in ``n_refused`` / ``n_filtered`` (see :mod:`cresowlve_core.analysis.loading`).
 
 Published numbers come from ``DATA_DIR/cresowlve/paper_table1.csv``. A run matches a paper row
 when the model names agree after :func:`model_key` (case-insensitive, ``provider/`` prefix
@@ -36,8 +39,8 @@ interval can be formed, and where the two runs agree item by item this one is wi
 paired interval would be.
 
 **Coverage** = items with a value from an actual answer / all items: errored items (no answer)
-count against it, although they are scored wrong in ``pct`` (``n_scored`` = answered items
-with a value; ``n`` = ``n_scored`` + errored items).
+count against it. A cell of a metric the table uses (some run has a value for it) with **no**
+value at all has coverage 0 and is marked low coverage too.
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import MODEL_BASED, RunSet, main_subset, normalise_effort
+from cresowlve_core.analysis.loading import MODEL_BASED, RunSet, main_subset, no_answer, normalise_effort
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.paths import DATA_DIR
 from cresowlve_core.stats import diff_proportions, wilson_interval
@@ -97,6 +100,8 @@ LONG_COLUMNS = [
     "n",
     "n_all",
     "n_error",
+    "n_refused",
+    "n_filtered",
     "n_scored",
     "coverage",
     "pct",
@@ -204,11 +209,15 @@ def results_long(
         return pd.DataFrame(columns=LONG_COLUMNS)
     metrics = list(TABLE_METRICS)
     keys = ["config", "model", "effort", "thinking", "lang", "run_id"]
-    err = df["status"].eq("error")
+    err = pd.Series(no_answer(df), index=df.index)
+    outcome = df["outcome"] if "outcome" in df else pd.Series(None, index=df.index, dtype=object)
     answered = df[metrics].mask(err, axis=0)  # a value from an actual answer
-    work = df[[*keys, "status", *metrics]].assign(_err=err, **{f"_ans_{m}": answered[m] for m in metrics})
+    work = df[[*keys, "status", *metrics]].assign(
+        _err=err, _ref=outcome.eq("refused") & ~err, _fil=outcome.eq("filtered") & ~err,
+        **{f"_ans_{m}": answered[m] for m in metrics})
     grouped = work.groupby(keys, sort=False)
-    base = grouped.agg(n_all=("status", "size"), n_error=("_err", "sum"))
+    base = grouped.agg(n_all=("status", "size"), n_error=("_err", "sum"), n_refused=("_ref", "sum"),
+                       n_filtered=("_fil", "sum"))
     sums, counts = grouped[metrics].sum(), grouped[metrics].count()
     answered_counts = grouped[[f"_ans_{m}" for m in metrics]].count()
     rows = []
@@ -219,7 +228,7 @@ def results_long(
         part["metric"] = metric
         rows.append(part.reset_index())
     long = pd.concat(rows, ignore_index=True)
-    for c in ("k", "n", "n_all", "n_error", "n_scored"):
+    for c in ("k", "n", "n_all", "n_error", "n_refused", "n_filtered", "n_scored"):
         long[c] = long[c].astype(int)
     low, high = wilson_interval(long["k"].to_numpy(), long["n"].to_numpy())
     c_low, c_high = wilson_interval(long["k"].to_numpy(), long["n_all"].to_numpy())
@@ -235,7 +244,9 @@ def results_long(
     long["pct_comparable"] = long["bound_low"].where(has)
     long["comparable_low"] = pd.Series(100.0 * c_low, index=long.index).where(has)
     long["comparable_high"] = pd.Series(100.0 * c_high, index=long.index).where(has)
-    long["low_coverage"] = (long["n"] > 0) & (long["coverage"] < coverage_threshold)
+    # a cell without a single value is the lowest coverage there is (in a metric some run has)
+    used = long.groupby("metric")["n"].transform("sum") > 0
+    long["low_coverage"] = used & (long["n_all"] > 0) & (long["coverage"].fillna(0.0) < coverage_threshold)
     long["group"] = long["thinking"].map(GROUPS)
     runs = rs.runs.set_index("run_id")
     long["complete"] = long["run_id"].map(runs["complete"]).fillna(True).astype(bool)
@@ -298,6 +309,8 @@ _WIDE_SUFFIXES = [
     ("_bound_low", "bound_low"),
     ("_bound_high", "bound_high"),
     ("_n_error", "n_error"),
+    ("_n_refused", "n_refused"),
+    ("_n_filtered", "n_filtered"),
     ("_paper", "paper"),
     ("_delta", "delta"),
     ("_delta_low", "delta_low"),
@@ -330,10 +343,20 @@ def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
 
 def _fmt_cell(r: pd.Series) -> str:
     if pd.isna(r["pct"]):
-        return "no scores" if r["n_all"] else ""
+        return (f"{LOW_COVERAGE_MARK} no scores" if r["low_coverage"] else "no scores") if r["n_all"] else ""
     text = f"{r['pct']:.1f} [{r['low']:.1f}, {r['high']:.1f}]"
     marks = (LOW_COVERAGE_MARK if r["low_coverage"] else "") + ("" if r["complete"] else UNFINISHED_MARK)
     return f"{marks} ({text})" if r["low_coverage"] else f"{marks} {text}".strip()
+
+
+def n_field(r: pd.Series) -> str:
+    """``"1690/1742 (97%), 10 err, 31 refused, 4 filtered"``: scored / all = coverage, then the
+    errored items (no answer, left out) and the refused / filtered answers (in n, not correct)."""
+    if not r["n_all"]:
+        return "0"
+    text = f"{r['n_scored']}/{r['n_all']} ({100 * (0 if pd.isna(r['coverage']) else r['coverage']):.0f}%)"
+    counts = [(r["n_error"], "err"), (r.get("n_refused", 0), "refused"), (r.get("n_filtered", 0), "filtered")]
+    return text + "".join(f", {int(k)} {label}" for k, label in counts if k)
 
 
 def _fmt_delta(r: pd.Series) -> str:
@@ -346,7 +369,8 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     """The paper's layout as strings: rows grouped by thinking, columns lang × metric × fields.
 
     Fields: ``% [95% CI]`` (marked † below the coverage threshold, ‡ for an unfinished run),
-    ``n`` (answered items with a value / all items = coverage, and errored items), ``bounds`` (if
+    ``n`` (answered items with a value / all items = coverage, errored items, refused and filtered
+    answers: :func:`n_field`), ``bounds`` (if
     every item without a value were wrong / right) and ``paper-comparable %`` (unscored counted
     wrong, as the paper did; model-based metrics only), ``paper`` and ``Δ [95% CI]`` (paper-comparable
     − paper).
@@ -357,10 +381,7 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     metrics = tuple(metrics or PAPER_METRICS)
     sub = long[long["metric"].isin(metrics)].copy()
     sub["ours"] = [_fmt_cell(r) for _, r in sub.iterrows()]
-    sub["n_s"] = [
-        f"{s}/{a} ({100 * c:.0f}%)" + (f", {e} err" if e else "") if a else "0"
-        for s, a, c, e in zip(sub["n_scored"], sub["n_all"], sub["coverage"].fillna(0), sub["n_error"], strict=True)
-    ]
+    sub["n_s"] = [n_field(r) for _, r in sub.iterrows()]
     sub["comparable_s"] = [
         "" if pd.isna(v) else f"{v:.1f} [{lo:.1f}, {hi:.1f}]"
         for v, lo, hi in zip(sub["pct_comparable"], sub["comparable_low"], sub["comparable_high"], strict=True)
@@ -513,7 +534,20 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
                     out.append(s)
             lines.append(" & ".join(out) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
+    withheld = refusal_counts(long)
+    if withheld:
+        lines.append(r"\par\smallskip{\footnotesize Refused / filtered answers (not correct, kept in n): "
+                     + "; ".join(latex_escape(w) for w in withheld) + ".}")
     return "\n".join(lines) + "\n"
+
+
+def refusal_counts(long: pd.DataFrame) -> list[str]:
+    """``"GPT-4.1 / ru: 58 refused, 23 filtered"`` per configuration × language that has any."""
+    if long.empty or "n_refused" not in long:
+        return []
+    runs = long.drop_duplicates(["config", "lang"])
+    return [f"{r.config} / {r.lang}: {int(r.n_refused)} refused, {int(r.n_filtered)} filtered"
+            for r in runs.itertuples(index=False) if r.n_refused or r.n_filtered]
 
 
 def write_table1_latex(long: pd.DataFrame, path: Path, synthetic: bool = False) -> Path:

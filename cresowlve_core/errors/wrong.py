@@ -27,6 +27,7 @@ import pandas as pd
 
 from cresowlve_core.analysis.coverage import judge_coverage_by_run
 from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
+from cresowlve_core.analysis.loading import no_answer as loading_no_answer
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.select import EM, JUDGE
 from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
@@ -124,14 +125,18 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
         manifest = read_manifest(Path(run["path"])) or {}
         spec = manifest.get("items") or "demo"
         records = read_records(run["path"])
+        # an errored call has no value on load (analysis.loading.no_answer); this tally keeps it beside the
+        # wrong answers as "no answer": never labelled
+        errored = pd.Series(loading_no_answer(part), index=part.index)
+        wrong_or_none = (part["correct"] == 0) | errored
         basis = part["basis"].dropna()
         row = {"run_id": run["run_id"], "config": run["config"], "lang": run["lang"],
                "basis": basis.iloc[0] if len(basis) else None,
                "judge_coverage": float(part["judge_coverage"].iloc[0]) if len(part) else float("nan"), "n": len(part),
-               "n_wrong": int((part["correct"] == 0).sum()), "n_right": int((part["correct"] == 1).sum()),
-               "n_unknown": int(part["correct"].isna().sum()), "n_no_answer": 0, "n_no_answer_error": 0,
+               "n_wrong": int(wrong_or_none.sum()), "n_right": int((part["correct"] == 1).sum()),
+               "n_unknown": int((part["correct"].isna() & ~errored).sum()), "n_no_answer": 0, "n_no_answer_error": 0,
                "n_no_answer_empty": 0, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0, "n_to_label": 0}
-        for r in part[part["correct"] == 0].itertuples():
+        for r in part[wrong_or_none].itertuples():
             lang = str(r.lang)
             rec = records.get((str(r.id), lang), {})
             why = no_answer(getattr(r, "status", None) or rec.get("status"), rec.get("prediction"))

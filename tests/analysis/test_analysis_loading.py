@@ -27,7 +27,7 @@ def test_last_record_per_item_wins_on_resume(tmp_path):
     assert (run["n_lines"], run["n_records"], run["n_superseded"], run["n_error"]) == (3, 2, 1, 0)
 
 
-def test_scoring_rules_errors_wrong_unscored_unknown(tmp_path):
+def test_scoring_rules_errors_and_unscored_unknown(tmp_path):
     write_run(
         tmp_path / "r",
         [
@@ -38,17 +38,17 @@ def test_scoring_rules_errors_wrong_unscored_unknown(tmp_path):
         ],
     )
     df = load_runs(tmp_path / "r").responses.set_index("id")
-    assert df.loc["err", "em_strict"] == 0.0 and df.loc["err", "judge"] == 0.0  # the model gave no answer
+    assert math.isnan(df.loc["err", "em_strict"]) and math.isnan(df.loc["err", "judge"])  # no answer: no value
     assert math.isnan(df.loc["uns", "judge"]) and math.isnan(df.loc["notrun", "judge"])
     assert df.loc["ok", "em_lenient"] == 1.0 and df.loc["ok", "em_strict"] == 0.0
-    assert df["judge"].mean() == 0.5  # CORRECT and the error; unscored/not_run left out
+    assert df["judge"].mean() == 1.0  # CORRECT; the error, unscored and not_run left out
 
 
 def test_errors_in_an_unjudged_run_leave_the_judge_empty(tmp_path):
     write_run(tmp_path / "r", [record("err", status="error", em_strict=None), record("ok", em_strict=True)])
     rs = load_runs(tmp_path / "r")
     assert rs.responses["judge"].isna().all() and not rs.has_judge()
-    assert rs.responses["em_strict"].tolist() == [0.0, 1.0]
+    assert rs.responses["em_strict"].fillna(-1).tolist() == [-1, 1.0]
 
 
 def test_manifest_gives_config_and_thinking(tmp_path):

@@ -69,8 +69,8 @@ def test_single_run_sections_for_notebook_02(tmp_path, shown):
     t = report.table1_section(rs, export=False)
     assert "csv" not in t and t["low_coverage"] == ["m/en/judge"]
     row = t["rows"][0]
-    assert (row["en_llm_judge_n"], row["en_llm_judge_n_all"]) == (4, 11)  # 3 verdicts + the error (wrong) of 11 items
-    assert (row["en_exact_match_n"], row["en_exact_match_n_all"]) == (11, 11)
+    assert (row["en_llm_judge_n"], row["en_llm_judge_n_all"]) == (3, 11)  # 3 verdicts of 11 items; the error has none
+    assert (row["en_exact_match_n"], row["en_exact_match_n_all"]) == (10, 11)
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert "† m / en / LLM Judge: scored 3 of 11" in text and "1 errored items count against it" in text  # errors count against coverage
     d = report.difficulty_section(rs)

@@ -244,13 +244,14 @@ def test_delta_uses_the_paper_comparable_accuracy(tmp_path):
 
 
 def test_errored_items_count_against_coverage(tmp_path):
-    # 10 items: 8 judged, 1 unscored, 1 errored (no answer). The judge's n is 9 (the error counts wrong),
-    # but only 8 items carry a verdict: coverage 80%, not 90%.
+    # 10 items: 8 judged, 1 unscored, 1 errored (no answer). The judge's n is 8 (the error has no
+    # value, like the unscored item), and only 8 items carry a verdict: coverage 80%.
     recs = [record(f"i{i}", judge="CORRECT" if i < 4 else "INCORRECT") for i in range(8)]
     recs += [record("i8", judge_status="unscored"), record("i9", status="error", em_strict=None, em_lenient=None)]
     write_run(tmp_path / "r_en", recs)
     judge = _cell(results_long(load_runs(str(tmp_path / "r_en"))), "m", "en", "judge")
-    assert (judge["k"], judge["n"], judge["n_scored"], judge["n_error"]) == (4, 9, 8, 1)
+    assert (judge["k"], judge["n"], judge["n_scored"], judge["n_error"]) == (4, 8, 8, 1)
+    assert (judge["bound_low"], judge["bound_high"]) == pytest.approx((40.0, 60.0))
     assert judge["coverage"] == pytest.approx(0.8)
     assert judge["low_coverage"] and "1 errored items count against it" in table1_footnotes(
         results_long(load_runs(str(tmp_path / "r_en")))
