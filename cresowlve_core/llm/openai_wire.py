@@ -271,8 +271,9 @@ def reported_cost(data: dict[str, Any], profile: Profile | None) -> float | None
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
-#: OpenRouter's ``native_finish_reason`` values (the upstream's own, e.g. Gemini's finishReason) that mean
-#: the upstream's filter stopped the answer, whatever ``finish_reason`` OpenRouter mapped them to
+#: finish reasons that mean the provider's filter stopped the answer: OpenAI's ``content_filter`` and
+#: Gemini's own finishReason values, which its OpenAI-compatible endpoint may pass through as
+#: ``finish_reason`` and OpenRouter reports as ``native_finish_reason`` (compared in lower case)
 _FILTER_NATIVE = frozenset({"content_filter", "safety", "recitation", "prohibited_content", "blocklist", "spii",
                             "image_safety"})
 
@@ -282,11 +283,11 @@ def _chat_outcome(finish: Any, native: Any, refusal: str | None) -> Outcome:
     finish, native = str(finish or "").lower(), str(native or "").lower()
     if refusal:
         return "refused"
-    if finish == "content_filter" or native in _FILTER_NATIVE:
+    if finish in _FILTER_NATIVE or native in _FILTER_NATIVE:
         return "filtered"
     if native == "refusal":  # Anthropic's stop_reason through OpenRouter: the model declined
         return "refused"
-    if finish == "length":
+    if finish in ("length", "max_tokens"):
         return "truncated"
     return "answer"
 

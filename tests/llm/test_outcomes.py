@@ -68,6 +68,11 @@ def test_openrouter_native_finish_reason_decides_and_is_kept() -> None:
     assert c.outcome == "refused"
 
 
+def test_gemini_native_finish_reason_passed_through_is_filtered() -> None:
+    assert parse("/chat/completions", chat({"content": None}, finish="SAFETY"), "gemini").outcome == "filtered"
+    assert parse("/chat/completions", chat({"content": None}, finish="RECITATION"), "gemini").outcome == "filtered"
+
+
 def test_length_is_truncated_even_when_empty() -> None:
     c = parse("/chat/completions", chat({"content": ""}, finish="length"))
     assert c.outcome == "truncated" and c.truncated and c.is_answer
