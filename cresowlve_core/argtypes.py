@@ -113,6 +113,15 @@ def nonempty(text: str) -> str:
     return text
 
 
+def file_stem(text: str) -> str:
+    """A file name without folder or suffix (a report's name): letters, digits, ``.``, ``_`` and ``-``."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*", text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a file name: use letters, digits, '.', '_' and '-'")
+    return text
+
+
 def run_dir(text: str) -> str:
     """A usable run directory path, checked without creating anything."""
     if not text.strip():

@@ -116,7 +116,7 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from cresowlve_core.notebooks import report_headline, run_notebook
+    from cresowlve_core.notebooks import ReportFailed, report_headline, report_name, run_notebook
 
     params = _params(a.param)
     if a.notebook == "03_analysis" and params.get("compare"):  # an unknown name is refused before rendering
@@ -130,7 +130,12 @@ def cmd_report(a: argparse.Namespace) -> int:
         except (ValueError, SyntaxError):
             default_runs = None
         check_compare(params.get("runs", default_runs), params["compare"], params.get("aliases"))
-    res = run_notebook(a.notebook, params, Path(a.reports_dir) if a.reports_dir else None)
+    try:  # named by its inputs unless --name: a report on other runs never overwrites the main job's
+        res = run_notebook(a.notebook, params, Path(a.reports_dir) if a.reports_dir else None,
+                           output_name=a.name or report_name(a.notebook, params))
+    except ReportFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     print(f"{res.html}  ({res.seconds:.1f}s)")
     if (head := report_headline(res.records)) is not None:
         print(head)
@@ -522,6 +527,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-p", "--param", nargs=2, action="append", metavar=("KEY", "VALUE"),
                    help="set a notebook parameter; VALUE is JSON where it parses, else a string; "
                         "repeatable (default: the notebook's own defaults)")
+    p.add_argument("--name", type=argtypes.file_stem, default=None,
+                   help="file stem of the report (default: the notebook's name, plus a label of its inputs "
+                        "when they are not the defaults, e.g. 03_analysis_mine for -p runs 'data/runs/mine/*')")
     p.add_argument("--reports-dir", default=None,
                    help="where the report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
     p.set_defaults(fn=cmd_report)

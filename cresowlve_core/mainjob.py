@@ -64,9 +64,14 @@ import json, sys
 from pathlib import Path
 from cresowlve_core.notebooks import run_notebook
 spec = json.loads(sys.argv[1])
-res = run_notebook(spec["name"], spec["params"], Path(spec["reports"]), output_name=spec["output_name"], title=spec["title"])
+res = run_notebook(spec["name"], spec["params"], Path(spec["reports"]), output_name=spec["output_name"], title=spec["title"],
+                   progress_every_s=spec["progress_every_s"])
 print("RENDERED " + json.dumps({"html": str(res.html), "seconds": res.seconds}), flush=True)
 """
+
+
+#: how often the main job prints which report is rendering and its cells done of cells (on stderr)
+PROGRESS_EVERY_S = 10.0
 
 
 def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_name: str | None = None,
@@ -74,7 +79,8 @@ def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_na
     """``run_notebook`` in a child process; a stop requested meanwhile sends it SIGTERM (papermill's
     kernel client there shuts its kernel down) and raises :class:`KeyboardInterrupt`."""
     spec = json.dumps({"name": name, "params": params, "reports": str(reports), "output_name": output_name,
-                       "title": title}, default=str)
+                       "title": title,
+                       "progress_every_s": PROGRESS_EVERY_S}, default=str)
     # the main job's own run directories follow its configuration: one of another configuration (a new
     # prompt version, another model) is archived and run afresh, not refused (runtime/rundir.py)
     env = {**os.environ, ARCHIVE_CHANGED_ENV: "1"}
@@ -218,8 +224,8 @@ def _synthetic_report(report, synthetic_runs: Path, reports: Path) -> None:
 
     if not any(synthetic_runs.glob("*/responses.jsonl")):
         write_synthetic_runs(synthetic_runs, **SYNTHETIC_SCALE)
-    # its own export folder: the real analysis's reports/03_analysis_table1.* stay untouched
-    report("03_analysis", {"runs": str(synthetic_runs / "*"), "export_dir": str(reports / "03_analysis_synthetic")},
+    # its exports are named after the report (03_analysis_synthetic_table1.*): the real analysis's stay untouched
+    report("03_analysis", {"runs": str(synthetic_runs / "*")},
            output_name="03_analysis_synthetic",
            title="SYNTHETIC DATA: the full analysis at paper scale (random numbers, not results)")
 
@@ -260,7 +266,7 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
                 output_name=f"02_evaluation_{lang}",
                 title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
             )
-        report("03_analysis", {"runs": str(demo_runs / "*"), "export_dir": str(reports)})
+        report("03_analysis", {"runs": str(demo_runs / "*")}, output_name="03_analysis")  # exports: the reports dir
         small = tgt.local  # the 270M base model rambles to any limit: keep its budgets and samples small
         role = {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env}
 

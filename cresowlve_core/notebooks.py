@@ -26,6 +26,8 @@ import html
 import json
 import os
 import re
+import shutil
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -35,12 +37,13 @@ from typing import Any
 
 from cresowlve_core import paths
 from cresowlve_core.banners import BANNER_KINDS, banner_html
+from cresowlve_core.notebook_progress import render_progress
 from cresowlve_core.notebook_records import RECORD_MIME, read_records
 from cresowlve_core.notebook_records import headline as headline  # re-exported for notebooks
 from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_kernel
 from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
 from cresowlve_core.secrets import scrub
-from cresowlve_core.text import plural, shown
+from cresowlve_core.text import plural, shown, slug
 from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (tests, renderers)
 from cresowlve_core.vega import VEGALITE_SCHEMA as VEGALITE_SCHEMA
 from cresowlve_core.vega import html_spec, javascript_bundle, portable_spec
@@ -159,6 +162,62 @@ def check_parameters(src: Path, parameters: dict[str, Any]) -> None:
         )
 
 
+class ReportFailed(RuntimeError):
+    """A report notebook failed to render (a cell raised, the kernel died, a timeout): the old report is
+    left as it was, and the partial notebook is kept under ``.failed/`` for a look."""
+
+
+#: where a failed render's partial notebook is kept: ``REPORTS/.failed/STEM/STEM.ipynb``
+FAILED_DIR = ".failed"
+
+
+def report_name(name: str, parameters: dict[str, Any]) -> str:
+    """The file stem of a report rendered by hand: the notebook's name with its default inputs, else the
+    notebook's name and a label derived from its inputs, so a report on other runs never overwrites the
+    main job's (``03_analysis`` on ``data/runs/mine/*`` is ``03_analysis_mine``, on a grid's ``grid.json``
+    ``03_analysis_GRID`` as the grid itself names it). Parameters equal to the notebook's defaults are
+    not inputs; with no input-like parameter the label is a short hash of the parameters."""
+    import hashlib
+
+    src = notebook_path(name)
+    defaults = notebook_parameters(src)
+    changed = {k: v for k, v in parameters.items() if _literal(defaults.get(k)) != v}
+    if not changed:
+        return src.stem
+    key = next((k for k in _INPUT_KEYS if changed.get(k)), None)
+    label = _input_label(changed[key]) if key else ""
+    if not label:
+        label = hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    return f"{src.stem}_{slug(label)}"
+
+
+#: parameters that name what a report shows, most telling first
+_INPUT_KEYS = ("runs", "user_runs", "run_dir", "build_dir", "out_dir", "items", "name", "model", "lang")
+
+
+def _literal(text: Any) -> Any:
+    """A default from papermill's reading of the parameters cell (source text) as a Python value."""
+    import ast
+
+    try:
+        return ast.literal_eval(str(text))
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _input_label(value: Any) -> str:
+    """``data/runs/mine/*`` -> ``mine``; ``.../paper-table1/grid.json`` -> ``paper-table1``; a list of
+    run directories -> their names joined (the first three, then ``+N``)."""
+    if isinstance(value, (list, tuple)):
+        names = [_input_label(v) for v in value]
+        return "+".join(names[:3]) + (f"+{len(names) - 3}" if len(names) > 3 else "")
+    parts = [q for q in Path(str(value)).parts if not any(ch in q for ch in "*?[")]
+    if parts and parts[-1].endswith((".json", ".jsonl", ".parquet", ".yaml")):
+        last = parts.pop()
+        parts = parts or [Path(last).stem]
+    return parts[-1] if parts else str(value)
+
+
 def run_notebook(
     name: str,
     parameters: dict[str, Any] | None = None,
@@ -167,61 +226,108 @@ def run_notebook(
     title: str | None = None,
     output_name: str | None = None,
     timeout_s: int | None = 3600,
+    progress_every_s: float | None = None,
 ) -> RunResult:
-    """Execute a notebook with papermill, render its HTML report, refresh the index."""
+    """Execute a notebook with papermill, render its HTML report, refresh the index.
+
+    The notebook runs and renders in a staging folder inside the reports directory (the kernel's
+    ``CRESOWLVE_REPORTS_DIR``, so its exports land there too); only when both succeeded do the ``.ipynb``,
+    the ``.html`` and the exports move into place, so a failed render leaves the old report as it was
+    and raises :class:`ReportFailed` (or :class:`NotebookInputError`). ``progress_every_s``: print which
+    report is rendering and its cells done of cells to stderr at least that often.
+    """
     src = notebook_path(name)
     params = dict(parameters or {})
     check_parameters(src, params)
     reports = Path(reports_dir or paths.reports_dir()).resolve()
     reports.mkdir(parents=True, exist_ok=True)
     stem = output_name or src.stem
-    out_ipynb = reports / f"{stem}.ipynb"
+    stage = Path(tempfile.mkdtemp(prefix=f".render-{stem}-", dir=reports))
+    out_ipynb = stage / f"{stem}.ipynb"
+    partial = reports / FAILED_DIR / stem / f"{stem}.ipynb"
     t0 = time.monotonic()
     kernel_env = {
-        "CRESOWLVE_REPORTS_DIR": str(reports),  # every default output of the notebook goes here
+        "CRESOWLVE_REPORTS_DIR": str(stage),  # every default output of the notebook goes here, then into place
         "CRESOWLVE_REPORT_STEM": stem,  # its exports are named after this render, not after the notebook
         "HF_HUB_DISABLE_PROGRESS_BARS": "1",  # no "Loading weights: 0%" bars in reports
+        "TQDM_DISABLE": "1",  # no frozen progress bars in reports (a bar given disable= explicitly is stripped)
     }
     saved = {k: os.environ.get(k) for k in kernel_env}
     os.environ.update(kernel_env)
     try:
-        _execute(
-            str(src),
-            str(out_ipynb),
-            parameters=params,
-            cwd=str(paths.project_root()),  # a relative path parameter means the same as on the command line
-            kernel_name="python3",
-            progress_bar=False,
-            execution_timeout=timeout_s,
-            extra_arguments=list(_KERNEL_ARGS),
-        )
+        with render_progress(stem, progress_every_s) as engine:
+            _execute(
+                str(src),
+                str(out_ipynb),
+                partial,
+                parameters=params,
+                cwd=str(paths.project_root()),  # a relative path parameter means the same as on the command line
+                kernel_name="python3",
+                progress_bar=False,
+                execution_timeout=timeout_s,
+                extra_arguments=list(_KERNEL_ARGS),
+                **engine,
+            )
+        _scrub_secrets(out_ipynb)
+        title = title or _first_heading(out_ipynb) or stem
+        render_html(out_ipynb, stage / f"{stem}.html", title=title)
+    except BaseException:
+        _scrub_secrets(out_ipynb)
+        _keep_failed(stage, partial.parent)
+        raise
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        _scrub_secrets(out_ipynb)
-    title = title or _first_heading(out_ipynb) or stem
-    html_path = render_html(out_ipynb, reports / f"{stem}.html", title=title)
+    _publish(stage, reports)
     seconds = time.monotonic() - t0
     update_index(reports, stem, title, params, seconds)
-    return RunResult(stem, out_ipynb, html_path, seconds, read_records(out_ipynb))
+    ipynb = reports / f"{stem}.ipynb"
+    return RunResult(stem, ipynb, reports / f"{stem}.html", seconds, read_records(ipynb))
 
 
-def _execute(src: str, out: str, **kwargs: Any) -> None:
-    """``papermill.execute_notebook``; a cell that stops on its input becomes :class:`NotebookInputError`
-    (naming the notebook, the error and the partial notebook), other failures propagate as they are."""
+def _publish(stage: Path, reports: Path) -> None:
+    """Move a finished render into place: exports first, then the notebook, the HTML page last. Paths the
+    notebook printed or recorded under the staging folder are rewritten to where the files now are."""
+    files = sorted((p for p in stage.rglob("*") if p.is_file()),
+                   key=lambda p: (p.suffix == ".html" and p.parent == stage, p.suffix == ".ipynb" and p.parent == stage))
+    for p in files:
+        if p.parent == stage and p.suffix in (".ipynb", ".html"):
+            text = p.read_text(encoding="utf-8")
+            p.write_text(text.replace(str(stage), str(reports)), encoding="utf-8")
+        dest = reports / p.relative_to(stage)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(p, dest)
+    shutil.rmtree(stage, ignore_errors=True)
+
+
+def _keep_failed(stage: Path, failed: Path) -> None:
+    """A failed render: its staging folder becomes ``.failed/STEM`` (replacing an older failure)."""
+    shutil.rmtree(failed, ignore_errors=True)
+    failed.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(stage, failed)
+
+
+def _execute(src: str, out: str, partial: Path, **kwargs: Any) -> None:
+    """``papermill.execute_notebook``; a cell that stops on its input becomes :class:`NotebookInputError`,
+    any other failure :class:`ReportFailed` (each naming the notebook, the error, and ``partial``, where
+    the partial notebook is kept)."""
     import papermill as pm
     from papermill.exceptions import PapermillExecutionError
 
+    kept = f"the old report is left untouched; the partial notebook is {partial}"
     try:
         pm.execute_notebook(src, out, **kwargs)
     except PapermillExecutionError as exc:
-        if exc.ename not in INPUT_ERRORS:
-            raise
-        raise NotebookInputError(f"{Path(src).stem}: {exc.ename}: {exc.evalue} (cell {exc.exec_count}; "
-                                 f"the partial notebook is {out})") from exc
+        if exc.ename in INPUT_ERRORS:
+            raise NotebookInputError(f"{Path(src).stem}: {exc.ename}: {exc.evalue} (cell {exc.exec_count}; "
+                                     f"{kept})") from exc
+        raise ReportFailed(f"{Path(src).stem} failed: {exc.ename}: {exc.evalue} (cell {exc.exec_count}); "
+                           f"{kept}") from exc
+    except Exception as exc:  # the kernel died, a cell timed out, ...
+        raise ReportFailed(f"{Path(src).stem} failed: {type(exc).__name__}: {exc}; {kept}") from exc
 
 
 def _scrub_secrets(path: Path) -> None:
@@ -257,6 +363,22 @@ def _chart_html(spec: Any) -> str:
     )
 
 
+_WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _is_progress_bar(output: Any) -> bool:
+    """A tqdm bar: a stderr stream with ``NN%|``, or a notebook widget (tqdm.auto in a kernel), whose
+    static fallback is the same frozen text."""
+    if output.get("output_type") == "stream":
+        return output.get("name") == "stderr" and bool(_PROGRESS_BAR.search(_joined(output.get("text", ""))))
+    data = output.get("data", {})
+    return _WIDGET_MIME in data or bool(_PROGRESS_BAR.search(_joined(data.get("text/plain", ""))) and len(data) == 1)
+
+
+def _joined(text: Any) -> str:
+    return "".join(text) if isinstance(text, list) else str(text)
+
+
 def _report_outputs(nb: Any) -> bool:
     """Prepare outputs for the HTML page; True when any chart is present."""
     has_chart = False
@@ -268,7 +390,7 @@ def _report_outputs(nb: Any) -> bool:
             data = o.get("data", {})
             if RECORD_MIME in data:
                 continue
-            if o.get("output_type") == "stream" and o.get("name") == "stderr" and _PROGRESS_BAR.search(o.get("text", "")):
+            if _is_progress_bar(o):
                 continue  # a progress bar frozen at its first frame says nothing in a report
             vl = next((k for k in data if _VEGALITE_ANY.match(k)), None)
             if vl is not None:

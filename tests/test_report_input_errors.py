@@ -25,4 +25,5 @@ def test_a_notebook_stopped_by_its_input_is_one_line_and_exit_2(tmp_path):
     assert "Traceback" not in out.stderr
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("error: 07_create: FileNotFoundError: user_runs: 'data/runs/create/*' matches no run")
-    assert str(tmp_path / "reports" / "07_create.ipynb") in last  # where the partial notebook is
+    assert "the old report is left untouched" in last
+    assert str(tmp_path / "reports" / ".failed" / "07_create_create" / "07_create_create.ipynb") in last  # the partial one

@@ -1,0 +1,110 @@
+"""Reports are replaced atomically and named by what they show; long renders say where they are
+(issue 27 points 4 and 6)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from cresowlve_core import mainjob
+from cresowlve_core.cli import main
+from cresowlve_core.notebooks import FAILED_DIR, ReportFailed, report_name, run_notebook
+
+
+def _notebook(path: Path) -> Path:
+    """A small report: a parameters cell, an export into the reports dir, a tqdm bar, a slow cell that
+    fails on request."""
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('marker = "v1"\nfail = False\nruns = "data/runs/demo/*"\npause = 0.0')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Tiny report"),
+        params,
+        nbformat.v4.new_code_cell(
+            "import os, time\nfrom pathlib import Path\n"
+            "out = Path(os.environ['CRESOWLVE_REPORTS_DIR']) / (os.environ['CRESOWLVE_REPORT_STEM'] + '_t.csv')\n"
+            "out.write_text('marker\\n' + marker + '\\n')\nprint('exported', out)"),
+        nbformat.v4.new_code_cell("from tqdm.auto import tqdm\nfor _ in tqdm(range(3), disable=False):\n    pass"),
+        nbformat.v4.new_code_cell("time.sleep(pause)\nif fail:\n    raise ZeroDivisionError('on purpose')\nprint(marker)"),
+    ]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(path))
+    return path
+
+
+def _files(reports: Path, stem: str) -> dict[str, bytes]:
+    return {s: (reports / f"{stem}{s}").read_bytes() for s in (".ipynb", ".html", "_t.csv")}
+
+
+def test_a_failing_render_leaves_the_old_report_intact(tmp_path):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    run_notebook(str(nb), {"marker": "first"}, reports)
+    before = _files(reports, "tiny")
+    assert b"first" in before["_t.csv"] and b"first" in before[".html"]
+    with pytest.raises(ReportFailed) as err:
+        run_notebook(str(nb), {"marker": "second", "fail": True}, reports)
+    partial = reports / FAILED_DIR / "tiny" / "tiny.ipynb"
+    assert "ZeroDivisionError: on purpose" in str(err.value) and "old report is left untouched" in str(err.value)
+    assert str(partial) in str(err.value) and "second" in partial.read_text()
+    assert _files(reports, "tiny") == before  # the .ipynb, the .html and the export of the good render
+    assert not list(reports.glob(".render-*"))  # no staging folder left behind
+    run_notebook(str(nb), {"marker": "third"}, reports)  # a later good render replaces all three
+    assert all(b"third" in v for v in _files(reports, "tiny").values())
+    assert "/.render-" not in (reports / "tiny.html").read_text()  # printed paths point where the files are
+
+
+def test_the_cli_exits_non_zero_and_says_the_old_report_is_kept(tmp_path, capsys):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    assert main(["report", str(nb), "--reports-dir", str(reports)]) == 0
+    before = _files(reports, "tiny")
+    assert main(["report", str(nb), "-p", "fail", "true", "--name", "tiny", "--reports-dir", str(reports)]) == 1
+    assert "the old report is left untouched" in capsys.readouterr().err.strip().splitlines()[-1]
+    assert _files(reports, "tiny") == before
+
+
+def test_a_hand_run_and_the_main_jobs_coexist(tmp_path):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    run_notebook(str(nb), {"runs": str(tmp_path / "demo" / "*"), "marker": "main"}, reports, output_name="tiny")
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/*", "-p", "marker", "hand",
+                 "--reports-dir", str(reports)]) == 0
+    assert main(["report", str(nb), "-p", "marker", "named", "--name", "mine-v2", "--reports-dir", str(reports)]) == 0
+    assert b"main" in (reports / "tiny.html").read_bytes()
+    assert b"hand" in (reports / "tiny_mine.html").read_bytes()
+    assert b"named" in (reports / "mine-v2_t.csv").read_bytes()
+    page = (reports / "index.html").read_text()
+    assert all(f'href="{s}.html"' in page for s in ("tiny", "tiny_mine", "mine-v2"))
+    assert 'href="tiny_mine_t.csv"' in page and 'href="tiny_t.csv"' in page
+
+
+def test_report_names_derive_from_the_inputs():
+    assert report_name("03_analysis", {}) == "03_analysis"
+    assert report_name("03_analysis", {"runs": "data/runs/demo/*"}) == "03_analysis"  # the default inputs
+    assert report_name("03_analysis", {"runs": "data/runs/mine/*"}) == "03_analysis_mine"
+    assert report_name("03_analysis", {"runs": "data/runs/grid/paper-table1/grid.json"}) == "03_analysis_paper-table1"
+    assert report_name("03_analysis", {"runs": ["data/runs/a__en", "data/runs/a__ru"]}) == "03_analysis_a__en-a__ru"
+    hashed = report_name("03_analysis", {"n_boot": 10})
+    assert hashed.startswith("03_analysis_") and hashed != report_name("03_analysis", {"n_boot": 20})
+
+
+def test_progress_lines_and_no_progress_bar_in_the_html(tmp_path, capsys):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    res = run_notebook(str(nb), {"pause": 1.5}, reports, progress_every_s=0.3)
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("  rendering tiny: ")]
+    assert len(lines) >= 3, lines
+    assert any("of 5 cells done" in x for x in lines) and any("cell 5 running" in x for x in lines)
+    page = res.html.read_text()
+    assert "0/3" not in page and "3/3" not in page and "it/s" not in page and "%|" not in page
+
+
+def test_the_main_job_prints_progress_of_the_report_it_renders(tmp_path, capfd, monkeypatch):
+    monkeypatch.setattr(mainjob, "PROGRESS_EVERY_S", 0.3)
+    nb = _notebook(tmp_path / "tiny.ipynb")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                                   os.environ.get("PYTHONPATH")])))
+    html = mainjob.render_stoppably(str(nb), {"pause": 2.0}, tmp_path / "reports", output_name="tiny_main")
+    assert html.name == "tiny_main.html"
+    lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("  rendering tiny_main: ")]
+    assert len(lines) >= 3 and any("cells done" in x for x in lines), lines
