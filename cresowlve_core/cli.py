@@ -367,8 +367,9 @@ def cmd_build(a: argparse.Namespace) -> int:
             print(f"build stopped at step {exc.step!r} ({exc.reason}); the later steps were skipped; "
                   f"summary: {build.path / 'build.json'}", file=sys.stderr)
             return stage_exit(build.calls(), unit="calls")
-    print(json.dumps({"funnel": res["funnel"], "data_card": res["data_card"]}, ensure_ascii=False, indent=1))
-    return stage_exit(build.calls(), unit="calls")  # 1 with a last line when some calls errored
+    print(build.summary_line())
+    print(f"data card: {res['data_card']}")
+    return stage_exit(build.calls(), unit="calls")  # 1 with a last line when some calls errored or none parsed
 
 
 def cmd_create_generate(a: argparse.Namespace) -> int:

@@ -63,7 +63,8 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
     ``summary`` is a runtime :class:`~cresowlve_core.runtime.MapResult`, a stage summary dict
     (``n_items``, ``n_ok``, ``n_error``, ``n_not_run``, ``stopped``, ``top_error``) or an object
     with those attributes (CREATE's ``n_calls``/``n_missing`` and ``n_to_judge``/``n_judged``/
-    ``n_judge_errors``/``n_not_judged`` are understood too). Codes: see :data:`EXIT_CODES_HELP`.
+    ``n_judge_errors``/``n_not_judged`` are understood too). ``unparsed``: a sentence saying which
+    steps parsed no unit's output (exit 1 with it). Codes: see :data:`EXIT_CODES_HELP`.
     """
     from cresowlve_core.runtime.mapping import INTERRUPTED
 
@@ -85,5 +86,8 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
         return EXIT_STOPPED
     if n_error or n_not_run:
         print(f"incomplete: {left} of {n} {unit}{common}; run again to retry them", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if unparsed := _field(summary, "unparsed"):  # every call answered, but nothing could be read
+        print(f"incomplete: {unparsed}; the model's output is kept in the run directory", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK

@@ -324,15 +324,22 @@ class Build:
 
     def calls(self) -> dict[str, Any]:
         """The model calls of the steps run so far, in the form of ``exitcodes.stage_exit``: units,
-        errored (``llm_error``), not run, and the most common error (from each step's summary.json)."""
+        errored (``llm_error``), not run, the most common error, the calls sent by this run and the
+        steps whose output parsed for no item (``unparsed``; from each step's summary.json)."""
         model_steps = [s for name, s in self.steps.items() if name in LLM_STEPS]
         top: tuple[str, int] | None = None
+        n_sent = 0
+        unparsed = []  # steps whose model output parsed for no item (each "step n_done/n_units")
         for name in self.steps:
             path = self.path / "steps" / name / "summary.json"
             if name in LLM_STEPS and path.exists():
-                err = json.loads(path.read_text(encoding="utf-8")).get("top_error")
+                step = json.loads(path.read_text(encoding="utf-8"))
+                err = step.get("top_error")
                 if err and (top is None or err[1] > top[1]):
                     top = (err[0], err[1])
+                n_sent += step.get("n_sent") or 0
+                if step.get("n_done") and step.get("n_parsed") == 0:
+                    unparsed.append(f"{name} {step['n_done']}/{step['n_units']}")
         stopped = None
         if self.stopped is not None:
             reason = self.stopped.reason
@@ -341,7 +348,22 @@ class Build:
         n_not_run = sum(s.get("not_run", 0) for s in model_steps)
         n = sum(s["n_in"] for s in model_steps)
         return {"n_items": n, "n_ok": n - n_error - n_not_run, "n_error": n_error, "n_not_run": n_not_run,
-                "top_error": list(top) if top else None, "stopped": stopped}
+                "top_error": list(top) if top else None, "stopped": stopped, "n_sent": n_sent,
+                "unparsed": (f"no model output parsed in {len(unparsed)} of {len(model_steps)} model steps "
+                             f"(unparseable: {', '.join(unparsed)})") if unparsed else None}
+
+    def summary_line(self) -> str:
+        """The build in one line: the funnel, the unparseable outputs per step, the calls sent."""
+        f, calls = self.funnel, self.calls()
+        funnel = " → ".join(f"{label} {f[key]}" for key, label in (
+            ("collected", "collected"), ("needs_material", "−needs material"), ("russian_specific", "−Russian-specific"),
+            ("human_validation", "−review"), ("final", "final")) if key in f)
+        split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
+        bad = [f"{name} {s['unparseable']}/{s['n_in']}" for name, s in self.steps.items() if s.get("unparseable")]
+        sent = (f"{calls['n_sent']} sent" if calls["n_sent"] else
+                "nothing sent (every call was already in the build directory)")
+        return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}; "
+                f"{calls['n_items']} model calls, {sent}; {self.path / 'build.json'}")
 
     def run_all(self) -> dict[str, Any]:
         """Every step in order; returns the export summary with the funnel. Raises

@@ -312,7 +312,7 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
     run.finish(manifest, stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
-        "n_error": result.n_error, "n_parsed": n_parsed,
+        "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
 

@@ -7,7 +7,6 @@ and a last line naming the step.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -39,10 +38,12 @@ def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path) -> None
         second = _build(tmp_path, srv.base_url, build_dir)
         assert second.returncode == 0, second.stderr[-2000:]
         assert srv.total == sent  # resumed from the step records: not one request more
-    out = json.loads(first.stdout)
-    funnel = {r["step"]: r["this build"] for r in out["funnel"]}
-    assert funnel["collected"] == 8 and funnel["−Russian-specific"] == 1 and funnel["=final"] == 7
-    assert json.loads(second.stdout)["funnel"] == out["funnel"]
+    line, card_line = first.stdout.splitlines()
+    assert line.startswith("build ") and "collected 8 → −needs material 0 → −Russian-specific 1" in line
+    assert "final 7" in line and "unparseable: none" in line and f"{sent} sent" in line
+    again = second.stdout.splitlines()[0]
+    assert "nothing sent" in again and again.split(";")[:2] == line.split(";")[:2]
+    data_card = Path(card_line.removeprefix("data card: "))
     export = build_dir / "export"
     for subset in ("creative", "factual"):
         for lang in ("en", "ru"):
@@ -50,11 +51,20 @@ def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path) -> None
                 assert (export / subset / lang / f"test.{ext}").is_file()
     assert len(read_published_file(export / "creative" / "en" / "test.parquet", "en")) == 6
     assert (export / "full.jsonl").is_file()
-    card = Path(out["data_card"]).read_text(encoding="utf-8")
-    assert Path(out["data_card"]) == export / "DATA_CARD.md"
+    card = data_card.read_text(encoding="utf-8")
+    assert data_card == export / "DATA_CARD.md"
     assert "| −Russian-specific | 1 | 799 |" in card and "not yet annotated" in card.lower()
     assert (build_dir / "review" / "agreement_queue.jsonl").read_text().count("\n") == 3
     assert not (tmp_path / "data" / "builds").exists()  # only the build directory given
+
+
+def test_a_build_whose_model_output_never_parses_exits_1_with_the_counts(tmp_path: Path) -> None:
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        res = _build(tmp_path, srv.base_url, tmp_path / "build")
+    assert res.returncode == 1, res.stderr[-2000:]
+    last = [line for line in res.stderr.splitlines() if line.strip()][-1]
+    assert last.startswith("incomplete: no model output parsed in ") and "needs_material 8/8" in last
+    assert "unparseable: needs_material 8/8, russian_specific 8/8" in res.stdout  # the funnel line shows them
 
 
 def test_build_command_stops_with_exit_3_on_a_rejected_key(tmp_path: Path) -> None:
