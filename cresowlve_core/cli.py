@@ -343,8 +343,12 @@ def _create_options(a: argparse.Namespace, base: Any) -> Any:
 
 
 def _create_finish(summary: Any, unit: str) -> int:
-    print(summary.model_dump_json(indent=2))
-    return stage_exit(summary, unit=unit)
+    """One summary line (summary.json has everything), then the exit code; a run in which every
+    call answered but nothing parsed exits 1."""
+    from cresowlve_core.create.records import GenerateSummary, generate_line, score_line, unparsed_line
+
+    print(generate_line(summary) if isinstance(summary, GenerateSummary) else score_line(summary))
+    return stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
 
 
 def cmd_build(a: argparse.Namespace) -> int:

@@ -54,3 +54,36 @@ def test_a_dead_judge_stops_eval_with_exit_3_and_no_accuracy_from_missing_verdic
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["stopped"] and not summary.get("n_judged")
     assert "judge accuracy" not in out.out.lower()
+
+
+def _label(tmp_path, base_url):
+    return main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                 "--labeller-model", "lab", "--labeller-base-url", base_url, "--concurrency", "2"])
+
+
+def test_errors_label_prints_one_line_and_says_nothing_sent_on_a_rerun(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = _items(3)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    with FakeServer(answers=lambda r: "RATIONALE: x\nCATEGORY: overthinking") as srv:
+        assert _label(tmp_path, srv.base_url) == 0
+        first = capsys.readouterr().out.strip().splitlines()
+        assert _label(tmp_path, srv.base_url) == 0
+        second = capsys.readouterr().out.strip().splitlines()
+        assert srv.total == 3
+    assert len(first) == 1 and first[0].startswith("labelled 3 of 3 wrong answers") and "3 sent" in first[0]
+    assert len(second) == 1 and "nothing sent" in second[0]
+
+
+def test_errors_label_in_which_no_reply_parses_exits_1(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = _items(3)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    with FakeServer(answers=lambda r: "I am not sure.") as srv:
+        rc = _label(tmp_path, srv.base_url)
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    assert last_line(err) == "incomplete: no label parsed: 3 of 3 replies unlabelled; the model's output is kept " \
+                             "in the run directory"

@@ -282,6 +282,7 @@ async def agenerate(
     stopped: str | None = None
     repairs: list[str] = []
     rounds = plan_rounds(queries, variation, n_samples, n_rounds)
+    n_sent = 0
     for r, units in enumerate(rounds):
         if r > 0:  # iterate: a query goes on only when all its earlier rounds succeeded
             latest = _ok_records(run)  # a refused or filtered earlier round is no answer to build on
@@ -294,6 +295,7 @@ async def agenerate(
                                        record_key=response_key, on_error=on_error,
                                        concurrency=options.concurrency, progress=progress, desc=desc)
         repairs.extend(x for x in result.repairs if x not in repairs)
+        n_sent += result.n_sent
         if result.stopped:
             stopped = result.stopped
             break
@@ -307,7 +309,8 @@ async def agenerate(
         n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
         n_error=len(latest_all) - len(ok),
         n_missing=len(planned) - len(latest_all), n_paths=sum(r.n_paths for r in ok),
-        n_unparseable=sum(r.parse_status == "unparseable" for r in ok), generation_cost=records_cost(ok),
+        n_unparseable=sum(r.parse_status == "unparseable" for r in ok), n_sent=n_sent,
+        generation_cost=records_cost(ok),
         stopped=stopped, repairs=repairs,
     )
     run.finish(manifest, stopped=stopped, summary=summary.model_dump(mode="json"))

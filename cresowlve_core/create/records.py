@@ -138,6 +138,42 @@ class CostTotal(BaseModel):
     n_cached: int = 0
 
 
+def _cost(c: CostTotal) -> str:
+    return "cost unknown" if c.usd is None else f"${c.usd:.4f}" + (f" (+{c.n_unknown} unpriced)" if c.n_unknown else "")
+
+
+def _sent(n: int) -> str:
+    return f"{n} sent" if n else "nothing sent (all already in the run directory)"
+
+
+def generate_line(s: GenerateSummary) -> str:
+    """``cresowlve create generate`` in one line."""
+    withheld = f", {s.n_refused} refused, {s.n_filtered} filtered" if s.n_refused or s.n_filtered else ""
+    return (f"create generate {s.model} ({s.variation}): {s.n_ok} of {s.n_calls} calls answered{withheld} "
+            f"for {s.n_queries} queries; {s.n_paths} paths, {s.n_unparseable} unparseable answers; "
+            f"{_sent(s.n_sent)}; {_cost(s.generation_cost)}; {s.run_dir}")
+
+
+def score_line(s: ScoreSummary) -> str:
+    """``cresowlve create score`` in one line."""
+    util = ", ".join(f"utility@{p} {'n/a' if u is None else f'{u:.3f}'}" for p, u in s.mean_utility.items())
+    return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
+            f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
+            f"factuality {s.n_factuality_scored} of {s.n_triples}; {util}; {_sent(s.n_sent)}; "
+            f"{_cost(s.judge_cost)}; {s.score_dir}")
+
+
+def unparsed_line(s: GenerateSummary | ScoreSummary) -> str | None:
+    """Why a CREATE run is incomplete although every call answered (exit 1), or None."""
+    if isinstance(s, GenerateSummary):
+        answered = s.n_ok - s.n_refused - s.n_filtered
+        return f"no answer parsed: {s.n_unparseable} of {answered} answers unparseable" if answered and \
+            s.n_unparseable == answered else None
+    if s.n_triples and not (s.n_specificity_scored or s.n_factuality_scored):
+        return f"no judgment parsed: 0 of {s.n_triples} triples scored by either judge"
+    return None
+
+
 def records_cost(records: Iterable[GenerationRecord | JudgmentRecord]) -> CostTotal:
     """The cost of the given records as if run from scratch (cache hits at their original price),
     added up by the client's own :class:`~cresowlve_core.llm.pricing.CostMeter`."""
@@ -164,6 +200,7 @@ class GenerateSummary(BaseModel):
     n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
     n_paths: int
     n_unparseable: int
+    n_sent: int = Field(0, description="calls sent by this run (0: every call was already in the run directory)")
     generation_cost: CostTotal
     stopped: str | None = None
     repairs: list[str] = Field(default_factory=list)
@@ -184,6 +221,7 @@ class ScoreSummary(BaseModel):
     n_judge_errors: int
     n_judge_withheld: int = Field(0, description="judged paths where a judge refused or was filtered (its triples unscored)")
     n_not_judged: int
+    n_sent: int = Field(0, description="paths sent to the judges by this run (0: all were already judged)")
     #: triples of the judged paths, and how many of them each judge actually scored (coverage)
     n_triples: int = 0
     n_specificity_scored: int = 0

@@ -244,7 +244,7 @@ async def ascore(
         run_dir=str(gen_dir), score_dir=str(run.path), judge_model=judge.model, n_queries=len(rows),
         n_paths=sum(r.n_paths for r in rows), n_valid=sum(r.n_valid for r in rows),
         n_factual=sum(r.n_factual for r in rows), n_to_judge=len(units), n_judged=len(ok),
-        n_judge_errors=len(judged) - len(ok), n_not_judged=len(units) - len(judged),
+        n_judge_errors=len(judged) - len(ok), n_not_judged=len(units) - len(judged), n_sent=result.n_sent,
         n_judge_withheld=sum(NOT_AN_ANSWER & {j.specificity_outcome, j.factuality_outcome} != set() for j in ok),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),

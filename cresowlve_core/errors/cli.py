@@ -47,9 +47,22 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
                          cache=not a.no_cache)
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,
                        api_key_env=a.labeller_api_key_env, options=opts)
-    print(json.dumps(json.loads((out / "summary.json").read_text()), indent=1))
-    print(f"labels: {out / 'labels.jsonl'}")
-    return stage_exit(res, unit="wrong answers")
+    summary = json.loads((out / "summary.json").read_text())
+    print(label_line(summary, res.n_sent, out / "labels.jsonl"))
+    answered = summary["n_done"] - summary.get("n_refused", 0) - summary.get("n_filtered", 0)
+    unparsed = (f"no label parsed: {summary['n_unlabelled']} of {answered} replies unlabelled"
+                if answered and summary.get("n_unlabelled") == answered else None)
+    return stage_exit({**summary, "top_error": res.top_error(), "unparsed": unparsed}, unit="wrong answers")
+
+
+def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
+    """``cresowlve errors label`` in one line (summary.json has every count)."""
+    withheld = "".join(f", {summary[k]} {k[2:]}" for k in ("n_refused", "n_filtered") if summary.get(k))
+    sent = f"{n_sent} sent" if n_sent else "nothing sent (every wrong answer was already labelled)"
+    labelled = summary["n_done"] - sum(summary.get(k, 0) for k in ("n_unlabelled", "n_refused", "n_filtered"))
+    return (f"labelled {labelled} of {summary['n_units']} wrong answers "
+            f"({summary.get('n_unlabelled', 0)} unlabelled, {summary.get('n_other', 0)} other{withheld}, "
+            f"{summary['n_error']} errored); {sent}; labels: {labels}")
 
 
 def cmd_errors_report(a: argparse.Namespace) -> int:

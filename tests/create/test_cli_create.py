@@ -28,12 +28,20 @@ def test_create_generate_then_score_from_the_cli(tmp_path):
         gen = _cli("create", "generate", "--model", "fake-model", "--base-url", srv.base_url, "--limit", "2",
                    "--max-tokens", "512", "--run-dir", str(run_dir), env=env)
         assert gen.returncode == 0, gen.stderr
-        assert json.loads(gen.stdout)["n_ok"] == 2
+        assert gen.stdout.startswith("create generate fake-model (original): 2 of 2 calls answered")
+        assert "2 sent" in gen.stdout and len(gen.stdout.splitlines()) == 1
+        again = _cli("create", "generate", "--model", "fake-model", "--base-url", srv.base_url, "--limit", "2",
+                     "--max-tokens", "512", "--run-dir", str(run_dir), env=env)
+        assert again.returncode == 0 and "nothing sent" in again.stdout, again.stdout
         score = _cli("create", "score", "--run-dir", str(run_dir), "--judge-model", "fake-judge",
                      "--judge-base-url", srv.base_url, env=env)
         assert score.returncode == 0, score.stderr
         assert srv.total == 2 + 8  # 2 answers, 4 valid paths x 2 judges
-    summary = json.loads(score.stdout)
+        rescore = _cli("create", "score", "--run-dir", str(run_dir), "--judge-model", "fake-judge",
+                       "--judge-base-url", srv.base_url, env=env)
+        assert rescore.returncode == 0 and "nothing sent" in rescore.stdout and srv.total == 10
+    assert score.stdout.startswith("create score by fake-judge: 4 of 4 paths judged") and "4 sent" in score.stdout
+    summary = json.loads((run_dir / "score" / "summary.json").read_text())
     assert summary["n_valid"] == 4 and summary["n_judged"] == 4 and summary["judge_model"] == "fake-judge"
     assert all(u > 0 for u in summary["mean_utility"].values())
     manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -50,4 +58,4 @@ def test_create_generate_stops_on_a_wrong_key_with_exit_code_3(tmp_path):
                    "FAKE_KEY", "--limit", "2", "--run-dir", str(tmp_path / "run"), env=env)
     assert gen.returncode == 3, gen.stderr
     assert "stopped early" in gen.stderr and "sk-test-WRONG-123" not in gen.stdout + gen.stderr
-    assert json.loads(gen.stdout)["stopped"].startswith("fatal")
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["stopped"].startswith("fatal")
