@@ -178,13 +178,15 @@ def agreement_display(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge_coverage(responses: pd.DataFrame) -> pd.DataFrame:
-    """Per config × lang: records by ``judge_status`` and model errors."""
+    """Per config × lang: records by ``judge_status`` (``not_an_answer``: a refused or filtered
+    answer the judge was not asked about, counted INCORRECT) and model errors."""
     counts = pd.crosstab([responses["config"], responses["lang"]], responses["judge_status"].fillna("not_run"))
-    for c in ("scored", "unscored", "error", "not_run"):
+    statuses = ("scored", "not_an_answer", "unscored", "error", "not_run")
+    for c in statuses:
         if c not in counts.columns:
             counts[c] = 0
-    counts = counts[["scored", "unscored", "error", "not_run"]]
-    counts.columns = ["scored", "unscored", "judge_error", "not_run"]
+    counts = counts[list(statuses)]
+    counts.columns = ["scored", "not_an_answer", "unscored", "judge_error", "not_run"]
     counts["model_error"] = responses.groupby(["config", "lang"])["status"].apply(lambda s: int(s.eq("error").sum()))
     return counts.reset_index()
 

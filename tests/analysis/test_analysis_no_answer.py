@@ -15,7 +15,7 @@ from test_analysis_fixtures import record, write_run
 
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.paired import compare_configs, cross_lingual
-from cresowlve_core.analysis.reliability import judge_vs_em
+from cresowlve_core.analysis.reliability import judge_coverage, judge_vs_em
 from cresowlve_core.analysis.table import (
     results_long,
     table1_display,
@@ -156,3 +156,9 @@ def test_a_run_without_verdicts_is_not_tested_and_outside_holm(tmp_path):
     assert a["p_holm"] == a["p"]  # a family of one: the untested row does not count
     judge = results_long(rs).query("metric == 'judge' and config == 'b' and lang == 'ru'").iloc[0]
     assert judge["n"] == 0 and bool(judge["low_coverage"])
+
+
+def test_judge_coverage_counts_refusals_the_judge_was_not_asked_about(tmp_path):
+    write_run(tmp_path / "r", [_rec("a", True), _refused("b"), _refused("c", outcome="filtered"), _rec("d", None)])
+    cov = judge_coverage(load_runs(tmp_path / "r").responses).iloc[0]
+    assert (cov["scored"], cov["not_an_answer"], cov["not_run"], cov["model_error"]) == (1, 2, 1, 1)
