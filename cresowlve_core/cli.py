@@ -148,17 +148,14 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> int:
-    """Serve ``directory`` on 127.0.0.1 until Ctrl-C (reports are static offline HTML)."""
-    import functools
-    import http.server
+    """Serve ``directory`` on 127.0.0.1 until Ctrl-C (reports are static offline HTML; see serve.py)."""
+    from cresowlve_core.serve import make_server
 
     if not directory.is_dir():
         print(f"error: no reports at {directory}: render one with `cresowlve report NOTEBOOK` or `cresowlve run`",
               file=sys.stderr)
         return EXIT_USAGE
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(directory))
-    http.server.SimpleHTTPRequestHandler.log_message = lambda *args: None  # type: ignore[method-assign]
-    with http.server.ThreadingHTTPServer(("127.0.0.1", port), handler) as httpd:
+    with make_server(directory, port) as httpd:
         print(f"serving {directory} at http://127.0.0.1:{httpd.server_address[1]}/{open_page}  (Ctrl-C stops)",
               flush=True)
         from cresowlve_core.runtime import stop

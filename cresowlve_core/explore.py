@@ -48,6 +48,7 @@ from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
 from cresowlve_core.items import LANGS
 from cresowlve_core.runtime.rundir import RESPONSES
+from cresowlve_core.untrusted import html_text
 
 log = logging.getLogger(__name__)
 
@@ -597,8 +598,7 @@ _CSS = """<style>
 </style>"""
 
 
-def _esc(v: Any) -> str:
-    return html.escape("" if v is None else str(v))
+_esc = html_text  # every value shown here comes from a run directory or an item file
 
 
 def _badge(text: str, cls: str) -> str:
@@ -770,15 +770,16 @@ def with_filters(f: Filters, **changes: Any) -> Filters:
 def overview_section(ex: Explorer) -> dict[str, Any]:
     """Display the banners, what was loaded (with the correctness rule) and any notes; return the
     counts for ``record``."""
-    from IPython.display import Markdown, display
+    from IPython.display import display
 
     from cresowlve_core.banners import show_banner
+    from cresowlve_core.untrusted import say
 
     for kind, detail in ex.banners():
         show_banner(kind, detail)  # type: ignore[arg-type]
-    display(Markdown(ex.summary()))
+    say(ex.summary())
     if ex.notes:
-        display(Markdown("Notes:\n\n" + "\n".join(f"* {n}" for n in ex.notes)))
+        say("Notes:\n\n" + "\n".join(f"* {n}" for n in ex.notes))
     if not ex.runs.empty:
         display(ex.runs[["config", "lang", "n_records", "n_error", "n_judged", "complete", "path"]])
     return {"n_items": ex.n_items, "n_answers": ex.n_answers, "configs": ex.configs, "has_runs": ex.has_runs,

@@ -43,3 +43,11 @@ def dumps_json(data: Any) -> str:
 def write_json(path: str | Path, data: Any, *, secrets: list[str] | None = None) -> Path:
     """Write ``data`` as an indented JSON file (scrubbed, atomic)."""
     return write_text(path, dumps_json(data) + "\n", secrets=secrets)
+
+
+def write_csv(path: str | Path, df: Any) -> Path:
+    """Write a DataFrame as an export CSV (no index; scrubbed, atomic): every string cell and column
+    name that a spreadsheet would read as a formula is written as text (``untrusted.csv_cell``)."""
+    from cresowlve_core.untrusted import csv_frame
+
+    return write_text(path, csv_frame(df).to_csv(index=False))

@@ -13,8 +13,9 @@ def _():
     import marimo as mo
 
     from cresowlve_core import explore as X
+    from cresowlve_core.untrusted import markdown
 
-    return X, mo
+    return X, markdown, mo
 
 
 @app.cell
@@ -41,7 +42,7 @@ def _(X, items_arg, labels_arg, mo, runs_arg):
 
 
 @app.cell
-def _(X, items_in, labels_found, labels_in, mo, runs_in):
+def _(X, items_in, labels_found, labels_in, markdown, mo, runs_in):
     problem = None
     # an emptied labels field means none; left empty because nothing was found, the explorer says where it looked
     _labels = labels_in.value.strip() or (() if labels_found else None)
@@ -51,8 +52,8 @@ def _(X, items_in, labels_found, labels_in, mo, runs_in):
         ex, problem = X.load_explorer(runs_in.value.strip() or None, "demo"), f"{type(exc).__name__}: {exc}"
     opt = X.options(ex)
     notes = "".join(f"\n* {n}" for n in ex.notes)
-    mo.vstack([mo.Html(ex.banners_html()), mo.md(f"**{problem}** (showing the demo items)") if problem else mo.md(""),
-               mo.md(ex.summary() + (f"\n\nNotes:{notes}" if notes else ""))])
+    mo.vstack([mo.Html(ex.banners_html()), mo.md(markdown(f"**{problem}** (showing the demo items)")) if problem else mo.md(""),
+               mo.md(markdown(ex.summary() + (f"\n\nNotes:{notes}" if notes else "")))])
     return ex, opt
 
 

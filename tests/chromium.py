@@ -63,6 +63,7 @@ class Browser:
         self._id = 0
         self.errors: list[str] = []
         self.warnings: list[str] = []
+        self.bindings: list[str] = []  # payloads of calls to functions added with add_binding
         for method in ("Runtime.enable", "Log.enable", "Page.enable"):
             self.call(method)
 
@@ -87,6 +88,8 @@ class Browser:
         elif method == "Runtime.exceptionThrown":
             d = p.get("exceptionDetails", {})
             self.errors.append("exception: " + str(d.get("exception", {}).get("description") or d.get("text")))
+        elif method == "Runtime.bindingCalled":
+            self.bindings.append(str(p.get("payload")))
         elif method == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
             self.errors.append(f"log: {p['entry'].get('text')} {p['entry'].get('url', '')}")
 
@@ -100,6 +103,11 @@ class Browser:
                     raise RuntimeError(f"{method}: {msg['error']}")
                 return msg.get("result", {})
             self._event(msg)
+
+    def add_binding(self, name: str) -> None:
+        """A global function ``name(payload)`` in every page loaded from now on; each call is recorded
+        in :attr:`bindings` (the canary test counts script executions with it)."""
+        self.call("Runtime.addBinding", name=name)
 
     def evaluate(self, expression: str) -> Any:
         res = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)

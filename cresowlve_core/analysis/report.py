@@ -13,7 +13,6 @@ annotations or no factual items each produce a message instead.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -23,20 +22,12 @@ import pandas as pd
 from cresowlve_core.analysis import breakdowns, charts, complexity, coverage, paired, reliability, table
 from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset, no_answer
 from cresowlve_core.banners import banner_html
-from cresowlve_core.paths import REPORTS_DIR
+from cresowlve_core.paths import reports_dir
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, format_p, wilson_interval
+from cresowlve_core.untrusted import say as say  # every message escapes its names (re-exported)
 
 SKIPPED = {"skipped": "no runs"}
 
-
-def say(markdown: str) -> None:
-    """Show a Markdown message in the notebook (plain text elsewhere)."""
-    try:
-        from IPython.display import Markdown, display
-
-        display(Markdown(markdown))
-    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
-        print(markdown)
 
 
 MISSING = "–"  # how every table shows a value that does not exist (never nan / None)
@@ -345,7 +336,7 @@ def table1_section(
         say(f"No published row for: {', '.join(unmatched)} (paper cells left blank).")
     out: dict[str, Any] = {}
     if export:
-        out_dir = Path(export_dir) if export_dir else REPORTS_DIR
+        out_dir = Path(export_dir) if export_dir else reports_dir()
         stem = stem or report_stem("03_analysis")  # each rendered report keeps its own exports
         csv_path = table.write_table1_csv(long, out_dir / f"{stem}_table1.csv", synthetic=rs.synthetic)
         tex_path = table.write_table1_latex(long, out_dir / f"{stem}_table1.tex", synthetic=rs.synthetic)
@@ -748,7 +739,7 @@ def cost_section(rs: RunSet) -> dict[str, Any]:
     show(reliability.cost_display(costs))
     unknown = costs.loc[costs["cost_unknown"] > 0, "config"].unique().tolist()
     if unknown:
-        say(f"Cost **unknown** (no price) for some records of: {html.escape(', '.join(unknown))}.")
+        say(f"Cost **unknown** (no price) for some records of: {', '.join(unknown)}.")
     known = costs["cost"].sum(min_count=1)
     return {
         "n_runs": int(len(costs)),

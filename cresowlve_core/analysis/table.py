@@ -21,7 +21,7 @@ and ``pct``, count **wrong at the lower bound and right at the upper** (``bound_
 are. Refused and filtered answers are the model's own behaviour: not correct, kept in ``n``,
 counted per run in ``n_refused`` / ``n_filtered`` (see :mod:`cresowlve_core.analysis.loading`).
 
-Published numbers come from ``DATA_DIR/cresowlve/paper_table1.csv``. A run matches a paper row
+Published numbers come from the shipped ``data/cresowlve/paper_table1.csv``. A run matches a paper row
 when the model names agree after :func:`model_key` (case-insensitive, ``provider/`` prefix
 dropped, the :data:`MODEL_ALIASES` table applied) **and** the efforts agree exactly (no effort
 matches only a paper row without one). Paper rows that share a key, and runs that map to the
@@ -54,10 +54,9 @@ import pandas as pd
 
 from cresowlve_core.analysis.loading import MODEL_BASED, RunSet, main_subset, no_answer, normalise_effort
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.paths import shipped_data
 from cresowlve_core.stats import diff_proportions, wilson_interval
 
-PAPER_TABLE = DATA_DIR / "cresowlve" / "paper_table1.csv"
 PAPER_N = 2061  # items behind every cell of the paper's Table 1
 COVERAGE_THRESHOLD = 0.9
 #: metric name -> column suffix of paper_table1.csv / our CSV (the paper's name when it has one)
@@ -129,7 +128,7 @@ LONG_COLUMNS = [
 
 def load_paper_table(path: Path | None = None) -> tuple[pd.DataFrame | None, str | None]:
     """The published Table 1, or ``(None, message)`` when the file is missing."""
-    p = Path(path) if path is not None else PAPER_TABLE
+    p = Path(path) if path is not None else shipped_data("cresowlve", "paper_table1.csv")
     if not p.exists():
         return None, f"Published numbers not overlaid: `{p}` not found (expected the paper's Table 1 CSV)."
     df = pd.read_csv(p, dtype={"thinking": str})
@@ -443,7 +442,9 @@ def style_table1(display: pd.DataFrame):  # -> pandas Styler
     def grey(v: object) -> str:
         return GREY if isinstance(v, str) and v.startswith(LOW_COVERAGE_MARK) else ""
 
-    return display.style.map(grey)
+    from cresowlve_core.untrusted import styler
+
+    return styler(display).map(grey)
 
 
 def _export_banners(long: pd.DataFrame, synthetic: bool) -> list[str]:
@@ -466,9 +467,10 @@ def write_table1_csv(long: pd.DataFrame, path: Path, synthetic: bool = False) ->
     kinds = _export_banners(long, synthetic)
     if kinds:
         wide.insert(0, "warning", " ".join(banner_text(k) for k in kinds))  # type: ignore[arg-type]
+    from cresowlve_core.outfiles import write_csv
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    wide.to_csv(path, index=False)
-    return path
+    return write_csv(path, wide)
 
 
 _LATEX_ESCAPES = {
@@ -486,8 +488,9 @@ _LATEX_ESCAPES = {
 
 
 def latex_escape(text: str) -> str:
-    """Escape LaTeX special characters in plain text."""
-    return "".join(_LATEX_ESCAPES.get(ch, ch) for ch in str(text))
+    """Escape LaTeX special characters in plain text; line breaks and other control characters
+    become spaces (a blank line inside a tabular would end it)."""
+    return "".join(_LATEX_ESCAPES.get(ch, " " if ch < " " or ch == "\x7f" else ch) for ch in str(text))
 
 
 def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = False) -> str:

@@ -104,7 +104,9 @@ def _display(obj: Any) -> None:
             return
         from IPython.display import Markdown, display
 
-        display(Markdown(obj) if isinstance(obj, str) else obj)
+        from cresowlve_core.untrusted import markdown
+
+        display(Markdown(markdown(obj)) if isinstance(obj, str) else obj)
     except ImportError:  # pragma: no cover - IPython ships with the project
         return
 

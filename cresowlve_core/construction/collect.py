@@ -21,10 +21,9 @@ from typing import Any
 
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.items import ChgkQuestion, ItemView
-from cresowlve_core.paths import REPO_ROOT
+from cresowlve_core.paths import shipped_data
 
 #: The shipped packs: the default input of a build.
-SHIPPED_PACKS = REPO_ROOT / "data" / "chgk"
 PACK_SUFFIXES = (".txt", ".4s")
 LEVELS = (1, 2, 3, 4, 5)
 
@@ -124,7 +123,7 @@ def collect(sources: Sequence[str] | None = None, *, per_level: int | None = Non
     unusable blocks are in the report) and a report with the per-source counts, the duplicates
     and the unusable blocks.
     """
-    sources = list(sources or [str(SHIPPED_PACKS)])
+    sources = list(sources or [str(shipped_data("chgk"))])
     all_cands: list[Candidate] = []
     unusable: list[dict[str, Any]] = []
     per_source = []

@@ -19,16 +19,15 @@ from typing import Any
 from cresowlve_core.construction.parsers import normalise_label
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import DOMAIN_GROUPS
-from cresowlve_core.paths import REPO_ROOT
+from cresowlve_core.paths import shipped_data
 
-DEFAULT_MAPPING = REPO_ROOT / "data" / "construction" / "domain_mapping.json"
 DEFAULT_MIN_SIMILARITY = 0.5
 
 
 def load_mapping(path: str | Path | None = None) -> dict[str, str]:
     """Normalised free-text domain -> group. Each group name maps to itself. A group that is not
     one of the 34 is an error naming it."""
-    path = Path(path or DEFAULT_MAPPING)
+    path = Path(path or shipped_data("construction", "domain_mapping.json"))
     data = json.loads(path.read_text(encoding="utf-8"))
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(groups, dict):
@@ -91,6 +90,6 @@ def consolidate_domains(cands: list[Candidate], mapping_path: str | Path | None 
     per_value = Counter(r["route"] for r in routes.values())
     per_mention = Counter(routes[d]["route"] for c in cands for d in c.domains_free)
     counts = {"n_free_values": len(routes), "routes_by_value": dict(per_value),
-              "routes_by_mention": dict(per_mention), "mapping_file": str(mapping_path or DEFAULT_MAPPING),
+              "routes_by_mention": dict(per_mention), "mapping_file": str(mapping_path or shipped_data("construction", "domain_mapping.json")),
               "min_similarity": min_similarity}
     return StepOutput("consolidate_domains", out, [], counts), routes

@@ -24,12 +24,12 @@ from typing import Any
 
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
+from cresowlve_core.untrusted import html_text
 
 MODES = ("validation", "agreement")
 
 
-def _esc(x: Any) -> str:
-    return html.escape("" if x is None else str(x))
+_esc = html_text  # every value shown here comes from a run directory or an item file
 
 
 def _view(v: dict | None, title: str, missing: str) -> str:
@@ -124,7 +124,7 @@ def _validation_panel(build_dir: str | Path, reviewer: str, assigned: list[str] 
                 fixes = {f: w.value for f, w in edits.items() if (w.value or "") != (old.get(f) or "")}
             try:
                 session.decide(card["id"], code, note=note.value, fixes=fixes)
-                status.value = f"saved {code} for {card['id']}"
+                status.value = f"saved {html.escape(code)} for {html.escape(str(card['id']))}"
             except R.ReviewError as exc:
                 status.value = f"<span style='color:#b00020'>{html.escape(str(exc))}</span>"
                 return

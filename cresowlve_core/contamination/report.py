@@ -24,6 +24,7 @@ from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
 from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.errors.report import say, show
 from cresowlve_core.stats import format_p
+from cresowlve_core.untrusted import styler
 
 MISSING = "–"
 
@@ -65,7 +66,7 @@ def table(df: pd.DataFrame, digits: int = 3, p_columns: tuple[str, ...] = ("p",)
     """A frame for display: numbers rounded, p-values via :func:`~cresowlve_core.stats.format_p`, ``–`` for missing
     values, booleans as yes/no, no index."""
     out = pd.DataFrame({c: [format_p(v) if c in p_columns else _cell(v, digits) for v in df[c]] for c in df.columns})
-    return out.style.hide(axis="index")
+    return styler(out).hide(axis="index")
 
 
 def population(c: Contamination, r: ConfigResult) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 from cresowlve_core.create.judges import CompletesChat
 from cresowlve_core.create.paths import ParsedAnswer, normalise_path, parse_answer
 from cresowlve_core.create.paths import Path as PathT
-from cresowlve_core.create.queries import DEFAULT_QUERIES_PATH, CreateQuery, load_queries
+from cresowlve_core.create.queries import CreateQuery, default_queries_path, load_queries
 from cresowlve_core.create.records import (
     GenerateSummary,
     GenerationRecord,
@@ -163,7 +163,7 @@ def upgrade_legacy_manifest(m: Manifest) -> Manifest:
         return m
     extra = m.model_extra or {}
     qp = extra.get("queries_path")
-    items = SHIPPED if not qp or Path(str(qp)) in (Path("data/create/queries.jsonl"), DEFAULT_QUERIES_PATH) else str(qp)
+    items = SHIPPED if not qp or Path(str(qp)) in (Path("data/create/queries.jsonl"), default_queries_path()) else str(qp)
     identity = {"variation": extra.get("variation", "original"), "n_samples": extra.get("n_samples", 1),
                 "n_rounds": extra.get("n_rounds", 1), "seed": m.seed, "temperature": m.temperature,
                 "max_tokens": m.max_tokens}

@@ -46,7 +46,10 @@ from cresowlve_core.runtime import STOP_ERRORS, run_coro
 from cresowlve_core.runtime.outcomes import is_withheld
 from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 
-DEFAULT_QUERIES_PATH = shipped_data("create", "queries.jsonl")  # shipped input: found with a data dir elsewhere
+
+def default_queries_path() -> Path:
+    """The shipped queries, resolved when called (found with a data dir elsewhere too)."""
+    return shipped_data("create", "queries.jsonl")
 CREATE_RELATIONS: tuple[str, ...] = (
     "P166", "P39", "P40", "P463", "P54", "P57", "P58", "P161", "P162", "P2175", "P2293",
 )  # fmt: skip
@@ -110,7 +113,7 @@ def load_queries(path: Path | str | None = None, limit: int | None = None) -> li
     query, the ids unique, and at least one query left. Each problem is one
     :class:`QueriesFileError` naming ``file:line``.
     """
-    p = Path(path) if path else DEFAULT_QUERIES_PATH
+    p = Path(path) if path else default_queries_path()
     if not p.is_file():
         raise QueriesFileError(f"{p}: no such queries file" if not p.exists() else f"{p}: not a file")
     queries: list[CreateQuery] = []

@@ -39,6 +39,7 @@ from cresowlve_core.create.utility import (
 )
 from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
 from cresowlve_core.text import plural
+from cresowlve_core.untrusted import styler
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -355,10 +356,10 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
     run directories matching ``user_runs`` (globs of scored ``cresowlve create score`` runs),
     marked as the user's."""
     from cresowlve_core.create.score import load_user_runs
-    from cresowlve_core.create.scored import RECORDED_DIR, load_recorded
+    from cresowlve_core.create.scored import load_recorded
 
     yours = load_user_runs(user_runs)
-    sets = load_recorded(recorded_dir or RECORDED_DIR) + yours
+    sets = load_recorded(recorded_dir or None) + yours
     n_configs = len({s.config for s in sets})
     n_yours = len({s.config for s in yours})
     message = (f"{len(sets)} (configuration, query) sets, {sum(len(s.paths) for s in sets)} paths, "
@@ -495,7 +496,7 @@ def local_section(
 
 def show_table(df: pd.DataFrame, digits: int = 3) -> object:
     """A table for the report: numbers rounded, missing values as ``–``, no index."""
-    return df.style.format(na_rep="–", precision=digits).hide(axis="index")
+    return styler(df, na_rep="–", precision=digits).hide(axis="index")
 
 
 def comparisons_display(cmp: pd.DataFrame) -> object:

@@ -25,7 +25,10 @@ from cresowlve_core.create.paths import check_validity
 from cresowlve_core.create.queries import load_queries, query_id
 from cresowlve_core.paths import shipped_data
 
-RECORDED_DIR = shipped_data("create", "recorded")  # shipped input: found with a data dir elsewhere
+
+def recorded_dir() -> Path:
+    """The authors' recorded judgments, resolved when called (found with a data dir elsewhere too)."""
+    return shipped_data("create", "recorded")
 ValiditySource = Literal["recorded", "recomputed"]
 
 
@@ -111,7 +114,7 @@ def recorded_set(config: str, row: dict[str, Any], validity: ValiditySource = "r
 
 
 def load_recorded(
-    directory: Path | str = RECORDED_DIR, validity: ValiditySource = "recorded"
+    directory: Path | str | None = None, validity: ValiditySource = "recorded"
 ) -> list[ScoredSet]:
     """All recorded (configuration, query) sets; the configuration is the file name's stem.
 
@@ -120,7 +123,7 @@ def load_recorded(
     """
     by_text = {q.query: q.id for q in load_queries()}
     out: list[ScoredSet] = []
-    for f in sorted(Path(directory).glob("*.jsonl")):
+    for f in sorted(Path(directory if directory is not None else recorded_dir()).glob("*.jsonl")):
         for row in jsonl.read_jsonl(f):
             row.setdefault("query_id", by_text.get(row["query"]))
             out.append(recorded_set(f.stem, row, validity))

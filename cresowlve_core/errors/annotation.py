@@ -168,7 +168,7 @@ def annotation_panel(sample: pd.DataFrame, store: AnnotationStore) -> Any:
     def show() -> None:
         done = store.labels()
         i = state["i"]
-        status.value = f"<b>{store.annotator}</b>: {len([k for k in keys if k in done])} of {len(keys)} labelled"
+        status.value = f"<b>{html.escape(store.annotator)}</b>: {len([k for k in keys if k in done])} of {len(keys)} labelled"
         if i >= len(rows):
             body.value = "<p>All items in the sample are labelled. Thank you.</p>"
             return

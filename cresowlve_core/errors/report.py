@@ -39,12 +39,8 @@ from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
 from cresowlve_core.runtime import ClientOptions
 from cresowlve_core.stats import format_p
 from cresowlve_core.text import slug
-
-
-def say(markdown: str) -> None:
-    from IPython.display import Markdown, display
-
-    display(Markdown(markdown))
+from cresowlve_core.untrusted import say as say  # re-exported for contamination
+from cresowlve_core.untrusted import styler
 
 
 def show(obj: Any) -> None:
@@ -55,7 +51,7 @@ def show(obj: Any) -> None:
 
 def table(df: pd.DataFrame, digits: int = 3) -> Any:
     """A frame for display: numbers rounded, missing values as ``–``, no index."""
-    return df.style.format(na_rep="–", precision=digits).hide(axis="index")
+    return styler(df, na_rep="–", precision=digits).hide(axis="index")
 
 
 def _num(v: float) -> float | None:
@@ -127,7 +123,7 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
 def categories_section() -> dict[str, Any]:
     """The seven categories and their definitions."""
     df = pd.DataFrame([{"category": c.name, "definition": c.definition} for c in CATEGORIES])
-    show(df.style.hide(axis="index"))
+    show(styler(df).hide(axis="index"))
     return {"n_categories": len(df)}
 
 

@@ -42,7 +42,7 @@ from cresowlve_core import outfiles
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
-from cresowlve_core.paths import RUNS_DIR
+from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, now_iso, stop
 from cresowlve_core.text import slug
 
@@ -99,7 +99,7 @@ class GridConfig(BaseModel):
         return v
 
     def directory(self) -> Path:
-        return Path(self.runs_dir) if self.runs_dir else RUNS_DIR / "grid" / slug(self.name)
+        return Path(self.runs_dir) if self.runs_dir else runs_dir() / "grid" / slug(self.name)
 
 
 class Cell(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
-from cresowlve_core.paths import RUNS_DIR
+from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import endpoint_or_embedded, run_coro
 from cresowlve_core.text import slug
 
@@ -28,7 +28,7 @@ def config(*, items: str, lang: str, model: str, base_url: str, run_dir: str | N
            api_key_env: str | None = None, **options: Any) -> EvalConfig:
     """The :class:`EvalConfig` the notebook runs with these parameters (``None`` options take the
     config's defaults). The main job builds its resume check with this very function."""
-    run_dir = run_dir or str(RUNS_DIR / "notebook" / f"{slug(model)}__{lang}")
+    run_dir = run_dir or str(runs_dir() / "notebook" / f"{slug(model)}__{lang}")
     return EvalConfig(model=model, base_url=base_url, api_key_env=api_key_env, run_dir=run_dir, items=items,
                       lang=lang,  # type: ignore[arg-type]
                       **{k: v for k, v in options.items() if v is not None})

@@ -32,7 +32,7 @@ from huggingface_hub.errors import LocalEntryNotFoundError
 
 from cresowlve_core import jsonl
 from cresowlve_core.items import PUBLISHED_FIELDS, Item, ItemView, Lang
-from cresowlve_core.paths import CACHE_DIR
+from cresowlve_core.paths import cache_dir as _cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -281,7 +281,7 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
     Tries the cache first (``local_files_only=True``). On a miss it downloads, unless
     ``HF_HUB_OFFLINE`` is set, in which case :class:`HubUnavailableError` is raised.
     """
-    cache = Path(cache_dir) if cache_dir is not None else CACHE_DIR / "hub"
+    cache = Path(cache_dir) if cache_dir is not None else _cache_dir() / "hub"
 
     def snapshot(local_files_only: bool) -> Path:
         path = snapshot_download(

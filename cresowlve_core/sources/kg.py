@@ -24,9 +24,13 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from cresowlve_core.paths import DATA_DIR
+from cresowlve_core.paths import shipped_data
 
-KG_DIR = DATA_DIR / "kg" / "literally_wikidata"
+
+def kg_dir() -> Path:
+    """The shipped Wikidata subset, resolved when called: the user data dir's copy if there is one,
+    else the project's or the package's (``CRESOWLVE_DATA_DIR`` elsewhere still finds it)."""
+    return shipped_data("kg", "literally_wikidata")
 TRIPLE_FILES = (
     "LitWD1K/train.txt",
     "LitWD1K/valid.txt",
@@ -239,9 +243,9 @@ class KnowledgeGraph:
         return self.in_degree[qid] if self.notability_measure == "in_degree" else self.degree[qid]
 
 
-def load_kg(root: Path | str = KG_DIR) -> KnowledgeGraph:
-    """Read the shipped Wikidata subset (cached per directory)."""
-    return _load_kg(str(Path(root).resolve()))
+def load_kg(root: Path | str | None = None) -> KnowledgeGraph:
+    """Read the Wikidata subset at ``root`` (default: :func:`kg_dir`), cached per directory."""
+    return _load_kg(str(Path(root if root is not None else kg_dir()).resolve()))
 
 
 @lru_cache(maxsize=4)

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 
 from cresowlve_core import jsonl, outfiles
 from cresowlve_core.items import LANGS, Item, ItemView, Lang
-from cresowlve_core.paths import DATA_DIR, REPO_ROOT
+from cresowlve_core.paths import data_dir, shipped_data
 from cresowlve_core.sources.hub import ItemsFileError, load_published, read_jsonl_objects, read_published_file
 
 log = logging.getLogger(__name__)
@@ -46,9 +46,9 @@ class NoItemsError(ValueError):
 
 
 def shipped_path(name: str) -> Path:
-    """``DATA_DIR / name``, falling back to the repository's own ``data/`` (where it ships)."""
-    path = DATA_DIR / name
-    return path if path.exists() else REPO_ROOT / "data" / name
+    """``<data dir>/name`` (resolved when called), falling back to the project's and the package's
+    own ``data/`` (where it ships)."""
+    return shipped_data(name)
 
 
 def in_benchmark(pipeline_outcome: str) -> bool:
@@ -112,7 +112,7 @@ def items_to_jsonl(items: list[Item]) -> str:
 
 def write_demo_items(items: list[Item], path: str | Path | None = None) -> Path:
     """Write the demo set (by default to ``data/cresowlve/demo_items.jsonl``)."""
-    path = Path(path) if path is not None else DATA_DIR / DEMO_ITEMS_NAME
+    path = Path(path) if path is not None else data_dir() / DEMO_ITEMS_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     outfiles.write_text(path, items_to_jsonl(items))
     return path

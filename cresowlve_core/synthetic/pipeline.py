@@ -49,7 +49,7 @@ from cresowlve_core.runtime import (
     run_coro,
 )
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
-from cresowlve_core.sources.kg import KG_DIR, KnowledgeGraph, KnowledgeSource, load_kg
+from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg
 from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
 from cresowlve_core.synthetic.candidates import CandidateBuild, build_candidates, write_build
 from cresowlve_core.synthetic.difficulty import difficulty_scores, predictiveness
@@ -141,7 +141,7 @@ def load_source(cfg: SynthConfig) -> KnowledgeSource:
         from cresowlve_core.sources.sparql import WikidataSparql
 
         return WikidataSparql(sitelinks_band=(cfg.band_low, cfg.band_high), seed=cfg.seed)
-    kg: KnowledgeGraph = load_kg(cfg.kg_dir or KG_DIR)
+    kg: KnowledgeGraph = load_kg(cfg.kg_dir or None)
     if kg.notability_measure != cfg.notability:
         kg = copy.copy(kg)  # shares the indexes; only the measure differs
         kg.notability_measure = cfg.notability

@@ -84,9 +84,9 @@ def test_no_judge_single_language_no_annotations(tmp_path):
         "Only one language (en)",
         "No LLM-judge scores",
         "No Ru runs",
-        "No `knowledge_domains` annotations",
-        "No `cultures` annotations",
-        "`n_atomic_facts` is empty in every record",
+        "No <code>knowledge_domains</code> annotations",  # code spans are written as <code> (untrusted.markdown)
+        "No <code>cultures</code> annotations",
+        "<code>n_atomic_facts</code> is empty in every record",
         "agreement and repeatability need a judged run",
     ):
         assert message in ipynb, message  # the Markdown source of the message

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from cresowlve_core.create.paths import check_validity, normalise_path, parse_answer
-from cresowlve_core.create.scored import RECORDED_DIR
+from cresowlve_core.create.scored import recorded_dir
 
 P1 = [["A", "r1", "B"], ["B", "r2", "C"]]
 P2 = [["A", "x", "C"]]
@@ -68,7 +68,7 @@ def test_last_answer_block_wins():
 
 def test_recorded_answers_parse_exactly_like_the_authors():
     n = 0
-    for f in sorted(RECORDED_DIR.glob("*.jsonl")):
+    for f in sorted(recorded_dir().glob("*.jsonl")):
         for line in f.read_text(encoding="utf-8").splitlines():
             row = json.loads(line)
             mine = [normalise_path(p) for p in parse_answer(row["raw_response"]).paths]

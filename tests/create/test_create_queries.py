@@ -127,7 +127,7 @@ def test_shipped_queries_and_recorded_runs_are_found_with_a_data_dir_elsewhere(t
     import sys
 
     code = ("from cresowlve_core.create.queries import load_queries; from cresowlve_core.create.scored import "
-            "RECORDED_DIR; print(len(load_queries()), RECORDED_DIR.is_dir())")
+            "recorded_dir; print(len(load_queries()), recorded_dir().is_dir())")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "CRESOWLVE_DATA_DIR": str(tmp_path / "empty")})
     assert out.stdout.split() == ["24", "True"], out.stderr[-1000:]

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from cresowlve_core.create.report import analyse, validity_agreement
-from cresowlve_core.create.scored import RECORDED_DIR, load_recorded, recorded_set
+from cresowlve_core.create.scored import load_recorded, recorded_dir, recorded_set
 from cresowlve_core.create.utility import PATIENCE_GRID, creative_utility, utility_breakdown
 
 
@@ -67,7 +67,7 @@ def test_same_inputs_same_utility(recorded):
 
 
 def test_string_encoded_fields_parse_the_same():
-    line = next(iter(sorted(RECORDED_DIR.glob("*.jsonl")))).read_text(encoding="utf-8").splitlines()[0]
+    line = next(iter(sorted(recorded_dir().glob("*.jsonl")))).read_text(encoding="utf-8").splitlines()[0]
     row = json.loads(line)
     fields = ("paths", "judged_specificity_per_triple", "judged_factuality_per_triple", "validity_per_path")
     as_json = {**row, **{k: json.dumps(row[k]) for k in fields}}

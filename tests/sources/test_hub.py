@@ -11,7 +11,7 @@ import pytest
 from huggingface_hub.errors import LocalEntryNotFoundError
 
 from cresowlve_core.items import Item, ItemView
-from cresowlve_core.paths import CACHE_DIR
+from cresowlve_core.paths import cache_dir
 from cresowlve_core.sources import hub
 from cresowlve_core.sources.hub import (
     HubUnavailableError,
@@ -190,7 +190,7 @@ def test_cached_snapshot_needs_no_network(monkeypatch):
     assert len(fake.calls) == 1 and fake.calls[0]["local_files_only"] is True
     assert fake.calls[0]["repo_id"] == "mismayil/cresowlve"
     assert fake.calls[0]["repo_type"] == "dataset"
-    assert Path(fake.calls[0]["cache_dir"]) == CACHE_DIR / "hub"
+    assert Path(fake.calls[0]["cache_dir"]) == cache_dir() / "hub"
 
 
 def test_uncached_snapshot_is_downloaded_into_cache_dir(monkeypatch, tmp_path):

@@ -1,0 +1,117 @@
+"""Strings read from run directories (model names, labels, ids, answers) shown as text, never run.
+
+Everything a report, the index or an explorer shows from a run directory passes one of these:
+
+- :func:`html_text` for a value placed in HTML;
+- :func:`markdown` for a Markdown message as a whole (what ``say`` displays): every ``<`` and ``&``
+  becomes an entity, so no name can open an HTML tag, and every code span becomes a ``<code>``
+  element whose text is escaped the same way, so a name inside backticks stays literal too;
+- :func:`styler` for a table rendered by a pandas ``Styler`` (cells, row and column labels escaped;
+  pandas escapes a plain ``DataFrame.to_html`` itself);
+- :func:`csv_cell` for a cell of an exported CSV (no spreadsheet formula).
+
+Vega draws chart titles and labels as SVG or canvas text, and vega-tooltip escapes tooltip HTML by
+default (the reports never override its ``sanitize``), so chart specs are left as they are.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from pandas.io.formats.style import Styler
+
+# a run of backticks (CommonMark opens a code span with one and closes it with a run of the same length)
+_TICKS = re.compile(r"`+")
+# characters Markdown (with nbconvert's math) gives a meaning to inside a line: written as numeric
+# entities inside <code>; "_" only where it could start or end emphasis (never between two letters)
+_MD_PUNCT = re.compile(r"[\\`*\[\]~<>&$]|(?<![^\W_])_|_(?![^\W_])")
+# outside code spans: no HTML tag, no entity, no link (nbconvert's Markdown renderer allows
+# javascript: links, so a name must not be able to open one)
+_OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;"}
+# what a spreadsheet reads as the start of a formula (OWASP "CSV injection")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def html_text(value: Any) -> str:
+    """``value`` as HTML text (``None`` as empty): ``<``, ``>``, ``&`` and quotes escaped."""
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _entities(text: str) -> str:
+    return _MD_PUNCT.sub(lambda m: f"&#{ord(m.group(0))};", text)
+
+
+def markdown(md: str) -> str:
+    """A Markdown message with no raw HTML left in it, whatever the names interpolated into it.
+
+    Outside code spans ``&``, ``<``, ``>`` and ``[`` become entities (Markdown shows them as the characters);
+    a code span (``` `name` ```, any number of backticks, found as CommonMark finds it) becomes
+    ``<code>`` with its text written as entities, so the Markdown renderer neither runs nor
+    reinterprets it. Emphasis, lists and headings written by the caller keep working.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(md):
+        if md[i] == "\\" and i + 1 < len(md) and _MD_PUNCT.fullmatch(md[i + 1]):  # a backslash escape
+            out.append(_entities(md[i + 1]))
+            i += 2
+            continue
+        m = _TICKS.match(md, i) if md[i] == "`" else None
+        if m is None:
+            out.append(_OUTSIDE.get(md[i], md[i]))
+            i += 1
+            continue
+        run = m.group(0)
+        close = next((c for c in _TICKS.finditer(md, m.end()) if len(c.group(0)) == len(run)), None)
+        if close is None:  # no closing run: the backticks are literal text
+            out.append(_entities(run))
+            i = m.end()
+            continue
+        body = md[m.end():close.start()].replace("\n", " ")
+        if len(body) > 2 and body[0] == " " and body[-1] == " " and body.strip():
+            body = body[1:-1]  # CommonMark strips one space on each side of a padded code span
+        out.append(f"<code>{_entities(body)}</code>")
+        i = close.end()
+    return "".join(out)
+
+
+def styler(df: pd.DataFrame, **fmt: Any) -> Styler:
+    """``df.style`` with every cell, row label and column label HTML-escaped; ``fmt`` goes to
+    ``Styler.format`` (``na_rep``, ``precision``, ...). Numbers keep their formatting."""
+    s = df.style.format(escape="html", **fmt)
+    for axis in (0, 1):
+        s = s.format_index(escape="html", axis=axis)
+    return s
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``, ``@``, a tab
+    or a carriage return gets a leading ``'`` (OWASP). Numbers and other values are returned unchanged,
+    so a negative number stays a number."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with :func:`csv_cell` applied to every string cell and every column label."""
+    out = df.copy()
+    for c in out.columns:
+        if out[c].dtype == object or str(out[c].dtype).startswith("str"):
+            out[c] = out[c].map(csv_cell)
+    out.columns = [csv_cell(c) for c in out.columns]
+    return out
+
+
+def say(md: str) -> None:
+    """Display a Markdown message (through :func:`markdown`) in a notebook; print it elsewhere."""
+    try:
+        from IPython.display import Markdown, display
+    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+        print(md)
+        return
+    display(Markdown(markdown(md)))

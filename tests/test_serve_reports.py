@@ -1,0 +1,67 @@
+"""``serve-reports`` on a real socket: files inside the reports folder only, loopback Host names only."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import threading
+
+import pytest
+
+from cresowlve_core.serve import HOST, make_server
+
+
+@pytest.fixture
+def served(tmp_path):
+    reports = tmp_path / "reports"
+    (reports / "sub").mkdir(parents=True)
+    (reports / "index.html").write_text("<html>the index</html>")
+    (reports / "sub" / "a.csv").write_text("x\n1\n")
+    (tmp_path / "secret.txt").write_text("outside")
+    os.symlink(tmp_path / "secret.txt", reports / "link.txt")  # a symlink out of the folder
+    os.symlink(tmp_path, reports / "up")  # a directory symlink out of it
+    os.symlink(reports / "sub" / "a.csv", reports / "inside.csv")  # a symlink that stays inside
+    httpd = make_server(reports, 0)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def get(port: int, path: str, host: str | None = None) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection(HOST, port, timeout=10)
+    conn.putrequest("GET", path, skip_host=True)
+    if host is not None:
+        conn.putheader("Host", host)
+    conn.endheaders()
+    res = conn.getresponse()
+    body = res.read()
+    conn.close()
+    return res.status, body
+
+
+def test_binds_loopback_and_serves_the_files_inside(served):
+    port = served
+    assert get(port, "/index.html", f"127.0.0.1:{port}") == (200, b"<html>the index</html>")
+    assert get(port, "/", f"localhost:{port}") == (200, b"<html>the index</html>")
+    assert get(port, "/sub/a.csv", f"127.0.0.1:{port}") == (200, b"x\n1\n")
+    assert get(port, "/inside.csv", f"127.0.0.1:{port}") == (200, b"x\n1\n")
+
+
+def test_refuses_symlinks_and_paths_out_of_the_folder(served):
+    port, host = served, f"127.0.0.1:{served}"
+    assert get(port, "/link.txt", host)[0] == 403
+    assert get(port, "/up/secret.txt", host)[0] == 403
+    for path in ("/../secret.txt", "/%2e%2e/secret.txt", "/sub/..%5c..%5csecret.txt"):
+        status, body = get(port, path, host)
+        assert status in (403, 404) and b"outside" not in body, path
+    assert get(port, "/nothing.html", host)[0] == 404
+    assert get(port, "/sub/", host)[0] == 404  # no directory listing
+
+
+def test_answers_only_loopback_host_names(served):
+    port = served
+    for host in (f"evil.example:{port}", "127.0.0.1", "localhost", f"127.0.0.1:{port + 1}", "", None):
+        status, body = get(port, "/index.html", host)
+        assert status == 403 and b"the index" not in body, host

@@ -1,0 +1,54 @@
+"""cresowlve_core.untrusted: names become text in HTML, Markdown, Styler tables and CSV cells."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+from cresowlve_core.untrusted import csv_cell, csv_frame, html_text, markdown, styler
+
+IMG = "<img src=x onerror=alert(1)>"
+
+
+def rendered(md: str) -> str:
+    """What nbconvert's Markdown renderer (the HTML reports') makes of ``markdown(md)``."""
+    return markdown2html_mistune(markdown(md))
+
+
+def test_markdown_leaves_no_tag_outside_or_inside_code_spans():
+    for md in [f"model {IMG}", f"`{IMG}`", f"``a`{IMG}``", f"`` ` `` {IMG} `", f"\\`{IMG}`", f"**{IMG}**",
+               f"### {IMG}", f"- {IMG}\n- <script>alert(1)</script>", "[x](javascript:alert(1))"]:
+        html = rendered(md)
+        assert "<img" not in html and "<script" not in html, (md, html)
+        assert 'href="javascript' not in html, (md, html)
+
+
+def test_markdown_keeps_the_callers_formatting_and_shows_names_literally():
+    html = rendered(f"**Verdict** for `a*b_c_` and {IMG}: coverage < 80% & more")
+    assert "<strong>Verdict</strong>" in html
+    assert "<code>a*b_c_</code>" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html and "coverage &lt; 80% &amp; more" in html
+    assert rendered("`chgk_0123ab`") == "<p><code>chgk_0123ab</code></p>\n"
+
+
+def test_html_text_escapes_quotes_and_none():
+    assert html_text('"><b>') == "&quot;&gt;&lt;b&gt;" and html_text(None) == ""
+
+
+def test_styler_escapes_cells_and_both_labels_and_keeps_number_formats():
+    df = pd.DataFrame({IMG: [IMG, 1.23456, None]}, index=[IMG, "b", "c"])
+    html = styler(df, na_rep="–", precision=2).to_html()
+    assert not re.search(r"<img", html) and html.count("&lt;img") == 3
+    assert ">1.23<" in html and ">–<" in html
+
+
+def test_csv_cells_never_start_a_formula_but_numbers_stay_numbers():
+    for bad in ("=1+1", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
+        assert csv_cell(bad) == "'" + bad
+    assert csv_cell(-1.5) == -1.5 and csv_cell("gpt-4.1") == "gpt-4.1"
+    out = csv_frame(pd.DataFrame({"=name": ["=HYPERLINK(1)", "ok"], "acc": [-3.0, 2.0]}))
+    assert list(out.columns) == ["'=name", "acc"]
+    assert out["=name" if "=name" in out else "'=name"].tolist() == ["'=HYPERLINK(1)", "ok"]
+    assert out["acc"].tolist() == [-3.0, 2.0]
