@@ -9,9 +9,11 @@ from typing import Any
 
 
 def cmd_contamination_run(a: argparse.Namespace) -> int:
+    import pandas as pd
+
     from cresowlve_core.banners import banner_text
     from cresowlve_core.contamination.pipeline import Role, run_contamination
-    from cresowlve_core.contamination.verdict import verdict_lines, verdict_table
+    from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
 
     if a.quiz_base_url is None or a.perturber_base_url is None:
@@ -26,11 +28,16 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         print(f"error: no configuration with paired En and Ru runs (and a question in {a.lang}) in {a.runs!r}: "
               "nothing to test; evaluate a model in both languages first", file=sys.stderr)
         return EXIT_USAGE
+    done = [r for r in c.results if not r.stopped]
+    # Holm across the configurations with a verdict
+    tables = holm_across_models(pd.concat([verdict_table(r) for r in done], ignore_index=True)) if done else None
     for r in c.results:
         if r.stopped:  # no verdict from missing data
             print(f"== {r.config}: no verdict ({'; '.join(r.stopped)})")
             continue
-        print(f"== {r.config}\n" + "\n".join(verdict_lines(verdict_table(r))))
+        assert tables is not None
+        print(f"== {r.config} (basis: {r.basis})\n"
+              + "\n".join(verdict_lines(tables[tables["config"] == r.config].reset_index(drop=True))))
     summary = c.summary()
     if c.stopped:
         skipped = "; the later steps were skipped, no verdict for the configuration that stopped"

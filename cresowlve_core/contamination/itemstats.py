@@ -5,7 +5,8 @@
   exact binomial test over items of the per-item majorities (repeats are never pooled as
   independent trials: they share the item);
 * :func:`matched_diff` — a difference of set means matched on difficulty (the paper's levels
-  1–5), with a stratified bootstrap over items and a stratified permutation p-value;
+  1–5), with a stratified t interval whose variance is pooled within each set (so a 1-item level
+  keeps its width) and a stratified permutation p-value;
 * :func:`zero_width` — an interval of zero width decides nothing.
 """
 
@@ -19,7 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed, wilson_interval
+from cresowlve_core.stats import stable_seed, wilson_interval
 
 MIN_ITEMS = 20
 """Items per set below which a signal is not tested ("too few items (n = k): not tested")."""
@@ -103,15 +104,48 @@ def level_name(level: float) -> str:
     return "unrated" if level == UNRATED else f"{level:g}"
 
 
+def _pooled_variance(groups: list[np.ndarray]) -> tuple[float, int]:
+    """A set's variance pooled over its levels and its degrees of freedom; the overall variance
+    when every level has one item; NaN with one item."""
+    df = sum(g.size - 1 for g in groups)
+    if df > 0:
+        return float(sum(((g - g.mean()) ** 2).sum() for g in groups)) / df, df
+    values = np.concatenate(groups)
+    return (float(values.var(ddof=1)), values.size - 1) if values.size > 1 else (float("nan"), 0)
+
+
+def _stratified_t_interval(weights: np.ndarray, strata: list[tuple[np.ndarray, np.ndarray]],
+                           confidence: float = 0.95) -> tuple[float, float]:
+    """The t interval of ``Σ w_h (mean x_h − mean y_h)`` (see :func:`matched_diff`)."""
+    diff = float(sum(w * (a.mean() - b.mean()) for w, (a, b) in zip(weights, strata, strict=True)))
+    var_x, df_x = _pooled_variance([a for a, _ in strata])
+    var_y, df_y = _pooled_variance([b for _, b in strata])
+    v_x = var_x * float(sum(w**2 / a.size for w, (a, _) in zip(weights, strata, strict=True)))
+    v_y = var_y * float(sum(w**2 / b.size for w, (_, b) in zip(weights, strata, strict=True)))
+    if not (np.isfinite(v_x) and np.isfinite(v_y)):
+        return float("nan"), float("nan")
+    total = v_x + v_y
+    if total <= 1e-20:  # rounding noise of a zero variance
+        return diff, diff  # every item alike: zero width, decides nothing (zero_width)
+    df = total**2 / (v_x**2 / df_x + v_y**2 / df_y)
+    half = float(sps.t.ppf(0.5 + confidence / 2, df)) * float(np.sqrt(total))
+    return diff - half, diff + half
+
+
 def matched_diff(x: Sequence[float] | np.ndarray, x_levels: Sequence[Any], y: Sequence[float] | np.ndarray,
                  y_levels: Sequence[Any], *, n_boot: int = 1000, seed: int = 0, key: str = "") -> Matched:
     """``mean(x) − mean(y)`` standardised to x's difficulty distribution: within each level both
     sets have, the difference of means, weighted by x's share of items at that level. Items at a
     level only one set has are left out (and counted). Unrated items form their own level.
 
-    Interval: percentile bootstrap over items, resampled within level and set (``n_boot``,
-    seeded by ``seed`` and ``key``). p: one-sided permutation test of the same statistic, the
-    set labels shuffled within each level (``n_boot`` permutations, same seed)."""
+    Interval: the stratified difference's t interval, ``Σ w_h² (s_x²/n_xh + s_y²/n_yh)`` with
+    each set's variance pooled over its levels (``s²`` from the deviations from each level's mean,
+    ``Σ (n_h − 1)`` degrees of freedom), Welch–Satterthwaite degrees of freedom for the two sets.
+    A level with one or two items thus carries its sampling variance (a bootstrap within such a
+    level has none: 1 item resamples to itself). A set whose every level has one item uses its
+    overall variance (``n − 1`` df); a set of one item has no variance: no interval. p: one-sided
+    permutation test of the same statistic, the set labels shuffled within each level
+    (``n_boot`` permutations, seeded by ``seed`` and ``key``)."""
     xv, yv = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     xl = np.array([_level(d) for d in x_levels])
     yl = np.array([_level(d) for d in y_levels])
@@ -128,15 +162,12 @@ def matched_diff(x: Sequence[float] | np.ndarray, x_levels: Sequence[Any], y: Se
     weights = np.array([(xl == lv).sum() / nx for lv in shared])
     strata = [(xv[xl == lv], yv[yl == lv]) for lv in shared]
     diff = float(sum(w * (a.mean() - b.mean()) for w, (a, b) in zip(weights, strata, strict=True)))
-    reps = np.zeros(n_boot)
+    low, high = _stratified_t_interval(weights, strata)
     perms = np.zeros(n_boot)
     for w, (a, b), lv in zip(weights, strata, shared, strict=True):
-        reps += w * (bootstrap_means(a, n_boot, stable_seed(seed, "matched-x", key, lv))
-                     - bootstrap_means(b, n_boot, stable_seed(seed, "matched-y", key, lv)))
         pooled = np.concatenate([a, b])
         rng = stable_seed(seed, "matched-perm", key, lv)
         shuffled = rng.permuted(np.tile(pooled, (n_boot, 1)), axis=1)
         perms += w * (shuffled[:, :a.size].mean(axis=1) - shuffled[:, a.size:].mean(axis=1))
-    low, high = percentile_interval(reps)
     p = float((1 + np.sum(perms >= diff - 1e-12)) / (1 + n_boot))
     return Matched(diff, low, high, p, nx, int(used_y.sum()), names, *dropped)

@@ -21,7 +21,7 @@ from cresowlve_core.contamination.pipeline import ConfigResult, Contamination
 from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
-from cresowlve_core.contamination.verdict import verdict_table
+from cresowlve_core.contamination.verdict import holm_across_models, verdict_table
 from cresowlve_core.errors.report import say, show
 from cresowlve_core.stats import format_p
 from cresowlve_core.untrusted import styler
@@ -252,20 +252,27 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
 
 
 def verdict_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """The verdict table per configuration, with the sets each test compares."""
+    """The verdict table per configuration, with the sets each test compares, the basis of its
+    sets, and Holm's adjustment of the verdicts across the configurations."""
     out = {}
-    say(f"Bootstrap intervals: {n_boot} resamples over items (within difficulty level and set), seed {seed}; "
-        f"permutation p-values: {n_boot} shuffles of the set labels within difficulty level, same seed. "
-        f"No test with fewer than {MIN_ITEMS} items in a set it uses.")
+    say(f"Difficulty-matched differences: stratified t intervals over items (each set's variance pooled over its "
+        f"levels); permutation p-values: {n_boot} shuffles of the set labels within difficulty level, seed {seed}. "
+        f"No test with fewer than {MIN_ITEMS} items in a set it uses (and no interval shown). The completion test "
+        "must signal against both controls (`wrong_both`: items the model does not know; `right_both`: items it "
+        "knows). The overall p is the largest of the deciding tests' p (all must reject), Holm-adjusted across "
+        "the configurations (`p_holm`).")
+    tables = holm_across_models(pd.concat([verdict_table(r, n_boot=n_boot, seed=seed) for r in c.results],
+                                          ignore_index=True)) if c.results else pd.DataFrame()
     for r in c.results:
-        v = verdict_table(r, n_boot=n_boot, seed=seed)
+        v = tables[tables["config"] == r.config]
         say(f"### {r.config}" + (f" — **stopped early**: {'; '.join(r.stopped)}" if r.stopped else ""))
         pop = population(c, r)
         last = v.iloc[-1]
-        say(f"**Verdict: {last['reading']}.** Compares {last['sets']}.")
+        say(f"**Verdict: {last['reading']}.** Basis: {r.basis}. Compares {last['sets']}.")
         show(table(v.drop(columns=["config"])))
-        out[r.config] = {"overall": last["reading"], "compares": last["sets"], "population": pop,
-                         "n_boot": n_boot, "seed": seed, "rows": clean(v)}
+        out[r.config] = {"overall": last["reading"], "basis": r.basis, "p_holm": None if pd.isna(last["p_holm"]) else float(last["p_holm"]),
+                         "compares": last["sets"], "population": pop, "n_boot": n_boot, "seed": seed,
+                         "rows": clean(v)}
     if not c.results:
         say("No configuration was tested.")
     return out

@@ -6,13 +6,20 @@ The item is the unit of every test (:mod:`~cresowlve_core.contamination.itemstat
   items) *and* the target's per-item BCQ accuracy beats the ``wrong_both`` control's, matched on
   difficulty;
 * **completion**: a difference in differences, (guided − general ROUGE-L on the target) minus
-  (the same on ``wrong_both``), matched on difficulty, bootstrap over items.
+  (the same on a control), matched on difficulty, against **both** controls: ``wrong_both``
+  (items the model does not know) and ``right_both`` (items it knows). The source name helping
+  the target more than the unknown items could mean "knows the item"; helping it more than the
+  known items too is what "saw the item" predicts. Both must signal.
 
 A signal with fewer than :data:`~cresowlve_core.contamination.itemstats.MIN_ITEMS` items in a set it
-uses says "too few items (n = k): not tested". A difference signals when its one-sided permutation
+uses says "too few items (n = k): not tested" and shows no interval. A difference signals when its one-sided permutation
 p < 0.05 and its bootstrap interval lies above 0; an interval of zero width decides nothing (the
 p-value alone then decides). The configuration is *likely contaminated* only when both signals
-agree; one alone is *inconclusive*; none tested is *not tested*.
+agree; one alone is *inconclusive*; none tested is *not tested*. Every row carries the
+configuration's ``basis`` (the metric its sets were formed by). The overall row's ``p`` is the
+intersection–union p of its deciding tests (the largest: every one must reject);
+:func:`holm_across_models` adjusts it across the configurations (``p_holm``), and a verdict
+signals only when its adjusted p does.
 """
 
 from __future__ import annotations
@@ -36,16 +43,16 @@ from cresowlve_core.contamination.itemstats import (
 )
 from cresowlve_core.contamination.quiz import uniform_gof
 from cresowlve_core.contamination.select import RIGHT_BOTH, TARGET, WRONG_BOTH
-from cresowlve_core.stats import wilson_interval
+from cresowlve_core.stats import holm, wilson_interval
 
 ALPHA = 0.05
-COLUMNS = ["config", "test", "sets", "n", "n_control", "statistic", "low", "high", "p", "signal", "reading"]
+COLUMNS = ["config", "basis", "test", "sets", "n", "n_control", "statistic", "low", "high", "p", "signal", "reading"]
 NAN = float("nan")
 
 
 def _row(config: str, test: str, sets: str, n: int, n_control: float, stat: float, low: float, high: float,
          p: float, signal: bool | None, reading: str) -> dict[str, Any]:
-    return {"config": config, "test": test, "sets": sets, "n": int(n), "n_control": n_control, "statistic": stat,
+    return {"config": config, "basis": None, "test": test, "sets": sets, "n": int(n), "n_control": n_control, "statistic": stat,
             "low": low, "high": high, "p": p, "signal": signal, "reading": reading}
 
 
@@ -64,8 +71,8 @@ def _matched_row(c: str, test: str, target: pd.Series, control: pd.Series, contr
                               n_boot=n_boot, seed=seed, key=key)
     sets = m.sets_text(TARGET, control_name)
     few = too_few(m.n_target, m.n_control, min_items=min_items)
-    if few:
-        return _row(c, test, sets, m.n_target, m.n_control, m.diff, m.low, m.high, NAN, None, few), None
+    if few:  # not tested: no interval shown
+        return _row(c, test, sets, m.n_target, m.n_control, m.diff, NAN, NAN, NAN, None, few), None
     flat = zero_width(m.low, m.high)
     sig = bool(m.p < ALPHA and (flat or m.low > 0))
     reading = (f"{what}" if sig else "no difference shown") + (
@@ -122,7 +129,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     desc = (f"{maj['k']} of {maj['n']} items right in a majority of their {n_rep} repeat(s) "
             f"(mean per-item accuracy {maj['mean_accuracy']:.2f}); H0: {100 * CHANCE:.0f}% (the quiz's chance rate)")
     rows.append(_row(c, "BCQ target: items right in a majority of repeats (exact binomial vs 25%)",
-                     f"{TARGET} (n = {maj['n']})", maj["n"], NAN, maj["share"], maj["low"], maj["high"],
+                     f"{TARGET} (n = {maj['n']})", maj["n"], NAN, maj["share"], NAN if few else maj["low"],
+                     NAN if few else maj["high"],
                      NAN if few else maj["p"], maj_sig,
                      (few or "") if not maj["n"] else
                      (few + "; " + desc if few else
@@ -153,12 +161,18 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                          g.get("diff", NAN), g.get("low", NAN), g.get("high", NAN), NAN if few else p, None,
                          "context, not part of the verdict" + (f": {few}" if few else
                                                                "; p: one-sided Wilcoxon signed-rank test")))
-    did_row, comp_signal = _matched_row(
-        c, "Completion guided − general ROUGE-L: target − wrong_both (difference in differences)",
-        _gains(comp, TARGET), _gains(comp, WRONG_BOTH), WRONG_BOTH, levels, decides=True, n_boot=n_boot, seed=seed,
-        key="completion-did", min_items=min_items,
-        what="the source name helps the target more than the control: memorisation signal")
-    rows.append(did_row)
+    did_rows, did_signals = [], []
+    for ctrl in (WRONG_BOTH, RIGHT_BOTH):
+        row, sig = _matched_row(
+            c, f"Completion guided − general ROUGE-L: target − {ctrl} (difference in differences)",
+            _gains(comp, TARGET), _gains(comp, ctrl), ctrl, levels, decides=True, n_boot=n_boot, seed=seed,
+            key="completion-did" if ctrl == WRONG_BOTH else f"completion-did-{ctrl}", min_items=min_items,
+            what="the source name helps the target more than the control: memorisation signal")
+        did_rows.append(row)
+        did_signals.append(sig)
+    rows.extend(did_rows)
+    comp_signal = _both(*did_signals)
+    did_row = did_rows[0]
     guided = comp[(comp["mode"] == "guided") & (comp["set"] == TARGET)] if not comp.empty else comp
     if len(guided):
         kk, nn = int(guided["prefix_match"].sum()), len(guided)
@@ -170,9 +184,30 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     n_target = max(maj["n"], len(_gains(comp, TARGET)))  # target items that reached a test
     n_control = max(int((sets_of == WRONG_BOTH).sum()), len(_gains(comp, WRONG_BOTH)))
     overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
-    rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, NAN, signal, overall))
+    deciding = [r["p"] for r in rows if r["signal"] is not None]
+    p_all = max(deciding) if signal is not None and len(deciding) == 4 else NAN
+    rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, p_all, signal, overall))
     out = pd.DataFrame(rows, columns=COLUMNS)
+    out["basis"] = getattr(res, "basis", None)
     out["n_control"] = out["n_control"].astype("Int64")
+    return out
+
+
+def holm_across_models(verdicts: pd.DataFrame, alpha: float = ALPHA) -> pd.DataFrame:
+    """The verdict tables of several configurations (concatenated) with ``p_holm`` on each overall
+    row: Holm's adjustment of the overall p across the configurations tested; a verdict whose
+    adjusted p is not below ``alpha`` no longer signals, and its reading says so."""
+    out = verdicts.copy()
+    out["p_holm"] = NAN
+    overall = out.index[(out["test"] == "overall") & out["p"].notna()]
+    if len(overall):
+        out.loc[overall, "p_holm"] = holm(out.loc[overall, "p"].to_numpy(dtype=float))
+        n = len(overall)
+        for i in overall:
+            if out.at[i, "signal"] is True and not out.at[i, "p_holm"] < alpha:
+                out.at[i, "signal"] = False
+                out.at[i, "reading"] = (f"not significant after Holm across {n} configurations "
+                                        f"(p_holm {out.at[i, 'p_holm']:.3g}); before: {out.at[i, 'reading']}")
     return out
 
 
@@ -213,5 +248,7 @@ def verdict_lines(v: pd.DataFrame) -> list[str]:
         lines.append(f"{r.test}: n = {r.n}, {num(r.statistic)} [{num(r.low)}, {num(r.high)}], p = {pval(r.p)}, "
                      f"{sig} — {r.reading}")
     last = v.iloc[-1]
-    lines.append(f"overall: {last['reading']} (compares {last['sets']})")
+    holm_p = last.get("p_holm")
+    adjusted = f"; p_holm {pval(holm_p)}" if holm_p is not None and num(holm_p) != "–" else ""
+    lines.append(f"overall: {last['reading']} (basis {last.get('basis')}; compares {last['sets']}{adjusted})")
     return lines

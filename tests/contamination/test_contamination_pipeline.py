@@ -17,7 +17,7 @@ from cresowlve_core.contamination.verdict import verdict_table
 from cresowlve_core.items import Item, ItemView
 
 DID_TEST = "Completion guided − general ROUGE-L: target − wrong_both (difference in differences)"
-N_TARGET, N_WRONG, N_RIGHT = 22, 21, 3  # the signals need at least MIN_ITEMS = 20 items per set
+N_TARGET, N_WRONG, N_RIGHT = 22, 21, 20  # the signals need at least MIN_ITEMS = 20 items per set (both controls decide)
 
 
 def ru_question(i: int) -> str:
