@@ -175,7 +175,8 @@ def cmd_serve_reports(a: argparse.Namespace) -> int:
 
 
 def cmd_runs(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.listing import find_runs, run_row
+    from cresowlve_core.analysis.loading import grid_aliases
+    from cresowlve_core.evaluation.listing import HEADER, find_runs, run_row
 
     dirs = find_runs(a.glob)
     if not dirs:
@@ -183,15 +184,19 @@ def cmd_runs(a: argparse.Namespace) -> int:
 
         print(f"no evaluation runs found ({a.glob or runs_dir()})", file=sys.stderr)
         return EXIT_INCOMPLETE
+    aliases = grid_aliases(a.glob, dirs)  # the grid's labels, as the analysis's tables name them
+    print(HEADER)
     for d in dirs:
-        print(run_row(d).line())
+        print(run_row(d, aliases).line())
     print(f"{len(dirs)} run(s)")
     return 0
 
 
 def cmd_diff(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.listing import diff_report, diff_runs
+    from cresowlve_core.evaluation.listing import diff_report, diff_runs, language_warning
 
+    if (warning := language_warning(Path(a.run_a), Path(a.run_b))) is not None:
+        print(warning, file=sys.stderr)
     d = diff_runs(Path(a.run_a), Path(a.run_b), a.metric)
     print(diff_report(Path(a.run_a), Path(a.run_b), d, limit=a.limit))
     return 0
@@ -504,7 +509,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("runs", help="list evaluation runs: model, effort, language, items, accuracy with CI, cost, state")
     p.add_argument("glob", nargs="?", default=None,
-                   help="run directories or a glob, e.g. 'data/runs/demo/*' (default: every run under data/runs)")
+                   help="run directories, a glob or a grid.json, as `report -p runs` takes them, relative to the "
+                        "project, e.g. 'data/runs/demo/*' (default: every run under data/runs)")
     p.set_defaults(fn=cmd_runs)
 
     p = sub.add_parser("diff", help="the items two runs disagree on, both answers, and McNemar's test")

@@ -1,7 +1,8 @@
 """Habits from inspect_ai and lm-evaluation-harness: list the runs, diff two of them.
 
-``cresowlve runs [GLOB]`` prints one line per evaluation run directory (model, effort, language,
-items done/planned, accuracy with its Wilson 95% interval, cost, state). ``cresowlve diff A B``
+``cresowlve runs [GLOB]`` prints a header, then one line per evaluation run directory
+(configuration name, effort, language, n, items done/planned, accuracy with its Wilson 95%
+interval, refused and filtered answers, an embedded/synthetic mark, cost, state). ``cresowlve diff A B``
 prints the items where two runs of the same items disagree, both answers, and McNemar's test over
 the items both scored.
 """
@@ -38,16 +39,26 @@ class RunRow:
     cost: float | None
     cost_reported: bool
     state: str
+    name: str = ""  # the configuration's one name: the grid's label, else the model with its effort
+    n_refused: int = 0
+    n_filtered: int = 0
+    mark: str = ""  # "embedded" and/or "synthetic": not a result
 
     def line(self) -> str:
-        label = self.model + (f"-{self.effort}" if self.effort else "")
         if self.n:
             lo, hi = wilson_interval(self.k, self.n)
-            acc = f"{self.metric} {100 * self.k / self.n:5.1f}% [{100 * lo:.1f}, {100 * hi:.1f}] (n={self.n})"
+            acc = f"{self.metric} {100 * self.k / self.n:5.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
         else:
             acc = f"{self.metric} –"
-        cost = "cost unknown" if self.cost is None else f"${self.cost:.4f}" + (" reported" if self.cost_reported else "")
-        return f"{label:<34} {self.lang:<2} {self.done:>5}/{self.planned:<5} {acc:<42} {cost:<20} {self.state}  {self.path}"
+        cost = "unknown" if self.cost is None else f"${self.cost:.4f}" + (" reported" if self.cost_reported else "")
+        return (f"{self.name or self.model:<30} {self.effort or '-':<8} {self.lang:<4} {self.n:>5} "
+                f"{f'{self.done}/{self.planned}':<11} {acc:<30} {self.n_refused:>7} {self.n_filtered:>8} "
+                f"{self.mark or '-':<18} {cost:<18} {self.state}  {self.path}")
+
+
+#: the column names of :meth:`RunRow.line`, aligned with it
+HEADER = (f"{'configuration':<30} {'effort':<8} {'lang':<4} {'n':>5} {'done/plan':<11} "
+          f"{'accuracy [95% CI]':<30} {'refused':>7} {'filtered':>8} {'mark':<18} {'cost':<18} state  run directory")
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -59,21 +70,30 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 def find_runs(pattern: str | None = None) -> list[Path]:
-    """Evaluation run directories (a ``manifest.json`` of kind ``eval``) matching ``pattern``
-    (a directory, a glob, relative to the working directory), default: every run under ``data/runs``."""
+    """Evaluation run directories (a ``manifest.json`` of kind ``eval``) named by ``pattern``, read
+    as ``report -p runs`` reads it (a directory, a glob or a ``grid.json``, relative to the current
+    project: :func:`~cresowlve_core.analysis.loading.resolve_run_dirs`; a folder of folders of runs
+    is searched below), default: every run under ``data/runs``."""
     if pattern is None:
         candidates = [p.parent for p in runs_dir().rglob("manifest.json")]
     else:
-        roots = [Path(p) for p in sorted(glob.glob(pattern))]
-        candidates = [m.parent for r in roots if r.is_dir() for m in [r / "manifest.json", *r.rglob("*/manifest.json")]
-                      if m.exists()]
+        from cresowlve_core.analysis.loading import resolve_run_dirs
+        from cresowlve_core.paths import project_root
+
+        root = project_root()
+        entry = Path(pattern).expanduser()
+        roots = [Path(p) for p in sorted(glob.glob(str(entry if entry.is_absolute() else root / entry)))]
+        candidates = [*resolve_run_dirs(pattern, root),
+                      *(m.parent for r in roots if r.is_dir() for m in r.rglob("*/manifest.json"))]
     out = [d for d in dict.fromkeys(candidates) if _json(d / "manifest.json").get("kind", "eval") == "eval"
            and "archive" not in d.relative_to(d.anchor).parts[:-1]]
     return sorted(out)
 
 
-def run_row(path: Path) -> RunRow:
-    """The listing line of one run directory, from its manifest and summary (never a model call)."""
+def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
+    """The listing line of one run directory, from its manifest and summary (never a model call).
+    ``aliases``: the grid's labels (model -> label, :func:`~cresowlve_core.analysis.loading.grid_aliases`);
+    the name is :func:`~cresowlve_core.analysis.loading.config_label`'s, as the analysis's tables name it."""
     m, s = _json(path / "manifest.json"), _json(path / "summary.json")
     metrics = s.get("metrics") or {}
     judge = metrics.get("judge") or {}
@@ -89,11 +109,17 @@ def run_row(path: Path) -> RunRow:
         state = f"incomplete ({s.get('n_error', 0)} errored, {s.get('n_not_run', 0)} not run)"
     else:
         state = "done"
-    return RunRow(path=path, model=str(m.get("model") or "?"), effort=m.get("effort"), lang=str(m.get("lang") or "?"),
+    from cresowlve_core.analysis.loading import config_label
+
+    model = str(m.get("model") or "?")
+    embedded = m.get("provider") == "embedded" or (m.get("judge") or {}).get("provider") == "embedded"
+    mark = ", ".join(w for w, on in (("embedded", embedded), ("synthetic", bool(m.get("synthetic")))) if on)
+    return RunRow(path=path, model=model, effort=m.get("effort"), lang=str(m.get("lang") or "?"),
                   done=done, planned=planned, metric="judge" if use_judge else "EM",
                   k=int(chosen.get("k") or 0), n=int(chosen.get("n") or 0), cost=s.get("cost"),
                   cost_reported=bool(s.get("n_cost_reported")) and s.get("n_cost_reported") == s.get("n_ok"),
-                  state=state)
+                  state=state, name=config_label((aliases or {}).get(model, model), m.get("effort")),
+                  n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark)
 
 
 @dataclass(frozen=True)
@@ -146,6 +172,16 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
                          "a_correct": ca, "b": rb[item].get("prediction"), "b_correct": cb})
     test = mcnemar(only_a, only_b, n_both)
     return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing)
+
+
+def language_warning(a: Path, b: Path) -> str | None:
+    """A warning when two runs answered in different languages (the same items, so ``diff`` pairs
+    them, but the test then compares the languages as much as the runs), or None."""
+    la, lb = _json(a / "manifest.json").get("lang"), _json(b / "manifest.json").get("lang")
+    if la and lb and la != lb:
+        return (f"warning: A is {la!r} and B is {lb!r}: the same items in two languages; the disagreements and "
+                "McNemar's test compare the languages as well as the runs")
+    return None
 
 
 def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:

@@ -4,6 +4,7 @@ directory, and `serve-reports`, as a user calls them."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import subprocess
@@ -42,9 +43,11 @@ def test_runs_lists_each_run_and_diff_finds_the_disagreements(tmp_path):
     assert [d.name for d in dirs] == ["a", "b"]
     row = run_row(dirs[0])
     assert (row.done, row.planned, row.k, row.n, row.metric, row.state) == (8, 8, 4, 8, "EM", "done")
-    assert "EM  50.0% [21.5, 78.5] (n=8)" in row.line()
+    assert "EM  50.0% [21.5, 78.5]" in row.line() and row.n == 8 and row.mark == ""
     out = _cli(["runs", str(tmp_path / "runs" / "*")])
     assert out.returncode == 0 and "2 run(s)" in out.stdout and "fake-model" in out.stdout and "other" in out.stdout
+    header = out.stdout.splitlines()[0].split()
+    assert header[:5] == ["configuration", "effort", "lang", "n", "done/plan"] and "refused" in header
 
     d = diff_runs(dirs[0], dirs[1])
     assert (d.metric, d.n_both, d.only_a, d.only_b, len(d.disagreements)) == ("em_strict", 8, 4, 0, 4)
@@ -52,6 +55,45 @@ def test_runs_lists_each_run_and_diff_finds_the_disagreements(tmp_path):
     out = _cli(["diff", str(dirs[0]), str(dirs[1])])
     assert out.returncode == 0 and "4 disagreements" in out.stdout and "p = 0.1250" in out.stdout
     assert "A (right): 'Answer0'" in out.stdout and "B (wrong): 'nothing'" in out.stdout
+
+
+def test_runs_names_configurations_as_the_analysis_does_and_marks_the_embedded_model(tmp_path, capsys):
+    """A grid.json (as `report -p runs` takes it, relative to the project): the grid's label with the
+    effort; refused/filtered counts read with defaults; the embedded model marked; diff warns En vs Ru."""
+    from cresowlve_core.cli import main
+
+    items = make_items(4)
+    with FakeServer(answers=answer_for) as srv:
+        for name in ("a__en", "a__ru"):  # the test items are English only: the second is relabelled Russian below
+            asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "grid" / name, tmp_path, effort="medium"),
+                                       items, progress=False))
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "cresowlve-core"\n')
+    (tmp_path / "grid" / "grid.json").write_text(json.dumps({
+        "cells": [{"run_dir": "grid/a__en"}, {"run_dir": "grid/a__ru"}], "aliases": {"fake-model": "Fake 1"}}))
+    summary = json.loads((tmp_path / "grid" / "a__ru" / "summary.json").read_text())
+    (tmp_path / "grid" / "a__ru" / "summary.json").write_text(json.dumps({**summary, "n_refused": 2}))
+    manifest = json.loads((tmp_path / "grid" / "a__ru" / "manifest.json").read_text())
+    (tmp_path / "grid" / "a__ru" / "manifest.json").write_text(json.dumps({**manifest, "provider": "embedded",
+                                                                                        "lang": "ru"}))
+    out = _cli(["runs", "grid/grid.json"], cwd=tmp_path)  # relative to the project it is run in
+    assert out.returncode == 0, out.stderr
+    rows = out.stdout.splitlines()[1:3]
+    assert all(r.startswith("Fake 1 (medium)") for r in rows), out.stdout
+    en, ru = sorted(rows, key=lambda r: " ru " in r)
+    assert " embedded " in ru and " embedded " not in en
+    assert (run_row(tmp_path / "grid" / "a__ru").n_refused, run_row(tmp_path / "grid" / "a__en").n_refused) == (2, 0)
+    assert main(["diff", str(tmp_path / "grid" / "a__en"), str(tmp_path / "grid" / "a__ru")]) == 0
+    assert "warning: A is 'en' and B is 'ru'" in capsys.readouterr().err
+
+
+def test_diff_warns_when_the_languages_differ(tmp_path, capsys):
+    from cresowlve_core.evaluation.listing import language_warning
+
+    for name, lang in (("en", "en"), ("ru", "ru"), ("en2", "en")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "manifest.json").write_text(json.dumps({"kind": "eval", "lang": lang}))
+    assert "'en' and B is 'ru'" in language_warning(tmp_path / "en", tmp_path / "ru")
+    assert language_warning(tmp_path / "en", tmp_path / "en2") is None
 
 
 def test_runs_on_nothing_says_where_it_looked(tmp_path):
