@@ -104,6 +104,8 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
     from cresowlve_core.llm.local import LocalServer
     from cresowlve_core.runtime import stop
 
+    if (busy := _port_in_use(a.port)) is not None:
+        return _usage_error(busy)
     server = LocalServer(port=a.port, n_parallel=a.parallel)
     with server:
         print(f"serving {server.model} at {server.base_url}  (Ctrl-C to stop)\n"
@@ -147,6 +149,20 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+def _port_in_use(port: int) -> str | None:
+    """Why ``port`` on 127.0.0.1 cannot be served (naming it and the way out), or None when it is free."""
+    import socket
+
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE:
+                raise
+            return f"port {port} on 127.0.0.1 is already in use; stop what serves it or choose another with --port"
+    return None
+
+
 def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> int:
     """Serve ``directory`` on 127.0.0.1 until Ctrl-C (reports are static offline HTML; see serve.py)."""
     from cresowlve_core.serve import make_server
@@ -155,6 +171,8 @@ def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> 
         print(f"error: no reports at {directory}: render one with `cresowlve report NOTEBOOK` or `cresowlve run`",
               file=sys.stderr)
         return EXIT_USAGE
+    if (busy := _port_in_use(port)) is not None:
+        return _usage_error(busy)
     with make_server(directory, port) as httpd:
         print(f"serving {directory} at http://127.0.0.1:{httpd.server_address[1]}/{open_page}  (Ctrl-C stops)",
               flush=True)
@@ -779,6 +797,31 @@ def apply_stage_provider(args: argparse.Namespace) -> None:
     os.environ[PROVIDERS_ENV] = ",".join([*(f"{h}={name}" for h in dict.fromkeys(hosts)), *entries])
 
 
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The (sub)command parser ``args`` went through, deepest first."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None)
+            if name in action.choices:
+                return _chosen_parser(action.choices[name], args)
+    return parser
+
+
+def _unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, extra: list[str]) -> None:
+    """Exit 2 through the chosen subcommand's parser (its usage), naming the nearest known flag."""
+    import difflib
+
+    sub = _chosen_parser(parser, args)
+    flags = [f for action in sub._actions for f in action.option_strings if f.startswith("--")]
+    hints = []
+    for arg in extra:
+        if arg.startswith("-"):
+            close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"{arg}: did you mean {close[0]}?")
+    sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else ""))
+
+
 def _expected_error_code(exc: BaseException) -> int | None:
     """The exit code of an anticipated failure (printed as one line), or None for a bug."""
     from cresowlve_core.llm.local import LocalServerError
@@ -797,7 +840,10 @@ def _expected_error_code(exc: BaseException) -> int | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one ``cresowlve`` command; returns the exit code (see :data:`EXIT_CODES_HELP`)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # refused by the subcommand that was given, with its usage and the nearest flag
+        _unknown_arguments(parser, args, extra)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if not args.verbose:
         for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
