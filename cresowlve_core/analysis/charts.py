@@ -22,9 +22,17 @@ def _with_lang(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+#: above this many configurations, accuracy by difficulty is drawn as one small panel per configuration
+MAX_OVERLAID_CONFIGS: Final = 8
+
+
 def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
-    """Accuracy by difficulty with Wilson 95 % error bars; rows = metric, columns = language."""
+    """Accuracy by difficulty with Wilson 95 % error bars; rows = metric, columns = language. With more
+    than :data:`MAX_OVERLAID_CONFIGS` configurations, one small panel per configuration instead
+    (:func:`difficulty_panels`), which reads as a static figure."""
     data = _with_lang(df)[["config", "language", "metric_label", "difficulty", "n", "acc", "low", "high", "small"]]
+    if data["config"].nunique() > MAX_OVERLAID_CONFIGS:
+        return difficulty_panels(data)
     pick = alt.selection_point(fields=["config"], bind="legend")  # click a legend entry to highlight it
     base = alt.Chart(data).encode(
         x=alt.X("difficulty:O", title="Difficulty (1 = very simple, 5 = very hard)"),
@@ -57,6 +65,28 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     )
 
 
+def difficulty_panels(data: pd.DataFrame, columns: int = 6) -> alt.FacetChart:
+    """Small multiples: a panel per configuration (in order of overall accuracy), accuracy with its 95 %
+    Wilson interval per difficulty, language × metric as colour, dodged side by side (no overlap)."""
+    data = data.assign(series=data["language"] + " · " + data["metric_label"])
+    order = data.groupby("config")["acc"].mean().sort_values(ascending=False).index.tolist()
+    base = alt.Chart(data).encode(
+        x=alt.X("difficulty:O", title="Difficulty", axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("series:N"),
+        color=alt.Color("series:N", title="Language · metric", scale=alt.Scale(scheme="category10"),
+                        legend=alt.Legend(orient="top", columns=4, labelLimit=320)),
+    )
+    points = base.mark_point(filled=True, size=22).encode(
+        y=alt.Y("acc:Q", title="Accuracy (%)", scale=alt.Scale(domain=[0, 100])),
+        tooltip=["config", "series", "difficulty", "n", alt.Tooltip("acc:Q", format=".1f"),
+                 alt.Tooltip("low:Q", format=".1f"), alt.Tooltip("high:Q", format=".1f")],
+    )
+    bars = base.mark_rule(strokeWidth=1).encode(y=alt.Y("low:Q", title="Accuracy (%)"), y2="high:Q")
+    return (bars + points).properties(width=170, height=130).facet(
+        facet=alt.Facet("config:N", title=None, sort=order, header=alt.Header(labelFontSize=11)), columns=columns,
+    )
+
+
 def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.FacetChart:
     """Group × model heatmap of accuracy, one panel per language, with each cell's 95 % Wilson
     interval printed under its value; cells that differ from the model's other items after
@@ -65,11 +95,14 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     data["label"] = data["acc"].map(lambda v: f"{v:.0f}") + data["flagged"].map(lambda f: "*" if f else "")
     data["ci"] = [f"{lo:.0f}–{hi:.0f}" for lo, hi in zip(data["low"], data["high"], strict=True)]
     n_configs = max(1, data["config"].nunique())
+    # models in order of overall accuracy (best first): a name order carries no meaning
+    ranked = data.groupby("config")["overall"].mean().sort_values(ascending=False).index.tolist()
     base = alt.Chart(data).encode(y=alt.Y("group:N", title=group_title, sort="ascending"))
     # model names above and below every panel: a tall panel (34 groups) never leaves its cells
     # hundreds of pixels away from the names that identify their columns
-    x_below = alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45, orient="bottom"))
-    x_above = alt.X("config:N", title=None, axis=alt.Axis(labelAngle=-45, orient="top", labelAlign="left"))
+    x_below = alt.X("config:N", title="Model (best overall first)", sort=ranked,
+                    axis=alt.Axis(labelAngle=-45, orient="bottom"))
+    x_above = alt.X("config:N", title=None, sort=ranked, axis=alt.Axis(labelAngle=-45, orient="top", labelAlign="left"))
     rect = base.mark_rect().encode(
         x=x_below,
         color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
@@ -90,7 +123,8 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     )
     colour = alt.condition("datum.acc > 50", alt.value("black"), alt.value("white"))
     value = base.mark_text(fontSize=9, dy=-5, fontWeight="bold").encode(x=x_above, text="label:N", color=colour)
-    interval = base.mark_text(fontSize=7, dy=6).encode(x=alt.X("config:N", axis=None), text="ci:N", color=colour)
+    interval = base.mark_text(fontSize=7, dy=6).encode(x=alt.X("config:N", axis=None, sort=ranked), text="ci:N",
+                                                        color=colour)
     return (
         alt.layer(rect, value, interval)
         .resolve_axis(x="independent")
@@ -184,7 +218,8 @@ def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart 
             stroke=stroke,
             tooltip=tooltip,
         )
-        ci = base.mark_errorbar(ticks=True).encode(y="spearman_low:Q", y2="spearman_high:Q")
+        ci = base.mark_errorbar(ticks=True).encode(y=alt.Y("spearman_low:Q", title="Spearman ρ with difficulty"),
+                                                   y2="spearman_high:Q")  # the same title: no field name merged in
         return (bars + ci).properties(width=360, height=200)
     data = _with_lang(data)
     base = alt.Chart(data).encode(
@@ -196,5 +231,6 @@ def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart 
         stroke=stroke,
         tooltip=["config", "language", *tooltip],
     )
-    ci = base.mark_rule(color="black", opacity=0.6).encode(y="spearman_low:Q", y2="spearman_high:Q")
+    ci = base.mark_rule(color="black", opacity=0.6).encode(y=alt.Y("spearman_low:Q", title="Spearman ρ with correctness"),
+                                                           y2="spearman_high:Q")
     return (bars + ci).properties(width=alt.Step(10), height=200).facet(row=alt.Row("language:N", title=None))

@@ -96,6 +96,21 @@ class BuildConfig(BaseModel):
                              cache_path=self.cache_path, seed=self.seed)
 
 
+def _summary_table(summary: dict[str, Any]) -> Any:
+    """A step's summary as a two-column table (nested counts as ``key: value`` lists), not a JSON dump."""
+    import pandas as pd
+
+    def cell(v: Any) -> str:
+        if isinstance(v, dict):
+            return ", ".join(f"{k}: {cell(x)}" for k, x in v.items()) or "—"
+        if isinstance(v, list):
+            return ", ".join(cell(x) for x in v) or "—"
+        return "—" if v is None else str(v)
+
+    rows = [(k.replace("_", " "), cell(v)) for k, v in summary.items() if k != "step"]
+    return pd.DataFrame(rows, columns=["field", "value"]).set_index("field")
+
+
 def _display(obj: Any) -> None:
     try:
         from IPython import get_ipython
@@ -209,7 +224,7 @@ class Build:
         _display(f"**{out.name}**: {summary['n_in']} in → {summary['n_out']} out"
                  + (f" ({summary['n_removed']} removed)" if summary["n_removed"] else "")
                  + (f" — stopped: {out.stopped}" if out.stopped else ""))
-        _display(f"```\n{json.dumps({k: v for k, v in summary.items() if k not in ('step',)}, ensure_ascii=False, indent=1)}\n```")
+        _display(_summary_table(summary))
         return summary
 
     def _need_ctx(self) -> StepContext:

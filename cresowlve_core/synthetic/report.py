@@ -53,13 +53,16 @@ def notability_section(source: KnowledgeSource, domains: Sequence[Domain], band:
         hist = (df.assign(bin_start=cut.astype(int)).groupby(["domain", "bin_start"], observed=True).size()
                 .reset_index(name="entities"))
         hist["in_band"] = hist["bin_start"].between(band.low, band.high)
+        # one panel per domain, bins in numeric order: a log axis never carries stacked shares
         chart = alt.Chart(hist).mark_bar().encode(
-            x=alt.X("bin_start:O", title=f"{rec['measure']} (bin start)", sort=None),
-            y=alt.Y("sum(entities):Q", title="entities", scale=alt.Scale(type="symlog")),
-            color=alt.Color("domain:N"),
+            x=alt.X("bin_start:O", title=f"{rec['measure']} (bin start)", sort="ascending"),
+            y=alt.Y("entities:Q", title="entities (log scale)", scale=alt.Scale(type="symlog"),
+                    axis=alt.Axis(format="d", values=[0, 1, 10, 100, 1000, 10000])),
             opacity=alt.condition(alt.datum.in_band, alt.value(1.0), alt.value(0.35)),
             tooltip=["domain", "bin_start", "entities", "in_band"],
-        ).properties(width=640, height=260, title=f"Notability of labelled domain members; band {band} opaque")
+        ).properties(width=380, height=150).facet(
+            facet=alt.Facet("domain:N", title=None), columns=3,
+        ).properties(title=f"Notability of labelled domain members; band {band} opaque")
     table = pd.DataFrame([pct]) if pct.get("n") else None
     msg = (f"{in_band} of {pooled.size} labelled domain members lie in the band {band} ({rec['measure']}); "
            f"the rule [p{BAND_RULE_PERCENTILES[0]:g}, p{BAND_RULE_PERCENTILES[1]:g}] gives "
