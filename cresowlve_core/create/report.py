@@ -5,7 +5,7 @@ each set's distance matrix and greedy ordering, and returns a :class:`CreateRepo
 give the leaderboard (utility at two patience values with seeded bootstrap CIs over queries and
 the paper's standard deviation over queries, paths, valid/factual rates, quality and diversity),
 paired comparisons of adjacent configurations over the queries both answered (mean difference,
-paired bootstrap CI, Wilcoxon signed-rank p, Holm across the adjacent pairs), the utility-vs-patience curves, the
+paired bootstrap CI of the mean difference and the paired sign-flip permutation p of the same mean, Holm across the adjacent pairs), the utility-vs-patience curves, the
 quality-vs-factuality trade-off, distinctiveness against the population of all configurations,
 and example paths. Utilities use :mod:`cresowlve_core.create.utility` (reference discount and
 strength rule unless told otherwise).
@@ -156,7 +156,9 @@ class CreateReport:
         """Adjacent configurations of the leaderboard (ranked by the utility at the last
         patience), compared **paired by query**: over the queries both answered, the mean
         utility of each, their difference ``a − b`` with a seeded 95% bootstrap interval over
-        those queries, the two-sided Wilcoxon signed-rank p, and ``p_holm`` (Holm across the
+        those queries, the two-sided paired sign-flip permutation p of that same mean difference
+        (one estimand for the interval and the test; exact up to 16 queries, else ``n_boot``
+        seeded sign patterns), and ``p_holm`` (Holm across the
         adjacent pairs at that patience). Queries differ far more in how much utility they allow
         than models do, so pairing by query is what makes a ranking step testable; an unpaired
         comparison of the two leaderboard intervals is much weaker. ``n_a_only``/``n_b_only``:
@@ -175,13 +177,13 @@ class CreateReport:
                 part.append({"patience": p, "rank": rank, "a": a, "b": b, "n_queries": d.n,
                              "n_a_only": int((x.notna() & y.isna()).sum()), "n_b_only": int((y.notna() & x.isna()).sum()),
                              "mean_a": d.mean_x, "mean_b": d.mean_y, "diff": d.diff, "ci_low": d.low, "ci_high": d.high,
-                             "p_wilcoxon": d.p_wilcoxon, "note": d.note})
-            adjusted: np.ndarray = holm(np.array([r["p_wilcoxon"] for r in part], dtype=float))
+                             "p_sign_flip": d.p_sign_flip, "note": d.note})
+            adjusted: np.ndarray = holm(np.array([r["p_sign_flip"] for r in part], dtype=float))
             for r, q in zip(part, adjusted):
                 r["p_holm"] = float(q)
             rows.extend(part)
         cols = ["patience", "rank", "a", "b", "n_queries", "n_a_only", "n_b_only", "mean_a", "mean_b", "diff", "ci_low",
-                "ci_high", "p_wilcoxon", "p_holm", "note"]
+                "ci_high", "p_sign_flip", "p_holm", "note"]
         return pd.DataFrame(rows, columns=cols)
 
     def patience_curves(self, grid: Sequence[float] = PATIENCE_GRID, factuality_threshold: float = 1.0) -> pd.DataFrame:
@@ -502,10 +504,10 @@ def show_table(df: pd.DataFrame, digits: int = 3) -> object:
 def comparisons_display(cmp: pd.DataFrame) -> object:
     """:meth:`CreateReport.comparisons` for reading: the interval as ``[low, high]``, p-values
     as text (``< 0.0001`` below 1e-4, ``–`` when there is no test)."""
-    out = cmp.drop(columns=["ci_low", "ci_high", "p_wilcoxon", "p_holm"]).copy()
+    out = cmp.drop(columns=["ci_low", "ci_high", "p_sign_flip", "p_holm"]).copy()
     out.insert(out.columns.get_loc("diff") + 1, "95% CI (paired bootstrap)",
                ["–" if pd.isna(lo) else f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(cmp["ci_low"], cmp["ci_high"])])
-    out.insert(out.columns.get_loc("note"), "p (Wilcoxon)", cmp["p_wilcoxon"].map(format_p))
+    out.insert(out.columns.get_loc("note"), "p (sign-flip, mean)", cmp["p_sign_flip"].map(format_p))
     out.insert(out.columns.get_loc("note"), "p (Holm)", cmp["p_holm"].map(format_p))
     return show_table(out, 2)
 

@@ -32,7 +32,7 @@ def _report():
 
 def test_adjacent_models_are_compared_paired_by_query():
     """Ranked a, c, b. a − c over the 11 queries both answered = 8/11 = 0.73: paired, its interval
-    excludes 0 and Wilcoxon p = 2/2⁸ = 0.0078; yet the unpaired leaderboard intervals of a and b
+    excludes 0 and the exact sign-flip p of the mean = 2/2⁸ = 0.0078 (8 equal non-zero differences); yet the unpaired leaderboard intervals of a and b
     overlap (a's low < b's high), so the leaderboard alone could not rank them."""
     rep = _report()
     board = rep.leaderboard((0.9,), n_boot=1000, seed=0).set_index("config")
@@ -44,10 +44,28 @@ def test_adjacent_models_are_compared_paired_by_query():
     assert (ac["n_queries"], ac["n_a_only"], ac["n_b_only"]) == (11, 1, 0)  # q0: only a answered
     a_minus_c = np.array([lv + b for lv, b in zip(LEVELS, BONUS)])[1:] - np.array(LEVELS)[1:]
     assert ac["diff"] == pytest.approx(a_minus_c.mean()) and ac["ci_low"] > 0
-    assert ac["p_wilcoxon"] == pytest.approx(sps.wilcoxon(a_minus_c).pvalue) == pytest.approx(2 / 2**8)
+    exact = sps.permutation_test((a_minus_c,), np.mean, permutation_type="samples", n_resamples=10**5).pvalue
+    assert ac["p_sign_flip"] == pytest.approx(exact) == pytest.approx(2 / 2**8)
     cb = cmp.iloc[1]  # identical utilities on the 11 shared queries: no test, no interval, and why
-    assert cb["diff"] == 0.0 and math.isnan(cb["p_wilcoxon"]) and math.isnan(cb["ci_low"])
+    assert cb["diff"] == 0.0 and math.isnan(cb["p_sign_flip"]) and math.isnan(cb["ci_low"])
     assert "every difference is 0" in cb["note"]
-    assert ac["p_holm"] == pytest.approx(ac["p_wilcoxon"])  # Holm over the one testable pair
+    assert ac["p_holm"] == pytest.approx(ac["p_sign_flip"])  # Holm over the one testable pair
     ab = rep.comparisons((0.9,), n_boot=1000, seed=0)  # seeded: the same again
     assert ab.equals(cmp)
+
+
+def test_interval_and_test_share_one_estimand():
+    """35 queries where A is slightly ahead, 5 where it is far behind: the mean difference is
+    −0.028 with a bootstrap interval containing 0, while Wilcoxon (a pseudo-median, signed
+    ranks) calls A ahead at p = 0.0025; the row's p is the sign-flip test of the mean, and agrees
+    with its interval (before: the row showed the Wilcoxon p beside the interval of the mean)."""
+    from cresowlve_core.stats import paired_difference
+
+    d = np.array([0.01] * 35 + [-0.3] * 5) + np.linspace(0, 0.001, 40)
+    assert sps.wilcoxon(d).pvalue < 0.005 and d.mean() < 0
+    r = paired_difference(0.5 + d, np.full(40, 0.5), n_boot=4000, rng=0)
+    ref = sps.permutation_test((d,), np.mean, permutation_type="samples", n_resamples=20000, random_state=1).pvalue
+    assert r.low < 0 < r.high and r.p_sign_flip > 0.05
+    assert abs(r.p_sign_flip - ref) < 0.015  # Monte Carlo, 4000 vs 20000 sign patterns
+    again = paired_difference(0.5 + d, np.full(40, 0.5), n_boot=4000, rng=0)
+    assert again.p_sign_flip == r.p_sign_flip  # seeded
