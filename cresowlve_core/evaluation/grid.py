@@ -91,6 +91,12 @@ class GridConfig(BaseModel):
     models: list[GridModel]
     report: bool = True
 
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, v: str) -> str:
+        slug(v)  # UnsafeNameError (a ValueError) for "", "." and "..": the grid's folder would be runs/ itself
+        return v
+
     @field_validator("models")
     @classmethod
     def _some_models(cls, v: list[GridModel]) -> list[GridModel]:

@@ -1,0 +1,37 @@
+"""One slug rule for every run directory and export: injective, and "", "." and ".." refused."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from fakeserver import FakeServer
+
+from cresowlve_core.cli import main
+from cresowlve_core.text import UnsafeNameError, slug
+
+
+def test_safe_names_are_kept_and_every_other_name_gets_a_hash_of_itself():
+    assert slug("gpt-4.1") == "gpt-4.1" and slug("model-a") == "model-a"
+    assert slug("openai/gpt-4.1").startswith("openai-gpt-4.1-") and slug("openai/gpt-4.1") != slug("openai-gpt-4.1")
+    names = ["модель-а", "модель-б", "模型", "模式", "a/b", "a b", "a-b", "a..b/..", "../../x", "x/"]
+    slugs = [slug(n) for n in names]
+    assert len(set(slugs)) == len(names), dict(zip(names, slugs, strict=True))
+    assert all("/" not in s and s not in (".", "..") and not s.startswith(".") for s in slugs)
+
+
+@pytest.mark.parametrize("name", ["", " ", ".", "..", " .. "])
+def test_names_that_would_name_the_parent_are_refused(name):
+    with pytest.raises(UnsafeNameError, match="cannot name a directory"):
+        slug(name)
+
+
+def test_a_grid_named_dotdot_is_refused_with_exit_2_and_nothing_sent(tmp_path, capsys):
+    with FakeServer(answers=lambda req: "<Answer>x</Answer>") as srv:
+        conf = {"name": "..", "items": "demo", "langs": ["en"], "limit": 1, "report": False,
+                "models": [{"model": "model-a", "base_url": srv.base_url}]}
+        (tmp_path / "grid.yaml").write_text(yaml.safe_dump(conf))
+        code = main(["grid", str(tmp_path / "grid.yaml")])
+        sent = srv.total
+    err = capsys.readouterr().err
+    assert code == 2 and sent == 0, err
+    assert "cannot name a directory" in err
