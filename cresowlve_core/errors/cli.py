@@ -70,7 +70,7 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
 
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
-                              "limit": a.limit}
+                              "limit": a.limit, "label": bool(a.labeller_model)}  # no labeller: report what exists
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
     return 0

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.banners import is_embedded_model
 from cresowlve_core.errors import agreement as agr
 from cresowlve_core.errors.annotation import (
     AnnotationStore,
@@ -33,10 +34,10 @@ from cresowlve_core.errors.distribution import (
     distribution_chart,
     label_frame,
 )
-from cresowlve_core.errors.label import label_errors
+from cresowlve_core.errors.label import LABELS, label_errors
 from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
-from cresowlve_core.runtime import ClientOptions
+from cresowlve_core.runtime import ClientOptions, RunDir
 from cresowlve_core.stats import format_p
 from cresowlve_core.text import slug
 from cresowlve_core.untrusted import say as say  # re-exported for contamination
@@ -84,13 +85,16 @@ class ErrorAnalysis:
 def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
             labeller_model: str | None = None, labeller_base_url: str | None = None,
             labeller_api_key_env: str | None = None, make_demo: bool = True, limit: int | None = None,
-            max_tokens: int | None = 512, concurrency: int = 4, seed: int = 0, progress: bool = False) -> ErrorAnalysis:
+            max_tokens: int | None = 512, concurrency: int = 4, seed: int = 0, progress: bool = False,
+            label: bool = True) -> ErrorAnalysis:
     """Find the runs, collect the wrong answers and label them (resumable).
 
     ``out_dir`` holds the label run directories (``labels/<labeller>``) and annotations; None
     means a fresh temporary folder (nothing is written into the checkout). With no runs and
     ``make_demo``, a tiny demo evaluation is made there first with the embedded model.
     ``limit`` caps the wrong answers labelled per configuration (in key order).
+    ``label=False``: label nothing; report the labels already in ``out_dir`` (the newest labeller's,
+    :func:`existing_labels`), with ``embedded`` from that labeller's manifest.
     """
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-errors-"))
     data, source = find_or_make_runs(runs, base_url=None, model=None, work_dir=work, make_demo=make_demo)
@@ -103,6 +107,8 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
                 kept.append(u)
                 by_config[u.config] = by_config.get(u.config, 0) + 1
         units = kept
+    if not label:
+        return _existing_analysis(work, source, units, tally, list(data.notes))
     labeller = labeller_model or "embedded"
     label_dir = work / "labels" / slug(labeller)
     options = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed,
@@ -115,6 +121,32 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
         records, stopped = res.records, res.stopped
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
                          embedded=labeller_base_url is None, stopped=stopped, notes=list(data.notes))
+
+
+def existing_labels(work: Path) -> list[Path]:
+    """The label run directories under ``work/labels`` that hold labels, newest first."""
+    found = [p.parent for p in (work / "labels").glob(f"*/{LABELS}")]
+    return sorted(found, key=lambda d: (d / LABELS).stat().st_mtime, reverse=True)
+
+
+def _existing_analysis(work: Path, source: str, units: list[Any], tally: pd.DataFrame,
+                       notes: list[str]) -> ErrorAnalysis:
+    """The analysis of the labels already made (no model call)."""
+    dirs = existing_labels(work)
+    if not dirs:
+        notes.append(f"No labels in {work / 'labels'}: nothing was labelled (name a labeller to label).")
+        return ErrorAnalysis(source, tally, label_frame(units, {}), work / "labels", "none", embedded=False,
+                             notes=notes)
+    chosen = dirs[0]
+    if len(dirs) > 1:
+        notes.append(f"Labels of {chosen.name} shown (the newest); also there: {', '.join(d.name for d in dirs[1:])}.")
+    run = RunDir(chosen)
+    manifest = run.read_manifest()
+    records = run.latest(LABELS, lambda r: r["key"])
+    embedded = chosen.name == "embedded" or (manifest is not None and (
+        manifest.provider == "embedded" or is_embedded_model(manifest.model)))
+    labeller = (manifest.model if manifest is not None else None) or chosen.name
+    return ErrorAnalysis(source, tally, label_frame(units, records), chosen, labeller, embedded=embedded, notes=notes)
 
 
 # ------------------------------------------------------------------ sections

@@ -57,7 +57,7 @@ def test_sigkill_then_resume_does_not_relabel(tmp_path):
     assert srv.total == 20 - len(finished)
     final = {r["id"]: r for r in _labels(labels)}
     assert len(final) == 20 and all(r["label"] == "overthinking" for r in final.values())
-    assert '"n_done": 20' in stdout
+    assert stdout.startswith("labelled 20 of 20 wrong answers")
 
 
 def test_label_cli_counts_no_answer_and_sends_nothing(tmp_path, capsys):

@@ -1,0 +1,52 @@
+"""``cresowlve errors report`` without a labeller reports the labels that exist and labels nothing;
+labels the embedded model made are flagged so the report carries the banner (issue 27 point 3)."""
+
+from __future__ import annotations
+
+import shutil
+
+from fakeserver import FakeServer
+from test_errors_label import _items, write_run
+
+from cresowlve_core.errors.report import analyse
+from cresowlve_core.errors.wrong import collect_wrong
+from cresowlve_core.runtime import ClientOptions
+
+
+def _labelled(tmp_path, labeller):
+    from cresowlve_core.analysis.loading import load_runs
+    from cresowlve_core.errors.label import label_errors
+
+    items = _items(3)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    units, _ = collect_wrong(load_runs(str(tmp_path / "runs" / "*")))
+    with FakeServer(answers=lambda r: "RATIONALE: x\nCATEGORY: overthinking") as srv:
+        label_errors(units, tmp_path / "out" / "labels" / "lab", model=labeller, base_url=srv.base_url,
+                     options=ClientOptions(cache=False), progress=False)
+        return srv
+
+
+def test_without_a_labeller_the_existing_labels_are_reported_and_nothing_is_sent(tmp_path, monkeypatch):
+    from cresowlve_core.llm import local
+
+    monkeypatch.setattr(local, "local_server", lambda *a, **k: (_ for _ in ()).throw(AssertionError("started")))
+    _labelled(tmp_path, "lab")
+    ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
+    assert (ea.labeller, ea.embedded, ea.label_dir.name) == ("lab", False, "lab")
+    assert list(ea.labels["state"]) == ["labelled"] * 3
+
+
+def test_labels_of_the_embedded_model_are_flagged_embedded(tmp_path):
+    _labelled(tmp_path, "gemma3-270m")
+    shutil.move(tmp_path / "out" / "labels" / "lab", tmp_path / "out" / "labels" / "embedded")
+    ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
+    assert ea.embedded and ea.labeller == "gemma3-270m"
+
+
+def test_no_labels_yet_is_said_not_made_up(tmp_path):
+    items = _items(2)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
+    assert set(ea.labels["state"]) == {"not_run"} and any("nothing was labelled" in n for n in ea.notes)
