@@ -9,7 +9,8 @@ in the item set keeps its row (``in_items`` False) with the annotations its run 
 
 **Correct or wrong** follows the analysis's rule (:func:`cresowlve_core.analysis.paired.correctness`):
 the LLM judge's verdict where the judge scored the answer, else strict exact match. ``basis``
-says which (``judge`` / ``em_strict``); neither gives ``correct`` NaN (*unknown*).
+says which (``judge`` / ``em_strict``); neither gives ``correct`` NaN (*unknown*), and so does an
+errored call (no answer: never counted wrong, :func:`cresowlve_core.analysis.loading.no_answer`).
 
 **Error categories** come from the error-analysis labels (``labels.jsonl`` of
 ``cresowlve errors label``, in ``OUT_DIR/labels/<labeller>/``) when given: joined on configuration,

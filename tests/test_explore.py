@@ -77,13 +77,13 @@ def test_tidy_frame_and_correctness_basis(tmp_path):
     assert a.loc[("A", "en", EN[0]), "basis"] == "judge" and a.loc[("A", "en", EN[0]), "correct"] == 1.0
     assert a.loc[("A", "en", EN[1]), "correct"] == 0.0
     assert a.loc[("A", "en", EN[2]), "basis"] == "em_strict" and a.loc[("A", "en", EN[2]), "correct"] == 1.0
-    assert a.loc[("B (high)", "en", EN[1]), "correct"] == 0.0  # errored: wrong for a formula metric
+    assert pd.isna(a.loc[("B (high)", "en", EN[1]), "correct"])  # errored: no answer, no value (never wrong)
     # items no run answered keep one row without a configuration; the answer to an unknown item is kept
     assert len(ex.frame[ex.frame["config"].isna()]) == (len(EN) - 3) + (len(RU) - 1)
     out = ex.frame[ex.frame["id"] == "not_a_demo_id"].iloc[0]
     assert not out["in_items"] and out["knowledge_domains"] == ["Zoology"] and out["difficulty"] == 5
     s = ex.summary()
-    assert "judge's verdict where it scored (2 answers)" in s and "strict exact match (5)" in s
+    assert "judge's verdict where it scored (2 answers)" in s and "strict exact match (4); 1 unknown" in s  # the errored call
     assert "1 answer(s) are to items not in `demo`" in s
 
 
@@ -98,7 +98,7 @@ def test_filters(tmp_path):
     assert ids(configs=("B (high)",)) == {EN[0], EN[1]}
     assert ids(outcome="correct") == {EN[0], EN[2], RU[0]}
     assert ids(outcome="wrong", configs=("A",)) == {EN[1], "not_a_demo_id"}
-    assert ids(outcome="unknown") == set()
+    assert ids(outcome="unknown") == {EN[1]}  # the errored call
     assert ids(knowledge_domain="Zoology") == {"not_a_demo_id"}
     item0 = ITEMS[EN[0]]
     assert EN[0] in ids(creative_concept=item0.creative_domains[0], culture=item0.cultures[0])
@@ -120,7 +120,7 @@ def test_error_labels_joined_stale_ones_not_shown(tmp_path):
     a = ex.frame[ex.frame["config"].notna()].set_index(["config", "lang", "id"])
     assert a.loc[("A", "en", EN[1]), "error_categories"] == ["wrong_reference"]  # not the stale "overthinking"
     assert a.loc[("B (high)", "en", EN[0]), "error_categories"] == [X.UNLABELLED]
-    assert a.loc[("B (high)", "en", EN[1]), "error_categories"] == [X.NOT_LABELLED]
+    assert a.loc[("B (high)", "en", EN[1]), "error_categories"] == []  # errored: no answer, nothing to label
     assert a.loc[("A", "en", EN[0]), "error_categories"] == []  # correct answers carry none
     f = X.Filters(error_category="wrong_reference")
     assert set(X.filter_frame(ex.frame, f)["id"]) == {EN[1]}
