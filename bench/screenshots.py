@@ -25,8 +25,12 @@ _BOXES = """JSON.stringify(Array.from(document.querySelectorAll('.cresowlve-vega
   return {x: r.left + scrollX, y: r.top + scrollY, w: Math.max(r.width, d.scrollWidth), h: r.height,
           title: t ? t.textContent : ''};
 }))"""
-_WIDE_TABLES = """JSON.stringify(Array.from(document.querySelectorAll('table')).filter(
-  t => t.getBoundingClientRect().right > document.documentElement.clientWidth + 1).length)"""
+_WIDE_TABLES = """JSON.stringify(Array.from(document.querySelectorAll('table')).filter(t => {
+  let box = t.parentElement;  // a table is cut off when it passes the page edge and no box around it scrolls
+  while (box && getComputedStyle(box).overflowX !== 'auto' && getComputedStyle(box).overflowX !== 'scroll') {
+    box = box.parentElement; }
+  const edge = box ? box.getBoundingClientRect().right : document.documentElement.clientWidth;
+  return !box && t.getBoundingClientRect().right > edge + 1; }).length)"""
 
 
 def shoot(browser: Browser, report: Path, out: Path) -> list[str]:
@@ -39,7 +43,8 @@ def shoot(browser: Browser, report: Path, out: Path) -> list[str]:
         png.write_bytes(base64.b64decode(data))
         lines.append(f"{png.name}: {box['title'] or '(untitled)'} {box['w']:.0f}x{box['h']:.0f}px")
     wide = json.loads(browser.evaluate(_WIDE_TABLES))
-    lines.append(f"{report.name}: {wide} table(s) wider than the page; {len(browser.errors)} browser error(s)")
+    lines.append(f"{report.name}: {wide} table(s) cut off at the page edge; {len(browser.errors)} browser error(s)")
+    browser.screenshot(out / f"{report.stem}__page.png")  # the whole page: tables as they read
     return lines
 
 

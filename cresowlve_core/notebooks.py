@@ -352,6 +352,16 @@ _TEMPLATE_SOURCE = """{%- extends 'lab/index.html.j2' -%}
 """
 
 
+#: tables in reports: a wide one scrolls inside its own output box (never cut off at the page edge),
+#: numbers right-aligned in tabular figures, compact cells
+_TABLE_CSS = (
+    ".jp-OutputArea-output{overflow-x:auto;max-width:100%}"
+    ".jp-RenderedHTMLCommon table{font-size:12px;font-variant-numeric:tabular-nums;border-collapse:collapse}"
+    ".jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:2px 6px;white-space:nowrap}"
+    ".jp-RenderedHTMLCommon td{text-align:right}.jp-RenderedHTMLCommon th{text-align:left}"
+)
+
+
 def _chart_html(spec: Any) -> str:
     div = f"vis-{uuid.uuid4().hex[:12]}"
     payload = json.dumps(html_spec(spec) if isinstance(spec, dict) else spec).replace("</", "<\\/")
@@ -418,6 +428,7 @@ def render_html(ipynb: Path, out: Path, title: str | None = None) -> Path:
     exporter.exclude_input_prompt = True
     exporter.exclude_output_prompt = True
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or ipynb.stem}})
+    body = body.replace("</head>", f"<style>{_TABLE_CSS}</style>\n</head>", 1)
     if has_chart:
         body = body.replace("</head>", f"<script>{javascript_bundle()}</script>\n</head>", 1)
     body = scrub(body)

@@ -97,6 +97,7 @@ def test_progress_lines_and_no_progress_bar_in_the_html(tmp_path, capsys):
     assert any("of 5 cells done" in x for x in lines) and any("cell 5 running" in x for x in lines)
     page = res.html.read_text()
     assert "0/3" not in page and "3/3" not in page and "it/s" not in page and "%|" not in page
+    assert ".jp-OutputArea-output{overflow-x:auto" in page  # a wide table scrolls in its own box, never cut off
 
 
 def test_the_main_job_prints_progress_of_the_report_it_renders(tmp_path, capfd, monkeypatch):
