@@ -288,9 +288,13 @@ def default_run_dir(model: str, effort: str | None, lang: str) -> str:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.grid import run_grid
+    from cresowlve_core.evaluation.grid import GridConfigError, run_grid
 
-    out = run_grid(a.config, reports_dir=a.reports_dir)
+    try:
+        out = run_grid(a.config, reports_dir=a.reports_dir)
+    except GridConfigError as exc:  # one line per bad key, before anything starts
+        print("error: " + "\n".join(exc.lines()), file=sys.stderr)
+        return EXIT_USAGE
     for cell in out["cells"]:
         print(f"{cell['cell']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
     if out.get("report"):

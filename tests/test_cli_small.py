@@ -49,3 +49,15 @@ def test_a_busy_port_is_named(command, tmp_path, capsys, monkeypatch):
 def test_error_labels_are_git_ignored():
     res = subprocess.run(["git", "check-ignore", "-q", "data/errors/labels/x/labels.jsonl"], cwd=REPO, timeout=30)
     assert res.returncode == 0
+
+
+def test_a_bad_grid_config_gets_one_line_per_bad_key(tmp_path, capsys):
+    cfg = tmp_path / "g.yaml"
+    cfg.write_text('models:\n  - {model: m, base_url: "http://127.0.0.1:9/v1", efort: high}\nlangs: [en]\nitmes: demo\n')
+    rc = main(["grid", str(cfg)])
+    lines = capsys.readouterr().err.splitlines()
+    assert rc == 2
+    assert lines == [f"error: {cfg}: invalid grid config (3 problem(s)):", "  name: required",
+                     "  models.0.efort: unknown key (did you mean 'efforts'?)",
+                     "  itmes: unknown key (did you mean 'items'?)"]
+    assert not any(p.name != "g.yaml" for p in tmp_path.iterdir())  # nothing made

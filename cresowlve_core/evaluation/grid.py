@@ -149,10 +149,46 @@ def load_grid(path: str | Path) -> GridConfig:
         raise ValueError(f"{p}: cannot read the grid config: {str(exc).splitlines()[0]}") from exc
     if not isinstance(raw, dict):
         raise ValueError(f"{p}: a grid config is a YAML mapping (name, items, langs, models, ...)")
+    from pydantic import ValidationError
+
     try:
         return GridConfig(**raw)
-    except ValueError as exc:
-        raise ValueError(f"{p}: invalid grid config: {exc}") from exc
+    except ValidationError as exc:
+        raise GridConfigError(p, [_problem(e) for e in exc.errors()]) from exc
+
+
+class GridConfigError(ValueError):
+    """A grid config with bad keys or values: one line per problem (``problems``)."""
+
+    def __init__(self, path: Path, problems: list[str]):
+        self.problems = problems
+        super().__init__(f"{path}: invalid grid config ({len(problems)} problem(s)): " + "; ".join(problems))
+
+    def lines(self) -> list[str]:
+        head = str(self).split(": invalid grid config", 1)[0]
+        return [f"{head}: invalid grid config ({len(self.problems)} problem(s)):", *(f"  {x}" for x in self.problems)]
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as ``where: what`` (an unknown key with the nearest known one)."""
+    import difflib
+
+    loc = [str(x) for x in error.get("loc", ())]
+    where = ".".join(loc) or "config"
+    if error.get("type") == "extra_forbidden" and loc:
+        model: Any = GridConfig
+        for part in loc[:-1]:  # the model the unknown key sits in (models.0 -> ModelSpec)
+            field = getattr(model, "model_fields", {}).get(part)
+            if field is not None:
+                inner = [a for a in getattr(field.annotation, "__args__", ()) if hasattr(a, "model_fields")]
+                model = inner[0] if inner else getattr(field.annotation, "model_fields", None) and field.annotation
+        known = list(getattr(model, "model_fields", {})) if model else []
+        close = difflib.get_close_matches(loc[-1], known, n=1)
+        return f"{where}: unknown key" + (f" (did you mean {close[0]!r}?)" if close else "") + \
+            (f"; known: {', '.join(known)}" if known and not close else "")
+    if error.get("type") == "missing":
+        return f"{where}: required"
+    return f"{where}: {error.get('msg')}"
 
 
 def cells(grid: GridConfig) -> list[Cell]:
