@@ -304,6 +304,11 @@ def cmd_grid(a: argparse.Namespace) -> int:
     if out.get("stopped"):  # Ctrl-C / SIGTERM: the running cells stopped, the rest and the report were skipped
         print(exitcodes.interrupted_line(f"{done}; the report was skipped"), file=sys.stderr)
         return exitcodes.interrupt_code()
+    refused = [c for c in out["cells"] if c["status"] == "refused"]
+    if refused:  # a run directory in use (docs/reliability.md): exit 2, as a single eval would
+        print(f"error: {len(refused)} cell(s) refused ({refused[0]['cell']}: {refused[0]['error']}): {done}; "
+              "run the same command again when the other run has finished", file=sys.stderr)
+        return EXIT_USAGE
     fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
     if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran
         why = next((line for line in (fatal[0]["error"], fatal[0]["line"]) if line), "")

@@ -43,7 +43,7 @@ from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_ev
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
 from cresowlve_core.paths import runs_dir
-from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, now_iso, stop
+from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
 from cresowlve_core.text import slug
 
 GRID_FILE = "grid.json"
@@ -235,6 +235,8 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
                                                on_record=lambda _r: bar.update(1))
                     status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"
                     results[cell.name] = {"status": status, "summary": out.summary}
+                except RunDirError as exc:  # in use by another process (or of another configuration): nothing sent
+                    results[cell.name] = {"status": "refused", "error": str(exc).splitlines()[0]}
                 except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
                     results[cell.name] = {"status": "failed",
                                           "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
