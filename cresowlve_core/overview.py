@@ -98,7 +98,7 @@ def difficulty_chart(counts: pd.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("difficulty:N", title="difficulty (1 = very simple, 5 = very hard)"),
-            y=alt.Y("items:Q", title="items"),
+            y=alt.Y("items:Q", title="items", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
             color=alt.Color("lang:N", title="language"),
             xOffset="lang:N",
             tooltip=["lang", "difficulty", "items"],
