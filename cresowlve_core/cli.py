@@ -393,9 +393,16 @@ def cmd_build(a: argparse.Namespace) -> int:
                       concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
                       apply_review=not a.no_review, agreement_n=a.agreement_n,
                       models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
+    existed = cfg.path.exists()
     with Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line naming the sources)
         try:
             res = build.run_all()
+        except (ValueError, FileNotFoundError):  # refused (no source, an empty one): leave no folder it made
+            if not existed and not (cfg.path / "steps").exists():  # never finished model work
+                import shutil
+
+                shutil.rmtree(cfg.path, ignore_errors=True)
+            raise
         except BuildStopped as exc:  # finished work is saved; the later steps were skipped
             print(f"build stopped at step {exc.step!r} ({exc.reason}); the later steps were skipped; "
                   f"summary: {build.path / 'build.json'}", file=sys.stderr)

@@ -61,3 +61,11 @@ def test_a_bad_grid_config_gets_one_line_per_bad_key(tmp_path, capsys):
                      "  models.0.efort: unknown key (did you mean 'efforts'?)",
                      "  itmes: unknown key (did you mean 'items'?)"]
     assert not any(p.name != "g.yaml" for p in tmp_path.iterdir())  # nothing made
+
+
+def test_a_refused_build_leaves_no_folder(tmp_path, capsys):
+    (tmp_path / "packs").mkdir()
+    rc = main(["build", "--source", str(tmp_path / "packs"), "--build-dir", str(tmp_path / "build"),
+               "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--no-cache"])
+    assert rc == 2 and "no *.txt" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists()
