@@ -16,9 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from cresowlve_core.evaluation.paper_extraction import paper_extract_prediction
+from cresowlve_core.evaluation.paper_extraction import paper_prediction
 from cresowlve_core.evaluation.scoring import exact_match, exact_match_strict
-from cresowlve_core.llm.base_model import first_line
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class Output:
     def paper_prediction(self) -> str:
         """The paper's extraction of the output (of its first line for a few-shot continuation,
         the end of the answer under that protocol, which the paper did not run)."""
-        return paper_extract_prediction(first_line(self.raw) if self.fewshot else self.raw)
+        return paper_prediction(self.raw, self.fewshot)
 
 
 @dataclass(frozen=True)

@@ -40,3 +40,11 @@ def paper_extract_prediction(output: str | None) -> str:
     if last_closed is not None:
         return last_closed.strip()
     return text[first_open.end():].strip()
+
+
+def paper_prediction(raw: str | None, fewshot: bool = False) -> str:
+    """The paper's extraction of a model output; of its first line for a base model's few-shot
+    continuation (whose answer ends at the line's end under that protocol, which the paper did not run)."""
+    from cresowlve_core.llm.base_model import first_line
+
+    return paper_extract_prediction(first_line(raw) if fewshot else raw)

@@ -193,9 +193,9 @@ def judge_prediction(record: dict[str, Any], rule: JudgeRule, *, fewshot: bool =
     paper's extraction of the raw output (as its released judge saw it), otherwise our extraction
     (the record's ``prediction``)."""
     if rule == "paper":
-        from cresowlve_core.evaluation.metrics import Output
+        from cresowlve_core.evaluation.paper_extraction import paper_prediction
 
-        return Output(record.get("raw_output"), record.get("prediction"), fewshot).paper_prediction
+        return paper_prediction(record.get("raw_output"), fewshot)
     return record.get("prediction") or ""
 
 
