@@ -70,7 +70,7 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
 
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
-                              "limit": a.limit, "label": bool(a.labeller_model)}  # no labeller: report what exists
+                              "limit": a.limit, "max_tokens": a.max_tokens, "label": bool(a.labeller_model)}  # no labeller: report what exists
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None)
     print(f"{res.html}  ({res.seconds:.1f}s)")
     return 0
@@ -87,6 +87,12 @@ def out_dir(value: str | None) -> Path:
     return p if p.is_absolute() else paths.project_root() / p
 
 
+def _max_tokens_arg(p: argparse.ArgumentParser) -> None:
+    from cresowlve_core.argtypes import positive_int
+
+    p.add_argument("--max-tokens", type=positive_int, default=512, help="output budget per label")
+
+
 def add_errors_parser(sub: Any) -> None:
     """Register ``cresowlve errors label`` and ``cresowlve errors report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
@@ -100,7 +106,7 @@ def add_errors_parser(sub: Any) -> None:
     p.add_argument("--out-dir", default=None, help="labels go to OUT_DIR/labels/LABELLER (default: data/errors)")
     _role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
-    p.add_argument("--max-tokens", type=_positive_int, default=512, help="output budget per label")
+    _max_tokens_arg(p)
     p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
     p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider")
     p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD")
@@ -111,5 +117,6 @@ def add_errors_parser(sub: Any) -> None:
     p.add_argument("--out-dir", default=None, help="labels and annotations folder (default: data/errors)")
     _role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
+    _max_tokens_arg(p)  # the same budget as `errors label`: a labels folder resumes only its own configuration
     p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
     p.set_defaults(fn=cmd_errors_report)

@@ -27,7 +27,10 @@ def test_documented_errors_commands_write_where_the_apps_look(tmp_path, isolated
     clone = tmp_path / "clone"  # a second checkout: its own project root
     clone.mkdir()
     (clone / "pyproject.toml").write_text('[project]\nname = "cresowlve-core"\n')
-    with FakeServer(answers=lambda req: "Some thoughts. <Answer>Galileo</Answer>") as srv:  # every answer wrong
+    def answer(req) -> str:  # every answer wrong; the labeller names a category (an unparsed label is exit 1)
+        return "RATIONALE: r\nCATEGORY: Overthinking" if "CATEGORY" in str(req) else "Some thoughts. <Answer>Galileo</Answer>"
+
+    with FakeServer(answers=answer) as srv:
         out = _cli(["eval", "--items", "demo", "--lang", "en", "--limit", "2", "--model", "m", "--base-url",
                     srv.base_url, "--run-dir", "data/runs/demo/m__en"], clone)
         assert out.returncode == 0, out.stderr[-2000:]

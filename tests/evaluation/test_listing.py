@@ -162,7 +162,7 @@ def test_an_empty_report_says_so_on_the_terminal_and_exits_1(tmp_path):
     assert out.returncode == 1, out.stderr[-2000:]
     last = out.stderr.strip().splitlines()[-1]
     assert last.startswith("empty report: no runs found") and "nowhere" in last and "0 run directories" in last
-    assert (tmp_path / "reports" / "03_analysis.html").exists()  # the report is still written
+    assert (tmp_path / "reports" / "03_analysis_nowhere.html").exists()  # still written, named by its input
 
 
 def test_two_renders_of_03_keep_their_own_exports_and_the_index_links_each(tmp_path):
