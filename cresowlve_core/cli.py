@@ -245,6 +245,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         judge_api=a.judge_api, judge_effort=a.judge_effort, judge_max_tokens=a.judge_max_tokens,
         judge_temperature=getattr(a, "judge_temperature", "protocol"), judge_extra_body=a.judge_extra_body or {},
         retry_truncated=a.retry_truncated,
+        max_input_chars=a.max_input_chars,
         concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
         max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
         provider=a.provider or (get_profile(a.preset).name if a.preset else None),
@@ -427,7 +428,8 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
             print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {FEWSHOT_MAX_TOKENS}",
                   file=sys.stderr)
         summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
-                           n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options)
+                           n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options,
+                           max_input_chars=a.max_input_chars)
     return _create_finish(summary, "calls")
 
 
@@ -588,6 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="demo (the shipped demo items) | hub:en | hub:ru (downloaded once from the Hugging Face "
                         "hub) | PATH (.jsonl/.parquet: published schema, or one Item per line) (default: demo)")
     p.add_argument("--lang", choices=["en", "ru"], default="en", help="language of the questions (default: en)")
+    p.add_argument("--max-input-chars", type=argtypes.positive_int, default=None,
+                   help="refuse a question longer than N characters (default: 65536, 64 KB)")
     _endpoint_args(p)
     p.add_argument("--effort", choices=EFFORTS, default=None,
                    help="reasoning effort sent to a thinking model (default: none sent)")
@@ -707,6 +711,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
     p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
+    p.add_argument("--max-input-chars", type=argtypes.positive_int, default=None,
+                   help="refuse a query longer than N characters (default: 65536, 64 KB)")
     p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
                    help="original: one call; iterate: ask for more paths in further rounds; "
                         "resample: independent samples merged (default: original)")

@@ -335,6 +335,7 @@ def generate(
     options: ClientOptions = GENERATE_OPTIONS,
     client: CompletesChat | None = None,
     progress: bool = True,
+    max_input_chars: int | None = None,
 ) -> GenerateSummary:
     """Run ``endpoint``'s model on CREATE queries into ``run_dir`` (resumable); returns the summary.
 
@@ -344,7 +345,7 @@ def generate(
     paper's temperature 0.7 and 4096 tokens). ``client`` replaces the client built from
     ``endpoint`` and ``options`` (tests inject fakes this way). Works from notebooks too.
     """
-    queries = load_queries(queries_path, limit)
+    queries = load_queries(queries_path, limit, max_input_chars=max_input_chars)  # None: the 64 KB limit
     kwargs: dict[str, Any] = dict(variation=variation, n_samples=n_samples, n_rounds=n_rounds, effort=effort,
                                   options=options, queries_path=queries_path, limit=limit, progress=progress)
 

@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cresowlve_core import jsonl
+from cresowlve_core.inputs import text_problem
 from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import shipped_data
 from cresowlve_core.prompts import load_prompt
@@ -105,12 +106,15 @@ class QueriesFileError(ValueError):
     """A CREATE queries file cannot be used; the message names the file and line."""
 
 
-def load_queries(path: Path | str | None = None, limit: int | None = None) -> list[CreateQuery]:
+def load_queries(path: Path | str | None = None, limit: int | None = None, *,
+                 max_input_chars: int | None = None) -> list[CreateQuery]:
     """Read queries (JSON lines); default: the 24 shipped CREATE queries.
 
     Every check runs here, before a run directory is touched: the file must exist and be UTF-8
     JSON Lines (split on ``"\\n"`` only, so U+2028 inside a string is kept), every line a valid
-    query, the ids unique, and at least one query left. Each problem is one
+    query, the ids unique, and at least one query left. Each ``query`` text must pass the input
+    limits of :mod:`cresowlve_core.inputs` (not empty, no control character but tab and newline,
+    at most 64 KB unless ``max_input_chars`` raises it). Each problem is one
     :class:`QueriesFileError` naming ``file:line``.
     """
     p = Path(path) if path else default_queries_path()
@@ -126,6 +130,8 @@ def load_queries(path: Path | str | None = None, limit: int | None = None) -> li
             raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({detail})") from None
         except TypeError as exc:
             raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({exc})") from None
+        if (problem := text_problem(q.query, "query", max_chars=max_input_chars)) is not None:
+            raise QueriesFileError(f"{p}:{lineno}: {problem}")  # the same limits as eval's items
         queries.append(q)
         lines[q.id].append(lineno)
     dupes = {k: v for k, v in lines.items() if len(v) > 1}

@@ -94,6 +94,7 @@ class EvalConfig(BaseModel):
     judge_extra_body: dict[str, Any] = Field(default_factory=dict)
     retry_truncated: bool = False  # re-ask the items whose answer was cut off (with this run's --max-tokens)
     limit: int | None = Field(None, ge=1)
+    max_input_chars: int | None = Field(None, ge=1)  # None: the 64 KB question limit (cresowlve_core/inputs.py)
     options: ClientOptions = Field(default_factory=ClientOptions)
 
     @model_validator(mode="before")
@@ -465,7 +466,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
 def load_eval_items(cfg: EvalConfig) -> list[Item]:
     from cresowlve_core.sources.sample import load_items
 
-    items = load_items(cfg.items, cfg.lang)
+    items = load_items(cfg.items, cfg.lang, max_input_chars=cfg.max_input_chars)
     return items[: cfg.limit] if cfg.limit is not None else items
 
 

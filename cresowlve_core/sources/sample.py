@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cresowlve_core import jsonl, outfiles
+from cresowlve_core.inputs import text_problem
 from cresowlve_core.items import LANGS, Item, ItemView, Lang
 from cresowlve_core.paths import data_dir, shipped_data
 from cresowlve_core.sources.hub import ItemsFileError, load_published, read_jsonl_objects, read_published_file
@@ -196,17 +197,38 @@ def validate_items(items: list[Item], source: str) -> None:
         )
 
 
-def load_items(spec: str, lang: Lang) -> list[Item]:
+def check_input_limits(items: list[Item], lang: Lang, wheres: list[str] | None, source: str,
+                       max_input_chars: int | None = None) -> None:
+    """Refuse an item whose ``lang`` question or answer breaks the input limits of
+    :mod:`cresowlve_core.inputs` (empty, a control character, a question above the size limit).
+
+    ``wheres`` (parallel to ``items``) names each item's ``file:line``; without it the item is
+    named by ``source`` and its id. Raises :class:`ItemsFileError` (exit 2) before anything is sent.
+    """
+    for n, item in enumerate(items):
+        view = item.en if lang == "en" else item.ru
+        if view is None:
+            continue  # not selected for this language
+        for field, text, sized in (("question", view.question, True), ("answer", view.answer, False)):
+            problem = text_problem(text, f"{lang}.{field}", max_chars=max_input_chars, size_limited=sized)
+            if problem is not None:
+                where = wheres[n] if wheres is not None else source
+                raise ItemsFileError(f"{where} (id={item.id!r}): {problem}")
+
+
+def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> list[Item]:
     """Items with a ``lang`` view from ``spec``.
 
     ``spec`` is ``"demo"`` (the shipped benchmark demo items), ``"hub:en"`` / ``"hub:ru"`` (the
     published config; ``"hub"`` means ``hub:{lang}``), or a path to a ``.parquet`` or ``.jsonl``
     file: published-schema rows, or one ``Item`` per line. Raises :class:`NoItemsError` if no
     item has the ``lang`` view, and :class:`ItemsFileError` for a file that cannot be read, duplicate
-    ids or invalid text (see the module docstring): all before any request is sent.
+    ids, invalid text (see the module docstring) or an input limit broken (:func:`check_input_limits`;
+    ``max_input_chars`` raises the question size limit): all before any request is sent.
     """
     if lang not in LANGS:
         raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
+    wheres: list[str] | None = None  # file:line of each item, where the items come from a JSONL file
     if spec == "demo":
         items = load_demo_items()
     elif spec == "hub" or spec.startswith("hub:"):
@@ -224,11 +246,13 @@ def load_items(spec: str, lang: Lang) -> list[Item]:
             rows = read_jsonl_objects(path)
             published = bool(rows) and "question" in rows[0][1]  # Item rows nest it under en/ru
             items = read_published_file(path, lang) if published else _items_from_rows(path, rows)
+            wheres = [f"{path}:{lineno}" for lineno, _ in rows]  # both readers keep one item per row
         elif path.suffix == ".parquet":
             items = read_published_file(path, lang)
         else:
             raise ValueError(f"{spec!r}: expected a .jsonl or .parquet file")
     validate_items(items, spec)
+    check_input_limits(items, lang, wheres, spec, max_input_chars)
     selected = [item for item in items if item.has(lang)]
     if not selected:
         raise NoItemsError(f"{spec!r} has no items with a {lang!r} view ({len(items)} items in all)")
