@@ -12,6 +12,12 @@ Two rules make a JSONL file survive any text a model can produce:
 Files written before this module (raw separators inside strings) are read unchanged: a raw U+2028
 inside a JSON string is valid JSON.
 
+:func:`~cresowlve_core.jsontext.dumps` (re-exported here) is also **the one JSON writer** of the project (JSON Lines here, whole JSON files in
+:mod:`cresowlve_core.outfiles`, the response cache, the reports index): a float that is not finite
+(``NaN``, ``Infinity``) is written as ``null`` (unknown), and ``allow_nan=False`` guarantees that no
+file the project writes ever holds ``NaN`` or ``Infinity``, which strict JSON readers (pandas with
+pyarrow, JavaScript, ``jq``) refuse.
+
 Every problem (not UTF-8, a line that is not JSON, a line that is not an object) is one error
 naming the file and line. A torn *last* line (a kill or a full disk mid-write; it has no ``"\\n"``
 after it) can be skipped on request (``torn_tail_ok``), the run-directory convention.
@@ -25,6 +31,11 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.jsontext import dumps, finite
+
+__all__ = ["JSONLError", "dumps", "dumps_line", "dumps_lines", "finite", "iter_lines", "parse_jsonl", "read_jsonl",
+           "read_jsonl_numbered", "read_text", "write_jsonl"]
+
 log = logging.getLogger(__name__)
 
 #: Characters that some line readers treat as line ends although JSON allows them raw in strings.
@@ -36,11 +47,8 @@ class JSONLError(ValueError):
 
 
 def dumps_line(record: Any) -> str:
-    """One record as one JSON line (no trailing newline): UTF-8 kept, line separators escaped.
-
-    Values JSON cannot hold (paths, dates) are written with ``str``.
-    """
-    return json.dumps(record, ensure_ascii=False, default=str).translate(_SEPARATOR_ESCAPES)
+    """One record as one JSON line (no trailing newline): :func:`dumps`, line separators escaped."""
+    return dumps(record).translate(_SEPARATOR_ESCAPES)
 
 
 def dumps_lines(records: Iterable[Any]) -> str:

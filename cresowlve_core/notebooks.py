@@ -42,6 +42,7 @@ from cresowlve_core.notebook_records import RECORD_MIME, read_records
 from cresowlve_core.notebook_records import headline as headline  # re-exported for notebooks
 from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_kernel
 from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
+from cresowlve_core.outfiles import dumps_json
 from cresowlve_core.secrets import scrub
 from cresowlve_core.text import plural, shown, slug
 from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (tests, renderers)
@@ -579,7 +580,7 @@ def update_index(
     for key, entry in registry.items():  # exports may appear after an earlier report was indexed
         rec = read_records(reports / entry["ipynb"]) if (reports / entry["ipynb"]).exists() else {}
         entry["exports"] = _exports(reports, key, list(registry), rec)
-    reg_path.write_text(scrub(json.dumps(registry, indent=2, default=str)))
+    reg_path.write_text(scrub(dumps_json(registry)), encoding="utf-8")
     out = reports / "index.html"
     out.write_text(scrub(index_page(registry)), encoding="utf-8")
     return out

@@ -9,11 +9,11 @@ a kill or a full disk leaves the old file or the new one, never half of one. JSO
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.jsontext import dumps
 from cresowlve_core.secrets import scrub
 
 
@@ -36,8 +36,9 @@ def write_text(path: str | Path, text: str, *, secrets: list[str] | None = None)
 
 
 def dumps_json(data: Any) -> str:
-    """The project's JSON file format: indented, UTF-8 kept, other values as ``str``."""
-    return json.dumps(data, indent=2, ensure_ascii=False, default=str)
+    """The project's JSON file format: :func:`cresowlve_core.jsontext.dumps`, indented (never ``NaN``
+    or ``Infinity``: a non-finite float is ``null``)."""
+    return dumps(data, indent=2)
 
 
 def write_json(path: str | Path, data: Any, *, secrets: list[str] | None = None) -> Path:

@@ -30,6 +30,8 @@ and a ``refusal`` (the model declines).
 
 Usage is reported (unless ``report_usage=False``) as: input tokens = words in all messages,
 output tokens = words in the answer + reasoning tokens (default: words in the reasoning).
+``usage_override`` is merged into every reported ``usage`` object (``{"prompt_tokens": float("nan")}``
+is sent as the literal ``NaN``, as a broken provider would).
 
 Faults (one per request, chosen before answering):
 
@@ -169,6 +171,7 @@ class FakeServer:
         api_key: str | None = None,
         echo_key_in_errors: bool = False,
         report_usage: bool = True,
+        usage_override: dict[str, Any] | None = None,
         model: str | None = None,
         batch_polls: int = 1,
         batch_fail_ids: Sequence[str] = (),
@@ -187,6 +190,7 @@ class FakeServer:
         self.api_key = api_key
         self.echo_key_in_errors = echo_key_in_errors
         self.report_usage = report_usage
+        self.usage_override = dict(usage_override or {})
         self.model = model
         self.batch_polls = batch_polls
         self.batch_fail_ids = set(batch_fail_ids)
@@ -314,6 +318,7 @@ class FakeServer:
                     "output_tokens": n_out,
                     "total_tokens": n_in + n_out,
                     "output_tokens_details": {"reasoning_tokens": n_reason or 0},
+                    **self.usage_override,
                 }
             return body
         if req.path == "/completions":
@@ -332,7 +337,7 @@ class FakeServer:
             usage: dict[str, Any] = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
             if n_reason is not None:
                 usage["completion_tokens_details"] = {"reasoning_tokens": n_reason}
-            body["usage"] = usage
+            body["usage"] = {**usage, **self.usage_override}
         return body
 
     # ---- batch API

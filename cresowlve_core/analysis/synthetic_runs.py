@@ -19,7 +19,6 @@ Write them under a temporary directory or ``data/runs/synthetic`` (git-ignored).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.jsonl import dumps_lines
+from cresowlve_core.outfiles import dumps_json
 from cresowlve_core.runtime.rundir import RESPONSES
 
 PAPER_CONFIGS: list[tuple[str, str | None, bool]] = [
@@ -310,7 +311,7 @@ def write_synthetic_runs(
                 atomic_facts,
                 judge_repeat_share,
             )
-            records.to_json(d / RESPONSES, orient="records", lines=True, force_ascii=False)
+            (d / RESPONSES).write_text(dumps_lines(records.to_dict("records")), encoding="utf-8")
             manifest = {
                 "run_id": run_id,
                 "kind": "eval",
@@ -327,6 +328,6 @@ def write_synthetic_runs(
                 "finished_at": "2000-01-01T00:00:01+00:00",
                 "synthetic": True,
             }
-            (d / "manifest.json").write_text(json.dumps(manifest, indent=2), encoding="utf-8")
+            (d / "manifest.json").write_text(dumps_json(manifest) + "\n", encoding="utf-8")
             written.append(d)
     return written

@@ -46,6 +46,7 @@ from cresowlve_core.runtime import (
     map_with_resume,
     new_manifest,
     open_client,
+    record_adaptations,
     run_coro,
 )
 from cresowlve_core.runtime.errors import STOP_ERRORS
@@ -457,6 +458,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
                         thinking=cfg.thinking)
     summary["stopped"] = result.stopped or stopped
     summary["repairs"] = result.repairs
+    manifest = record_adaptations(manifest, ev.client, ev.judge)  # fields the provider refused by name
     run.finish(manifest, stopped=summary["stopped"], summary=summary)
     if result.stop_error is not None and not isinstance(result.stop_error, BudgetExceeded):
         raise result.stop_error  # a wrong key, model or endpoint: everything finished is on disk

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.jsontext import dumps
 from cresowlve_core.llm.types import (
     NOT_AN_ANSWER,
     Completion,
@@ -68,8 +69,9 @@ class CacheError(LLMConfigError):
 
 
 def canonical_json(obj: Any) -> str:
-    """Deterministic JSON: sorted keys, no whitespace, unicode kept."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """Deterministic JSON: sorted keys, no whitespace, unicode kept (the project's writer:
+    never ``NaN``/``Infinity``)."""
+    return dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
 def cache_key(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> str:

@@ -12,7 +12,11 @@ parsing, error classification) belongs to the endpoint's wire format
 (:mod:`cresowlve_core.llm.wire`; the OpenAI one, with its API rules, is
 :mod:`cresowlve_core.llm.openai_wire`). It implements :class:`~cresowlve_core.llm.types.ChatModel`.
 
-Usage is recorded exactly as reported (``None`` where absent), never estimated.
+Usage is recorded exactly as reported (``None`` where absent), never estimated. A count or a
+cost that is not a usable number (NaN, infinite, negative, a bool, a string) is unknown
+(``None``; named in ``raw["unusable_numbers"]``), with one WARNING per client. A body that is
+not valid UTF-8 is decoded with U+FFFD in place of the bad bytes and the answer is kept, flagged
+``raw["invalid_utf8"]`` (one WARNING per client); it is never a sign of a dead endpoint.
 
 Retries: up to ``max_attempts`` with jittered exponential backoff (``backoff_base_s``·2^k, at
 most ``backoff_cap_s``) on what the wire format calls retryable (for OpenAI: 408, 409, 429, 5xx,
@@ -21,6 +25,13 @@ problem (context too long) raises :class:`LLMError` at once, for this unit only;
 configuration problem (wrong key, model, endpoint) raises :class:`LLMFatalError`. An error
 object inside a 200 (OpenRouter) is classified by its code as that status would be (402 stops
 the run, 429 is a rate limit, 5xx is retried).
+
+A provider that refuses a request field by name (a 400 "Unsupported value: 'temperature'",
+"Unsupported parameter: 'max_tokens' ... use 'max_completion_tokens'", Gemini's 'Unknown name
+"seed"'; the fields in ``openai_wire.ADAPTABLE``) gets the same request once more with exactly
+that field dropped or renamed; the client keeps the adaptation for every later call
+(:attr:`LLMClient.adaptations`, recorded by stages in the manifest as ``adapted``) and logs one
+WARNING. A refused value it cannot adapt stays fatal, naming the flag that sets it.
 
 Outcomes (``Completion.outcome``, docs/providers.md): a refusal (``refused``) and the provider's
 filter (``filtered``, a ``finish_reason: content_filter``, an incomplete Responses body or
@@ -111,7 +122,7 @@ from cresowlve_core.llm.types import (
     LLMError,
     LLMFatalError,
 )
-from cresowlve_core.llm.wire import AttemptFailed, Failure, get_wire
+from cresowlve_core.llm.wire import AttemptFailed, Failure, adapt_body, get_wire, has_field
 from cresowlve_core.secrets import find_secret_values, redact, strip_url_credentials
 
 log = logging.getLogger(__name__)
@@ -247,6 +258,10 @@ class LLMClient:
         self._dead_streak = 0
         self._streak_since = 0.0  # monotonic time of the first dead sign of the current streak
         self._down: str | None = None
+        self._warned: set[str] = set()  # the odd replies already logged once (see _note_odd)
+        #: request fields the provider refused by name and this client now drops or renames in every
+        #: call: ``{field, action, to, reason}`` (a stage records them in its manifest as ``adapted``)
+        self.adaptations: list[dict[str, Any]] = []
 
     # ---- lifecycle
 
@@ -409,16 +424,17 @@ class LLMClient:
                 f"{self.profile.name!r} reports no cost; add it to prices.csv or a CSV named by $CRESOWLVE_PRICES"
             )
         path, body = self.wire.build_request(self.endpoint.model, messages, params, self.profile)
-        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        body = adapt_body(body, self.adaptations)
         reserved = est_cost or 0.0
         res = self._resources()
         async with res.sem:  # reserve only once admitted, so queued calls hold no budget
             self.cost_meter.reserve(reserved, self.max_cost)
             try:
-                completion = await self._with_retries(res, path, content, est_tokens)
+                completion = await self._with_retries(res, path, body, est_tokens)
             finally:
                 self.cost_meter.release(reserved)
 
+        self._note_odd(completion)
         completion.cost = self._price(completion)
         self.cost_meter.record(completion.cost, cached=False)
         secrets = self._secrets()
@@ -428,15 +444,47 @@ class LLMClient:
                            secrets=secrets)
         return completion
 
+    def _note_odd(self, completion: Completion) -> None:
+        """One WARNING per client for each kind of odd reply: numbers that are not usable (recorded
+        as unknown) and bytes that are not UTF-8 (replaced; the answer is kept and flagged)."""
+        odd = completion.raw.get("unusable_numbers")
+        if odd and "numbers" not in self._warned:
+            self._warned.add("numbers")
+            log.warning("%s reported usage that is not a usable number (%s): recorded as unknown (null); "
+                        "further ones are not logged", self.endpoint.describe(), ", ".join(map(str, odd)))
+        if completion.raw.get("invalid_utf8") and "utf8" not in self._warned:
+            self._warned.add("utf8")
+            log.warning("%s sent an answer holding bytes that are not UTF-8: decoded with U+FFFD in their place, "
+                        "the answer kept and flagged (raw.invalid_utf8); further ones are not logged",
+                        self.endpoint.describe())
+
     def _delay(self, attempt: int, failure: Failure) -> float:
         if failure.retry_after is not None:
             return min(failure.retry_after, MAX_RETRY_AFTER_S)
         ceiling = min(self.backoff_cap_s, self.backoff_base_s * (2 ** (attempt - 1)))
         return ceiling * random.uniform(0.5, 1.0)
 
-    async def _with_retries(self, res: _Resources, path: str, content: bytes, est_tokens: int) -> Completion:
+    def _adapt(self, failure: Failure, body: dict[str, Any], tried: set[str]) -> dict[str, Any] | None:
+        """``body`` adapted to the field the provider refused by name (dropped or renamed), or None
+        when it cannot be: not in this body, already adapted in this call, or the target of an
+        earlier rename. The first time, the adaptation is kept for every later call, with one WARNING."""
+        a = failure.adaptation
+        if a is None or a["field"] in tried or not has_field(body, a["field"]) \
+                or any(x.get("to") == a["field"] for x in self.adaptations):
+            return None
+        tried.add(a["field"])
+        if all(x["field"] != a["field"] for x in self.adaptations):
+            self.adaptations.append(dict(a))
+            what = f"renamed to {a['to']!r}" if a["action"] == "rename" else "no longer sent (the provider's default)"
+            log.warning("%s refused %r (%s): %s in this and every later call; the manifest records it as 'adapted'",
+                        self.endpoint.describe(), a["field"], self._redact(str(a["reason"])), what)
+        return adapt_body(body, [a])
+
+    async def _with_retries(self, res: _Resources, path: str, body: dict[str, Any], est_tokens: int) -> Completion:
         ep = self.endpoint
         last: Failure | None = None
+        content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        tried: set[str] = set()  # fields adapted during this call (each is tried once)
         attempt, limit = 0, self.max_attempts
         while attempt < limit:
             attempt += 1
@@ -468,6 +516,10 @@ class LLMClient:
                 res.tpm.adjust(-est_tokens)
             last.message = self._redact(last.message)
             self._note_failure(last)
+            if last.kind == "fatal" and (adapted := self._adapt(last, body, tried)) is not None:
+                body, attempt = adapted, attempt - 1  # the same request without that field: once, not an attempt
+                content = json.dumps(body, ensure_ascii=False).encode("utf-8")
+                continue
             if last.kind == "fatal":
                 raise LLMFatalError(f"{ep.describe()} failed with {last.message}")
             if last.kind == "item":

@@ -27,7 +27,8 @@ Every request is written in the form the endpoint's provider profile accepts
 recursively); a ``null`` in ``extra_body`` removes that field. If they hold
 ``max_completion_tokens``, ``max_tokens`` is not sent.
 
-Failures: 408, 409, 429 and 5xx are retried (``Retry-After`` on 429/503 honoured), as are 200
+Failures: 408, 409, 429 and 5xx are retried (``Retry-After`` on 429/503 honoured, else OpenAI's
+``x-ratelimit-reset-requests`` / ``-tokens``), as are 200
 answers that are empty, not JSON, without choices or with empty text. A 400/413/422 whose
 error code, type or message names a problem of *this request* (context length, content
 policy or filter, invalid prompt) is an ``item`` failure: recorded for the unit, the run goes
@@ -46,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import math
 import re
 import time
 from typing import Any
@@ -230,19 +232,37 @@ def _join_thoughts(*parts: str | None) -> str | None:
     return "\n\n".join(kept) if kept else None
 
 
-def _int_or_none(value: Any) -> int | None:
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+def _count(value: Any, name: str, odd: list[str]) -> int | None:
+    """A token count as reported, or None: absent, or not a usable count (NaN, infinite, negative,
+    a bool, not a number), which is named in ``odd``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        odd.append(f"{name}={value!r}")
+        return None
+    return int(value)
 
 
-def _usage(u: Any, inp: str, out: str, details: str) -> Usage:
+def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> Usage:
     if not isinstance(u, dict):
         return Usage()
     d = u.get(details)
     return Usage(
-        input_tokens=_int_or_none(u.get(inp)),
-        output_tokens=_int_or_none(u.get(out)),
-        reasoning_tokens=_int_or_none(d.get("reasoning_tokens")) if isinstance(d, dict) else None,
+        input_tokens=_count(u.get(inp), inp, odd),
+        output_tokens=_count(u.get(out), out, odd),
+        reasoning_tokens=_count(d.get("reasoning_tokens"), "reasoning_tokens", odd) if isinstance(d, dict) else None,
     )
+
+
+def decode_body(content: bytes | str) -> tuple[str, bool]:
+    """The body as text, and whether it held bytes that are not UTF-8 (decoded as U+FFFD: a
+    multi-byte character cut at the token limit must not cost the answer)."""
+    if isinstance(content, str):
+        return content, False
+    try:
+        return content.decode("utf-8-sig"), False
+    except UnicodeDecodeError:
+        return content.decode("utf-8-sig", "replace"), True
 
 
 def load_json(content: bytes | str) -> dict[str, Any]:
@@ -250,7 +270,7 @@ def load_json(content: bytes | str) -> dict[str, Any]:
     if not content or not content.strip():
         raise BadResponse("empty response body")
     try:
-        data = json.loads(content)
+        data = json.loads(decode_body(content)[0])
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadResponse(f"unparseable response body ({getattr(exc, 'msg', type(exc).__name__)})") from None
     if not isinstance(data, dict):
@@ -264,11 +284,26 @@ def _dotted(data: Any, path: str) -> Any:
     return data
 
 
-def reported_cost(data: dict[str, Any], profile: Profile | None) -> float | None:
-    """The USD cost a response reports at the profile's ``cost_field`` (OpenRouter: ``usage.cost``)."""
+def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] | None = None) -> float | None:
+    """The USD cost a response reports at the profile's ``cost_field`` (OpenRouter: ``usage.cost``);
+    None when absent or not a usable cost (NaN, infinite, negative, a bool, not a number: named in ``odd``)."""
     field = (profile or PROFILES["generic"]).cost_field
     value = _dotted(data, field) if field else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        if odd is not None:
+            odd.append(f"{field}={value!r}")
+        return None
+    return float(value)
+
+
+def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str,
+             details: str) -> tuple[Usage, float | None, list[str]]:
+    """(usage, reported cost, the reported numbers that were not usable and became unknown)."""
+    odd: list[str] = []
+    usage = _usage(data.get("usage"), inp, out, details, odd)
+    return usage, reported_cost(data, profile, odd), odd
 
 
 #: finish reasons that mean the provider's filter stopped the answer: OpenAI's ``content_filter`` and
@@ -330,13 +365,15 @@ def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completi
         reasoning = _reasoning_details(msg.get("reasoning_details"))
     refusal = _refusal(msg.get("refusal"))
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
+    usage, cost, odd = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
     return Completion(
         text=text,
         thoughts=_join_thoughts(reasoning, think),
-        usage=_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "completion_tokens_details"),
+        usage=usage,
         model=str(data.get("model") or ""),
-        raw=_raw(data, "chat", finish_reason=finish, native_finish_reason=native, refusal=refusal),
-        reported_cost=reported_cost(data, profile),
+        raw=_raw(data, "chat", finish_reason=finish, native_finish_reason=native, refusal=refusal,
+                 unusable_numbers=odd or None),
+        reported_cost=cost,
         outcome=_chat_outcome(finish, native, refusal),
         refusal=refusal,
     )
@@ -357,13 +394,14 @@ def parse_completions(data: dict[str, Any], profile: Profile | None = None) -> C
     choice = _choice(data)
     text, think = split_think(_content_text(choice.get("text")))
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
+    usage, cost, odd = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
     return Completion(
         text=text,
         thoughts=think,
-        usage=_usage(data.get("usage"), "prompt_tokens", "completion_tokens", "completion_tokens_details"),
+        usage=usage,
         model=str(data.get("model") or ""),
-        raw=_raw(data, "completions", finish_reason=finish, native_finish_reason=native),
-        reported_cost=reported_cost(data, profile),
+        raw=_raw(data, "completions", finish_reason=finish, native_finish_reason=native, unusable_numbers=odd or None),
+        reported_cost=cost,
         outcome=_chat_outcome(finish, native, None),
     )
 
@@ -418,14 +456,15 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
         outcome, finish = "filtered", "content_filter"
     elif status == "incomplete" and "token" in reason:
         outcome, finish = "truncated", "length"
+    usage, cost, odd = _numbers(data, profile, "input_tokens", "output_tokens", "output_tokens_details")
     return Completion(
         text=text,
         thoughts=_join_thoughts("\n\n".join(summaries), think),
-        usage=_usage(data.get("usage"), "input_tokens", "output_tokens", "output_tokens_details"),
+        usage=usage,
         model=str(data.get("model") or ""),
         raw=_raw(data, "responses", finish_reason=finish, status=status, incomplete_details=incomplete,
-                 refusal=refusal),
-        reported_cost=reported_cost(data, profile),
+                 refusal=refusal, unusable_numbers=odd or None),
+        reported_cost=cost,
         outcome=outcome,
         refusal=refusal,
     )
@@ -438,11 +477,14 @@ def parse_success(path: str, content: bytes | str, profile: Profile | None = Non
     """A 2xx body → Completion; raises :class:`BadResponse` for anything unusable (an answer
     with no text; a refusal, a filter or a cut-off may be empty), :class:`ResponseFailed` for a
     failed Responses body and :class:`AttemptFailed` for an error object in place of the answer."""
-    data = load_json(content)
-    failure = error_in_200(data, headers, content)
+    text, invalid_utf8 = decode_body(content)
+    data = load_json(text)
+    failure = error_in_200(data, headers, text)
     if failure is not None:
         raise AttemptFailed(failure)
     completion = PARSERS[path](data, profile)
+    if invalid_utf8:
+        completion.raw["invalid_utf8"] = True
     if completion.outcome == "answer" and not completion.text.strip():
         raise BadResponse("response has empty text")
     return completion
@@ -451,8 +493,41 @@ def parse_success(path: str, content: bytes | str, profile: Profile | None = Non
 # --------------------------------------------------------------------------- failures
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 0.001}
+
+
+def parse_duration(value: str) -> float | None:
+    """Seconds of OpenAI's rate-limit reset format (``2s``, ``1m30s``, ``250ms``, ``6m0s``, ``1h2m``,
+    a bare number of seconds), or None."""
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    parts = _DURATION.findall(value)
+    if not parts or "".join(n + u for n, u in parts) != value:
+        return None
+    return sum(float(n) * _UNIT_S[u] for n, u in parts)
+
+
+def _ratelimit_reset(headers: Any) -> float | None:
+    """Seconds until the exhausted limit resets (``x-ratelimit-reset-requests`` / ``-tokens``): the
+    limit whose ``x-ratelimit-remaining-*`` is 0, else the later of the two."""
+    resets: dict[str, float] = {}
+    for kind in ("requests", "tokens"):
+        value = headers.get(f"x-ratelimit-reset-{kind}")
+        seconds = parse_duration(str(value)) if value else None
+        if seconds is not None:
+            resets[kind] = seconds
+    exhausted = [k for k in resets if str(headers.get(f"x-ratelimit-remaining-{k}", "")).strip() == "0"]
+    chosen = [resets[k] for k in exhausted] or list(resets.values())
+    return max(chosen) if chosen else None
+
+
 def parse_retry_after(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date)."""
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP date), else
+    from OpenAI's ``x-ratelimit-reset-requests`` / ``x-ratelimit-reset-tokens``."""
     if headers is None:
         return None
     ms = headers.get("retry-after-ms")
@@ -463,7 +538,7 @@ def parse_retry_after(headers: Any) -> float | None:
             pass
     value = headers.get("retry-after")
     if not value:
-        return None
+        return _ratelimit_reset(headers)
     try:
         return max(0.0, float(value))
     except ValueError:
@@ -471,7 +546,7 @@ def parse_retry_after(headers: Any) -> float | None:
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
-        return None
+        return _ratelimit_reset(headers)
     return max(0.0, when.timestamp() - time.time())
 
 
@@ -565,11 +640,87 @@ def classify_status(status: int, headers: Any, content: bytes | str, *, label: s
         ra = parse_retry_after(headers) if status in (429, 503) else None
         ra = ra if ra is not None else body.retry_delay()
         return Failure("retry", shown, status, ra, reason="rate limit" if status == 429 else f"HTTP {status}")
+    if status in REQUEST_PROBLEM_STATUS and (budget := _budget_over_context(body.message)) is not None:
+        return Failure("fatal", f"{shown} (the output budget alone {budget}: lower --max-tokens, or "
+                       "--judge-max-tokens for the judge)", status, reason=f"HTTP {status}")
     if status in REQUEST_PROBLEM_STATUS and _REQUEST_PROBLEM.search(f"{body.code} {body.message}"):
         return Failure("item", shown, status, reason=f"HTTP {status}")
     if status == 413:
         return Failure("item", shown, status, reason="HTTP 413")
-    return Failure("fatal", shown, status, dead_sign=None if body.is_api else "not_json", reason=f"HTTP {status}")
+    adaptation = refused_field(body) if status in REQUEST_PROBLEM_STATUS else None
+    flag = FIELD_FLAGS.get(adaptation["field"] if adaptation else _named_field(body) or "")
+    return Failure("fatal", f"{shown} (set by {flag})" if flag else shown, status,
+                   dead_sign=None if body.is_api else "not_json", reason=f"HTTP {status}", adaptation=adaptation)
+
+
+# --------------------------------------------------------------------------- adapting to a refused field
+
+#: request fields a provider may refuse by name, and what the client does then: drop the field
+#: (the provider's default) or rename it. Anything else a provider refuses stays fatal.
+ADAPTABLE: dict[str, tuple[str, str | None]] = {
+    "temperature": ("drop", None), "top_p": ("drop", None), "seed": ("drop", None),
+    "max_tokens": ("rename", "max_completion_tokens"), "max_completion_tokens": ("rename", "max_tokens"),
+    "reasoning_effort": ("drop", None), "reasoning.effort": ("drop", None), "reasoning": ("drop", None),
+}
+#: the command-line flag that sets each request field (named when a refused value cannot be adapted)
+FIELD_FLAGS: dict[str, str] = {
+    "temperature": "--temperature (--judge-temperature for the judge)",
+    "max_tokens": "--max-tokens (--judge-max-tokens for the judge)",
+    "max_completion_tokens": "--max-tokens (--judge-max-tokens for the judge)",
+    "max_output_tokens": "--max-tokens (--judge-max-tokens for the judge)",
+    "seed": "--seed", "top_p": "--extra-body",
+    "reasoning_effort": "--effort (--judge-effort for the judge)",
+    "reasoning.effort": "--effort (--judge-effort for the judge)",
+    "reasoning": "--effort (--judge-effort for the judge)",
+}
+_UNSUPPORTED = re.compile(r"unsupported|not supported|does not support|unknown name|unrecognized|not permitted",
+                          re.IGNORECASE)
+_QUOTED_FIELD = re.compile(r"""(?:Unsupported (?:parameter|value)|Invalid|Unknown name)[: ]+['"]([\w.]+)['"]""",
+                           re.IGNORECASE)
+
+
+def _named_field(body: ErrorBody) -> str | None:
+    """The request field an error names: its ``param``, else the one quoted in its message."""
+    param = body.obj.get("param")
+    if isinstance(param, str) and param.strip():
+        return param.strip()
+    m = _QUOTED_FIELD.search(body.message)
+    return m.group(1) if m else None
+
+
+def refused_field(body: ErrorBody) -> dict[str, Any] | None:
+    """``{field, action, to, reason}`` when a 400 says a field (or its value) is *unsupported* and
+    the field is one the client can drop or rename (:data:`ADAPTABLE`): OpenAI's "Unsupported
+    value: 'temperature' does not support 0 with this model", "Unsupported parameter: 'max_tokens'
+    ... Use 'max_completion_tokens' instead", Gemini's 'Unknown name "seed"'. A value that is merely
+    invalid ("Invalid 'temperature': decimal below minimum value") is not adapted."""
+    field = _named_field(body)
+    if field not in ADAPTABLE or not _UNSUPPORTED.search(body.message):
+        return None
+    action, to = ADAPTABLE[field]
+    return {"field": field, "action": action, "to": to, "reason": body.message}
+
+
+#: vLLM's "'max_tokens' (2049) cannot be greater than the model's maximum context length (2048)" and
+#: "'max_tokens' or 'max_completion_tokens' is too large: 64000. This model's maximum context length is
+#: 20000 tokens", OpenAI-style "maximum context length is L tokens. However, you requested N tokens (P in
+#: the messages, C in the completion)"
+_BUDGET_GREATER = re.compile(r"'max_(?:completion_)?tokens' \((\d+)\) cannot be greater than the model's maximum "
+                             r"context length \((\d+)\)")
+_BUDGET_TOO_LARGE = re.compile(r"is too large: (\d+)\. This model's maximum context length is (\d+) tokens")
+_BUDGET_REQUESTED = re.compile(r"maximum context length is (\d+) tokens\. However, you requested \d+ tokens "
+                               r"\(\d+ in the messages, (\d+) in the completion\)")
+
+
+def _budget_over_context(message: str) -> str | None:
+    """How the requested output budget alone meets the model's context length (a wrong setting,
+    the same for every item: fatal at the first answer), else None (a prompt too long: one item)."""
+    for pattern, order in ((_BUDGET_GREATER, (1, 2)), (_BUDGET_TOO_LARGE, (1, 2)), (_BUDGET_REQUESTED, (2, 1))):
+        m = pattern.search(message)
+        if m:
+            budget, context = int(m.group(order[0])), int(m.group(order[1]))
+            return f"({budget} tokens) is not below the context length ({context})" if budget >= context else None
+    return None
 
 
 def _status_of_code(code: Any) -> int | None:

@@ -47,6 +47,9 @@ class Failure:
     dead_sign: DeadSign | None = None
     reason: str = ""
     outcome: Outcome = "error"
+    #: a fatal 400 that names a request field the client can drop or rename and try once more:
+    #: ``{field, action ("drop" | "rename"), to, reason}`` (the provider's message)
+    adaptation: dict[str, Any] | None = None
 
 
 class AttemptFailed(Exception):
@@ -78,6 +81,36 @@ class WireFormat(Protocol):
     def classify_exception(self, exc: BaseException) -> Failure:
         """Classify a transport-level exception (timeout, refused connection, ...)."""
         ...
+
+
+def adapt_body(body: dict[str, Any], adaptations: list[dict[str, Any]]) -> dict[str, Any]:
+    """``body`` with each adaptation applied (a dotted field is nested: ``reasoning.effort``)."""
+    out = dict(body)
+    for a in adaptations:
+        *parents, leaf = str(a["field"]).split(".")
+        holder = out
+        for p in parents:
+            if not isinstance(holder.get(p), dict):
+                holder = {}
+                break
+            holder[p] = dict(holder[p])
+            holder = holder[p]
+        if leaf not in holder:
+            continue
+        value = holder.pop(leaf)
+        if a["action"] == "rename" and a.get("to"):
+            holder.setdefault(str(a["to"]), value)
+    return out
+
+
+def has_field(body: dict[str, Any], field: str) -> bool:
+    """Whether ``body`` holds ``field`` (dotted: nested)."""
+    holder: Any = body
+    for part in field.split("."):
+        if not isinstance(holder, dict) or part not in holder:
+            return False
+        holder = holder[part]
+    return True
 
 
 def register_wire(name: str, module: str) -> None:

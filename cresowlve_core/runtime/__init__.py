@@ -5,6 +5,7 @@
   client; :func:`endpoint_or_embedded` falls back to the embedded model;
 - :data:`STOP_ERRORS` are the errors that stop a whole run;
 - :class:`Manifest` and :func:`check_resumable` say what a run directory holds and who may resume it;
+  :func:`record_adaptations` adds the fields a provider refused and the client adapted (``adapted``);
 - :class:`RunDir` is the run directory; :func:`map_with_resume` runs a call over many units;
   :func:`pipeline_summary` sums the steps of a multi-step pipeline;
 - :mod:`~cresowlve_core.runtime.stop`: the first Ctrl-C or SIGTERM stops the current step and skips the rest.
@@ -14,7 +15,7 @@ See ``docs/adding-a-stage.md``.
 
 from cresowlve_core.runtime.aio import run_coro
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
-from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable, new_manifest
+from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable, new_manifest, record_adaptations
 from cresowlve_core.runtime.mapping import INTERRUPTED, MapResult, is_ok, map_with_resume, pipeline_summary
 from cresowlve_core.runtime.options import (
     ClientOptions,
@@ -30,6 +31,6 @@ from cresowlve_core.runtime.rundir import RESPONSES, SUMMARY, RunDir, RunDirErro
 __all__ = [
     "INTERRUPTED", "RESPONSES", "STOP_ERRORS", "SUMMARY", "ClientOptions", "MapResult", "Manifest", "ModelRole", "ResumeError",
     "RunDir", "RunDirError", "StopWithRecord", "UnservedModel", "check_resumable", "check_served", "endpoint_or_embedded", "git_sha",
-    "is_ok", "map_with_resume", "new_manifest", "now_iso", "open_client", "package_versions", "pipeline_summary", "run_coro",
-    "stop_reason",
+    "is_ok", "map_with_resume", "new_manifest", "now_iso", "open_client", "package_versions", "pipeline_summary", "record_adaptations",
+    "run_coro", "stop_reason",
 ]

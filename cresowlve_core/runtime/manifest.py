@@ -62,6 +62,10 @@ class Manifest(BaseModel):
     identity: dict[str, Any] = Field(default_factory=dict, description="further settings that must match on resume")
     options: dict[str, Any] = Field(default_factory=dict, description="client options (ClientOptions)")
     sent: dict[str, Any] = Field(default_factory=dict, description="request fields beyond messages, as sent")
+    adapted: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="request fields the provider refused by name and the client then dropped or renamed in every "
+                    "call ({field, action, to, reason}; the judge's in judge.adapted); not part of the resume identity")
     judge: dict[str, Any] | None = None
     git_sha: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
@@ -171,5 +175,26 @@ def check_resumable(old: Manifest, new: Manifest) -> Manifest:
     history = old.base_url_history or ([old.base_url] if old.base_url else [])
     if new.base_url and (not history or history[-1] != new.base_url):
         history = [*history, new.base_url]
-    return new.model_copy(update={"started_at": old.started_at, "resumed_at": now_iso(),
-                                  "base_url_history": history})
+    new = new.model_copy(update={"started_at": old.started_at, "resumed_at": now_iso(),
+                                 "base_url_history": history})
+    return record_adaptations(new, old.adapted, (old.judge or {}).get("adapted") or [])
+
+
+def _merged(earlier: list[dict[str, Any]], later: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Adaptations of both lists, one per field (the earlier one kept)."""
+    out = list(earlier)
+    out += [a for a in later if all(a.get("field") != b.get("field") for b in out)]
+    return out
+
+
+def record_adaptations(manifest: Manifest, model: Any = (), judge: Any = ()) -> Manifest:
+    """``manifest`` with the adaptations the clients made (``LLMClient.adaptations``, or a list of them)
+    added to ``adapted`` and ``judge.adapted``; the earlier ones kept (a resumed run that sent nothing
+    keeps what its first run learnt). A stage calls it on the manifest it finishes with."""
+    def of(client: Any) -> list[dict[str, Any]]:
+        return list(client if isinstance(client, (list, tuple)) else getattr(client, "adaptations", None) or [])
+
+    update: dict[str, Any] = {"adapted": _merged(manifest.adapted, of(model))}
+    if manifest.judge is not None and (of(judge) or manifest.judge.get("adapted")):
+        update["judge"] = {**manifest.judge, "adapted": _merged(manifest.judge.get("adapted") or [], of(judge))}
+    return manifest.model_copy(update=update)

@@ -217,3 +217,41 @@ def test_an_empty_answer_is_still_retried_and_is_an_error() -> None:
     script = Scripted(lambda n, b: (200, {}, chat({"content": ""})))
     (exc,) = run(script, max_attempts=2)
     assert isinstance(exc, LLMError) and exc.outcome == "error" and len(script.bodies) == 2
+
+
+# ------------------------------------------------------------------ bytes and numbers
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -3, True, "12", 1e999])
+def test_a_usage_count_or_cost_that_is_not_a_number_is_unknown(value: Any) -> None:
+    body = chat({"content": "Paris"})
+    body["usage"] = {"prompt_tokens": value, "completion_tokens": 2, "cost": value,
+                     "completion_tokens_details": {"reasoning_tokens": value}}
+    text = json.dumps(body)  # NaN and Infinity as the literals a broken provider sends
+    c = wire.interpret("/chat/completions", 200, {}, text.encode(), get_profile("openrouter"))
+    assert (c.outcome, c.text) == ("answer", "Paris")
+    assert (c.usage.input_tokens, c.usage.output_tokens, c.usage.reasoning_tokens) == (None, 2, None)
+    assert c.reported_cost is None and len(c.raw["unusable_numbers"]) == 3
+
+
+def test_odd_numbers_warn_once_per_client(caplog: pytest.LogCaptureFixture) -> None:
+    body = chat({"content": "Paris"})
+    body["usage"] = {"prompt_tokens": float("nan"), "completion_tokens": -1}
+    script = Scripted(lambda n, b: (200, {}, json.dumps(body).encode()))
+    with caplog.at_level("WARNING"):
+        out = run(script, n=3)
+    assert all(isinstance(c, Completion) and c.text == "Paris" and c.cost is None for c in out)
+    assert len([r for r in caplog.records if "not a usable number" in r.getMessage()]) == 1
+
+
+def test_a_body_with_invalid_utf8_is_kept_flagged_and_never_looks_down(caplog: pytest.LogCaptureFixture) -> None:
+    good = json.dumps(chat({"content": "Москва"}), ensure_ascii=False).encode()
+    cut = good.replace("Москва".encode(), "Москва".encode()[:-1])  # the last Cyrillic letter cut in half
+    assert cut != good
+    script = Scripted(lambda n, b: (200, {}, cut))
+    with caplog.at_level("WARNING"):
+        out = run(script, n=8, down_after=2)
+    assert len(script.bodies) == 8  # one request each, none retried, the breaker never trips
+    assert all(isinstance(c, Completion) and c.text == "Москв\ufffd" and c.raw["invalid_utf8"] for c in out)
+    assert len([r for r in caplog.records if "not UTF-8" in r.getMessage()]) == 1
+    assert "looks down" not in caplog.text

@@ -86,6 +86,14 @@ class Scenario:
     context_limit: int | None = None  # prompt tokens (words) above which the context overflow is answered
     content_filter_fraction: float = 0.0  # azure: items answered with the recorded content_filter 400
     api_key: str | None = None  # when set, openai/azure require exactly this key
+    refusal_fraction: float = 0.0  # solve prompts answered with the recorded refusal (openai, azure; chat and /responses)
+    filter_fraction: float = 0.0  # solve prompts whose answer the provider's filter stops (every provider with a body)
+    failed_fraction: float = 0.0  # openai /responses: solve prompts answered with status "failed"
+    credits_exhausted: bool = False  # openrouter answers HTTP 200 carrying its 402 "Insufficient credits" error
+    reasoning_aliases: tuple[str, ...] = ()  # model names openai/azure serve as reasoning models (a deployment, an alias)
+    rate_limit_burst: int = 0  # the first N openai requests get the recorded TPM 429 with x-ratelimit-* headers
+    reset_tokens: str | None = None  # x-ratelimit-reset-tokens sent with them (None: the recorded 26.604s)
+    context_len: int | None = None  # vllm: a token limit above this is refused as greater than the context
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -96,6 +104,13 @@ SCENARIOS: dict[str, Scenario] = {
     "quota": Scenario("quota", quota_exhausted=True),
     "llamacpp-overflow": Scenario("llamacpp-overflow", context_limit=60),
     "content-filter": Scenario("content-filter", content_filter_fraction=0.5),
+    "refusal": Scenario("refusal", refusal_fraction=0.5),
+    "filtered": Scenario("filtered", filter_fraction=0.5),
+    "responses-failed": Scenario("responses-failed", failed_fraction=0.5),
+    "credits": Scenario("credits", credits_exhausted=True),
+    "deployment": Scenario("deployment", reasoning_aliases=("my-gpt5-deployment",)),
+    "reset-headers": Scenario("reset-headers", rate_limit_burst=2, reset_tokens="0.3s"),
+    "vllm-context": Scenario("vllm-context", context_len=2048),
 }
 
 
@@ -204,18 +219,23 @@ def burst(req: Request, sc: Scenario) -> Hit | None:
     return Hit(headers={"retry-after": sc.burst_retry_after} if sc.burst_retry_after is not None else {})
 
 
+def _is_reasoning(req: Request, sc: Scenario) -> bool:
+    return bool(_REASONING.match(_bare(req.model))) or req.model in sc.reasoning_aliases
+
+
 def unknown_openai_model(req: Request, sc: Scenario) -> Hit | None:
-    return None if _OPENAI_MODELS.match(_bare(req.model)) else Hit(subs=(("gpt-5.2-proo", req.model),))
+    known = _OPENAI_MODELS.match(_bare(req.model)) or req.model in sc.reasoning_aliases
+    return None if known else Hit(subs=(("gpt-5.2-proo", req.model),))
 
 
 def reasoning_max_tokens(req: Request, sc: Scenario) -> Hit | None:
-    hit = req.api == "/chat/completions" and _REASONING.match(_bare(req.model)) and "max_tokens" in req.body
+    hit = req.api == "/chat/completions" and _is_reasoning(req, sc) and "max_tokens" in req.body
     return Hit() if hit else None
 
 
 def reasoning_temperature(req: Request, sc: Scenario) -> Hit | None:
     value = req.body.get("temperature")
-    if req.api != "/chat/completions" or not _REASONING.match(_bare(req.model)) or value is None or value == 1:
+    if req.api != "/chat/completions" or not _is_reasoning(req, sc) or value is None or value == 1:
         return None
     return Hit(subs=(("does not support 0 with", f"does not support {json.dumps(value)} with"),))
 
@@ -286,30 +306,92 @@ def content_filtered(req: Request, sc: Scenario) -> Hit | None:
     return Hit() if req.fraction() < sc.content_filter_fraction else None
 
 
+def _solve(req: Request) -> bool:
+    return answer_text(req.prompt, {})[0] == "solve"
+
+
+def _answered_with(knob: str, api: str) -> Check:
+    """A check hitting the solve prompts on ``api`` whose hash falls below the scenario's ``knob``
+    fraction; the recorded outcome body is served as recorded."""
+    def check(req: Request, sc: Scenario) -> Hit | None:
+        return Hit() if req.api == api and _solve(req) and req.fraction() < getattr(sc, knob) else None
+    return check
+
+
+def refused(api: str) -> Check:
+    return _answered_with("refusal_fraction", api)
+
+
+def filtered(api: str) -> Check:
+    return _answered_with("filter_fraction", api)
+
+
+response_failed = _answered_with("failed_fraction", "/responses")
+
+
+def credits_exhausted(req: Request, sc: Scenario) -> Hit | None:
+    return Hit() if sc.credits_exhausted else None
+
+
+def rate_limited_with_reset(req: Request, sc: Scenario) -> Hit | None:
+    if req.seq > sc.rate_limit_burst:
+        return None
+    headers = dict(fixture("openai/err_429_rate_limit_reset_headers")["headers"])
+    if sc.reset_tokens is not None:
+        headers["x-ratelimit-reset-tokens"] = sc.reset_tokens
+    return Hit(headers=headers)
+
+
+def vllm_budget_over_context(req: Request, sc: Scenario) -> Hit | None:
+    limit = req.token_limit
+    if sc.context_len is None or limit is None or limit <= sc.context_len:
+        return None
+    return Hit(subs=(("'max_tokens' (2049)", f"'{'max_completion_tokens' if 'max_completion_tokens' in req.body else 'max_tokens'}' ({limit})"),
+                     ("context length (2048)", f"context length ({sc.context_len})"),
+                     ("value=2049", f"value={limit}")))
+
+
 # --------------------------------------------------------------------------- the rule tables
 
 _OPENAI_RULES: tuple[Rule, ...] = (
     Rule("insufficient_quota (scenario)", "openai/err_429_insufficient_quota", quota_exhausted),
+    Rule("TPM rate limit with x-ratelimit-* reset headers (scenario)", "openai/err_429_rate_limit_reset_headers",
+         rate_limited_with_reset),
     Rule("unknown model", "openai/err_404_model_not_found", unknown_openai_model),
     Rule("reasoning model: max_tokens refused", "openai/err_400_max_tokens_unsupported_gpt5", reasoning_max_tokens),
     Rule("reasoning model: only temperature 1", "openai/err_400_temperature_unsupported_gpt5", reasoning_temperature),
     Rule("temperature below 0", "openai/err_400_invalid_temperature_value", negative_temperature),
     Rule("context length (scenario)", "openai/err_400_context_length_exceeded", openai_overflow),
+    Rule("refusal (scenario)", "openai/chat_gpt4o_refusal", refused("/chat/completions")),
+    Rule("refusal part (scenario)", "openai/responses_refusal_part", refused("/responses")),
+    Rule("incomplete: content_filter (scenario)", "openai/responses_incomplete_content_filter", filtered("/responses")),
+    Rule("status failed (scenario)", "openai/responses_failed_server_error", response_failed),
 )
 
 RULES: dict[str, tuple[Rule, ...]] = {
-    "openai": (Rule("key in Authorization: Bearer", "openai/err_401_invalid_api_key", bearer_missing), *_OPENAI_RULES),
+    "openai": (Rule("key in Authorization: Bearer", "openai/err_401_invalid_api_key", bearer_missing), *_OPENAI_RULES,
+               Rule("finish_reason content_filter (scenario)", "azure/chat_finish_content_filter",
+                    filtered("/chat/completions"))),
     # Azure's own 401 body is not recorded: answered with OpenAI's (same error shape)
     "azure": (Rule("key in the api-key header", "openai/err_401_invalid_api_key", azure_key_missing), *_OPENAI_RULES,
-              Rule("content filter (scenario)", "azure/err_400_content_filter_innererror", content_filtered)),
+              Rule("content filter (scenario)", "azure/err_400_content_filter_innererror", content_filtered),
+              Rule("finish_reason content_filter (scenario)", "azure/chat_finish_content_filter",
+                   filtered("/chat/completions"))),
     "gemini": (
         Rule("no /responses on the OpenAI-compatible endpoint", "gemini/err_404_responses_not_served", not_chat),
         Rule("burst of 429 (scenario)", "gemini/err_429_resource_exhausted_list", burst),
         Rule("unknown fields refused (seed, frequency_penalty, reasoning, top_k, google, extra_body)",
              "gemini/err_400_unknown_field_seed_list", gemini_refused_fields),
+        Rule("safety block (scenario)", "gemini/chat_safety_block_content_filter", filtered("/chat/completions")),
     ),
-    "openrouter": (Rule("burst of 429 (scenario)", "openrouter/err_429_upstream_rate_limited", burst),),
+    "openrouter": (Rule("burst of 429 (scenario)", "openrouter/err_429_upstream_rate_limited", burst),
+                   Rule("HTTP 200 carrying a 402 (scenario)", "openrouter/err_200_402_insufficient_credits",
+                        credits_exhausted),
+                   Rule("content_filter (scenario)", "openrouter/chat_gemini_content_filter",
+                        filtered("/chat/completions"))),
     "vllm": (Rule("token limit below 1", "vllm/err_400_max_tokens_negative", vllm_bad_max_tokens),
+             Rule("token limit greater than the context (scenario)", "vllm/err_400_max_tokens_over_context",
+                  vllm_budget_over_context),
              Rule("context length (scenario)", "vllm/err_400_context_length", vllm_overflow)),
     "llama-cpp": (Rule("context overflow (scenario)", "llamacpp/err_400_exceed_context_size", llamacpp_overflow),),
     "ollama": (),

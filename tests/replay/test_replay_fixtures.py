@@ -38,7 +38,10 @@ def test_at_least_thirty_recorded_bodies_with_a_named_source():
         fx = load(name)
         assert fx["provider"] == name.split("/")[0] or name.startswith("generic/"), name
         assert fx["api"].startswith("/") and 200 <= fx["status"] < 600, name
-        assert fx["source"]["url"].startswith("https://github.com/"), name
+        if fx["source"].get("doc_shaped"):  # built from the provider's documentation, said so in the note
+            assert fx["source"]["url"].startswith("https://") and fx["note"].startswith("DOC-SHAPED"), name
+        else:
+            assert fx["source"]["url"].startswith("https://github.com/"), name
         assert fx["note"].strip(), name
         if body_of(name).strip():
             json.loads(body_of(name))  # every recorded body is valid JSON (objects, lists)
@@ -75,7 +78,8 @@ SUCCESSES = [
 
 
 def test_every_success_fixture_is_covered():
-    assert sorted(s[0] for s in SUCCESSES) == sorted(n for n in ALL if load(n)["status"] == 200)
+    covered = [s[0] for s in SUCCESSES] + [o[0] for o in OUTCOMES]
+    assert sorted(covered) == sorted(n for n in ALL if load(n)["status"] == 200)
 
 
 @pytest.mark.parametrize(("name", "text", "thoughts", "tokens", "finish"), SUCCESSES, ids=[s[0] for s in SUCCESSES])
@@ -106,8 +110,11 @@ ERRORS = [
     ("azure/err_400_content_filter", "item", "The response was filtered due to the prompt triggering Azure OpenAI"),
     ("azure/err_400_content_filter_innererror", "item", "The response was filtered due to the prompt triggering"),
     ("azure/err_400_temperature_unsupported_gpt5", "fatal", "Unsupported value: 'temperature' does not support 0"),
-    ("vllm/err_400_context_length", "item", "This model's maximum context length is 6048 tokens."),
+    # 6048 tokens asked for the completion of a 6048-token context: no prompt fits, a wrong --max-tokens
+    ("vllm/err_400_context_length", "fatal", "This model's maximum context length is 6048 tokens."),
     ("vllm/err_400_max_tokens_negative", "fatal", "max_tokens must be at least 1, got -186."),
+    ("vllm/err_400_max_tokens_over_context", "fatal", "'max_tokens' (2049) cannot be greater than the model's"),
+    ("openai/err_429_rate_limit_reset_headers", "retry", "Rate limit reached for gpt-4 in organization"),
     ("openrouter/err_429_upstream_rate_limited", "retry", "Provider returned error"),
     ("ollama/err_404_model_not_found_native", "fatal", "model 'custom-phi3-32k-Q4_K_M' not found"),
 ]
@@ -187,3 +194,85 @@ def test_truncation_is_visible_on_the_completion():
     assert wire.parse_success("/chat/completions", body_of("openrouter/chat_length_with_cost")).truncated
     assert not wire.parse_success("/chat/completions", body_of("openrouter/chat_gpt5_mini_cost_reasoning")).truncated
     assert not wire.parse_success("/responses", body_of("openai/responses_gpt5_reasoning_summary")).truncated
+
+
+# --------------------------------------------------------------------------- every reply is an outcome (issue 24)
+
+OUTCOMES = [
+    # fixture, provider profile, outcome, text, refusal (None: none), raw fields that decided it
+    ("openai/chat_gpt4o_refusal", "openai", "refused", "", "I'm sorry, but I can't assist with that request.",
+     {"finish_reason": "stop"}),
+    ("openai/responses_refusal_part", "openai", "refused", "", "I'm sorry, but I can't assist with that request.",
+     {"status": "completed"}),
+    ("openai/responses_incomplete_content_filter", "openai", "filtered", "The first part of the answer is", None,
+     {"status": "incomplete", "incomplete_details": {"reason": "content_filter"}}),
+    ("azure/chat_finish_content_filter", "azure", "filtered", "", None, {"finish_reason": "content_filter"}),
+    ("gemini/chat_safety_block_content_filter", "gemini", "filtered", "", None, {"finish_reason": "content_filter"}),
+    ("openrouter/chat_gemini_content_filter", "openrouter", "filtered", "", None, {"finish_reason": "content_filter"}),
+]
+#: 200 bodies that are no completion: (fixture, kind, status classified as, the provider's message)
+NOT_COMPLETIONS = [
+    ("openai/responses_failed_server_error", "retry", 200, "The model produced invalid content."),
+    ("openrouter/err_200_402_insufficient_credits", "fatal", 402, "Insufficient credits. This account never purchased"),
+]
+OUTCOMES += [(n, "", "", "", None, {}) for n, *_ in NOT_COMPLETIONS]  # covered below
+
+
+@pytest.mark.parametrize(("name", "provider", "outcome", "text", "refusal", "raw"),
+                         [o for o in OUTCOMES if o[2]], ids=[o[0] for o in OUTCOMES if o[2]])
+def test_outcome_bodies_parse_into_their_outcome(name, provider, outcome, text, refusal, raw):
+    from cresowlve_core.llm.profiles import get_profile
+
+    fx = load(name)
+    c = wire.interpret(fx["api"], fx["status"], fx["headers"], body_of(name).encode(), get_profile(provider))
+    assert (c.outcome, c.text, c.refusal) == (outcome, text, refusal)
+    assert {k: c.raw.get(k) for k in raw} == raw
+    assert not c.is_answer
+
+
+@pytest.mark.parametrize(("name", "kind", "status", "message"), NOT_COMPLETIONS, ids=[n[0] for n in NOT_COMPLETIONS])
+def test_a_200_that_is_no_completion_is_classified_with_the_providers_message(name, kind, status, message):
+    from cresowlve_core.llm.profiles import get_profile
+    from cresowlve_core.llm.wire import AttemptFailed
+
+    fx = load(name)
+    with pytest.raises(AttemptFailed) as exc:
+        wire.interpret(fx["api"], fx["status"], fx["headers"], body_of(name).encode(), get_profile("openrouter"))
+    f = exc.value.failure
+    assert (f.kind, f.status) == (kind, status) and message in f.message and f.dead_sign is None
+
+
+def test_vllm_budget_over_the_context_is_fatal_naming_max_tokens():
+    fx = load("vllm/err_400_max_tokens_over_context")
+    f = wire.classify_status(fx["status"], fx["headers"], body_of("vllm/err_400_max_tokens_over_context"))
+    assert f.kind == "fatal" and "--max-tokens" in f.message
+    assert "'max_tokens' (2049) cannot be greater than the model's maximum context length (2048)" in f.message
+
+
+def test_the_recorded_unsupported_temperature_and_max_tokens_are_adaptable():
+    for name, field, action, to in (("openai/err_400_temperature_unsupported_gpt5", "temperature", "drop", None),
+                                    ("azure/err_400_temperature_unsupported_gpt5", "temperature", "drop", None),
+                                    ("openai/err_400_max_tokens_unsupported_gpt5", "max_tokens", "rename",
+                                     "max_completion_tokens"),
+                                    ("openai/err_400_max_tokens_unsupported_o1", "max_tokens", "rename",
+                                     "max_completion_tokens")):
+        f = wire.classify_status(400, {}, body_of(name))
+        assert f.kind == "fatal" and f.adaptation is not None, name
+        assert (f.adaptation["field"], f.adaptation["action"], f.adaptation["to"]) == (field, action, to), name
+    invalid = wire.classify_status(400, {}, body_of("openai/err_400_invalid_temperature_value"))
+    assert invalid.adaptation is None and "--temperature" in invalid.message
+
+
+def test_the_rate_limit_reset_headers_set_the_wait():
+    fx = load("openai/err_429_rate_limit_reset_headers")
+    f = wire.classify_status(fx["status"], fx["headers"], body_of("openai/err_429_rate_limit_reset_headers"))
+    assert f.kind == "retry" and f.retry_after == pytest.approx(26.604)  # the tokens limit is the one exhausted
+
+
+def test_openrouter_reasoning_details_alone_give_the_thoughts():
+    from cresowlve_core.llm.profiles import get_profile
+
+    body = json.loads(body_of("openrouter/chat_gpt5_mini_cost_reasoning"))
+    del body["choices"][0]["message"]["reasoning"]  # only reasoning_details (reasoning.summary, reasoning.encrypted)
+    c = wire.parse_success("/chat/completions", json.dumps(body), get_profile("openrouter"))
+    assert c.thoughts is not None and c.thoughts.startswith("**Exploring Mars Overview**")
