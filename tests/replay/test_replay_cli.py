@@ -202,3 +202,95 @@ def test_vllm_effort_goes_as_the_template_switch_and_reasoning_content_is_kept(t
     assert all(e["body"]["chat_template_kwargs"] == {"enable_thinking": True} for e in sent)
     assert all("reasoning_effort" not in e["body"] for e in sent)
     assert all(r["thoughts"].startswith("Replay reasoning") for r in records(tmp_path / "run"))
+
+
+# --------------------------------------------------------------------------- every reply is an outcome (issue 24)
+
+
+def test_a_refusal_costs_one_request_and_shows_as_refused(tmp_path):
+    with ReplayServer("refusal") as srv:  # half the solve prompts get OpenAI's recorded refusal
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", limit=6)
+        sent = srv.requests("openai")
+    refusals = sum(e["rule"] == "refusal (scenario)" for e in sent)
+    assert code == 0, out
+    assert 0 < refusals < 6 and len(sent) == 6  # one request per item: a refusal is never re-asked
+    line = next(ln for ln in out.splitlines() if ln.startswith("n="))  # the summary line (stdout)
+    assert f"ok=6 ({refusals} refused)" in line
+    recs = records(tmp_path / "run")
+    assert sum(r["outcome"] == "refused" for r in recs) == refusals
+    assert all(r["refusal"] == "I'm sorry, but I can't assist with that request." and r["em_lenient"] is False
+               for r in recs if r["outcome"] == "refused")
+    assert summary(tmp_path / "run")["n_refused"] == refusals
+
+
+def test_a_filtered_partial_answer_is_never_scored_correct(tmp_path):
+    items = load_items("demo", "en")[:6]
+    answers = {item.view("en").question.strip()[:60]: item.view("en").answer for item in items}
+    with ReplayServer("filtered", answers=answers) as srv:  # every other answer is the reference itself
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-5-mini", "--effort", "low",
+                             "--judge-model", "gpt-4.1", limit=6)
+        solve = [e for e in srv.requests("openai", "/responses")]
+    filtered = sum(e["rule"] == "incomplete: content_filter (scenario)" for e in solve)
+    assert code == 0, out
+    assert 0 < filtered < 6 and len(solve) == 6
+    recs = records(tmp_path / "run")
+    cut = [r for r in recs if r["outcome"] == "filtered"]
+    assert len(cut) == filtered and all(r["raw_output"] == "The first part of the answer is" for r in cut)
+    assert all(r["em_lenient"] is False and r["judge_verdict"] != "CORRECT" for r in cut)
+    assert all(r["judge_verdict"] == "CORRECT" for r in recs if r["outcome"] == "answer")
+
+
+def test_a_failed_response_shows_the_providers_reason(tmp_path):
+    with ReplayServer(failed_fraction=1.0) as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-5-mini", "--effort", "low", limit=1)
+        sent = srv.requests("openai")
+    assert code == 1, out
+    assert len(sent) == 6  # retried like a 5xx
+    (rec,) = records(tmp_path / "run")
+    assert rec["status"] == "error" and rec["outcome"] == "failed"
+    assert "The model produced invalid content." in rec["error"] and "response has empty text" not in rec["error"]
+
+
+def test_openrouter_200_carrying_402_stops_at_once(tmp_path):
+    with ReplayServer("credits") as srv:
+        code, out = run_eval(srv, "openrouter", tmp_path / "run", "--model", "qwen/qwen3-235b-a22b-2507")
+        n_requests = len(srv.requests("openrouter"))
+    assert code == 3, out
+    assert n_requests == 1  # not retried, no other item sent
+    assert "Insufficient credits. This account never purchased credits." in last_line(out)
+
+
+def test_a_judge_named_by_a_deployment_that_refuses_temperature_judges_every_item(tmp_path):
+    with ReplayServer("deployment") as srv:  # my-gpt5-deployment is a reasoning model the name does not reveal
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", "--judge-model",
+                             "my-gpt5-deployment")
+        judge = [e for e in srv.requests("openai") if e["body"].get("model") == "my-gpt5-deployment"]
+    assert code == 0, out
+    assert [e["status"] for e in judge] == [400, 200, 200, 200]  # refused once, then every call without it
+    assert "temperature" in judge[0]["body"] and all("temperature" not in e["body"] for e in judge[1:])
+    s = summary(tmp_path / "run")
+    assert (s["n_judged"], s["n_judge_error"]) == (3, 0)
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    adapted = manifest["judge"]["adapted"]
+    assert [(a["field"], a["action"]) for a in adapted] == [("temperature", "drop")]
+    assert adapted[0]["reason"].startswith("Unsupported value: 'temperature' does not support 0")
+    assert manifest["adapted"] == []  # the model under test was never refused
+    assert "refused 'temperature'" in out
+
+
+def test_vllm_max_tokens_over_the_context_stops_after_the_first_answer(tmp_path):
+    with ReplayServer("vllm-context") as srv:  # a 2048-token context; the default budget is 4096
+        code, out = run_eval(srv, "vllm", tmp_path / "run", "--model", "Qwen/Qwen3-8B")
+        n_requests = len(srv.requests("vllm"))
+    assert code == 3, out
+    assert n_requests == 1
+    line = last_line(out)
+    assert "cannot be greater than the model's maximum context length (2048)" in line and "--max-tokens" in line
+
+
+def test_a_429_with_reset_headers_is_waited_out(tmp_path):
+    with ReplayServer("reset-headers") as srv:  # two TPM 429s, x-ratelimit-reset-tokens: 0.3s
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", limit=1)
+        statuses = [e["status"] for e in srv.requests("openai")]
+    assert code == 0, out
+    assert statuses == [429, 429, 200]
