@@ -48,7 +48,7 @@ def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
     run_dir = tmp_path / "demo" / "m__en"
     run_dir.mkdir(parents=True)
     (run_dir / "manifest.json").write_text(json.dumps({
-        "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "demo", "effort": None,
+        "model": "m", "base_url": "http://y/v1", "lang": "en", "items": "demo", "effort": None,
         "prompt": {"name": "solve_cot_en", "version": "0"}, "n_items": 9}))
     (run_dir / "responses.jsonl").write_text('{"id": "chgk_0", "lang": "en"}\n')
     tgt = Target("m", "http://y/v1", None, None, None, None, local=False)
@@ -58,10 +58,11 @@ def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
     assert "moved the old run" in line and "solve_cot_en@0" in line, line
     (archived,) = (tmp_path / "archive").iterdir()
     assert (archived / "responses.jsonl").read_text().startswith('{"id": "chgk_0"')  # nothing lost
-    # a compatible run (only the base URL differs) stays where it is
+    # a run of the same configuration stays where it is (the base URL is part of it: another host is
+    # another configuration, tests/runtime/test_resume_identity.py)
     run_dir.mkdir()
     (run_dir / "manifest.json").write_text(json.dumps({
-        "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "demo", "effort": None,
+        "model": "m", "base_url": "http://y/v1", "lang": "en", "items": "demo", "effort": None, "temperature": 0.0, "max_tokens": 4096,
         "prompt": {"name": "solve_cot_en", "version": load_prompt("solve_cot_en").version}, "n_items": 9}))
     assert "nothing archived" in prepare_demo_run(params, tmp_path / "archive")
     assert run_dir.exists() and len(list((tmp_path / "archive").iterdir())) == 1
