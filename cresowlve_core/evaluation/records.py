@@ -34,6 +34,7 @@ class ResponseRecord(BaseModel):
     #: (``prediction`` None) and every metric is False; ``failed``/``error`` are ``status: error``
     outcome: Outcome = "answer"
     refusal: str | None = None  # the model's refusal text
+    invalid_utf8: bool = False  # the body was not valid UTF-8: decoded with U+FFFD, kept and flagged
     model: str
     effort: str | None = None
     # item annotations, copied so a run dir is self-contained

@@ -18,8 +18,12 @@ from cresowlve_core.llm.types import NOT_AN_ANSWER, Completion, Outcome
 
 
 def outcome_fields(c: Completion) -> dict[str, Any]:
-    """The outcome fields of a record made from ``c``: ``outcome`` and ``refusal``."""
-    return {"outcome": c.outcome, "refusal": c.refusal}
+    """The outcome fields of a record made from ``c``: ``outcome`` and ``refusal``, and
+    ``invalid_utf8: true`` when the body was not valid UTF-8 (decoded with U+FFFD, kept)."""
+    fields: dict[str, Any] = {"outcome": c.outcome, "refusal": c.refusal}
+    if c.raw.get("invalid_utf8"):
+        fields["invalid_utf8"] = True
+    return fields
 
 
 def is_withheld(c: Completion) -> bool:
