@@ -1,4 +1,4 @@
-"""Smaller command-line points (issue 27 point 8): a flag typo gets the subcommand's usage and the
+"""Smaller command-line points: a flag typo gets the subcommand's usage and the
 nearest flag; a busy port is named; ``data/errors/`` is git-ignored."""
 
 from __future__ import annotations

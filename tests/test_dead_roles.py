@@ -21,14 +21,23 @@ def last_line(text: str) -> str:
     return [line for line in text.splitlines() if line.strip()][-1]
 
 
-def test_a_dead_labeller_stops_errors_label_with_exit_3(tmp_path, capsys, monkeypatch):
+def _wrong_runs(tmp_path, monkeypatch, n):
+    """A run directory under tmp_path/runs whose ``n`` answers are all wrong (a private cache)."""
     monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    items = _items(6)
+    items = _items(n)
     (tmp_path / "runs").mkdir()
     write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+
+
+def _label(tmp_path, base_url, model="lab"):
+    return main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                 "--labeller-model", model, "--labeller-base-url", base_url, "--concurrency", "2"])
+
+
+def test_a_dead_labeller_stops_errors_label_with_exit_3(tmp_path, capsys, monkeypatch):
+    _wrong_runs(tmp_path, monkeypatch, 6)
     with FakeServer(faults=lambda r: "404") as srv:
-        rc = main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--labeller-model", "gone", "--labeller-base-url", srv.base_url, "--concurrency", "2"])
+        rc = _label(tmp_path, srv.base_url, model="gone")
         sent = srv.total
     err = capsys.readouterr().err
     assert rc == 3, err
@@ -56,16 +65,10 @@ def test_a_dead_judge_stops_eval_with_exit_3_and_no_accuracy_from_missing_verdic
     assert "judge accuracy" not in out.out.lower()
 
 
-def _label(tmp_path, base_url):
-    return main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                 "--labeller-model", "lab", "--labeller-base-url", base_url, "--concurrency", "2"])
 
 
 def test_errors_label_prints_one_line_and_says_nothing_sent_on_a_rerun(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    items = _items(3)
-    (tmp_path / "runs").mkdir()
-    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    _wrong_runs(tmp_path, monkeypatch, 3)
     with FakeServer(answers=lambda r: "RATIONALE: x\nCATEGORY: overthinking") as srv:
         assert _label(tmp_path, srv.base_url) == 0
         first = capsys.readouterr().out.strip().splitlines()
@@ -77,10 +80,7 @@ def test_errors_label_prints_one_line_and_says_nothing_sent_on_a_rerun(tmp_path,
 
 
 def test_errors_label_in_which_no_reply_parses_exits_1(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    items = _items(3)
-    (tmp_path / "runs").mkdir()
-    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    _wrong_runs(tmp_path, monkeypatch, 3)
     with FakeServer(answers=lambda r: "I am not sure.") as srv:
         rc = _label(tmp_path, srv.base_url)
     err = capsys.readouterr().err

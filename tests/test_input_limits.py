@@ -1,4 +1,4 @@
-"""Issue 26 point 6: input limits, enforced by every stage's reader (cresowlve_core/inputs.py).
+"""Input limits, enforced by every stage's reader (cresowlve_core/inputs.py).
 
 A NUL (or another control character) in a question or query, a question or query above 64 KB
 (unless ``--max-input-chars`` raises it) and an empty field are refused with exit 2 and

@@ -1,5 +1,4 @@
-"""Reports are replaced atomically and named by what they show; long renders say where they are
-(issue 27 points 4 and 6)."""
+"""Reports are replaced atomically and named by what they show; long renders say where they are."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """A role that names a model without a base URL is refused (exit 2, one line naming the missing
-flag) before anything starts or is created: the embedded model never answers in its place
-(issue 27 point 1). Every stage's roles, through the command line."""
+flag) before anything starts or is created: the embedded model never answers in its place.
+Every stage's roles, through the command line."""
 
 from __future__ import annotations
 

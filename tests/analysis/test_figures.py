@@ -1,4 +1,4 @@
-"""Figures a paper could use (issue 27 point 7): ordered bins, no stack on a log axis, small multiples
+"""Figures a paper could use: ordered bins, no stack on a log axis, small multiples
 past 8 configurations, value-sorted heatmap columns, human axis titles; and a static screenshot of each
 at 1,400 px (kept under the test's artefact folder)."""
 

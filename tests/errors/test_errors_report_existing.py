@@ -1,5 +1,5 @@
 """``cresowlve errors report`` without a labeller reports the labels that exist and labels nothing;
-labels the embedded model made are flagged so the report carries the banner (issue 27 point 3)."""
+labels the embedded model made are flagged so the report carries the banner."""
 
 from __future__ import annotations
 

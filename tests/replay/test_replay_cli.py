@@ -204,7 +204,7 @@ def test_vllm_effort_goes_as_the_template_switch_and_reasoning_content_is_kept(t
     assert all(r["thoughts"].startswith("Replay reasoning") for r in records(tmp_path / "run"))
 
 
-# --------------------------------------------------------------------------- every reply is an outcome (issue 24)
+# --------------------------------------------------------------------------- every reply is an outcome
 
 
 def test_a_refusal_costs_one_request_and_shows_as_refused(tmp_path):

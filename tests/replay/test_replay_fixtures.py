@@ -196,7 +196,7 @@ def test_truncation_is_visible_on_the_completion():
     assert not wire.parse_success("/responses", body_of("openai/responses_gpt5_reasoning_summary")).truncated
 
 
-# --------------------------------------------------------------------------- every reply is an outcome (issue 24)
+# --------------------------------------------------------------------------- every reply is an outcome
 
 OUTCOMES = [
     # fixture, provider profile, outcome, text, refusal (None: none), raw fields that decided it

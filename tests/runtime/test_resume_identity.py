@@ -1,4 +1,4 @@
-"""One resume identity per run directory (issue 27 point 2): every setting that changes an answer
+"""One resume identity per run directory: every setting that changes an answer
 or a verdict, changed on a finished run directory, is refused naming the field (old → new), and
 the manifest is left as it was; or, under the archive-on-change rule, the old run is archived."""
 
