@@ -332,10 +332,10 @@ def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
     wide = pd.concat([*frames, complete], axis=1)
     first = [f"{lang}_{m}" for lang in ("en", "ru") for m in TABLE_METRICS.values()]
     ordered = [f"{c}{s}" for c in first for s, _ in _WIDE_SUFFIXES if f"{c}{s}" in wide.columns]
-    wide = wide[[*ordered, "complete"]].reset_index()
+    wide = wide[[*ordered, "complete"]].copy().reset_index()  # one block per dtype: no fragmented inserts
     order = long.drop_duplicates("config")["config"].tolist()
     wide = wide.set_index("config").loc[order].reset_index()
-    wide = wide[["group", "model", "effort", "config", "complete", *ordered]]
+    wide = wide[["group", "model", "effort", "config", "complete", *ordered]].copy()
     wide["effort"] = wide["effort"].replace("", "-")
     return wide.round(4)
 
