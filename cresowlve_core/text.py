@@ -25,8 +25,27 @@ def slug(text: str) -> str:
     safe = _UNSAFE.sub("-", text).strip("-")
     if safe == text:
         return safe
-    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-    return f"{safe.strip('.') or 'x'}-{digest}"
+    return f"{safe.strip('.') or 'x'}-{_digest(text)}"
+
+
+def _digest(text: str) -> str:
+    """8 hex digits of the SHA-256 of ``text`` (what tells two names with one safe form apart)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
+
+
+_ID_UNSAFE = re.compile(r"[^a-z0-9]+")
+
+
+def id_part(text: str, max_len: int = 40) -> str:
+    """A lower-case readable part of an id (``Morton Gould`` -> ``morton-gould``), for ids built from
+    names (CREATE query ids). An ASCII name that fits ``max_len`` keeps its readable form, as ids
+    always had; a name with a non-ASCII character, or one cut to ``max_len``, gets
+    :func:`slug`'s hash of itself appended, so two names that differ only in non-ASCII characters
+    (``Müller``, ``Möller``) or after ``max_len`` characters get two ids."""
+    readable = _ID_UNSAFE.sub("-", text.lower()).strip("-")
+    if text.isascii() and len(readable) <= max_len:
+        return readable or "x"
+    return f"{readable[:max_len].strip('-') or 'x'}-{_digest(text)}"
 
 
 def plural(n: int, noun: str, plural_form: str | None = None) -> str:

@@ -7,7 +7,7 @@ import yaml
 from fakeserver import FakeServer
 
 from cresowlve_core.cli import main
-from cresowlve_core.text import UnsafeNameError, slug
+from cresowlve_core.text import UnsafeNameError, id_part, slug
 
 
 def test_safe_names_are_kept_and_every_other_name_gets_a_hash_of_itself():
@@ -35,3 +35,29 @@ def test_a_grid_named_dotdot_is_refused_with_exit_2_and_nothing_sent(tmp_path, c
     err = capsys.readouterr().err
     assert code == 2 and sent == 0, err
     assert "cannot name a directory" in err
+
+
+def test_reviewers_whose_names_differ_only_in_non_ascii_characters_get_two_files(tmp_path):
+    from cresowlve_core.construction import review as R
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.items import ItemView
+
+    R.write_queue(tmp_path, [Candidate(id="chgk_0", ru=ItemView(question="Вопрос?", answer="Ответ"),
+                                       en=ItemView(question="Question?", answer="Answer"))])
+    for reviewer, code in (("Jürgen", "keep"), ("Jørgen", "outdated")):
+        R.ReviewSession(tmp_path, reviewer).decide("chgk_0", code)
+    files = sorted(p.name for p in (tmp_path / "review").glob("decisions__*.jsonl"))
+    assert len(files) == 2, files
+    _, report = R.load_decisions(tmp_path)
+    assert sorted(report["reviewers"]) == sorted(["Jürgen", "Jørgen"])  # named as they typed it, not by file
+    assert report["n_conflicts"] == 1
+
+
+def test_query_ids_of_entities_that_differ_only_in_non_ascii_characters_differ():
+    from cresowlve_core.create.queries import query_id
+
+    assert id_part("Morton Gould") == "morton-gould"  # ASCII names keep the ids they always had
+    assert query_id("Q1__P1", "Job Römer", "X") != query_id("Q1__P1", "Job Rämer", "X")
+    long_a, long_b = "a" * 45 + "1", "a" * 45 + "2"  # equal in their first 40 characters
+    assert id_part(long_a) != id_part(long_b) and len(id_part(long_a)) <= 49
+

@@ -19,7 +19,6 @@ Write them under a temporary directory or ``data/runs/synthetic`` (git-ignored).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ import pandas as pd
 from cresowlve_core.jsonl import dumps_lines
 from cresowlve_core.outfiles import dumps_json
 from cresowlve_core.runtime.rundir import RESPONSES
+from cresowlve_core.text import slug
 
 PAPER_CONFIGS: list[tuple[str, str | None, bool]] = [
     ("OLMo-2-32B-Instruct", None, False),
@@ -127,10 +127,6 @@ DIFFICULTY_COUNTS = {1: 417, 2: 453, 3: 436, 4: 371, 5: 384}
 FACTUAL_SHARE = 352 / 2413
 
 _NONE = np.array(None, dtype=object)  # None for np.where (whose stubs refuse a bare None); same object result
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
 def _configs(n: int) -> list[tuple[str, str | None, bool]]:
@@ -294,7 +290,7 @@ def write_synthetic_runs(
         price = None if ci % 6 == 5 else float(rng.choice([0.4, 2.0, 8.0, 15.0]))
         for lang in langs:
             run_rng = np.random.default_rng([seed, 3, ci, 0 if lang == "en" else 1])
-            run_id = f"synthetic__{_slug(model)}__{effort or 'default'}__{lang}"
+            run_id = f"synthetic__{slug(model)}__{effort or 'default'}__{lang}"
             d = out / run_id
             d.mkdir(parents=True, exist_ok=True)
             records = _run_records(

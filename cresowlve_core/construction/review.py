@@ -29,6 +29,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
 from cresowlve_core.runtime import RunDir, now_iso
+from cresowlve_core.text import slug
 
 DECISIONS: dict[str, str] = {
     "keep": "Keep: answerable, not Russian-specific, translation correct",
@@ -73,10 +74,16 @@ class Annotation(BaseModel):
 
 
 def _safe_name(reviewer: str) -> str:
-    name = re.sub(r"[^\w.-]+", "_", reviewer.strip()).strip("._")
-    if not name:
+    """The reviewer's part of a review file name (:func:`cresowlve_core.text.slug`: two reviewers
+    never share a file)."""
+    if not reviewer.strip():
         raise ReviewError("a reviewer name is required")
-    return name[:64]
+    return slug(reviewer.strip())
+
+
+def _reviewer_of(file: Path, prefix: str, records: Iterable[Decision | Annotation]) -> str:
+    """The reviewer a review file belongs to: as the records name them, else the file's name part."""
+    return next((r.reviewer for r in records if r.reviewer), file.name.removeprefix(prefix).removesuffix(".jsonl"))
 
 
 def review_dir(build_dir: str | Path) -> Path:
@@ -215,7 +222,7 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
         for r in run.read(f.name):
             d = Decision.model_validate(r)
             latest[d.item_id] = d
-        reviewers.append(f.name.removeprefix("decisions__").removesuffix(".jsonl"))
+        reviewers.append(_reviewer_of(f, "decisions__", latest.values()))
         for d in latest.values():
             per_item.setdefault(d.item_id, []).append(d)
     merged, conflicts = {}, []
@@ -349,5 +356,5 @@ def load_annotations(build_dir: str | Path) -> dict[str, dict[str, Annotation]]:
         for r in run.read(f.name):
             a = Annotation.model_validate(r)
             latest[a.item_id] = a
-        out[f.name.removeprefix("annotations__").removesuffix(".jsonl")] = latest
+        out[_reviewer_of(f, "annotations__", latest.values())] = latest
     return out

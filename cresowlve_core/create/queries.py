@@ -46,6 +46,7 @@ from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import STOP_ERRORS, run_coro
 from cresowlve_core.runtime.outcomes import is_withheld
 from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
+from cresowlve_core.text import id_part
 
 
 def default_queries_path() -> Path:
@@ -93,13 +94,9 @@ class CreateQuery(BaseModel):
             self.id = query_id(self.description, self.entity_a, self.entity_b)
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:40] or "x"
-
-
 def query_id(description: str, entity_a: str, entity_b: str) -> str:
-    """A readable, stable id: ``<category>__<entity_a>__<entity_b>`` slugs."""
-    return "__".join(x for x in (description, _slug(entity_a), _slug(entity_b)) if x)
+    """A readable, stable id: ``<category>__<entity_a>__<entity_b>`` (:func:`cresowlve_core.text.id_part`)."""
+    return "__".join(x for x in (description, id_part(entity_a), id_part(entity_b)) if x)
 
 
 class QueriesFileError(ValueError):

@@ -26,8 +26,8 @@ def test_records_and_manifests_follow_the_contract(tmp_path):
 def test_realistic_shape_and_seeded(tmp_path):
     write_synthetic_runs(tmp_path / "a", n_items=2000, configs=3, seed=5)
     write_synthetic_runs(tmp_path / "b", n_items=2000, configs=3, seed=5)
-    assert (tmp_path / "a" / "synthetic__olmo-2-32b-instruct__default__en" / "responses.jsonl").read_text() == (
-        tmp_path / "b" / "synthetic__olmo-2-32b-instruct__default__en" / "responses.jsonl"
+    assert (tmp_path / "a" / "synthetic__OLMo-2-32B-Instruct__default__en" / "responses.jsonl").read_text() == (
+        tmp_path / "b" / "synthetic__OLMo-2-32B-Instruct__default__en" / "responses.jsonl"
     ).read_text()
     rs = load_runs(str(tmp_path / "a" / "*"))
     df = rs.responses

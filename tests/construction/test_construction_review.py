@@ -9,6 +9,7 @@ import pytest
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.records import Candidate
 from cresowlve_core.items import ItemView
+from cresowlve_core.text import slug
 
 
 def _cands() -> list[Candidate]:
@@ -29,7 +30,7 @@ def test_decisions_are_saved_at_once_and_a_session_resumes(tmp_path: Path) -> No
     assert s.next_card()["translation_flags"] == ["empty_tag:explanation"]
     s.decide("chgk_0", "keep")
     s.decide("chgk_1", "outdated")
-    lines = (tmp_path / "review" / "decisions__Alice_Smith.jsonl").read_text().splitlines()
+    lines = (tmp_path / "review" / f"decisions__{slug('Alice Smith')}.jsonl").read_text().splitlines()
     assert len(lines) == 2  # on disk the moment they are made
     resumed = R.ReviewSession(tmp_path, "Alice Smith")
     assert resumed.progress() == (2, 5) and resumed.next_card()["id"] == "chgk_2"
