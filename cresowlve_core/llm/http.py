@@ -3,27 +3,36 @@
 The client (:mod:`cresowlve_core.llm.client`) talks to a :class:`Transport`, a two-method
 protocol (``post`` and ``aclose``), so a test double or another HTTP stack plugs in through
 ``LLMClient(transport_factory=...)``. The default, :class:`AiohttpTransport`, is one
-``aiohttp.ClientSession`` per event loop with:
+``aiohttp.ClientSession`` per event loop, built from aiohttp's public API only, with:
 
 * ``TCPConnector(limit=concurrency)``: every call in flight has its own keep-alive connection
   (aiohttp's default of 100 would cap concurrency 256 at a third of the ideal rate);
 * no redirects (``allow_redirects=False``: an API that redirects a POST is misconfigured; the
   3xx is reported);
 * proxies from the environment (``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY``, read once with
-  aiohttp's ``trust_env`` rules, credentials in the proxy URL or ``~/.netrc``; CONNECT tunnels
-  for https); a failure of the proxy names the proxy;
+  the standard library's rules, as aiohttp's ``trust_env``; credentials in the proxy URL or
+  ``~/.netrc``; CONNECT tunnels for https); a failure of the proxy names the proxy;
 * TLS with the system trust store (certifi's when the system has none) plus the CA files and
   directories named by ``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``;
-* answers of at most :data:`MAX_BODY_BYTES` (64 MB) after decompression: a gzip bomb is cut
-  off there (:class:`ResponseTooLarge`, an error of that one item), never inflated in full;
-* a lenient but exact response parser: aiohttp's pure-Python one, which accepts a repeated
-  identical ``Content-Length`` (RFC 9112 §6.3) and bare-LF header lines; differing lengths
-  are refused (~40 µs more CPU per answer than the C parser, invisible next to model latency);
-* a keep-alive connection that receives a response nobody asked for (a desynchronised
-  server) is closed at once, so that answer is never handed to the next request;
-* a reused keep-alive connection closed by the server before any byte of the answer is sent
-  again once on a fresh connection (the server never saw the request); any other failure is
-  reported, so the caller counts it as an attempt.
+* answers of at most :data:`MAX_BODY_BYTES` (64 MB) after decompression, read from
+  ``response.content`` as they stream in: a gzip bomb is cut off there
+  (:class:`ResponseTooLarge`, an error of that one item), never inflated in full;
+* a lenient but exact response parser: aiohttp's pure-Python one (chosen by its documented
+  ``AIOHTTP_NO_EXTENSIONS`` switch, set here before aiohttp is imported), which accepts a
+  repeated identical ``Content-Length`` (RFC 9112 §6.3; the C parser refuses it) and bare-LF
+  header lines; differing lengths are refused (``response.headers.getall``). ~40 µs more CPU
+  per answer than the C parser, invisible next to model latency. If aiohttp was imported
+  first, the C parser stays, with one WARNING;
+* a kept-alive connection that received bytes nobody asked for (a desynchronised server) is
+  closed, never handed to the next request: ``TCPConnector.connect``, aiohttp's documented
+  hook, checks the pooled connection's ``protocol.should_close`` (the flag aiohttp's own pool
+  reads when a connection is released). That one attribute sits on an undocumented class: an
+  aiohttp without it gets one WARNING and no check;
+* a reused keep-alive connection closed by the server before any byte of the answer (trace
+  hooks ``on_connection_reuseconn``/``on_connection_create_end`` say whether it was reused) is
+  sent again once on a fresh connection (the server never saw the request); any other failure
+  is reported, so the caller counts it as an attempt. A reset (``ClientOSError``) before the
+  headers are complete counts as nothing read.
 
 Failures are :class:`TransportError` subclasses: :class:`ConnectFailed` (``refused``, ``dns``,
 ``timed_out``, ``tls`` flags; ``proxy`` names the proxy when it is the proxy that failed;
@@ -36,25 +45,36 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
+import netrc
 import os
 import ssl
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
-import aiohttp
-from aiohttp.client_proto import ResponseHandler
-from aiohttp.helpers import EMPTY_BODY_STATUS_CODES, get_env_proxy_for_url
-from aiohttp.http_parser import HttpResponseParserPy
-from yarl import URL
+# aiohttp's documented switch to its pure-Python parser (read once, when aiohttp is imported):
+# the lenient parser of the module docstring. Checked below (_lenient_parser_in_use).
+os.environ.setdefault("AIOHTTP_NO_EXTENSIONS", "1")
 
-from cresowlve_core.llm.types import LLMConfigError
+import aiohttp  # noqa: E402
+import aiohttp.http  # noqa: E402
+import aiohttp.http_parser  # noqa: E402
+from yarl import URL  # noqa: E402
+
+from cresowlve_core.llm.types import LLMConfigError  # noqa: E402
+
+log = logging.getLogger(__name__)
+_WARNED: set[str] = set()
 
 #: the largest answer accepted, after decompression
 MAX_BODY_BYTES = 64 * 1024 * 1024
 #: environment variables naming extra CA certificates (files or directories), in this order
 CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR")
+#: statuses whose answer has no body (RFC 9110 §6.4.1)
+EMPTY_BODY_STATUSES = frozenset({204, 304, *range(100, 200)})
 
 
 class TransportError(Exception):
@@ -165,84 +185,68 @@ def _ssl_context(env: tuple[str, ...]) -> ssl.SSLContext:
     return ctx
 
 
-# --------------------------------------------------------------------------- the aiohttp protocol
+# --------------------------------------------------------------------------- aiohttp's parts
 
 
-class _StrictResponseHandler(ResponseHandler):
-    """aiohttp's connection protocol with three changes: the pure-Python parser (see the module
-    docstring), a connection that receives a response nobody asked for is closed (never handed
-    to the next request), and failures say whether the connection was reused and whether any
-    byte of the answer had arrived (``cresowlve_reused``, ``cresowlve_no_bytes``)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        super().__init__(loop)
-        self._exchanges = 0
-        self._got_bytes = False
-        self._expecting = False
-
-    def set_response_params(self, *, timer: Any = None, skip_payload: bool = False, read_until_eof: bool = False,
-                            auto_decompress: bool = True, read_timeout: float | None = None,
-                            read_bufsize: int = 2**16, timeout_ceil_threshold: float = 5,
-                            max_line_size: int = 8190, max_field_size: int = 8190, max_headers: int = 128) -> None:
-        self._exchanges += 1
-        self._got_bytes = False
-        self._expecting = True
-        self._skip_payload = skip_payload
-        self._read_bufsize = read_bufsize
-        self._read_timeout = read_timeout
-        self._timeout_ceil_threshold = timeout_ceil_threshold
-        self._parser = _LenientParser(
-            self, self._loop, read_bufsize, timer=timer, payload_exception=aiohttp.ClientPayloadError,
-            response_with_body=not skip_payload, read_until_eof=read_until_eof, auto_decompress=auto_decompress,
-            max_line_size=max_line_size, max_field_size=max_field_size, max_headers=max_headers,
-        )
-        self._drain_tail()
-
-    def data_received(self, data: bytes) -> None:
-        if data:
-            self._got_bytes = True
-        super().data_received(data)
-
-    def feed_data(self, data: Any, size: int = 0) -> None:
-        message = data[0]
-        if 100 <= message.code < 200 and message.code != 101:  # informational: the final answer follows
-            super().feed_data(data, size)
-            return
-        if not self._expecting:  # an answer to no request: this connection is out of step
-            self._should_close = True
-            if self.transport is not None:
-                self.transport.close()
-            return
-        self._expecting = False
-        super().feed_data(data, size)
-
-    def set_exception(self, exc: BaseException, exc_cause: Any = None) -> None:
-        try:
-            exc.cresowlve_reused = self._exchanges > 1  # type: ignore[attr-defined]
-            exc.cresowlve_no_bytes = not self._got_bytes  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
-        if exc_cause is None:
-            super().set_exception(exc)
-        else:
-            super().set_exception(exc, exc_cause)
+def _warn_once(key: str, message: str) -> None:
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning(message)
 
 
-class _LenientParser(HttpResponseParserPy):
-    """A repeated ``Content-Length`` is fine when every value is the same (RFC 9112 §6.3)."""
+def _lenient_parser_in_use() -> bool:
+    """Whether aiohttp parses answers with its pure-Python parser (see the module docstring)."""
+    parser = getattr(aiohttp.http, "HttpResponseParser", None)
+    return parser is not None and parser is getattr(aiohttp.http_parser, "HttpResponseParserPy", None)
 
-    def parse_headers(self, lines: Any) -> Any:
-        parsed = super().parse_headers(lines)
-        lengths = {v.strip() for v in parsed[0].getall("Content-Length", ())}
-        if len(lengths) > 1:
-            raise aiohttp.http_exceptions.BadHttpMessage(f"differing Content-Length values {sorted(lengths)}")
-        return parsed
+
+class _Exchange:
+    """What one request learnt on its way (filled by the trace hooks and :meth:`AiohttpTransport._exchange`):
+    ``reused`` (None: no connection was had, e.g. the proxy's CONNECT failed), ``answered`` (the
+    status line and headers arrived)."""
+
+    __slots__ = ("reused", "answered")
+
+    def __init__(self) -> None:
+        self.reused: bool | None = None
+        self.answered = False
+
+
+async def _on_reused(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, _Exchange):
+        ctx.trace_request_ctx.reused = True
+
+
+async def _on_created(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, _Exchange):
+        ctx.trace_request_ctx.reused = False
+
+
+def _trace_config() -> aiohttp.TraceConfig:
+    trace = aiohttp.TraceConfig()
+    trace.on_connection_reuseconn.append(_on_reused)
+    trace.on_connection_create_end.append(_on_created)
+    return trace
 
 
 class _Connector(aiohttp.TCPConnector):
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._factory = functools.partial(_StrictResponseHandler, loop=self._loop)  # type: ignore[assignment]
+    """``TCPConnector`` whose :meth:`connect` (aiohttp's documented hook) never hands out a pooled
+    connection that already holds bytes nobody asked for (an answer a desynchronised server sent
+    while it idled): that connection is closed and another one taken."""
+
+    async def connect(self, *args: Any, **kwargs: Any) -> Any:
+        for _ in range(self.limit + 1):
+            conn = await super().connect(*args, **kwargs)
+            unasked = getattr(conn.protocol, "should_close", None)
+            if unasked is None:
+                _warn_once("should_close", f"aiohttp {aiohttp.__version__}: its connection protocol has no "
+                           "should_close, so an answer a desynchronised server sends unasked on a kept-alive "
+                           "connection cannot be caught before the next request")
+                return conn
+            if not unasked:
+                return conn
+            conn.close()
+        return conn
 
 
 # --------------------------------------------------------------------------- the transport
@@ -271,23 +275,24 @@ class AiohttpTransport:
         self.first_byte_timeout = first_byte_timeout if first_byte_timeout and first_byte_timeout < read_timeout else None
         self._tls = ssl_context() if self.scheme == "https" else None
         self._session: aiohttp.ClientSession | None = None
+        self._closing: set[asyncio.Task[None]] = set()
         self._urls: dict[str, URL] = {}
         self._tls_probed = False
-        # aiohttp's own reading of the environment (and ~/.netrc for proxy credentials), done once
-        # here rather than at every request as trust_env=True would
-        try:
-            proxy_url, self._proxy_auth = get_env_proxy_for_url(URL(self.origin))
-            self._proxy_url: URL | None = proxy_url
-            self.proxy: str | None = str(proxy_url.with_user(None))
-        except LookupError:
-            self._proxy_url, self._proxy_auth, self.proxy = None, None, None
+        # the environment's proxy, read once here rather than at every request as trust_env=True would
+        self._proxy_url, self._proxy_auth = env_proxy(self.scheme, self.host)
+        self.proxy: str | None = str(self._proxy_url.with_user(None)) if self._proxy_url else None
 
     def _open(self) -> aiohttp.ClientSession:
+        if not _lenient_parser_in_use():
+            _warn_once("parser", "aiohttp was imported before cresowlve_core.llm.http (or AIOHTTP_NO_EXTENSIONS is "
+                       "set empty), so it parses answers with its C parser: a repeated identical Content-Length "
+                       "is refused")
         connector = _Connector(limit=self.concurrency, ssl=self._tls if self._tls is not None else True)
         timeout = aiohttp.ClientTimeout(total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout,
                                         sock_read=self.read_timeout)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False,
-                                              auto_decompress=True, skip_auto_headers=("User-Agent",))
+                                              auto_decompress=True, skip_auto_headers=("User-Agent",),
+                                              trace_configs=[_trace_config()])
         return self._session
 
     async def aclose(self) -> None:
@@ -297,10 +302,13 @@ class AiohttpTransport:
 
     def abandon(self) -> None:
         """Forget the session of an event loop that has finished (no I/O is possible there any
-        more): its sockets close when collected, without aiohttp's "unclosed session" warnings."""
+        more). Its close, which then has nothing to wait for, runs on the current loop, so its
+        sockets close when collected without aiohttp's "unclosed" warnings."""
         session, self._session = self._session, None
-        if session is not None and session.connector is not None:
-            session.connector._closed = True
+        if session is not None:
+            task = asyncio.get_running_loop().create_task(session.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
     async def post(self, target: str, headers: dict[str, str], body: bytes) -> Response:
         url = self._urls.get(target)
@@ -308,33 +316,38 @@ class AiohttpTransport:
             url = self._urls[target] = URL(self.origin + target, encoded=True)
         session = self._session or self._open()
         for fresh_retry in (False, True):
+            exchange = _Exchange()
             try:
-                return await self._exchange(session, url, headers, body)
+                return await self._exchange(session, url, headers, body, exchange)
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
-                stale = _flag(exc, "cresowlve_reused", False) and _flag(exc, "cresowlve_no_bytes", False)
-                if stale and not fresh_retry and not isinstance(exc, aiohttp.ClientConnectorError):
+                if exchange.reused and not exchange.answered and not fresh_retry and _nothing_read(exc):
                     continue  # closed by the server while idle: it never saw this request
-                raise await self._translate(exc) from None
+                raise await self._translate(exc, exchange) from None
             except (aiohttp.ClientError, TimeoutError) as exc:
-                raise await self._translate(exc) from None
+                raise await self._translate(exc, exchange) from None
         raise AssertionError("unreachable")
 
-    async def _exchange(self, session: aiohttp.ClientSession, url: URL, headers: dict[str, str],
-                        body: bytes) -> Response:
+    async def _exchange(self, session: aiohttp.ClientSession, url: URL, headers: dict[str, str], body: bytes,
+                        exchange: _Exchange) -> Response:
+        send = session.post(url, data=body, headers=headers, allow_redirects=False, proxy=self._proxy_url,
+                            proxy_auth=self._proxy_auth, trace_request_ctx=exchange)
         if self.first_byte_timeout is None:
-            resp = await session.post(url, data=body, headers=headers, allow_redirects=False,
-                                          proxy=self._proxy_url, proxy_auth=self._proxy_auth)
+            resp = await send
         else:
             try:
                 async with asyncio.timeout(self.first_byte_timeout):
-                    resp = await session.post(url, data=body, headers=headers, allow_redirects=False,
-                                          proxy=self._proxy_url, proxy_auth=self._proxy_auth)
+                    resp = await send
             except TimeoutError:
                 raise ReadTimeout(f"no answer from {self.host_port} within {self.first_byte_timeout:g} s",
                                   no_answer=True) from None
+        exchange.answered = True
         try:
+            lengths = set(resp.headers.getall("Content-Length", ()))
+            if len(lengths) > 1:
+                raise ProtocolFailure(f"not a valid HTTP answer from {self.host_port} (differing Content-Length "
+                                      f"values {sorted(lengths)})")
             if (resp.content_length is not None and resp.content_length <= MAX_BODY_BYTES
-                    and "Content-Encoding" not in resp.headers) or resp.status in EMPTY_BODY_STATUS_CODES:
+                    and "Content-Encoding" not in resp.headers) or resp.status in EMPTY_BODY_STATUSES:
                 content = await resp.read()
             else:
                 content = await self._read_bounded(resp)
@@ -380,7 +393,7 @@ class AiohttpTransport:
     def _via(self) -> str:
         return f" through the proxy {self.proxy}" if self.proxy else ""
 
-    async def _translate(self, exc: BaseException) -> TransportError:
+    async def _translate(self, exc: BaseException, exchange: _Exchange) -> TransportError:
         """One of our :class:`TransportError` for an aiohttp failure."""
         where = self.host_port
         if isinstance(exc, TransportError):
@@ -404,38 +417,54 @@ class AiohttpTransport:
             if errno_refused:
                 return ConnectFailed(f"connection refused by {where}", refused=True)
             return ConnectFailed(f"cannot connect to {where} ({exc.os_error.strerror or exc.os_error})")
+        no_answer = not exchange.answered and _nothing_read(exc)
         if isinstance(exc, (aiohttp.SocketTimeoutError, TimeoutError)):
-            no_bytes = _flag(exc, "cresowlve_no_bytes", False)
-            return ReadTimeout(f"no {'answer' if no_bytes else 'complete answer'} from {where} within "
-                               f"{self.read_timeout:g} s", no_answer=no_bytes)
-        no_bytes = _flag(exc, "cresowlve_no_bytes", False)
-        fresh = _flag(exc, "cresowlve_reused", True) is False
+            return ReadTimeout(f"no {'answer' if no_answer else 'complete answer'} from {where} within "
+                               f"{self.read_timeout:g} s", no_answer=no_answer)
         garbled = isinstance(exc, aiohttp.ClientResponseError) and exc.status == 400  # not HTTP at all
-        if fresh and (no_bytes or garbled) and await self._speaks_tls():
+        if exchange.reused is False and (no_answer or garbled) and await self._speaks_tls():
             return ConnectFailed(f"{where} speaks TLS but the base URL says http://: use https://", tls=True)
         if isinstance(exc, aiohttp.ServerDisconnectedError):
-            if self.proxy and self.scheme == "https" and _flag(exc, "cresowlve_no_bytes", None) is None:
+            if self.proxy and self.scheme == "https" and exchange.reused is None:
                 return ProtocolFailure(f"the proxy {self.proxy} closed the tunnel to {where} without an answer",
                                        no_answer=True)
             return ProtocolFailure(f"{where}{self._via()} closed the connection "
-                                   f"{'without an answer' if no_bytes else 'in the middle of the answer'}",
-                                   no_answer=no_bytes)
+                                   f"{'without an answer' if no_answer else 'in the middle of the answer'}",
+                                   no_answer=no_answer)
         if isinstance(exc, aiohttp.ClientOSError):
             return ProtocolFailure(f"the connection to {where}{self._via()} failed "
-                                   f"{'before' if no_bytes else 'during'} the answer ({exc.strerror or exc})",
-                                   no_answer=no_bytes)
+                                   f"{'before' if no_answer else 'during'} the answer ({exc.strerror or exc})",
+                                   no_answer=no_answer)
         if isinstance(exc, aiohttp.ClientResponseError) and exc.status == 400 and exc.message:
             first = str(exc.message).splitlines()[0][:120]
             return ProtocolFailure(f"not a valid HTTP answer from {where} ({first})")
         return ProtocolFailure(f"broken answer from {where} ({type(exc).__name__}: {str(exc)[:200]})")
 
 
-def _flag(exc: BaseException, name: str, default: Any) -> Any:
-    """A flag set by :class:`_StrictResponseHandler` on ``exc`` or on the exception it wraps."""
-    for e in (exc, exc.__cause__, exc.__context__):
-        if e is not None and hasattr(e, name):
-            return getattr(e, name)
-    return default
+def _nothing_read(exc: BaseException) -> bool:
+    """Whether a failure before the headers were complete left no part of an answer: aiohttp's
+    ``ServerDisconnectedError.message`` is the partly parsed answer if there is one (else its
+    text, "Server disconnected"). A reset connection (``ClientOSError``) tells nothing, and counts
+    as nothing read."""
+    return not isinstance(exc, aiohttp.ServerDisconnectedError) or isinstance(exc.message, str | None)
+
+
+def env_proxy(scheme: str, host: str) -> tuple[URL | None, aiohttp.BasicAuth | None]:
+    """The proxy for ``scheme://host`` from ``HTTPS_PROXY``/``HTTP_PROXY``/``NO_PROXY`` (the standard
+    library's reading of them, as aiohttp's ``trust_env``) and its credentials: those in the proxy URL, else ``~/.netrc``'s."""
+    proxies = urllib.request.getproxies()
+    if scheme not in proxies or urllib.request.proxy_bypass(host):
+        return None, None
+    url = URL(proxies[scheme])
+    if url.scheme not in ("http", "https"):
+        return None, None
+    if url.user is not None:
+        return url.with_user(None), aiohttp.BasicAuth.from_url(url)
+    try:
+        found = netrc.netrc().authenticators(url.host or "")
+    except (OSError, netrc.NetrcParseError):
+        found = None
+    return url, aiohttp.BasicAuth(found[0] or "", found[2] or "") if found else None
 
 
 def _ssl_reason(exc: BaseException) -> str:
