@@ -1,4 +1,4 @@
-"""The CREATE leaderboard compares adjacent configurations paired by query (issue 18 build 6)."""
+"""The CREATE leaderboard compares adjacent configurations paired by query."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ def _answers(config: str, lang: str, labels: dict[str, str]) -> pd.DataFrame:
                           "id": i, "state": "labelled", "label": c, "bucket": c} for i, c in labels.items()])
 
 
-def test_issue_example_shares_per_answer():
+def test_shares_are_per_answer_not_per_item_and_category():
     """En labels every item "missing creative connection", Ru half that and half "hallucination":
     per answer 6/8 and 2/8 (before: per item × category, 4/6 and 2/6)."""
     items = [f"q{i}" for i in range(4)]
