@@ -44,7 +44,7 @@ from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
 from cresowlve_core.errors.distribution import bucket
-from cresowlve_core.errors.label import LABELS
+from cresowlve_core.errors.label import LABELS, labeller_is_embedded
 from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
 from cresowlve_core.items import LANGS
@@ -131,14 +131,33 @@ class Explorer:
     def banners(self) -> list[tuple[str, str]]:
         """``(kind, detail)`` of every banner the explored answers call for."""
         out: list[tuple[str, str]] = []
-        if self.runs.empty:
-            return out
-        embedded = sorted({str(m) for m in self.runs["model"].dropna() if is_embedded_model(str(m))})
-        if embedded:
-            out.append(("embedded", f"Answers of {', '.join(embedded)} are shown."))
-        if bool(self.runs["synthetic"].any()):
+        shown = self.embedded_sources()
+        if shown:
+            out.append(("embedded", " ".join(shown)))
+        if not self.runs.empty and bool(self.runs["synthetic"].any()):
             out.append(("synthetic", "Some answers come from synthetic runs."))
         return out
+
+    def embedded_sources(self) -> list[str]:
+        """What shown came from the embedded model: answers (model or provider ``embedded``),
+        the judge's verdicts, error labels."""
+        said: list[str] = []
+        if not self.runs.empty:
+            provider = self.runs.get("provider", pd.Series([None] * len(self.runs), index=self.runs.index))
+            models = sorted({str(m) for m, p in zip(self.runs["model"], provider, strict=True)
+                             if is_embedded_model(str(m)) or p == "embedded"})
+            if models:
+                said.append(f"Answers of {', '.join(models)} are shown.")
+            judges = sorted({str(j) for j in self.runs["judge_model"].dropna() if is_embedded_model(str(j))})
+            if judges:
+                said.append(f"Judge verdicts of {', '.join(judges)} are shown.")
+        if not self.labels.empty:
+            embedded_dirs = {p for p in self.labels["path"].unique() if labeller_is_embedded(Path(p).parent)}
+            labellers = sorted({str(lb) for lb, p in zip(self.labels["labeller"], self.labels["path"], strict=True)
+                                if is_embedded_model(str(lb)) or p in embedded_dirs})
+            if labellers:
+                said.append(f"Error labels of {', '.join(labellers)} are shown.")
+        return said
 
     def banners_html(self) -> str:
         return "".join(banner_html(k, d) for k, d in self.banners())  # type: ignore[arg-type]

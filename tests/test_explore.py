@@ -170,6 +170,37 @@ def test_banners_for_the_embedded_model(tmp_path):
     assert [k for k, _ in ex.banners()] == ["embedded"] and 'data-banner="embedded"' in ex.banners_html()
 
 
+def _embedded_labels(tmp_path: Path, folder: str, labeller: str) -> Path:
+    """One current label of answer A/en/EN[1] (see :func:`_runs`), written by ``labeller``."""
+    d = tmp_path / "errors" / "labels" / folder
+    d.mkdir(parents=True)
+    rec = {"key": f"A|en|{EN[1]}|{_hash('Kepler', 'astronomer? Kepler')}", "status": "ok", "config": "A",
+           "lang": "en", "id": EN[1], "label": "wrong_reference", "rationale": "r", "labeller": labeller}
+    (d / "labels.jsonl").write_text(json.dumps(rec) + "\n")
+    return tmp_path / "errors"
+
+
+@pytest.mark.parametrize(("folder", "labeller"), [("embedded", "gemma3-270m"), ("gemma3-270m", "gemma3-270m")])
+def test_banner_when_a_shown_label_came_from_the_embedded_model(tmp_path, folder, labeller):
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"), labels=str(_embedded_labels(tmp_path, folder, labeller)))
+    banners = dict(ex.banners())
+    assert set(banners) == {"embedded"} and "Error labels of gemma3-270m" in banners["embedded"]
+    assert 'data-banner="embedded"' in ex.banners_html()
+
+
+def test_no_banner_for_a_named_labeller_and_real_runs(tmp_path):
+    ex = X.load_explorer(str(_runs(tmp_path) / "*"), labels=str(_labels(tmp_path)))
+    assert ex.has_labels and ex.banners() == []
+
+
+def test_banner_for_embedded_provider_and_embedded_judge(tmp_path):
+    write_run(tmp_path / "p", [record(EN[0], model="served-name")], model="served-name", provider="embedded")
+    write_run(tmp_path / "j", [record(EN[0], model="B", judge="CORRECT")], model="B",
+              judge={"model": "gemma3-270m", "protocol": "p"})
+    detail = dict(X.load_explorer([str(tmp_path / "p"), str(tmp_path / "j")]).banners())["embedded"]
+    assert "Answers of served-name" in detail and "Judge verdicts of gemma3-270m" in detail
+
+
 def test_items_none_reads_the_runs_item_specs(tmp_path):
     items = tmp_path / "items.jsonl"
     one = ITEMS[EN[0]]

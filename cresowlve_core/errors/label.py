@@ -31,6 +31,7 @@ from cresowlve_core.runtime.outcomes import (
     record_withheld,
     withheld_record,
 )
+from cresowlve_core.runtime.rundir import RunDirError
 
 PROMPT = "error_label"
 FEWSHOT_PROMPT = "error_label_fewshot"
@@ -163,6 +164,20 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
         "n_other": sum(str(r.get("label") or "").startswith(OTHER_PREFIX) for r in recs),
         "stopped": result.stopped})
     return result
+
+
+def labeller_is_embedded(label_dir: Path) -> bool:
+    """True when the labels in ``label_dir`` came from the embedded model: the folder of an unnamed
+    labeller (``embedded``), or a manifest naming the embedded model or provider."""
+    from cresowlve_core.banners import is_embedded_model
+
+    if label_dir.name == "embedded":
+        return True
+    try:
+        manifest = RunDir(label_dir).read_manifest()
+    except (OSError, RunDirError):  # an unreadable manifest names no model; the folder name decided above
+        return False
+    return manifest is not None and (manifest.provider == "embedded" or is_embedded_model(manifest.model))
 
 
 def label_errors(units: Sequence[WrongAnswer], run_dir: str | Path, *, model: str | None = None,

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.banners import is_embedded_model
 from cresowlve_core.errors import agreement as agr
 from cresowlve_core.errors.annotation import (
     AnnotationStore,
@@ -34,7 +33,7 @@ from cresowlve_core.errors.distribution import (
     distribution_chart,
     label_frame,
 )
-from cresowlve_core.errors.label import LABELS, label_errors
+from cresowlve_core.errors.label import LABELS, label_errors, labeller_is_embedded
 from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
 from cresowlve_core.runtime import ClientOptions, RunDir
@@ -143,8 +142,7 @@ def _existing_analysis(work: Path, source: str, units: list[Any], tally: pd.Data
     run = RunDir(chosen)
     manifest = run.read_manifest()
     records = run.latest(LABELS, lambda r: r["key"])
-    embedded = chosen.name == "embedded" or (manifest is not None and (
-        manifest.provider == "embedded" or is_embedded_model(manifest.model)))
+    embedded = labeller_is_embedded(chosen)
     labeller = (manifest.model if manifest is not None else None) or chosen.name
     return ErrorAnalysis(source, tally, label_frame(units, records), chosen, labeller, embedded=embedded, notes=notes)
 
