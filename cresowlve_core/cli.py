@@ -449,7 +449,7 @@ def cmd_create_score(a: argparse.Namespace) -> int:
 
 def cmd_synth(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.synthetic.pipeline import SynthConfig, run_synth
+    from cresowlve_core.synthetic.pipeline import SynthConfig, run_synth, summary_line
 
     cfg = SynthConfig(
         build_dir=a.build_dir, n_candidates=a.n, domains=a.domains.split(",") if a.domains else None,
@@ -467,7 +467,7 @@ def cmd_synth(a: argparse.Namespace) -> int:
                             "tried): nothing to verbalise; widen --band or add --domains")
     if any(res.embedded.values()):
         print(banner_text("embedded"), file=sys.stderr)
-    print(json.dumps({k: res.summary[k] for k in ("stages", "outcomes", "yield", "difficulty", "exports")}, indent=1))
+    print(summary_line(res.summary, cfg.build_dir))
     if res.stopped:
         print(f"synth stopped at {res.summary['stopped_at']} ({res.stopped}); the later steps were skipped; "
               f"summary: {Path(cfg.build_dir) / 'summary.json'}", file=sys.stderr)

@@ -334,6 +334,21 @@ def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSourc
     return finish_build(cfg, src, build, vres, sres, embedded)
 
 
+def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
+    """``cresowlve synth`` in one line: the funnel, the yield beside the paper's, the calls sent
+    (everything else is in ``summary.json``)."""
+    st, y, d = summary["stages"], summary["yield"], summary["difficulty"]
+    funnel = (f"{st['candidates']} candidates → {st['verbalised']} verbalised ({st['parsed']} parsed, "
+              f"{st['leak_free']} leak-free) → {st['solver_answered']} answered by the solver → {st['kept']} kept")
+    auc, lo, hi = d.get("auc"), d.get("auc_low"), d.get("auc_high")
+    interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
+    n_sent = int(summary.get("n_sent", 0))
+    sent = f"{n_sent} sent" if n_sent else "nothing sent (every call was already in the build directory)"
+    return (f"synth: {funnel} (paper: {y['paper_kept']} of {y['paper_of']}); difficulty AUC "
+            f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} (n={d.get('n', 0)}); {summary['calls']['n_items']} model "
+            f"calls, {sent}; {Path(build_dir) / 'summary.json'}")
+
+
 def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, vres: MapResult,
                  sres: MapResult | None, embedded: dict[str, bool]) -> SynthResult:
     """Difficulty scores, survivors, exports and the yield summary."""
@@ -385,6 +400,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         "stopped_at": counts["stopped_at"],
         "steps": steps,
         "calls": {k: counts[k] for k in ("n_items", "n_ok", "n_error", "n_not_run", "top_error", "stopped")},
+        "n_sent": vres.n_sent + (sres.n_sent if sres else 0),
         "scoring": SCORING_BASIS,
         "exports": {"items": str(items_path), "review_queue": str(queue_path)},
         "config": cfg.model_dump(mode="json"),

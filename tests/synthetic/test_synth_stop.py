@@ -85,3 +85,17 @@ def test_no_candidate_is_refused_and_says_why(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 2, err  # before: exit 0, nothing said
     assert last_line(err).startswith("error: no candidate") and "--band" in last_line(err)
+
+
+def test_synth_ends_with_one_summary_line_and_says_nothing_sent_on_a_rerun(tmp_path, capsys):
+    with FakeServer(answers=answer) as srv:
+        assert main(_args(tmp_path, srv.base_url)) == 0
+        first = capsys.readouterr().out.strip().splitlines()
+        assert main(_args(tmp_path, srv.base_url)) == 0
+        again = capsys.readouterr().out.strip().splitlines()
+    summary = json.loads((tmp_path / "synth" / "summary.json").read_text())  # the JSON stays in its file
+    assert len(first) == 1 and not first[0].lstrip().startswith("{"), first
+    assert first[0].startswith(f"synth: {summary['stages']['candidates']} candidates → ")
+    assert f"{summary['calls']['n_items']} model calls, {summary['calls']['n_items']} sent" in first[0]
+    assert first[0].endswith(str(tmp_path / "synth" / "summary.json"))
+    assert len(again) == 1 and "nothing sent" in again[0], again
