@@ -22,6 +22,7 @@ from cresowlve_core.exitcodes import (
     EXIT_USAGE,
     stage_exit,
 )
+from cresowlve_core.inputs import add_max_input_chars
 from cresowlve_core.llm.effort import PRESETS
 from cresowlve_core.llm.profiles import PROFILES
 from cresowlve_core.llm.types import EFFORTS
@@ -392,7 +393,7 @@ def cmd_build(a: argparse.Namespace) -> int:
     cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
                       limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
                       concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
-                      apply_review=not a.no_review, agreement_n=a.agreement_n,
+                      apply_review=not a.no_review, agreement_n=a.agreement_n, max_input_chars=a.max_input_chars,
                       models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
     existed = cfg.path.exists()
     with Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line naming the sources)
@@ -458,7 +459,7 @@ def cmd_synth(a: argparse.Namespace) -> int:
         verbaliser_api_key_env=a.verbaliser_api_key_env, verbaliser_max_tokens=a.verbaliser_max_tokens,
         solver_model=a.solver_model, solver_base_url=a.solver_base_url, solver_api_key_env=a.solver_api_key_env,
         solver_effort=a.solver_effort, solver_max_tokens=a.solver_max_tokens, concurrency=a.concurrency,
-        max_cost=a.max_cost, cache=not a.no_cache,
+        max_cost=a.max_cost, cache=not a.no_cache, max_input_chars=a.max_input_chars,
     )
     res = run_synth(cfg)
     if not res.summary["stages"]["candidates"]:  # nothing was sent: the band or domains leave no candidate
@@ -590,8 +591,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="demo (the shipped demo items) | hub:en | hub:ru (downloaded once from the Hugging Face "
                         "hub) | PATH (.jsonl/.parquet: published schema, or one Item per line) (default: demo)")
     p.add_argument("--lang", choices=["en", "ru"], default="en", help="language of the questions (default: en)")
-    p.add_argument("--max-input-chars", type=argtypes.positive_int, default=None,
-                   help="refuse a question longer than N characters (default: 65536, 64 KB)")
+    add_max_input_chars(p)
     _endpoint_args(p)
     p.add_argument("--effort", choices=EFFORTS, default=None,
                    help="reasoning effort sent to a thinking model (default: none sent)")
@@ -702,6 +702,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
     p.add_argument("--no-review", action="store_true", help="do not apply saved human-validation decisions")
     p.add_argument("--agreement-n", type=argtypes.positive_int, default=50, help="size of the agreement re-annotation sample")
+    add_max_input_chars(p)
     p.set_defaults(fn=cmd_build)
 
     create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
@@ -711,8 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
     p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
-    p.add_argument("--max-input-chars", type=argtypes.positive_int, default=None,
-                   help="refuse a query longer than N characters (default: 65536, 64 KB)")
+    add_max_input_chars(p, "a query")
     p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
                    help="original: one call; iterate: ask for more paths in further rounds; "
                         "resample: independent samples merged (default: original)")
@@ -764,6 +764,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=argtypes.positive_int, default=4, help="calls in flight at once")
     p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD")
     p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    add_max_input_chars(p, "a knowledge-graph line")
     p.set_defaults(fn=cmd_synth)
     from cresowlve_core.contamination.cli import add_contamination_parser
     from cresowlve_core.errors.cli import add_errors_parser

@@ -156,3 +156,163 @@ def test_create_refuses_a_long_query_unless_max_input_chars_raises_it(tmp_path, 
         assert run_create(srv, tmp_path, queries, "--max-input-chars", "100000") == 0, capsys.readouterr().err
         assert srv.total == 2  # both queries asked, the long one included
         assert any("y" * BIG in r.prompt for r in srv.requests)
+
+
+# --------------------------------------------------------------------------- every other reader
+
+PACK = """Чемпионат:
+Тестовый турнир
+
+Вопрос 1:
+Кто {q}?
+
+Ответ:
+Пушкин.
+
+Вопрос 2:
+Что такое X?
+
+Ответ:
+Игрек.
+"""
+
+
+def write_pack(tmp: Path, question: str) -> Path:
+    """A db.chgk.info pack of two questions, the first (its text on line 5) asking ``question``."""
+    path = tmp / "pack.txt"
+    path.write_text(PACK.format(q=question), encoding="utf-8")
+    return path
+
+
+def run_build(srv: FakeServer, tmp: Path, source: Path, *extra: str) -> int:
+    from cresowlve_core.cli import main
+
+    return main(["build", "--source", str(source), "--model", "fake", "--base-url", srv.base_url,
+                 "--build-dir", str(tmp / "build"), "--agreement-n", "1", *extra])
+
+
+def test_build_refuses_a_nul_in_a_pack_with_file_line_and_sends_nothing(tmp_path, capsys):
+    pack = write_pack(tmp_path, "написал\x00это")
+    with FakeServer(answers=S.build_answers) as srv:
+        assert run_build(srv, tmp_path, pack) == 2
+        assert srv.total == 0
+    assert f"{pack}:5: control character U+0000 at column 12" in capsys.readouterr().err
+    assert not (tmp_path / "build").exists()
+
+
+def test_build_refuses_a_long_pack_question_unless_max_input_chars_raises_it(tmp_path, capsys):
+    from cresowlve_core.sources.chgk import read_pack_checked
+
+    pack = write_pack(tmp_path, "x" * BIG)
+    with FakeServer(answers=S.build_answers) as srv:
+        assert run_build(srv, tmp_path, pack) == 2
+        assert srv.total == 0
+    err = capsys.readouterr().err
+    assert f"{pack}:4: question: " in err and "above the limit of 65,536" in err and "--max-input-chars" in err
+    assert len(read_pack_checked(pack, max_input_chars=100_000).questions) == 2  # raised: read
+
+
+def test_build_refuses_a_nul_in_a_dataset_row(tmp_path, capsys):
+    items = [Item(id="chgk_a", ru=ItemView(question="Кто это?", answer="Он")),
+             Item(id="chgk_b", ru=ItemView(question="Кто\x00там?", answer="Я"))]
+    path = S.write_items(tmp_path / "ru.jsonl", items)
+    with FakeServer(answers=S.build_answers) as srv:
+        assert run_build(srv, tmp_path, path) == 2
+        assert srv.total == 0
+    assert f"{path}:2 (id='chgk_b'): ru.question: control character U+0000" in capsys.readouterr().err
+
+
+def write_kg(root: Path, label: str) -> Path:
+    """A tiny knowledge graph in the shipped layout under ``root/kg/literally_wikidata``, the label of
+    Q2 (line 2 of the labels file) being ``label``."""
+    kg = root / "kg" / "literally_wikidata"
+    (kg / "LitWD1K").mkdir(parents=True)
+    (kg / "Entities").mkdir()
+    (kg / "Relations").mkdir()
+    (kg / "LitWD1K" / "train.txt").write_text("Q1\tP1\tQ2\nQ3\tP1\tQ2\n", encoding="utf-8")
+    (kg / "Entities" / "entity_labels_en.txt").write_text(f"Q1\tAlpha\nQ2\t{label}\nQ3\tGamma\n", encoding="utf-8")
+    (kg / "Relations" / "relation_labels_en.txt").write_text("P1\tknows\n", encoding="utf-8")
+    return kg
+
+
+def run_synth_cli(srv: FakeServer, tmp: Path, *extra: str) -> int:
+    from cresowlve_core.cli import main
+
+    return main(["synth", "--build-dir", str(tmp / "synth"), "--n", "1", "--verbaliser-model", "fake",
+                 "--verbaliser-base-url", srv.base_url, "--solver-model", "fake", "--solver-base-url", srv.base_url,
+                 *extra])
+
+
+@pytest.mark.parametrize("label,where,why", [("Be\x00ta", ":2: ", "control character U+0000 at column 6"),
+                                             ("B" * BIG, ":2: ", "above the limit of 65,536")])
+def test_synth_refuses_a_bad_graph_line_with_file_line_and_sends_nothing(tmp_path, capsys, monkeypatch,
+                                                                         label, where, why):
+    kg = write_kg(tmp_path / "data", label)
+    monkeypatch.setenv("CRESOWLVE_DATA_DIR", str(tmp_path / "data"))
+    with FakeServer(answers=S.synth_answers) as srv:
+        assert run_synth_cli(srv, tmp_path) == 2
+        assert srv.total == 0
+    err = capsys.readouterr().err
+    assert f"{kg / 'Entities' / 'entity_labels_en.txt'}{where}" in err and why in err
+
+
+def test_a_graph_line_that_is_not_a_triple_is_refused_never_skipped(tmp_path):
+    from cresowlve_core.sources.kg import KnowledgeGraphError, load_kg
+
+    kg = write_kg(tmp_path, "Beta")
+    (kg / "LitWD1K" / "train.txt").write_text("Q1\tP1\tQ2\nQ3 P1\n", encoding="utf-8")
+    with pytest.raises(KnowledgeGraphError, match=r"train\.txt:2: expected a triple QID PID QID"):
+        load_kg(kg)
+    assert len(load_kg(write_kg(tmp_path / "ok", "B" * BIG), max_input_chars=100_000).labels) == 3
+
+
+def bad_items_runs(tmp: Path, writer) -> Path:
+    """Run directories (written by a stage's test helper) whose items file has a NUL in the
+    second item's questions, in both languages."""
+    from test_contamination_pipeline import make_items
+
+    items = make_items()
+    bad = items[1]
+    items[1] = bad.model_copy(update={"en": ItemView(question="Who\x00?", answer="A1"),
+                                      "ru": ItemView(question="Кто\x00?", answer="О1")})
+    writer(items)
+    return tmp / "items.jsonl"
+
+
+def test_errors_label_refuses_an_items_file_with_a_nul_and_sends_nothing(tmp_path, capsys):
+    from test_errors_label import write_run
+
+    from cresowlve_core.cli import main
+
+    items = bad_items_runs(tmp_path, lambda its: write_run(tmp_path, "en", its, {it.id: False for it in its}))
+    with FakeServer(answers=S.errors_answers) as srv:
+        code = main(["errors", "label", "--runs", str(tmp_path / "m__*"), "--out-dir", str(tmp_path / "out"),
+                     "--labeller-model", "fake", "--labeller-base-url", srv.base_url])
+        assert code == 2 and srv.total == 0
+    assert f"{items}:2 (id='chgk_0000000001'): en.question: control character U+0000" in capsys.readouterr().err
+
+
+def test_contamination_refuses_an_items_file_with_a_nul_and_sends_nothing(tmp_path, capsys):
+    from test_contamination_pipeline import write_runs
+
+    from cresowlve_core.cli import main
+
+    items = bad_items_runs(tmp_path, lambda its: write_runs(tmp_path, its))
+    with FakeServer(answers=S.contamination_answers()) as srv:
+        code = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir",
+                     str(tmp_path / "out"), "--perturber-model", "fake", "--perturber-base-url", srv.base_url,
+                     "--quiz-model", "fake", "--quiz-base-url", srv.base_url])
+        assert code == 2 and srv.total == 0
+    assert f"{items}:2 (id='chgk_0000000001'): ru.question: control character U+0000" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["eval"], ["create", "generate"], ["build"], ["synth"], ["errors", "label"],
+                                     ["contamination", "run"]])
+def test_every_command_that_reads_inputs_takes_max_input_chars(command):
+    from cresowlve_core.cli import _chosen_parser, build_parser
+
+    parser = build_parser()
+    required = {"create": ["--run-dir", "x"], "synth": ["--build-dir", "x"], "errors": ["--runs", "x"]}
+    args = parser.parse_args([*command, *required.get(command[0], []), "--max-input-chars", "100000"])
+    assert args.max_input_chars == 100_000
+    assert "65536" in _chosen_parser(parser, args).format_help()

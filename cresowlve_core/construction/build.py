@@ -46,6 +46,7 @@ from cresowlve_core.construction.llm_steps import (
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
+from cresowlve_core.text import slug
 
 
 class BuildConfig(BaseModel):
@@ -74,13 +75,14 @@ class BuildConfig(BaseModel):
     min_similarity: float = DEFAULT_MIN_SIMILARITY
     apply_review: bool = True
     agreement_n: int = 50
+    max_input_chars: int | None = Field(None, ge=1, description="the input size limit of a question (None: 64 KB)")
     embedded: bool = Field(False, description="the base URL serves the embedded model (the main job): banner on")
     archive_changed: bool = Field(False, description="a step run of another prompt version or model is moved to "
                                                      "steps/archive/ and run afresh, instead of refused (the main job)")
 
     @property
     def path(self) -> Path:
-        return Path(self.build_dir) if self.build_dir else paths.data_dir() / "builds" / self.name
+        return Path(self.build_dir) if self.build_dir else paths.data_dir() / "builds" / slug(self.name)
 
     def step_models(self) -> dict[str, StepModel]:
         default = StepModel(self.model, self.base_url, self.api_key_env)
@@ -238,7 +240,8 @@ class Build:
     def collect(self) -> dict[str, Any]:
         """Step 1: read, deduplicate, sample."""
         c = self.config
-        out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit)
+        out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit,
+                              max_input_chars=c.max_input_chars)
         self._write_json("collect/report.json", report)
         self.funnel["collected"] = len(out.kept)
         summary = self._record(out)

@@ -52,23 +52,29 @@ def question_to_candidate(q: ChgkQuestion, url: str | None = None) -> Candidate:
     )
 
 
-def _read_source(spec: str) -> tuple[list[Candidate], list[dict[str, Any]], dict[str, Any]]:
-    """Candidates, unusable blocks and a per-source report from one input spec."""
-    from cresowlve_core.sources.chgk import read_pack_report
+def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Candidate], list[dict[str, Any]],
+                                                                        dict[str, Any]]:
+    """Candidates, unusable blocks and a per-source report from one input spec, held to the input
+    limits (:mod:`cresowlve_core.inputs`: a bad pack or row raises a ``ValueError`` naming ``file:line``)."""
+    from cresowlve_core.sources.chgk import read_pack_checked
 
     cands: list[Candidate] = []
     unusable: list[dict[str, Any]] = []
     if spec == "hub:ru" or (Path(spec).suffix in (".jsonl", ".parquet") and Path(spec).is_file()):
-        from cresowlve_core.sources.hub import load_published, read_published_file
-        from cresowlve_core.sources.sample import read_items_jsonl
+        from cresowlve_core.sources.hub import load_published, read_jsonl_objects, read_published_file
+        from cresowlve_core.sources.sample import check_input_limits, read_items_jsonl
 
         path = Path(spec)
+        wheres = None  # file:line of each item (both JSONL readers keep one item per row)
         if spec == "hub:ru":
             items = load_published("ru")
         elif path.suffix == ".jsonl" and _is_item_jsonl(path):
             items = read_items_jsonl(path)
         else:
             items = read_published_file(path, "ru")
+        if path.suffix == ".jsonl" and path.is_file():
+            wheres = [f"{path}:{lineno}" for lineno, _ in read_jsonl_objects(path)]
+        check_input_limits(items, "ru", wheres, spec, max_input_chars)
         for it in items:
             if it.ru is None:  # e.g. an English-only item: nothing to build from, but counted
                 unusable.append({"id": it.id, "source_file": spec, "number": None, "flags": ["no_ru_view"]})
@@ -79,7 +85,7 @@ def _read_source(spec: str) -> tuple[list[Candidate], list[dict[str, Any]], dict
         return cands, unusable, {"source": spec, "kind": "dataset", "n": len(items)}
     reports = []
     for f in _pack_files(spec):
-        rep = read_pack_report(f)
+        rep = read_pack_checked(f, max_input_chars=max_input_chars)
         url = next((h["url"] for h in rep.headers if h.get("url")), None)
         for q in rep.questions:
             if "missing_question" in q.flags or "missing_answer" in q.flags:
@@ -115,7 +121,7 @@ def stratified_sample(cands: Sequence[Candidate], per_level: int | None, seed: i
 
 
 def collect(sources: Sequence[str] | None = None, *, per_level: int | None = None, seed: int = 0,
-            limit: int | None = None) -> tuple[StepOutput, dict[str, Any]]:
+            limit: int | None = None, max_input_chars: int | None = None) -> tuple[StepOutput, dict[str, Any]]:
     """Read, deduplicate and sample (see the module docstring).
 
     ``limit`` keeps a seeded random subset of that many after sampling (small demo builds; the
@@ -128,7 +134,7 @@ def collect(sources: Sequence[str] | None = None, *, per_level: int | None = Non
     unusable: list[dict[str, Any]] = []
     per_source = []
     for spec in sources:
-        cands, bad, rep = _read_source(spec)
+        cands, bad, rep = _read_source(spec, max_input_chars)
         all_cands += cands
         unusable += bad
         per_source.append(rep)

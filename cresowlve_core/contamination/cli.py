@@ -22,7 +22,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
                           perturber=Role(a.perturber_model, a.perturber_base_url, a.perturber_api_key_env),
                           quiz_taker=Role(a.quiz_model, a.quiz_base_url, a.quiz_api_key_env),
                           n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
-                          concurrency=a.concurrency, progress=True)
+                          concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars)
     print(c.source)
     if not c.results and c.stopped is None:
         print(f"error: no configuration with paired En and Ru runs (and a question in {a.lang}) in {a.runs!r}: "
@@ -63,6 +63,7 @@ def add_contamination_parser(sub: Any) -> None:
     """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
     from cresowlve_core.errors.cli import _role_args
+    from cresowlve_core.inputs import add_max_input_chars
 
     cont = sub.add_parser("contamination", help="data-contamination tests (paper App. A)").add_subparsers(
         dest="contamination_cmd", required=True)
@@ -81,6 +82,7 @@ def add_contamination_parser(sub: Any) -> None:
         if name == "run":
             p.add_argument("--seed", type=int, default=0, help="seed of every placement and cut")
             p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
+            add_max_input_chars(p, "an item whose question is")
         else:
             p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
         p.set_defaults(fn=fn)

@@ -112,9 +112,14 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
                       n_repeats: int = 3, max_items_per_set: int | None = None, seed: int = 0,
                       make_demo: bool = True, max_tokens: int = 256, quiz_max_tokens: int = 16,
                       concurrency: int = 4, configs: Sequence[str] | None = None,
-                      progress: bool = False) -> Contamination:
+                      progress: bool = False, max_input_chars: int | None = None) -> Contamination:
     """Run the whole contamination analysis (see the module docstring); resumable in ``out_dir``
-    (None: a fresh temporary folder, nothing written into the checkout)."""
+    (None: a fresh temporary folder, nothing written into the checkout).
+
+    The items of the runs are read through :func:`~cresowlve_core.sources.sample.load_items`: an
+    items file that breaks the input limits (``max_input_chars`` raises the question size limit)
+    raises its ``ItemsFileError`` before anything is sent; items that cannot be found are a note."""
+    from cresowlve_core.sources.hub import ItemsFileError
     from cresowlve_core.sources.sample import load_items
 
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-contamination-"))
@@ -143,7 +148,10 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
                 specs.add("demo")
     for spec in sorted(specs):
         try:
-            questions |= {it.id: it.view(lang).question for it in load_items(spec, lang)}  # type: ignore[arg-type]
+            loaded = load_items(spec, lang, max_input_chars=max_input_chars)  # type: ignore[arg-type]
+            questions |= {it.id: it.view(lang).question for it in loaded}  # type: ignore[arg-type]
+        except ItemsFileError:  # a bad items file is refused, never quizzed in part
+            raise
         except (OSError, ValueError) as exc:
             notes.append(f"items {spec!r} ({lang}) could not be loaded: {exc}")
     missing = sorted(set(members["id"]) - set(questions))

@@ -29,7 +29,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.runtime import ClientOptions
     from cresowlve_core.text import slug
 
-    units, tally = collect_wrong(load_runs(a.runs))
+    units, tally = collect_wrong(load_runs(a.runs), max_input_chars=a.max_input_chars)
     no_answer = int(tally["n_no_answer"].sum()) if len(tally) else 0
     skipped = (f"; {no_answer} wrong by the rule without an answer (errored or empty): counted, not labelled"
                if no_answer else "")
@@ -97,6 +97,7 @@ def add_errors_parser(sub: Any) -> None:
     """Register ``cresowlve errors label`` and ``cresowlve errors report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
     from cresowlve_core.argtypes import usd as _usd
+    from cresowlve_core.inputs import add_max_input_chars
 
     errors = sub.add_parser("errors", help="error analysis of wrong answers (paper §5)").add_subparsers(
         dest="errors_cmd", required=True)
@@ -106,6 +107,7 @@ def add_errors_parser(sub: Any) -> None:
     p.add_argument("--out-dir", default=None, help="labels go to OUT_DIR/labels/LABELLER (default: data/errors)")
     _role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
+    add_max_input_chars(p, "an item whose question is")
     _max_tokens_arg(p)
     p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
     p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider")

@@ -103,15 +103,18 @@ def config_correctness(responses: pd.DataFrame, threshold: float = COVERAGE_THRE
     return out
 
 
-def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
+def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[list[WrongAnswer], pd.DataFrame]:
     """Every wrong answer in ``data`` plus a per-run tally of what was counted and why.
 
     The tally (one row per run) has ``n``, ``n_wrong``, ``n_right``, ``n_unknown`` (neither judge
     nor strict EM), ``n_wrong_judge`` / ``n_wrong_em`` (the basis, over answers that exist),
     ``n_no_answer`` = ``n_no_answer_error`` (the call errored) + ``n_no_answer_empty`` (an empty
     prediction): wrong but no answer, not labelled; ``n_no_item`` (a wrong answer whose item
-    could not be loaded: reported here, never labelled blind) and ``n_to_label``.
+    could not be loaded: reported here, never labelled blind) and ``n_to_label``. An items file that
+    breaks the input limits (:mod:`cresowlve_core.inputs`; ``max_input_chars`` raises the question
+    size limit) raises its ``ItemsFileError``: refused before anything is labelled.
     """
+    from cresowlve_core.sources.hub import ItemsFileError
     from cresowlve_core.sources.sample import load_items
 
     if data.empty:
@@ -146,7 +149,10 @@ def collect_wrong(data: RunSet) -> tuple[list[WrongAnswer], pd.DataFrame]:
                 continue
             if (spec, lang) not in items_cache:
                 try:
-                    items_cache[(spec, lang)] = {it.id: it for it in load_items(spec, lang)}  # type: ignore[arg-type]
+                    loaded = load_items(spec, lang, max_input_chars=max_input_chars)  # type: ignore[arg-type]
+                    items_cache[(spec, lang)] = {it.id: it for it in loaded}
+                except ItemsFileError:  # a bad items file is refused, never labelled in part
+                    raise
                 except (OSError, ValueError) as exc:
                     log.warning("items %r (%s) could not be loaded: %s", spec, lang, exc)
                     items_cache[(spec, lang)] = {}

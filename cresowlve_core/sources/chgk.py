@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cresowlve_core.inputs import control_problem, text_problem
 from cresowlve_core.items import ChgkQuestion, content_id
 
 log = logging.getLogger(__name__)
@@ -768,6 +769,35 @@ def read_pack_report(path: str | Path) -> PackReport:
     """Read one pack file (format from extension and content, encoding detected)."""
     path = Path(path)
     return parse_pack(path.read_bytes(), name=path.name)
+
+
+class PackInputError(ValueError):
+    """A pack breaks the input limits (:mod:`cresowlve_core.inputs`); the message names ``file:line``."""
+
+
+def _block_line(text: str, raw: str) -> int | None:
+    """The 1-based line where a block's raw text starts in its pack's text (lines end at ``\\n``)."""
+    at = text.replace("\r\n", "\n").find(raw) if raw else -1
+    return None if at < 0 else text.replace("\r\n", "\n").count("\n", 0, at) + 1
+
+
+def read_pack_checked(path: str | Path, *, max_input_chars: int | None = None) -> PackReport:
+    """:func:`read_pack_report` for a build: a pack with a control character other than tab and
+    newline, or a question above the input size limit (``max_input_chars``; None: 64 KB), raises
+    :class:`PackInputError` naming ``file:line``, before anything is sent. A block without a
+    question or an answer stays a flagged record (``missing_question``, ``missing_answer``)."""
+    path = Path(path)
+    data = path.read_bytes()
+    text = decode_pack(data)[0]
+    if (bad := control_problem(text)) is not None:
+        raise PackInputError(f"{path}:{bad[0]}: {bad[1]}")
+    report = parse_pack(data, name=path.name)
+    for q in report.questions:
+        if q.question.strip() and (problem := text_problem(q.question, "question", max_chars=max_input_chars)):
+            line = _block_line(text, q.raw)
+            where = f"{path}:{line}" if line is not None else f"{path} (question {q.number})"
+            raise PackInputError(f"{where}: {problem}")
+    return report
 
 
 def read_pack(path: str | Path) -> list[ChgkQuestion]:

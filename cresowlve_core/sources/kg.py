@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import gzip
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from cresowlve_core.inputs import control_problem, text_problem
 from cresowlve_core.paths import shipped_data
 
 
@@ -99,10 +100,35 @@ class KnowledgeSource(Protocol):
         ...
 
 
-def _open_text(path: Path):  # type: ignore[no-untyped-def]
-    if path.suffix == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8")
-    return path.open(encoding="utf-8")
+class KnowledgeGraphError(ValueError):
+    """A knowledge-graph file breaks its format or the input limits (:mod:`cresowlve_core.inputs`);
+    the message names the file and line (exit 2, before anything is sent)."""
+
+
+def _lines(path: Path, max_chars: int | None = None) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of every non-blank line of a graph file (``.gz`` read through gzip).
+
+    A control character other than tab and newline anywhere, or a line above the input size limit
+    (``max_chars``, None: 64 KB), is refused with :class:`KnowledgeGraphError` naming ``file:line``."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8", newline="") as f:
+        text = f.read()
+    if (bad := control_problem(text)) is not None:
+        raise KnowledgeGraphError(f"{path}:{bad[0]}: {bad[1]}")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line.removesuffix("\r")
+        if not line.strip():
+            continue
+        if (problem := text_problem(line, "line", max_chars=max_chars)) is not None:
+            raise KnowledgeGraphError(f"{path}:{lineno}: {problem}")
+        yield lineno, line
+
+
+def _key_value(path: Path, lineno: int, line: str) -> tuple[str, str]:
+    key, _, value = line.partition("\t")
+    if not key.strip() or not value.strip():
+        raise KnowledgeGraphError(f"{path}:{lineno}: expected KEY<TAB>VALUE with both non-empty, got {line[:80]!r}")
+    return key, value
 
 
 def _existing(path: Path) -> Path | None:
@@ -113,30 +139,27 @@ def _existing(path: Path) -> Path | None:
     return gz if gz.exists() else None
 
 
-def _read_table(path: Path) -> dict[str, str]:
+def _read_table(path: Path, max_chars: int | None = None) -> dict[str, str]:
+    """``KEY<TAB>VALUE`` lines (the first value of a key is kept)."""
     table: dict[str, str] = {}
     found = _existing(path)
     if found is None:
         return table
-    with _open_text(found) as f:
-        for line in f:
-            key, _, value = line.rstrip("\n").partition("\t")
-            if key and value and key not in table:
-                table[key] = value
+    for lineno, line in _lines(found, max_chars):
+        key, value = _key_value(found, lineno, line)
+        table.setdefault(key, value)
     return table
 
 
-def _read_multi(path: Path) -> dict[str, frozenset[str]]:
+def _read_multi(path: Path, max_chars: int | None = None) -> dict[str, frozenset[str]]:
     """``QID<TAB>value`` lines, several per QID."""
     out: dict[str, set[str]] = defaultdict(set)
     found = _existing(path)
     if found is None:
         return {}
-    with _open_text(found) as f:
-        for line in f:
-            key, _, value = line.rstrip("\n").partition("\t")
-            if key and value.strip():
-                out[key].add(value.strip())
+    for lineno, line in _lines(found, max_chars):
+        key, value = _key_value(found, lineno, line)
+        out[key].add(value.strip())
     return {k: frozenset(v) for k, v in out.items()}
 
 
@@ -243,32 +266,37 @@ class KnowledgeGraph:
         return self.in_degree[qid] if self.notability_measure == "in_degree" else self.degree[qid]
 
 
-def load_kg(root: Path | str | None = None) -> KnowledgeGraph:
-    """Read the Wikidata subset at ``root`` (default: :func:`kg_dir`), cached per directory."""
-    return _load_kg(str(Path(root if root is not None else kg_dir()).resolve()))
+def load_kg(root: Path | str | None = None, *, max_input_chars: int | None = None) -> KnowledgeGraph:
+    """Read the Wikidata subset at ``root`` (default: :func:`kg_dir`), cached per directory.
+
+    Every file is held to the input limits (:func:`_lines`; ``max_input_chars`` raises the line size
+    limit) and its format: a triple line is ``QID PID QID``, a table line ``KEY<TAB>VALUE``. A line
+    that breaks either raises :class:`KnowledgeGraphError` naming ``file:line``; none is skipped."""
+    return _load_kg(str(Path(root if root is not None else kg_dir()).resolve()), max_input_chars)
 
 
 @lru_cache(maxsize=4)
-def _load_kg(root: str) -> KnowledgeGraph:
+def _load_kg(root: str, max_chars: int | None = None) -> KnowledgeGraph:
     base = Path(root)
     triples: list[KGTriple] = []
     for name in TRIPLE_FILES:
         path = base / name
         if not path.exists():
             continue
-        with path.open(encoding="utf-8") as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 3:
-                    triples.append((parts[0], parts[1], parts[2]))
+        for lineno, line in _lines(path, max_chars):
+            parts = line.split()
+            if len(parts) != 3:
+                raise KnowledgeGraphError(f"{path}:{lineno}: expected a triple QID PID QID, got {line[:80]!r}")
+            triples.append((parts[0], parts[1], parts[2]))
     if not triples:
         raise FileNotFoundError(f"no triples under {base} (expected {', '.join(TRIPLE_FILES)})")
-    aliases = {q: split_aliases(v) for q, v in _read_table(base / "Entities" / "entity_aliases_en.txt").items()}
+    entities = base / "Entities"
+    aliases = {q: split_aliases(v) for q, v in _read_table(entities / "entity_aliases_en.txt", max_chars).items()}
     return KnowledgeGraph(
         triples,
-        labels=_read_table(base / "Entities" / "entity_labels_en.txt"),
-        descriptions=_read_table(base / "Entities" / "entity_wikidata_descriptions_en.txt"),
-        relation_labels=_read_table(base / "Relations" / "relation_labels_en.txt"),
+        labels=_read_table(entities / "entity_labels_en.txt", max_chars),
+        descriptions=_read_table(entities / "entity_wikidata_descriptions_en.txt", max_chars),
+        relation_labels=_read_table(base / "Relations" / "relation_labels_en.txt", max_chars),
         aliases={q: a for q, a in aliases.items() if a},
-        types=_read_multi(base / "Entities" / "entity_types.txt"),
+        types=_read_multi(entities / "entity_types.txt", max_chars),
     )

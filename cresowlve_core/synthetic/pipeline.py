@@ -105,6 +105,7 @@ class SynthConfig(BaseModel):
     concurrency: int = 4
     max_cost: float | None = None
     cache: bool = True
+    max_input_chars: int | None = Field(None, ge=1, description="the input size limit of a graph line (None: 64 KB)")
 
     def band(self) -> NotabilityBand:
         return NotabilityBand(self.band_low, self.band_high)
@@ -141,7 +142,7 @@ def load_source(cfg: SynthConfig) -> KnowledgeSource:
         from cresowlve_core.sources.sparql import WikidataSparql
 
         return WikidataSparql(sitelinks_band=(cfg.band_low, cfg.band_high), seed=cfg.seed)
-    kg: KnowledgeGraph = load_kg(cfg.kg_dir or None)
+    kg: KnowledgeGraph = load_kg(cfg.kg_dir or None, max_input_chars=cfg.max_input_chars)
     if kg.notability_measure != cfg.notability:
         kg = copy.copy(kg)  # shares the indexes; only the measure differs
         kg.notability_measure = cfg.notability

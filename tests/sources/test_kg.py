@@ -60,7 +60,7 @@ def test_loader_reads_gzipped_tables_and_splits_aliases(tmp_path):
     root = tmp_path / "kg"
     (root / "LitWD1K").mkdir(parents=True)
     (root / "Entities").mkdir()
-    (root / "LitWD1K" / "train.txt").write_text("Q1\tP1\tQ2\nQ3\tP1\tQ2\nbroken line\n")
+    (root / "LitWD1K" / "train.txt").write_text("Q1\tP1\tQ2\nQ3\tP1\tQ2\n")
     (root / "Entities" / "entity_labels_en.txt").write_text("Q1\tOne\n")
     with gzip.open(root / "Entities" / "entity_types.txt.gz", "wt") as f:
         f.write("Q1\tQ5\nQ1\tQ6\n")
