@@ -20,7 +20,8 @@ All functions are plain numpy/scipy, vectorised, and deterministic given a seed.
 * :func:`cochran_armitage` — trend test for proportions over ordered groups (difficulty).
 * :func:`two_proportion_z` — vectorised z test of one group's proportion against the rest.
 * :func:`permutation_homogeneity` — χ² homogeneity across (possibly overlapping) groups with a
-  seeded permutation p-value.
+  seeded permutation p-value; :func:`permutation_homogeneity_shared` the same test for many
+  runs over one set of items and permutations at once.
 """
 
 from __future__ import annotations
@@ -658,9 +659,111 @@ def permutation_homogeneity(
     idx = perms if perms is not None else permutation_indices(y.size, n_perm, rng)
     if idx.shape[1] != y.size:
         raise ValueError(f"permutations are over {idx.shape[1]} items, the outcome has {y.size}")
-    stats = _chi2_groups((y.astype(np.float32)[idx] @ m.astype(np.float32)).T.astype(float), n)  # (groups, n_perm)
-    p = (1.0 + float((stats >= observed - 1e-9).sum())) / (1.0 + idx.shape[0])
-    return Homogeneity(observed, int(m.shape[1]) - 1, p, int(idx.shape[0]))
+    return _homogeneity_result(observed, y.astype(np.float32)[idx] @ m.astype(np.float32), n)
+
+
+def _homogeneity_result(observed: float, counts: np.ndarray, n: np.ndarray) -> Homogeneity:
+    """The test from the observed χ² and the permuted right-counts ``counts`` (n_perm, groups)."""
+    stats = _chi2_groups(counts.T.astype(float), n)  # (groups, n_perm)
+    p = (1.0 + float((stats >= observed - 1e-9).sum())) / (1.0 + counts.shape[0])
+    return Homogeneity(observed, int(counts.shape[1]) - 1, p, int(counts.shape[0]))
+
+
+def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray, perms: np.ndarray) -> list[Homogeneity]:
+    """:func:`permutation_homogeneity` for many runs over one set of items, groups and permutations.
+
+    ``outcomes`` (runs, items) holds each run's 0/1 outcomes, NaN for an item the run does not
+    have; ``membership`` (items, groups) 0/1 (the rows of an item a run lacks are never read);
+    ``perms`` (from :func:`permutation_indices`) permutes all the items. A run with every item gets
+    exactly ``permutation_homogeneity(outcomes[r], membership, perms=perms)``, bit for bit.
+
+    A run with only some items (its set ``S``) is permuted by the **induced** permutation of each
+    draw ``π`` on ``S``: item ``a`` of ``S`` takes the outcome of the first item of ``S`` among
+    ``π(a), π(π(a)), …`` (cycle walking). That is a uniformly random permutation of ``S``: removing one
+    item from its cycle maps the ``N!`` permutations of ``N`` items onto the ``(N−1)!`` of the rest,
+    ``N`` to one, and induction removes the items outside ``S`` one by one. So the test is the same
+    permutation test, on other (equally random) draws than one drawn for ``S`` alone.
+
+    How: in draw ``π`` the label row of item ``a`` takes the outcome of item ``π(a)``, so the right-count
+    of group ``g`` is ``Σ_{a in g} y_π(a)``: one sparse matrix (a 1 per label and draw) times every
+    run's outcomes (0 outside ``S``); a partial run then corrects only the pairs that touch its
+    missing items. Counts are sums of 0/1 values, exact in floating point, so no rounding enters.
+    """
+    from scipy import sparse
+
+    ys = np.asarray(outcomes, dtype=float)
+    m = np.asarray(membership, dtype=float)
+    if ys.ndim != 2 or ys.shape[1] != m.shape[0] or perms.shape[1] != m.shape[0]:
+        raise ValueError(f"outcomes {ys.shape}, membership {m.shape} and permutations {perms.shape} disagree")
+    present = ~np.isnan(ys)
+    y0 = np.where(present, ys, 0.0)
+    n_items, n_groups, n_perm = m.shape[0], m.shape[1], perms.shape[0]
+    nan = float("nan")
+    out: list[Homogeneity] = []
+    testable: list[int] = []
+    for r in range(ys.shape[0]):
+        n = m[present[r]].sum(axis=0)
+        y = ys[r, present[r]]
+        groups = int((n > 0).sum())
+        out.append(Homogeneity(nan, max(0, groups - 1), nan, 0))
+        if groups >= 2 and y.size and y.min() != y.max():
+            testable.append(r)
+    if not testable:
+        return out
+    label_group, label_item = np.nonzero(m.T > 0)  # the labels, group by group
+    runs_y = np.ascontiguousarray(y0[testable].T)  # (items, runs)
+    counts = np.empty((len(testable), n_perm, n_groups))
+    step = max(1, _CHUNK_CELLS // max(1, label_item.size, n_groups * len(testable)))
+    group_sizes = np.bincount(label_group, minlength=n_groups)
+    ones = np.ones(min(step, n_perm) * label_item.size)
+    for start in range(0, n_perm, step):
+        draws = perms[start : start + step]
+        c = draws.shape[0]
+        # one row per (draw, group): the items whose outcomes that group's label rows take in that draw
+        indptr = np.concatenate([[0], np.cumsum(np.tile(group_sizes, c))])
+        pairs = sparse.csr_matrix((ones[: c * label_item.size], draws[:, label_item].ravel(), indptr),
+                                  shape=(c * n_groups, n_items))
+        counts[:, start : start + c, :] = (pairs @ runs_y).reshape(c, n_groups, -1).transpose(2, 0, 1)
+    inverse = None
+    for j, r in enumerate(testable):
+        inside = present[r]
+        n = m[inside].sum(axis=0)
+        keep = n > 0
+        observed = float(_chi2_groups(m[inside][:, keep].T @ ys[r, inside], n[keep]))
+        k = counts[j]
+        if not inside.all():
+            if inverse is None:
+                inverse = np.empty_like(perms)
+                np.put_along_axis(inverse, perms, np.arange(n_items, dtype=perms.dtype)[None, :], axis=1)
+            k = k + _induced_correction(perms, inverse, inside, y0[r], m)
+        out[r] = _homogeneity_result(observed, k[:, keep], n[keep])
+    return out
+
+
+def _induced_correction(perms: np.ndarray, inverse: np.ndarray, inside: np.ndarray, y0: np.ndarray,
+                        m: np.ndarray) -> np.ndarray:
+    """What turns the counts under the full permutations into the counts under their induced
+    permutations on the items ``inside`` (see :func:`permutation_homogeneity_shared`), (n_perm, groups)."""
+    from scipy import sparse
+
+    missing = np.flatnonzero(~inside)
+    partner = perms[:, missing]  # (n_perm, missing): the outcome a missing item's label row was paired with
+    dropped = y0[partner] == 1.0  # a missing item's label row takes no outcome
+    row = inverse[:, missing]  # the label row paired with a missing item's outcome...
+    valid = inside[row]  # ...takes, when it is inside, the outcome of the next item inside on the cycle
+    reached = partner.copy()
+    walking = valid & ~inside[reached]
+    while walking.any():
+        reached = np.where(walking, np.take_along_axis(perms, reached, axis=1), reached)
+        walking = valid & ~inside[reached]
+    taken = valid & (y0[reached] == 1.0)
+    # one signed row per draw: +1 for each label row that takes an outcome, -1 for each that gives one up
+    columns = np.concatenate([row, np.broadcast_to(missing, partner.shape)], axis=1)
+    signs = np.broadcast_to(np.repeat([1.0, -1.0], missing.size), columns.shape)
+    chosen = np.concatenate([taken, dropped], axis=1)
+    indptr = np.concatenate([[0], np.cumsum(chosen.sum(axis=1))])
+    change = sparse.csr_matrix((signs[chosen], columns[chosen], indptr), shape=(perms.shape[0], m.shape[0]))
+    return np.asarray(change @ m)
 
 
 # ---------------------------------------------------------------- intervals honest at the edges

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -26,6 +27,8 @@ from cresowlve_core.stats import (
     mcnemar,
     percentile_interval,
     permutation_homogeneity,
+    permutation_homogeneity_shared,
+    permutation_indices,
     spearman_exact_p,
     stable_seed,
     two_proportion_z,
@@ -326,3 +329,81 @@ def test_permutation_homogeneity_agrees_with_chi2_for_disjoint_groups() -> None:
     assert permutation_homogeneity(y, np.eye(4)[g], n_perm=200, rng=5) == permutation_homogeneity(
         y, np.eye(4)[g], n_perm=200, rng=5
     )
+
+
+def _labels(rng: np.random.Generator, n_items: int, n_groups: int) -> np.ndarray:
+    """Overlapping 0/1 group labels: every item in one group, some in a second."""
+    m = np.eye(n_groups)[rng.integers(0, n_groups, n_items)]
+    m[np.arange(n_items), rng.integers(0, n_groups, n_items)] = 1.0
+    return m
+
+
+def test_shared_homogeneity_equals_one_test_per_run_with_every_item() -> None:
+    rng = np.random.default_rng(3)
+    m = _labels(rng, 300, 5)
+    ys = (rng.random((4, 300)) < np.array([[0.2], [0.4], [0.5], [0.7]]) + 0.05 * m[:, 0]).astype(float)
+    ys[3] = 1.0  # a run that got everything right: no test
+    perms = permutation_indices(300, 400, 7)
+    shared = permutation_homogeneity_shared(ys, m, perms)
+    for y, h in zip(ys[:3], shared[:3], strict=True):
+        assert h == permutation_homogeneity(y, m, perms=perms)  # same statistic, same p, bit for bit
+    assert np.isnan(shared[3].p) and shared[3].n_perm == 0
+
+
+def _induced(perm: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """The permutation ``perm`` induces on the items ``inside`` (walk the cycle to the next one inside)."""
+    out = np.full(perm.size, -1)
+    for a in np.flatnonzero(inside):
+        b = perm[a]
+        while not inside[b]:
+            b = perm[b]
+        out[a] = b
+    return out
+
+
+def test_shared_homogeneity_of_a_partial_run_uses_the_induced_permutations() -> None:
+    rng = np.random.default_rng(4)
+    m = _labels(rng, 120, 4)
+    y = (rng.random(120) < 0.3 + 0.1 * m[:, 1]).astype(float)
+    inside = rng.random(120) > 0.3
+    perms = permutation_indices(120, 300, 2)
+    h = permutation_homogeneity_shared(np.where(inside, y, np.nan)[None, :], m, perms)[0]
+    # the same test computed directly: each draw's induced permutation applied to the run's own items
+    own = np.flatnonzero(inside)
+    position = np.full(120, -1)
+    position[own] = np.arange(own.size)
+    induced = np.stack([position[_induced(p, inside)[own]] for p in perms])
+    assert h == permutation_homogeneity(y[own], m[own], perms=induced)
+
+
+def test_induced_permutations_are_uniform() -> None:
+    from itertools import permutations
+
+    inside = np.array([True, False, True, True])
+    draws = [np.array(p) for p in permutations(range(4))]
+    induced = [tuple(_induced(p, inside)[inside]) for p in draws]
+    # each of the 3! permutations of the three items inside comes from exactly 4! / 3! draws
+    assert sorted(Counter(induced).values()) == [4] * 6
+
+
+def test_shared_homogeneity_p_agrees_with_scipy_permutation_test() -> None:
+    from scipy.stats import permutation_test
+
+    rng = np.random.default_rng(5)
+    m = _labels(rng, 400, 4)
+    y = (rng.random(400) < 0.35 + 0.08 * m[:, 2]).astype(float)
+    inside = rng.random(400) > 0.1
+    h = permutation_homogeneity_shared(np.where(inside, y, np.nan)[None, :], m, permutation_indices(400, 4000, 1))[0]
+    own_m = m[inside]
+
+    def chi2(v: np.ndarray) -> float:
+        n = own_m.sum(axis=0)
+        k = own_m.T @ v
+        pbar = k.sum() / n.sum()
+        return float((((k - n * pbar) ** 2) / (n * pbar * (1 - pbar))).sum())
+
+    ref = permutation_test((y[inside],), chi2, permutation_type="pairings", n_resamples=4000,
+                           alternative="greater", random_state=0)
+    assert h.statistic == pytest.approx(ref.statistic, rel=1e-9)
+    assert 0.005 < ref.pvalue < 0.5  # a p-value the two Monte Carlo estimates can disagree on
+    assert h.p == pytest.approx(ref.pvalue, abs=0.03)  # four standard errors of two 4,000-draw estimates

@@ -27,11 +27,12 @@ import pandas as pd
 
 from cresowlve_core.analysis.loading import METRICS, reasoning_is
 from cresowlve_core.stats import (
+    Homogeneity,
     benjamini_hochberg,
     cochran_armitage,
     holm,
     linear_combination_interval,
-    permutation_homogeneity,
+    permutation_homogeneity_shared,
     permutation_indices,
     stable_seed,
     two_proportion_z,
@@ -238,28 +239,36 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
     """Per config × lang: permutation χ² test that every shown group has the same accuracy.
 
     One set of ``n_perm`` permutations is drawn per language over the union of the items of
-    its runs (seeded by ``seed``, the language, the column and that union); each run uses the
-    order in which its own items appear in them, which is a uniform random permutation of
-    those items. This keeps 36 runs × 3 annotations to one shuffle per language.
+    its runs (seeded by ``seed``, the language, the column and that union). A run with every
+    item uses them as drawn; a run with fewer items uses the permutation each draw induces on
+    its own items, which is a uniformly random permutation of them
+    (:func:`~cresowlve_core.stats.permutation_homogeneity_shared`). The runs that agree on the
+    labels of their items are tested together, in one pass over the permutations.
     """
     rows = []
     for lang, lang_rows in keep.groupby("lang", sort=True):
-        universe = pd.Index(sorted(lang_rows["id"].unique()))
+        item_code, universe = pd.factorize(lang_rows["id"], sort=True)
+        group_code, group_names = pd.factorize(lang_rows["group"], sort=True)
+        config_code, configs = pd.factorize(lang_rows["config"], sort=True)
         perms = permutation_indices(len(universe), n_perm, stable_seed(seed, lang, column, len(universe), *universe[:3]))
-        for config, g in lang_rows.groupby("config", sort=True):
-            items = g.drop_duplicates("id").sort_values("id")
-            ids = pd.Index(items["id"])
-            groups = pd.Index(sorted(g["group"].unique()))
-            member = np.zeros((len(ids), len(groups)))
-            member[ids.get_indexer(g["id"]), groups.get_indexer(g["group"])] = 1.0
-            local = np.full(len(universe), -1, dtype=np.int32)
-            local[universe.get_indexer(ids)] = np.arange(len(ids), dtype=np.int32)
-            mapped = local[perms]
-            own = mapped[mapped >= 0].reshape(perms.shape[0], len(ids))  # this run's items, in permuted order
-            h = permutation_homogeneity(items[metric].to_numpy(float), member, perms=own)
-            rows.append(
-                {"config": config, "lang": lang, "n_items": len(ids), "groups": len(groups), "chi2": h.statistic, "df": h.df, "p": h.p}
-            )
+        labels = np.zeros((len(configs), len(universe), len(group_names)), dtype=bool)
+        labels[config_code, item_code, group_code] = True
+        outcomes = np.full((len(configs), len(universe)), np.nan)
+        outcomes[config_code, item_code] = lang_rows[metric].to_numpy(float)
+        # the labels of the union; a run whose own labels differ on its items is tested with its own
+        union: np.ndarray = labels.any(axis=0)
+        has = ~np.isnan(outcomes)
+        agrees = [bool((labels[c][has[c]] == union[has[c]]).all()) for c in range(len(configs))]
+        batches = [[c for c in range(len(configs)) if agrees[c]]] + [[c] for c in range(len(configs)) if not agrees[c]]
+        tests: dict[int, Homogeneity] = {}
+        for batch in batches:
+            if batch:
+                member = (union if agrees[batch[0]] else labels[batch[0]]).astype(float)
+                tests.update(zip(batch, permutation_homogeneity_shared(outcomes[batch], member, perms), strict=True))
+        for c, config in enumerate(configs):
+            h = tests[c]
+            rows.append({"config": config, "lang": lang, "n_items": int(has[c].sum()),
+                         "groups": int(labels[c].any(axis=0).sum()), "chi2": h.statistic, "df": h.df, "p": h.p})
     out = pd.DataFrame(rows, columns=["config", "lang", "n_items", "groups", "chi2", "df", "p"])
     out["q"] = benjamini_hochberg(out["p"].to_numpy()) if not out.empty else []
     out["n_perm"] = n_perm
