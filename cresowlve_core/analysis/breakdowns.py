@@ -256,7 +256,7 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
         outcomes = np.full((len(configs), len(universe)), np.nan)
         outcomes[config_code, item_code] = lang_rows[metric].to_numpy(float)
         # the labels of the union; a run whose own labels differ on its items is tested with its own
-        union: np.ndarray = labels.any(axis=0)
+        union = np.asarray(labels.any(axis=0))
         has = ~np.isnan(outcomes)
         agrees = [bool((labels[c][has[c]] == union[has[c]]).all()) for c in range(len(configs))]
         batches = [[c for c in range(len(configs)) if agrees[c]]] + [[c] for c in range(len(configs)) if not agrees[c]]
