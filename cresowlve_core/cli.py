@@ -93,6 +93,29 @@ def unserved_role(a: argparse.Namespace) -> str | None:
     return None
 
 
+def _is_http_url(value: str) -> bool:
+    try:
+        argtypes.http_url(value)
+    except argparse.ArgumentTypeError:
+        return False
+    return True
+
+
+def unset_role_key(a: argparse.Namespace) -> str | None:
+    """Why the command is refused when a role served at a base URL names a key variable that is not
+    set (``--ROLE-api-key-env``, ``--step-model``'s KEY_ENV), or None; checked before any model starts."""
+    given = vars(a)
+    named = [(f"--{dest.replace('_', '-')}", name) for dest, name in given.items()
+             if dest.endswith("api_key_env") and isinstance(name, str) and name
+             and given.get(f"{dest[: -len('api_key_env')]}base_url")]
+    named += [(f"--step-model {step}", key) for step, _, url, key in given.get("step_model") or []
+              if key and _is_http_url(url)]  # a bad BASE_URL is the command's own refusal
+    for flag, name in named:
+        if _unset_key_var(name) is not None:
+            return f"environment variable {name!r} is not set ({flag}; it should hold the API key); nothing was run"
+    return None
+
+
 def _usage_error(message: str) -> int:
     print(f"error: {message}", file=sys.stderr)
     return EXIT_USAGE
@@ -417,9 +440,11 @@ def cmd_build(a: argparse.Namespace) -> int:
 def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
     from cresowlve_core.create.generate import FEWSHOT_MAX_TOKENS, GENERATE_OPTIONS, generate
+    from cresowlve_core.create.queries import load_queries
     from cresowlve_core.llm.base_model import is_base_model
     from cresowlve_core.runtime import endpoint_or_embedded
 
+    load_queries(a.queries, a.limit, max_input_chars=a.max_input_chars)  # a bad file is refused before any model starts
     with endpoint_or_embedded(a.model, a.base_url, a.api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
@@ -436,9 +461,11 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
 
 def cmd_create_score(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
+    from cresowlve_core.create.generate import read_generation_manifest
     from cresowlve_core.create.score import JUDGE_OPTIONS, score
     from cresowlve_core.runtime import endpoint_or_embedded
 
+    read_generation_manifest(a.run_dir)  # not a generation run: refused before any model starts
     with endpoint_or_embedded(a.judge_model, a.judge_base_url, a.judge_api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
@@ -450,7 +477,7 @@ def cmd_create_score(a: argparse.Namespace) -> int:
 
 def cmd_synth(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.synthetic.pipeline import SynthConfig, run_synth, summary_line
+    from cresowlve_core.synthetic.pipeline import SynthConfig, candidate_build, load_source, run_synth, summary_line
 
     cfg = SynthConfig(
         build_dir=a.build_dir, n_candidates=a.n, domains=a.domains.split(",") if a.domains else None,
@@ -461,11 +488,13 @@ def cmd_synth(a: argparse.Namespace) -> int:
         solver_effort=a.solver_effort, solver_max_tokens=a.solver_max_tokens, concurrency=a.concurrency,
         max_cost=a.max_cost, cache=not a.no_cache, max_input_chars=a.max_input_chars,
     )
-    res = run_synth(cfg)
-    if not res.summary["stages"]["candidates"]:  # nothing was sent: the band or domains leave no candidate
+    source = load_source(cfg)
+    build = candidate_build(cfg, source)
+    if not build.candidates:  # refused before any model starts: the band or domains leave no candidate
         return _usage_error(f"no candidate in the notability band {a.band[0]}..{a.band[1]} ({a.notability}) "
-                            f"of the domains {a.domains or 'all'} ({res.summary['stages']['anchors_tried']} anchors "
+                            f"of the domains {a.domains or 'all'} ({len(build.tried)} anchors "
                             "tried): nothing to verbalise; widen --band or add --domains")
+    res = run_synth(cfg, source=source, build=build)
     if any(res.embedded.values()):
         print(banner_text("embedded"), file=sys.stderr)
     print(summary_line(res.summary, cfg.build_dir))
@@ -872,7 +901,7 @@ def main(argv: list[str] | None = None) -> int:
         for noisy in ("papermill", "httpx", "httpx2", "traitlets"):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     fn: Callable[[argparse.Namespace], int] = args.fn
-    if (why := unserved_role(args)) is not None:
+    if (why := unserved_role(args) or unset_role_key(args)) is not None:
         return _usage_error(why)
     apply_stage_provider(args)
     from cresowlve_core.runtime import stop

@@ -172,12 +172,22 @@ class Build:
         self._stack = contextlib.ExitStack()
         self._finalizer = weakref.finalize(self, self._stack.close)
         self.ctx: StepContext | None = None
+        self._opened = False
         self.stopped: BuildStopped | None = None
         self.agreement_result: dict[str, Any] | None = None
 
     # ---- lifecycle
 
     def open(self) -> Build:
+        """Ready the build. The step models (and the embedded server, when a step runs on it)
+        start with the first step that calls one, so that collecting, which may refuse the
+        sources, never starts a model."""
+        self._opened = True
+        if self._clients is not None:
+            self._open_clients()
+        return self
+
+    def _open_clients(self) -> StepContext:
         clients = self._clients
         if clients is None:
             clients = self._stack.enter_context(open_step_clients(self.config.step_models(), self.config.client_options()))
@@ -185,7 +195,7 @@ class Build:
                                items_tag=f"build:{self.config.name}", progress=self.progress,
                                archive_changed=self.config.archive_changed)
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models()})
-        return self
+        return self.ctx
 
     def close(self) -> None:
         self._stack.close()
@@ -198,7 +208,12 @@ class Build:
 
     @property
     def embedded(self) -> bool:
-        return self.config.embedded or bool(self.ctx and self.ctx.embedded)
+        """A step runs (or will run) on the embedded model: before the step models start, every
+        step whose model has no base URL will."""
+        if self.ctx is not None:
+            return self.config.embedded or self.ctx.embedded
+        models = self.config.step_models()
+        return self.config.embedded or any(models.get(s, models["default"]).base_url is None for s in LLM_STEPS)
 
     def models(self) -> dict[str, dict[str, Any]]:
         """Step -> model, base URL, key variable name, embedded?, prompt version."""
@@ -232,7 +247,9 @@ class Build:
     def _need_ctx(self) -> StepContext:
         self._guard()
         if self.ctx is None:
-            raise RuntimeError("open the build first (Build(config).open() or `with Build(config) as b:`)")
+            if not self._opened:
+                raise RuntimeError("open the build first (Build(config).open() or `with Build(config) as b:`)")
+            return self._open_clients()
         return self.ctx
 
     # ---- steps

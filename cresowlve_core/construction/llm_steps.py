@@ -38,7 +38,7 @@ from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params, is_base_model, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import summed_cost, summed_usage
+from cresowlve_core.llm.types import Endpoint, summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -116,6 +116,14 @@ class StepContext:
         return any(c.embedded for c in self.clients.values())
 
 
+def serves_embedded(endpoint: Endpoint) -> bool:
+    """The endpoint is the embedded model although it was named by base URL (the main job's
+    server): its provider profile is ``embedded``, or it answers as the embedded model."""
+    from cresowlve_core.banners import is_embedded_model
+
+    return endpoint.profile.name == "embedded" or is_embedded_model(endpoint.model)
+
+
 @contextlib.contextmanager
 def open_step_clients(models: dict[str, StepModel], options: ClientOptions) -> Iterator[dict[str, StepClient]]:
     """One client per step (steps sharing an endpoint share the embedded server); closed on exit."""
@@ -129,7 +137,8 @@ def open_step_clients(models: dict[str, StepModel], options: ClientOptions) -> I
                                                                                spec.api_key_env))
                 client: LLMClient = open_client(endpoint, options)
                 stack.callback(client.close)
-                by_endpoint[spec] = StepClient(client, endpoint.model, endpoint.base_url, endpoint.api_key_env, embedded)
+                by_endpoint[spec] = StepClient(client, endpoint.model, endpoint.base_url, endpoint.api_key_env,
+                                               embedded or serves_embedded(endpoint))
             out[step] = by_endpoint[spec]
         yield out
 

@@ -299,13 +299,19 @@ def _secret_names(*names: str | None) -> list[str] | None:
     return found or None
 
 
+def candidate_build(cfg: SynthConfig, src: KnowledgeSource) -> CandidateBuild:
+    """The candidates of ``cfg`` from ``src`` (no model involved; seeded, so the same every time)."""
+    return build_candidates(src, domains_by_name(cfg.domains), cfg.band(), cfg.rules(), cfg.n_candidates, cfg.seed)
+
+
 def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSource | None = None,
-              endpoints: tuple[Endpoint, Endpoint] | None = None) -> SynthResult:
+              endpoints: tuple[Endpoint, Endpoint] | None = None, build: CandidateBuild | None = None) -> SynthResult:
     """Build, verbalise, filter, score and export (resumable). ``endpoints`` (verbaliser, solver)
-    overrides the configured ones (tests); otherwise a missing base URL means the embedded model."""
+    overrides the configured ones (tests); otherwise a missing base URL means the embedded model.
+    ``build`` is :func:`candidate_build` of ``cfg`` and ``source`` when the caller made it already."""
     src = source if source is not None else load_source(cfg)
     build_dir = Path(cfg.build_dir)
-    build = build_candidates(src, domains_by_name(cfg.domains), cfg.band(), cfg.rules(), cfg.n_candidates, cfg.seed)
+    build = build if build is not None else candidate_build(cfg, src)
     write_build(build, src, build_dir)
 
     async def main(v: Endpoint, s: Endpoint) -> tuple[MapResult, MapResult | None]:
