@@ -1,7 +1,9 @@
 """Altair charts for the analysis report (one function per paper figure).
 
 Every function takes the tidy frame produced by the matching analysis function and returns
-an ``alt.Chart`` (or layered/faceted chart). Accuracies are in %; languages are shown as
+an ``alt.Chart`` (or layered/faceted chart). A layered chart takes its frame once, on the layer
+(``alt.layer(..., data=frame)``): layers that each carry the frame make altair hash it through
+its text form, which prints every row under the notebooks' display options. Accuracies are in %; languages are shown as
 ``CresOWLve-En`` / ``CresOWLve-Ru``.
 """
 
@@ -34,7 +36,7 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     if data["config"].nunique() > MAX_OVERLAID_CONFIGS:
         return difficulty_panels(data)
     pick = alt.selection_point(fields=["config"], bind="legend")  # click a legend entry to highlight it
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("difficulty:O", title="Difficulty (1 = very simple, 5 = very hard)"),
         color=alt.Color("config:N", title="Model (click to highlight)", scale=alt.Scale(scheme=PALETTE)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.12)),
@@ -59,7 +61,7 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     )
     bars = base.mark_errorbar(ticks=True).encode(y=alt.Y("low:Q", title="Accuracy (%)"), y2="high:Q")
     return (
-        (bars + line)
+        alt.layer(bars, line, data=data)
         .properties(width=320, height=240)
         .facet(row=alt.Row("metric_label:N", title=None), column=alt.Column("language:N", title=None))
     )
@@ -70,7 +72,7 @@ def difficulty_panels(data: pd.DataFrame, columns: int = 6) -> alt.FacetChart:
     Wilson interval per difficulty, language × metric as colour, dodged side by side (no overlap)."""
     data = data.assign(series=data["language"] + " · " + data["metric_label"])
     order = data.groupby("config")["acc"].mean().sort_values(ascending=False).index.tolist()
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("difficulty:O", title="Difficulty", axis=alt.Axis(labelAngle=0)),
         xOffset=alt.XOffset("series:N"),
         color=alt.Color("series:N", title="Language · metric", scale=alt.Scale(scheme="category10"),
@@ -82,7 +84,7 @@ def difficulty_panels(data: pd.DataFrame, columns: int = 6) -> alt.FacetChart:
                  alt.Tooltip("low:Q", format=".1f"), alt.Tooltip("high:Q", format=".1f")],
     )
     bars = base.mark_rule(strokeWidth=1).encode(y=alt.Y("low:Q", title="Accuracy (%)"), y2="high:Q")
-    return (bars + points).properties(width=170, height=130).facet(
+    return alt.layer(bars, points, data=data).properties(width=170, height=130).facet(
         facet=alt.Facet("config:N", title=None, sort=order, header=alt.Header(labelFontSize=11)), columns=columns,
     )
 
@@ -97,7 +99,7 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     n_configs = max(1, data["config"].nunique())
     # models in order of overall accuracy (best first): a name order carries no meaning
     ranked = data.groupby("config")["overall"].mean().sort_values(ascending=False).index.tolist()
-    base = alt.Chart(data).encode(y=alt.Y("group:N", title=group_title, sort="ascending"))
+    base = alt.Chart().encode(y=alt.Y("group:N", title=group_title, sort="ascending"))
     # model names above and below every panel: a tall panel (34 groups) never leaves its cells
     # hundreds of pixels away from the names that identify their columns
     x_below = alt.X("config:N", title="Model (best overall first)", sort=ranked,
@@ -126,7 +128,7 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     interval = base.mark_text(fontSize=7, dy=6).encode(x=alt.X("config:N", axis=None, sort=ranked), text="ci:N",
                                                         color=colour)
     return (
-        alt.layer(rect, value, interval)
+        alt.layer(rect, value, interval, data=data)
         .resolve_axis(x="independent")
         .properties(width=min(1400, 46 * n_configs), height=alt.Step(24))
         .facet(row=alt.Row("language:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold")))
@@ -137,7 +139,7 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
 def gap_chart(df: pd.DataFrame) -> alt.FacetChart:
     """Creative − factual gap with bootstrap CI per model; columns = metric, colour = language."""
     data = _with_lang(df)[["config", "language", "metric_label", "gap", "low", "high", "n_matched"]]
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         y=alt.Y("config:N", title="Model"),
         yOffset="language:N",
         color=alt.Color("language:N", title="Language"),
@@ -155,9 +157,9 @@ def gap_chart(df: pd.DataFrame) -> alt.FacetChart:
         ],
     )
     bars = base.mark_rule().encode(x="low:Q", x2="high:Q")
-    zero = alt.Chart(data).mark_rule(strokeDash=[4, 3], color="grey").encode(x=alt.datum(0))
+    zero = alt.Chart().mark_rule(strokeDash=[4, 3], color="grey").encode(x=alt.datum(0))
     return (
-        (zero + bars + points)
+        alt.layer(zero, bars, points, data=data)
         .properties(width=320, height=alt.Step(22))
         .facet(column=alt.Column("metric_label:N", title=None))
     )
@@ -211,7 +213,7 @@ def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart 
     ]
     stroke = alt.condition("datum.significant", alt.value("black"), alt.value(None))
     if not by_model:
-        base = alt.Chart(data).encode(x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)))
+        base = alt.Chart().encode(x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)))
         bars = base.mark_bar().encode(
             y=alt.Y("spearman_rho:Q", title="Spearman ρ with difficulty", scale=alt.Scale(domain=[-1, 1])),
             color=alt.Color("feature_label:N", legend=None),
@@ -220,9 +222,9 @@ def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart 
         )
         ci = base.mark_errorbar(ticks=True).encode(y=alt.Y("spearman_low:Q", title="Spearman ρ with difficulty"),
                                                    y2="spearman_high:Q")  # the same title: no field name merged in
-        return (bars + ci).properties(width=360, height=200)
+        return alt.layer(bars, ci, data=data).properties(width=360, height=200)
     data = _with_lang(data)
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)), xOffset="feature_label:N"
     )
     bars = base.mark_bar().encode(
@@ -233,4 +235,5 @@ def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart 
     )
     ci = base.mark_rule(color="black", opacity=0.6).encode(y=alt.Y("spearman_low:Q", title="Spearman ρ with correctness"),
                                                            y2="spearman_high:Q")
-    return (bars + ci).properties(width=alt.Step(10), height=200).facet(row=alt.Row("language:N", title=None))
+    return alt.layer(bars, ci, data=data).properties(width=alt.Step(10), height=200).facet(
+        row=alt.Row("language:N", title=None))
