@@ -142,6 +142,7 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
+    from cresowlve_core import notebook_progress
     from cresowlve_core.notebooks import ReportFailed, report_headline, report_name, run_notebook
 
     params = _params(a.param)
@@ -158,7 +159,8 @@ def cmd_report(a: argparse.Namespace) -> int:
         check_compare(params.get("runs", default_runs), params["compare"], params.get("aliases"))
     try:  # named by its inputs unless --name: a report on other runs never overwrites the main job's
         res = run_notebook(a.notebook, params, Path(a.reports_dir) if a.reports_dir else None,
-                           output_name=a.name or report_name(a.notebook, params))
+                           output_name=a.name or report_name(a.notebook, params),
+                           progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     except ReportFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core import paths
+from cresowlve_core import notebook_progress, paths
 from cresowlve_core.runtime import stop
 from cresowlve_core.runtime.rundir import ARCHIVE_CHANGED_ENV
 from cresowlve_core.text import slug
@@ -70,8 +70,7 @@ print("RENDERED " + json.dumps({"html": str(res.html), "seconds": res.seconds}),
 """
 
 
-#: how often the main job prints which report is rendering and its cells done of cells (on stderr)
-PROGRESS_EVERY_S = 10.0
+PROGRESS_EVERY_S = notebook_progress.PROGRESS_EVERY_S  # which report is rendering and its cells done of cells
 
 
 def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_name: str | None = None,

@@ -17,6 +17,10 @@ from typing import Any, TextIO
 
 ENGINE = "cresowlve-progress"
 
+#: how often a report rendering prints which cell of how many (on stderr): the main job, and every
+#: command that renders a report (``report``, ``errors report``, ``contamination report``, the grid's)
+PROGRESS_EVERY_S = 10.0
+
 
 class _Tracker:
     def __init__(self, stem: str) -> None:

@@ -111,3 +111,14 @@ def test_the_main_job_prints_progress_of_the_report_it_renders(tmp_path, capfd, 
     assert html.name == "tiny_main.html"
     lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("  rendering tiny_main: ")]
     assert len(lines) >= 3 and any("cells done" in x for x in lines), lines
+
+
+def test_a_report_run_by_hand_prints_the_same_progress_lines(tmp_path, capsys, monkeypatch):
+    from cresowlve_core import notebook_progress
+
+    monkeypatch.setattr(notebook_progress, "PROGRESS_EVERY_S", 0.3)
+    nb = _notebook(tmp_path / "tiny.ipynb")
+    assert main(["report", str(nb), "-p", "pause", "2.0", "--name", "tiny_hand",
+                 "--reports-dir", str(tmp_path / "reports")]) == 0
+    lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("  rendering tiny_hand: ")]
+    assert len(lines) >= 3 and any("of 5 cells done" in x for x in lines), lines

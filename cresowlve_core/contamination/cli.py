@@ -47,6 +47,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
 
 
 def cmd_contamination_report(a: argparse.Namespace) -> int:
+    from cresowlve_core import notebook_progress
     from cresowlve_core.notebooks import run_notebook
 
     params: dict[str, Any] = {
@@ -54,7 +55,8 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
         "perturber_base_url": a.perturber_base_url, "perturber_api_key_env": a.perturber_api_key_env,
         "quiz_model": a.quiz_model, "quiz_base_url": a.quiz_base_url, "quiz_api_key_env": a.quiz_api_key_env,
         "n_repeats": a.repeats, "max_items_per_set": a.max_items}
-    res = run_notebook("05_contamination", params, Path(a.reports_dir) if a.reports_dir else None)
+    res = run_notebook("05_contamination", params, Path(a.reports_dir) if a.reports_dir else None,
+                       progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
     return 0
 

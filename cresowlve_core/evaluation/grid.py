@@ -290,10 +290,12 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
     grid = load_grid(path)
     out = run_coro(run_grid_async(grid, progress=progress))
     if grid.report and not out.get("stopped"):  # an interrupted grid skips its report
+        from cresowlve_core import notebook_progress
         from cresowlve_core.notebooks import run_notebook
 
         res = run_notebook("03_analysis", {"runs": str(grid.directory() / GRID_FILE), "aliases": out["aliases"]},
                            Path(reports_dir) if reports_dir else None, output_name=f"03_analysis_{slug(grid.name)}",
-                           title=f"Analysis of grid {grid.name}")
+                           title=f"Analysis of grid {grid.name}",
+                           progress_every_s=notebook_progress.PROGRESS_EVERY_S if progress else None)
         out["report"] = str(res.html)
     return out
