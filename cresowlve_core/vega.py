@@ -47,13 +47,33 @@ def _views(node: Any, found: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     return found
 
 
+SIGNIFICANT_DIGITS = 6  # of every number in a chart's data (each tooltip and label shows fewer)
+
+
+def _rounded(value: Any) -> Any:
+    """``value`` (a dataset's rows) with every float to :data:`SIGNIFICANT_DIGITS` significant digits:
+    ``43.859649122807014`` is written ``43.8596``, a third of the bytes, and still ``43.9`` in a ``.1f``
+    tooltip. Infinite and NaN values are kept as they are."""
+    if isinstance(value, float):
+        return float(f"{value:.{SIGNIFICANT_DIGITS}g}") if value == value and abs(value) != float("inf") else value
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_rounded(v) for v in value]
+    return value
+
+
 def portable_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``spec`` that Vega-Lite 5.6 (JupyterLab 4) up to 6.x draws, labelled Vega-Lite 5.
 
     Top-level selection parameters scoped to views (``{"name": …, "select": …, "views": [v]}``) move
-    into the first view they name; parameters without ``views`` (variables) stay on top. Idempotent.
+    into the first view they name; parameters without ``views`` (variables) stay on top. The numbers of
+    the top-level ``datasets`` (where altair puts every chart's data) keep :data:`SIGNIFICANT_DIGITS`
+    significant digits. Idempotent.
     """
-    out = copy.deepcopy(spec)
+    out = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
+    if isinstance(spec.get("datasets"), dict):
+        out["datasets"] = {name: _rounded(rows) for name, rows in spec["datasets"].items()}
     params = out.get("params")
     if isinstance(params, list):
         views = _views({k: v for k, v in out.items() if k != "params"}, {})

@@ -92,3 +92,13 @@ def test_group_heatmap_names_the_models_above_and_below_every_panel():
     cells = [m for m in compiled["marks"] if m.get("type") == "group" and "facet" in m.get("from", {})]
     assert len(cells) == 1  # the group Vega draws once per language panel
     assert sorted(a["orient"] for a in axes(cells[0], [])) == ["bottom", "top"]  # before: in a footer, once
+
+
+def test_chart_data_keeps_six_significant_digits():
+    spec = {"datasets": {"d": [{"acc": 43.859649122807014, "q": 1.23456789e-12, "n": 57, "label": "44", "x": float("nan")}]},
+            "data": {"name": "d"}, "mark": "point"}
+    row = vega.portable_spec(spec)["datasets"]["d"][0]
+    assert row["acc"] == 43.8596 and row["q"] == 1.23457e-12 and row["n"] == 57 and row["label"] == "44"
+    assert row["x"] != row["x"]  # NaN kept
+    assert vega.portable_spec(vega.portable_spec(spec)) == vega.portable_spec(spec)
+    assert spec["datasets"]["d"][0]["acc"] == 43.859649122807014  # the input is not changed

@@ -13,6 +13,7 @@ annotations or no factual items each produce a message instead.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +35,19 @@ MISSING = "–"  # how every table shows a value that does not exist (never nan 
 SCROLL_STYLE = "max-height: 640px; overflow: auto; display: block"
 
 
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
 def table_html(obj: Any) -> str:
-    """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows."""
+    """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows.
+
+    The indentation pandas puts between tags is dropped (a third of a long table's bytes; whitespace
+    between table tags is not displayed); cell text is kept as it is."""
     if isinstance(obj, pd.DataFrame):
         inner = _missing_as_dash(obj).to_html(max_rows=None, max_cols=None, na_rep=MISSING)
     else:  # a Styler
         inner = obj.to_html()
-    return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{inner}</div>'
+    return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{_BETWEEN_TAGS.sub("><", inner)}</div>'
 
 
 def _missing_as_dash(df: pd.DataFrame) -> pd.DataFrame:

@@ -29,6 +29,16 @@ def test_long_tables_are_never_cut_to_ten_rows(shown):
     assert "overflow: auto" in shown[-1]
 
 
+def test_tables_keep_their_cell_text_without_the_indentation_between_tags():
+    import re
+
+    df = pd.DataFrame({"name": ["two  spaces", "a & b"], "v": [1.5, 2.0]})
+    html = report.table_html(df)
+    cells = lambda h: re.findall(r"<t[dh][^>]*>([^<]*)</t[dh]>", h)  # noqa: E731
+    assert cells(html) == cells(df.to_html()) and "a &amp; b" in cells(html)
+    assert "\n" not in html and "> <" not in html and html.count("<tr") == 3
+
+
 def test_setup_raises_the_pandas_row_limit():
     from cresowlve_core.notebooks import setup
 
