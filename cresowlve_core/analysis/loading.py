@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
@@ -440,26 +441,31 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         return RunSet(_empty_responses(), _empty_runs(), notes, searched, aliases)
 
     keep = _pick_latest(runs_df, notes)
-    frames: list[pd.DataFrame] = []
+    parts: list[pa.Table] = []
     for i in keep:
         t = tables[i]
         if t.num_rows == 0:
             continue
-        part = t.flatten().to_pandas()
         info = infos[i]
-        part["lang"] = part["lang"].fillna(info["lang"])
-        earlier = part.duplicated(subset=["id", "lang"], keep="last")
+        if info["lang"] is not None:
+            t = t.set_column(t.schema.get_field_index("lang"), "lang", pc.fill_null(t["lang"], str(info["lang"])))
+        key = t.select(["id", "lang", "status", "judge_status"]).to_pandas()
+        earlier = key.duplicated(subset=["id", "lang"], keep="last")
         # a judged run writes each answer before asking the judge: that line is not a superseded answer
-        awaiting_judge = earlier & part["status"].eq("ok") & part["judge_status"].eq("not_run")
+        awaiting_judge = earlier & key["status"].eq("ok") & key["judge_status"].eq("not_run")
         infos[i]["n_superseded"] = int(earlier.sum() - awaiting_judge.sum())
-        part = part[~earlier]
-        part["run_id"] = info["run_id"]
-        part["config"] = info["config"]
-        part["thinking"] = info["thinking"]
-        part["model"] = info["model"]
-        part["effort"] = info["effort"]
-        frames.append(part)
-    responses = _finish_columns(pd.concat(frames, ignore_index=True)) if frames else _empty_responses()
+        t = t.filter(pa.array(~earlier.to_numpy(dtype=bool)))
+        run_columns = {"run_id": info["run_id"], "config": info["config"], "thinking": info["thinking"],
+                       "model": info["model"], "effort": info["effort"]}
+        for name, value in run_columns.items():
+            column = pa.array([value] * t.num_rows, type=pa.bool_() if name == "thinking" else pa.string())
+            at = t.schema.get_field_index(name)
+            t = t.set_column(at, name, column) if at >= 0 else t.append_column(name, column)
+        parts.append(t)
+    # one conversion of one contiguous table: every column of the frame is a single block, so the
+    # sections' filters and group-bys do not walk one chunk per run
+    responses = (_finish_columns(pa.concat_tables(parts).combine_chunks().flatten().to_pandas())
+                 if parts else _empty_responses())
 
     runs_df = pd.DataFrame([infos[i] for i in keep]).reset_index(drop=True)
     runs_df["n_superseded"] = runs_df.get("n_superseded", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
