@@ -12,7 +12,6 @@ text. Skips without Chromium.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,8 @@ import pytest
 import stage_runs as S  # noqa: F401  (puts the stage test folders on sys.path)
 from chromium import CHROMIUM, Browser, websocket
 from fakeserver import FakeServer
-from test_hostile_strings import _executions, browser_text, payload
+from test_hostile_strings import SHOW_TOOLTIPS, _executions, browser_text, payload
+from test_hostile_strings import browser as browser  # the canary-counting browser (a fixture)
 
 from cresowlve_core.items import ItemView
 from cresowlve_core.notebooks import run_notebook
@@ -29,12 +29,12 @@ pytestmark = [pytest.mark.skipif(CHROMIUM is None, reason="no chromium on PATH (
               pytest.mark.skipif(websocket is None, reason="websocket-client is not installed (pip install -e '.[test]')")]
 
 MODEL = "m" + payload("model")
+JUDGE = "j" + payload("judge_model")
 
 
 def img(field: str) -> str:
     """The event-handler half of :func:`payload` (no ``/``: it can be part of a file name)."""
     return f"<img src=x onerror=canary('{field}')>"
-JUDGE = "j" + payload("judge_model")
 
 
 @pytest.fixture(autouse=True)
@@ -43,45 +43,11 @@ def _own_cache(tmp_cache):
     return tmp_cache
 
 
-# every chart's Vega view, kept as the page's vegaEmbed calls resolve (installed before any script runs)
-_KEEP_VIEWS = """(() => { let embed;
-  Object.defineProperty(window, 'vegaEmbed', {configurable: true, get() { return embed; }, set(real) {
-    embed = (...args) => real(...args).then(r => { (window.__views = window.__views || []).push(r.view); return r; });
-    Object.assign(embed, real); }}); })()"""
-
-# every mark that has a tooltip gets it shown, as Vega does on hover: the view's tooltip handler (the
-# reports' vega-embed default, vega-tooltip) called with the mark and its tooltip value
-_SHOW_TOOLTIPS = """(() => { let shown = 0, hostile = 0, text = '';
-  for (const view of window.__views || []) {
-    const show = view.tooltip(), marks = [];
-    (function walk(n) { if (!n) return; if (n.tooltip != null) marks.push(n);
-      for (const c of (n.items || [])) walk(c); })(view.scenegraph().root);
-    for (const mark of marks) {
-      show(view._handler, new MouseEvent('pointermove', {clientX: 20, clientY: 20}), mark, mark.tooltip);
-      const el = document.getElementById('vg-tooltip-element');
-      shown += 1; if (JSON.stringify(mark.tooltip).includes('canary')) { hostile += 1; text += el ? el.textContent : ''; }
-    }
-  }
-  return {shown, hostile, text}; })()"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    b = Browser()
-    b.add_binding("canary")
-    b.call("Page.addScriptToEvaluateOnNewDocument", source=_KEEP_VIEWS)
-    yield b
-    b.close()
-
-
 def assert_inert(browser: Browser, html: Path, *shown: str, hostile_tooltips: bool = False) -> None:
     """``html`` runs no planted script, also when every chart tooltip is shown, and shows each of
     ``shown`` as text. ``hostile_tooltips``: some tooltip holds a payload, and shows it as text."""
     calls = _executions(browser, html.as_uri())
-    tips = browser.evaluate(_SHOW_TOOLTIPS)
-    time.sleep(0.5)  # an image handler fires after its failed load
-    browser.evaluate("1")
-    calls += list(browser.bindings)
+    tips = browser.evaluate(SHOW_TOOLTIPS)
     assert calls == [], f"{html.name}: {len(calls)} script executions: {sorted(set(calls))}"
     if hostile_tooltips:
         assert tips["hostile"] > 0 and MODEL in tips["text"], tips

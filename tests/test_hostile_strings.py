@@ -1,6 +1,6 @@
 """Hostile strings from run directories stay text: a canary script planted in the model name, the grid
 label, the judge model, an item id, the reference answer, the model's answer and the judge's output
-runs 0 times in headless Chromium, in every report that reads run directories (02, 03, 04, explore),
+runs 0 times in headless Chromium (every chart tooltip shown, as on hover), in every report that reads run directories (02, 03, 04, explore),
 the index page, the ipywidgets explorer and the marimo explorer.
 
 Each payload calls ``canary(field)``, a DevTools binding: any call is a script that ran. The check is
@@ -89,20 +89,46 @@ def hostile(tmp_path_factory):
     return {"root": root, "reports": reports, "grid_json": grid_json, "items": items}
 
 
+# every chart's Vega view, kept as the page's vegaEmbed calls resolve (installed before any script runs)
+KEEP_VIEWS = """(() => { let embed;
+  Object.defineProperty(window, 'vegaEmbed', {configurable: true, get() { return embed; }, set(real) {
+    embed = (...args) => real(...args).then(r => { (window.__views = window.__views || []).push(r.view); return r; });
+    Object.assign(embed, real); }}); })()"""
+
+# every mark that has a tooltip gets it shown, as Vega does on hover: the view's tooltip handler (the
+# reports' vega-embed default, vega-tooltip) called with the mark and its tooltip value
+SHOW_TOOLTIPS = """(() => { let shown = 0, hostile = 0, text = '';
+  for (const view of window.__views || []) {
+    const show = view.tooltip(), marks = [];
+    (function walk(n) { if (!n) return; if (n.tooltip != null) marks.push(n);
+      for (const c of (n.items || [])) walk(c); })(view.scenegraph().root);
+    for (const mark of marks) {
+      show(view._handler, new MouseEvent('pointermove', {clientX: 20, clientY: 20}), mark, mark.tooltip);
+      const el = document.getElementById('vg-tooltip-element');
+      shown += 1; if (JSON.stringify(mark.tooltip).includes('canary')) { hostile += 1; text += el ? el.textContent : ''; }
+    }
+  }
+  return {shown, hostile, text}; })()"""
+
+
 @pytest.fixture(scope="module")
 def browser():
     b = Browser()
     b.add_binding("canary")
+    b.call("Page.addScriptToEvaluateOnNewDocument", source=KEEP_VIEWS)
     yield b
     b.close()
 
 
 def _executions(browser: Browser, url: str, ready: str = "document.readyState === 'complete'",
                 settle_s: float = 1.0) -> list[str]:
-    """Load ``url`` and return the canary calls it made (after the page settled)."""
+    """Load ``url`` and return the canary calls it made (after the page settled), every chart
+    tooltip shown (:data:`SHOW_TOOLTIPS`)."""
     browser.bindings = []
     browser.open(url, ready=ready)
     time.sleep(settle_s)  # late handlers (images failing to load, charts drawing)
+    browser.evaluate(SHOW_TOOLTIPS)
+    time.sleep(0.5)  # an image in a tooltip fails to load
     browser.evaluate("1")  # drain the events that arrived meanwhile
     return list(browser.bindings)
 
@@ -119,8 +145,14 @@ def test_no_report_runs_a_planted_script(browser, hostile):
     pages = sorted(hostile["reports"].glob("*.html"))
     assert {p.name for p in pages} >= {"02_evaluation.html", "03_analysis.html", "04_error_analysis.html",
                                        "explore.html", "index.html"}
-    calls = {p.name: _executions(browser, p.as_uri()) for p in pages}
+    calls, tips = {}, {}
+    for p in pages:
+        calls[p.name] = _executions(browser, p.as_uri())
+        tips[p.name] = browser.evaluate(SHOW_TOOLTIPS)
     assert all(c == [] for c in calls.values()), {k: (len(c), sorted(set(c))) for k, c in calls.items() if c}
+    # tooltips that name the hostile configurations show them as text (04's error shares do)
+    assert tips["04_error_analysis.html"]["hostile"] > 0, tips
+    assert all(MODEL in t["text"] for t in tips.values() if t["hostile"]), tips
     # the payloads are there, shown as text
     text = {p.name: browser_text(browser, p) for p in pages}
     assert MODEL in text["02_evaluation.html"] and MODEL in text["03_analysis.html"]
