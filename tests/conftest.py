@@ -12,10 +12,21 @@
     from the checkout, and holds the runs and cache a test writes;
   - the session fails if the checkout's ``data/`` or ``reports/`` changed between its start and
     its end (files added, removed or modified), naming what changed.
+
+* Under pytest-xdist (``-n auto --dist loadfile`` in ``addopts``) that check runs once, in the
+  controlling process, around all workers. ``loadfile`` keeps each file on one worker, in order: the
+  cells of a notebook (nbval) share one kernel, and a module-scoped fixture is built once.
+  (``loadgroup`` would allow finer groups, but pytest 9.2's structured node ids make xdist 3.8
+  ignore ``xdist_group`` silently: pytest-dev/pytest-xdist#1386.)
+* The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths are computed once per run, by the
+  real model, and copied into the cache of each test that renders ``07_create``
+  (:func:`recorded_create_embeddings`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
@@ -73,6 +84,18 @@ def _point_env_at(root: Path, env: dict[str, str] | os._Environ[str] | None = No
 _SESSION_ROOT = Path(tempfile.mkdtemp(prefix="cresowlve-tests-"))
 _point_env_at(_SESSION_ROOT, os.environ)
 
+# One folder for the whole run, shared by the xdist workers: the controlling process (or the only
+# one) makes it, the workers it starts inherit its name through the environment.
+_RUN_SHARED_ENV = "CRESOWLVE_TESTS_RUN_SHARED"
+_OWNS_RUN_SHARED = _RUN_SHARED_ENV not in os.environ
+if _OWNS_RUN_SHARED:
+    os.environ[_RUN_SHARED_ENV] = tempfile.mkdtemp(prefix="cresowlve-tests-run-")
+RUN_SHARED = Path(os.environ[_RUN_SHARED_ENV])
+
+
+def _is_xdist_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
 
 def fingerprint(root: Path = REPO, dirs: tuple[str, ...] = GUARDED) -> dict[str, str]:
     """``relative path -> sha256`` of every file under ``dirs`` (symlinks by target, not followed)."""
@@ -107,12 +130,14 @@ def changed_paths(before: dict[str, str], after: dict[str, str]) -> list[str]:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    session.config.stash[_BEFORE] = fingerprint()
+    if not _is_xdist_worker(session.config):  # the controller fingerprints before it starts the workers
+        session.config.stash[_BEFORE] = fingerprint()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     before = session.config.stash.get(_BEFORE, None)
     if before is None:
+        shutil.rmtree(_SESSION_ROOT, ignore_errors=True)
         return
     changed = changed_paths(before, fingerprint())
     if changed:
@@ -126,6 +151,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             print(msg, file=sys.stderr)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     shutil.rmtree(_SESSION_ROOT, ignore_errors=True)
+    if _OWNS_RUN_SHARED:
+        shutil.rmtree(RUN_SHARED, ignore_errors=True)
 
 
 _BEFORE = pytest.StashKey[dict]()
@@ -148,3 +175,71 @@ def tmp_cache(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(cache))
     return cache
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto``: one worker per core, but a run naming only test files gets at most one worker
+    per file, and a single file runs in this process (no workers to start).
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    targets = {Path(config.invocation_params.dir, arg.split("::")[0]).resolve() for arg in config.args}
+    if not all(t.is_file() for t in targets):
+        return cores
+    return min(cores, len(targets)) if len(targets) > 1 else 0
+
+
+@contextlib.contextmanager
+def _run_lock(name: str):
+    """An exclusive lock shared by every worker of this run."""
+    with open(RUN_SHARED / f"{name}.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def shared_create_embeddings() -> Path:
+    """An embedding cache holding every recorded CREATE path, computed with the bundled model by
+    the first worker that needs it; the others wait for it and reuse it."""
+    target = RUN_SHARED / "create-embeddings" / "minilm.sqlite"
+    done = target.with_suffix(".done")
+    with _run_lock("create-embeddings"):
+        if not done.exists():
+            from cresowlve_core.create.distance import path_text
+            from cresowlve_core.create.report import load_sets
+            from cresowlve_core.embeddings import embed
+
+            sets = load_sets(None, []).sets
+            embed([path_text(p) for s in sets for p in s.paths], cache_path=target)  # closed: WAL checkpointed
+            done.write_text("")
+    return target
+
+
+def seed_create_embeddings(cache: Path) -> None:
+    """Copy the shared recorded-path embeddings into ``cache`` (a test's or the session's cache dir)."""
+    dest = cache / "embeddings" / "minilm.sqlite"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(shared_create_embeddings(), dest)
+
+
+@pytest.fixture
+def recorded_create_embeddings(isolated_dirs) -> Path:
+    """This test's cache already holds the real all-MiniLM-L6-v2 vectors of the recorded CREATE
+    paths (the ones ``07_create`` ranks), so rendering that report embeds nothing new."""
+    seed_create_embeddings(isolated_dirs["cache"])
+    return isolated_dirs["cache"]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """nbval starts a notebook's kernel with the session's directories: seed that cache before
+    ``07_create.ipynb``'s first cell."""
+    if item.path.name == "07_create.ipynb" and not item.config.stash.get(_SEEDED, False):
+        seed_create_embeddings(Path(os.environ["CRESOWLVE_CACHE_DIR"]))
+        item.config.stash[_SEEDED] = True
+
+
+_SEEDED = pytest.StashKey[bool]()

@@ -10,7 +10,7 @@ from fakeserver import FakeServer
 from cresowlve_core.mainjob import main_job
 
 
-def test_main_job_on_a_configured_provider(tmp_path, monkeypatch):
+def test_main_job_on_a_configured_provider(tmp_path, monkeypatch, recorded_create_embeddings):
     key = "sk-mainjob-SECRET-0123456789abcdef"
 
     def answers(req):

@@ -10,7 +10,7 @@ from cresowlve_core.paths import REPO_ROOT
 
 
 @pytest.mark.embeddings
-def test_notebook_07_default_run(tmp_path, monkeypatch):
+def test_notebook_07_default_run(tmp_path, monkeypatch, recorded_create_embeddings):
     pytest.importorskip("papermill")
     from cresowlve_core.notebooks import run_notebook
 
