@@ -323,7 +323,7 @@ def cmd_grid(a: argparse.Namespace) -> int:
         print("error: " + "\n".join(exc.lines()), file=sys.stderr)
         return EXIT_USAGE
     for cell in out["cells"]:
-        print(f"{cell['cell']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
+        print(f"{cell['config'] + ' / ' + cell['lang']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
     if out.get("report"):
         print(f"report: {out['report']}")
     bad = [c for c in out["cells"] if c["status"] != "done"]

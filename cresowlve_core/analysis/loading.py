@@ -157,7 +157,10 @@ class RunSet:
         if not names:
             return self
         rename = lambda df: df.assign(config=df["config"].map(lambda c: names.get(c, c)))  # noqa: E731
-        return RunSet(rename(self.responses), rename(self.runs), list(self.notes), self.searched, merged)
+        runs = rename(self.runs)
+        runs["name"] = [merged[str(m)] if c in names else str(m)
+                        for c, m in zip(self.runs["config"], self.runs["model"], strict=True)]
+        return RunSet(rename(self.responses), runs, list(self.notes), self.searched, merged)
 
 
 # ------------------------------------------------------------------ finding run directories
@@ -302,6 +305,13 @@ def config_label(model: str, effort: str | None) -> str:
     return f"{model} ({e})" if e else str(model)
 
 
+def config_name(model: str, effort: Any, aliases: dict[str, str] | None = None) -> str:
+    """The one name of a configuration in every table, chart, console line and ``cresowlve runs``:
+    the grid's label of ``model`` (``aliases``: model -> label), else the model, with its effort
+    (``gpt-5.4 (medium)``)."""
+    return config_label((aliases or {}).get(str(model)) or str(model), effort)
+
+
 def normalise_effort(effort: Any) -> str:
     """Effort as a lowercase string; ``None``, NaN, ``""`` and ``"-"`` all mean no setting."""
     if effort is None or (isinstance(effort, float) and np.isnan(effort)):
@@ -324,6 +334,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "model": str(model),
         "effort": normalise_effort(effort),
         "config": config_label(str(model), effort),
+        "name": str(model),  # the model as the tables name it: the grid's label once labelled()
         "thinking": thinking,
         "lang": m.get("lang") or first.get("lang"),
         "judge_model": judge.get("model") if isinstance(judge, dict) else None,
@@ -501,7 +512,7 @@ def display_labels(runs_df: pd.DataFrame, aliases: dict[str, str]) -> dict[str, 
     if not aliases or runs_df.empty:
         return {}
     pairs = runs_df.drop_duplicates("config")[["config", "model", "effort"]]
-    out = {str(c): config_label(aliases[str(m)], e) for c, m, e in pairs.itertuples(index=False)
+    out = {str(c): config_name(str(m), e, aliases) for c, m, e in pairs.itertuples(index=False)
            if aliases.get(str(m))}
     targets = [*out.values(), *(str(c) for c in pairs["config"] if str(c) not in out)]
     return out if len(set(targets)) == len(targets) else {}
@@ -563,6 +574,7 @@ def _empty_runs() -> pd.DataFrame:
         "model",
         "effort",
         "config",
+        "name",
         "thinking",
         "lang",
         "judge_model",

@@ -88,6 +88,7 @@ MODEL_ALIASES: dict[str, str] = {
 
 LONG_COLUMNS = [
     "group",
+    "name",
     "model",
     "effort",
     "config",
@@ -251,6 +252,8 @@ def results_long(
     long["complete"] = long["run_id"].map(runs["complete"]).fillna(True).astype(bool)
     long["n_planned"] = long["run_id"].map(runs["n_planned"])
     long["n_records"] = long["run_id"].map(runs["n_records"])
+    names = runs["name"] if "name" in runs else runs["model"]
+    long["name"] = long["run_id"].map(names).fillna(long["model"]).astype(str)  # the grid's label, else the model
     _overlay_paper(long, paper, paper_n, aliases)
     return _order_rows(long)[LONG_COLUMNS]
 
@@ -320,9 +323,9 @@ _WIDE_SUFFIXES = [
 def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
     """Numeric wide form: one row per configuration; ``{lang}_{metric}`` plus n, coverage, bounds, paper, Δ."""
     if long.empty:
-        return pd.DataFrame(columns=["group", "model", "effort"])
+        return pd.DataFrame(columns=["group", "name", "model", "effort"])
     long = long.assign(col=long["lang"] + "_" + long["metric"].map(TABLE_METRICS))
-    index = ["group", "model", "effort", "config"]
+    index = ["group", "name", "model", "effort", "config"]
     frames = []
     for suffix, src in _WIDE_SUFFIXES:
         w = long.set_index([*index, "col"])[src].unstack("col")
@@ -335,7 +338,7 @@ def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
     wide = wide[[*ordered, "complete"]].copy().reset_index()  # one block per dtype: no fragmented inserts
     order = long.drop_duplicates("config")["config"].tolist()
     wide = wide.set_index("config").loc[order].reset_index()
-    wide = wide[["group", "model", "effort", "config", "complete", *ordered]].copy()
+    wide = wide[["group", "name", "model", "effort", "config", "complete", *ordered]].copy()
     wide["effort"] = wide["effort"].replace("", "-")
     return wide.round(4)
 
@@ -395,7 +398,7 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     pieces = []
     for lang in langs:
         for m in metrics:
-            part = sub[(sub["lang"] == lang) & (sub["metric"] == m)].set_index(["group", "model", "effort"])
+            part = sub[(sub["lang"] == lang) & (sub["metric"] == m)].set_index(["group", "name", "effort"])
             head = (f"CresOWLve-{lang.capitalize()}", HEADERS.get(m, m))
             fields = [("ours", "% [95% CI]"), ("n_s", "n scored/all")]
             if m in MODEL_BASED:
@@ -407,7 +410,7 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
                 )
             )
     table = pd.concat(pieces, axis=1)
-    order = sub.drop_duplicates("config").set_index(["group", "model", "effort"]).index
+    order = sub.drop_duplicates("config").set_index(["group", "name", "effort"]).index
     table = table.reindex(order).fillna("")
     table.index.names = ["", "Model", "Thinking Effort"]
     return table
@@ -520,7 +523,7 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
             continue
         lines.append(rf"\multicolumn{{{ncol}}}{{l}}{{\textit{{{GROUPS[thinking]}}}}} \\")
         for r in rows.itertuples(index=False):
-            out = [latex_escape(r.model), latex_escape(r.effort or "-")]
+            out = [latex_escape(r.name), latex_escape(r.effort or "-")]
             for lang in langs:
                 for m in metrics:
                     c = cells.get((r.config, lang, m))

@@ -256,6 +256,9 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
 
 
 def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    from cresowlve_core.analysis.loading import config_name
+
+    aliases = {m.model: m.label for m in grid.models if m.label}
     rows = []
     for c in all_cells:
         res = results.get(c.name)
@@ -263,7 +266,8 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
         status = res["status"] if res else ("done" if summary else "not_run")
         if summary and (summary.get("n_error") or summary.get("n_not_run")) and status == "done":
             status = "incomplete"
-        rows.append({"cell": c.name, "model": c.model.model, "label": c.model.label, "effort": c.effort, "lang": c.lang,
+        rows.append({"cell": c.name, "config": config_name(c.model.model, c.effort, aliases), "model": c.model.model,
+                     "label": c.model.label, "effort": c.effort, "lang": c.lang,
                      "run_dir": str(c.run_dir), "status": status, "skipped": res is None and summary is not None,
                      "error": res.get("error") if res else None,
                      # answers the model refused or its provider filtered (in n, never correct)
@@ -271,7 +275,7 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
                      "n_filtered": summary.get("n_filtered", 0) if summary else None,
                      "line": summary_line(summary) if summary else None})
     out = {"name": grid.name, "written_at": now_iso(), "cells": rows,
-           "aliases": {m.model: m.label for m in grid.models if m.label},
+           "aliases": aliases,
            "n_cells": len(rows), "n_done": sum(r["status"] == "done" for r in rows)}
     grid.directory().mkdir(parents=True, exist_ok=True)
     outfiles.write_json(grid.directory() / GRID_FILE, out)

@@ -93,7 +93,7 @@ def find_runs(pattern: str | None = None) -> list[Path]:
 def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     """The listing line of one run directory, from its manifest and summary (never a model call).
     ``aliases``: the grid's labels (model -> label, :func:`~cresowlve_core.analysis.loading.grid_aliases`);
-    the name is :func:`~cresowlve_core.analysis.loading.config_label`'s, as the analysis's tables name it."""
+    the name is :func:`~cresowlve_core.analysis.loading.config_name`'s, as the analysis's tables name it."""
     m, s = _json(path / "manifest.json"), _json(path / "summary.json")
     metrics = s.get("metrics") or {}
     judge = metrics.get("judge") or {}
@@ -109,16 +109,20 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
         state = f"incomplete ({s.get('n_error', 0)} errored, {s.get('n_not_run', 0)} not run)"
     else:
         state = "done"
-    from cresowlve_core.analysis.loading import config_label
+    from cresowlve_core.analysis.loading import config_name
 
     model = str(m.get("model") or "?")
-    embedded = m.get("provider") == "embedded" or (m.get("judge") or {}).get("provider") == "embedded"
+    from cresowlve_core.banners import is_embedded_model
+
+    judge = m.get("judge") or {}
+    embedded = (m.get("provider") == "embedded" or is_embedded_model(model) or judge.get("provider") == "embedded"
+                or is_embedded_model(judge.get("model")))
     mark = ", ".join(w for w, on in (("embedded", embedded), ("synthetic", bool(m.get("synthetic")))) if on)
     return RunRow(path=path, model=model, effort=m.get("effort"), lang=str(m.get("lang") or "?"),
                   done=done, planned=planned, metric="judge" if use_judge else "EM",
                   k=int(chosen.get("k") or 0), n=int(chosen.get("n") or 0), cost=s.get("cost"),
                   cost_reported=bool(s.get("n_cost_reported")) and s.get("n_cost_reported") == s.get("n_ok"),
-                  state=state, name=config_label((aliases or {}).get(model, model), m.get("effort")),
+                  state=state, name=config_name(model, m.get("effort"), aliases),
                   n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark)
 
 

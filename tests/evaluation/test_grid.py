@@ -122,3 +122,30 @@ def test_a_grid_cell_counts_refused_and_filtered_answers(tmp_path):
     assert (rows["model-a__en"]["n_refused"], rows["model-a__en"]["n_filtered"]) == (0, 2)
     assert (rows["model-b-medium__en"]["n_refused"], rows["model-b-medium__en"]["n_filtered"]) == (2, 0)
     assert "ok=2 (2 refused) error=0" in rows["model-b-medium__en"]["line"] and out["n_done"] == 2
+
+
+def test_a_grids_label_names_its_configuration_everywhere(tmp_path, capsys):
+    """Table 1 (display, CSV, LaTeX), the grid's console lines and ``cresowlve runs`` all say
+    ``GPT-4.1``, never the run's model name ``model-a``; a model without a label keeps its name
+    with its effort."""
+    from cresowlve_core.analysis import table
+    from cresowlve_core.cli import main
+
+    with FakeServer(answers=reply) as srv:
+        config = write_config(tmp_path, srv)
+        assert main(["grid", str(config)]) == 0
+    console = capsys.readouterr().out.splitlines()
+    assert [line.split("  ")[0] for line in console[:4]] == ["GPT-4.1 / en", "GPT-4.1 / ru", "model-b (medium) / en",
+                                                            "model-b (medium) / ru"], console
+    rs = load_runs(str(tmp_path / "grid" / GRID_FILE)).labelled()
+    long, _ = table.results_table(rs)
+    display = table.table1_display(long)
+    assert [i[1] for i in display.index] == ["GPT-4.1", "model-b"]
+    csv = table.write_table1_csv(long, tmp_path / "t1.csv").read_text()
+    header, *rows = csv.splitlines()
+    assert header.split(",")[2:4] == ["name", "model"] and rows[0].split(",")[2:4] == ["GPT-4.1", "model-a"], csv
+    tex = table.table1_latex(long)
+    assert "GPT-4.1 & -" in tex and "model-a" not in tex
+    assert main(["runs", str(tmp_path / "grid" / GRID_FILE)]) == 0
+    rows = capsys.readouterr().out.splitlines()[1:-1]  # between the header and the count
+    assert sorted(r.split("  ")[0] for r in rows) == ["GPT-4.1", "GPT-4.1", "model-b (medium)", "model-b (medium)"]
