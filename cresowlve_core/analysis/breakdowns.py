@@ -312,8 +312,10 @@ def creative_vs_factual(
     df = df[(df["_kind"] != "") & df["difficulty"].notna()]
     for metric in metrics:
         sub = df[df[metric].notna()]
-        for (config, thinking, lang), grp in sub.groupby(["config", "thinking", "lang"], sort=True):
-            row = _standardised_gap(grp, metric, confidence)
+        # every count the estimator needs, in one group-by: (configuration, kind, difficulty) -> size, sum
+        counts = sub.groupby(["config", "thinking", "lang", "_kind", "difficulty"], sort=True)[metric].agg(["size", "sum"])
+        for (config, thinking, lang), cell in counts.groupby(level=["config", "thinking", "lang"], sort=True):
+            row = _standardised_gap(cell.droplevel(["config", "thinking", "lang"]), confidence)
             if row is not None:
                 rows.append({"config": config, "thinking": thinking, "lang": lang, "metric": metric, **row})
     cols = [
@@ -335,8 +337,8 @@ def creative_vs_factual(
     return out
 
 
-def _standardised_gap(grp: pd.DataFrame, metric: str, confidence: float) -> dict[str, float] | None:
-    counts = grp.groupby(["_kind", "difficulty"])[metric].agg(["size", "sum"])
+def _standardised_gap(counts: pd.DataFrame, confidence: float) -> dict[str, float] | None:
+    """The gap of one configuration × language × metric from its counts (kind, difficulty) -> size, sum."""
     if not {"creative", "factual"} <= set(counts.index.get_level_values(0)):
         return None
     c, f = counts.loc["creative"], counts.loc["factual"]
@@ -350,8 +352,7 @@ def _standardised_gap(grp: pd.DataFrame, metric: str, confidence: float) -> dict
     k = np.concatenate([c["sum"].to_numpy(), f["sum"].to_numpy()])
     n = np.concatenate([c["size"].to_numpy(), f["size"].to_numpy()])
     point, low, high = linear_combination_interval(k, n, np.concatenate([w, -w]), confidence)
-    creative_all = grp.loc[grp["_kind"] == "creative", metric]
-    factual_all = grp.loc[grp["_kind"] == "factual", metric]
+    creative_all, factual_all = counts.loc["creative"].sum(), counts.loc["factual"].sum()
     return {
         "gap": 100.0 * point,
         "low": 100.0 * low,
@@ -359,8 +360,8 @@ def _standardised_gap(grp: pd.DataFrame, metric: str, confidence: float) -> dict
         "n_matched": min(n_c, n_f),
         "n_creative": n_c,
         "n_factual": n_f,
-        "creative_acc": 100.0 * float(creative_all.mean()),
-        "factual_acc": 100.0 * float(factual_all.mean()),
+        "creative_acc": 100.0 * float(creative_all["sum"] / creative_all["size"]),
+        "factual_acc": 100.0 * float(factual_all["sum"] / factual_all["size"]),
     }
 
 

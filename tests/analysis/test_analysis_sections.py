@@ -39,6 +39,14 @@ def test_tables_keep_their_cell_text_without_the_indentation_between_tags():
     assert "\n" not in html and "> <" not in html and html.count("<tr") == 3
 
 
+def test_long_tables_show_every_row_collapsed_and_escaped(shown):
+    df = pd.DataFrame({"config": ["<b>x</b>"] * (report.LONG_TABLE_ROWS + 1), "v": range(report.LONG_TABLE_ROWS + 1)})
+    report.show(df)
+    html = shown[-1]
+    assert html.startswith("<details") and f"{report.LONG_TABLE_ROWS + 1:,} rows" in html
+    assert f"\n{report.LONG_TABLE_ROWS},&lt;b&gt;x&lt;/b&gt;,{report.LONG_TABLE_ROWS}\n" in html and "<b>" not in html
+
+
 def test_setup_raises_the_pandas_row_limit():
     from cresowlve_core.notebooks import setup
 
