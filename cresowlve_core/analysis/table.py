@@ -327,8 +327,9 @@ def table1_wide(long: pd.DataFrame) -> pd.DataFrame:
     long = long.assign(col=long["lang"] + "_" + long["metric"].map(TABLE_METRICS))
     index = ["group", "name", "model", "effort", "config"]
     frames = []
+    indexed = long.set_index([*index, "col"])  # once: each suffix only picks its column
     for suffix, src in _WIDE_SUFFIXES:
-        w = long.set_index([*index, "col"])[src].unstack("col")
+        w = indexed[src].unstack("col")
         w.columns = [f"{c}{suffix}" for c in w.columns]
         frames.append(w)
     complete = long.groupby(index)["complete"].all().rename("complete")
