@@ -97,9 +97,9 @@ def difficulty_chart(counts: pd.DataFrame) -> alt.Chart:
         alt.Chart(counts, title="Demo items by difficulty and language")
         .mark_bar()
         .encode(
-            x=alt.X("difficulty:N", title="difficulty (1 = very simple, 5 = very hard)"),
-            y=alt.Y("items:Q", title="items", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
-            color=alt.Color("lang:N", title="language"),
+            x=alt.X("difficulty:N", title="Difficulty (1 = very simple, 5 = very hard)", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("items:Q", title="Items", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
+            color=alt.Color("lang:N", title="Language"),
             xOffset="lang:N",
             tooltip=["lang", "difficulty", "items"],
         )

@@ -78,6 +78,60 @@ def test_every_report_draws_its_charts_without_console_errors(browser, site):
             browser.screenshot(Path(os.environ["CRESOWLVE_SCREENSHOTS"]) / (p.stem + ".png"))
 
 
+def _screenshots():
+    """bench/screenshots.py, the script a person runs to look at every chart."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "screenshots.py"
+    spec = importlib.util.spec_from_file_location("screenshots", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def artefact_dir(tmp_path: Path, name: str) -> Path:
+    """Where a test keeps its screenshots: ``$CRESOWLVE_ARTEFACT_DIR/screenshots/NAME`` when set (CI keeps
+    them), else the test's temporary folder."""
+    root = os.environ.get("CRESOWLVE_ARTEFACT_DIR")
+    return (Path(root) / "screenshots" if root else tmp_path) / name
+
+
+def test_every_chart_has_a_static_screenshot_at_1400_px(site, tmp_path):
+    """Each chart of each report as the PNG a reader sees at 1,400 px: it drew (pixels not white, decoded
+    back from the file), has a figure's size and fits the page; the list names every one."""
+    shots_mod = _screenshots()
+    out = artefact_dir(tmp_path, "reports")
+    pages = sorted(p for p in site.glob("*.html") if p.name != "index.html")
+    shots = shots_mod.shoot_all(out, pages, echo=False)
+    per_report = {p.stem: sum(1 for s in shots if s.report == p.stem) for p in pages}
+    assert per_report["00_data_overview"] == 1 and per_report["03_analysis_synthetic"] >= 8, per_report
+    for s in shots:
+        png = out / s.file
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", s.file
+        assert not s.problems(), (s.file, s.title, s.problems())
+        assert s.title, f"{s.file}: a chart without a title or axis titles"
+    listed = (out / "screenshots.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(listed) == 1 + len(shots) and all(s.file in "\n".join(listed) for s in shots)
+
+
+def test_the_screenshot_check_fails_on_a_blank_or_cut_off_chart(tmp_path):
+    """Not vacuous: a chart that draws nothing is blank, one wider than the page is cut off."""
+    from cresowlve_core.notebooks import _chart_html
+    from cresowlve_core.vega import javascript_bundle
+
+    page = tmp_path / "bad.html"
+    empty = {"mark": "point", "data": {"values": []}, "width": 300, "height": 200,
+             "config": {"view": {"stroke": None}}}
+    wide = {"mark": "bar", "data": {"values": [{"a": "x", "b": 1}]}, "width": 2000, "height": 100,
+            "encoding": {"x": {"field": "b", "type": "quantitative"}, "y": {"field": "a", "type": "nominal"}}}
+    page.write_text(f"<html><head><script>{javascript_bundle()}</script></head><body>"
+                    + _chart_html(empty) + _chart_html(wide) + "</body></html>")
+    blank, cut = _screenshots().shoot_all(tmp_path / "shots", [page], echo=False)
+    assert any(p.startswith("blank") for p in blank.problems()), blank
+    assert any(p.startswith("wider than") for p in cut.problems()), cut
+
+
 def test_index_page_loads_and_every_link_resolves(browser, site):
     browser.open((site / "index.html").as_uri())
     assert not browser.errors, browser.errors

@@ -15,7 +15,8 @@ import altair as alt
 import pandas as pd
 
 LANG_LABEL = {"en": "CresOWLve-En", "ru": "CresOWLve-Ru"}
-PALETTE: Final = "tableau20"
+#: distinct hues for up to 10 series (tableau20 pairs each hue with a paler copy: two near-identical blues)
+PALETTE: Final = "tableau10"
 
 
 def _with_lang(df: pd.DataFrame) -> pd.DataFrame:
@@ -36,9 +37,13 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     if data["config"].nunique() > MAX_OVERLAID_CONFIGS:
         return difficulty_panels(data)
     pick = alt.selection_point(fields=["config"], bind="legend")  # click a legend entry to highlight it
+    ranked = data.groupby("config")["acc"].mean().sort_values(ascending=False).index.tolist()  # legend: best first
+    # models side by side within each difficulty (their intervals never overlap), in distinct hues
     base = alt.Chart().encode(
-        x=alt.X("difficulty:O", title="Difficulty (1 = very simple, 5 = very hard)"),
-        color=alt.Color("config:N", title="Model (click to highlight)", scale=alt.Scale(scheme=PALETTE)),
+        x=alt.X("difficulty:O", title="Difficulty (1 = very simple, 5 = very hard)", axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("config:N", sort=ranked),
+        color=alt.Color("config:N", title="Model (click to highlight)", scale=alt.Scale(scheme=PALETTE), sort=ranked,
+                        legend=alt.Legend(labelLimit=320)),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.12)),
     )
     line = (
@@ -99,7 +104,9 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     n_configs = max(1, data["config"].nunique())
     # models in order of overall accuracy (best first): a name order carries no meaning
     ranked = data.groupby("config")["overall"].mean().sort_values(ascending=False).index.tolist()
-    base = alt.Chart().encode(y=alt.Y("group:N", title=group_title, sort="ascending"))
+    # groups in order of their mean accuracy over the models (highest first), the same in every panel
+    groups = data.groupby("group")["acc"].mean().sort_values(ascending=False).index.tolist()
+    base = alt.Chart().encode(y=alt.Y("group:N", title=f"{group_title} (highest mean first)", sort=groups))
     # model names above and below every panel: a tall panel (34 groups) never leaves its cells
     # hundreds of pixels away from the names that identify their columns
     x_below = alt.X("config:N", title="Model (best overall first)", sort=ranked,
@@ -137,30 +144,32 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
 
 
 def gap_chart(df: pd.DataFrame) -> alt.FacetChart:
-    """Creative − factual gap with bootstrap CI per model; columns = metric, colour = language."""
+    """Creative − factual gap with bootstrap CI per model; columns = metric, colour = language; models
+    in order of their mean gap (largest first): a name order carries no meaning."""
     data = _with_lang(df)[["config", "language", "metric_label", "gap", "low", "high", "n_matched"]]
+    order = data.groupby("config")["gap"].mean().sort_values(ascending=False).index.tolist()
     base = alt.Chart().encode(
-        y=alt.Y("config:N", title="Model"),
+        y=alt.Y("config:N", title="Model (largest mean gap first)", sort=order),
         yOffset="language:N",
-        color=alt.Color("language:N", title="Language"),
+        color=alt.Color("language:N", title="Language", scale=alt.Scale(scheme="category10")),
     )
     points = base.mark_point(filled=True, size=50).encode(
-        x=alt.X("gap:Q", title="Creative − factual accuracy (pp)"),
+        x=alt.X("gap:Q", title="Creative − factual accuracy (pp)", axis=alt.Axis(tickCount=6)),
         tooltip=[
             "config",
             "language",
             "metric_label",
-            "n_matched",
+            alt.Tooltip("n_matched:Q", title="matched pairs"),
             alt.Tooltip("gap:Q", format=".1f"),
-            alt.Tooltip("low:Q", format=".1f"),
-            alt.Tooltip("high:Q", format=".1f"),
+            alt.Tooltip("low:Q", format=".1f", title="95% CI low"),
+            alt.Tooltip("high:Q", format=".1f", title="95% CI high"),
         ],
     )
     bars = base.mark_rule().encode(x="low:Q", x2="high:Q")
     zero = alt.Chart().mark_rule(strokeDash=[4, 3], color="grey").encode(x=alt.datum(0))
     return (
         alt.layer(zero, bars, points, data=data)
-        .properties(width=320, height=alt.Step(22))
+        .properties(width=320, height=alt.Step(14))
         .facet(column=alt.Column("metric_label:N", title=None))
     )
 
@@ -171,10 +180,10 @@ def difficulty_share_chart(df: pd.DataFrame) -> alt.Chart:
         alt.Chart(df)
         .mark_bar()
         .encode(
-            x=alt.X("difficulty:O", title="Difficulty"),
+            x=alt.X("difficulty:O", title="Difficulty", axis=alt.Axis(labelAngle=0)),
             xOffset="reasoning_type:N",
             y=alt.Y("share:Q", title="Share of items", axis=alt.Axis(format="%")),
-            color=alt.Color("reasoning_type:N", title="Reasoning type"),
+            color=alt.Color("reasoning_type:N", title="Reasoning type", scale=alt.Scale(scheme="category10")),
             tooltip=["reasoning_type", "difficulty", "n", alt.Tooltip("share:Q", format=".1%")],
         )
         .properties(width=320, height=200)
@@ -188,7 +197,7 @@ def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
         alt.Chart(data)
         .mark_boxplot(extent=1.5)
         .encode(
-            x=alt.X("difficulty:O", title="Difficulty"),
+            x=alt.X("difficulty:O", title="Difficulty", axis=alt.Axis(labelAngle=0)),
             y=alt.Y("value:Q", title=None),
             color=alt.Color("difficulty:O", legend=None, scale=alt.Scale(scheme="blues")),
         )
@@ -198,42 +207,61 @@ def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
     )
 
 
-def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart | alt.FacetChart:
-    """Spearman ρ per feature with its 95 % interval (and per model × language when ``by_model``);
-    bars significant after Holm correction are outlined."""
-    data = df.copy()
+def note_chart(text: str, width: int = 360, height: int = 60) -> alt.Chart:
+    """A chart holding one sentence: what a figure shows when there is nothing to draw (never a blank
+    frame that reads as a rendering failure)."""
+    return (
+        alt.Chart(pd.DataFrame({"text": [text]}))
+        .mark_text(fontSize=13, color="#555")
+        .encode(text="text:N")
+        .properties(width=width, height=height)
+    )
+
+
+def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart | alt.FacetChart | alt.Chart:
+    """Spearman ρ per feature with its 95 % interval, one row per feature in order of ρ (and, when
+    ``by_model``, one panel per feature with a row per model, in order of mean ρ, languages dodged).
+    Correlations significant after Holm correction are outlined in black. Rows whose ρ is undefined
+    (too few items, a constant feature) are left out; with none left, a sentence says so."""
+    data = df[df["spearman_rho"].notna()].copy()
+    if data.empty:
+        return note_chart("No correlation could be computed: too few items, or a feature without variation.")
     tooltip = [
-        "feature_label",
+        alt.Tooltip("feature_label:N", title="feature"),
         "n",
-        alt.Tooltip("spearman_rho:Q", format=".3f"),
+        alt.Tooltip("spearman_rho:Q", format=".3f", title="Spearman ρ"),
         alt.Tooltip("spearman_low:Q", format=".3f", title="95% CI low"),
         alt.Tooltip("spearman_high:Q", format=".3f", title="95% CI high"),
         alt.Tooltip("spearman_p_holm:Q", format=".3g", title="p (Holm)"),
-        alt.Tooltip("pearson_r:Q", format=".3f"),
+        alt.Tooltip("pearson_r:Q", format=".3f", title="Pearson r"),
     ]
     stroke = alt.condition("datum.significant", alt.value("black"), alt.value(None))
     if not by_model:
-        base = alt.Chart().encode(x=alt.X("feature_label:N", title=None, axis=alt.Axis(labelAngle=0)))
-        bars = base.mark_bar().encode(
-            y=alt.Y("spearman_rho:Q", title="Spearman ρ with difficulty", scale=alt.Scale(domain=[-1, 1])),
-            color=alt.Color("feature_label:N", legend=None),
-            stroke=stroke,
-            tooltip=tooltip,
+        zero = alt.Chart().mark_rule(strokeDash=[4, 3], color="grey").encode(x=alt.datum(0))
+        title = "Spearman ρ with difficulty"
+        order = data.sort_values("spearman_rho", ascending=False)["feature_label"].tolist()
+        base = alt.Chart().encode(y=alt.Y("feature_label:N", title=None, sort=order,
+                                              axis=alt.Axis(labelLimit=320)))
+        bars = base.mark_bar(color="#4c78a8", strokeWidth=2).encode(
+            x=alt.X("spearman_rho:Q", title=title, scale=alt.Scale(domain=[-1, 1])),
+            stroke=stroke, tooltip=tooltip,
         )
-        ci = base.mark_errorbar(ticks=True).encode(y=alt.Y("spearman_low:Q", title="Spearman ρ with difficulty"),
-                                                   y2="spearman_high:Q")  # the same title: no field name merged in
-        return alt.layer(bars, ci, data=data).properties(width=360, height=200)
+        ci = base.mark_errorbar(ticks=True, color="black").encode(x=alt.X("spearman_low:Q", title=title),
+                                                                  x2="spearman_high:Q")  # one title, no field name
+        return alt.layer(bars, ci, zero, data=data).properties(width=420, height=alt.Step(30))
     data = _with_lang(data)
+    title = "Spearman ρ with correctness"
+    order = data.groupby("config")["spearman_rho"].mean().sort_values(ascending=False).index.tolist()
     base = alt.Chart().encode(
-        x=alt.X("config:N", title="Model", axis=alt.Axis(labelAngle=-45)), xOffset="feature_label:N"
+        y=alt.Y("config:N", title="Model (highest mean ρ first)", sort=order, axis=alt.Axis(labelLimit=320)),
+        yOffset="language:N",
+        color=alt.Color("language:N", title="Language", scale=alt.Scale(scheme="category10")),
     )
-    bars = base.mark_bar().encode(
-        y=alt.Y("spearman_rho:Q", title="Spearman ρ with correctness"),
-        color=alt.Color("feature_label:N", title="Feature"),
-        stroke=stroke,
-        tooltip=["config", "language", *tooltip],
+    points = base.mark_point(filled=True, size=45, strokeWidth=1.5).encode(
+        x=alt.X("spearman_rho:Q", title=title, axis=alt.Axis(tickCount=6)),
+        stroke=stroke, tooltip=["config", "language", *tooltip],
     )
-    ci = base.mark_rule(color="black", opacity=0.6).encode(y=alt.Y("spearman_low:Q", title="Spearman ρ with correctness"),
-                                                           y2="spearman_high:Q")
-    return alt.layer(bars, ci, data=data).properties(width=alt.Step(10), height=200).facet(
-        row=alt.Row("language:N", title=None))
+    ci = base.mark_rule().encode(x=alt.X("spearman_low:Q", title=title), x2="spearman_high:Q")
+    zero = alt.Chart().mark_rule(strokeDash=[4, 3], color="grey").encode(x=alt.datum(0))
+    return alt.layer(zero, ci, points, data=data).properties(width=260, height=alt.Step(14)).facet(
+        column=alt.Column("feature_label:N", title=None, header=alt.Header(labelFontSize=12, labelLimit=260)))

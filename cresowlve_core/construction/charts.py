@@ -29,12 +29,17 @@ def label_charts(items: Sequence[Item], top: int = 20, subset: str = "creative")
     ``top`` labels each). A field without labels gets an empty chart titled "no labels"."""
     df = label_frame(items, top)
     panels = []
+    none = f"none of the {len(items)} items carries one" if items else "no items"
     for _, title in FIG2_FIELDS:
         part = df[df["field"] == title]
-        name = f"{title} ({subset} subset, n = {len(items)} items)" if len(part) else f"{title}: no labels"
+        if part.empty:  # a sentence, not an empty axis that reads as a chart that failed
+            panels.append(alt.Chart(pd.DataFrame({"text": [none]}))
+                          .mark_text(fontSize=12, color="#555").encode(text="text:N")
+                          .properties(title=f"{title}: no labels", width=220, height=40))
+            continue
         panels.append(alt.Chart(part).mark_bar().encode(
-            x=alt.X("items:Q", title="items"),
-            y=alt.Y("label:N", sort="-x", title=None),
+            x=alt.X("items:Q", title="Items", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
+            y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
             tooltip=["label:N", "items:Q", alt.Tooltip("share:Q", format=".1%")],
-        ).properties(title=name, width=220, height=alt.Step(16)))
+        ).properties(title=f"{title} ({subset} subset, n = {len(items)} items)", width=220, height=alt.Step(16)))
     return alt.hconcat(*panels)

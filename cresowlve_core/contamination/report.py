@@ -197,8 +197,10 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
             import altair as alt
 
             df = pd.DataFrame({"position": list(counts), "count": list(counts.values())})
-            show(alt.Chart(df).mark_bar().encode(x=alt.X("position:N", sort=None), y="count:Q",
-                                                 tooltip=["position", "count"]).properties(
+            show(alt.Chart(df).mark_bar().encode(
+                x=alt.X("position:N", sort=None, title="Position chosen", axis=alt.Axis(labelAngle=0)),
+                y=alt.Y("count:Q", title="Answers", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
+                tooltip=["position", "count"]).properties(
                 width=260, height=160, title=f"BDQ choices — {r.config}"))
         out[r.config] = clean({"population": pop, "N": n, "counts": counts, "non_preferred": r.non_preferred,
                                "chi2": gof["chi2"], "p": None if few else gof["p"],

@@ -532,23 +532,33 @@ def leaderboard_chart(board: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
     y = alt.Y("config:N", sort=order, title=None, axis=alt.Axis(labelLimit=320))
     origin = board["origin"] if "origin" in board else pd.Series(["recorded"] * len(board), index=board.index)
     data = data.assign(origin=origin.map(lambda o: "your run" if o == "yours" else "recorded").to_numpy())
+    shown = [o for o in ("recorded", "your run") if (data["origin"] == o).any()]  # no legend entry without a bar
     bars = alt.Chart(data).mark_bar().encode(
-        x=alt.X("utility:Q", title=f"creative utility (patience {patience})"), y=y, tooltip=list(data.columns),
-        color=alt.Color("origin:N", title=None, scale=alt.Scale(domain=["recorded", "your run"],
-                                                                range=["#4c78a8", "#f58518"])),
+        x=alt.X("utility:Q", title=f"Creative utility (patience {patience})"), y=y, tooltip=list(data.columns),
+        color=alt.Color("origin:N", title=None, scale=alt.Scale(
+            domain=shown, range=[{"recorded": "#4c78a8", "your run": "#f58518"}[o] for o in shown])),
     )
     err = alt.Chart(data).mark_rule(color="black").encode(x="low:Q", x2="high:Q", y=y)
     return (bars + err).properties(width=420, height=24 * len(data), title=f"Creative utility at p = {patience}, 95% bootstrap CI over queries")
 
 
+def _by_last_value(frame: pd.DataFrame, x: str) -> list[str]:
+    """Configurations in order of their utility at the largest ``x`` (highest first): the legend then
+    reads in the order the lines end, not in the order of their names."""
+    last = frame.sort_values(x).groupby("config")["utility"].last()
+    return last.sort_values(ascending=False).index.tolist()
+
+
 def patience_chart(curves: pd.DataFrame) -> alt.Chart:
+    order = _by_last_value(curves, "patience")
     return (
         alt.Chart(curves)
         .mark_line(point=True)
         .encode(
-            x=alt.X("patience:Q", title="patience p"),
-            y=alt.Y("utility:Q", title="mean creative utility"),
-            color=alt.Color("config:N", title="configuration", legend=alt.Legend(labelLimit=320)),
+            x=alt.X("patience:Q", title="Patience p"),
+            y=alt.Y("utility:Q", title="Mean creative utility"),
+            color=alt.Color("config:N", title="Configuration (highest at p = 1 first)", sort=order,
+                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320)),
             tooltip=["config", "patience", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Creative utility vs patience")
@@ -556,13 +566,15 @@ def patience_chart(curves: pd.DataFrame) -> alt.Chart:
 
 
 def tradeoff_chart(tradeoff: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
+    order = _by_last_value(tradeoff, "threshold")
     return (
         alt.Chart(tradeoff)
         .mark_line(point=True)
         .encode(
-            x=alt.X("threshold:Q", title="factuality threshold (fraction of triples that must hold)"),
-            y=alt.Y("utility:Q", title=f"mean creative utility (p = {patience})"),
-            color=alt.Color("config:N", title="configuration", legend=alt.Legend(labelLimit=320)),
+            x=alt.X("threshold:Q", title="Factuality threshold (fraction of triples that must hold)"),
+            y=alt.Y("utility:Q", title=f"Mean creative utility (p = {patience})"),
+            color=alt.Color("config:N", title="Configuration (highest at threshold 1 first)", sort=order,
+                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320)),
             tooltip=["config", "threshold", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Quality vs factuality")
@@ -574,7 +586,7 @@ def distinctiveness_chart(table: pd.DataFrame) -> alt.Chart:
         alt.Chart(table)
         .mark_bar()
         .encode(
-            x=alt.X("avg_nu_set:Q", title="mean set distinctiveness ν(U)"),
+            x=alt.X("avg_nu_set:Q", title="Mean set distinctiveness ν(U)"),
             y=alt.Y("config:N", sort="-x", title=None, axis=alt.Axis(labelLimit=320)),
             tooltip=list(table.columns),
         )

@@ -217,10 +217,12 @@ def distribution_chart(dist: pd.DataFrame, by: str = "config") -> Any:
     d["name"] = d["category"].map(lambda c: BY_SLUG[c].name if c in BY_SLUG else "Other")
     base = alt.Chart(d).encode(
         y=alt.Y("name:N", title=None, sort=[BY_SLUG[s].name for s in SLUGS] + ["Other"]),
-        yOffset=alt.YOffset(f"{by}:N"), color=alt.Color(f"{by}:N", title="configuration"))
+        yOffset=alt.YOffset(f"{by}:N"))
     bars = base.mark_bar().encode(
-        x=alt.X("p:Q", title="share of labelled errors", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        x=alt.X("p:Q", title="Share of labelled errors", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        color=alt.Color(f"{by}:N", title="Configuration", scale=alt.Scale(scheme="category10")),
         tooltip=[by, "name", "k", "n", alt.Tooltip("p:Q", format=".1%"), alt.Tooltip("low:Q", format=".1%"),
                  alt.Tooltip("high:Q", format=".1%")])
-    rules = base.mark_rule(color="black").encode(x="low:Q", x2="high:Q")
+    # the intervals in black over every bar (a colour encoding on them would win over the mark's colour)
+    rules = base.mark_rule(color="black", strokeWidth=1.5).encode(x="low:Q", x2="high:Q")
     return (bars + rules).properties(width=460, title="Error categories (Wilson 95% CI)")

@@ -55,19 +55,24 @@ def notability_section(source: KnowledgeSource, domains: Sequence[Domain], band:
         hist["in_band"] = hist["bin_start"].between(band.low, band.high)
         # one panel per domain, bins in numeric order: a log axis never carries stacked shares
         chart = alt.Chart(hist).mark_bar().encode(
-            x=alt.X("bin_start:O", title=f"{rec['measure']} (bin start)", sort="ascending"),
-            y=alt.Y("entities:Q", title="entities (log scale)", scale=alt.Scale(type="symlog"),
+            x=alt.X("bin_start:O", title=f"Notability: {rec['measure']} (bin start)", sort="ascending"),
+            y=alt.Y("entities:Q", title="Entities (log scale)", scale=alt.Scale(type="symlog"),
                     axis=alt.Axis(format="d", values=[0, 1, 10, 100, 1000, 10000])),
             opacity=alt.condition(alt.datum.in_band, alt.value(1.0), alt.value(0.35)),
             tooltip=["domain", "bin_start", "entities", "in_band"],
         ).properties(width=380, height=150).facet(
             facet=alt.Facet("domain:N", title=None), columns=3,
-        ).properties(title=f"Notability of labelled domain members; band {band} opaque")
+        ).properties(title=f"Notability of labelled domain members; bins inside the band {band} in dark blue")
     table = pd.DataFrame([pct]) if pct.get("n") else None
     msg = (f"{in_band} of {pooled.size} labelled domain members lie in the band {band} ({rec['measure']}); "
            f"the rule [p{BAND_RULE_PERCENTILES[0]:g}, p{BAND_RULE_PERCENTILES[1]:g}] gives "
            f"{derived if derived else 'n/a'} on this graph.")
     return _section(rec, table, chart, msg)
+
+
+#: the solver's outcome per puzzle, as the difficulty chart names it
+OUTCOME_LABELS = {"kept": "kept: solved literal, failed obfuscated", "failed_literal": "dropped: failed literal",
+                  "solved_obfuscated": "dropped: solved both", "unscored": "not scored"}
 
 
 def yield_section(result: SynthResult) -> dict[str, Any]:
@@ -146,10 +151,12 @@ def difficulty_section(result: SynthResult) -> dict[str, Any]:
         return _section(pred, None, None, "No item was scored by the solver on both versions: no difficulty analysis.")
     df = pd.DataFrame(rows)
     table = df.groupby("outcome")["difficulty_score"].agg(["count", "mean", "median"]).reset_index()
-    chart = alt.Chart(df).mark_tick(thickness=2, size=24).encode(
-        x=alt.X("difficulty_score:Q", title="1 − cos(literal, obfuscated), MiniLM"),
-        y=alt.Y("outcome:N"), tooltip=["id", "difficulty_score", "outcome"],
-    ).properties(width=560, height=140)
+    shown = df.assign(outcome=df["outcome"].map(OUTCOME_LABELS).fillna(df["outcome"]))
+    chart = alt.Chart(shown).mark_tick(thickness=2, size=24).encode(
+        x=alt.X("difficulty_score:Q", title="Difficulty score: 1 − cos(literal, obfuscated), MiniLM"),
+        y=alt.Y("outcome:N", title=None, axis=alt.Axis(labelLimit=260)),
+        tooltip=["id", alt.Tooltip("difficulty_score:Q", format=".3f", title="difficulty score"), "outcome"],
+    ).properties(width=560, height=alt.Step(40))
 
     def fmt(v: Any) -> str:
         return "n/a" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.2f}"

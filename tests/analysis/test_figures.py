@@ -9,9 +9,10 @@ import os
 import tempfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from cresowlve_core.analysis import breakdowns, charts, load_runs, write_synthetic_runs
+from cresowlve_core.analysis import breakdowns, charts, complexity, load_runs, write_synthetic_runs
 from cresowlve_core.analysis.report import main_subset
 
 
@@ -36,8 +37,6 @@ def test_many_configurations_become_small_multiples_sorted_by_accuracy(tmp_path)
 
 
 def test_axis_titles_are_human_and_heatmap_columns_follow_accuracy(tmp_path):
-    import pandas as pd
-
     rho = pd.DataFrame({"feature_label": ["Facts", "Domains"], "n": [40, 40], "spearman_rho": [0.2, -0.1],
                         "spearman_low": [0.0, -0.3], "spearman_high": [0.4, 0.1], "spearman_p_holm": [0.1, 0.5],
                         "pearson_r": [0.2, -0.1], "significant": [False, False]})
@@ -65,21 +64,57 @@ def test_notability_bins_are_in_numeric_order_and_not_stacked():
     assert all(isinstance(b, int) for b in bins)  # numbers, so "ascending" is 1, 2, 3, 4, 5, 6, 8, 10, ...
 
 
+def _figures(tmp_path: Path, configs: int) -> dict[str, object]:
+    """Every chart of the analysis report for ``configs`` synthetic configurations × 2 languages."""
+    write_synthetic_runs(tmp_path / f"all{configs}", n_items=120, configs=configs, seed=0)
+    rs = load_runs(str(tmp_path / f"all{configs}" / "*"))
+    df, _ = main_subset(rs.responses)
+    metrics = ["em_strict", "judge"]
+    group = breakdowns.by_group(df, "knowledge_domains", min_group_size=10, n_perm=0, seed=0)
+    feats, _ = complexity.item_features(df, semantic_distance=False)
+    return {
+        "difficulty": charts.difficulty_chart(breakdowns.by_difficulty(df, metrics)),
+        "heatmap": charts.group_heatmap(group.table, "Knowledge domain", group.metric_label),
+        "share": charts.difficulty_share_chart(breakdowns.difficulty_distribution(rs.responses)),
+        "gap": charts.gap_chart(breakdowns.creative_vs_factual(rs.responses, metrics)),
+        "boxplot": charts.complexity_boxplot(complexity.features_long(feats)),
+        "rho_difficulty": charts.correlation_bars(complexity.difficulty_correlations(feats), by_model=False),
+        "rho_by_model": charts.correlation_bars(complexity.performance_correlations(df, feats, "judge"), by_model=True),
+    }
+
+
+def test_gap_and_correlation_rows_follow_their_values(tmp_path):
+    figs = _figures(tmp_path, 4)
+    gap = figs["gap"].to_dict()
+    rows = gap["datasets"][gap["data"]["name"]]
+    means = pd.DataFrame(rows).groupby("config")["gap"].mean().sort_values(ascending=False)
+    assert gap["spec"]["layer"][1]["encoding"]["y"]["sort"] == means.index.tolist()  # largest mean gap first
+    rho = figs["rho_by_model"].to_dict()
+    rows = pd.DataFrame(rho["datasets"][rho["data"]["name"]])
+    order = rows.groupby("config")["spearman_rho"].mean().sort_values(ascending=False).index.tolist()
+    assert rho["spec"]["layer"][1]["encoding"]["y"]["sort"] == order and rho["facet"]["column"]["field"] == "feature_label"
+    assert charts.correlation_bars(rows.assign(spearman_rho=float("nan"))).to_dict()["mark"]["type"] == "text"
+
+
 @pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="needs Debian's chromium")
 def test_every_figure_has_a_static_screenshot_at_1400_px(tmp_path):
+    """Every analysis chart at 12 configurations (past the small-multiples threshold), drawn by Chromium
+    at 1,400 px: each PNG has ink, a figure's size and fits the page."""
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-    from screenshots import main as shoot
+    from screenshots import shoot_all
 
     from cresowlve_core.notebooks import _chart_html
     from cresowlve_core.vega import javascript_bundle
 
-    _, res = _difficulty(tmp_path, 12)
+    figs = _figures(tmp_path, 12)
     page = tmp_path / "figures.html"
     page.write_text(f"<html><head><script>{javascript_bundle()}</script></head><body>"
-                    f"{_chart_html(charts.difficulty_chart(res).to_dict())}</body></html>")
-    out = Path(os.environ.get("CRESOWLVE_ARTEFACT_DIR") or tmp_path) / "screenshots"
-    assert shoot([str(out), str(page)]) == 0
-    png = out / "figures__01.png"
-    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+                    + "".join(f"<h2>{name}</h2>{_chart_html(c.to_dict())}" for name, c in figs.items())
+                    + "</body></html>")
+    out = Path(os.environ.get("CRESOWLVE_ARTEFACT_DIR") or tmp_path) / "screenshots" / "figures"
+    shots = shoot_all(out, [page], echo=False)
+    assert [s.section for s in shots] == list(figs)
+    assert {s.section: s.problems() for s in shots if s.problems()} == {}
+    assert shots[0].width <= 1400 and shots[0].height > 400  # the 12 small panels, on the page
