@@ -96,6 +96,7 @@ class Contamination:
     #: how the perturbations were made (perturb.protocol_of), with which prompts, and for lexical
     #: substitution every word→synonym call (``swaps``, :func:`synonym_calls`); None: nothing perturbed
     perturbation: dict[str, Any] | None = None
+    synthetic: bool = False  # any input run was written by write_synthetic_runs
 
     def summary(self) -> dict[str, Any]:
         """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``."""
@@ -168,7 +169,8 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
         stopped, stopped_at = _run_steps(quiz_items, members, counts, questions, work, perturber, quiz_taker, lang,
                                          n_repeats, seed, opts, quiz_opts, progress, results, steps, perturbation)
     out = Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
-                        n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at, perturbation or None)
+                        n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at, perturbation or None,
+                        data.synthetic)
     work.mkdir(parents=True, exist_ok=True)
     outfiles.write_json(work / "summary.json", out.summary())  # scrubbed and atomic, like every file a run writes
     return out

@@ -85,7 +85,12 @@ def population(c: Contamination, r: ConfigResult) -> dict[str, Any]:
 
 def sets_section(c: Contamination) -> dict[str, Any]:
     """Where the runs came from, the metric each configuration's sets were formed by (judge
-    coverage per language) and the size of the target and control sets."""
+    coverage per language) and the size of the target and control sets (and the synthetic-data
+    banner when any run is synthetic)."""
+    if c.synthetic:
+        from cresowlve_core.banners import show_banner
+
+        show_banner("synthetic")
     say(c.source)
     for n in c.notes:
         say(f"- {n}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import html
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,7 @@ class ErrorAnalysis:
     embedded: bool
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
+    synthetic: bool = False  # any input run was written by write_synthetic_runs
 
 
 def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
@@ -107,7 +108,7 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
                 by_config[u.config] = by_config.get(u.config, 0) + 1
         units = kept
     if not label:
-        return _existing_analysis(work, source, units, tally, list(data.notes))
+        return replace(_existing_analysis(work, source, units, tally, list(data.notes)), synthetic=data.synthetic)
     labeller = labeller_model or "embedded"
     label_dir = work / "labels" / slug(labeller)
     options = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed,
@@ -119,7 +120,8 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
                            api_key_env=labeller_api_key_env, options=options, progress=progress)
         records, stopped = res.records, res.stopped
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
-                         embedded=labeller_base_url is None, stopped=stopped, notes=list(data.notes))
+                         embedded=labeller_base_url is None, stopped=stopped, notes=list(data.notes),
+                         synthetic=data.synthetic)
 
 
 def existing_labels(work: Path) -> list[Path]:
@@ -158,7 +160,12 @@ def categories_section() -> dict[str, Any]:
 
 
 def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
-    """Where the answers came from and how many are wrong, by which rule."""
+    """Where the answers came from and how many are wrong, by which rule (and the synthetic-data
+    banner when any run is synthetic)."""
+    if ea.synthetic:
+        from cresowlve_core.banners import show_banner
+
+        show_banner("synthetic")
     say(ea.source)
     for n in ea.notes:
         say(f"- {n}")
