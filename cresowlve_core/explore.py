@@ -47,6 +47,7 @@ from cresowlve_core.errors.distribution import bucket
 from cresowlve_core.errors.label import LABELS, labeller_is_embedded
 from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
+from cresowlve_core.extras import require
 from cresowlve_core.items import LANGS
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.untrusted import html_text
@@ -697,7 +698,7 @@ _ANY = "\x00any"  # the value of a dropdown's "any" entry (no restriction)
 def browser(ex: Explorer) -> Any:
     """An ipywidgets browser: filters on top, the matching items in a list, the chosen item's
     detail below (JupyterLab, VS Code; the notebook ``notebooks/explore.ipynb``)."""
-    import ipywidgets as W
+    W = require("ipywidgets", "ui", "the browser")
 
     opt = options(ex)
     # ipywidgets shows a Dropdown whose value is None as blank: "any" gets a string value of its own

@@ -59,15 +59,20 @@ def rating_table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Has
 
 
 def fleiss_kappa_table(table: np.ndarray) -> float:
-    """Fleiss' kappa of an items x categories count table (statsmodels); ``nan`` if undefined
-    (fewer than two categories used: chance agreement 1)."""
-    from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
-
+    """Fleiss' kappa (Fleiss 1971) of an items x categories count table, every item rated by the
+    same number of raters; ``nan`` if undefined (fewer than two categories used: chance agreement
+    1). The suite checks it against statsmodels' ``fleiss_kappa``."""
     t = np.asarray(table, dtype=float)
     if t.shape[0] == 0 or (t.sum(axis=0) > 0).sum() < 2:
         return math.nan
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return float(sm_fleiss(t, method="fleiss"))
+    raters = t.sum(axis=1)
+    if not np.all(raters == raters[0]) or raters[0] < 2:
+        raise ValueError("Fleiss' kappa needs the same number (at least two) of raters for every item")
+    n = raters[0]
+    observed = ((t * t).sum(axis=1) - n) / (n * (n - 1))  # P_i: agreement within item i
+    shares = t.sum(axis=0) / t.sum()  # p_j: share of all ratings in category j
+    chance = float((shares * shares).sum())
+    return float((observed.mean() - chance) / (1 - chance))
 
 
 def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:

