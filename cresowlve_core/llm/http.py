@@ -15,7 +15,8 @@ protocol (``post`` and ``aclose``), so a test double or another HTTP stack plugs
 * TLS with the system trust store (certifi's when the system has none) plus the CA files and
   directories named by ``REQUESTS_CA_BUNDLE``, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``;
 * answers of at most :data:`MAX_BODY_BYTES` (64 MB) after decompression, read from
-  ``response.content`` as they stream in: a gzip bomb is cut off there
+  ``response.content`` as they stream in and inflated here (``auto_decompress=False``, gzip and
+  deflate asked for, ``zlib`` with an output limit): a gzip bomb is cut off there
   (:class:`ResponseTooLarge`, an error of that one item), never inflated in full;
 * a lenient but exact response parser: aiohttp's pure-Python one (chosen by its documented
   ``AIOHTTP_NO_EXTENSIONS`` switch, set here before aiohttp is imported), which accepts a
@@ -50,6 +51,7 @@ import netrc
 import os
 import ssl
 import urllib.request
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -291,7 +293,8 @@ class AiohttpTransport:
         timeout = aiohttp.ClientTimeout(total=None, connect=self.connect_timeout, sock_connect=self.connect_timeout,
                                         sock_read=self.read_timeout)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False,
-                                              auto_decompress=True, skip_auto_headers=("User-Agent",),
+                                              auto_decompress=False, headers={"Accept-Encoding": "gzip, deflate"},
+                                              skip_auto_headers=("User-Agent",),
                                               trace_configs=[_trace_config()])
         return self._session
 
@@ -362,16 +365,21 @@ class AiohttpTransport:
         return Response(resp.status, out, content)
 
     async def _read_bounded(self, resp: aiohttp.ClientResponse) -> bytes:
-        """The body, decompressed as it streams in, up to :data:`MAX_BODY_BYTES`."""
+        """The body, decompressed here as it streams in (``zlib`` with an output limit), up to
+        :data:`MAX_BODY_BYTES`."""
+        encoding = resp.headers.get("Content-Encoding", "identity").strip().lower() or "identity"
+        inflate = None if encoding == "identity" else _Inflater(encoding, self.host_port)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in resp.content.iter_any():
+        async for data in resp.content.iter_any():
+            chunk = data if inflate is None else inflate.feed(data, MAX_BODY_BYTES - size + 1)
             size += len(chunk)
             if size > MAX_BODY_BYTES:
                 raise ResponseTooLarge(f"the answer from {self.host_port} exceeds {MAX_BODY_BYTES // 2**20} MB "
-                                       f"(after decompression, {resp.headers.get('Content-Encoding') or 'identity'}); "
-                                       "cut off there")
+                                       f"(after decompression, {encoding}); cut off there")
             chunks.append(chunk)
+        if inflate is not None:
+            inflate.finish()
         return b"".join(chunks)
 
     async def _speaks_tls(self) -> bool:
@@ -439,6 +447,45 @@ class AiohttpTransport:
             first = str(exc.message).splitlines()[0][:120]
             return ProtocolFailure(f"not a valid HTTP answer from {where} ({first})")
         return ProtocolFailure(f"broken answer from {where} ({type(exc).__name__}: {str(exc)[:200]})")
+
+
+class _Inflater:
+    """gzip (every member of a multi-member stream) or deflate (zlib-wrapped or raw), inflated
+    chunk by chunk with an output limit, so a small body never inflates past the limit in memory."""
+
+    def __init__(self, encoding: str, where: str) -> None:
+        if encoding not in ("gzip", "x-gzip", "deflate"):
+            raise ProtocolFailure(f"{where} answered in Content-Encoding {encoding[:40]!r}, which was not asked for")
+        self.gzip = encoding != "deflate"
+        self.where = where
+        self.wbits = 16 + zlib.MAX_WBITS
+        self.engine: Any = None
+        self.fed = False  # the current stream has input that did not end yet
+
+    def feed(self, data: bytes, room: int) -> bytes:
+        """Inflate ``data``: at most ``room`` bytes (``room`` bytes out means the limit is reached)."""
+        out = bytearray()
+        try:
+            while data and len(out) < room:
+                if self.engine is None:
+                    if not self.gzip:  # RFC 9110 says zlib-wrapped; some servers send raw deflate
+                        self.wbits = zlib.MAX_WBITS if data[0] & 0x0F == 8 else -zlib.MAX_WBITS
+                    self.engine = zlib.decompressobj(self.wbits)
+                out += self.engine.decompress(data, room - len(out))
+                self.fed = True
+                if self.engine.eof:
+                    data, self.engine, self.fed = self.engine.unused_data, None, False
+                else:
+                    data = self.engine.unconsumed_tail
+        except zlib.error as exc:
+            raise ProtocolFailure(f"the {'gzip' if self.gzip else 'deflate'} body from {self.where} is "
+                                  f"corrupt ({exc})") from None
+        return bytes(out)
+
+    def finish(self) -> None:
+        """The body ended: a compressed stream cut short is an error."""
+        if self.fed:
+            raise ProtocolFailure(f"the {'gzip' if self.gzip else 'deflate'} body from {self.where} is cut short")
 
 
 def _nothing_read(exc: BaseException) -> bool:

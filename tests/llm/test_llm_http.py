@@ -6,6 +6,7 @@ import asyncio
 import gzip
 import socket
 import threading
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -217,3 +218,19 @@ def test_https_to_a_plain_http_port_is_a_tls_failure() -> None:
     with FakeServer() as srv, pytest.raises(ConnectFailed) as err:
         post(ConnectionPool(f"https://127.0.0.1:{srv.port}/v1", connect_timeout=5))
     assert err.value.tls and "TLS" in str(err.value)
+
+
+@pytest.mark.parametrize("wbits", [15, -15], ids=["zlib-wrapped", "raw"])
+def test_deflate_bodies_in_either_framing_and_a_corrupt_gzip_body(wbits: int) -> None:
+    text = b'{"text": "' + b"y" * 3000 + b'"}'
+    packer = zlib.compressobj(wbits=wbits)
+    deflated = packer.compress(text) + packer.flush()
+    srv = RawServer(lambda head, i: ok(deflated, "Content-Encoding: deflate\r\n") if i == 1
+                    else ok(gzip.compress(text)[:10] + b"\xff" * 20, "Content-Encoding: gzip\r\n"))
+    try:
+        assert post(ConnectionPool(srv.url))[0].content == text
+        with pytest.raises(ProtocolFailure, match="gzip body .* is corrupt"):
+            post(ConnectionPool(srv.url))
+    finally:
+        srv.close()
+    assert b"Accept-Encoding: gzip, deflate" in srv.requests[0]
