@@ -119,6 +119,15 @@ class RunSet:
     """The grid's labels (run model name -> the ``label:`` of a grid config, the paper's name), as
     recorded in the ``grid.json`` named in ``runs`` or beside the run directories."""
 
+    _creative: tuple[pd.DataFrame, int] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def creative(self) -> tuple[pd.DataFrame, int]:
+        """:func:`main_subset` of the responses (the creative items and the number of factual ones
+        left out), filtered once per run set: every section of the report counts this population."""
+        if self._creative is None:
+            self._creative = main_subset(self.responses)
+        return self._creative
+
     @property
     def empty(self) -> bool:
         return self.responses.empty

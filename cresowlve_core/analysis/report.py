@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis import breakdowns, charts, complexity, coverage, paired, reliability, table
-from cresowlve_core.analysis.loading import METRICS, RunSet, main_subset, no_answer
+from cresowlve_core.analysis.loading import METRICS, RunSet, no_answer
+from cresowlve_core.analysis.loading import main_subset as main_subset  # re-exported for notebooks and tests
 from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, format_p, wilson_interval
@@ -325,7 +326,7 @@ def table1_section(
     )
     for n in notes:
         say(n)
-    _, n_factual = main_subset(rs.responses)
+    _, n_factual = rs.creative()
     if n_factual:
         say(f"Table 1 is over the creative subset, as in the paper: {n_factual} factual responses left out.")
     say(
@@ -356,7 +357,7 @@ def table1_section(
         say(f"**No {', '.join(m.capitalize() for m in missing)} runs**: those columns are empty.")
     if not rs.has_judge():
         say("**No LLM-judge scores**: the LLM Judge columns are empty.")
-    for note in paired.mismatch_notes(paired.cross_lingual(main_subset(rs.responses)[0])):
+    for note in paired.mismatch_notes(paired.cross_lingual(rs.creative()[0])):
         say(f"**En and Ru cover different items.** {note} See the paired section for the comparison on shared items.")
     matched = long.loc[long["paper"].notna(), "config"].nunique()
     unmatched = sorted(set(long["config"]) - set(long.loc[long["paper_order"].notna(), "config"]))
@@ -398,7 +399,7 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
-    df, _ = main_subset(rs.responses)
+    df, _ = rs.creative()
     pop = _population(df, "creative items (Table 1's population)")
     if df["difficulty"].isna().all():
         say("**No difficulty labels** in these runs: this breakdown needs `difficulty` (1–5) on the records.")
@@ -445,7 +446,7 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
-    df, _ = main_subset(rs.responses)
+    df, _ = rs.creative()
     out: dict[str, Any] = _population(df, "creative items (Table 1's population)")
     out["judge_coverage"] = _coverage_note(df, breakdowns.choose_metric(df)[0])
     for column, title in breakdowns.GROUP_COLUMNS.items():
@@ -540,7 +541,7 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
-    df, _ = main_subset(rs.responses)
+    df, _ = rs.creative()
     pop = _population(df, "creative items (Table 1's population)")
     feats, notes = complexity.item_features(df, semantic_distance=semantic_distance)
     for n in notes:
@@ -605,7 +606,7 @@ def paired_section(
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
-    df, n_factual = main_subset(rs.responses)
+    df, n_factual = rs.creative()
     pop = _population(df, "creative items (Table 1's population)")
     if n_factual:
         say(f"As in Table 1, the {n_factual:,} factual responses are left out of every paired test.")
@@ -713,8 +714,8 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
     say("Judge calls by status, all responses (creative and factual):")
     by_status = reliability.judge_coverage(df)
     show(by_status)
-    pop = _population(main_subset(df)[0], "creative items (Table 1's population), for the agreement below")
-    cov = _coverage_note(main_subset(df)[0], "judge")
+    pop = _population(rs.creative()[0], "creative items (Table 1's population), for the agreement below")
+    cov = _coverage_note(rs.creative()[0], "judge")
     n_unscored = int(by_status["unscored"].sum())
     if not rs.has_judge():
         say("**No LLM-judge scores** in these runs: agreement and repeatability need a judged run.")

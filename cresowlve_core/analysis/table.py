@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import MODEL_BASED, RunSet, main_subset, no_answer, normalise_effort
+from cresowlve_core.analysis.loading import MODEL_BASED, RunSet, no_answer, normalise_effort
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.paths import shipped_data
 from cresowlve_core.stats import diff_proportions, wilson_interval
@@ -204,7 +204,7 @@ def results_long(
     ``creative_only`` drops items annotated ``factual`` (the paper's Table 1 is the creative
     subset). Columns: :data:`LONG_COLUMNS` (percentages in %; ``coverage`` a fraction).
     """
-    df = main_subset(rs.responses)[0] if creative_only else rs.responses
+    df = rs.creative()[0] if creative_only else rs.responses
     if df.empty:
         return pd.DataFrame(columns=LONG_COLUMNS)
     metrics = list(TABLE_METRICS)
