@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import re
 import shutil
@@ -15,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -136,6 +138,39 @@ class Browser:
         finally:
             stop_process(self.proc, wait_s=10)
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def marimo_run(app: Path, workdir: Path, args: list[str], timeout_s: float = 90) -> Iterator[str]:
+    """``marimo run`` of a copy of ``app`` (marimo may write a session cache beside it) on a free
+    loopback port with ``-- args``; yields its URL once it answers, stops it after the block."""
+    import socket
+    import sys
+
+    copy = workdir / "app" / app.name
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(app, copy)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    marimo = Path(sys.executable).parent / "marimo"
+    proc = subprocess.Popen([str(marimo), "run", str(copy), "--headless", "--no-token", "--host", "127.0.0.1",
+                             "--port", str(port), "--", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=workdir)
+    try:
+        url = f"http://127.0.0.1:{port}/"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                urllib.request.urlopen(url, timeout=5)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("marimo run did not start") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        stop_process(proc, wait_s=10)
 
 
 class JupyterLab:

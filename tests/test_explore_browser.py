@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from chromium import CHROMIUM, Browser, JupyterLab, stop_process, websocket
+from chromium import CHROMIUM, Browser, JupyterLab, marimo_run, websocket
 
 from cresowlve_core.errors.wrong import _hash
 from cresowlve_core.sources.sample import load_items
@@ -102,27 +100,11 @@ def test_jupyterlab_explorer_shows_the_embedded_banner_for_embedded_labels(tmp_p
 @pytest.mark.skipif(not (BIN / "marimo").exists(), reason="marimo not installed")
 def test_marimo_explorer_shows_the_embedded_banner_for_embedded_labels(tmp_path):
     runs, labels = _inputs(tmp_path)
-    app = tmp_path / "app" / "explore.py"  # a copy: marimo may write a session cache beside the app
-    app.parent.mkdir()
-    shutil.copy(REPO / "notebooks" / "explore.py", app)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(BIN / "marimo"), "run", str(app), "--headless", "--no-token", "--port", str(port),
-                             "--", "--runs", str(runs / "*"), "--labels", str(labels)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
     browser = Browser()
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=2).close()
-                break
-            except OSError:
-                assert proc.poll() is None and time.monotonic() < deadline, "marimo run did not start"
-                time.sleep(0.5)
-        browser.open(f"http://127.0.0.1:{port}/", timeout_s=60)
-        _assert_visible(_wait_banner(browser, 120))
+        with marimo_run(REPO / "notebooks" / "explore.py", tmp_path, ["--runs", str(runs / "*"),
+                                                                      "--labels", str(labels)]) as url:
+            browser.open(url, timeout_s=60)
+            _assert_visible(_wait_banner(browser, 120))
     finally:
         browser.close()
-        stop_process(proc, wait_s=10)

@@ -11,18 +11,14 @@ as visible text. Skips without Chromium, like ``test_browser.py``.
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from chromium import CHROMIUM, Browser, stop_process, websocket
+from chromium import CHROMIUM, Browser, marimo_run, websocket
 from fakeserver import FakeServer
 
 from cresowlve_core.cli import main
@@ -208,31 +204,11 @@ def test_the_marimo_explorer_runs_no_planted_script(browser, hostile, tmp_path):
     marimo = Path(sys.executable).parent / "marimo"
     if not marimo.exists():
         pytest.skip("marimo is not installed in this environment")
-    app = tmp_path / "app" / "explore.py"  # a copy: marimo may write a session cache beside the app
-    app.parent.mkdir()
-    shutil.copy(REPO / "notebooks" / "explore.py", app)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([str(marimo), "run", str(app), "--headless", "--no-token", "--host", "127.0.0.1",
-                             "--port", str(port), "--", "--runs", str(hostile["grid_json"]),
-                             "--items", str(hostile["items"]), "--labels", str(hostile["root"] / "errors")],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
-    try:
-        url = f"http://127.0.0.1:{port}/"
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                urllib.request.urlopen(url, timeout=5)
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("marimo run did not start")
-                time.sleep(0.5)
+    args = ["--runs", str(hostile["grid_json"]), "--items", str(hostile["items"]),
+            "--labels", str(hostile["root"] / "errors")]
+    with marimo_run(REPO / "notebooks" / "explore.py", tmp_path, args) as url:
         ready = f"{_DEEP_TEXT}.includes({json.dumps(payload('answer'))})"  # the answer card has drawn
         calls = _executions(browser, url, ready=f"document.body !== null && {ready}", settle_s=3.0)
         text = str(browser.evaluate(_DEEP_TEXT))
-    finally:
-        stop_process(proc, wait_s=10)
     assert calls == [], f"marimo explorer: {len(calls)} script executions: {calls}"
     assert payload("answer") in text
