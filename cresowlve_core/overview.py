@@ -9,6 +9,7 @@ import altair as alt
 import pandas as pd
 
 from cresowlve_core.paths import shipped_data
+from cresowlve_core.vega import count_ticks
 
 PACK_SUFFIXES = (".txt", ".4s")
 
@@ -98,7 +99,7 @@ def difficulty_chart(counts: pd.DataFrame) -> alt.Chart:
         .mark_bar()
         .encode(
             x=alt.X("difficulty:N", title="Difficulty (1 = very simple, 5 = very hard)", axis=alt.Axis(labelAngle=0)),
-            y=alt.Y("items:Q", title="Items", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
+            y=alt.Y("items:Q", title="Items", axis=alt.Axis(**count_ticks(counts["items"].max()))),
             color=alt.Color("lang:N", title="Language"),
             xOffset="lang:N",
             tooltip=["lang", "difficulty", "items"],

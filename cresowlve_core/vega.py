@@ -141,3 +141,13 @@ def _write_quietly(path: Path, text: str) -> None:
         tmp.replace(path)
     except OSError:
         pass
+
+
+def count_ticks(max_count: float) -> dict[str, Any]:
+    """Axis settings for a count axis: whole-number ticks only. Vega's ``tickMinStep`` still puts a
+    tick at 0.5 on an axis that ends at 1 (drawn "1" under ``format="d"``: the labels 0, 1, 1), so
+    up to 10 the ticks are listed; above, a minimum step of 1 is enough."""
+    top = int(max_count) if max_count == max_count else 0  # NaN: an empty chart
+    if top <= 10:
+        return {"format": "d", "values": list(range(0, max(top, 1) + 1))}
+    return {"format": "d", "tickMinStep": 1}

@@ -207,14 +207,14 @@ def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
     )
 
 
-def note_chart(text: str, width: int = 360, height: int = 60) -> alt.Chart:
-    """A chart holding one sentence: what a figure shows when there is nothing to draw (never a blank
-    frame that reads as a rendering failure)."""
+def note_chart(title: str, text: str, width: int = 420, height: int = 50) -> alt.Chart:
+    """A chart holding one sentence under its title: what a figure shows when there is nothing to draw
+    (never a blank frame that reads as a rendering failure)."""
     return (
         alt.Chart(pd.DataFrame({"text": [text]}))
         .mark_text(fontSize=13, color="#555")
         .encode(text="text:N")
-        .properties(width=width, height=height)
+        .properties(title=title, width=width, height=height)
     )
 
 
@@ -225,7 +225,8 @@ def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart 
     (too few items, a constant feature) are left out; with none left, a sentence says so."""
     data = df[df["spearman_rho"].notna()].copy()
     if data.empty:
-        return note_chart("No correlation could be computed: too few items, or a feature without variation.")
+        return note_chart(f"Spearman ρ with {'correctness' if by_model else 'difficulty'}",
+                          "No correlation could be computed: too few items, or a feature without variation.")
     tooltip = [
         alt.Tooltip("feature_label:N", title="feature"),
         "n",

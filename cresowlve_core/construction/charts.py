@@ -10,6 +10,7 @@ import pandas as pd
 
 from cresowlve_core.construction.export import label_distribution
 from cresowlve_core.items import Item
+from cresowlve_core.vega import count_ticks
 
 #: Item field -> chart title (the panels of Fig. 2).
 FIG2_FIELDS: tuple[tuple[str, str], ...] = (
@@ -38,7 +39,7 @@ def label_charts(items: Sequence[Item], top: int = 20, subset: str = "creative")
                           .properties(title=f"{title}: no labels", width=220, height=40))
             continue
         panels.append(alt.Chart(part).mark_bar().encode(
-            x=alt.X("items:Q", title="Items", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
+            x=alt.X("items:Q", title="Items", axis=alt.Axis(**count_ticks(part["items"].max()))),
             y=alt.Y("label:N", sort="-x", title=None, axis=alt.Axis(labelLimit=200)),
             tooltip=["label:N", "items:Q", alt.Tooltip("share:Q", format=".1%")],
         ).properties(title=f"{title} ({subset} subset, n = {len(items)} items)", width=220, height=alt.Step(16)))

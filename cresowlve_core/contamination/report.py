@@ -201,10 +201,12 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
         if n:
             import altair as alt
 
+            from cresowlve_core.vega import count_ticks
+
             df = pd.DataFrame({"position": list(counts), "count": list(counts.values())})
             show(alt.Chart(df).mark_bar().encode(
                 x=alt.X("position:N", sort=None, title="Position chosen", axis=alt.Axis(labelAngle=0)),
-                y=alt.Y("count:Q", title="Answers", axis=alt.Axis(format="d", tickMinStep=1)),  # counts: whole ticks
+                y=alt.Y("count:Q", title="Answers", axis=alt.Axis(**count_ticks(df["count"].max()))),
                 tooltip=["position", "count"]).properties(
                 width=260, height=160, title=f"BDQ choices — {r.config}"))
         out[r.config] = clean({"population": pop, "N": n, "counts": counts, "non_preferred": r.non_preferred,
