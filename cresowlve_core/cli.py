@@ -503,7 +503,10 @@ def cmd_synth(a: argparse.Namespace) -> int:
     if res.stopped:
         print(f"synth stopped at {res.summary['stopped_at']} ({res.stopped}); the later steps were skipped; "
               f"summary: {Path(cfg.build_dir) / 'summary.json'}", file=sys.stderr)
-    return stage_exit(res.summary["calls"], unit="calls")
+    st = res.summary["stages"]
+    unparsed = (f"no verbalisation parsed: {st['verbalised']} of {st['candidates']} answered, 0 parsed"
+                if st["verbalised"] and not st["parsed"] else None)
+    return stage_exit({**res.summary["calls"], "unparsed": unparsed}, unit="calls")
 
 
 # --------------------------------------------------------------------------- parser

@@ -99,3 +99,11 @@ def test_synth_ends_with_one_summary_line_and_says_nothing_sent_on_a_rerun(tmp_p
     assert f"{summary['calls']['n_items']} model calls, {summary['calls']['n_items']} sent" in first[0]
     assert first[0].endswith(str(tmp_path / "synth" / "summary.json"))
     assert len(again) == 1 and "nothing sent" in again[0], again
+
+
+def test_synth_whose_verbaliser_output_never_parses_exits_1(tmp_path, capsys):
+    with FakeServer(answers=lambda req: "<Answer>nobody</Answer>") as srv:
+        rc = main(_args(tmp_path, srv.base_url))
+    err = capsys.readouterr().err
+    assert rc == 1, err  # before: exit 0 with "0 parsed" only in the summary line
+    assert last_line(err).startswith("incomplete: no verbalisation parsed: 6 of 6 answered, 0 parsed")
