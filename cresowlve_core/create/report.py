@@ -558,7 +558,7 @@ def patience_chart(curves: pd.DataFrame) -> alt.Chart:
             x=alt.X("patience:Q", title="Patience p"),
             y=alt.Y("utility:Q", title="Mean creative utility"),
             color=alt.Color("config:N", title="Configuration (highest at p = 1 first)", sort=order,
-                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320)),
+                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320, titleLimit=320)),
             tooltip=["config", "patience", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Creative utility vs patience")
@@ -574,7 +574,7 @@ def tradeoff_chart(tradeoff: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
             x=alt.X("threshold:Q", title="Factuality threshold (fraction of triples that must hold)"),
             y=alt.Y("utility:Q", title=f"Mean creative utility (p = {patience})"),
             color=alt.Color("config:N", title="Configuration (highest at threshold 1 first)", sort=order,
-                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320)),
+                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320, titleLimit=320)),
             tooltip=["config", "threshold", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Quality vs factuality")
