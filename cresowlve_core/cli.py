@@ -47,11 +47,12 @@ def _one_line(exc: BaseException) -> str:
     """An exception as one line (pydantic errors as ``field: message; ...``)."""
     from pydantic import ValidationError
 
+    from cresowlve_core.failures import DiskFull
+
     if isinstance(exc, ValidationError):
         return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        where = f" writing {exc.filename}" if exc.filename else ""
-        return f"disk full{where} ({os.strerror(exc.errno)}); finished work is kept, free space and run again"
+    if isinstance(exc, DiskFull):
+        return str(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
@@ -409,6 +410,7 @@ def _create_finish(summary: Any, unit: str) -> int:
 
 def cmd_build(a: argparse.Namespace) -> int:
     from cresowlve_core.construction.build import Build, BuildConfig, BuildStopped
+    from cresowlve_core.failures import UsageError
 
     for step, model, url, _ in a.step_model or []:  # a step's model is never run on the embedded one instead
         try:
@@ -424,7 +426,7 @@ def cmd_build(a: argparse.Namespace) -> int:
     with Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line naming the sources)
         try:
             res = build.run_all()
-        except (ValueError, FileNotFoundError):  # refused (no source, an empty one): leave no folder it made
+        except UsageError:  # refused (no source, an empty one): leave no folder it made
             if not existed and not (cfg.path / "steps").exists():  # never finished model work
                 import shutil
 
@@ -879,22 +881,26 @@ def _unknown_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace
     sub.error(f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else ""))
 
 
-def _expected_error_code(exc: BaseException) -> int | None:
-    """The exit code of an anticipated failure (printed as one line), or None for a bug."""
-    from cresowlve_core.extras import MissingExtra
-    from cresowlve_core.llm.local import LocalServerError
-    from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMError, LLMFatalError
-    from cresowlve_core.runtime import RunDirError
-    from cresowlve_core.sources.hub import HubUnavailableError
+#: the last line after the traceback of an exception no code path anticipated
+BUG_LINE = ("bug: this is an unexpected error in cresowlve, not a problem with your input; "
+            "please report it with the traceback above")
 
-    if isinstance(exc, (LLMFatalError, BudgetExceeded)):
-        return EXIT_STOPPED
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
-        return EXIT_STOPPED
-    if isinstance(exc, (LLMConfigError, LLMError, LocalServerError, RunDirError, HubUnavailableError, MissingExtra,
-                        ValueError, OSError)):
-        return EXIT_USAGE
-    return None
+
+def _failure_exit(exc: Exception, verbose: bool) -> int:
+    """Exit code for an exception that reached the CLI: ``exc.exit_code`` after one ``error:`` line for a
+    :class:`~cresowlve_core.failures.CresowlveError`; anything else is a bug (traceback, :data:`BUG_LINE`, 1)."""
+    import traceback
+
+    from cresowlve_core.failures import CresowlveError
+
+    code = exc.exit_code if isinstance(exc, CresowlveError) else None
+    if code is None or verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    if code is None:
+        print(BUG_LINE, file=sys.stderr)
+        return EXIT_INCOMPLETE
+    print(f"error: {_one_line(exc)}", file=sys.stderr)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -920,12 +926,8 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(exitcodes.interrupted_line("completed work is saved in the run directory"), file=sys.stderr)
         return exitcodes.interrupt_code()
-    except Exception as exc:  # one clear line instead of a traceback for anticipated failures
-        expected = _expected_error_code(exc)
-        if expected is None or args.verbose:
-            raise
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return expected
+    except Exception as exc:  # one clear line for a project error, a traceback for a bug
+        return _failure_exit(exc, args.verbose)
     finally:
         restore_terminal()
 

@@ -11,10 +11,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-EXIT_OK = 0  # every unit done
-EXIT_INCOMPLETE = 1  # the run finished, but some units errored or were not run
-EXIT_USAGE = 2  # refused before any work: bad argument, items file, run directory, configuration
-EXIT_STOPPED = 3  # stopped early: fatal provider error, --max-cost, a full disk; finished work kept
+from cresowlve_core.failures import EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
+
+__all__ = ["EXIT_INCOMPLETE", "EXIT_OK", "EXIT_STOPPED", "EXIT_USAGE", "EXIT_SIGINT", "EXIT_SIGTERM",
+           "EXIT_CODES_HELP", "interrupt_code", "interrupted_line", "stage_exit"]
+
 EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
 EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
 
@@ -22,7 +23,8 @@ EXIT_CODES_HELP = """\
 exit codes:
   0    done: every item (unit) finished
   1    finished, but some items errored or were not run; the last line says how many
-       and names the most common error with its count; run again to retry them
+       and names the most common error with its count; run again to retry them.
+       Also a bug: its traceback is printed and the last line asks for a report
   2    refused before any request: a bad argument, an unreadable items file, an unusable
        run directory (a file, unwritable, in use by another process), a run directory of
        another configuration, a missing key variable

@@ -48,6 +48,7 @@ from cresowlve_core.errors.label import LABELS, labeller_is_embedded
 from cresowlve_core.errors.taxonomy import BY_SLUG
 from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
 from cresowlve_core.extras import require
+from cresowlve_core.failures import InputError
 from cresowlve_core.items import LANGS
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.untrusted import html_text
@@ -443,7 +444,7 @@ def _contains(col: pd.Series, value: str) -> np.ndarray:
 def filter_frame(frame: pd.DataFrame, f: Filters) -> pd.DataFrame:
     """The rows of ``frame`` (:attr:`Explorer.frame`) that pass ``f``."""
     if f.outcome not in OUTCOMES:
-        raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, not {f.outcome!r}")
+        raise InputError(f"outcome must be one of {', '.join(OUTCOMES)}, not {f.outcome!r}")
     keep = np.ones(len(frame), dtype=bool)
     if f.langs:
         keep &= frame["lang"].isin(f.langs).to_numpy()

@@ -20,6 +20,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from cresowlve_core.failures import UsageError
+
 #: extra -> what it brings
 EXTRAS = {
     "embedded": "the embedded default model (Gemma 3 270M on llama.cpp)",
@@ -29,7 +31,7 @@ EXTRAS = {
 }
 
 
-class MissingExtra(ImportError):
+class MissingExtra(UsageError, ImportError):
     """An optional package is not installed: ``extra`` names the pip extra that brings it."""
 
     def __init__(self, purpose: str, module: str, extra: str) -> None:

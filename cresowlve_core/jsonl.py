@@ -31,6 +31,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.failures import UsageError
 from cresowlve_core.jsontext import dumps, finite
 
 __all__ = ["JSONLError", "dumps", "dumps_line", "dumps_lines", "finite", "iter_lines", "parse_jsonl", "read_jsonl",
@@ -42,7 +43,7 @@ log = logging.getLogger(__name__)
 _SEPARATOR_ESCAPES = str.maketrans({"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"})
 
 
-class JSONLError(ValueError):
+class JSONLError(UsageError, ValueError):
     """A JSON Lines file cannot be read; the message names the file and line."""
 
 

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core import notebook_progress, paths
+from cresowlve_core.failures import IncompleteError, InputError
 from cresowlve_core.runtime import stop
 from cresowlve_core.runtime.rundir import ARCHIVE_CHANGED_ENV
 from cresowlve_core.text import slug
@@ -101,7 +102,7 @@ def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_na
     if proc.returncode != 0 or line is None:
         if stop.requested() is not None:  # the signal reached the child too (Ctrl-C at a terminal)
             raise KeyboardInterrupt
-        raise RuntimeError(f"rendering {name} failed (exit {proc.returncode}); its error is printed above")
+        raise IncompleteError(f"rendering {name} failed (exit {proc.returncode}); its error is printed above")
     return Path(json.loads(line[len("RENDERED "):])["html"])
 
 
@@ -126,7 +127,7 @@ def check_target_env() -> tuple[str | None, str | None]:
     check_served(os.environ.get("CRESOWLVE_JUDGE_MODEL"), os.environ.get("CRESOWLVE_JUDGE_BASE_URL") or base_url,
                  "CRESOWLVE_BASE_URL (or CRESOWLVE_JUDGE_BASE_URL)")
     if base_url and not model:
-        raise ValueError("CRESOWLVE_BASE_URL is set without CRESOWLVE_MODEL: name the model it serves "
+        raise InputError("CRESOWLVE_BASE_URL is set without CRESOWLVE_MODEL: name the model it serves "
                          "(or unset both for the embedded model); nothing was run")
     return base_url, model
 

@@ -37,6 +37,7 @@ from typing import Any
 
 from cresowlve_core import paths
 from cresowlve_core.banners import BANNER_KINDS, banner_html
+from cresowlve_core.failures import IncompleteError, InputError, MissingInput, UsageError
 from cresowlve_core.notebook_progress import render_progress
 from cresowlve_core.notebook_records import RECORD_MIME, read_records
 from cresowlve_core.notebook_records import headline as headline  # re-exported for notebooks
@@ -114,13 +115,13 @@ def banners_in(ipynb: str | Path) -> list[str]:
 # --------------------------------------------------------------------------- running
 
 
-class NotebookInputError(ValueError):
+class NotebookInputError(UsageError, ValueError):
     """A report notebook stopped on its input (a ``FileNotFoundError`` or ``ValueError`` raised in a
     cell, e.g. a glob that matches nothing): one line for the terminal, exit 2."""
 
 
 #: exceptions raised in a notebook cell that mean "bad input", not a bug in the notebook
-INPUT_ERRORS = ("FileNotFoundError", "ValueError")
+INPUT_ERRORS = ("FileNotFoundError", "ValueError", "InputError", "MissingInput")
 
 
 @dataclass
@@ -141,7 +142,7 @@ def notebook_path(name: str) -> Path:
     cand = nb_dir / (p.stem + ".ipynb")
     if not cand.exists():
         known = ", ".join(sorted(q.stem for q in nb_dir.glob("*.ipynb")))
-        raise FileNotFoundError(f"no notebook {name!r}; known notebooks: {known}")
+        raise MissingInput(f"no notebook {name!r}; known notebooks: {known}")
     return cand
 
 
@@ -157,13 +158,13 @@ def check_parameters(src: Path, parameters: dict[str, Any]) -> None:
     known = notebook_parameters(src)
     unknown = sorted(set(parameters) - set(known))
     if unknown:
-        raise ValueError(
+        raise InputError(
             f"{src.stem}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
             f"known: {', '.join(known) or '(none)'}"
         )
 
 
-class ReportFailed(RuntimeError):
+class ReportFailed(IncompleteError, RuntimeError):
     """A report notebook failed to render (a cell raised, the kernel died, a timeout): the old report is
     left as it was, and the partial notebook is kept under ``.failed/`` for a look."""
 

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.failures import failed_write
 from cresowlve_core.jsontext import dumps
 from cresowlve_core.secrets import scrub
 
@@ -31,7 +32,7 @@ def write_text(path: str | Path, text: str, *, secrets: list[str] | None = None)
         tmp.unlink(missing_ok=True)
         if exc.filename is None:  # name the file the user knows, not only the temporary one
             exc.filename = str(path)
-        raise
+        raise failed_write(exc, path)  # noqa: B904 (DiskFull on a full disk, caused by exc; else exc)
     return path
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import hashlib
 import re
 
+from cresowlve_core.failures import UsageError
+
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class UnsafeNameError(ValueError):
+class UnsafeNameError(UsageError, ValueError):
     """A name that cannot name a directory (empty, ``.`` or ``..``): refused, exit 2."""
 
 

@@ -22,7 +22,6 @@ from fakeserver import FakeServer
 from cresowlve_core import cli
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.runtime import MapResult
-from cresowlve_core.runtime.rundir import RunDir
 from cresowlve_core.sources import hub
 
 REPO = Path(__file__).resolve().parents[1]
@@ -256,16 +255,17 @@ def test_hub_items_offline_is_one_line_with_the_local_file_hint(tmp_path, capsys
 
 def test_full_disk_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch):
     items = write_items(tmp_path / "items.jsonl", 6)
-    real_write = RunDir._write_lines  # every append, on the loop's writer thread or not, ends here
+    real_fsync = os.fsync  # the kernel reports a full disk on the third fsync of responses.jsonl
     calls = {"n": 0}
 
-    def write_lines(self, filename, lines):
-        calls["n"] += 1
-        if calls["n"] > 2:
-            raise OSError(errno.ENOSPC, "No space left on device", str(self.path / filename))
-        return real_write(self, filename, lines)
+    def fsync(fd):
+        if os.readlink(f"/proc/self/fd/{fd}").endswith("responses.jsonl"):
+            calls["n"] += 1
+            if calls["n"] > 2:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        real_fsync(fd)
 
-    monkeypatch.setattr(RunDir, "_write_lines", write_lines)
+    monkeypatch.setattr(os, "fsync", fsync)
     with FakeServer(answers=answer_for) as srv:
         code, _, err = run_main(capsys, eval_args(items, tmp_path / "run", srv.base_url, "--no-cache", "--concurrency", "1"))
     assert code == 3

@@ -24,6 +24,6 @@ def test_a_notebook_stopped_by_its_input_is_one_line_and_exit_2(tmp_path):
     assert out.returncode == 2, out.stderr[-3000:]
     assert "Traceback" not in out.stderr
     last = out.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: 07_create: FileNotFoundError: user_runs: 'data/runs/create/*' matches no run")
+    assert last.startswith("error: 07_create: MissingInput: user_runs: 'data/runs/create/*' matches no run")
     assert "the old report is left untouched" in last
     assert str(tmp_path / "reports" / ".failed" / "07_create_create" / "07_create_create.ipynb") in last  # the partial one

@@ -59,6 +59,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
@@ -222,7 +223,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
         return None
     raw = json.loads(path.read_text(encoding="utf-8"))
     if not isinstance(raw, dict):
-        raise ValueError("manifest.json is not a JSON object")
+        raise InputError("manifest.json is not a JSON object")
     validated = Manifest.model_validate(raw).model_dump()
     return {**raw, **validated}
 

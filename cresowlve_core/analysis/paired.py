@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import RunSet, config_label, no_answer, normalise_effort
+from cresowlve_core.failures import InputError
 from cresowlve_core.stats import holm, mcnemar
 
 PAIR_COLUMNS = [
@@ -208,10 +209,10 @@ def resolve_config(df: pd.DataFrame, name: str, aliases: Mapping[str, str] | Non
         if len(hit) == 1:
             return str(hit["config"].iloc[0])
         if len(hit) > 1:
-            raise ValueError(f"{name!r} names several configurations: {', '.join(hit['config'])}; pass one of them")
+            raise InputError(f"{name!r} names several configurations: {', '.join(hit['config'])}; pass one of them")
     known = ", ".join(sorted(configs["config"]))
     grid = sorted(f"{lc} = {c}" for lc, c in zip(configs["label_config"], configs["config"]) if lc)
-    raise ValueError(f"no configuration {name!r} in these runs; known: {known}"
+    raise InputError(f"no configuration {name!r} in these runs; known: {known}"
                      + (f"; grid labels: {', '.join(grid)}" if grid else ""))
 
 
@@ -330,7 +331,7 @@ def _config_of(df: pd.DataFrame, model: str, effort: str | None) -> str:
     sel = df[(df["model"].str.casefold() == str(model).casefold()) & (df["effort"].map(normalise_effort) == eff)]
     if sel.empty:
         known = ", ".join(sorted(df["config"].unique()))
-        raise ValueError(f"no run of model {model!r} with effort {effort or '-'!r}; known: {known}")
+        raise InputError(f"no run of model {model!r} with effort {effort or '-'!r}; known: {known}")
     return str(sel["config"].iloc[0])
 
 
@@ -374,7 +375,7 @@ def check_compare(runs: Any, compare: Any, aliases: Mapping[str, str] | None = N
 
     if not isinstance(compare, (list, tuple)) or not all(
             isinstance(p, (list, tuple)) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in compare):
-        raise ValueError(f"compare: a list of name pairs, e.g. [[\"GPT-4.1\", \"GPT-5.4 (medium)\"]]; got {compare!r}")
+        raise InputError(f"compare: a list of name pairs, e.g. [[\"GPT-4.1\", \"GPT-5.4 (medium)\"]]; got {compare!r}")
     rs = load_runs(runs)
     if rs.empty:
         return []
@@ -382,4 +383,4 @@ def check_compare(runs: Any, compare: Any, aliases: Mapping[str, str] | None = N
     try:
         return [(resolve_config(rs.responses, a, merged), resolve_config(rs.responses, b, merged)) for a, b in compare]
     except ValueError as exc:
-        raise ValueError(f"compare: {exc}") from None
+        raise InputError(f"compare: {exc}") from None

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.stats import BootstrapInterval, bootstrap_statistic, interval_from_replicates, stable_seed
 
 
@@ -36,19 +37,19 @@ def rating_table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Has
     """Items x categories counts; checks every item has the same number (>= 2) of ratings."""
     rows = [list(r) for r in ratings]
     if not rows:
-        raise ValueError("no items to rate")
+        raise InputError("no items to rate")
     n_raters = len(rows[0])
     if n_raters < 2:
-        raise ValueError("agreement needs at least two raters per item")
+        raise InputError("agreement needs at least two raters per item")
     bad = [i for i, r in enumerate(rows) if len(r) != n_raters]
     if bad:
-        raise ValueError(f"every item must be rated by all {n_raters} raters; item(s) {bad[:5]} are not")
+        raise InputError(f"every item must be rated by all {n_raters} raters; item(s) {bad[:5]} are not")
     cats = list(dict.fromkeys(categories)) if categories is not None else []
     for r in rows:
         for x in r:
             if x not in cats:
                 if categories is not None:
-                    raise ValueError(f"label {x!r} is not among the categories {cats}")
+                    raise InputError(f"label {x!r} is not among the categories {cats}")
                 cats.append(x)
     index = {c: k for k, c in enumerate(cats)}
     table = np.zeros((len(rows), len(cats)), dtype=float)
@@ -142,7 +143,7 @@ def raw_agreement(ratings: Sequence[Sequence[Hashable]]) -> float:
     """Share of items on which every rater gave the same label."""
     rows = [list(r) for r in ratings]
     if not rows:
-        raise ValueError("no items to rate")
+        raise InputError("no items to rate")
     return sum(len(set(r)) == 1 for r in rows) / len(rows)
 
 

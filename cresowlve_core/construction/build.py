@@ -45,6 +45,7 @@ from cresowlve_core.construction.llm_steps import (
 )
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
+from cresowlve_core.failures import InputError, StoppedError, UsageError
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
 from cresowlve_core.text import slug
 
@@ -89,7 +90,7 @@ class BuildConfig(BaseModel):
         out = {"default": default}
         for step, spec in self.models.items():
             if step not in LLM_STEPS:
-                raise ValueError(f"unknown step {step!r} in models; steps: {', '.join(LLM_STEPS)}")
+                raise InputError(f"unknown step {step!r} in models; steps: {', '.join(LLM_STEPS)}")
             out[step] = StepModel(spec.get("model"), spec.get("base_url"), spec.get("api_key_env"))
         return out
 
@@ -128,7 +129,7 @@ def _display(obj: Any) -> None:
         return
 
 
-class BuildStopped(RuntimeError):
+class BuildStopped(StoppedError, RuntimeError):
     """A step stopped early (a fatal provider error such as a rejected key, ``max_cost``, an
     interrupt); the later steps are refused until the build is re-run (it resumes)."""
 
@@ -137,7 +138,7 @@ class BuildStopped(RuntimeError):
         self.step, self.reason = step, reason
 
 
-class BuildEmpty(ValueError):
+class BuildEmpty(UsageError, ValueError):
     """The sources hold no usable question: nothing to build (``cresowlve build`` exits 2)."""
 
 
@@ -290,7 +291,7 @@ class Build:
 
     def annotate(self, step: str) -> dict[str, Any]:
         if step not in ANNOTATION_STEPS:
-            raise ValueError(f"unknown annotation {step!r}; one of {ANNOTATION_STEPS}")
+            raise InputError(f"unknown annotation {step!r}; one of {ANNOTATION_STEPS}")
         return self._record(run_coro(annotate_step(step, self.cands, self._need_ctx())))
 
     def consolidate_domains(self) -> dict[str, Any]:

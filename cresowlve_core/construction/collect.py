@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import ChgkQuestion, ItemView
 from cresowlve_core.paths import shipped_data
 
@@ -33,10 +34,10 @@ def _pack_files(spec: str) -> list[Path]:
     if path.is_dir():
         files = sorted(p for p in path.iterdir() if p.suffix in PACK_SUFFIXES)
         if not files:
-            raise FileNotFoundError(f"{spec}: no *.txt or *.4s packs in this folder")
+            raise MissingInput(f"{spec}: no *.txt or *.4s packs in this folder")
         return files
     if not path.is_file():
-        raise FileNotFoundError(f"{spec!r} is not a pack file, a folder of packs, a dataset file or hub:ru")
+        raise MissingInput(f"{spec!r} is not a pack file, a folder of packs, a dataset file or hub:ru")
     return [path]
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from cresowlve_core.construction.parsers import normalise_label
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import DOMAIN_GROUPS
+from cresowlve_core.failures import InputError
 from cresowlve_core.paths import shipped_data
 
 DEFAULT_MIN_SIMILARITY = 0.5
@@ -31,10 +32,10 @@ def load_mapping(path: str | Path | None = None) -> dict[str, str]:
     data = json.loads(path.read_text(encoding="utf-8"))
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(groups, dict):
-        raise ValueError(f"{path}: expected {{'groups': {{group: [domain, ...]}}}}")
+        raise InputError(f"{path}: expected {{'groups': {{group: [domain, ...]}}}}")
     unknown = sorted(set(groups) - set(DOMAIN_GROUPS))
     if unknown:
-        raise ValueError(f"{path}: unknown group(s) {unknown}; groups must be among the paper's 34")
+        raise InputError(f"{path}: unknown group(s) {unknown}; groups must be among the paper's 34")
     mapping = {normalise_label(g): g for g in DOMAIN_GROUPS}
     for group, domains in groups.items():
         for d in domains:

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
+from cresowlve_core.failures import MissingInput, UsageError
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
 
@@ -46,7 +47,7 @@ QUEUE = "queue.jsonl"
 AGREEMENT_QUEUE = "agreement_queue.jsonl"
 
 
-class ReviewError(ValueError):
+class ReviewError(UsageError, ValueError):
     """A decision that cannot be saved (unknown code, missing note or fix, unknown item)."""
 
 
@@ -122,7 +123,7 @@ def load_queue(build_dir: str | Path, name: str = QUEUE) -> list[dict[str, Any]]
     """The review cards of a build, in queue order. A missing queue is a clear error."""
     path = review_dir(build_dir) / name
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no review queue; run the build up to the review step first")
+        raise MissingInput(f"{path}: no review queue; run the build up to the review step first")
     return RunDir(path.parent).read(name)
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
 from cresowlve_core.extras import require
+from cresowlve_core.failures import InputError
 from cresowlve_core.untrusted import html_text
 
 MODES = ("validation", "agreement")
@@ -77,10 +78,10 @@ def review_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | Non
     """The ipywidgets panel (see the module docstring); returns the widget to display.
     ``mode``: ``"validation"`` (decisions) or ``"agreement"`` (labelling the agreement sample)."""
     if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
+        raise InputError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     if mode == "agreement":
         if assigned is not None:
-            raise ValueError("the agreement sample is labelled whole by every reviewer; do not pass `assigned`")
+            raise InputError("the agreement sample is labelled whole by every reviewer; do not pass `assigned`")
         return AnnotationForm(R.AnnotationSession(build_dir, reviewer)).box
     return _validation_panel(build_dir, reviewer, assigned)
 

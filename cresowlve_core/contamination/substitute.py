@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.base_model import completion_params, first_line, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import GenParams, summed_cost, summed_usage
@@ -150,7 +151,7 @@ def build_rewrites(question: str, swaps: Sequence[tuple[Candidate, str]]) -> lis
 def synonym_prompt(lang: str) -> Prompt:
     """The few-shot synonym dictionary for ``lang`` (``en`` or ``ru``)."""
     if lang not in PROMPTS:
-        raise ValueError(f"no synonym prompt for language {lang!r}; known: {', '.join(PROMPTS)}")
+        raise InputError(f"no synonym prompt for language {lang!r}; known: {', '.join(PROMPTS)}")
     return load_prompt(PROMPTS[lang])
 
 

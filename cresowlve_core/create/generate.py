@@ -47,6 +47,7 @@ from cresowlve_core.create.records import (
     records_cost,
     response_key,
 )
+from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, one_line, user_message
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
@@ -150,7 +151,7 @@ def plan_rounds(queries: Sequence[CreateQuery], variation: str, n_samples: int, 
         return [[Unit(q, s) for q in queries for s in range(n_samples)]]
     if variation == "iterate":
         return [[Unit(q, 0, r) for q in queries] for r in range(n_rounds)]
-    raise ValueError(f"variation must be one of {', '.join(VARIATIONS)}, not {variation!r}")
+    raise InputError(f"variation must be one of {', '.join(VARIATIONS)}, not {variation!r}")
 
 
 # --------------------------------------------------------------------------- manifests
@@ -175,13 +176,13 @@ def read_generation_manifest(run_dir: str | Path) -> Manifest:
     """The (upgraded) manifest of a generation run directory; a clear error if there is none."""
     path = Path(run_dir)
     if not (path / "manifest.json").is_file():
-        raise FileNotFoundError(f"{path}: not a CREATE run directory (no manifest.json); "
+        raise MissingInput(f"{path}: not a CREATE run directory (no manifest.json); "
                                 "make one with `cresowlve create generate`")
     m = RunDir(path).read_manifest()
     assert m is not None
     m = upgrade_legacy_manifest(m)
     if m.kind != KIND:
-        raise ValueError(f"{path}: holds a {m.kind!r} run, not a CREATE generation run")
+        raise InputError(f"{path}: holds a {m.kind!r} run, not a CREATE generation run")
     return m
 
 
@@ -195,14 +196,14 @@ def generation_settings(m: Manifest) -> dict[str, Any]:
 def _queries_of(m: Manifest) -> list[CreateQuery]:
     path = None if m.items in (None, SHIPPED) else m.items
     if path is not None and not Path(path).is_file():
-        raise FileNotFoundError(f"the queries file of this run, {path}, is missing")
+        raise MissingInput(f"the queries file of this run, {path}, is missing")
     queries = load_queries(path)
     ids = (m.model_extra or {}).get("query_ids")
     if ids:
         by_id = {q.id: q for q in queries}
         missing = [i for i in ids if i not in by_id]
         if missing:
-            raise ValueError(f"{len(missing)} query id(s) of the run are not in {path or 'the shipped queries'}: "
+            raise InputError(f"{len(missing)} query id(s) of the run are not in {path or 'the shipped queries'}: "
                              f"{', '.join(missing[:5])}")
         return [by_id[i] for i in ids]
     return queries[: m.limit] if m.limit is not None else queries
@@ -228,19 +229,19 @@ async def agenerate(
 ) -> GenerateSummary:
     """Generate into ``run_dir`` with an open client; see :func:`generate`."""
     if variation not in VARIATIONS:
-        raise ValueError(f"variation must be one of {', '.join(VARIATIONS)}, not {variation!r}")
+        raise InputError(f"variation must be one of {', '.join(VARIATIONS)}, not {variation!r}")
     n_samples = n_samples if variation == "resample" else 1
     n_rounds = n_rounds if variation == "iterate" else 1
     if n_samples < 1 or n_rounds < 1:
-        raise ValueError("n_samples and n_rounds must be at least 1")
+        raise InputError("n_samples and n_rounds must be at least 1")
     if not queries:
-        raise ValueError("no queries to generate for")
+        raise InputError("no queries to generate for")
     dupes = sorted(k for k, n in Counter(q.id for q in queries).items() if n > 1)
     if dupes:  # checked before the run directory is touched
-        raise ValueError(f"{len(dupes)} duplicate query id(s): {', '.join(map(repr, dupes[:10]))}")
+        raise InputError(f"{len(dupes)} duplicate query id(s): {', '.join(map(repr, dupes[:10]))}")
     base = is_base_model(endpoint)
     if base and variation == "iterate":
-        raise ValueError(f"variation 'iterate' is a conversation and needs a chat model; {endpoint.describe()} "
+        raise InputError(f"variation 'iterate' is a conversation and needs a chat model; {endpoint.describe()} "
                          "is a base model (few-shot completion prompts): use 'original' or 'resample'")
     run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
     old = run.read_manifest()

@@ -39,6 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cresowlve_core import jsonl
+from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.inputs import text_problem
 from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import shipped_data
@@ -99,7 +100,7 @@ def query_id(description: str, entity_a: str, entity_b: str) -> str:
     return "__".join(x for x in (description, id_part(entity_a), id_part(entity_b)) if x)
 
 
-class QueriesFileError(ValueError):
+class QueriesFileError(UsageError, ValueError):
     """A CREATE queries file cannot be used; the message names the file and line."""
 
 
@@ -328,7 +329,7 @@ def build_queries(
     if verbalise == "template":
         return [to_query(sp, kg, verbalise_template(sp, kg)) for sp in sources]
     if client is None:
-        raise ValueError("verbalise='llm' needs a client")
+        raise InputError("verbalise='llm' needs a client")
     if params is None:
         params = GenParams(temperature=0.0, seed=seed, max_tokens=200)
 

@@ -61,6 +61,7 @@ from cresowlve_core.create.records import (
 )
 from cresowlve_core.create.scored import ScoredSet
 from cresowlve_core.create.utility import Discount, utility_breakdown
+from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
 from cresowlve_core.prompts import load_prompt
@@ -381,10 +382,10 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
         matches = sorted(glob.glob(str(Path(pattern).expanduser())))
         dirs = [Path(m) for m in matches if Path(m).is_dir()]
         if not dirs:
-            raise FileNotFoundError(f"user_runs: {pattern!r} matches no run directory")
+            raise MissingInput(f"user_runs: {pattern!r} matches no run directory")
         for d in dirs:
             if judge_model_of(d) is None:
-                raise ValueError(f"user_runs: {d} is not scored yet; run `cresowlve create score --run-dir {d} ...`")
+                raise InputError(f"user_runs: {d} is not scored yet; run `cresowlve create score --run-dir {d} ...`")
             gm = read_generation_manifest(d)
             label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {d.name})"
             out.extend(scored_sets_from_run(d, label, origin="yours"))

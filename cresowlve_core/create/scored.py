@@ -23,6 +23,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.create.paths import check_validity
 from cresowlve_core.create.queries import load_queries, query_id
+from cresowlve_core.failures import InputError
 from cresowlve_core.paths import shipped_data
 
 
@@ -109,7 +110,7 @@ def recorded_set(config: str, row: dict[str, Any], validity: ValiditySource = "r
     )
     n = len(paths)
     if not (len(s.specificity) == len(s.factuality) == len(s.validity) == n):
-        raise ValueError(f"{config}: judgments do not line up with the {n} paths of {s.query_id}")
+        raise InputError(f"{config}: judgments do not line up with the {n} paths of {s.query_id}")
     return s
 
 

@@ -42,6 +42,7 @@ import numpy as np
 from cresowlve_core.create.distance import Embedder, cross_distances, distance_matrix
 from cresowlve_core.create.judges import StrengthScope, is_factual, path_strength
 from cresowlve_core.create.paths import Path
+from cresowlve_core.failures import InputError
 
 Discount = Literal["reference", "paper"]
 PATIENCE_GRID: tuple[float, ...] = tuple(round(x, 2) for x in np.linspace(0.0, 1.0, 21))
@@ -91,7 +92,7 @@ def discounted_sum(marginals: Sequence[float], patience: float, discount: Discou
     elif discount == "paper":
         exponents = list(range(len(marginals)))
     else:
-        raise ValueError(f"discount must be 'reference' or 'paper', not {discount!r}")
+        raise InputError(f"discount must be 'reference' or 'paper', not {discount!r}")
     return float(sum(m * patience**e for m, e in zip(marginals, exponents)))
 
 
@@ -146,7 +147,7 @@ class UtilityBreakdown:
 def _check_lengths(paths: Sequence[Path], *per_path: Sequence[object]) -> None:
     for seq in per_path:
         if len(seq) != len(paths):
-            raise ValueError(f"per-path lists must match the {len(paths)} paths, got {len(seq)}")
+            raise InputError(f"per-path lists must match the {len(paths)} paths, got {len(seq)}")
 
 
 def utility_breakdown(

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.construction.agreement import fleiss_kappa, fleiss_kappa_ci, rating_table
+from cresowlve_core.failures import InputError
 from cresowlve_core.stats import BootstrapInterval, bootstrap_statistic, cohen_kappa, stable_seed
 
 Kappa = BootstrapInterval  # κ in ``value``, its interval, n items, and how many resamples were undefined
@@ -41,7 +42,7 @@ def cohen_kappa_ci(a: list[Any], b: list[Any], *, n_boot: int = 1000, seed: int 
     1.0 [1.0, 1.0].
     """
     if len(a) != len(b):
-        raise ValueError("raters must label the same items")
+        raise InputError("raters must label the same items")
     n = len(a)
     if n == 0:
         return NO_KAPPA

@@ -24,6 +24,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.errors.distribution import OTHER
 from cresowlve_core.errors.taxonomy import BY_SLUG, SLUGS
 from cresowlve_core.extras import require
+from cresowlve_core.failures import InputError
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
 
@@ -70,7 +71,7 @@ class AnnotationStore:
     def __init__(self, folder: str | Path, annotator: str):
         name = slug(annotator.strip())
         if not annotator.strip():
-            raise ValueError("an annotator name is required")
+            raise InputError("an annotator name is required")
         self.annotator = annotator.strip()
         self.run = RunDir(folder)
         self.filename = f"{name}.jsonl"
@@ -78,7 +79,7 @@ class AnnotationStore:
     def save(self, key: str, category: str, note: str = "") -> dict[str, Any]:
         """Append one label at once (fsynced). ``category`` is a slug or ``other``."""
         if category not in CHOICES:
-            raise ValueError(f"unknown category {category!r}; choose one of {', '.join(CHOICES)}")
+            raise InputError(f"unknown category {category!r}; choose one of {', '.join(CHOICES)}")
         rec = {"key": key, "annotator": self.annotator, "category": category, "note": note, "saved_at": now_iso()}
         self.run.append(self.filename, rec)
         return rec

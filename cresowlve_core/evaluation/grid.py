@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 from cresowlve_core import outfiles
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
 from cresowlve_core.evaluation.scoring import JudgeProtocol
+from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Lang
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
@@ -101,7 +102,7 @@ class GridConfig(BaseModel):
     @classmethod
     def _some_models(cls, v: list[GridModel]) -> list[GridModel]:
         if not v:
-            raise ValueError("a grid needs at least one model")
+            raise InputError("a grid needs at least one model")
         return v
 
     def directory(self) -> Path:
@@ -146,9 +147,9 @@ def load_grid(path: str | Path) -> GridConfig:
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"{p}: cannot read the grid config: {str(exc).splitlines()[0]}") from exc
+        raise InputError(f"{p}: cannot read the grid config: {str(exc).splitlines()[0]}") from exc
     if not isinstance(raw, dict):
-        raise ValueError(f"{p}: a grid config is a YAML mapping (name, items, langs, models, ...)")
+        raise InputError(f"{p}: a grid config is a YAML mapping (name, items, langs, models, ...)")
     from pydantic import ValidationError
 
     try:
@@ -157,7 +158,7 @@ def load_grid(path: str | Path) -> GridConfig:
         raise GridConfigError(p, [_problem(e) for e in exc.errors()]) from exc
 
 
-class GridConfigError(ValueError):
+class GridConfigError(UsageError, ValueError):
     """A grid config with bad keys or values: one line per problem (``problems``)."""
 
     def __init__(self, path: Path, problems: list[str]):
@@ -201,7 +202,7 @@ def cells(grid: GridConfig) -> list[Cell]:
     names = [c.name for c in out]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise ValueError(f"two cells of the grid would share a run directory: {', '.join(dupes)}")
+        raise InputError(f"two cells of the grid would share a run directory: {', '.join(dupes)}")
     return out
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.failures import MissingInput
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import RESPONSES, RunDir
 from cresowlve_core.stats import format_p, mcnemar, wilson_interval
@@ -142,7 +143,7 @@ class RunDiff:
 
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
     if not (path / "manifest.json").exists():
-        raise FileNotFoundError(f"{path}: no manifest.json, not a run directory")
+        raise MissingInput(f"{path}: no manifest.json, not a run directory")
     return {r["id"]: r for r in RunDir(path).latest(RESPONSES, lambda r: (r["id"], r["lang"])).values()}
 
 

@@ -28,6 +28,7 @@ from cresowlve_core.evaluation.scoring import (
     judge_rule,
 )
 from cresowlve_core.evaluation.solve import extract_answer, is_fewshot, solve_messages, solve_prompt
+from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.base_model import completion_params
 from cresowlve_core.llm.client import LLMClient
@@ -594,7 +595,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     run = RunDir(run_dir)
     manifest = run.read_manifest()
     if manifest is None:
-        raise FileNotFoundError(f"{run_dir}: no manifest.json, not a run directory")
+        raise MissingInput(f"{run_dir}: no manifest.json, not a run directory")
     with run.lock():
         latest = run.latest(RESPONSES, record_key)
         items = _items_for_rescore(manifest, latest)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.jsonl import dumps_lines
 from cresowlve_core.llm.pricing import PriceTable
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMFatalError
@@ -159,9 +160,9 @@ def submit_batch(endpoint: Endpoint, requests: list[BatchRequest], run_dir: str 
         return str(state["batch_id"])
     ids = [cid for cid, _, _ in requests]
     if len(set(ids)) != len(ids):
-        raise ValueError("custom ids must be unique within a batch")
+        raise InputError("custom ids must be unique within a batch")
     if not requests:
-        raise ValueError("no requests to submit")
+        raise InputError("no requests to submit")
     lines = [batch_line(endpoint, cid, messages, params) for cid, messages, params in requests]
     urls = {line["url"] for line in lines}
     if len(urls) != 1:

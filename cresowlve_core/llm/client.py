@@ -96,6 +96,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.cache import ResponseCache, cache_key
 from cresowlve_core.llm.http import Transport, TransportFactory, open_transport
 from cresowlve_core.llm.openai_wire import (  # re-exported: callers import these from here
@@ -221,11 +222,11 @@ class LLMClient:
         transport_factory: TransportFactory | None = None,
     ) -> None:
         if concurrency < 1:
-            raise ValueError("concurrency must be >= 1")
+            raise InputError("concurrency must be >= 1")
         if max_attempts < 1:
-            raise ValueError("max_attempts must be >= 1")
+            raise InputError("max_attempts must be >= 1")
         if down_after < 1:
-            raise ValueError("down_after must be >= 1")
+            raise InputError("down_after must be >= 1")
         if urlsplit(endpoint.base_url).scheme not in ("http", "https") or not urlsplit(endpoint.base_url).hostname:
             raise LLMConfigError(f"the base URL must be an http(s) URL, got {strip_url_credentials(endpoint.base_url)!r}")
         self.endpoint = endpoint

@@ -66,6 +66,7 @@ import aiohttp.http  # noqa: E402
 import aiohttp.http_parser  # noqa: E402
 from yarl import URL  # noqa: E402
 
+from cresowlve_core.failures import CresowlveError, InputError  # noqa: E402
 from cresowlve_core.llm.types import LLMConfigError  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR")
 EMPTY_BODY_STATUSES = frozenset({204, 304, *range(100, 200)})
 
 
-class TransportError(Exception):
+class TransportError(CresowlveError):
     """The request could not be completed at the HTTP level. ``no_answer``: no byte of an
     answer arrived (the endpoint accepted nothing or answered nothing)."""
 
@@ -257,7 +258,7 @@ class _Connector(aiohttp.TCPConnector):
 def _origin_of(base_url: str) -> tuple[str, str, int, str]:
     parts = urlsplit(base_url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
+        raise InputError(f"not an http(s) URL: {parts.scheme}://{parts.hostname or ''}")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     return parts.scheme, parts.hostname, port, f"{parts.scheme}://{host}:{port}"

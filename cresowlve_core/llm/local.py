@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Any
 
 from cresowlve_core.extras import require
+from cresowlve_core.failures import InputError, UsageError
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ HOST = "127.0.0.1"
 PROFILE = "embedded"
 
 
-class LocalServerError(RuntimeError):
+class LocalServerError(UsageError, RuntimeError):
     """The embedded server could not be started."""
 
 
@@ -193,7 +194,7 @@ def default_threads() -> int:
     given = os.environ.get("CRESOWLVE_LOCAL_THREADS", "").strip()
     if given:
         if not given.isdigit() or int(given) < 1:
-            raise ValueError(f"CRESOWLVE_LOCAL_THREADS must be a positive integer, got {given!r}")
+            raise InputError(f"CRESOWLVE_LOCAL_THREADS must be a positive integer, got {given!r}")
         return int(given)
     return max(1, os.cpu_count() or 2)
 

@@ -52,6 +52,7 @@ import re
 import time
 from typing import Any
 
+from cresowlve_core.failures import CresowlveError
 from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, ResponseTooLarge, TransportError
 from cresowlve_core.llm.profiles import PROFILES, Profile
 from cresowlve_core.llm.types import ADAPTIVE, Completion, GenParams, LLMConfigError, Outcome, Usage
@@ -79,7 +80,7 @@ _CONTEXT_OVERFLOW = re.compile(r"exceed_context_size|context_length_exceeded", r
 RATE_LIMIT_ATTEMPTS = 10
 
 
-class BadResponse(Exception):
+class BadResponse(CresowlveError):
     """A 200 response that cannot be used (empty, unparseable, no choices, empty text)."""
 
 

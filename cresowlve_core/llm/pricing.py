@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.types import BudgetExceeded, Usage
 
 DEFAULT_PRICES_PATH = Path(__file__).resolve().parent / "prices.csv"
@@ -58,7 +59,7 @@ def _read_csv(path: Path) -> dict[str, ModelPrice]:
                 batch_discount=float(row.get("batch_discount") or 0.0),
             )
         except (KeyError, ValueError, AttributeError) as exc:
-            raise ValueError(f"bad price row in {path}: {row!r} ({exc})") from exc
+            raise InputError(f"bad price row in {path}: {row!r} ({exc})") from exc
     return rows
 
 

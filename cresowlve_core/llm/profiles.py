@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
+from cresowlve_core.failures import UsageError
+
 EffortStyle = Literal["reasoning_effort", "openrouter", "template_switch"]
 TokenField = Literal["max_tokens", "max_completion_tokens"]
 
@@ -95,7 +97,7 @@ PRESET_ALIASES: dict[str, str] = {"openai": "openai", "openrouter": "openrouter"
                                   "llama-cpp": "llama-cpp"}
 
 
-class UnknownProvider(ValueError):
+class UnknownProvider(UsageError, ValueError):
     """A provider name that is not in :data:`PROFILES` (nor an old preset name)."""
 
 

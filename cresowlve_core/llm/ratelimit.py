@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import time
 
+from cresowlve_core.failures import InputError
+
 
 class AsyncTokenBucket:
     """Continuous-refill token bucket for one asyncio event loop."""
 
     def __init__(self, per_minute: float) -> None:
         if per_minute <= 0:
-            raise ValueError("per_minute must be positive")
+            raise InputError("per_minute must be positive")
         self.capacity = float(per_minute)
         self.rate_per_s = float(per_minute) / 60.0
         self._tokens = self.capacity

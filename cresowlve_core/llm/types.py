@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
+from cresowlve_core.failures import StoppedError, UsageError
 from cresowlve_core.secrets import looks_like_key, strip_url_credentials
 
 if TYPE_CHECKING:
@@ -184,7 +185,7 @@ class ChatModel(Protocol):
     async def aclose(self) -> None: ...
 
 
-class LLMError(RuntimeError):
+class LLMError(UsageError, RuntimeError):
     """A model call failed (for this unit only): retries gave up, or the provider rejected this
     one request (context too long).
 
@@ -196,7 +197,7 @@ class LLMError(RuntimeError):
         self.outcome: Outcome = outcome
 
 
-class LLMFatalError(LLMError):
+class LLMFatalError(StoppedError, LLMError):
     """A non-retryable failure of the configuration (wrong key, model or endpoint): stops a run."""
 
 
@@ -208,5 +209,5 @@ class LLMConfigError(LLMError):
     """The call could not be made as configured (e.g. a missing API-key variable)."""
 
 
-class BudgetExceeded(LLMError):
+class BudgetExceeded(StoppedError, LLMError):
     """``--max-cost`` would be exceeded by further calls."""

@@ -16,6 +16,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from cresowlve_core.failures import CresowlveError
 from cresowlve_core.llm.profiles import Profile
 from cresowlve_core.llm.types import Completion, GenParams, LLMConfigError, Outcome
 
@@ -52,7 +53,7 @@ class Failure:
     adaptation: dict[str, Any] | None = None
 
 
-class AttemptFailed(Exception):
+class AttemptFailed(CresowlveError):
     """Raised by :meth:`WireFormat.interpret` with the classified failure."""
 
     def __init__(self, failure: Failure):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cresowlve_core.failures import CresowlveError
 from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMFatalError
 
 #: A unit that raises one of these stops the run: a spent budget, a wrong key, model or endpoint.
@@ -11,7 +12,7 @@ from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMFatalErr
 STOP_ERRORS: tuple[type[BaseException], ...] = (BudgetExceeded, LLMFatalError, LLMConfigError)
 
 
-class StopWithRecord(Exception):
+class StopWithRecord(CresowlveError):
     """Raised by a unit that has a record worth keeping *and* must stop the run.
 
     Example: the answer was paid for, then the judge's key turned out wrong. The runtime appends

@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from cresowlve_core.failures import UsageError
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.secrets import strip_url_credentials
 
@@ -33,7 +34,7 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 _ADDED_LATER = frozenset({"provider", "api"})
 
 
-class ResumeError(ValueError):
+class ResumeError(UsageError, ValueError):
     """The run directory holds a run of another configuration."""
 
 

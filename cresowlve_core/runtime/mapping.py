@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 from tqdm.auto import tqdm
 
 import cresowlve_core.runtime.stop as stop_request
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.types import LLMError
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts
@@ -136,7 +137,7 @@ async def map_with_resume(
     keys = [key(u) for u in units]
     dupes = sorted(str(k) for k, n in Counter(keys).items() if n > 1)
     if dupes:
-        raise ValueError(f"{len(dupes)} duplicate unit id(s): {', '.join(dupes[:10])}")
+        raise InputError(f"{len(dupes)} duplicate unit id(s): {', '.join(dupes[:10])}")
     wanted = set(keys)
     with run.lock():
         previous = {k: r for k, r in run.latest(records_file, rkey).items() if k in wanted}

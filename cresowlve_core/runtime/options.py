@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.llm.cache import CacheError, ResponseCache
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
@@ -118,7 +119,7 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
     )
 
 
-class UnservedModel(ValueError):
+class UnservedModel(UsageError, ValueError):
     """A role names a model but no base URL to reach it. Refused: running the embedded model in its
     place would file the embedded model's output under the name asked for."""
 
@@ -159,7 +160,7 @@ def endpoint_or_embedded(model: str | None, base_url: str | None,
     check_served(model, base_url)
     if base_url:
         if not model:
-            raise ValueError("a model name is required when a base URL is given")
+            raise InputError("a model name is required when a base URL is given")
         yield Endpoint(base_url, model, api_key_env), False
         return
     from cresowlve_core.llm.local import local_server

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cresowlve_core import jsonl
+from cresowlve_core.failures import UsageError, failed_write
 from cresowlve_core.jsonl import dumps_line
 from cresowlve_core.outfiles import write_json
 from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable
@@ -59,7 +60,7 @@ def archive_run(path: Path) -> Path:
     return dest
 
 
-class RunDirError(RuntimeError):
+class RunDirError(UsageError, RuntimeError):
     """The run directory cannot be used (not a directory, unwritable, locked, corrupt)."""
 
 
@@ -177,10 +178,8 @@ class RunDir:
                     f.write("".join(line + "\n" for line in lines))
                     f.flush()
                     os.fsync(f.fileno())
-            except OSError as exc:
-                if exc.filename is None:  # a failed write() or fsync() names no file: name it
-                    exc.filename = str(path)
-                raise
+            except OSError as exc:  # a full disk stops the run (DiskFull); the file is named either way
+                raise failed_write(exc, path)  # noqa: B904 (its cause is set when it is a new exception)
 
     def _repair_tail(self, filename: str) -> None:
         """Make the file end on a complete line: a torn tail goes to ``<file>.torn``."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.inputs import control_problem, text_problem
 from cresowlve_core.items import ChgkQuestion, content_id
 
@@ -771,7 +772,7 @@ def read_pack_report(path: str | Path) -> PackReport:
     return parse_pack(path.read_bytes(), name=path.name)
 
 
-class PackInputError(ValueError):
+class PackInputError(InputError):
     """A pack breaks the input limits (:mod:`cresowlve_core.inputs`); the message names ``file:line``."""
 
 

@@ -31,6 +31,7 @@ from huggingface_hub import snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError
 
 from cresowlve_core import jsonl
+from cresowlve_core.failures import InputError, MissingInput, UsageError
 from cresowlve_core.items import PUBLISHED_FIELDS, Item, ItemView, Lang
 from cresowlve_core.paths import cache_dir as _cache_dir
 
@@ -59,7 +60,7 @@ PUBLISHED_SCHEMA = pa.schema(
 )
 
 
-class ItemsFileError(ValueError):
+class ItemsFileError(UsageError, ValueError):
     """An items file cannot be read; the message names the file and, where one applies, the line."""
 
 
@@ -67,7 +68,7 @@ class PublishedDataError(ItemsFileError):
     """A published-schema file is missing a column or has an invalid row."""
 
 
-class HubUnavailableError(RuntimeError):
+class HubUnavailableError(UsageError, RuntimeError):
     """The dataset is not cached and the hub may not (or could not) be reached."""
 
 
@@ -205,7 +206,7 @@ def write_published_file(items: Iterable[Item], path: str | Path, lang: Lang) ->
     elif path.suffix == ".jsonl":
         jsonl.write_jsonl(path, rows)
     else:
-        raise ValueError(f"{path}: expected a .parquet or .jsonl file")
+        raise InputError(f"{path}: expected a .parquet or .jsonl file")
     return path
 
 
@@ -261,7 +262,7 @@ def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[P
     files = sorted(set(files))
     if not files:
         present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-        raise FileNotFoundError(f"no {lang}/{split} data files under {root}; files: {present}")
+        raise MissingInput(f"no {lang}/{split} data files under {root}; files: {present}")
     return files
 
 
@@ -328,7 +329,7 @@ def load_published(
     downloaded (see :func:`download_snapshot`).
     """
     if lang not in ("en", "ru"):
-        raise ValueError(f"lang must be 'en' or 'ru', got {lang!r}")
+        raise InputError(f"lang must be 'en' or 'ru', got {lang!r}")
     if local_path is not None and Path(local_path).is_file():
         return read_published_file(local_path, lang)
     root = Path(local_path) if local_path is not None else download_snapshot(cache_dir)

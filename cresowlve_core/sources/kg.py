@@ -24,6 +24,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.inputs import control_problem, text_problem
 from cresowlve_core.paths import shipped_data
 
@@ -100,7 +101,7 @@ class KnowledgeSource(Protocol):
         ...
 
 
-class KnowledgeGraphError(ValueError):
+class KnowledgeGraphError(InputError):
     """A knowledge-graph file breaks its format or the input limits (:mod:`cresowlve_core.inputs`);
     the message names the file and line (exit 2, before anything is sent)."""
 
@@ -289,7 +290,7 @@ def _load_kg(root: str, max_chars: int | None = None) -> KnowledgeGraph:
                 raise KnowledgeGraphError(f"{path}:{lineno}: expected a triple QID PID QID, got {line[:80]!r}")
             triples.append((parts[0], parts[1], parts[2]))
     if not triples:
-        raise FileNotFoundError(f"no triples under {base} (expected {', '.join(TRIPLE_FILES)})")
+        raise MissingInput(f"no triples under {base} (expected {', '.join(TRIPLE_FILES)})")
     entities = base / "Entities"
     aliases = {q: split_aliases(v) for q, v in _read_table(entities / "entity_aliases_en.txt", max_chars).items()}
     return KnowledgeGraph(

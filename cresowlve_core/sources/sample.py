@@ -27,6 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cresowlve_core import jsonl, outfiles
+from cresowlve_core.failures import InputError, MissingInput, UsageError
 from cresowlve_core.inputs import text_problem
 from cresowlve_core.items import LANGS, Item, ItemView, Lang
 from cresowlve_core.paths import data_dir, shipped_data
@@ -42,7 +43,7 @@ _ITEM_KEYS = ("difficulty", "reasoning_type", "knowledge_domains", "creative_dom
 _VIEW_KEYS = ("question", "answer", "explanation", "other_answers")
 
 
-class NoItemsError(ValueError):
+class NoItemsError(UsageError, ValueError):
     """A spec yielded no item with the requested language view."""
 
 
@@ -227,21 +228,21 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
     ``max_input_chars`` raises the question size limit): all before any request is sent.
     """
     if lang not in LANGS:
-        raise ValueError(f"lang must be one of {LANGS}, got {lang!r}")
+        raise InputError(f"lang must be one of {LANGS}, got {lang!r}")
     wheres: list[str] | None = None  # file:line of each item, where the items come from a JSONL file
     if spec == "demo":
         items = load_demo_items()
     elif spec == "hub" or spec.startswith("hub:"):
         hub_lang = spec.partition(":")[2] or lang
         if hub_lang not in LANGS:
-            raise ValueError(f"unknown hub config in {spec!r}; use hub:en or hub:ru")
+            raise InputError(f"unknown hub config in {spec!r}; use hub:en or hub:ru")
         if hub_lang != lang:
             raise NoItemsError(f"{spec!r} holds {hub_lang!r} items only; asked for {lang!r}")
         items = load_published(lang)
     else:
         path = Path(spec)
         if not path.is_file():
-            raise FileNotFoundError(f"{spec!r} is not 'demo', 'hub:en', 'hub:ru' or an existing file")
+            raise MissingInput(f"{spec!r} is not 'demo', 'hub:en', 'hub:ru' or an existing file")
         if path.suffix == ".jsonl":
             rows = read_jsonl_objects(path)
             published = bool(rows) and "question" in rows[0][1]  # Item rows nest it under en/ru
@@ -250,7 +251,7 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
         elif path.suffix == ".parquet":
             items = read_published_file(path, lang)
         else:
-            raise ValueError(f"{spec!r}: expected a .jsonl or .parquet file")
+            raise InputError(f"{spec!r}: expected a .jsonl or .parquet file")
     validate_items(items, spec)
     check_input_limits(items, lang, wheres, spec, max_input_chars)
     selected = [item for item in items if item.has(lang)]

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from cresowlve_core.failures import InputError, StoppedError
 from cresowlve_core.sources.kg import Fact
 
 WDQS_URL = "https://query.wikidata.org/sparql"
@@ -41,26 +42,26 @@ _DIRECT_IRI = "http://www.wikidata.org/prop/direct/"
 Fetch = Callable[[str], dict[str, Any]]
 
 
-class SparqlError(RuntimeError):
+class SparqlError(StoppedError, RuntimeError):
     """The endpoint failed, or answered something that is not SPARQL JSON results."""
 
 
 def _qid(x: str) -> str:
     if not isinstance(x, str) or not _QID.fullmatch(x):
-        raise ValueError(f"not a Wikidata item id: {x!r}")
+        raise InputError(f"not a Wikidata item id: {x!r}")
     return x
 
 
 def _pid(x: str) -> str:
     if not isinstance(x, str) or not _PID.fullmatch(x):
-        raise ValueError(f"not a Wikidata property id: {x!r}")
+        raise InputError(f"not a Wikidata property id: {x!r}")
     return x
 
 
 def _values(var: str, ids: Iterable[str], prefix: str, check: Callable[[str], str]) -> str:
     items = " ".join(f"{prefix}:{check(i)}" for i in ids)
     if not items:
-        raise ValueError(f"VALUES ?{var} needs at least one id")
+        raise InputError(f"VALUES ?{var} needs at least one id")
     return f"VALUES ?{var} {{ {items} }}"
 
 
@@ -72,7 +73,7 @@ def anchors_query(types: Sequence[str], min_sitelinks: int, max_sitelinks: int, 
     anchor query), with their description; ``limit`` of them in a seeded pseudo-random order
     (``MD5(item IRI + seed)``), so the sample is not biased towards low QIDs."""
     if not 0 <= min_sitelinks <= max_sitelinks or limit < 1:
-        raise ValueError("need 0 <= min_sitelinks <= max_sitelinks and limit >= 1")
+        raise InputError("need 0 <= min_sitelinks <= max_sitelinks and limit >= 1")
     return (PREFIXES + "SELECT DISTINCT ?item ?sitelinks ?label ?description WHERE {\n"
             f"  {_values('type', types, 'wd', _qid)}\n"
             "  ?item wdt:P31 ?type ;\n"
@@ -89,7 +90,7 @@ def facts_query(qid: str, relations: Sequence[str]) -> str:
     """The ``(relation, object)`` facts of ``qid`` over ``relations`` (item objects only)."""
     props = " ".join(f"wdt:{_pid(p)}" for p in relations)
     if not props:
-        raise ValueError("facts_query needs at least one relation")
+        raise InputError("facts_query needs at least one relation")
     return (PREFIXES + "SELECT ?p ?o WHERE {\n"
             f"  VALUES ?p {{ {props} }}\n"
             f"  wd:{_qid(qid)} ?p ?o .\n"
@@ -107,7 +108,7 @@ def count_query(relation: str, obj: str) -> str:
 def subjects_query(facts: Sequence[Fact], limit: int = 1000) -> str:
     """Subjects having every fact (at most ``limit``)."""
     if not facts:
-        raise ValueError("subjects_query needs at least one fact")
+        raise InputError("subjects_query needs at least one fact")
     lines = "".join(f"  ?s wdt:{_pid(p)} wd:{_qid(o)} .\n" for p, o in facts)
     return PREFIXES + "SELECT DISTINCT ?s WHERE {\n" + lines + f"}}\nORDER BY ?s\nLIMIT {int(limit)}\n"
 

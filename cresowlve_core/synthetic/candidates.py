@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core import jsonl
+from cresowlve_core.failures import InputError
 from cresowlve_core.sources.kg import KnowledgeSource
 from cresowlve_core.synthetic.anchors import AnchorPool, anchor_pool
 from cresowlve_core.synthetic.domains import Domain
@@ -51,7 +52,7 @@ def build_candidates(source: KnowledgeSource, domains: Sequence[Domain], band: N
     (in seeded order) until one yields a fact set, so candidates are balanced over domains; at
     most ``max_tries`` anchors in all (default ``50 * n``)."""
     if n < 1:
-        raise ValueError(f"n must be at least 1, got {n}")
+        raise InputError(f"n must be at least 1, got {n}")
     pools = [anchor_pool(source, d, band, seed) for d in domains]
     limit = max_tries if max_tries is not None else 50 * n
     out: list[Candidate] = []

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.sources.kg import KnowledgeSource
 
 HUMAN = "Q5"
@@ -97,5 +98,5 @@ def domains_by_name(names: Sequence[str] | None) -> list[Domain]:
     known = {d.name: d for d in DEFAULT_DOMAINS}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"unknown domain(s) {unknown}; known: {sorted(known)}")
+        raise InputError(f"unknown domain(s) {unknown}; known: {sorted(known)}")
     return [known[n] for n in names]

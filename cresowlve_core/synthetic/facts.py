@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.sources.kg import Fact, KnowledgeSource
 
 
@@ -37,11 +38,11 @@ class FactRules:
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_facts <= self.max_facts:
-            raise ValueError(f"need 1 <= min_facts <= max_facts, got {self.min_facts}, {self.max_facts}")
+            raise InputError(f"need 1 <= min_facts <= max_facts, got {self.min_facts}, {self.max_facts}")
         if self.min_each < 2:
-            raise ValueError("min_each must be at least 2: a fact held by one subject identifies it alone")
+            raise InputError("min_each must be at least 2: a fact held by one subject identifies it alone")
         if self.max_answers < 1 or self.max_pool < self.min_facts:
-            raise ValueError("max_answers must be >= 1 and max_pool >= min_facts")
+            raise InputError("max_answers must be >= 1 and max_pool >= min_facts")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.sources.kg import KnowledgeSource
 
 BAND_RULE_PERCENTILES = (75.0, 99.5)
@@ -36,7 +37,7 @@ class NotabilityBand:
 
     def __post_init__(self) -> None:
         if self.low < 0 or self.high < self.low:
-            raise ValueError(f"notability band must satisfy 0 <= low <= high, got {self.low}..{self.high}")
+            raise InputError(f"notability band must satisfy 0 <= low <= high, got {self.low}..{self.high}")
 
     def contains(self, value: int) -> bool:
         return self.low <= value <= self.high
@@ -58,7 +59,7 @@ def band_from_percentiles(values: Sequence[int] | np.ndarray,
     """The documented rule: ``[p_low, p_high]`` of the values, floored to integers."""
     v = np.asarray(values, dtype=float)
     if v.size == 0:
-        raise ValueError("no values to choose a notability band from")
+        raise InputError("no values to choose a notability band from")
     lo, hi = np.percentile(v, percentiles)
     return NotabilityBand(int(np.floor(lo)), max(int(np.floor(lo)), int(np.floor(hi))))
 

@@ -1,0 +1,85 @@
+"""The project's exception types: one base, :class:`CresowlveError`, that carries its exit code.
+
+Every exception the project raises on purpose derives from one of the three families below, and the
+CLI exits with ``exc.exit_code`` after one ``error:`` line. Any other exception that reaches the CLI
+(a ``KeyError``, a bare ``ValueError`` from a bug) is a bug: its traceback is shown and the exit code
+is 1. A stdlib-only leaf, so that every layer (the llm layer included) can raise these.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from typing import ClassVar
+
+EXIT_OK = 0  # every unit done
+EXIT_INCOMPLETE = 1  # the run finished, but some units errored or were not run
+EXIT_USAGE = 2  # refused before any work: bad argument, items file, run directory, configuration
+EXIT_STOPPED = 3  # stopped early: fatal provider error, --max-cost, a full disk; finished work kept
+
+#: the errno values of a write that failed because the disk is full or failing
+DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+
+
+class CresowlveError(Exception):
+    """The base of every project exception.
+
+    ``exit_code`` None marks an internal signal (a transport failure classified inside the llm
+    layer, a unit's record carried to the runtime): it is always caught inside the project, so
+    one that reaches the CLI is a bug and is shown with its traceback."""
+
+    exit_code: ClassVar[int | None] = None
+
+
+class UsageError(CresowlveError):
+    """Refused before any request: a bad argument, an unreadable input file, an unusable run
+    directory, a configuration that does not match (exit 2)."""
+
+    exit_code: ClassVar[int | None] = EXIT_USAGE
+
+
+class StoppedError(CresowlveError):
+    """Stopped early: a fatal provider error, a budget reached, a full disk; finished work is
+    kept and a re-run resumes (exit 3)."""
+
+    exit_code: ClassVar[int | None] = EXIT_STOPPED
+
+
+class IncompleteError(CresowlveError):
+    """The command ran but did not produce all it should (exit 1)."""
+
+    exit_code: ClassVar[int | None] = EXIT_INCOMPLETE
+
+
+class DiskFull(StoppedError, OSError):
+    """A write failed because the disk is full (or failing): the run stops, finished work is kept.
+
+    An ``OSError`` too (same ``errno``, ``strerror`` and ``filename``), so code that handles a
+    failed write as an ``OSError`` still does."""
+
+    def __str__(self) -> str:
+        what = "disk full" if self.errno in (errno.ENOSPC, errno.EDQUOT) else "disk error"
+        where = f" writing {self.filename}" if self.filename else ""
+        return f"{what}{where} ({self.strerror}); finished work is kept, free space and run again"
+
+
+def failed_write(exc: OSError, path: str | os.PathLike[str]) -> OSError:
+    """The exception to raise for ``exc``, a failed write of ``path``: :class:`DiskFull` (caused by
+    ``exc``) when the disk is full or failing, else ``exc`` itself, naming ``path`` when it named no
+    file (a failed ``write()`` or ``fsync()`` names none)."""
+    if exc.filename is None:
+        exc.filename = os.fspath(path)
+    if isinstance(exc, DiskFull) or exc.errno not in DISK_FULL_ERRNOS:
+        return exc
+    full = DiskFull(exc.errno, exc.strerror or os.strerror(exc.errno), exc.filename)
+    full.__cause__ = exc
+    return full
+
+
+class InputError(UsageError, ValueError):
+    """An input that cannot be used: a file's content, an argument's or a configuration's value; the
+    message names the input and says why."""
+
+
+class MissingInput(UsageError, FileNotFoundError):
+    """An input file, folder or run directory that does not exist (or is not what was asked for)."""

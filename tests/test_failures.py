@@ -1,0 +1,110 @@
+"""One exception base carries the exit code: the CLI exits with ``exc.exit_code`` after one line; any
+other exception is a bug (traceback, exit 1, a line asking for a report)."""
+
+from __future__ import annotations
+
+import errno
+import importlib
+import inspect
+import pkgutil
+
+import pytest
+
+import cresowlve_core
+from cresowlve_core import cli
+from cresowlve_core.construction.build import BuildStopped
+from cresowlve_core.evaluation import runner
+from cresowlve_core.failures import (
+    CresowlveError,
+    DiskFull,
+    IncompleteError,
+    InputError,
+    MissingInput,
+    StoppedError,
+    UsageError,
+    failed_write,
+)
+from cresowlve_core.llm.http import TransportError
+from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMEndpointDown, LLMError, LLMFatalError
+from cresowlve_core.notebooks import ReportFailed
+from cresowlve_core.runtime.manifest import ResumeError
+from cresowlve_core.runtime.rundir import RunDirError
+from cresowlve_core.sources.hub import ItemsFileError
+from cresowlve_core.sources.sparql import SparqlError
+
+ARGS = ["eval", "--items", "demo", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--no-cache"]
+
+
+def _raising(exc: BaseException):
+    def evaluate(*args, **kwargs):
+        raise exc
+
+    return evaluate
+
+
+def _run(monkeypatch, capsys, tmp_path, exc: BaseException) -> tuple[int, str]:
+    monkeypatch.setattr(runner, "evaluate", _raising(exc))
+    code = cli.main([*ARGS, "--run-dir", str(tmp_path / "run")])
+    return code, capsys.readouterr().err
+
+
+def test_a_planted_key_error_in_a_stage_shows_its_traceback_and_exits_1(tmp_path, monkeypatch, capsys):
+    def evaluate(*args, **kwargs):
+        return {}["planted"]
+
+    monkeypatch.setattr(runner, "evaluate", evaluate)
+    code = cli.main([*ARGS, "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "Traceback (most recent call last)" in err and "KeyError: 'planted'" in err
+    assert err.strip().splitlines()[-1] == cli.BUG_LINE
+
+
+@pytest.mark.parametrize("exc", [ValueError("a bug"), OSError(errno.EACCES, "Permission denied", "/x"),
+                                 TransportError("an internal signal that escaped")],
+                         ids=["ValueError", "OSError", "internal"])
+def test_anything_but_a_project_error_with_an_exit_code_is_a_bug(tmp_path, monkeypatch, capsys, exc):
+    code, err = _run(monkeypatch, capsys, tmp_path, exc)
+    assert code == 1 and "Traceback" in err and err.strip().splitlines()[-1] == cli.BUG_LINE
+
+
+@pytest.mark.parametrize(("exc", "code"), [
+    (UsageError("bad flag"), 2), (InputError("bad file"), 2), (MissingInput("no such file"), 2),
+    (ItemsFileError("items.jsonl: line 3: not JSON"), 2), (ResumeError("another configuration"), 2),
+    (RunDirError("locked"), 2), (LLMConfigError("no key"), 2), (LLMError("gave up"), 2),
+    (StoppedError("stopped"), 3), (LLMFatalError("wrong key"), 3), (LLMEndpointDown("down"), 3),
+    (BudgetExceeded("max cost"), 3), (BuildStopped("solve", "max cost"), 3), (SparqlError("endpoint failed"), 3),
+    (DiskFull(errno.ENOSPC, "No space left on device", "/run/responses.jsonl"), 3),
+    (IncompleteError("half done"), 1), (ReportFailed("01 failed"), 1),
+], ids=lambda x: type(x).__name__ if isinstance(x, BaseException) else str(x))
+def test_each_project_error_exits_with_its_code_after_one_line(tmp_path, monkeypatch, capsys, exc, code):
+    got, err = _run(monkeypatch, capsys, tmp_path, exc)
+    assert got == code == exc.exit_code
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_a_full_disk_is_stopped_and_names_the_file():
+    exc = OSError(errno.ENOSPC, "No space left on device")
+    full = failed_write(exc, "/run/responses.jsonl")
+    assert isinstance(full, DiskFull) and isinstance(full, OSError) and full.__cause__ is exc
+    assert full.exit_code == 3 and full.filename == "/run/responses.jsonl"
+    assert str(full).startswith("disk full writing /run/responses.jsonl (No space left on device)")
+    other = OSError(errno.EACCES, "Permission denied")
+    assert failed_write(other, "/run/x.json") is other and other.filename == "/run/x.json"
+
+
+def _project_exception_classes() -> list[type[Exception]]:
+    """Every ``Exception`` class the package defines (an interrupt, a ``KeyboardInterrupt``, is not one)."""
+    found: dict[str, type[Exception]] = {}
+    for mod in pkgutil.walk_packages(cresowlve_core.__path__, "cresowlve_core."):
+        module = importlib.import_module(mod.name)
+        for name, obj in vars(module).items():
+            if inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__ == module.__name__:
+                found[f"{obj.__module__}.{name}"] = obj
+    return list(found.values())
+
+
+def test_every_project_exception_derives_from_the_base():
+    classes = _project_exception_classes()
+    assert len(classes) >= 30
+    assert [c.__qualname__ for c in classes if not issubclass(c, CresowlveError)] == []
