@@ -46,7 +46,7 @@ from cresowlve_core.banners import banner_html, is_embedded_model
 from cresowlve_core.errors.distribution import bucket
 from cresowlve_core.errors.label import LABELS, labeller_is_embedded
 from cresowlve_core.errors.taxonomy import BY_SLUG
-from cresowlve_core.errors.wrong import _hash as output_hash  # the labeller's key hash, one definition
+from cresowlve_core.errors.wrong import output_hash  # the labeller's key hash, one definition
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.items import LANGS

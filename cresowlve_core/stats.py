@@ -26,13 +26,16 @@ All functions are plain numpy/scipy, vectorised, and deterministic given a seed.
 
 from __future__ import annotations
 
+import math
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from scipy import stats as sps
+
+from cresowlve_core.failures import InputError
 
 _CHUNK_CELLS = 4_000_000  # cap on resample-matrix size (cells) held in memory at once
 
@@ -1028,3 +1031,65 @@ def mean_run_kappa(a: np.ndarray, b: np.ndarray, runs: np.ndarray, items: np.nda
             reps[start:stop] = np.nansum(k * run_w, axis=1) / run_w.sum(axis=1)
     return interval_from_replicates(point, reps, n_runs, confidence=confidence,
                                     undefined_reason="κ undefined in every run")
+
+
+# --------------------------------------------------------------------------- Fleiss' kappa
+
+
+def rating_table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> np.ndarray:
+    """Items x categories counts; checks every item has the same number (>= 2) of ratings."""
+    rows = [list(r) for r in ratings]
+    if not rows:
+        raise InputError("no items to rate")
+    n_raters = len(rows[0])
+    if n_raters < 2:
+        raise InputError("agreement needs at least two raters per item")
+    bad = [i for i, r in enumerate(rows) if len(r) != n_raters]
+    if bad:
+        raise InputError(f"every item must be rated by all {n_raters} raters; item(s) {bad[:5]} are not")
+    cats = list(dict.fromkeys(categories)) if categories is not None else []
+    for r in rows:
+        for x in r:
+            if x not in cats:
+                if categories is not None:
+                    raise InputError(f"label {x!r} is not among the categories {cats}")
+                cats.append(x)
+    index = {c: k for k, c in enumerate(cats)}
+    table = np.zeros((len(rows), len(cats)), dtype=float)
+    for i, r in enumerate(rows):
+        for x in r:
+            table[i, index[x]] += 1
+    return table
+
+
+def fleiss_kappa_table(table: np.ndarray) -> float:
+    """Fleiss' kappa (Fleiss 1971) of an items x categories count table, every item rated by the
+    same number of raters; ``nan`` if undefined (fewer than two categories used: chance agreement
+    1). The suite checks it against statsmodels' ``fleiss_kappa``."""
+    t = np.asarray(table, dtype=float)
+    if t.shape[0] == 0 or (t.sum(axis=0) > 0).sum() < 2:
+        return math.nan
+    raters = t.sum(axis=1)
+    if not np.all(raters == raters[0]) or raters[0] < 2:
+        raise ValueError("Fleiss' kappa needs the same number (at least two) of raters for every item")
+    n = raters[0]
+    observed = ((t * t).sum(axis=1) - n) / (n * (n - 1))  # P_i: agreement within item i
+    shares = t.sum(axis=0) / t.sum()  # p_j: share of all ratings in category j
+    chance = float((shares * shares).sum())
+    return float((observed.mean() - chance) / (1 - chance))
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
+    """Fleiss' kappa of a ratings table (:func:`fleiss_kappa_table`); ``nan`` if undefined."""
+    return fleiss_kappa_table(rating_table(ratings))
+
+
+def item_bootstrap(statistic: Any, table: np.ndarray, n_boot: int, seed: int, key: str) -> BootstrapInterval:
+    """``statistic(table)`` with a seeded percentile bootstrap over the table's rows (items)."""
+    return bootstrap_statistic(statistic, table, n_boot=n_boot, rng=stable_seed(seed, "agreement", key, len(table)),
+                               undefined_reason="undefined: fewer than two categories used (chance agreement 1)")
+
+
+def fleiss_kappa_ci(ratings: Sequence[Sequence[Hashable]], *, n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
+    """Fleiss' kappa with a seeded item-bootstrap 95% interval (``n`` = items)."""
+    return item_bootstrap(fleiss_kappa_table, rating_table(ratings), n_boot, seed, "fleiss")

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from cresowlve_core import explore as X
-from cresowlve_core.errors.wrong import _hash
+from cresowlve_core.errors.wrong import output_hash
 from cresowlve_core.sources.sample import load_items
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))  # the analysis tests' run writers
@@ -48,11 +48,11 @@ def _labels(tmp_path: Path) -> Path:
     d = tmp_path / "errors" / "labels" / "gpt-4o"
     d.mkdir(parents=True)
     recs = [
-        {"key": f"A|en|{EN[1]}|{_hash('Kepler', 'astronomer? Kepler')}", "status": "ok", "config": "A", "lang": "en",
+        {"key": f"A|en|{EN[1]}|{output_hash('Kepler', 'astronomer? Kepler')}", "status": "ok", "config": "A", "lang": "en",
          "id": EN[1], "label": "wrong_reference", "rationale": "the wrong astronomer", "labeller": "gpt-4o"},
         {"key": f"A|en|{EN[1]}|0000000000", "status": "ok", "config": "A", "lang": "en", "id": EN[1],
          "label": "overthinking", "rationale": "an older output", "labeller": "gpt-4o"},  # stale
-        {"key": f"B (high)|en|{EN[0]}|{_hash('Music', 'Music')}", "status": "ok", "config": "B (high)", "lang": "en",
+        {"key": f"B (high)|en|{EN[0]}|{output_hash('Music', 'Music')}", "status": "ok", "config": "B (high)", "lang": "en",
          "id": EN[0], "label": None, "rationale": None, "labeller": "gpt-4o"},  # no category line
     ]
     (d / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
@@ -174,7 +174,7 @@ def _embedded_labels(tmp_path: Path, folder: str, labeller: str) -> Path:
     """One current label of answer A/en/EN[1] (see :func:`_runs`), written by ``labeller``."""
     d = tmp_path / "errors" / "labels" / folder
     d.mkdir(parents=True)
-    rec = {"key": f"A|en|{EN[1]}|{_hash('Kepler', 'astronomer? Kepler')}", "status": "ok", "config": "A",
+    rec = {"key": f"A|en|{EN[1]}|{output_hash('Kepler', 'astronomer? Kepler')}", "status": "ok", "config": "A",
            "lang": "en", "id": EN[1], "label": "wrong_reference", "rationale": "r", "labeller": labeller}
     (d / "labels.jsonl").write_text(json.dumps(rec) + "\n")
     return tmp_path / "errors"

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from chromium import CHROMIUM, Browser, JupyterLab, marimo_run, websocket
 
-from cresowlve_core.errors.wrong import _hash
+from cresowlve_core.errors.wrong import output_hash
 from cresowlve_core.sources.sample import load_items
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))
@@ -57,7 +57,7 @@ def _inputs(root: Path) -> tuple[Path, Path]:
                                               thoughts="t")], model="gpt-4o")
     labels = root / "errors" / "labels" / "embedded"
     labels.mkdir(parents=True)
-    rec = {"key": f"gpt-4o|en|{item.id}|{_hash('Kepler', 't')}", "status": "ok", "config": "gpt-4o", "lang": "en",
+    rec = {"key": f"gpt-4o|en|{item.id}|{output_hash('Kepler', 't')}", "status": "ok", "config": "gpt-4o", "lang": "en",
            "id": item.id, "label": "wrong_reference", "rationale": "r", "labeller": "gemma3-270m"}
     (labels / "labels.jsonl").write_text(json.dumps(rec) + "\n")
     return root / "runs", root / "errors"

@@ -1,4 +1,9 @@
-"""No import cycle inside cresowlve_core, counting imports inside functions too.
+"""The layer contract (import-linter, configured in pyproject.toml), no private name imported across
+packages, and no import cycle inside cresowlve_core, counting imports inside functions too.
+
+The layers, top down: entry points (cli, mainjob, notebooks); stages; analysis; runtime; llm and
+sources; utilities. ``lint-imports`` checks them on the package, and on a copy with one planted
+upward import, which it must refuse.
 
 The graph is built from the AST of every module: `import cresowlve_core.x`, `from cresowlve_core.x import y`
 and relative imports. `from pkg import name` is an edge to `pkg` and, when `name` is a submodule, to it as
@@ -10,6 +15,10 @@ llm, paths and secrets) lives in tests/llm/test_llm_layers.py.
 from __future__ import annotations
 
 import ast
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import cresowlve_core
@@ -119,3 +128,51 @@ def test_find_cycles_reports_a_cycle() -> None:
 
 def test_no_import_cycle_in_the_package() -> None:
     assert find_cycles(import_graph()) == []
+
+
+
+REPO = ROOT.parent
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint_imports(path: Path) -> subprocess.CompletedProcess[str]:
+    """``lint-imports`` with the project's contract on the ``cresowlve_core`` found under ``path``."""
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache", "--config", str(REPO / "pyproject.toml")],
+                          cwd=path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_the_package_keeps_the_layer_contract() -> None:
+    out = lint_imports(REPO)
+    assert out.returncode == 0, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "1 kept, 0 broken" in out.stdout
+
+
+def test_the_layer_contract_refuses_a_planted_upward_import(tmp_path: Path) -> None:
+    copy = tmp_path / PACKAGE
+    shutil.copytree(ROOT, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    source = copy / "sources" / "sparql.py"  # a source reaching up into a stage, inside a function
+    source.write_text(source.read_text(encoding="utf-8")
+                      + "\n\ndef _planted():\n    from cresowlve_core.synthetic import domains\n\n    return domains\n",
+                      encoding="utf-8")
+    out = lint_imports(tmp_path)
+    assert out.returncode == 1, out.stdout[-4000:] + out.stderr[-2000:]
+    assert "0 kept, 1 broken" in out.stdout
+    assert "cresowlve_core.sources.sparql -> cresowlve_core.synthetic.domains" in out.stdout
+
+
+def private_imports_across_packages() -> list[str]:
+    """``from cresowlve_core.X... import _name`` in a module outside the top-level package ``X``."""
+    found = []
+    for name, path in all_modules().items():
+        top = name.split(".")[1] if "." in name else ""
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith(PACKAGE + "."):
+                target = (node.module or "").split(".")[1]
+                found += [f"{name}: {node.module}.{a.name}" for a in node.names
+                          if a.name.startswith("_") and target != top]
+    return found
+
+
+def test_no_module_imports_a_private_name_of_another_package() -> None:
+    assert private_imports_across_packages() == []

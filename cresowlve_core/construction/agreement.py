@@ -5,8 +5,8 @@ In :func:`fleiss_kappa`, :func:`gwet_ac1` and their ``*_ci`` forms, ``ratings[i]
 ``j``'s label for item ``i``: any hashable, every item rated by every rater (a ragged table is an
 error).
 
-- Fleiss' kappa is statsmodels' ``fleiss_kappa`` (method ``"fleiss"``) on the items x categories
-  count table. This is the project's one Fleiss' kappa (the error analysis uses it too).
+- Fleiss' kappa (Fleiss 1971) on the items x categories count table, from :mod:`cresowlve_core.stats`
+  (the project's one Fleiss' kappa, the error analysis uses it too; checked against statsmodels).
 - Gwet's AC1 (Gwet 2008, 2014) for several raters: ``pa`` = mean over items of
   ``sum_k r_ik (r_ik - 1) / (r (r - 1))``, ``pi_k`` = mean over items of ``r_ik / r``,
   ``pe = sum_k pi_k (1 - pi_k) / (q - 1)``, ``AC1 = (pa - pe) / (1 - pe)``, with ``q`` the number of
@@ -30,55 +30,19 @@ from typing import Any
 import numpy as np
 
 from cresowlve_core.failures import InputError
-from cresowlve_core.stats import BootstrapInterval, bootstrap_statistic, interval_from_replicates, stable_seed
+from cresowlve_core.stats import (
+    BootstrapInterval,
+    fleiss_kappa,
+    fleiss_kappa_ci,
+    fleiss_kappa_table,
+    interval_from_replicates,
+    item_bootstrap,
+    rating_table,
+    stable_seed,
+)
 
-
-def rating_table(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None) -> np.ndarray:
-    """Items x categories counts; checks every item has the same number (>= 2) of ratings."""
-    rows = [list(r) for r in ratings]
-    if not rows:
-        raise InputError("no items to rate")
-    n_raters = len(rows[0])
-    if n_raters < 2:
-        raise InputError("agreement needs at least two raters per item")
-    bad = [i for i, r in enumerate(rows) if len(r) != n_raters]
-    if bad:
-        raise InputError(f"every item must be rated by all {n_raters} raters; item(s) {bad[:5]} are not")
-    cats = list(dict.fromkeys(categories)) if categories is not None else []
-    for r in rows:
-        for x in r:
-            if x not in cats:
-                if categories is not None:
-                    raise InputError(f"label {x!r} is not among the categories {cats}")
-                cats.append(x)
-    index = {c: k for k, c in enumerate(cats)}
-    table = np.zeros((len(rows), len(cats)), dtype=float)
-    for i, r in enumerate(rows):
-        for x in r:
-            table[i, index[x]] += 1
-    return table
-
-
-def fleiss_kappa_table(table: np.ndarray) -> float:
-    """Fleiss' kappa (Fleiss 1971) of an items x categories count table, every item rated by the
-    same number of raters; ``nan`` if undefined (fewer than two categories used: chance agreement
-    1). The suite checks it against statsmodels' ``fleiss_kappa``."""
-    t = np.asarray(table, dtype=float)
-    if t.shape[0] == 0 or (t.sum(axis=0) > 0).sum() < 2:
-        return math.nan
-    raters = t.sum(axis=1)
-    if not np.all(raters == raters[0]) or raters[0] < 2:
-        raise ValueError("Fleiss' kappa needs the same number (at least two) of raters for every item")
-    n = raters[0]
-    observed = ((t * t).sum(axis=1) - n) / (n * (n - 1))  # P_i: agreement within item i
-    shares = t.sum(axis=0) / t.sum()  # p_j: share of all ratings in category j
-    chance = float((shares * shares).sum())
-    return float((observed.mean() - chance) / (1 - chance))
-
-
-def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
-    """Fleiss' kappa of a ratings table (statsmodels' implementation); ``nan`` if undefined."""
-    return fleiss_kappa_table(rating_table(ratings))
+__all__ = ["fleiss_kappa", "fleiss_kappa_ci", "fleiss_kappa_table", "format_ci", "gwet_ac1", "gwet_ac1_ci",
+           "gwet_ac1_table", "interval_json", "multilabel_agreement", "rating_table", "raw_agreement"]
 
 
 def gwet_ac1_table(table: np.ndarray) -> float:
@@ -102,21 +66,10 @@ def gwet_ac1(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashabl
     return gwet_ac1_table(rating_table(ratings, categories))
 
 
-def _item_bootstrap(statistic: Any, table: np.ndarray, n_boot: int, seed: int, key: str) -> BootstrapInterval:
-    """``statistic(table)`` with a seeded percentile bootstrap over the table's rows (items)."""
-    return bootstrap_statistic(statistic, table, n_boot=n_boot, rng=stable_seed(seed, "agreement", key, len(table)),
-                               undefined_reason="undefined: fewer than two categories used (chance agreement 1)")
-
-
-def fleiss_kappa_ci(ratings: Sequence[Sequence[Hashable]], *, n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
-    """Fleiss' kappa with a seeded item-bootstrap 95% interval (``n`` = items)."""
-    return _item_bootstrap(fleiss_kappa_table, rating_table(ratings), n_boot, seed, "fleiss")
-
-
 def gwet_ac1_ci(ratings: Sequence[Sequence[Hashable]], categories: Iterable[Hashable] | None = None, *,
                 n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
     """Gwet's AC1 with a seeded item-bootstrap 95% interval (``n`` = items)."""
-    return _item_bootstrap(gwet_ac1_table, rating_table(ratings, categories), n_boot, seed, "ac1")
+    return item_bootstrap(gwet_ac1_table, rating_table(ratings, categories), n_boot, seed, "ac1")
 
 
 def interval_json(iv: BootstrapInterval) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
 def add_contamination_parser(sub: Any) -> None:
     """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
-    from cresowlve_core.errors.cli import _role_args
+    from cresowlve_core.argtypes import role_args
     from cresowlve_core.inputs import add_max_input_chars
 
     cont = sub.add_parser("contamination", help="data-contamination tests (paper App. A)").add_subparsers(
@@ -77,8 +77,8 @@ def add_contamination_parser(sub: Any) -> None:
         p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of En and Ru evaluation runs")
         p.add_argument("--out-dir", default="data/contamination", help="folder of the perturbation and quiz runs")
         p.add_argument("--lang", choices=["ru", "en"], default="ru", help="language of the quizzed questions")
-        _role_args(p, "perturber", "perturber")
-        _role_args(p, "quiz", "quiz-taker")
+        role_args(p, "perturber", "perturber")
+        role_args(p, "quiz", "quiz-taker")
         p.add_argument("--repeats", type=_positive_int, default=3, help="BCQ repeats")
         p.add_argument("--max-items", type=_positive_int, default=None, help="items per set and configuration")
         if name == "run":

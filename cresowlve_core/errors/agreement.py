@@ -1,7 +1,7 @@
 """Agreement between annotators, and between the annotators and the automatic labeller.
 
 * Cohen's κ for two raters and Fleiss' κ for several (the project's one Fleiss' κ,
-  :func:`cresowlve_core.construction.agreement.fleiss_kappa`, statsmodels), each with a seeded
+  :func:`cresowlve_core.stats.fleiss_kappa`, statsmodels), each with a seeded
   percentile-bootstrap 95% interval over items. Resamples where κ is undefined (one label only)
   are counted (``n_undefined`` of ``n_boot``); an undefined κ, a zero-width interval or a
   majority of undefined resamples gives a NaN interval with a ``note`` saying why;
@@ -21,9 +21,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.construction.agreement import fleiss_kappa, fleiss_kappa_ci, rating_table
 from cresowlve_core.failures import InputError
-from cresowlve_core.stats import BootstrapInterval, bootstrap_statistic, cohen_kappa, stable_seed
+from cresowlve_core.stats import (
+    BootstrapInterval,
+    bootstrap_statistic,
+    cohen_kappa,
+    fleiss_kappa,
+    fleiss_kappa_ci,
+    rating_table,
+    stable_seed,
+)
 
 Kappa = BootstrapInterval  # κ in ``value``, its interval, n items, and how many resamples were undefined
 

@@ -8,16 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-
-def _role_args(p: argparse.ArgumentParser, role: str, what: str) -> None:
-    from cresowlve_core.argtypes import env_name as _env_name
-    from cresowlve_core.argtypes import http_url as _http_url
-
-    p.add_argument(f"--{role}-model", default=None, help=f"{what} model name (required with --{role}-base-url)")
-    p.add_argument(f"--{role}-base-url", default=None, type=_http_url,
-                   help=f"{what}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M: demo only)")
-    p.add_argument(f"--{role}-api-key-env", default=None, type=_env_name,
-                   help=f"NAME of the environment variable holding the {what}'s key")
+from cresowlve_core.argtypes import role_args
 
 
 def cmd_errors_label(a: argparse.Namespace) -> int:
@@ -107,7 +98,7 @@ def add_errors_parser(sub: Any) -> None:
                                         "(resumable)")
     p.add_argument("--runs", required=True, help="glob, or folder, of evaluation run directories")
     p.add_argument("--out-dir", default=None, help="labels go to OUT_DIR/labels/LABELLER (default: data/errors)")
-    _role_args(p, "labeller", "labeller")
+    role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
     add_max_input_chars(p, "an item whose question is")
     _max_tokens_arg(p)
@@ -119,7 +110,7 @@ def add_errors_parser(sub: Any) -> None:
     p = errors.add_parser("report", help="render notebooks/04_error_analysis.ipynb as an HTML report")
     p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of evaluation run directories")
     p.add_argument("--out-dir", default=None, help="labels and annotations folder (default: data/errors)")
-    _role_args(p, "labeller", "labeller")
+    role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
     _max_tokens_arg(p)  # the same budget as `errors label`: a labels folder resumes only its own configuration
     p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")

@@ -64,7 +64,8 @@ def read_records(run_path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
     return {(str(r["id"]), str(r.get("lang"))): r for r in records if "id" in r}
 
 
-def _hash(*parts: str | None) -> str:
+def output_hash(*parts: str | None) -> str:
+    """The short hash of a wrong answer's output (prediction, reasoning) in its labelling key."""
     return hashlib.sha256("\x1f".join(p or "" for p in parts).encode("utf-8")).hexdigest()[:10]
 
 
@@ -165,7 +166,7 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
             prediction = str(rec.get("prediction") or "")
             reasoning = str(rec.get("thoughts") or rec.get("raw_output") or "")
             wrong.append(WrongAnswer(
-                key=f"{run['config']}|{lang}|{r.id}|{_hash(prediction, reasoning)}",
+                key=f"{run['config']}|{lang}|{r.id}|{output_hash(prediction, reasoning)}",
                 run_id=str(run["run_id"]), config=str(run["config"]), model=str(run["model"]), lang=lang,
                 id=str(r.id), basis=str(r.basis), question=view.question, answer=view.answer,
                 explanation=view.explanation, other_answers=view.other_answers,

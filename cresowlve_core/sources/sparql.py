@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from cresowlve_core.failures import InputError, StoppedError
-from cresowlve_core.sources.kg import Fact
+from cresowlve_core.sources.kg import PERIPHERAL_RELATIONS, Fact
 
 WDQS_URL = "https://query.wikidata.org/sparql"
 USER_AGENT = "cresowlve-synthetic/0.1 (research prototype; https://github.com/mismayil/cresowlve)"
@@ -231,8 +231,6 @@ class WikidataSparql:
         return int(self._entity(qid)["sitelinks"])
 
     def facts_of(self, qid: str, relations: Sequence[str] | None = None) -> list[Fact]:
-        from cresowlve_core.synthetic.domains import PERIPHERAL_RELATIONS
-
         rows = self._rows(facts_query(qid, relations or PERIPHERAL_RELATIONS))
         return sorted({(_local(r["p"], _DIRECT_IRI), _local(r["o"], _ENTITY_IRI)) for r in rows})
 

@@ -14,49 +14,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from cresowlve_core.failures import InputError
-from cresowlve_core.sources.kg import KnowledgeSource
+from cresowlve_core.sources.kg import PERIPHERAL_RELATIONS, KnowledgeSource
 
 HUMAN = "Q5"
-
-#: ``(relation, object)`` facts of these relations are *peripheral*: they describe an anchor
-#: without naming it (awards, schooling, memberships, works, collaborators, places).
-PERIPHERAL_RELATIONS: tuple[str, ...] = (
-    "P166",  # award received
-    "P1411",  # nominated for
-    "P69",  # educated at
-    "P463",  # member of
-    "P108",  # employer
-    "P800",  # notable work
-    "P737",  # influenced by
-    "P1066",  # student of
-    "P184",  # doctoral advisor
-    "P19",  # place of birth
-    "P20",  # place of death
-    "P119",  # place of burial
-    "P551",  # residence
-    "P937",  # work location
-    "P102",  # member of political party
-    "P135",  # movement
-    "P264",  # record label
-    "P6379",  # has works in the collection
-    "P161",  # cast member
-    "P57",  # director
-    "P58",  # screenwriter
-    "P86",  # composer
-    "P162",  # producer
-    "P344",  # director of photography
-    "P1040",  # film editor
-    "P272",  # production company
-    "P840",  # narrative location
-    "P915",  # filming location
-    "P144",  # based on
-    "P50",  # author
-    "P138",  # named after
-    "P190",  # twinned administrative body
-    "P47",  # shares border with
-    "P206",  # located in or next to body of water
-    "P112",  # founded by
-)
 
 
 @dataclass(frozen=True)
