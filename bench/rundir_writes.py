@@ -1,4 +1,4 @@
-"""How much the run directory's per-record fsync costs the event loop (issue 20, point 10).
+"""How much the run directory's per-record fsync costs the event loop.
 
 Runs ``map_with_resume`` over N trivial units (each awaits LATENCY seconds, then returns a
 1.5 KB record) at concurrency C, with a heartbeat task measuring how late the event loop wakes

@@ -1,4 +1,4 @@
-"""Helpers for the tests that signal a pipeline mid-step (runtime/stop.py, issue 20 point 3)."""
+"""Helpers for the tests that signal a pipeline mid-step (runtime/stop.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 20, point 2: credentials in base URLs reach no file and no terminal, in every stage.
+"""Credentials in base URLs reach no file and no terminal, in every stage.
 
 A canary password (``user:PASSWORD@``) and a canary query key (``?api-key=KEY``) are given in
 the base URL of every model role of every stage and of the grid, against a local fake server

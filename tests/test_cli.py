@@ -1,6 +1,6 @@
 """The ``cresowlve`` command line: help, argument checks, one-line errors and exit codes.
 
-Issue 9 points 3, 12, 13, 14, 15 and 17; issue 14's hub hint, ``cache clear --yes`` and help texts.
+Also the hub hint offline, ``cache clear --yes``, the judge's defaults and the help texts.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def test_help_shows_defaults_and_exit_codes(capsys):
     assert "TCP port on 127.0.0.1 (default: 8765)" in " ".join(capsys.readouterr().out.split())
 
 
-# --- argument checks (point 13): refused by argparse, nothing created ---------------------------
+# --- argument checks: refused by argparse, nothing created -------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -191,7 +191,7 @@ def test_unset_key_variable_is_refused_before_anything_is_created(tmp_path, caps
     assert not (tmp_path / "run").exists()
 
 
-# --- one-line errors (point 12) -------------------------------------------------------------------
+# --- one-line errors ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -273,7 +273,7 @@ def test_full_disk_is_one_line_and_exit_3(tmp_path, capsys, monkeypatch):
     assert "Traceback" not in err
 
 
-# --- exit codes (point 3) -------------------------------------------------------------------------
+# --- exit codes -----------------------------------------------------------------------------------
 
 
 def test_all_done_exits_0_without_a_judge_cost(tmp_path, capsys):
@@ -337,7 +337,7 @@ def test_html_pages_with_status_200_exit_3(tmp_path, capsys):
 
 
 def test_judge_defaults_to_the_models_base_url_and_key(tmp_path, capsys, monkeypatch):
-    """Point 17: ``--judge-model`` alone judges at the model's URL with the model's key."""
+    """``--judge-model`` alone judges at the model's URL with the model's key."""
     items = write_items(tmp_path / "items.jsonl", 3)
     monkeypatch.setenv("CRESOWLVE_TEST_KEY", "the-key")
     with FakeServer(answers=answer_for, api_key="the-key") as srv:

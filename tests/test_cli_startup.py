@@ -1,5 +1,5 @@
 """CLI start-up: building the parser (``cresowlve --help``, ``cresowlve eval --help``) imports no
-heavy library. Issue 20 point 10 and issue 19 point 9: before, 3-4 s went to imports (the openai
+heavy library. Before, 3-4 s went to imports (the openai
 SDK through ``llm/__init__`` -> ``batch.py``; scipy and pandas through ``errors.cli``)."""
 
 from __future__ import annotations

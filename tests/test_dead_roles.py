@@ -1,4 +1,4 @@
-"""A dead role stops its stage with exit 3 and a last line that says so (issue 20 points 4 and 5):
+"""A dead role stops its stage with exit 3 and a last line that says so:
 the labeller (``errors label``) and the judge (``eval``). The perturber and quiz-taker are tested in
 tests/contamination/test_contamination_stop.py, the verbaliser and solver in
 tests/synthetic/test_synth_stop.py."""

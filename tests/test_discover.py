@@ -1,4 +1,4 @@
-"""The apps find what exists (issue 19 point 8): the review, annotation and explorer apps default to
+"""The apps find what exists: the review, annotation and explorer apps default to
 the newest build, annotation sample, error labels and runs under the data dir, and say where they
 looked when nothing is there. Each app is run headless (in-process ``app.run()``; the annotation app
 also through ``marimo export html``) in temporary data dirs (tests/conftest.py isolates them)."""

@@ -1,4 +1,4 @@
-"""Issue 20, point 1: U+2028, U+2029 and U+0085 in an answer, through every stage's files.
+"""U+2028, U+2029 and U+0085 in an answer, through every stage's files.
 
 ``str.splitlines()`` splits on these, JSON does not: an answer holding one used to make the
 run directory unreadable (``responses.jsonl:1: not JSON``, exit 2 on every resume and rescore).

@@ -286,7 +286,7 @@ def test_marimo_app_runs_without_runs(tmp_path):
 
 
 def test_browser_any_filters_read_any_and_the_error_filter_says_why_it_is_off(tmp_path):
-    """Issue 19 point 9: "any" dropdowns showed blank (a None value is no selection to ipywidgets),
+    """"any" dropdowns used to show blank (a None value is no selection to ipywidgets),
     and the error filter sat disabled without a word."""
     pytest.importorskip("ipywidgets")
     ex = X.load_explorer(str(_runs(tmp_path) / "*"), labels=str(_labels(tmp_path)))

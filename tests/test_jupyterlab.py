@@ -1,7 +1,7 @@
 """Executed report notebooks opened in a real JupyterLab: every chart draws, no JavaScript error.
 
 JupyterLab 4.6 draws ``application/vnd.vegalite.v5+json`` with its own Vega-Lite 5.6.1, older than
-the library of the HTML reports: a spec that draws there can fail here (issue 19: the difficulty
+the library of the HTML reports: a spec that draws there can fail here (the difficulty
 chart of 02 and 03 failed with ``Duplicate signal name: "param_…_tuple"``). Each notebook opens in
 a fresh workspace (``/lab/workspaces/NAME/tree/FILE?reset``) of a loopback JupyterLab, driven by
 headless Chromium. Counted per chart: a canvas or SVG with marks of non-zero size (a chart draws

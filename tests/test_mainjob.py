@@ -70,7 +70,7 @@ def test_an_old_incompatible_demo_run_is_archived_not_mixed(tmp_path):
 
 @pytest.mark.parametrize("embedded", [False, True], ids=["chat-judge", "embedded-base-model"])
 def test_a_finished_demo_run_is_resumed_with_the_config_it_ran_with(tmp_path, monkeypatch, embedded):
-    """Issue 19 point 7: the resume check builds the very config the run uses (judge, token budget and,
+    """The resume check builds the very config the run uses (judge, token budget and,
     on the embedded model, the few-shot prompts). Before, it left the judge out, so the prompts
     always differed (['judge@2', 'solve_cot_en@2'] -> ['solve_cot_en@2']) and every second
     `cresowlve run` archived both demo runs. A second run now sends 0 requests and archives nothing."""

@@ -1,4 +1,4 @@
-"""``cresowlve run`` (the main job) stops as docs/reliability.md says (issue 20 point 3): the first
+"""``cresowlve run`` (the main job) stops as docs/reliability.md says: the first
 SIGTERM stops the notebook being rendered (its kernel shut down), skips the other reports, says
 which were written and exits 143. Before: papermill's kernel client replaced the process's SIGTERM
 handler while rendering, so no summary line was written and the exit code did not say why."""

@@ -1,4 +1,4 @@
-"""Values as a reader sees them (issue 19 point 9): no raw ``None``, ``nan``, ``1 configurations``
+"""Values as a reader sees them: no raw ``None``, ``nan``, ``1 configurations``
 or ``2.0`` shares in reports and headlines."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A report notebook that stops on its input is one line on the terminal and exit 2, not a papermill
 traceback: the documented `cresowlve report 07_create -p user_runs '["data/runs/create/*"]'`
-before any CREATE run exists (issue 19 point 8: commands of the README, run as a new user)."""
+before any CREATE run exists (commands of the README, run as a new user)."""
 
 from __future__ import annotations
 

@@ -161,7 +161,7 @@ def test_spearman_wikipedia_iq_tv() -> None:
 
 
 def test_spearman_exact_p_at_tiny_n() -> None:
-    # issue 18 finding 11: ρ = 1 with n = 3 gave p = 0 (asymptotic); exactly it is 2/6 (two-sided)
+    # ρ = 1 with n = 3 gave p = 0 (asymptotic); exactly it is 2/6 (two-sided)
     c = correlation([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])
     assert c.spearman_rho == pytest.approx(1.0)
     assert c.spearman_p_method == "exact" and c.spearman_p == pytest.approx(1 / 3)
@@ -190,7 +190,7 @@ def _brute_spearman_p(x: list[float], y: list[float]) -> float:
      (1.0, "1.0000"), (float("nan"), "–"), (None, "–")],
 )
 def test_format_p(p, text) -> None:
-    # issue 18 finding 11: tiny p-values printed as 0.0
+    # tiny p-values used to print as 0.0
     assert format_p(p) == text
 
 

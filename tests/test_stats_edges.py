@@ -1,4 +1,4 @@
-"""Intervals honest at the edges (issue 18, findings 7 and build 3/6): undefined resamples are
+"""Intervals honest at the edges: undefined resamples are
 counted, degenerate intervals are NaN with a note, pooled κ is clustered by item, and paired
 differences are paired. Cross-checked against sklearn, statsmodels and scipy."""
 
@@ -48,7 +48,7 @@ def test_binary_kappa_counts_matches_sklearn():
 
 
 def test_one_rater_constant_kappa_has_no_interval_where_statsmodels_test_is_nan():
-    """Finding 7: the judge says "correct" to all 8, EM to 5 of them. κ = 0 (sklearn and statsmodels
+    """The judge says "correct" to all 8, EM to 5 of them. κ = 0 (sklearn and statsmodels
     agree), but statsmodels' z test is NaN (null SE 0); we showed 0.0 [0.0, 0.0] as if certain."""
     import warnings
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import METRICS, reasoning_is
+from cresowlve_core.analysis.loading import METRIC_LABELS, reasoning_is
 from cresowlve_core.stats import (
     Homogeneity,
     benjamini_hochberg,
@@ -87,7 +87,7 @@ def by_difficulty(
     out["low"], out["high"] = 100.0 * low, 100.0 * high
     out["small"] = out["n"] < min_cell_n
     out = out[cols]
-    out["metric_label"] = out["metric"].map(METRICS)
+    out["metric_label"] = out["metric"].map(METRIC_LABELS)
     return out
 
 
@@ -151,7 +151,7 @@ class GroupBreakdown:
 
     @property
     def metric_label(self) -> str:
-        label = METRICS[self.metric]
+        label = METRIC_LABELS[self.metric]
         return label if self.metric == "judge" else f"{label} (no LLM-judge scores)"
 
 
@@ -333,7 +333,7 @@ def creative_vs_factual(
         "factual_acc",
     ]
     out = pd.DataFrame(rows, columns=cols)
-    out["metric_label"] = out["metric"].map(METRICS)
+    out["metric_label"] = out["metric"].map(METRIC_LABELS)
     return out
 
 

@@ -67,7 +67,7 @@ from cresowlve_core.runtime.rundir import RESPONSES
 
 MANIFEST = "manifest.json"
 #: metric name -> label, in registry order (derived from the registry, never edited here)
-METRICS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}
+METRIC_LABELS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}
 MODEL_BASED: frozenset[str] = frozenset(m.name for m in METRIC_REGISTRY if m.model_based)
 #: ``outcome`` values of a call that produced no answer (with ``status == "error"``)
 NO_ANSWER_OUTCOMES: frozenset[str] = frozenset({"failed", "error"})
@@ -150,7 +150,7 @@ class RunSet:
     @property
     def metrics(self) -> list[str]:
         """Metric names of the registry, in order (each one a column of ``responses``)."""
-        return list(METRICS)
+        return list(METRIC_LABELS)
 
     @property
     def incomplete(self) -> pd.DataFrame:
@@ -403,7 +403,7 @@ def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
     """Derive one float column per registry metric and flatten usage (vectorised)."""
     missing = no_answer(df)
     refused = not_an_answer(df)
-    for name in METRICS:
+    for name in METRIC_LABELS:
         col = f"scores.{name}"
         new = df.pop(col).astype("float64").to_numpy() if col in df.columns else np.full(len(df), np.nan)
         vals = np.where(np.isnan(new), _legacy_score(df, name), new)

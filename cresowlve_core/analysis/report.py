@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis import breakdowns, charts, complexity, coverage, paired, reliability, table
-from cresowlve_core.analysis.loading import METRICS, RunSet, no_answer
+from cresowlve_core.analysis.loading import METRIC_LABELS, RunSet, no_answer
 from cresowlve_core.analysis.loading import main_subset as main_subset  # re-exported for notebooks and tests
 from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
@@ -348,9 +348,9 @@ def table1_section(
     say("**Refused / filtered answers** (the model's own behaviour: not correct, kept in n): "
         + ("; ".join(withheld) if withheld else "none") + ".")
     say(truncation_note(rs))
-    others = [m for m in METRICS if m not in table.PAPER_METRICS]
+    others = [m for m in METRIC_LABELS if m not in table.PAPER_METRICS]
     if others:
-        say(f"{', '.join(METRICS[m] for m in others)} (not in the paper's table):")
+        say(f"{', '.join(METRIC_LABELS[m] for m in others)} (not in the paper's table):")
         show(table.style_table1(table.table1_display(long, metrics=others)))
     missing = sorted({"en", "ru"} - set(rs.langs))
     if missing:
@@ -571,7 +571,7 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
     cov = _coverage_note(df, metric)
     corr_p = complexity.performance_correlations(df, feats, metric)
     say(
-        f"**Correlation with per-item correctness** ({METRICS[metric]}), per model and language; 95% CIs, "
+        f"**Correlation with per-item correctness** ({METRIC_LABELS[metric]}), per model and language; 95% CIs, "
         f"Holm over all {len(corr_p)} tests (outlined = significant):"
     )
     if not corr_p.empty:
@@ -612,7 +612,7 @@ def paired_section(
         say(f"As in Table 1, the {n_factual:,} factual responses are left out of every paired test.")
     metric = metric or paired.default_metric(df)
     cov = _coverage_note(df, metric)
-    say(f"Metric: **{METRICS[metric]}**. Only items both sides scored are paired (`n` of `n_shared`): an item "
+    say(f"Metric: **{METRIC_LABELS[metric]}**. Only items both sides scored are paired (`n` of `n_shared`): an item "
         "errored on either side is not a pair (never counted wrong), and each row says how many pairs were dropped "
         "and why (`n_error_*`: errored on side a / b / both; `n_unscored`; `dropped`). A row without a single pair is "
         "`not tested` (no p, no interval) and stays out of the Holm family; p-values Holm-corrected over the tested "

@@ -5,7 +5,7 @@ Start with :class:`LLMClient` (see ``client.py`` for retry, cache and cost seman
 
 The names below are imported lazily, on first use (PEP 562): ``import cresowlve_core.llm.types``
 (what the command-line parser needs) must not load the openai SDK through ``batch.py``, nor the
-HTTP client (``cresowlve --help`` start-up time, issue 20 point 10).
+HTTP client (``cresowlve --help`` start-up time).
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def test_difficulty_distribution_shares():
 
 
 def test_creative_vs_factual_interval_does_not_collapse_with_zero_strata():
-    # issue 18 finding 4: factual 0/50 at every level, creative 6/300 (2%) at every level. The
+    # factual 0/50 at every level, creative 6/300 (2%) at every level. The
     # bootstrap gave 2.0 pp [1.33, 2.67] (a 0/50 stratum resamples to 0/50 only); the
     # stratified Wilson-score interval keeps each stratum's width and includes 0.
     levels = range(1, 6)

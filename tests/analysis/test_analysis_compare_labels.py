@@ -1,4 +1,4 @@
-"""`-p compare` of 03_analysis accepts the grid's labels (issue 19 point 10): the paper names a grid
+"""`-p compare` of 03_analysis accepts the grid's labels: the paper names a grid
 config gives its models (`label:`, recorded in grid.json `aliases`) as well as the display names; an
 unknown name is an error listing the known ones, refused before the report renders."""
 
@@ -89,7 +89,7 @@ def test_cli_refuses_an_unknown_compare_name_before_rendering(tmp_path):
 
 
 def test_the_report_names_configurations_by_their_grid_labels(tmp_path):
-    """Issue 19 point 9: the grid's labels were never shown. 03 names configurations by them
+    """The grid's labels used to be never shown. 03 names configurations by them
     (RunSet.labelled); Table 1 still matches on the model; every earlier name still resolves."""
     rs = load_runs(str(_grid(tmp_path) / "grid.json")).labelled()
     assert sorted(rs.runs["config"]) == ["GPT-4.1", "GPT-5.4 (medium)", "GPT-5.4 (none)"]

@@ -35,7 +35,7 @@ def test_small_synthetic_set(tmp_path):
         {"runs": str(tmp_path / "runs" / "*"), "n_boot": 200, "semantic_distance": False, "min_group_size": 10},
     )
     assert rec["runs"] == {"n_runs": 6, "n_records": 1200, "synthetic": True, "langs": ["en", "ru"], "unfinished": []}
-    assert rec["seeds"]["analysis"] == {"seed": 0, "n_boot": 200, "n_perm": 1000}  # issue 10.17: seeds in the report
+    assert rec["seeds"]["analysis"] == {"seed": 0, "n_boot": 200, "n_perm": 1000}  # the seeds are in the report
     assert {v["seed"] for v in rec["seeds"]["runs"].values()} == {1}
     assert "SYNTHETIC DATA — NOT RESULTS" in html
     t = rec["table1"]

@@ -1,5 +1,5 @@
 """One population per comparison, judge coverage in every section, labels counted once per item,
-p-values and missing values printed one way (issue 18 findings 6, 10, 11; build 4 and 6)."""
+p-values and missing values printed one way."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def _en_ru(tmp_path, n_creative=40, n_factual=30):
 
 
 def test_paired_tests_run_on_table_1s_population(tmp_path, shown):
-    # issue 18 finding 6: En vs Ru included the 30 factual items (n = 70, Ru − En = 14.3 pp); Table 1 is
+    # En vs Ru used to include the 30 factual items (n = 70, Ru − En = 14.3 pp); Table 1 is
     # the creative subset, and so is the paired test now (n = 40, Ru − En = 25.0 pp)
     rs = _en_ru(tmp_path)
     out = report.paired_section(rs)

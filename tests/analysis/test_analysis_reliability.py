@@ -135,7 +135,7 @@ def test_format_cost():
 
 
 def test_judge_vs_em_one_rater_constant_has_no_interval():
-    """Issue 18 finding 7: the judge accepts all 8, EM 5 of them: κ = 0.0 (statsmodels too), but its
+    """The judge accepts all 8, EM 5 of them: κ = 0.0 (statsmodels too), but its
     test is NaN there; the interval was shown as 0.0 [0.0, 0.0], now NaN with a note."""
     rows = [{"judge": 1.0, "em_strict": e, "judge_status": "scored", "id": f"i{k}"}
             for k, e in enumerate([1.0] * 5 + [0.0] * 3)]

@@ -137,7 +137,7 @@ def test_empty_runset_gives_empty_table(tmp_path):
     assert long.empty and table1_wide(long).empty and table1_display(long).empty
 
 
-# ---------------------------------------------------------------- issue 10: denominators, coverage, overlay
+# ---------------------------------------------------------------- denominators, coverage, overlay
 
 
 def _judge_run(tmp_path, n_scored: int, n_all: int, name: str = "j_en", **manifest):
@@ -228,7 +228,7 @@ def test_delta_carries_both_sides_uncertainty(tmp_path):
 
 
 def test_delta_uses_the_paper_comparable_accuracy(tmp_path):
-    # issue 18 build 5: the paper counted every response without "yes" as wrong. gpt-4.1 / en judge:
+    # the paper counted every response without "yes" as wrong. gpt-4.1 / en judge:
     # 8 right of 9 scored, 1 unscored, 10 items: ours 88.9%, paper-comparable 8/10 = 80.0%.
     from cresowlve_core.stats import diff_proportions
 

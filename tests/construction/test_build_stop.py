@@ -1,4 +1,4 @@
-"""``cresowlve build`` stops and exits as docs/reliability.md says (issue 20 points 3, 4, 5, 6).
+"""``cresowlve build`` stops and exits as docs/reliability.md says.
 
 Before: a signal ended with an ``error:`` line instead of ``interrupted (…)``, and with SIGINT
 ignored SIGTERM wrote no summary; per-item errors exited 0 with no stderr line; a build from an

@@ -86,7 +86,7 @@ def test_fleiss_and_ac1_carry_seeded_item_bootstrap_intervals() -> None:
 
 
 def test_multilabel_label_repeated_within_an_item_counts_once_and_has_intervals() -> None:
-    """"History" listed twice by one rater on one item is one rating, not two (issue 18 finding 10)."""
+    """"History" listed twice by one rater on one item is one rating, not two."""
     twice = [[["History", "History"], ["History"]], [["Art"], ["Art", "History"]], [[], ["Art"]], [["Art"], ["Art"]]]
     once = [[sorted(set(s)) for s in row] for row in twice]
     res, ref = multilabel_agreement(twice, n_boot=200), multilabel_agreement(once, n_boot=200)

@@ -1,4 +1,4 @@
-"""A base model gets few-shot completion prompts in the construction (issue 19, point 5).
+"""A base model gets few-shot completion prompts in the construction.
 
 Before, every step sent the embedded Gemma 3 270M (a base model) a chat prompt; it copied the prompt
 back and 0 of 3 items parsed in each of the 8 steps. Now a base-model endpoint (provider profile

@@ -269,7 +269,7 @@ def test_opening_a_build_without_a_queue_creates_nothing(tmp_path: Path) -> None
 
 
 def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) -> None:
-    """Issue 19 point 9: the English fix fields drew as a JSON-like dictionary; now one labelled text
+    """The English fix fields used to draw as a JSON-like dictionary; now one labelled text
     area per field, with the confirmation of the last save kept in a state shown above the next card."""
     import importlib.util
     from types import SimpleNamespace

@@ -1,4 +1,4 @@
-"""``contamination run`` stops as docs/reliability.md says (issue 20 points 3, 4, 5, 6).
+"""``contamination run`` stops as docs/reliability.md says.
 
 Before: Ctrl-C or SIGTERM during a quiz was absorbed by that quiz and the pipeline went on (161
 more requests, then exit 3); with SIGINT ignored SIGTERM wrote no summary; a dead perturber still

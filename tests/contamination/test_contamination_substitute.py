@@ -1,4 +1,4 @@
-"""Lexical substitution, the perturbation protocol of a base-model perturber (issue 19 point 5):
+"""Lexical substitution, the perturbation protocol of a base-model perturber:
 the words picked, the synonyms read and rejected, the rewrites built (pure); then, against the fake
 server with the embedded profile, the whole pipeline: ``/completions`` only, every word→synonym
 call recorded, the quizzes answered, and a re-run sends 0 requests."""

@@ -1,4 +1,4 @@
-"""The contamination verdict on the item as the unit (issue 18: findings 1, 2, 5; What to build 1)."""
+"""The contamination verdict on the item as the unit: n = 1 per set, BCQ repeats, one metric per configuration."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def completions(set_name: str, item: str, guided: float, general: float) -> list
             for m, v in (("guided", guided), ("general", general))]
 
 
-# ------------------------------------------------------------------ finding 1: n = 1 per set
+# ------------------------------------------------------------------ n = 1 per set
 
 
 def test_one_item_per_set_is_not_tested():
@@ -68,7 +68,7 @@ def test_the_floor_is_per_set():
     assert MIN_ITEMS == 20
 
 
-# ------------------------------------------------------------------ finding 2: BCQ repeats
+# ------------------------------------------------------------------ BCQ repeats
 
 
 def test_bcq_14_of_40_items_not_42_of_120_trials():
@@ -163,7 +163,7 @@ def test_controls_are_matched_on_difficulty():
     assert lone.dropped_target == 1 and "left out: 1 target item(s) at levels the other set lacks" in lone.sets_text("target", "wrong_both")
 
 
-# ------------------------------------------------------------------ finding 5: one metric per configuration
+# ------------------------------------------------------------------ one metric per configuration
 
 
 def _write(root: Path, rows: dict[str, list[dict]]) -> str:

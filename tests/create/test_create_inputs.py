@@ -1,4 +1,4 @@
-"""Issue 20, points 9 and 13: ``create --queries`` errors name file:line, every check runs before
+"""``create --queries`` errors name file:line, every check runs before
 anything is written, and the lock is taken before the manifest is touched."""
 
 from __future__ import annotations

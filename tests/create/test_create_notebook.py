@@ -28,7 +28,7 @@ def test_notebook_07_default_run(tmp_path, monkeypatch, recorded_create_embeddin
     assert 0.9 < rec["validity_agreement"] < 1.0
     assert set(rec["distinctiveness"]) == set(at_09)
     assert rec["local_model"]["status"] == "skipped"
-    # adjacent configurations compared paired by query (issue 18): 7 pairs at each of 2 patience values
+    # adjacent configurations compared paired by query: 7 pairs at each of 2 patience values
     paired = rec["paired"]
     assert len(paired) == 14 and all(r["n_queries"] >= 13 for r in paired)
     last = [r for r in paired if r["patience"] == 0.9 and r["b"] == "qwen3-32b__original"][0]

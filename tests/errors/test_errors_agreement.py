@@ -147,7 +147,7 @@ def test_annotation_panel_builds_and_saves(tmp_path):
 
 
 def test_cohen_kappa_perfect_agreement_with_a_rare_label_is_not_shown_as_certain():
-    """Issue 18 finding 7: two annotators agree on 9 × x and 1 × y. κ = 1 (sklearn too); 347 of the
+    """Two annotators agree on 9 × x and 1 × y. κ = 1 (sklearn too); 347 of the
     1000 resamples miss the y item (expected 1000 · 0.9¹⁰ ≈ 349) and κ is undefined there. Before,
     they were dropped silently and the rest gave 1.0 [1.0, 1.0]; now: no interval, with a note."""
     from sklearn.metrics import cohen_kappa_score

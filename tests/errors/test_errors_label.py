@@ -164,7 +164,7 @@ def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
 
 
 def test_errored_and_empty_answers_are_no_answer_never_labelled(tmp_path):
-    """Issue 18 finding 3: an errored call (no output) and an empty prediction are wrong by the rule,
+    """An errored call (no output) and an empty prediction are wrong by the rule,
     but there is no answer to label: before, 3 wrong answers went to the labeller; now 1, and 2
     are counted as no answer (1 errored, 1 empty)."""
     items = _items(4)

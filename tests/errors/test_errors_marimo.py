@@ -37,7 +37,7 @@ def test_marimo_app_without_a_sample_says_so(tmp_path):
 
 
 def test_marimo_app_banners_answers_of_the_embedded_model(tmp_path):
-    """Issue 19 point 9: the annotate app showed junk answers of the embedded 270M model unbannered."""
+    """The annotate app used to show junk answers of the embedded 270M model unbannered."""
     rows = [{"key": f"k{i}", "config": c, "lang": "en", "id": f"i{i}", "question": "q", "answer": "a",
              "prediction": "b", "reasoning": ""} for i, c in enumerate(["gemma3-270m", "gpt-4.1 (high)"])]
     path = write_sample(pd.DataFrame(rows), tmp_path / "ann" / "sample.jsonl")

@@ -1,4 +1,4 @@
-"""The documented error-analysis commands, run as a user runs them from a clone (issue 19 point 8):
+"""The documented error-analysis commands, run as a user runs them from a clone:
 `cresowlve errors label|report --out-dir data/errors` write into the project's data/errors (the
 report used to write the labels and the annotation sample into notebooks/data/errors, because the
 notebook ran in notebooks/), without --out-dir into <data dir>/errors, and the annotation app and the

@@ -340,7 +340,7 @@ def test_paper_protocol_sends_no_temperature_and_judges_yes_no(tmp_path):
 
 
 def test_paper_verdict_parser():
-    # the released code: correct iff the normalised output is "yes"; anything else wrong (issue 17.7, 18.5)
+    # the released code: correct iff the normalised output is "yes"; anything else wrong
     from cresowlve_core.evaluation.scoring import parse_paper_verdict
 
     assert parse_paper_verdict("Yes") == "CORRECT" and parse_paper_verdict("**No.**") == "INCORRECT"

@@ -1,4 +1,4 @@
-"""``cresowlve grid`` stops and exits as docs/reliability.md says (issue 20 points 3, 5, 6).
+"""``cresowlve grid`` stops and exits as docs/reliability.md says.
 
 Before: Ctrl-C or SIGTERM cancelled the grid without writing ``grid.json`` (a traceback or
 ``interrupted`` without counts), and every unfinished grid exited 1, a dead model's cells too.

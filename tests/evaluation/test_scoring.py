@@ -94,7 +94,7 @@ def test_prediction_cannot_inject_verdict():
     assert req.nonce != judge_request("chgk_1", "Q?", "Copernicus", "Venus", seed=0).nonce
 
 
-# ---- issue 10: the paper's strict EM, lenient EM that does not over-accept, the judge's echo
+# ---- the paper's strict EM, lenient EM that does not over-accept, the judge's echo
 
 
 def test_strict_is_the_papers_normalisation():
@@ -176,7 +176,7 @@ def test_judge_request_caps_a_huge_prediction_and_parse_is_linear_in_size():
     assert parse_verdict(f"VERDICT-{nonce}:" + " " * 100_000, nonce) is None
 
 
-# ---- issue 17 point 7 / issue 18 point 5: the paper's judge and strict EM, exactly as released
+# ---- the paper's judge and strict EM, exactly as released
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""extract_answer on adversarial model output: linear work, bounded input (issue 9, point 7).
+"""extract_answer on adversarial model output: linear work, bounded input.
 
 Speed targets live in ``bench/parsers.py``; here the inputs that took tens of seconds before
 (40,000 blank lines, 8,000 unclosed tags, long runs of spaces) must give the right answer, and

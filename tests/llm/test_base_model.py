@@ -1,4 +1,4 @@
-"""A base model is spoken to with few-shot completion prompts (issue 19 point 5): the embedded
+"""A base model is spoken to with few-shot completion prompts: the embedded
 endpoint's profile chooses them for answers, judge verdicts, error labels and quiz letters, and an
 echo of the prompt is never an answer. Against the fake server, with the embedded profile mapped
 to its port exactly as the embedded server maps its own (llm/local.py)."""

@@ -1,4 +1,4 @@
-"""The client against real faults (issue 9): per-item 400s, a dead endpoint, a dripping server,
+"""The client against real faults: per-item 400s, a dead endpoint, a dripping server,
 keys that must never be stored, cache errors, quiet retry logs, the embedded server's model id."""
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ def test_own_hosts_are_mapped_by_environment(monkeypatch: pytest.MonkeyPatch) ->
         detect("http://gpu-box/v1")
 
 
-def test_every_profile_named_in_the_issue_exists() -> None:
+def test_every_documented_profile_exists() -> None:
     assert {"openai", "azure", "gemini", "openrouter", "vllm", "llama-cpp", "ollama", "generic"} <= set(PROFILES)
     assert get_profile("vllm-qwen3").name == "vllm"  # the old --preset names keep working
 

@@ -1,4 +1,4 @@
-"""The transport and the client against hostile local servers (issue 20, points 8-11 and 4):
+"""The transport and the client against hostile local servers:
 keep-alive desync, duplicate Content-Length, 204 and bare-LF answers, proxies (407, a dropped
 CONNECT, a dead proxy, a CONNECT tunnel), an RST after partial headers, http:// to a TLS port,
 a gzip bomb, private CAs through REQUESTS_CA_BUNDLE / SSL_CERT_FILE / SSL_CERT_DIR, and an

@@ -1,4 +1,4 @@
-"""A local replay server that answers like real OpenAI-compatible providers (issue 17, point 8).
+"""A local replay server that answers like real OpenAI-compatible providers.
 
 Each provider lives under its own path prefix on one loopback port::
 

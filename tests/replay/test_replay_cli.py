@@ -1,4 +1,4 @@
-"""Issue 17's "done when" checks, run as a new user would: ``cresowlve eval`` in a subprocess
+"""What a new user sees, run as a new user would: ``cresowlve eval`` in a subprocess
 against the replay server (tests/replay/server.py), which answers with recorded provider bodies.
 
 The base URLs are loopback, so the provider profile is named with ``--provider`` (a real URL's

@@ -1,6 +1,6 @@
 """Every recorded provider body (tests/replay/fixtures) read by the project's wire functions.
 
-Expectations are the ones issue 17 states: the one-line message is the provider's own inner
+Expectations: the one-line message is the provider's own inner
 message; rate limits are retried and never counted as a dead endpoint; a problem of one request
 (context length in any wording, content filter) fails that item; auth, unknown model and
 unsupported parameters are fatal.
@@ -130,7 +130,7 @@ def test_error_bodies_classify(name, kind, message):
     assert failure.dead_sign is None  # a provider's JSON error is never a sign of a dead endpoint
 
 
-# --------------------------------------------------------------------------- errors in every provider's shape (issue 17.2)
+# --------------------------------------------------------------------------- errors in every provider's shape
 
 SHAPES = [
     # fixture, kind, the provider's inner message (start): never the raw JSON list
@@ -168,9 +168,9 @@ def test_every_error_fixture_has_an_expectation():
     assert covered == {n for n in ALL if load(n)["status"] >= 400}
 
 
-#: error fixtures whose class the issue does not state (kept for the replay server and the record)
+#: error fixtures whose class no expectation above pins (kept for the replay server and the record)
 NOT_ASSERTED = {
-    "gemini/err_501_unimplemented_list": "a 5xx that cannot succeed (wrong base URL); the issue states no class",
+    "gemini/err_501_unimplemented_list": "a 5xx that cannot succeed (wrong base URL); no expected class",
 }
 
 

@@ -1,5 +1,5 @@
 """The paper's grid (configs/paper_table1.yaml) as shipped, pointed at the replay server: all 18
-configurations x 2 languages finish with exit 0 (issue 17, point 8).
+configurations x 2 languages finish with exit 0.
 
 Only the base URLs are rewritten to the replay server's prefixes (the host no longer tells the
 provider, so each model gets the ``provider:`` its real host selects), the items are the hub

@@ -1,4 +1,4 @@
-"""Issue 20, points 6 and 10 (part): full disks, failing caches, and the fsync off the event loop.
+"""Full disks, failing caches, and the fsync off the event loop.
 
 * The run directory is the source of truth: a cache that fails (full, read-only, locked) is one
   WARNING and the run goes on uncached; nothing is lost, nothing is re-sent on resume.

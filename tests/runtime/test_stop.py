@@ -1,5 +1,5 @@
 """runtime/stop.py in-process: a requested stop cancels the running step and the later steps send
-nothing; SIGINT stays ignored when it was (issue 20 point 3). The subprocess tests that signal each
+nothing; SIGINT stays ignored when it was. The subprocess tests that signal each
 pipeline are tests/*/test_*_stop.py and tests/test_mainjob_stop.py."""
 
 from __future__ import annotations

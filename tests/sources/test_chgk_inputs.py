@@ -1,4 +1,4 @@
-"""Packs in unusual shapes (issue 9, point 19): UTF-16 is decoded, an empty pack is a warning."""
+"""Packs in unusual shapes: UTF-16 is decoded, an empty pack is a warning."""
 
 from __future__ import annotations
 

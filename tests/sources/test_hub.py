@@ -219,7 +219,7 @@ def test_download_failure_is_a_clear_error(monkeypatch):
 
 
 def test_download_failure_is_one_line_with_a_local_file_hint(monkeypatch):
-    """Issue 14: ``--items hub:en`` offline says it downloads from the hub and how to avoid it."""
+    """``--items hub:en`` offline says it downloads from the hub and how to avoid it."""
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
 
     def unreachable(**kwargs):

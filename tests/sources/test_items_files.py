@@ -1,4 +1,4 @@
-"""load_items on bad items files (issue 9, points 8, 9 and 12): one clear error, before any request."""
+"""load_items on bad items files: one clear error, before any request."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _write(path: Path, rows: list, *, raw: str | None = None) -> Path:
     return path
 
 
-# --- point 12: file shapes ------------------------------------------------------------------------
+# --- file shapes ---------------------------------------------------------------------------------
 
 
 def test_utf8_bom_is_accepted(tmp_path):
@@ -100,7 +100,7 @@ def test_line_separator_inside_a_string_is_kept(tmp_path):
     assert [n for n, _ in read_jsonl_objects(path)] == [1]
 
 
-# --- point 8: duplicate ids -------------------------------------------------------------------------
+# --- duplicate ids ----------------------------------------------------------------------------------
 
 
 def test_duplicate_ids_are_an_error_naming_them(tmp_path):
@@ -121,7 +121,7 @@ def test_duplicate_ids_in_published_jsonl(tmp_path):
         load_items(str(path), "en")
 
 
-# --- point 9: invalid text ------------------------------------------------------------------------
+# --- invalid text ---------------------------------------------------------------------------------
 
 
 def test_lone_surrogate_is_rejected_by_id_before_anything_is_sent(tmp_path):

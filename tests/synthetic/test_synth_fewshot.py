@@ -1,5 +1,5 @@
-"""A base-model verbaliser and solver get few-shot completion prompts (issue 19 point 5, "Synthetic:
-0 of 4 kept"): the embedded Gemma 3 270M copied the chat prompt back, so 0 of 4 verbalisations
+"""A base-model verbaliser and solver get few-shot completion prompts (the chat prompts gave
+"Synthetic: 0 of 4 kept"): the embedded Gemma 3 270M copied the chat prompt back, so 0 of 4 verbalisations
 parsed and the solver got nothing. The line parser keeps the chat parser's guards; the prompt is
 chosen by the endpoint's provider profile; end to end against the fake server mapped to the
 ``embedded`` profile exactly as the embedded server maps its own port (llm/local.py)."""

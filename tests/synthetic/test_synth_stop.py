@@ -1,4 +1,4 @@
-"""``cresowlve synth`` stops and exits as docs/reliability.md says (issue 20 points 3, 4, 5, 6).
+"""``cresowlve synth`` stops and exits as docs/reliability.md says.
 
 Before: after SIGTERM synth exited 3 (not 143); a dead verbaliser or solver exited 3 with a
 line that did not say which; per-item errors exited 0 with no stderr line; an empty candidate
