@@ -40,7 +40,7 @@ from pydantic import BaseModel, Field
 from cresowlve_core.create.judges import CompletesChat
 from cresowlve_core.create.paths import ParsedAnswer, normalise_path, parse_answer
 from cresowlve_core.create.paths import Path as PathT
-from cresowlve_core.create.queries import CreateQuery, default_queries_path, load_queries
+from cresowlve_core.create.queries import CreateQuery, load_queries
 from cresowlve_core.create.records import (
     GenerateSummary,
     GenerationRecord,
@@ -157,30 +157,14 @@ def plan_rounds(queries: Sequence[CreateQuery], variation: str, n_samples: int, 
 # --------------------------------------------------------------------------- manifests
 
 
-def upgrade_legacy_manifest(m: Manifest) -> Manifest:
-    """A manifest written before the runtime (kind ``create``, settings at the top level) in the
-    runtime's form (kind ``create_generate``, settings in ``identity``). Others pass unchanged."""
-    if m.kind != "create":
-        return m
-    extra = m.model_extra or {}
-    qp = extra.get("queries_path")
-    items = SHIPPED if not qp or Path(str(qp)) in (Path("data/create/queries.jsonl"), default_queries_path()) else str(qp)
-    identity = {"variation": extra.get("variation", "original"), "n_samples": extra.get("n_samples", 1),
-                "n_rounds": extra.get("n_rounds", 1), "seed": m.seed, "temperature": m.temperature,
-                "max_tokens": m.max_tokens}
-    return m.model_copy(update={"kind": KIND, "identity": identity, "items": items,
-                                "n_items": m.n_items if m.n_items is not None else extra.get("n_queries")})
-
-
 def read_generation_manifest(run_dir: str | Path) -> Manifest:
     """The (upgraded) manifest of a generation run directory; a clear error if there is none."""
     path = Path(run_dir)
     if not (path / "manifest.json").is_file():
         raise MissingInput(f"{path}: not a CREATE run directory (no manifest.json); "
                                 "make one with `cresowlve create generate`")
-    m = RunDir(path).read_manifest()
+    m = RunDir(path).read_manifest()  # a manifest of an older layout is upgraded as it is read
     assert m is not None
-    m = upgrade_legacy_manifest(m)
     if m.kind != KIND:
         raise InputError(f"{path}: holds a {m.kind!r} run, not a CREATE generation run")
     return m
@@ -244,9 +228,6 @@ async def agenerate(
         raise InputError(f"variation 'iterate' is a conversation and needs a chat model; {endpoint.describe()} "
                          "is a base model (few-shot completion prompts): use 'original' or 'resample'")
     run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
-    old = run.read_manifest()
-    if old is not None and old.kind == "create":  # written before the runtime: upgrade in place
-        run.write_manifest(upgrade_legacy_manifest(old))
     prompts = [load_prompt(FEWSHOT_PROMPT if base else GENERATE_PROMPT).tag] + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
     manifest = run.begin(new_manifest(
         KIND, model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,

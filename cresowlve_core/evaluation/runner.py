@@ -627,7 +627,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True
-    run.write_json("summary.json", summary)
+    run.write_summary(summary)
     return summary
 
 

@@ -7,16 +7,22 @@ the stage-specific ``identity``. A loopback server on another port (the embedded
 server restarted) is the same base URL, recorded in ``base_url_history``. Settings that do not change
 an answer (concurrency, limits, timeouts, the cache) may change. A field an old manifest never
 recorded is not compared, so runs written before it still resume.
+
+Every run directory records its layout in ``format_version`` (the manifest's and summary.json's;
+the manifest's covers the record files it describes, responses.jsonl among them). An older run
+directory is read through one function, :func:`upgrade_manifest`; a newer one is refused.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.failures import UsageError
+from cresowlve_core.paths import shipped_data
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.secrets import strip_url_credentials
 
@@ -33,9 +39,50 @@ _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 #: resume fields that manifests did not always record: compared only when the old manifest has them
 _ADDED_LATER = frozenset({"provider", "api"})
 
+#: The layout of a run directory's files: 2 since ``format_version`` is recorded; 1 (no field) before.
+#: Layout 1 had manifests without ``kind`` (evaluation), with ``prompt: {name, version}`` instead of
+#: ``prompts``, CREATE generation manifests of kind ``create`` with their settings at the top level,
+#: and evaluation records with top-level ``em_strict`` / ``em_lenient`` booleans and no ``scores``
+#: (read as scores by :func:`cresowlve_core.analysis.loading.load_run`).
+FORMAT_VERSION = 2
+
 
 class ResumeError(UsageError, ValueError):
     """The run directory holds a run of another configuration."""
+
+
+def upgrade_manifest(data: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of a run directory of an older layout (``format_version`` below
+    :data:`FORMAT_VERSION`, or none) in this layout; a current one unchanged. Refuses (``ValueError``,
+    which :meth:`~cresowlve_core.runtime.RunDir.read_manifest` reports as an unusable run directory)
+    a layout newer than this code reads."""
+    data = dict(data)
+    version = data.get("format_version", 1)
+    if not isinstance(version, int) or version > FORMAT_VERSION:
+        raise ValueError(f"format_version {version!r} is newer than this cresowlve reads ({FORMAT_VERSION}); "
+                         "upgrade cresowlve to read this run directory")
+    if version < 2:
+        data.setdefault("kind", "eval")
+        old = data.get("prompt")
+        if isinstance(old, dict) and "name" in old and not data.get("prompts"):
+            data["prompts"] = [f"{old['name']}@{old.get('version')}"]
+        if data["kind"] == "create":
+            data = _create_generation_of_layout_1(data)
+    data["format_version"] = FORMAT_VERSION
+    return data
+
+
+def _create_generation_of_layout_1(data: dict[str, Any]) -> dict[str, Any]:
+    """CREATE's generation manifest before the runtime (kind ``create``, settings at the top level) as
+    the runtime's (kind ``create_generate``, settings in ``identity``, ``items`` ``shipped`` or the path)."""
+    qp = data.get("queries_path")
+    shipped = not qp or Path(str(qp)) in (Path("data/create/queries.jsonl"), shipped_data("create", "queries.jsonl"))
+    identity = {"variation": data.get("variation", "original"), "n_samples": data.get("n_samples", 1),
+                "n_rounds": data.get("n_rounds", 1), "seed": data.get("seed", 0),
+                "temperature": data.get("temperature"), "max_tokens": data.get("max_tokens")}
+    n_items = data.get("n_items") if data.get("n_items") is not None else data.get("n_queries")
+    return {**data, "kind": "create_generate", "identity": identity, "items": "shipped" if shipped else str(qp),
+            "n_items": n_items}
 
 
 class Manifest(BaseModel):
@@ -44,6 +91,7 @@ class Manifest(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     kind: str = Field(description="the stage: eval, create_generate, create_score, construction, ...")
+    format_version: int = Field(FORMAT_VERSION, description="the layout of the run directory's files")
     run_id: str = ""
     model: str | None = None
     base_url: str | None = None
@@ -80,14 +128,9 @@ class Manifest(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _upgrade(cls, data: Any) -> Any:
-        """Read manifests written before the runtime: ``prompt: {name, version}`` and CREATE's
-        ``kind: create``."""
+        """An older layout through :func:`upgrade_manifest`; a base URL's credentials never kept."""
         if isinstance(data, dict):
-            data = dict(data)
-            data.setdefault("kind", "eval")  # evaluation manifests written before ``kind`` was required
-            old = data.get("prompt")
-            if isinstance(old, dict) and "name" in old and not data.get("prompts"):
-                data["prompts"] = [f"{old['name']}@{old.get('version')}"]
+            data = upgrade_manifest(data)
             if data.get("base_url"):
                 data["base_url"] = strip_url_credentials(str(data["base_url"]))
         return data
@@ -104,7 +147,8 @@ def new_manifest(kind: str, **fields: Any) -> Manifest:
         from cresowlve_core.llm.profiles import detect
 
         fields["provider"] = detect(str(fields["base_url"])).name
-    return Manifest(kind=kind, git_sha=git_sha(), packages=package_versions(), started_at=now_iso(), **fields)
+    return Manifest(kind=kind, format_version=FORMAT_VERSION, git_sha=git_sha(), packages=package_versions(),
+                    started_at=now_iso(), **fields)
 
 
 def same_server(url: str | None) -> str | None:

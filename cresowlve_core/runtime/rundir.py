@@ -24,11 +24,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from pydantic import ValidationError
+
 from cresowlve_core import jsonl
 from cresowlve_core.failures import UsageError, failed_write
 from cresowlve_core.jsonl import dumps_line
 from cresowlve_core.outfiles import write_json
-from cresowlve_core.runtime.manifest import Manifest, ResumeError, check_resumable
+from cresowlve_core.runtime.manifest import FORMAT_VERSION, Manifest, ResumeError, check_resumable
 from cresowlve_core.runtime.provenance import now_iso
 from cresowlve_core.secrets import find_secret_values, scrub
 
@@ -97,10 +99,11 @@ class RunDir:
     def read_manifest(self) -> Manifest | None:
         if not self.manifest_path.exists():
             return None
-        try:
+        try:  # an older layout is upgraded as it is read (Manifest's validator: upgrade_manifest)
             return Manifest.model_validate_json(self.manifest_path.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise RunDirError(f"{self.manifest_path}: not a valid manifest ({str(exc).splitlines()[0]})") from exc
+        except ValidationError as exc:
+            why = "; ".join(str(e["msg"]) for e in exc.errors()[:3])
+            raise RunDirError(f"{self.manifest_path}: not a valid manifest ({why})") from exc
 
     def write_manifest(self, manifest: Manifest) -> None:
         self.write_json("manifest.json", manifest.model_dump(mode="json"))
@@ -141,10 +144,14 @@ class RunDir:
         try:
             self.write_manifest(manifest)
             if summary is not None:
-                self.write_json(SUMMARY, summary)
+                self.write_summary(summary)
         finally:
             self._release()
         return manifest
+
+    def write_summary(self, summary: dict[str, Any]) -> None:
+        """Write ``summary.json``, stamped with the run directory's ``format_version``."""
+        self.write_json(SUMMARY, {"format_version": FORMAT_VERSION, **summary})
 
     def write_json(self, filename: str, data: Any) -> None:
         """Write a whole JSON file atomically (manifest, summary)."""
