@@ -23,7 +23,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.create.paths import check_validity
 from cresowlve_core.create.queries import load_queries, query_id
-from cresowlve_core.failures import InputError
+from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.paths import shipped_data
 
 
@@ -122,9 +122,14 @@ def load_recorded(
     Queries are identified by their text-derived id, matched to the shipped query set when the
     query text is the same (so ids agree with ``data/create/queries.jsonl``).
     """
+    folder = Path(directory if directory is not None else recorded_dir())
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        what = "is not a folder" if not folder.is_dir() else "holds no *.jsonl file of recorded sets"
+        raise MissingInput(f"recorded_dir: {str(folder)!r} {what}")
     by_text = {q.query: q.id for q in load_queries()}
     out: list[ScoredSet] = []
-    for f in sorted(Path(directory if directory is not None else recorded_dir()).glob("*.jsonl")):
+    for f in files:
         for row in jsonl.read_jsonl(f):
             row.setdefault("query_id", by_text.get(row["query"]))
             out.append(recorded_set(f.stem, row, validity))

@@ -117,3 +117,13 @@ def test_threshold_zero_keeps_every_valid_path(recorded):
     )
     ones = replace(s, factuality=[[1.0] * len(p) for p in s.paths])
     assert creative_utility(ones.paths, ones.specificity, ones.factuality, ones.validity, embedder=hashed_embedder) == pytest.approx(lenient)
+
+
+def test_a_recorded_dir_without_sets_is_refused_naming_it(tmp_path):
+    from cresowlve_core.failures import MissingInput
+
+    with pytest.raises(MissingInput, match=r"recorded_dir: '.*nowhere' is not a folder"):
+        load_recorded(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MissingInput, match=r"'.*empty' holds no \*\.jsonl file"):
+        load_recorded(tmp_path / "empty")
