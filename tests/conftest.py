@@ -20,7 +20,8 @@
   ignore ``xdist_group`` silently: pytest-dev/pytest-xdist#1386.)
 * The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths are computed once per run, by the
   real model, and copied into the cache of each test that renders ``07_create``
-  (:func:`recorded_create_embeddings`).
+  (:func:`recorded_create_embeddings`) and, when nbval runs ``notebooks/07_create.ipynb``, into the
+  session's cache its kernel uses (:func:`pytest_collection_modifyitems`).
 """
 
 from __future__ import annotations
@@ -233,13 +234,10 @@ def recorded_create_embeddings(isolated_dirs) -> Path:
     return isolated_dirs["cache"]
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    """nbval starts a notebook's kernel with the session's directories: seed that cache before
-    ``07_create.ipynb``'s first cell."""
-    if item.path.name == "07_create.ipynb" and not item.config.stash.get(_SEEDED, False):
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """nbval starts a notebook's kernel with the session's directories: seed that cache when
+    ``07_create.ipynb`` is selected. (A collection hook, not a per-item one: per-item hooks of
+    ``tests/conftest.py`` never see the items under ``notebooks/``.)"""
+    if not config.option.collectonly and any(item.path.name == "07_create.ipynb" for item in items):
         seed_create_embeddings(Path(os.environ["CRESOWLVE_CACHE_DIR"]))
-        item.config.stash[_SEEDED] = True
-
-
-_SEEDED = pytest.StashKey[bool]()
