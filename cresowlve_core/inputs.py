@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Mapping
+from typing import Any
 
 #: the largest question or query accepted without ``--max-input-chars`` (65,536 characters)
 DEFAULT_MAX_INPUT_CHARS = 65_536
@@ -56,6 +58,18 @@ def add_max_input_chars(parser: argparse.ArgumentParser, what: str = "a question
 
     parser.add_argument("--max-input-chars", type=positive_int, default=None,
                         help=f"refuse {what} longer than N characters (default: {DEFAULT_MAX_INPUT_CHARS}, 64 KB)")
+
+
+def run_input_limit(manifest: Mapping[str, Any], given: int | None = None) -> int | None:
+    """The question size limit to read an evaluation run's items under again (the error labeller,
+    the contamination tests, their reports): ``given`` (a ``--max-input-chars``) when set, else the
+    limit the run accepted its items under (its manifest's ``config.max_input_chars``), else None
+    (:data:`DEFAULT_MAX_INPUT_CHARS`). A run made with a raised limit is read under that limit."""
+    if given is not None:
+        return given
+    config = manifest.get("config")
+    limit = config.get("max_input_chars") if isinstance(config, Mapping) else None
+    return limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else None
 
 
 def text_problem(text: object, field: str, *, max_chars: int | None = None, size_limited: bool = True) -> str | None:

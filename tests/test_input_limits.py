@@ -316,3 +316,41 @@ def test_every_command_that_reads_inputs_takes_max_input_chars(command):
     args = parser.parse_args([*command, *required.get(command[0], []), "--max-input-chars", "100000"])
     assert args.max_input_chars == 100_000
     assert "65536" in _chosen_parser(parser, args).format_help()
+
+
+def _raise_limit(run_dir: Path, limit: int) -> None:
+    """Record in a run's manifest that it accepted its items under ``--max-input-chars limit``."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    manifest["config"] = {"items": manifest["items"], "max_input_chars": limit}
+    (run_dir / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_run_input_limit_is_the_flag_else_the_runs_own_else_the_default():
+    from cresowlve_core.inputs import run_input_limit
+
+    raised = {"config": {"max_input_chars": 100_000}}
+    assert run_input_limit(raised) == 100_000
+    assert run_input_limit(raised, 80_000) == 80_000
+    assert run_input_limit({"config": {"max_input_chars": None}}) is None
+    assert run_input_limit({}) is None
+    assert run_input_limit({"config": {"max_input_chars": "100000"}}) is None  # a hand-edited string is not a limit
+
+
+def test_the_error_labeller_reads_a_runs_items_under_the_limit_the_run_was_made_with(tmp_path):
+    """A run evaluated with --max-input-chars 100000 over a 70,000-character question is read again
+    under that limit (its wrong answer is labelled), while a run made under the default is refused."""
+    from test_errors_label import write_run
+
+    from cresowlve_core.analysis.loading import load_runs
+    from cresowlve_core.errors.wrong import collect_wrong
+
+    items = [Item(id="chgk_0000000000", en=ItemView(question="Who?", answer="A0")),
+             Item(id="chgk_0000000001", en=ItemView(question="x" * BIG, answer="A1"))]
+    run = write_run(tmp_path, "en", items, {it.id: False for it in items})
+    with pytest.raises(ItemsFileError, match="70,000 characters"):
+        collect_wrong(load_runs(str(run)))
+    _raise_limit(run, 100_000)
+    wrong, _ = collect_wrong(load_runs(str(run)))
+    assert sorted(w.id for w in wrong) == ["chgk_0000000000", "chgk_0000000001"]
+    with pytest.raises(ItemsFileError, match="70,000 characters"):  # a flag given still decides
+        collect_wrong(load_runs(str(run)), max_input_chars=DEFAULT_MAX_INPUT_CHARS)

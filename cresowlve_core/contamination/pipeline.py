@@ -37,6 +37,7 @@ from cresowlve_core.contamination import quiz as qz
 from cresowlve_core.contamination.perturb import CHAT_PROTOCOL, QuizItem, Rejection, aperturb, protocol_of, rejections
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.errors.wrong import find_or_make_runs
+from cresowlve_core.inputs import run_input_limit
 from cresowlve_core.llm.base_model import first_line
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -139,17 +140,18 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     from cresowlve_core.analysis.loading import read_manifest
 
     questions: dict[str, str] = {}
-    specs = set()
+    specs: set[tuple[str, int | None]] = set()  # (items, the question size limit to read them under)
     for _, run in data.runs.iterrows():
         if run["lang"] == lang and run["config"] in set(members["config"]):
             try:
-                specs.add((read_manifest(Path(run["path"])) or {}).get("items") or "demo")
+                manifest = read_manifest(Path(run["path"])) or {}
+                specs.add((manifest.get("items") or "demo", run_input_limit(manifest, max_input_chars)))
             except (ValueError, OSError) as exc:
                 notes.append(f"`{run['run_id']}`: manifest unreadable ({exc}); assuming the demo items")
-                specs.add("demo")
-    for spec in sorted(specs):
+                specs.add(("demo", max_input_chars))
+    for spec, limit in sorted(specs, key=lambda s: (s[0], s[1] or 0)):
         try:
-            loaded = load_items(spec, lang, max_input_chars=max_input_chars)  # type: ignore[arg-type]
+            loaded = load_items(spec, lang, max_input_chars=limit)  # type: ignore[arg-type]
             questions |= {it.id: it.view(lang).question for it in loaded}  # type: ignore[arg-type]
         except ItemsFileError:  # a bad items file is refused, never quizzed in part
             raise

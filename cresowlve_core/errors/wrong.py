@@ -30,6 +30,7 @@ from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
 from cresowlve_core.analysis.loading import no_answer as loading_no_answer
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.select import EM, JUDGE
+from cresowlve_core.inputs import run_input_limit
 from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -121,13 +122,14 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
     if data.empty:
         return [], pd.DataFrame(columns=TALLY_COLUMNS)
     df = data.responses.join(config_correctness(data.responses))
-    items_cache: dict[tuple[str, str], dict[str, Any]] = {}
+    items_cache: dict[tuple[str, str, int | None], dict[str, Any]] = {}
     wrong: list[WrongAnswer] = []
     tally = []
     for _, run in data.runs.iterrows():
         part = df[df["run_id"] == run["run_id"]]
         manifest = read_manifest(Path(run["path"])) or {}
         spec = manifest.get("items") or "demo"
+        limit = run_input_limit(manifest, max_input_chars)
         records = read_records(run["path"])
         # an errored call has no value on load (analysis.loading.no_answer); this tally keeps it beside the
         # wrong answers as "no answer": never labelled
@@ -148,16 +150,16 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
                 row["n_no_answer"] += 1
                 row[f"n_no_answer_{why}"] += 1
                 continue
-            if (spec, lang) not in items_cache:
+            if (spec, lang, limit) not in items_cache:
                 try:
-                    loaded = load_items(spec, lang, max_input_chars=max_input_chars)  # type: ignore[arg-type]
-                    items_cache[(spec, lang)] = {it.id: it for it in loaded}
+                    loaded = load_items(spec, lang, max_input_chars=limit)  # type: ignore[arg-type]
+                    items_cache[(spec, lang, limit)] = {it.id: it for it in loaded}
                 except ItemsFileError:  # a bad items file is refused, never labelled in part
                     raise
                 except (OSError, ValueError) as exc:
                     log.warning("items %r (%s) could not be loaded: %s", spec, lang, exc)
-                    items_cache[(spec, lang)] = {}
-            item = items_cache[(spec, lang)].get(str(r.id))
+                    items_cache[(spec, lang, limit)] = {}
+            item = items_cache[(spec, lang, limit)].get(str(r.id))
             row["n_wrong_judge" if r.basis == "judge" else "n_wrong_em"] += 1
             if item is None:
                 row["n_no_item"] += 1
