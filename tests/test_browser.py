@@ -8,6 +8,7 @@ console error or uncaught exception. Skips cleanly when Chromium (Debian's ``chr
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,7 @@ def _screenshots():
     spec = importlib.util.spec_from_file_location("screenshots", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there while it executes
     spec.loader.exec_module(module)
     return module
 
