@@ -88,6 +88,12 @@ def styler(df: pd.DataFrame, **fmt: Any) -> Styler:
     return s
 
 
+def display_table(df: pd.DataFrame, digits: int = 3) -> Styler:
+    """A frame for a report: every string escaped (:func:`styler`), numbers rounded to ``digits``,
+    missing values as ``–``, no index."""
+    return styler(df, na_rep="–", precision=digits).hide(axis="index")
+
+
 def csv_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``, ``@``, a tab
     or a carriage return gets a leading ``'`` (OWASP). Numbers and other values are returned unchanged,

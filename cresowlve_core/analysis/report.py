@@ -44,7 +44,8 @@ LONG_TABLE_ROWS = 500
 
 
 def table_html(obj: Any) -> str:
-    """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows.
+    """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows,
+    and without pandas' default 0..n-1 row numbers.
 
     The indentation pandas puts between tags is dropped (a third of a long table's bytes; whitespace
     between table tags is not displayed); cell text is kept as it is. A DataFrame longer than
@@ -52,7 +53,8 @@ def table_html(obj: Any) -> str:
     if isinstance(obj, pd.DataFrame):
         if len(obj) > LONG_TABLE_ROWS:
             return long_table_html(obj)
-        inner = _missing_as_dash(obj).to_html(max_rows=None, max_cols=None, na_rep=MISSING)
+        inner = _missing_as_dash(obj).to_html(max_rows=None, max_cols=None, na_rep=MISSING,
+                                              index=not _row_numbers_only(obj))
     else:  # a Styler
         inner = obj.to_html()
     return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{_BETWEEN_TAGS.sub("><", inner)}</div>'
@@ -66,10 +68,15 @@ def long_table_html(df: pd.DataFrame) -> str:
     The text is escaped (it holds run and label names)."""
     import html
 
-    text = _missing_as_dash(df).to_csv(na_rep=MISSING)
+    text = _missing_as_dash(df).to_csv(na_rep=MISSING, index=not _row_numbers_only(df))
     summary = f"Table: {len(df):,} rows × {len(df.columns)} columns (comma-separated; click to open)"
     return (f'<details class="cresowlve-table"><summary>{summary}</summary>'
             f'<pre style="{SCROLL_STYLE}">{html.escape(text)}</pre></details>')
+
+
+def _row_numbers_only(df: pd.DataFrame) -> bool:
+    """Whether the index is pandas' default 0..n-1, which carries nothing a reader needs."""
+    return isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1
 
 
 def _missing_as_dash(df: pd.DataFrame) -> pd.DataFrame:

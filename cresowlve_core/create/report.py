@@ -39,7 +39,7 @@ from cresowlve_core.create.utility import (
 )
 from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
 from cresowlve_core.text import plural
-from cresowlve_core.untrusted import styler
+from cresowlve_core.untrusted import display_table
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -496,9 +496,7 @@ def local_section(
 # --------------------------------------------------------------------------- display
 
 
-def show_table(df: pd.DataFrame, digits: int = 3) -> object:
-    """A table for the report: numbers rounded, missing values as ``–``, no index."""
-    return styler(df, na_rep="–", precision=digits).hide(axis="index")
+show_table = display_table
 
 
 def comparisons_display(cmp: pd.DataFrame) -> object:

@@ -39,8 +39,8 @@ from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
 from cresowlve_core.runtime import ClientOptions, RunDir
 from cresowlve_core.stats import format_p
 from cresowlve_core.text import slug
+from cresowlve_core.untrusted import display_table, styler
 from cresowlve_core.untrusted import say as say  # re-exported for contamination
-from cresowlve_core.untrusted import styler
 
 
 def show(obj: Any) -> None:
@@ -49,9 +49,7 @@ def show(obj: Any) -> None:
     display(obj)
 
 
-def table(df: pd.DataFrame, digits: int = 3) -> Any:
-    """A frame for display: numbers rounded, missing values as ``–``, no index."""
-    return styler(df, na_rep="–", precision=digits).hide(axis="index")
+table = display_table
 
 
 def _num(v: float) -> float | None:
