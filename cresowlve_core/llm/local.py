@@ -230,8 +230,23 @@ def local_server(port: int | None = None, **kwargs: Any):
     With ``port=None`` it takes the default port when that is free (so the base URL, which is
     part of every cache key, stays the same from run to run), else any free port.
     """
-    if port is None:
-        port = DEFAULT_PORT if port_is_free(DEFAULT_PORT) else free_port()
-    server = LocalServer(port=port, **kwargs)
+    server = LocalServer(port=port, **kwargs) if port is not None else _start_on_a_free_port(**kwargs)
     with server:
         yield server
+
+
+def _start_on_a_free_port(attempts: int = 3, **kwargs: Any) -> LocalServer:
+    """Start on the default port when free, else any free port. Another process can take the port
+    between the check and llama.cpp's bind (two test workers, two shells starting the main job);
+    then the start fails with the port busy, and it is tried again on a fresh free port."""
+    port = DEFAULT_PORT if port_is_free(DEFAULT_PORT) else free_port()
+    for attempt in range(attempts):
+        server = LocalServer(port=port, **kwargs)
+        try:
+            return server.start()
+        except LocalServerError:
+            if port_is_free(port) or attempt == attempts - 1:
+                raise  # not a lost race for the port
+            log.info("port %d was taken while the embedded model started; trying another", port)
+            port = free_port()
+    raise AssertionError("unreachable")

@@ -75,3 +75,36 @@ def test_models_endpoint_lists_the_model_id(server):
     assert server.model in ids, data
     aliases = [a for m in data for a in (m.get("aliases") or [])]
     assert all(len(a) > 1 for a in aliases), aliases
+
+
+def test_a_port_taken_after_the_check_is_retried_on_another(monkeypatch):
+    """Two processes can both see the default port free and race to bind it; the loser starts on
+    another free port instead of failing ("Failed to init server")."""
+    import json
+    import socket
+    import urllib.request
+
+    from cresowlve_core.llm import local
+
+    real = local.port_is_free
+    calls = []
+
+    def free_at_first_look(port, host=local.HOST):
+        calls.append(port)
+        return True if len(calls) == 1 else real(port, host)
+
+    monkeypatch.setattr(local, "port_is_free", free_at_first_look)
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        try:
+            holder.bind((local.HOST, local.DEFAULT_PORT))
+            holder.listen()
+        except OSError:
+            pass  # already held by another process: the same race
+        with local_server() as srv:
+            assert srv.port != local.DEFAULT_PORT
+            with urllib.request.urlopen(f"{srv.base_url.removesuffix('/v1')}/health", timeout=5) as r:
+                assert json.load(r)["status"] == "ok"
+    finally:
+        holder.close()
+    assert calls[0] == local.DEFAULT_PORT
