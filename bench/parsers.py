@@ -13,7 +13,7 @@ Parsers covered (module: function):
 * evaluation/solve: ``extract_answer``; evaluation/scoring: ``parse_verdict``, ``parse_paper_verdict``
 * construction/parsers: ``parse_yes_no``, ``parse_translation``, ``parse_label_list``,
   ``parse_reasoning_type``, ``parse_facts``
-* errors/label: ``parse_label``
+* error_analysis/label: ``parse_label``
 * contamination: quiz ``parse_choice``, perturb ``parse_perturbations``, completion ``parse_continuation``
 * synthetic: leap ``extract``, verbalise ``parse_verbalisation``
 * create: paths ``parse_answer``, judges ``parse_specificity``, ``parse_factuality``
@@ -45,7 +45,7 @@ from cresowlve_core.contamination.perturb import parse_perturbations  # noqa: E4
 from cresowlve_core.contamination.quiz import parse_choice  # noqa: E402
 from cresowlve_core.create.judges import parse_factuality, parse_specificity  # noqa: E402
 from cresowlve_core.create.paths import parse_answer  # noqa: E402
-from cresowlve_core.errors.label import parse_label  # noqa: E402
+from cresowlve_core.error_analysis.label import parse_label  # noqa: E402
 from cresowlve_core.evaluation.scoring import parse_paper_verdict, parse_verdict  # noqa: E402
 from cresowlve_core.evaluation.solve import extract_answer  # noqa: E402
 from cresowlve_core.synthetic.leap import extract as leap_extract  # noqa: E402

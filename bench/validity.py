@@ -202,7 +202,7 @@ def _answers(config: str, lang: str, labels: dict[str, str]) -> pd.DataFrame:
 
 
 def _chi2(frame: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
-    from cresowlve_core.errors.distribution import chi2_between, distribution
+    from cresowlve_core.error_analysis.distribution import chi2_between, distribution
 
     try:  # the test reads the answers (item-clustered)
         return chi2_between(frame, a, b, by="config")
@@ -211,7 +211,7 @@ def _chi2(frame: pd.DataFrame, a: str, b: str) -> dict[str, Any]:
 
 
 def error_shares(work: Path, meta: dict[str, Any]) -> None:
-    from cresowlve_core.errors.distribution import distribution
+    from cresowlve_core.error_analysis.distribution import distribution
 
     items = [f"q{i}" for i in range(4)]
     en = _answers("m", "en", dict.fromkeys(items, "missing_creative_connection"))

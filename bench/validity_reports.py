@@ -90,7 +90,7 @@ def runs_with_items(work: Path, variant: str, items: Path) -> Path:
 
 def synthetic_model(n_items: int = 2061) -> Any:
     """The fake endpoint's replies for the labeller, the perturber and the quiz-taker."""
-    from cresowlve_core.errors.taxonomy import CATEGORIES
+    from cresowlve_core.error_analysis.taxonomy import CATEGORIES
 
     originals = {" ".join(ru_question(n).split()): n for n in range(n_items)}
     names = [c.name for c in CATEGORIES]

@@ -803,7 +803,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_max_input_chars(p, "a knowledge-graph line")
     p.set_defaults(fn=cmd_synth)
     from cresowlve_core.contamination.cli import add_contamination_parser
-    from cresowlve_core.errors.cli import add_errors_parser
+    from cresowlve_core.error_analysis.cli import add_errors_parser
 
     add_errors_parser(sub)
     add_contamination_parser(sub)

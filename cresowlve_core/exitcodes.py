@@ -1,6 +1,6 @@
 """Exit codes of ``cresowlve`` commands and the one rule that maps a stage's summary to one.
 
-Below :mod:`cresowlve_core.cli` so that every stage's own command module (``errors/cli.py``,
+Below :mod:`cresowlve_core.cli` so that every stage's own command module (``error_analysis/cli.py``,
 ``contamination/cli.py``, ...) can use :func:`stage_exit` without importing the CLI that imports it.
 """
 

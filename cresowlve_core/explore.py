@@ -43,10 +43,10 @@ from cresowlve_core import jsonl, paths
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
-from cresowlve_core.errors.distribution import bucket
-from cresowlve_core.errors.label import LABELS, labeller_is_embedded
-from cresowlve_core.errors.taxonomy import BY_SLUG
-from cresowlve_core.errors.wrong import output_hash  # the labeller's key hash, one definition
+from cresowlve_core.error_analysis.distribution import bucket
+from cresowlve_core.error_analysis.label import LABELS, labeller_is_embedded
+from cresowlve_core.error_analysis.taxonomy import BY_SLUG
+from cresowlve_core.error_analysis.wrong import output_hash  # the labeller's key hash, one definition
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.items import LANGS

@@ -1,6 +1,6 @@
 # Manual error annotation (marimo app): `marimo run notebooks/annotate_errors.py [-- --sample PATH --annotator NAME]`.
 # The marimo counterpart of the ipywidgets panel in notebooks/04_error_analysis.ipynb; same core API
-# (cresowlve_core.errors.annotation). Without --sample it opens the newest annotations/sample.jsonl that
+# (cresowlve_core.error_analysis.annotation). Without --sample it opens the newest annotations/sample.jsonl that
 # the error analysis wrote (cresowlve errors report, the main job): cresowlve_core.discover.newest_error_sample.
 import marimo
 
@@ -14,7 +14,7 @@ def _():
 
     from cresowlve_core.banners import banner_html, is_embedded_model
     from cresowlve_core.discover import newest_error_sample
-    from cresowlve_core.errors import annotation as A
+    from cresowlve_core.error_analysis import annotation as A
 
     return A, banner_html, is_embedded_model, mo, newest_error_sample
 

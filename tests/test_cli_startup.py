@@ -1,6 +1,6 @@
 """CLI start-up: building the parser (``cresowlve --help``, ``cresowlve eval --help``) imports no
 heavy library. Before, 3-4 s went to imports (the openai
-SDK through ``llm/__init__`` -> ``batch.py``; scipy and pandas through ``errors.cli``)."""
+SDK through ``llm/__init__`` -> ``batch.py``; scipy and pandas through ``error_analysis.cli``)."""
 
 from __future__ import annotations
 
@@ -43,11 +43,11 @@ def test_building_the_parser_imports_no_heavy_library(argv):
 
 
 def test_the_lazy_package_names_still_resolve():
-    from cresowlve_core import errors, llm
+    from cresowlve_core import error_analysis, llm
 
     assert llm.LLMClient.__name__ == "LLMClient" and callable(llm.submit_batch)
-    assert callable(errors.collect_wrong) and "label_errors" in errors.__all__
-    for package in (llm, errors):
+    assert callable(error_analysis.collect_wrong) and "label_errors" in error_analysis.__all__
+    for package in (llm, error_analysis):
         assert [n for n in package.__all__ if getattr(package, n, None) is None] == []
     with pytest.raises(AttributeError):
         llm.no_such_name  # noqa: B018

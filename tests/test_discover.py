@@ -18,7 +18,7 @@ import pytest
 
 from cresowlve_core import discover
 from cresowlve_core import explore as X
-from cresowlve_core.errors.annotation import write_sample
+from cresowlve_core.error_analysis.annotation import write_sample
 from cresowlve_core.sources.sample import load_items
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))  # the analysis tests' run writers

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from cresowlve_core import explore as X
-from cresowlve_core.errors.wrong import output_hash
+from cresowlve_core.error_analysis.wrong import output_hash
 from cresowlve_core.sources.sample import load_items
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))  # the analysis tests' run writers

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from chromium import CHROMIUM, Browser, JupyterLab, marimo_run, websocket
 
-from cresowlve_core.errors.wrong import output_hash
+from cresowlve_core.error_analysis.wrong import output_hash
 from cresowlve_core.sources.sample import load_items
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "analysis"))

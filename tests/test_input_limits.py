@@ -342,7 +342,7 @@ def test_the_error_labeller_reads_a_runs_items_under_the_limit_the_run_was_made_
     from test_errors_label import write_run
 
     from cresowlve_core.analysis.loading import load_runs
-    from cresowlve_core.errors.wrong import collect_wrong
+    from cresowlve_core.error_analysis.wrong import collect_wrong
 
     items = [Item(id="chgk_0000000000", en=ItemView(question="Who?", answer="A0")),
              Item(id="chgk_0000000001", en=ItemView(question="x" * BIG, answer="A1"))]

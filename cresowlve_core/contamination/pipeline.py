@@ -36,7 +36,7 @@ from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
 from cresowlve_core.contamination.perturb import CHAT_PROTOCOL, QuizItem, Rejection, aperturb, protocol_of, rejections
 from cresowlve_core.contamination.select import SETS, paired_sets
-from cresowlve_core.errors.wrong import find_or_make_runs
+from cresowlve_core.error_analysis.wrong import find_or_make_runs
 from cresowlve_core.inputs import run_input_limit
 from cresowlve_core.llm.base_model import first_line
 from cresowlve_core.runtime import (

@@ -22,7 +22,7 @@ from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
 from cresowlve_core.contamination.verdict import holm_across_models, verdict_table
-from cresowlve_core.errors.report import say, show
+from cresowlve_core.error_analysis.report import say, show
 from cresowlve_core.stats import format_p
 from cresowlve_core.untrusted import styler
 

@@ -1,16 +1,16 @@
 """Error analysis of wrong answers (CresOWLve §5): seven categories, an automatic labeller,
 the distribution per model, manual annotation and agreement.
 
-* :mod:`~cresowlve_core.errors.taxonomy` — the categories and the labeller's few-shot examples;
-* :mod:`~cresowlve_core.errors.wrong` — which answers are wrong (judge where scored, else strict EM);
-* :mod:`~cresowlve_core.errors.label` — ``label_messages``, ``parse_label``, ``alabel`` (one
+* :mod:`~cresowlve_core.error_analysis.taxonomy` — the categories and the labeller's few-shot examples;
+* :mod:`~cresowlve_core.error_analysis.wrong` — which answers are wrong (judge where scored, else strict EM);
+* :mod:`~cresowlve_core.error_analysis.label` — ``label_messages``, ``parse_label``, ``alabel`` (one
   ``map_with_resume`` run) and ``label_errors``;
-* :mod:`~cresowlve_core.errors.distribution` — Wilson intervals and χ² tests;
-* :mod:`~cresowlve_core.errors.annotation` — the seeded sample, the store and the ipywidgets panel;
-* :mod:`~cresowlve_core.errors.agreement` — Cohen's/Fleiss' κ with CIs, confusion, precision/recall;
-* :mod:`~cresowlve_core.errors.report` — ``analyse`` and the notebook sections.
+* :mod:`~cresowlve_core.error_analysis.distribution` — Wilson intervals and χ² tests;
+* :mod:`~cresowlve_core.error_analysis.annotation` — the seeded sample, the store and the ipywidgets panel;
+* :mod:`~cresowlve_core.error_analysis.agreement` — Cohen's/Fleiss' κ with CIs, confusion, precision/recall;
+* :mod:`~cresowlve_core.error_analysis.report` — ``analyse`` and the notebook sections.
 
-Names are imported lazily (PEP 562), so that ``cresowlve_core.errors.cli`` (the command-line parser)
+Names are imported lazily (PEP 562), so that ``cresowlve_core.error_analysis.cli`` (the command-line parser)
 does not load scipy and pandas through ``label`` -> ``wrong`` -> ``analysis`` (start-up time).
 """
 
@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 from cresowlve_core.lazy import lazy_names
 
 if TYPE_CHECKING:
-    from cresowlve_core.errors.label import Label, alabel, label_errors, label_messages, parse_label
-    from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS, category_of
-    from cresowlve_core.errors.wrong import WrongAnswer, collect_wrong, config_correctness
+    from cresowlve_core.error_analysis.label import Label, alabel, label_errors, label_messages, parse_label
+    from cresowlve_core.error_analysis.taxonomy import CATEGORIES, FEW_SHOT, SLUGS, category_of
+    from cresowlve_core.error_analysis.wrong import WrongAnswer, collect_wrong, config_correctness
 
 _WHERE: dict[str, str] = {
     **dict.fromkeys(("Label", "alabel", "label_errors", "label_messages", "parse_label"), "label"),

@@ -21,8 +21,8 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core import jsonl
-from cresowlve_core.errors.distribution import OTHER
-from cresowlve_core.errors.taxonomy import BY_SLUG, SLUGS
+from cresowlve_core.error_analysis.distribution import OTHER
+from cresowlve_core.error_analysis.taxonomy import BY_SLUG, SLUGS
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.runtime import RunDir, now_iso

@@ -14,8 +14,8 @@ from cresowlve_core.argtypes import role_args
 def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.analysis.loading import load_runs
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.errors.label import label_errors
-    from cresowlve_core.errors.wrong import collect_wrong
+    from cresowlve_core.error_analysis.label import label_errors
+    from cresowlve_core.error_analysis.wrong import collect_wrong
     from cresowlve_core.exitcodes import stage_exit
     from cresowlve_core.runtime import ClientOptions
     from cresowlve_core.text import slug

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.errors.taxonomy import BY_SLUG, OTHER_PREFIX, SLUGS
+from cresowlve_core.error_analysis.taxonomy import BY_SLUG, OTHER_PREFIX, SLUGS
 from cresowlve_core.stats import holm, wilson_interval
 
 OTHER = "other"

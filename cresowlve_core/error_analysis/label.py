@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
-from cresowlve_core.errors.wrong import WrongAnswer
+from cresowlve_core.error_analysis.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
+from cresowlve_core.error_analysis.wrong import WrongAnswer
 from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.prompts import load_prompt
@@ -87,7 +87,7 @@ def _categories_text() -> str:
 
 
 def _examples_text() -> str:
-    from cresowlve_core.errors.taxonomy import BY_SLUG
+    from cresowlve_core.error_analysis.taxonomy import BY_SLUG
 
     blocks = []
     for ex in FEW_SHOT:
@@ -98,7 +98,7 @@ def _examples_text() -> str:
 
 
 def _fewshot_examples_text() -> str:
-    from cresowlve_core.errors.taxonomy import BY_SLUG
+    from cresowlve_core.error_analysis.taxonomy import BY_SLUG
 
     return "\n\n".join(f"Puzzle: {ex.question}\nReference answer: {ex.answer}\nModel answer: {ex.prediction}\n"
                        f"Category: {BY_SLUG[ex.category].name}" for ex in FEW_SHOT)

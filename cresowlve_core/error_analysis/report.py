@@ -17,15 +17,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.errors import agreement as agr
-from cresowlve_core.errors.annotation import (
+from cresowlve_core.error_analysis import agreement as agr
+from cresowlve_core.error_analysis.annotation import (
     AnnotationStore,
     annotation_panel,
     annotation_sample,
     read_annotations,
     write_sample,
 )
-from cresowlve_core.errors.distribution import (
+from cresowlve_core.error_analysis.distribution import (
     N_PERM,
     UNIT,
     chi2_all_pairs,
@@ -33,9 +33,9 @@ from cresowlve_core.errors.distribution import (
     distribution_chart,
     label_frame,
 )
-from cresowlve_core.errors.label import LABELS, label_errors, labeller_is_embedded
-from cresowlve_core.errors.taxonomy import BY_SLUG, CATEGORIES, display_name
-from cresowlve_core.errors.wrong import collect_wrong, find_or_make_runs
+from cresowlve_core.error_analysis.label import LABELS, label_errors, labeller_is_embedded
+from cresowlve_core.error_analysis.taxonomy import BY_SLUG, CATEGORIES, display_name
+from cresowlve_core.error_analysis.wrong import collect_wrong, find_or_make_runs
 from cresowlve_core.runtime import ClientOptions, RunDir
 from cresowlve_core.stats import format_p
 from cresowlve_core.text import slug

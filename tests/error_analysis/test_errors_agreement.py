@@ -7,9 +7,15 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from cresowlve_core.errors import agreement as agr
-from cresowlve_core.errors.annotation import AnnotationStore, annotation_sample, clue_words, highlight, read_annotations
-from cresowlve_core.errors.distribution import PAIRED_LANGS, chi2_all_pairs, chi2_between, distribution
+from cresowlve_core.error_analysis import agreement as agr
+from cresowlve_core.error_analysis.annotation import (
+    AnnotationStore,
+    annotation_sample,
+    clue_words,
+    highlight,
+    read_annotations,
+)
+from cresowlve_core.error_analysis.distribution import PAIRED_LANGS, chi2_all_pairs, chi2_between, distribution
 from cresowlve_core.stats import holm, wilson_interval
 
 
@@ -132,7 +138,7 @@ def test_clue_highlighting_escapes_and_handles_cyrillic():
 
 
 def test_annotation_panel_builds_and_saves(tmp_path):
-    from cresowlve_core.errors.annotation import annotation_panel
+    from cresowlve_core.error_analysis.annotation import annotation_panel
 
     sample = pd.DataFrame([{"key": f"k{i}", "config": "m", "lang": "en", "id": f"i{i}", "question": "Name IT.",
                             "answer": "A", "prediction": "B", "reasoning": "IT is hard"} for i in range(2)])

@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from cresowlve_core.errors.distribution import UNIT, chi2_all_pairs, chi2_between, distribution
+from cresowlve_core.error_analysis.distribution import UNIT, chi2_all_pairs, chi2_between, distribution
 from cresowlve_core.stats import wilson_interval
 
 

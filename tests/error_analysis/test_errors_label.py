@@ -9,8 +9,8 @@ import pytest
 from fakeserver import FakeServer
 
 from cresowlve_core.analysis.loading import load_runs
-from cresowlve_core.errors import collect_wrong, label_messages, parse_label
-from cresowlve_core.errors.taxonomy import CATEGORIES, FEW_SHOT, SLUGS
+from cresowlve_core.error_analysis import collect_wrong, label_messages, parse_label
+from cresowlve_core.error_analysis.taxonomy import CATEGORIES, FEW_SHOT, SLUGS
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.runtime import ClientOptions
 
@@ -118,8 +118,8 @@ def test_label_messages_show_everything_the_labeller_needs(tmp_path):
 
 
 def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
-    from cresowlve_core.errors.distribution import distribution, label_frame
-    from cresowlve_core.errors.label import label_errors
+    from cresowlve_core.error_analysis.distribution import distribution, label_frame
+    from cresowlve_core.error_analysis.label import label_errors
 
     items = _items(6)
     write_run(tmp_path, "en", items, {it.id: False for it in items})
@@ -148,7 +148,7 @@ def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
 
 
 def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
-    from cresowlve_core.errors.label import label_errors
+    from cresowlve_core.error_analysis.label import label_errors
 
     monkeypatch.delenv("NO_SUCH_LABELLER_KEY", raising=False)
     items = _items(3)

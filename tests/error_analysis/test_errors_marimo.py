@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from cresowlve_core.errors.annotation import AnnotationStore, write_sample
+from cresowlve_core.error_analysis.annotation import AnnotationStore, write_sample
 
 APP = Path(__file__).resolve().parents[2] / "notebooks" / "annotate_errors.py"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fakeserver import FakeServer
 from test_errors_label import _items, write_run
 
-from cresowlve_core.errors.annotation import AnnotationStore, read_sample
+from cresowlve_core.error_analysis.annotation import AnnotationStore, read_sample
 from cresowlve_core.notebooks import run_notebook
 
 

@@ -8,14 +8,14 @@ import shutil
 from fakeserver import FakeServer
 from test_errors_label import _items, write_run
 
-from cresowlve_core.errors.report import analyse
-from cresowlve_core.errors.wrong import collect_wrong
+from cresowlve_core.error_analysis.report import analyse
+from cresowlve_core.error_analysis.wrong import collect_wrong
 from cresowlve_core.runtime import ClientOptions
 
 
 def _labelled(tmp_path, labeller):
     from cresowlve_core.analysis.loading import load_runs
-    from cresowlve_core.errors.label import label_errors
+    from cresowlve_core.error_analysis.label import label_errors
 
     items = _items(3)
     (tmp_path / "runs").mkdir()

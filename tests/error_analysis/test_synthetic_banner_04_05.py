@@ -11,7 +11,7 @@ from test_errors_label import _items, write_run
 from cresowlve_core import banners
 from cresowlve_core.contamination import report as creport
 from cresowlve_core.contamination.pipeline import run_contamination
-from cresowlve_core.errors import report as ereport
+from cresowlve_core.error_analysis import report as ereport
 
 
 def _runs(tmp_path, synthetic: bool):

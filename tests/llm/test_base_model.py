@@ -11,8 +11,8 @@ import pytest
 from fakeserver import FakeServer
 
 from cresowlve_core.contamination.quiz import QuizUnit, aquiz, parse_choice
-from cresowlve_core.errors.label import label_errors
-from cresowlve_core.errors.wrong import WrongAnswer
+from cresowlve_core.error_analysis.label import label_errors
+from cresowlve_core.error_analysis.wrong import WrongAnswer
 from cresowlve_core.evaluation.runner import EvalConfig, build_manifest, evaluate
 from cresowlve_core.evaluation.scoring import judge_request, parse_yes_no
 from cresowlve_core.evaluation.solve import extract_answer

@@ -45,8 +45,8 @@ def check(records: dict, keys: list, content_field: str, summary: dict, raw_fiel
 
 
 def test_error_labels(tmp_path):
-    from cresowlve_core.errors.label import alabel
-    from cresowlve_core.errors.wrong import WrongAnswer
+    from cresowlve_core.error_analysis.label import alabel
+    from cresowlve_core.error_analysis.wrong import WrongAnswer
 
     units = [WrongAnswer(key=f"k{i}", run_id="r", config="c", model="m", lang="en", id=f"q{i}", basis="em_strict",
                          question=f"Puzzle number {i}: who?", answer="A", explanation=None, other_answers=None,
