@@ -24,11 +24,12 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
-from cresowlve_core.llm.base_model import completion_params, is_base_model, user_message
+from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.prompts import load_prompt
+from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
 
 MODES = ("guided", "general")
@@ -89,30 +90,39 @@ def parse_continuation(text: str | None, prefix: str) -> str | None:
     return t or None
 
 
+#: the continuation call: the chat instruction per mode, or the bare text for a base model to continue
+COMPLETE: Step[CompletionUnit] = Step(
+    "contamination_completion",
+    chat=Variant(lambda u: PROMPTS[u.mode], lambda p, u: user_message(p.render(prefix=u.cut.prefix)),
+                 parse_continuation, prompts=tuple(PROMPTS.values())),
+    fewshot=Variant(lambda u: BASE_PROMPTS[u.mode],
+                    lambda p, u: user_message(p.render(prefix=u.cut.prefix), base_model=True),
+                    parse_continuation, gen=completion_params, prompts=tuple(BASE_PROMPTS.values())))
+
+
 def completion_messages(unit: CompletionUnit, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
     """The request for one unit and its prompt tag; a base model's text ends at the prefix's last word."""
-    prompt = load_prompt((BASE_PROMPTS if base_model else PROMPTS)[unit.mode])
-    text = prompt.render(prefix=unit.cut.prefix)
-    return user_message(text, base_model), prompt.tag
+    variant = COMPLETE.fewshot if base_model and COMPLETE.fewshot else COMPLETE.chat
+    prompt: Prompt = load_prompt(variant.prompt_name(unit))
+    return variant.messages(prompt, unit), prompt.tag
 
 
 async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
                     k: int = PREFIX_K, progress: bool = True) -> MapResult[CompletionUnit]:
     """Ask for every continuation (both modes) into ``run/completions.jsonl`` and score it."""
-    base = is_base_model(client.endpoint)
-    tags = [load_prompt(p).tag for p in (BASE_PROMPTS if base else PROMPTS).values()]
-    params = completion_params(options.gen_params()) if base else options.gen_params()
+    step = COMPLETE.on(client.endpoint, options)
+    tags = step.tags()
     manifest = run.begin(new_manifest(
         "contamination_completion", model=client.endpoint.model, base_url=client.endpoint.base_url,
         api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
-        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump(),
+        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
         identity={"prefix_k": k, "min_words": MIN_WORDS}))
 
     async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = completion_messages(unit, base)
-        c = await client.complete(messages, params, prompt_version=tag)
+        req = step.request(unit)
+        c = await client.complete(req.messages, req.params, prompt_version=req.tag)
         # a refused or filtered continuation continues nothing: ROUGE-L 0, no prefix match
-        cont = None if is_withheld(c) else parse_continuation(c.text, unit.cut.prefix)
+        cont = None if is_withheld(c) else step.parse(c.text, unit.cut.prefix)
         return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
                 "id": unit.id,
                 "mode": unit.mode, "cut": unit.cut.position, "suffix": unit.cut.suffix, "continuation": cont,

@@ -34,11 +34,11 @@ from typing import Any
 
 from cresowlve_core.contamination import substitute as sub
 from cresowlve_core.contamination.rouge import words
-from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.prompts import load_prompt
+from cresowlve_core.prompts import Prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.step import Step, Variant
 
 PROMPT = "contamination_perturb"
 CHAT_PROTOCOL = "chat-rewrite"
@@ -172,32 +172,49 @@ def problems(original: str, perturbations: Sequence[str] | None) -> list[str]:
     return [str(r) for r in rejections(original, perturbations)]
 
 
+def _rewrite_messages(prompt: Prompt, unit: QuizItem) -> list[dict[str, str]]:
+    return [{"role": "user", "content": prompt.render(question=unit.question.strip())}]
+
+
+def _per_word(prompt: Prompt, unit: QuizItem) -> list[dict[str, str]]:
+    raise TypeError("lexical substitution asks one word at a time (contamination/substitute.py)")
+
+
+#: the perturber's call: the paper's chat instruction, or few-shot lexical substitution for a base
+#: model (one call per word, :func:`~cresowlve_core.contamination.substitute.substitute`)
+PERTURB = Step(
+    "contamination_perturb",
+    chat=Variant(PROMPT, _rewrite_messages, parse_perturbations, protocol=CHAT_PROTOCOL),
+    fewshot=Variant(lambda u: sub.synonym_prompt(u.lang).name, _per_word, sub.pick_synonym, gen=sub.synonym_params,
+                    max_tokens=sub.SYNONYM_MAX_TOKENS, protocol=sub.PROTOCOL, identity={"protocol": sub.PROTOCOL}))
+
+
 def perturb_messages(unit: QuizItem) -> tuple[list[dict[str, str]], str]:
-    prompt = load_prompt(PROMPT)
-    return [{"role": "user", "content": prompt.render(question=unit.question.strip())}], prompt.tag
+    call = PERTURB.on(None)
+    return call.messages(unit), call.prompt(unit).tag
 
 
 def protocol_of(endpoint: Any) -> str:
     """The perturbation protocol for a perturber endpoint: lexical substitution for a base model."""
-    return sub.PROTOCOL if is_base_model(endpoint) else CHAT_PROTOCOL
+    return str(PERTURB.variant(endpoint).protocol)
 
 
 async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, options: ClientOptions, *,
                    progress: bool = True) -> MapResult[QuizItem]:
     """Perturb every question into ``run/perturbations.jsonl`` (resumable), by the protocol the
     perturber can follow (:func:`protocol_of`)."""
-    protocol = protocol_of(client.endpoint)
-    base = protocol == sub.PROTOCOL
-    tags = sorted({sub.synonym_prompt(u.lang).tag for u in units}) if base else [load_prompt(PROMPT).tag]
+    step = PERTURB.on(client.endpoint, options)
+    protocol = str(step.variant.protocol)
+    tags = step.tags(units)
     manifest = run.begin(new_manifest(
         "contamination_perturb", model=client.endpoint.model, base_url=client.endpoint.base_url,
         api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
-        temperature=options.temperature, max_tokens=sub.SYNONYM_MAX_TOKENS if base else options.max_tokens,
-        options=options.model_dump(), identity={"protocol": protocol} if base else {}))
-    params = sub.synonym_params(options.gen_params()) if base else options.gen_params()
+        temperature=options.temperature, max_tokens=step.max_tokens,
+        options=options.model_dump(), identity=dict(step.variant.identity)))
+    params = step.params
 
     async def call(unit: QuizItem, previous: dict[str, Any] | None) -> dict[str, Any]:
-        if base:
+        if protocol == sub.PROTOCOL:
             s = await sub.substitute(unit.question, unit.lang, unit.id, client, params, options.seed)
             parsed = s["perturbations"]
             rej = ([Rejection(None, "too_few_synonyms", s["too_few"])] if parsed is None
@@ -205,12 +222,12 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
             return {"key": [unit.lang, unit.id], "status": "ok", "protocol": protocol, "perturbations": parsed,
                     "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej],
                     "synonyms": s["synonyms"], "usage": s["usage"], "cost": s["cost"]}
-        messages, tag = perturb_messages(unit)
-        c = await client.complete(messages, params, prompt_version=tag)
+        req = step.request(unit)
+        c = await client.complete(req.messages, req.params, prompt_version=req.tag)
         if is_withheld(c):  # refused or filtered: no rewrites read from it, the item unusable with that reason
             parsed, rej = None, [Rejection(None, c.outcome, f"the perturber's reply was {c.outcome}")]
         else:
-            parsed = parse_perturbations(c.text, unit.question)
+            parsed = step.parse(c.text, unit.question)
             rej = rejections(unit.question, parsed)
         return {"key": [unit.lang, unit.id], "status": "ok", **outcome_fields(c), "protocol": protocol,
                 "perturbations": parsed,
@@ -224,6 +241,7 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
         "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
         **outcome_counts(recs),
         "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),
-        "n_model_calls": sum(len(r.get("synonyms") or []) if base else 1 for r in recs if r.get("status") == "ok"),
+        "n_model_calls": sum(len(r.get("synonyms") or []) if protocol == sub.PROTOCOL else 1
+                             for r in recs if r.get("status") == "ok"),
         "stopped": result.stopped})
     return result

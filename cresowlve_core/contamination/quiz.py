@@ -26,11 +26,12 @@ import pandas as pd
 from scipy import stats as sps
 
 from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
-from cresowlve_core.llm.base_model import completion_params, is_base_model, user_message
+from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.prompts import load_prompt
+from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, record_withheld
+from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import stable_seed, wilson_interval
 
 PROMPT = "contamination_quiz"
@@ -146,29 +147,38 @@ def non_preferred_positions(counts: dict[str, int], n: int) -> tuple[list[str], 
     return [p for p in PLACEABLE if counts.get(p, 0) == least], False
 
 
-def quiz_messages(unit: QuizUnit, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
-    prompt = load_prompt(FEWSHOT_PROMPT if base_model else PROMPT)
+def _options_text(prompt: Prompt, unit: QuizUnit, base_model: bool) -> list[dict[str, str]]:
     a, b, c, d = (" ".join(o.split()) for o in unit.options)
-    text = prompt.render(a=a, b=b, c=c, d=d)
-    return user_message(text, base_model), prompt.tag
+    return user_message(prompt.render(a=a, b=b, c=c, d=d), base_model)
+
+
+#: the quiz call: the chat prompt, or the few-shot completion prompt for a base model
+QUIZ: Step[QuizUnit] = Step("contamination_quiz",
+            chat=Variant(PROMPT, lambda p, u: _options_text(p, u, False), parse_choice),
+            fewshot=Variant(FEWSHOT_PROMPT, lambda p, u: _options_text(p, u, True), parse_choice,
+                            gen=completion_params))
+
+
+def quiz_messages(unit: QuizUnit, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
+    variant = QUIZ.fewshot if base_model and QUIZ.fewshot else QUIZ.chat
+    prompt = load_prompt(variant.prompt_name(unit))
+    return variant.messages(prompt, unit), prompt.tag
 
 
 async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
                 identity: dict[str, Any] | None = None, progress: bool = True) -> MapResult[QuizUnit]:
     """Ask every quiz question of one quiz (``bdq`` or ``bcq``) into ``run/<quiz>.jsonl``."""
-    base = is_base_model(client.endpoint)
-    prompt = load_prompt(FEWSHOT_PROMPT if base else PROMPT)
-    params = completion_params(options.gen_params()) if base else options.gen_params()
+    step = QUIZ.on(client.endpoint, options)
     manifest = run.begin(new_manifest(
         f"contamination_{quiz}", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
-        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump(),
+        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=step.tags(), seed=options.seed,
+        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
         identity=identity or {}))
 
     async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = quiz_messages(unit, base)
-        c = await client.complete(messages, params, prompt_version=tag)
-        choice = None if is_withheld(c) else parse_choice(c.text)  # a refusal picks no option: not correct
+        req = step.request(unit)
+        c = await client.complete(req.messages, req.params, prompt_version=req.tag)
+        choice = None if is_withheld(c) else step.parse(c.text)  # a refusal picks no option: not correct
         return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
                 "id": unit.id, "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
                 "is_correct": None if unit.correct is None else choice == unit.correct,

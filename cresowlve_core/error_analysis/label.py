@@ -20,9 +20,9 @@ from typing import Any
 
 from cresowlve_core.error_analysis.taxonomy import CATEGORIES, FEW_SHOT, OTHER_PREFIX, category_of
 from cresowlve_core.error_analysis.wrong import WrongAnswer
-from cresowlve_core.llm.base_model import completion_params, first_line, is_base_model, one_line, user_message
+from cresowlve_core.llm.base_model import completion_params, first_line, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.prompts import load_prompt
+from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import (
     is_withheld,
@@ -32,6 +32,7 @@ from cresowlve_core.runtime.outcomes import (
     withheld_record,
 )
 from cresowlve_core.runtime.rundir import RunDirError
+from cresowlve_core.runtime.step import Step, Variant
 
 PROMPT = "error_label"
 FEWSHOT_PROMPT = "error_label_fewshot"
@@ -111,45 +112,60 @@ def _clip(text: str, limit: int = MAX_REASONING_CHARS) -> str:
     return text[:half] + f"\n[... {len(text) - limit} characters left out ...]\n" + text[-half:]
 
 
-def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
-    """The labeller's chat messages for one wrong answer, and the prompt tag (``base_model``: the
-    few-shot completion prompt, each field on one line)."""
-    if base_model:
-        fewshot = load_prompt(FEWSHOT_PROMPT)
-        text = fewshot.render(categories=_categories_text(), examples=_fewshot_examples_text(),
-                              question=one_line(unit.question), answer=one_line(unit.answer),
-                              prediction=one_line(unit.prediction) or "(empty)")
-        return user_message(text, base_model=True), fewshot.tag
-    prompt = load_prompt(PROMPT)
+def _chat_messages(prompt: Prompt, unit: WrongAnswer) -> list[dict[str, str]]:
     text = prompt.render(
         categories=_categories_text(), examples=_examples_text(),
         question=unit.question.strip(), answer=unit.answer.strip(),
         other_answers=(unit.other_answers or "(none)").strip(), explanation=(unit.explanation or "(none)").strip(),
         reasoning=_clip(unit.reasoning.strip()) or "(none recorded)", prediction=unit.prediction.strip() or "(empty)",
     )
-    return [{"role": "user", "content": text}], prompt.tag
+    return [{"role": "user", "content": text}]
+
+
+def _fewshot_messages(prompt: Prompt, unit: WrongAnswer) -> list[dict[str, str]]:
+    text = prompt.render(categories=_categories_text(), examples=_fewshot_examples_text(),
+                         question=one_line(unit.question), answer=one_line(unit.answer),
+                         prediction=one_line(unit.prediction) or "(empty)")
+    return user_message(text, base_model=True)
+
+
+def parse_fewshot_label(text: str | None) -> Label | None:
+    """A base model's continuation of ``error_label_fewshot``: its first line is the category."""
+    return parse_label("CATEGORY: " + first_line(text))
+
+
+#: the labeller's call: the chat prompt, or the few-shot completion prompt for a base model
+LABEL = Step("error_label", chat=Variant(PROMPT, _chat_messages, parse_label),
+             fewshot=Variant(FEWSHOT_PROMPT, _fewshot_messages, parse_fewshot_label, gen=completion_params))
+
+
+def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[dict[str, str]], str]:
+    """The labeller's chat messages for one wrong answer, and the prompt tag (``base_model``: the
+    few-shot completion prompt, each field on one line)."""
+    variant = LABEL.fewshot if base_model and LABEL.fewshot else LABEL.chat
+    prompt = load_prompt(variant.prompt_name(unit))
+    return variant.messages(prompt, unit), prompt.tag
 
 
 async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, options: ClientOptions, *,
                  progress: bool = True) -> MapResult[WrongAnswer]:
     """Label every wrong answer in ``units`` into ``run/labels.jsonl`` (resumable, one record each)."""
-    base = is_base_model(client.endpoint)
-    prompt = load_prompt(FEWSHOT_PROMPT if base else PROMPT)
-    params = completion_params(options.gen_params()) if base else options.gen_params()
+    step = LABEL.on(client.endpoint, options)
     manifest = run.begin(new_manifest(
         "error_label", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=[prompt.tag], seed=options.seed,
-        temperature=options.temperature, max_tokens=options.max_tokens, options=options.model_dump(),
+        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=step.tags(), seed=options.seed,
+        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
         identity={"taxonomy": [c.slug for c in CATEGORIES]}))
 
     async def call(unit: WrongAnswer, previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = label_messages(unit, base)
-        c = await client.complete(messages, params, prompt_version=tag)
+        req = step.request(unit)
+        tag = req.tag
+        c = await client.complete(req.messages, req.params, prompt_version=tag)
         head = {"key": unit.key, "config": unit.config, "lang": unit.lang, "id": unit.id, "basis": unit.basis,
                 "labeller": client.endpoint.model, "prompt": tag}
         if is_withheld(c):  # refused or filtered: final, no label read from it
             return {**head, **withheld_record(c), "label": None, "rationale": None}
-        parsed = parse_label("CATEGORY: " + first_line(c.text) if base else c.text)
+        parsed = step.parse(c.text)
         return {**head, "status": "ok", **outcome_fields(c),
                 "label": parsed.category if parsed else None, "rationale": parsed.rationale if parsed else None,
                 "raw": c.text, "usage": c.usage.model_dump(), "cost": c.cost}
