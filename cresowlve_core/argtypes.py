@@ -1,8 +1,8 @@
 """``argparse`` argument types shared by ``cresowlve`` and every stage's command module.
 
 Each one checks a value and raises :class:`argparse.ArgumentTypeError` with a one-line reason, so a bad
-argument is refused (exit code 2) before any work. Below :mod:`cresowlve_core.cli`, so stage command
-modules can use them without importing the CLI that imports them.
+argument is refused (exit code 2) before any work. Below :mod:`cresowlve_core.cli` and the stages, so a
+stage can check a value the same way the command line does.
 """
 
 from __future__ import annotations

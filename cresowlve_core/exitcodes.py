@@ -1,7 +1,7 @@
 """Exit codes of ``cresowlve`` commands and the one rule that maps a stage's summary to one.
 
-Below :mod:`cresowlve_core.cli` so that every stage's own command module (``error_analysis/cli.py``,
-``contamination/cli.py``, ...) can use :func:`stage_exit` without importing the CLI that imports it.
+Below :mod:`cresowlve_core.cli` and the stages, so that a stage and every command module (``cli/errors.py``,
+``cli/contamination.py``, ...) can use :func:`stage_exit`.
 """
 
 from __future__ import annotations

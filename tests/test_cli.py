@@ -20,6 +20,7 @@ import pytest
 from fakeserver import FakeServer
 
 from cresowlve_core import cli
+from cresowlve_core.exitcodes import stage_exit
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.runtime import MapResult
 from cresowlve_core.sources import hub
@@ -354,15 +355,15 @@ def test_judge_defaults_to_the_models_base_url_and_key(tmp_path, capsys, monkeyp
 def test_stage_exit_takes_a_map_result_or_a_summary(capsys):
     recs = {("a",): {"status": "ok"}, ("b",): {"status": "error", "error": "HTTP 413: too long\nmore"},
             ("c",): {"status": "error", "error": "HTTP 413: too long"}}
-    assert cli.stage_exit(MapResult(records=recs, n_units=4, n_skipped=0, n_sent=3), unit="units") == 1
+    assert stage_exit(MapResult(records=recs, n_units=4, n_skipped=0, n_sent=3), unit="units") == 1
     assert last_line(capsys.readouterr().err) == (
         "incomplete: 2 errored, 1 not run of 4 units; most common error (2x): HTTP 413: too long; run again to retry them")
     done = {"n_items": 2, "n_ok": 2, "n_error": 0, "n_not_run": 0, "stopped": None, "top_error": None}
-    assert cli.stage_exit(done) == 0 and capsys.readouterr().err == ""
+    assert stage_exit(done) == 0 and capsys.readouterr().err == ""
     budget = {**done, "n_ok": 1, "n_not_run": 1, "stopped": "max_cost reached: $0.50"}
-    assert cli.stage_exit(budget) == 3
+    assert stage_exit(budget) == 3
     assert last_line(capsys.readouterr().err).startswith("stopped early (max_cost reached: $0.50): 1 of 2 items done")
-    assert cli.stage_exit({**done, "n_ok": 1, "n_not_run": 1, "stopped": "interrupted"}) == 130
+    assert stage_exit({**done, "n_ok": 1, "n_not_run": 1, "stopped": "interrupted"}) == 130
 
 
 # --- cache clear ----------------------------------------------------------------------------------
@@ -465,7 +466,7 @@ def test_stage_exit_understands_create_summaries(capsys):
     from types import SimpleNamespace
 
     gen = SimpleNamespace(n_calls=24, n_ok=22, n_error=1, n_missing=1, stopped=None)
-    assert cli.stage_exit(gen, unit="calls") == 1
+    assert stage_exit(gen, unit="calls") == 1
     assert last_line(capsys.readouterr().err) == "incomplete: 1 errored, 1 not run of 24 calls; run again to retry them"
     score = SimpleNamespace(n_to_judge=8, n_judged=8, n_judge_errors=0, n_not_judged=0, stopped=None)
-    assert cli.stage_exit(score, unit="paths to judge") == 0
+    assert stage_exit(score, unit="paths to judge") == 0

@@ -1,6 +1,6 @@
 """CLI start-up: building the parser (``cresowlve --help``, ``cresowlve eval --help``) imports no
 heavy library. Before, 3-4 s went to imports (the openai
-SDK through ``llm/__init__`` -> ``batch.py``; scipy and pandas through ``error_analysis.cli``)."""
+SDK through ``llm/__init__`` -> ``batch.py``; scipy and pandas through the error-analysis command module)."""
 
 from __future__ import annotations
 

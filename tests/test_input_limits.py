@@ -309,7 +309,8 @@ def test_contamination_refuses_an_items_file_with_a_nul_and_sends_nothing(tmp_pa
 @pytest.mark.parametrize("command", [["eval"], ["create", "generate"], ["build"], ["synth"], ["errors", "label"],
                                      ["contamination", "run"]])
 def test_every_command_that_reads_inputs_takes_max_input_chars(command):
-    from cresowlve_core.cli import _chosen_parser, build_parser
+    from cresowlve_core.cli import build_parser
+    from cresowlve_core.cli.conventions import _chosen_parser
 
     parser = build_parser()
     required = {"create": ["--run-dir", "x"], "synth": ["--build-dir", "x"], "errors": ["--runs", "x"]}

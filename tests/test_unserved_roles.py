@@ -60,7 +60,8 @@ def test_a_model_without_its_base_url_is_refused_before_anything(argv, flag, tmp
 
 
 def test_eval_judge_defaults_to_the_models_base_url_and_is_not_refused(no_embedded):
-    from cresowlve_core.cli import build_parser, unserved_role
+    from cresowlve_core.cli import build_parser
+    from cresowlve_core.cli.roles import unserved_role
 
     args = build_parser().parse_args(["eval", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
                                       "--judge-model", "j"])
@@ -71,7 +72,8 @@ def test_eval_judge_defaults_to_the_models_base_url_and_is_not_refused(no_embedd
 
 
 def test_eval_model_with_the_base_url_from_the_environment_is_not_refused(monkeypatch, no_embedded):
-    from cresowlve_core.cli import build_parser, unserved_role
+    from cresowlve_core.cli import build_parser
+    from cresowlve_core.cli.roles import unserved_role
 
     monkeypatch.setenv("CRESOWLVE_BASE_URL", "http://127.0.0.1:9/v1")
     assert unserved_role(build_parser().parse_args(["eval", "--model", "m"])) is None

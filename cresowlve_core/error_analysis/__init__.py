@@ -10,7 +10,7 @@ the distribution per model, manual annotation and agreement.
 * :mod:`~cresowlve_core.error_analysis.agreement` — Cohen's/Fleiss' κ with CIs, confusion, precision/recall;
 * :mod:`~cresowlve_core.error_analysis.report` — ``analyse`` and the notebook sections.
 
-Names are imported lazily (PEP 562), so that ``cresowlve_core.error_analysis.cli`` (the command-line parser)
+Names are imported lazily (PEP 562), so that ``cresowlve_core.cli.errors`` (the command-line parser)
 does not load scipy and pandas through ``label`` -> ``wrong`` -> ``analysis`` (start-up time).
 """
 

@@ -205,7 +205,8 @@ def test_every_paper_model_has_a_dated_sourced_price() -> None:
 
 
 def test_stage_provider_flag_maps_every_endpoint_the_command_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    from cresowlve_core.cli import apply_stage_provider, build_parser
+    from cresowlve_core.cli import build_parser
+    from cresowlve_core.cli.roles import apply_stage_provider
 
     monkeypatch.delenv(PROVIDERS_ENV, raising=False)
     args = build_parser().parse_args(["create", "score", "--run-dir", "r", "--judge-model", "j",

@@ -1,0 +1,71 @@
+"""``cresowlve build``: construct a benchmark from ChGK packs."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cresowlve_core import argtypes
+from cresowlve_core.cli.common import _usage_error
+from cresowlve_core.exitcodes import stage_exit
+from cresowlve_core.inputs import add_max_input_chars
+
+
+def cmd_build(a: argparse.Namespace) -> int:
+    from cresowlve_core.construction.build import Build, BuildConfig, BuildStopped
+    from cresowlve_core.failures import UsageError
+
+    for step, model, url, _ in a.step_model or []:  # a step's model is never run on the embedded one instead
+        try:
+            argtypes.http_url(url)
+        except argparse.ArgumentTypeError as exc:
+            return _usage_error(f"--step-model {step} {model}: BASE_URL {exc}; nothing was run")
+    cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
+                      limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
+                      concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
+                      apply_review=not a.no_review, agreement_n=a.agreement_n, max_input_chars=a.max_input_chars,
+                      models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
+    existed = cfg.path.exists()
+    with Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line naming the sources)
+        try:
+            res = build.run_all()
+        except UsageError:  # refused (no source, an empty one): leave no folder it made
+            if not existed and not (cfg.path / "steps").exists():  # never finished model work
+                import shutil
+
+                shutil.rmtree(cfg.path, ignore_errors=True)
+            raise
+        except BuildStopped as exc:  # finished work is saved; the later steps were skipped
+            print(f"build stopped at step {exc.step!r} ({exc.reason}); the later steps were skipped; "
+                  f"summary: {build.path / 'build.json'}", file=sys.stderr)
+            return stage_exit(build.calls(), unit="calls")
+    print(build.summary_line())
+    print(f"data card: {res['data_card']}")
+    return stage_exit(build.calls(), unit="calls")  # 1 with a last line when some calls errored or none parsed
+
+
+def add_build_parser(sub: Any) -> None:
+    """Register ``cresowlve build``."""
+    p = sub.add_parser("build", help="construct a benchmark from ChGK packs (filters, translation, review, "
+                       "annotation, export); default: the shipped packs on the embedded model")
+    p.add_argument("--name", default="demo", help="build name; the build goes to data/builds/NAME (default: demo)")
+    p.add_argument("--build-dir", default=None, help="build directory (default: data/builds/NAME); re-running resumes")
+    p.add_argument("--source", action="append", help="pack file, folder of packs, dataset file or hub:ru "
+                   "(repeatable; default: the shipped packs)")
+    p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
+    p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
+    p.add_argument("--model", default=None, help="model of every step (required with --base-url)")
+    p.add_argument("--base-url", default=None, type=argtypes.http_url, help="OpenAI-compatible base URL (default: the embedded "
+                   "Gemma 3 270M, a base model: pipeline demo only)")
+    p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
+    p.add_argument("--step-model", nargs=4, action="append", metavar=("STEP", "MODEL", "BASE_URL", "KEY_ENV"),
+                   help="another endpoint for one step (e.g. translate); repeatable")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=4, help="calls in flight at once")
+    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD (per step)")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    p.add_argument("--no-review", action="store_true", help="do not apply saved human-validation decisions")
+    p.add_argument("--agreement-n", type=argtypes.positive_int, default=50, help="size of the agreement re-annotation sample")
+    add_max_input_chars(p)
+    p.set_defaults(fn=cmd_build)

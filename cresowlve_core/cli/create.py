@@ -1,0 +1,119 @@
+"""``cresowlve create generate|score``: CREATE (associative creativity) from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from cresowlve_core import argtypes
+from cresowlve_core.exitcodes import stage_exit
+from cresowlve_core.inputs import add_max_input_chars
+from cresowlve_core.llm.types import EFFORTS
+
+
+def _create_options(a: argparse.Namespace, base: Any) -> Any:
+    """The stage's default ClientOptions with the options given on the command line."""
+    given = {k: getattr(a, k, None) for k in ("temperature", "max_tokens", "concurrency", "seed", "rpm", "tpm", "max_cost")}
+    update = {k: v for k, v in given.items() if v is not None}
+    if getattr(a, "no_cache", False):
+        update["cache"] = False
+    return type(base).model_validate({**base.model_dump(), **update})
+
+
+def _create_finish(summary: Any, unit: str) -> int:
+    """One summary line (summary.json has everything), then the exit code; a run in which every
+    call answered but nothing parsed exits 1."""
+    from cresowlve_core.create.records import GenerateSummary, generate_line, score_line, unparsed_line
+
+    print(generate_line(summary) if isinstance(summary, GenerateSummary) else score_line(summary))
+    return stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
+
+
+def cmd_create_generate(a: argparse.Namespace) -> int:
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.create.generate import FEWSHOT_MAX_TOKENS, GENERATE_OPTIONS, generate
+    from cresowlve_core.create.queries import load_queries
+    from cresowlve_core.llm.base_model import is_base_model
+    from cresowlve_core.runtime import endpoint_or_embedded
+
+    load_queries(a.queries, a.limit, max_input_chars=a.max_input_chars)  # a bad file is refused before any model starts
+    with endpoint_or_embedded(a.model, a.base_url, a.api_key_env) as (endpoint, embedded):
+        if embedded:
+            print(banner_text("embedded"), file=sys.stderr)
+        options = _create_options(a, GENERATE_OPTIONS)
+        if a.max_tokens is None and is_base_model(endpoint):  # 4096 tokens of one path repeated, minutes per query
+            options = options.model_copy(update={"max_tokens": FEWSHOT_MAX_TOKENS})
+            print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {FEWSHOT_MAX_TOKENS}",
+                  file=sys.stderr)
+        summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
+                           n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options,
+                           max_input_chars=a.max_input_chars)
+    return _create_finish(summary, "calls")
+
+
+def cmd_create_score(a: argparse.Namespace) -> int:
+    from cresowlve_core.banners import banner_text
+    from cresowlve_core.create.generate import read_generation_manifest
+    from cresowlve_core.create.score import JUDGE_OPTIONS, score
+    from cresowlve_core.runtime import endpoint_or_embedded
+
+    read_generation_manifest(a.run_dir)  # not a generation run: refused before any model starts
+    with endpoint_or_embedded(a.judge_model, a.judge_base_url, a.judge_api_key_env) as (endpoint, embedded):
+        if embedded:
+            print(banner_text("embedded"), file=sys.stderr)
+        summary = score(a.run_dir, endpoint, score_dir=a.score_dir, effort=a.effort, judge_invalid=a.judge_invalid,
+                        factuality_threshold=a.factuality_threshold, discount=a.discount,
+                        options=_create_options(a, JUDGE_OPTIONS))
+    return _create_finish(summary, "paths to judge")
+
+
+def _create_client_args(p: argparse.ArgumentParser) -> None:
+    """Client options of the CREATE commands; unset ones keep the stage's ClientOptions defaults."""
+    p.add_argument("--max-tokens", type=argtypes.positive_int, default=None, help="output budget per call (default: 4096)")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=None, help="calls in flight at once (default: 8)")
+    p.add_argument("--seed", type=int, default=None, help="sampling seed sent to the provider (default: 0)")
+    p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD (default: no limit)")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+
+
+def add_create_parser(sub: Any) -> None:
+    """Register ``cresowlve create``."""
+    create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
+    p = create.add_parser("generate", help="ask a model for paths between entities (resumable run directory)")
+    p.add_argument("--model", default=None, help="model name as the endpoint knows it (required with --base-url)")
+    p.add_argument("--base-url", default=None, type=argtypes.http_url,
+                   help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
+    p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
+    p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
+    add_max_input_chars(p, "a query")
+    p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
+                   help="original: one call; iterate: ask for more paths in further rounds; "
+                        "resample: independent samples merged (default: original)")
+    p.add_argument("--n-samples", type=argtypes.positive_int, default=4, help="resample: independent samples merged (default: 4)")
+    p.add_argument("--n-rounds", type=argtypes.positive_int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
+    p.add_argument("--temperature", type=argtypes.temperature, default=None, help="sampling temperature (default: 0.7, the paper's)")
+    _create_client_args(p)
+    p.add_argument("--effort", choices=EFFORTS, default=None, help="reasoning effort (default: none sent)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N queries (default: all)")
+    p.add_argument("--run-dir", required=True, type=argtypes.run_dir, help="run directory; running again resumes it")
+    p.set_defaults(fn=cmd_create_generate)
+    p = create.add_parser("score", help="judge specificity and factuality, compute creative utility")
+    p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="a run directory of `cresowlve create generate`")
+    p.add_argument("--score-dir", default=None, help="where the judgments go (default: RUN_DIR/score; "
+                                                     "one per judge configuration)")
+    p.add_argument("--judge-model", default=None, help="judge model name (required with --judge-base-url)")
+    p.add_argument("--judge-base-url", default=None, type=argtypes.http_url,
+                   help="judge's OpenAI-compatible base URL (default: the embedded Gemma 3 270M: pipeline demo only)")
+    p.add_argument("--judge-api-key-env", default=None, type=argtypes.env_name,
+                   help="NAME of the environment variable holding the judge's key")
+    p.add_argument("--judge-invalid", action="store_true", help="also judge structurally invalid paths")
+    p.add_argument("--effort", choices=EFFORTS, default=None, help="judge reasoning effort (default: none sent)")
+    p.add_argument("--factuality-threshold", type=float, default=1.0,
+                   help="a path counts iff this fraction of its triples is judged factual (default: 1.0)")
+    p.add_argument("--discount", choices=["reference", "paper"], default="reference",
+                   help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
+    _create_client_args(p)
+    p.set_defaults(fn=cmd_create_score)

@@ -1,0 +1,325 @@
+"""``cresowlve runs|diff|eval|grid|rescore|cache``: evaluation runs, their listing and the response cache."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from cresowlve_core import argtypes, exitcodes
+from cresowlve_core.cli.common import _one_line, _unset_key_var, _usage_error
+from cresowlve_core.exitcodes import EXIT_CODES_HELP, EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE, stage_exit
+from cresowlve_core.inputs import add_max_input_chars
+from cresowlve_core.llm.effort import PRESETS
+from cresowlve_core.llm.profiles import PROFILES
+from cresowlve_core.llm.types import EFFORTS
+
+
+def cmd_runs(a: argparse.Namespace) -> int:
+    from cresowlve_core.analysis.loading import grid_aliases
+    from cresowlve_core.evaluation.listing import HEADER, find_runs, run_row
+
+    dirs = find_runs(a.glob)
+    if not dirs:
+        from cresowlve_core.paths import runs_dir
+
+        print(f"no evaluation runs found ({a.glob or runs_dir()})", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    aliases = grid_aliases(a.glob, dirs)  # the grid's labels, as the analysis's tables name them
+    print(HEADER)
+    for d in dirs:
+        print(run_row(d, aliases).line())
+    print(f"{len(dirs)} run(s)")
+    return 0
+
+
+def cmd_diff(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.listing import diff_report, diff_runs, language_warning
+
+    if (warning := language_warning(Path(a.run_a), Path(a.run_b))) is not None:
+        print(warning, file=sys.stderr)
+    d = diff_runs(Path(a.run_a), Path(a.run_b), a.metric)
+    print(diff_report(Path(a.run_a), Path(a.run_b), d, limit=a.limit))
+    return 0
+
+
+def cmd_eval(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line, truncation_warning
+    from cresowlve_core.llm.profiles import get_profile
+    from cresowlve_core.llm.types import LLMFatalError
+    from cresowlve_core.runtime import SUMMARY
+
+    try:
+        _endpoint_from_env(a)
+    except argparse.ArgumentTypeError as exc:
+        return _usage_error(f"CRESOWLVE_BASE_URL / CRESOWLVE_API_KEY_ENV: {exc}")
+    if not a.model or not a.base_url:
+        return _usage_error("--model and --base-url are required (or set CRESOWLVE_MODEL and CRESOWLVE_BASE_URL); "
+                            "nothing was run")
+    run_dir = a.run_dir
+    if not run_dir:
+        run_dir = default_run_dir(a.model, a.effort, a.lang)
+        print(f"run directory: {run_dir}", file=sys.stderr)
+    cfg = EvalConfig.model_validate(dict(  # flat client settings become ``options`` (EvalConfig._flat_options)
+        model=a.model, base_url=a.base_url, run_dir=run_dir, items=a.items, lang=a.lang,
+        api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
+        judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
+        judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol, judge_provider=a.judge_provider,
+        judge_api=a.judge_api, judge_effort=a.judge_effort, judge_max_tokens=a.judge_max_tokens,
+        judge_temperature=getattr(a, "judge_temperature", "protocol"), judge_extra_body=a.judge_extra_body or {},
+        retry_truncated=a.retry_truncated,
+        max_input_chars=a.max_input_chars,
+        concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
+        max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
+        provider=a.provider or (get_profile(a.preset).name if a.preset else None),
+        extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
+    ))
+    je = cfg.judge_endpoint()
+    if (name := _unset_key_var(cfg.api_key_env, je.api_key_env if je else None)) is not None:
+        return _usage_error(f"environment variable {name!r} is not set (it should hold the API key); nothing was run")
+    if a.batch:
+        from cresowlve_core.evaluation.batch_eval import batch_evaluate
+
+        step = batch_evaluate(cfg)
+        print(step.line)
+        if step.summary is not None:
+            return stage_exit(step.summary)
+        if step.last:
+            print(step.last, file=sys.stderr)
+        return step.code
+    try:
+        outcome = evaluate(cfg)
+    except LLMFatalError as exc:  # the run stopped at a wrong key/model/endpoint; its summary is on disk
+        summary_file = Path(cfg.run_dir) / SUMMARY
+        if not summary_file.exists():
+            raise
+        summary = json.loads(summary_file.read_text(encoding="utf-8"))
+        summary["stopped"] = summary.get("stopped") or f"fatal: {_one_line(exc)}"
+        print(summary_line(summary))
+        return stage_exit(summary)
+    print(summary_line(outcome.summary))
+    if (warning := truncation_warning(outcome.summary)) is not None:
+        print(warning, file=sys.stderr)
+    return stage_exit(outcome.summary)
+
+
+def default_run_dir(model: str, effort: str | None, lang: str) -> str:
+    """``data/runs/<model>[-<effort>]__<lang>`` of the current project (the grid's naming)."""
+    from cresowlve_core.paths import runs_dir
+    from cresowlve_core.text import slug
+
+    return str(runs_dir() / f"{slug(model)}{f'-{effort}' if effort else ''}__{lang}")
+
+
+def cmd_grid(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.grid import GridConfigError, run_grid
+
+    try:
+        out = run_grid(a.config, reports_dir=a.reports_dir)
+    except GridConfigError as exc:  # one line per bad key, before anything starts
+        print("error: " + "\n".join(exc.lines()), file=sys.stderr)
+        return EXIT_USAGE
+    for cell in out["cells"]:
+        print(f"{cell['config'] + ' / ' + cell['lang']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
+    if out.get("report"):
+        print(f"report: {out['report']}")
+    bad = [c for c in out["cells"] if c["status"] != "done"]
+    done = f"{out['n_done']} of {out['n_cells']} cells done"
+    if out.get("stopped"):  # Ctrl-C / SIGTERM: the running cells stopped, the rest and the report were skipped
+        print(exitcodes.interrupted_line(f"{done}; the report was skipped"), file=sys.stderr)
+        return exitcodes.interrupt_code()
+    refused = [c for c in out["cells"] if c["status"] == "refused"]
+    if refused:  # a run directory in use (docs/reliability.md): exit 2, as a single eval would
+        print(f"error: {len(refused)} cell(s) refused ({refused[0]['cell']}: {refused[0]['error']}): {done}; "
+              "run the same command again when the other run has finished", file=sys.stderr)
+        return EXIT_USAGE
+    fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
+    if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran
+        why = next((line for line in (fatal[0]["error"], fatal[0]["line"]) if line), "")
+        print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}): {done}; "
+              "finished work is kept, run the same command again to resume", file=sys.stderr)
+        return EXIT_STOPPED
+    if bad:
+        print(f"incomplete: {len(bad)} of {out['n_cells']} cells not done ({', '.join(c['cell'] for c in bad[:5])}); "
+              "run the same command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 0
+
+
+def cmd_rescore(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation.runner import rescore, summary_line
+
+    print(summary_line(rescore(a.run_dir)) + " | rescored, 0 requests")
+    return 0
+
+
+def cmd_cache(a: argparse.Namespace) -> int:
+    from cresowlve_core.llm.cache import ResponseCache
+
+    cache = ResponseCache(Path(a.path)) if a.path else ResponseCache()
+    if a.action == "stats":
+        print(json.dumps(cache.stats(), indent=2))
+        return EXIT_OK
+    stats = cache.stats()
+    n = stats["per_model"].get(a.model, 0) if a.model else stats["entries"]
+    what = f"{n} cached responses" + (f" of model {a.model!r}" if a.model else "") + f" from {stats['path']}"
+    if not a.yes:
+        if not sys.stdin.isatty():
+            return _usage_error(f"cache clear would remove {what}; pass --yes to confirm")
+        if input(f"remove {what}? [y/N] ").strip().lower() not in ("y", "yes"):
+            print("nothing removed")
+            return EXIT_OK
+    n = cache.clear(model=a.model)
+    print(f"removed {n} cached responses")
+    return EXIT_OK
+
+
+def _endpoint_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", default=None, type=argtypes.nonempty,
+                   help="model name as the endpoint knows it (default: $CRESOWLVE_MODEL; one of them is required)")
+    p.add_argument("--base-url", default=None, type=argtypes.http_url,
+                   help="OpenAI-compatible http(s) base URL, e.g. https://api.openai.com/v1 "
+                        "(default: $CRESOWLVE_BASE_URL; one of them is required)")
+    p.add_argument("--api-key-env", default=None, type=argtypes.env_name,
+                   help="NAME of the environment variable holding the key (default: $CRESOWLVE_API_KEY_ENV, "
+                        "else none, for local servers)")
+
+
+def _endpoint_from_env(a: argparse.Namespace) -> None:
+    """``--model``/``--base-url``/``--api-key-env`` default to the main job's variables."""
+    a.model = a.model or os.environ.get("CRESOWLVE_MODEL") or None
+    if not a.base_url and os.environ.get("CRESOWLVE_BASE_URL"):
+        a.base_url = argtypes.http_url(os.environ["CRESOWLVE_BASE_URL"])
+    if not a.api_key_env and os.environ.get("CRESOWLVE_API_KEY_ENV"):
+        a.api_key_env = argtypes.env_name(os.environ["CRESOWLVE_API_KEY_ENV"])
+
+
+def add_runs_parser(sub: Any) -> None:
+    """Register ``cresowlve runs``."""
+    p = sub.add_parser("runs", help="list evaluation runs: model, effort, language, items, accuracy with CI, cost, state")
+    p.add_argument("glob", nargs="?", default=None,
+                   help="run directories, a glob or a grid.json, as `report -p runs` takes them, relative to the "
+                        "project, e.g. 'data/runs/demo/*' (default: every run under data/runs)")
+    p.set_defaults(fn=cmd_runs)
+
+
+def add_diff_parser(sub: Any) -> None:
+    """Register ``cresowlve diff``."""
+    p = sub.add_parser("diff", help="the items two runs disagree on, both answers, and McNemar's test")
+    p.add_argument("run_a", help="run directory A")
+    p.add_argument("run_b", help="run directory B")
+    p.add_argument("--metric", default=None, choices=["judge", "em_strict", "em_lenient"],
+                   help="metric compared (default: judge when both runs were judged, else em_strict)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=50, help="disagreements printed (default: 50)")
+    p.set_defaults(fn=cmd_diff)
+
+
+def add_eval_parser(sub: Any) -> None:
+    """Register ``cresowlve eval``."""
+    p = sub.add_parser("eval", help="evaluate a model on CresOWLve items into a resumable run directory")
+    p.add_argument("--items", default="demo", type=argtypes.nonempty,
+                   help="demo (the shipped demo items) | hub:en | hub:ru (downloaded once from the Hugging Face "
+                        "hub) | PATH (.jsonl/.parquet: published schema, or one Item per line) (default: demo)")
+    p.add_argument("--lang", choices=["en", "ru"], default="en", help="language of the questions (default: en)")
+    add_max_input_chars(p)
+    _endpoint_args(p)
+    p.add_argument("--effort", choices=EFFORTS, default=None,
+                   help="reasoning effort sent to a thinking model (default: none sent)")
+    p.add_argument("--prompt-style", choices=["cot", "plain"], default=None,
+                   help="cot for non-thinking models, plain for thinking ones (default: plain iff --effort)")
+    p.add_argument("--api", choices=["chat", "responses", "completions"], default=None,
+                   help="force an API style (default: chat; responses when --effort is given)")
+    p.add_argument("--judge-model", default=None, type=argtypes.nonempty,
+                   help="LLM judge model; without one only exact match is scored (default: no judge)")
+    p.add_argument("--judge-base-url", default=None, type=argtypes.http_url, help="judge's base URL (default: --base-url)")
+    p.add_argument("--judge-api-key-env", default=None, type=argtypes.env_name,
+                   help="NAME of the variable holding the judge's key (default: --api-key-env when the judge "
+                        "uses the model's base URL, else none)")
+    p.add_argument("--judge-protocol", choices=["nonce-verdict", "paper"], default="nonce-verdict",
+                   help="nonce-verdict: our judge (reasoning, then an unforgeable verdict line, temperature 0); "
+                        "paper: the paper's bare yes/no at the judge's default temperature (default: nonce-verdict)")
+    p.add_argument("--judge-repeat", action="store_true",
+                   help="judge twice (seed, seed+1): repeatability in 03_analysis (default: off)")
+    p.add_argument("--judge-provider", default=None, choices=sorted(PROFILES),
+                   help="the judge's provider profile (default: the model's when the judge shares its base URL, "
+                        "else detected from the judge's base URL)")
+    p.add_argument("--judge-api", choices=["chat", "responses", "completions"], default=None,
+                   help="the judge's API (default: the profile's: chat, or responses with --judge-effort on OpenAI)")
+    p.add_argument("--judge-effort", choices=EFFORTS, default=None, help="the judge's reasoning effort (default: none sent)")
+    p.add_argument("--judge-max-tokens", type=argtypes.positive_int, default=None,
+                   help="the judge's output budget (default: 512; 8192 for a thinking judge: a reasoning model or "
+                        "--judge-effort)")
+    p.add_argument("--judge-temperature", type=argtypes.temperature, default=argparse.SUPPRESS,
+                   help="the judge's temperature, or 'default' to send none (default: 0 under nonce-verdict, none "
+                        "sent under paper; never sent to a reasoning model)")
+    p.add_argument("--judge-extra-body", type=argtypes.json_object, default=None,
+                   help="JSON merged into every judge request; a null removes a field (default: none)")
+    p.add_argument("--concurrency", type=argtypes.positive_int, default=8, help="calls in flight at once (default: 8)")
+    p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
+    p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N items (default: all)")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider (default: 0)")
+    p.add_argument("--temperature", type=argtypes.temperature, default=0.0,
+                   help="sampling temperature, finite and >= 0, or 'default' to send none (the provider's "
+                        "default decoding, as in the paper) (default: 0.0)")
+    p.add_argument("--max-tokens", type=argtypes.positive_int, default=4096,
+                   help="output budget per answer; thinking models need room (default: 4096)")
+    p.add_argument("--max-cost", type=argtypes.usd, default=None,
+                   help="stop cleanly before spending more than this many USD (default: no limit)")
+    p.add_argument("--provider", default=None, choices=sorted(PROFILES),
+                   help="provider profile: which fields are sent and how the effort, cost and reasoning are "
+                        "read (docs/providers.md) (default: detected from the base URL's host; generic otherwise)")
+    p.add_argument("--preset", default=None, choices=sorted(PRESETS),
+                   help="old name of --provider: vllm-qwen3 = vllm, llama-cpp, openrouter, openai (default: none)")
+    p.add_argument("--extra-body", type=argtypes.json_object, default=None,
+                   help="JSON object merged into every request body, last; {\"field\": null} removes a field the "
+                        "profile would send; recorded in the manifest's 'sent' (default: none)")
+    p.add_argument("--retry-truncated", action="store_true",
+                   help="re-ask only the answers cut off by the token limit, with this --max-tokens (larger than "
+                        "theirs); recorded per answer (default: off)")
+    p.add_argument("--timeout", type=argtypes.positive_float, default=300.0,
+                   help="read timeout of one HTTP attempt, seconds (default: 300)")
+    p.add_argument("--deadline", type=argtypes.positive_float, default=600.0,
+                   help="total deadline of one HTTP attempt, seconds (default: 600)")
+    p.add_argument("--no-cache", action="store_true", help="bypass the response cache (default: off)")
+    p.add_argument("--batch", action="store_true",
+                   help="answer through the OpenAI Batch API: the first call submits, later calls report or "
+                        "collect (an expired or cancelled batch keeps its finished answers; the next call "
+                        "submits only the rest); exits 1 until every item has its answer (default: off)")
+    p.add_argument("--run-dir", default=None, type=argtypes.run_dir,
+                   help="run directory; running again resumes it (default: data/runs/<model>[-<effort>]__<lang>)")
+    p.set_defaults(fn=cmd_eval, base_url_defaults={"base_url": ("CRESOWLVE_BASE_URL",),
+                                                   "judge_base_url": ("base_url", "CRESOWLVE_BASE_URL")})
+
+
+def add_grid_parser(sub: Any) -> None:
+    """Register ``cresowlve grid``."""
+    p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",
+                       epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("config", type=argtypes.nonempty, help="grid config (YAML); example: configs/paper_table1.yaml")
+    p.add_argument("--reports-dir", default=None,
+                   help="where the analysis report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    p.set_defaults(fn=cmd_grid)
+
+
+def add_rescore_parser(sub: Any) -> None:
+    """Register ``cresowlve rescore``."""
+    p = sub.add_parser("rescore", help="recompute answer extraction and every metric of a run from its stored "
+                       "raw outputs (no model call; judge verdicts kept)")
+    p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="an evaluation run directory (required)")
+    p.set_defaults(fn=cmd_rescore)
+
+
+def add_cache_parser(sub: Any) -> None:
+    """Register ``cresowlve cache``."""
+    p = sub.add_parser("cache", help="the on-disk response cache")
+    p.add_argument("action", choices=["stats", "clear"], help="stats: entries per model and size; clear: delete entries")
+    p.add_argument("--model", default=None, help="clear only this model's entries (default: all models)")
+    p.add_argument("--path", default=None,
+                   help="cache file (default: $CRESOWLVE_CACHE_DIR/responses.sqlite or <project>/data/cache/responses.sqlite)")
+    p.add_argument("-y", "--yes", action="store_true",
+                   help="clear without asking (needed when not at a terminal) (default: off)")
+    p.set_defaults(fn=cmd_cache)
