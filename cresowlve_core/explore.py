@@ -795,7 +795,7 @@ def overview_section(ex: Explorer) -> dict[str, Any]:
     from IPython.display import display
 
     from cresowlve_core.banners import show_banner
-    from cresowlve_core.untrusted import say
+    from cresowlve_core.reporting import say
 
     for kind, detail in ex.banners():
         show_banner(kind, detail)  # type: ignore[arg-type]

@@ -355,12 +355,16 @@ _TEMPLATE_SOURCE = """{%- extends 'lab/index.html.j2' -%}
 
 
 #: tables in reports: a wide one scrolls inside its own output box (never cut off at the page edge),
-#: numbers right-aligned in tabular figures, compact cells
+#: numbers right-aligned in tabular figures, compact cells; headers and text cells (class ``t`` of
+#: :func:`cresowlve_core.reporting.table`) wrap, text left-aligned; intervals (class ``ci``) in small type
 _TABLE_CSS = (
     ".jp-OutputArea-output{overflow-x:auto;max-width:100%}"
     ".jp-RenderedHTMLCommon table{font-size:12px;font-variant-numeric:tabular-nums;border-collapse:collapse}"
     ".jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{padding:2px 6px;white-space:nowrap}"
     ".jp-RenderedHTMLCommon td{text-align:right}.jp-RenderedHTMLCommon th{text-align:left}"
+    ".jp-RenderedHTMLCommon thead th{white-space:normal;vertical-align:bottom;max-width:10em}"
+    ".jp-RenderedHTMLCommon td.t{text-align:left;white-space:normal;min-width:6em;max-width:36em}"
+    ".jp-RenderedHTMLCommon td.ci{font-size:10px;color:#555}"
 )
 
 

@@ -3,7 +3,7 @@
 Everything a report, the index or an explorer shows from a run directory passes one of these:
 
 - :func:`html_text` for a value placed in HTML;
-- :func:`markdown` for a Markdown message as a whole (what ``say`` displays): every ``<`` and ``&``
+- :func:`markdown` for a Markdown message as a whole (what :func:`cresowlve_core.reporting.say` displays): every ``<`` and ``&``
   becomes an entity, so no name can open an HTML tag, and every code span becomes a ``<code>``
   element whose text is escaped the same way, so a name inside backticks stays literal too;
 - :func:`styler` for a table rendered by a pandas ``Styler`` (cells, row and column labels escaped;
@@ -88,12 +88,6 @@ def styler(df: pd.DataFrame, **fmt: Any) -> Styler:
     return s
 
 
-def display_table(df: pd.DataFrame, digits: int = 3) -> Styler:
-    """A frame for a report: every string escaped (:func:`styler`), numbers rounded to ``digits``,
-    missing values as ``–``, no index."""
-    return styler(df, na_rep="–", precision=digits).hide(axis="index")
-
-
 def csv_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``, ``@``, a tab
     or a carriage return gets a leading ``'`` (OWASP). Numbers and other values are returned unchanged,
@@ -112,12 +106,3 @@ def csv_frame(df: pd.DataFrame) -> pd.DataFrame:
     out.columns = [csv_cell(c) for c in out.columns]
     return out
 
-
-def say(md: str) -> None:
-    """Display a Markdown message (through :func:`markdown`) in a notebook; print it elsewhere."""
-    try:
-        from IPython.display import Markdown, display
-    except ImportError:  # pragma: no cover - IPython ships with the notebook stack
-        print(md)
-        return
-    display(Markdown(markdown(md)))

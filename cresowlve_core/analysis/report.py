@@ -13,7 +13,6 @@ annotations or no factual items each produce a message instead.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -25,101 +24,16 @@ from cresowlve_core.analysis.loading import METRIC_LABELS, RunSet, no_answer
 from cresowlve_core.analysis.loading import main_subset as main_subset  # re-exported for notebooks and tests
 from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
-from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, format_p, wilson_interval
-from cresowlve_core.untrusted import say as say  # every message escapes its names (re-exported)
+from cresowlve_core.reporting import jsonable, say, show
+from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
 
 SKIPPED = {"skipped": "no runs"}
 
 
 
-MISSING = "–"  # how every table shows a value that does not exist (never nan / None)
-SCROLL_STYLE = "max-height: 640px; overflow: auto; display: block"
-
-
-_BETWEEN_TAGS = re.compile(r">\s+<")
-
-
-#: a table with more rows than this (one row per configuration × group, say) is shown collapsed, as text
-LONG_TABLE_ROWS = 500
-
-
-def table_html(obj: Any) -> str:
-    """Every row of a DataFrame (or Styler) as HTML inside a scrollable box: never cut to 10 rows,
-    and without pandas' default 0..n-1 row numbers.
-
-    The indentation pandas puts between tags is dropped (a third of a long table's bytes; whitespace
-    between table tags is not displayed); cell text is kept as it is. A DataFrame longer than
-    :data:`LONG_TABLE_ROWS` is shown whole but collapsed (:func:`long_table_html`)."""
-    if isinstance(obj, pd.DataFrame):
-        if len(obj) > LONG_TABLE_ROWS:
-            return long_table_html(obj)
-        inner = _missing_as_dash(obj).to_html(max_rows=None, max_cols=None, na_rep=MISSING,
-                                              index=not _row_numbers_only(obj))
-    else:  # a Styler
-        inner = obj.to_html()
-    return f'<div class="cresowlve-table" style="{SCROLL_STYLE}">{_BETWEEN_TAGS.sub("><", inner)}</div>'
-
-
-def long_table_html(df: pd.DataFrame) -> str:
-    """Every row of a long table as comma-separated text in a collapsed, scrollable block.
-
-    An HTML table of 10,000 rows (360 runs × 30 groups) costs seconds of pandas formatting and
-    megabytes of markup; the same rows as CSV text are a quarter of the bytes and open on a click.
-    The text is escaped (it holds run and label names)."""
-    import html
-
-    text = _missing_as_dash(df).to_csv(na_rep=MISSING, index=not _row_numbers_only(df))
-    summary = f"Table: {len(df):,} rows × {len(df.columns)} columns (comma-separated; click to open)"
-    return (f'<details class="cresowlve-table"><summary>{summary}</summary>'
-            f'<pre style="{SCROLL_STYLE}">{html.escape(text)}</pre></details>')
-
-
-def _row_numbers_only(df: pd.DataFrame) -> bool:
-    """Whether the index is pandas' default 0..n-1, which carries nothing a reader needs."""
-    return isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1
-
-
-def _missing_as_dash(df: pd.DataFrame) -> pd.DataFrame:
-    """``–`` for None / pd.NA in object and nullable columns (pandas prints those as ``None`` /
-    ``<NA>`` whatever ``na_rep`` says; float NaN is handled by ``na_rep``)."""
-    out = df
-    for c in df.columns:
-        col = df[c]
-        if (col.dtype == object or pd.api.types.is_extension_array_dtype(col.dtype)) and col.isna().any():
-            if out is df:
-                out = df.copy()
-            out[c] = col.astype(object).where(col.notna(), MISSING)
-    return out
-
-
-def show(obj: Any) -> None:
-    """Display a table (all rows, scrollable) or a chart."""
-    from IPython.display import HTML, display
-
-    if isinstance(obj, pd.DataFrame) or type(obj).__name__ == "Styler":
-        display(HTML(table_html(obj)))
-    else:
-        display(obj)
-
-
 def synthetic_banner() -> str:
     """The loud HTML banner shown whenever any input run is synthetic."""
     return banner_html("synthetic")
-
-
-def _is_p_column(name: object) -> bool:
-    n = str(name)
-    return n in ("p", "q", "p_holm") or n.endswith(("_p", "_p_holm", "_q"))
-
-
-def _round(df: pd.DataFrame, digits: int = 2) -> pd.DataFrame:
-    """A table for display: numbers rounded, every p-value through :func:`~cresowlve_core.stats.format_p`
-    (``< 0.0001``, never ``0.0``), missing values shown as ``–`` (by :func:`table_html`)."""
-    out = df.round(digits)
-    for c in out.columns:
-        if _is_p_column(c) and pd.api.types.is_numeric_dtype(df[c]):
-            out[c] = [format_p(v) for v in df[c].to_numpy(float)]
-    return out
 
 
 def _population(df: pd.DataFrame, name: str) -> dict[str, Any]:
@@ -137,17 +51,6 @@ def _coverage_note(df: pd.DataFrame, metrics: list[str] | tuple[str, ...] | str)
     say(line)
     cov = coverage.judge_coverage_by_run(df)
     return round(float(cov["n_verdict"].sum() / cov["n_items"].sum()), 4)
-
-
-def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame as JSON-safe records (NaN → None)."""
-    return [
-        {
-            k: (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v))
-            for k, v in r.items()
-        }
-        for r in df.to_dict(orient="records")
-    ]
 
 
 # ------------------------------------------------------------------ checks
@@ -394,7 +297,7 @@ def table1_section(
         "coverage_threshold": coverage_threshold,
         "low_coverage": [f"{r.config}/{r.lang}/{r.metric}" for r in low.itertuples(index=False)],
         "unfinished": sorted({f"{r.config}/{r.lang}" for r in long[~long["complete"]].itertuples(index=False)}),
-        "rows": _records(wide[["config", *main_cols]]),
+        "rows": jsonable(wide[["config", *main_cols]]),
     }
 
 
@@ -431,8 +334,8 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         f"**Trend test** (Cochran–Armitage over difficulty 1–5, Holm-corrected over {len(trend)} tests): accuracy "
         f"falls significantly with difficulty in **{falls}** of {len(trend)} configuration × language × metric rows."
     )
-    show(_round(trend, 4))
-    show(_round(res.drop(columns=["metric"]), 2))
+    show(trend)
+    show(res.drop(columns=["metric"]), 2)
     return {
         **pop,
         "judge_coverage": cov,
@@ -471,7 +374,7 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
         )
         show(charts.group_heatmap(res.table, title, res.metric_label))
         say(res.chance_text())
-        show(_round(res.table, 2))
+        show(res.table, 2)
         h = res.homogeneity
         n_het = int((h["q"] < 0.05).sum())
         say(
@@ -479,7 +382,7 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
             f"overlap; BH over models): the groups differ beyond chance for **{n_het}** of {len(h)} "
             "model × language rows."
         )
-        show(_round(h, 4))
+        show(h)
         out[column] = {
             "n_groups": int(res.table["group"].nunique()),
             "metric": res.metric,
@@ -528,7 +431,7 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
     if small:
         say(f"Fewer than 30 items in the smaller group for: {', '.join(small)}; read those intervals with care.")
     show(charts.gap_chart(res))
-    show(_round(res.drop(columns=["metric"]), 2))
+    show(res.drop(columns=["metric"]), 2)
     return {
         "population": "creative and factual items",
         "n_responses": int(len(df)),
@@ -536,7 +439,7 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
         "judge_coverage": cov,
         "n_rows": int(len(res)),
         "procedure": "stratified Newcombe/Wilson-score (MOVER-Wilson) interval of the standardised difference",
-        "gaps": _records(res[["config", "lang", "metric", "gap", "low", "high", "n_matched"]].round(3)),
+        "gaps": jsonable(res[["config", "lang", "metric", "gap", "low", "high", "n_matched"]].round(3)),
     }
 
 
@@ -566,7 +469,7 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
     if feats["difficulty"].notna().any():
         corr_d = complexity.difficulty_correlations(feats)
         say("**Correlation with the difficulty label** (over items; 95% Fisher-z CIs, Holm over the features):")
-        show(_round(corr_d.drop(columns=["feature"]), 4))
+        show(corr_d.drop(columns=["feature"]))
         for _, r in corr_d.iterrows():
             say(f"- {r['feature_label']}: {complexity.correlation_verdict(r)}")
         show(charts.complexity_boxplot(complexity.features_long(feats)))
@@ -583,12 +486,12 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
     )
     if not corr_p.empty:
         show(charts.correlation_bars(corr_p, by_model=True))
-        show(_round(corr_p.drop(columns=["feature"]), 4))
+        show(corr_p.drop(columns=["feature"]))
     return {
         **pop,
         "judge_coverage": cov,
         "features": available,
-        "difficulty": _records(
+        "difficulty": jsonable(
             corr_d[["feature", "n", "spearman_rho", "spearman_low", "spearman_high", "spearman_p_holm"]].round(4)
         )
         if not corr_d.empty
@@ -634,7 +537,7 @@ def paired_section(
         say("No two configurations to compare (only one effort level per model, and no `compare` pairs given).")
     else:
         say("**Between configurations** (`diff` = a − b in pp, Bonett–Price 95% CI; exact McNemar below 25 discordant items):")
-        show(_round(configs, 4))
+        show(configs)
     cross = paired.cross_lingual(df, metric)
     if cross.empty:
         say("**En vs Ru:** no configuration has runs in both languages.")
@@ -642,7 +545,7 @@ def paired_section(
         for note in paired.mismatch_notes(cross):
             say(f"**Different item sets:** {note}")
         say("**En vs Ru per configuration** (`diff` = Ru − En on shared items):")
-        show(_round(cross, 4))
+        show(cross)
         say(
             "Items right in Ru and wrong in En (and the controls) per configuration: "
             "`cresowlve_core.analysis.paired.en_ru_items(runs, model, effort)`."
@@ -653,7 +556,7 @@ def paired_section(
         "metric": metric,
         "n_config_pairs": int(len(configs)),
         "n_config_significant": int((configs["p_holm"] < 0.05).sum()) if not configs.empty else 0,
-        "cross_lingual": _records(cross[["config", "n", "n_shared", "n_error_en", "n_error_ru", "n_error_both",
+        "cross_lingual": jsonable(cross[["config", "n", "n_shared", "n_error_en", "n_error_ru", "n_error_both",
                                          "n_unscored", "dropped", "mismatch", "diff", "low", "high", "p", "p_holm",
                                          "method"]].round({"diff": 6, "low": 6, "high": 6}))
         if not cross.empty

@@ -8,10 +8,8 @@ values carry ``None`` (JSON null) there, never a float NaN.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
@@ -22,51 +20,14 @@ from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
 from cresowlve_core.contamination.verdict import holm_across_models, verdict_table
-from cresowlve_core.error_analysis.report import say, show
+from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.stats import format_p
-from cresowlve_core.untrusted import styler
-
-MISSING = "–"
-
-
-def clean(value: Any) -> Any:
-    """A JSON-safe copy: NaN/inf → None, numpy scalars → Python, tuples → lists (recursively)."""
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [clean(v) for v in value]
-    if isinstance(value, pd.DataFrame):
-        return [clean(r) for r in value.to_dict(orient="records")]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is pd.NA or value is pd.NaT:
-        return None
-    return value
 
 
 def _p_phrase(p: Any) -> str:
     """``"= 0.0123"`` or ``"< 0.0001"``, to follow a "p"."""
     text = format_p(p)
     return text if text.startswith("<") else f"= {text}"
-
-
-def _cell(v: Any, digits: int) -> str:
-    if v is None or v is pd.NA or (isinstance(v, float) and not math.isfinite(v)):
-        return MISSING
-    if isinstance(v, bool | np.bool_):
-        return "yes" if v else "no"
-    if isinstance(v, float | np.floating):
-        return f"{float(v):.{digits}f}"
-    return str(v)
-
-
-def table(df: pd.DataFrame, digits: int = 3, p_columns: tuple[str, ...] = ("p",)) -> Any:
-    """A frame for display: numbers rounded, p-values via :func:`~cresowlve_core.stats.format_p`, ``–`` for missing
-    values, booleans as yes/no, no index."""
-    out = pd.DataFrame({c: [format_p(v) if c in p_columns else _cell(v, digits) for v in df[c]] for c in df.columns})
-    return styler(out).hide(axis="index")
 
 
 def population(c: Contamination, r: ConfigResult) -> dict[str, Any]:
@@ -79,7 +40,7 @@ def population(c: Contamination, r: ConfigResult) -> dict[str, Any]:
     say(f"Population: **{r.config}** — questions in {c.lang}; sets by {basis_text(r.basis, cov['en'], cov['ru'], COVERAGE_THRESHOLD)}. "
         + ", ".join(f"{s}: {tested[s]} tested of {sizes[s]}" for s in SETS)
         + f". At least {MIN_ITEMS} items per set are needed for a test" + (f" ({few})." if few else "."))
-    return clean({"basis": r.basis, "judge_coverage": cov, "set_sizes": sizes, "tested": tested,
+    return jsonable({"basis": r.basis, "judge_coverage": cov, "set_sizes": sizes, "tested": tested,
                   "min_items": MIN_ITEMS})
 
 
@@ -102,14 +63,14 @@ def sets_section(c: Contamination) -> dict[str, Any]:
         say(f"**{row.config}**: sets by {basis_text(row.basis, row.judge_coverage_en, row.judge_coverage_ru)}.")
     shown = c.set_counts.assign(judge_coverage_en=100 * c.set_counts["judge_coverage_en"],
                                 judge_coverage_ru=100 * c.set_counts["judge_coverage_ru"])
-    show(table(shown.rename(columns={**SET_LABELS, "judge_coverage_en": "judge coverage En %",
-                                     "judge_coverage_ru": "judge coverage Ru %"}), digits=1))
+    show(shown.rename(columns={**SET_LABELS, "judge_coverage_en": "judge coverage En %",
+                               "judge_coverage_ru": "judge coverage Ru %"}), digits=1)
     say("One metric per configuration for both languages: the LLM judge where it scored at least "
         f"{100 * COVERAGE_THRESHOLD:.0f}% of the items in En *and* Ru (errored items count against it), else strict "
         "exact match. `ru_wrong_en_right`, `unknown` (no value in one language), `no_answer` (the model errored in one "
         "language) go into no set; `unpaired`: items run in one language only. "
         f"A test needs at least {MIN_ITEMS} items in every set it uses.")
-    return {"configs": clean(c.set_counts), "min_items": MIN_ITEMS}
+    return {"configs": jsonable(c.set_counts), "min_items": MIN_ITEMS}
 
 
 def perturbation_section(c: Contamination) -> dict[str, Any]:
@@ -124,7 +85,7 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
             n_ok = int((swaps["synonym"] != "").sum())
             say(f"The model's synonyms: {n_ok} of {len(swaps)} word(s) asked got a usable one (first line of "
                 "each continuation; items passed over with the reason).")
-            show(table(swaps.head(SWAPS_SHOWN)))
+            show(swaps.head(SWAPS_SHOWN))
             if len(swaps) > SWAPS_SHOWN:
                 say(f"… and {len(swaps) - SWAPS_SHOWN} more calls in `perturbations.jsonl`.")
     for r in c.results:
@@ -135,8 +96,8 @@ def perturbation_section(c: Contamination) -> dict[str, Any]:
             f"{n_bad} reported below.")
         counts = rejection_counts(r.rejections)
         if n_bad:
-            show(table(counts))
-            show(table(r.not_quizzable))
+            show(counts)
+            show(r.not_quizzable)
         out[r.config] = {"population": pop, "protocol": info.get("protocol"), "quizzable": n_all - n_bad,
                          "not_quizzable": n_bad,
                          "rejections": {row.kind: int(row.rejections) for row in counts.itertuples()},
@@ -209,7 +170,7 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
                 y=alt.Y("count:Q", title="Answers", axis=alt.Axis(**count_ticks(df["count"].max()))),
                 tooltip=["position", "count"]).properties(
                 width=260, height=160, title=f"BDQ choices — {r.config}"))
-        out[r.config] = clean({"population": pop, "N": n, "counts": counts, "non_preferred": r.non_preferred,
+        out[r.config] = jsonable({"population": pop, "N": n, "counts": counts, "non_preferred": r.non_preferred,
                                "chi2": gof["chi2"], "p": None if few else gof["p"],
                                "not_quizzed": not_quizzed_note(r, "BDQ")})
     return out
@@ -230,8 +191,8 @@ def bcq_section(c: Contamination) -> dict[str, Any]:
         if t.empty:
             say("No BCQ answers.")
         else:
-            show(table(t.assign(set=t["set"].map(lambda s: SET_LABELS.get(s, s)))))
-        out[r.config] = {"population": pop, "table": clean(t), "not_quizzed": clean(not_quizzed)}
+            show(t.assign(set=t["set"].map(lambda s: SET_LABELS.get(s, s))))
+        out[r.config] = {"population": pop, "table": jsonable(t), "not_quizzed": jsonable(not_quizzed)}
     return out
 
 
@@ -249,14 +210,14 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
             out[r.config] = {"population": pop, "table": [], "guided_minus_general": {}}
             continue
         say("Mean ROUGE-L F1 (words) and share of continuations whose first words match exactly, per set and mode.")
-        show(table(t))
+        show(t)
         diffs = {s: guided_vs_general(r.completions, s, n_boot=n_boot, seed=seed) for s in SETS}
         say(f"Guided − general ROUGE-L per set: mean over items, paired percentile bootstrap 95% CI over items "
             f"({n_boot} resamples, seed {seed}). The verdict compares these gains between the target and the "
             "`wrong_both` control (difference in differences, matched on difficulty).")
-        show(table(pd.DataFrame([{"set": SET_LABELS[s], "n": d["n"], "guided − general": d["diff"], "low": d["low"],
-                                  "high": d["high"]} for s, d in diffs.items()])))
-        out[r.config] = {"population": pop, "table": clean(t), "guided_minus_general": clean(diffs)}
+        show(pd.DataFrame([{"set": SET_LABELS[s], "n": d["n"], "guided − general": d["diff"], "low": d["low"],
+                            "high": d["high"]} for s, d in diffs.items()]))
+        out[r.config] = {"population": pop, "table": jsonable(t), "guided_minus_general": jsonable(diffs)}
     return out
 
 
@@ -278,10 +239,10 @@ def verdict_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> dict
         pop = population(c, r)
         last = v.iloc[-1]
         say(f"**Verdict: {last['reading']}.** Basis: {r.basis}. Compares {last['sets']}.")
-        show(table(v.drop(columns=["config"])))
+        show(v.drop(columns=["config"]))
         out[r.config] = {"overall": last["reading"], "basis": r.basis, "p_holm": None if pd.isna(last["p_holm"]) else float(last["p_holm"]),
                          "compares": last["sets"], "population": pop, "n_boot": n_boot, "seed": seed,
-                         "rows": clean(v)}
+                         "rows": jsonable(v)}
     if not c.results:
         say("No configuration was tested.")
     return out

@@ -39,7 +39,6 @@ from cresowlve_core.create.utility import (
 )
 from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
 from cresowlve_core.text import plural
-from cresowlve_core.untrusted import display_table
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
 
@@ -496,10 +495,7 @@ def local_section(
 # --------------------------------------------------------------------------- display
 
 
-show_table = display_table
-
-
-def comparisons_display(cmp: pd.DataFrame) -> object:
+def comparisons_display(cmp: pd.DataFrame) -> pd.DataFrame:
     """:meth:`CreateReport.comparisons` for reading: the interval as ``[low, high]``, p-values
     as text (``< 0.0001`` below 1e-4, ``–`` when there is no test)."""
     out = cmp.drop(columns=["ci_low", "ci_high", "p_sign_flip", "p_holm"]).copy()
@@ -507,15 +503,6 @@ def comparisons_display(cmp: pd.DataFrame) -> object:
                ["–" if pd.isna(lo) else f"[{lo:.2f}, {hi:.2f}]" for lo, hi in zip(cmp["ci_low"], cmp["ci_high"])])
     out.insert(out.columns.get_loc("note"), "p (sign-flip, mean)", cmp["p_sign_flip"].map(format_p))
     out.insert(out.columns.get_loc("note"), "p (Holm)", cmp["p_holm"].map(format_p))
-    return show_table(out, 2)
-
-
-def jsonable(df: pd.DataFrame) -> list[dict[str, object]]:
-    """A frame as JSON-safe records for ``record`` (NaN → None, numpy scalars → Python)."""
-    out = []
-    for r in df.to_dict(orient="records"):
-        out.append({str(k): (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v))
-                    for k, v in r.items()})
     return out
 
 

@@ -36,33 +36,13 @@ from cresowlve_core.error_analysis.distribution import (
 from cresowlve_core.error_analysis.label import LABELS, label_errors, labeller_is_embedded
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.error_analysis.wrong import collect_wrong, find_or_make_runs
+from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.runtime import ClientOptions, RunDir
-from cresowlve_core.stats import format_p
 from cresowlve_core.text import slug
-from cresowlve_core.untrusted import display_table, styler
-from cresowlve_core.untrusted import say as say  # re-exported for contamination
-
-
-def show(obj: Any) -> None:
-    from IPython.display import display
-
-    display(obj)
-
-
-table = display_table
 
 
 def _num(v: float) -> float | None:
     return None if v is None or np.isnan(v) else float(v)
-
-
-def jsonable(df: pd.DataFrame) -> list[dict[str, Any]]:
-    """A frame as JSON-safe records (NaN → None, numpy scalars → Python)."""
-    out = []
-    for r in df.to_dict(orient="records"):
-        out.append({str(k): (None if isinstance(v, float) and np.isnan(v) else (v.item() if hasattr(v, "item") else v))
-                    for k, v in r.items()})
-    return out
 
 
 @dataclass
@@ -153,7 +133,7 @@ def _existing_analysis(work: Path, source: str, units: list[Any], tally: pd.Data
 def categories_section() -> dict[str, Any]:
     """The seven categories and their definitions."""
     df = pd.DataFrame([{"category": c.name, "definition": c.definition} for c in CATEGORIES])
-    show(styler(df).hide(axis="index"))
+    show(df)
     return {"n_categories": len(df)}
 
 
@@ -170,7 +150,7 @@ def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
     if ea.tally.empty:
         say("**Nothing to analyse**: no evaluation runs.")
         return {"n_runs": 0, "n_wrong": 0}
-    show(table(ea.tally))
+    show(ea.tally)
     say("`basis`: the one metric that decides right and wrong for all of a configuration's answers, in both "
         "languages: the LLM judge when its coverage (`judge_coverage`, verdicts on real answers / all items) reaches "
         "90% in every language the configuration ran, else strict exact match (as the contamination sets). "
@@ -199,7 +179,7 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
     out = {"n": int(len(lf)), "labelled": int(counts.get("labelled", 0)), "unlabelled": int(counts.get("unlabelled", 0)),
            "error": int(counts.get("error", 0)), "not_run": int(counts.get("not_run", 0)), "other": n_other,
            "stopped": ea.stopped}
-    show(table(pd.DataFrame([out]).drop(columns=["stopped"])))
+    show(pd.DataFrame([out]).drop(columns=["stopped"]))
     say("*unlabelled*: the labeller's reply had no category line (never guessed); *other*: a category outside "
         "the seven, kept with its text.")
     if n_other:
@@ -221,7 +201,7 @@ def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]
         "`low`/`high`: 95%, Wilson on the answers where each item has one answer (a configuration in one language); "
         "pooled over languages, Wilson on the item-clustered effective size `n_eff` (an item's En and Ru answers are "
         "not independent).")
-    show(table(shares[[by, "name", "k", "n", "n_items", "p", "low", "high", "n_eff"]]))
+    show(shares[[by, "name", "k", "n", "n_items", "p", "low", "high", "n_eff"]].rename(columns={"p": "share"}))
     chi = chi2_all_pairs(ea.labels, by=by)
     if chi.empty:
         say("No two configurations in one language: no χ² comparison.")
@@ -232,8 +212,7 @@ def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]
             "item** (two configurations answer the same items: the test is clustered by item; `n_shared_items` "
             f"items carry the comparison); `p_holm`: Holm-adjusted across the {tested} pair(s) tested. A model's En vs Ru is shown "
             "**descriptively only** (the same items answered twice: not independent samples).")
-        shown = chi.assign(p=chi["p"].map(format_p), p_holm=chi["p_holm"].map(format_p))
-        show(table(shown, 3))
+        show(chi)
     return {"distribution": jsonable(dist), "chi2": jsonable(chi)}
 
 
@@ -292,7 +271,7 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
             f"labelled, Fleiss' κ over the items every annotator labelled; seeded item-bootstrap 95% CIs, {n_boot} "
             "resamples; resamples where κ is undefined are counted, and no interval is shown when κ is undefined, "
             "the interval has zero width or most resamples are undefined):")
-        show(table(among["pairs"]))
+        show(among["pairs"])
         f = among["fleiss"]
         say(f"Fleiss' κ = {agr.format_interval(f)}.")
         out["fleiss"] = [_num(f.value), _num(f.low), _num(f.high), f.n]
@@ -306,7 +285,7 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
         f"({vs['n_no_majority']} without a majority, {vs['n_unlabelled']} unlabelled by the labeller, both left out).")
     if vs["n"]:
         show(vs["confusion"])
-        show(table(vs["precision_recall"]))
+        show(vs["precision_recall"])
     out["labeller_kappa"] = [_num(k.value), _num(k.low), _num(k.high), k.n]
     out["labeller_kappa_note"] = k.note
     out["labeller_kappa_undefined"] = [k.n_undefined, k.n_boot]

@@ -3,6 +3,8 @@ p-values and missing values printed one way."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 from test_analysis_fixtures import record, write_run
@@ -11,6 +13,7 @@ from cresowlve_core.analysis import report
 from cresowlve_core.analysis.breakdowns import by_group
 from cresowlve_core.analysis.coverage import coverage_line, judge_coverage_by_run
 from cresowlve_core.analysis.loading import load_runs
+from cresowlve_core.reporting import show
 
 
 @pytest.fixture
@@ -90,12 +93,12 @@ def test_tiny_p_values_and_missing_values_in_section_tables(tmp_path, shown):
     write_run(tmp_path / "r_en", recs)
     report.difficulty_section(load_runs(str(tmp_path / "r_en")))
     html = "\n".join(s for s in shown if isinstance(s, str) and "<table" in s)
-    trend = next(s for s in shown if isinstance(s, str) and "p_holm" in s)
+    trend = next(s for s in shown if isinstance(s, str) and "<th>p (Holm)</th>" in s)
     assert trend.count("<td>&lt; 0.0001</td>") == 2  # p and p_holm (before: 0.0 and 0.0)
     assert ">nan<" not in html and ">None<" not in html
     shown.clear()
     frame = pd.DataFrame({"x": [1.0, float("nan")], "p": [0.5, float("nan")], "y": ["a", None],
                           "z": pd.Series([None, None], dtype=object), "w": pd.array([pd.NA, 1], dtype="Int64")})
-    report.show(report._round(frame))
-    assert shown[-1].count("<td>–</td>") == 6 and "<td>0.5000</td>" in shown[-1]
+    show(frame)
+    assert len(re.findall(r"<td[^>]*>–</td>", shown[-1])) == 6 and "<td>0.5000</td>" in shown[-1]
     assert "None" not in shown[-1] and "&lt;NA&gt;" not in shown[-1]  # the runs table showed None in 144 cells

@@ -14,9 +14,9 @@ from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.contamination.itemstats import MIN_ITEMS, bcq_items, majority_test, matched_diff, zero_width
 from cresowlve_core.contamination.pipeline import ConfigResult
 from cresowlve_core.contamination.quiz import bcq_table
-from cresowlve_core.contamination.report import clean, table
 from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_lines, verdict_table
+from cresowlve_core.reporting import jsonable, table
 
 BDQ = {"A": 40, "B": 5, "C": 5, "D": 50, "invalid": 0}
 COMP_COLUMNS = ["set", "id", "mode", "rouge_l", "prefix_match", "continuation"]
@@ -224,7 +224,9 @@ def test_missing_values_print_as_a_dash_and_record_as_null():
     v = verdict_table(result(quiz("target", "t", 3)), n_boot=50)
     text = "\n".join(verdict_lines(v))
     assert "nan" not in text.lower().replace("financ", "") and "None" not in text and "–" in text
-    rec = clean({"rows": v, "x": float("nan"), "y": np.float64(0.5), "z": (1, float("inf"))})
+    rec = jsonable({"rows": v, "x": float("nan"), "y": np.float64(0.5), "z": (1, float("inf"))})
     assert json.loads(json.dumps(rec, allow_nan=False))["x"] is None and rec["z"] == [1, None] and rec["y"] == 0.5
-    shown = table(pd.DataFrame({"p": [3e-7, float("nan")], "x": [None, 0.25], "ok": [True, None]})).data
-    assert shown.values.tolist() == [["< 0.0001", "–", "yes"], ["–", "0.250", "–"]]
+    shown = table(pd.DataFrame({"p": [3e-7, float("nan")], "x": [None, 0.25], "ok": [True, None]})).html
+    import re
+
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", shown) == ["&lt; 0.0001", "–", "yes", "–", "0.25", "–"]
