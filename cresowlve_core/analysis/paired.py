@@ -176,11 +176,25 @@ def dropped_text(counts: dict[str, int], names: tuple[str, str]) -> str:
     return ", ".join(p for p in parts if p) or "none"
 
 
-def _outcomes(df: pd.DataFrame, config: str, lang: str, metric: str) -> Outcomes:
-    sel = df[(df["config"] == config) & (df["lang"] == lang)]
-    values = correctness(sel)["correct"] if metric == JUDGE_ELSE_EM else sel[metric]
-    index = pd.Index(sel["id"].astype(str))
-    return Outcomes(pd.Series(values.to_numpy(float), index=index), pd.Series(no_answer(sel), index=index))
+def run_outcomes(df: pd.DataFrame, metric: str) -> dict[tuple[str, str], Outcomes]:
+    """:class:`Outcomes` of every configuration × language of ``df``, from one pass over its rows
+    (the few columns a pair needs, split by run), so pairing many configurations never filters the
+    whole frame once per side and pair."""
+    values = correctness(df)["correct"].to_numpy(float) if metric == JUDGE_ELSE_EM else df[metric].to_numpy(float)
+    narrow = pd.DataFrame({"config": df["config"].to_numpy(), "lang": df["lang"].to_numpy(),
+                           "id": df["id"].astype(str).to_numpy(), "value": values, "missing": no_answer(df)})
+    out: dict[tuple[str, str], Outcomes] = {}
+    for (config, lang), g in narrow.groupby(["config", "lang"], sort=False):
+        index = pd.Index(g["id"])
+        out[(config, lang)] = Outcomes(pd.Series(g["value"].to_numpy(float), index=index),
+                                       pd.Series(g["missing"].to_numpy(bool), index=index))
+    return out
+
+
+def _outcomes(runs: dict[tuple[str, str], Outcomes], config: str, lang: str) -> Outcomes:
+    """One run's outcomes (none for a configuration × language without records)."""
+    empty = pd.Index([], dtype=str)
+    return runs.get((config, lang)) or Outcomes(pd.Series(dtype=float, index=empty), pd.Series(dtype=bool, index=empty))
 
 
 def default_pairs(data: RunSet | pd.DataFrame) -> list[tuple[str, str]]:
@@ -238,9 +252,13 @@ def compare_configs(
     if include_defaults:
         wanted += [p for p in default_pairs(df) if p not in wanted]
     rows = []
+    runs = run_outcomes(df, metric)
+    langs: dict[str, set[str]] = {}
+    for config, lang in runs:
+        langs.setdefault(config, set()).add(lang)
     for a, b in wanted:
-        for lang in sorted(set(df.loc[df["config"] == a, "lang"]) & set(df.loc[df["config"] == b, "lang"])):
-            r = _pair(_outcomes(df, a, lang, metric), _outcomes(df, b, lang, metric), (a, b))
+        for lang in sorted(langs.get(a, set()) & langs.get(b, set())):
+            r = _pair(_outcomes(runs, a, lang), _outcomes(runs, b, lang), (a, b))
             t = r["test"]
             rows.append(
                 {
@@ -278,10 +296,11 @@ def cross_lingual(data: RunSet | pd.DataFrame, metric: str | None = None) -> pd.
     df = _frame(data)
     metric = metric or default_metric(df)
     rows = []
-    for config, g in df.groupby("config", sort=False):
-        if not {"en", "ru"} <= set(g["lang"]):
+    runs = run_outcomes(df, metric)
+    for config in dict.fromkeys(c for c, _ in runs):
+        if (config, "en") not in runs or (config, "ru") not in runs:
             continue
-        en, ru = _outcomes(df, config, "en", metric), _outcomes(df, config, "ru", metric)
+        en, ru = _outcomes(runs, config, "en"), _outcomes(runs, config, "ru")
         r = _pair(ru, en, ("Ru", "En"))
         t = r["test"]
         rows.append(
@@ -348,7 +367,8 @@ def en_ru_items(
     df = _frame(data)
     config = _config_of(df, model, effort)
     metric = metric or default_metric(df[df["config"] == config])
-    en, ru = _outcomes(df, config, "en", metric), _outcomes(df, config, "ru", metric)
+    runs = run_outcomes(df[df["config"] == config], metric)
+    en, ru = _outcomes(runs, config, "en"), _outcomes(runs, config, "ru")
     both = pd.DataFrame({"en": en.values.mask(en.missing), "ru": ru.values.mask(ru.missing)}).dropna()
     e, r = both["en"].astype(bool), both["ru"].astype(bool)
     return {
