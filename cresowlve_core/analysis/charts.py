@@ -94,24 +94,40 @@ def difficulty_panels(data: pd.DataFrame, columns: int = 6) -> alt.FacetChart:
     )
 
 
+#: the widest a figure is drawn (the static screenshots and the HTML reports are read at this width)
+PAGE_WIDTH: Final = 1400
+#: up to this many configurations the groups are drawn as a heatmap with a column per configuration;
+#: past it a column would be narrower than its own label, and :func:`group_spread` is drawn instead
+MAX_HEATMAP_CONFIGS: Final = 24
+
+
 def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.FacetChart:
-    """Group × model heatmap of accuracy, one panel per language, with each cell's 95 % Wilson
-    interval printed under its value; cells that differ from the model's other items after
-    Benjamini–Hochberg control are outlined and starred."""
+    """Group × model heatmap of accuracy, one panel per language side by side, with each cell's 95 %
+    Wilson interval printed under its value; cells that differ from the model's other items after
+    Benjamini–Hochberg control are outlined and starred. The panels share the page width
+    (:data:`PAGE_WIDTH`), so 34 groups × 18 configurations is one screen tall, not two stacked panels.
+    Past :data:`MAX_HEATMAP_CONFIGS` configurations the figure is :func:`group_spread`."""
+    if df["config"].nunique() > MAX_HEATMAP_CONFIGS:
+        return group_spread(df, group_title, metric_label)
     data = _with_lang(df)[["config", "language", "group", "n", "n_items", "acc", "low", "high", "overall", "q", "flagged"]]
     data["label"] = data["acc"].map(lambda v: f"{v:.0f}") + data["flagged"].map(lambda f: "*" if f else "")
     data["ci"] = [f"{lo:.0f}–{hi:.0f}" for lo, hi in zip(data["low"], data["high"], strict=True)]
     n_configs = max(1, data["config"].nunique())
+    n_panels = max(1, data["language"].nunique())
+    # the cells of every panel within the page, beside the group names and the colour legend
+    cell = max(24, min(46, (PAGE_WIDTH - 380) // (n_configs * n_panels)))
     # models in order of overall accuracy (best first): a name order carries no meaning
     ranked = data.groupby("config")["overall"].mean().sort_values(ascending=False).index.tolist()
     # groups in order of their mean accuracy over the models (highest first), the same in every panel
     groups = data.groupby("group")["acc"].mean().sort_values(ascending=False).index.tolist()
     base = alt.Chart().encode(y=alt.Y("group:N", title=f"{group_title} (highest mean first)", sort=groups))
     # model names above and below every panel: a tall panel (34 groups) never leaves its cells
-    # hundreds of pixels away from the names that identify their columns
+    # hundreds of pixels away from the names that identify their columns; upright names never reach
+    # into the next panel
     x_below = alt.X("config:N", title="Model (best overall first)", sort=ranked,
-                    axis=alt.Axis(labelAngle=-45, orient="bottom"))
-    x_above = alt.X("config:N", title=None, sort=ranked, axis=alt.Axis(labelAngle=-45, orient="top", labelAlign="left"))
+                    axis=alt.Axis(labelAngle=-90, orient="bottom", labelLimit=180))
+    x_above = alt.X("config:N", title=None, sort=ranked,
+                    axis=alt.Axis(labelAngle=-90, orient="top", labelAlign="left", labelLimit=180))
     rect = base.mark_rect().encode(
         x=x_below,
         color=alt.Color("acc:Q", title=f"{metric_label} (%)", scale=alt.Scale(scheme="viridis")),
@@ -137,9 +153,53 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     return (
         alt.layer(rect, value, interval, data=data)
         .resolve_axis(x="independent")
-        .properties(width=min(1400, 46 * n_configs), height=alt.Step(24))
-        .facet(row=alt.Row("language:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold")))
+        .properties(width=cell * n_configs, height=alt.Step(24))
+        .facet(column=alt.Column("language:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold")))
         .resolve_axis(x="independent")
+    )
+
+
+def group_spread(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.FacetChart:
+    """Accuracy per group across many configurations, one panel per language side by side: for each
+    group the range over the configurations (line), the middle half (bar) and the median (tick), and
+    a red dot for each configuration whose cell differs from its other items after
+    Benjamini–Hochberg control. Groups in order of their median (highest first). One row per group,
+    whatever the number of configurations; the per-configuration cells are in the table below it.
+    The chart carries the per-group summary and the marked cells only, not every cell."""
+    data = _with_lang(df)
+    by = ["language", "group"]
+    acc = data.groupby(by)["acc"]
+    spread = pd.DataFrame({"min": acc.min(), "q1": acc.quantile(0.25), "median": acc.median(),
+                           "q3": acc.quantile(0.75), "max": acc.max(), "configs": acc.size(),
+                           "marked": data.groupby(by)["flagged"].sum().astype(int)}).reset_index()
+    marked = data.loc[data["flagged"], ["config", *by, "acc", "low", "high", "n", "q"]]
+    groups = spread.groupby("group")["median"].mean().sort_values(ascending=False).index.tolist()
+    # one frame (a facet splits one dataset): the summary rows, then one row per marked cell
+    rows = pd.concat([spread.assign(kind="summary"), marked.assign(kind="marked")], ignore_index=True)
+    x_title = f"{metric_label} (%) across configurations"
+    y = alt.Y("group:N", title=f"{group_title} (highest median first)", sort=groups, axis=alt.Axis(labelLimit=240))
+    summary = alt.Chart().transform_filter("datum.kind == 'summary'").encode(
+        y=y,
+        tooltip=["language", "group", alt.Tooltip("configs:Q", title="configurations"),
+                 alt.Tooltip("min:Q", format=".1f"), alt.Tooltip("q1:Q", format=".1f", title="25th percentile"),
+                 alt.Tooltip("median:Q", format=".1f"), alt.Tooltip("q3:Q", format=".1f", title="75th percentile"),
+                 alt.Tooltip("max:Q", format=".1f"), alt.Tooltip("marked:Q", title="marked cells (BH)")],
+    )
+    whisker = summary.mark_rule(color="#4c78a8").encode(
+        x=alt.X("min:Q", title=x_title, scale=alt.Scale(domain=[0, 100])), x2="max:Q")
+    box = summary.mark_bar(color="#9ecae9", size=12).encode(x=alt.X("q1:Q", title=x_title), x2="q3:Q")
+    median = summary.mark_tick(color="black", thickness=2, size=12).encode(x=alt.X("median:Q", title=x_title))
+    dots = alt.Chart().transform_filter("datum.kind == 'marked'").mark_point(color="red", filled=True, size=28).encode(
+        y=y, x=alt.X("acc:Q", title=x_title),
+        tooltip=["config", "language", "group", "n", alt.Tooltip("acc:Q", format=".1f"),
+                 alt.Tooltip("low:Q", format=".1f", title="95% CI low"),
+                 alt.Tooltip("high:Q", format=".1f", title="95% CI high"),
+                 alt.Tooltip("q:Q", format=".3g", title="BH q vs rest")])
+    n_panels = max(1, spread["language"].nunique())
+    return (
+        alt.layer(whisker, box, median, dots, data=rows)
+        .properties(width=(PAGE_WIDTH - 320) // n_panels - 20, height=alt.Step(18))
+        .facet(column=alt.Column("language:N", title=None, header=alt.Header(labelFontSize=13, labelFontWeight="bold")))
     )
 
 

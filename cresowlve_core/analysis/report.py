@@ -367,10 +367,19 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
         if res.table.empty:
             out[column] = {"n_groups": 0, "metric": res.metric}
             continue
+        n_configs = int(res.table["config"].nunique())
+        figure = (
+            "Each cell shows the accuracy and, below it, its 95% Wilson interval; n per cell is in the table "
+            "below the chart."
+            if n_configs <= charts.MAX_HEATMAP_CONFIGS
+            else f"With {n_configs} configurations (more than {charts.MAX_HEATMAP_CONFIGS}, too many columns for one "
+            "page) each group is one row: the range of its accuracy over the configurations (line), the middle half "
+            "(bar), the median (black tick), and a red dot per marked cell; every cell, with its interval and n, is "
+            "in the table below the chart."
+        )
         say(
             f"Metric: **{res.metric_label}**; groups with at least {min_group_size} items (an item counts once per "
-            "label it carries). Each cell shows the accuracy and, below it, its 95% Wilson interval; n per cell "
-            "is in the table below the chart."
+            f"label it carries). {figure}"
         )
         show(charts.group_heatmap(res.table, title, res.metric_label))
         say(res.chance_text())

@@ -118,3 +118,33 @@ def test_every_figure_has_a_static_screenshot_at_1400_px(tmp_path):
     assert [s.section for s in shots] == list(figs)
     assert {s.section: s.problems() for s in shots if s.problems()} == {}
     assert shots[0].width <= 1400 and shots[0].height > 400  # the 12 small panels, on the page
+
+
+def _cells(configs: int, groups: int = 34) -> pd.DataFrame:
+    """A model × group table as by_group returns it: ``configs`` models, two languages, every 7th cell marked."""
+    rows = [{"config": f"m{c:03d}", "thinking": False, "lang": lang, "group": f"g{g:02d}", "n": 60, "n_items": 30,
+             "k": 30, "acc": float((c * 7 + g * 3) % 100), "low": 40.0, "high": 60.0, "overall": float(c % 100),
+             "p": 0.5, "q": 0.01 if (c + g) % 7 == 0 else 0.5, "flagged": (c + g) % 7 == 0}
+            for c in range(configs) for lang in ("en", "ru") for g in range(groups)]
+    return pd.DataFrame(rows)
+
+
+def test_heatmap_panels_sit_side_by_side_within_the_page():
+    spec = charts.group_heatmap(_cells(18), "Domain", "Judge").to_dict()
+    assert spec["facet"]["column"]["field"] == "language" and "row" not in spec["facet"]  # one screen tall
+    assert 2 * spec["spec"]["width"] + 380 <= charts.PAGE_WIDTH  # both panels, the names and the legend
+    assert len(next(iter(spec["datasets"].values()))) == 18 * 2 * 34  # every cell, with its interval
+
+
+def test_many_configurations_draw_one_row_per_group_not_a_column_per_configuration():
+    table = _cells(180)
+    spec = charts.group_heatmap(table, "Domain", "Judge").to_dict()
+    rows = pd.DataFrame(next(iter(spec["datasets"].values())))
+    summary = rows[rows["kind"] == "summary"].set_index(["language", "group"])
+    assert len(summary) == 2 * 34  # a row per language and group, whatever the number of configurations
+    en = table[(table["lang"] == "en") & (table["group"] == "g05")]["acc"]
+    assert summary.loc[("CresOWLve-En", "g05"), "median"] == en.median()
+    assert summary.loc[("CresOWLve-En", "g05"), ["min", "max"]].tolist() == [en.min(), en.max()]
+    marked = rows[rows["kind"] == "marked"]
+    assert len(marked) == int(table["flagged"].sum())  # every marked cell stays visible, as a dot
+    assert spec["facet"]["column"]["field"] == "language" and spec["spec"]["width"] * 2 < charts.PAGE_WIDTH
