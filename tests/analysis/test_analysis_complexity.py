@@ -165,3 +165,29 @@ def test_every_rho_has_a_ci_and_holm_adjusted_p():
     assert "95% CI [" in correlation_verdict(dc.loc["n_atomic_facts"])
     pc = performance_correlations(df, feats, "judge")
     assert {"spearman_low", "spearman_high", "spearman_p_holm", "significant"} <= set(pc.columns)
+
+
+def test_no_section_imports_the_embedding_model_when_semantic_distance_is_off(tmp_path, tmp_cache):
+    """Every section of notebook 03, run as the notebook runs them with ``semantic_distance=False``, in a
+    fresh process with an empty embedding cache: neither torch nor transformers (seconds of import) is loaded."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = f"""
+import sys
+from cresowlve_core.analysis import load_runs, report, write_synthetic_runs
+write_synthetic_runs({str(tmp_path / "runs")!r}, n_items=40, configs=2, seed=0)
+rs = load_runs({str(tmp_path / "runs" / "*")!r})
+report.runs_section(rs); report.table1_section(rs, None, {str(tmp_path / "out")!r}); report.difficulty_section(rs)
+report.groups_section(rs, min_group_size=5, n_perm=20); report.creative_factual_section(rs)
+report.complexity_section(rs, semantic_distance=False); report.paired_section(rs)
+report.reliability_section(rs, n_boot=20); report.cost_section(rs)
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformers", "sentence_transformers")))
+"""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                         cwd=tmp_path).stdout
+    assert out.strip().splitlines()[-1] == "[]"
