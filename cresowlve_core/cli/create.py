@@ -32,9 +32,8 @@ def _create_finish(summary: Any, unit: str) -> int:
 
 def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.create.generate import FEWSHOT_MAX_TOKENS, GENERATE_OPTIONS, generate
+    from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS, generate
     from cresowlve_core.create.queries import load_queries
-    from cresowlve_core.llm.base_model import is_base_model
     from cresowlve_core.runtime import endpoint_or_embedded
 
     load_queries(a.queries, a.limit, max_input_chars=a.max_input_chars)  # a bad file is refused before any model starts
@@ -42,10 +41,10 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
         options = _create_options(a, GENERATE_OPTIONS)
-        if a.max_tokens is None and is_base_model(endpoint):  # 4096 tokens of one path repeated, minutes per query
-            options = options.model_copy(update={"max_tokens": FEWSHOT_MAX_TOKENS})
-            print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {FEWSHOT_MAX_TOKENS}",
-                  file=sys.stderr)
+        budget = GENERATE.default_budget(endpoint)  # a base model's: 4096 tokens would repeat one path for minutes
+        if a.max_tokens is None and budget is not None:
+            options = options.model_copy(update={"max_tokens": budget})
+            print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {budget}", file=sys.stderr)
         summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
                            n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options,
                            max_input_chars=a.max_input_chars)

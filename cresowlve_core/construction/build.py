@@ -35,12 +35,12 @@ from cresowlve_core.construction.export import data_card, export_build, funnel_r
 from cresowlve_core.construction.llm_steps import (
     ANNOTATION_STEPS,
     LLM_STEPS,
+    STEPS,
     StepContext,
     StepModel,
     annotate_step,
     filter_step,
     open_step_clients,
-    step_prompt,
     translate_step,
 )
 from cresowlve_core.construction.records import Candidate, StepOutput
@@ -221,7 +221,7 @@ class Build:
         if self.ctx is None:
             return {}
         return {s: {"model": c.model, "base_url": c.base_url, "api_key_env": c.api_key_env, "embedded": c.embedded,
-                    "prompt": step_prompt(s, c.base_model).tag} for s, c in self.ctx.clients.items()}
+                    "prompt": STEPS[s].prompt_tags(c.endpoint)[0]} for s, c in self.ctx.clients.items()}
 
     def _write_json(self, rel: str, data: Any) -> None:
         p = self.path / rel

@@ -36,7 +36,7 @@ from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
-from cresowlve_core.llm.base_model import completion_params, is_base_model, one_line, user_message
+from cresowlve_core.llm.base_model import completion_params, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import Endpoint, summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
@@ -56,6 +56,7 @@ from cresowlve_core.runtime.outcomes import (
     record_withheld,
     withheld_record,
 )
+from cresowlve_core.runtime.step import Step, Variant, asks_fewshot
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
@@ -84,9 +85,13 @@ class StepClient:
     embedded: bool
 
     @property
+    def endpoint(self) -> Endpoint | None:
+        return getattr(self.client, "endpoint", None)
+
+    @property
     def base_model(self) -> bool:
         """The endpoint serves a base model: few-shot completion prompts (llm/base_model.py)."""
-        return is_base_model(getattr(self.client, "endpoint", None))
+        return asks_fewshot(self.endpoint)
 
 
 @dataclass
@@ -107,8 +112,8 @@ class StepContext:
         """The step's options; its budget: ``max_tokens[step]`` if set, else the default of its
         prompt kind (:data:`FEWSHOT_MAX_TOKENS` for a base model, :data:`DEFAULT_MAX_TOKENS`)."""
         client = self.clients.get(step)
-        defaults = FEWSHOT_MAX_TOKENS if client is not None and client.base_model else DEFAULT_MAX_TOKENS
-        n = self.max_tokens.get(step, defaults[step])
+        default = STEPS[step].default_budget(client.endpoint if client is not None else None)
+        n = self.max_tokens.get(step, default or DEFAULT_MAX_TOKENS[step])
         return self.options.model_copy(update={"max_tokens": n})
 
     @property
@@ -250,6 +255,25 @@ VERDICT_PARSERS: dict[str, Callable[[Candidate, str], dict[str, Any]]] = {
 }
 
 
+def _construction_step(step: str) -> Step[Candidate]:
+    """``step``'s call: ``construct_<step>`` read by its verdict parser, or for a base model
+    ``construct_<step>_fewshot`` over ``/completions``, its first line read into the same verdict
+    (the translation: one call per field, :data:`FEWSHOT_TRANSLATE_FIELDS`)."""
+    verdict = VERDICT_PARSERS[step]
+    return Step(
+        f"construction_{step}",
+        chat=Variant(f"construct_{step}", lambda p, c: step_messages(step, c, p), lambda text, c: verdict(c, text),
+                     default_max_tokens=DEFAULT_MAX_TOKENS[step]),
+        fewshot=Variant(f"construct_{step}{FEWSHOT_SUFFIX}", lambda p, c: step_messages(step, c, p),
+                        lambda text, c: verdict(c, P.fewshot_reply(step, text)), gen=completion_params,
+                        default_max_tokens=FEWSHOT_MAX_TOKENS[step],
+                        protocol="per-field" if step == "translate" else None))
+
+
+#: every construction step's call, by step name
+STEPS: dict[str, Step[Candidate]] = {step: _construction_step(step) for step in LLM_STEPS}
+
+
 def is_parsed(step: str, verdict: dict[str, Any] | None) -> bool:
     """Whether the step's verdict holds a parsed answer (not unparseable, not a failed call)."""
     if verdict is None:
@@ -269,9 +293,9 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     """Call the model for ``step`` on every candidate not already done: ONE ``map_with_resume``
     call. Returns the latest record per id and why the run stopped early (if it did)."""
     sc = ctx.clients[step]
-    prompt = step_prompt(step, sc.base_model)
-    fewshot = is_fewshot(prompt)
-    opts = ctx.step_options(step)
+    bound = STEPS[step].on(sc.endpoint, ctx.step_options(step))
+    prompt = bound.prompt()
+    opts = bound.options
     path = ctx.build_dir / "steps" / step
     secrets = [sc.api_key_env] if sc.api_key_env else None
     run = RunDir(path, secret_names=secrets)
@@ -282,18 +306,16 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     )
     # the build's archive_changed, else the main job's CRESOWLVE_ARCHIVE_CHANGED: another prompt or model moves aside
     manifest = run.begin(wanted, archive_changed=True if ctx.archive_changed else None)
-    parse = VERDICT_PARSERS[step]
-
-    params = completion_params(opts.gen_params()) if fewshot else opts.gen_params()
+    params = bound.params
 
     async def call(c: Candidate, previous: dict | None) -> dict[str, Any]:
-        if fewshot and step == "translate":
+        if bound.variant.protocol == "per-field":
             return await _fewshot_translate(c)
-        comp = await sc.client.complete(step_messages(step, c, prompt), params, prompt_version=prompt.tag)
+        comp = await sc.client.complete(bound.messages(c, prompt), params, prompt_version=prompt.tag)
         if is_withheld(comp):  # refused or filtered: final, flagged with its outcome, not parsed
             return {"key": c.id, **withheld_record(comp), "verdict": None, "prompt": prompt.tag}
-        text = P.fewshot_reply(step, comp.text) if fewshot else comp.text
-        return {"key": c.id, "status": "ok", **outcome_fields(comp), "verdict": parse(c, text), "raw": comp.text,
+        return {"key": c.id, "status": "ok", **outcome_fields(comp), "verdict": bound.parse(comp.text, c),
+                "raw": comp.text,
                 "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
 
     async def _fewshot_translate(c: Candidate) -> dict[str, Any]:

@@ -48,7 +48,7 @@ from cresowlve_core.create.records import (
     response_key,
 )
 from cresowlve_core.failures import InputError, MissingInput
-from cresowlve_core.llm.base_model import STOP, completion_params, is_base_model, one_line, user_message
+from cresowlve_core.llm.base_model import STOP, completion_params, one_line, user_message
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
@@ -62,6 +62,7 @@ from cresowlve_core.runtime import (
     run_coro,
 )
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.step import Step, Variant
 
 Variation = Literal["original", "iterate", "resample"]
 VARIATIONS: tuple[str, ...] = ("original", "iterate", "resample")
@@ -117,6 +118,15 @@ def fewshot_params(params: GenParams) -> GenParams:
     """``params`` for the few-shot generation call: ``/completions``, stopping at :data:`FEWSHOT_STOP`."""
     p = completion_params(params)
     return dataclasses.replace(p, extra={**p.extra, "stop": list(FEWSHOT_STOP)})
+
+
+#: the generation call (paper E.1): the paper's chat prompt, or for a base model the few-shot
+#: completion prompt, its continuation read as the answer's path object, and a small default budget
+GENERATE: Step[CreateQuery] = Step(
+    "create_generate",
+    chat=Variant(GENERATE_PROMPT, lambda p, q: generation_messages(q)[0], parse_answer),
+    fewshot=Variant(FEWSHOT_PROMPT, lambda p, q: generation_messages(q, base_model=True)[0], parse_fewshot_paths,
+                    gen=fewshot_params, default_max_tokens=FEWSHOT_MAX_TOKENS))
 
 
 def iterate_messages(query: CreateQuery, previous_answers: Sequence[str]) -> tuple[list[dict[str, str]], str]:
@@ -223,12 +233,12 @@ async def agenerate(
     dupes = sorted(k for k, n in Counter(q.id for q in queries).items() if n > 1)
     if dupes:  # checked before the run directory is touched
         raise InputError(f"{len(dupes)} duplicate query id(s): {', '.join(map(repr, dupes[:10]))}")
-    base = is_base_model(endpoint)
-    if base and variation == "iterate":
+    step = GENERATE.on(endpoint, options, effort=effort)
+    if step.fewshot and variation == "iterate":
         raise InputError(f"variation 'iterate' is a conversation and needs a chat model; {endpoint.describe()} "
                          "is a base model (few-shot completion prompts): use 'original' or 'resample'")
     run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
-    prompts = [load_prompt(FEWSHOT_PROMPT if base else GENERATE_PROMPT).tag] + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
+    prompts = step.tags() + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
     manifest = run.begin(new_manifest(
         KIND, model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(queries_path) if queries_path else SHIPPED, n_items=len(queries), limit=limit, effort=effort,
@@ -237,13 +247,14 @@ async def agenerate(
                   "temperature": options.temperature, "max_tokens": options.max_tokens},
         options=options.model_dump(), query_ids=[q.id for q in queries],
     ))
-    base_params = fewshot_params(options.gen_params(effort=effort)) if base else options.gen_params(effort=effort)
+    base_params = step.params
     answers: dict[str, list[str]] = {}
 
     async def call(u: Unit, _previous: dict[str, Any] | None) -> dict[str, Any]:
         params = dataclasses.replace(base_params, seed=options.seed + u.sample)
         if u.round == 0:
-            messages, tag = generation_messages(u.query, base)
+            req = step.request(u.query)
+            messages, tag = req.messages, req.tag
         else:
             messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
         c = await client.complete(messages, params, prompt_version=tag)
@@ -253,7 +264,7 @@ async def agenerate(
             cached=bool(c.cached))
         if is_withheld(c):  # refused or filtered: final, no path read from its text
             return rec.model_dump(mode="json")
-        parsed = parse_fewshot_paths(c.text) if base else parse_answer(c.text)
+        parsed = step.parse(c.text)
         return rec.model_copy(update=dict(parse_status=parsed.status, parse_flags=parsed.flags,
                                           n_paths=len(parsed.paths), paths=parsed.paths)).model_dump(mode="json")
 

@@ -430,14 +430,13 @@ def local_section(
         )
     import tempfile
 
-    from cresowlve_core.create.generate import GENERATE_OPTIONS, generate, read_generation_manifest
-    from cresowlve_core.create.score import JUDGE_OPTIONS, judge_prompts, score, scored_sets_from_run
-    from cresowlve_core.llm.base_model import is_base_model
+    from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS, generate, read_generation_manifest
+    from cresowlve_core.create.score import JUDGE_OPTIONS, JUDGES, score, scored_sets_from_run
     from cresowlve_core.llm.types import Endpoint
 
     run_dir = run_dir or tempfile.mkdtemp(prefix="create_local_")
     endpoint = Endpoint(base_url, model, api_key_env)
-    base = is_base_model(endpoint)
+    fewshot = GENERATE.is_fewshot(endpoint)  # a base model: the few-shot variant of each step
     gen = generate(None, endpoint, run_dir, limit=n_queries, progress=False,
                    options=GENERATE_OPTIONS.model_copy(update={"max_tokens": max_tokens, "concurrency": concurrency}))
     sc = score(run_dir, endpoint, progress=False,
@@ -472,7 +471,7 @@ def local_section(
         "n_triples_judged": sc.n_triples,
         "n_specificity_scored": sc.n_specificity_scored,
         "n_factuality_scored": sc.n_factuality_scored,
-        "prompts": {"generate": gen_prompts, "judges": judge_prompts(base)},
+        "prompts": {"generate": gen_prompts, "judges": JUDGES.prompt_tags(endpoint)},
     }
     unscored = 2 * sc.n_triples - sc.n_specificity_scored - sc.n_factuality_scored
     coverage = (f"the judges scored {sc.n_specificity_scored} (specificity) and {sc.n_factuality_scored} "
@@ -484,8 +483,8 @@ def local_section(
         f"unparseable), {rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same "
         f"model; {coverage}; mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. "
         + (f"`{model}` is a base model: it got few-shot completion prompts over `/v1/completions` "
-           f"({', '.join(gen_prompts + judge_prompts(base))}), not the paper's chat prompts. "
-           if base else "")
+           f"({', '.join(gen_prompts + JUDGES.prompt_tags(endpoint))}), not the paper's chat prompts. "
+           if fewshot else "")
         + f"Run directory: `{run_dir}`."
         + (f" **Stopped early:** {stopped}." if stopped else "")
     )

@@ -42,6 +42,7 @@ from cresowlve_core.create.judges import (
     SPECIFICITY_PROMPT,
     CompletesChat,
     JudgeCall,
+    fewshot_judge_params,
     judge_factuality,
     judge_specificity,
 )
@@ -62,9 +63,8 @@ from cresowlve_core.create.records import (
 from cresowlve_core.create.scored import ScoredSet
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.failures import InputError, MissingInput
-from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
-from cresowlve_core.prompts import load_prompt
+from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     RESPONSES,
     STOP_ERRORS,
@@ -76,6 +76,7 @@ from cresowlve_core.runtime import (
     open_client,
     run_coro,
 )
+from cresowlve_core.runtime.step import Step, Variant
 
 KIND = "create_score"
 #: Judges answer at temperature 0 through the response cache (re-scoring costs nothing); every
@@ -118,11 +119,24 @@ def judge_units(gens: Sequence[GeneratedSet], judge_invalid: bool = False) -> li
     return out
 
 
+def _whole_path(prompt: Prompt, unit: JudgeUnit) -> list[dict[str, str]]:
+    raise TypeError("the two judges make their own calls on a path (create/judges.py)")
+
+
+#: the two judges' calls on a path (create/judges.py): the paper's specificity and factuality
+#: prompts, or for a base-model judge the few-shot ones, one call per triple with a short budget
+JUDGES: Step[JudgeUnit] = Step(
+    "create_judges",
+    chat=Variant(lambda u: SPECIFICITY_PROMPT, _whole_path, str, prompts=(SPECIFICITY_PROMPT, FACTUALITY_PROMPT)),
+    fewshot=Variant(lambda u: SPECIFICITY_FEWSHOT_PROMPT, _whole_path, str, gen=fewshot_judge_params,
+                    max_tokens=FEWSHOT_JUDGE_MAX_TOKENS, protocol="per-triple",
+                    prompts=(SPECIFICITY_FEWSHOT_PROMPT, FACTUALITY_FEWSHOT_PROMPT)))
+
+
 def judge_prompts(base_model: bool) -> list[str]:
     """The tags of the two judge prompts: the paper's, or the few-shot ones for a base-model judge."""
-    names = (SPECIFICITY_FEWSHOT_PROMPT, FACTUALITY_FEWSHOT_PROMPT) if base_model else (SPECIFICITY_PROMPT,
-                                                                                         FACTUALITY_PROMPT)
-    return [load_prompt(n).tag for n in names]
+    variant = JUDGES.fewshot if base_model and JUDGES.fewshot else JUDGES.chat
+    return [load_prompt(n).tag for n in variant.prompts]
 
 
 def scored_counts(judgment: JudgmentRecord) -> tuple[int, int, int]:
@@ -204,10 +218,10 @@ async def ascore(
     settings = generation_settings(gm)
     gens = load_generations(gen_dir)
     run = RunDir(score_dir or default_score_dir(gen_dir), secret_names=[judge.api_key_env] if judge.api_key_env else None)
-    base = is_base_model(judge)
-    prompts = judge_prompts(base)
+    step = JUDGES.on(judge, options, effort=effort)
+    prompts = step.tags()
     units = judge_units(gens, judge_invalid)
-    max_tokens = FEWSHOT_JUDGE_MAX_TOKENS if base else options.max_tokens
+    max_tokens = step.max_tokens
     manifest = run.begin(new_manifest(
         KIND, model=judge.model, base_url=judge.base_url, api_key_env=judge.api_key_env,
         items=f"{gm.model}__{settings['variation']}", n_items=len(units), effort=effort, seed=options.seed,
@@ -218,7 +232,7 @@ async def ascore(
         config={"patience": list(patience), "factuality_threshold": factuality_threshold, "discount": discount},
     ))
     _adopt_legacy_judgments(gen_dir, run, judge.model, prompts)
-    params = options.gen_params(effort=effort)
+    params = step.params
 
     def on_error(u: JudgeUnit, exc: BaseException) -> dict[str, Any]:
         return JudgmentRecord(query_id=u.query_id, path_key=u.key[1], path_index=u.index,
@@ -227,7 +241,7 @@ async def ascore(
                               error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
 
     result = await map_with_resume(
-        run, JUDGMENTS, units, key=lambda u: u.key, call=lambda u, _prev: judge_path(client, u, params, base),
+        run, JUDGMENTS, units, key=lambda u: u.key, call=lambda u, _prev: judge_path(client, u, params, step.fewshot),
         record_key=judgment_key, on_error=on_error, concurrency=options.concurrency, progress=progress,
         desc=f"CREATE judge {judge.model}",
     )

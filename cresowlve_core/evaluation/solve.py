@@ -16,8 +16,9 @@ from functools import cache
 
 from cresowlve_core.evaluation.records import Extraction
 from cresowlve_core.items import ItemView, Lang
-from cresowlve_core.llm.base_model import first_line, user_message
+from cresowlve_core.llm.base_model import completion_params, first_line, user_message
 from cresowlve_core.prompts import Prompt, load_prompt
+from cresowlve_core.runtime.step import Step, Variant
 
 #: Only the last this-many characters of a model's output are searched for the answer (a final
 #: answer sits at the end; a runaway output of megabytes must not stall the event loop).
@@ -39,6 +40,23 @@ def solve_prompt(lang: Lang, thinking: bool, base_model: bool = False) -> Prompt
     if base_model:
         return load_prompt(f"{FEWSHOT}_{lang}")
     return load_prompt(f"solve_{'plain' if thinking else 'cot'}_{lang}")
+
+
+def solve_step(lang: Lang, thinking: bool) -> Step[ItemView]:
+    """The solve call: the chain-of-thought prompt (plain for a thinking model) and the extraction
+    of its ``<Answer>``; for a base model the few-shot completion prompt, over ``/completions``, and
+    its continuation's first line."""
+    return Step("solve",
+                chat=Variant(f"solve_{'plain' if thinking else 'cot'}_{lang}", _solve_messages, extract_answer),
+                fewshot=Variant(f"{FEWSHOT}_{lang}", _solve_messages, _extract_fewshot, gen=completion_params))
+
+
+def _solve_messages(prompt: Prompt, view: ItemView) -> list[dict[str, str]]:
+    return solve_messages(view, prompt)
+
+
+def _extract_fewshot(text: str | None) -> tuple[str, Extraction]:
+    return extract_answer(text, fewshot=True)
 
 
 def is_fewshot(prompt_tags: list[str] | tuple[str, ...]) -> bool:

@@ -57,7 +57,7 @@ class Variant(Generic[U]):
     ``parse`` reads a reply (called with whatever the stage passes). ``gen`` turns the options'
     generation parameters into this variant's (a base model's: ``/completions`` with its stops).
     ``max_tokens`` is the budget every call of this variant is sent with, whatever the options say;
-    ``default_max_tokens`` the budget when the caller names none (the options' budget otherwise).
+    ``default_max_tokens`` the budget a command gives when its user names none (:meth:`Step.default_budget`).
     ``protocol`` names a way of asking that is more than one request per unit (a stage runs it
     itself), and ``identity`` is what this variant adds to the run's resume identity."""
 
@@ -103,10 +103,25 @@ class Step(Generic[U]):
 
     def on(self, endpoint: Any, options: ClientOptions | None = None, *, max_tokens: int | None = None,
            effort: str | None = None, api: str | None = None) -> Call[U]:
-        """The step bound to ``endpoint`` and the run's ``options``; ``max_tokens``: a budget the caller
-        names (wins over the variant's default), ``effort`` and ``api`` go into the parameters."""
-        return Call(self, self.variant(endpoint), self.is_fewshot(endpoint), options or ClientOptions(),
-                    max_tokens, effort, api)
+        """The step bound to ``endpoint`` and the run's ``options``; ``max_tokens`` replaces the options'
+        budget (:meth:`default_budget` gives the variant's), ``effort`` and ``api`` go into the
+        parameters; an API named here is kept as it is (a base model's ``/completions`` is not forced)."""
+        fewshot = self.fewshot is not None and asks_fewshot(endpoint)
+        variant = self.fewshot if fewshot and self.fewshot is not None else self.chat
+        opts = options or ClientOptions()
+        if max_tokens is not None:
+            opts = opts.model_copy(update={"max_tokens": max_tokens})
+        params = opts.gen_params(effort=effort, api=api)
+        if api is None:
+            params = variant.gen(params)
+        if variant.max_tokens is not None:
+            params = dataclasses.replace(params, max_tokens=variant.max_tokens)
+        budget = variant.max_tokens if variant.max_tokens is not None else opts.max_tokens
+        return Call(self, variant, fewshot, opts, params, budget)
+
+    def default_budget(self, endpoint: Any) -> int | None:
+        """The budget ``endpoint``'s calls get when the caller names none (None: the options')."""
+        return self.variant(endpoint).default_max_tokens
 
     def prompt_tags(self, endpoint: Any, units: Sequence[U] = ()) -> list[str]:
         """The tags of the prompts this step sends ``endpoint`` (what a report or manifest names)."""
@@ -115,38 +130,16 @@ class Step(Generic[U]):
 
 @dataclass(frozen=True)
 class Call(Generic[U]):
-    """A :class:`Step` bound to one endpoint: the variant its profile chose, and the run's options."""
+    """A :class:`Step` bound to one endpoint (:meth:`Step.on`): the variant its profile chose, the
+    run's options with the call's budget, the generation parameters of every call, and the budget
+    they are sent with (recorded in the manifest)."""
 
     step: Step[U]
     variant: Variant[U]
     fewshot: bool
-    base_options: ClientOptions
-    given_max_tokens: int | None = None
-    effort: str | None = None
-    api: str | None = None
-
-    @property
-    def options(self) -> ClientOptions:
-        """The run's options with this call's budget: a named one, else the variant's default."""
-        budget = self.given_max_tokens if self.given_max_tokens is not None else self.variant.default_max_tokens
-        if budget is None:
-            return self.base_options
-        return self.base_options.model_copy(update={"max_tokens": budget})
-
-    @property
-    def max_tokens(self) -> int | None:
-        """The budget the calls are sent with (recorded in the manifest)."""
-        return self.variant.max_tokens if self.variant.max_tokens is not None else self.options.max_tokens
-
-    @property
-    def params(self) -> GenParams:
-        """The generation parameters of every call; an API the caller names is kept as it is."""
-        p = self.options.gen_params(effort=self.effort, api=self.api)
-        if self.api is None:
-            p = self.variant.gen(p)
-        if self.variant.max_tokens is not None:
-            p = dataclasses.replace(p, max_tokens=self.variant.max_tokens)
-        return p
+    options: ClientOptions
+    params: GenParams
+    max_tokens: int | None
 
     def prompt(self, unit: U | None = None) -> Prompt:
         """The prompt of ``unit`` (a variant with one prompt needs none)."""

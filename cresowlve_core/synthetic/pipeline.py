@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from cresowlve_core import outfiles
 from cresowlve_core.evaluation.scoring import normalize
-from cresowlve_core.evaluation.solve import is_fewshot
-from cresowlve_core.llm.base_model import completion_params, is_base_model
+from cresowlve_core.evaluation.solve import solve_step
+from cresowlve_core.items import ItemView
+from cresowlve_core.llm.base_model import completion_params
 from cresowlve_core.llm.types import Endpoint, GenParams
 from cresowlve_core.runtime import (
     RESPONSES,
@@ -49,6 +50,7 @@ from cresowlve_core.runtime import (
     run_coro,
 )
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg
 from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
 from cresowlve_core.synthetic.candidates import CandidateBuild, build_candidates, write_build
@@ -56,14 +58,15 @@ from cresowlve_core.synthetic.difficulty import difficulty_scores, predictivenes
 from cresowlve_core.synthetic.domains import domains_by_name
 from cresowlve_core.synthetic.export import write_items, write_review_queue
 from cresowlve_core.synthetic.facts import Candidate, FactRules
-from cresowlve_core.synthetic.leap import SCORING_BASIS, extract, leap_outcome, solver_messages, solver_prompt
+from cresowlve_core.synthetic.leap import SCORING_BASIS, extract, leap_outcome
 from cresowlve_core.synthetic.notability import NotabilityBand
 from cresowlve_core.synthetic.verbalise import (
+    FEWSHOT_PROMPT,
     FEWSHOT_STOP,
+    PROMPT,
     parse_fewshot_verbalisation,
     parse_verbalisation,
     verbalise_messages,
-    verbalise_prompt,
 )
 
 #: a base-model solver's continuation ends at the blank line or at the next few-shot example
@@ -157,26 +160,41 @@ def _other_labels(source: KnowledgeSource) -> set[str] | None:
 # --------------------------------------------------------------------------- stage 3
 
 
+def verbalise_step(source: KnowledgeSource) -> Step[Candidate]:
+    """The verbaliser's call: the tagged chat prompt, or the few-shot completion prompt (every field
+    on one line, ending at ``Literal:``) for a base model (module ``verbalise``)."""
+    return Step("synth_verbalise",
+                chat=Variant(PROMPT, lambda p, c: verbalise_messages(c, source)[0], parse_verbalisation),
+                fewshot=Variant(FEWSHOT_PROMPT, lambda p, c: verbalise_messages(c, source, base_model=True)[0],
+                                parse_fewshot_verbalisation, gen=lambda g: _fewshot_params(g, FEWSHOT_STOP)))
+
+
+def solver_step(thinking: bool) -> Step[Any]:
+    """The creative-leap solver's call: the English solve step, a base model stopping at the next puzzle."""
+    step = solve_step("en", thinking)
+    assert step.fewshot is not None
+    return dataclasses.replace(step, fewshot=dataclasses.replace(step.fewshot,
+                                                                  gen=lambda g: _fewshot_params(g, SOLVER_STOP)))
+
+
 async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: RunDir, client: Any,
                      endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
     """Verbalise every candidate (one ``map_with_resume`` call) and check it for leaks. A base-model
     verbaliser gets the few-shot completion prompt over ``/v1/completions`` (module ``verbalise``)."""
-    base = is_base_model(endpoint)
-    prompt = verbalise_prompt(base)
+    step = verbalise_step(source).on(endpoint, options)
     manifest = run.begin(new_manifest(
         "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=len(cands), seed=options.seed,
-        temperature=options.temperature, max_tokens=options.max_tokens, prompts=[prompt.tag],
+        temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(),
         identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
     ))
-    params = _fewshot_params(options.gen_params(), FEWSHOT_STOP) if base else options.gen_params()
-    parse = parse_fewshot_verbalisation if base else parse_verbalisation
 
     async def call(c: Candidate, _previous: dict[str, Any] | None) -> dict[str, Any]:
-        messages, tag = verbalise_messages(c, source, base)
-        out = await client.complete(messages, params, prompt_version=tag)
+        req = step.request(c)
+        messages, tag = req.messages, req.tag
+        out = await client.complete(messages, req.params, prompt_version=tag)
         # a refused or filtered verbalisation is final and yields no puzzle
-        parsed = None if is_withheld(out) else parse(out.text, prompt=messages[-1]["content"])
+        parsed = None if is_withheld(out) else step.parse(out.text, prompt=messages[-1]["content"])
         names = answer_names(source, c.answers)
         leaks = []
         if parsed is not None:
@@ -224,18 +242,15 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
                  endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
     """The creative-leap filter: the solver answers both versions (one ``map_with_resume`` call)."""
     thinking = cfg.solver_effort is not None
-    base = is_base_model(endpoint)
-    prompt = solver_prompt(thinking, base)
-    fewshot = is_fewshot([prompt.tag])
+    step = solver_step(thinking).on(endpoint, options, effort=cfg.solver_effort)
+    prompt = step.prompt()
     manifest = run.begin(new_manifest(
         "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "verbalise"), n_items=len(units), seed=options.seed, effort=cfg.solver_effort,
-        thinking=thinking, temperature=options.temperature, max_tokens=options.max_tokens, prompts=[prompt.tag],
+        thinking=thinking, temperature=options.temperature, max_tokens=step.max_tokens, prompts=[prompt.tag],
         identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
         config=cfg.model_dump(mode="json"),
     ))
-    params = options.gen_params(effort=cfg.solver_effort)
-    params = _fewshot_params(params, SOLVER_STOP) if base else params
     others = _other_labels(source)
 
     async def call(unit: tuple[Candidate, dict[str, Any]], _previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -245,11 +260,12 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
                                "scoring": SCORING_BASIS, "cost": 0.0}
         correct: dict[str, bool | None] = {}
         for side in ("literal", "obfuscated"):
-            out = await client.complete(solver_messages(verb[side], prompt), params, prompt_version=prompt.tag)
+            req = step.request(ItemView(question=verb[side], answer="-"))
+            out = await client.complete(req.messages, req.params, prompt_version=req.tag)
             if is_withheld(out):  # the solver refused or was filtered: final, not correct, nothing extracted
                 answer, how, basis, correct[side] = None, None, None, False
             else:
-                answer, how = extract(out.text, fewshot)
+                answer, how = extract(out.text, step.fewshot)
                 basis = match_answer(answer, names) if answer is not None else None
                 correct[side] = None if answer is None else basis is not None
             # each side's call has its outcome; the record's own ``outcome`` is the creative-leap outcome

@@ -27,10 +27,11 @@ def test_the_endpoint_profile_picks_the_variant():
     assert LABEL.prompt_tags(BASE) == [base.request("x").tag]
 
 
-def test_the_budget_a_caller_names_wins_over_the_variant_default():
-    assert LABEL.on(BASE, ClientOptions(max_tokens=500)).max_tokens == 3
-    assert LABEL.on(CHAT, ClientOptions(max_tokens=500)).max_tokens == 64
-    assert LABEL.on(BASE, ClientOptions(), max_tokens=7).params.max_tokens == 7
+def test_the_default_budget_is_the_variants_and_a_named_budget_replaces_the_options():
+    assert LABEL.default_budget(BASE) == 3 and LABEL.default_budget(CHAT) == 64
+    assert LABEL.on(BASE, ClientOptions(max_tokens=500)).max_tokens == 500  # the options' unless one is named
+    call = LABEL.on(BASE, ClientOptions(max_tokens=500), max_tokens=7)
+    assert call.params.max_tokens == 7 and call.options.max_tokens == 7 and call.max_tokens == 7
 
 
 def test_a_base_model_gets_completion_params_unless_an_api_is_named():
