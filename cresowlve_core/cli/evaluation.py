@@ -47,6 +47,7 @@ def cmd_diff(a: argparse.Namespace) -> int:
 
 
 def cmd_eval(a: argparse.Namespace) -> int:
+    from cresowlve_core.evaluation import roles
     from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line, truncation_warning
     from cresowlve_core.llm.profiles import get_profile
     from cresowlve_core.llm.types import LLMFatalError
@@ -77,8 +78,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
         provider=a.provider or (get_profile(a.preset).name if a.preset else None),
         extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
     ))
-    je = cfg.judge_endpoint()
-    if (name := _unset_key_var(cfg.api_key_env, je.api_key_env if je else None)) is not None:
+    judge = roles.judge(cfg)
+    if (name := _unset_key_var(cfg.api_key_env, judge.endpoint.api_key_env if judge else None)) is not None:
         return _usage_error(f"environment variable {name!r} is not set (it should hold the API key); nothing was run")
     if a.batch:
         from cresowlve_core.evaluation.batch_eval import batch_evaluate

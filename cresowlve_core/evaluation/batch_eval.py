@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.evaluation import roles
 from cresowlve_core.evaluation.runner import (
     EvalConfig,
     build_manifest,
@@ -31,7 +32,6 @@ from cresowlve_core.evaluation.runner import (
     record_key,
     summary_line,
 )
-from cresowlve_core.evaluation.solve import solve_messages, solve_prompt
 from cresowlve_core.exitcodes import EXIT_INCOMPLETE
 from cresowlve_core.items import Item
 from cresowlve_core.llm.batch import BatchResult, archive_batch, collect_batch, read_state, submit_batch
@@ -56,7 +56,7 @@ def batch_evaluate(cfg: EvalConfig) -> BatchStep:
     state = read_state(cfg.run_dir)  # an unreadable file stops here, before any request
     if state is None:
         return _submit(cfg, items)
-    result = collect_batch(cfg.endpoint(), cfg.run_dir)
+    result = collect_batch(roles.answerer(cfg).endpoint, cfg.run_dir)
     if result is None:
         fresh = read_state(cfg.run_dir) or state
         counts = fresh.get("request_counts") or {}
@@ -74,9 +74,9 @@ def _submit(cfg: EvalConfig, items: list[Item]) -> BatchStep:
         previous = run.latest(RESPONSES, record_key)
         pending = [it for it in items if (previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"]
         if pending:
-            prompt = solve_prompt(cfg.lang, cfg.thinking)
-            requests = [(it.id, solve_messages(it.view(cfg.lang), prompt), cfg.gen_params()) for it in pending]
-            batch_id = submit_batch(cfg.endpoint(), requests, cfg.run_dir)
+            answerer = roles.answerer(cfg)
+            requests = [(it.id, answerer.messages(it.view(cfg.lang)), answerer.params) for it in pending]
+            batch_id = submit_batch(answerer.endpoint, requests, cfg.run_dir)
     if not pending:
         outcome = run_coro(evaluate_async(cfg, items, completions={}, progress=False))
         return BatchStep("nothing to submit: every item already has an answer | " + summary_line(outcome.summary),

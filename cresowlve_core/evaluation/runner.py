@@ -12,34 +12,30 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from cresowlve_core import jsonl
+from cresowlve_core.evaluation import roles
+from cresowlve_core.evaluation.config import EvalConfig
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.scoring import (
     JUDGE_PROTOCOLS,
-    JudgeProtocol,
     JudgeRule,
     judge_prediction,
     judge_request,
-    judge_rule,
 )
-from cresowlve_core.evaluation.solve import extract_answer, is_fewshot, solve_messages, solve_prompt
+from cresowlve_core.evaluation.solve import extract_answer, is_fewshot
 from cresowlve_core.failures import MissingInput
-from cresowlve_core.items import Item, ItemView, Lang
-from cresowlve_core.llm.base_model import completion_params
+from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
-from cresowlve_core.llm.profiles import resolve
-from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, Endpoint, GenParams, LLMError
+from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError
 from cresowlve_core.llm.wire import sent_fields
-from cresowlve_core.prompts import Prompt
 from cresowlve_core.runtime import (
     RESPONSES,
-    ClientOptions,
     Manifest,
     ResumeError,
     RunDir,
@@ -57,130 +53,8 @@ from cresowlve_core.text import shown
 
 log = logging.getLogger(__name__)
 
-JUDGE_MAX_TOKENS = 512  # the judge writes a sentence or two and a verdict line
-#: a thinking judge (a reasoning model, or any --judge-effort) spends tokens on thought before its verdict
-THINKING_JUDGE_MAX_TOKENS = 8192
 #: above this share of truncated answers the CLI warns and names --max-tokens
 TRUNCATION_WARN_SHARE = 0.02
-
-
-class EvalConfig(BaseModel):
-    """Everything that defines an evaluation run. Recorded in the manifest.
-
-    Client settings live in ``options`` (:class:`ClientOptions`, the project's one set of
-    defaults); for convenience they may also be given flat (``EvalConfig(concurrency=16, ...)``).
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str
-    base_url: str
-    run_dir: str
-    items: str = "demo"
-    lang: Lang = "en"
-    api_key_env: str | None = None
-    effort: str | None = None
-    prompt_style: str | None = None  # "cot" | "plain"; default: plain iff an effort is set
-    api: str | None = None  # force "chat" | "responses" | "completions"
-    judge_model: str | None = None
-    judge_base_url: str | None = None  # default: the model's
-    judge_api_key_env: str | None = None  # default: the model's when the judge shares its base URL
-    judge_max_tokens: int | None = Field(None, ge=1)  # None: 512, or 8192 for a thinking judge
-    judge_protocol: JudgeProtocol = "nonce-verdict"  # or "paper": bare yes/no at the judge's default temperature
-    judge_repeat: bool = False  # judge each answer twice (seed, seed+1) to measure repeatability
-    # the judge takes the same options as the model under test
-    judge_provider: str | None = None  # default: the model's profile when it shares the base URL, else detected
-    judge_api: Literal["chat", "responses", "completions"] | None = None  # default: the profile's
-    judge_effort: str | None = None
-    judge_temperature: float | Literal["protocol"] | None = "protocol"  # protocol: 0 (ours), none sent (paper)
-    judge_extra_body: dict[str, Any] = Field(default_factory=dict)
-    retry_truncated: bool = False  # re-ask the items whose answer was cut off (with this run's --max-tokens)
-    limit: int | None = Field(None, ge=1)
-    max_input_chars: int | None = Field(None, ge=1)  # None: the 64 KB question limit (cresowlve_core/inputs.py)
-    options: ClientOptions = Field(default_factory=ClientOptions)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_options(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            flat = {k: data[k] for k in list(data) if k in ClientOptions.model_fields}
-            if flat:
-                data = {k: v for k, v in data.items() if k not in flat}
-                base = data.get("options") or ClientOptions()
-                base = base.model_dump() if isinstance(base, ClientOptions) else dict(base)
-                given = {k: v for k, v in flat.items() if v is not None or k == "temperature"}
-                data["options"] = ClientOptions(**{**base, **given})
-        return data
-
-    @property
-    def thinking(self) -> bool:
-        if self.prompt_style:
-            return self.prompt_style == "plain"
-        return self.effort is not None
-
-    @property
-    def seed(self) -> int:
-        return self.options.seed
-
-    def endpoint(self) -> Endpoint:
-        return self.options.endpoint(self.base_url, self.model, self.api_key_env)
-
-    def judge_endpoint(self) -> Endpoint | None:
-        if not self.judge_model:
-            return None
-        base = self.judge_base_url or self.base_url
-        key = self.judge_api_key_env or (self.api_key_env if base == self.base_url else None)
-        return self.judge_options().endpoint(base, self.judge_model, key)
-
-    @property
-    def base_model(self) -> bool:
-        """The model under test is a base model (its profile says so: the embedded Gemma 3 270M):
-        the few-shot completion prompt, over ``/completions`` unless ``api`` names another API."""
-        return self.endpoint().profile.base_model
-
-    def judge_base_model(self) -> bool:
-        je = self.judge_endpoint()
-        return je is not None and je.profile.base_model
-
-    def judge_rule(self) -> JudgeRule:
-        """The protocol the judge follows: ``judge_protocol``, or the few-shot yes/no for a base-model judge."""
-        return judge_rule(self.judge_protocol, self.judge_base_model())
-
-    def solve_prompt(self) -> Prompt:
-        return solve_prompt(self.lang, self.thinking, self.base_model)
-
-    def gen_params(self) -> GenParams:
-        p = self.options.gen_params(effort=self.effort, api=self.api)
-        return completion_params(p) if self.base_model and self.api is None else p
-
-    def judge_thinks(self) -> bool:
-        """A thinking judge: an effort is set, or its profile names it a reasoning model."""
-        if self.judge_effort not in (None, "none"):
-            return True
-        base = self.judge_base_url or self.base_url
-        provider = self.judge_provider or (self.options.provider if base == self.base_url else None)
-        return bool(self.judge_model) and resolve(provider, base).is_reasoning_model(self.judge_model or "")
-
-    def judge_options(self) -> ClientOptions:
-        """The judge's client options: its own provider, token budget, temperature and extra body,
-        and no cost cap of its own. Temperature by default: 0 under our protocol, none sent
-        (the provider's default) under the paper's."""
-        base = self.judge_base_url or self.base_url
-        provider = self.judge_provider or (self.options.provider if base == self.base_url else None)
-        if self.judge_temperature == "protocol":
-            temperature = None if self.judge_protocol == "paper" else 0.0
-        else:
-            temperature = self.judge_temperature
-        max_tokens = self.judge_max_tokens or (THINKING_JUDGE_MAX_TOKENS if self.judge_thinks() else JUDGE_MAX_TOKENS)
-        return self.options.model_copy(update={"temperature": temperature, "max_tokens": max_tokens,
-                                               "max_cost": None, "provider": provider, "provider_preset": None,
-                                               "extra_body": dict(self.judge_extra_body)})
-
-    def judge_params(self, seed: int | None = None) -> GenParams:
-        p = self.judge_options().gen_params(effort=self.judge_effort, api=self.judge_api)
-        if self.judge_base_model() and self.judge_api is None:
-            p = completion_params(p)
-        return p if seed is None else GenParams(**{**p.__dict__, "seed": seed})
 
 
 class EvalOutcome(BaseModel):
@@ -196,21 +70,21 @@ def record_key(r: dict[str, Any]) -> tuple[str, str]:
     return (r["id"], r["lang"])
 
 
-def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
-    prompt = cfg.solve_prompt()
-    prompts = [prompt.tag]
-    judge = None
-    if (je := cfg.judge_endpoint()) is not None:
-        rule = cfg.judge_rule()
-        jp = judge_request("x", "q", "a", "p", protocol=rule).prompt
-        prompts.append(jp.tag)
-        jo, jparams = cfg.judge_options(), cfg.judge_params()
-        judge = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env, "prompt": jp.tag,
-                 "provider": je.profile.name, "api": jparams.resolved_api(je.profile), "effort": cfg.judge_effort,
-                 "seed": cfg.seed, "temperature": jo.temperature, "max_tokens": jo.max_tokens,
-                 "repeat": cfg.judge_repeat, "protocol": rule, **JUDGE_PROTOCOLS[rule],
-                 "sent": sent_fields(jparams, model=je.model, profile=je.profile)}
-    ep = cfg.endpoint()
+def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None) -> Manifest:
+    """The manifest of ``cfg``'s run (``resolved``: its roles, when the run has resolved them)."""
+    answerer, judge = resolved or roles.resolve(cfg)
+    prompts = [answerer.prompt.tag]
+    judge_section = None
+    if judge is not None:
+        je, jo, jparams = judge.endpoint, judge.options, judge.params
+        prompts.append(judge.prompt.tag)
+        judge_section = {"model": je.model, "base_url": je.base_url, "api_key_env": je.api_key_env,
+                         "prompt": judge.prompt.tag, "provider": je.profile.name,
+                         "api": jparams.resolved_api(je.profile), "effort": cfg.judge_effort,
+                         "seed": cfg.seed, "temperature": jo.temperature, "max_tokens": jo.max_tokens,
+                         "repeat": cfg.judge_repeat, "protocol": judge.rule, **JUDGE_PROTOCOLS[str(judge.rule)],
+                         "sent": sent_fields(jparams, model=je.model, profile=je.profile)}
+    ep, params = answerer.endpoint, answerer.params
     return new_manifest(
         "eval",
         run_id=Path(cfg.run_dir).name,
@@ -229,9 +103,9 @@ def build_manifest(cfg: EvalConfig, n_items: int) -> Manifest:
         max_tokens=cfg.options.max_tokens,
         prompts=prompts,
         options=cfg.options.model_dump(mode="json"),
-        sent=sent_fields(cfg.gen_params(), model=cfg.model, profile=ep.profile),
-        api=cfg.gen_params().resolved_api(ep.profile),
-        judge=judge,
+        sent=sent_fields(params, model=cfg.model, profile=ep.profile),
+        api=params.resolved_api(ep.profile),
+        judge=judge_section,
         config=cfg.model_dump(mode="json", exclude={"options"}),
     )
 
@@ -250,6 +124,16 @@ def incompatible_run(cfg: EvalConfig) -> str | None:
     except ResumeError as exc:
         return str(exc)
     return None
+
+
+def refuse_incompatible(cfg: EvalConfig) -> None:
+    """Raise the :class:`ResumeError` that starting ``cfg`` would raise (another configuration in its
+    run directory), before anything is started; nothing under the archive-on-change rule, which
+    moves the old run aside instead."""
+    from cresowlve_core.runtime.rundir import archive_changed_from_env
+
+    if not archive_changed_from_env() and (reason := incompatible_run(cfg)) is not None:
+        raise ResumeError(reason)
 
 
 def record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
@@ -315,19 +199,20 @@ def needs_judge(prev: dict[str, Any] | None) -> bool:
 class _Evaluator:
     """The per-item call of the run: solve (unless answered already), persist, judge."""
 
-    def __init__(self, cfg: EvalConfig, run: RunDir, completions: dict[str, Completion | LLMError] | None,
-                 judge_bar: Any = None):
+    def __init__(self, cfg: EvalConfig, resolved: roles.Roles, run: RunDir,
+                 completions: dict[str, Completion | LLMError] | None, judge_bar: Any = None):
         self.cfg, self.run, self.completions = cfg, run, completions or {}
         self.judge_bar = judge_bar  # the judge's own phase of the progress display
         prices = PriceTable.load()
         cache = cfg.options.open_cache()
         self.meter, self.judge_meter = CostMeter(), CostMeter()
-        self.client: LLMClient = open_client(cfg.endpoint(), cfg.options, meter=self.meter, prices=prices, cache=cache)
-        je = cfg.judge_endpoint()
+        self.answerer, self.judge_role = resolved.answerer, resolved.judge
+        self.client: LLMClient = open_client(self.answerer.endpoint, self.answerer.options, meter=self.meter,
+                                             prices=prices, cache=cache)
+        jr = self.judge_role
         self.judge: LLMClient | None = (
-            open_client(je, cfg.judge_options(), meter=self.judge_meter, prices=prices, cache=cache) if je else None)
-        self.prompt = cfg.solve_prompt()
-        self.fewshot = is_fewshot([self.prompt.tag])
+            open_client(jr.endpoint, jr.options, meter=self.judge_meter, prices=prices, cache=cache) if jr else None)
+        self.fewshot = self.answerer.call.fewshot
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -352,8 +237,9 @@ class _Evaluator:
             c = self.completions.get(item.id)
             if isinstance(c, LLMError):  # the provider's per-request error from a batch
                 raise c
-            c = c or await self.client.complete(
-                solve_messages(view, self.prompt), cfg.gen_params(), prompt_version=self.prompt.tag)
+            if c is None:
+                c = await self.client.complete(self.answerer.messages(view), self.answerer.params,
+                                               prompt_version=self.answerer.prompt.tag)
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
             if self.judge is not None and not is_withheld(c):  # the paid answer is on disk before the judge is asked
                 await self.run.append_async(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
@@ -363,7 +249,7 @@ class _Evaluator:
                 self.judge_bar.update(1)
         elif self.judge is not None:
             try:
-                rec.update(await self._judge(item, judge_prediction(rec, self.cfg.judge_rule(), fewshot=self.fewshot)))
+                rec.update(await self._judge(item, judge_prediction(rec, self._rule, fewshot=self.fewshot)))
             except STOP_ERRORS as exc:
                 rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
                 raise StopWithRecord(exc, _with_judge_score(rec)) from exc
@@ -380,13 +266,18 @@ class _Evaluator:
             out["judge_cost"] = _add_costs(out["judge_cost"], again.get("judge_cost"))
         return out
 
+    @property
+    def _rule(self) -> JudgeRule:
+        assert self.judge_role is not None and self.judge_role.rule is not None
+        return self.judge_role.rule
+
     async def _judge_once(self, item: Item, prediction: str, seed: int) -> dict[str, Any]:
-        assert self.judge is not None
+        assert self.judge is not None and self.judge_role is not None
         view = item.view(self.cfg.lang)
         req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
-                            other_answers=view.other_answers, seed=seed, protocol=self.cfg.judge_rule())
+                            other_answers=view.other_answers, seed=seed, protocol=self._rule)
         try:
-            c = await self.judge.complete(req.messages, self.cfg.judge_params(seed), prompt_version=req.prompt.tag)
+            c = await self.judge.complete(req.messages, self.judge_role.params_for(seed), prompt_version=req.prompt.tag)
         except STOP_ERRORS:
             raise
         except LLMError as exc:
@@ -427,7 +318,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     from a batch, by item id; an ``LLMError`` is recorded as that item's error) only those items are
     scored, and nothing is sent to the model under test. ``stopped``: why the batch ended early."""
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
-    manifest = run.begin(build_manifest(cfg, len(items)))
+    resolved = roles.resolve(cfg)
+    manifest = run.begin(build_manifest(cfg, len(items), resolved))
     units = [it for it in items if completions is None or it.id in completions]
     judge_bar = None
     if cfg.judge_model and progress:
@@ -437,7 +329,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
                   if r.get("status") == "ok" and not needs_judge(r)}
         judge_bar = tqdm(total=len(units), initial=sum((it.id, cfg.lang) in judged for it in units),
                          desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True)
-    ev = _Evaluator(cfg, run, completions, judge_bar)
+    ev = _Evaluator(cfg, resolved, run, completions, judge_bar)
 
     def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
         return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc),

@@ -12,6 +12,7 @@ import yaml
 from fakeserver import FakeServer
 
 from cresowlve_core.analysis import load_runs
+from cresowlve_core.evaluation import roles
 from cresowlve_core.evaluation.grid import GRID_FILE, cells, load_grid, run_grid
 
 
@@ -98,11 +99,13 @@ def test_grid_models_and_judge_carry_their_provider_and_the_judge_takes_model_op
         "models": [{"model": "gemini-3-flash-preview", "base_url": "http://127.0.0.1:9/v1", "provider": "gemini",
                     "efforts": ["minimal"]}]}))
     cfg = cells(load_grid(path))[0].eval_config(load_grid(path))
-    assert cfg.endpoint().profile.name == "gemini" and cfg.judge_endpoint().profile.name == "openai"
-    params = cfg.judge_params()
+    judge = roles.judge(cfg)
+    assert judge is not None
+    assert roles.answerer(cfg).endpoint.profile.name == "gemini" and judge.endpoint.profile.name == "openai"
+    params = judge.params
     assert (params.effort, params.max_tokens, params.temperature, params.extra_body) == ("low", 2000, None,
                                                                                       {"verbosity": "low"})
-    assert params.resolved_api(cfg.judge_endpoint().profile) == "responses"
+    assert params.resolved_api(judge.endpoint.profile) == "responses"
 
 
 def test_a_grid_cell_counts_refused_and_filtered_answers(tmp_path):
