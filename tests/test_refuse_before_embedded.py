@@ -108,3 +108,74 @@ def test_build_steps_on_the_main_jobs_embedded_server_are_marked_embedded(tmp_pa
                       models={"translate": {"model": "gpt-4o", "base_url": "http://127.0.0.1:9/v1"}})
     with open_step_clients(cfg.step_models(), cfg.client_options()) as clients:
         assert clients["needs_material"].embedded and not clients["translate"].embedded
+
+
+class _Started(Exception):
+    """Raised by the stand-in for the embedded server: the run got as far as starting it."""
+
+
+@pytest.fixture
+def server_starts(monkeypatch):
+    """Starting the embedded model is recorded (and goes no further)."""
+    from cresowlve_core.llm import local
+
+    started: list[bool] = []
+
+    def start(*args, **kwargs):
+        started.append(True)
+        raise _Started
+
+    monkeypatch.setattr(local, "local_server", start)
+    return started
+
+
+def _embedded_manifest(run_dir, monkeypatch, **options):
+    """A run directory holding an embedded evaluation run (the server was on another port then)."""
+    from cresowlve_core.evaluation.notebook_run import config
+    from cresowlve_core.evaluation.runner import build_manifest
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+    from cresowlve_core.runtime import RunDir
+
+    with monkeypatch.context() as m:
+        m.setenv(PROVIDERS_ENV, "127.0.0.1:41234=embedded")
+        cfg = config(items="demo", lang="en", model="gemma3-270m", base_url="http://127.0.0.1:41234/v1",
+                     run_dir=str(run_dir), **options)
+        RunDir(run_dir).write_manifest(build_manifest(cfg, 3))
+
+
+def test_an_embedded_eval_of_another_configuration_is_refused_before_the_server_starts(tmp_path, monkeypatch,
+                                                                                     server_starts):
+    from cresowlve_core.evaluation import notebook_run
+    from cresowlve_core.runtime import ResumeError
+
+    run_dir = tmp_path / "run"
+    _embedded_manifest(run_dir, monkeypatch, seed=1)
+    with pytest.raises(ResumeError, match="seed"):
+        notebook_run.run(items="demo", lang="en", model=None, base_url=None, run_dir=str(run_dir), seed=2)
+    assert server_starts == []
+
+
+def test_an_embedded_eval_of_the_same_configuration_goes_on_to_start_the_server(tmp_path, monkeypatch,
+                                                                              server_starts):
+    from cresowlve_core.evaluation import notebook_run
+
+    run_dir = tmp_path / "run"
+    _embedded_manifest(run_dir, monkeypatch, seed=1, judge_model="gemma3-270m",
+                       judge_base_url="http://127.0.0.1:41234/v1")
+    with pytest.raises(_Started):
+        notebook_run.run(items="demo", lang="en", model=None, base_url=None, run_dir=str(run_dir), seed=1,
+                         judge_model="local")
+    assert server_starts == [True]
+
+
+def test_the_archive_rule_lets_an_embedded_eval_of_another_configuration_start(tmp_path, monkeypatch,
+                                                                             server_starts):
+    from cresowlve_core.evaluation import notebook_run
+    from cresowlve_core.runtime.rundir import ARCHIVE_CHANGED_ENV
+
+    run_dir = tmp_path / "run"
+    _embedded_manifest(run_dir, monkeypatch, seed=1)
+    monkeypatch.setenv(ARCHIVE_CHANGED_ENV, "1")
+    with pytest.raises(_Started):  # the old run is moved aside once the run begins, not refused
+        notebook_run.run(items="demo", lang="en", model=None, base_url=None, run_dir=str(run_dir), seed=2)
+    assert server_starts == [True]
