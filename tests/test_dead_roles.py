@@ -13,7 +13,7 @@ from fakeserver import FakeServer
 
 from cresowlve_core.cli import main
 
-sys.path.insert(0, str(Path(__file__).resolve().parent / "errors"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "error_analysis"))
 from test_errors_label import _items, write_run  # noqa: E402
 
 
