@@ -22,7 +22,6 @@ draws charts itself, and :func:`record` displays nothing.
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -45,7 +44,7 @@ from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_ker
 from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
 from cresowlve_core.outfiles import dumps_json
 from cresowlve_core.secrets import scrub
-from cresowlve_core.text import plural, shown, slug
+from cresowlve_core.text import slug
 from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (tests, renderers)
 from cresowlve_core.vega import VEGALITE_SCHEMA as VEGALITE_SCHEMA
 from cresowlve_core.vega import html_spec, javascript_bundle, portable_spec
@@ -476,66 +475,21 @@ def _relative(value: Any, reports: Path) -> Any:
 
 
 def report_headline(records: dict[str, Any]) -> str | None:
-    """The one-line result of an executed report: its ``headline`` record, else one derived from
-    well-known records (the index page shows the same line)."""
+    """The one-line result of an executed report: its ``headline`` record (each report notebook records
+    its own with :func:`headline`), else None (the index page says the report records none)."""
     text = records.get("headline")
-    return text if isinstance(text, str) else _fallback_headline(records)
-
-
-def _fallback_headline(records: dict[str, Any]) -> str | None:
-    """A one-line result from well-known records, for notebooks that record no ``headline``."""
-    summary = records.get("summary")
-    if isinstance(summary, dict):
-        try:
-            from cresowlve_core.evaluation.runner import summary_line
-
-            return summary_line(summary)
-        except Exception:  # the summary's shape belongs to the evaluation stage
-            pass
-    table1 = records.get("table1")
-    if isinstance(table1, dict) and "n_rows" in table1:
-        return (f"Table 1: {plural(int(table1['n_rows']), 'configuration')}, {table1.get('matched_paper', 0)} "
-                "matched to a published row")
-    export = records.get("export")
-    if isinstance(export, dict) and isinstance(export.get("funnel"), list):
-        steps = {row.get("step"): row.get("this build") for row in export["funnel"] if isinstance(row, dict)}
-        return (f"construction funnel: {steps.get('collected')} collected → {steps.get('=final')} final "
-                f"({steps.get('of which creative')} creative, {steps.get('of which factual')} factual); "
-                "the paper: 3,789 → 2,413")
-    labels = records.get("labels")
-    if isinstance(labels, dict) and "n" in labels and "labelled" in labels:
-        return (f"{labels['n']} wrong answers sent to the labeller: {labels['labelled']} labelled, "
-                f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled")
-    verdict = records.get("verdict")
-    if isinstance(verdict, dict) and verdict and all(isinstance(v, dict) for v in verdict.values()):
-        return "; ".join(f"{config}: {v.get('overall')}" for config, v in list(verdict.items())[:3])
-    kept = records.get("yield")
-    if isinstance(kept, dict) and "kept" in kept:
-        return (f"kept {shown(kept['kept'])} of {shown(kept.get('of_candidates'))} synthetic candidates "
-                f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})")
-    utility = {k: v for k, v in records.items() if k.startswith("utility@") and isinstance(v, dict) and v}
-    if utility:
-        key = max(utility)
-        best = max(utility[key], key=lambda c: utility[key][c])
-        return f"best creative {key}: {best} ({utility[key][best]:.3f}) of {plural(len(utility[key]), 'configuration')}"
-    return None
+    return text if isinstance(text, str) else None
 
 
 def _models(records: dict[str, Any], parameters: dict[str, Any]) -> list[str]:
+    """The models a report is about: its ``models`` record (a list of names), and every ``model`` or
+    ``*_model`` parameter with its role (``gpt-4.1 (judge)``)."""
     explicit = records.get("models")
-    if isinstance(explicit, list):
-        return [str(m) for m in explicit]
-    found: list[str] = []
+    found = [str(m) for m in explicit] if isinstance(explicit, list) else []
     for key, value in parameters.items():  # model, judge_model, labeller_model, quiz_model, ...
         if (key == "model" or key.endswith("_model")) and value and isinstance(value, str):
             role = key.removesuffix("_model")
             found.append(value + (f" ({role})" if key not in ("model", "local_model") else ""))
-    summary = records.get("summary")
-    if not found and isinstance(summary, dict) and summary.get("model"):
-        found.append(str(summary["model"]))
-    table1 = records.get("table1")
-    if isinstance(table1, dict):
-        found += [str(r.get("config")) for r in table1.get("rows", []) if isinstance(r, dict) and r.get("config")]
     return list(dict.fromkeys(found))
 
 
@@ -591,50 +545,25 @@ def update_index(
     return out
 
 
-_E = html.escape
-
-
-def _card(key: str, r: dict[str, Any]) -> str:
-    params = r.get("parameters") or {}
-    rows = "".join(f"<tr><th>{_E(k)}</th><td><code>{_E(json.dumps(v, default=str))}</code></td></tr>"
-                   for k, v in params.items())
-    params_html = (f"<details><summary>parameters ({len(params)})</summary><table>{rows}</table></details>"
-                   if params else "<p class='meta'>default parameters</p>")
-    links = [f'<a href="{_E(r["html"])}">report</a>', f'<a href="{_E(r["ipynb"])}">executed notebook</a>']
-    links += [f'<a href="{_E(p)}">{_E(Path(p).name)}</a>' for p in r.get("exports", [])]
-    tags = "".join(f'<span class="tag tag-{_E(b)}" data-banner="{_E(b)}">{_E(b)}</span>' for b in r.get("banners", []))
-    models = ", ".join(r.get("models") or []) or "—"
-    return (
-        f'<section class="report" id="{_E(key)}"><h2><a href="{_E(r["html"])}">{_E(r["title"])}</a> {tags}</h2>'
-        f'<p class="headline">{_E(r.get("headline") or "no headline recorded")}</p>'
-        f'<p class="meta">models: {_E(models)} · rendered {_E(r["rendered_at"][:19].replace("T", " "))} UTC '
-        f'in {r["seconds"]} s · <code>{_E(key)}</code></p>'
-        f'{params_html}<p class="links">{" · ".join(links)}</p></section>'
-    )
+_INDEX_TEMPLATE = "index.html.j2"
 
 
 def index_page(registry: dict[str, Any]) -> str:
-    """The landing page: a banner per kind of non-result, then one card per report."""
+    """The landing page (``templates/index.html.j2``, autoescaped): a banner per kind of non-result,
+    then one card per report."""
+    import jinja2
+    from markupsafe import Markup
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+                             autoescape=True, undefined=jinja2.StrictUndefined)
+    env.filters["tojson_text"] = lambda v: json.dumps(v, default=str)  # the text, escaped by the template
+    env.filters["basename"] = lambda p: Path(p).name
     kinds: dict[str, list[str]] = {}
     for r in registry.values():
         for b in r.get("banners", []):
             kinds.setdefault(b, []).append(r["title"])
-    banners = "".join(banner_html(k, "Affected: " + "; ".join(titles) + ".") for k, titles in kinds.items()  # type: ignore[arg-type]
-                      if k in BANNER_KINDS)
-    cards = "".join(_card(k, registry[k]) for k in sorted(registry))
-    return (
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'><title>CresOWLve reports</title>"
-        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-        "<style>body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1000px;padding:0 1em;color:#222}"
-        ".report{border:1px solid #ddd;border-radius:8px;padding:.6em 1.2em;margin:1em 0}"
-        ".report h2{font-size:1.2em;margin:.4em 0}.headline{font-size:1.05em;margin:.3em 0}"
-        ".meta{color:#555;font-size:.9em;margin:.3em 0}details table{border-collapse:collapse;font-size:.9em}"
-        "details th{text-align:left;padding:.1em .8em .1em 0;vertical-align:top}"
-        ".tag{font-size:.7em;color:#fff;background:#b00020;border-radius:4px;padding:.1em .4em;vertical-align:middle}"
-        "code{font-size:90%}</style></head><body><h1>CresOWLve reports</h1>"
-        + banners
-        + "<p>Each report is a notebook from <code>notebooks/</code>, executed headless with papermill and "
-        "rendered without code; charts work offline. Regenerate one with "
-        "<code>cresowlve report NAME -p key value</code>.</p>"
-        + cards + "</body></html>"
-    )
+    banners = [Markup(banner_html(k, "Affected: " + "; ".join(titles) + "."))  # type: ignore[arg-type]
+               for k, titles in kinds.items() if k in BANNER_KINDS]  # banner_html escapes its text
+    reports = [(k, {"banners": [], "exports": [], "models": [], "parameters": {}, "headline": None, **registry[k]})
+               for k in sorted(registry)]
+    return env.get_template(_INDEX_TEMPLATE).render(banners=banners, reports=reports)

@@ -3,6 +3,8 @@ or ``2.0`` shares in reports and headlines."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from cresowlve_core.evaluation.runner import summary_line
 from cresowlve_core.notebooks import report_headline
 from cresowlve_core.text import plural, shown
@@ -24,22 +26,32 @@ def test_summary_line_has_no_none_in_token_counts():
 
 
 def test_headlines_count_configurations_and_candidates_as_numbers():
-    assert report_headline({"table1": {"n_rows": 1}}) == "Table 1: 1 configuration, 0 matched to a published row"
-    one = report_headline({"utility@0.9": {"gpt-x": 0.5}})
-    assert one is not None and one.endswith("of 1 configuration")
-    kept = report_headline({"yield": {"kept": 0, "of_candidates": 2.0, "paper_kept": 7, "paper_of": 100}})
-    assert kept == "kept 0 of 2 synthetic candidates (the paper: 7 of 100)"
+    import pandas as pd
+
+    from cresowlve_core.analysis.report import table1_headline
+    from cresowlve_core.create.report import headline as create_headline
+    from cresowlve_core.synthetic.report import headline as synthetic_headline
+
+    assert table1_headline({"n_rows": 1}) == "Table 1: 1 configuration, 0 matched to a published row"
+    assert table1_headline({"skipped": "no runs"}) == "Table 1: no runs"
+    board = pd.DataFrame({"config": ["gpt-x"], "utility@0.7": [0.4], "utility@0.9": [0.5]})
+    assert create_headline(board, [0.7, 0.9]) == "best creative utility@0.9: gpt-x (0.500) of 1 configuration"
+    result = SimpleNamespace(summary={"yield": {"kept": 0, "of_candidates": 2.0, "paper_kept": 7, "paper_of": 100}})
+    assert synthetic_headline(result) == "kept 0 of 2 synthetic candidates (the paper: 7 of 100)"  # type: ignore[arg-type]
+
+
+def test_the_index_reads_a_reports_own_headline_and_nothing_else():
+    assert report_headline({"headline": "EM 11.1%"}) == "EM 11.1%"
+    assert report_headline({"table1": {"n_rows": 1}, "summary": {"n_items": 9}}) is None  # no stage's shapes
 
 
 def test_synthetic_yield_table_gives_anchors_no_share_of_candidates():
-    from types import SimpleNamespace
-
     from cresowlve_core.synthetic.report import yield_section
 
     stages = {"anchors_tried": 4, "candidates": 2, "verbalised": 2, "parsed": 1, "leak_free": 1, "scored_both": 1,
               "solved_literal": 1, "kept": 0}
     result = SimpleNamespace(summary={"stages": stages, "outcomes": {}, "yield": {}}, stopped=None)
-    table = yield_section(result)["table"]  # type: ignore[arg-type]
+    table = yield_section(result).table  # type: ignore[arg-type]
     share = dict(zip(table["stage"], table["of candidates"], strict=True))
     assert share["anchors tried (in band, labelled)"] == "–"  # was 2.0: anchors precede candidates
     assert share["verbalisation parsed"] == "0.50"

@@ -35,8 +35,8 @@ def test_index_is_a_landing_page_with_headline_models_banner_params_and_exports(
               (banner_html("embedded"),))
     (reports / "03_analysis_table1.csv").write_text("x\n")
     (reports / "03_analysis_table1.tex").write_text("x\n")
-    _executed(reports / "03_analysis.ipynb", {"table1": {"n_rows": 2, "matched_paper": 1, "rows": [
-        {"config": "gpt-4.1"}, {"config": "gemma3-270m"}]}})
+    _executed(reports / "03_analysis.ipynb", {"table1": {"n_rows": 2, "matched_paper": 1},
+                                              "models": ["gpt-4.1", "gemma3-270m"]})
     run_dir = str(paths.project_root() / "data" / "runs" / "demo" / "gemma3-270m__en")
     update_index(reports, "02_evaluation_en", "Evaluation EN", {"model": "gemma3-270m", "run_dir": run_dir}, 3.0)
     update_index(reports, "03_analysis", "Analysis", {"runs": run_dir[: -len("gemma3-270m__en")] + "*"}, 2.0)
@@ -45,7 +45,7 @@ def test_index_is_a_landing_page_with_headline_models_banner_params_and_exports(
     assert reg["02_evaluation_en"]["parameters"]["run_dir"] == "data/runs/demo/gemma3-270m__en"  # relative
     assert reg["03_analysis"]["parameters"]["runs"] == "data/runs/demo/*"
     assert "EM 11.1% [2.0, 43.5] (n=9)" in page  # explicit headline
-    assert "Table 1: 2 configurations, 1 matched to a published row" in page  # from recorded values
+    assert "Table 1: 2 configurations" not in page and "no headline: this report records none" in page
     assert "models: gemma3-270m" in page and "gpt-4.1, gemma3-270m" in page
     assert page.count("<details>") == 2 and "data/runs/demo/gemma3-270m__en" in page
     assert str(paths.project_root()) not in page
@@ -153,3 +153,13 @@ def test_the_session_guard_sees_added_changed_and_removed_files(tmp_path):
     (tmp_path / "reports" / "03_analysis_table1.csv").write_text("x")
     assert changed_paths(before, fingerprint(tmp_path)) == [
         "data/a.txt", "data/cache/", "data/runs/notebook/", "reports/03_analysis_table1.csv"]
+
+
+def test_index_page_escapes_every_value_it_shows(tmp_path):
+    hostile = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    _executed(tmp_path / "r.ipynb", {"headline": "h" + hostile, "models": ["m" + hostile]})
+    update_index(tmp_path, "r", "t" + hostile, {"model": "p" + hostile, hostile: 1}, 1.0)
+    page = (tmp_path / "index.html").read_text()
+    assert "<script" not in page and "<img" not in page
+    for shown in ("h", "m", "t", "p"):
+        assert f"{shown}&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;" in page

@@ -26,6 +26,7 @@ from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
 from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
+from cresowlve_core.text import plural
 
 SKIPPED = {"skipped": "no runs"}
 
@@ -123,7 +124,9 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         )
         return {"n_runs": 0, "synthetic": False, "langs": []}
     from cresowlve_core.banners import is_embedded_model, show_banner
+    from cresowlve_core.notebook_records import record
 
+    record("models", sorted(rs.runs["config"].dropna().astype(str).unique().tolist()))  # for the index page
     if rs.synthetic:
         show_banner("synthetic")
     embedded = sorted({str(m) for m in rs.runs["model"].dropna() if is_embedded_model(m)}) if "model" in rs.runs else []
@@ -299,6 +302,14 @@ def table1_section(
         "unfinished": sorted({f"{r.config}/{r.lang}" for r in long[~long["complete"]].itertuples(index=False)}),
         "rows": jsonable(wide[["config", *main_cols]]),
     }
+
+
+def table1_headline(table1: dict[str, Any]) -> str:
+    """The analysis report's one line, from :func:`table1_section`'s record."""
+    if "n_rows" not in table1:
+        return "Table 1: no runs"
+    return (f"Table 1: {plural(int(table1['n_rows']), 'configuration')}, {table1.get('matched_paper', 0)} "
+            "matched to a published row")
 
 
 # ------------------------------------------------------------------ difficulty

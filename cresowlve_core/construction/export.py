@@ -126,6 +126,14 @@ def funnel_rows(counts: dict[str, int]) -> list[dict[str, Any]]:
             for key, label, sign in labels]
 
 
+def funnel_headline(funnel: list[dict[str, Any]]) -> str:
+    """The construction report's one line: the funnel from collected to final, beside the paper's."""
+    steps = {row.get("step"): row.get("this build") for row in funnel}
+    return (f"construction funnel: {steps.get('collected')} collected → {steps.get('=final')} final "
+            f"({steps.get('of which creative')} creative, {steps.get('of which factual')} factual); "
+            f"the paper: {PAPER_FUNNEL['collected']:,} → {PAPER_FUNNEL['final']:,}")
+
+
 def _md_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "_(none)_\n"

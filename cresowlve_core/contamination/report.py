@@ -221,6 +221,14 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
     return out
 
 
+def headline(verdict: dict[str, Any]) -> str:
+    """The contamination report's one line, from :func:`verdict_section`'s record: the first three
+    configurations' overall readings."""
+    if not verdict:
+        return "no configuration tested"
+    return "; ".join(f"{config}: {v.get('overall')}" for config, v in list(verdict.items())[:3])
+
+
 def verdict_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """The verdict table per configuration, with the sets each test compares, the basis of its
     sets, and Holm's adjustment of the verdicts across the configurations."""

@@ -187,6 +187,12 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
     return out
 
 
+def headline(labels: dict[str, Any]) -> str:
+    """The error-analysis report's one line, from :func:`labels_section`'s record."""
+    return (f"{labels['n']} wrong answers sent to the labeller: {labels['labelled']} labelled, "
+            f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled")
+
+
 def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]:
     """Category shares per configuration and language (``by="group"``; ``"config"`` pools the
     languages) with Wilson 95% intervals; χ² between every two groups."""

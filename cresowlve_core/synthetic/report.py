@@ -1,8 +1,8 @@
-"""Report sections of ``06_synthetic``: one function per notebook cell.
+"""Report sections of ``06_synthetic``: one call per notebook cell.
 
-Each returns a small dict: ``record`` (JSON values the notebook stores with ``record``),
-``table`` (a DataFrame, or ``None``), ``chart`` (an altair chart, or ``None``) and ``message``
-(one line of Markdown).
+:func:`build_section` runs the pipeline and shows what ran; every other section returns a
+:class:`~cresowlve_core.reporting.Section` (records, prose, table, chart), which the notebook shows
+with ``.show()`` (that returns the records it stores).
 """
 
 from __future__ import annotations
@@ -13,23 +13,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.reporting import Section
 from cresowlve_core.sources.kg import KnowledgeSource
 from cresowlve_core.stats import wilson_interval
-from cresowlve_core.synthetic.domains import Domain
+from cresowlve_core.synthetic.domains import Domain, domains_by_name
 from cresowlve_core.synthetic.notability import (
     BAND_RULE_PERCENTILES,
     NotabilityBand,
     band_from_percentiles,
     percentile_table,
 )
-from cresowlve_core.synthetic.pipeline import PAPER_YIELD, SynthResult
+from cresowlve_core.synthetic.pipeline import PAPER_YIELD, SynthConfig, SynthResult, load_source, run_synth
+from cresowlve_core.text import shown
 
 
-def _section(record: Any, table: pd.DataFrame | None = None, chart: Any = None, message: str = "") -> dict[str, Any]:
-    return {"record": record, "table": table, "chart": chart, "message": message}
+def notability_section(cfg: SynthConfig) -> Section:
+    """Degree distribution of the labelled domain members of ``cfg``'s domains, its band, and the band
+    the rule derives."""
+    return notability(load_source(cfg), domains_by_name(cfg.domains), cfg.band())
 
 
-def notability_section(source: KnowledgeSource, domains: Sequence[Domain], band: NotabilityBand) -> dict[str, Any]:
+def notability(source: KnowledgeSource, domains: Sequence[Domain], band: NotabilityBand) -> Section:
     """Degree distribution of the labelled domain members, the band, and the band the rule derives."""
     import altair as alt
 
@@ -67,7 +71,7 @@ def notability_section(source: KnowledgeSource, domains: Sequence[Domain], band:
     msg = (f"{in_band} of {pooled.size} labelled domain members lie in the band {band} ({rec['measure']}); "
            f"the rule [p{BAND_RULE_PERCENTILES[0]:g}, p{BAND_RULE_PERCENTILES[1]:g}] gives "
            f"{derived if derived else 'n/a'} on this graph.")
-    return _section(rec, table, chart, msg)
+    return Section(rec, msg, table, chart)
 
 
 #: the solver's outcome per puzzle, as the difficulty chart names it
@@ -75,7 +79,31 @@ OUTCOME_LABELS = {"kept": "kept: solved literal, failed obfuscated", "failed_lit
                   "solved_obfuscated": "dropped: solved both", "unscored": "not scored"}
 
 
-def yield_section(result: SynthResult) -> dict[str, Any]:
+def build_section(cfg: SynthConfig, embedded: bool | None = None) -> SynthResult:
+    """Run every stage (resumable), show the embedded-model banner when a role ran on it (or
+    ``embedded``), record the summary and print the build directory and the prompts each step used."""
+    from cresowlve_core.banners import show_banner
+    from cresowlve_core.notebook_records import record
+
+    result = run_synth(cfg)
+    if embedded or any(result.embedded.values()):
+        show_banner("embedded", "Verbaliser and solver run on the embedded model: few-shot completion prompts; "
+                                "the puzzles, answers and yield are weak and say nothing about the method.")
+    record("summary", {k: result.summary[k] for k in ("stages", "outcomes", "yield", "embedded", "prompts", "errors",
+                                                      "stopped", "scoring")})
+    print(f"build directory: {cfg.build_dir}")
+    print("prompts: " + "; ".join(f"{k} {', '.join(v) or '(no call)'}" for k, v in result.summary["prompts"].items()))
+    return result
+
+
+def outputs_section(result: SynthResult) -> dict[str, str]:
+    """Print where each output file of the build is; return them for the record."""
+    exports: dict[str, str] = result.summary["exports"]
+    print("\n".join(f"{k}: {v}" for k, v in exports.items()))
+    return exports
+
+
+def yield_section(result: SynthResult) -> Section:
     """Units left after each stage, with the paper's 7/100 beside the final yield."""
     st = result.summary["stages"]
     labels = {
@@ -102,8 +130,14 @@ def yield_section(result: SynthResult) -> dict[str, Any]:
            f"Gemini-3-Flash as verbaliser and solver, 95% CI [{plo:.2f}, {phi:.2f}]).")
     if result.stopped:
         msg += f" The run stopped early: {result.stopped}."
-    return _section({"stages": st, "outcomes": result.summary["outcomes"], "yield": result.summary["yield"]}, table,
-                    None, msg)
+    return Section(result.summary["yield"], msg, table)
+
+
+def headline(result: SynthResult) -> str:
+    """The synthetic report's one line: candidates kept, beside the paper's yield."""
+    kept = result.summary["yield"]
+    return (f"kept {shown(kept['kept'])} of {shown(kept.get('of_candidates'))} synthetic candidates "
+            f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})")
 
 
 def _facts_text(result: SynthResult, cand: Any) -> str:
@@ -111,7 +145,7 @@ def _facts_text(result: SynthResult, cand: Any) -> str:
     return "; ".join(f"{src.english_label(p) or p} → {src.english_label(o) or o}" for p, o in cand.facts)
 
 
-def examples_section(result: SynthResult, k: int = 3) -> dict[str, Any]:
+def examples_section(result: SynthResult, k: int = 3) -> Section:
     """Survivors first, then other solved items, then parsed verbalisations; raw text if nothing parsed."""
     by_id = {c.id: c for c in result.build.candidates}
     order = ([s["candidate"].id for s in result.survivors]
@@ -132,14 +166,14 @@ def examples_section(result: SynthResult, k: int = 3) -> dict[str, Any]:
             "difficulty_score": s.get("difficulty_score"),
         })
     if rows:
-        return _section({"n_examples": len(rows)}, pd.DataFrame(rows), None, f"{len(rows)} example(s).")
+        return Section(len(rows), f"{len(rows)} example(s).", pd.DataFrame(rows))
     raw = [{"anchor": result.source.english_label(by_id[i].anchor), "facts": _facts_text(result, by_id[i]),
             "verbaliser output (unparseable)": (r.get("raw") or "")[:400]} for i, r in list(result.verbalised.items())[:k]]
-    return _section({"n_examples": 0}, pd.DataFrame(raw) if raw else None, None,
-                    "No verbalisation parsed, so there is no puzzle to show; the raw outputs are below.")
+    return Section(0, "No verbalisation parsed, so there is no puzzle to show; the raw outputs are below.",
+                   pd.DataFrame(raw) if raw else None)
 
 
-def difficulty_section(result: SynthResult) -> dict[str, Any]:
+def difficulty_section(result: SynthResult) -> Section:
     """Difficulty scores by outcome, and whether the score predicts failing the obfuscated version."""
     import altair as alt
 
@@ -148,11 +182,11 @@ def difficulty_section(result: SynthResult) -> dict[str, Any]:
             for i, r in result.solved.items() if r.get("difficulty_score") is not None]
     pred = result.summary["difficulty"]
     if not rows:
-        return _section(pred, None, None, "No item was scored by the solver on both versions: no difficulty analysis.")
+        return Section(pred, "No item was scored by the solver on both versions: no difficulty analysis.")
     df = pd.DataFrame(rows)
     table = df.groupby("outcome")["difficulty_score"].agg(["count", "mean", "median"]).reset_index()
-    shown = df.assign(outcome=df["outcome"].map(OUTCOME_LABELS).fillna(df["outcome"]))
-    chart = alt.Chart(shown).mark_tick(thickness=2, size=24).encode(
+    labelled = df.assign(outcome=df["outcome"].map(OUTCOME_LABELS).fillna(df["outcome"]))
+    chart = alt.Chart(labelled).mark_tick(thickness=2, size=24).encode(
         x=alt.X("difficulty_score:Q", title="Difficulty score: 1 − cos(literal, obfuscated), MiniLM"),
         y=alt.Y("outcome:N", title=None, axis=alt.Axis(labelLimit=260)),
         tooltip=["id", alt.Tooltip("difficulty_score:Q", format=".3f", title="difficulty score"), "outcome"],
@@ -169,4 +203,4 @@ def difficulty_section(result: SynthResult) -> dict[str, Any]:
                f"AUC {fmt(pred['auc'])} [{fmt(pred['auc_low'])}, {fmt(pred['auc_high'])}] (bootstrap, "
                f"{pred['n_boot']} resamples); point-biserial r {fmt(pred['point_biserial'])} "
                f"[{fmt(pred['pb_low'])}, {fmt(pred['pb_high'])}] (Fisher z).")
-    return _section(pred, table, chart, msg)
+    return Section(pred, msg, table, chart)

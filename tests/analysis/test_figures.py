@@ -51,11 +51,10 @@ def test_axis_titles_are_human_and_heatmap_columns_follow_accuracy(tmp_path):
 
 def test_notability_bins_are_in_numeric_order_and_not_stacked():
     from cresowlve_core.synthetic import report as sr
-    from cresowlve_core.synthetic.domains import domains_by_name
-    from cresowlve_core.synthetic.pipeline import SynthConfig, load_source
+    from cresowlve_core.synthetic.pipeline import SynthConfig
 
     cfg = SynthConfig(build_dir=tempfile.mkdtemp(prefix="synth-"))
-    spec = sr.notability_section(load_source(cfg), domains_by_name(cfg.domains), cfg.band())["chart"].to_dict()
+    spec = sr.notability_section(cfg).chart.to_dict()
     enc = spec["spec"]["encoding"]
     assert spec["facet"]["field"] == "domain"  # one panel per domain
     assert "color" not in enc and enc["y"]["scale"]["type"] == "symlog"  # nothing stacked on the log axis

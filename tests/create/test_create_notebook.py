@@ -22,16 +22,18 @@ def test_notebook_07_default_run(tmp_path, monkeypatch, recorded_create_embeddin
     assert len(at_09) == len(at_07) == 8
     assert all(at_09[c] >= at_07[c] > 0 for c in at_09)
     # real all-MiniLM-L6-v2 distances on the authors' recorded judgments (reference discount)
-    assert at_09["gpt-5-medium__original"] == pytest.approx(12.45, abs=0.05)
-    assert max(at_09, key=at_09.get) == "gpt-5.4-medium__original"
-    assert min(at_09, key=at_09.get) == "qwen3-32b__original"
+    assert at_09["gpt-5 (medium)"] == pytest.approx(12.45, abs=0.05)  # the one configuration name, no file stem
+    assert max(at_09, key=at_09.get) == "gpt-5.4 (medium)"
+    assert min(at_09, key=at_09.get) == "qwen3-32b"
+    assert {"gpt-4.1", "gpt-4.1, iterate"} <= set(at_09) and not any("__" in c for c in at_09)
+    assert rec["headline"] == f"best creative utility@0.9: gpt-5.4 (medium) ({at_09['gpt-5.4 (medium)']:.3f}) of 8 configurations"
     assert 0.9 < rec["validity_agreement"] < 1.0
     assert set(rec["distinctiveness"]) == set(at_09)
     assert rec["local_model"]["status"] == "skipped"
     # adjacent configurations compared paired by query: 7 pairs at each of 2 patience values
     paired = rec["paired"]
     assert len(paired) == 14 and all(r["n_queries"] >= 13 for r in paired)
-    last = [r for r in paired if r["patience"] == 0.9 and r["b"] == "qwen3-32b__original"][0]
+    last = [r for r in paired if r["patience"] == 0.9 and r["b"] == "qwen3-32b"][0]
     assert last["diff"] == pytest.approx(4.39, abs=0.05) and last["ci_low"] > 0 and last["p_holm"] < 0.05
     assert "not JSON compliant" not in result.ipynb.read_text()
     assert result.html.exists()

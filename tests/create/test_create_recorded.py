@@ -127,3 +127,14 @@ def test_a_recorded_dir_without_sets_is_refused_naming_it(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(MissingInput, match=r"'.*empty' holds no \*\.jsonl file"):
         load_recorded(tmp_path / "empty")
+
+
+def test_configurations_are_named_like_in_every_other_report():
+    from cresowlve_core.create.report import config_display_name
+
+    assert config_display_name("gpt-5.4-medium__original") == "gpt-5.4 (medium)"
+    assert config_display_name("gemini-3.1-pro-preview-medium__original") == "gemini-3.1-pro-preview (medium)"
+    assert config_display_name("gpt-4.1__iterate") == "gpt-4.1, iterate"
+    assert config_display_name("qwen3-32b__original") == "qwen3-32b"
+    assert config_display_name("fake-model__original (yours: mine)") == "fake-model (yours: mine)"
+    assert config_display_name("a free label") == "a free label"
