@@ -166,7 +166,7 @@ def demo_params(tgt: Target, lang: str, run_dir: Path, quick: bool) -> dict[str,
         "items": "demo", "lang": lang, "model": tgt.model, "base_url": tgt.base_url,
         "api_key_env": tgt.api_key_env, "judge_model": tgt.judge_model,
         "judge_base_url": tgt.judge_base_url, "judge_api_key_env": tgt.judge_api_key_env,
-        "run_dir": str(run_dir), "limit": 3 if quick else None, "seed": 0, "temperature": 0.0, "concurrency": 4,
+        "run_dir": str(run_dir), "limit": 3 if quick else None, "seed": 0, "temperature": 0.0,
         # the 270M base model answers one line of a few-shot prompt: keep its budgets small
         "max_tokens": 256 if tgt.local else 4096,
         "judge_max_tokens": 96 if tgt.local else 512,

@@ -8,6 +8,7 @@ from typing import Any
 
 from cresowlve_core import argtypes
 from cresowlve_core.cli.common import _usage_error
+from cresowlve_core.cli.options import add_client_options
 from cresowlve_core.exitcodes import stage_exit
 from cresowlve_core.inputs import add_max_input_chars
 
@@ -55,16 +56,15 @@ def add_build_parser(sub: Any) -> None:
                    "(repeatable; default: the shipped packs)")
     p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
+    add_client_options(p, "seed", help={"seed": "seed of every sample and model call"})
     p.add_argument("--model", default=None, help="model of every step (required with --base-url)")
     p.add_argument("--base-url", default=None, type=argtypes.http_url, help="OpenAI-compatible base URL (default: the embedded "
                    "Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
     p.add_argument("--step-model", nargs=4, action="append", metavar=("STEP", "MODEL", "BASE_URL", "KEY_ENV"),
                    help="another endpoint for one step (e.g. translate); repeatable")
-    p.add_argument("--concurrency", type=argtypes.positive_int, default=4, help="calls in flight at once")
-    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD (per step)")
-    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    add_client_options(p, "concurrency", "max_cost", "cache",
+                       help={"max_cost": "stop cleanly before a step spends more than this many USD"})
     p.add_argument("--no-review", action="store_true", help="do not apply saved human-validation decisions")
     p.add_argument("--agreement-n", type=argtypes.positive_int, default=50, help="size of the agreement re-annotation sample")
     add_max_input_chars(p)

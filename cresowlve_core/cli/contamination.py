@@ -65,6 +65,7 @@ def add_contamination_parser(sub: Any) -> None:
     """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
     from cresowlve_core.argtypes import role_args
+    from cresowlve_core.cli.options import add_client_options
     from cresowlve_core.inputs import add_max_input_chars
 
     cont = sub.add_parser("contamination", help="data-contamination tests (paper App. A)").add_subparsers(
@@ -82,8 +83,7 @@ def add_contamination_parser(sub: Any) -> None:
         p.add_argument("--repeats", type=_positive_int, default=3, help="BCQ repeats")
         p.add_argument("--max-items", type=_positive_int, default=None, help="items per set and configuration")
         if name == "run":
-            p.add_argument("--seed", type=int, default=0, help="seed of every placement and cut")
-            p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
+            add_client_options(p, "seed", "concurrency", help={"seed": "seed of every placement, cut and model call"})
             add_max_input_chars(p, "an item whose question is")
         else:
             p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")

@@ -7,18 +7,10 @@ import sys
 from typing import Any
 
 from cresowlve_core import argtypes
+from cresowlve_core.cli.options import add_client_options, client_options
 from cresowlve_core.exitcodes import stage_exit
 from cresowlve_core.inputs import add_max_input_chars
 from cresowlve_core.llm.types import EFFORTS
-
-
-def _create_options(a: argparse.Namespace, base: Any) -> Any:
-    """The stage's default ClientOptions with the options given on the command line."""
-    given = {k: getattr(a, k, None) for k in ("temperature", "max_tokens", "concurrency", "seed", "rpm", "tpm", "max_cost")}
-    update = {k: v for k, v in given.items() if v is not None}
-    if getattr(a, "no_cache", False):
-        update["cache"] = False
-    return type(base).model_validate({**base.model_dump(), **update})
 
 
 def _create_finish(summary: Any, unit: str) -> int:
@@ -40,7 +32,7 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
     with endpoint_or_embedded(a.model, a.base_url, a.api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
-        options = _create_options(a, GENERATE_OPTIONS)
+        options = client_options(a, GENERATE_OPTIONS)
         budget = GENERATE.default_budget(endpoint)  # a base model's: 4096 tokens would repeat one path for minutes
         if a.max_tokens is None and budget is not None:
             options = options.model_copy(update={"max_tokens": budget})
@@ -63,19 +55,24 @@ def cmd_create_score(a: argparse.Namespace) -> int:
             print(banner_text("embedded"), file=sys.stderr)
         summary = score(a.run_dir, endpoint, score_dir=a.score_dir, effort=a.effort, judge_invalid=a.judge_invalid,
                         factuality_threshold=a.factuality_threshold, discount=a.discount,
-                        options=_create_options(a, JUDGE_OPTIONS))
+                        options=client_options(a, JUDGE_OPTIONS))
     return _create_finish(summary, "paths to judge")
 
 
-def _create_client_args(p: argparse.ArgumentParser) -> None:
-    """Client options of the CREATE commands; unset ones keep the stage's ClientOptions defaults."""
-    p.add_argument("--max-tokens", type=argtypes.positive_int, default=None, help="output budget per call (default: 4096)")
-    p.add_argument("--concurrency", type=argtypes.positive_int, default=None, help="calls in flight at once (default: 8)")
-    p.add_argument("--seed", type=int, default=None, help="sampling seed sent to the provider (default: 0)")
-    p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
-    p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
-    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD (default: no limit)")
-    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+#: the client options of both CREATE commands
+CLIENT_FLAGS = ("max_tokens", "concurrency", "seed", "rpm", "tpm", "max_cost", "cache")
+
+
+def _generate_options() -> Any:
+    from cresowlve_core.create.generate import GENERATE_OPTIONS
+
+    return GENERATE_OPTIONS
+
+
+def _judge_options() -> Any:
+    from cresowlve_core.create.score import JUDGE_OPTIONS
+
+    return JUDGE_OPTIONS
 
 
 def add_create_parser(sub: Any) -> None:
@@ -93,8 +90,8 @@ def add_create_parser(sub: Any) -> None:
                         "resample: independent samples merged (default: original)")
     p.add_argument("--n-samples", type=argtypes.positive_int, default=4, help="resample: independent samples merged (default: 4)")
     p.add_argument("--n-rounds", type=argtypes.positive_int, default=2, help="iterate: rounds, the first with the base prompt (default: 2)")
-    p.add_argument("--temperature", type=argtypes.temperature, default=None, help="sampling temperature (default: 0.7, the paper's)")
-    _create_client_args(p)
+    add_client_options(p, "temperature", *CLIENT_FLAGS, stage=_generate_options,
+                       help={"temperature": "sampling temperature (the paper's by default), or 'default' to send none"})
     p.add_argument("--effort", choices=EFFORTS, default=None, help="reasoning effort (default: none sent)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N queries (default: all)")
     p.add_argument("--run-dir", required=True, type=argtypes.run_dir, help="run directory; running again resumes it")
@@ -114,5 +111,5 @@ def add_create_parser(sub: Any) -> None:
                    help="a path counts iff this fraction of its triples is judged factual (default: 1.0)")
     p.add_argument("--discount", choices=["reference", "paper"], default="reference",
                    help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
-    _create_client_args(p)
+    add_client_options(p, *CLIENT_FLAGS, stage=_judge_options)
     p.set_defaults(fn=cmd_create_score)

@@ -9,6 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.argtypes import role_args
+from cresowlve_core.cli.options import add_client_options, client_options
+from cresowlve_core.llm.options import ClientOptions
+
+#: the labeller's options: a label is one short line, so a small budget (notebook 04's default too); the
+#: same in `errors label` and `errors report`, since a labels folder resumes only its own configuration
+LABEL_OPTIONS = ClientOptions(max_tokens=512)
 
 
 def cmd_errors_label(a: argparse.Namespace) -> int:
@@ -17,7 +23,6 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.error_analysis.label import label_errors
     from cresowlve_core.error_analysis.wrong import collect_wrong
     from cresowlve_core.exitcodes import stage_exit
-    from cresowlve_core.runtime import ClientOptions
     from cresowlve_core.text import slug
 
     units, tally = collect_wrong(load_runs(a.runs), max_input_chars=a.max_input_chars)
@@ -34,10 +39,8 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     if a.labeller_base_url is None:
         print(banner_text("embedded"), file=sys.stderr)
     out = out_dir(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
-    opts = ClientOptions(max_tokens=a.max_tokens, concurrency=a.concurrency, seed=a.seed, max_cost=a.max_cost,
-                         cache=not a.no_cache)
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,
-                       api_key_env=a.labeller_api_key_env, options=opts)
+                       api_key_env=a.labeller_api_key_env, options=client_options(a, LABEL_OPTIONS))
     summary = json.loads((out / "summary.json").read_text())
     print(label_line(summary, res.n_sent, out / "labels.jsonl"))
     answered = summary["n_done"] - summary.get("n_refused", 0) - summary.get("n_filtered", 0)
@@ -62,7 +65,7 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
 
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
-                              "limit": a.limit, "max_tokens": a.max_tokens, "label": bool(a.labeller_model)}  # no labeller: report what exists
+                              "limit": a.limit, "max_tokens": client_options(a, LABEL_OPTIONS).max_tokens, "label": bool(a.labeller_model)}  # no labeller: report what exists
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None,
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
@@ -80,16 +83,9 @@ def out_dir(value: str | None) -> Path:
     return p if p.is_absolute() else paths.project_root() / p
 
 
-def _max_tokens_arg(p: argparse.ArgumentParser) -> None:
-    from cresowlve_core.argtypes import positive_int
-
-    p.add_argument("--max-tokens", type=positive_int, default=512, help="output budget per label")
-
-
 def add_errors_parser(sub: Any) -> None:
     """Register ``cresowlve errors label`` and ``cresowlve errors report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
-    from cresowlve_core.argtypes import usd as _usd
     from cresowlve_core.inputs import add_max_input_chars
 
     errors = sub.add_parser("errors", help="error analysis of wrong answers (paper §5)").add_subparsers(
@@ -101,17 +97,14 @@ def add_errors_parser(sub: Any) -> None:
     role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
     add_max_input_chars(p, "an item whose question is")
-    _max_tokens_arg(p)
-    p.add_argument("--concurrency", type=_positive_int, default=8, help="calls in flight at once")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider")
-    p.add_argument("--max-cost", type=_usd, default=None, help="stop cleanly before spending more USD")
-    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    add_client_options(p, "max_tokens", "concurrency", "seed", "max_cost", "cache", stage=LABEL_OPTIONS,
+                       help={"max_tokens": "output budget per label"})
     p.set_defaults(fn=cmd_errors_label)
     p = errors.add_parser("report", help="render notebooks/04_error_analysis.ipynb as an HTML report")
     p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of evaluation run directories")
     p.add_argument("--out-dir", default=None, help="labels and annotations folder (default: data/errors)")
     role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
-    _max_tokens_arg(p)  # the same budget as `errors label`: a labels folder resumes only its own configuration
+    add_client_options(p, "max_tokens", stage=LABEL_OPTIONS, help={"max_tokens": "output budget per label"})
     p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
     p.set_defaults(fn=cmd_errors_report)

@@ -11,9 +11,9 @@ from typing import Any
 
 from cresowlve_core import argtypes, exitcodes
 from cresowlve_core.cli.common import _one_line, _unset_key_var, _usage_error
+from cresowlve_core.cli.options import add_client_options, client_options
 from cresowlve_core.exitcodes import EXIT_CODES_HELP, EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE, stage_exit
 from cresowlve_core.inputs import add_max_input_chars
-from cresowlve_core.llm.effort import PRESETS
 from cresowlve_core.llm.profiles import PROFILES
 from cresowlve_core.llm.types import EFFORTS
 
@@ -49,7 +49,6 @@ def cmd_diff(a: argparse.Namespace) -> int:
 def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation import roles
     from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line, truncation_warning
-    from cresowlve_core.llm.profiles import get_profile
     from cresowlve_core.llm.types import LLMFatalError
     from cresowlve_core.runtime import SUMMARY
 
@@ -64,19 +63,15 @@ def cmd_eval(a: argparse.Namespace) -> int:
     if not run_dir:
         run_dir = default_run_dir(a.model, a.effort, a.lang)
         print(f"run directory: {run_dir}", file=sys.stderr)
-    cfg = EvalConfig.model_validate(dict(  # flat client settings become ``options`` (EvalConfig._flat_options)
+    cfg = EvalConfig.model_validate(dict(
         model=a.model, base_url=a.base_url, run_dir=run_dir, items=a.items, lang=a.lang,
         api_key_env=a.api_key_env, effort=a.effort, prompt_style=a.prompt_style,
         judge_model=a.judge_model, judge_base_url=a.judge_base_url, judge_api_key_env=a.judge_api_key_env,
         judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol, judge_provider=a.judge_provider,
         judge_api=a.judge_api, judge_effort=a.judge_effort, judge_max_tokens=a.judge_max_tokens,
         judge_temperature=getattr(a, "judge_temperature", "protocol"), judge_extra_body=a.judge_extra_body or {},
-        retry_truncated=a.retry_truncated,
-        max_input_chars=a.max_input_chars,
-        concurrency=a.concurrency, limit=a.limit, seed=a.seed, temperature=a.temperature,
-        max_tokens=a.max_tokens, max_cost=a.max_cost, rpm=a.rpm, tpm=a.tpm, cache=not a.no_cache, api=a.api,
-        provider=a.provider or (get_profile(a.preset).name if a.preset else None),
-        extra_body=a.extra_body or {}, timeout_s=a.timeout, deadline_s=a.deadline,
+        retry_truncated=a.retry_truncated, max_input_chars=a.max_input_chars, limit=a.limit, api=a.api,
+        options=client_options(a),
     ))
     judge = roles.judge(cfg)
     if (name := _unset_key_var(cfg.api_key_env, judge.endpoint.api_key_env if judge else None)) is not None:
@@ -258,34 +253,13 @@ def add_eval_parser(sub: Any) -> None:
                         "sent under paper; never sent to a reasoning model)")
     p.add_argument("--judge-extra-body", type=argtypes.json_object, default=None,
                    help="JSON merged into every judge request; a null removes a field (default: none)")
-    p.add_argument("--concurrency", type=argtypes.positive_int, default=8, help="calls in flight at once (default: 8)")
-    p.add_argument("--rpm", type=argtypes.positive_int, default=None, help="requests-per-minute limit (default: none)")
-    p.add_argument("--tpm", type=argtypes.positive_int, default=None, help="tokens-per-minute limit (default: none)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N items (default: all)")
-    p.add_argument("--seed", type=int, default=0, help="sampling seed sent to the provider (default: 0)")
-    p.add_argument("--temperature", type=argtypes.temperature, default=0.0,
-                   help="sampling temperature, finite and >= 0, or 'default' to send none (the provider's "
-                        "default decoding, as in the paper) (default: 0.0)")
-    p.add_argument("--max-tokens", type=argtypes.positive_int, default=4096,
-                   help="output budget per answer; thinking models need room (default: 4096)")
-    p.add_argument("--max-cost", type=argtypes.usd, default=None,
-                   help="stop cleanly before spending more than this many USD (default: no limit)")
-    p.add_argument("--provider", default=None, choices=sorted(PROFILES),
-                   help="provider profile: which fields are sent and how the effort, cost and reasoning are "
-                        "read (docs/providers.md) (default: detected from the base URL's host; generic otherwise)")
-    p.add_argument("--preset", default=None, choices=sorted(PRESETS),
-                   help="old name of --provider: vllm-qwen3 = vllm, llama-cpp, openrouter, openai (default: none)")
-    p.add_argument("--extra-body", type=argtypes.json_object, default=None,
-                   help="JSON object merged into every request body, last; {\"field\": null} removes a field the "
-                        "profile would send; recorded in the manifest's 'sent' (default: none)")
+    add_client_options(p, "concurrency", "rpm", "tpm", "seed", "temperature", "max_tokens", "max_cost", "provider",
+                       "provider_preset", "extra_body")
     p.add_argument("--retry-truncated", action="store_true",
                    help="re-ask only the answers cut off by the token limit, with this --max-tokens (larger than "
                         "theirs); recorded per answer (default: off)")
-    p.add_argument("--timeout", type=argtypes.positive_float, default=300.0,
-                   help="read timeout of one HTTP attempt, seconds (default: 300)")
-    p.add_argument("--deadline", type=argtypes.positive_float, default=600.0,
-                   help="total deadline of one HTTP attempt, seconds (default: 600)")
-    p.add_argument("--no-cache", action="store_true", help="bypass the response cache (default: off)")
+    add_client_options(p, "timeout_s", "deadline_s", "cache")
     p.add_argument("--batch", action="store_true",
                    help="answer through the OpenAI Batch API: the first call submits, later calls report or "
                         "collect (an expired or cancelled batch keeps its finished answers; the next call "

@@ -8,6 +8,8 @@ from typing import Any
 
 from cresowlve_core import argtypes
 from cresowlve_core.cli.common import _port_in_use, _usage_error
+from cresowlve_core.llm.local import DEFAULT_PORT
+from cresowlve_core.llm.profiles import EMBEDDED_SLOTS
 
 
 def cmd_serve_local(a: argparse.Namespace) -> int:
@@ -30,6 +32,6 @@ def cmd_serve_local(a: argparse.Namespace) -> int:
 def add_serve_local_parser(sub: Any) -> None:
     """Register ``cresowlve serve-local``."""
     p = sub.add_parser("serve-local", help="serve the embedded Gemma 3 270M on 127.0.0.1")
-    p.add_argument("--port", type=argtypes.port, default=8765, help="TCP port on 127.0.0.1 (default: 8765)")
-    p.add_argument("--parallel", type=argtypes.positive_int, default=4, help="requests decoded at once (default: 4)")
+    p.add_argument("--port", type=argtypes.port, default=DEFAULT_PORT, help="TCP port on 127.0.0.1")
+    p.add_argument("--parallel", type=argtypes.positive_int, default=EMBEDDED_SLOTS, help="requests decoded at once")
     p.set_defaults(fn=cmd_serve_local)

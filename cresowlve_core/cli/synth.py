@@ -9,6 +9,7 @@ from typing import Any
 
 from cresowlve_core import argtypes
 from cresowlve_core.cli.common import _usage_error
+from cresowlve_core.cli.options import add_client_options
 from cresowlve_core.exitcodes import stage_exit
 from cresowlve_core.inputs import add_max_input_chars
 from cresowlve_core.llm.types import EFFORTS
@@ -59,7 +60,7 @@ def add_synth_parser(sub: Any) -> None:
                    help="how notability is measured on the graph")
     p.add_argument("--source", choices=["kg", "wikidata-sparql"], default="kg",
                    help="kg: the shipped subset (default); wikidata-sparql: online Wikidata (needs network)")
-    p.add_argument("--seed", type=int, default=0, help="seed of every sample and model call")
+    add_client_options(p, "seed", help={"seed": "seed of every sample and model call"})
     for role in ("verbaliser", "solver"):
         p.add_argument(f"--{role}-model", default=None, help=f"{role} model name")
         p.add_argument(f"--{role}-base-url", default=None, type=argtypes.http_url,
@@ -68,8 +69,6 @@ def add_synth_parser(sub: Any) -> None:
                        help=f"NAME of the environment variable holding the {role}'s key")
         p.add_argument(f"--{role}-max-tokens", type=argtypes.positive_int, default=1024, help=f"{role}'s output budget per call")
     p.add_argument("--solver-effort", choices=EFFORTS, default=None, help="solver reasoning effort (plain solve prompt)")
-    p.add_argument("--concurrency", type=argtypes.positive_int, default=4, help="calls in flight at once")
-    p.add_argument("--max-cost", type=argtypes.usd, default=None, help="stop cleanly before spending more USD")
-    p.add_argument("--no-cache", action="store_true", help="bypass the response cache")
+    add_client_options(p, "concurrency", "max_cost", "cache")
     add_max_input_chars(p, "a knowledge-graph line")
     p.set_defaults(fn=cmd_synth)

@@ -46,6 +46,7 @@ from cresowlve_core.construction.llm_steps import (
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
 from cresowlve_core.failures import InputError, StoppedError, UsageError
+from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
 from cresowlve_core.text import slug
 
@@ -68,7 +69,7 @@ class BuildConfig(BaseModel):
     models: dict[str, dict[str, str | None]] = Field(default_factory=dict,
                                                      description="step -> {model, base_url, api_key_env}")
     max_tokens: dict[str, int] = Field(default_factory=dict, description="step -> output budget")
-    concurrency: int = 4
+    concurrency: int = CONCURRENCY
     max_cost: float | None = None
     cache: bool = True
     cache_path: str | None = None

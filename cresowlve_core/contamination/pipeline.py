@@ -39,6 +39,7 @@ from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.error_analysis.wrong import find_or_make_runs
 from cresowlve_core.inputs import run_input_limit
 from cresowlve_core.llm.base_model import first_line
+from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.runtime import (
     ClientOptions,
     MapResult,
@@ -113,7 +114,7 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
                       lang: str = "ru", perturber: Role = EMBEDDED, quiz_taker: Role = EMBEDDED,
                       n_repeats: int = 3, max_items_per_set: int | None = None, seed: int = 0,
                       make_demo: bool = True, max_tokens: int = 256, quiz_max_tokens: int = 16,
-                      concurrency: int = 4, configs: Sequence[str] | None = None,
+                      concurrency: int = CONCURRENCY, configs: Sequence[str] | None = None,
                       progress: bool = False, max_input_chars: int | None = None) -> Contamination:
     """Run the whole contamination analysis (see the module docstring); resumable in ``out_dir``
     (None: a fresh temporary folder, nothing written into the checkout).

@@ -39,6 +39,7 @@ from cresowlve_core.create.utility import (
     UtilityBreakdown,
     utility_breakdown,
 )
+from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.reporting import MISSING, jsonable, say, show
 from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
 from cresowlve_core.text import plural
@@ -415,7 +416,7 @@ def local_section(
     api_key_env: str | None = None,
     reference: CreateReport | None = None,
     patience: float = 0.9,
-    concurrency: int = 4,
+    concurrency: int = CONCURRENCY,
 ) -> LocalSection:
     """Generate and self-judge ``n_queries`` queries with a local endpoint, or explain the skip.
 

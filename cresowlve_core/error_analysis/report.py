@@ -36,6 +36,7 @@ from cresowlve_core.error_analysis.distribution import (
 from cresowlve_core.error_analysis.label import LABELS, label_errors, labeller_is_embedded
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.error_analysis.wrong import collect_wrong, find_or_make_runs
+from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.runtime import ClientOptions, RunDir
 from cresowlve_core.text import slug
@@ -63,7 +64,7 @@ class ErrorAnalysis:
 def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
             labeller_model: str | None = None, labeller_base_url: str | None = None,
             labeller_api_key_env: str | None = None, make_demo: bool = True, limit: int | None = None,
-            max_tokens: int | None = 512, concurrency: int = 4, seed: int = 0, progress: bool = False,
+            max_tokens: int | None = 512, concurrency: int = CONCURRENCY, seed: int = 0, progress: bool = False,
             label: bool = True) -> ErrorAnalysis:
     """Find the runs, collect the wrong answers and label them (resumable).
 

@@ -201,7 +201,7 @@ def find_or_make_runs(runs: str | Sequence[str] | None, *, base_url: str | None,
             items = [it for it in load_items("demo", lang) if it.id in ru_ids]  # type: ignore[arg-type]
             cfg = EvalConfig.model_validate(dict(model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
                              run_dir=str(work_dir / "eval" / lang), items="demo", lang=lang,
-                             max_tokens=max_tokens, cache_path=str(work_dir / "cache.sqlite"), concurrency=4))
+                             max_tokens=max_tokens, cache_path=str(work_dir / "cache.sqlite")))
             run_coro(evaluate_async(cfg, items, progress=False))
     data = load_runs(str(work_dir / "eval" / "*"))
     return data, (f"no runs found at `{runs}`: ran a tiny demo evaluation ({len(data.responses)} answers) "

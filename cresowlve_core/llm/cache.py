@@ -14,7 +14,7 @@ written, so a server that echoes the ``Authorization`` header cannot put the key
 
 A cache file that cannot be opened (unwritable, not a database) raises one :class:`CacheError`
 naming the file; a stage then runs without the cache, with one WARNING
-(:meth:`~cresowlve_core.runtime.options.ClientOptions.open_cache`), and ``cresowlve cache`` exits 2.
+(:meth:`~cresowlve_core.llm.options.ClientOptions.open_cache`), and ``cresowlve cache`` exits 2.
 A read or a write that fails during a run (a full disk, a read-only file, a lock held too long)
 is a WARNING too: the cache turns itself off for the rest of the run and every answer still goes
 to the run directory, which is the source of truth. Nothing is lost and nothing is re-sent on

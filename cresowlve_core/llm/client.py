@@ -114,6 +114,7 @@ from cresowlve_core.llm.openai_wire import (  # re-exported: callers import thes
 from cresowlve_core.llm.pricing import CostMeter, PriceTable, estimate_input_tokens
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
+    CONCURRENCY,
     BudgetExceeded,
     Completion,
     Endpoint,
@@ -203,7 +204,7 @@ class LLMClient:
         self,
         endpoint: Endpoint,
         *,
-        concurrency: int = 8,
+        concurrency: int = CONCURRENCY,
         rpm: int | None = None,
         tpm: int | None = None,
         max_attempts: int = 6,
@@ -232,7 +233,9 @@ class LLMClient:
         self.endpoint = endpoint
         self.profile = endpoint.profile  # what this provider accepts (llm/profiles.py)
         self.wire = get_wire(endpoint.wire)
-        self.concurrency = concurrency
+        # a server that decodes fewer calls at once (the embedded model's slots) would queue the rest, their
+        # wait counted against the read timeout: it is sent no more than it decodes
+        self.concurrency = min(concurrency, self.profile.max_in_flight or concurrency)
         self.rpm = rpm
         self.tpm = tpm
         self.max_attempts = max_attempts

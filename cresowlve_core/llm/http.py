@@ -67,7 +67,7 @@ import aiohttp.http_parser  # noqa: E402
 from yarl import URL  # noqa: E402
 
 from cresowlve_core.failures import CresowlveError, InputError  # noqa: E402
-from cresowlve_core.llm.types import LLMConfigError  # noqa: E402
+from cresowlve_core.llm.types import CONCURRENCY, LLMConfigError  # noqa: E402
 
 log = logging.getLogger(__name__)
 _WARNED: set[str] = set()
@@ -268,7 +268,7 @@ class AiohttpTransport:
     """Keep-alive HTTP/1.1 to one origin over aiohttp (see the module docstring). Create and use
     it inside one event loop; the session is opened at the first request."""
 
-    def __init__(self, base_url: str, *, concurrency: int = 8, connect_timeout: float = 10.0,
+    def __init__(self, base_url: str, *, concurrency: int = CONCURRENCY, connect_timeout: float = 10.0,
                  read_timeout: float = 120.0, first_byte_timeout: float | None = None) -> None:
         self.scheme, self.host, self.port, self.origin = _origin_of(base_url)
         self.host_port = self.origin.split("://", 1)[1]

@@ -38,6 +38,7 @@ from typing import Any
 
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError, UsageError
+from cresowlve_core.llm.profiles import EMBEDDED_SLOTS
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,7 @@ class LocalServer:
     """A running llama.cpp server. Use as a context manager; it stops on exit."""
 
     port: int = DEFAULT_PORT
-    n_parallel: int = 4
+    n_parallel: int = EMBEDDED_SLOTS
     ctx_per_slot: int = 4096
     threads: int | None = None  # None: default_threads()
     metrics: bool = True  # serve /metrics (token counters: what this server really computed)

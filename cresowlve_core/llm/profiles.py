@@ -35,6 +35,11 @@ EffortStyle = Literal["reasoning_effort", "openrouter", "template_switch"]
 TokenField = Literal["max_tokens", "max_completion_tokens"]
 
 
+#: requests the embedded server decodes at once: llama.cpp's parallel slots, each with its own context
+#: (llm/local.py starts it with as many); its profile's max_in_flight, so no client sends it more at once
+EMBEDDED_SLOTS = 4
+
+
 @dataclass(frozen=True)
 class Profile:
     """What one provider accepts (see the module docstring)."""
@@ -54,6 +59,10 @@ class Profile:
     #: a base model (no chat template): stages speak to it with few-shot completion prompts over
     #: ``/v1/completions`` (:mod:`cresowlve_core.llm.base_model`), as harnesses do for base models
     base_model: bool = False
+    #: calls the server decodes at once, where it is known (the embedded server's parallel slots): a
+    #: client sends no more, whatever its concurrency (more would wait in the server's queue, their
+    #: wait counted against the read timeout)
+    max_in_flight: int | None = None
     note: str = ""
 
     def is_reasoning_model(self, model: str) -> bool:
@@ -85,6 +94,7 @@ PROFILES: dict[str, Profile] = {p.name: p for p in (
     Profile("llama-cpp", effort_style="template_switch", serves_responses=False,
             note="llama.cpp server: template switch for thinking; context overflow fails one item"),
     Profile("embedded", effort_style="template_switch", serves_responses=False, base_model=True,
+            max_in_flight=EMBEDDED_SLOTS,
             note="the embedded Gemma 3 270M, a base model served by llama.cpp on 127.0.0.1: stages send few-shot "
                  "completion prompts over /v1/completions (llm/base_model.py); chosen by the server itself"),
     Profile("ollama", hosts=("ollama.com",), serves_responses=False,

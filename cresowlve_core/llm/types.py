@@ -39,6 +39,11 @@ def summed_cost(costs: list[float | None]) -> float | None:
     return None if any(c is None for c in costs) else float(sum(c or 0.0 for c in costs))
 
 
+#: calls in flight at once, unless the run's options say otherwise: the one default (ClientOptions, LLMClient,
+#: map_with_resume, the transport); an endpoint whose profile decodes fewer at once is sent no more than it decodes
+CONCURRENCY = 8  # concurrency: its one default value (llm/profiles.py max_in_flight caps it per endpoint)
+
+
 Effort = Literal["none", "minimal", "low", "medium", "high"]
 EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "adaptive")
 #: "adaptive" labels a model that decides by itself how long to think (the paper's Qwen3.5,

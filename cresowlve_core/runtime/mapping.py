@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 import cresowlve_core.runtime.stop as stop_request
 from cresowlve_core.failures import InputError
-from cresowlve_core.llm.types import LLMError
+from cresowlve_core.llm.types import CONCURRENCY, LLMError
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts
 from cresowlve_core.runtime.rundir import RunDir
@@ -121,7 +121,7 @@ async def map_with_resume(
     done: Callable[[Record], bool] = is_ok,
     on_error: Callable[[U, BaseException], Record] | None = None,
     on_record: Callable[[Record], None] | None = None,
-    concurrency: int = 8,
+    concurrency: int = CONCURRENCY,
     progress: bool = True,
     desc: str = "",
 ) -> MapResult[U]:

@@ -36,7 +36,7 @@ from cresowlve_core.evaluation.scoring import normalize
 from cresowlve_core.evaluation.solve import solve_step
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params
-from cresowlve_core.llm.types import Endpoint, GenParams
+from cresowlve_core.llm.types import CONCURRENCY, Endpoint, GenParams
 from cresowlve_core.runtime import (
     RESPONSES,
     ClientOptions,
@@ -105,7 +105,7 @@ class SynthConfig(BaseModel):
     solver_api_key_env: str | None = None
     solver_max_tokens: int = 1024
     solver_effort: str | None = Field(None, description="reasoning effort: the plain solve prompt (thinking model)")
-    concurrency: int = 4
+    concurrency: int = CONCURRENCY
     max_cost: float | None = None
     cache: bool = True
     max_input_chars: int | None = Field(None, ge=1, description="the input size limit of a graph line (None: 64 KB)")
