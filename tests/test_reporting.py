@@ -98,3 +98,14 @@ def test_a_section_shows_title_prose_table_and_chart_and_returns_its_records(sho
                   title="T").show()
     assert rec == {"k": 1} and said == ["### T", "Prose with `<b>name</b>`."]
     assert "<th>errors</th>" in shown[0] and shown[1] == "chart"
+
+
+def test_long_tables_round_like_short_ones(shown):
+    """A collapsed table's cells are the short table's: floats to the digits asked, p-values through
+    format_p, yes/no, – for missing (full float precision doubled the 360-run page's group tables)."""
+    n = LONG_TABLE_ROWS + 1
+    df = pd.DataFrame({"config": ["a, b"] * n, "acc": [100 / 3] * n, "p": [1e-7] * n, "flagged": [True] * n,
+                       "q": [float("nan")] * n})
+    show(df, 2)
+    text = shown[-1].split("<pre", 1)[1].split(">", 1)[1]
+    assert text.splitlines()[:2] == ["configuration,acc,p,flagged,q (BH)", "&quot;a, b&quot;,33.33,&lt; 0.0001,yes,–"]
