@@ -102,6 +102,18 @@ def say(md: str) -> None:
     display(Markdown(markdown(md)))
 
 
+def say_where_from(source: str, notes: Iterable[str], synthetic: bool) -> None:
+    """A stage report's provenance: the synthetic-data banner when any run is synthetic, the line
+    saying where the runs came from, and one bullet per note of the loader."""
+    if synthetic:
+        from cresowlve_core.banners import show_banner
+
+        show_banner("synthetic")
+    say(source)
+    for n in notes:
+        say(f"- {n}")
+
+
 def jsonable(value: Any) -> Any:
     """A JSON-safe copy for ``record``: a frame becomes its rows as dicts, NaN/inf/NA become None,
     numpy scalars Python ones, tuples lists (recursively)."""

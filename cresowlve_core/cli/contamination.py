@@ -65,7 +65,7 @@ def add_contamination_parser(sub: Any) -> None:
     """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
     from cresowlve_core.argtypes import positive_int as _positive_int
     from cresowlve_core.argtypes import role_args
-    from cresowlve_core.cli.options import add_client_options
+    from cresowlve_core.cli.options import add_client_options, add_reports_dir
     from cresowlve_core.inputs import add_max_input_chars
 
     cont = sub.add_parser("contamination", help="data-contamination tests (paper App. A)").add_subparsers(
@@ -86,5 +86,5 @@ def add_contamination_parser(sub: Any) -> None:
             add_client_options(p, "seed", "concurrency", help={"seed": "seed of every placement, cut and model call"})
             add_max_input_chars(p, "an item whose question is")
         else:
-            p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
+            add_reports_dir(p)
         p.set_defaults(fn=fn)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.argtypes import role_args
-from cresowlve_core.cli.options import add_client_options, client_options
+from cresowlve_core.cli.options import add_client_options, add_reports_dir, client_options
 from cresowlve_core.llm.options import ClientOptions
 
 #: the labeller's options: a label is one short line, so a small budget (notebook 04's default too); the
@@ -106,5 +106,5 @@ def add_errors_parser(sub: Any) -> None:
     role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
     add_client_options(p, "max_tokens", stage=LABEL_OPTIONS, help={"max_tokens": "output budget per label"})
-    p.add_argument("--reports-dir", default=None, help="where the report goes (default: reports/)")
+    add_reports_dir(p)
     p.set_defaults(fn=cmd_errors_report)

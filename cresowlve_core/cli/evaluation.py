@@ -11,7 +11,7 @@ from typing import Any
 
 from cresowlve_core import argtypes, exitcodes
 from cresowlve_core.cli.common import _one_line, _unset_key_var, _usage_error
-from cresowlve_core.cli.options import add_client_options, client_options
+from cresowlve_core.cli.options import add_client_options, add_reports_dir, client_options
 from cresowlve_core.exitcodes import EXIT_CODES_HELP, EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE, stage_exit
 from cresowlve_core.inputs import add_max_input_chars
 from cresowlve_core.llm.profiles import PROFILES
@@ -275,8 +275,7 @@ def add_grid_parser(sub: Any) -> None:
     p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=argtypes.nonempty, help="grid config (YAML); example: configs/paper_table1.yaml")
-    p.add_argument("--reports-dir", default=None,
-                   help="where the analysis report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    add_reports_dir(p, "where the analysis report goes")
     p.set_defaults(fn=cmd_grid)
 
 

@@ -57,6 +57,12 @@ FLAGS: dict[str, Flag] = {
 }
 
 
+def add_reports_dir(p: argparse.ArgumentParser, what: str = "where the report goes") -> None:
+    """The ``--reports-dir`` flag, one declaration for every command that writes or serves reports."""
+    p.add_argument("--reports-dir", default=None,
+                   help=f"{what} (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+
+
 #: a stage's own options, or a function giving them (looked up only when the help is shown or the
 #: command runs: a stage's module may be slow to import)
 Stage = ClientOptions | Callable[[], ClientOptions]

@@ -9,6 +9,7 @@ from typing import Any
 
 from cresowlve_core import argtypes, exitcodes
 from cresowlve_core.cli.common import _params, _port_in_use, _usage_error
+from cresowlve_core.cli.options import add_reports_dir
 from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 
 
@@ -91,8 +92,7 @@ def add_serve_reports_parser(sub: Any) -> None:
     """Register ``cresowlve serve-reports``."""
     p = sub.add_parser("serve-reports", help="serve reports/ on 127.0.0.1 until Ctrl-C")
     p.add_argument("--port", type=argtypes.port, default=8766, help="TCP port on 127.0.0.1 (default: 8766)")
-    p.add_argument("--reports-dir", default=None,
-                   help="directory served (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    add_reports_dir(p, "directory served")
     p.set_defaults(fn=cmd_serve_reports)
 
 
@@ -109,8 +109,7 @@ def add_report_parser(sub: Any) -> None:
     p.add_argument("--name", type=argtypes.file_stem, default=None,
                    help="file stem of the report (default: the notebook's name, plus a label of its inputs "
                         "when they are not the defaults, e.g. 03_analysis_mine for -p runs 'data/runs/mine/*')")
-    p.add_argument("--reports-dir", default=None,
-                   help="where the report goes (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    add_reports_dir(p)
     p.set_defaults(fn=cmd_report)
 
 
@@ -118,7 +117,6 @@ def add_run_parser(sub: Any) -> None:
     """Register ``cresowlve run``."""
     p = sub.add_parser("run", help="the main job: demo evaluation + every report, on the embedded model "
                        "unless CRESOWLVE_BASE_URL/CRESOWLVE_MODEL are set")
-    p.add_argument("--reports-dir", default=None,
-                   help="where the reports go (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
+    add_reports_dir(p, "where the reports go")
     p.add_argument("--quick", action="store_true", help="fewer items (for smoke tests) (default: off)")
     p.set_defaults(fn=cmd_run)

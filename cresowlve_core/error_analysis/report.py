@@ -37,7 +37,7 @@ from cresowlve_core.error_analysis.label import LABELS, label_errors, labeller_i
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.error_analysis.wrong import collect_wrong, find_or_make_runs
 from cresowlve_core.llm.types import CONCURRENCY
-from cresowlve_core.reporting import jsonable, say, show
+from cresowlve_core.reporting import jsonable, say, say_where_from, show
 from cresowlve_core.runtime import ClientOptions, RunDir
 from cresowlve_core.text import slug
 
@@ -141,13 +141,7 @@ def categories_section() -> dict[str, Any]:
 def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
     """Where the answers came from and how many are wrong, by which rule (and the synthetic-data
     banner when any run is synthetic)."""
-    if ea.synthetic:
-        from cresowlve_core.banners import show_banner
-
-        show_banner("synthetic")
-    say(ea.source)
-    for n in ea.notes:
-        say(f"- {n}")
+    say_where_from(ea.source, ea.notes, ea.synthetic)
     if ea.tally.empty:
         say("**Nothing to analyse**: no evaluation runs.")
         return {"n_runs": 0, "n_wrong": 0}
