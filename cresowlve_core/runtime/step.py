@@ -99,15 +99,15 @@ class Step(Generic[U]):
         return self.fewshot is not None and asks_fewshot(endpoint)
 
     def variant(self, endpoint: Any) -> Variant[U]:
-        return self.fewshot if self.fewshot is not None and asks_fewshot(endpoint) else self.chat
+        return self.fewshot if self.fewshot is not None and self.is_fewshot(endpoint) else self.chat
 
     def on(self, endpoint: Any, options: ClientOptions | None = None, *, max_tokens: int | None = None,
            effort: str | None = None, api: str | None = None) -> Call[U]:
         """The step bound to ``endpoint`` and the run's ``options``; ``max_tokens`` replaces the options'
         budget (:meth:`default_budget` gives the variant's), ``effort`` and ``api`` go into the
         parameters; an API named here is kept as it is (a base model's ``/completions`` is not forced)."""
-        fewshot = self.fewshot is not None and asks_fewshot(endpoint)
-        variant = self.fewshot if fewshot and self.fewshot is not None else self.chat
+        variant = self.variant(endpoint)
+        fewshot = variant is not self.chat
         opts = options or ClientOptions()
         if max_tokens is not None:
             opts = opts.model_copy(update={"max_tokens": max_tokens})
