@@ -18,7 +18,9 @@ from typing import Any
 import yaml
 
 TESTS = Path(__file__).resolve().parent
-for sub in ("construction", "contamination", "create", "errors", "evaluation", "synthetic"):
+for sub in ("construction", "contamination", "create", "error_analysis", "evaluation", "synthetic"):
+    if not (TESTS / sub).is_dir():
+        raise RuntimeError(f"tests/{sub} is gone: update the stage folders stage_runs puts on sys.path")
     if str(TESTS / sub) not in sys.path:
         sys.path.append(str(TESTS / sub))
 
