@@ -12,6 +12,7 @@ line also counts tables cut off at the page edge and browser errors. Never write
 
 from __future__ import annotations
 
+import argparse
 import base64
 import csv
 import json
@@ -170,9 +171,16 @@ def shoot_all(out: Path, reports: list[Path], echo: bool = True) -> list[Shot]:
 
 
 def main(argv: list[str]) -> int:
-    shots = shoot_all(Path(argv[0]), [Path(a) for a in argv[1:]])
+    parser = argparse.ArgumentParser(description="Every chart of rendered HTML reports as a static PNG at 1,400 px.")
+    parser.add_argument("out_dir", type=Path, help="where the PNGs and screenshots.tsv go (never reports/)")
+    parser.add_argument("reports", type=Path, nargs="+", help="rendered report HTML files")
+    args = parser.parse_args(argv)
+    shots = shoot_all(args.out_dir, args.reports)
     bad = sum(1 for s in shots if s.problems())
-    print(f"{len(shots)} chart(s), {bad} with a problem; list: {Path(argv[0]) / 'screenshots.tsv'}")
+    print(f"{len(shots)} chart(s), {bad} with a problem; list: {args.out_dir / 'screenshots.tsv'}")
+    if not shots or bad:
+        print(f"incomplete: {'no chart found' if not shots else f'{bad} chart(s) blank, too small or cut off'}")
+        return 1
     return 0
 
 
