@@ -42,6 +42,13 @@ def _default(value: Any) -> Any:
 def dumps(data: Any, *, indent: int | None = None, sort_keys: bool = False,
           separators: tuple[str, str] | None = None) -> str:
     """The project's JSON text of ``data``: UTF-8 kept, non-finite floats as ``null``, other
-    values as ``str``; ``NaN`` and ``Infinity`` can never come out (``allow_nan=False``)."""
-    return json.dumps(finite(data), ensure_ascii=False, default=_default, allow_nan=False, indent=indent,
-                      sort_keys=sort_keys, separators=separators)
+    values as ``str``; ``NaN`` and ``Infinity`` can never come out (``allow_nan=False``).
+
+    Almost every value holds no such float, so it is encoded as it is first; only when the encoder
+    refuses a non-finite float (``ValueError``) is the value walked by :func:`finite` and encoded again."""
+    try:
+        return json.dumps(data, ensure_ascii=False, default=_default, allow_nan=False, indent=indent,
+                          sort_keys=sort_keys, separators=separators)
+    except ValueError:
+        return json.dumps(finite(data), ensure_ascii=False, default=_default, allow_nan=False, indent=indent,
+                          sort_keys=sort_keys, separators=separators)

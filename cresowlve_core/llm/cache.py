@@ -74,21 +74,27 @@ def canonical_json(obj: Any) -> str:
     return dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+_PARAM_FIELDS = tuple(f.name for f in dataclasses.fields(GenParams))
+
+
 def cache_key(endpoint: Endpoint, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> str:
     """SHA-256 hex digest identifying one request."""
-    fields = dataclasses.asdict(params)
+    # the fields as they are (GenParams is flat but for two dicts, which are written, not changed;
+    # dataclasses.asdict would deep-copy them for every call)
+    fields = {name: getattr(params, name) for name in _PARAM_FIELDS}
     if not fields.get("extra_body"):
         del fields["extra_body"]  # added later: an empty one keeps the keys of older entries
+    profile = endpoint.profile
     material = {
         "base_url": endpoint.base_url.rstrip("/"),
         "model": endpoint.model,
-        "api": params.resolved_api(endpoint.profile),
+        "api": params.resolved_api(profile),
         "messages": messages,
         "params": fields,
         "prompt_version": prompt_version,
     }
-    if endpoint.profile.name != "generic":  # the profile shapes the request: another request, another key
-        material["provider"] = endpoint.profile.name
+    if profile.name != "generic":  # the profile shapes the request: another request, another key
+        material["provider"] = profile.name
     if endpoint.wire != "openai":
         material["wire"] = endpoint.wire
     return hashlib.sha256(canonical_json(material).encode("utf-8")).hexdigest()

@@ -23,6 +23,7 @@ found; ``docs/providers.md`` lists what is verified and what is not.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass
@@ -124,10 +125,11 @@ def get_profile(name: str) -> Profile:
 PROVIDERS_ENV = "CRESOWLVE_PROVIDERS"
 
 
-def _env_map() -> dict[str, str]:
-    """``CRESOWLVE_PROVIDERS`` as ``{host or host:port: profile}`` (a bad entry is an error, not ignored)."""
+def _env_map(setting: str) -> dict[str, str]:
+    """``CRESOWLVE_PROVIDERS`` (its value ``setting``) as ``{host or host:port: profile}`` (a bad entry
+    is an error, not ignored)."""
     out: dict[str, str] = {}
-    for entry in filter(None, (e.strip() for e in os.environ.get(PROVIDERS_ENV, "").split(","))):
+    for entry in filter(None, (e.strip() for e in setting.split(","))):
         where, sep, name = entry.partition("=")
         if not sep or not where.strip():
             raise UnknownProvider(f"{PROVIDERS_ENV}: {entry!r} is not host[:port]=profile")
@@ -136,10 +138,18 @@ def _env_map() -> dict[str, str]:
 
 
 def detect(base_url: str) -> Profile:
-    """The profile of ``base_url``'s host (``CRESOWLVE_PROVIDERS`` first); ``generic`` when none claims it."""
+    """The profile of ``base_url``'s host (``CRESOWLVE_PROVIDERS`` first); ``generic`` when none claims it.
+
+    Asked for every request (through ``Endpoint.profile``), so the answer is remembered per base URL
+    and value of ``CRESOWLVE_PROVIDERS``: a changed variable is read afresh."""
+    return _detect(base_url, os.environ.get(PROVIDERS_ENV, ""))
+
+
+@functools.lru_cache(maxsize=256)
+def _detect(base_url: str, setting: str) -> Profile:
     parts = urlsplit(base_url)
     host = (parts.hostname or "").lower()
-    mapped = _env_map()
+    mapped = _env_map(setting)
     for where in (f"{host}:{parts.port}" if parts.port else None, host):
         if where and where in mapped:
             return PROFILES[mapped[where]]
