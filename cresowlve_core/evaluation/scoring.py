@@ -36,6 +36,8 @@ _NOT_ACCEPTED = re.compile(r"(не\s*зач[её]т|not accepted|do not accept)"
 _SENTENCE_BREAK = re.compile(r"[.!?…]\s+\w")
 _STANDALONE_I = re.compile(r"\bи\b")
 _PAPER_PUNCT = "«»\"'“”‘’.,;:!?…—-(){}[]"
+_PAPER_PUNCT_TO_SPACE = str.maketrans(dict.fromkeys(_PAPER_PUNCT, " "))
+_QUOTES_TO_SPACE = str.maketrans(dict.fromkeys(_QUOTES, " "))
 
 
 def paper_normalize(text: str | None) -> str:
@@ -44,7 +46,7 @@ def paper_normalize(text: str | None) -> str:
         return ""
     t = text.lower().strip().replace("ё", "е")
     t = _STANDALONE_I.sub(" ", t)
-    t = t.translate({ord(c): " " for c in _PAPER_PUNCT})
+    t = t.translate(_PAPER_PUNCT_TO_SPACE)
     return " ".join(t.split())
 
 
@@ -53,7 +55,7 @@ def normalize(text: str | None) -> str:
         return ""
     t = unicodedata.normalize("NFKC", text).casefold().replace("ё", "е")
     t = _STANDALONE_I.sub(" ", t)
-    t = t.translate({ord(q): " " for q in _QUOTES})
+    t = t.translate(_QUOTES_TO_SPACE)
     t = _PUNCT.sub(" ", t)
     return " ".join(t.split())
 

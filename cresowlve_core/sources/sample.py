@@ -19,6 +19,7 @@ but cannot be sent as UTF-8; the item is rejected by id rather than silently alt
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from pathlib import Path
@@ -171,6 +172,16 @@ def _invalid_strings(value: Any, where: str = "") -> list[str]:
     return []
 
 
+def _all_utf8(dumped: list[dict[str, Any]]) -> bool:
+    """Whether every string (keys too) of every dumped item can be encoded as UTF-8: one encoding
+    of them all, the quick check before :func:`_invalid_strings` walks each item to say where."""
+    try:
+        json.dumps(dumped, ensure_ascii=False, default=str).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def validate_items(items: list[Item], source: str) -> None:
     """Refuse an item set with duplicate ids or text that is not valid Unicode.
 
@@ -188,7 +199,9 @@ def validate_items(items: list[Item], source: str) -> None:
             f"{source}: {len(dupes)} duplicate item id(s): {shown}{more}. Ids must be unique "
             "(results are stored by id); remove or rename the repeats"
         )
-    bad = [(item.id, where) for item in items if (where := _invalid_strings(item.model_dump()))]
+    dumped = [item.model_dump() for item in items]
+    bad = [] if _all_utf8(dumped) else \
+        [(item.id, where) for item, d in zip(items, dumped) if (where := _invalid_strings(d))]
     if bad:
         shown = "; ".join(f"id {i!r} ({', '.join(w[:3])})" for i, w in bad[:10])
         more = f"; and {len(bad) - 10} more" if len(bad) > 10 else ""
