@@ -33,15 +33,29 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy import stats as sps
 
 from cresowlve_core.failures import InputError
+
+
+class _SciPyStats:
+    """``scipy.stats``, imported on first use: its import costs about a second of CPU (it builds its
+    distributions' docstrings), which a run that only needs a Wilson interval should not pay."""
+
+    def __getattr__(self, name: str) -> Any:
+        from scipy import stats
+
+        return getattr(stats, name)
+
+
+sps = _SciPyStats()
 
 _CHUNK_CELLS = 4_000_000  # cap on resample-matrix size (cells) held in memory at once
 
 
 def _z(confidence: float) -> float:
-    return float(sps.norm.ppf(0.5 + confidence / 2.0))
+    from scipy.special import ndtri  # what scipy.stats.norm.ppf computes, without importing scipy.stats
+
+    return float(ndtri(0.5 + confidence / 2.0))
 
 
 def wilson_interval(k: int | np.ndarray, n: int | np.ndarray, confidence: float = 0.95) -> tuple[Any, Any]:
