@@ -48,7 +48,7 @@ def cmd_diff(a: argparse.Namespace) -> int:
 
 def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation import roles
-    from cresowlve_core.evaluation.runner import EvalConfig, evaluate, summary_line, truncation_warning
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate, sent_now, summary_line, truncation_warning
     from cresowlve_core.llm.types import LLMFatalError
     from cresowlve_core.runtime import SUMMARY
 
@@ -96,7 +96,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         summary["stopped"] = summary.get("stopped") or f"fatal: {_one_line(exc)}"
         print(summary_line(summary))
         return stage_exit(summary)
-    print(summary_line(outcome.summary))
+    print(f"{summary_line(outcome.summary)} | {sent_now(outcome.summary)}")
     if (warning := truncation_warning(outcome.summary)) is not None:
         print(warning, file=sys.stderr)
     return stage_exit(outcome.summary)

@@ -351,6 +351,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
                         thinking=cfg.thinking)
     summary["stopped"] = result.stopped or stopped
     summary["repairs"] = result.repairs
+    summary["n_sent"] = result.n_sent
     manifest = record_adaptations(manifest, ev.client, ev.judge)  # fields the provider refused by name
     run.finish(manifest, stopped=summary["stopped"], summary=summary)
     if result.stop_error is not None and not isinstance(result.stop_error, BudgetExceeded):
@@ -476,6 +477,18 @@ def summary_line(s: dict[str, Any]) -> str:
            if s.get("n_no_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
     )
+
+
+def sent_now(summary: dict[str, Any]) -> str:
+    """What this invocation did: the items it ran (``n_sent``, errored attempts included) and how many
+    of their calls (model and judge) the response cache answered."""
+    n = summary.get("n_sent")
+    if n is None:
+        return "sent: not recorded"
+    if not n:
+        return "nothing sent (every item was already in the run directory)"
+    cached = sum((m or {}).get("n_cached", 0) for m in (summary.get("spent_now") or {}).values())
+    return f"{n} item(s) run" + (f", {cached} call(s) answered from the cache" if cached else "")
 
 
 def rescore(run_dir: str | Path) -> dict[str, Any]:

@@ -347,3 +347,22 @@ def test_paper_verdict_parser():
     assert parse_paper_verdict("Да") == "INCORRECT" and parse_paper_verdict("maybe yes") == "INCORRECT"
     assert parse_paper_verdict("") == "INCORRECT"
     assert parse_paper_verdict("Reply with only one word: yes or no.") == "INCORRECT"  # an echo of the prompt
+
+
+def test_the_cli_line_says_what_this_invocation_sent(tmp_path, capsys):
+    """The first run says how many items it ran; a re-run of the finished run directory says nothing was sent."""
+    from cresowlve_core.cli import main
+
+    items = make_items(3)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in items))
+    with FakeServer(answers=answer_for) as srv:
+        args = ["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
+                "--run-dir", str(tmp_path / "run"), "--no-cache"]
+        assert main(args) == 0
+        first = capsys.readouterr().out.strip().splitlines()[-1]
+        assert main(args) == 0
+        again = capsys.readouterr().out.strip().splitlines()[-1]
+        assert srv.total == 3
+    assert first.endswith("| 3 item(s) run"), first
+    assert again.endswith("| nothing sent (every item was already in the run directory)"), again
