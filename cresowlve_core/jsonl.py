@@ -49,7 +49,10 @@ class JSONLError(UsageError, ValueError):
 
 def dumps_line(record: Any) -> str:
     """One record as one JSON line (no trailing newline): :func:`dumps`, line separators escaped."""
-    return dumps(record).translate(_SEPARATOR_ESCAPES)
+    line = dumps(record)
+    if "\u2028" in line or "\u2029" in line or "\x85" in line:  # rare: the translation costs more than the scans
+        return line.translate(_SEPARATOR_ESCAPES)
+    return line
 
 
 def dumps_lines(records: Iterable[Any]) -> str:

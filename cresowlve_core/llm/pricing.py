@@ -23,6 +23,7 @@ spends, and enforces an optional budget with reservations for calls still in fli
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 import os
@@ -63,6 +64,13 @@ def _read_csv(path: Path) -> dict[str, ModelPrice]:
     return rows
 
 
+@functools.lru_cache(maxsize=1024)
+def _price_names(model: str) -> tuple[str, ...]:
+    """The names a price of ``model`` is looked up under, in order (see :meth:`PriceTable.get`)."""
+    bare = model.rsplit("/", 1)[-1]
+    return tuple(dict.fromkeys((model, _DATE_SUFFIX.sub("", model), bare, _DATE_SUFFIX.sub("", bare))))
+
+
 @dataclass
 class PriceTable:
     """Prices by model name. Build with ``PriceTable.load()`` or directly from a dict."""
@@ -82,27 +90,29 @@ class PriceTable:
         """The price of ``model``, or of its undated base name, each with and without a ``vendor/``
         prefix (OpenRouter's ``mistralai/mistral-large-2512`` finds ``mistral-large-2512``);
         ``None`` when unknown."""
-        bare = model.rsplit("/", 1)[-1]
-        for name in dict.fromkeys((model, _DATE_SUFFIX.sub("", model), bare, _DATE_SUFFIX.sub("", bare))):
+        for name in _price_names(model):
             if name in self.prices:
                 return self.prices[name]
         return None
 
     def cost(self, model: str, usage: Usage, *, batch: bool = False) -> float | None:
         """USD for one call; ``None`` if the model is unknown or a needed token count is missing."""
+        return self._usd(model, usage.input_tokens, usage.output_tokens, batch)
+
+    def max_cost(self, model: str, input_tokens: int, max_output_tokens: int) -> float | None:
+        """Upper-bound estimate of one call (used for budget checks); ``None`` if unknown."""
+        return self._usd(model, input_tokens, max_output_tokens, False)
+
+    def _usd(self, model: str, input_tokens: int | None, output_tokens: int | None, batch: bool) -> float | None:
         price = self.get(model)
         if price is None:
             return None
         if price.input_per_mtok == 0 and price.output_per_mtok == 0:
             return 0.0
-        if usage.input_tokens is None or usage.output_tokens is None:
+        if input_tokens is None or output_tokens is None:
             return None
-        usd = (usage.input_tokens * price.input_per_mtok + usage.output_tokens * price.output_per_mtok) / 1e6
+        usd = (input_tokens * price.input_per_mtok + output_tokens * price.output_per_mtok) / 1e6
         return usd * (1.0 - price.batch_discount) if batch else usd
-
-    def max_cost(self, model: str, input_tokens: int, max_output_tokens: int) -> float | None:
-        """Upper-bound estimate of one call (used for budget checks); ``None`` if unknown."""
-        return self.cost(model, Usage(input_tokens=input_tokens, output_tokens=max_output_tokens))
 
 
 def estimate_input_tokens(text: str) -> int:
