@@ -1,8 +1,15 @@
 """A response cache on SQLite, safe for several processes at once.
 
 The database runs in WAL mode with a generous ``busy_timeout``; every write is one short
-``INSERT OR REPLACE`` transaction, so two notebooks (or a notebook and a CLI run) can share
-one file. Only what is worth replaying is stored (:func:`worth_caching`): an answer with text,
+transaction, so two notebooks (or a notebook and a CLI run) can share one file. The client's
+writes are grouped (``put(..., deferred=True)``): an answer is written at once when the last write
+was :attr:`ResponseCache.GROUP_S` ago or more, else with the next group, up to
+:attr:`ResponseCache.GROUP_ROWS` answers in one transaction (a commit per answer was the cache's
+largest cost); what still waits is written at :meth:`ResponseCache.flush` (the client's
+``aclose``), :meth:`ResponseCache.close` or exit. A waiting answer is already a hit in this
+process; another process sees it once written. A kill loses at most the answers still waiting,
+which the run directory holds anyway (the cache is never the source of truth), so a resume
+re-sends nothing because of it. Only what is worth replaying is stored (:func:`worth_caching`): an answer with text,
 a refusal and a filtered answer (the model's final behaviour on that item, so a rerun re-asks
 nothing), each with its ``outcome`` and refusal text; never an error, never an empty answer.
 
@@ -23,6 +30,8 @@ resume because of a cache failure.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -30,6 +39,7 @@ import logging
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -144,6 +154,16 @@ def _from_payload(payload: str) -> Completion:
     )
 
 
+_Row = tuple[str, str, str, float, str]  # key, model, prompt_version, created_at, payload
+_OPEN: weakref.WeakSet[ResponseCache] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_open_caches() -> None:
+    for cache in list(_OPEN):
+        cache.flush()
+
+
 class ResponseCache:
     """``get``/``put`` completions by key; ``stats()`` and ``clear()`` for housekeeping.
 
@@ -151,9 +171,16 @@ class ResponseCache:
     Different processes must each open their own instance (as they naturally do).
     """
 
+    #: a deferred put waits for a group only while the last write is younger than GROUP_S seconds, and
+    #: at most GROUP_ROWS wait
+    GROUP_ROWS = 64
+    GROUP_S = 1.0
+
     def __init__(self, path: str | Path | None = None, *, busy_timeout_ms: int = 30_000) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
         self._lock = threading.Lock()
+        self._pending: dict[str, _Row] = {}  # deferred puts not yet written, by key
+        self._last_write = 0.0  # monotonic time of the last write
         #: Why the cache turned itself off during this run (a failed read or write), else None.
         self.disabled: str | None = None
         try:
@@ -170,6 +197,7 @@ class ResponseCache:
             self._conn.execute("SELECT 1 FROM responses LIMIT 1").fetchall()
         except (sqlite3.Error, OSError) as exc:
             raise self._error("cannot be opened", exc) from None
+        _OPEN.add(self)
 
     def _error(self, what: str, exc: BaseException) -> CacheError:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -203,7 +231,9 @@ class ResponseCache:
             return None
         try:
             with self._lock:
-                row = self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
+                waiting = self._pending.get(key)
+                row = (waiting[4],) if waiting is not None else \
+                    self._conn.execute("SELECT payload FROM responses WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
             self._disable("cannot be read", exc)
             return None
@@ -216,40 +246,68 @@ class ResponseCache:
             return None
 
     def put(self, key: str, completion: Completion, *, model: str | None = None, prompt_version: str = "",
-            secrets: list[str] | None = None) -> None:
+            secrets: list[str] | None = None, deferred: bool = False) -> None:
         """Store a completion under ``model`` (default: the model the server reported).
 
         The client passes the endpoint's model name so ``stats()``/``clear(model)`` use the
         names you configured. Only what :func:`worth_caching` accepts is stored (never an empty answer).
         ``secrets`` are the values to redact (default: every credential-like variable; the
-        client adds its key variable, whatever its name). A failed write turns the cache off with a
-        WARNING instead of raising: the caller still gets (and records) the answer.
+        client adds its key variable, whatever its name). ``deferred``: written with the next group
+        (see the module docstring), else now, together with any that wait. A failed write turns the
+        cache off with a WARNING instead of raising: the caller still gets (and records) the answer.
         """
         if not worth_caching(completion) or self.disabled is not None:
             return
         payload = _to_payload(completion, find_secret_values() if secrets is None else secrets)
+        row = (key, model or completion.model, prompt_version, time.time(), payload)
+        with self._lock:
+            self._pending.pop(key, None)  # a newer answer for the key goes after the older ones
+            self._pending[key] = row
+            if (not deferred or len(self._pending) >= self.GROUP_ROWS
+                    or time.monotonic() - self._last_write >= self.GROUP_S):
+                self._write_pending()
+
+    def flush(self) -> None:
+        """Write the deferred puts that wait (one transaction)."""
+        with self._lock:
+            self._write_pending()
+
+    def _write_pending(self) -> None:
+        """Write every waiting put in one transaction (the lock is held); a failure turns the cache off."""
+        rows, self._pending = list(self._pending.values()), {}
+        self._last_write = time.monotonic()
+        if not rows or self.disabled is not None:
+            return
         try:
-            with self._lock:
-                self._conn.execute(
-                    "INSERT OR REPLACE INTO responses (key, model, prompt_version, created_at, payload) "
-                    "VALUES (?,?,?,?,?)",
-                    (key, model or completion.model, prompt_version, time.time(), payload),
-                )
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                for row in rows:
+                    self._conn.execute("INSERT OR REPLACE INTO responses (key, model, prompt_version, created_at, "
+                                       "payload) VALUES (?,?,?,?,?)", row)
+                self._conn.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                raise
         except sqlite3.Error as exc:
             self._disable("cannot be written", exc)
 
     def __contains__(self, key: str) -> bool:
         with self._lock:
+            if key in self._pending:
+                return True
             return self._conn.execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
 
     def __len__(self) -> int:
         with self._lock:
+            self._write_pending()
             return int(self._conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
     def stats(self) -> dict[str, Any]:
         """``{"path", "entries", "bytes", "per_model": {model: count}}`` (bytes include the WAL)."""
         try:
             with self._lock:
+                self._write_pending()
                 per_model = dict(self._conn.execute("SELECT model, COUNT(*) FROM responses GROUP BY model").fetchall())
         except sqlite3.Error as exc:
             raise self._error("cannot be read", exc) from None
@@ -260,6 +318,7 @@ class ResponseCache:
         """Delete all entries (or those of one model); returns how many were deleted."""
         try:
             with self._lock:
+                self._write_pending()
                 if model is None:
                     cur = self._conn.execute("DELETE FROM responses")
                 else:
@@ -270,7 +329,9 @@ class ResponseCache:
 
     def close(self) -> None:
         with self._lock:
+            self._write_pending()
             self._conn.close()
+        _OPEN.discard(self)
 
     def __enter__(self) -> ResponseCache:
         return self

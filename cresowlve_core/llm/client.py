@@ -287,8 +287,11 @@ class LLMClient:
         return self._res
 
     async def aclose(self) -> None:
-        """Close the connection pool of the current loop (and log the retries not yet summed up)."""
+        """Close the connection pool of the current loop, write the cache's waiting answers (and log the
+        retries not yet summed up)."""
         self.retries.flush(self.endpoint.describe())
+        if self.cache is not None:
+            self.cache.flush()
         res, self._res = self._res, None
         if res is not None and res.loop is asyncio.get_running_loop():
             await res.transport.aclose()
@@ -445,7 +448,7 @@ class LLMClient:
         self._redact_completion(completion, secrets)
         if self.cache is not None and key is not None:  # the cache keeps what is worth replaying (cache.py)
             self.cache.put(key, completion, model=self.endpoint.model, prompt_version=prompt_version,
-                           secrets=secrets)
+                           secrets=secrets, deferred=True)  # written in groups; the rest at aclose
         return completion
 
     def _note_odd(self, completion: Completion) -> None:

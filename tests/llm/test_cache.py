@@ -106,6 +106,36 @@ def test_put_get_roundtrip_stats_and_clear(tmp_path: Path) -> None:
     assert cache.clear() == 1 and len(cache) == 0
 
 
+def test_deferred_puts_are_hits_at_once_and_written_in_groups(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "c.sqlite"
+    cache, other = ResponseCache(path), ResponseCache(path)
+    cache.put("k0", Completion(text="first"), model="m", deferred=True)  # no write for GROUP_S: written at once
+    assert other.get("k0") is not None
+    monkeypatch.setattr(ResponseCache, "GROUP_S", 3600.0)
+    for i in range(1, 4):
+        cache.put(f"k{i}", Completion(text=f"a{i}"), model="m", deferred=True)
+    assert cache.get("k3") is not None and "k3" in cache  # a hit in this process while it waits
+    assert other.get("k3") is None  # not yet written
+    cache.put("k3", Completion(text="newer"), model="m", deferred=True)
+    cache.flush()
+    assert [other.get(f"k{i}").text for i in range(4)] == ["first", "a1", "a2", "newer"]  # type: ignore[union-attr]
+    monkeypatch.setattr(ResponseCache, "GROUP_ROWS", 3)
+    for i in range(4, 7):
+        cache.put(f"k{i}", Completion(text=f"a{i}"), model="m", deferred=True)
+    assert other.get("k6") is not None  # the third waiting put wrote the group
+    cache.put("k7", Completion(text="a7"), model="m", deferred=True)
+    cache.close()  # what still waits is written on close
+    assert len(other) == 8
+
+
+def test_the_client_writes_its_waiting_answers_when_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(ResponseCache, "GROUP_S", 3600.0)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    with FakeServer() as srv:
+        run(LLMClient(Endpoint(srv.base_url, MODEL), cache=cache, prices=PRICES), ["a", "b", "c"])
+    assert len(ResponseCache(tmp_path / "c.sqlite")) == 3
+
+
 def test_hit_sends_no_request_and_keeps_the_original_cost(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "c.sqlite")
     meter = CostMeter()
