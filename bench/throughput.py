@@ -17,9 +17,21 @@ Part 2, ``LLMClient`` in this process at C=64 against 200 ms: the ratio and the 
 call (``time.process_time`` over the timed calls), and a cached re-run of 2,061 distinct prompts
 (targets: < 5 s, 0 requests).
 
-Part 3, other clients at C=64 against 200 ms, same body, same server: raw aiohttp, httpx
-(``AsyncClient``), and the openai SDK (``AsyncOpenAI``, over httpx) when installed; ratio and CPU
-per call.
+Part 1 also prints the eval process's CPU per request (user + system, from the kernel's
+accounting of the child; start-up included).
+
+Part 3, the same requests from other clients at C=64 against 200 ms, same body, same server, in
+the same minutes: ``cresowlve eval --no-cache`` and lm-evaluation-harness (``lm-eval==0.4.13``,
+``local-chat-completions`` with ``num_concurrent=64``, a generate_until task over a local JSON
+Lines file) each run at 640 and 6,400 items, so that the CPU per request is given with start-up
+(the 6,400 run's CPU / requests) and net of it (the difference of the two runs' CPU over the
+difference of their requests); target: cresowlve's net <= 0.35 ms (exit 1 when missed). lm-eval is
+installed on first use into a throwaway venv under ``$CRESOWLVE_BENCH_VENVS`` (default
+``<temp dir>/cresowlve-bench``) that sees the project venv's packages through a ``.pth`` file and
+pip-installs the rest into itself: the project's environment is never changed. When it cannot be
+installed the line says why and the part goes on. Then the raw keep-alive floor (aiohttp), httpx
+(``AsyncClient``) and the openai SDK (``AsyncOpenAI``) in this process: ratio and CPU per call over
+the timed calls.
 
 The machine is shared: the load average is printed with every part; rerun when it is high.
 """
@@ -30,8 +42,10 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 import urllib.request
@@ -132,29 +146,51 @@ def write_items(path: Path, n: int) -> Path:
     return path
 
 
+def bench_env(tmp: str) -> dict[str, str]:
+    """The environment of a measured command: its cache, data and reports in ``tmp``."""
+    return {**os.environ, "CRESOWLVE_CACHE_DIR": f"{tmp}/cache", "CRESOWLVE_DATA_DIR": f"{tmp}/data",
+            "CRESOWLVE_REPORTS_DIR": f"{tmp}/reports", "PYTHONPATH": str(REPO)}
+
+
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def timed_command(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """(the finished command, its wall s, its process CPU s: user + system, from the kernel's accounting)."""
+    c0, t0 = children_cpu(), time.monotonic()
+    rc = subprocess.run(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return rc, time.monotonic() - t0, children_cpu() - c0
+
+
+def run_eval(tmp: str, c: int, latency: float, n: int) -> tuple[subprocess.CompletedProcess[str], list[float], float, float]:
+    """``cresowlve eval --no-cache`` of ``n`` distinct items: (the command, arrival times, wall s, CPU s)."""
+    items = write_items(Path(tmp) / f"items-{c}-{n}.jsonl", n)
+    with endpoint(latency) as url:
+        rc, wall, cpu = timed_command(
+            [sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", str(items), "--model", "bench-model",
+             "--base-url", url, "--run-dir", f"{tmp}/run-{c}-{latency}-{n}", "--concurrency", str(c),
+             "--max-tokens", "32", "--no-cache"], bench_env(tmp), REPO)
+        times = arrivals(url)
+    return rc, times, wall, cpu
+
+
 def eval_end_to_end() -> bool:
     print(f"\nPart 1: cresowlve eval end to end, rate at the server ({load()})")
-    print(f"{'C':>4} {'latency':>8} {'N':>6} {'req/s':>8} {'ideal':>7} {'ratio':>6} {'target':>7} {'wall s':>7} exit")
+    print(f"{'C':>4} {'latency':>8} {'N':>6} {'req/s':>8} {'ideal':>7} {'ratio':>6} {'target':>7} {'wall s':>7} "
+          f"{'cpu ms/req':>10} exit")
     ok = True
     with tempfile.TemporaryDirectory(prefix="cresowlve-tp-") as tmp:
-        env = {**os.environ, "CRESOWLVE_CACHE_DIR": f"{tmp}/cache", "CRESOWLVE_DATA_DIR": f"{tmp}/data",
-               "CRESOWLVE_REPORTS_DIR": f"{tmp}/reports", "PYTHONPATH": str(REPO)}
         for c, latency, n, target in EVAL_RUNS:
-            items = write_items(Path(tmp) / f"items-{c}-{n}.jsonl", n)
-            with endpoint(latency) as url:
-                t0 = time.monotonic()
-                rc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", str(items),
-                                     "--model", "bench-model", "--base-url", url, "--run-dir", f"{tmp}/run-{c}-{latency}",
-                                     "--concurrency", str(c), "--max-tokens", "32", "--no-cache"],
-                                    cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-                wall = time.monotonic() - t0
-                times = arrivals(url)
+            rc, times, wall, cpu = run_eval(tmp, c, latency, n)
             rate, ideal = steady_rate(times, c), c / latency
             passed = target is None or rate / ideal >= target
             ok &= passed and rc.returncode == 0 and len(times) == n
             print(f"{c:>4} {latency * 1000:>6.0f}ms {len(times):>6} {rate:>8.1f} {ideal:>7.0f} {rate / ideal:>6.2f} "
-                  f"{'>= ' + str(target) if target else 'none':>7} {wall:>7.1f} {rc.returncode}"
-                  f"{'' if passed else '  BELOW TARGET'}", flush=True)
+                  f"{'>= ' + str(target) if target else 'none':>7} {wall:>7.1f} {cpu / max(1, len(times)) * 1000:>10.2f} "
+                  f"{rc.returncode}{'' if passed else '  BELOW TARGET'}", flush=True)
             if rc.returncode:
                 print("   " + rc.stderr.strip().splitlines()[-1] if rc.stderr.strip() else "")
     return ok
@@ -215,9 +251,100 @@ def client_figures(c: int = 64, n: int = 1920, latency: float = 0.2) -> None:
 
 # --------------------------------------------------------------------------- part 3: other clients
 
+#: the harness measured beside cresowlve, installed by this script into a throwaway venv (never the project's)
+LM_EVAL = "lm-eval==0.4.13"
+#: (small, large) run sizes: CPU per request net of start-up is (CPU(large) - CPU(small)) / (large - small)
+COMPARE_SIZES = (640, 6400)
+#: the done-when target of cresowlve eval's client CPU per request (net of start-up), C=64, judge off
+CPU_TARGET_MS = 0.35
 
-def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> None:
-    print(f"\nPart 3: other HTTP clients, same server and body, C={c}, {latency * 1000:.0f} ms ({load()})")
+
+def lm_eval_python() -> tuple[Path | None, str]:
+    """The Python of a throwaway venv holding :data:`LM_EVAL` (made on first use, then reused), or
+    (None, why not). The venv is ``$CRESOWLVE_BENCH_VENVS`` (default: ``<temp dir>/cresowlve-bench``)
+    ``/lm-eval-<version>``; it sees the project venv's packages through a ``.pth`` file (so what both
+    need, e.g. aiohttp, is not downloaded again) and installs the rest into itself with pip."""
+    root = Path(os.environ.get("CRESOWLVE_BENCH_VENVS") or Path(tempfile.gettempdir()) / "cresowlve-bench")
+    venv = root / f"lm-eval-{LM_EVAL.split('==')[1]}"
+    py = venv / "bin" / "python"
+    if py.exists() and subprocess.run([py, "-c", "import lm_eval"], capture_output=True).returncode == 0:
+        return py, "reused"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True, text=True)
+        site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
+                              capture_output=True, text=True).stdout.strip()
+        Path(site, "_project_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
+        print(f"  installing {LM_EVAL} into {venv} (a few minutes, once)", flush=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", LM_EVAL], check=True,
+                       capture_output=True, text=True, timeout=1800)
+    except subprocess.CalledProcessError as exc:
+        lines = (exc.stderr or exc.stdout or "").strip().splitlines()
+        return None, f"could not install {LM_EVAL}: {lines[-1] if lines else exc}"
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"could not install {LM_EVAL}: {exc}"
+    return py, "installed"
+
+
+def run_lm_eval(py: Path, tmp: str, c: int, latency: float, n: int) -> tuple[subprocess.CompletedProcess[str], list[float], float, float]:
+    """lm-evaluation-harness's ``local-chat-completions`` (``num_concurrent=c``) over ``n`` distinct
+    questions, as a generate_until task read from a local JSON Lines file (offline): (the command,
+    arrival times, wall s, CPU s)."""
+    task = Path(tmp) / f"lm-task-{n}"
+    task.mkdir()
+    with (task / "items.jsonl").open("w", encoding="utf-8") as f:
+        for i in range(n):
+            f.write(json.dumps({"question": f"Puzzle {i}: which planet?", "answer": "Venus"}) + "\n")
+    (task / "bench_tp.yaml").write_text(
+        f"task: bench_tp\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {task / 'items.jsonl'}\n"
+        "test_split: test\noutput_type: generate_until\ndoc_to_text: \"{{question}}\"\ndoc_to_target: \"{{answer}}\"\n"
+        "generation_kwargs:\n  until: []\n  max_gen_toks: 32\nmetric_list:\n  - metric: exact_match\n"
+        "    aggregation: mean\n    higher_is_better: true\n", encoding="utf-8")
+    env = {**bench_env(tmp), "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": f"{tmp}/hf"}
+    env.pop("PYTHONPATH")
+    with endpoint(latency) as url:
+        rc, wall, cpu = timed_command(
+            [str(py), "-m", "lm_eval", "--model", "local-chat-completions", "--model_args",
+             f"model=bench-model,base_url={url}/chat/completions,num_concurrent={c},max_retries=1,"
+             "tokenized_requests=False", "--include_path", str(task), "--tasks", "bench_tp",
+             "--apply_chat_template", "--output_path", f"{task}/out"], env, Path(tmp))
+        times = arrivals(url)
+    return rc, times, wall, cpu
+
+
+def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
+    """cresowlve eval, lm-evaluation-harness and raw HTTP clients on the same server in the same minutes."""
+    print(f"\nPart 3: the same requests from other clients, same server and body, C={c}, {latency * 1000:.0f} ms "
+          f"({load()})")
+    print("  CPU per request = the process's CPU (user + system) / requests; 'net' leaves start-up out: "
+          f"(CPU of {COMPARE_SIZES[1]:,} - CPU of {COMPARE_SIZES[0]:,}) / {COMPARE_SIZES[1] - COMPARE_SIZES[0]:,}; "
+          "the raw clients are timed in this process over their calls only")
+    print(f"  {'client':<40} {'ratio':>6} {'cpu ms/req':>11} {'net':>6}  load")
+    small, large = COMPARE_SIZES
+    ok = True
+
+    def line(name: str, runs: list[tuple[subprocess.CompletedProcess[str], list[float], float, float]]) -> float | None:
+        (rc_s, t_s, _, cpu_s), (rc_l, t_l, _, cpu_l) = runs
+        if rc_s.returncode or rc_l.returncode or len(t_l) < large:
+            bad = rc_l if rc_l.returncode else rc_s
+            last = bad.stderr.strip().splitlines()[-1] if bad.stderr.strip() else f"{len(t_l)} requests"
+            print(f"  {name:<40} failed (exit {bad.returncode}): {last}", flush=True)
+            return None
+        net = (cpu_l - cpu_s) / (len(t_l) - len(t_s)) * 1000
+        ratio = steady_rate(t_l, c) / (c / latency)
+        print(f"  {name:<40} {ratio:>6.2f} {cpu_l / len(t_l) * 1000:>11.2f} {net:>6.2f}  {load()}", flush=True)
+        return net
+
+    with tempfile.TemporaryDirectory(prefix="cresowlve-cmp-") as tmp:
+        net = line(f"cresowlve eval --no-cache ({large:,} items)", [run_eval(tmp, c, latency, k) for k in (small, large)])
+        met = net is not None and net <= CPU_TARGET_MS
+        ok &= met
+        print(f"  {'':<40} target: net <= {CPU_TARGET_MS} ms per request: {'met' if met else 'MISSED'}", flush=True)
+        py, how = lm_eval_python()
+        if py is None:
+            print(f"  {LM_EVAL + ' (local-chat-completions)':<40} not measured: {how}", flush=True)
+        else:
+            line(f"{LM_EVAL} (local-chat-completions)", [run_lm_eval(py, tmp, c, latency, k) for k in (small, large)])
+
     body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hello"}],
                        "max_tokens": 32}).encode()
     headers = {"Content-Type": "application/json", "Authorization": "Bearer none"}
@@ -251,17 +378,17 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> None:
                                                 max_tokens=32)
             return await timed(c, n, call)
 
-    print(f"  {'client':<22} {'ratio':>6} {'cpu ms/call':>12}")
-    for name, fn in (("aiohttp (raw)", with_aiohttp), ("httpx AsyncClient", with_httpx),
+    for name, fn in (("aiohttp (raw keep-alive floor)", with_aiohttp), ("httpx AsyncClient", with_httpx),
                      ("openai SDK (AsyncOpenAI)", with_openai)):
         with endpoint(latency) as url:
             try:
                 secs, cpu = asyncio.run(fn(url))
             except ImportError as exc:
-                print(f"  {name:<22} not installed ({exc.name})")
+                print(f"  {name:<40} not installed ({exc.name})")
                 continue
             rate = steady_rate(arrivals(url)[c:], c)
-            print(f"  {name:<22} {rate / (c / latency):>6.2f} {cpu / n * 1000:>12.2f}", flush=True)
+            print(f"  {name:<40} {rate / (c / latency):>6.2f} {'':>11} {cpu / n * 1000:>6.2f}  {load()}", flush=True)
+    return ok
 
 
 def main() -> int:
@@ -278,7 +405,7 @@ def main() -> int:
     if a.part in (None, "client"):
         client_figures()
     if a.part in (None, "compare"):
-        compare()
+        ok = compare() and ok
     return 0 if ok else 1
 
 
