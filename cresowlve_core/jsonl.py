@@ -35,7 +35,7 @@ from cresowlve_core.failures import UsageError
 from cresowlve_core.jsontext import dumps, finite
 
 __all__ = ["JSONLError", "dumps", "dumps_line", "dumps_lines", "finite", "iter_lines", "parse_jsonl", "read_jsonl",
-           "read_jsonl_numbered", "read_text", "write_jsonl"]
+           "read_jsonl_numbered", "read_line_at", "read_text", "scan_jsonl", "write_jsonl"]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,47 @@ def read_jsonl_numbered(path: str | Path, *, torn_tail_ok: bool = False, error: 
                         what: str = "record") -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every record of ``path`` (see :func:`parse_jsonl`)."""
     return parse_jsonl(read_text(path, error=error), path, torn_tail_ok=torn_tail_ok, error=error, what=what)
+
+
+def scan_jsonl(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exception] = JSONLError,
+               what: str = "record") -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(byte offset of the line, object)`` for every record of ``path``, read one line at a time.
+
+    The same rules and errors as :func:`read_jsonl_numbered` (split on ``"\\n"`` only, UTF-8 with an
+    optional byte-order mark, a torn last line skipped with ``torn_tail_ok``), but the file is never
+    held whole: memory stays that of one line. :func:`read_line_at` reads a line again by its offset.
+    """
+    path = Path(path)
+    with path.open("rb") as f:
+        offset = 0
+        for lineno, raw in enumerate(f, 1):
+            start, offset = offset, offset + len(raw)
+            try:
+                line = raw.decode("utf-8-sig" if start == 0 else "utf-8")
+            except UnicodeDecodeError as exc:
+                raise error(f"{path}:{lineno}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8") from None
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                if torn_tail_ok and not raw.endswith(b"\n"):
+                    log.warning("%s: ignoring a torn last line (the run was killed mid-write)", path)
+                    continue
+                raise error(f"{path}:{lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+            if not isinstance(row, dict):
+                shown = line.strip()
+                shown = shown if len(shown) <= 40 else shown[:40] + "..."
+                raise error(f"{path}:{lineno}: expected a JSON object (one {what} per line), got {shown}")
+            yield start, row
+
+
+def read_line_at(path: str | Path, offset: int) -> dict[str, Any]:
+    """The record whose line starts at byte ``offset`` of ``path`` (an offset :func:`scan_jsonl` gave)."""
+    with Path(path).open("rb") as f:
+        f.seek(offset)
+        row: dict[str, Any] = json.loads(f.readline().decode("utf-8-sig" if offset == 0 else "utf-8"))
+    return row
 
 
 def read_jsonl(path: str | Path, *, torn_tail_ok: bool = False, missing_ok: bool = False,

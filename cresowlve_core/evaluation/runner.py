@@ -10,15 +10,16 @@ arrives, before the judge is asked, so a judge failure never throws a paid answe
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from cresowlve_core import jsonl
 from cresowlve_core.evaluation import roles
 from cresowlve_core.evaluation.config import EvalConfig
+from cresowlve_core.evaluation.entries import SummaryEntry
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.scoring import (
@@ -63,7 +64,14 @@ class EvalOutcome(BaseModel):
     run_dir: Path
     summary: dict[str, Any]
     stopped: str | None = None  # why the run stopped early, if it did
-    records: list[ResponseRecord] = Field(default_factory=list)
+    _keys: list[tuple[str, str]] = PrivateAttr(default_factory=list)  # the run's (id, lang), in item order
+
+    @property
+    def records(self) -> list[ResponseRecord]:
+        """The latest record of every item, in item order, read from the run directory (a run does
+        not keep its records in memory)."""
+        latest = RunDir(self.run_dir).latest(RESPONSES, record_key)
+        return [ResponseRecord(**latest[k]) for k in self._keys if k in latest]
 
 
 def record_key(r: dict[str, Any]) -> tuple[str, str]:
@@ -192,7 +200,7 @@ def cost_source(c: Completion) -> str | None:
     return "reported" if c.reported_cost is not None and c.cost == c.reported_cost else "price_table"
 
 
-def needs_judge(prev: dict[str, Any] | None) -> bool:
+def needs_judge(prev: dict[str, Any] | SummaryEntry | None) -> bool:
     return prev is not None and prev.get("status") == "ok" and prev.get("judge_status") in (None, "not_run", "error")
 
 
@@ -219,13 +227,12 @@ class _Evaluator:
         if self.judge:
             await self.judge.aclose()
 
-    def reask(self, rec: dict[str, Any]) -> bool:
+    def reask(self, rec: dict[str, Any] | SummaryEntry) -> bool:
         """A truncated answer to ask again (``--retry-truncated``) with a larger budget than it had."""
-        budget = self.cfg.options.max_tokens
-        return (self.cfg.retry_truncated and bool(rec.get("truncated"))
-                and (budget is None or rec.get("max_tokens") is None or budget > rec["max_tokens"]))
+        budget, had = self.cfg.options.max_tokens, rec.get("max_tokens")
+        return self.cfg.retry_truncated and bool(rec.get("truncated")) and (budget is None or had is None or budget > had)
 
-    def done(self, rec: dict[str, Any]) -> bool:
+    def done(self, rec: dict[str, Any] | SummaryEntry) -> bool:
         return rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec)) and not self.reask(rec)
 
     async def __call__(self, item: Item, previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -321,14 +328,15 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     resolved = roles.resolve(cfg)
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
     units = [it for it in items if completions is None or it.id in completions]
+    index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
     judge_bar = None
     if cfg.judge_model and progress:
         from tqdm.auto import tqdm
 
-        judged = {k for k, r in run.latest(RESPONSES, record_key).items()
-                  if r.get("status") == "ok" and not needs_judge(r)}
+        judged = {k for k, (_, e) in index.items() if e.status == "ok" and not needs_judge(e)}
         judge_bar = tqdm(total=len(units), initial=sum((it.id, cfg.lang) in judged for it in units),
                          desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True)
+        del judged
     ev = _Evaluator(cfg, resolved, run, completions, judge_bar)
 
     def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
@@ -338,15 +346,17 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     try:
         result = await map_with_resume(
             run, RESPONSES, units, key=lambda it: (it.id, cfg.lang), call=ev, record_key=record_key,
-            done=ev.done, on_error=on_error, on_record=on_record, concurrency=cfg.options.concurrency,
-            progress=progress, desc=f"{cfg.model} [{cfg.lang}]")
+            done=ev.done, on_error=on_error, on_record=on_record, entry=SummaryEntry, index=index,
+            concurrency=cfg.options.concurrency, progress=progress, desc=f"{cfg.model} [{cfg.lang}]")
     finally:
         await ev.aclose()
         if judge_bar is not None:
             judge_bar.close()
-    latest = run.latest(RESPONSES, record_key)
-    records = [ResponseRecord(**latest[(it.id, cfg.lang)]) for it in items if (it.id, cfg.lang) in latest]
-    summary = summarize(records, n_items=len(items), model_meter=ev.meter.summary(),
+    keys: list[tuple[str, str]] = [(it.id, cfg.lang) for it in items]
+    entries = {k: e for k, (_, e) in index.items()}  # what was on disk (a batch scores only some items) ...
+    entries.update(result.records)  # ... and what this call wrote
+    del index
+    summary = summarize([entries[k] for k in keys if k in entries], n_items=len(items), model_meter=ev.meter.summary(),
                         judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None,
                         thinking=cfg.thinking)
     summary["stopped"] = result.stopped or stopped
@@ -356,7 +366,9 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run.finish(manifest, stopped=summary["stopped"], summary=summary)
     if result.stop_error is not None and not isinstance(result.stop_error, BudgetExceeded):
         raise result.stop_error  # a wrong key, model or endpoint: everything finished is on disk
-    return EvalOutcome(run_dir=run.path, summary=summary, stopped=summary["stopped"], records=records)
+    outcome = EvalOutcome(run_dir=run.path, summary=summary, stopped=summary["stopped"])
+    outcome._keys = keys
+    return outcome
 
 
 def load_eval_items(cfg: EvalConfig) -> list[Item]:
@@ -381,7 +393,7 @@ def _costs(values: list[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
-def metric_summary(records: list[ResponseRecord], n_items: int) -> dict[str, dict[str, Any]]:
+def metric_summary(records: Sequence[SummaryEntry], n_items: int) -> dict[str, dict[str, Any]]:
     """Per metric of the registry: correct k over scored n, accuracy with a Wilson 95% CI, and
     coverage (scored / planned items). Errored and not-run items are not scored."""
     out: dict[str, dict[str, Any]] = {}
@@ -395,23 +407,24 @@ def metric_summary(records: list[ResponseRecord], n_items: int) -> dict[str, dic
     return out
 
 
-def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[str, Any] | None = None,
+def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dict[str, Any] | None = None,
               judge_meter: dict[str, Any] | None = None, judged: bool | None = None,
               thinking: bool = False) -> dict[str, Any]:
     """Table-1 numbers for one run (every metric of the registry, with n, coverage and a Wilson
-    95% CI), counts of errored and not-run items, the most common error, tokens and cost.
+    95% CI), counts of errored and not-run items, the most common error, tokens and cost, from
+    each item's :class:`~cresowlve_core.evaluation.entries.SummaryEntry`.
 
     For a run labelled thinking, ``n_no_reasoning`` counts answers that show no sign of reasoning
     (no reasoning tokens, no thoughts): a provider that silently ignored the effort shows up here."""
     from collections import Counter
 
     ok = [r for r in records if r.status == "ok"]
-    errors = Counter((r.error or "error").splitlines()[0][:160] for r in records if r.status == "error")
+    errors = Counter(r.error or "error" for r in records if r.status == "error")
     metrics = metric_summary(records, n_items)
     judge = metrics["judge"]
     if judged is None:
         judged = any(r.judge_status != "not_run" for r in ok)
-    usage = lambda attr: _sum([getattr(r.usage, attr) for r in ok])  # noqa: E731
+    usage = lambda attr: _sum([getattr(r, attr) for r in ok])  # noqa: E731
     return {
         "n_items": n_items,
         "n_ok": len(ok),
@@ -434,7 +447,7 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
         "n_truncated": sum(r.truncated for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
         "thinking": thinking,
-        "n_no_reasoning": (sum(not _shows_reasoning(r) for r in ok if r.outcome not in NOT_AN_ANSWER)
+        "n_no_reasoning": (sum(not r.shows_reasoning for r in ok if r.outcome not in NOT_AN_ANSWER)
                            if thinking else None),
         "input_tokens": usage("input_tokens"),
         "output_tokens": usage("output_tokens"),
@@ -444,10 +457,6 @@ def summarize(records: list[ResponseRecord], *, n_items: int, model_meter: dict[
                        if judged else None),
         "spent_now": {"model": model_meter, "judge": judge_meter},
     }
-
-
-def _shows_reasoning(r: ResponseRecord) -> bool:
-    return (r.usage.reasoning_tokens or 0) > 0 or bool((r.thoughts or "").strip())
 
 
 def summary_line(s: dict[str, Any]) -> str:
@@ -528,7 +537,8 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         import json
 
         old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
-    summary = summarize(fresh, n_items=n_items, judged=manifest.judge is not None)
+    summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
+                        judged=manifest.judge is not None)
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True

@@ -53,7 +53,7 @@ def is_ok(record: Record) -> bool:
 class MapResult(Generic[U]):
     """What a :func:`map_with_resume` call did."""
 
-    records: dict[Hashable, Record]  # the latest record of every unit that has one, by key
+    records: dict[Hashable, Any]  # the latest record (or its entry, with ``entry=``) of every unit that has one, by key
     n_units: int
     n_skipped: int  # already done before this call
     n_sent: int  # units run by this call
@@ -121,6 +121,8 @@ async def map_with_resume(
     done: Callable[[Record], bool] = is_ok,
     on_error: Callable[[U, BaseException], Record] | None = None,
     on_record: Callable[[Record], None] | None = None,
+    entry: Callable[[Record], Any] | None = None,
+    index: dict[Hashable, tuple[int, Any]] | None = None,
     concurrency: int = CONCURRENCY,
     progress: bool = True,
     desc: str = "",
@@ -132,6 +134,12 @@ async def map_with_resume(
     record (an error, or a partly finished one, e.g. answered but not judged), else ``None``.
     ``on_error`` turns an :class:`LLMError` into the unit's error record (default:
     :func:`default_error_record`). Duplicate keys among ``units`` are an error.
+
+    With ``entry``, the run keeps ``entry(record)`` per unit instead of its whole record, so that
+    memory grows by what an entry holds, not by what the model wrote: ``done`` is asked about
+    entries, :attr:`MapResult.records` holds entries, and ``call`` still gets the unit's whole
+    previous record, read again from disk by its offset (:meth:`RunDir.index`). ``index`` is that
+    index when the caller has read it already (the run's lock held since :meth:`RunDir.begin`).
     """
     rkey = record_key or _record_key
     keys = [key(u) for u in units]
@@ -140,8 +148,13 @@ async def map_with_resume(
         raise InputError(f"{len(dupes)} duplicate unit id(s): {', '.join(dupes[:10])}")
     wanted = set(keys)
     with run.lock():
-        previous = {k: r for k, r in run.latest(records_file, rkey).items() if k in wanted}
-        todo = [(u, k) for u, k in zip(units, keys) if not (k in previous and done(previous[k]))]
+        if entry is None:  # whole records, kept as they are
+            found = {k: (-1, r) for k, r in run.latest(records_file, rkey).items()}
+        else:
+            found = index if index is not None else run.index(records_file, rkey, entry)
+        previous = {k: v for k, v in found.items() if k in wanted}  # key -> (offset, record or entry)
+        del found
+        todo = [(u, k) for u, k in zip(units, keys) if not (k in previous and done(previous[k][1]))]
         bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc or records_file,
                    unit="unit", disable=not progress, dynamic_ncols=True)
         queue: asyncio.Queue[tuple[U, Hashable]] = asyncio.Queue()
@@ -151,10 +164,16 @@ async def map_with_resume(
 
         async def persist(rec: Record) -> None:
             await run.append_async(records_file, rec)  # written and fsynced off the loop
-            previous[rkey(rec)] = rec
+            previous[rkey(rec)] = (-1, rec if entry is None else entry(rec))
             if on_record is not None:
                 on_record(rec)
             bar.update(1)
+
+        def last_record(k: Hashable) -> Record | None:
+            if k not in previous:
+                return None
+            offset, kept = previous[k]
+            return kept if entry is None else run.read_at(records_file, offset)
 
         async def worker() -> None:
             while not stop and stop_request.requested() is None:
@@ -163,7 +182,7 @@ async def map_with_resume(
                 except asyncio.QueueEmpty:
                     return
                 try:
-                    rec = await call(unit, previous.get(k))
+                    rec = await call(unit, last_record(k))
                 except StopWithRecord as exc:
                     await persist(exc.record)
                     stop.append(exc.cause)
@@ -189,7 +208,7 @@ async def map_with_resume(
         interrupted = interrupted or (stop_request.requested() is not None and not queue.empty())
     first = stop[0] if stop else None
     return MapResult(
-        records={k: previous[k] for k in keys if k in previous},
+        records={k: previous[k][1] for k in keys if k in previous},
         n_units=len(units),
         n_skipped=len(units) - len(todo),
         n_sent=len(todo) - queue.qsize(),

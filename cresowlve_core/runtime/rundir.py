@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -35,6 +35,8 @@ from cresowlve_core.runtime.provenance import now_iso
 from cresowlve_core.secrets import find_secret_values, scrub
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 RESPONSES = "responses.jsonl"
 SUMMARY = "summary.json"
@@ -222,8 +224,28 @@ class RunDir:
         return read_jsonl(self.path / filename)
 
     def latest(self, filename: str, key: Callable[[dict[str, Any]], Any]) -> dict[Any, dict[str, Any]]:
-        """The last record per key."""
-        return {key(r): r for r in self.read(filename)}
+        """The last record per key (the file is read one line at a time: superseded lines are not kept)."""
+        return {key(r): r for _, r in self.scan(filename)}
+
+    def index(self, filename: str, key: Callable[[dict[str, Any]], Any],
+              entry: Callable[[dict[str, Any]], T]) -> dict[Any, tuple[int, T]]:
+        """Per key, the byte offset of its last record and ``entry(record)``: a compact view of a
+        run (what a resume and a summary need) that costs what ``entry`` keeps, not whole records.
+        :meth:`read_at` reads the whole record again by its offset."""
+        return {key(r): (offset, entry(r)) for offset, r in self.scan(filename)}
+
+    def scan(self, filename: str) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``(byte offset, record)`` for every record of ``filename`` in file order, one line at a
+        time, with the errors of :func:`read_jsonl` (nothing for a missing file)."""
+        path = self.path / filename
+        if not path.exists():
+            return iter(())
+        return jsonl.scan_jsonl(path, torn_tail_ok=True, error=RunDirError)
+
+    def read_at(self, filename: str, offset: int) -> dict[str, Any]:
+        """The record whose line starts at ``offset`` (from :meth:`index`); the file is append-only, so
+        an offset stays valid while the run goes on."""
+        return jsonl.read_line_at(self.path / filename, offset)
 
     # ---- one writer at a time
 

@@ -1,0 +1,68 @@
+"""What an evaluation run keeps in memory per item: a :class:`SummaryEntry`, not the whole record.
+
+A run of 61,830 judged items writes some 2 KB per item (the answer, the judge's reasoning, the
+item's annotations); holding every record as a dict took 12 KiB per item, twice on resume. The run
+keeps only what deciding "done?" and writing the summary need (statuses, scores, token counts,
+costs), a few hundred bytes, and reads a whole record again from disk by its offset when it has
+to (the judge pass of a resumed run: :func:`~cresowlve_core.runtime.mapping.map_with_resume`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+#: one shared read-only mapping per distinct set of scores (a run has only a handful of them)
+_SCORES: dict[tuple[tuple[str, Any], ...], Mapping[str, bool | None]] = {}
+
+
+def _shared_scores(scores: dict[str, Any] | None) -> Mapping[str, bool | None]:
+    items = tuple((scores or {}).items())
+    found = _SCORES.get(items)
+    if found is None:
+        found = _SCORES[items] = MappingProxyType(dict(items))
+    return found
+
+
+class SummaryEntry:
+    """The fields of one response record that the run's resume test and :func:`summarize` read.
+
+    Attributes have the record's names (``usage`` is three token counts), and :meth:`get` reads
+    them as a dict's ``get`` does, so the tests written for records (``needs_judge``) take entries.
+    Values are those of :class:`~cresowlve_core.evaluation.records.ResponseRecord` (its defaults for
+    a field an older record lacks); ``error`` is the error's first line, cut to 160 characters."""
+
+    __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_outcome", "extraction",
+                 "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
+                 "cost", "judge_cost", "shows_reasoning")
+
+    def __init__(self, rec: dict[str, Any]):
+        get = rec.get
+        usage = get("usage") or {}
+        self.status: str | None = get("status")
+        self.outcome: str = get("outcome") or "answer"
+        error = get("error")
+        self.error: str | None = str(error).splitlines()[0][:160] if error else None
+        self.scores = _shared_scores(get("scores"))
+        self.judge_status: str = get("judge_status") or "not_run"
+        self.judge_outcome: str | None = get("judge_outcome")
+        self.extraction: str | None = get("extraction")
+        self.truncated: bool = bool(get("truncated"))
+        self.max_tokens: int | None = get("max_tokens")
+        self.cost_source: str | None = get("cost_source")
+        self.input_tokens: int | None = usage.get("input_tokens")
+        self.output_tokens: int | None = usage.get("output_tokens")
+        self.reasoning_tokens: int | None = usage.get("reasoning_tokens")
+        self.cost: float | None = get("cost")
+        self.judge_cost: float | None = get("judge_cost")
+        self.shows_reasoning = (self.reasoning_tokens or 0) > 0 or bool((get("thoughts") or "").strip())
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return getattr(self, name, default)
+
+    def __repr__(self) -> str:
+        return f"SummaryEntry({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+
+
+__all__ = ["SummaryEntry"]
