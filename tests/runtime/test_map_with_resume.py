@@ -184,3 +184,39 @@ def test_client_options_have_one_default_each_and_validate():
         ClientOptions(concurrency=0)
     with pytest.raises(ValueError):
         ClientOptions(unknown_setting=1)
+
+
+def test_with_an_entry_the_run_keeps_entries_and_calls_with_the_whole_record_from_disk(tmp_path):
+    run = RunDir(tmp_path / "run")
+    (run.path / "out.jsonl").write_text(
+        '{"key": "a", "status": "error", "error": "old", "text": "first"}\n'
+        '{"key": "b", "status": "ok", "text": "done"}\n'
+        '{"key": "a", "status": "error", "error": "newer", "text": "second \u2028 line"}\n'
+        '{"key": "c", "status": "ok", "te', encoding="utf-8")  # a torn last line: c is not done
+    index = run.index("out.jsonl", lambda r: r["key"], lambda r: r["status"])
+    assert {k: e for k, (_, e) in index.items()} == {"a": "error", "b": "ok"}
+    assert run.read_at("out.jsonl", index["a"][0])["error"] == "newer"
+    seen: dict[str, dict | None] = {}
+
+    async def call(u, prev):
+        seen[u] = prev
+        return {"key": u, "status": "ok", "text": "x" * 1000}
+
+    res = run_map(run, ["a", "b", "c"], call, entry=lambda r: r["status"], done=lambda e: e == "ok")
+    assert sorted(seen) == ["a", "c"] and seen["c"] is None
+    assert seen["a"] == {"key": "a", "status": "error", "error": "newer", "text": "second \u2028 line"}
+    assert res.records == {"a": "ok", "b": "ok", "c": "ok"}  # entries, not the records written
+    assert run.latest("out.jsonl", lambda r: r["key"])["a"]["text"] == "x" * 1000
+
+
+def test_the_index_reads_a_byte_order_mark_and_names_a_bad_line(tmp_path):
+    run = RunDir(tmp_path / "run")
+    (run.path / "out.jsonl").write_bytes(b'\xef\xbb\xbf{"key": "a", "n": 1}\n\n{"key": "b", "n": "\xc3\xa9"}\n')
+    index = run.index("out.jsonl", lambda r: r["key"], lambda r: r["n"])
+    assert [run.read_at("out.jsonl", o)["n"] for o, _ in index.values()] == [1, "é"]
+    (run.path / "out.jsonl").write_bytes(b'{"key": "a"}\n[1]\n{"key": "b"}\n')
+    with pytest.raises(RunDirError, match=r"out.jsonl:2: expected a JSON object"):
+        run.index("out.jsonl", lambda r: r["key"], lambda r: r)
+    (run.path / "out.jsonl").write_bytes(b'{"key": "a"}\n{"key": "\xff"}\n')
+    with pytest.raises(RunDirError, match=r"out.jsonl:2: not UTF-8 \(byte 0xff\)"):
+        run.latest("out.jsonl", lambda r: r["key"])
