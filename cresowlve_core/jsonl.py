@@ -107,8 +107,9 @@ def read_text(path: str | Path, *, error: type[Exception] = JSONLError) -> str:
 
 def read_jsonl_numbered(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exception] = JSONLError,
                         what: str = "record") -> list[tuple[int, dict[str, Any]]]:
-    """``(line number, object)`` for every record of ``path`` (see :func:`parse_jsonl`)."""
-    return parse_jsonl(read_text(path, error=error), path, torn_tail_ok=torn_tail_ok, error=error, what=what)
+    """``(line number, object)`` for every record of ``path`` (the rules of :func:`parse_jsonl`), read one
+    line at a time (:func:`scan_jsonl`): the file's text is never held beside its records."""
+    return [(lineno, row) for lineno, _, row in _scan(Path(path), torn_tail_ok, error, what)]
 
 
 def scan_jsonl(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exception] = JSONLError,
@@ -119,7 +120,13 @@ def scan_jsonl(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exce
     optional byte-order mark, a torn last line skipped with ``torn_tail_ok``), but the file is never
     held whole: memory stays that of one line. :func:`read_line_at` reads a line again by its offset.
     """
-    path = Path(path)
+    for _, offset, row in _scan(Path(path), torn_tail_ok, error, what):
+        yield offset, row
+
+
+def _scan(path: Path, torn_tail_ok: bool, error: type[Exception],
+          what: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    """``(line number, byte offset, object)`` for every record of ``path`` (:func:`scan_jsonl`)."""
     with path.open("rb") as f:
         offset = 0
         for lineno, raw in enumerate(f, 1):
@@ -141,7 +148,7 @@ def scan_jsonl(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exce
                 shown = line.strip()
                 shown = shown if len(shown) <= 40 else shown[:40] + "..."
                 raise error(f"{path}:{lineno}: expected a JSON object (one {what} per line), got {shown}")
-            yield start, row
+            yield lineno, start, row
 
 
 def read_line_at(path: str | Path, offset: int) -> dict[str, Any]:

@@ -88,13 +88,22 @@ def read_jsonl_objects(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     Lines are split on ``\n`` only, so a raw U+2028 inside a JSON string is kept.
     """
     path = Path(path)
-    text = jsonl.read_text(path, error=ItemsFileError)
-    if text.lstrip().startswith("["):
+    if _first_text(path).startswith("["):
         raise ItemsFileError(
             f"{path}: a JSON array, not JSON Lines; write one JSON object per line "
             f"(e.g. jq -c '.[]' {path.name} > items.jsonl)"
         )
-    return jsonl.parse_jsonl(text, path, error=ItemsFileError, what="item")
+    return jsonl.read_jsonl_numbered(path, error=ItemsFileError, what="item")
+
+
+def _first_text(path: Path) -> str:
+    """The file's first non-blank line, stripped (a byte-order mark and undecodable bytes aside)."""
+    with path.open("rb") as f:
+        for raw in f:
+            line = raw.decode("utf-8", "replace").lstrip("\ufeff").strip()
+            if line:
+                return line
+    return ""
 
 
 # ---------------------------------------------------------------------------------------------
