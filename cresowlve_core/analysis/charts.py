@@ -9,10 +9,28 @@ its text form, which prints every row under the notebooks' display options. Accu
 
 from __future__ import annotations
 
-from typing import Final
+import functools
+from collections.abc import Callable
+from typing import Final, ParamSpec, TypeVar
 
 import altair as alt
 import pandas as pd
+from altair.utils.schemapi import debug_mode
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _built_unchecked(build: Callable[P, R]) -> Callable[P, R]:
+    """Build the chart without altair validating every part as it is made (its debug mode, about a
+    third of a chart's cost); the whole spec is still validated once, when the chart is displayed."""
+
+    @functools.wraps(build)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with debug_mode(False):
+            return build(*args, **kwargs)
+
+    return wrapper
 
 LANG_LABEL = {"en": "CresOWLve-En", "ru": "CresOWLve-Ru"}
 #: distinct hues for up to 10 series (tableau20 pairs each hue with a paler copy: two near-identical blues)
@@ -29,6 +47,7 @@ def _with_lang(df: pd.DataFrame) -> pd.DataFrame:
 MAX_OVERLAID_CONFIGS: Final = 8
 
 
+@_built_unchecked
 def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     """Accuracy by difficulty with Wilson 95 % error bars; rows = metric, columns = language. With more
     than :data:`MAX_OVERLAID_CONFIGS` configurations, one small panel per configuration instead
@@ -72,6 +91,7 @@ def difficulty_chart(df: pd.DataFrame) -> alt.FacetChart:
     )
 
 
+@_built_unchecked
 def difficulty_panels(data: pd.DataFrame, columns: int = 6) -> alt.FacetChart:
     """Small multiples: a panel per configuration (in order of overall accuracy), accuracy with its 95 %
     Wilson interval per difficulty, language × metric as colour, dodged side by side (no overlap)."""
@@ -101,6 +121,7 @@ PAGE_WIDTH: Final = 1400
 MAX_HEATMAP_CONFIGS: Final = 24
 
 
+@_built_unchecked
 def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.FacetChart:
     """Group × model heatmap of accuracy, one panel per language side by side, with each cell's 95 %
     Wilson interval printed under its value; cells that differ from the model's other items after
@@ -159,6 +180,7 @@ def group_heatmap(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.
     )
 
 
+@_built_unchecked
 def group_spread(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.FacetChart:
     """Accuracy per group across many configurations, one panel per language side by side: for each
     group the range over the configurations (line), the middle half (bar) and the median (tick), and
@@ -203,6 +225,7 @@ def group_spread(df: pd.DataFrame, group_title: str, metric_label: str) -> alt.F
     )
 
 
+@_built_unchecked
 def gap_chart(df: pd.DataFrame) -> alt.FacetChart:
     """Creative − factual gap with bootstrap CI per model; columns = metric, colour = language; models
     in order of their mean gap (largest first): a name order carries no meaning."""
@@ -234,6 +257,7 @@ def gap_chart(df: pd.DataFrame) -> alt.FacetChart:
     )
 
 
+@_built_unchecked
 def difficulty_share_chart(df: pd.DataFrame) -> alt.Chart:
     """Share of creative and factual items per difficulty level (paper Fig. 15)."""
     return (
@@ -250,6 +274,7 @@ def difficulty_share_chart(df: pd.DataFrame) -> alt.Chart:
     )
 
 
+@_built_unchecked
 def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
     """Box plots of each complexity feature by difficulty (independent y scales)."""
     data = features_long[["difficulty", "feature_label", "value"]]
@@ -267,6 +292,7 @@ def complexity_boxplot(features_long: pd.DataFrame) -> alt.FacetChart:
     )
 
 
+@_built_unchecked
 def note_chart(title: str, text: str, width: int = 420, height: int = 50) -> alt.Chart:
     """A chart holding one sentence under its title: what a figure shows when there is nothing to draw
     (never a blank frame that reads as a rendering failure)."""
@@ -278,6 +304,7 @@ def note_chart(title: str, text: str, width: int = 420, height: int = 50) -> alt
     )
 
 
+@_built_unchecked
 def correlation_bars(df: pd.DataFrame, by_model: bool = True) -> alt.LayerChart | alt.FacetChart | alt.Chart:
     """Spearman ρ per feature with its 95 % interval, one row per feature in order of ρ (and, when
     ``by_model``, one panel per feature with a row per model, in order of mean ρ, languages dodged).
