@@ -741,7 +741,8 @@ def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray,
         pairs = sparse.csr_matrix((ones[: c * label_item.size], draws[:, label_item].ravel(), indptr),
                                   shape=(c * n_groups, n_items))
         counts[:, start : start + c, :] = (pairs @ runs_y).reshape(c, n_groups, -1).transpose(2, 0, 1)
-    inverse = None
+    perms_t = inverse_t = None
+    member = sparse.csr_matrix(m)
     for j, r in enumerate(testable):
         inside = present[r]
         n = m[inside].sum(axis=0)
@@ -749,38 +750,52 @@ def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray,
         observed = float(_chi2_groups(m[inside][:, keep].T @ ys[r, inside], n[keep]))
         k = counts[j]
         if not inside.all():
-            if inverse is None:
+            if inverse_t is None:
                 inverse = np.empty_like(perms)
                 np.put_along_axis(inverse, perms, np.arange(n_items, dtype=perms.dtype)[None, :], axis=1)
-            k = k + _induced_correction(perms, inverse, inside, y0[r], m)
+                perms_t, inverse_t = np.ascontiguousarray(perms.T), np.ascontiguousarray(inverse.T)
+            k = k + _induced_correction(perms_t, inverse_t, inside, y0[r], member)
         out[r] = _homogeneity_result(observed, k[:, keep], n[keep])
     return out
 
 
-def _induced_correction(perms: np.ndarray, inverse: np.ndarray, inside: np.ndarray, y0: np.ndarray,
-                        m: np.ndarray) -> np.ndarray:
+def _induced_correction(perms_t: np.ndarray, inverse_t: np.ndarray, inside: np.ndarray, y0: np.ndarray,
+                        membership: Any) -> np.ndarray:
     """What turns the counts under the full permutations into the counts under their induced
-    permutations on the items ``inside`` (see :func:`permutation_homogeneity_shared`), (n_perm, groups)."""
-    from scipy import sparse
+    permutations on the items ``inside`` (see :func:`permutation_homogeneity_shared`), (n_perm, groups).
 
+    ``perms_t`` and ``inverse_t`` are the permutations and their inverses transposed, (items, n_perm),
+    so that a missing item's draws are one contiguous row; ``membership`` is the (items, groups) 0/1
+    matrix as a scipy CSR matrix (an item carries a few labels)."""
+    n_items, n_perm = perms_t.shape
     missing = np.flatnonzero(~inside)
-    partner = perms[:, missing]  # (n_perm, missing): the outcome a missing item's label row was paired with
+    partner = perms_t[missing]  # (missing, n_perm): the outcome a missing item's label row was paired with
     dropped = y0[partner] == 1.0  # a missing item's label row takes no outcome
-    row = inverse[:, missing]  # the label row paired with a missing item's outcome...
+    row = inverse_t[missing]  # the label row paired with a missing item's outcome...
     valid = inside[row]  # ...takes, when it is inside, the outcome of the next item inside on the cycle
     reached = partner.copy()
-    walking = valid & ~inside[reached]
-    while walking.any():
-        reached = np.where(walking, np.take_along_axis(perms, reached, axis=1), reached)
-        walking = valid & ~inside[reached]
+    # walk the cycles only where an item outside is reached
+    flat = perms_t.ravel()
+    at, draw = np.nonzero(valid & ~inside[reached])
+    while at.size:
+        step = flat[reached[at, draw] * n_perm + draw]
+        reached[at, draw] = step
+        still = ~inside[step]
+        at, draw = at[still], draw[still]
     taken = valid & (y0[reached] == 1.0)
-    # one signed row per draw: +1 for each label row that takes an outcome, -1 for each that gives one up
-    columns = np.concatenate([row, np.broadcast_to(missing, partner.shape)], axis=1)
-    signs = np.broadcast_to(np.repeat([1.0, -1.0], missing.size), columns.shape)
-    chosen = np.concatenate([taken, dropped], axis=1)
-    indptr = np.concatenate([[0], np.cumsum(chosen.sum(axis=1))])
-    change = sparse.csr_matrix((signs[chosen], columns[chosen], indptr), shape=(perms.shape[0], m.shape[0]))
-    return np.asarray(change @ m)
+    # +1 in each group of a label row that takes an outcome, -1 in each group of one that gives it up
+    up_at, up_draw = np.nonzero(taken)
+    down_at, down_draw = np.nonzero(dropped)
+    draws = np.concatenate([up_draw, down_draw])
+    rows = np.concatenate([row[up_at, up_draw], missing[down_at]])
+    signs = np.repeat([1.0, -1.0], [up_at.size, down_at.size])
+    starts, ends = membership.indptr[rows], membership.indptr[rows + 1]
+    lengths = ends - starts
+    label = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    n_groups = membership.shape[1]
+    cells = np.repeat(draws, lengths) * n_groups + membership.indices[label]
+    change = np.bincount(cells, weights=np.repeat(signs, lengths) * membership.data[label], minlength=n_perm * n_groups)
+    return change.reshape(n_perm, n_groups)
 
 
 # ---------------------------------------------------------------- intervals honest at the edges
