@@ -741,7 +741,7 @@ def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray,
         pairs = sparse.csr_matrix((ones[: c * label_item.size], draws[:, label_item].ravel(), indptr),
                                   shape=(c * n_groups, n_items))
         counts[:, start : start + c, :] = (pairs @ runs_y).reshape(c, n_groups, -1).transpose(2, 0, 1)
-    perms_t = inverse_t = None
+    transposed: tuple[np.ndarray, np.ndarray] | None = None  # the permutations and their inverses, (items, n_perm)
     member = sparse.csr_matrix(m)
     for j, r in enumerate(testable):
         inside = present[r]
@@ -750,11 +750,11 @@ def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray,
         observed = float(_chi2_groups(m[inside][:, keep].T @ ys[r, inside], n[keep]))
         k = counts[j]
         if not inside.all():
-            if inverse_t is None:
+            if transposed is None:
                 inverse = np.empty_like(perms)
                 np.put_along_axis(inverse, perms, np.arange(n_items, dtype=perms.dtype)[None, :], axis=1)
-                perms_t, inverse_t = np.ascontiguousarray(perms.T), np.ascontiguousarray(inverse.T)
-            k = k + _induced_correction(perms_t, inverse_t, inside, y0[r], member)
+                transposed = np.ascontiguousarray(perms.T), np.ascontiguousarray(inverse.T)
+            k = k + _induced_correction(*transposed, inside, y0[r], member)
         out[r] = _homogeneity_result(observed, k[:, keep], n[keep])
     return out
 
