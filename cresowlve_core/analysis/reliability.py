@@ -199,8 +199,7 @@ def judge_coverage(responses: pd.DataFrame) -> pd.DataFrame:
     return counts.reset_index()
 
 
-def _sum_known(s: pd.Series) -> tuple[float, int]:
-    return float(s.sum(min_count=1)) if s.notna().any() else np.nan, int(s.isna().sum())
+_TOKENS = ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tokens", "judge_output_tokens")
 
 
 def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
@@ -210,20 +209,21 @@ def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
     judge_input_tokens, judge_output_tokens, judge_cost, judge_cost_unknown. A sum is NaN when
     every value is unknown; ``*_unknown`` counts records without a value.
     """
-    rows = []
-    for (config, lang), grp in responses.groupby(["config", "lang"], sort=True):
-        row: dict[str, object] = {"config": config, "lang": lang, "n": len(grp), "n_cached": int(grp["cached"].sum())}
-        for col in ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tokens", "judge_output_tokens"):
-            row[col] = _sum_known(grp[col])[0]
-        for col in ("cost", "judge_cost"):
-            row[col], row[f"{col}_unknown"] = _sum_known(grp[col])
-        judged = grp["judge_status"].isin(["scored", "unscored", "error"])
-        if not judged.any():  # no judge: its cost is not "unknown", there is none
-            row["judge_cost_unknown"] = 0
-        else:
-            row["judge_cost_unknown"] = int(grp.loc[judged, "judge_cost"].isna().sum())
-        rows.append(row)
-    return pd.DataFrame(rows)
+    narrow = _columns(responses, ["config", "lang", "cached", *_TOKENS, "cost", "judge_cost", "judge_status"])
+    if narrow.empty:
+        return pd.DataFrame()
+    judged = narrow["judge_status"].isin(["scored", "unscored", "error"])
+    by_run = narrow.assign(
+        _cost_unknown=narrow["cost"].isna(),
+        _judge_cost_unknown=judged & narrow["judge_cost"].isna(),  # no judge: its cost is not "unknown", there is none
+    ).groupby(["config", "lang"], sort=True)
+    out = pd.DataFrame({"n": by_run.size(), "n_cached": by_run["cached"].sum().astype(int)})
+    for col in _TOKENS:
+        out[col] = by_run[col].sum(min_count=1).astype(float)
+    for col in ("cost", "judge_cost"):
+        out[col] = by_run[col].sum(min_count=1).astype(float)
+        out[f"{col}_unknown"] = by_run[f"_{col}_unknown"].sum().astype(int)
+    return out.reset_index()
 
 
 def format_cost(total: float, unknown: int, n: int) -> str:
