@@ -316,9 +316,16 @@ def creative_vs_factual(
         sub = df[df[metric].notna()]
         # every count the estimator needs, in one group-by: (configuration, kind, difficulty) -> size, sum
         counts = sub.groupby(["config", "thinking", "lang", "_kind", "difficulty"], sort=True)[metric].agg(["size", "sum"])
-        for (config, thinking, lang), cell in counts.groupby(level=["config", "thinking", "lang"], sort=True):
-            row = _standardised_gap(cell.droplevel(["config", "thinking", "lang"]), confidence)
+        # sorted, so each configuration × language is one contiguous block of rows (kind, difficulty)
+        run = counts.index.droplevel(["_kind", "difficulty"])
+        kinds = counts.index.get_level_values("_kind").to_numpy()
+        levels = counts.index.get_level_values("difficulty").to_numpy()
+        sizes, sums = counts["size"].to_numpy(), counts["sum"].to_numpy(float)
+        starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else np.array([], dtype=int)
+        for a, b in zip(starts, [*starts[1:], len(run)], strict=True):
+            row = _standardised_gap(kinds[a:b], levels[a:b], sizes[a:b], sums[a:b], confidence)
             if row is not None:
+                config, thinking, lang = run[a]
                 rows.append({"config": config, "thinking": thinking, "lang": lang, "metric": metric, **row})
     cols = [
         "config",
@@ -339,22 +346,23 @@ def creative_vs_factual(
     return out
 
 
-def _standardised_gap(counts: pd.DataFrame, confidence: float) -> dict[str, float] | None:
-    """The gap of one configuration × language × metric from its counts (kind, difficulty) -> size, sum."""
-    if not {"creative", "factual"} <= set(counts.index.get_level_values(0)):
+def _standardised_gap(kinds: np.ndarray, levels: np.ndarray, sizes: np.ndarray, sums: np.ndarray,
+                      confidence: float) -> dict[str, float] | None:
+    """The gap of one configuration × language × metric from its counts, one row per (kind, difficulty)
+    in sorted order: the kind, the difficulty level, the items (size) and the right answers (sum)."""
+    creative, factual = kinds == "creative", kinds == "factual"
+    if not creative.any() or not factual.any():
         return None
-    c, f = counts.loc["creative"], counts.loc["factual"]
-    levels = sorted(set(c.index) & set(f.index))
-    if not levels:
+    shared = np.isin(levels, np.intersect1d(levels[creative], levels[factual]))
+    c, f = creative & shared, factual & shared  # each in ascending difficulty
+    if not c.any():
         return None
-    c, f = c.loc[levels], f.loc[levels]
-    n_c, n_f = int(c["size"].sum()), int(f["size"].sum())
-    ref = f if n_f <= n_c else c
-    w = (ref["size"] / ref["size"].sum()).to_numpy()
-    k = np.concatenate([c["sum"].to_numpy(), f["sum"].to_numpy()])
-    n = np.concatenate([c["size"].to_numpy(), f["size"].to_numpy()])
+    n_c, n_f = int(sizes[c].sum()), int(sizes[f].sum())
+    ref = sizes[f] if n_f <= n_c else sizes[c]
+    w = ref / ref.sum()
+    k = np.concatenate([sums[c], sums[f]])
+    n = np.concatenate([sizes[c], sizes[f]])
     point, low, high = linear_combination_interval(k, n, np.concatenate([w, -w]), confidence)
-    creative_all, factual_all = counts.loc["creative"].sum(), counts.loc["factual"].sum()
     return {
         "gap": 100.0 * point,
         "low": 100.0 * low,
@@ -362,8 +370,8 @@ def _standardised_gap(counts: pd.DataFrame, confidence: float) -> dict[str, floa
         "n_matched": min(n_c, n_f),
         "n_creative": n_c,
         "n_factual": n_f,
-        "creative_acc": 100.0 * float(creative_all["sum"] / creative_all["size"]),
-        "factual_acc": 100.0 * float(factual_all["sum"] / factual_all["size"]),
+        "creative_acc": 100.0 * float(sums[creative].sum() / sizes[creative].sum()),
+        "factual_acc": 100.0 * float(sums[factual].sum() / sizes[factual].sum()),
     }
 
 
