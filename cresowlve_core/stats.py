@@ -728,11 +728,12 @@ def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray,
     if not testable:
         return out
     label_group, label_item = np.nonzero(m.T > 0)  # the labels, group by group
-    runs_y = np.ascontiguousarray(y0[testable].T)  # (items, runs)
+    # (items, runs) in float32: a count is a sum of at most n_items 0/1 values, exact in float32 below 2**24
+    runs_y = np.ascontiguousarray(y0[testable].T, dtype=np.float32)
     counts = np.empty((len(testable), n_perm, n_groups))
     step = max(1, _CHUNK_CELLS // max(1, label_item.size, n_groups * len(testable)))
     group_sizes = np.bincount(label_group, minlength=n_groups)
-    ones = np.ones(min(step, n_perm) * label_item.size)
+    ones = np.ones(min(step, n_perm) * label_item.size, dtype=np.float32)
     for start in range(0, n_perm, step):
         draws = perms[start : start + step]
         c = draws.shape[0]
