@@ -111,10 +111,10 @@ def default_run_dir(model: str, effort: str | None, lang: str) -> str:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.grid import GridConfigError, run_grid
+    from cresowlve_core.evaluation.grid import GridConfigError, default_workers, run_grid
 
     try:
-        out = run_grid(a.config, reports_dir=a.reports_dir)
+        out = run_grid(a.config, reports_dir=a.reports_dir, workers=a.workers or default_workers())
     except GridConfigError as exc:  # one line per bad key, before anything starts
         print("error: " + "\n".join(exc.lines()), file=sys.stderr)
         return EXIT_USAGE
@@ -275,6 +275,9 @@ def add_grid_parser(sub: Any) -> None:
     p = sub.add_parser("grid", help="evaluate models x efforts x languages from one YAML file, then 03_analysis",
                        epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("config", type=argtypes.nonempty, help="grid config (YAML); example: configs/paper_table1.yaml")
+    p.add_argument("--workers", type=argtypes.positive_int, default=None, metavar="N",
+                   help="processes that run the cells, at most the config's `parallel` and the cells left "
+                        "(default: the number of cores; 1: all cells in this process)")
     add_reports_dir(p, "where the analysis report goes")
     p.set_defaults(fn=cmd_grid)
 

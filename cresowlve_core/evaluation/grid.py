@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +44,7 @@ from cresowlve_core import outfiles
 from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.failures import InputError, UsageError
-from cresowlve_core.items import Lang
+from cresowlve_core.items import Item, Lang
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
 from cresowlve_core.text import slug
@@ -215,6 +217,27 @@ def cell_finished(cell: Cell) -> bool:
     return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0
 
 
+async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
+                   on_record: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    """Evaluate one cell: ``{"status", "summary"}``, or ``{"status", "error"}`` when it could not run."""
+    try:
+        out = await evaluate_async(cell.eval_config(grid), items, progress=False, on_record=on_record)
+        status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"
+        return {"status": status, "summary": out.summary}
+    except RunDirError as exc:  # in use by another process (or of another configuration): nothing sent
+        return {"status": "refused", "error": str(exc).splitlines()[0]}
+    except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
+        return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+
+
+def default_workers() -> int:
+    """The cores this process may run on (``--workers``' default)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
 async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str, Any]:
     """Evaluate every unfinished cell (``grid.parallel`` at once) and write ``grid.json``."""
     all_cells = cells(grid)
@@ -230,17 +253,7 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
             async with slots:
                 if stop.requested() is not None:  # Ctrl-C / SIGTERM: the cells not started are skipped
                     return
-                cfg = cell.eval_config(grid)
-                try:
-                    out = await evaluate_async(cfg, loaded[cell.name], progress=False,
-                                               on_record=lambda _r: bar.update(1))
-                    status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"
-                    results[cell.name] = {"status": status, "summary": out.summary}
-                except RunDirError as exc:  # in use by another process (or of another configuration): nothing sent
-                    results[cell.name] = {"status": "refused", "error": str(exc).splitlines()[0]}
-                except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
-                    results[cell.name] = {"status": "failed",
-                                          "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+                results[cell.name] = await run_cell(grid, cell, loaded[cell.name], lambda _r: bar.update(1))
         except asyncio.CancelledError:  # waiting for a slot when the grid was stopped
             if stop.requested() is None:
                 raise
@@ -288,12 +301,22 @@ def _read_summary(cell: Cell) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
-def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None) -> dict[str, Any]:
-    """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``)."""
+def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None,
+             workers: int = 1) -> dict[str, Any]:
+    """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``).
+
+    ``workers`` > 1 runs the cells in that many processes (never more than ``parallel`` or the cells
+    left to run; see :mod:`~cresowlve_core.evaluation.grid_workers`); 1 runs them in this process."""
     from cresowlve_core.runtime import run_coro
 
     grid = load_grid(path)
-    out = run_coro(run_grid_async(grid, progress=progress))
+    todo = [c for c in cells(grid) if not cell_finished(c)]
+    if min(workers, grid.parallel, len(todo)) > 1:
+        from cresowlve_core.evaluation.grid_workers import run_grid_in_workers
+
+        out = run_grid_in_workers(grid, min(workers, grid.parallel, len(todo)), progress=progress)
+    else:
+        out = run_coro(run_grid_async(grid, progress=progress))
     if grid.report and not out.get("stopped"):  # an interrupted grid skips its report
         from cresowlve_core import notebook_progress
         from cresowlve_core.notebooks import run_notebook

@@ -1,0 +1,122 @@
+"""``cresowlve grid --workers N``: cells in worker processes give what one process gives, keep each
+cell's ``max_cost``, and exit as the in-process grid does (docs/reliability.md)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import yaml
+from fakeserver import FakeServer
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
+from test_grid import reply
+
+from cresowlve_core.cli import main
+from cresowlve_core.evaluation.grid import GRID_FILE, run_grid
+from cresowlve_core.evaluation.grid_workers import slot_shares
+
+# what differs between two runs of the same items: times, durations, ids and paths
+VOLATILE = {"started_at", "finished_at", "written_at", "created_at", "latency_s", "latency_ms", "elapsed_s",
+            "run_dir", "judge_latency_s", "judge_latency_ms", "wall_s", "duration_s", "ts", "at", "id_request",
+            "response_id", "judge_response_id", "n_sent", "n_cached", "cached", "judge_cached"}
+
+
+def write_config(tmp_path: Path, base_url: str, name: str, **extra) -> Path:
+    cfg = {"name": name, "items": "demo", "langs": ["en", "ru"], "limit": 3, "parallel": 2,
+           "runs_dir": str(tmp_path / name), "report": False,
+           "options": {"concurrency": 2, "max_tokens": 32, "cache_path": str(tmp_path / f"{name}.sqlite")},
+           "judge": {"model": "fake-judge"},
+           "models": [{"model": "model-a", "label": "GPT-4.1", "base_url": base_url},
+                      {"model": "model-b", "base_url": base_url, "efforts": ["medium"], "api": "chat"}],
+           **extra}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def stable(obj):
+    """``obj`` without the fields that record when, how fast or where."""
+    if isinstance(obj, dict):
+        return {k: stable(v) for k, v in obj.items() if k not in VOLATILE}
+    if isinstance(obj, list):
+        return [stable(v) for v in obj]
+    return obj
+
+
+def cell_files(root: Path) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for run in sorted(p for p in root.iterdir() if p.is_dir()):
+        recs = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
+        out[run.name] = {"records": sorted((stable(r) for r in recs), key=lambda r: json.dumps(r, sort_keys=True)),
+                         "summary": stable(json.loads((run / "summary.json").read_text()))}
+    return out
+
+
+def test_slots_are_dealt_over_the_workers():
+    assert slot_shares(3, 2) == [2, 1] and slot_shares(4, 2) == [2, 2] and slot_shares(2, 2) == [1, 1]
+
+
+def test_two_workers_write_the_same_records_and_summaries_as_one_process(tmp_path):
+    with FakeServer(answers=reply) as srv:
+        one = run_grid(write_config(tmp_path, srv.base_url, "one"), progress=False, workers=1)
+        sent_one = srv.total
+        two = run_grid(write_config(tmp_path, srv.base_url, "two"), progress=False, workers=2)
+        sent_two = srv.total - sent_one
+        written = json.loads((tmp_path / "two" / GRID_FILE).read_text())
+        again = run_grid(write_config(tmp_path, srv.base_url, "two"), progress=False, workers=2)
+        assert srv.total == sent_one + sent_two  # a finished grid is skipped, with workers too
+    assert sent_one == sent_two == 4 * 3 + 2 * 3  # 12 answers and 6 distinct verdicts (the rest from each cache)
+    assert stable(one) == {**stable(two), "name": "one"} and two["n_done"] == 4
+    assert all(c["skipped"] for c in again["cells"])
+    assert cell_files(tmp_path / "one") == cell_files(tmp_path / "two")
+    assert stable(written) == stable(two)
+
+
+def test_max_cost_is_never_exceeded_with_two_workers(tmp_path, monkeypatch, capsys):
+    prices = tmp_path / "prices.csv"
+    # 1,000 USD per million tokens: each call's upper bound is a few cents (32 output tokens + prompt)
+    prices.write_text("model,input_per_mtok,output_per_mtok,batch_discount\n"
+                      "model-a,1000,1000,0.5\nmodel-b,1000,1000,0.5\nfake-judge,1000,1000,0.5\n")
+    monkeypatch.setenv("CRESOWLVE_PRICES", str(prices))
+    max_cost = 1.0
+    with FakeServer(answers=reply) as srv:
+        config = write_config(tmp_path, srv.base_url, "budget", limit=12, options={
+            "concurrency": 3, "max_tokens": 32, "max_cost": max_cost, "cache_path": str(tmp_path / "b.sqlite")})
+        rc = main(["grid", str(config), "--workers", "2"])
+    err = capsys.readouterr().err
+    assert rc == 3, err  # --max-cost reached: exit 3, as a single eval
+    grid = json.loads((tmp_path / "budget" / GRID_FILE).read_text())
+    assert "stopped" in {c["status"] for c in grid["cells"]} <= {"stopped", "done"}
+    for c in grid["cells"]:
+        s = json.loads((Path(c["run_dir"]) / "summary.json").read_text())
+        spent = s["spent_now"]["model"]["spent"]  # max_cost caps the model under test (the judge has no cap)
+        assert 0 < spent <= max_cost, s["spent_now"]
+        if c["status"] == "stopped":
+            assert s["stopped"].startswith("max_cost reached") and s["n_not_run"] > 0
+
+
+def test_an_errored_cell_exits_non_zero_with_workers(tmp_path, capsys):
+    with FakeServer(answers=reply, faults=lambda r: "404" if r.body.get("model") == "model-b" else None) as srv:
+        rc = main(["grid", str(write_config(tmp_path, srv.base_url, "dead")), "--workers", "2"])
+    err = capsys.readouterr().err
+    assert rc == 3, err  # a model that does not exist stops its cells; the other cells ran
+    assert last_line(err).startswith("stopped early (2 cell(s) stopped; model-b-medium__")
+    statuses = {c["cell"]: c["status"] for c in json.loads((tmp_path / "dead" / GRID_FILE).read_text())["cells"]}
+    assert statuses["model-a__en"] == statuses["model-a__ru"] == "done"
+
+
+def test_ctrl_c_stops_every_worker_and_writes_the_grid_summary(tmp_path):
+    with FakeServer(answers=reply, latency_s=0.3) as srv:
+        config = write_config(tmp_path, srv.base_url, "stop", limit=20, judge=None)
+        proc = spawn_cli(["grid", str(config), "--workers", "2"])
+
+        def both_cells_answering() -> bool:
+            return sum(n_lines(d, "responses.jsonl") > 0 for d in (tmp_path / "stop").glob("*__*")) == 2
+
+        stdout, stderr, after = signal_mid_step(proc, srv, "answers in two cells", both_cells_answering, signal.SIGINT)
+    assert proc.returncode == 130, stderr
+    assert after <= 4, f"{after} requests after the signal (2 cells x concurrency 2)"
+    cells = {c["cell"]: c["status"] for c in json.loads((tmp_path / "stop" / GRID_FILE).read_text())["cells"]}
+    assert sorted(cells.values()) == ["interrupted", "interrupted", "not_run", "not_run"], cells
+    assert last_line(stderr) == "interrupted (Ctrl-C): 0 of 4 cells done; the report was skipped; run again to resume"
