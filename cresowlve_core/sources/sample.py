@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +122,15 @@ def write_demo_items(items: list[Item], path: str | Path | None = None) -> Path:
     return path
 
 
-def _items_from_rows(path: Path, rows: list[tuple[int, dict[str, Any]]]) -> list[Item]:
+def _drain(rows: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``rows`` in order, each dropped from the list as it is given: the rows of a large file are
+    not held beside all of its items."""
+    rows.reverse()
+    while rows:
+        yield rows.pop()
+
+
+def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> list[Item]:
     items = []
     for lineno, row in rows:
         try:
@@ -182,6 +191,9 @@ def _all_utf8(dumped: list[dict[str, Any]]) -> bool:
     return True
 
 
+_CHECK_CHUNK = 1000
+
+
 def validate_items(items: list[Item], source: str) -> None:
     """Refuse an item set with duplicate ids or text that is not valid Unicode.
 
@@ -199,9 +211,12 @@ def validate_items(items: list[Item], source: str) -> None:
             f"{source}: {len(dupes)} duplicate item id(s): {shown}{more}. Ids must be unique "
             "(results are stored by id); remove or rename the repeats"
         )
-    dumped = [item.model_dump() for item in items]
-    bad = [] if _all_utf8(dumped) else \
-        [(item.id, where) for item, d in zip(items, dumped) if (where := _invalid_strings(d))]
+    bad: list[tuple[str, list[str]]] = []
+    for start in range(0, len(items), _CHECK_CHUNK):  # a thousand dumps at a time, not all the items twice over
+        chunk = items[start:start + _CHECK_CHUNK]
+        dumped = [item.model_dump() for item in chunk]
+        if not _all_utf8(dumped):
+            bad += [(item.id, where) for item, d in zip(chunk, dumped) if (where := _invalid_strings(d))]
     if bad:
         shown = "; ".join(f"id {i!r} ({', '.join(w[:3])})" for i, w in bad[:10])
         more = f"; and {len(bad) - 10} more" if len(bad) > 10 else ""
@@ -259,8 +274,8 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
         if path.suffix == ".jsonl":
             rows = read_jsonl_objects(path)
             published = bool(rows) and "question" in rows[0][1]  # Item rows nest it under en/ru
-            items = read_published_file(path, lang) if published else _items_from_rows(path, rows)
             wheres = [f"{path}:{lineno}" for lineno, _ in rows]  # both readers keep one item per row
+            items = read_published_file(path, lang) if published else _items_from_rows(path, _drain(rows))
         elif path.suffix == ".parquet":
             items = read_published_file(path, lang)
         else:
