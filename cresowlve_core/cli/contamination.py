@@ -16,13 +16,16 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
 
-    if a.quiz_base_url is None or a.perturber_base_url is None:
-        print(banner_text("embedded"), file=sys.stderr)
+    def banner() -> None:  # once the run directories are checked, before a model starts
+        if a.quiz_base_url is None or a.perturber_base_url is None:
+            print(banner_text("embedded"), file=sys.stderr)
+
     c = run_contamination(a.runs, out_dir=a.out_dir, lang=a.lang,
                           perturber=Role(a.perturber_model, a.perturber_base_url, a.perturber_api_key_env),
                           quiz_taker=Role(a.quiz_model, a.quiz_base_url, a.quiz_api_key_env),
                           n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
-                          concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars)
+                          concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars,
+                          on_start=banner)
     print(c.source)
     if not c.results and c.stopped is None:
         print(f"error: no configuration with paired En and Ru runs (and a question in {a.lang}) in {a.runs!r}: "

@@ -22,20 +22,35 @@ def _create_finish(summary: Any, unit: str) -> int:
     return stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
 
 
+def _generation_options(a: argparse.Namespace, endpoint: Any) -> tuple[Any, int | None]:
+    """The generation's client options for ``endpoint``, and the base model's budget put in them
+    when ``--max-tokens`` is not given (None: the options' own budget)."""
+    from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS
+
+    options = client_options(a, GENERATE_OPTIONS)
+    budget = GENERATE.default_budget(endpoint)  # a base model's: 4096 tokens would repeat one path for minutes
+    if a.max_tokens is None and budget is not None:
+        return options.model_copy(update={"max_tokens": budget}), budget
+    return options, None
+
+
 def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS, generate
+    from cresowlve_core.create.generate import generate, generation_manifest
     from cresowlve_core.create.queries import load_queries
-    from cresowlve_core.runtime import endpoint_or_embedded
+    from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, refuse_changed
 
-    load_queries(a.queries, a.limit, max_input_chars=a.max_input_chars)  # a bad file is refused before any model starts
+    # a bad file, or a run directory of another configuration, is refused before any model starts
+    queries = load_queries(a.queries, a.limit, max_input_chars=a.max_input_chars)
+    with planned_endpoint(a.model, a.base_url, a.api_key_env) as (planned, _):
+        refuse_changed(a.run_dir, generation_manifest(
+            queries, planned, variation=a.variation, n_samples=a.n_samples, n_rounds=a.n_rounds, effort=a.effort,
+            options=_generation_options(a, planned)[0], queries_path=a.queries, limit=a.limit))
     with endpoint_or_embedded(a.model, a.base_url, a.api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
-        options = client_options(a, GENERATE_OPTIONS)
-        budget = GENERATE.default_budget(endpoint)  # a base model's: 4096 tokens would repeat one path for minutes
-        if a.max_tokens is None and budget is not None:
-            options = options.model_copy(update={"max_tokens": budget})
+        options, budget = _generation_options(a, endpoint)
+        if budget is not None:
             print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {budget}", file=sys.stderr)
         summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
                            n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options,
@@ -46,16 +61,20 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
 def cmd_create_score(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
     from cresowlve_core.create.generate import read_generation_manifest
-    from cresowlve_core.create.score import JUDGE_OPTIONS, score
-    from cresowlve_core.runtime import endpoint_or_embedded
+    from cresowlve_core.create.score import JUDGE_OPTIONS, default_score_dir, score, score_manifest
+    from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, refuse_changed
 
-    read_generation_manifest(a.run_dir)  # not a generation run: refused before any model starts
+    gm = read_generation_manifest(a.run_dir)  # not a generation run: refused before any model starts
+    options = client_options(a, JUDGE_OPTIONS)
+    settings: dict[str, Any] = dict(effort=a.effort, judge_invalid=a.judge_invalid,
+                                    factuality_threshold=a.factuality_threshold, discount=a.discount, options=options)
+    with planned_endpoint(a.judge_model, a.judge_base_url, a.judge_api_key_env) as (planned, _):
+        refuse_changed(a.score_dir or default_score_dir(a.run_dir),  # another judge configuration: refused first
+                       score_manifest(a.run_dir, planned, n_units=0, generation=gm, **settings))
     with endpoint_or_embedded(a.judge_model, a.judge_base_url, a.judge_api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
-        summary = score(a.run_dir, endpoint, score_dir=a.score_dir, effort=a.effort, judge_invalid=a.judge_invalid,
-                        factuality_threshold=a.factuality_threshold, discount=a.discount,
-                        options=client_options(a, JUDGE_OPTIONS))
+        summary = score(a.run_dir, endpoint, score_dir=a.score_dir, **settings)
     return _create_finish(summary, "paths to judge")
 
 

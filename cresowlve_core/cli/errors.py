@@ -36,11 +36,11 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         print(f"{len(units)} wrong answer(s) to label{skipped}", file=sys.stderr)
     if a.limit:
         units = sorted(units, key=lambda u: u.key)[: a.limit]
-    if a.labeller_base_url is None:
-        print(banner_text("embedded"), file=sys.stderr)
     out = out_dir(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,
-                       api_key_env=a.labeller_api_key_env, options=client_options(a, LABEL_OPTIONS))
+                       api_key_env=a.labeller_api_key_env, options=client_options(a, LABEL_OPTIONS),
+                       on_start=(lambda: print(banner_text("embedded"), file=sys.stderr))  # once the folder is checked
+                       if a.labeller_base_url is None else None)
     summary = json.loads((out / "summary.json").read_text())
     print(label_line(summary, res.n_sent, out / "labels.jsonl"))
     answered = summary["n_done"] - summary.get("n_refused", 0) - summary.get("n_filtered", 0)

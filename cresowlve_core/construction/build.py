@@ -36,11 +36,14 @@ from cresowlve_core.construction.llm_steps import (
     ANNOTATION_STEPS,
     LLM_STEPS,
     STEPS,
+    StepClient,
     StepContext,
     StepModel,
     annotate_step,
     filter_step,
     open_step_clients,
+    planned_step_clients,
+    refuse_changed_steps,
     translate_step,
 )
 from cresowlve_core.construction.records import Candidate, StepOutput
@@ -181,21 +184,28 @@ class Build:
     # ---- lifecycle
 
     def open(self) -> Build:
-        """Ready the build. The step models (and the embedded server, when a step runs on it)
-        start with the first step that calls one, so that collecting, which may refuse the
-        sources, never starts a model."""
+        """Ready the build. A step run directory of another configuration is refused here, before
+        anything runs. The step models (and the embedded server, when a step runs on it) start
+        with the first step that calls one, so that collecting, which may refuse the sources,
+        never starts a model."""
         self._opened = True
         if self._clients is not None:
             self._open_clients()
+        else:
+            with planned_step_clients(self.config.step_models(), self.config.client_options()) as planned:
+                refuse_changed_steps(self._context(planned))
         return self
+
+    def _context(self, clients: dict[str, StepClient]) -> StepContext:
+        return StepContext(self.path, clients, self.config.client_options(), dict(self.config.max_tokens),
+                           items_tag=f"build:{self.config.name}", progress=self.progress,
+                           archive_changed=self.config.archive_changed)
 
     def _open_clients(self) -> StepContext:
         clients = self._clients
         if clients is None:
             clients = self._stack.enter_context(open_step_clients(self.config.step_models(), self.config.client_options()))
-        self.ctx = StepContext(self.path, clients, self.config.client_options(), dict(self.config.max_tokens),
-                               items_tag=f"build:{self.config.name}", progress=self.progress,
-                               archive_changed=self.config.archive_changed)
+        self.ctx = self._context(clients)
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models()})
         return self.ctx
 

@@ -42,11 +42,15 @@ from cresowlve_core.llm.types import Endpoint, summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
+    Manifest,
     RunDir,
+    client_endpoint,
     endpoint_or_embedded,
     map_with_resume,
     new_manifest,
     open_client,
+    planned_endpoint,
+    refuse_changed,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
 from cresowlve_core.runtime.outcomes import (
@@ -78,15 +82,16 @@ FEWSHOT_SUFFIX = "_fewshot"
 
 @dataclass
 class StepClient:
-    client: Any  # LLMClient or a test double with the same ``complete``
+    client: Any  # LLMClient or a test double with the same ``complete``; None: planned, nothing started
     model: str
     base_url: str | None
     api_key_env: str | None
     embedded: bool
+    planned: Endpoint | None = None  # the endpoint of a planned client (:func:`planned_step_clients`)
 
     @property
     def endpoint(self) -> Endpoint | None:
-        return getattr(self.client, "endpoint", None)
+        return getattr(self.client, "endpoint", None) or self.planned
 
     @property
     def base_model(self) -> bool:
@@ -146,6 +151,22 @@ def open_step_clients(models: dict[str, StepModel], options: ClientOptions) -> I
                                                embedded or serves_embedded(endpoint))
             out[step] = by_endpoint[spec]
         yield out
+
+
+@contextlib.contextmanager
+def planned_step_clients(models: dict[str, StepModel], options: ClientOptions) -> Iterator[dict[str, StepClient]]:
+    """The step clients :func:`open_step_clients` would open, with nothing started or opened (each
+    ``client`` None, its endpoint the client's: :func:`~cresowlve_core.runtime.planned_endpoint`)."""
+    with contextlib.ExitStack() as stack:
+        by_endpoint: dict[StepModel, StepClient] = {}
+        for step in LLM_STEPS:
+            spec = models.get(step, models.get("default", StepModel()))
+            if spec not in by_endpoint:
+                planned, embedded = stack.enter_context(planned_endpoint(spec.model, spec.base_url, spec.api_key_env))
+                endpoint = client_endpoint(planned, options)
+                by_endpoint[spec] = StepClient(None, endpoint.model, endpoint.base_url, endpoint.api_key_env,
+                                               embedded or serves_embedded(endpoint), planned=endpoint)
+        yield {step: by_endpoint[models.get(step, models.get("default", StepModel()))] for step in LLM_STEPS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,6 +310,36 @@ def is_parsed(step: str, verdict: dict[str, Any] | None) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+def step_dir(ctx: StepContext, step: str) -> Path:
+    """The step's run directory: ``<build>/steps/<step>``."""
+    return ctx.build_dir / "steps" / step
+
+
+def step_manifest(step: str, ctx: StepContext, n_items: int) -> Manifest:
+    """The manifest of ``step``'s run directory on ``ctx``'s client for it."""
+    sc = ctx.clients[step]
+    bound = STEPS[step].on(sc.endpoint, ctx.step_options(step))
+    opts = bound.options
+    return new_manifest(
+        f"construction_{step}", model=sc.model, base_url=sc.base_url, api_key_env=sc.api_key_env,
+        items=ctx.items_tag, n_items=n_items, prompts=[bound.prompt().tag], seed=opts.seed,
+        temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(),
+    )
+
+
+def _archive_changed(ctx: StepContext) -> bool | None:
+    """The build's archive_changed, else (None) the main job's CRESOWLVE_ARCHIVE_CHANGED: a step run
+    directory of another prompt or model is moved aside."""
+    return True if ctx.archive_changed else None
+
+
+def refuse_changed_steps(ctx: StepContext) -> None:
+    """Raise the :class:`~cresowlve_core.runtime.ResumeError` that a step's run directory would raise
+    (another configuration there) before any step runs; ``ctx`` may hold planned clients."""
+    for step in LLM_STEPS:
+        refuse_changed(step_dir(ctx, step), step_manifest(step, ctx, 0), archive_changed=_archive_changed(ctx))
+
+
 async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:
     """Call the model for ``step`` on every candidate not already done: ONE ``map_with_resume``
     call. Returns the latest record per id and why the run stopped early (if it did)."""
@@ -296,16 +347,9 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     bound = STEPS[step].on(sc.endpoint, ctx.step_options(step))
     prompt = bound.prompt()
     opts = bound.options
-    path = ctx.build_dir / "steps" / step
     secrets = [sc.api_key_env] if sc.api_key_env else None
-    run = RunDir(path, secret_names=secrets)
-    wanted = new_manifest(
-        f"construction_{step}", model=sc.model, base_url=sc.base_url, api_key_env=sc.api_key_env,
-        items=ctx.items_tag, n_items=len(cands), prompts=[prompt.tag], seed=opts.seed,
-        temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(),
-    )
-    # the build's archive_changed, else the main job's CRESOWLVE_ARCHIVE_CHANGED: another prompt or model moves aside
-    manifest = run.begin(wanted, archive_changed=True if ctx.archive_changed else None)
+    run = RunDir(step_dir(ctx, step), secret_names=secrets)
+    manifest = run.begin(step_manifest(step, ctx, len(cands)), archive_changed=_archive_changed(ctx))
     params = bound.params
 
     async def call(c: Candidate, previous: dict | None) -> dict[str, Any]:

@@ -26,8 +26,9 @@ import pandas as pd
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
@@ -107,16 +108,21 @@ def completion_messages(unit: CompletionUnit, base_model: bool = False) -> tuple
     return variant.messages(prompt, unit), prompt.tag
 
 
+def completion_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int, k: int = PREFIX_K) -> Manifest:
+    """The manifest of the completion test's run by ``endpoint`` (its client's)."""
+    step = COMPLETE.on(endpoint, options)
+    return new_manifest(
+        "contamination_completion", model=endpoint.model, base_url=endpoint.base_url,
+        api_key_env=endpoint.api_key_env, n_items=n_units, prompts=step.tags(), seed=options.seed,
+        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
+        identity={"prefix_k": k, "min_words": MIN_WORDS})
+
+
 async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
                     k: int = PREFIX_K, progress: bool = True) -> MapResult[CompletionUnit]:
     """Ask for every continuation (both modes) into ``run/completions.jsonl`` and score it."""
     step = COMPLETE.on(client.endpoint, options)
-    tags = step.tags()
-    manifest = run.begin(new_manifest(
-        "contamination_completion", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
-        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
-        identity={"prefix_k": k, "min_words": MIN_WORDS}))
+    manifest = run.begin(completion_manifest(client.endpoint, options, len(units), k))
 
     async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)

@@ -35,8 +35,9 @@ from typing import Any
 from cresowlve_core.contamination import substitute as sub
 from cresowlve_core.contamination.rouge import words
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt
-from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
 
@@ -199,18 +200,23 @@ def protocol_of(endpoint: Any) -> str:
     return str(PERTURB.variant(endpoint).protocol)
 
 
+def perturb_manifest(units: Sequence[QuizItem], endpoint: Endpoint, options: ClientOptions) -> Manifest:
+    """The manifest of the perturbation run of ``units`` by ``endpoint`` (its client's)."""
+    step = PERTURB.on(endpoint, options)
+    return new_manifest(
+        "contamination_perturb", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        n_items=len(units), prompts=step.tags(units), seed=options.seed, temperature=options.temperature,
+        max_tokens=step.max_tokens, options=options.model_dump(), identity=dict(step.variant.identity))
+
+
 async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, options: ClientOptions, *,
                    progress: bool = True) -> MapResult[QuizItem]:
     """Perturb every question into ``run/perturbations.jsonl`` (resumable), by the protocol the
     perturber can follow (:func:`protocol_of`)."""
     step = PERTURB.on(client.endpoint, options)
     protocol = str(step.variant.protocol)
+    manifest = run.begin(perturb_manifest(units, client.endpoint, options))
     tags = step.tags(units)
-    manifest = run.begin(new_manifest(
-        "contamination_perturb", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=tags, seed=options.seed,
-        temperature=options.temperature, max_tokens=step.max_tokens,
-        options=options.model_dump(), identity=dict(step.variant.identity)))
     params = step.params
 
     async def call(unit: QuizItem, previous: dict[str, Any] | None) -> dict[str, Any]:

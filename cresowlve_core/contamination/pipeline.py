@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -34,7 +34,15 @@ import pandas as pd
 from cresowlve_core import outfiles
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
-from cresowlve_core.contamination.perturb import CHAT_PROTOCOL, QuizItem, Rejection, aperturb, protocol_of, rejections
+from cresowlve_core.contamination.perturb import (
+    CHAT_PROTOCOL,
+    QuizItem,
+    Rejection,
+    aperturb,
+    perturb_manifest,
+    protocol_of,
+    rejections,
+)
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.error_analysis.wrong import find_or_make_runs
 from cresowlve_core.inputs import run_input_limit
@@ -44,9 +52,12 @@ from cresowlve_core.runtime import (
     ClientOptions,
     MapResult,
     RunDir,
+    client_endpoint,
     endpoint_or_embedded,
     open_client,
     pipeline_summary,
+    planned_endpoint,
+    refuse_changed,
     run_coro,
 )
 from cresowlve_core.runtime import ModelRole as Role
@@ -115,13 +126,16 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
                       n_repeats: int = 3, max_items_per_set: int | None = None, seed: int = 0,
                       make_demo: bool = True, max_tokens: int = 256, quiz_max_tokens: int = 16,
                       concurrency: int = CONCURRENCY, configs: Sequence[str] | None = None,
-                      progress: bool = False, max_input_chars: int | None = None) -> Contamination:
+                      progress: bool = False, max_input_chars: int | None = None,
+                      on_start: Callable[[], None] | None = None) -> Contamination:
     """Run the whole contamination analysis (see the module docstring); resumable in ``out_dir``
     (None: a fresh temporary folder, nothing written into the checkout).
 
     The items of the runs are read through :func:`~cresowlve_core.sources.sample.load_items`: an
     items file that breaks the input limits (``max_input_chars`` raises the question size limit)
-    raises its ``ItemsFileError`` before anything is sent; items that cannot be found are a note."""
+    raises its ``ItemsFileError`` before anything is sent; items that cannot be found are a note.
+    A step's run directory of another configuration is refused before any model starts; ``on_start``
+    is called after that check, before the first model starts (the command line's embedded banner)."""
     from cresowlve_core.sources.hub import ItemsFileError
     from cresowlve_core.sources.sample import load_items
 
@@ -170,7 +184,8 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     perturbation: dict[str, Any] = {}
     if quiz_items:  # nothing to test: no endpoint is opened (nor the embedded model started)
         stopped, stopped_at = _run_steps(quiz_items, members, counts, questions, work, perturber, quiz_taker, lang,
-                                         n_repeats, seed, opts, quiz_opts, progress, results, steps, perturbation)
+                                         n_repeats, seed, opts, quiz_opts, progress, results, steps, perturbation,
+                                         on_start)
     out = Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
                         n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at, perturbation or None,
                         data.synthetic)
@@ -182,16 +197,20 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
 def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.DataFrame, questions: dict[str, str],
                work: Path, perturber: Role, quiz_taker: Role, lang: str, n_repeats: int, seed: int,
                opts: ClientOptions, quiz_opts: ClientOptions, progress: bool, results: list[ConfigResult],
-               steps: list[dict[str, Any]], perturbation: dict[str, Any]) -> tuple[str | None, str | None]:
+               steps: list[dict[str, Any]], perturbation: dict[str, Any],
+               on_start: Callable[[], None] | None = None) -> tuple[str | None, str | None]:
     """Perturb, then every configuration's quizzes; the first step that stops skips the rest.
     Appends to ``results`` and ``steps``, fills ``perturbation`` (protocol, prompts, folder); returns
     why and where it stopped (None, None: it did not)."""
     stopped = stopped_at = None
+    refuse_changed_steps(quiz_items, members, work, perturber, quiz_taker, lang, n_repeats, opts, quiz_opts)
+    if on_start is not None:
+        on_start()
     with endpoint_or_embedded(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, p_emb):
         protocol = protocol_of(p_ep)
-        name = f"{slug(perturber.name)}__{lang}" + ("" if protocol == CHAT_PROTOCOL else f"__{protocol}")
-        pert, pres = run_coro(_perturb(quiz_items, work / "perturb" / name, p_ep, opts, progress))
-        perturbation.update(_perturbation_info(work / "perturb" / name, protocol))
+        pdir = perturb_dir(work, perturber, lang, p_ep)
+        pert, pres = run_coro(_perturb(quiz_items, pdir, p_ep, opts, progress))
+        perturbation.update(_perturbation_info(pdir, protocol))
         if protocol != CHAT_PROTOCOL:
             perturbation["swaps"] = synonym_calls(pert)
         if pres is not None:
@@ -203,7 +222,7 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
             for config, part in members.groupby("config", sort=True):
                 if stopped is not None:  # a dead perturber, or a configuration stopped: skip the rest
                     break
-                cdir = work / slug(str(config)) / slug(quiz_taker.name)
+                cdir = config_dir(work, str(config), quiz_taker)
                 crow = counts[counts["config"] == config].iloc[0].to_dict() if len(counts) else {}
                 res = run_coro(_config(str(config), part, questions, pert, crow, cdir, q_ep, quiz_opts, opts,
                                        lang, n_repeats, seed, progress))
@@ -213,6 +232,46 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
                 if stopping is not None:
                     stopped, stopped_at = stopping["stopped"], stopping["step"]
     return stopped, stopped_at
+
+
+def perturb_dir(work: Path, perturber: Role, lang: str, endpoint: Any) -> Path:
+    """The perturbation's run directory: one per perturber, language and protocol."""
+    protocol = protocol_of(endpoint)
+    return work / "perturb" / (f"{slug(perturber.name)}__{lang}" + ("" if protocol == CHAT_PROTOCOL else f"__{protocol}"))
+
+
+def config_dir(work: Path, config: str, quiz_taker: Role) -> Path:
+    """The folder of one configuration's quizzes and completion test by ``quiz_taker``."""
+    return work / slug(config) / slug(quiz_taker.name)
+
+
+def refuse_changed_steps(quiz_items: list[QuizItem], members: pd.DataFrame, work: Path, perturber: Role,
+                         quiz_taker: Role, lang: str, n_repeats: int, opts: ClientOptions,
+                         quiz_opts: ClientOptions) -> None:
+    """Raise the :class:`~cresowlve_core.runtime.ResumeError` a step's run directory under ``work``
+    would raise (another configuration there) before any model starts: the perturbation's, and every
+    configuration's quizzes and completion test. A BCQ run keeps the non-preferred positions it
+    recorded (they come from the BDQ's answers; the BCQ checks them again when it begins)."""
+    with planned_endpoint(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, _):
+        refuse_changed(perturb_dir(work, perturber, lang, p_ep),
+                       perturb_manifest(quiz_items, client_endpoint(p_ep, opts), opts))
+        with planned_endpoint(quiz_taker.model, quiz_taker.base_url, quiz_taker.api_key_env) as (q_ep, _):
+            quiz_ep = client_endpoint(q_ep, quiz_opts)
+            for config in sorted(set(members["config"])):
+                cdir = config_dir(work, str(config), quiz_taker)
+                refuse_changed(cdir / "bdq", qz.quiz_manifest("bdq", quiz_ep, quiz_opts, 0))
+                bcq = {"non_preferred": _recorded_identity(cdir / "bcq").get("non_preferred"), "n_repeats": n_repeats}
+                refuse_changed(cdir / "bcq", qz.quiz_manifest("bcq", quiz_ep, quiz_opts, 0, bcq))
+                refuse_changed(cdir / "completion", comp.completion_manifest(client_endpoint(q_ep, opts), opts, 0))
+
+
+def _recorded_identity(run_dir: Path) -> dict[str, Any]:
+    """The ``identity`` of the manifest in ``run_dir`` (empty when there is none to read)."""
+    try:
+        identity = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8")).get("identity")
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return identity if isinstance(identity, dict) else {}
 
 
 class _reuse:

@@ -28,8 +28,9 @@ from scipy import stats as sps
 from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, record_withheld
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import stable_seed, wilson_interval
@@ -165,15 +166,21 @@ def quiz_messages(unit: QuizUnit, base_model: bool = False) -> tuple[list[dict[s
     return variant.messages(prompt, unit), prompt.tag
 
 
+def quiz_manifest(quiz: str, endpoint: Endpoint, options: ClientOptions, n_units: int,
+                  identity: dict[str, Any] | None = None) -> Manifest:
+    """The manifest of one quiz's run (``bdq`` or ``bcq``) by ``endpoint`` (its client's)."""
+    step = QUIZ.on(endpoint, options)
+    return new_manifest(
+        f"contamination_{quiz}", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        n_items=n_units, prompts=step.tags(), seed=options.seed, temperature=options.temperature,
+        max_tokens=step.max_tokens, options=options.model_dump(), identity=identity or {})
+
+
 async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
                 identity: dict[str, Any] | None = None, progress: bool = True) -> MapResult[QuizUnit]:
     """Ask every quiz question of one quiz (``bdq`` or ``bcq``) into ``run/<quiz>.jsonl``."""
     step = QUIZ.on(client.endpoint, options)
-    manifest = run.begin(new_manifest(
-        f"contamination_{quiz}", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=step.tags(), seed=options.seed,
-        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
-        identity=identity or {}))
+    manifest = run.begin(quiz_manifest(quiz, client.endpoint, options, len(units), identity))
 
     async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)

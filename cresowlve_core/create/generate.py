@@ -206,6 +206,25 @@ def _queries_of(m: Manifest) -> list[CreateQuery]:
 # --------------------------------------------------------------------------- generate
 
 
+def generation_manifest(queries: Sequence[CreateQuery], endpoint: Endpoint, *, variation: Variation,
+                        n_samples: int, n_rounds: int, effort: str | None, options: ClientOptions,
+                        queries_path: str | Path | None, limit: int | None) -> Manifest:
+    """The manifest of a generation run of ``queries`` by ``endpoint`` (``n_samples`` counts for
+    ``resample`` only, ``n_rounds`` for ``iterate`` only)."""
+    n_samples = n_samples if variation == "resample" else 1
+    n_rounds = n_rounds if variation == "iterate" else 1
+    step = GENERATE.on(endpoint, options, effort=effort)
+    prompts = step.tags() + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
+    return new_manifest(
+        KIND, model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        items=str(queries_path) if queries_path else SHIPPED, n_items=len(queries), limit=limit, effort=effort,
+        seed=options.seed, temperature=options.temperature, max_tokens=options.max_tokens, prompts=prompts,
+        identity={"variation": variation, "n_samples": n_samples, "n_rounds": n_rounds, "seed": options.seed,
+                  "temperature": options.temperature, "max_tokens": options.max_tokens},
+        options=options.model_dump(), query_ids=[q.id for q in queries],
+    )
+
+
 async def agenerate(
     queries: Sequence[CreateQuery],
     client: CompletesChat,
@@ -238,15 +257,9 @@ async def agenerate(
         raise InputError(f"variation 'iterate' is a conversation and needs a chat model; {endpoint.describe()} "
                          "is a base model (few-shot completion prompts): use 'original' or 'resample'")
     run = RunDir(run_dir, secret_names=[endpoint.api_key_env] if endpoint.api_key_env else None)
-    prompts = step.tags() + ([load_prompt(ITERATE_PROMPT).tag] if variation == "iterate" else [])
-    manifest = run.begin(new_manifest(
-        KIND, model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
-        items=str(queries_path) if queries_path else SHIPPED, n_items=len(queries), limit=limit, effort=effort,
-        seed=options.seed, temperature=options.temperature, max_tokens=options.max_tokens, prompts=prompts,
-        identity={"variation": variation, "n_samples": n_samples, "n_rounds": n_rounds, "seed": options.seed,
-                  "temperature": options.temperature, "max_tokens": options.max_tokens},
-        options=options.model_dump(), query_ids=[q.id for q in queries],
-    ))
+    manifest = run.begin(generation_manifest(queries, endpoint, variation=variation, n_samples=n_samples,
+                                             n_rounds=n_rounds, effort=effort, options=options,
+                                             queries_path=queries_path, limit=limit))
     base_params = step.params
     answers: dict[str, list[str]] = {}
 

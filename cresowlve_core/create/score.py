@@ -83,6 +83,8 @@ KIND = "create_score"
 #: setting is :class:`~cresowlve_core.runtime.ClientOptions`' default.
 JUDGE_OPTIONS = ClientOptions()
 LEGACY_SCORE_MANIFEST = "score_manifest.json"
+#: the patience levels creative utility is reported at (default)
+PATIENCE: tuple[float, ...] = (0.7, 0.9)
 
 
 def path_key(path: PathT) -> str:
@@ -197,6 +199,26 @@ def _adopt_legacy_judgments(run_dir: Path, run: RunDir, judge_model: str, prompt
     return n
 
 
+def score_manifest(run_dir: str | Path, judge: Endpoint, *, n_units: int, effort: str | None, judge_invalid: bool,
+                   patience: Sequence[float] = PATIENCE, factuality_threshold: float, discount: Discount,
+                   options: ClientOptions, generation: Manifest | None = None) -> Manifest:
+    """The manifest of the judgments of the generation run in ``run_dir`` (``generation``: its
+    manifest, when read already) by ``judge``."""
+    gen_dir = Path(run_dir)
+    gm = generation or read_generation_manifest(gen_dir)
+    step = JUDGES.on(judge, options, effort=effort)
+    max_tokens = step.max_tokens
+    return new_manifest(
+        KIND, model=judge.model, base_url=judge.base_url, api_key_env=judge.api_key_env,
+        items=f"{gm.model}__{generation_settings(gm)['variation']}", n_items=n_units, effort=effort,
+        seed=options.seed, temperature=options.temperature, max_tokens=max_tokens, prompts=step.tags(),
+        identity={"judge_invalid": judge_invalid, "seed": options.seed, "temperature": options.temperature,
+                  "max_tokens": max_tokens},
+        options=options.model_dump(), generation_run_dir=str(gen_dir.resolve()),
+        config={"patience": list(patience), "factuality_threshold": factuality_threshold, "discount": discount},
+    )
+
+
 async def ascore(
     run_dir: str | Path,
     client: CompletesChat,
@@ -205,7 +227,7 @@ async def ascore(
     score_dir: str | Path | None = None,
     effort: str | None = None,
     judge_invalid: bool = False,
-    patience: Sequence[float] = (0.7, 0.9),
+    patience: Sequence[float] = PATIENCE,
     factuality_threshold: float = 1.0,
     discount: Discount = "reference",
     options: ClientOptions = JUDGE_OPTIONS,
@@ -215,23 +237,15 @@ async def ascore(
     """Judge and score a generated run with an open client; see :func:`score`."""
     gen_dir = Path(run_dir)
     gm = read_generation_manifest(gen_dir)
-    settings = generation_settings(gm)
     gens = load_generations(gen_dir)
     run = RunDir(score_dir or default_score_dir(gen_dir), secret_names=[judge.api_key_env] if judge.api_key_env else None)
     step = JUDGES.on(judge, options, effort=effort)
-    prompts = step.tags()
     units = judge_units(gens, judge_invalid)
-    max_tokens = step.max_tokens
-    manifest = run.begin(new_manifest(
-        KIND, model=judge.model, base_url=judge.base_url, api_key_env=judge.api_key_env,
-        items=f"{gm.model}__{settings['variation']}", n_items=len(units), effort=effort, seed=options.seed,
-        temperature=options.temperature, max_tokens=max_tokens, prompts=prompts,
-        identity={"judge_invalid": judge_invalid, "seed": options.seed, "temperature": options.temperature,
-                  "max_tokens": max_tokens},
-        options=options.model_dump(), generation_run_dir=str(gen_dir.resolve()),
-        config={"patience": list(patience), "factuality_threshold": factuality_threshold, "discount": discount},
-    ))
-    _adopt_legacy_judgments(gen_dir, run, judge.model, prompts)
+    manifest = run.begin(score_manifest(gen_dir, judge, n_units=len(units), effort=effort,
+                                        judge_invalid=judge_invalid, patience=patience,
+                                        factuality_threshold=factuality_threshold, discount=discount,
+                                        options=options, generation=gm))
+    _adopt_legacy_judgments(gen_dir, run, judge.model, step.tags())
     params = step.params
 
     def on_error(u: JudgeUnit, exc: BaseException) -> dict[str, Any]:
@@ -282,7 +296,7 @@ def score(
     score_dir: str | Path | None = None,
     effort: str | None = None,
     judge_invalid: bool = False,
-    patience: Sequence[float] = (0.7, 0.9),
+    patience: Sequence[float] = PATIENCE,
     factuality_threshold: float = 1.0,
     discount: Discount = "reference",
     options: ClientOptions = JUDGE_OPTIONS,
@@ -408,7 +422,7 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
 
 def query_scores(
     sets: Sequence[ScoredSet],
-    patience: Sequence[float] = (0.7, 0.9),
+    patience: Sequence[float] = PATIENCE,
     factuality_threshold: float = 1.0,
     discount: Discount = "reference",
     embedder: Embedder | None = None,

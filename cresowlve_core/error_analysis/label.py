@@ -13,7 +13,7 @@ the first line of its continuation is read as the ``CATEGORY:`` line, and there 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,9 @@ from cresowlve_core.error_analysis.taxonomy import CATEGORIES, FEW_SHOT, OTHER_P
 from cresowlve_core.error_analysis.wrong import WrongAnswer
 from cresowlve_core.llm.base_model import completion_params, first_line, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import ClientOptions, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
 from cresowlve_core.runtime.outcomes import (
     is_withheld,
     outcome_counts,
@@ -147,15 +148,20 @@ def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[di
     return variant.messages(prompt, unit), prompt.tag
 
 
+def label_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int) -> Manifest:
+    """The manifest of a labels folder labelled by ``endpoint`` (its client's) with ``options``."""
+    step = LABEL.on(endpoint, options)
+    return new_manifest(
+        "error_label", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        n_items=n_units, prompts=step.tags(), seed=options.seed, temperature=options.temperature,
+        max_tokens=step.max_tokens, options=options.model_dump(), identity={"taxonomy": [c.slug for c in CATEGORIES]})
+
+
 async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, options: ClientOptions, *,
                  progress: bool = True) -> MapResult[WrongAnswer]:
     """Label every wrong answer in ``units`` into ``run/labels.jsonl`` (resumable, one record each)."""
     step = LABEL.on(client.endpoint, options)
-    manifest = run.begin(new_manifest(
-        "error_label", model=client.endpoint.model, base_url=client.endpoint.base_url,
-        api_key_env=client.endpoint.api_key_env, n_items=len(units), prompts=step.tags(), seed=options.seed,
-        temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
-        identity={"taxonomy": [c.slug for c in CATEGORIES]}))
+    manifest = run.begin(label_manifest(client.endpoint, options, len(units)))
 
     async def call(unit: WrongAnswer, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)
@@ -198,11 +204,25 @@ def labeller_is_embedded(label_dir: Path) -> bool:
 
 def label_errors(units: Sequence[WrongAnswer], run_dir: str | Path, *, model: str | None = None,
                  base_url: str | None = None, api_key_env: str | None = None,
-                 options: ClientOptions | None = None, progress: bool = True) -> MapResult[WrongAnswer]:
-    """Synchronous entry point: label ``units`` with the labeller (embedded model if no base URL)."""
-    from cresowlve_core.runtime import endpoint_or_embedded, open_client, run_coro
+                 options: ClientOptions | None = None, progress: bool = True,
+                 on_start: Callable[[], None] | None = None) -> MapResult[WrongAnswer]:
+    """Synchronous entry point: label ``units`` with the labeller (embedded model if no base URL).
+    A labels folder of another configuration is refused before any model starts; ``on_start`` is
+    called after that check, before the labeller starts (the command line's embedded banner)."""
+    from cresowlve_core.runtime import (
+        client_endpoint,
+        endpoint_or_embedded,
+        open_client,
+        planned_endpoint,
+        refuse_changed,
+        run_coro,
+    )
 
     opts = options or ClientOptions()
+    with planned_endpoint(model, base_url, api_key_env) as (planned, _):  # refused before any model starts
+        refuse_changed(run_dir, label_manifest(client_endpoint(planned, opts), opts, len(units)))
+    if on_start is not None:
+        on_start()
 
     async def go(endpoint: Any) -> MapResult[WrongAnswer]:
         client = open_client(endpoint, opts)

@@ -3,9 +3,6 @@ endpoint is given, evaluate (resuming), and return what the notebook displays.""
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +16,7 @@ from cresowlve_core.evaluation.runner import (
     summary_line,
 )
 from cresowlve_core.paths import runs_dir
-from cresowlve_core.runtime import endpoint_or_embedded, run_coro
+from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, run_coro
 from cresowlve_core.text import slug
 
 
@@ -48,9 +45,9 @@ def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_d
     """Evaluate into ``run_dir`` (default ``data/runs/notebook/MODEL__LANG``). With ``base_url``
     None the embedded model answers, and ``judge_model="local"`` makes it the judge too."""
     if model is None and base_url is None:  # another configuration in run_dir is refused before the server starts
-        with _planned_embedded() as (planned_model, planned_url):
-            refuse_incompatible(config(items=items, lang=lang, model=planned_model, base_url=planned_url,
-                                       run_dir=run_dir, **_local_judge(options, planned_model, planned_url)))
+        with planned_endpoint(None, None) as (planned, _):
+            refuse_incompatible(config(items=items, lang=lang, model=planned.model, base_url=planned.base_url,
+                                       run_dir=run_dir, **_local_judge(options, planned.model, planned.base_url)))
     with endpoint_or_embedded(model, base_url, api_key_env) as (endpoint, embedded):
         if embedded:
             options = _local_judge(options, endpoint.model, endpoint.base_url)
@@ -66,21 +63,3 @@ def _local_judge(options: dict[str, Any], model: str, base_url: str) -> dict[str
     if options.get("judge_model") != "local":
         return options
     return {**options, "judge_model": model, "judge_base_url": base_url}
-
-
-@contextlib.contextmanager
-def _planned_embedded() -> Iterator[tuple[str, str]]:
-    """The embedded model's name and a base URL it will answer at (the resume rule ignores a loopback
-    port), mapped to its ``embedded`` profile for the block as the running server maps its own."""
-    from cresowlve_core.llm.local import DEFAULT_PORT, HOST, LOCAL_MODEL, PROFILE
-    from cresowlve_core.llm.profiles import PROVIDERS_ENV
-
-    before = os.environ.get(PROVIDERS_ENV)
-    os.environ[PROVIDERS_ENV] = ",".join(filter(None, [before, f"{HOST}:{DEFAULT_PORT}={PROFILE}"]))
-    try:
-        yield LOCAL_MODEL, f"http://{HOST}:{DEFAULT_PORT}/v1"
-    finally:
-        if before is None:
-            os.environ.pop(PROVIDERS_ENV, None)
-        else:
-            os.environ[PROVIDERS_ENV] = before

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -24,10 +25,8 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
                 prices: PriceTable | None = None, cache: ResponseCache | None = None) -> LLMClient:
     """The one way a stage builds its client. ``cache`` shares one cache between two clients.
     ``options.provider`` names the endpoint's profile unless the endpoint names one itself."""
-    if options.provider and not endpoint.provider:
-        endpoint = dataclasses.replace(endpoint, provider=options.provider)
     return LLMClient(
-        endpoint,
+        client_endpoint(endpoint, options),
         concurrency=options.concurrency,
         rpm=options.rpm,
         tpm=options.tpm,
@@ -43,6 +42,14 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
         down_window_s=options.down_window_s,
         first_byte_timeout_s=options.first_byte_timeout_s,
     )
+
+
+def client_endpoint(endpoint: Endpoint, options: ClientOptions) -> Endpoint:
+    """The endpoint a client of ``options`` calls (:func:`open_client`'s ``client.endpoint``):
+    ``options.provider`` names its profile unless the endpoint names one itself."""
+    if options.provider and not endpoint.provider:
+        return dataclasses.replace(endpoint, provider=options.provider)
+    return endpoint
 
 
 class UnservedModel(UsageError, ValueError):
@@ -93,3 +100,30 @@ def endpoint_or_embedded(model: str | None, base_url: str | None,
 
     with local_server() as srv:
         yield Endpoint(srv.base_url, srv.model, None), True
+
+
+@contextlib.contextmanager
+def planned_endpoint(model: str | None, base_url: str | None,
+                     api_key_env: str | None = None) -> Iterator[tuple[Endpoint, bool]]:
+    """What :func:`endpoint_or_embedded` would yield, with nothing started: the embedded model is
+    named at its default loopback port (the resume rule ignores a loopback port) and mapped to its
+    provider profile for the block, as the running server maps its own. A stage checks its run
+    directories against the manifests of this endpoint before the embedded server starts."""
+    check_served(model, base_url)
+    if base_url:
+        if not model:
+            raise InputError("a model name is required when a base URL is given")
+        yield Endpoint(base_url, model, api_key_env), False
+        return
+    from cresowlve_core.llm.local import DEFAULT_PORT, HOST, LOCAL_MODEL, PROFILE
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    before = os.environ.get(PROVIDERS_ENV)
+    os.environ[PROVIDERS_ENV] = ",".join(filter(None, [before, f"{HOST}:{DEFAULT_PORT}={PROFILE}"]))
+    try:
+        yield Endpoint(f"http://{HOST}:{DEFAULT_PORT}/v1", LOCAL_MODEL, None), True
+    finally:
+        if before is None:
+            os.environ.pop(PROVIDERS_ENV, None)
+        else:
+            os.environ[PROVIDERS_ENV] = before

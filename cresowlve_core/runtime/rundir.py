@@ -51,6 +51,22 @@ def archive_changed_from_env() -> bool:
     return os.environ.get(ARCHIVE_CHANGED_ENV, "").strip() not in ("", "0")
 
 
+def refuse_changed(run_dir: str | Path, new: Manifest, *, archive_changed: bool | None = None) -> None:
+    """Raise the :class:`ResumeError` that :meth:`~cresowlve_core.runtime.RunDir.begin` of ``new``
+    would raise in ``run_dir`` (another configuration there), before anything is started or
+    written. Nothing when ``run_dir`` holds no readable manifest (``begin`` says why a bad one is
+    bad), nor under the archive-on-change rule (``archive_changed``, default: the main job's
+    variable), which moves the old run aside instead."""
+    path = Path(run_dir) / "manifest.json"
+    if archive_changed or (archive_changed is None and archive_changed_from_env()) or not path.is_file():
+        return
+    try:
+        old = Manifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    check_resumable(old, new)
+
+
 def archive_run(path: Path) -> Path:
     """Move a run directory to ``<parent>/archive/<name>-<UTC time>`` (a suffix if that exists); return where."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())

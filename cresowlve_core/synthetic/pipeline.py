@@ -40,6 +40,7 @@ from cresowlve_core.llm.types import CONCURRENCY, Endpoint, GenParams
 from cresowlve_core.runtime import (
     RESPONSES,
     ClientOptions,
+    Manifest,
     MapResult,
     RunDir,
     endpoint_or_embedded,
@@ -47,6 +48,8 @@ from cresowlve_core.runtime import (
     new_manifest,
     open_client,
     pipeline_summary,
+    planned_endpoint,
+    refuse_changed,
     run_coro,
 )
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
@@ -177,17 +180,24 @@ def solver_step(thinking: bool) -> Step[Any]:
                                                                   gen=lambda g: _fewshot_params(g, SOLVER_STOP)))
 
 
+def verbalise_manifest(source: KnowledgeSource, endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions,
+                       n_candidates: int) -> Manifest:
+    """The manifest of the verbaliser's run directory."""
+    step = verbalise_step(source).on(endpoint, options)
+    return new_manifest(
+        "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=n_candidates, seed=options.seed,
+        temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(),
+        identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
+    )
+
+
 async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: RunDir, client: Any,
                      endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
     """Verbalise every candidate (one ``map_with_resume`` call) and check it for leaks. A base-model
     verbaliser gets the few-shot completion prompt over ``/v1/completions`` (module ``verbalise``)."""
     step = verbalise_step(source).on(endpoint, options)
-    manifest = run.begin(new_manifest(
-        "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
-        items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=len(cands), seed=options.seed,
-        temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(),
-        identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
-    ))
+    manifest = run.begin(verbalise_manifest(source, endpoint, cfg, options, len(cands)))
 
     async def call(c: Candidate, _previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(c)
@@ -238,19 +248,25 @@ def _plain(usage: Any) -> Any:
 # --------------------------------------------------------------------------- stage 4
 
 
+def solve_manifest(endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, n_units: int) -> Manifest:
+    """The manifest of the creative-leap filter's run directory."""
+    thinking = cfg.solver_effort is not None
+    step = solver_step(thinking).on(endpoint, options, effort=cfg.solver_effort)
+    return new_manifest(
+        "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
+        items=str(Path(cfg.build_dir) / "verbalise"), n_items=n_units, seed=options.seed, effort=cfg.solver_effort,
+        thinking=thinking, temperature=options.temperature, max_tokens=step.max_tokens, prompts=[step.prompt().tag],
+        identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
+        config=cfg.model_dump(mode="json"),
+    )
+
+
 async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: KnowledgeSource, run: RunDir, client: Any,
                  endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, *, progress: bool = True) -> MapResult:
     """The creative-leap filter: the solver answers both versions (one ``map_with_resume`` call)."""
-    thinking = cfg.solver_effort is not None
-    step = solver_step(thinking).on(endpoint, options, effort=cfg.solver_effort)
+    step = solver_step(cfg.solver_effort is not None).on(endpoint, options, effort=cfg.solver_effort)
     prompt = step.prompt()
-    manifest = run.begin(new_manifest(
-        "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
-        items=str(Path(cfg.build_dir) / "verbalise"), n_items=len(units), seed=options.seed, effort=cfg.solver_effort,
-        thinking=thinking, temperature=options.temperature, max_tokens=step.max_tokens, prompts=[prompt.tag],
-        identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
-        config=cfg.model_dump(mode="json"),
-    ))
+    manifest = run.begin(solve_manifest(endpoint, cfg, options, len(units)))
     others = _other_labels(source)
 
     async def call(unit: tuple[Candidate, dict[str, Any]], _previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -296,18 +312,35 @@ def _options(max_tokens: int, temperature: float, cfg: SynthConfig) -> ClientOpt
                          max_cost=cfg.max_cost, cache=cfg.cache)
 
 
+def _verbaliser_options(cfg: SynthConfig) -> ClientOptions:
+    return _options(cfg.verbaliser_max_tokens, cfg.verbaliser_temperature, cfg)
+
+
+def _solver_options(cfg: SynthConfig) -> ClientOptions:
+    return _options(cfg.solver_max_tokens, 0.0, cfg)
+
+
 @contextlib.contextmanager
-def _endpoints(cfg: SynthConfig):  # type: ignore[no-untyped-def]
-    """(verbaliser, solver) endpoints and whether each is embedded; one embedded server serves both."""
+def _endpoints(cfg: SynthConfig, serve: Any = endpoint_or_embedded):  # type: ignore[no-untyped-def]
+    """(verbaliser, solver) endpoints and whether each is embedded; one embedded server serves both.
+    ``serve``: :func:`~cresowlve_core.runtime.planned_endpoint` names them without starting any."""
     with contextlib.ExitStack() as stack:
-        v, v_emb = stack.enter_context(endpoint_or_embedded(cfg.verbaliser_model, cfg.verbaliser_base_url,
-                                                            cfg.verbaliser_api_key_env))
+        v, v_emb = stack.enter_context(serve(cfg.verbaliser_model, cfg.verbaliser_base_url,
+                                             cfg.verbaliser_api_key_env))
         if cfg.solver_base_url is None and v_emb:
             s, s_emb = v, True
         else:
-            s, s_emb = stack.enter_context(endpoint_or_embedded(cfg.solver_model, cfg.solver_base_url,
-                                                                cfg.solver_api_key_env))
+            s, s_emb = stack.enter_context(serve(cfg.solver_model, cfg.solver_base_url, cfg.solver_api_key_env))
         yield v, v_emb, s, s_emb
+
+
+def refuse_changed_build(cfg: SynthConfig, source: KnowledgeSource) -> None:
+    """Raise the :class:`~cresowlve_core.runtime.ResumeError` the verbaliser's or the solver's run
+    directory of ``cfg.build_dir`` would raise (another configuration there), before any model starts."""
+    build_dir = Path(cfg.build_dir)
+    with _endpoints(cfg, planned_endpoint) as (v, _, s, _):
+        refuse_changed(build_dir / "verbalise", verbalise_manifest(source, v, cfg, _verbaliser_options(cfg), 0))
+        refuse_changed(build_dir / "solve", solve_manifest(s, cfg, _solver_options(cfg), 0))
 
 
 def _secret_names(*names: str | None) -> list[str] | None:
@@ -328,11 +361,13 @@ def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSourc
     src = source if source is not None else load_source(cfg)
     build_dir = Path(cfg.build_dir)
     build = build if build is not None else candidate_build(cfg, src)
+    if endpoints is None:  # another configuration in the build directory: refused before anything starts
+        refuse_changed_build(cfg, src)
     write_build(build, src, build_dir)
 
     async def main(v: Endpoint, s: Endpoint) -> tuple[MapResult, MapResult | None]:
         secrets = _secret_names(cfg.verbaliser_api_key_env, cfg.solver_api_key_env)
-        vopts = _options(cfg.verbaliser_max_tokens, cfg.verbaliser_temperature, cfg)
+        vopts = _verbaliser_options(cfg)
         async with open_client(v, vopts) as vc:
             vres = await averbalise(build.candidates, src, RunDir(build_dir / "verbalise", secret_names=secrets),
                                     vc, v, cfg, vopts, progress=progress)
@@ -341,7 +376,7 @@ def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSourc
         units = [(c, vres.records[c.id]["parsed"]) for c in build.candidates
                  if c.id in vres.records and vres.records[c.id].get("status") == "ok"
                  and vres.records[c.id].get("parsed") and not vres.records[c.id].get("leaks")]
-        sopts = _options(cfg.solver_max_tokens, 0.0, cfg)
+        sopts = _solver_options(cfg)
         async with open_client(s, sopts) as sc:
             sres = await asolve(units, src, RunDir(build_dir / "solve", secret_names=secrets), sc, s, cfg, sopts,
                                 progress=progress)

@@ -212,7 +212,7 @@ def test_a_chat_model_keeps_the_chat_prompts(tmp_path, tmp_cache):
 
 def test_a_step_run_of_another_prompt_is_refused_unless_archive_changed(tmp_path, tmp_cache, monkeypatch):
     """The main job's demo build ran the chat prompts before: with ``archive_changed`` the old step
-    run is moved to ``steps/archive/`` and the step runs afresh; without it, it is refused as before."""
+    run is moved to ``steps/archive/`` and the step runs afresh; without it, it is refused when the build opens."""
     with FakeServer(answers=lambda r: " creative" if r.path == "/completions" else "TYPE: factual") as srv:
         cfg = BuildConfig(name="t", build_dir=str(tmp_path / "b"), sources=[DEMO], limit=2, model="m",
                           base_url=srv.base_url, cache=False)
@@ -221,9 +221,8 @@ def test_a_step_run_of_another_prompt_is_refused_unless_archive_changed(tmp_path
             b.collect()
             assert b.annotate("reasoning")["type:creative"] == 2
         monkeypatch.delenv(PROVIDERS_ENV)
-        with Build(cfg, progress=False) as b, pytest.raises(ResumeError, match="construct_reasoning_fewshot@1"):
-            b.collect()
-            b.annotate("reasoning")
+        with pytest.raises(ResumeError, match="construct_reasoning_fewshot@1"):  # as the build opens, before any step
+            Build(cfg, progress=False).open()
         assert srv.total == 2
         with Build(cfg.model_copy(update={"archive_changed": True}), progress=False) as b:
             b.collect()
