@@ -73,13 +73,14 @@ def cmd_eval(a: argparse.Namespace) -> int:
         retry_truncated=a.retry_truncated, max_input_chars=a.max_input_chars, limit=a.limit, api=a.api,
         options=client_options(a),
     ))
-    judge = roles.judge(cfg)
+    resolved = roles.resolve(cfg)  # once: the key check and the run read the same roles
+    judge = resolved.judge
     if (name := _unset_key_var(cfg.api_key_env, judge.endpoint.api_key_env if judge else None)) is not None:
         return _usage_error(f"environment variable {name!r} is not set (it should hold the API key); nothing was run")
     if a.batch:
         from cresowlve_core.evaluation.batch_eval import batch_evaluate
 
-        step = batch_evaluate(cfg)
+        step = batch_evaluate(cfg, resolved)
         print(step.line)
         if step.summary is not None:
             return stage_exit(step.summary)
@@ -87,7 +88,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
             print(step.last, file=sys.stderr)
         return step.code
     try:
-        outcome = evaluate(cfg)
+        outcome = evaluate(cfg, resolved=resolved)
     except LLMFatalError as exc:  # the run stopped at a wrong key/model/endpoint; its summary is on disk
         summary_file = Path(cfg.run_dir) / SUMMARY
         if not summary_file.exists():

@@ -50,13 +50,15 @@ class BatchStep:
     last: str | None = None
 
 
-def batch_evaluate(cfg: EvalConfig) -> BatchStep:
-    """Submit, report or collect, as ``batch.json`` calls for (see the module docstring)."""
+def batch_evaluate(cfg: EvalConfig, resolved: roles.Roles | None = None) -> BatchStep:
+    """Submit, report or collect, as ``batch.json`` calls for (see the module docstring).
+    ``resolved``: ``cfg``'s roles, when the caller resolved them already."""
+    resolved = resolved or roles.resolve(cfg)
     items = load_eval_items(cfg)
     state = read_state(cfg.run_dir)  # an unreadable file stops here, before any request
     if state is None:
-        return _submit(cfg, items)
-    result = collect_batch(roles.answerer(cfg).endpoint, cfg.run_dir)
+        return _submit(cfg, items, resolved)
+    result = collect_batch(resolved.answerer.endpoint, cfg.run_dir)
     if result is None:
         fresh = read_state(cfg.run_dir) or state
         counts = fresh.get("request_counts") or {}
@@ -64,21 +66,21 @@ def batch_evaluate(cfg: EvalConfig) -> BatchStep:
         return BatchStep(f"batch {fresh['batch_id']} is {fresh.get('status')} ({done})",
                          last=f"incomplete: batch {fresh['batch_id']} is still {fresh.get('status')}; "
                               "run the same command again to collect it")
-    return _record(cfg, items, result)
+    return _record(cfg, items, result, resolved)
 
 
-def _submit(cfg: EvalConfig, items: list[Item]) -> BatchStep:
+def _submit(cfg: EvalConfig, items: list[Item], resolved: roles.Roles) -> BatchStep:
     run = RunDir(cfg.run_dir)
     with run.lock():
-        run.begin(build_manifest(cfg, len(items)))  # refuses a run directory of another configuration
+        run.begin(build_manifest(cfg, len(items), resolved))  # refuses a run directory of another configuration
         previous = run.latest(RESPONSES, record_key)
         pending = [it for it in items if (previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"]
         if pending:
-            answerer = roles.answerer(cfg)
+            answerer = resolved.answerer
             requests = [(it.id, answerer.messages(it.view(cfg.lang)), answerer.params) for it in pending]
             batch_id = submit_batch(answerer.endpoint, requests, cfg.run_dir)
     if not pending:
-        outcome = run_coro(evaluate_async(cfg, items, completions={}, progress=False))
+        outcome = run_coro(evaluate_async(cfg, items, completions={}, progress=False, resolved=resolved))
         return BatchStep("nothing to submit: every item already has an answer | " + summary_line(outcome.summary),
                          summary=outcome.summary)
     return BatchStep(f"submitted batch {batch_id} with {len(pending)} of {len(items)} items",
@@ -86,13 +88,14 @@ def _submit(cfg: EvalConfig, items: list[Item]) -> BatchStep:
                           "run the same command again to collect it")
 
 
-def _record(cfg: EvalConfig, items: list[Item], result: BatchResult) -> BatchStep:
+def _record(cfg: EvalConfig, items: list[Item], result: BatchResult, resolved: roles.Roles) -> BatchStep:
     """Persist what an ended batch produced, then free the run directory for the next batch."""
     wanted = {it.id for it in items}
     completions: dict[str, Completion | LLMError] = {cid: c for cid, c in result.answers.items() if cid in wanted}
     completions.update({cid: LLMError(msg) for cid, msg in result.errors.items() if cid in wanted})
     stopped = f"batch {result.batch_id} {result.status}: {result.reason}" if result.reason else None
-    outcome = run_coro(evaluate_async(cfg, items, completions=completions, stopped=stopped, progress=False))
+    outcome = run_coro(evaluate_async(cfg, items, completions=completions, stopped=stopped, progress=False,
+                                      resolved=resolved))
     archived = archive_batch(cfg.run_dir)
     kept = (f"batch {result.batch_id} {result.status}: {len(result.answers)} of {result.n_submitted} answers kept, "
             f"{len(result.errors)} errored, {len(result.not_run)} not run")

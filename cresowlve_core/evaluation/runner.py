@@ -320,12 +320,13 @@ def _add_costs(a: float | None, b: float | None) -> float | None:
 async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool = True,
                          on_record: Callable[[dict[str, Any]], None] | None = None,
                          completions: dict[str, Completion | LLMError] | None = None,
-                         stopped: str | None = None) -> EvalOutcome:
+                         stopped: str | None = None, resolved: roles.Roles | None = None) -> EvalOutcome:
     """Evaluate ``items`` into ``cfg.run_dir``, resuming. With ``completions`` (answers collected
     from a batch, by item id; an ``LLMError`` is recorded as that item's error) only those items are
-    scored, and nothing is sent to the model under test. ``stopped``: why the batch ended early."""
+    scored, and nothing is sent to the model under test. ``stopped``: why the batch ended early.
+    ``resolved``: ``cfg``'s roles when the caller resolved them (:func:`roles.resolve`) already."""
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
-    resolved = roles.resolve(cfg)
+    resolved = resolved or roles.resolve(cfg)
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
     units = [it for it in items if completions is None or it.id in completions]
     index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
@@ -378,9 +379,10 @@ def load_eval_items(cfg: EvalConfig) -> list[Item]:
     return items[: cfg.limit] if cfg.limit is not None else items
 
 
-def evaluate(cfg: EvalConfig, *, progress: bool = True) -> EvalOutcome:
-    """Load the items named by ``cfg.items`` and run :func:`evaluate_async` to completion."""
-    return run_coro(evaluate_async(cfg, load_eval_items(cfg), progress=progress))
+def evaluate(cfg: EvalConfig, *, progress: bool = True, resolved: roles.Roles | None = None) -> EvalOutcome:
+    """Load the items named by ``cfg.items`` and run :func:`evaluate_async` to completion
+    (``resolved``: ``cfg``'s roles, when resolved already)."""
+    return run_coro(evaluate_async(cfg, load_eval_items(cfg), progress=progress, resolved=resolved))
 
 
 def _sum(values: list[int | None]) -> int | None:
