@@ -106,9 +106,21 @@ def test_an_errored_cell_exits_non_zero_with_workers(tmp_path, capsys):
     assert statuses["model-a__en"] == statuses["model-a__ru"] == "done"
 
 
+def write_items(path: Path, n: int) -> Path:
+    """``n`` items with an En and a Ru view, so both languages' cells have work for seconds."""
+    from cresowlve_core.items import Item, ItemView
+
+    items = [Item(id=f"chgk_{i:010x}", difficulty=1 + i % 5, reasoning_type="creative",
+                  en=ItemView(question=f"Puzzle {i}?", answer="Copernicus"),
+                  ru=ItemView(question=f"Загадка {i}?", answer="Коперник")) for i in range(n)]
+    path.write_text("".join(it.model_dump_json() + "\n" for it in items), encoding="utf-8")
+    return path
+
+
 def test_ctrl_c_stops_every_worker_and_writes_the_grid_summary(tmp_path):
+    items = write_items(tmp_path / "items.jsonl", 60)  # 60 items at concurrency 2 and 0.3 s: 9 s per cell
     with FakeServer(answers=reply, latency_s=0.3) as srv:
-        config = write_config(tmp_path, srv.base_url, "stop", limit=20, judge=None)
+        config = write_config(tmp_path, srv.base_url, "stop", items=str(items), limit=60, judge=None)
         proc = spawn_cli(["grid", str(config), "--workers", "2"])
 
         def both_cells_answering() -> bool:
