@@ -67,6 +67,23 @@ def iter_lines(text: str) -> Iterator[tuple[int, str]]:
             yield lineno, line
 
 
+def _object(line: str, where: str | Path, lineno: int, torn_tail: bool, error: type[Exception],
+            what: str) -> dict[str, Any] | None:
+    """The JSON object on one line; None for a torn last line (``torn_tail``: skipped with a warning)."""
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as exc:
+        if torn_tail:
+            log.warning("%s: ignoring a torn last line (the run was killed mid-write)", where)
+            return None
+        raise error(f"{where}:{lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(row, dict):
+        shown = line.strip()
+        shown = shown if len(shown) <= 40 else shown[:40] + "..."
+        raise error(f"{where}:{lineno}: expected a JSON object (one {what} per line), got {shown}")
+    return row
+
+
 def parse_jsonl(text: str, where: str | Path, *, torn_tail_ok: bool = False,
                 error: type[Exception] = JSONLError, what: str = "record") -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every non-blank line of JSON Lines ``text``.
@@ -79,18 +96,9 @@ def parse_jsonl(text: str, where: str | Path, *, torn_tail_ok: bool = False,
     rows: list[tuple[int, dict[str, Any]]] = []
     last = text.count("\n") + 1  # the number of the unterminated last segment
     for lineno, line in iter_lines(text):
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if torn_tail_ok and lineno == last:
-                log.warning("%s: ignoring a torn last line (the run was killed mid-write)", where)
-                continue
-            raise error(f"{where}:{lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
-        if not isinstance(row, dict):
-            shown = line.strip()
-            shown = shown if len(shown) <= 40 else shown[:40] + "..."
-            raise error(f"{where}:{lineno}: expected a JSON object (one {what} per line), got {shown}")
-        rows.append((lineno, row))
+        row = _object(line, where, lineno, torn_tail_ok and lineno == last, error, what)
+        if row is not None:
+            rows.append((lineno, row))
     return rows
 
 
@@ -137,18 +145,9 @@ def _scan(path: Path, torn_tail_ok: bool, error: type[Exception],
                 raise error(f"{path}:{lineno}: not UTF-8 (byte 0x{raw[exc.start]:02x}); save the file as UTF-8") from None
             if not line.strip():
                 continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                if torn_tail_ok and not raw.endswith(b"\n"):
-                    log.warning("%s: ignoring a torn last line (the run was killed mid-write)", path)
-                    continue
-                raise error(f"{path}:{lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
-            if not isinstance(row, dict):
-                shown = line.strip()
-                shown = shown if len(shown) <= 40 else shown[:40] + "..."
-                raise error(f"{path}:{lineno}: expected a JSON object (one {what} per line), got {shown}")
-            yield lineno, start, row
+            row = _object(line, path, lineno, torn_tail_ok and not raw.endswith(b"\n"), error, what)
+            if row is not None:
+                yield lineno, start, row
 
 
 def read_line_at(path: str | Path, offset: int) -> dict[str, Any]:

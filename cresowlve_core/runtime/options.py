@@ -90,16 +90,24 @@ def endpoint_or_embedded(model: str | None, base_url: str | None,
     Yields ``(endpoint, embedded)``. The embedded model is a tiny *base* model: anything built on
     it demonstrates the pipeline, not a result, and reports say so.
     """
-    check_served(model, base_url)
-    if base_url:
-        if not model:
-            raise InputError("a model name is required when a base URL is given")
-        yield Endpoint(base_url, model, api_key_env), False
+    if (named := _named_endpoint(model, base_url, api_key_env)) is not None:
+        yield named, False
         return
     from cresowlve_core.llm.local import local_server
 
     with local_server() as srv:
         yield Endpoint(srv.base_url, srv.model, None), True
+
+
+def _named_endpoint(model: str | None, base_url: str | None, api_key_env: str | None) -> Endpoint | None:
+    """The endpoint a role names; None when it names neither model nor base URL (the embedded model).
+    A model without a base URL is refused (:class:`UnservedModel`)."""
+    check_served(model, base_url)
+    if not base_url:
+        return None
+    if not model:
+        raise InputError("a model name is required when a base URL is given")
+    return Endpoint(base_url, model, api_key_env)
 
 
 @contextlib.contextmanager
@@ -109,11 +117,8 @@ def planned_endpoint(model: str | None, base_url: str | None,
     named at its default loopback port (the resume rule ignores a loopback port) and mapped to its
     provider profile for the block, as the running server maps its own. A stage checks its run
     directories against the manifests of this endpoint before the embedded server starts."""
-    check_served(model, base_url)
-    if base_url:
-        if not model:
-            raise InputError("a model name is required when a base URL is given")
-        yield Endpoint(base_url, model, api_key_env), False
+    if (named := _named_endpoint(model, base_url, api_key_env)) is not None:
+        yield named, False
         return
     from cresowlve_core.llm.local import DEFAULT_PORT, HOST, LOCAL_MODEL, PROFILE
     from cresowlve_core.llm.profiles import PROVIDERS_ENV
