@@ -112,7 +112,8 @@ def default_run_dir(model: str, effort: str | None, lang: str) -> str:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.grid import GridConfigError, default_workers, run_grid
+    from cresowlve_core.evaluation.grid import GridConfigError, default_workers
+    from cresowlve_core.evaluation.grid_run import run_grid
 
     try:
         out = run_grid(a.config, reports_dir=a.reports_dir, workers=a.workers or default_workers())

@@ -299,31 +299,3 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
 def _read_summary(cell: Cell) -> dict[str, Any] | None:
     path = cell.run_dir / SUMMARY
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None,
-             workers: int = 1) -> dict[str, Any]:
-    """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``).
-
-    ``workers`` > 1 runs the cells in that many processes (never more than ``parallel`` or the cells
-    left to run; see :mod:`~cresowlve_core.evaluation.grid_workers`); 1 runs them in this process."""
-    from cresowlve_core.runtime import run_coro
-
-    grid = load_grid(path)
-    todo = [c for c in cells(grid) if not cell_finished(c)]
-    if min(workers, grid.parallel, len(todo)) > 1:
-        from cresowlve_core.evaluation.grid_workers import run_grid_in_workers
-
-        out = run_grid_in_workers(grid, min(workers, grid.parallel, len(todo)), progress=progress)
-    else:
-        out = run_coro(run_grid_async(grid, progress=progress))
-    if grid.report and not out.get("stopped"):  # an interrupted grid skips its report
-        from cresowlve_core import notebook_progress
-        from cresowlve_core.notebooks import run_notebook
-
-        res = run_notebook("03_analysis", {"runs": str(grid.directory() / GRID_FILE), "aliases": out["aliases"]},
-                           Path(reports_dir) if reports_dir else None, output_name=f"03_analysis_{slug(grid.name)}",
-                           title=f"Analysis of grid {grid.name}",
-                           progress_every_s=notebook_progress.PROGRESS_EVERY_S if progress else None)
-        out["report"] = str(res.html)
-    return out

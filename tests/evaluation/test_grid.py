@@ -13,7 +13,8 @@ from fakeserver import FakeServer
 
 from cresowlve_core.analysis import load_runs
 from cresowlve_core.evaluation import roles
-from cresowlve_core.evaluation.grid import GRID_FILE, cells, load_grid, run_grid
+from cresowlve_core.evaluation.grid import GRID_FILE, cells, load_grid
+from cresowlve_core.evaluation.grid_run import run_grid
 
 
 def reply(req) -> str:

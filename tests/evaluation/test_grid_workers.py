@@ -13,7 +13,8 @@ from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
 from test_grid import reply
 
 from cresowlve_core.cli import main
-from cresowlve_core.evaluation.grid import GRID_FILE, run_grid
+from cresowlve_core.evaluation.grid import GRID_FILE
+from cresowlve_core.evaluation.grid_run import run_grid
 from cresowlve_core.evaluation.grid_workers import slot_shares
 
 # what differs between two runs of the same items: times, durations, ids and paths
