@@ -8,7 +8,8 @@ there by an earlier call with the same sizes are used again), then times:
 
 1. generation (``write_synthetic_runs``),
 2. loading (``load_runs`` in this process),
-3. notebook execution (papermill, ``notebooks/03_analysis.ipynb`` with default parameters),
+3. notebook execution (papermill with the reports' engine, ``notebooks/03_analysis.ipynb`` with
+   default parameters),
 4. HTML rendering (``cresowlve_core.notebooks.render_html``).
 
 Each step prints its wall time and its CPU time (user + system, this process and the kernel it
@@ -66,6 +67,7 @@ def main() -> int:
     import papermill as pm
 
     from cresowlve_core.analysis import load_runs, write_synthetic_runs
+    from cresowlve_core.notebook_progress import render_progress
     from cresowlve_core.notebooks import render_html
     from cresowlve_core.paths import NOTEBOOKS_DIR
 
@@ -91,14 +93,16 @@ def main() -> int:
 
     out_nb = reports / "03_analysis.ipynb"
     t, c = time.perf_counter(), _cpu()
-    pm.execute_notebook(
-        str(NOTEBOOKS_DIR / "03_analysis.ipynb"),
-        str(out_nb),
-        parameters={"runs": str(runs_dir / "*"), "export_dir": str(reports)},
-        cwd=str(NOTEBOOKS_DIR),
-        kernel_name="python3",
-        progress_bar=False,
-    )
+    with render_progress("03_analysis", None) as engine:  # the papermill engine every report runs with
+        pm.execute_notebook(
+            str(NOTEBOOKS_DIR / "03_analysis.ipynb"),
+            str(out_nb),
+            parameters={"runs": str(runs_dir / "*"), "export_dir": str(reports)},
+            cwd=str(NOTEBOOKS_DIR),
+            kernel_name="python3",
+            progress_bar=False,
+            **engine,
+        )
     step("notebook execute", t, c)
 
     t, c = time.perf_counter(), _cpu()

@@ -4,6 +4,12 @@ process whose stderr is the terminal).
 
 Cells are counted by a papermill engine (the standard nbclient engine) whose notebook manager reports
 each finished code cell; a heartbeat thread prints the line. Nothing of this reaches the notebook.
+
+The same engine writes the executing notebook to disk less often than papermill does by default:
+papermill rewrites the whole notebook before and after every cell (pure-Python JSON with indentation,
+0.4 s for a 2.6 MB notebook; 48 writes, 8.6 s of CPU, for ``03_analysis`` on 36 runs). Here it is
+written at most every :data:`SAVE_EVERY_S` seconds while cells run, and always when execution ends,
+finished or failed (papermill's final save), so a failed render still leaves its partial notebook.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 ENGINE = "cresowlve-progress"
+#: while a notebook executes, it is written to disk at most this often (and always when it ends)
+SAVE_EVERY_S = 30.0
 
 #: how often a report rendering prints which cell of how many (on stderr): the main job, and every
 #: command that renders a report (``report``, ``errors report``, ``contamination report``, the grid's)
@@ -41,10 +49,27 @@ def _register_engine() -> None:
     from papermill.engines import NBClientEngine, papermill_engines
 
     class ProgressEngine(NBClientEngine):
-        """nbclient's engine, counting code cells into the active tracker."""
+        """nbclient's engine, counting code cells into the active tracker, saving at most every
+        :data:`SAVE_EVERY_S` seconds until the cells are done."""
 
         @classmethod
         def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
+            save, last = nb_man.save, [time.monotonic()]  # papermill has just saved the notebook at its start
+
+            def throttled_save(**kw: Any) -> Any:
+                if time.monotonic() - last[0] < SAVE_EVERY_S:
+                    return None
+                last[0] = time.monotonic()
+                return save(**kw)
+
+            nb_man.save = throttled_save
+            try:
+                return cls._execute_cells(nb_man, kernel_name, **kwargs)
+            finally:
+                nb_man.save = save  # papermill's final save, when execution ends, always writes
+
+        @classmethod
+        def _execute_cells(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
             tracker = _ACTIVE[-1] if _ACTIVE else None
             if tracker is not None:
                 code = [i for i, c in enumerate(nb_man.nb.cells) if c.cell_type == "code"]
@@ -71,11 +96,12 @@ def _register_engine() -> None:
 @contextlib.contextmanager
 def render_progress(stem: str, every_s: float | None, stream: TextIO | None = None) -> Iterator[dict[str, Any]]:
     """Print the progress line of ``stem`` every ``every_s`` seconds while the block runs (nothing with
-    ``None``); yields the keyword arguments that make ``papermill.execute_notebook`` count cells."""
-    if not every_s:
-        yield {}
-        return
+    ``None``); yields the keyword arguments that make ``papermill.execute_notebook`` count cells (and
+    save the notebook at most every :data:`SAVE_EVERY_S` seconds, with or without progress lines)."""
     _register_engine()
+    if not every_s:
+        yield {"engine_name": ENGINE}
+        return
     tracker, done = _Tracker(stem), threading.Event()
     out = stream or sys.stderr
 
