@@ -20,6 +20,7 @@ import os
 import queue
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -44,6 +45,8 @@ LOCK = ".lock"
 #: set to 1 (by the main job, for the stages it renders): a run directory of another configuration is
 #: archived and started afresh instead of refused (:meth:`RunDir.begin`)
 ARCHIVE_CHANGED_ENV = "CRESOWLVE_ARCHIVE_CHANGED"
+#: bytes read at a time when looking for a file's last line (:meth:`RunDir._repair_tail`)
+_TAIL_BLOCK = 1 << 16
 
 
 def archive_changed_from_env() -> bool:
@@ -105,6 +108,9 @@ class RunDir:
         self._held: IO[str] | None = None  # the open lock file while this process holds the lock
         self._secrets = find_secret_values(secret_names)
         self._checked: set[str] = set()
+        #: per file written: (descriptor open for appending, st_dev, st_ino of the file it opened)
+        self._files: dict[str, tuple[int, int, int]] = {}
+        weakref.finalize(self, _close_descriptors, self._files)
         self._writer = _GroupWriter(self._write_lines)
         self.repairs: list[str] = []
 
@@ -194,28 +200,77 @@ class RunDir:
 
     def _write_lines(self, filename: str, lines: list[str]) -> None:
         path = self.path / filename
+        data = "".join(line + "\n" for line in lines).encode("utf-8")
         with self._lock:
             try:
-                if filename not in self._checked:
-                    self._repair_tail(filename)
-                    self._checked.add(filename)
-                with open(path, "a", encoding="utf-8") as f:
-                    f.write("".join(line + "\n" for line in lines))
-                    f.flush()
-                    os.fsync(f.fileno())
+                fd = self._append_fd(filename, path)
+                view = memoryview(data)
+                while view:  # a regular file takes it whole; a short write is continued, never dropped
+                    view = view[os.write(fd, view):]
+                os.fsync(fd)
             except OSError as exc:  # a full disk stops the run (DiskFull); the file is named either way
+                self._close_file(filename)  # the next write opens it again and checks its tail first
                 raise failed_write(exc, path)  # noqa: B904 (its cause is set when it is a new exception)
+
+    def _append_fd(self, filename: str, path: Path) -> int:
+        """The descriptor ``filename``'s records are appended through, opened (``O_APPEND``) once and
+        kept while the file at ``path`` is the one it opened: a file moved, replaced or removed since
+        (a run archived, a rescore) is opened again, its tail checked (:meth:`_repair_tail`) first.
+        Held under ``self._lock``."""
+        held = self._files.get(filename)
+        if held is not None:
+            try:
+                st = os.stat(path)
+                if (st.st_dev, st.st_ino) == held[1:]:
+                    return held[0]
+            except FileNotFoundError:
+                pass
+            self._close_file(filename)
+        if filename not in self._checked:
+            self._repair_tail(filename)
+            self._checked.add(filename)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        st = os.fstat(fd)
+        self._files[filename] = (fd, st.st_dev, st.st_ino)
+        return fd
+
+    def _close_file(self, filename: str) -> None:
+        """Close ``filename``'s descriptor, if open; its tail is checked again before the next write."""
+        held = self._files.pop(filename, None)
+        self._checked.discard(filename)
+        if held is not None:
+            with contextlib.suppress(OSError):
+                os.close(held[0])
+
+    def _close_files(self) -> None:
+        with self._lock:
+            for filename in list(self._files):
+                self._close_file(filename)
 
     def _repair_tail(self, filename: str) -> None:
         """Make the file end on a complete line: a torn tail goes to ``<file>.torn``."""
         path = self.path / filename
-        if not path.exists() or path.stat().st_size == 0:
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
             return
-        data = path.read_bytes()
-        if data.endswith(b"\n"):
+        if size == 0:
             return
-        cut = data.rfind(b"\n") + 1
-        tail = data[cut:]
+        with open(path, "rb") as f:  # only the last line is read, not the whole file
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return
+            cut, end = 0, size
+            while end > 0:  # the last newline, looked for backwards a block at a time
+                start = max(0, end - _TAIL_BLOCK)
+                f.seek(start)
+                i = f.read(end - start).rfind(b"\n")
+                if i >= 0:
+                    cut = start + i + 1
+                    break
+                end = start
+            f.seek(cut)
+            tail = f.read()
         try:
             json.loads(tail)
             complete = True
@@ -295,6 +350,7 @@ class RunDir:
         self._held = f
 
     def _release(self) -> None:
+        self._close_files()  # another process may write the files once the lock is released
         held, self._held = self._held, None
         if held is not None:
             held.close()
@@ -357,20 +413,33 @@ class _GroupWriter:
                     self._write(filename, [line for _, line, _, _ in items])
                 except BaseException as exc:  # handed to every waiting caller
                     error = exc
+                by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
                 for _, _, loop, fut in items:
+                    by_loop.setdefault(loop, []).append(fut)
+                for loop, futs in by_loop.items():  # one wake-up of each loop per write, not one per record
                     try:
-                        loop.call_soon_threadsafe(_settle, fut, error)
+                        loop.call_soon_threadsafe(_settle, futs, error)
                     except RuntimeError:  # the loop is closed (the run was interrupted)
                         pass
 
 
-def _settle(fut: asyncio.Future[None], error: BaseException | None) -> None:
-    if fut.done():
-        return
-    if error is None:
-        fut.set_result(None)
-    else:
-        fut.set_exception(error)
+def _settle(futs: list[asyncio.Future[None]], error: BaseException | None) -> None:
+    """Resolve the futures of records written together, in submission order."""
+    for fut in futs:
+        if fut.done():
+            continue
+        if error is None:
+            fut.set_result(None)
+        else:
+            fut.set_exception(error)
+
+
+def _close_descriptors(files: dict[str, tuple[int, int, int]]) -> None:
+    """Close the descriptors a collected :class:`RunDir` left open."""
+    for fd, _, _ in files.values():
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    files.clear()
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
