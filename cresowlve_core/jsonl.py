@@ -34,8 +34,8 @@ from typing import Any
 from cresowlve_core.failures import UsageError
 from cresowlve_core.jsontext import dumps, finite
 
-__all__ = ["JSONLError", "dumps", "dumps_line", "dumps_lines", "finite", "iter_lines", "parse_jsonl", "read_jsonl",
-           "read_jsonl_numbered", "read_line_at", "read_text", "scan_jsonl", "write_jsonl"]
+__all__ = ["JSONLError", "dumps", "dumps_line", "dumps_lines", "finite", "iter_jsonl_numbered", "iter_lines",
+           "parse_jsonl", "read_jsonl", "read_jsonl_numbered", "read_line_at", "read_text", "scan_jsonl", "write_jsonl"]
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +117,15 @@ def read_jsonl_numbered(path: str | Path, *, torn_tail_ok: bool = False, error: 
                         what: str = "record") -> list[tuple[int, dict[str, Any]]]:
     """``(line number, object)`` for every record of ``path`` (the rules of :func:`parse_jsonl`), read one
     line at a time (:func:`scan_jsonl`): the file's text is never held beside its records."""
-    return [(lineno, row) for lineno, _, row in _scan(Path(path), torn_tail_ok, error, what)]
+    return list(iter_jsonl_numbered(path, torn_tail_ok=torn_tail_ok, error=error, what=what))
+
+
+def iter_jsonl_numbered(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exception] = JSONLError,
+                        what: str = "record") -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl_numbered` one record at a time: a reader that turns each record into something
+    else never holds the file's records beside what it makes of them."""
+    for lineno, _, row in _scan(Path(path), torn_tail_ok, error, what):
+        yield lineno, row
 
 
 def scan_jsonl(path: str | Path, *, torn_tail_ok: bool = False, error: type[Exception] = JSONLError,

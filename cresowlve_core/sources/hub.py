@@ -17,15 +17,14 @@ every other problem (not UTF-8, a JSON array, a line that is not JSON or not an 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 from huggingface_hub import snapshot_download
 from huggingface_hub.errors import LocalEntryNotFoundError
@@ -45,19 +44,24 @@ _TEXT_FIELDS = ("id", "question", "answer")
 _OPTIONAL_TEXT_FIELDS = ("explanation", "other_answers")
 _LIST_FIELDS = ("knowledge_domains", "creative_domains", "cultures")
 
-PUBLISHED_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("question", pa.string()),
-        ("answer", pa.string()),
-        ("difficulty", pa.int64()),
-        ("explanation", pa.string()),
-        ("other_answers", pa.string()),
-        ("knowledge_domains", pa.list_(pa.string())),
-        ("creative_domains", pa.list_(pa.string())),
-        ("cultures", pa.list_(pa.string())),
-    ]
-)
+def published_schema() -> Any:
+    """The Arrow schema of the published files (pyarrow is imported here, when a Parquet file is
+    read or written: reading JSON Lines items does not load it, about 60 MiB)."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("id", pa.string()),
+            ("question", pa.string()),
+            ("answer", pa.string()),
+            ("difficulty", pa.int64()),
+            ("explanation", pa.string()),
+            ("other_answers", pa.string()),
+            ("knowledge_domains", pa.list_(pa.string())),
+            ("creative_domains", pa.list_(pa.string())),
+            ("cultures", pa.list_(pa.string())),
+        ]
+    )
 
 
 class ItemsFileError(UsageError, ValueError):
@@ -87,13 +91,32 @@ def read_jsonl_objects(path: str | Path) -> list[tuple[int, dict[str, Any]]]:
     line that is not JSON, or a line that is JSON but not an object (``42``, ``null``, a list).
     Lines are split on ``\n`` only, so a raw U+2028 inside a JSON string is kept.
     """
+    return list(iter_jsonl_objects(path))
+
+
+def iter_jsonl_objects(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """:func:`read_jsonl_objects` one line at a time (the same rules and errors; a JSON array is
+    refused before the first object): a reader that makes items of the rows holds one row at a time."""
     path = Path(path)
     if _first_text(path).startswith("["):
         raise ItemsFileError(
             f"{path}: a JSON array, not JSON Lines; write one JSON object per line "
             f"(e.g. jq -c '.[]' {path.name} > items.jsonl)"
         )
-    return jsonl.read_jsonl_numbered(path, error=ItemsFileError, what="item")
+    yield from jsonl.iter_jsonl_numbered(path, error=ItemsFileError, what="item")
+
+
+@contextlib.contextmanager
+def file_errors_first(rows: Iterator[Any]) -> Iterator[None]:
+    """Around a loop that makes items of ``rows`` one at a time: when a row is refused, the rest of
+    the file is still read (and dropped), so that a line further on that is not JSON or not an object
+    is the error named, as when the whole file was read before its first item was made."""
+    try:
+        yield
+    except ItemsFileError:
+        for _ in rows:  # raises the file's own error, if it has one
+            pass
+        raise
 
 
 def _first_text(path: Path) -> str:
@@ -164,9 +187,13 @@ def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
     )
 
 
-def _read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """``(where, row)`` pairs; ``where`` names the file and row (and line, for JSON Lines)."""
+def _read_rows(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(where, row)`` pairs; ``where`` names the file and row (and line, for JSON Lines). The rows
+    of a JSON Lines file are read one at a time."""
     if path.suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
         try:
             table = pq.read_table(path)
         except (pa.ArrowException, OSError) as err:
@@ -175,10 +202,20 @@ def _read_rows(path: Path) -> list[tuple[str, dict[str, Any]]]:
         missing = [c for c in PUBLISHED_FIELDS if c not in table.column_names]
         if missing:
             raise PublishedDataError(f"{path}: missing column(s) {missing}")
-        return [(f"{path}: row {i}", row) for i, row in enumerate(table.to_pylist())]
-    if path.suffix == ".jsonl":
-        return [(f"{path}:{lineno}: row {i}", row) for i, (lineno, row) in enumerate(read_jsonl_objects(path))]
-    raise PublishedDataError(f"{path}: expected a .parquet or .jsonl file")
+        for i, row in enumerate(table.to_pylist()):
+            yield f"{path}: row {i}", row
+    elif path.suffix == ".jsonl":
+        yield from published_jsonl_rows(path, iter_jsonl_objects(path))
+    else:
+        raise PublishedDataError(f"{path}: expected a .parquet or .jsonl file")
+
+
+def published_jsonl_rows(path: Path, numbered: Iterable[tuple[int, dict[str, Any]]]
+                         ) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The ``(where, row)`` pairs of a published-schema JSON Lines file from its ``(line number, row)``
+    pairs (:func:`iter_jsonl_objects`)."""
+    for i, (lineno, row) in enumerate(numbered):
+        yield f"{path}:{lineno}: row {i}", row
 
 
 def read_published_file(path: str | Path, lang: Lang) -> list[Item]:
@@ -188,15 +225,22 @@ def read_published_file(path: str | Path, lang: Lang) -> list[Item]:
     the row number, its id and the field). Extra columns are ignored with a log message.
     """
     path = Path(path)
-    rows = _read_rows(path)
+    return published_items(path, _read_rows(path), lang)
+
+
+def published_items(path: Path, rows: Iterable[tuple[str, dict[str, Any]]], lang: Lang) -> list[Item]:
+    """The ``lang`` items of published-schema ``(where, row)`` pairs (:func:`read_published_file`),
+    taken one at a time: each row may be dropped once its item is made."""
     items: list[Item] = []
     extra: set[str] = set()
-    for where, row in rows:
-        for name in PUBLISHED_FIELDS:
-            if name not in row:
-                raise PublishedDataError(f"{where} (id={row.get('id')!r}): field {name!r} is missing")
-        extra |= set(row) - set(PUBLISHED_FIELDS)
-        items.append(_row_to_item(row, lang, where))
+    rows = iter(rows)
+    with file_errors_first(rows):
+        for where, row in rows:
+            for name in PUBLISHED_FIELDS:
+                if name not in row:
+                    raise PublishedDataError(f"{where} (id={row.get('id')!r}): field {name!r} is missing")
+            extra |= set(row) - set(PUBLISHED_FIELDS)
+            items.append(_row_to_item(row, lang, where))
     if extra:
         log.info("%s: ignoring extra column(s) %s", path, sorted(extra))
     return items
@@ -211,7 +255,10 @@ def write_published_file(items: Iterable[Item], path: str | Path, lang: Lang) ->
     rows = [item.published_row(lang) for item in items]
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".parquet":
-        pq.write_table(pa.Table.from_pylist(rows, schema=PUBLISHED_SCHEMA), path)
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows, schema=published_schema()), path)
     elif path.suffix == ".jsonl":
         jsonl.write_jsonl(path, rows)
     else:

@@ -19,10 +19,12 @@ but cannot be sent as UTF-8; the item is rejected by id rather than silently alt
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
+from array import array
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +35,15 @@ from cresowlve_core.failures import InputError, MissingInput, UsageError
 from cresowlve_core.inputs import text_problem
 from cresowlve_core.items import LANGS, Item, ItemView, Lang
 from cresowlve_core.paths import data_dir, shipped_data
-from cresowlve_core.sources.hub import ItemsFileError, load_published, read_jsonl_objects, read_published_file
+from cresowlve_core.sources.hub import (
+    ItemsFileError,
+    file_errors_first,
+    iter_jsonl_objects,
+    load_published,
+    published_items,
+    published_jsonl_rows,
+    read_published_file,
+)
 
 log = logging.getLogger(__name__)
 
@@ -122,27 +132,57 @@ def write_demo_items(items: list[Item], path: str | Path | None = None) -> Path:
     return path
 
 
-def _drain(rows: list[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``rows`` in order, each dropped from the list as it is given: the rows of a large file are
-    not held beside all of its items."""
-    rows.reverse()
-    while rows:
-        yield rows.pop()
+class _FileLines:
+    """``file:line`` of each item of a JSON Lines file, by the item's position: the line numbers are
+    kept (an array of ints), the texts made only for the item an error names."""
+
+    def __init__(self, path: Path):
+        self.path, self.lines = path, array("q")
+
+    def numbered(self, rows: Iterable[tuple[int, dict[str, Any]]]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """``rows`` as they are, each one's line number noted as it passes."""
+        for lineno, row in rows:
+            self.lines.append(lineno)
+            yield lineno, row
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, n: int) -> str:
+        return f"{self.path}:{self.lines[n]}"
+
+
+def _read_jsonl_items(path: Path, lang: Lang) -> tuple[list[Item], _FileLines]:
+    """The items of a JSON Lines file, published-schema rows (``question`` at the top level) or one
+    ``Item`` per line (the first row decides), and the ``file:line`` of each. Rows are read one at
+    a time and each becomes its item at once: the file's rows are never held beside its items."""
+    lines = _FileLines(path)  # both readers keep one item per row
+    rows = lines.numbered(iter_jsonl_objects(path))
+    first = next(rows, None)
+    if first is None:
+        return [], lines
+    published = "question" in first[1]  # Item rows nest it under en/ru
+    rest = itertools.chain([first], rows)
+    del first
+    items = published_items(path, published_jsonl_rows(path, rest), lang) if published else _items_from_rows(path, rest)
+    return items, lines
 
 
 def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> list[Item]:
     items = []
-    for lineno, row in rows:
-        try:
-            item = Item.model_validate(row)
-        except ValidationError as err:
-            first = err.errors()[0]
-            loc = ".".join(str(x) for x in first["loc"]) or "item"
-            more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-            raise ItemsFileError(f"{path}:{lineno} (id={row.get('id')!r}): {loc}: {first['msg']}{more}") from None
-        if not item.id.strip():
-            raise ItemsFileError(f"{path}:{lineno}: id must be a non-empty string")
-        items.append(item)
+    rows = iter(rows)
+    with file_errors_first(rows):
+        for lineno, row in rows:
+            try:
+                item = Item.model_validate(row)
+            except ValidationError as err:
+                first = err.errors()[0]
+                loc = ".".join(str(x) for x in first["loc"]) or "item"
+                more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
+                raise ItemsFileError(f"{path}:{lineno} (id={row.get('id')!r}): {loc}: {first['msg']}{more}") from None
+            if not item.id.strip():
+                raise ItemsFileError(f"{path}:{lineno}: id must be a non-empty string")
+            items.append(item)
     return items
 
 
@@ -153,7 +193,7 @@ def read_items_jsonl(path: str | Path) -> list[Item]:
     (see :func:`~cresowlve_core.sources.hub.read_jsonl_objects`).
     """
     path = Path(path)
-    return _items_from_rows(path, read_jsonl_objects(path))
+    return _items_from_rows(path, iter_jsonl_objects(path))
 
 
 def load_demo_items(include_removed: bool = False) -> list[Item]:
@@ -226,7 +266,7 @@ def validate_items(items: list[Item], source: str) -> None:
         )
 
 
-def check_input_limits(items: list[Item], lang: Lang, wheres: list[str] | None, source: str,
+def check_input_limits(items: list[Item], lang: Lang, wheres: Sequence[str] | _FileLines | None, source: str,
                        max_input_chars: int | None = None) -> None:
     """Refuse an item whose ``lang`` question or answer breaks the input limits of
     :mod:`cresowlve_core.inputs` (empty, a control character, a question above the size limit).
@@ -257,7 +297,7 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
     """
     if lang not in LANGS:
         raise InputError(f"lang must be one of {LANGS}, got {lang!r}")
-    wheres: list[str] | None = None  # file:line of each item, where the items come from a JSONL file
+    wheres: _FileLines | None = None  # file:line of each item, where the items come from a JSONL file
     if spec == "demo":
         items = load_demo_items()
     elif spec == "hub" or spec.startswith("hub:"):
@@ -272,10 +312,7 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
         if not path.is_file():
             raise MissingInput(f"{spec!r} is not 'demo', 'hub:en', 'hub:ru' or an existing file")
         if path.suffix == ".jsonl":
-            rows = read_jsonl_objects(path)
-            published = bool(rows) and "question" in rows[0][1]  # Item rows nest it under en/ru
-            wheres = [f"{path}:{lineno}" for lineno, _ in rows]  # both readers keep one item per row
-            items = read_published_file(path, lang) if published else _items_from_rows(path, _drain(rows))
+            items, wheres = _read_jsonl_items(path, lang)
         elif path.suffix == ".parquet":
             items = read_published_file(path, lang)
         else:

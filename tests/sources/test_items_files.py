@@ -85,6 +85,38 @@ def test_an_invalid_item_line_is_one_line_naming_line_and_id(tmp_path):
     assert msg.startswith(f"{path}:2 (id='it1'): difficulty:") and "\n" not in msg
 
 
+@pytest.mark.parametrize("published", [False, True])
+def test_a_line_that_is_not_json_is_named_before_an_invalid_item_above_it(tmp_path, published):
+    # rows become items one at a time; the file's own error further on is still the one named
+    bad = {"id": "p1", "question": "Q?"} if published else {**_item(1), "difficulty": "hard"}
+    good = json.loads((FIXTURES / "en.jsonl").read_text().splitlines()[0]) if published else _item(0)
+    path = _write(tmp_path / "x.jsonl", [], raw=json.dumps(good) + "\n" + json.dumps(bad) + "\nnot json\n")
+    with pytest.raises(ItemsFileError, match=r"x\.jsonl:3: not JSON"):
+        load_items(str(path), "en")
+
+
+def test_line_numbers_of_a_jsonl_file_name_the_item_that_breaks_a_limit(tmp_path):
+    path = _write(tmp_path / "x.jsonl", [], raw="\n".join(json.dumps(_item(i, "x" * (50 if i == 3 else 5)))
+                                                           for i in range(5)) + "\n")
+    with pytest.raises(ItemsFileError, match=r"x\.jsonl:4 \(id='it3'\): en\.question: 50 characters"):
+        load_items(str(path), "en", max_input_chars=10)
+    blank_lines = _write(tmp_path / "y.jsonl", [], raw="\n\n" + json.dumps(_item(0, "q?")) + "\n\n"
+                         + json.dumps(_item(1, "x" * 50)) + "\n")
+    with pytest.raises(ItemsFileError, match=r"y\.jsonl:5 \(id='it1'\)"):
+        load_items(str(blank_lines), "en", max_input_chars=10)
+
+
+def test_reading_jsonl_items_does_not_import_pyarrow(tmp_path):
+    import subprocess
+    import sys
+
+    path = _write(tmp_path / "x.jsonl", [_item(0), _item(1)])
+    script = ("import sys; from cresowlve_core.sources.sample import load_items; "
+              f"print(len(load_items({str(path)!r}, 'en')), 'pyarrow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["2", "False"]  # about 60 MiB that an eval of a JSONL file does not need
+
+
 def test_an_empty_id_is_refused(tmp_path):
     bad = _item(1)
     bad["id"] = " "
