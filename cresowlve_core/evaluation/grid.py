@@ -218,10 +218,11 @@ def cell_finished(cell: Cell) -> bool:
 
 
 async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
-                   on_record: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
-    """Evaluate one cell: ``{"status", "summary"}``, or ``{"status", "error"}`` when it could not run."""
+                   on_record: Callable[[dict[str, Any]], None], cfg: EvalConfig | None = None) -> dict[str, Any]:
+    """Evaluate one cell (``cfg``: its configuration, by default ``cell.eval_config(grid)``):
+    ``{"status", "summary"}``, or ``{"status", "error"}`` when it could not run."""
     try:
-        out = await evaluate_async(cell.eval_config(grid), items, progress=False, on_record=on_record)
+        out = await evaluate_async(cfg or cell.eval_config(grid), items, progress=False, on_record=on_record)
         status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"
         return {"status": status, "summary": out.summary}
     except RunDirError as exc:  # in use by another process (or of another configuration): nothing sent

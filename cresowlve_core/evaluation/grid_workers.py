@@ -2,11 +2,21 @@
 
 One process's event loop spends about a millisecond of CPU per request, so a grid at short latencies
 is bound by one core while the others idle. Here the parent starts ``N`` worker processes once and
-feeds them cell names through one queue; each worker evaluates up to its share of ``parallel`` cells
-at a time (so the grid has at most ``parallel`` cells in flight, as in one process) and takes the
-next cell when one finishes. The parent holds the one progress bar; workers send it their item counts
-and each cell's result (``grid.run_cell``'s dict) through a second queue, and the parent writes
-``grid.json`` exactly as the in-process grid does.
+feeds them cell names through one queue; each worker evaluates up to ``cells_per_worker`` cells at a
+time and takes the next cell when one finishes. The parent holds the one progress bar; workers send
+it their item counts and each cell's result (``grid.run_cell``'s dict) through a second queue, and
+the parent writes ``grid.json`` exactly as the in-process grid does.
+
+How the work is dealt (:func:`deal`): every worker gets the same share of the requests in flight, so
+that each carries the same share of the CPU. ``parallel`` cells over ``N`` workers is ``ceil(parallel
+/ N)`` cells per worker, each cell at its concurrency times ``parallel / (N x cells per worker)``
+(rounded down): 3 cells at concurrency 16 over 2 workers is 2 cells per worker at 12, 48 requests in
+flight as in one process, 24 in each worker (dealt 2 + 1 cells at 16, one worker carried two thirds of
+the CPU). In flight there are never more requests than ``parallel`` cells at their own concurrency
+would send, in all and at any one endpoint, and never more in one cell than its own concurrency. A
+cell's concurrency changes no answer and may change between a run and its resume; its manifest
+records the concurrency it ran at. Where a cell's share would round down to no request at all
+(concurrency 1), the cells are dealt whole instead (:func:`slot_shares`) at their own concurrency.
 
 What the processes share, and why it is safe:
 
@@ -36,6 +46,7 @@ import queue
 import signal
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -59,6 +70,36 @@ def slot_shares(parallel: int, workers: int) -> list[int]:
     return [parallel // workers + (i < parallel % workers) for i in range(workers)]
 
 
+@dataclass(frozen=True)
+class Deal:
+    """How a grid's cells are dealt over its workers: ``slots[i]`` cells at a time in worker ``i``,
+    each at its concurrency times ``num / den`` (rounded down)."""
+
+    slots: list[int]
+    num: int = 1
+    den: int = 1
+
+    def concurrency(self, own: int) -> int:
+        """A cell's concurrency in a worker, from its own."""
+        return own * self.num // self.den
+
+
+def deal(parallel: int, workers: int, concurrencies: list[int]) -> Deal:
+    """The same share of ``parallel`` cells' requests in flight for each of ``workers``
+    (``concurrencies``: those of the cells to run; see the module docstring).
+
+    Every worker runs ``k = ceil(parallel / workers)`` cells at a time at ``parallel / (workers x k)``
+    of their concurrency. That never puts more requests in flight than ``parallel`` cells at their own
+    concurrency: the ``workers x k`` largest concurrencies average no more than the ``parallel``
+    largest. Where a cell's share would be no request (``floor(c x parallel / (workers x k)) == 0``)
+    the cells are dealt whole, :func:`slot_shares`."""
+    k = -(-parallel // workers)
+    num, den = parallel, workers * k
+    if num == den or any(c * num // den < 1 for c in concurrencies):
+        return Deal(slot_shares(parallel, workers))
+    return Deal([k] * workers, num, den)
+
+
 def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True) -> dict[str, Any]:
     """Evaluate every unfinished cell in ``workers`` processes and write ``grid.json``."""
     grid = grid.model_copy(update={"runs_dir": str(grid.directory())})  # resolved here, the same in every worker
@@ -73,9 +114,10 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
         tasks.put(c.name)
     for _ in range(workers):
         tasks.put(None)  # one end mark per worker
+    dealt = deal(grid.parallel, workers, [c.eval_config(grid).options.concurrency for c in todo])
     procs = [ctx.Process(target=_worker_main, name=f"grid-worker-{i}", daemon=True,
-                         args=(grid.model_dump(mode="json"), i, share, tasks, events, stopping))
-             for i, share in enumerate(slot_shares(grid.parallel, workers))]
+                         args=(grid.model_dump(mode="json"), i, share, dealt, tasks, events, stopping))
+             for i, share in enumerate(dealt.slots)]
     bar = tqdm(total=total, desc=f"grid {grid.name} ({len(todo)} cells, {workers} workers)", unit="item",
                disable=not progress, dynamic_ncols=True)
     results: dict[str, dict[str, Any]] = {}
@@ -126,7 +168,8 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
 # --------------------------------------------------------------------------- the worker process
 
 
-def _worker_main(grid_data: dict[str, Any], worker: int, slots: int, tasks: Any, events: Any, stopping: Any) -> None:
+def _worker_main(grid_data: dict[str, Any], worker: int, slots: int, dealt: Deal, tasks: Any, events: Any,
+                 stopping: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into `stopping`
     grid = GridConfig(**grid_data)
     parent = os.getppid()
@@ -143,13 +186,13 @@ def _worker_main(grid_data: dict[str, Any], worker: int, slots: int, tasks: Any,
     with stop.handle_signals():  # SIGTERM to this worker stops it cleanly, as it stops a command
         threading.Thread(target=watch, name="grid-stop-watch", daemon=True).start()
         with contextlib.suppress(KeyboardInterrupt):  # stopped while waiting for a cell: nothing to write
-            run_coro(_worker_cells(grid, slots, worker, tasks, events))
+            run_coro(_worker_cells(grid, slots, dealt, worker, tasks, events))
     events.put(("end", worker))
     events.close()
     events.join_thread()
 
 
-async def _worker_cells(grid: GridConfig, slots: int, worker: int, tasks: Any, events: Any) -> None:
+async def _worker_cells(grid: GridConfig, slots: int, dealt: Deal, worker: int, tasks: Any, events: Any) -> None:
     """Take cells from ``tasks`` while a slot is free; report items and results through ``events``."""
     by_name = {c.name: c for c in cells(grid)}
     free = asyncio.Semaphore(slots)
@@ -173,7 +216,9 @@ async def _worker_cells(grid: GridConfig, slots: int, worker: int, tasks: Any, e
         try:
             cell = by_name[name]
             events.put(("start", worker, name))
-            res = await run_cell(grid, cell, load_eval_items(cell.eval_config(grid)), on_record)
+            cfg = cell.eval_config(grid)
+            options = cfg.options.model_copy(update={"concurrency": dealt.concurrency(cfg.options.concurrency)})
+            res = await run_cell(grid, cell, load_eval_items(cfg), on_record, cfg.model_copy(update={"options": options}))
             flush()
             events.put(("cell", worker, name, res))
         finally:

@@ -7,6 +7,7 @@ import json
 import signal
 from pathlib import Path
 
+import pytest
 import yaml
 from fakeserver import FakeServer
 from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
@@ -15,7 +16,7 @@ from test_grid import reply
 from cresowlve_core.cli import main
 from cresowlve_core.evaluation.grid import GRID_FILE
 from cresowlve_core.evaluation.grid_run import run_grid
-from cresowlve_core.evaluation.grid_workers import slot_shares
+from cresowlve_core.evaluation.grid_workers import deal, slot_shares
 
 # what differs between two runs of the same items: times, durations, ids and paths
 VOLATILE = {"started_at", "finished_at", "written_at", "created_at", "latency_s", "latency_ms", "elapsed_s",
@@ -58,6 +59,48 @@ def test_slots_are_dealt_over_the_workers():
     assert slot_shares(3, 2) == [2, 1] and slot_shares(4, 2) == [2, 2] and slot_shares(2, 2) == [1, 1]
 
 
+def test_requests_in_flight_are_dealt_evenly_over_the_workers():
+    d = deal(3, 2, [16] * 36)  # the paper's shape: 2 cells per worker at 12, 24 in flight in each
+    assert d.slots == [2, 2] and d.concurrency(16) == 12
+    d = deal(5, 2, [16] * 10)
+    assert d.slots == [3, 3] and d.concurrency(16) == 13  # 78 in flight, not above 5 x 16
+    assert deal(4, 2, [16]).slots == [2, 2] and deal(4, 2, [16]).concurrency(16) == 16  # already even
+    assert deal(3, 3, [7]).slots == [1, 1, 1] and deal(3, 3, [7]).concurrency(7) == 7
+    d = deal(3, 2, [16, 1])  # a cell at concurrency 1 would get none: cells are dealt whole as before
+    assert d.slots == [2, 1] and d.concurrency(1) == 1 and d.concurrency(16) == 16
+
+
+def test_dealt_requests_in_flight_never_exceed_parallel_cells_at_their_own_concurrency():
+    import random
+
+    rng = random.Random(29)
+    for _ in range(2000):
+        parallel = rng.randint(1, 9)
+        workers = rng.randint(1, parallel)
+        own = [rng.choice([1, 2, 3, 4, 8, 16, 17, 64]) for _ in range(rng.randint(1, 20))]
+        d = deal(parallel, workers, own)
+        assert len(d.slots) == workers
+        limit = sum(sorted(own, reverse=True)[:parallel])  # the most in one process: `parallel` cells in flight
+        dealt = sorted((d.concurrency(c) for c in own), reverse=True)[:sum(d.slots)]
+        assert sum(dealt) <= limit, (parallel, workers, own, d)
+        assert all(1 <= d.concurrency(c) <= c for c in own)  # never above a cell's own concurrency
+        if all(c == own[0] for c in own) and len(set(d.slots)) > 1:  # uneven only where a cell would get none
+            assert d.concurrency(own[0]) == own[0] and own[0] * parallel // (workers * max(d.slots)) == 0
+
+
+def test_three_cells_over_two_workers_keep_the_requests_in_flight(tmp_path):
+    items = write_items(tmp_path / "items.jsonl", 24)
+    with FakeServer(answers=reply, latency_s=0.05) as srv:
+        config = write_config(tmp_path, srv.base_url, "deal", items=str(items), limit=24, parallel=3,
+                              options={"concurrency": 4, "max_tokens": 32, "cache": False})
+        out = run_grid(config, progress=False, workers=2)
+        assert srv.max_in_flight <= 3 * 4  # never more than `parallel` cells at their concurrency
+    assert out["n_done"] == 4
+    for c in out["cells"]:  # 2 cells per worker at 3 (3 x 4 requests over 2 workers x 2 cells)
+        manifest = json.loads((Path(c["run_dir"]) / "manifest.json").read_text())
+        assert manifest["options"]["concurrency"] == 3
+
+
 def test_two_workers_write_the_same_records_and_summaries_as_one_process(tmp_path):
     with FakeServer(answers=reply) as srv:
         one = run_grid(write_config(tmp_path, srv.base_url, "one"), progress=False, workers=1)
@@ -74,7 +117,8 @@ def test_two_workers_write_the_same_records_and_summaries_as_one_process(tmp_pat
     assert stable(written) == stable(two)
 
 
-def test_max_cost_is_never_exceeded_with_two_workers(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("parallel", [2, 3])  # 3: two cells per worker at a share of their concurrency
+def test_max_cost_is_never_exceeded_with_two_workers(tmp_path, monkeypatch, capsys, parallel):
     prices = tmp_path / "prices.csv"
     # 1,000 USD per million tokens: each call's upper bound is a few cents (32 output tokens + prompt)
     prices.write_text("model,input_per_mtok,output_per_mtok,batch_discount\n"
@@ -82,7 +126,7 @@ def test_max_cost_is_never_exceeded_with_two_workers(tmp_path, monkeypatch, caps
     monkeypatch.setenv("CRESOWLVE_PRICES", str(prices))
     max_cost = 1.0
     with FakeServer(answers=reply) as srv:
-        config = write_config(tmp_path, srv.base_url, "budget", limit=12, options={
+        config = write_config(tmp_path, srv.base_url, "budget", limit=12, parallel=parallel, options={
             "concurrency": 3, "max_tokens": 32, "max_cost": max_cost, "cache_path": str(tmp_path / "b.sqlite")})
         rc = main(["grid", str(config), "--workers", "2"])
     err = capsys.readouterr().err
