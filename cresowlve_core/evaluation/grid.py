@@ -231,6 +231,21 @@ async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
         return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
 
 
+class CellItems:
+    """The items of a grid's cells, loaded once per items spec, language and limits: the cells share
+    them (a grid of 18 models in two languages reads its item sets twice, not 36 times, and holds
+    them once). A cell does not change the items it is given."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[tuple[str, str, int | None, int | None], list[Item]] = {}
+
+    def __call__(self, cfg: EvalConfig) -> list[Item]:
+        key = (cfg.items, cfg.lang, cfg.limit, cfg.max_input_chars)
+        if key not in self._loaded:
+            self._loaded[key] = load_eval_items(cfg)
+        return self._loaded[key]
+
+
 def default_workers() -> int:
     """The cores this process may run on (``--workers``' default)."""
     try:
@@ -243,7 +258,8 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
     """Evaluate every unfinished cell (``grid.parallel`` at once) and write ``grid.json``."""
     all_cells = cells(grid)
     todo = [c for c in all_cells if not cell_finished(c)]
-    loaded = {c.name: load_eval_items(c.eval_config(grid)) for c in todo}
+    items = CellItems()
+    loaded = {c.name: items(c.eval_config(grid)) for c in todo}
     bar = tqdm(total=sum(len(v) for v in loaded.values()), desc=f"grid {grid.name} ({len(todo)} cells)",
                unit="item", disable=not progress, dynamic_ncols=True)
     slots = asyncio.Semaphore(grid.parallel)

@@ -52,13 +52,13 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from cresowlve_core.evaluation.grid import (
+    CellItems,
     GridConfig,
     cell_finished,
     cells,
     run_cell,
     write_grid_summary,
 )
-from cresowlve_core.evaluation.runner import load_eval_items
 from cresowlve_core.runtime import INTERRUPTED, stop
 
 POLL_S = 0.2  # how often the parent and the workers look at the queues and the stop event
@@ -105,7 +105,9 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
     grid = grid.model_copy(update={"runs_dir": str(grid.directory())})  # resolved here, the same in every worker
     all_cells = cells(grid)
     todo = [c for c in all_cells if not cell_finished(c)]
-    total = sum(len(load_eval_items(c.eval_config(grid))) for c in todo)  # also refuses bad items before any start
+    items = CellItems()
+    total = sum(len(items(c.eval_config(grid))) for c in todo)  # also refuses bad items before any start
+    del items  # (the workers read their own)
     ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads
     tasks: Any = ctx.Queue()
     events: Any = ctx.Queue()
@@ -195,6 +197,7 @@ def _worker_main(grid_data: dict[str, Any], worker: int, slots: int, dealt: Deal
 async def _worker_cells(grid: GridConfig, slots: int, dealt: Deal, worker: int, tasks: Any, events: Any) -> None:
     """Take cells from ``tasks`` while a slot is free; report items and results through ``events``."""
     by_name = {c.name: c for c in cells(grid)}
+    items = CellItems()
     free = asyncio.Semaphore(slots)
     running: set[asyncio.Task[None]] = set()
     count = [0]
@@ -218,7 +221,7 @@ async def _worker_cells(grid: GridConfig, slots: int, dealt: Deal, worker: int, 
             events.put(("start", worker, name))
             cfg = cell.eval_config(grid)
             options = cfg.options.model_copy(update={"concurrency": dealt.concurrency(cfg.options.concurrency)})
-            res = await run_cell(grid, cell, load_eval_items(cfg), on_record, cfg.model_copy(update={"options": options}))
+            res = await run_cell(grid, cell, items(cfg), on_record, cfg.model_copy(update={"options": options}))
             flush()
             events.put(("cell", worker, name, res))
         finally:

@@ -57,6 +57,17 @@ def test_two_by_two_grid_runs_resumes_and_feeds_the_analysis(tmp_path):
     assert m["effort"] == "medium" and m["sent"]["reasoning_effort"] == "medium"  # the label matches what was sent
 
 
+def test_the_cells_share_one_load_of_each_item_set(tmp_path, monkeypatch):
+    from cresowlve_core.evaluation import grid as grid_module
+
+    loads = []
+    real = grid_module.load_eval_items
+    monkeypatch.setattr(grid_module, "load_eval_items", lambda cfg: loads.append(cfg.lang) or real(cfg))
+    with FakeServer(answers=reply) as srv:
+        out = run_grid(write_config(tmp_path, srv), progress=False)
+    assert out["n_done"] == 4 and sorted(loads) == ["en", "ru"]  # 4 cells, 2 item sets read once each
+
+
 def test_a_failing_cell_does_not_stop_the_others_and_the_exit_code_says_so(tmp_path):
     with FakeServer(answers=reply, faults=lambda r: "404" if r.body.get("model") == "model-b" else None) as srv:
         config = write_config(tmp_path, srv)
