@@ -1,4 +1,12 @@
-"""Run a coroutine to completion from a script, the CLI or a notebook cell."""
+"""Run a coroutine to completion from a script, the CLI or a notebook cell, on uvloop.
+
+The run's event loop is uvloop's (:func:`new_event_loop`), a declared dependency: its loop, sockets
+and timers are C (libuv), so a model call costs less CPU than on asyncio's Python selector loop
+(docs/llm.md, "Throughput"). uvloop is not installable on Windows; there, and only there, the loop
+is asyncio's own. Which loop ran is recorded in every run's manifest (``event_loop``,
+:func:`event_loop_name`). A coroutine awaited on a loop the caller made (``asyncio.run``, a
+notebook's ``await``) runs on that loop, named as asyncio's.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,47 @@ import asyncio
 import concurrent.futures
 import contextlib
 import gc
+import sys
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import cresowlve_core.runtime.stop as stop
 
 T = TypeVar("T")
+
+#: why the loop is asyncio's own, or None where it is uvloop's (every platform uvloop installs on)
+NO_UVLOOP = "asyncio (uvloop is not installable on Windows)" if sys.platform == "win32" else None
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """A new event loop for a run: uvloop's, or asyncio's where uvloop is not installable (Windows)."""
+    if NO_UVLOOP is not None:
+        return asyncio.new_event_loop()
+    import uvloop  # deferred: `cresowlve --help` imports no event loop
+
+    return uvloop.new_event_loop()
+
+
+def event_loop_name(loop: asyncio.AbstractEventLoop | None = None) -> str:
+    """Which event loop runs ``loop`` (default: the running one, else the one :func:`new_event_loop`
+    makes): ``"uvloop 0.23.0"``, or ``"asyncio"`` with the reason when it is asyncio's own."""
+    if loop is None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+    if loop is None and NO_UVLOOP is not None:
+        return NO_UVLOOP
+    if loop is None or type(loop).__module__.split(".")[0] == "uvloop":
+        import uvloop
+
+        return f"uvloop {uvloop.__version__}"
+    return NO_UVLOOP or "asyncio (a loop made by the caller, not by cresowlve_core.runtime)"
+
+
+def _run(main: Coroutine[Any, Any, T]) -> T:
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)
 
 #: the youngest generation's threshold during a run (Python's default: 700 allocations)
 RUN_GC_THRESHOLD = 10_000
@@ -38,10 +81,11 @@ def run_gc() -> Iterator[None]:
 
 
 def run_coro(coro: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coro)``, also from inside a running loop (Jupyter, marimo).
+    """``asyncio.run(coro)`` on the loop of :func:`new_event_loop` (uvloop), also from inside a
+    running loop (Jupyter, marimo).
 
     In a notebook the kernel's loop is already running, so the coroutine runs on a fresh loop in
-    a worker thread and this call blocks until it is done; exceptions propagate to the caller.
+    a worker thread (uvloop's too) and this call blocks until it is done; exceptions propagate to the caller.
     The coroutine is the task that a stop (Ctrl-C, SIGTERM: :mod:`~cresowlve_core.runtime.stop`)
     cancels; a stage that returns after the cancellation (``map_with_resume`` does) returns
     normally, and a cancellation that escapes the coroutine becomes :class:`KeyboardInterrupt`.
@@ -52,9 +96,9 @@ def run_coro(coro: Coroutine[Any, Any, T]) -> T:
             asyncio.get_running_loop()
         except RuntimeError:
             with run_gc():
-                return asyncio.run(main)
+                return _run(main)
         with concurrent.futures.ThreadPoolExecutor(1) as pool, run_gc():
-            return pool.submit(asyncio.run, main).result()
+            return pool.submit(_run, main).result()
     except asyncio.CancelledError:
         if stop.requested() is None:
             raise

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.failures import UsageError
 from cresowlve_core.paths import shipped_data
+from cresowlve_core.runtime.aio import event_loop_name
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.secrets import strip_url_credentials
 
@@ -118,6 +119,7 @@ class Manifest(BaseModel):
     judge: dict[str, Any] | None = None
     git_sha: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
+    event_loop: str | None = Field(None, description="the event loop the run started on (runtime.aio.event_loop_name)")
     started_at: str | None = None
     resumed_at: str | None = None
     finished_at: str | None = None
@@ -142,11 +144,12 @@ class Manifest(BaseModel):
 
 
 def new_manifest(kind: str, **fields: Any) -> Manifest:
-    """A manifest with provenance (git SHA, package versions, start time) filled in."""
+    """A manifest with provenance (git SHA, package versions, the event loop, start time) filled in."""
     if fields.get("base_url") and not fields.get("provider"):
         from cresowlve_core.llm.profiles import detect
 
         fields["provider"] = detect(str(fields["base_url"])).name
+    fields.setdefault("event_loop", event_loop_name())
     return Manifest(kind=kind, format_version=FORMAT_VERSION, git_sha=git_sha(), packages=package_versions(),
                     started_at=now_iso(), **fields)
 
