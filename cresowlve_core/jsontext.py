@@ -39,6 +39,11 @@ def _default(value: Any) -> Any:
     return str(value)
 
 
+#: the encoder of the default form (one line, keys in their order), made once: ``json.dumps`` with
+#: these options would make a new ``JSONEncoder`` on every call
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_default, allow_nan=False)
+
+
 def dumps(data: Any, *, indent: int | None = None, sort_keys: bool = False,
           separators: tuple[str, str] | None = None) -> str:
     """The project's JSON text of ``data``: UTF-8 kept, non-finite floats as ``null``, other
@@ -47,6 +52,8 @@ def dumps(data: Any, *, indent: int | None = None, sort_keys: bool = False,
     Almost every value holds no such float, so it is encoded as it is first; only when the encoder
     refuses a non-finite float (``ValueError``) is the value walked by :func:`finite` and encoded again."""
     try:
+        if indent is None and not sort_keys and separators is None:
+            return _ENCODER.encode(data)
         return json.dumps(data, ensure_ascii=False, default=_default, allow_nan=False, indent=indent,
                           sort_keys=sort_keys, separators=separators)
     except ValueError:

@@ -48,6 +48,7 @@ from cresowlve_core.runtime import (
     run_coro,
 )
 from cresowlve_core.runtime.errors import STOP_ERRORS
+from cresowlve_core.runtime.mapping import progress_interval
 from cresowlve_core.runtime.outcomes import error_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
 from cresowlve_core.stats import wilson_interval
 from cresowlve_core.text import shown
@@ -249,7 +250,7 @@ class _Evaluator:
                                                prompt_version=self.answerer.prompt.tag)
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
             if self.judge is not None and not is_withheld(c):  # the paid answer is on disk before the judge is asked
-                await self.run.append_async(RESPONSES, ResponseRecord(**rec).model_dump(mode="json"))
+                await self.run.append_async(RESPONSES, ResponseRecord.model_validate(rec).model_dump(mode="json"))
         if self.judge is not None and rec.get("outcome") in NOT_AN_ANSWER:  # nothing to judge: not correct
             rec.update(NOT_AN_ANSWER_VERDICT, judge_model=cfg.judge_model)
             if self.judge_bar is not None:
@@ -310,7 +311,7 @@ def truncation_warning(s: dict[str, Any]) -> str | None:
 def _with_judge_score(rec: dict[str, Any]) -> dict[str, Any]:
     verdict = rec.get("judge_verdict")
     scores = {**(rec.get("scores") or {}), "judge": None if verdict is None else verdict == "CORRECT"}
-    return ResponseRecord(**{**rec, "scores": scores}).model_dump(mode="json")
+    return ResponseRecord.model_validate({**rec, "scores": scores}).model_dump(mode="json")
 
 
 def _add_costs(a: float | None, b: float | None) -> float | None:
@@ -336,7 +337,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
 
         judged = {k for k, (_, e) in index.items() if e.status == "ok" and not needs_judge(e)}
         judge_bar = tqdm(total=len(units), initial=sum((it.id, cfg.lang) in judged for it in units),
-                         desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True)
+                         desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True,
+                         mininterval=progress_interval())
         del judged
     ev = _Evaluator(cfg, resolved, run, completions, judge_bar)
 

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import re
@@ -40,10 +41,24 @@ _PAPER_PUNCT_TO_SPACE = str.maketrans(dict.fromkeys(_PAPER_PUNCT, " "))
 _QUOTES_TO_SPACE = str.maketrans(dict.fromkeys(_QUOTES, " "))
 
 
+#: texts up to this long have their normalisations remembered (:func:`_short_paper_normalize`): a record's
+#: reference and prediction are normalised by more than one metric (lenient EM asks strict EM first)
+MEMO_CHARS = 200
+
+
 def paper_normalize(text: str | None) -> str:
     """The paper's released normalisation, step by step in its order."""
     if not text:
         return ""
+    return _short_paper_normalize(text) if len(text) <= MEMO_CHARS else _paper_normalize(text)
+
+
+@functools.lru_cache(maxsize=1024)
+def _short_paper_normalize(text: str) -> str:
+    return _paper_normalize(text)
+
+
+def _paper_normalize(text: str) -> str:
     t = text.lower().strip().replace("ё", "е")
     t = _STANDALONE_I.sub(" ", t)
     t = t.translate(_PAPER_PUNCT_TO_SPACE)

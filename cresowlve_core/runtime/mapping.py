@@ -23,6 +23,7 @@ error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from dataclasses import dataclass, field
@@ -42,6 +43,17 @@ Record = dict[str, Any]
 
 #: ``MapResult.stopped`` after Ctrl-C / SIGTERM cancelled the run.
 INTERRUPTED = "interrupted"
+
+
+#: seconds between redraws of a progress bar on a terminal (tqdm's default) and on anything else (a
+#: pipe, a log file, a notebook), where ten lines a second cost CPU and say no more than one
+PROGRESS_INTERVAL_S, PROGRESS_INTERVAL_PIPED_S = 0.1, 1.0
+
+
+def progress_interval() -> float:
+    """How often a progress bar on stderr is redrawn (tqdm's ``mininterval``)."""
+    isatty = getattr(sys.stderr, "isatty", None)
+    return PROGRESS_INTERVAL_S if isatty is not None and isatty() else PROGRESS_INTERVAL_PIPED_S
 
 
 def is_ok(record: Record) -> bool:
@@ -156,7 +168,7 @@ async def map_with_resume(
         del found
         todo = [(u, k) for u, k in zip(units, keys) if not (k in previous and done(previous[k][1]))]
         bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc or records_file,
-                   unit="unit", disable=not progress, dynamic_ncols=True)
+                   unit="unit", disable=not progress, dynamic_ncols=True, mininterval=progress_interval())
         queue: asyncio.Queue[tuple[U, Hashable]] = asyncio.Queue()
         for pair in todo:
             queue.put_nowait(pair)
