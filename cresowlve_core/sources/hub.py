@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from huggingface_hub import snapshot_download
-from huggingface_hub.errors import LocalEntryNotFoundError
 
 from cresowlve_core import jsonl
 from cresowlve_core.failures import InputError, MissingInput, UsageError
@@ -332,6 +330,14 @@ def _hub_offline() -> bool:
     return value.strip().upper() in {"1", "ON", "YES", "TRUE"}
 
 
+def snapshot_download(**kwargs: Any) -> str:
+    """``huggingface_hub.snapshot_download``, imported when the hub is used: reading a local items file
+    does not load huggingface_hub (about 0.4 s of CPU with httpx)."""
+    from huggingface_hub import snapshot_download as download
+
+    return str(download(**kwargs))
+
+
 def download_snapshot(cache_dir: str | Path | None = None) -> Path:
     """Local directory of the dataset snapshot; downloads only if nothing is cached.
 
@@ -349,6 +355,8 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
             local_files_only=local_files_only,
         )
         return Path(path)
+
+    from huggingface_hub.errors import LocalEntryNotFoundError
 
     try:
         return snapshot(local_files_only=True)

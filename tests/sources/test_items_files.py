@@ -106,15 +106,15 @@ def test_line_numbers_of_a_jsonl_file_name_the_item_that_breaks_a_limit(tmp_path
         load_items(str(blank_lines), "en", max_input_chars=10)
 
 
-def test_reading_jsonl_items_does_not_import_pyarrow(tmp_path):
+def test_reading_jsonl_items_does_not_import_pyarrow_or_the_hub_client(tmp_path):
     import subprocess
     import sys
 
     path = _write(tmp_path / "x.jsonl", [_item(0), _item(1)])
     script = ("import sys; from cresowlve_core.sources.sample import load_items; "
-              f"print(len(load_items({str(path)!r}, 'en')), 'pyarrow' in sys.modules)")
+              f"print(len(load_items({str(path)!r}, 'en')), 'pyarrow' in sys.modules, 'huggingface_hub' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
-    assert out.split() == ["2", "False"]  # about 60 MiB that an eval of a JSONL file does not need
+    assert out.split() == ["2", "False", "False"]  # about 60 MiB and 0.4 s that an eval of a JSONL file does not need
 
 
 def test_an_empty_id_is_refused(tmp_path):
