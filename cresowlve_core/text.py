@@ -1,9 +1,11 @@
-"""Small text helpers every stage uses (names of run directories, readable ids)."""
+"""Small text helpers every stage uses (names of run directories and configurations, readable ids)."""
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from typing import Any
 
 from cresowlve_core.failures import UsageError
 
@@ -63,3 +65,24 @@ def shown(value: object, missing: str = "–") -> str:
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)
+
+
+def config_label(model: str, effort: str | None) -> str:
+    """``"GPT-5.4 (medium)"``, or just the model name when there is no effort setting."""
+    e = normalise_effort(effort)
+    return f"{model} ({e})" if e else str(model)
+
+
+def config_name(model: str, effort: Any, aliases: dict[str, str] | None = None) -> str:
+    """The one name of a configuration in every table, chart, console line and ``cresowlve runs``:
+    the grid's label of ``model`` (``aliases``: model -> label), else the model, with its effort
+    (``gpt-5.4 (medium)``). Here, not in the analysis, so that naming a grid's cells imports no pandas."""
+    return config_label((aliases or {}).get(str(model)) or str(model), effort)
+
+
+def normalise_effort(effort: Any) -> str:
+    """Effort as a lowercase string; ``None``, NaN, ``""`` and ``"-"`` all mean no setting."""
+    if effort is None or (isinstance(effort, float) and math.isnan(effort)):
+        return ""
+    e = str(effort).strip().lower()
+    return "" if e in {"", "-", "none_set"} else e

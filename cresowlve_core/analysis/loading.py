@@ -64,6 +64,7 @@ from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
 from cresowlve_core.runtime.rundir import RESPONSES
+from cresowlve_core.text import config_label, config_name, normalise_effort  # noqa: F401 - named here too
 
 MANIFEST = "manifest.json"
 #: metric name -> label, in registry order (derived from the registry, never edited here)
@@ -307,27 +308,6 @@ def read_responses(path: Path) -> tuple[pa.Table, list[str]]:
 
 
 # ------------------------------------------------------------------ the whole set
-
-
-def config_label(model: str, effort: str | None) -> str:
-    """``"GPT-5.4 (medium)"``, or just the model name when there is no effort setting."""
-    e = normalise_effort(effort)
-    return f"{model} ({e})" if e else str(model)
-
-
-def config_name(model: str, effort: Any, aliases: dict[str, str] | None = None) -> str:
-    """The one name of a configuration in every table, chart, console line and ``cresowlve runs``:
-    the grid's label of ``model`` (``aliases``: model -> label), else the model, with its effort
-    (``gpt-5.4 (medium)``)."""
-    return config_label((aliases or {}).get(str(model)) or str(model), effort)
-
-
-def normalise_effort(effort: Any) -> str:
-    """Effort as a lowercase string; ``None``, NaN, ``""`` and ``"-"`` all mean no setting."""
-    if effort is None or (isinstance(effort, float) and np.isnan(effort)):
-        return ""
-    e = str(effort).strip().lower()
-    return "" if e in {"", "-", "none_set"} else e
 
 
 def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -> dict[str, Any]:

@@ -47,7 +47,7 @@ from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Item, Lang
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
-from cresowlve_core.text import slug
+from cresowlve_core.text import config_name, slug
 
 GRID_FILE = "grid.json"
 
@@ -287,8 +287,6 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
 
 
 def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from cresowlve_core.analysis.loading import config_name
-
     aliases = {m.model: m.label for m in grid.models if m.label}
     rows = []
     for c in all_cells:

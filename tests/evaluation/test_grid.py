@@ -68,6 +68,19 @@ def test_the_cells_share_one_load_of_each_item_set(tmp_path, monkeypatch):
     assert out["n_done"] == 4 and sorted(loads) == ["en", "ru"]  # 4 cells, 2 item sets read once each
 
 
+def test_the_grid_summary_names_configurations_without_importing_the_analysis(tmp_path):
+    script = f"""
+import sys
+from cresowlve_core.evaluation.grid import GridConfig, cells, write_grid_summary
+grid = GridConfig(name="g", runs_dir={str(tmp_path / "g")!r}, report=False,
+                  models=[{{"model": "m", "label": "M-1", "base_url": "http://x/v1", "efforts": [None, "High"]}}])
+out = write_grid_summary(grid, cells(grid), {{}})
+print([r["config"] for r in out["cells"]], "pandas" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['M-1', 'M-1', 'M-1 (high)', 'M-1 (high)'] False"  # the end of a grid pays no pandas import
+
+
 def test_a_failing_cell_does_not_stop_the_others_and_the_exit_code_says_so(tmp_path):
     with FakeServer(answers=reply, faults=lambda r: "404" if r.body.get("model") == "model-b" else None) as srv:
         config = write_config(tmp_path, srv)
