@@ -313,13 +313,41 @@ def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
     if not judge_output:
         return None
     text = judge_output.rstrip()[-JUDGE_OUTPUT_CAP:]
-    if any(marker.lower() in text.lower() for marker in ECHO_MARKERS):
+    low = text.lower()
+    if any(marker.lower() in low for marker in ECHO_MARKERS):
         return None
-    # the word after the tag on its line, or on the next line (one blank line in between at most)
-    # (every optional part starts with its own character: no two quantifiers compete for a run of blanks)
-    pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?"
-                         r"(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?(CORRECT|INCORRECT)\b", re.I)
-    found = {m.group(1).upper() for m in pattern.finditer(text)}
+    # Every match of VERDICT-<nonce><_VERDICT_WORD> (case ignored), left to right, each search going on
+    # after the last match, as re.finditer would find them: the tag's patterns are compiled once, not
+    # per nonce (each verdict has its own, so re's cache never held them: a compile per judge call).
+    found: set[str] = set()
+    pos = 0
+    while (tag := _VERDICT_TAG.search(text, pos)) is not None:
+        after = tag.end() + len(nonce)
+        word = _VERDICT_WORD.match(text, after) if _nonce_at(text, tag.end(), nonce) else None
+        if word is None:
+            pos = tag.start() + 1
+            continue
+        found.add(word.group(1).upper())
+        pos = word.end()
     if len(found) != 1:
         return None  # none, or both verdicts
     return found.pop()  # type: ignore[return-value]
+
+
+_VERDICT_TAG = re.compile("VERDICT-", re.I)
+# the word after the tag on its line, or on the next line (one blank line in between at most)
+# (every optional part starts with its own character: no two quantifiers compete for a run of blanks)
+_VERDICT_WORD = re.compile(r"[ \t]*:[ \t]*(?:\*+[ \t]*)?(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?"
+                           r"(CORRECT|INCORRECT)\b", re.I)
+
+
+def _nonce_at(text: str, start: int, nonce: str) -> bool:
+    """``text`` holds ``nonce`` at ``start``, case ignored as ``re.I`` ignores it (one character for one)."""
+    got = text[start:start + len(nonce)]
+    if got == nonce:
+        return True
+    if len(got) != len(nonce):
+        return False
+    if got.isascii() and nonce.isascii():  # between ASCII characters re.I equates only the two cases of a letter
+        return got.lower() == nonce.lower()
+    return re.fullmatch(re.escape(nonce), got, re.I) is not None

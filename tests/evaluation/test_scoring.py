@@ -238,3 +238,45 @@ def test_manifest_facts_of_each_protocol():
 
     assert JUDGE_PROTOCOLS["paper"]["unparseable_counts_as"] == "wrong"
     assert JUDGE_PROTOCOLS["nonce-verdict"]["unparseable_counts_as"] == "unscored"
+
+
+def _verdict_by_one_regex(judge_output: str | None, nonce: str) -> str | None:
+    """parse_verdict as one regular expression per nonce (its earlier form), the reference it must equal."""
+    import re
+
+    if not judge_output:
+        return None
+    text = judge_output.rstrip()[-20_000:]
+    if any(m.lower() in text.lower() for m in ("<candidate_answer>", "</reference_answer>", "You are grading an answer",
+                                              "followed by a single word")):
+        return None
+    pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?"
+                         r"(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?(CORRECT|INCORRECT)\b", re.I)
+    found = {m.group(1).upper() for m in pattern.finditer(text)}
+    return found.pop() if len(found) == 1 else None
+
+
+def test_verdict_parser_finds_what_one_regex_per_nonce_finds():
+    import random
+
+    rng = random.Random(29)
+    nonces = ["AB12CD34", "ab12cd34", "KS0I1XYZ", "", "a.b*c", "Ünï", "ſK"]
+    tags = ["VERDICT-", "verdict-", "VeRdIcT-", "VERDİCT-", "VERDICT-VERDICT-", "VERDICT"]
+    gaps = [":", " ", "\t", "\n", "\r\n", "*", "**", "\n\n", "\n\n\n", "x"]
+    words = ["CORRECT", "incorrect", "CORRECTLY", "Correct", "INCORRECT.", "İNCORRECT", "no"]
+    noise = ["x", "İ", "ı", "K", "ſ", " ", "\n", "VERDICT-", ":"]
+    cases = 0
+    for _ in range(4000):
+        nonce = rng.choice(nonces)
+        parts = []
+        for _ in range(rng.randint(1, 5)):
+            if rng.random() < 0.6:  # a verdict line, right or spoiled somewhere
+                spelled = rng.choice([nonce, nonce, nonce.lower(), nonce.upper(), nonce.swapcase(), nonce[:-1], "Z" + nonce])
+                parts += [rng.choice(tags), spelled, *rng.choices(gaps, k=rng.randint(0, 3)), ":" if rng.random() < 0.8 else "",
+                          *rng.choices(gaps[1:], k=rng.randint(0, 3)), rng.choice(words)]
+            else:
+                parts += rng.choices(noise, k=rng.randint(1, 4))
+        text = "".join(parts)
+        assert parse_verdict(text, nonce) == _verdict_by_one_regex(text, nonce), (text, nonce)
+        cases += parse_verdict(text, nonce) is not None
+    assert cases > 100  # the generated outputs do hold verdicts, not only noise
