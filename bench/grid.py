@@ -8,7 +8,8 @@ languages, ``parallel: 3``, ``concurrency: 16``, a judge), every cell against ``
 asyncio endpoint at ``--latency`` (default 50 ms), the cache off so every call is sent. Each cell's
 slot sends the answer and then the verdict, so the ideal wall time is ``requests x latency /
 (parallel x concurrency)``; the ratio printed is ideal / measured (target with 2 workers on 2 cores:
->= 0.85). CPU time is the command's and its workers' (user + system), which a busy machine distorts
+>= 0.85). ``start s`` is the time from the command's start to its first request (the interpreter, the
+imports, the workers' start), ``end s`` from its last request to its exit. CPU time is the command's and its workers' (user + system), which a busy machine distorts
 much less than wall time: the load average is printed beside each run.
 """
 
@@ -67,11 +68,15 @@ def run(base_url: str, n_items: int, workers: int, latency: float) -> dict[str, 
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if proc.returncode != 0:
             raise SystemExit(f"grid --workers {workers} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
-        n = len(arrivals(base_url))
+        times = arrivals(base_url)
+        n = len(times)
     ideal = n * latency / (PARALLEL * CONCURRENCY)
+    # (the endpoint's clock is this machine's monotonic clock: the first request's time after the start
+    # is what starting the command and its workers costs, and the time after the last one what ending does)
+    start, end = times[0] - t0, t0 + wall - times[-1]
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"workers": workers, "requests": n, "wall": wall, "ideal": ideal, "ratio": ideal / wall, "cpu": cpu,
-            "load_before": load_before, "load_after": os.getloadavg()[0]}
+            "start": start, "end": end, "load_before": load_before, "load_after": os.getloadavg()[0]}
 
 
 def main() -> int:
@@ -83,12 +88,13 @@ def main() -> int:
     print(f"grid: {N_CONFIGS * 2} cells x {a.items} items, judge on, parallel {PARALLEL} x concurrency {CONCURRENCY}, "
           f"{a.latency * 1000:.0f} ms; {os.cpu_count()} cores; {load()}")
     print(f"{'workers':>7} {'requests':>9} {'wall s':>8} {'ideal s':>8} {'ratio':>6} {'cpu s':>7} "
-          f"{'cpu ms/req':>10} {'load':>10}")
+          f"{'cpu ms/req':>10} {'start s':>7} {'end s':>6} {'load':>10}")
     with endpoint(a.latency) as url:
         for w in (int(x) for x in a.workers.split(",")):
             r = run(url, a.items, w, a.latency)
             print(f"{w:>7} {r['requests']:>9} {r['wall']:>8.1f} {r['ideal']:>8.1f} {r['ratio']:>6.2f} {r['cpu']:>7.1f} "
-                  f"{r['cpu'] / r['requests'] * 1000:>10.2f} {r['load_before']:>4.1f}->{r['load_after']:.1f}", flush=True)
+                  f"{r['cpu'] / r['requests'] * 1000:>10.2f} {r['start']:>7.1f} {r['end']:>6.1f} "
+                  f"{r['load_before']:>4.1f}->{r['load_after']:.1f}", flush=True)
     return 0
 
 
