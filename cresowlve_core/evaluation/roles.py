@@ -77,6 +77,8 @@ class Role:
 
     def params_for(self, seed: int) -> GenParams:
         """The generation parameters with another seed than the options' (a judge's second verdict)."""
+        if seed == self.params.seed:  # the judge's first verdict: the parameters as they are (frozen)
+            return self.params
         return dataclasses.replace(self.params, seed=seed)
 
 
