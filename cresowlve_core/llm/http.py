@@ -29,8 +29,8 @@ protocol (``post`` and ``aclose``), so a test double or another HTTP stack plugs
   hook, checks the pooled connection's ``protocol.should_close`` (the flag aiohttp's own pool
   reads when a connection is released). That one attribute sits on an undocumented class: an
   aiohttp without it gets one WARNING and no check;
-* a reused keep-alive connection closed by the server before any byte of the answer (trace
-  hooks ``on_connection_reuseconn``/``on_connection_create_end`` say whether it was reused) is
+* a reused keep-alive connection closed by the server before any byte of the answer (the
+  connector's ``connect`` says whether it handed out that connection before) is
   sent again once on a fresh connection (the server never saw the request); any other failure
   is reported, so the caller counts it as an attempt. A reset (``ClientOSError``) before the
   headers are complete counts as nothing read.
@@ -45,12 +45,14 @@ any byte of an answer (the circuit breaker counts those).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 import netrc
 import os
 import ssl
 import urllib.request
+import weakref
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -204,7 +206,7 @@ def _lenient_parser_in_use() -> bool:
 
 
 class _Exchange:
-    """What one request learnt on its way (filled by the trace hooks and :meth:`AiohttpTransport._exchange`):
+    """What one request learnt on its way (filled by :meth:`_Connector.connect` and :meth:`AiohttpTransport._exchange`):
     ``reused`` (None: no connection was had, e.g. the proxy's CONNECT failed), ``answered`` (the
     status line and headers arrived)."""
 
@@ -215,27 +217,22 @@ class _Exchange:
         self.answered = False
 
 
-async def _on_reused(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
-    if isinstance(ctx.trace_request_ctx, _Exchange):
-        ctx.trace_request_ctx.reused = True
-
-
-async def _on_created(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
-    if isinstance(ctx.trace_request_ctx, _Exchange):
-        ctx.trace_request_ctx.reused = False
-
-
-def _trace_config() -> aiohttp.TraceConfig:
-    trace = aiohttp.TraceConfig()
-    trace.on_connection_reuseconn.append(_on_reused)
-    trace.on_connection_create_end.append(_on_created)
-    return trace
+#: the exchange of the request the current task is sending (set by :meth:`AiohttpTransport.post`,
+#: read by :meth:`_Connector.connect`, which runs in the same task)
+_CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar("cresowlve_exchange", default=None)
 
 
 class _Connector(aiohttp.TCPConnector):
     """``TCPConnector`` whose :meth:`connect` (aiohttp's documented hook) never hands out a pooled
     connection that already holds bytes nobody asked for (an answer a desynchronised server sent
-    while it idled): that connection is closed and another one taken."""
+    while it idled): that connection is closed and another one taken. It also tells the request's
+    :class:`_Exchange` whether the connection it hands out was used before (a protocol it handed
+    out already), as aiohttp's trace hooks ``on_connection_reuseconn``/``on_connection_create_end``
+    would, without the cost of aiohttp's tracing on every request."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._handed: weakref.WeakSet[Any] = weakref.WeakSet()
 
     async def connect(self, *args: Any, **kwargs: Any) -> Any:
         for _ in range(self.limit + 1):
@@ -245,10 +242,14 @@ class _Connector(aiohttp.TCPConnector):
                 _warn_once("should_close", f"aiohttp {aiohttp.__version__}: its connection protocol has no "
                            "should_close, so an answer a desynchronised server sends unasked on a kept-alive "
                            "connection cannot be caught before the next request")
-                return conn
+                break
             if not unasked:
-                return conn
+                break
             conn.close()
+        exchange = _CURRENT.get()
+        if exchange is not None and conn.protocol is not None:
+            exchange.reused = conn.protocol in self._handed
+            self._handed.add(conn.protocol)
         return conn
 
 
@@ -295,8 +296,7 @@ class AiohttpTransport:
                                         sock_read=self.read_timeout)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, trust_env=False,
                                               auto_decompress=False, headers={"Accept-Encoding": "gzip, deflate"},
-                                              skip_auto_headers=("User-Agent",),
-                                              trace_configs=[_trace_config()])
+                                              skip_auto_headers=("User-Agent",))
         return self._session
 
     async def aclose(self) -> None:
@@ -321,6 +321,7 @@ class AiohttpTransport:
         session = self._session or self._open()
         for fresh_retry in (False, True):
             exchange = _Exchange()
+            _CURRENT.set(exchange)  # this task's; read by _Connector.connect
             try:
                 return await self._exchange(session, url, headers, body, exchange)
             except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
@@ -334,7 +335,7 @@ class AiohttpTransport:
     async def _exchange(self, session: aiohttp.ClientSession, url: URL, headers: dict[str, str], body: bytes,
                         exchange: _Exchange) -> Response:
         send = session.post(url, data=body, headers=headers, allow_redirects=False, proxy=self._proxy_url,
-                            proxy_auth=self._proxy_auth, trace_request_ctx=exchange)
+                            proxy_auth=self._proxy_auth)
         if self.first_byte_timeout is None:
             resp = await send
         else:
