@@ -622,12 +622,15 @@ def two_proportion_z(k1: np.ndarray, n1: np.ndarray, k2: np.ndarray, n2: np.ndar
 
 @dataclass(frozen=True)
 class Homogeneity:
-    """χ² statistic for equal proportions across groups, with a permutation p-value."""
+    """χ² statistic for equal proportions across groups, with its p-value: from ``n_perm`` permutations
+    (``method == "permutation"``) or from the statistic's large-sample permutation distribution
+    (``"asymptotic"``, ``n_perm == 0``; :func:`asymptotic_homogeneity_shared`)."""
 
     statistic: float
     df: int
     p: float
     n_perm: int
+    method: str = "permutation"
 
 
 def _chi2_groups(k: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -758,6 +761,156 @@ def permutation_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray,
             k = k + _induced_correction(*transposed, inside, y0[r], member)
         out[r] = _homogeneity_result(observed, k[:, keep], n[keep])
     return out
+
+
+#: the asymptotic homogeneity test applies to a run when each of its groups, and the items outside each,
+#: expect at least this many right and this many wrong answers (Cochran's rule for χ² approximations)
+ASYMPTOTIC_MIN_EXPECTED = 5.0
+
+
+def asymptotic_homogeneity_applies(outcomes: np.ndarray, membership: np.ndarray,
+                                   min_expected: float = ASYMPTOTIC_MIN_EXPECTED) -> np.ndarray:
+    """Per run (row of ``outcomes``, NaN = item absent): whether :func:`asymptotic_homogeneity_shared`
+    applies. With ``N`` items, a share ``p`` right and group sizes ``n_g``: at least two groups, and
+    ``min(n_g, N − n_g) · min(p, 1 − p) ≥ min_expected`` for every group the run has items in."""
+    ys = np.asarray(outcomes, dtype=float)
+    m = np.asarray(membership, dtype=float)
+    present = ~np.isnan(ys)
+    n_items = present.sum(axis=1)
+    share = np.where(present, ys, 0.0).sum(axis=1) / np.maximum(n_items, 1)
+    sizes = present.astype(float) @ m  # (runs, groups)
+    smaller = np.minimum(sizes, n_items[:, None] - sizes)
+    expected = np.where(sizes > 0, smaller, np.inf) * np.minimum(share, 1.0 - share)[:, None]
+    return ((sizes > 0).sum(axis=1) >= 2) & (expected.min(axis=1, initial=np.inf) >= min_expected)
+
+
+def asymptotic_homogeneity_shared(outcomes: np.ndarray, membership: np.ndarray) -> list[Homogeneity]:
+    """:func:`permutation_homogeneity_shared`'s χ² (the same value) with a p-value from its large-sample
+    permutation distribution instead of permutations.
+
+    Under the permutation null a run's outcomes ``y`` (``N`` items, a share ``p`` right) are a uniformly
+    random permutation, so the right-counts ``K = Mᵀ y`` of its groups (``M`` the items × groups 0/1
+    labels, ``n = Mᵀ 1``) have the exact mean ``n p`` and covariance
+    ``V = p (1 − p) · N/(N − 1) · (MᵀM − n nᵀ/N)`` (sampling without replacement; overlapping groups
+    enter through ``MᵀM``). The statistic is ``Σ_g (K_g − n_g p̄)² / (n_g p̄ (1 − p̄))`` with the pooled
+    ``p̄ = Σ K / Σ n``: its residuals are ``r = (I − n 1ᵀ/Σn) K``, and ``p̄`` tends to ``p``. By the
+    combinatorial central limit theorem (Hoeffding, 1951) ``K`` is asymptotically normal, so the
+    statistic tends to ``Σ_i λ_i Z_i²`` (``Z_i`` independent standard normals), ``λ`` the eigenvalues of
+    ``W^½ Cov(r) W^½`` with ``W = diag(1 / (n_g p (1 − p)))``: :func:`weighted_chi2_sf` gives the
+    p-value. For disjoint groups every non-zero ``λ`` is ``N/(N − 1)``: the statistic is
+    ``N/(N − 1) · χ²`` with groups − 1 degrees of freedom, the classical test up to that factor.
+
+    Use it where :func:`asymptotic_homogeneity_applies` (every expected count at least 5); a run with
+    fewer than two groups or a constant outcome gets no test (NaN), as with permutations.
+    """
+    ys = np.asarray(outcomes, dtype=float)
+    m = np.asarray(membership, dtype=float)
+    if ys.ndim != 2 or ys.shape[1] != m.shape[0]:
+        raise ValueError(f"outcomes {ys.shape} and membership {m.shape} disagree")
+    present = ~np.isnan(ys)
+    y0 = np.where(present, ys, 0.0)
+    n_groups = m.shape[1]
+    nan = float("nan")
+    out: list[Homogeneity] = []
+    testable: list[int] = []
+    observed: list[float] = []
+    for r in range(ys.shape[0]):
+        inside = present[r]
+        n = m[inside].sum(axis=0)
+        y = ys[r, inside]
+        keep = n > 0
+        out.append(Homogeneity(nan, max(0, int(keep.sum()) - 1), nan, 0, "asymptotic"))
+        if int(keep.sum()) >= 2 and y.size and y.min() != y.max():
+            testable.append(r)
+            # the statistic exactly as the permutation test computes it
+            observed.append(float(_chi2_groups(m[inside][:, keep].T @ y, n[keep])))
+    if not testable:
+        return out
+    rows = np.asarray(testable)
+    weight = present[rows].astype(float)
+    n_items = weight.sum(axis=1)
+    share = y0[rows].sum(axis=1) / n_items
+    sizes = weight @ m  # (runs, groups)
+    both = (weight @ (m[:, :, None] * m[:, None, :]).reshape(m.shape[0], -1)).reshape(-1, n_groups, n_groups)
+    var = share * (1.0 - share) * n_items / (n_items - 1.0)
+    cov_k = var[:, None, None] * (both - sizes[:, :, None] * sizes[:, None, :] / n_items[:, None, None])
+    residual = np.eye(n_groups)[None] - sizes[:, :, None] / sizes.sum(axis=1)[:, None, None]
+    cov_r = residual @ cov_k @ residual.transpose(0, 2, 1)
+    with np.errstate(divide="ignore"):
+        scale = np.where(sizes > 0, 1.0 / np.sqrt(sizes * (share * (1.0 - share))[:, None]), 0.0)
+    weights = np.linalg.eigvalsh(scale[:, :, None] * cov_r * scale[:, None, :])
+    p = weighted_chi2_sf(np.asarray(observed), np.clip(weights, 0.0, None))
+    for j, r in enumerate(testable):
+        out[r] = Homogeneity(observed[j], out[r].df, float(p[j]), 0, "asymptotic")
+    return out
+
+
+def weighted_chi2_sf(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``P(Σ_i w_i Z_i² ≥ x)`` for independent standard normals ``Z_i``, one value per row of ``weights``
+    (``x`` (rows,), ``weights`` (rows, k), every ``w_i ≥ 0``).
+
+    Rows whose non-zero weights are all equal (``w``, ``d`` of them) are exactly ``χ²_d.sf(x / w)``; the
+    others are Imhof's (1961) integral ``½ + (1/π) ∫₀^∞ sin θ(u) / (u ρ(u)) du`` with
+    ``θ(u) = ½ Σ arctan(w_i u) − ½ x u`` and ``ρ(u) = Π (1 + w_i² u²)^¼``, to an absolute error of about
+    1e-9 (a p-value under that prints as 0). Where Imhof's truncation bound ``2 / (k u^{k/2} Π w_i^½)``
+    falls below 1e-10 within ``u ≤ 1000`` (many groups: every row of a report with more than a handful),
+    the rows are integrated together up to there; a row with few weights, whose integrand decays slowly,
+    is integrated on its own, its tail beyond ``u = 1`` as a Fourier integral (QUADPACK's QAWF)."""
+    xs = np.asarray(x, dtype=float).reshape(-1)
+    w = np.asarray(weights, dtype=float).reshape(xs.size, -1)
+    top = w.max(axis=1, initial=0.0)
+    w = np.where(w > 1e-9 * top[:, None], w, 0.0)  # rounding noise of a zero eigenvalue is zero
+    k = (w > 0).sum(axis=1)
+    low = np.where(w > 0, w, np.inf).min(axis=1, initial=np.inf)
+    equal = (k > 0) & (top - low <= 1e-9 * top)
+    out = np.ones(xs.size)
+    if equal.any():
+        out[equal] = sps.chi2.sf(xs[equal] / top[equal], k[equal])
+    rest = np.flatnonzero(~equal & (k > 0) & (xs > 0))
+    if not rest.size:
+        return out
+    from scipy.integrate import quad_vec
+
+    # the tail beyond u is at most 2 / (k u^{k/2} Π w^½): where that is below 1e-10
+    log_w = np.where(w > 0, np.log(np.where(w > 0, w, 1.0)), 0.0).sum(axis=1)
+    with np.errstate(divide="ignore"):
+        end = np.exp((2.0 / np.maximum(k, 1)) * (np.log(2.0 / (np.maximum(k, 1) * 1e-10)) - 0.5 * log_w))
+    together = rest[end[rest] <= 1000.0]
+    if together.size:
+        wr, xr = w[together], xs[together]
+
+        def integrand(u: float) -> np.ndarray:
+            if u == 0.0:
+                return np.asarray(0.5 * (wr.sum(axis=1) - xr))
+            wu = wr * u
+            theta = 0.5 * (np.arctan(wu).sum(axis=1) - xr * u)
+            return np.asarray(np.sin(theta) / (u * np.exp(0.25 * np.log1p(wu * wu).sum(axis=1))))
+
+        integral = quad_vec(integrand, 0.0, float(end[together].max()), epsabs=1e-10, epsrel=1e-8, limit=20_000)[0]
+        out[together] = 0.5 + np.asarray(integral) / math.pi
+    for r in rest[end[rest] > 1000.0]:
+        out[r] = _imhof_fourier(w[r][w[r] > 0], float(xs[r]))
+    return np.asarray(np.clip(out, 0.0, 1.0))
+
+
+def _imhof_fourier(w: np.ndarray, x: float) -> float:
+    """Imhof's ``P(Σ w_i Z_i² ≥ x)`` for one row of few weights: ``[0, 1]`` directly, the slowly decaying
+    tail beyond as two Fourier integrals (QUADPACK's QAWF), ``sin(φ − ωu) = sin φ cos ωu − cos φ sin ωu``."""
+    from scipy.integrate import quad
+
+    def phase(u: float) -> float:
+        return 0.5 * float(np.arctan(w * u).sum())
+
+    def amplitude(u: float) -> float:
+        return 1.0 / (u * math.exp(0.25 * float(np.log1p((w * u) ** 2).sum())))
+
+    def whole(u: float) -> float:
+        return 0.5 * (float(w.sum()) - x) if u == 0.0 else math.sin(phase(u) - 0.5 * x * u) * amplitude(u)
+
+    head = quad(whole, 0.0, 1.0, epsabs=1e-11, limit=200)[0]
+    cos_part = quad(lambda u: math.sin(phase(u)) * amplitude(u), 1.0, np.inf, weight="cos", wvar=0.5 * x)[0]
+    sin_part = quad(lambda u: math.cos(phase(u)) * amplitude(u), 1.0, np.inf, weight="sin", wvar=0.5 * x)[0]
+    return 0.5 + (head + cos_part - sin_part) / math.pi
 
 
 def _induced_correction(perms_t: np.ndarray, inverse_t: np.ndarray, inside: np.ndarray, y0: np.ndarray,

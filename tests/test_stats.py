@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cresowlve_core.stats import (
+    asymptotic_homogeneity_applies,
+    asymptotic_homogeneity_shared,
     benjamini_hochberg,
     binary_agreement,
     bootstrap_ci,
@@ -32,6 +34,7 @@ from cresowlve_core.stats import (
     spearman_exact_p,
     stable_seed,
     two_proportion_z,
+    weighted_chi2_sf,
     wilson_interval,
 )
 
@@ -407,3 +410,76 @@ def test_shared_homogeneity_p_agrees_with_scipy_permutation_test() -> None:
     assert h.statistic == pytest.approx(ref.statistic, rel=1e-9)
     assert 0.005 < ref.pvalue < 0.5  # a p-value the two Monte Carlo estimates can disagree on
     assert h.p == pytest.approx(ref.pvalue, abs=0.03)  # four standard errors of two 4,000-draw estimates
+
+
+# ---------------------------------------------------------------- large-sample homogeneity
+
+
+def test_weighted_chi2_sf_is_chi2_for_equal_weights_and_matches_simulation_otherwise() -> None:
+    from scipy.stats import chi2
+
+    x = np.array([0.5, 3.0, 10.0, 25.0, 60.0])
+    equal = weighted_chi2_sf(x, np.tile([2.0, 2.0, 2.0, 0.0], (5, 1)))  # zero weights add nothing
+    assert equal == pytest.approx(chi2.sf(x / 2.0, 3), rel=1e-12)
+    # the integral (weights not all equal) against the closed form it must reach as they become equal
+    near = weighted_chi2_sf(x, np.tile([1.0, 1.0, 1.0 + 1e-6, 1.0, 1.0], (5, 1)))
+    assert near == pytest.approx(chi2.sf(x, 5), abs=1e-6)
+    w = np.array([3.0, 1.0, 0.5, 0.2])
+    z = np.random.default_rng(0).standard_normal((400_000, 4))
+    simulated = np.array([((z**2) @ w >= v).mean() for v in x])
+    got = weighted_chi2_sf(x, np.tile(w, (5, 1)))
+    assert (np.abs(got - simulated) <= 4 * np.sqrt(simulated * (1 - simulated) / 400_000) + 1e-5).all()
+    assert weighted_chi2_sf(np.array([0.0, -1.0]), np.tile(w, (2, 1))).tolist() == [1.0, 1.0]
+
+
+def test_asymptotic_homogeneity_of_disjoint_groups_is_the_chi2_test_up_to_n_over_n_minus_1() -> None:
+    from scipy.stats import chi2, chi2_contingency
+
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 4, 2000)
+    y = (rng.random(2000) < 0.3 + 0.03 * g).astype(float)
+    h = asymptotic_homogeneity_shared(y[None, :], np.eye(4)[g])[0]
+    table = [[((g == i) & (y == 1)).sum(), ((g == i) & (y == 0)).sum()] for i in range(4)]
+    stat = chi2_contingency(table, correction=False)[0]
+    assert h.method == "asymptotic" and h.n_perm == 0 and h.df == 3
+    assert h.statistic == pytest.approx(stat, rel=1e-9)
+    assert h.p == pytest.approx(chi2.sf(stat * 1999 / 2000, 3), rel=1e-9)
+    assert h.statistic == permutation_homogeneity(y, np.eye(4)[g], n_perm=10, rng=0).statistic  # the same χ²
+
+
+@pytest.mark.parametrize("effect", [0.0, 0.06, 0.1])
+def test_asymptotic_homogeneity_agrees_with_many_permutations_for_overlapping_groups(effect: float) -> None:
+    rng = np.random.default_rng(int(effect * 100))
+    m = _labels(rng, 800, 6)
+    y = (rng.random(800) < 0.35 + effect * m[:, 0] - effect * m[:, 1]).astype(float)
+    inside = rng.random(800) > 0.1  # a run with only some of the items, as the shared permutations allow
+    ys = np.where(inside, y, np.nan)[None, :]
+    assert asymptotic_homogeneity_applies(ys, m).all()
+    h = asymptotic_homogeneity_shared(ys, m)[0]
+    perm = permutation_homogeneity(y[inside], m[inside], n_perm=20_000, rng=2)
+    assert h.statistic == pytest.approx(perm.statistic, rel=1e-12)
+    se = math.sqrt(max(perm.p * (1 - perm.p), 1e-4) / 20_000)
+    assert h.p == pytest.approx(perm.p, abs=4 * se)
+
+
+def test_asymptotic_homogeneity_is_calibrated_under_the_null() -> None:
+    rng = np.random.default_rng(9)
+    m = _labels(rng, 500, 10)
+    ys = (rng.random((400, 500)) < 0.4).astype(float)  # 400 runs without any group effect
+    p = np.array([h.p for h in asymptotic_homogeneity_shared(ys, m)])
+    assert abs((p < 0.05).mean() - 0.05) < 3 * math.sqrt(0.05 * 0.95 / 400)
+    assert abs((p < 0.5).mean() - 0.5) < 3 * math.sqrt(0.25 / 400)
+
+
+def test_asymptotic_homogeneity_applies_only_with_enough_expected_answers() -> None:
+    rng = np.random.default_rng(4)
+    m = _labels(rng, 600, 4)
+    common = (rng.random(600) < 0.4).astype(float)
+    rare = np.zeros(600)
+    rare[:8] = 1.0  # 8 right answers of 600: a group of about 260 items expects fewer than 5
+    constant = np.ones(600)
+    one_group = np.eye(4)[np.zeros(600, dtype=int)]
+    assert asymptotic_homogeneity_applies(np.stack([common, rare, constant]), m).tolist() == [True, False, False]
+    assert not asymptotic_homogeneity_applies(common[None, :], one_group).any()
+    h = asymptotic_homogeneity_shared(np.stack([constant, common]), m)
+    assert np.isnan(h[0].p) and np.isnan(h[0].statistic) and 0.0 <= h[1].p <= 1.0

@@ -28,6 +28,8 @@ import pandas as pd
 from cresowlve_core.analysis.loading import METRIC_LABELS, reasoning_is
 from cresowlve_core.stats import (
     Homogeneity,
+    asymptotic_homogeneity_applies,
+    asymptotic_homogeneity_shared,
     benjamini_hochberg,
     cochran_armitage,
     holm,
@@ -178,6 +180,7 @@ def by_group(
     n_perm: int = 1000,
     seed: int = 0,
     fdr: float = ALPHA,
+    homogeneity_test: str = "auto",
 ) -> GroupBreakdown:
     """Accuracy (%) per config × lang × label of a multi-label annotation ``column``.
 
@@ -190,10 +193,16 @@ def by_group(
     (``q <= fdr``).
 
     ``homogeneity`` holds one row per config × lang: the χ² statistic for "every shown group
-    has the same accuracy" with a permutation p-value (``n_perm`` seeded permutations; the
-    groups overlap, so the χ² distribution itself does not apply) and its BH q over models.
-    The runs of one language share one set of permutations (see :func:`_homogeneity`).
+    has the same accuracy" with its p-value and its BH q over models. The groups overlap, so the
+    χ² distribution itself does not apply; the p-value is that of the permutation test, computed
+    (``test``) from the statistic's large-sample permutation distribution where every expected count
+    is at least 5 (:func:`~cresowlve_core.stats.asymptotic_homogeneity_shared`) and from ``n_perm``
+    seeded permutations elsewhere, or from permutations everywhere with
+    ``homogeneity_test="permutation"``. The runs of one language share one set of permutations (see
+    :func:`_homogeneity`).
     """
+    if homogeneity_test not in HOMOGENEITY_TESTS:
+        raise ValueError(f"homogeneity_test must be one of {', '.join(HOMOGENEITY_TESTS)}, not {homogeneity_test!r}")
     notes: list[str] = []
     if metric is None:
         metric, notes = choose_metric(responses)
@@ -232,12 +241,22 @@ def by_group(
     table["p"] = two_proportion_z(tot["k"], tot["n"], tot["sum"] - tot["k"], tot["size"] - tot["n"])
     table["q"] = benjamini_hochberg(table["p"].to_numpy())
     table["flagged"] = table["q"] <= fdr
-    homogeneity = _homogeneity(keep, metric, n_perm, seed, column)
+    homogeneity = _homogeneity(keep, metric, n_perm, seed, column, homogeneity_test == "auto")
     return GroupBreakdown(table, metric, column, notes, homogeneity)
 
 
-def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column: str) -> pd.DataFrame:
-    """Per config × lang: permutation χ² test that every shown group has the same accuracy.
+#: how :func:`by_group` computes the homogeneity p-values: ``auto`` (large-sample where every expected
+#: count is at least 5, permutations elsewhere) or ``permutation`` (permutations everywhere)
+HOMOGENEITY_TESTS = ("auto", "permutation")
+
+
+def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column: str,
+                 asymptotic: bool = True) -> pd.DataFrame:
+    """Per config × lang: χ² test that every shown group has the same accuracy.
+
+    With ``asymptotic``, a run where :func:`~cresowlve_core.stats.asymptotic_homogeneity_applies`
+    gets its p-value from the statistic's large-sample permutation distribution; the other runs are
+    tested with permutations, exactly as without it (the same draws, so the same p-values).
 
     One set of ``n_perm`` permutations is drawn per language over the union of the items of
     its runs (seeded by ``seed``, the language, the column and that union). A run with every
@@ -251,7 +270,6 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
         item_code, universe = pd.factorize(lang_rows["id"], sort=True)
         group_code, group_names = pd.factorize(lang_rows["group"], sort=True)
         config_code, configs = pd.factorize(lang_rows["config"], sort=True)
-        perms = permutation_indices(len(universe), n_perm, stable_seed(seed, lang, column, len(universe), *universe[:3]))
         labels = np.zeros((len(configs), len(universe), len(group_names)), dtype=bool)
         labels[config_code, item_code, group_code] = True
         outcomes = np.full((len(configs), len(universe)), np.nan)
@@ -260,8 +278,23 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
         union = np.asarray(labels.any(axis=0))
         has = ~np.isnan(outcomes)
         agrees = [bool((labels[c][has[c]] == union[has[c]]).all()) for c in range(len(configs))]
-        batches = [[c for c in range(len(configs)) if agrees[c]]] + [[c] for c in range(len(configs)) if not agrees[c]]
+        large = np.zeros(len(configs), dtype=bool)
+        if asymptotic:
+            for c in range(len(configs)):
+                member = (union if agrees[c] else labels[c]).astype(float)
+                large[c] = bool(asymptotic_homogeneity_applies(outcomes[c : c + 1], member)[0])
         tests: dict[int, Homogeneity] = {}
+        big = [c for c in range(len(configs)) if large[c] and agrees[c]]
+        if big:
+            tests.update(zip(big, asymptotic_homogeneity_shared(outcomes[big], union.astype(float)), strict=True))
+        for c in range(len(configs)):
+            if large[c] and not agrees[c]:
+                tests[c] = asymptotic_homogeneity_shared(outcomes[c : c + 1], labels[c].astype(float))[0]
+        small = [c for c in range(len(configs)) if not large[c]]
+        batches = [[c for c in small if agrees[c]]] + [[c] for c in small if not agrees[c]]
+        if small:  # the same draws whichever runs need them (the seed does not depend on the runs tested)
+            perms = permutation_indices(len(universe), n_perm,
+                                        stable_seed(seed, lang, column, len(universe), *universe[:3]))
         for batch in batches:
             if batch:
                 member = (union if agrees[batch[0]] else labels[batch[0]]).astype(float)
@@ -269,10 +302,11 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
         for c, config in enumerate(configs):
             h = tests[c]
             rows.append({"config": config, "lang": lang, "n_items": int(has[c].sum()),
-                         "groups": int(labels[c].any(axis=0).sum()), "chi2": h.statistic, "df": h.df, "p": h.p})
-    out = pd.DataFrame(rows, columns=["config", "lang", "n_items", "groups", "chi2", "df", "p"])
-    out["q"] = benjamini_hochberg(out["p"].to_numpy()) if not out.empty else []
-    out["n_perm"] = n_perm
+                         "groups": int(labels[c].any(axis=0).sum()), "chi2": h.statistic, "df": h.df, "p": h.p,
+                         "test": h.method, "n_perm": n_perm if h.method == "permutation" else None})
+    out = pd.DataFrame(rows, columns=["config", "lang", "n_items", "groups", "chi2", "df", "p", "test", "n_perm"])
+    out.insert(7, "q", benjamini_hochberg(out["p"].to_numpy()) if not out.empty else [])
+    out["n_perm"] = out["n_perm"].astype("Int64")
     return out
 
 

@@ -362,8 +362,10 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
 # ------------------------------------------------------------------ groups
 
 
-def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Model × group heatmaps with CIs in the cells, BH-controlled marks and a homogeneity test per model."""
+def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, seed: int = 0,
+                   homogeneity_test: str = "auto") -> dict[str, Any]:
+    """Model × group heatmaps with CIs in the cells, BH-controlled marks and a homogeneity test per model
+    (``homogeneity_test``: see :func:`~cresowlve_core.analysis.breakdowns.by_group`)."""
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -372,7 +374,8 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
     out["judge_coverage"] = _coverage_note(df, breakdowns.choose_metric(df)[0])
     for column, title in breakdowns.GROUP_COLUMNS.items():
         say(f"### By {title.lower()}")
-        res = breakdowns.by_group(df, column, min_group_size=min_group_size, n_perm=n_perm, seed=seed)
+        res = breakdowns.by_group(df, column, min_group_size=min_group_size, n_perm=n_perm, seed=seed,
+                                  homogeneity_test=homogeneity_test)
         for n in res.notes:
             say(n)
         if res.table.empty:
@@ -398,9 +401,8 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
         h = res.homogeneity
         n_het = int((h["q"] < 0.05).sum())
         say(
-            f"**Homogeneity per model** (χ² over the shown groups, {n_perm} seeded permutations because groups "
-            f"overlap; BH over models): the groups differ beyond chance for **{n_het}** of {len(h)} "
-            "model × language rows."
+            f"**Homogeneity per model** (χ² over the shown groups, BH over models): the groups differ beyond chance "
+            f"for **{n_het}** of {len(h)} model × language rows. {_homogeneity_tests(h, n_perm)}"
         )
         show(h)
         out[column] = {
@@ -411,8 +413,25 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
             "n_uncorrected": res.n_uncorrected,
             "n_flagged": res.n_flagged,
             "n_heterogeneous": n_het,
+            "homogeneity_tests": {str(k): int(v) for k, v in h["test"].value_counts().sort_index().items()},
         }
     return out
+
+
+def _homogeneity_tests(h: pd.DataFrame, n_perm: int) -> str:
+    """Which test gave the homogeneity p-values of these rows (column ``test``), in words."""
+    n_asym = int((h["test"] == "asymptotic").sum())
+    n_rest = len(h) - n_asym
+    lead = "Groups overlap, so the plain χ² distribution does not apply; p is the permutation test's, "
+    perm = f"from {n_perm} seeded permutations of the items"
+    if not n_asym:
+        return f"{lead}{perm}."
+    asym = ("from the statistic's large-sample permutation distribution (a weighted sum of χ²₁ variables, Imhof's "
+            "integral; within the permutations' Monte Carlo error of them) for ")
+    where = "where every group and the items outside it expect at least 5 right and 5 wrong answers"
+    if not n_rest:
+        return f"{lead}{asym}every row ({where}; column `test`)."
+    return f"{lead}{asym}the {n_asym} rows {where}, {perm} for the other {n_rest} (column `test`)."
 
 
 # ------------------------------------------------------------------ creative vs factual

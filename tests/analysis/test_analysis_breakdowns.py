@@ -232,3 +232,22 @@ def test_group_cells_are_marked_only_after_benjamini_hochberg():
     flagged = real.table[real.table["flagged"]]
     assert "D03" in set(flagged["group"]) and real.table.loc[real.table["q"].idxmin(), "group"] == "D03"
     assert (real.homogeneity["p"] < 0.01).all() and (real.homogeneity["df"] == 11).all()
+
+
+def test_homogeneity_is_large_sample_where_counts_allow_and_permutation_elsewhere():
+    df = _domain_frame(np.random.default_rng(2), 1500, {"D03": 0.35}, configs=("a", "b", "rare"))
+    df.loc[(df["config"] == "rare"), "judge"] = 0.0
+    df.loc[(df["config"] == "rare") & (df["id"].isin([f"i{i}" for i in range(12)])), "judge"] = 1.0  # 12 of 1500 right
+    auto = by_group(df, "knowledge_domains", min_group_size=30, seed=0).homogeneity.set_index("config")
+    perm = by_group(df, "knowledge_domains", min_group_size=30, seed=0,
+                    homogeneity_test="permutation").homogeneity.set_index("config")
+    assert auto.loc[["a", "b"], "test"].tolist() == ["asymptotic"] * 2 and auto.loc[["a", "b"], "n_perm"].isna().all()
+    assert perm["test"].tolist() == ["permutation"] * 3 and (perm["n_perm"] == 1000).all()
+    # a run with too few right answers for the large-sample test keeps its permutation p, the same draws
+    assert auto.loc["rare", "test"] == "permutation" and auto.loc["rare", "p"] == perm.loc["rare", "p"]
+    assert (auto["chi2"] == perm["chi2"]).all()  # the same statistic either way
+    both = auto.loc[["a", "b"]]
+    assert (both["p"] - perm.loc[["a", "b"], "p"]).abs().max() < 0.03  # within the 1,000 permutations' error
+    assert (both["p"] < 0.01).all()  # the group effect is found either way
+    with pytest.raises(ValueError, match="homogeneity_test"):
+        by_group(df, "knowledge_domains", homogeneity_test="chi2")

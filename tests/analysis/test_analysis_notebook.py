@@ -55,6 +55,8 @@ def test_small_synthetic_set(tmp_path):
     g = rec["groups"]["knowledge_domains"]
     assert g["expected_by_chance"] == pytest.approx(0.05 * g["n_cells"]) and g["n_flagged"] <= g["n_uncorrected"]
     assert "would still reach p &lt; 0.05 by chance" in html or "would still reach p < 0.05 by chance" in html
+    assert sum(g["homogeneity_tests"].values()) == 3 * 2  # the report says which test gave each row's p
+    assert "p is the permutation test&#x27;s" in html or "p is the permutation test's" in html
     assert rec["paired"]["metric"] == "judge" and len(rec["paired"]["cross_lingual"]) == 3
     assert "kappa [95% CI]" in html
     assert rec["groups"]["knowledge_domains"]["metric"] == "judge"
