@@ -107,3 +107,10 @@ def test_no_runs_found_stops_gracefully(tmp_path):
     assert "No runs found" in html
     nb = json.loads(ipynb)
     assert not any(o.get("output_type") == "error" for c in nb["cells"] for o in c.get("outputs", []))
+
+
+def test_the_homogeneity_parameter_is_a_parameter_papermill_reads():
+    from cresowlve_core.notebooks import notebook_parameters, notebook_path
+
+    params = notebook_parameters(notebook_path("03_analysis"))
+    assert params["homogeneity_test"] == '"auto"' and params["n_perm"] == "1000"
