@@ -14,7 +14,7 @@ import fakeserver
 import pytest
 import yaml
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
+from stophelp import Gate, last_line, n_lines, signal_mid_step, spawn_cli
 from test_grid import reply
 
 from cresowlve_core.cli import main
@@ -34,11 +34,17 @@ def write_config(tmp_path: Path, base_url: str, **extra) -> Path:
 
 @pytest.mark.parametrize("signum,ignore_sigint,code", [(signal.SIGTERM, True, 143), (signal.SIGINT, False, 130)])
 def test_a_signal_stops_the_running_cell_skips_the_rest_and_the_report(tmp_path, signum, ignore_sigint, code):
-    with FakeServer(answers=reply, latency_s=0.3) as srv:
+    gate = Gate(reply, quota=2)  # 2 answers, then the next requests wait: the first cell cannot finish first
+    with gate, FakeServer(answers=gate) as srv:
         config = write_config(tmp_path, srv.base_url)
         proc = spawn_cli(["grid", str(config)], ignore_sigint=ignore_sigint,
                          env={"CRESOWLVE_REPORTS_DIR": str(tmp_path / "reports")})
-        stdout, stderr, after = signal_mid_step(proc, srv, "2 answers", lambda: n_lines(tmp_path / "grid", "*/responses.jsonl") >= 2, signum, timeout=90)
+
+        def answered_and_waiting() -> bool:
+            return n_lines(tmp_path / "grid", "*/responses.jsonl") >= 2 and bool(gate.held())
+
+        stdout, stderr, after = signal_mid_step(proc, srv, "2 answers", answered_and_waiting, signum, timeout=90,
+                                                on_signal=gate.release_held)
     assert proc.returncode == code, stderr
     assert after <= 2, f"{after} requests after the signal (concurrency 2)"
     cells = {c["cell"]: c["status"] for c in json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"]}

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
+from stophelp import Gate, last_line, n_lines, signal_mid_step, spawn_cli
 from test_grid import reply
 
 from cresowlve_core.cli import main
@@ -152,7 +152,7 @@ def test_an_errored_cell_exits_non_zero_with_workers(tmp_path, capsys):
 
 
 def write_items(path: Path, n: int) -> Path:
-    """``n`` items with an En and a Ru view, so both languages' cells have work for seconds."""
+    """``n`` items with an En and a Ru view (the demo items have 3 in Ru), so both languages' cells have more work than the test lets the server answer."""
     from cresowlve_core.items import Item, ItemView
 
     items = [Item(id=f"chgk_{i:010x}", difficulty=1 + i % 5, reasoning_type="creative",
@@ -163,15 +163,20 @@ def write_items(path: Path, n: int) -> Path:
 
 
 def test_ctrl_c_stops_every_worker_and_writes_the_grid_summary(tmp_path):
-    items = write_items(tmp_path / "items.jsonl", 60)  # 60 items at concurrency 2 and 0.3 s: 9 s per cell
-    with FakeServer(answers=reply, latency_s=0.3) as srv:
-        config = write_config(tmp_path, srv.base_url, "stop", items=str(items), limit=60, judge=None)
+    items = write_items(tmp_path / "items.jsonl", 12)
+    # each cell's first 2 requests are answered, the later ones held (the server decides, not its latency):
+    # at the signal both cells have answered and wait on their requests, neither can have finished
+    gate = Gate(reply, quota=2, key=lambda req: (req.body.get("model"), "Загадка" in req.prompt))
+    with gate, FakeServer(answers=gate) as srv:
+        config = write_config(tmp_path, srv.base_url, "stop", items=str(items), limit=12, judge=None)
         proc = spawn_cli(["grid", str(config), "--workers", "2"])
 
         def both_cells_answering() -> bool:
-            return sum(n_lines(d, "responses.jsonl") > 0 for d in (tmp_path / "stop").glob("*__*")) == 2
+            answered = sum(n_lines(d, "responses.jsonl") > 0 for d in (tmp_path / "stop").glob("*__*"))
+            return answered == 2 and len(gate.held()) == 2
 
-        stdout, stderr, after = signal_mid_step(proc, srv, "answers in two cells", both_cells_answering, signal.SIGINT)
+        stdout, stderr, after = signal_mid_step(proc, srv, "answers in two cells", both_cells_answering, signal.SIGINT,
+                                                on_signal=gate.release_held)
     assert proc.returncode == 130, stderr
     assert after <= 4, f"{after} requests after the signal (2 cells x concurrency 2)"
     cells = {c["cell"]: c["status"] for c in json.loads((tmp_path / "stop" / GRID_FILE).read_text())["cells"]}
