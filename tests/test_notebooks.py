@@ -21,8 +21,22 @@ def _chart_outputs(ipynb):
     return [o for c in nb["cells"] for o in c.get("outputs", []) if VEGALITE_MIME in o.get("data", {})]
 
 
-def test_data_overview_renders_offline_html_and_index(tmp_path, capfd):
-    res = run_notebook("00_data_overview", {}, tmp_path)
+@pytest.fixture(scope="module")
+def overview_renders() -> dict[str, object]:
+    """The default render of 00_data_overview, made by the first test of this file that needs it and
+    read by the others (the same notebook with the same parameters gives the same outputs)."""
+    return {}
+
+
+def _overview(renders: dict[str, object], reports_dir: Path):
+    if "res" not in renders:
+        renders["res"] = run_notebook("00_data_overview", {}, reports_dir)
+    return renders["res"]
+
+
+def test_data_overview_renders_offline_html_and_index(tmp_path, capfd, overview_renders):
+    res = run_notebook("00_data_overview", {}, tmp_path)  # rendered here: capfd sees what its kernel writes
+    overview_renders["res"] = res
     assert res.ipynb.exists() and res.html.exists()
     html = res.html.read_text()
     assert "vegaEmbed" in html and "cresowlve-vega-chart" in html  # chart JS is inlined, not fetched
@@ -41,11 +55,11 @@ def test_data_overview_renders_offline_html_and_index(tmp_path, capfd):
     assert "without encryption" not in capfd.readouterr().err  # the kernel's TCP warning is silenced
 
 
-def test_chart_outputs_carry_the_standard_vegalite_bundle(tmp_path):
+def test_chart_outputs_carry_the_standard_vegalite_bundle(tmp_path, overview_renders):
     """JupyterLab/VS Code/nbviewer render charts natively: Vega-Lite v5 mimetype, no waiting HTML."""
     import vl_convert as vlc
 
-    res = run_notebook("00_data_overview", {}, tmp_path)
+    res = _overview(overview_renders, tmp_path)
     charts = _chart_outputs(res.ipynb)
     assert len(charts) == 1
     for o in charts:
