@@ -21,7 +21,7 @@
 * The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths are computed once per run, by the
   real model, and copied into the cache of each test that renders ``07_create``
   (:func:`recorded_create_embeddings`) and, when nbval runs ``notebooks/07_create.ipynb``, into the
-  session's cache its kernel uses (:func:`pytest_collection_modifyitems`).
+  session's cache its kernel uses (:class:`_SeedNotebookCache`).
 """
 
 from __future__ import annotations
@@ -234,10 +234,20 @@ def recorded_create_embeddings(isolated_dirs) -> Path:
     return isolated_dirs["cache"]
 
 
-@pytest.hookimpl(trylast=True)  # after -k/-m deselection
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """nbval starts a notebook's kernel with the session's directories: seed that cache when
-    ``07_create.ipynb`` is selected. (A collection hook, not a per-item one: per-item hooks of
-    ``tests/conftest.py`` never see the items under ``notebooks/``.)"""
-    if not config.option.collectonly and any(item.path.name == "07_create.ipynb" for item in items):
-        seed_create_embeddings(Path(os.environ["CRESOWLVE_CACHE_DIR"]))
+class _SeedNotebookCache:
+    """nbval starts a notebook's kernel with the session's directories: seed that cache just before
+    ``notebooks/07_create.ipynb`` runs, in the process that runs it. (A plugin, not a hook of this
+    file: the hooks of ``tests/conftest.py`` never see the items under ``notebooks/``. Not at
+    collection: there every worker waited for the embeddings, one computing them, the other idle.)"""
+
+    seeded = False
+
+    @pytest.hookimpl(tryfirst=True)  # before the notebook's setup starts its kernel
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        if not self.seeded and item.path.name == "07_create.ipynb" and item.path.parent.name == "notebooks":
+            self.seeded = True
+            seed_create_embeddings(_SESSION_ROOT / "cache")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_SeedNotebookCache(), "cresowlve-seed-notebook-cache")
