@@ -174,12 +174,24 @@ async def map_with_resume(
             queue.put_nowait(pair)
         stop: list[BaseException] = []
 
-        async def persist(rec: Record) -> None:
-            await run.append_async(records_file, rec)  # written and fsynced off the loop
+        def kept(rec: Record) -> None:
             previous[rkey(rec)] = (-1, rec if entry is None else entry(rec))
             if on_record is not None:
                 on_record(rec)
             bar.update(1)
+
+        async def persist(rec: Record) -> None:
+            written = run.queue_append(records_file, rec)  # written and fsynced off the loop
+            try:
+                await asyncio.shield(written)
+            except asyncio.CancelledError:
+                # A stop cancels the wait, not the write, which the writer thread finishes: wait for
+                # it, so that the run's counts include every record its file holds.
+                await asyncio.wait([written])
+                if not written.cancelled() and written.exception() is None:
+                    kept(rec)
+                raise
+            kept(rec)
 
         def last_record(k: Hashable) -> Record | None:
             if k not in previous:
@@ -209,12 +221,16 @@ async def map_with_resume(
 
         n_workers = max(1, min(concurrency, len(todo)))
         interrupted = False
+        workers = [asyncio.ensure_future(worker()) for _ in range(n_workers)]
         try:
-            await asyncio.gather(*(worker() for _ in range(n_workers)))
+            await asyncio.gather(*workers)
         except asyncio.CancelledError:
             # Ctrl-C or SIGTERM (asyncio.run cancels the main task): every finished unit is
-            # already on disk; return so that the stage writes its summary and finish time.
+            # already on disk; return so that the stage writes its summary and finish time. The
+            # gather ends at the first cancelled worker; a worker whose record is being written
+            # ends once it is on disk (persist), and the counts wait for it.
             interrupted = True
+            await asyncio.wait(workers)
         finally:
             bar.close()
         interrupted = interrupted or (stop_request.requested() is not None and not queue.empty())

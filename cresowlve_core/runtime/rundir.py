@@ -195,8 +195,13 @@ class RunDir:
         :meth:`append`: when this returns, the record is on disk. A write error (a full disk)
         is raised here, naming the file.
         """
-        line = self.scrub(dumps_line(record))
-        await self._writer.submit(filename, line)
+        await self.queue_append(filename, record)
+
+    def queue_append(self, filename: str, record: dict[str, Any]) -> asyncio.Future[None]:
+        """Queue one record on the run's writer thread; the future is done once it is written and
+        fsynced (:meth:`append_async`). Cancelling a wait on it does not take the record back: the
+        line is already queued."""
+        return self._writer.submit(filename, self.scrub(dumps_line(record)))
 
     def _write_lines(self, filename: str, lines: list[str]) -> None:
         path = self.path / filename

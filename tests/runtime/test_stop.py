@@ -5,6 +5,7 @@ pipeline are tests/*/test_*_stop.py and tests/test_mainjob_stop.py."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import threading
 
@@ -41,6 +42,34 @@ def test_a_stop_cancels_the_running_step_and_the_next_step_sends_nothing(tmp_pat
     assert first.stopped == INTERRUPTED and first.n_done == 1 and first.n_not_run == 3
     assert second.stopped == INTERRUPTED and second.n_sent == 0
     assert started == ["a", "b", "c"] and stop.requested() == signal.SIGTERM  # nothing started after the stop
+
+
+def test_a_record_being_written_when_the_stop_comes_is_counted(tmp_path):
+    writing, release = threading.Event(), threading.Event()
+
+    class SlowDisk(RunDir):
+        def _write_lines(self, filename, lines):
+            writing.set()
+            assert release.wait(10)
+            super()._write_lines(filename, lines)
+
+    async def answer(u, prev):
+        if u != "a":
+            await asyncio.sleep(30)
+        return {"key": u, "status": "ok"}
+
+    def stop_mid_write():
+        assert writing.wait(10)
+        stop.request(signal.SIGTERM)  # cancels the run while "a" is on the writer thread
+        threading.Timer(0.5, release.set).start()
+
+    threading.Thread(target=stop_mid_write, daemon=True).start()
+    result = run_coro(map_with_resume(SlowDisk(tmp_path / "run"), "out.jsonl", ["a", "b", "c"], key=lambda u: u,
+                                      call=answer, concurrency=3, progress=False))
+    lines = (tmp_path / "run" / "out.jsonl").read_text().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == ["a"]
+    assert result.stopped == INTERRUPTED and result.n_done == 1 and result.n_not_run == 2
+    assert list(result.records) == ["a"]
 
 
 def test_a_cancellation_outside_a_step_becomes_keyboardinterrupt():
