@@ -47,6 +47,7 @@ from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Item, Lang
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
+from cresowlve_core.runtime.provenance import read_git_sha
 from cresowlve_core.text import config_name, slug
 
 GRID_FILE = "grid.json"
@@ -221,6 +222,7 @@ async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
                    on_record: Callable[[dict[str, Any]], None], cfg: EvalConfig | None = None) -> dict[str, Any]:
     """Evaluate one cell (``cfg``: its configuration, by default ``cell.eval_config(grid)``):
     ``{"status", "summary"}``, or ``{"status", "error"}`` when it could not run."""
+    await asyncio.to_thread(read_git_sha)  # the manifest's git SHA, read off the event loop (provenance.git_sha)
     try:
         out = await evaluate_async(cfg or cell.eval_config(grid), items, progress=False, on_record=on_record)
         status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"

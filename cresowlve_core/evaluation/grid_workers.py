@@ -44,6 +44,7 @@ import multiprocessing
 import os
 import queue
 import signal
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -100,6 +101,16 @@ def deal(parallel: int, workers: int, concurrencies: list[int]) -> Deal:
     return Deal([k] * workers, num, den)
 
 
+def start_method() -> str:
+    """How the workers are started: ``fork`` on Linux when this process runs one thread (a CLI
+    command), else ``spawn`` (a notebook's kernel or a test beside a server thread: a thread holding
+    a lock at the fork would leave it held in the child).
+
+    A forked worker starts with every module and the cells' items this process has loaded (a spawned
+    one imports them again, about 1.3 s of CPU each, and reads every item set again)."""
+    return "fork" if sys.platform == "linux" and threading.active_count() == 1 else "spawn"
+
+
 def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True) -> dict[str, Any]:
     """Evaluate every unfinished cell in ``workers`` processes and write ``grid.json``."""
     grid = grid.model_copy(update={"runs_dir": str(grid.directory())})  # resolved here, the same in every worker
@@ -107,28 +118,36 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
     todo = [c for c in all_cells if not cell_finished(c)]
     items = CellItems()
     total = sum(len(items(c.eval_config(grid))) for c in todo)  # also refuses bad items before any start
-    del items  # (the workers read their own)
-    ctx = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    method = start_method()
+    if method == "fork":
+        # each cell's summary needs scipy.special (runner.summarize: the Wilson interval); imported here
+        # once, not on every worker's event loop while its other cells wait
+        import scipy.special  # noqa: F401
+    else:
+        items = CellItems()  # (a spawned worker reads its own: the loaded items are not pickled over)
+    ctx: Any = multiprocessing.get_context(method)
     tasks: Any = ctx.Queue()
     events: Any = ctx.Queue()
     stopping = ctx.Value("i", 0)  # the signal that stops the grid, 0 until then (polled: see _worker_main)
-    for c in todo:
-        tasks.put(c.name)
-    for _ in range(workers):
-        tasks.put(None)  # one end mark per worker
     dealt = deal(grid.parallel, workers, [c.eval_config(grid).options.concurrency for c in todo])
     procs = [ctx.Process(target=_worker_main, name=f"grid-worker-{i}", daemon=True,
-                         args=(grid.model_dump(mode="json"), i, share, dealt, tasks, events, stopping))
-             for i, share in enumerate(dealt.slots)]
-    bar = tqdm(total=total, desc=f"grid {grid.name} ({len(todo)} cells, {workers} workers)", unit="item",
-               disable=not progress, dynamic_ncols=True)
+                         args=(grid.model_dump(mode="json"), i, dealt, tasks, events, stopping, items))
+             for i in range(len(dealt.slots))]
     results: dict[str, dict[str, Any]] = {}
     running: dict[int, set[str]] = {i: set() for i in range(len(procs))}
     ended: set[int] = set()
     dead_since: dict[int, float] = {}
+    bar: Any = None
     try:
-        for p in procs:
+        for p in procs:  # before the first put (the queue's feeder thread) and the bar (tqdm's monitor thread)
             p.start()
+        del items
+        for c in todo:
+            tasks.put(c.name)
+        for _ in range(workers):
+            tasks.put(None)  # one end mark per worker
+        bar = tqdm(total=total, desc=f"grid {grid.name} ({len(todo)} cells, {workers} workers)", unit="item",
+                   disable=not progress, dynamic_ncols=True)
         while len(ended) < len(procs):
             if stop.requested() is not None and not stopping.value:
                 stopping.value = int(stop.requested() or signal.SIGINT)
@@ -160,9 +179,11 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
         raise
     finally:
         stopping.value = stopping.value or int(signal.SIGTERM)  # (on a bug here too: no worker outlives the grid)
-        bar.close()
+        if bar is not None:
+            bar.close()
         for p in procs:
-            p.join(timeout=30)
+            if p.pid is not None:  # (started)
+                p.join(timeout=30)
     out = write_grid_summary(grid, all_cells, results)
     return {**out, "stopped": INTERRUPTED} if stop.requested() is not None else out
 
@@ -170,8 +191,9 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
 # --------------------------------------------------------------------------- the worker process
 
 
-def _worker_main(grid_data: dict[str, Any], worker: int, slots: int, dealt: Deal, tasks: Any, events: Any,
-                 stopping: Any) -> None:
+def _worker_main(grid_data: dict[str, Any], worker: int, dealt: Deal, tasks: Any, events: Any, stopping: Any,
+                 items: CellItems) -> None:
+    """Worker ``worker``: ``dealt.slots[worker]`` cells at a time (``items``: those loaded already)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent turns Ctrl-C into `stopping`
     grid = GridConfig(**grid_data)
     parent = os.getppid()
@@ -188,17 +210,18 @@ def _worker_main(grid_data: dict[str, Any], worker: int, slots: int, dealt: Deal
     with stop.handle_signals():  # SIGTERM to this worker stops it cleanly, as it stops a command
         threading.Thread(target=watch, name="grid-stop-watch", daemon=True).start()
         with contextlib.suppress(KeyboardInterrupt):  # stopped while waiting for a cell: nothing to write
-            run_coro(_worker_cells(grid, slots, dealt, worker, tasks, events))
+            run_coro(_worker_cells(grid, dealt, worker, tasks, events, items))
     events.put(("end", worker))
     events.close()
     events.join_thread()
 
 
-async def _worker_cells(grid: GridConfig, slots: int, dealt: Deal, worker: int, tasks: Any, events: Any) -> None:
-    """Take cells from ``tasks`` while a slot is free; report items and results through ``events``."""
+async def _worker_cells(grid: GridConfig, dealt: Deal, worker: int, tasks: Any, events: Any,
+                        items: CellItems) -> None:
+    """Take cells from ``tasks`` while one of the worker's ``dealt.slots[worker]`` slots is free; report
+    items and results through ``events``."""
     by_name = {c.name: c for c in cells(grid)}
-    items = CellItems()
-    free = asyncio.Semaphore(slots)
+    free = asyncio.Semaphore(dealt.slots[worker])
     running: set[asyncio.Task[None]] = set()
     count = [0]
 

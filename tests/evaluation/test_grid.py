@@ -177,3 +177,44 @@ def test_a_grids_label_names_its_configuration_everywhere(tmp_path, capsys):
     assert main(["runs", str(tmp_path / "grid" / GRID_FILE)]) == 0
     rows = capsys.readouterr().out.splitlines()[1:-1]  # between the header and the count
     assert sorted(r.split("  ")[0] for r in rows) == ["GPT-4.1", "GPT-4.1", "model-b (medium)", "model-b (medium)"]
+
+
+def fake_git(monkeypatch, calls: list[str]):
+    """``git`` as provenance runs it: HEAD ``abc`` with changed files; each call's thread in ``calls``."""
+    import threading
+
+    from cresowlve_core.runtime import provenance
+
+    def run(cmd, **_kw):
+        calls.append(threading.current_thread().name)
+        return subprocess.CompletedProcess(cmd, 0, stdout="abc\n" if "rev-parse" in cmd else " M x.py\n", stderr="")
+
+    monkeypatch.setattr(provenance.subprocess, "run", run)
+    monkeypatch.setattr(provenance, "_last_read", [])
+
+
+def test_a_read_of_the_git_sha_is_kept_only_for_a_few_seconds(monkeypatch):
+    from cresowlve_core.runtime import provenance
+
+    calls: list[str] = []
+    fake_git(monkeypatch, calls)
+    now = [1000.0]
+    monkeypatch.setattr(provenance.time, "monotonic", lambda: now[0])
+    assert provenance.git_sha() == "abc-dirty" and len(calls) == 2
+    now[0] += provenance.GIT_SHA_FRESH_S
+    assert provenance.git_sha() == "abc-dirty" and len(calls) == 2  # read within GIT_SHA_FRESH_S: kept
+    now[0] += 0.01
+    assert provenance.git_sha() == "abc-dirty" and len(calls) == 4  # older: the checkout may have changed
+
+
+def test_a_grid_cell_reads_the_git_sha_off_its_event_loop(tmp_path, monkeypatch):
+    import threading
+
+    calls: list[str] = []
+    fake_git(monkeypatch, calls)
+    with FakeServer(answers=reply) as srv:
+        out = run_grid(write_config(tmp_path, srv), progress=False, workers=1)
+    assert out["n_done"] == 4
+    assert calls and threading.main_thread().name not in calls  # never on the loop's thread: cells waited on git
+    for c in out["cells"]:
+        assert json.loads((Path(c["run_dir"]) / "manifest.json").read_text())["git_sha"] == "abc-dirty"

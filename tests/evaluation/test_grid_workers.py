@@ -16,7 +16,7 @@ from test_grid import reply
 from cresowlve_core.cli import main
 from cresowlve_core.evaluation.grid import GRID_FILE
 from cresowlve_core.evaluation.grid_run import run_grid
-from cresowlve_core.evaluation.grid_workers import deal, slot_shares
+from cresowlve_core.evaluation.grid_workers import deal, slot_shares, start_method
 
 # what differs between two runs of the same items: times, durations, ids and paths
 VOLATILE = {"started_at", "finished_at", "written_at", "created_at", "latency_s", "latency_ms", "elapsed_s",
@@ -115,6 +115,39 @@ def test_two_workers_write_the_same_records_and_summaries_as_one_process(tmp_pat
     assert all(c["skipped"] for c in again["cells"])
     assert cell_files(tmp_path / "one") == cell_files(tmp_path / "two")
     assert stable(written) == stable(two)
+
+
+def test_workers_are_forked_only_from_a_process_with_one_thread(monkeypatch):
+    import threading
+
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    assert start_method() == "fork"  # a CLI command: the workers start with its modules and items loaded
+    monkeypatch.setattr(threading, "active_count", lambda: 2)
+    assert start_method() == "spawn"  # another thread could hold a lock at the fork (a notebook, a test's server)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+    monkeypatch.setattr("sys.platform", "darwin")
+    assert start_method() == "spawn"
+
+
+def test_forked_workers_of_the_command_write_what_one_process_writes(tmp_path):
+    """The command runs with one thread, so its workers are forked (this test's process runs the fake
+    server in a thread: run_grid here spawns them); the records and summaries are those of one process."""
+    import subprocess
+    import sys
+
+    with FakeServer(answers=reply) as srv:
+        run_grid(write_config(tmp_path, srv.base_url, "one"), progress=False, workers=1)
+        sent_one = srv.total
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid",
+                               str(write_config(tmp_path, srv.base_url, "forked")), "--workers", "2"],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert srv.total - sent_one == sent_one  # every cell sent from a worker, the same requests
+    assert "2 workers" in proc.stderr  # (the progress bar's name: the cells ran in worker processes)
+    assert cell_files(tmp_path / "one") == cell_files(tmp_path / "forked")
+    manifests = [json.loads((d / "manifest.json").read_text()) for d in sorted((tmp_path / "forked").glob("*__*"))]
+    assert len(manifests) == 4 and all("git_sha" in m for m in manifests)
 
 
 @pytest.mark.parametrize("parallel", [2, 3])  # 3: two cells per worker at a share of their concurrency
