@@ -1,6 +1,6 @@
 """Statistics used by every analysis section: intervals, bootstrap, correlations, agreement.
 
-All functions are plain numpy/scipy, vectorised, and deterministic given a seed.
+All functions are plain numpy and scipy.special (not scipy.stats: its import costs a kernel about a second of CPU), vectorised, and deterministic given a seed.
 
 * :func:`wilson_interval` — score interval for a binomial proportion (Wilson, 1927).
 * :func:`bootstrap_mean_ci` / :func:`bootstrap_ci` — percentile bootstrap with a seeded,
@@ -30,6 +30,7 @@ import math
 import zlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -37,17 +38,85 @@ import numpy as np
 from cresowlve_core.failures import InputError
 
 
-class _SciPyStats:
-    """``scipy.stats``, imported on first use: its import costs about a second of CPU (it builds its
-    distributions' docstrings), which a run that only needs a Wilson interval should not pay."""
+def average_ranks(v: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``v`` (flattened), ties given the average of the ranks they span: what
+    ``scipy.stats.rankdata(v)`` returns (its ``"average"`` method), with the same arithmetic, for
+    input without NaN. The analysis uses these few lines instead of importing ``scipy.stats``,
+    whose import costs about a second of CPU per kernel (scipy 1.17 rebuilds docstrings)."""
+    x = np.asarray(v).reshape(-1)
+    order = np.argsort(x, kind="stable")
+    ordered = x[order]
+    first = np.flatnonzero(np.concatenate(([True], ordered[:-1] != ordered[1:]))) if x.size else np.arange(0)
+    counts = np.diff(first, append=x.size)
+    ranks = np.empty(x.size, dtype=float)
+    ranks[order] = np.repeat((first + 1.0) + (counts.astype(float) - 1.0) / 2.0, counts)
+    return ranks
 
-    def __getattr__(self, name: str) -> Any:
-        from scipy import stats
 
-        return getattr(stats, name)
+def _pearson(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Pearson's r and its two-sided p (r's null distribution: Beta(n/2 − 1, n/2 − 1) on [−1, 1]) for
+    two float vectors of n ≥ 2 values: ``scipy.stats.pearsonr``'s steps (centre, scale by the largest
+    deviation, norm, dot product, clip; r = ±1 and p = 1 at n = 2), through ``scipy.special`` only.
+    A constant vector gives NaN, NaN."""
+    from scipy.special import betaincc
+
+    n = a.size
+    if n < 2 or np.all(a == a[0]) or np.all(b == b[0]):
+        return float("nan"), float("nan")
+    # along an axis, as scipy does: np.linalg.norm without one sums in another order (last bits differ)
+    xm, ym = a - np.mean(a, keepdims=True), b - np.mean(b, keepdims=True)
+    xmax, ymax = np.max(np.abs(xm), keepdims=True), np.max(np.abs(ym), keepdims=True)
+    normxm = xmax * np.linalg.norm(xm / xmax, axis=-1, keepdims=True)
+    normym = ymax * np.linalg.norm(ym / ymax, axis=-1, keepdims=True)
+    r = float(np.clip(np.vecdot(xm / normxm, ym / normym), -1.0, 1.0))
+    if n == 2:
+        return float(round(r)), 1.0
+    ab = n / 2.0 - 1.0
+    return r, float(2.0 * betaincc(ab, ab, (abs(r) - -1.0) / 2.0))
 
 
-sps = _SciPyStats()
+def _spearman(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Spearman's ρ (Pearson's r of the average ranks, by ``np.corrcoef``) and its two-sided p from
+    the t approximation with n − 2 df: ``scipy.stats.spearmanr``'s steps, through ``scipy.special``
+    only. A constant vector, or fewer than 2 values, gives NaN, NaN."""
+    from scipy.special import stdtr
+
+    n = a.size
+    if n < 2 or np.all(a == a[0]) or np.all(b == b[0]):
+        return float("nan"), float("nan")
+    rs = np.corrcoef(np.column_stack((average_ranks(a), average_ranks(b))), rowvar=False)[1, 0]
+    dof = n - 2
+    with np.errstate(divide="ignore"):
+        t = rs * np.sqrt((dof / ((rs + 1.0) * (1.0 - rs))).clip(0))
+    return float(rs), float(2.0 * stdtr(dof, -np.abs(t)))
+
+
+def binom_half_cdf(k: int, m: int) -> float:
+    """``P[X ≤ k]`` for X ~ Bin(m, ½), exactly: the integer count ``Σ_{i ≤ k} C(m, i)`` over ``2^m``,
+    rounded once to a float. ``scipy.stats.binom.cdf(k, m, 0.5)`` (Boost) is within 1e-15 of it; below
+    m = 25 (McNemar's exact range) it differs in the last bit at m = 15, k = 5, 6, 7 only, and there
+    ``2·P`` prints the same p."""
+    if k < 0:
+        return 0.0
+    if k >= m:
+        return 1.0
+    return float(Fraction(sum(math.comb(m, i) for i in range(k + 1)), 1 << m))
+
+
+def chi2_sf(x: Any, df: Any) -> Any:
+    """``P[χ²_df ≥ x]`` (``scipy.stats.chi2.sf``: ``scipy.special.chdtrc``, 1 at and below 0, NaN stays NaN)."""
+    from scipy.special import chdtrc
+
+    xs = np.asarray(x, dtype=float)
+    return np.where(xs <= 0, 1.0, chdtrc(df, xs))
+
+
+def norm_sf(x: Any) -> Any:
+    """``P[Z ≥ x]`` for a standard normal Z (``scipy.stats.norm.sf``: ``scipy.special.ndtr(−x)``)."""
+    from scipy.special import ndtr
+
+    return ndtr(-np.asarray(x, dtype=float))
+
 
 _CHUNK_CELLS = 4_000_000  # cap on resample-matrix size (cells) held in memory at once
 
@@ -245,7 +314,7 @@ def linear_combination_interval(
 
 def _ranks2(v: np.ndarray) -> np.ndarray:
     """Twice the average ranks (integers, also with ties)."""
-    return np.rint(2.0 * sps.rankdata(v)).astype(np.int64)
+    return np.rint(2.0 * average_ranks(v)).astype(np.int64)
 
 
 EXACT_SPEARMAN_MAX_N = 10
@@ -364,16 +433,15 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     nan = float("nan")
     if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
         return Correlation(n, nan, nan, nan, nan)
-    pr = sps.pearsonr(a, b)
-    sr = sps.spearmanr(a, b)
-    r, rho = float(pr.statistic), float(sr.statistic)
+    r, r_p = _pearson(a, b)
+    rho, rho_p = _spearman(a, b)
     p_lo, p_hi = fisher_z_interval(r, n)
     s_lo, s_hi = fisher_z_interval(rho, n, spearman=True)
     if n <= EXACT_SPEARMAN_MAX_N:
         s_p, method = spearman_exact_p(a, b), "exact"
     else:
-        s_p, method = float(sr.pvalue), "asymptotic"
-    return Correlation(n, r, float(pr.pvalue), rho, s_p, p_lo, p_hi, s_lo, s_hi, method)
+        s_p, method = rho_p, "asymptotic"
+    return Correlation(n, r, r_p, rho, s_p, p_lo, p_hi, s_lo, s_hi, method)
 
 
 @dataclass(frozen=True)
@@ -518,11 +586,11 @@ def mcnemar(b: int, c: int, n: int | None = None, exact_below: int = EXACT_BELOW
         stat, p, method = 0.0, 1.0, "exact"
     elif m < exact_below:
         stat = float(min(b, c))
-        p = float(min(1.0, 2.0 * sps.binom.cdf(min(b, c), m, 0.5)))
+        p = float(min(1.0, 2.0 * binom_half_cdf(min(b, c), m)))
         method = "exact"
     else:
         stat = (abs(b - c) - 1.0) ** 2 / m
-        p = float(sps.chi2.sf(stat, 1))
+        p = float(chi2_sf(stat, 1))
         method = "chi2-cc"
     if n <= 0:
         return McNemar(0, b, c, stat, p, method, nan, nan, nan)
@@ -603,7 +671,7 @@ def cochran_armitage(k: Sequence[int] | np.ndarray, n: Sequence[int] | np.ndarra
     if var <= 0:
         return Trend(int(total), nan, nan)
     z = float((s * (kk - nn * pbar)).sum() / np.sqrt(var))
-    return Trend(int(total), z, float(2.0 * sps.norm.sf(abs(z))))
+    return Trend(int(total), z, float(2.0 * norm_sf(abs(z))))
 
 
 def two_proportion_z(k1: np.ndarray, n1: np.ndarray, k2: np.ndarray, n2: np.ndarray) -> np.ndarray:
@@ -616,7 +684,7 @@ def two_proportion_z(k1: np.ndarray, n1: np.ndarray, k2: np.ndarray, n2: np.ndar
         pooled = (k1 + k2) / (n1 + n2)
         se = np.sqrt(pooled * (1.0 - pooled) * (1.0 / n1 + 1.0 / n2))
         z = (k1 / n1 - k2 / n2) / se
-        p = 2.0 * sps.norm.sf(np.abs(z))
+        p = 2.0 * norm_sf(np.abs(z))
     return np.where((n1 > 0) & (n2 > 0) & (se > 0), p, np.nan)
 
 
@@ -865,7 +933,7 @@ def weighted_chi2_sf(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     equal = (k > 0) & (top - low <= 1e-9 * top)
     out = np.ones(xs.size)
     if equal.any():
-        out[equal] = sps.chi2.sf(xs[equal] / top[equal], k[equal])
+        out[equal] = chi2_sf(xs[equal] / top[equal], k[equal])
     rest = np.flatnonzero(~equal & (k > 0) & (xs > 0))
     if not rest.size:
         return out
