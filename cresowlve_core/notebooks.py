@@ -417,21 +417,92 @@ def _report_outputs(nb: Any) -> bool:
     return has_chart
 
 
+#: the text of ``<script>`` and ``<style>`` elements and comments: not markup (to Python's html.parser,
+#: which nbconvert's BeautifulSoup pass used, and to browsers)
+_RAW_TEXT = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->", re.S | re.I)
+#: an ``<img>`` or ``<div>`` start tag (quoted attribute values may hold ``>``)
+_START_TAG = re.compile(r"""<(img|div)\b((?:[^>"']|"[^"]*"|'[^']*')*?)(\s*/?>)""", re.I)
+_ATTRIBUTE = re.compile(r"""([^\s"'>/=]+)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s"'=<>`]+))?""")
+_NO_ALT = "No description has been provided for this image"
+_FOCUSABLE = {"jp-Cell-inputWrapper", "jp-OutputArea-output"}  # nbconvert makes these divs focusable
+
+
+def _attributes(text: str) -> dict[str, str]:
+    """The attributes of a start tag's text after its name (names lower-cased, as HTML parsers do)."""
+    out: dict[str, str] = {}
+    for name, value in _ATTRIBUTE.findall(text):
+        out.setdefault(name.lower(), value[1:-1] if value[:1] in "\"'" and value else value)
+    return out
+
+
+def _accessible_tags(html: str) -> tuple[str, int]:
+    """What nbconvert's HTMLExporter does to a page after its template, without parsing the whole page
+    with BeautifulSoup (a second of CPU for a report of a few MB): every ``<img>`` without ``alt`` gets
+    nbconvert's placeholder text, every input wrapper and output ``div`` (classes ``jp-Cell-inputWrapper``,
+    ``jp-OutputArea-output``) ``tabindex="0"``. Returns the page and how many images lacked ``alt``.
+    Tags inside script or style text or comments are left alone."""
+    missing_alt = 0
+
+    def tag(m: re.Match[str]) -> str:
+        nonlocal missing_alt
+        name, attrs, end = m.group(1).lower(), m.group(2), m.group(3)
+        found = _attributes(attrs)
+        if name == "img" and "alt" not in found:
+            missing_alt += 1
+            return f'{m.group(0)[: m.start(3) - m.start(0)]} alt="{_NO_ALT}"{end}'
+        if name == "div" and _FOCUSABLE & set(found.get("class", "").split()) and "tabindex" not in found:
+            return f'{m.group(0)[: m.start(3) - m.start(0)]} tabindex="0"{end}'
+        return m.group(0)
+
+    parts, last = [], 0
+    for raw in _RAW_TEXT.finditer(html):
+        parts += [_START_TAG.sub(tag, html[last : raw.start()]), raw.group(0)]
+        last = raw.end()
+    parts.append(_START_TAG.sub(tag, html[last:]))
+    return "".join(parts), missing_alt
+
+
+def _report_exporter(template_loader: Any) -> Any:
+    """An nbconvert HTMLExporter (the report template, code hidden) whose conversion skips the
+    BeautifulSoup pass that follows the template (:func:`_accessible_tags` makes the same changes)."""
+    from nbconvert import HTMLExporter
+    from nbconvert.exporters.templateexporter import TemplateExporter
+    from nbconvert.filters.highlight import Highlight2HTML
+    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+    class ReportExporter(HTMLExporter):  # type: ignore[misc]
+        def from_notebook_node(self, nb: Any, resources: Any = None, **kw: Any) -> tuple[str, Any]:  # type: ignore[override]
+            # HTMLExporter.from_notebook_node (nbconvert 7) up to its template, then the same edits
+            langinfo = nb.metadata.get("language_info", {})
+            lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+            highlight_code = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+            resources = self._init_resources(resources)
+            filter_data_type = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self,
+                                                     resources=resources)
+            self.register_filter("highlight_code", highlight_code)
+            self.register_filter("filter_data_type", filter_data_type)
+            html, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+            html, missing_alt = _accessible_tags(html)
+            if missing_alt:
+                self.log.warning("Alternative text is missing on %s image(s).", missing_alt)
+            return html, resources
+
+    exporter = ReportExporter(extra_loaders=[template_loader], template_file=_TEMPLATE)
+    exporter.exclude_input = True
+    exporter.exclude_input_prompt = True
+    exporter.exclude_output_prompt = True
+    return exporter
+
+
 def render_html(ipynb: Path, out: Path, title: str | None = None) -> Path:
     """Render an executed notebook to a self-contained HTML page without code or CDN scripts."""
     import jinja2
     import nbformat
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(str(ipynb), as_version=4)
     nb.metadata.pop("widgets", None)  # widget state would pull the widget manager from a CDN
     has_chart = _report_outputs(nb)
-    exporter = HTMLExporter(
-        extra_loaders=[jinja2.DictLoader({_TEMPLATE: _TEMPLATE_SOURCE})], template_file=_TEMPLATE,
-    )
-    exporter.exclude_input = True
-    exporter.exclude_input_prompt = True
-    exporter.exclude_output_prompt = True
+    exporter = _report_exporter(jinja2.DictLoader({_TEMPLATE: _TEMPLATE_SOURCE}))
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title or ipynb.stem}})
     body = body.replace("</head>", f"<style>{_TABLE_CSS}</style>\n</head>", 1)
     if has_chart:

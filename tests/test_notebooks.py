@@ -102,6 +102,48 @@ def test_report_html_drops_progress_bars_and_records(tmp_path):
     assert RECORD_MIME not in html
 
 
+def test_report_html_has_the_tags_nbconvert_would_give_it(tmp_path):
+    """render_html skips nbconvert's BeautifulSoup pass and adds its alt texts and tabindex itself: the
+    page parses to the same document as nbconvert's own HTMLExporter output, also with markup-like text
+    in scripts, styles and comments (left alone), in a textarea (html.parser reads tags there), attributes
+    holding ``>`` and upper case."""
+    import base64
+
+    import jinja2
+    import nbformat
+    from bs4 import BeautifulSoup
+    from nbconvert import HTMLExporter
+
+    from cresowlve_core import notebooks
+
+    png = base64.b64encode(bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                                         "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")).decode()
+    hostile = ('<div class="jp-OutputArea-output x" title="a>b"><IMG SRC="data:," WIDTH=1><img alt src="y">'
+               '<img alt="kept" src="z"/></div><textarea><img src="t"><div class="jp-OutputArea-output"></textarea>'
+               '<!-- <img src="c"> --><style>/* <img src="s"> */</style><div class="jp-OutputArea-outputs">x</div>')
+    nb = nbformat.v4.new_notebook()
+    md = nbformat.v4.new_markdown_cell('# T\n\n![](data:image/png;base64,' + png + ') <img src="data:,">')
+    code = nbformat.v4.new_code_cell("x")
+    code.outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": png, "text/plain": "<img>"}),
+        nbformat.v4.new_output("display_data", data={"text/html": hostile}),
+        nbformat.v4.new_output("display_data", data={VEGALITE_MIME: {"mark": "bar", "title": '<img src="v">',
+                                                                      "data": {"values": []}}}),
+        nbformat.v4.new_output("stream", name="stdout", text='<img src="q"> & <div class="jp-OutputArea-output">'),
+    ]
+    nb.cells = [md, code]
+    notebooks._report_outputs(nb)
+    loader = jinja2.DictLoader({notebooks._TEMPLATE: notebooks._TEMPLATE_SOURCE})
+    stock = HTMLExporter(extra_loaders=[loader], template_file=notebooks._TEMPLATE)
+    stock.exclude_input = stock.exclude_input_prompt = stock.exclude_output_prompt = True
+    resources = {"metadata": {"name": "n"}}
+    expected = stock.from_notebook_node(nbformat.from_dict(nb), resources=dict(resources))[0]
+    page = notebooks._report_exporter(loader).from_notebook_node(nbformat.from_dict(nb), resources=dict(resources))[0]
+    assert str(BeautifulSoup(page, features="html.parser")) == expected
+    assert expected.count('alt="No description has been provided for this image"') == 4  # png, md img, IMG, textarea
+    assert expected.count('tabindex="0"') >= 4 and '<img src=\\"v\\">' in page and '<img src="c">' in page
+
+
 def test_marimo_export_draws_charts_and_hides_records(tmp_path):
     """The README's marimo route: convert, then export (headless run) shows charts, no unknown mimetype."""
     marimo = Path(sys.executable).parent / "marimo"
