@@ -30,7 +30,6 @@ import math
 import zlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -100,7 +99,7 @@ def binom_half_cdf(k: int, m: int) -> float:
         return 0.0
     if k >= m:
         return 1.0
-    return float(Fraction(sum(math.comb(m, i) for i in range(k + 1)), 1 << m))
+    return sum(math.comb(m, i) for i in range(k + 1)) / (1 << m)  # int / int: correctly rounded
 
 
 def chi2_sf(x: Any, df: Any) -> Any:
