@@ -9,7 +9,9 @@ The same engine writes the executing notebook to disk less often than papermill 
 papermill rewrites the whole notebook before and after every cell (pure-Python JSON with indentation,
 0.4 s for a 2.6 MB notebook; 48 writes, 8.6 s of CPU, for ``03_analysis`` on 36 runs). Here it is
 written at most every :data:`SAVE_EVERY_S` seconds while cells run, and always when execution ends,
-finished or failed (papermill's final save), so a failed render still leaves its partial notebook.
+finished or failed, so a failed render still leaves its partial notebook: once, by papermill's
+``execute_notebook`` after the cells (its final write, or the one before it raises for a failed cell), or by
+the engine's final save when the kernel died (papermill would otherwise write a finished notebook twice).
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ def _register_engine() -> None:
 
     class ProgressEngine(NBClientEngine):
         """nbclient's engine, counting code cells into the active tracker, saving at most every
-        :data:`SAVE_EVERY_S` seconds until the cells are done."""
+        :data:`SAVE_EVERY_S` seconds until the cells are done; for ``papermill.execute_notebook`` only
+        (which writes the finished notebook itself)."""
 
         @classmethod
         def execute_managed_notebook(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:
@@ -62,11 +65,21 @@ def _register_engine() -> None:
                 last[0] = time.monotonic()
                 return save(**kw)
 
+            def final_save(**kw: Any) -> Any:
+                nb_man.save = save
+                return None
+
             nb_man.save = throttled_save
             try:
-                return cls._execute_cells(nb_man, kernel_name, **kwargs)
-            finally:
-                nb_man.save = save  # papermill's final save, when execution ends, always writes
+                result = cls._execute_cells(nb_man, kernel_name, **kwargs)
+            except BaseException:
+                nb_man.save = save  # the kernel died or was stopped: notebook_complete's save keeps the partial notebook
+                raise
+            # The cells ran (or one failed): papermill.execute_notebook writes the notebook next (its final write, or
+            # raise_for_execution_errors on a failed cell), so the save of notebook_complete would write the same
+            # notebook once more (0.3-1 s for a few MB: indented pure-Python JSON after a deep copy).
+            nb_man.save = final_save
+            return result
 
         @classmethod
         def _execute_cells(cls, nb_man: Any, kernel_name: str, **kwargs: Any) -> Any:

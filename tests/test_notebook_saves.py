@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import papermill.engines
+import papermill.execute
 import pytest
 
 from cresowlve_core import notebook_progress
@@ -27,7 +28,8 @@ def _notebook(path: Path, last: str) -> Path:
 
 @pytest.fixture
 def writes(monkeypatch):
-    """Every notebook write papermill makes during execution, as the text of the cells' outputs."""
+    """Every notebook write papermill makes, by its engine during execution and by execute_notebook after
+    it, as the text of the cells' outputs."""
     seen: list[str] = []
     original = papermill.engines.write_ipynb
 
@@ -36,6 +38,7 @@ def writes(monkeypatch):
         return original(nb, path)
 
     monkeypatch.setattr(papermill.engines, "write_ipynb", counting)
+    monkeypatch.setattr(papermill.execute, "write_ipynb", counting)
     return seen
 
 
@@ -44,7 +47,7 @@ def test_a_report_is_saved_at_its_start_and_its_end_not_around_every_cell(tmp_pa
     monkeypatch.setattr(notebook_progress, "SAVE_EVERY_S", 3600.0)
     nb = _notebook(tmp_path / "saves.ipynb", "print('last', marker)")
     result = run_notebook(str(nb), {"marker": "ok"}, tmp_path / "reports", progress_every_s=progress)
-    assert len(writes) == 2  # the parameterised notebook before the first cell, the executed one at the end
+    assert len(writes) == 2  # the parameterised notebook before the first cell, the executed one once at the end
     assert "last', 'ok" not in writes[0].replace('"', "'") and "last ok" in writes[-1]
     text = result.ipynb.read_text()
     assert all(f"cell {i} ok" in text for i in range(4)) and "last ok" in text
