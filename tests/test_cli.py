@@ -114,6 +114,7 @@ def test_help_shows_defaults_and_exit_codes(capsys):
         (["--concurrency", "0"], "argument --concurrency: must be an integer >= 1"),
         (["--max-tokens", "0"], "argument --max-tokens: must be an integer >= 1"),
         (["--max-cost", "nan"], "argument --max-cost: must be a finite number > 0"),
+        (["--judge-max-cost", "0"], "argument --judge-max-cost: must be a finite number > 0"),
         (["--judge-base-url", "localhost:8000"], "argument --judge-base-url: must be an http(s) URL"),
     ],
 )
@@ -350,6 +351,22 @@ def test_judge_defaults_to_the_models_base_url_and_key(tmp_path, capsys, monkeyp
     assert "judge 100.0%" in out and "(judge " in out
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert "the-key" not in json.dumps(manifest)
+
+
+def test_judge_max_cost_stops_the_run_with_exit_3_naming_the_judge_budget(tmp_path, capsys, monkeypatch):
+    prices = tmp_path / "prices.csv"  # the judge's calls are priced (each one's upper bound ~0.5 USD), the model's free
+    prices.write_text("model,input_per_mtok,output_per_mtok,batch_discount\nfake-judge,1000,1000,0.5\nfake-model,0,0,0.5\n")
+    monkeypatch.setenv("CRESOWLVE_PRICES", str(prices))
+    items = write_items(tmp_path / "items.jsonl", 6)
+    with FakeServer(answers=answer_for) as srv:
+        code, out, err = run_main(capsys, eval_args(items, tmp_path / "run", srv.base_url, "--no-cache", "--concurrency",
+                                                    "1", "--judge-model", "fake-judge", "--judge-max-cost", "1.2"))
+        judged = [r for r in srv.requests if r.body.get("model") == "fake-judge"]
+    assert code == 3, err
+    assert 0 < len(judged) < 6
+    assert last_line(err).startswith("stopped early (max_cost reached: the judge budget of $1.2000 would be exceeded")
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert manifest["config"]["judge_max_cost"] == 1.2
 
 
 def test_stage_exit_takes_a_map_result_or_a_summary(capsys):

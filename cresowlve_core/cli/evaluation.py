@@ -70,6 +70,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         judge_repeat=a.judge_repeat, judge_protocol=a.judge_protocol, judge_provider=a.judge_provider,
         judge_api=a.judge_api, judge_effort=a.judge_effort, judge_max_tokens=a.judge_max_tokens,
         judge_temperature=getattr(a, "judge_temperature", "protocol"), judge_extra_body=a.judge_extra_body or {},
+        judge_max_cost=a.judge_max_cost,
         retry_truncated=a.retry_truncated, max_input_chars=a.max_input_chars, limit=a.limit, api=a.api,
         options=client_options(a),
     ))
@@ -255,6 +256,10 @@ def add_eval_parser(sub: Any) -> None:
                         "sent under paper; never sent to a reasoning model)")
     p.add_argument("--judge-extra-body", type=argtypes.json_object, default=None,
                    help="JSON merged into every judge request; a null removes a field (default: none)")
+    p.add_argument("--judge-max-cost", type=argtypes.usd, default=None, metavar="USD",
+                   help="stop cleanly before the judge's new calls cost more than this (the answers so far are "
+                        "kept, unjudged ones are judged on a resume; --max-cost caps the model under test; "
+                        "default: no cap)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N items (default: all)")
     add_client_options(p, "concurrency", "rpm", "tpm", "seed", "temperature", "max_tokens", "max_cost", "provider",
                        "provider_preset", "extra_body")

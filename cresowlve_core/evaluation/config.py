@@ -42,6 +42,7 @@ class EvalConfig(BaseModel):
     judge_effort: str | None = None
     judge_temperature: float | Literal["protocol"] | None = "protocol"  # protocol: 0 (ours), none sent (paper)
     judge_extra_body: dict[str, Any] = Field(default_factory=dict)
+    judge_max_cost: float | None = Field(None, ge=0)  # USD of new judge calls; None: no cap (max_cost is the model's)
     retry_truncated: bool = False  # re-ask the items whose answer was cut off (with this run's --max-tokens)
     limit: int | None = Field(None, ge=1)
     max_input_chars: int | None = Field(None, ge=1)  # None: the 64 KB question limit (cresowlve_core/inputs.py)

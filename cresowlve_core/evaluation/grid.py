@@ -16,7 +16,8 @@ A config (see ``configs/paper_table1.yaml`` for the paper's 18 configurations)::
     runs_dir: data/runs/grid/my-grid   # default: data/runs/grid/<name>
     options: {concurrency: 8, max_cost: 5}       # ClientOptions for every cell
     judge: {model: gpt-4o, base_url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY}
-    # the judge takes the model options too: provider, api, effort, max_tokens, temperature, extra_body
+    # the judge takes the model options too: provider, api, effort, max_tokens, temperature, extra_body,
+    # and max_cost: its own budget per cell (options.max_cost caps the model under test)
     models:
       - model: gpt-4.1-mini
         label: GPT-4.1-mini     # the paper's name, for the Table-1 overlay
@@ -67,6 +68,7 @@ class GridJudge(BaseModel):
     max_tokens: int | None = Field(None, ge=1)  # default: 512, or 8192 for a thinking judge
     temperature: float | Literal["protocol", "default"] | None = "protocol"  # "default": none sent
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    max_cost: float | None = Field(None, ge=0)  # USD of new judge calls per cell; options.max_cost caps the model
 
 
 class GridModel(BaseModel):
@@ -131,7 +133,7 @@ class Cell(BaseModel):
         judge_opts: dict[str, Any] = {}
         if judge:
             judge_opts = dict(judge_provider=judge.provider, judge_api=judge.api, judge_effort=judge.effort,
-                              judge_max_tokens=judge.max_tokens, judge_extra_body=judge.extra_body,
+                              judge_max_tokens=judge.max_tokens, judge_extra_body=judge.extra_body, judge_max_cost=judge.max_cost,
                               judge_temperature=None if judge.temperature == "default" else judge.temperature)
         return EvalConfig(
             model=self.model.model, base_url=self.model.base_url, api_key_env=self.model.api_key_env,

@@ -111,8 +111,8 @@ def judge_thinks(cfg: EvalConfig) -> bool:
 
 
 def judge_options(cfg: EvalConfig) -> ClientOptions:
-    """The judge's client options: its own provider, token budget, temperature and extra body, and
-    no cost cap of its own."""
+    """The judge's client options: its own provider, token budget, temperature, extra body and cost
+    cap (``judge_max_cost``; the model's ``max_cost`` caps the model under test only)."""
     base = cfg.judge_base_url or cfg.base_url
     provider = cfg.judge_provider or (cfg.options.provider if base == cfg.base_url else None)
     if cfg.judge_temperature == "protocol":
@@ -121,7 +121,7 @@ def judge_options(cfg: EvalConfig) -> ClientOptions:
         temperature = cfg.judge_temperature
     max_tokens = cfg.judge_max_tokens or (THINKING_JUDGE_MAX_TOKENS if judge_thinks(cfg) else JUDGE_MAX_TOKENS)
     return cfg.options.model_copy(update={"temperature": temperature, "max_tokens": max_tokens,
-                                          "max_cost": None, "provider": provider, "provider_preset": None,
+                                          "max_cost": cfg.judge_max_cost, "provider": provider, "provider_preset": None,
                                           "extra_body": dict(cfg.judge_extra_body)})
 
 

@@ -214,7 +214,7 @@ class _Evaluator:
         self.judge_bar = judge_bar  # the judge's own phase of the progress display
         prices = PriceTable.load()
         cache = cfg.options.open_cache()
-        self.meter, self.judge_meter = CostMeter(), CostMeter()
+        self.meter, self.judge_meter = CostMeter(), CostMeter(role="judge")
         self.answerer, self.judge_role = resolved.answerer, resolved.judge
         self.client: LLMClient = open_client(self.answerer.endpoint, self.answerer.options, meter=self.meter,
                                              prices=prices, cache=cache)

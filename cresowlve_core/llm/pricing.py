@@ -134,12 +134,13 @@ class CostMeter:
     n_cached: int = 0
     n_unknown_cost: int = 0
     reserved: float = 0.0
+    role: str | None = None  # named in the stop message when a run has several budgets ("judge")
 
     def reserve(self, estimate: float, max_cost: float | None) -> None:
         """Hold ``estimate`` for a call about to be sent, or raise BudgetExceeded."""
         if max_cost is not None and self.spent + self.reserved + estimate > max_cost:
             raise BudgetExceeded(
-                f"budget of ${max_cost:.4f} would be exceeded: spent ${self.spent:.4f}, "
+                f"{f'the {self.role} budget' if self.role else 'budget'} of ${max_cost:.4f} would be exceeded: spent ${self.spent:.4f}, "
                 f"in flight ${self.reserved:.4f}, next call up to ${estimate:.4f}"
             )
         self.reserved += estimate

@@ -276,6 +276,35 @@ def test_max_cost_stops_cleanly_and_keeps_finished_items(tmp_path, monkeypatch):
     assert manifest["stopped"].startswith("max_cost reached")
 
 
+def test_judge_max_cost_stops_the_judge_cleanly_keeps_answers_and_resume_only_judges(tmp_path, monkeypatch):
+    prices = tmp_path / "prices.csv"
+    # the judge's calls are priced (each one's upper bound ~0.5 USD: 512 output tokens + prompt), the model's free
+    prices.write_text("model,input_per_mtok,output_per_mtok,batch_discount\n"
+                      "fake-judge,1000,1000,0.5\nfake-model,0,0,0.5\n")
+    monkeypatch.setenv("CRESOWLVE_PRICES", str(prices))
+    items = make_items(12)
+    with FakeServer(answers=answer_for) as model_srv, FakeServer(answers=answer_for) as judge_srv:
+        cfg = cfg_for(model_srv, tmp_path / "run", tmp_path, judge_model="fake-judge", judge_base_url=judge_srv.base_url,
+                      concurrency=1, cache_path=None, cache=False, judge_max_cost=2.0)
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert out.stopped and out.stopped.startswith("max_cost reached: the judge budget of $2.0000")
+        judge_spent = out.summary["spent_now"]["judge"]["spent"]
+        assert 0 < judge_spent <= 2.0 and 0 < judge_srv.total < 12
+        kept = latest_lines(tmp_path / "run")
+        judged = [r for r in kept if r["judge_status"] == "scored"]
+        assert len(judged) == judge_srv.total  # every verdict paid for is on disk
+        stopped_at = [r for r in kept if r["judge_status"] == "error"]
+        assert len(stopped_at) == 1 and stopped_at[0]["status"] == "ok"  # the answer the judge stopped at is kept
+        assert stopped_at[0]["scores"]["judge"] is None  # unjudged, not wrong
+        assert out.summary["n_not_run"] == 12 - len(kept)
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["config"]["judge_max_cost"] == 2.0 and manifest["stopped"] == out.stopped
+        sent_before = model_srv.total
+        out = asyncio.run(evaluate_async(cfg.model_copy(update={"judge_max_cost": None}), items, progress=False))
+    assert model_srv.total - sent_before == 12 - len(kept)  # kept answers are not asked again
+    assert out.stopped is None and out.summary["n_judged"] == 12
+
+
 def test_judge_failing_fatally_keeps_answers_and_resume_only_judges(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_KEY_VAR", "sk-judge-wrong-00000000000")
     items = make_items(3)

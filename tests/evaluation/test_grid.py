@@ -120,7 +120,7 @@ def test_grid_models_and_judge_carry_their_provider_and_the_judge_takes_model_op
         "name": "g", "langs": ["en"],
         "judge": {"model": "gpt-5-mini", "base_url": "https://api.openai.com/v1", "api_key_env": "OPENAI_API_KEY",
                   "provider": "openai", "effort": "low", "max_tokens": 2000, "temperature": "default",
-                  "extra_body": {"verbosity": "low"}},
+                  "extra_body": {"verbosity": "low"}, "max_cost": 2.5},
         "models": [{"model": "gemini-3-flash-preview", "base_url": "http://127.0.0.1:9/v1", "provider": "gemini",
                     "efforts": ["minimal"]}]}))
     cfg = cells(load_grid(path))[0].eval_config(load_grid(path))
@@ -131,6 +131,7 @@ def test_grid_models_and_judge_carry_their_provider_and_the_judge_takes_model_op
     assert (params.effort, params.max_tokens, params.temperature, params.extra_body) == ("low", 2000, None,
                                                                                       {"verbosity": "low"})
     assert params.resolved_api(judge.endpoint.profile) == "responses"
+    assert judge.options.max_cost == 2.5 and roles.answerer(cfg).options.max_cost is None  # each role its own cap
 
 
 def test_a_grid_cell_counts_refused_and_filtered_answers(tmp_path):
