@@ -151,3 +151,18 @@ def test_the_analysis_does_not_import_scipy_stats():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "all ok: True" in done.stdout
+
+
+def test_z_equals_ndtri_and_the_95_level_imports_no_scipy():
+    from scipy.special import ndtri
+
+    for c in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+        assert S._z(c) == float(ndtri(0.5 + c / 2.0))  # bit for bit, the 95% constant included
+    code = (
+        "import sys\n"
+        "from cresowlve_core import stats as S\n"
+        "print(S.wilson_interval(5, 10), S.wilson_interval(0, 0), S.fisher_z_interval(0.3, 40))\n"
+        "assert not [m for m in sys.modules if m.split('.')[0] == 'scipy'], 'scipy was imported'\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
