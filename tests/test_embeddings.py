@@ -53,3 +53,48 @@ def test_real_model_shape_norm_determinism_and_semantics(tmp_path):
     np.testing.assert_array_equal(a, c)
     sim = a @ a.T
     assert sim[0, 1] > sim[0, 2] + 0.3
+
+
+def test_encode_threads_from_the_environment(monkeypatch):
+    monkeypatch.delenv(embeddings.THREADS_ENV, raising=False)
+    assert embeddings.encode_threads() == 1
+    monkeypatch.setenv(embeddings.THREADS_ENV, " 3 ")
+    assert embeddings.encode_threads() == 3
+    monkeypatch.setenv(embeddings.THREADS_ENV, "0")
+    assert embeddings.encode_threads() == 0
+    for bad in ("-1", "two", "1.5"):
+        monkeypatch.setenv(embeddings.THREADS_ENV, bad)
+        with pytest.raises(ValueError, match=embeddings.THREADS_ENV):
+            embeddings.encode_threads()
+
+
+@pytest.mark.embeddings
+def test_one_thread_encode_matches_the_models_default_encode(monkeypatch):
+    """The vectors of a seeded sample of the recorded CREATE path texts, as ``embed`` computes them
+    (one torch thread), equal the plain ``SentenceTransformer.encode`` with torch's own thread
+    count up to float noise; torch's setting is restored afterwards."""
+    import random
+
+    import torch
+
+    from cresowlve_core.create.distance import path_text
+    from cresowlve_core.create.scored import load_recorded
+
+    monkeypatch.delenv(embeddings.THREADS_ENV, raising=False)
+    texts = sorted({path_text(p) for s in load_recorded() for p in s.paths})
+    sample = random.Random(0).sample(texts, 48)
+    model = embeddings.load_model()
+    torch.set_num_threads(2)
+    old = model.encode(sample, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+    seen: list[int] = []
+    encode = model.encode
+
+    def watched(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return encode(*args, **kwargs)
+
+    monkeypatch.setattr(model, "encode", watched)
+    new = embeddings.embed(sample, cache=False)
+    assert seen == [1] and torch.get_num_threads() == 2
+    assert float(np.abs(new - old).max()) <= 1e-5
+    assert float((new * old).sum(axis=1).min()) >= 0.9999
