@@ -18,9 +18,10 @@
   cells of a notebook (nbval) share one kernel, and a module-scoped fixture is built once.
   (``loadgroup`` would allow finer groups, but pytest 9.2's structured node ids make xdist 3.8
   ignore ``xdist_group`` silently: pytest-dev/pytest-xdist#1386.)
-* The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths are computed once per run, by the
-  real model, and copied into the cache of each test that renders ``07_create``
-  (:func:`recorded_create_embeddings`) and, when nbval runs ``notebooks/07_create.ipynb``, into the
+* The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths that ``07_create`` ranks by default
+  (and, for its paper-scale run, of every recorded path) are computed once per run, by the real
+  model, and copied into the cache of each test that renders ``07_create``
+  (:func:`recorded_create_embeddings`, :func:`every_recorded_create_embedding`) and, when nbval runs ``notebooks/07_create.ipynb``, into the
   session's cache its kernel uses (:class:`_SeedNotebookCache`).
 """
 
@@ -202,35 +203,63 @@ def _run_lock(name: str):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def shared_create_embeddings() -> Path:
-    """An embedding cache holding every recorded CREATE path, computed with the bundled model by
-    the first worker that needs it; the others wait for it and reuse it."""
-    target = RUN_SHARED / "create-embeddings" / "minilm.sqlite"
+def notebook_07_default_n_queries() -> int | None:
+    """``n_queries`` in the parameters cell of ``notebooks/07_create.ipynb`` (its default run)."""
+    import ast
+    import json
+
+    cells = json.loads((REPO / "notebooks" / "07_create.ipynb").read_text(encoding="utf-8"))["cells"]
+    params = next(c for c in cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    for node in ast.parse("".join(params["source"])).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "n_queries" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise LookupError("notebooks/07_create.ipynb has no n_queries parameter")
+
+
+def shared_create_embeddings(every_query: bool = False) -> Path:
+    """An embedding cache holding the recorded CREATE paths that ``07_create`` ranks by default
+    (``every_query``: every recorded path, its paper-scale run), computed with the bundled model by
+    the first worker that needs it; the others wait for it and reuse it. The full cache starts
+    from a copy of the default one, so only the other paths are embedded."""
+    name = "create-embeddings-all" if every_query else "create-embeddings"
+    target = RUN_SHARED / name / "minilm.sqlite"
     done = target.with_suffix(".done")
-    with _run_lock("create-embeddings"):
+    base = shared_create_embeddings() if every_query else None
+    with _run_lock(name):
         if not done.exists():
             from cresowlve_core.create.distance import path_text
             from cresowlve_core.create.report import load_sets
             from cresowlve_core.embeddings import embed
 
-            sets = load_sets(None, []).sets
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if base is not None:
+                shutil.copyfile(base, target)
+            sets = load_sets(None, [], None if every_query else notebook_07_default_n_queries()).sets
             embed([path_text(p) for s in sets for p in s.paths], cache_path=target)  # closed: WAL checkpointed
             done.write_text("")
     return target
 
 
-def seed_create_embeddings(cache: Path) -> None:
+def seed_create_embeddings(cache: Path, every_query: bool = False) -> None:
     """Copy the shared recorded-path embeddings into ``cache`` (a test's or the session's cache dir)."""
     dest = cache / "embeddings" / "minilm.sqlite"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shared_create_embeddings(), dest)
+    shutil.copyfile(shared_create_embeddings(every_query), dest)
 
 
 @pytest.fixture
 def recorded_create_embeddings(isolated_dirs) -> Path:
     """This test's cache already holds the real all-MiniLM-L6-v2 vectors of the recorded CREATE
-    paths (the ones ``07_create`` ranks), so rendering that report embeds nothing new."""
+    paths that ``07_create`` ranks by default, so rendering that report embeds nothing new."""
     seed_create_embeddings(isolated_dirs["cache"])
+    return isolated_dirs["cache"]
+
+
+@pytest.fixture
+def every_recorded_create_embedding(isolated_dirs) -> Path:
+    """This test's cache holds the vectors of every recorded CREATE path (``07_create`` with
+    ``n_queries = None``, the paper-scale run)."""
+    seed_create_embeddings(isolated_dirs["cache"], every_query=True)
     return isolated_dirs["cache"]
 
 

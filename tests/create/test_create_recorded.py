@@ -138,3 +138,28 @@ def test_configurations_are_named_like_in_every_other_report():
     assert config_display_name("qwen3-32b__original") == "qwen3-32b"
     assert config_display_name("fake-model__original (yours: mine)") == "fake-model (yours: mine)"
     assert config_display_name("a free label") == "a free label"
+
+
+def test_first_queries_keeps_the_first_shipped_queries(recorded):
+    from cresowlve_core.create.queries import load_queries
+    from cresowlve_core.create.report import first_queries, load_sets
+
+    shipped = [q.id for q in load_queries(None)]
+    answered = {s.query_id for s in recorded}
+    expected = [q for q in shipped if q in answered][:4]
+    assert expected == shipped[:4]  # the queries the local model's section answers first
+    kept = first_queries(recorded, 4)
+    assert {s.query_id for s in kept} == set(expected)
+    assert kept == [s for s in recorded if s.query_id in set(expected)]  # recorded order kept
+    assert (len(kept), sum(len(s.paths) for s in kept)) == (30, 560)
+    assert first_queries(recorded, None) == list(recorded)
+    assert len({s.query_id for s in first_queries(recorded, 1000)}) == len(answered)
+    unlisted = [replace(recorded[0], query_id="Z__unlisted"), replace(recorded[1], query_id="A__unlisted")]
+    mixed = first_queries([*unlisted, recorded[2]], 2)  # a query the shipped file lists comes first
+    assert [s.query_id for s in mixed] == ["A__unlisted", recorded[2].query_id]
+    for bad in (0, -1, True, 2.0, "4"):
+        with pytest.raises(ValueError, match="n_queries"):
+            first_queries(recorded, bad)
+    loaded = load_sets(None, [], 4)
+    assert loaded.sets == kept and loaded.message.startswith(f"recorded answers to 4 of the {len(answered)} queries")
+    assert not load_sets(None, []).message.startswith("recorded answers")
