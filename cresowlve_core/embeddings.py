@@ -9,13 +9,13 @@ The cache is one SQLite file (``CACHE_DIR/embeddings/minilm.sqlite``) holding on
 key = ``sha256(model_name + "\\x00" + text)``, value = the 384 float32s as a blob. The database
 runs in WAL mode so a notebook and a test run can share it.
 
-The model encodes with one torch intra-op thread by default (``CRESOWLVE_EMBED_THREADS`` sets
-another count; ``0`` keeps torch's own, one per core). On this 2-core host the 2,888 distinct
-recorded CREATE path texts took 44 s wall / 42 s CPU with one thread and 93 s wall / 76 s CPU with
-two, at load 3-4: torch's OpenMP threads spin-wait for each other when the cores are shared with
-other processes (pytest workers, notebook kernels), which is the usual case here. Idle, two threads
-are faster in wall time (about 32 s) but spend more CPU (55 s). The vectors do not depend on the
-thread count beyond float noise (max abs difference 2e-7).
+The model encodes with torch's own intra-op thread count (one per core) by default;
+``CRESOWLVE_EMBED_THREADS=N`` sets another (``0``: torch's own). On a shared machine set it to 1:
+torch's OpenMP threads spin-wait for each other when the cores are busy with other processes. On
+a 2-core host the 2,888 distinct recorded CREATE path texts took 44 s wall / 42 s CPU with one
+thread and 93 s wall / 76 s CPU with two at load 3-4; idle, two threads were faster in wall time
+(about 32 s, 55 s CPU). The test suite, whose workers share the cores, uses 1. The vectors do not
+depend on the thread count beyond float noise (max abs difference 2e-7).
 """
 
 from __future__ import annotations
@@ -72,10 +72,10 @@ def text_key(text: str, model_name: str = MODEL_NAME) -> str:
 
 def encode_threads() -> int:
     """The torch intra-op threads one encode uses: ``CRESOWLVE_EMBED_THREADS`` (an integer >= 0;
-    0 = torch's default), else 1 (see module docstring)."""
+    0 = torch's default), else 0 (see module docstring)."""
     raw = os.environ.get(THREADS_ENV, "").strip()
     if not raw:
-        return 1
+        return 0
     try:
         n = int(raw)
     except ValueError:

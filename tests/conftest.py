@@ -85,6 +85,9 @@ def _point_env_at(root: Path, env: dict[str, str] | os._Environ[str] | None = No
 
 _SESSION_ROOT = Path(tempfile.mkdtemp(prefix="cresowlve-tests-"))
 _point_env_at(_SESSION_ROOT, os.environ)
+# The xdist workers (and the kernels and commands they start) share the cores: one torch thread per
+# embedding encode, so torch's OpenMP threads do not spin-wait for each other (cresowlve_core/embeddings.py).
+os.environ.setdefault("CRESOWLVE_EMBED_THREADS", "1")
 
 # One folder for the whole run, shared by the xdist workers: the controlling process (or the only
 # one) makes it, the workers it starts inherit its name through the environment.

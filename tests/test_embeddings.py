@@ -57,7 +57,7 @@ def test_real_model_shape_norm_determinism_and_semantics(tmp_path):
 
 def test_encode_threads_from_the_environment(monkeypatch):
     monkeypatch.delenv(embeddings.THREADS_ENV, raising=False)
-    assert embeddings.encode_threads() == 1
+    assert embeddings.encode_threads() == 0  # torch's own count
     monkeypatch.setenv(embeddings.THREADS_ENV, " 3 ")
     assert embeddings.encode_threads() == 3
     monkeypatch.setenv(embeddings.THREADS_ENV, "0")
@@ -71,7 +71,7 @@ def test_encode_threads_from_the_environment(monkeypatch):
 @pytest.mark.embeddings
 def test_one_thread_encode_matches_the_models_default_encode(monkeypatch):
     """The vectors of a seeded sample of the recorded CREATE path texts, as ``embed`` computes them
-    (one torch thread), equal the plain ``SentenceTransformer.encode`` with torch's own thread
+    with ``CRESOWLVE_EMBED_THREADS=1``, equal the plain ``SentenceTransformer.encode`` with torch's own thread
     count up to float noise; torch's setting is restored afterwards."""
     import random
 
@@ -80,7 +80,7 @@ def test_one_thread_encode_matches_the_models_default_encode(monkeypatch):
     from cresowlve_core.create.distance import path_text
     from cresowlve_core.create.scored import load_recorded
 
-    monkeypatch.delenv(embeddings.THREADS_ENV, raising=False)
+    monkeypatch.setenv(embeddings.THREADS_ENV, "1")
     texts = sorted({path_text(p) for s in load_recorded() for p in s.paths})
     sample = random.Random(0).sample(texts, 48)
     model = embeddings.load_model()
