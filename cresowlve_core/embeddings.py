@@ -88,7 +88,7 @@ def encode_threads() -> int:
 def _encode(texts: list[str], batch_size: int) -> np.ndarray:
     threads = encode_threads()
     model = load_model()
-    import torch
+    torch = require("torch", "embeddings", "the sentence embeddings")
 
     before = torch.get_num_threads()
     if threads:

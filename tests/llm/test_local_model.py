@@ -96,15 +96,16 @@ def test_a_port_taken_after_the_check_is_retried_on_another(monkeypatch):
     monkeypatch.setattr(local, "port_is_free", free_at_first_look)
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
-        try:
-            holder.bind((local.HOST, local.DEFAULT_PORT))
-            holder.listen()
-        except OSError:
-            pass  # already held by another process: the same race
+        # the "default" port is one this test holds, so no other process (another test worker's
+        # embedded server on 8765) can release or take it in between
+        holder.bind((local.HOST, 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        monkeypatch.setattr(local, "DEFAULT_PORT", taken)
         with local_server() as srv:
-            assert srv.port != local.DEFAULT_PORT
+            assert srv.port != taken
             with urllib.request.urlopen(f"{srv.base_url.removesuffix('/v1')}/health", timeout=5) as r:
                 assert json.load(r)["status"] == "ok"
     finally:
         holder.close()
-    assert calls[0] == local.DEFAULT_PORT
+    assert calls[0] == taken
