@@ -136,6 +136,13 @@ def test_chi2_and_normal_tails_equal_scipy():
     assert float(S.norm_sf(1.96)) == float(sps.norm.sf(1.96))
 
 
+def _python(code: str) -> str:
+    """Run ``code`` in a fresh interpreter (its own sys.modules); its stdout, after it exited 0."""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
 def test_the_analysis_does_not_import_scipy_stats():
     code = (
         "import sys, numpy as np\n"
@@ -148,9 +155,7 @@ def test_the_analysis_does_not_import_scipy_stats():
         "S.weighted_chi2_sf(np.array([3.0, 4.0]), np.array([[1.0, 1.0], [1.0, 0.5]]))\n"
         "assert 'scipy.stats' not in sys.modules, 'scipy.stats was imported'\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert "all ok: True" in done.stdout
+    assert "all ok: True" in _python(code)
 
 
 def test_z_equals_ndtri_and_the_95_level_imports_no_scipy():
@@ -164,5 +169,4 @@ def test_z_equals_ndtri_and_the_95_level_imports_no_scipy():
         "print(S.wilson_interval(5, 10), S.wilson_interval(0, 0), S.fisher_z_interval(0.3, 40))\n"
         "assert not [m for m in sys.modules if m.split('.')[0] == 'scipy'], 'scipy was imported'\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    _python(code)
