@@ -1,6 +1,6 @@
-"""Prompt.render splits its template once and must give exactly what string.Template.substitute
-gives: over every prompt file and over templates with $$, ${braced}, adjacent and repeated
-placeholders, values holding $ and braces, a missing value and an invalid placeholder."""
+"""Prompt.render gives exactly what string.Template.substitute gives: over every prompt file and
+over templates with $$, ${braced}, adjacent and repeated placeholders, values holding $ and
+braces, a missing value and an invalid placeholder."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache
 from pathlib import Path
 
 PROMPTS_DIR = Path(__file__).resolve().parent
@@ -30,40 +30,10 @@ class Prompt:
         return f"{self.name}@{self.version}"
 
     def render(self, **values: str) -> str:
-        """The template with every placeholder replaced by ``str(value)``: what
-        ``string.Template(template).substitute(values)`` returns, from the template split once."""
-        pieces = self._pieces
         try:
-            if pieces is None:  # an invalid placeholder: string.Template's own ValueError
-                return string.Template(self.template).substitute(values)
-            texts, names = pieces
-            out = [texts[0]]
-            for name, text in zip(names, texts[1:]):
-                out.append(str(values[name]))
-                out.append(text)
-            return "".join(out)
+            return string.Template(self.template).substitute(values)
         except KeyError as exc:
             raise KeyError(f"prompt {self.tag} needs a value for ${exc.args[0]}") from None
-
-    @cached_property
-    def _pieces(self) -> tuple[list[str], list[str]] | None:
-        """The template's literal texts and, between them, the placeholder names (``$$`` is a
-        literal ``$``), found with ``string.Template``'s own pattern; None when a placeholder is invalid."""
-        texts, names, at, literal = [], [], 0, []
-        for m in string.Template.pattern.finditer(self.template):
-            if m.group("invalid") is not None:
-                return None
-            literal.append(self.template[at:m.start()])
-            at = m.end()
-            if m.group("escaped") is not None:
-                literal.append("$")
-                continue
-            texts.append("".join(literal))
-            literal = []
-            names.append(m.group("named") or m.group("braced"))
-        literal.append(self.template[at:])
-        texts.append("".join(literal))
-        return texts, names
 
 
 @cache
