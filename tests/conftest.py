@@ -21,8 +21,9 @@
 * The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths that ``07_create`` ranks by default
   (and, for its paper-scale run, of every recorded path) are computed once per run, by the real
   model, and copied into the cache of each test that renders ``07_create``
-  (:func:`recorded_create_embeddings`, :func:`every_recorded_create_embedding`) and, when nbval runs ``notebooks/07_create.ipynb``, into the
-  session's cache its kernel uses (:class:`_SeedNotebookCache`).
+  (:func:`recorded_create_embeddings`, :func:`every_recorded_create_embedding`) and, when nbval
+  runs ``notebooks/07_create.ipynb``, into the session's cache its kernel uses
+  (:class:`_SeedNotebookCache`).
 """
 
 from __future__ import annotations
