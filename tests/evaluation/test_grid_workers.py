@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -101,16 +102,33 @@ def test_three_cells_over_two_workers_keep_the_requests_in_flight(tmp_path):
         assert manifest["options"]["concurrency"] == 3
 
 
+def _sent(requests) -> tuple[int, Counter[str]]:
+    """(answers asked, judge prompts asked with their counts) among ``requests``."""
+    judge = Counter(r.prompt for r in requests if r.body.get("model") == "fake-judge")
+    return len(requests) - sum(judge.values()), judge
+
+
 def test_two_workers_write_the_same_records_and_summaries_as_one_process(tmp_path):
     with FakeServer(answers=reply) as srv:
         one = run_grid(write_config(tmp_path, srv.base_url, "one"), progress=False, workers=1)
-        sent_one = srv.total
+        sent_one = list(srv.requests)
         two = run_grid(write_config(tmp_path, srv.base_url, "two"), progress=False, workers=2)
-        sent_two = srv.total - sent_one
+        sent_two = srv.requests[len(sent_one):]
         written = json.loads((tmp_path / "two" / GRID_FILE).read_text())
         again = run_grid(write_config(tmp_path, srv.base_url, "two"), progress=False, workers=2)
-        assert srv.total == sent_one + sent_two  # a finished grid is skipped, with workers too
-    assert sent_one == sent_two == 4 * 3 + 2 * 3  # 12 answers and 6 distinct verdicts (the rest from each cache)
+        assert srv.total == len(sent_one) + len(sent_two)  # a finished grid is skipped, with workers too
+        # every answer and verdict either worker got is in the cache they share: another grid of the
+        # same cells on that cache (its own run directories) asks nothing
+        shared = write_config(tmp_path, srv.base_url, "three",
+                              options={"concurrency": 2, "max_tokens": 32, "cache_path": str(tmp_path / "two.sqlite")})
+        three = run_grid(shared, progress=False, workers=2)
+        assert srv.total == len(sent_one) + len(sent_two) and three["n_done"] == 4
+    for sent in (sent_one, sent_two):
+        answers, judged = _sent(sent)
+        # 12 answers; the two models' predictions are the same, so 6 distinct verdicts, each asked by
+        # the first cell that needs it and taken from the cache by the other, unless the two cells
+        # of a language ran at the same time (in two workers, or in one process's two slots)
+        assert answers == 4 * 3 and len(judged) == 2 * 3 and max(judged.values()) <= 2
     assert stable(one) == {**stable(two), "name": "one"} and two["n_done"] == 4
     assert all(c["skipped"] for c in again["cells"])
     assert cell_files(tmp_path / "one") == cell_files(tmp_path / "two")
