@@ -5,7 +5,8 @@ error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
 
 - each finished unit is appended (and fsynced) as one JSONL record the moment it finishes, on the
   run directory's writer thread (:meth:`RunDir.append_async`), so the event loop never waits on
-  the disk; a unit counts as done (progress, ``on_record``) only once its record is fsynced;
+  the disk; a unit counts as done (progress, ``on_record``) only once its record is fsynced, and a
+  worker takes its next unit meanwhile (at most one record of each worker waits for the disk);
 - a re-run skips units whose latest record is done, and retries errored ones;
 - a unit that fails (an :class:`~cresowlve_core.llm.types.LLMError` after the client's own
   retries) is recorded as an error, with its ``outcome`` (``failed`` or ``error``,
@@ -200,24 +201,39 @@ async def map_with_resume(
             return kept if entry is None else run.read_at(records_file, offset)
 
         async def worker() -> None:
-            while not stop and stop_request.requested() is None:
-                try:
-                    unit, k = queue.get_nowait()
-                except asyncio.QueueEmpty:
-                    return
-                try:
-                    rec = await call(unit, last_record(k))
-                except StopWithRecord as exc:
-                    await persist(exc.record)
-                    stop.append(exc.cause)
-                    return
-                except STOP_ERRORS as exc:
-                    stop.append(exc)
-                    return
-                except LLMError as exc:
-                    rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
-                    rec.setdefault("outcome", error_outcome(exc))
-                await persist(rec)
+            # A worker starts its next unit while its last record is being written and fsynced, and
+            # waits for that write before it queues another: the disk and the hand-off to the writer
+            # thread stay out of the time between its calls, and at most one of its records is
+            # waiting for the disk. A unit counts as done once its record is on disk (persist).
+            writing: asyncio.Future[None] | None = None
+            try:
+                while not stop and stop_request.requested() is None:
+                    try:
+                        unit, k = queue.get_nowait()
+                    except asyncio.QueueEmpty:
+                        break
+                    try:
+                        rec = await call(unit, last_record(k))
+                    except StopWithRecord as exc:
+                        rec = exc.record
+                        stop.append(exc.cause)
+                    except STOP_ERRORS as exc:
+                        stop.append(exc)
+                        break
+                    except LLMError as exc:
+                        rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
+                        rec.setdefault("outcome", error_outcome(exc))
+                    if writing is not None:
+                        await writing  # a failed write (a full disk) ends the worker before another unit
+                    writing = asyncio.ensure_future(persist(rec))
+            except BaseException:
+                if writing is not None:  # the record is written all the same; the worker's own error wins
+                    await asyncio.wait([writing])
+                    if not writing.cancelled():
+                        writing.exception()
+                raise
+            if writing is not None:
+                await writing
 
         n_workers = max(1, min(concurrency, len(todo)))
         interrupted = False

@@ -56,17 +56,35 @@ def test_finished_units_are_skipped_and_errored_units_retried(tmp_path):
     assert len(lines(run.path / "out.jsonl")) == 4  # appended, never rewritten
 
 
-def test_each_record_is_on_disk_when_the_next_unit_starts(tmp_path):
+def test_a_worker_starts_its_next_unit_while_its_record_is_written_and_has_at_most_one_waiting(tmp_path, monkeypatch):
+    """The disk is slow here (each write takes 0.2 s): the worker does not wait for it before its
+    next unit, but it waits for its last record before queueing another, and a unit counts as done
+    (``on_record``) only once its record is on disk."""
+    import time
+
     run = RunDir(tmp_path / "run")
+    path = run.path / "out.jsonl"
+    write = RunDir._write_lines
+
+    def slow_write(self, filename, lines_):
+        time.sleep(0.2)
+        write(self, filename, lines_)
+
+    monkeypatch.setattr(RunDir, "_write_lines", slow_write)
     seen: list[int] = []
+    on_disk_when_done: list[bool] = []
 
     async def call(u, prev):
-        path = run.path / "out.jsonl"
         seen.append(len(lines(path)) if path.exists() else 0)
         return {"key": u, "status": "ok"}
 
-    run_map(run, ["a", "b", "c"], call, concurrency=1)
-    assert seen == [0, 1, 2]
+    def done(rec):
+        on_disk_when_done.append(rec["key"] in {r["key"] for r in lines(path)})
+
+    result = run_map(run, ["a", "b", "c", "d"], call, concurrency=1, on_record=done)
+    # b starts while a is written; c only once a is on disk (b is then being written); d once b is
+    assert seen == [0, 0, 1, 2]
+    assert on_disk_when_done == [True] * 4 and result.n_done == 4 and len(lines(path)) == 4
 
 
 def test_torn_last_line_is_moved_aside_and_its_unit_rerun_once(tmp_path):
