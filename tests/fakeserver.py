@@ -453,8 +453,17 @@ class FakeServer:
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return
 
+            def _leave(self) -> None:
+                """This request is no longer in flight: called before its answer is written (a client
+                that has its answer may send its next request before the handler thread returns)."""
+                if getattr(self, "in_flight", False):
+                    self.in_flight = False
+                    with server._lock:
+                        server.in_flight -= 1
+
             def _send(self, status: int, payload: bytes, *, ctype: str = "application/json",
                       headers: dict[str, str] | None = None) -> None:
+                self._leave()
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(payload)))
@@ -510,11 +519,11 @@ class FakeServer:
                 with server._lock:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                self.in_flight = True
                 try:
                     self._answer(req, auth)
                 finally:
-                    with server._lock:
-                        server.in_flight -= 1
+                    self._leave()
 
             def _answer(self, req: FakeRequest, auth: str | None) -> None:
                 echo = f" (got {auth})" if server.echo_key_in_errors else ""
