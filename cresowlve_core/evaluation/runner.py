@@ -3,12 +3,14 @@
 ``evaluate(EvalConfig(...))`` is what ``cresowlve eval`` and ``notebooks/02_evaluation.ipynb``
 call. It is one :func:`~cresowlve_core.runtime.map_with_resume` call over the items: the run
 directory is the unit of resume, so re-running the same config sends only what is missing or
-errored (and judges only what is not yet judged). Every answer is persisted the moment it
-arrives, before the judge is asked, so a judge failure never throws a paid answer away.
+errored (and judges only what is not yet judged). Every answer is queued for the disk the moment
+it arrives, before the judge is asked, and is on disk before its verdict is recorded, so a judge
+failure never throws a paid answer away.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -239,6 +241,7 @@ class _Evaluator:
     async def __call__(self, item: Item, previous: dict[str, Any] | None) -> dict[str, Any]:
         cfg = self.cfg
         view = item.view(cfg.lang)
+        written: asyncio.Future[None] | None = None
         if previous is not None and previous.get("status") == "ok" and not self.reask(previous):
             rec = {**previous}  # answered before; only the judge is missing
         else:
@@ -249,20 +252,26 @@ class _Evaluator:
                 c = await self.client.complete(self.answerer.messages(view), self.answerer.params,
                                                prompt_version=self.answerer.prompt.tag)
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
-            if self.judge is not None and not is_withheld(c):  # the paid answer is on disk before the judge is asked
-                await self.run.append_async(RESPONSES, ResponseRecord.model_validate(rec).model_dump(mode="json"))
-        if self.judge is not None and rec.get("outcome") in NOT_AN_ANSWER:  # nothing to judge: not correct
-            rec.update(NOT_AN_ANSWER_VERDICT, judge_model=cfg.judge_model)
-            if self.judge_bar is not None:
-                self.judge_bar.update(1)
-        elif self.judge is not None:
-            try:
-                rec.update(await self._judge(item, judge_prediction(rec, self._rule, fewshot=self.fewshot)))
-            except STOP_ERRORS as exc:
-                rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
-                raise StopWithRecord(exc, _with_judge_score(rec)) from exc
-            if self.judge_bar is not None:
-                self.judge_bar.update(1)
+            if self.judge is not None and not is_withheld(c):
+                # the paid answer is queued for the disk before the judge is asked, and is on disk
+                # before this item's verdict is returned, whatever the judge does
+                written = self.run.queue_append(RESPONSES, ResponseRecord.model_validate(rec).model_dump(mode="json"))
+        try:
+            if self.judge is not None and rec.get("outcome") in NOT_AN_ANSWER:  # nothing to judge: not correct
+                rec.update(NOT_AN_ANSWER_VERDICT, judge_model=cfg.judge_model)
+                if self.judge_bar is not None:
+                    self.judge_bar.update(1)
+            elif self.judge is not None:
+                try:
+                    rec.update(await self._judge(item, judge_prediction(rec, self._rule, fewshot=self.fewshot)))
+                except STOP_ERRORS as exc:
+                    rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
+                    raise StopWithRecord(exc, _with_judge_score(rec)) from exc
+                if self.judge_bar is not None:
+                    self.judge_bar.update(1)
+        finally:
+            if written is not None:
+                await written  # a failed write (a full disk) is raised here
         return _with_judge_score(rec)
 
     async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:

@@ -323,6 +323,39 @@ def test_judge_failing_fatally_keeps_answers_and_resume_only_judges(tmp_path, mo
     assert out.summary["n_judged"] == 3 and out.summary["judge_accuracy"] == 1.0
 
 
+def test_the_judge_is_asked_while_the_answer_is_written_and_the_answer_is_on_disk_before_its_verdict(tmp_path, monkeypatch):
+    from cresowlve_core.runtime import RunDir
+
+    writes: list[tuple[float, float, list[dict]]] = []  # (start, end, records) of each write, a slow disk
+    write = RunDir._write_lines
+
+    def slow_write(self, filename, lines):
+        start = time.monotonic()
+        time.sleep(0.3)
+        write(self, filename, lines)
+        writes.append((start, time.monotonic(), [json.loads(x) for x in lines]))
+
+    monkeypatch.setattr(RunDir, "_write_lines", slow_write)
+    judge_asked: list[float] = []
+
+    def judge_answer(req):
+        judge_asked.append(time.monotonic())
+        return answer_for(req)
+
+    items = make_items(3)
+    with FakeServer(answers=answer_for) as model_srv, FakeServer(answers=judge_answer) as judge_srv:
+        cfg = cfg_for(model_srv, tmp_path / "run", tmp_path, judge_model="fake-judge", judge_base_url=judge_srv.base_url,
+                      concurrency=1, cache_path=None, cache=False)
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+    assert out.summary["n_judged"] == 3
+    first_answer_written = next(end for _, end, recs in writes if recs[0]["judge_status"] == "not_run")
+    assert judge_asked[0] < first_answer_written  # the judge did not wait for the disk
+    lines = read_lines(tmp_path / "run")
+    for item in items:  # each answer's own record is written before the record with its verdict
+        mine = [r for r in lines if r["id"] == item.id]
+        assert [r["judge_status"] for r in mine] == ["not_run", "scored"]
+
+
 def test_resume_from_another_base_url_is_allowed_and_recorded(tmp_path):
     items = make_items(3)
     with FakeServer(answers=answer_for) as srv1:
