@@ -10,8 +10,9 @@ C to N-C, so the ramp-up, the start-up of the command and the last wave are left
 is C/L.
 
 Part 1, ``cresowlve eval`` end to end (a separate process, ``--no-cache``, N distinct items):
-C=64 at 200 ms (target >= 0.9 of ideal), C=256 at 1 s (target >= 0.9; closer to real provider
-latencies), and C=256 at 200 ms (no target: on 2 cores the client's CPU binds there).
+C=64 at 200 ms (target >= 0.95 of ideal), C=256 at 1 s (target >= 0.9; closer to real provider
+latencies), and C=256 at 200 ms (target >= 0.9: 1,280 requests/s, a local vLLM's rate; on 2 cores
+the client's CPU and the endpoint's share them).
 
 Part 2, ``LLMClient`` in this process at C=64 against 200 ms: the ratio and the client's CPU per
 call (``time.process_time`` over the timed calls), and a cached re-run of 2,061 distinct prompts
@@ -59,7 +60,7 @@ sys.path[:0] = [str(REPO)]
 
 N_CACHED = 2061
 #: (concurrency, latency s, items, target ratio or None)
-EVAL_RUNS = ((64, 0.2, 3200, 0.9), (256, 1.0, 3072, 0.9), (256, 0.2, 6400, None))
+EVAL_RUNS = ((64, 0.2, 3200, 0.95), (256, 1.0, 3072, 0.9), (256, 0.2, 6400, 0.9))
 BODY = json.dumps({"id": "x", "object": "chat.completion", "model": "bench-model",
                    "choices": [{"index": 0, "message": {"role": "assistant",
                                                         "content": "Thinking it over.\n<Answer>Venus</Answer>"},
