@@ -89,6 +89,11 @@ _point_env_at(_SESSION_ROOT, os.environ)
 # The xdist workers (and the kernels and commands they start) share the cores: one torch thread per
 # embedding encode, so torch's OpenMP threads do not spin-wait for each other (cresowlve_core/embeddings.py).
 os.environ.setdefault("CRESOWLVE_EMBED_THREADS", "1")
+# Likewise the embedded model's llama.cpp server, when workers share the cores: its threads wait for
+# each other at every step, so two threads beside a busy worker are slower than one (llm/local.py:
+# default_threads). A run in one process keeps one thread per core.
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+    os.environ.setdefault("CRESOWLVE_LOCAL_THREADS", "1")
 
 # One folder for the whole run, shared by the xdist workers: the controlling process (or the only
 # one) makes it, the workers it starts inherit its name through the environment.
