@@ -9,10 +9,11 @@
    analysis on a paper-scale *synthetic* run set, behind its banner, to show a full report;
 4. leaves ``reports/index.html`` linking everything.
 
-Each notebook renders in a child process. The first Ctrl-C or SIGTERM (:mod:`~cresowlve_core.runtime.stop`)
-stops the notebook being rendered (its kernel is shut down by the child), skips the rest, prints
-which reports were written and raises :class:`MainJobInterrupted` (``cresowlve run`` exits 130/143).
-In-process, papermill's kernel client would replace the process's SIGINT/SIGTERM handlers.
+The notebooks render one after the other in one child process (:class:`Renderer`). The first Ctrl-C
+or SIGTERM (:mod:`~cresowlve_core.runtime.stop`) stops the notebook being rendered (its kernel is shut
+down by the child), skips the rest, prints which reports were written and raises
+:class:`MainJobInterrupted` (``cresowlve run`` exits 130/143). In-process, papermill's kernel client
+would replace the process's SIGINT/SIGTERM handlers.
 
 The judge is explicit: ``CRESOWLVE_JUDGE_MODEL`` (and ``CRESOWLVE_JUDGE_BASE_URL``,
 ``CRESOWLVE_JUDGE_API_KEY_ENV``) when set; on the embedded default the same local model judges,
@@ -35,10 +36,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import queue
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,49 +64,122 @@ class MainJobInterrupted(KeyboardInterrupt):
 
 
 _RENDER = """
-import json, sys
+import json, os, signal, sys
 from pathlib import Path
 from cresowlve_core.notebooks import run_notebook
-spec = json.loads(sys.argv[1])
-res = run_notebook(spec["name"], spec["params"], Path(spec["reports"]), output_name=spec["output_name"], title=spec["title"],
-                   progress_every_s=spec["progress_every_s"])
-print("RENDERED " + json.dumps({"html": str(res.html), "seconds": res.seconds}), flush=True)
+given_sigint = signal.getsignal(signal.SIGINT)
+while True:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # idle: a Ctrl-C at the terminal is the main job's to handle
+    line = sys.stdin.readline()
+    if not line:
+        break
+    spec = json.loads(line)
+    os.environ.clear()
+    os.environ.update(spec["env"])
+    os.chdir(spec["cwd"])
+    signal.signal(signal.SIGINT, given_sigint)
+    res = run_notebook(spec["name"], spec["params"], Path(spec["reports"]), output_name=spec["output_name"],
+                       title=spec["title"], progress_every_s=spec["progress_every_s"])
+    print("RENDERED " + json.dumps({"html": str(res.html), "seconds": res.seconds}), flush=True)
 """
 
 
 PROGRESS_EVERY_S = notebook_progress.PROGRESS_EVERY_S  # which report is rendering and its cells done of cells
 
 
+class Renderer:
+    """One child process that renders notebooks with ``run_notebook``, one after the other, so the
+    imports of papermill and nbconvert are paid once per main job, not once per report. Each render
+    runs with the environment and working directory this process has when it asks for it (the
+    embedded model's provider entry, set after the first report, reaches every later one).
+
+    A stop requested during a render sends the child SIGTERM (papermill's kernel client there shuts
+    its kernel down) and raises :class:`KeyboardInterrupt`; a failed render ends the child (its
+    traceback is printed) and raises :class:`IncompleteError`. Between renders the child ignores
+    SIGINT: a Ctrl-C at the terminal reaches the main job, which skips the rest."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+
+    def __enter__(self) -> Renderer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _child(self) -> subprocess.Popen[str]:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen([sys.executable, "-c", _RENDER], stdin=subprocess.PIPE,
+                                          stdout=subprocess.PIPE, text=True)
+            self._lines = queue.Queue()
+            threading.Thread(target=self._read, args=(self._proc, self._lines), daemon=True).start()
+        return self._proc
+
+    @staticmethod
+    def _read(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line)
+        lines.put(None)  # the child closed its output: it has exited
+
+    def render(self, name: str, params: dict[str, Any], reports: Path, output_name: str | None = None,
+               title: str | None = None) -> Path:
+        """``run_notebook`` in the child; the path of the report's HTML page."""
+        # the main job's own run directories follow its configuration: one of another configuration (a new
+        # prompt version, another model) is archived and run afresh, not refused (runtime/rundir.py)
+        spec = json.dumps({"name": name, "params": params, "reports": str(reports), "output_name": output_name,
+                           "title": title, "progress_every_s": PROGRESS_EVERY_S,
+                           "env": {**os.environ, ARCHIVE_CHANGED_ENV: "1"}, "cwd": os.getcwd()}, default=str)
+        proc = self._child()
+        assert proc.stdin is not None
+        try:
+            proc.stdin.write(spec + "\n")
+            proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # the child died: said below, with its exit code
+        while True:
+            try:
+                line = self._lines.get(timeout=0.2)
+            except queue.Empty:
+                if stop.requested() is not None:
+                    self._end(signal.SIGTERM)
+                    raise KeyboardInterrupt from None
+                continue
+            if line is None:
+                self._end()
+                if stop.requested() is not None:  # the signal reached the child too (Ctrl-C at a terminal)
+                    raise KeyboardInterrupt
+                raise IncompleteError(f"rendering {name} failed (exit {proc.returncode}); its error is printed above")
+            if line.startswith("RENDERED "):
+                return Path(json.loads(line[len("RENDERED "):])["html"])
+
+    def _end(self, signum: int | None = None) -> None:
+        """Stop the child (SIGTERM first when ``signum`` says so) and reap it."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # end of requests: an idle child exits
+        if signum is not None and proc.poll() is None:
+            proc.send_signal(signum)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def close(self) -> None:
+        """No more renders: the child exits."""
+        self._end()
+
+
 def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_name: str | None = None,
                      title: str | None = None) -> Path:
-    """``run_notebook`` in a child process; a stop requested meanwhile sends it SIGTERM (papermill's
-    kernel client there shuts its kernel down) and raises :class:`KeyboardInterrupt`."""
-    spec = json.dumps({"name": name, "params": params, "reports": str(reports), "output_name": output_name,
-                       "title": title,
-                       "progress_every_s": PROGRESS_EVERY_S}, default=str)
-    # the main job's own run directories follow its configuration: one of another configuration (a new
-    # prompt version, another model) is archived and run afresh, not refused (runtime/rundir.py)
-    env = {**os.environ, ARCHIVE_CHANGED_ENV: "1"}
-    proc = subprocess.Popen([sys.executable, "-c", _RENDER, spec], stdout=subprocess.PIPE, text=True, env=env)
-    while True:
-        try:
-            out, _ = proc.communicate(timeout=0.2)
-            break
-        except subprocess.TimeoutExpired:
-            if stop.requested() is not None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.communicate(timeout=60)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.communicate()
-                raise KeyboardInterrupt from None
-    line = next((x for x in reversed(out.splitlines()) if x.startswith("RENDERED ")), None)
-    if proc.returncode != 0 or line is None:
-        if stop.requested() is not None:  # the signal reached the child too (Ctrl-C at a terminal)
-            raise KeyboardInterrupt
-        raise IncompleteError(f"rendering {name} failed (exit {proc.returncode}); its error is printed above")
-    return Path(json.loads(line[len("RENDERED "):])["html"])
+    """One render in a child process of its own (:class:`Renderer`)."""
+    with Renderer() as renderer:
+        return renderer.render(name, params, reports, output_name=output_name, title=title)
 
 
 @dataclass(frozen=True)
@@ -239,13 +315,15 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
     t0 = time.monotonic()
     check_target_env()  # refused before the first report
 
+    renderer = Renderer()
+
     def report(name: str, params: dict, output_name: str | None = None, title: str | None = None) -> None:
         t = time.monotonic()
         current = output_name or name
         try:
             if stop.requested() is not None:  # stopped between two reports: skip the rest
                 raise KeyboardInterrupt
-            html = render_stoppably(name, params, reports, output_name=output_name, title=title)
+            html = renderer.render(name, params, reports, output_name=output_name, title=title)
         except KeyboardInterrupt:
             written = [p.name for p in produced]
             print(f"main job interrupted during {current}: {len(written)} report(s) written "
@@ -255,42 +333,43 @@ def main_job(reports_dir: Path | None = None, quick: bool = False, runs_dir: Pat
         produced.append(html)
         print(f"  {html.name:<28} {time.monotonic() - t:6.1f}s", flush=True)
 
-    report("00_data_overview", {})
-    with target_from_env() as tgt:
-        for lang in ("en", "ru"):
-            params = demo_params(tgt, lang, demo_runs / f"{slug(tgt.model)}__{lang}", quick)
-            print(prepare_demo_run(params, runs / "archive"), flush=True)
-            report(
-                "02_evaluation",
-                params,
-                output_name=f"02_evaluation_{lang}",
-                title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
-            )
-        report("03_analysis", {"runs": str(demo_runs / "*")}, output_name="03_analysis")  # exports: the reports dir
-        small = tgt.local  # the 270M base model rambles to any limit: keep its budgets and samples small
-        role = {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env}
+    with renderer:  # the child exits when the job ends, however it ends
+        report("00_data_overview", {})
+        with target_from_env() as tgt:
+            for lang in ("en", "ru"):
+                params = demo_params(tgt, lang, demo_runs / f"{slug(tgt.model)}__{lang}", quick)
+                print(prepare_demo_run(params, runs / "archive"), flush=True)
+                report(
+                    "02_evaluation",
+                    params,
+                    output_name=f"02_evaluation_{lang}",
+                    title=f"Evaluation of {tgt.model} on the demo items ({lang.upper()})",
+                )
+            report("03_analysis", {"runs": str(demo_runs / "*")}, output_name="03_analysis")  # exports: the reports dir
+            small = tgt.local  # the 270M base model rambles to any limit: keep its budgets and samples small
+            role = {"model": tgt.model, "base_url": tgt.base_url, "api_key_env": tgt.api_key_env}
 
-        def roles(*names: str) -> dict[str, Any]:
-            return {f"{name}_{k}": v for name in names for k, v in role.items()}
+            def roles(*names: str) -> dict[str, Any]:
+                return {f"{name}_{k}": v for name in names for k, v in role.items()}
 
-        report("04_error_analysis", {
-            "runs": str(demo_runs / "*"), "out_dir": str(runs / "errors" / slug(tgt.model)), "make_demo": False,
-            "embedded": small, "limit": 3 if small else None, "max_tokens": 64 if small else 512,
-            **roles("labeller")})
-        report("05_contamination", {
-            "runs": str(demo_runs / "*"), "out_dir": str(runs / "contamination" / slug(tgt.model)),
-            "make_demo": False, "embedded": small, "max_items_per_set": 2 if small else None,
-            "max_tokens": 96 if small else 512, **roles("perturber", "quiz")})
-        report("01_construction", {
-            **role, "embedded": small, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3})
-        report("07_create", {
-            "local_base_url": tgt.base_url, "local_model": tgt.model, "local_api_key_env": tgt.api_key_env,
-            "n_local_queries": 1 if quick else 3, **({"local_max_tokens": 128} if small else {}),
-            "local_run_dir": str(runs / "create" / slug(tgt.model))})
-        report("06_synthetic", {
-            **roles("verbaliser", "solver"), "n_candidates": 2 if quick else 4, "embedded": small,
-            "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
-    if not quick:
-        _synthetic_report(report, runs / "synthetic", reports)
+            report("04_error_analysis", {
+                "runs": str(demo_runs / "*"), "out_dir": str(runs / "errors" / slug(tgt.model)), "make_demo": False,
+                "embedded": small, "limit": 3 if small else None, "max_tokens": 64 if small else 512,
+                **roles("labeller")})
+            report("05_contamination", {
+                "runs": str(demo_runs / "*"), "out_dir": str(runs / "contamination" / slug(tgt.model)),
+                "make_demo": False, "embedded": small, "max_items_per_set": 2 if small else None,
+                "max_tokens": 96 if small else 512, **roles("perturber", "quiz")})
+            report("01_construction", {
+                **role, "embedded": small, "name": f"demo-{slug(tgt.model)}", "limit": 2 if quick else 3})
+            report("07_create", {
+                "local_base_url": tgt.base_url, "local_model": tgt.model, "local_api_key_env": tgt.api_key_env,
+                "n_local_queries": 1 if quick else 3, **({"local_max_tokens": 128} if small else {}),
+                "local_run_dir": str(runs / "create" / slug(tgt.model))})
+            report("06_synthetic", {
+                **roles("verbaliser", "solver"), "n_candidates": 2 if quick else 4, "embedded": small,
+                "build_dir": str(runs / "synth_kg" / slug(tgt.model))})
+        if not quick:
+            _synthetic_report(report, runs / "synthetic", reports)
     print(f"main job done in {time.monotonic() - t0:.0f}s; open {reports / 'index.html'}", flush=True)
     return produced

@@ -122,3 +122,24 @@ def test_a_report_run_by_hand_prints_the_same_progress_lines(tmp_path, capsys, m
                  "--reports-dir", str(tmp_path / "reports")]) == 0
     lines = [x for x in capsys.readouterr().err.splitlines() if x.startswith("  rendering tiny_hand: ")]
     assert len(lines) >= 3 and any("of 5 cells done" in x for x in lines), lines
+
+
+def test_the_main_jobs_renders_share_one_child_and_each_sees_the_environment_of_its_time(tmp_path, monkeypatch):
+    """The main job's reports render one after the other in one child process; each render runs with
+    the environment the main job has when it asks for it (the embedded model's provider entry is set
+    after the first report)."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Environment"),
+                nbformat.v4.new_code_cell("import os\nprint('mark', os.environ.get('CRESOWLVE_TEST_MARK'), 'renderer', os.getppid())")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "env.ipynb"))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
+                                                                   os.environ.get("PYTHONPATH")])))
+    seen = []
+    with mainjob.Renderer() as renderer:
+        for mark in ("first", "second"):
+            monkeypatch.setenv("CRESOWLVE_TEST_MARK", mark)
+            html = renderer.render(str(tmp_path / "env.ipynb"), {}, tmp_path / "reports", output_name=f"env_{mark}")
+            seen.append(re.search(r"mark (\w+) renderer (\d+)", html.read_text()).groups())
+    assert [m for m, _ in seen] == ["first", "second"]
+    assert seen[0][1] == seen[1][1] != str(os.getpid())  # both kernels were started by the same child
