@@ -19,7 +19,8 @@
   (``loadgroup`` would allow finer groups, but pytest 9.2's structured node ids make xdist 3.8
   ignore ``xdist_group`` silently: pytest-dev/pytest-xdist#1386.)
 * The all-MiniLM-L6-v2 embeddings of the recorded CREATE paths that ``07_create`` ranks by default
-  (and, for its paper-scale run, of every recorded path) are computed once per run, by the real
+  (and, for its paper-scale run, of every recorded path), and of the demo items' knowledge domains
+  (``03_analysis`` on the main job's demo runs), are computed once per run, by the real
   model, and copied into the cache of each test that renders ``07_create``
   (:func:`recorded_create_embeddings`, :func:`every_recorded_create_embedding`) and, when nbval
   runs ``notebooks/07_create.ipynb``, into the session's cache its kernel uses
@@ -225,11 +226,20 @@ def notebook_07_default_n_queries() -> int | None:
     raise LookupError("notebooks/07_create.ipynb has no n_queries parameter")
 
 
+def demo_domain_names() -> list[str]:
+    """The knowledge domains of the shipped demo items: what ``03_analysis`` embeds for its semantic
+    distance on the main job's demo runs."""
+    from cresowlve_core.sources.sample import load_demo_items
+
+    return sorted({d for item in load_demo_items(include_removed=True) for d in item.knowledge_domains})
+
+
 def shared_create_embeddings(every_query: bool = False) -> Path:
     """An embedding cache holding the recorded CREATE paths that ``07_create`` ranks by default
-    (``every_query``: every recorded path, its paper-scale run), computed with the bundled model by
-    the first worker that needs it; the others wait for it and reuse it. The full cache starts
-    from a copy of the default one, so only the other paths are embedded."""
+    (``every_query``: every recorded path, its paper-scale run) and the demo items' knowledge
+    domains (:func:`demo_domain_names`), computed with the bundled model by the first worker that
+    needs it; the others wait for it and reuse it. The full cache starts from a copy of the default
+    one, so only the other paths are embedded."""
     name = "create-embeddings-all" if every_query else "create-embeddings"
     target = RUN_SHARED / name / "minilm.sqlite"
     done = target.with_suffix(".done")
@@ -244,7 +254,8 @@ def shared_create_embeddings(every_query: bool = False) -> Path:
             if base is not None:
                 shutil.copyfile(base, target)
             sets = load_sets(None, [], None if every_query else notebook_07_default_n_queries()).sets
-            embed([path_text(p) for s in sets for p in s.paths], cache_path=target)  # closed: WAL checkpointed
+            texts = [path_text(p) for s in sets for p in s.paths] + ([] if every_query else demo_domain_names())
+            embed(texts, cache_path=target)  # closed: WAL checkpointed
             done.write_text("")
     return target
 
@@ -259,7 +270,8 @@ def seed_create_embeddings(cache: Path, every_query: bool = False) -> None:
 @pytest.fixture
 def recorded_create_embeddings(isolated_dirs) -> Path:
     """This test's cache already holds the real all-MiniLM-L6-v2 vectors of the recorded CREATE
-    paths that ``07_create`` ranks by default, so rendering that report embeds nothing new."""
+    paths that ``07_create`` ranks by default, so rendering that report embeds nothing new, and of
+    the demo items' knowledge domains, so ``03_analysis`` on demo runs loads no model."""
     seed_create_embeddings(isolated_dirs["cache"])
     return isolated_dirs["cache"]
 
