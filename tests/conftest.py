@@ -301,3 +301,51 @@ class _SeedNotebookCache:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_SeedNotebookCache(), "cresowlve-seed-notebook-cache")
+
+
+#: The files that take longest, longest first (seconds in a whole run with Chromium on the 2-core
+#: machine, --dist loadfile). Under loadfile a file is what a worker takes; xdist's own order (most
+#: tests first) handed these 1- to 4-test files out last, so a worker could start a 70 s file while
+#: the other had nothing left. The first file computes the shared CREATE embeddings
+#: (:func:`shared_create_embeddings`); the main-job file, which needs them, is not among the first two.
+SLOW_FIRST = (
+    "tests/create/test_create_notebook.py",  # 70-90
+    "tests/test_hostile_reports.py",  # 78
+    "tests/test_jupyterlab.py",  # 70
+    "tests/test_mainjob.py",  # 56
+    "tests/test_explore_browser.py",  # 52
+    "notebooks/06_synthetic.ipynb",  # 49
+    "notebooks/05_contamination.ipynb",  # 49
+    "tests/test_hostile_strings.py",  # 48
+    "tests/replay/test_replay_cli.py",  # 47
+    "tests/synthetic/test_synth_stop.py",  # 39
+    "tests/synthetic/test_synth_data_dir.py",  # 38
+    "tests/evaluation/test_listing.py",  # 37
+    "notebooks/07_create.ipynb",  # 32
+    "notebooks/04_error_analysis.ipynb",  # 28
+    "tests/test_browser.py",  # 28
+    "tests/contamination/test_contamination_stop.py",  # 27
+    "tests/test_report_replace.py",  # 26
+    "tests/llm/test_transport_hostile.py",  # 26
+    "notebooks/01_construction.ipynb",  # 24
+    "tests/error_analysis/test_errors_out_dir.py",  # 24
+    "tests/synthetic/test_synth_notebook.py",  # 24
+    "tests/evaluation/test_grid_workers.py",  # 23
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Files in :data:`SLOW_FIRST` order, then the others as xdist would order them (most tests first,
+    then as collected); the tests of a file keep their order. ``addopts`` has ``--no-loadscope-reorder``,
+    so xdist hands the files out in this order (every worker sorts the same collection the same way)."""
+    def file_of(item: pytest.Item) -> str:
+        return item.nodeid.split("::", 1)[0]
+
+    rank = {f: i for i, f in enumerate(SLOW_FIRST)}
+    count: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for i, item in enumerate(items):
+        f = file_of(item)
+        count[f] = count.get(f, 0) + 1
+        first.setdefault(f, i)
+    items.sort(key=lambda it: (rank.get(file_of(it), len(rank)), -count[file_of(it)], first[file_of(it)]))
