@@ -24,7 +24,8 @@
   model, and copied into the cache of each test that renders ``07_create``
   (:func:`recorded_create_embeddings`, :func:`every_recorded_create_embedding`) and, when nbval
   runs ``notebooks/07_create.ipynb``, into the session's cache its kernel uses
-  (:class:`_SeedNotebookCache`).
+  (:class:`_SeedNotebookCache`). Likewise the labels of the shipped domain mapping, for builds in a
+  child process or a notebook kernel (:func:`construction_domain_embeddings`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -234,37 +236,69 @@ def demo_domain_names() -> list[str]:
     return sorted({d for item in load_demo_items(include_removed=True) for d in item.knowledge_domains})
 
 
-def shared_create_embeddings(every_query: bool = False) -> Path:
-    """An embedding cache holding the recorded CREATE paths that ``07_create`` ranks by default
-    (``every_query``: every recorded path, its paper-scale run) and the demo items' knowledge
-    domains (:func:`demo_domain_names`), computed with the bundled model by the first worker that
-    needs it; the others wait for it and reuse it. The full cache starts from a copy of the default
-    one, so only the other paths are embedded."""
-    name = "create-embeddings-all" if every_query else "create-embeddings"
+def shared_embeddings(name: str, texts: Callable[[], list[str]], base: Path | None = None) -> Path:
+    """An embedding cache (``RUN_SHARED/name/minilm.sqlite``) holding the real all-MiniLM-L6-v2
+    vectors of ``texts()``, computed by the first worker that needs it (starting from a copy of the
+    cache ``base``, so only what that lacks is embedded); the others wait for it and reuse it."""
     target = RUN_SHARED / name / "minilm.sqlite"
     done = target.with_suffix(".done")
-    base = shared_create_embeddings() if every_query else None
     with _run_lock(name):
         if not done.exists():
-            from cresowlve_core.create.distance import path_text
-            from cresowlve_core.create.report import load_sets
             from cresowlve_core.embeddings import embed
 
             target.parent.mkdir(parents=True, exist_ok=True)
             if base is not None:
                 shutil.copyfile(base, target)
-            sets = load_sets(None, [], None if every_query else notebook_07_default_n_queries()).sets
-            texts = [path_text(p) for s in sets for p in s.paths] + ([] if every_query else demo_domain_names())
-            embed(texts, cache_path=target)  # closed: WAL checkpointed
+            embed(texts(), cache_path=target)  # closed: WAL checkpointed
             done.write_text("")
     return target
 
 
-def seed_create_embeddings(cache: Path, every_query: bool = False) -> None:
-    """Copy the shared recorded-path embeddings into ``cache`` (a test's or the session's cache dir)."""
+def seed_embeddings(cache: Path, shared: Path) -> None:
+    """Copy a shared embedding cache into ``cache`` (a test's or the session's cache dir)."""
     dest = cache / "embeddings" / "minilm.sqlite"
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shared_create_embeddings(every_query), dest)
+    shutil.copyfile(shared, dest)
+
+
+def shared_create_embeddings(every_query: bool = False) -> Path:
+    """The shared embedding cache (:func:`shared_embeddings`) of the recorded CREATE paths that
+    ``07_create`` ranks by default (``every_query``: every recorded path, its paper-scale run) and
+    of the demo items' knowledge domains (:func:`demo_domain_names`). The full cache starts from the
+    default one."""
+
+    def texts() -> list[str]:
+        from cresowlve_core.create.distance import path_text
+        from cresowlve_core.create.report import load_sets
+
+        sets = load_sets(None, [], None if every_query else notebook_07_default_n_queries()).sets
+        return [path_text(p) for s in sets for p in s.paths] + ([] if every_query else demo_domain_names())
+
+    if every_query:
+        return shared_embeddings("create-embeddings-all", texts, base=shared_create_embeddings())
+    return shared_embeddings("create-embeddings", texts)
+
+
+def seed_create_embeddings(cache: Path, every_query: bool = False) -> None:
+    """Copy the shared recorded-path embeddings into ``cache`` (a test's or the session's cache dir)."""
+    seed_embeddings(cache, shared_create_embeddings(every_query))
+
+
+@pytest.fixture
+def construction_domain_embeddings() -> Callable[[Path, Sequence[str]], None]:
+    """``seed(cache_dir, domains)``: the cache holds the real vectors of every label of the shipped
+    domain mapping and of ``domains`` (the free-text domains a scripted annotator names), which a
+    build embeds to route the domains the mapping lacks; a build in a child process or a notebook
+    kernel then loads no model. Computed once per run for each set of ``domains``."""
+
+    def seed(cache: Path, domains: Sequence[str]) -> None:
+        from cresowlve_core.construction.domains import load_mapping
+
+        key = hashlib.sha256("\n".join(domains).encode()).hexdigest()[:12]
+        seed_embeddings(cache, shared_embeddings(f"construction-domains-{key}",
+                                                 lambda: [*load_mapping(), *domains]))
+
+    return seed
 
 
 @pytest.fixture

@@ -155,8 +155,10 @@ def test_synthetic_report_runs_no_planted_script(browser, tmp_path):
 # --------------------------------------------------------------------------- 01_construction
 
 
-def test_construction_report_runs_no_planted_script(browser, tmp_path):
-    from test_construction_pipeline import DEMO, scripted
+def test_construction_report_runs_no_planted_script(browser, tmp_path, tmp_cache, construction_domain_embeddings):
+    from test_construction_pipeline import DEMO, SCRIPTED_DOMAINS, scripted
+
+    construction_domain_embeddings(tmp_cache, SCRIPTED_DOMAINS)
 
     from cresowlve_core.sources.sample import read_items_jsonl
 

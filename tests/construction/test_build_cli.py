@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from fakeserver import FakeServer
-from test_construction_pipeline import DEMO, scripted
+from test_construction_pipeline import DEMO, SCRIPTED_DOMAINS, scripted
 
 from cresowlve_core.exitcodes import EXIT_STOPPED
 from cresowlve_core.sources.hub import read_published_file
@@ -27,8 +27,9 @@ def _build(tmp_path: Path, base_url: str, build_dir: Path) -> subprocess.Complet
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path) -> None:
+def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path, construction_domain_embeddings) -> None:
     build_dir = tmp_path / "build"
+    construction_domain_embeddings(tmp_path / "cache", SCRIPTED_DOMAINS)
     with FakeServer(answers=scripted) as srv:
         first = _build(tmp_path, srv.base_url, build_dir)
         assert first.returncode == 0, first.stderr[-2000:]

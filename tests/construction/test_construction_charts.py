@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from fakeserver import FakeServer
-from test_construction_pipeline import DEMO, scripted
+from test_construction_pipeline import DEMO, SCRIPTED_DOMAINS, scripted
 
 from cresowlve_core.construction.charts import label_charts, label_frame
 from cresowlve_core.items import Item, ItemView
@@ -49,8 +49,9 @@ def test_label_charts_are_three_valid_bar_charts_and_say_when_empty() -> None:
     assert _vega(empty)["marks"]
 
 
-def test_construction_notebook_draws_fig2(tmp_path: Path, tmp_cache) -> None:
+def test_construction_notebook_draws_fig2(tmp_path: Path, tmp_cache, construction_domain_embeddings) -> None:
     """The notebook against scripted replies (the paper's items): section 8 draws the Fig. 2 charts."""
+    construction_domain_embeddings(tmp_cache, SCRIPTED_DOMAINS)
     with FakeServer(answers=scripted) as srv:
         res = run_notebook("01_construction", {"sources": [DEMO], "limit": None, "model": "fake",
                                                "base_url": srv.base_url, "build_dir": str(tmp_path / "build")},

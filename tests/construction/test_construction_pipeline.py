@@ -29,6 +29,9 @@ HUMAN = {"chgk_506e7ac07e": "russian_specific", "chgk_17cad876d2": "needs_materi
          "chgk_e089848e4f": "several_questions", "chgk_c95beab3bb": "outdated"}
 
 
+SCRIPTED_DOMAINS = ("literature", "music", "quantum basket weaving")  # the last one is in no mapping
+
+
 def _item_of(prompt: str) -> str:
     """The item a prompt asks about: the question quoted last (few-shot examples come first)."""
     pos = {}
@@ -66,7 +69,7 @@ def scripted(req: FakeRequest) -> str:
     if step == "concepts":
         return "LABELS: metaphor, lateral thinking, banana"
     if step == "domains":
-        return "DOMAINS: literature; music; quantum basket weaving"
+        return "DOMAINS: " + "; ".join(SCRIPTED_DOMAINS)
     if step == "cultures":
         return "CULTURES: Russian, general"
     return "FACTS:\n1. What do contrails look like?\n2. A fact that is not a question"
