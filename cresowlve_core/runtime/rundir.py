@@ -371,11 +371,18 @@ class RunDir:
 class _GroupWriter:
     """One thread that writes and fsyncs a run's records off the event loop, in submission order.
 
-    Everything queued while the previous write was under way goes out in one write and one fsync
-    per file. Each record's future is resolved only after its fsync. The thread exits when idle.
+    Everything queued while the previous write was under way, or within :attr:`GROUP_WINDOW_S` of
+    the first record of a write, goes out in one write and one fsync per file. Each record's future
+    is resolved only after its fsync. The thread exits when idle.
     """
 
     IDLE_S = 1.0
+    #: how long the thread waits after a write's first record for others. No stage waits on a
+    #: record's write before its next call (``map_with_resume`` takes the next unit meanwhile), so
+    #: this costs no throughput, while fewer, larger writes save the thread hand-offs and loop
+    #: wake-ups that smaller ones cost (C=64, 200 ms: 3.6-5.0 -> 7.0-7.9 records a write, client
+    #: CPU per request 1.00-1.20 -> 0.90-1.06 ms).
+    GROUP_WINDOW_S = 0.005
 
     def __init__(self, write: Callable[[str, list[str]], None]) -> None:
         self._write = write
@@ -404,6 +411,7 @@ class _GroupWriter:
                         self._thread = None
                         return
                 continue
+            time.sleep(self.GROUP_WINDOW_S)  # more records join this write (the GIL is free meanwhile)
             while True:
                 try:
                     batch.append(self._queue.get_nowait())
