@@ -23,6 +23,7 @@ draws charts itself, and :func:`record` displays nothing.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import shutil
@@ -49,6 +50,7 @@ from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (t
 from cresowlve_core.vega import VEGALITE_SCHEMA as VEGALITE_SCHEMA
 from cresowlve_core.vega import html_spec, javascript_bundle, portable_spec
 
+log = logging.getLogger(__name__)
 _VEGALITE_ANY = re.compile(r"^application/vnd\.vegalite\.v(\d+)\+json$")
 _CHART_MARK = "cresowlve-vega-chart"
 _INDEX_JSON = "index.json"
@@ -311,6 +313,12 @@ def _keep_failed(stage: Path, failed: Path) -> None:
     os.replace(stage, failed)
 
 
+#: how often a notebook's kernel is started when it exits before it answers (no cell has run)
+KERNEL_START_ATTEMPTS = 3
+#: jupyter_client's error for a kernel that exited before it answered its first request
+KERNEL_START_DIED = "Kernel died before replying to kernel_info"
+
+
 def _execute(src: str, out: str, partial: Path, **kwargs: Any) -> None:
     """``papermill.execute_notebook``; a cell that stops on its input becomes :class:`NotebookInputError`,
     any other failure :class:`ReportFailed` (each naming the notebook, the error, and ``partial``, where
@@ -320,7 +328,17 @@ def _execute(src: str, out: str, partial: Path, **kwargs: Any) -> None:
 
     kept = f"the old report is left untouched; the partial notebook is {partial}"
     try:
-        pm.execute_notebook(src, out, **kwargs)
+        for attempt in range(1, KERNEL_START_ATTEMPTS + 1):
+            try:
+                pm.execute_notebook(src, out, **kwargs)
+                break
+            except RuntimeError as exc:
+                if KERNEL_START_DIED not in str(exc) or attempt == KERNEL_START_ATTEMPTS:
+                    raise
+                # jupyter_client picks the kernel's ports free and hands them over: another process
+                # can take one in between, and the kernel exits before any cell runs. Start another.
+                log.warning("%s: the kernel exited as it started (%s); starting another (attempt %d of %d)",
+                            Path(src).stem, exc, attempt + 1, KERNEL_START_ATTEMPTS)
     except PapermillExecutionError as exc:
         if exc.ename in INPUT_ERRORS:
             raise NotebookInputError(f"{Path(src).stem}: {exc.ename}: {exc.evalue} (cell {exc.exec_count}; "
