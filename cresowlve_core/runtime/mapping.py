@@ -6,7 +6,9 @@ error labelling, quizzes, verbalisation) is one call of :func:`map_with_resume`:
 - each finished unit is appended (and fsynced) as one JSONL record the moment it finishes, on the
   run directory's writer thread (:meth:`RunDir.append_async`), so the event loop never waits on
   the disk; a unit counts as done (progress, ``on_record``) only once its record is fsynced, and a
-  worker takes its next unit meanwhile (at most one record of each worker waits for the disk);
+  worker takes its next unit meanwhile (at most one record of each worker waits for the disk; a
+  worker that must wait for it hurries the writer, so fast calls are not held back by the
+  writer's group window);
 - a re-run skips units whose latest record is done, and retries errored ones;
 - a unit that fails (an :class:`~cresowlve_core.llm.types.LLMError` after the client's own
   retries) is recorded as an error, with its ``outcome`` (``failed`` or ``error``,
@@ -188,6 +190,7 @@ async def map_with_resume(
             except asyncio.CancelledError:
                 # A stop cancels the wait, not the write, which the writer thread finishes: wait for
                 # it, so that the run's counts include every record its file holds.
+                run.hurry_writes()
                 await asyncio.wait([written])
                 if not written.cancelled() and written.exception() is None:
                     kept(rec)
@@ -199,6 +202,12 @@ async def map_with_resume(
                 return None
             offset, kept = previous[k]
             return kept if entry is None else run.read_at(records_file, offset)
+
+        def hurried(writing: asyncio.Future[None]) -> asyncio.Future[None]:
+            """``writing``, after hurrying the writer thread if it is not done (the worker waits on it)."""
+            if not writing.done():
+                run.hurry_writes()
+            return writing
 
         async def worker() -> None:
             # A worker starts its next unit while its last record is being written and fsynced, and
@@ -224,16 +233,16 @@ async def map_with_resume(
                         rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
                         rec.setdefault("outcome", error_outcome(exc))
                     if writing is not None:
-                        await writing  # a failed write (a full disk) ends the worker before another unit
+                        await hurried(writing)  # a failed write (a full disk) ends the worker before another unit
                     writing = asyncio.ensure_future(persist(rec))
             except BaseException:
                 if writing is not None:  # the record is written all the same; the worker's own error wins
-                    await asyncio.wait([writing])
+                    await asyncio.wait([hurried(writing)])
                     if not writing.cancelled():
                         writing.exception()
                 raise
             if writing is not None:
-                await writing
+                await hurried(writing)
 
         n_workers = max(1, min(concurrency, len(todo)))
         interrupted = False
