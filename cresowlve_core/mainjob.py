@@ -175,13 +175,6 @@ class Renderer:
         self._end()
 
 
-def render_stoppably(name: str, params: dict[str, Any], reports: Path, output_name: str | None = None,
-                     title: str | None = None) -> Path:
-    """One render in a child process of its own (:class:`Renderer`)."""
-    with Renderer() as renderer:
-        return renderer.render(name, params, reports, output_name=output_name, title=title)
-
-
 @dataclass(frozen=True)
 class Target:
     model: str

@@ -107,7 +107,8 @@ def test_the_main_job_prints_progress_of_the_report_it_renders(tmp_path, capfd, 
     nb = _notebook(tmp_path / "tiny.ipynb")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1]),
                                                                    os.environ.get("PYTHONPATH")])))
-    html = mainjob.render_stoppably(str(nb), {"pause": 2.0}, tmp_path / "reports", output_name="tiny_main")
+    with mainjob.Renderer() as renderer:
+        html = renderer.render(str(nb), {"pause": 2.0}, tmp_path / "reports", output_name="tiny_main")
     assert html.name == "tiny_main.html"
     lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("  rendering tiny_main: ")]
     assert len(lines) >= 3 and any("cells done" in x for x in lines), lines

@@ -271,7 +271,7 @@ class _Evaluator:
                     self.judge_bar.update(1)
         finally:
             if written is not None:
-                await self.run.written(written)  # a failed write (a full disk) is raised here
+                await self.run.hurried(written)  # a failed write (a full disk) is raised here
         return _with_judge_score(rec)
 
     async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:

@@ -190,8 +190,7 @@ async def map_with_resume(
             except asyncio.CancelledError:
                 # A stop cancels the wait, not the write, which the writer thread finishes: wait for
                 # it, so that the run's counts include every record its file holds.
-                run.hurry_writes()
-                await asyncio.wait([written])
+                await asyncio.wait([run.hurried(written)])
                 if not written.cancelled() and written.exception() is None:
                     kept(rec)
                 raise
@@ -202,12 +201,6 @@ async def map_with_resume(
                 return None
             offset, kept = previous[k]
             return kept if entry is None else run.read_at(records_file, offset)
-
-        def hurried(writing: asyncio.Future[None]) -> asyncio.Future[None]:
-            """``writing``, after hurrying the writer thread if it is not done (the worker waits on it)."""
-            if not writing.done():
-                run.hurry_writes()
-            return writing
 
         async def worker() -> None:
             # A worker starts its next unit while its last record is being written and fsynced, and
@@ -233,16 +226,16 @@ async def map_with_resume(
                         rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
                         rec.setdefault("outcome", error_outcome(exc))
                     if writing is not None:
-                        await hurried(writing)  # a failed write (a full disk) ends the worker before another unit
+                        await run.hurried(writing)  # a failed write (a full disk) ends the worker before another unit
                     writing = asyncio.ensure_future(persist(rec))
             except BaseException:
                 if writing is not None:  # the record is written all the same; the worker's own error wins
-                    await asyncio.wait([hurried(writing)])
+                    await asyncio.wait([run.hurried(writing)])
                     if not writing.cancelled():
                         writing.exception()
                 raise
             if writing is not None:
-                await hurried(writing)
+                await run.hurried(writing)
 
         n_workers = max(1, min(concurrency, len(todo)))
         interrupted = False

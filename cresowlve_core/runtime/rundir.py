@@ -195,9 +195,7 @@ class RunDir:
         :meth:`append`: when this returns, the record is on disk. A write error (a full disk)
         is raised here, naming the file.
         """
-        written = self.queue_append(filename, record)
-        self.hurry_writes()  # the caller waits for it: no group window
-        await written
+        await self.hurried(self.queue_append(filename, record))
 
     def queue_append(self, filename: str, record: dict[str, Any]) -> asyncio.Future[None]:
         """Queue one record on the run's writer thread; the future is done once it is written and
@@ -205,16 +203,13 @@ class RunDir:
         line is already queued."""
         return self._writer.submit(filename, self.scrub(dumps_line(record)))
 
-    def hurry_writes(self) -> None:
-        """Someone is waiting for a queued record: the writer thread writes what is queued without
-        waiting out its group window (:class:`_GroupWriter`)."""
-        self._writer.hurry()
-
-    async def written(self, fut: asyncio.Future[None]) -> None:
-        """Wait for a record queued by :meth:`queue_append` (at once if it is written already)."""
+    def hurried(self, fut: asyncio.Future[T]) -> asyncio.Future[T]:
+        """``fut`` (a record's future from :meth:`queue_append`, or a task waiting on one), for a
+        caller about to wait on it: if it is not done, the writer thread writes what is queued
+        without waiting out its group window (:class:`_GroupWriter`)."""
         if not fut.done():
-            self.hurry_writes()
-        await fut
+            self._writer.hurry()
+        return fut
 
     def _write_lines(self, filename: str, lines: list[str]) -> None:
         path = self.path / filename
