@@ -261,8 +261,8 @@ def add_eval_parser(sub: Any) -> None:
                         "kept, unjudged ones are judged on a resume; --max-cost caps the model under test; "
                         "default: no cap)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="only the first N items (default: all)")
-    add_client_options(p, "concurrency", "rpm", "tpm", "seed", "temperature", "max_tokens", "max_cost", "provider",
-                       "provider_preset", "extra_body")
+    add_client_options(p, "concurrency", "http_workers", "rpm", "tpm", "seed", "temperature", "max_tokens", "max_cost",
+                       "provider", "provider_preset", "extra_body")
     p.add_argument("--retry-truncated", action="store_true",
                    help="re-ask only the answers cut off by the token limit, with this --max-tokens (larger than "
                         "theirs); recorded per answer (default: off)")

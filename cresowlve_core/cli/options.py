@@ -45,6 +45,7 @@ FLAGS: dict[str, Flag] = {
     "temperature": Flag("--temperature", argtypes.temperature, unset=argparse.SUPPRESS),
     "seed": Flag("--seed", int),
     "concurrency": Flag("--concurrency", argtypes.positive_int),
+    "http_workers": Flag("--http-workers", argtypes.non_negative_int),
     "rpm": Flag("--rpm", argtypes.positive_int),
     "tpm": Flag("--tpm", argtypes.positive_int),
     "timeout_s": Flag("--timeout", argtypes.positive_float, dest="timeout"),

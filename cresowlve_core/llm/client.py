@@ -92,6 +92,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,6 +166,8 @@ class _Resources:
     sem: asyncio.Semaphore
     rpm: AsyncTokenBucket | None
     tpm: AsyncTokenBucket | None
+    #: the transport's optional ``start()``: made ready before an attempt's deadline runs
+    start: Callable[[], Awaitable[None]] | None = None
 
 
 class _RetryLog:
@@ -275,11 +278,13 @@ class LLMClient:
             return self._res
         if self._res is not None and (abandon := getattr(self._res.transport, "abandon", None)) is not None:
             abandon()  # the transport of another (finished) loop
+        transport = self.transport_factory(self.endpoint.base_url, concurrency=self.concurrency,
+                                           connect_timeout=min(10.0, self.timeout_s), read_timeout=self.timeout_s,
+                                           first_byte_timeout=self.first_byte_timeout_s)
         self._res = _Resources(
             loop=loop,
-            transport=self.transport_factory(self.endpoint.base_url, concurrency=self.concurrency,
-                                             connect_timeout=min(10.0, self.timeout_s), read_timeout=self.timeout_s,
-                                             first_byte_timeout=self.first_byte_timeout_s),
+            transport=transport,
+            start=getattr(transport, "start", None),
             sem=asyncio.Semaphore(self.concurrency),
             rpm=AsyncTokenBucket(self.rpm) if self.rpm else None,
             tpm=AsyncTokenBucket(self.tpm) if self.tpm else None,
@@ -545,6 +550,8 @@ class LLMClient:
         """One HTTP attempt, bounded by ``deadline_s``; raises AttemptFailed or transport errors."""
         headers = {**self.wire.request_headers(key, self.profile), **_UA}
         target = self._target(path)
+        if res.start is not None:
+            await res.start()  # a transport's own start-up (worker processes) is not part of the attempt
         if self.deadline_s is None:
             resp = await res.transport.post(target, headers, content)
         else:

@@ -136,7 +136,9 @@ class Response:
 
 
 class Transport(Protocol):
-    """What :class:`~cresowlve_core.llm.client.LLMClient` needs from HTTP (one per event loop)."""
+    """What :class:`~cresowlve_core.llm.client.LLMClient` needs from HTTP (one per event loop). A
+    transport with start-up work of its own (:class:`~cresowlve_core.llm.http_workers.WorkerTransport`)
+    may also have ``async start()``, which the client awaits before each attempt's deadline runs."""
 
     async def post(self, target: str, headers: dict[str, str], body: bytes) -> Response:
         """POST ``body`` to ``target`` (path and query, relative to the origin); the whole answer."""

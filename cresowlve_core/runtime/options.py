@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.http_workers import worker_transport_factory
 from cresowlve_core.llm.options import ClientOptions
 from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.types import Endpoint
@@ -41,6 +42,7 @@ def open_client(endpoint: Endpoint, options: ClientOptions, *, meter: CostMeter 
         down_after=options.down_after,
         down_window_s=options.down_window_s,
         first_byte_timeout_s=options.first_byte_timeout_s,
+        transport_factory=worker_transport_factory(options.http_workers),
     )
 
 

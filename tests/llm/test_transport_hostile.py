@@ -16,8 +16,11 @@ from typing import Any
 import pytest
 from hostile import CA, Conn, HostileServer, chat_body, connect_proxy, echo_handler, http_response, make_ca, prompt_of
 
+import cresowlve_core.llm.client as client_module
+from cresowlve_core.llm import http
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.http import MAX_BODY_BYTES, AiohttpTransport, Response, ResponseTooLarge
+from cresowlve_core.llm.http_workers import worker_transport_factory
 from cresowlve_core.llm.types import Endpoint, GenParams, LLMEndpointDown, LLMError, LLMFatalError
 from cresowlve_core.runtime import ClientOptions, RunDir, map_with_resume, open_client
 
@@ -30,6 +33,17 @@ CA_VARS = ("REQUESTS_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR")
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in PROXY_VARS + CA_VARS:
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture(autouse=True, params=["in-loop", "http-workers"])
+def transport_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test twice: HTTP on the run's loop, and in a worker process (``--http-workers 1``),
+    which must behave the same in every case."""
+    if request.param == "http-workers":
+        factory = worker_transport_factory(1)
+        monkeypatch.setattr(http, "open_transport", factory)
+        monkeypatch.setattr(client_module, "open_transport", factory)
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +70,7 @@ async def ask(cl: LLMClient, prompt: str) -> str:
 
 def post_once(url: str, **kw: Any) -> Any:
     async def go() -> Any:
-        t = AiohttpTransport(url, **kw)
+        t = http.open_transport(url, **kw)
         try:
             return await t.post("/v1/chat/completions", {"Content-Type": "application/json"}, b'{"a":1}')
         finally:

@@ -294,3 +294,28 @@ def test_a_429_with_reset_headers_is_waited_out(tmp_path):
         statuses = [e["status"] for e in srv.requests("openai")]
     assert code == 0, out
     assert statuses == [429, 429, 200]
+
+
+@pytest.mark.parametrize(("scenario", "provider", "args"), [
+    ("refusal", "openai", ("--model", "gpt-4.1")),
+    ("filtered", "openai", ("--model", "gpt-5-mini", "--effort", "low", "--judge-model", "gpt-4.1")),
+    ("credits", "openrouter", ("--model", "qwen/qwen3-235b-a22b-2507")),
+])
+def test_http_workers_give_the_same_run_as_the_runs_own_loop(tmp_path, scenario, provider, args):
+    """``--http-workers 2`` moves only the HTTP exchanges: the same requests, records and exit code."""
+    runs = {}
+    for workers in ("0", "2"):
+        with ReplayServer(scenario) as srv:
+            code, out = run_eval(srv, provider, tmp_path / workers, *args, "--http-workers", workers, limit=6)
+            sent = [(e["path"], e["rule"]) for e in srv.requests(provider)]
+            out = out.replace(srv.base_url(provider), "<base url>")  # each server has its own port
+        assert (tmp_path / workers / "manifest.json").exists(), out
+        written = (tmp_path / workers / "responses.jsonl").exists()  # the 402 stops before any record
+        recs = [{k: v for k, v in r.items() if k != "latency_s"} for r in (records(tmp_path / workers) if written else [])]
+        said = [ln for ln in out.splitlines() if ln.startswith(("n=", "stopped", "incomplete"))]
+        runs[workers] = (code, said, sent, recs)
+    assert runs["2"] == runs["0"]
+    assert runs["0"][1] and runs["0"][2], "nothing to compare"
+    assert bool(runs["0"][3]) == (scenario != "credits")
+    manifest = json.loads((tmp_path / "2" / "manifest.json").read_text())
+    assert manifest["options"]["http_workers"] == 2
