@@ -9,7 +9,10 @@ and the run's loop keeps only its own work. The answers are the same bytes: the 
 status, headers and body it received, and the run interprets them as it always does.
 
 The protocol between the run and a child is length-prefixed ``marshal`` messages over the child's
-stdin and stdout (``_frame``; both ends are this module, so the format needs no versioning): ``(id, target, headers, body)`` asks, ``(id,)`` cancels, and the child answers
+stdin and stdout (``_frame``; both ends are this module, so the format needs no versioning). The
+run's first message is the transport's options (``(0, json)``: never on the command line, where
+``ps`` would show a key in the base URL) and the child's is :data:`READY`; then
+``(id, target, headers, body)`` asks, ``(id,)`` cancels, and the child answers
 ``(id, status, headers, content)`` or ``(id, None, error class, message, attributes)``. A failure in
 the child is the same :class:`~cresowlve_core.llm.http.TransportError` subclass in the run. A child
 that exits with requests in flight fails them (``ProtocolFailure``: whether the server saw them is
@@ -39,7 +42,7 @@ from cresowlve_core.llm.types import LLMFatalError
 log = logging.getLogger(__name__)
 
 _LENGTH = struct.Struct(">I")
-#: how a worker process is started (its options follow, as one JSON argument)
+#: how a worker process is started
 WORKER_COMMAND = (sys.executable, "-m", __name__)
 #: a worker's first message, once it can take requests
 READY = (0, "ready")
@@ -150,8 +153,8 @@ class _Child(asyncio.SubprocessProtocol):
             self.exited.set_result(code)
 
     def send(self, message: tuple[Any, ...]) -> None:
-        assert self.stdin is not None
-        self.stdin.write(_frame(message))
+        if self.stdin is not None and not self.stdin.is_closing():  # else it exited: process_exited fails the calls
+            self.stdin.write(_frame(message))
 
 
 class WorkerTransport:
@@ -177,12 +180,12 @@ class WorkerTransport:
             log.warning("starting %d HTTP worker process(es) again: one exited", self.workers - len(self._children))
         while len(self._children) < self.workers:
             try:
-                _, child = await loop.subprocess_exec(lambda: _Child(self), *WORKER_COMMAND, self._options,
-                                                      stdin=asyncio.subprocess.PIPE,
+                _, child = await loop.subprocess_exec(lambda: _Child(self), *WORKER_COMMAND, stdin=asyncio.subprocess.PIPE,
                                                       stdout=asyncio.subprocess.PIPE, stderr=None)
             except OSError as exc:
                 self._broken = f"cannot start an HTTP worker process ({exc})"
                 raise LLMFatalError(self._broken) from None
+            child.send((0, self._options))
             try:
                 await asyncio.wait_for(asyncio.shield(child.ready), START_TIMEOUT_S)
             except TimeoutError:
@@ -276,16 +279,26 @@ def worker_transport_factory(workers: int) -> http.TransportFactory:
 
 
 class _Requests(asyncio.Protocol):
-    """The child's stdin: requests to make, and cancellations."""
+    """The child's stdin: the transport's options, then requests to make and cancellations."""
 
-    def __init__(self, transport: http.AiohttpTransport, out: asyncio.WriteTransport, done: asyncio.Future[None]):
-        self.transport, self.out, self.done = transport, out, done
+    def __init__(self, out: asyncio.WriteTransport, done: asyncio.Future[None]):
+        self.out, self.done = out, done
+        self.transport: http.AiohttpTransport | None = None
         self.frames = _Frames()
         self.tasks: dict[int, asyncio.Task[None]] = {}
 
     def data_received(self, data: bytes) -> None:
         for message in self.frames.feed(data):
             rid = message[0]
+            if self.transport is None:  # the first message: the options
+                try:
+                    self.transport = http.AiohttpTransport(**json.loads(message[1]))
+                except Exception as exc:  # noqa: BLE001 - the worker exits with it (and the run stops)
+                    if not self.done.done():
+                        self.done.set_exception(exc)
+                    return
+                self.out.write(_frame(READY))
+                continue
             if len(message) == 1:
                 task = self.tasks.pop(rid, None)
                 if task is not None:
@@ -295,6 +308,7 @@ class _Requests(asyncio.Protocol):
             self.tasks[rid] = task
 
     async def _post(self, rid: int, target: str, headers: dict[str, str], body: bytes) -> None:
+        assert self.transport is not None
         try:
             resp = await self.transport.post(target, headers, body)
         except asyncio.CancelledError:
@@ -316,23 +330,25 @@ class _Requests(asyncio.Protocol):
             self.done.set_result(None)
 
 
-async def _serve(options: dict[str, Any]) -> None:
+async def _serve() -> None:
     loop = asyncio.get_running_loop()
-    transport = http.AiohttpTransport(**options)
     out, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(sys.stdout.fileno(), "wb", closefd=False))
     done: asyncio.Future[None] = loop.create_future()
-    _, requests = await loop.connect_read_pipe(lambda: _Requests(transport, out, done),
+    _, requests = await loop.connect_read_pipe(lambda: _Requests(out, done),
                                                os.fdopen(sys.stdin.fileno(), "rb", closefd=False))
-    out.write(_frame(READY))
-    await done
-    for task in list(requests.tasks.values()):
-        task.cancel()
-    await transport.aclose()
+    try:
+        await done
+    finally:
+        for task in list(requests.tasks.values()):
+            task.cancel()
+        if requests.transport is not None:
+            await requests.transport.aclose()
 
 
 def main() -> None:
-    """A worker process: ``python -m cresowlve_core.llm.http_workers OPTIONS_JSON`` (started by
-    :class:`WorkerTransport`, which writes its requests to stdin and reads the answers from stdout)."""
+    """A worker process: ``python -m cresowlve_core.llm.http_workers`` (started by
+    :class:`WorkerTransport`, which writes its options and requests to stdin and reads the answers
+    from stdout)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run stops its children (it closes their stdin)
     if sys.platform == "win32":  # uvloop does not install there (as the run's own loop, runtime/aio.py)
         new_event_loop = asyncio.new_event_loop
@@ -341,7 +357,7 @@ def main() -> None:
 
         new_event_loop = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        runner.run(_serve(json.loads(sys.argv[1])))
+        runner.run(_serve())
 
 
 if __name__ == "__main__":

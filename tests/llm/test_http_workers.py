@@ -10,6 +10,7 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -181,3 +182,18 @@ def test_a_client_used_from_a_new_event_loop_stops_the_workers_of_the_old_one() 
     while alive(old[0]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(old[0])
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_a_key_in_the_base_url_is_never_on_a_workers_command_line() -> None:
+    async def go() -> tuple[str, bytes]:
+        cl = client(srv.url.replace("/v1", "/v1?api-key=sk-worker-secret-1234"))
+        async with cl:
+            text = await ask(cl, "a")
+            return text, Path(f"/proc/{workers_of(cl).pids[0]}/cmdline").read_bytes()
+
+    with HostileServer(echo_handler()) as srv:
+        text, cmdline = asyncio.run(go())
+        sent = srv.requests[0]
+    assert text == "answer to a" and b"sk-worker-secret-1234" in sent  # the worker did use it
+    assert b"http_workers" in cmdline and b"sk-worker-secret" not in cmdline and b"127.0.0.1" not in cmdline
