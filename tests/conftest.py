@@ -345,13 +345,14 @@ def pytest_configure(config: pytest.Config) -> None:
 SLOW_FIRST = (
     "tests/create/test_create_notebook.py",  # 70-90
     "tests/test_hostile_reports.py",  # 78
+    "tests/llm/test_transport_hostile.py",  # 70: every case on the run's loop and through a worker process
     "tests/test_jupyterlab.py",  # 70
+    "tests/replay/test_replay_cli.py",  # 62
     "tests/test_mainjob.py",  # 56
     "tests/test_explore_browser.py",  # 52
     "notebooks/06_synthetic.ipynb",  # 49
     "notebooks/05_contamination.ipynb",  # 49
     "tests/test_hostile_strings.py",  # 48
-    "tests/replay/test_replay_cli.py",  # 47
     "tests/synthetic/test_synth_stop.py",  # 39
     "tests/synthetic/test_synth_data_dir.py",  # 38
     "tests/evaluation/test_listing.py",  # 37
@@ -360,7 +361,6 @@ SLOW_FIRST = (
     "tests/test_browser.py",  # 28
     "tests/contamination/test_contamination_stop.py",  # 27
     "tests/test_report_replace.py",  # 26
-    "tests/llm/test_transport_hostile.py",  # 26
     "notebooks/01_construction.ipynb",  # 24
     "tests/error_analysis/test_errors_out_dir.py",  # 24
     "tests/synthetic/test_synth_notebook.py",  # 24
