@@ -33,9 +33,13 @@ difference of their requests); target: cresowlve's net <= 0.35 ms (exit 1 when m
 installed on first use into a throwaway venv under ``$CRESOWLVE_BENCH_VENVS`` (default
 ``<temp dir>/cresowlve-bench``) that sees the project venv's packages through a ``.pth`` file and
 pip-installs the rest into itself: the project's environment is never changed. When it cannot be
-installed the line says why and the part goes on. Then the raw keep-alive floor (aiohttp), httpx
-(``AsyncClient``) and the openai SDK (``AsyncOpenAI``) in this process: ratio and CPU per call over
-the timed calls.
+installed the line says why and the part goes on. Between the two, ``cresowlve eval`` with no HTTP
+at all (``--in-memory``: this script runs the command in its own process with a transport that
+answers from memory after the latency), measured the same way: the CPU of everything but HTTP (the
+client, scoring, the records), a floor no HTTP client can go under. Then, in this process, the
+same calls with no framework: keep-alive connections on ``asyncio.Protocol`` (the floor of any
+Python client), aiohttp's ``ClientSession``, httpx (``AsyncClient``) and the openai SDK
+(``AsyncOpenAI``): ratio and CPU per call over the timed calls.
 
 The machine is shared: the load average is printed with every part; rerun when it is high.
 """
@@ -181,6 +185,49 @@ def run_eval(tmp: str, c: int, latency: float, n: int,
              "--http-workers", str(http_workers), "--max-tokens", "32", "--no-cache"], bench_env(tmp), REPO)
         times = arrivals(url)
     return rc, times, wall, cpu
+
+
+class InMemoryTransport:
+    """A :class:`~cresowlve_core.llm.http.Transport` with no HTTP: every POST is answered with
+    :data:`BODY` after the latency (``--in-memory``), so a run's CPU is everything but HTTP."""
+
+    latency = 0.2
+
+    def __init__(self, base_url: str, **options: Any) -> None:
+        self.requests = 0
+
+    async def post(self, target: str, headers: dict[str, str], body: bytes) -> Any:
+        from cresowlve_core.llm.http import Response
+
+        self.requests += 1
+        await asyncio.sleep(self.latency)
+        return Response(200, {"content-type": "application/json"}, BODY)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def eval_in_memory(latency: float, argv: list[str]) -> int:
+    """``cresowlve <argv>`` in this process, its model answering through :class:`InMemoryTransport`."""
+    from cresowlve_core import cli
+    from cresowlve_core.llm import http
+
+    InMemoryTransport.latency = latency
+    http.open_transport = InMemoryTransport  # type: ignore[assignment]  # what worker_transport_factory(0) returns
+    try:
+        return cli.main(argv) or 0
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+
+
+def run_eval_in_memory(tmp: str, c: int, latency: float, n: int) -> tuple[subprocess.CompletedProcess[str], float, float]:
+    """``cresowlve eval --no-cache`` of ``n`` items with no HTTP (:func:`eval_in_memory`): (the
+    command, wall s, CPU s)."""
+    items = write_items(Path(tmp) / f"items-mem-{c}-{n}.jsonl", n)
+    return timed_command(
+        [sys.executable, __file__, "--in-memory", str(latency), "--", "eval", "--items", str(items), "--model",
+         "bench-model", "--base-url", "http://in-memory.invalid/v1", "--run-dir", f"{tmp}/run-mem-{c}-{n}",
+         "--concurrency", str(c), "--max-tokens", "32", "--no-cache"], bench_env(tmp), REPO)
 
 
 def eval_end_to_end() -> bool:
@@ -345,6 +392,16 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
         met = net is not None and net <= CPU_TARGET_MS
         ok &= met
         print(f"  {'':<40} target: net <= {CPU_TARGET_MS} ms per request: {'met' if met else 'MISSED'}", flush=True)
+        (rc_s, _, cpu_s), (rc_l, wall_l, cpu_l) = (run_eval_in_memory(tmp, c, latency, k) for k in (small, large))
+        name = f"cresowlve eval, no HTTP ({large:,} items)"
+        if rc_s.returncode or rc_l.returncode:
+            bad = rc_l if rc_l.returncode else rc_s
+            print(f"  {name:<40} failed (exit {bad.returncode}): {bad.stderr.strip().splitlines()[-1:]}", flush=True)
+        else:
+            ideal = large / c * latency
+            print(f"  {name:<40} {ideal / wall_l:>6.2f} {cpu_l / large * 1000:>11.2f} "
+                  f"{(cpu_l - cpu_s) / (large - small) * 1000:>6.2f}  {load()}  (in-memory answers: the cost of "
+                  "everything but HTTP; ratio = ideal / wall)", flush=True)
         py, how = lm_eval_python()
         if py is None:
             print(f"  {LM_EVAL + ' (local-chat-completions)':<40} not measured: {how}", flush=True)
@@ -363,6 +420,49 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
                 async with s.post(url + "/chat/completions", data=body, headers=headers) as r:
                     json.loads(await r.read())
             return await timed(c, n, call)
+
+    async def with_protocol(url: str) -> tuple[float, float]:
+        """The floor of any Python client: keep-alive connections on ``asyncio.Protocol``, a
+        request written in one call, an answer framed by its Content-Length (this server's)."""
+        loop = asyncio.get_running_loop()
+        host, port = url.split("//", 1)[1].split("/", 1)[0].split(":")
+        request = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+                   f"Authorization: Bearer none\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+
+        class Conn(asyncio.Protocol):
+            def __init__(self) -> None:
+                self.buf = b""
+                self.answer: asyncio.Future[bytes] | None = None
+
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                self.transport = transport
+
+            def data_received(self, data: bytes) -> None:
+                self.buf += data
+                end = self.buf.find(b"\r\n\r\n")
+                if end < 0 or self.answer is None:
+                    return
+                at = self.buf.lower().find(b"content-length:", 0, end)
+                size = end + 4 + int(self.buf[at + 15:self.buf.index(b"\r\n", at)])
+                if len(self.buf) >= size:
+                    answer, self.answer = self.answer, None
+                    answer.set_result(self.buf[end + 4:size])
+                    self.buf = self.buf[size:]
+
+        idle: list[Conn] = []
+
+        async def call(i: int) -> None:
+            conn = idle.pop() if idle else (await loop.create_connection(Conn, host, int(port)))[1]
+            conn.answer = loop.create_future()
+            conn.transport.write(request)  # type: ignore[attr-defined]
+            json.loads(await conn.answer)
+            idle.append(conn)
+
+        try:
+            return await timed(c, n, call)
+        finally:
+            for conn in idle:
+                conn.transport.close()  # type: ignore[attr-defined]
 
     async def with_httpx(url: str) -> tuple[float, float]:
         import httpx
@@ -384,7 +484,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
                                                 max_tokens=32)
             return await timed(c, n, call)
 
-    for name, fn in (("aiohttp (raw keep-alive floor)", with_aiohttp), ("httpx AsyncClient", with_httpx),
+    for name, fn in (("asyncio.Protocol (hand-written floor)", with_protocol), ("aiohttp (raw keep-alive)", with_aiohttp), ("httpx AsyncClient", with_httpx),
                      ("openai SDK (AsyncOpenAI)", with_openai)):
         with endpoint(latency) as url:
             try:
@@ -401,7 +501,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--part", choices=("eval", "client", "compare"), default=None, help="run one part (default: all)")
     ap.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
-    a = ap.parse_args()
+    ap.add_argument("--in-memory", type=float, default=None, help=argparse.SUPPRESS)
+    a, rest = ap.parse_known_args()
+    if a.in_memory is not None:
+        return eval_in_memory(a.in_memory, rest[1:] if rest[:1] == ["--"] else rest)
+    if rest:
+        ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if a.serve is not None:
         asyncio.run(serve(a.serve))
         return 0
