@@ -35,6 +35,7 @@ import fcntl
 import hashlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
@@ -86,6 +87,14 @@ def _point_env_at(root: Path, env: dict[str, str] | os._Environ[str] | None = No
         env.update(values)
     return values
 
+
+# The tests that press Ctrl-C (SIGINT to a spawned command) stand for a terminal's foreground job. A
+# suite started in the background by a shell script (``cmd &``, nohup) inherits SIGINT ignored, and
+# every process it starts would too (an ignored signal survives exec), so those commands would be
+# tested as background jobs. Python's own handler here is reset to the default in each child at
+# exec; the tests of a background job ignore SIGINT explicitly (``stophelp.spawn_cli(ignore_sigint=True)``).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 _SESSION_ROOT = Path(tempfile.mkdtemp(prefix="cresowlve-tests-"))
 _point_env_at(_SESSION_ROOT, os.environ)
