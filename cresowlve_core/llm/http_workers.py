@@ -35,6 +35,7 @@ import struct
 import sys
 from typing import Any
 
+from cresowlve_core.eventloop import new_event_loop
 from cresowlve_core.llm import http
 from cresowlve_core.llm.http import ProtocolFailure, Response, TransportError
 from cresowlve_core.llm.types import LLMFatalError
@@ -350,12 +351,6 @@ def main() -> None:
     :class:`WorkerTransport`, which writes its options and requests to stdin and reads the answers
     from stdout)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run stops its children (it closes their stdin)
-    if sys.platform == "win32":  # uvloop does not install there (as the run's own loop, runtime/aio.py)
-        new_event_loop = asyncio.new_event_loop
-    else:
-        import uvloop
-
-        new_event_loop = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=new_event_loop) as runner:
         runner.run(_serve())
 

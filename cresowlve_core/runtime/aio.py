@@ -14,25 +14,13 @@ import asyncio
 import concurrent.futures
 import contextlib
 import gc
-import sys
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
 import cresowlve_core.runtime.stop as stop
+from cresowlve_core.eventloop import NO_UVLOOP, new_event_loop
 
 T = TypeVar("T")
-
-#: why the loop is asyncio's own, or None where it is uvloop's (every platform uvloop installs on)
-NO_UVLOOP = "asyncio (uvloop is not installable on Windows)" if sys.platform == "win32" else None
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """A new event loop for a run: uvloop's, or asyncio's where uvloop is not installable (Windows)."""
-    if NO_UVLOOP is not None:
-        return asyncio.new_event_loop()
-    import uvloop  # deferred: `cresowlve --help` imports no event loop
-
-    return uvloop.new_event_loop()
 
 
 def event_loop_name(loop: asyncio.AbstractEventLoop | None = None) -> str:
