@@ -194,14 +194,13 @@ class InMemoryTransport:
     latency = 0.2
 
     def __init__(self, base_url: str, **options: Any) -> None:
-        self.requests = 0
-
-    async def post(self, target: str, headers: dict[str, str], body: bytes) -> Any:
         from cresowlve_core.llm.http import Response
 
-        self.requests += 1
+        self.answer = Response(200, {"content-type": "application/json"}, BODY)
+
+    async def post(self, target: str, headers: dict[str, str], body: bytes) -> Any:
         await asyncio.sleep(self.latency)
-        return Response(200, {"content-type": "application/json"}, BODY)
+        return self.answer
 
     async def aclose(self) -> None:
         pass
