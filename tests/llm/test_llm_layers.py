@@ -9,7 +9,8 @@ import cresowlve_core.llm
 
 ALLOWED = ("cresowlve_core.llm", "cresowlve_core.paths", "cresowlve_core.secrets",
            "cresowlve_core.jsonl", "cresowlve_core.jsontext", "cresowlve_core.outfiles",
-           "cresowlve_core.lazy", "cresowlve_core.extras", "cresowlve_core.failures")  # leaf utilities: stdlib and secrets only
+           "cresowlve_core.lazy", "cresowlve_core.extras", "cresowlve_core.failures",
+           "cresowlve_core.eventloop")  # leaf utilities: stdlib and secrets only (eventloop: uvloop)
 
 
 def project_imports(path: Path) -> set[str]:
