@@ -1,7 +1,7 @@
 """Throughput of ``cresowlve eval`` end to end, the client's CPU per call, and other HTTP clients.
 
     .venv/bin/python bench/throughput.py                 # parts 1-3 (a few minutes)
-    .venv/bin/python bench/throughput.py --part eval     # part 1 only (also: client, compare)
+    .venv/bin/python bench/throughput.py --part eval     # part 1 only (also: client, compare, budget)
 
 The endpoint is a small asyncio HTTP/1.1 server in a separate process (``--serve LATENCY``
 runs it): it answers every chat request after ``LATENCY`` seconds and records when each request
@@ -40,6 +40,14 @@ client, scoring, the records), a floor no HTTP client can go under. Then, in thi
 same calls with no framework: keep-alive connections on ``asyncio.Protocol`` (the floor of any
 Python client), aiohttp's ``ClientSession``, httpx (``AsyncClient``) and the openai SDK
 (``AsyncOpenAI``): ratio and CPU per call over the timed calls.
+
+Part 4, the budget of a request with no HTTP (C=64 at 50 ms, 1,000 and 7,000 calls, net of
+start-up): each step of ``cresowlve eval`` measured on its own in this process, on the run's event
+loop with the collector tuned as a run tunes it: waiting itself (``asyncio.sleep``), ``LLMClient.complete``
+through the in-memory transport, building one answer's record, ``map_with_resume`` writing and
+fsyncing fixed records, loading the items file; their sum, and the whole in-memory run beside it
+(the rest: prompts, progress, the summary, the collector). It shows which steps a target for the
+run's own CPU would have to cut.
 
 The machine is shared: the load average is printed with every part; rerun when it is high.
 """
@@ -496,9 +504,103 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
     return ok
 
 
+# --------------------------------------------------------------------------- part 4: the budget
+
+def budget(c: int = 64, latency: float = 0.05, small: int = 1000, large: int = 7000) -> None:
+    """Where ``cresowlve eval``'s CPU per request goes when there is no HTTP: each step measured on
+    its own, in this process, on the run's event loop, net of start-up (the difference of two sizes),
+    beside the whole run with in-memory answers (``--in-memory``, a child process)."""
+    from cresowlve_core.evaluation.config import EvalConfig
+    from cresowlve_core.evaluation.runner import _with_judge_score, answer_fields, record_base
+    from cresowlve_core.eventloop import new_event_loop
+    from cresowlve_core.llm import Endpoint, GenParams, LLMClient
+    from cresowlve_core.llm.openai_wire import parse_success
+    from cresowlve_core.runtime.aio import run_gc
+    from cresowlve_core.runtime.mapping import map_with_resume
+    from cresowlve_core.runtime.rundir import RunDir
+    from cresowlve_core.sources.sample import load_items
+
+    print(f"\nPart 4: where the CPU of a request goes with no HTTP, C={c}, {latency * 1000:.0f} ms, "
+          f"{small:,} and {large:,} calls ({load()})")
+    loop = new_event_loop()
+
+    def per_call(make: Callable[[int], Callable[[int], Awaitable[Any]]]) -> float:
+        """CPU µs per call of ``make(n)``'s calls at concurrency c, net of start-up."""
+        cpu = [loop.run_until_complete(timed(c, k, make(k)))[1] for k in (small, large)]
+        return (cpu[1] - cpu[0]) / (large - small) * 1e6
+
+    def waiting(k: int) -> Callable[[int], Awaitable[Any]]:
+        return lambda i: asyncio.sleep(latency)
+
+    InMemoryTransport.latency = latency
+    client = LLMClient(Endpoint("http://in-memory.invalid/v1", "bench-model"), concurrency=c,
+                       transport_factory=InMemoryTransport)
+    params = GenParams(max_tokens=32)
+
+    def completing(k: int) -> Callable[[int], Awaitable[Any]]:
+        return lambda i: client.complete([{"role": "user", "content": f"Puzzle {i}: which planet?"}], params,
+                                         prompt_version="tp")
+
+    with tempfile.TemporaryDirectory(prefix="cresowlve-budget-") as tmp:
+        items = {k: write_items(Path(tmp) / f"items-{k}.jsonl", k) for k in (small, large)}
+        answer = parse_success("/chat/completions", BODY)
+        cfg = EvalConfig(model="bench-model", base_url="http://in-memory.invalid/v1", run_dir=tmp)
+        item = load_items(str(items[small]), "en")[0]
+        record = {**record_base(item, cfg), **answer_fields(item.view("en"), answer, 32)}
+
+        async def mapping(k: int) -> None:
+            """map_with_resume over k units whose call waits and returns the bench's record: its tasks,
+            the writer thread, the JSON line, the write and the fsync."""
+            async def call(unit: str, previous: Any) -> dict[str, Any]:
+                await asyncio.sleep(latency)
+                return {**record, "id": unit}
+
+            await map_with_resume(RunDir(Path(tmp) / f"map-{k}"), "responses.jsonl", [f"u{j}" for j in range(k)],
+                                  key=lambda u: u, call=call, record_key=lambda r: r["id"], concurrency=c,
+                                  progress=False)
+
+        def cpu_of(fn: Callable[[int], Any]) -> float:
+            t0 = time.process_time()
+            fn(small)
+            t1 = time.process_time()
+            fn(large)
+            return ((time.process_time() - t1) - (t1 - t0)) / (large - small) * 1e6
+
+        def records(k: int) -> None:
+            for _ in range(k):
+                _with_judge_score({**record_base(item, cfg), **answer_fields(item.view("en"), answer, 32)})
+
+        with run_gc():  # the collector as a run tunes it (runtime/aio.py)
+            wait_us = per_call(waiting)
+            rows = [
+                ("waiting (asyncio.sleep at C, the floor)", wait_us),
+                ("LLMClient.complete, in-memory transport", per_call(completing) - wait_us),
+                ("the answer's record (extract, score, validate)", cpu_of(records)),
+                ("map_with_resume and the record's write (fsync)",
+                 cpu_of(lambda k: loop.run_until_complete(mapping(k))) - wait_us),
+            ]
+        # the items are loaded before the run starts, with the collector as it was
+        rows.append(("loading and checking the items file", cpu_of(lambda k: load_items(str(items[k]), "en"))))
+        loop.run_until_complete(client.aclose())
+        loop.close()
+        (rc_s, _, cpu_s), (rc_l, _, cpu_l) = (run_eval_in_memory(tmp, c, latency, k) for k in (small, large))
+    for name, us in rows:
+        print(f"  {name:<52} {us:>7.1f} us")
+    total = sum(us for _, us in rows)
+    print(f"  {'sum of the steps':<52} {total:>7.1f} us")
+    if rc_s.returncode or rc_l.returncode:
+        print(f"  {'cresowlve eval, no HTTP (the whole run)':<52} failed: "
+              f"{(rc_l if rc_l.returncode else rc_s).stderr.strip().splitlines()[-1:]}")
+        return
+    whole = (cpu_l - cpu_s) / (large - small) * 1e6
+    print(f"  {'cresowlve eval, no HTTP (the whole run)':<52} {whole:>7.1f} us")
+    print(f"  {'the rest (prompts, progress, summary, GC, ...)':<52} {whole - total:>7.1f} us  {load()}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("eval", "client", "compare"), default=None, help="run one part (default: all)")
+    ap.add_argument("--part", choices=("eval", "client", "compare", "budget"), default=None,
+                    help="run one part (default: all)")
     ap.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--in-memory", type=float, default=None, help=argparse.SUPPRESS)
     a, rest = ap.parse_known_args()
@@ -516,6 +618,8 @@ def main() -> int:
         client_figures()
     if a.part in (None, "compare"):
         ok = compare() and ok
+    if a.part in (None, "budget"):
+        budget()
     return 0 if ok else 1
 
 

@@ -3,11 +3,16 @@ the HTTP exchange replaced, so its CPU figure is the run's own work."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "throughput.py"
@@ -39,3 +44,22 @@ def test_the_in_memory_eval_exits_with_the_commands_failure(tmp_path: Path) -> N
                     "--base-url", "http://in-memory.invalid/v1", "--run-dir", str(tmp_path / "run"))
     assert rc.returncode != 0
     assert "missing.jsonl" in rc.stderr
+
+
+def test_the_budget_names_every_step_and_the_whole_run_beside_them(capsys: Any) -> None:
+    spec = importlib.util.spec_from_file_location("bench_throughput", BENCH)
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.budget(c=4, latency=0.001, small=8, large=24)  # its files are in temporary directories it removes
+    rows = dict(re.findall(r"^  (\S.*?)\s+(-?\d+\.\d) us", capsys.readouterr().out, re.M))
+    assert list(rows) == ["waiting (asyncio.sleep at C, the floor)", "LLMClient.complete, in-memory transport",
+                          "the answer's record (extract, score, validate)",
+                          "map_with_resume and the record's write (fsync)", "loading and checking the items file",
+                          "sum of the steps", "cresowlve eval, no HTTP (the whole run)",
+                          "the rest (prompts, progress, summary, GC, ...)"]
+    steps = [float(v) for k, v in rows.items() if k not in ("sum of the steps",) and "whole run" not in k
+             and not k.startswith("the rest")]
+    assert float(rows["sum of the steps"]) == pytest.approx(sum(steps), abs=0.1 * len(steps))
+    # printed with a figure only when both in-memory evals exited 0 (else the line says "failed")
+    assert "cresowlve eval, no HTTP (the whole run)" in rows
