@@ -39,7 +39,9 @@ answers from memory after the latency), measured the same way: the CPU of everyt
 client, scoring, the records), a floor no HTTP client can go under. Then, in this process, the
 same calls with no framework: keep-alive connections on ``asyncio.Protocol`` (the floor of any
 Python client), aiohttp's ``ClientSession``, httpx (``AsyncClient``) and the openai SDK
-(``AsyncOpenAI``): ratio and CPU per call over the timed calls.
+(``AsyncOpenAI``), and last pyreqwest (``pyreqwest==0.15.1``, a maintained client written in Rust,
+in its own throwaway venv as lm-eval is, run as a child process): ratio and CPU per call over the
+timed calls.
 
 Part 4, the budget of a request with no HTTP (C=64 at 50 ms, 1,000 and 7,000 calls, net of
 start-up): each step of ``cresowlve eval`` measured on its own in this process, on the run's event
@@ -313,35 +315,38 @@ def client_figures(c: int = 64, n: int = 1920, latency: float = 0.2) -> None:
 
 #: the harness measured beside cresowlve, installed by this script into a throwaway venv (never the project's)
 LM_EVAL = "lm-eval==0.4.13"
+#: a maintained HTTP client written in Rust (reqwest, hyper), measured beside aiohttp the same way
+PYREQWEST = "pyreqwest==0.15.1"
 #: (small, large) run sizes: CPU per request net of start-up is (CPU(large) - CPU(small)) / (large - small)
 COMPARE_SIZES = (640, 6400)
 #: the done-when target of cresowlve eval's client CPU per request (net of start-up), C=64, judge off
 CPU_TARGET_MS = 0.35
 
 
-def lm_eval_python() -> tuple[Path | None, str]:
-    """The Python of a throwaway venv holding :data:`LM_EVAL` (made on first use, then reused), or
-    (None, why not). The venv is ``$CRESOWLVE_BENCH_VENVS`` (default: ``<temp dir>/cresowlve-bench``)
-    ``/lm-eval-<version>``; it sees the project venv's packages through a ``.pth`` file (so what both
-    need, e.g. aiohttp, is not downloaded again) and installs the rest into itself with pip."""
+def throwaway_python(requirement: str, module: str) -> tuple[Path | None, str]:
+    """The Python of a throwaway venv holding ``requirement`` (``name==version``; made on first use,
+    then reused while ``module`` imports), or (None, why not). The venv is ``$CRESOWLVE_BENCH_VENVS``
+    (default: ``<temp dir>/cresowlve-bench``) ``/<name>-<version>``; it sees the project venv's
+    packages through a ``.pth`` file (so what both need, e.g. aiohttp, is not downloaded again) and
+    installs the rest into itself with pip."""
     root = Path(os.environ.get("CRESOWLVE_BENCH_VENVS") or Path(tempfile.gettempdir()) / "cresowlve-bench")
-    venv = root / f"lm-eval-{LM_EVAL.split('==')[1]}"
+    venv = root / requirement.replace("==", "-")
     py = venv / "bin" / "python"
-    if py.exists() and subprocess.run([py, "-c", "import lm_eval"], capture_output=True).returncode == 0:
+    if py.exists() and subprocess.run([py, "-c", f"import {module}"], capture_output=True).returncode == 0:
         return py, "reused"
     try:
         subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True, text=True)
         site = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], check=True,
                               capture_output=True, text=True).stdout.strip()
         Path(site, "_project_site.pth").write_text(sysconfig.get_paths()["purelib"] + "\n", encoding="utf-8")
-        print(f"  installing {LM_EVAL} into {venv} (a few minutes, once)", flush=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", LM_EVAL], check=True,
+        print(f"  installing {requirement} into {venv} (once)", flush=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", requirement], check=True,
                        capture_output=True, text=True, timeout=1800)
     except subprocess.CalledProcessError as exc:
         lines = (exc.stderr or exc.stdout or "").strip().splitlines()
-        return None, f"could not install {LM_EVAL}: {lines[-1] if lines else exc}"
+        return None, f"could not install {requirement}: {lines[-1] if lines else exc}"
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"could not install {LM_EVAL}: {exc}"
+        return None, f"could not install {requirement}: {exc}"
     return py, "installed"
 
 
@@ -377,7 +382,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
           f"({load()})")
     print("  CPU per request = the process's CPU (user + system) / requests; 'net' leaves start-up out: "
           f"(CPU of {COMPARE_SIZES[1]:,} - CPU of {COMPARE_SIZES[0]:,}) / {COMPARE_SIZES[1] - COMPARE_SIZES[0]:,}; "
-          "the raw clients are timed in this process over their calls only")
+          "the raw clients are timed over their calls only")
     print(f"  {'client':<40} {'ratio':>6} {'cpu ms/req':>11} {'net':>6}  load")
     small, large = COMPARE_SIZES
     ok = True
@@ -409,7 +414,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
             print(f"  {name:<40} {ideal / wall_l:>6.2f} {cpu_l / large * 1000:>11.2f} "
                   f"{(cpu_l - cpu_s) / (large - small) * 1000:>6.2f}  {load()}  (in-memory answers: the cost of "
                   "everything but HTTP; ratio = ideal / wall)", flush=True)
-        py, how = lm_eval_python()
+        py, how = throwaway_python(LM_EVAL, "lm_eval")
         if py is None:
             print(f"  {LM_EVAL + ' (local-chat-completions)':<40} not measured: {how}", flush=True)
         else:
@@ -501,7 +506,38 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
                 continue
             rate = steady_rate(arrivals(url)[c:], c)
             print(f"  {name:<40} {rate / (c / latency):>6.2f} {'':>11} {cpu / n * 1000:>6.2f}  {load()}", flush=True)
+    name = f"{PYREQWEST} (Rust)"
+    py, how = throwaway_python(PYREQWEST, "pyreqwest")
+    if py is None:
+        print(f"  {name:<40} not measured: {how}", flush=True)
+        return ok
+    with endpoint(latency) as url:
+        rc = subprocess.run([str(py), __file__, "--pyreqwest", url, str(c), str(n)], capture_output=True, text=True)
+        if rc.returncode:
+            print(f"  {name:<40} failed (exit {rc.returncode}): {rc.stderr.strip().splitlines()[-1:]}", flush=True)
+            return ok
+        secs, cpu = json.loads(rc.stdout.strip().splitlines()[-1])
+        rate = steady_rate(arrivals(url)[c:], c)
+    print(f"  {name:<40} {rate / (c / latency):>6.2f} {'':>11} {cpu / n * 1000:>6.2f}  {load()}", flush=True)
     return ok
+
+
+def with_pyreqwest(url: str, c: int, n: int) -> tuple[float, float]:
+    """The raw clients' calls made with pyreqwest (in the throwaway venv of :data:`PYREQWEST`)."""
+    from pyreqwest.client import ClientBuilder
+
+    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hello"}],
+                       "max_tokens": 32}).encode()
+
+    async def run() -> tuple[float, float]:
+        async with ClientBuilder().build() as s:
+            async def call(i: int) -> None:
+                request = s.post(url + "/chat/completions").header("Content-Type", "application/json")
+                r = await request.header("Authorization", "Bearer none").body_bytes(body).build().send()
+                json.loads(bytes(await r.bytes()))
+            return await timed(c, n, call)
+
+    return asyncio.run(run())
 
 
 # --------------------------------------------------------------------------- part 4: the budget
@@ -603,11 +639,16 @@ def main() -> int:
                     help="run one part (default: all)")
     ap.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--in-memory", type=float, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--pyreqwest", nargs=3, default=None, help=argparse.SUPPRESS)
     a, rest = ap.parse_known_args()
     if a.in_memory is not None:
         return eval_in_memory(a.in_memory, rest[1:] if rest[:1] == ["--"] else rest)
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
+    if a.pyreqwest is not None:
+        url, c, n = a.pyreqwest
+        print(json.dumps(with_pyreqwest(url, int(c), int(n))))
+        return 0
     if a.serve is not None:
         asyncio.run(serve(a.serve))
         return 0
