@@ -1,6 +1,7 @@
 """Throughput of ``cresowlve eval`` end to end, the client's CPU per call, and other HTTP clients.
 
-    .venv/bin/python bench/throughput.py                 # parts 1-3 (a few minutes)
+    .venv/bin/python bench/throughput.py                 # parts 1-4 (about 5 minutes; the first run
+                                                         # also installs lm-eval and pyreqwest)
     .venv/bin/python bench/throughput.py --part eval     # part 1 only (also: client, compare, budget)
 
 The endpoint is a small asyncio HTTP/1.1 server in a separate process (``--serve LATENCY``
