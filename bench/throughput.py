@@ -409,7 +409,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
         name = f"cresowlve eval, no HTTP ({large:,} items)"
         if rc_s.returncode or rc_l.returncode:
             bad = rc_l if rc_l.returncode else rc_s
-            print(f"  {name:<40} failed (exit {bad.returncode}): {bad.stderr.strip().splitlines()[-1:]}", flush=True)
+            print(f"  {name:<40} failed (exit {bad.returncode}): {last_line(bad.stderr)}", flush=True)
         else:
             ideal = large / c * latency
             print(f"  {name:<40} {ideal / wall_l:>6.2f} {cpu_l / large * 1000:>11.2f} "
@@ -515,12 +515,18 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
     with endpoint(latency) as url:
         rc = subprocess.run([str(py), __file__, "--pyreqwest", url, str(c), str(n)], capture_output=True, text=True)
         if rc.returncode:
-            print(f"  {name:<40} failed (exit {rc.returncode}): {rc.stderr.strip().splitlines()[-1:]}", flush=True)
+            print(f"  {name:<40} failed (exit {rc.returncode}): {last_line(rc.stderr)}", flush=True)
             return ok
-        secs, cpu = json.loads(rc.stdout.strip().splitlines()[-1])
+        _, cpu = json.loads(rc.stdout.strip().splitlines()[-1])
         rate = steady_rate(arrivals(url)[c:], c)
     print(f"  {name:<40} {rate / (c / latency):>6.2f} {'':>11} {cpu / n * 1000:>6.2f}  {load()}", flush=True)
     return ok
+
+
+def last_line(text: str) -> str:
+    """The last non-blank line of a command's output (what it said last), or a note that it said nothing."""
+    lines = text.strip().splitlines()
+    return lines[-1] if lines else "(no output)"
 
 
 def with_pyreqwest(url: str, c: int, n: int) -> tuple[float, float]:
@@ -627,7 +633,7 @@ def budget(c: int = 64, latency: float = 0.05, small: int = 1000, large: int = 7
     print(f"  {'sum of the steps':<52} {total:>7.1f} us")
     if rc_s.returncode or rc_l.returncode:
         print(f"  {'cresowlve eval, no HTTP (the whole run)':<52} failed: "
-              f"{(rc_l if rc_l.returncode else rc_s).stderr.strip().splitlines()[-1:]}")
+              f"{last_line((rc_l if rc_l.returncode else rc_s).stderr)}")
         return
     whole = (cpu_l - cpu_s) / (large - small) * 1e6
     print(f"  {'cresowlve eval, no HTTP (the whole run)':<52} {whole:>7.1f} us")
