@@ -318,6 +318,9 @@ def client_figures(c: int = 64, n: int = 1920, latency: float = 0.2) -> None:
 LM_EVAL = "lm-eval==0.4.13"
 #: a maintained HTTP client written in Rust (reqwest, hyper), measured beside aiohttp the same way
 PYREQWEST = "pyreqwest==0.15.1"
+#: the request body of the raw clients (part 3)
+RAW_REQUEST = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hello"}],
+                          "max_tokens": 32}).encode()
 #: (small, large) run sizes: CPU per request net of start-up is (CPU(large) - CPU(small)) / (large - small)
 COMPARE_SIZES = (640, 6400)
 #: the done-when target of cresowlve eval's client CPU per request (net of start-up), C=64, judge off
@@ -392,7 +395,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
         (rc_s, t_s, _, cpu_s), (rc_l, t_l, _, cpu_l) = runs
         if rc_s.returncode or rc_l.returncode or len(t_l) < large:
             bad = rc_l if rc_l.returncode else rc_s
-            last = bad.stderr.strip().splitlines()[-1] if bad.stderr.strip() else f"{len(t_l)} requests"
+            last = last_line(bad.stderr) if bad.stderr.strip() else f"{len(t_l)} requests"
             print(f"  {name:<40} failed (exit {bad.returncode}): {last}", flush=True)
             return None
         net = (cpu_l - cpu_s) / (len(t_l) - len(t_s)) * 1000
@@ -421,8 +424,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
         else:
             line(f"{LM_EVAL} (local-chat-completions)", [run_lm_eval(py, tmp, c, latency, k) for k in (small, large)])
 
-    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hello"}],
-                       "max_tokens": 32}).encode()
+    body = RAW_REQUEST
     headers = {"Content-Type": "application/json", "Authorization": "Bearer none"}
 
     async def with_aiohttp(url: str) -> tuple[float, float]:
@@ -506,7 +508,7 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
                 print(f"  {name:<40} not installed ({exc.name})")
                 continue
             rate = steady_rate(arrivals(url)[c:], c)
-            print(f"  {name:<40} {rate / (c / latency):>6.2f} {'':>11} {cpu / n * 1000:>6.2f}  {load()}", flush=True)
+            raw_line(name, rate / (c / latency), cpu / n)
     name = f"{PYREQWEST} (Rust)"
     py, how = throwaway_python(PYREQWEST, "pyreqwest")
     if py is None:
@@ -519,8 +521,13 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
             return ok
         _, cpu = json.loads(rc.stdout.strip().splitlines()[-1])
         rate = steady_rate(arrivals(url)[c:], c)
-    print(f"  {name:<40} {rate / (c / latency):>6.2f} {'':>11} {cpu / n * 1000:>6.2f}  {load()}", flush=True)
+    raw_line(name, rate / (c / latency), cpu / n)
     return ok
+
+
+def raw_line(name: str, ratio: float, cpu_per_call_s: float) -> None:
+    """A raw client's line of part 3: its ratio and CPU ms per call."""
+    print(f"  {name:<40} {ratio:>6.2f} {'':>11} {cpu_per_call_s * 1000:>6.2f}  {load()}", flush=True)
 
 
 def last_line(text: str) -> str:
@@ -533,14 +540,11 @@ def with_pyreqwest(url: str, c: int, n: int) -> tuple[float, float]:
     """The raw clients' calls made with pyreqwest (in the throwaway venv of :data:`PYREQWEST`)."""
     from pyreqwest.client import ClientBuilder
 
-    body = json.dumps({"model": "bench-model", "messages": [{"role": "user", "content": "hello"}],
-                       "max_tokens": 32}).encode()
-
     async def run() -> tuple[float, float]:
         async with ClientBuilder().build() as s:
             async def call(i: int) -> None:
                 request = s.post(url + "/chat/completions").header("Content-Type", "application/json")
-                r = await request.header("Authorization", "Bearer none").body_bytes(body).build().send()
+                r = await request.header("Authorization", "Bearer none").body_bytes(RAW_REQUEST).build().send()
                 json.loads(bytes(await r.bytes()))
             return await timed(c, n, call)
 
@@ -566,23 +570,13 @@ def budget(c: int = 64, latency: float = 0.05, small: int = 1000, large: int = 7
     print(f"\nPart 4: where the CPU of a request goes with no HTTP, C={c}, {latency * 1000:.0f} ms, "
           f"{small:,} and {large:,} calls ({load()})")
     loop = new_event_loop()
-
-    def per_call(make: Callable[[int], Callable[[int], Awaitable[Any]]]) -> float:
-        """CPU µs per call of ``make(n)``'s calls at concurrency c, net of start-up."""
-        cpu = [loop.run_until_complete(timed(c, k, make(k)))[1] for k in (small, large)]
-        return (cpu[1] - cpu[0]) / (large - small) * 1e6
-
-    def waiting(k: int) -> Callable[[int], Awaitable[Any]]:
-        return lambda i: asyncio.sleep(latency)
-
     InMemoryTransport.latency = latency
     client = LLMClient(Endpoint("http://in-memory.invalid/v1", "bench-model"), concurrency=c,
                        transport_factory=InMemoryTransport)
     params = GenParams(max_tokens=32)
 
-    def completing(k: int) -> Callable[[int], Awaitable[Any]]:
-        return lambda i: client.complete([{"role": "user", "content": f"Puzzle {i}: which planet?"}], params,
-                                         prompt_version="tp")
+    def completing(i: int) -> Awaitable[Any]:
+        return client.complete([{"role": "user", "content": f"Puzzle {i}: which planet?"}], params, prompt_version="tp")
 
     with tempfile.TemporaryDirectory(prefix="cresowlve-budget-") as tmp:
         items = {k: write_items(Path(tmp) / f"items-{k}.jsonl", k) for k in (small, large)}
@@ -603,21 +597,26 @@ def budget(c: int = 64, latency: float = 0.05, small: int = 1000, large: int = 7
                                   progress=False)
 
         def cpu_of(fn: Callable[[int], Any]) -> float:
+            """CPU µs per unit of ``fn(k)`` (k units), net of start-up: the two sizes' difference."""
             t0 = time.process_time()
             fn(small)
             t1 = time.process_time()
             fn(large)
             return ((time.process_time() - t1) - (t1 - t0)) / (large - small) * 1e6
 
+        def calls(call: Callable[[int], Awaitable[Any]]) -> Callable[[int], Any]:
+            """k calls of ``call`` at concurrency c on the run's loop."""
+            return lambda k: loop.run_until_complete(timed(c, k, call))
+
         def records(k: int) -> None:
             for _ in range(k):
                 _with_judge_score({**record_base(item, cfg), **answer_fields(item.view("en"), answer, 32)})
 
         with run_gc():  # the collector as a run tunes it (runtime/aio.py)
-            wait_us = per_call(waiting)
+            wait_us = cpu_of(calls(lambda i: asyncio.sleep(latency)))
             rows = [
                 ("waiting (asyncio.sleep at C, the floor)", wait_us),
-                ("LLMClient.complete, in-memory transport", per_call(completing) - wait_us),
+                ("LLMClient.complete, in-memory transport", cpu_of(calls(completing)) - wait_us),
                 ("the answer's record (extract, score, validate)", cpu_of(records)),
                 ("map_with_resume and the record's write (fsync)",
                  cpu_of(lambda k: loop.run_until_complete(mapping(k))) - wait_us),
