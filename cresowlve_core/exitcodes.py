@@ -66,7 +66,8 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
     (``n_items``, ``n_ok``, ``n_error``, ``n_not_run``, ``stopped``, ``top_error``) or an object
     with those attributes (CREATE's ``n_calls``/``n_missing`` and ``n_to_judge``/``n_judged``/
     ``n_judge_errors``/``n_not_judged`` are understood too). ``unparsed``: a sentence saying which
-    steps parsed no unit's output (exit 1 with it). Codes: see :data:`EXIT_CODES_HELP`.
+    steps parsed no unit's output (exit 1 with it). ``over_budget``: a sentence saying which role spent
+    more than its ``max_cost`` (named in a stop's line). Codes: see :data:`EXIT_CODES_HELP`.
     """
     from cresowlve_core.runtime.mapping import INTERRUPTED
 
@@ -83,8 +84,9 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
         print(interrupted_line(f"{done}, {left}"), file=sys.stderr)
         return interrupt_code()
     if stopped:
-        print(f"stopped early ({stopped}): {done}, {left}{common}; finished work is kept, run again to resume",
-              file=sys.stderr)
+        over = _field(summary, "over_budget")  # a sentence: spending that passed a budget (see runner.over_budget)
+        print(f"stopped early ({stopped}{'; ' + over if over else ''}): {done}, {left}{common}; finished work is kept, "
+              "run again to resume", file=sys.stderr)
         return EXIT_STOPPED
     if n_error or n_not_run:
         print(f"incomplete: {left} of {n} {unit}{common}; run again to retry them", file=sys.stderr)

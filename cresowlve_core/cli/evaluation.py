@@ -48,7 +48,14 @@ def cmd_diff(a: argparse.Namespace) -> int:
 
 def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation import roles
-    from cresowlve_core.evaluation.runner import EvalConfig, evaluate, sent_now, summary_line, truncation_warning
+    from cresowlve_core.evaluation.runner import (
+        EvalConfig,
+        evaluate,
+        over_budget,
+        sent_now,
+        summary_line,
+        truncation_warning,
+    )
     from cresowlve_core.llm.types import LLMFatalError
     from cresowlve_core.runtime import SUMMARY
 
@@ -101,7 +108,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     print(f"{summary_line(outcome.summary)} | {sent_now(outcome.summary)}")
     if (warning := truncation_warning(outcome.summary)) is not None:
         print(warning, file=sys.stderr)
-    return stage_exit(outcome.summary)
+    return stage_exit({**outcome.summary, "over_budget": over_budget(outcome.summary)})
 
 
 def default_run_dir(model: str, effort: str | None, lang: str) -> str:

@@ -498,7 +498,15 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
+        + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
+
+
+def over_budget(summary: dict[str, Any]) -> str | None:
+    """A sentence for each role that spent more than its ``max_cost`` in this invocation, else None."""
+    notes = [f"the {role} spent ${m['spent']:.4f} against its budget of ${m['max_cost']:.4f} (calls in flight cost "
+             "more than they held)" for role, m in (summary.get("spent_now") or {}).items() if m and m.get("over_budget")]
+    return "; ".join(notes) or None
 
 
 def sent_now(summary: dict[str, Any]) -> str:

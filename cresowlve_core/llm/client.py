@@ -63,7 +63,14 @@ cost of the run and what was spent now (``CostMeter.spent`` counts only calls se
 ``max_cost`` is checked against new spending: before each call, ``spent + in-flight
 reservations + this call's upper bound`` (input ≈ characters/3, output = ``max_tokens``,
 or 4096 when unset) must fit, otherwise ``BudgetExceeded``. With ``max_cost`` set, a model
-without a price raises ``LLMConfigError`` (the budget could not be enforced).
+without a price raises ``LLMConfigError`` (the budget could not be enforced), unless its provider
+reports each call's cost. A reported cost above the table's price for the same usage scales every
+later call's bound by that ratio (one WARNING); with no price at all, calls go one at a time until
+the provider reports a cost, then each holds the largest reported so far (one WARNING: an
+estimate, not a bound); an answer that then reports no cost stops the run (``LLMConfigError``: the
+budget cannot be enforced). Spending that still passes the
+budget (calls in flight cost more than they held) is logged once and kept in
+``CostMeter.over_budget``.
 
 Secrets: the API key is read from the environment at every call and sent only as a header.
 It (and every credential-like variable) is scrubbed from error messages, logs, returned
@@ -93,7 +100,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -112,7 +119,7 @@ from cresowlve_core.llm.openai_wire import (  # re-exported: callers import thes
     parse_retry_after,
     split_think,
 )
-from cresowlve_core.llm.pricing import CostMeter, PriceTable, estimate_input_tokens
+from cresowlve_core.llm.pricing import PRICES_ENV, CostMeter, PriceTable, estimate_input_tokens
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
     CONCURRENCY,
@@ -168,6 +175,8 @@ class _Resources:
     tpm: AsyncTokenBucket | None
     #: the transport's optional ``start()``: made ready before an attempt's deadline runs
     start: Callable[[], Awaitable[None]] | None = None
+    #: held by the one call in flight while a budgeted model with no price has reported no cost yet
+    uncosted: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 class _RetryLog:
@@ -252,6 +261,15 @@ class LLMClient:
         self.prices = prices if prices is not None else PriceTable.load()
         self.max_cost = max_cost
         self.cost_meter = cost_meter if cost_meter is not None else CostMeter()
+        if max_cost is not None:
+            self.cost_meter.budget = max_cost
+        #: how far above the price table the provider's reported costs have gone (>= 1): scales the
+        #: table's bound that a call holds of the budget while in flight
+        self._cost_scale = 1.0
+        #: the largest cost the provider reported for one call: what a call holds when there is no price
+        self._largest_reported = 0.0
+        self._cost_reported = False
+        self._unenforceable: str | None = None  # why no further call may be sent under the budget
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.requests_sent = 0  # HTTP attempts made by this client (all loops)
@@ -429,6 +447,8 @@ class LLMClient:
                 return hit
 
         self._check_up()
+        if self._unenforceable is not None:
+            raise LLMConfigError(self._unenforceable)
         est_tokens, est_cost = self._estimate(messages, params)
         if self.max_cost is not None and est_cost is None and self.profile.cost_field is None:
             raise LLMConfigError(
@@ -437,24 +457,85 @@ class LLMClient:
             )
         path, body = self.wire.build_request(self.endpoint.model, messages, params, self.profile)
         body = adapt_body(body, self.adaptations)
-        reserved = est_cost or 0.0
         res = self._resources()
         async with res.sem:  # reserve only once admitted, so queued calls hold no budget
-            self.cost_meter.reserve(reserved, self.max_cost)
+            alone = est_cost is None and self.max_cost is not None and await self._alone_until_a_cost_is_known(res)
             try:
-                completion = await self._with_retries(res, path, body, est_tokens)
+                reserved = self._reservation(est_cost)
+                self.cost_meter.reserve(reserved, self.max_cost)
+                try:
+                    completion = await self._with_retries(res, path, body, est_tokens)
+                finally:
+                    self.cost_meter.release(reserved)
+                completion.cost = self._price(completion)
+                self._learn_reported_cost(completion)
             finally:
-                self.cost_meter.release(reserved)
+                if alone:
+                    res.uncosted.release()
+            if self.max_cost is not None and est_cost is None and completion.cost is None:
+                self._unenforceable = (f"max_cost is set, {self.endpoint.describe()} has no price and it reported no "
+                                       f"cost for an answer, so the budget cannot be enforced: add its price to a CSV "
+                                       f"named by ${PRICES_ENV}")
 
         self._note_odd(completion)
-        completion.cost = self._price(completion)
         self.cost_meter.record(completion.cost, cached=False)
+        self._note_over_budget()
         secrets = self._secrets()
         self._redact_completion(completion, secrets)
         if self.cache is not None and key is not None:  # the cache keeps what is worth replaying (cache.py)
             self.cache.put(key, completion, model=self.endpoint.model, prompt_version=prompt_version,
                            secrets=secrets, deferred=True)  # written in groups; the rest at aclose
         return completion
+
+    async def _alone_until_a_cost_is_known(self, res: _Resources) -> bool:
+        """For a budgeted call with no price: until the provider has reported a cost, which is what
+        each later call then holds (:meth:`_reservation`), calls go one at a time. True: this call
+        holds ``res.uncosted``, to release when it is done."""
+        if self._cost_reported:
+            return False
+        await res.uncosted.acquire()
+        if self._cost_reported:  # the call before this one reported a cost
+            res.uncosted.release()
+            return False
+        return True
+
+    def _reservation(self, bound: float | None) -> float:
+        """What a call holds of the budget while in flight: the price table's upper bound, scaled by
+        how far the provider's reported costs have exceeded the table; with no price, the largest
+        cost the provider has reported for one call (an estimate, not a bound)."""
+        if bound is not None:
+            return bound * self._cost_scale
+        if self.max_cost is not None and "unbounded" not in self._warned:
+            self._warned.add("unbounded")
+            log.warning("%s has no price in prices.csv: the budget of $%.4f is checked against the costs the "
+                        "provider reports: calls go one at a time until one is reported, then each holds the largest "
+                        "cost reported so far, an estimate that calls in flight may exceed; a price in a CSV named "
+                        "by $%s bounds them", self.endpoint.describe(), self.max_cost, PRICES_ENV)
+        return self._largest_reported
+
+    def _learn_reported_cost(self, completion: Completion) -> None:
+        """Keep what the provider's reported cost says about the calls still to come (see :meth:`_reservation`)."""
+        reported = completion.reported_cost  # finite and >= 0 (the wire's reported_cost)
+        if reported is None:
+            return
+        self._cost_reported = True
+        self._largest_reported = max(self._largest_reported, reported)
+        table = self.prices.cost(self.endpoint.model, completion.usage)
+        if not table or reported <= table * self._cost_scale:
+            return
+        self._cost_scale = reported / table
+        if self.max_cost is not None and self._cost_scale > 1.01:
+            log.warning("%s reported a cost of $%.6f for a call that prices.csv prices at $%.6f (%.2fx): each call in "
+                        "flight now holds the table's bound times %.2f of the budget", self.endpoint.describe(),
+                        reported, table, self._cost_scale, self._cost_scale)
+
+    def _note_over_budget(self) -> None:
+        """One WARNING when this role's spending passes its budget (calls in flight when it stopped cost more than they held)."""
+        over = self.cost_meter.over_budget
+        if over > 0 and "over_budget" not in self._warned:
+            self._warned.add("over_budget")
+            log.warning("%s: spent $%.4f, over the budget of $%.4f by $%.4f: calls in flight cost more than they "
+                        "held of it", self.endpoint.describe(), self.cost_meter.spent, self.cost_meter.budget, over)
 
     def _note_odd(self, completion: Completion) -> None:
         """One WARNING per client for each kind of odd reply: numbers that are not usable (recorded

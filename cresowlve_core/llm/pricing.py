@@ -135,6 +135,7 @@ class CostMeter:
     n_unknown_cost: int = 0
     reserved: float = 0.0
     role: str | None = None  # named in the stop message when a run has several budgets ("judge")
+    budget: float | None = None  # the role's max_cost, when it has one (set by the client)
 
     def reserve(self, estimate: float, max_cost: float | None) -> None:
         """Hold ``estimate`` for a call about to be sent, or raise BudgetExceeded."""
@@ -161,11 +162,19 @@ class CostMeter:
         if not cached:
             self.spent += cost
 
-    def summary(self) -> dict[str, float | int]:
+    @property
+    def over_budget(self) -> float:
+        """How much more than its budget this role spent (0 within it): calls in flight when the
+        budget stopped the run cost more than they held (see ``LLMClient``'s reservations)."""
+        return max(0.0, self.spent - self.budget) if self.budget is not None else 0.0
+
+    def summary(self) -> dict[str, float | int | None]:
         return {
             "spent": self.spent,
             "run_cost": self.run_cost,
             "n_calls": self.n_calls,
             "n_cached": self.n_cached,
             "n_unknown_cost": self.n_unknown_cost,
+            "max_cost": self.budget,
+            "over_budget": self.over_budget,
         }

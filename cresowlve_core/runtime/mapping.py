@@ -71,7 +71,7 @@ class MapResult(Generic[U]):
     records: dict[Hashable, Any]  # the latest record (or its entry, with ``entry=``) of every unit that has one, by key
     n_units: int
     n_skipped: int  # already done before this call
-    n_sent: int  # units run by this call
+    n_sent: int  # units run by this call (each has a record; errored ones included)
     stopped: str | None = None  # why the run stopped early, if it did
     stop_error: BaseException | None = None
     repairs: list[str] = field(default_factory=list)
@@ -176,6 +176,7 @@ async def map_with_resume(
         for pair in todo:
             queue.put_nowait(pair)
         stop: list[BaseException] = []
+        ran = 0  # units that got a record in this call (a unit a stop ended before its record is not run)
 
         def kept(rec: Record) -> None:
             previous[rkey(rec)] = (-1, rec if entry is None else entry(rec))
@@ -207,6 +208,7 @@ async def map_with_resume(
             # waits for that write before it queues another: the disk and the hand-off to the writer
             # thread stay out of the time between its calls, and at most one of its records is
             # waiting for the disk. A unit counts as done once its record is on disk (persist).
+            nonlocal ran
             writing: asyncio.Future[None] | None = None
             try:
                 while not stop and stop_request.requested() is None:
@@ -225,6 +227,7 @@ async def map_with_resume(
                     except LLMError as exc:
                         rec = on_error(unit, exc) if on_error else default_error_record(k, exc)
                         rec.setdefault("outcome", error_outcome(exc))
+                    ran += 1
                     if writing is not None:
                         await run.hurried(writing)  # a failed write (a full disk) ends the worker before another unit
                     writing = asyncio.ensure_future(persist(rec))
@@ -257,7 +260,7 @@ async def map_with_resume(
         records={k: previous[k][1] for k in keys if k in previous},
         n_units=len(units),
         n_skipped=len(units) - len(todo),
-        n_sent=len(todo) - queue.qsize(),
+        n_sent=ran,
         stopped=stop_reason(first) if first else (INTERRUPTED if interrupted else None),
         stop_error=first,
         repairs=list(run.repairs),

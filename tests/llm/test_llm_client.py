@@ -322,6 +322,28 @@ def test_max_cost_with_unknown_price_is_a_config_error() -> None:
         assert srv.total == 0
 
 
+def test_max_cost_with_no_price_stops_once_an_answer_reports_no_cost() -> None:
+    """A provider that reports costs (OpenRouter's profile) but did not for this answer: the answer is
+    kept, and the next call is refused, since the budget cannot be checked any more."""
+    with FakeServer() as srv:  # a generic body: no usage.cost
+        cl = LLMClient(Endpoint(srv.base_url, "vendor/unpriced", provider="openrouter"), max_cost=1.0,
+                       prices=PriceTable({}), backoff_base_s=0.001)
+
+        async def go() -> tuple[str, BaseException | None]:
+            async with cl:
+                first = await cl.complete(user("a"), GenParams(), prompt_version="v")
+                try:
+                    await cl.complete(user("b"), GenParams(), prompt_version="v")
+                except LLMConfigError as exc:
+                    return first.text, exc
+                return first.text, None
+
+        text, stop = asyncio.run(go())
+        assert srv.total == 1
+    assert text == "echo: a"
+    assert stop is not None and "reported no cost" in str(stop) and "cannot be enforced" in str(stop)
+
+
 # ------------------------------------------------------------------ limits and loops
 
 

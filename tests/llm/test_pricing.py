@@ -67,7 +67,17 @@ def test_cost_meter_separates_spent_from_run_cost() -> None:
     m.record(1.5, cached=False)
     m.record(2.0, cached=True)
     m.record(None, cached=False)
-    assert m.summary() == {"spent": 1.5, "run_cost": 3.5, "n_calls": 3, "n_cached": 1, "n_unknown_cost": 1}
+    assert m.summary() == {"spent": 1.5, "run_cost": 3.5, "n_calls": 3, "n_cached": 1, "n_unknown_cost": 1,
+                           "max_cost": None, "over_budget": 0.0}
+
+
+def test_cost_meter_says_how_far_spending_passed_its_budget() -> None:
+    m = CostMeter(budget=1.0)
+    m.record(0.75, cached=False)
+    assert m.over_budget == 0.0
+    m.record(0.5, cached=False)
+    m.record(9.0, cached=True)  # a cache hit spends nothing now
+    assert m.summary()["over_budget"] == pytest.approx(0.25) and m.summary()["max_cost"] == 1.0
 
 
 def test_cost_meter_reservations_enforce_the_budget() -> None:

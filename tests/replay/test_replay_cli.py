@@ -111,6 +111,47 @@ def test_openrouter_cost_is_the_sum_of_reported_usage_cost_and_max_cost_stops_on
     assert summary(tmp_path / "capped")["cost"] == pytest.approx(sum(reported))
 
 
+def test_a_reported_cost_above_the_price_table_raises_what_later_calls_hold(tmp_path):
+    """gpt-5-mini is priced, but OpenRouter reports $0.0125 a call, 2.9x the table's price of the same
+    usage: from the first answer on, each call holds the table's bound times that ratio, so the
+    third call ($0.025 spent + $0.0125 > $0.035) is never sent."""
+    with ReplayServer("openrouter-cost") as srv:
+        code, out = run_eval(srv, "openrouter", tmp_path / "run", "--model", "openai/gpt-5-mini", "--max-cost", "0.035",
+                             limit=4)
+        reported = [e["cost"] for e in srv.requests("openrouter")]
+    assert code == 3, out
+    assert sum(reported) <= 0.035 and len(reported) == 1
+    assert "prices.csv prices at" in out and "OVER BUDGET" not in out
+
+
+def test_calls_in_flight_that_cost_more_than_they_held_are_reported_over_budget(tmp_path):
+    """Nine calls at once, each holding the table's bound ($0.0083) of a $0.05 budget: six are sent
+    before any answer shows that a call costs $0.0125. The run stops, and says what it spent."""
+    with ReplayServer("openrouter-cost") as srv:
+        code, out = run_eval(srv, "openrouter", tmp_path / "run", "--model", "openai/gpt-5-mini", "--max-cost", "0.05",
+                             "--concurrency", "9", limit=9)
+        reported = [e["cost"] for e in srv.requests("openrouter")]
+    assert code == 3, out
+    assert sum(reported) > 0.05
+    spent = summary(tmp_path / "run")["spent_now"]["model"]
+    assert spent["max_cost"] == 0.05 and spent["over_budget"] == pytest.approx(sum(reported) - 0.05)
+    said = f"the model spent ${sum(reported):.4f} against its budget of $0.0500"
+    assert f"OVER BUDGET: {said}" in out and said in last_line(out)
+    assert f"| {len(reported)} item(s) run" in out  # the calls the budget refused did not run
+
+
+def test_with_no_price_the_first_call_goes_alone_and_the_rest_hold_its_reported_cost(tmp_path):
+    """An unpriced model on a provider that reports costs: one call until a cost is known ($0.0125),
+    then each holds it, so a $0.03 budget sends two calls, not nine at once."""
+    with ReplayServer("openrouter-cost") as srv:
+        code, out = run_eval(srv, "openrouter", tmp_path / "run", "--model", "vendor/unpriced-model",
+                             "--max-cost", "0.03", "--concurrency", "9", limit=9)
+        reported = [e["cost"] for e in srv.requests("openrouter")]
+    assert code == 3, out
+    assert len(reported) == 2 and sum(reported) <= 0.03
+    assert "has no price in prices.csv" in out and "OVER BUDGET" not in out
+
+
 @pytest.mark.parametrize(("model", "extra"), [("gpt-4.1", ()), ("gpt-5-mini", ("--effort", "low"))],
                          ids=["chat-length", "responses-incomplete"])
 def test_truncated_answers_are_counted_and_flagged(tmp_path, model, extra):
