@@ -64,13 +64,13 @@ cost of the run and what was spent now (``CostMeter.spent`` counts only calls se
 reservations + this call's upper bound`` (input ≈ characters/3, output = ``max_tokens``,
 or 4096 when unset) must fit, otherwise ``BudgetExceeded``. With ``max_cost`` set, a model
 without a price raises ``LLMConfigError`` (the budget could not be enforced), unless its provider
-reports each call's cost. A reported cost above the table's price for the same usage scales every
-later call's bound by that ratio (one WARNING); with no price at all, calls go one at a time until
-the provider reports a cost, then each holds the largest reported so far (one WARNING: an
-estimate, not a bound); an answer that then reports no cost stops the run (``LLMConfigError``: the
-budget cannot be enforced). Spending that still passes the
-budget (calls in flight cost more than they held) is logged once and kept in
-``CostMeter.over_budget``.
+reports each call's cost. On such a provider, or with no price, a budgeted run's calls go one at a
+time until the first answer shows what the provider charges. A reported cost above its call's
+bound (the table's price of the tokens asked for) scales every later call's bound by that ratio
+(a WARNING the first time); with no price at all, each call holds the largest reported cost so far
+(one WARNING: an estimate, not a bound), and an answer that then reports no cost stops the run
+(``LLMConfigError``: the budget cannot be enforced). Spending that still passes the budget (calls
+in flight cost more than they held) is logged once and kept in ``CostMeter.over_budget``.
 
 Secrets: the API key is read from the environment at every call and sent only as a header.
 It (and every credential-like variable) is scrubbed from error messages, logs, returned
@@ -175,7 +175,7 @@ class _Resources:
     tpm: AsyncTokenBucket | None
     #: the transport's optional ``start()``: made ready before an attempt's deadline runs
     start: Callable[[], Awaitable[None]] | None = None
-    #: held by the one call in flight while a budgeted model with no price has reported no cost yet
+    #: held by the one call in flight while a budgeted call waits for what the provider charges (LLMClient._goes_alone)
     uncosted: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
@@ -268,7 +268,7 @@ class LLMClient:
         self._cost_scale = 1.0
         #: the largest cost the provider reported for one call: what a call holds when there is no price
         self._largest_reported = 0.0
-        self._cost_reported = False
+        self._price_seen = False  # an answer showed what the provider charges (see _goes_alone)
         self._unenforceable: str | None = None  # why no further call may be sent under the budget
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
@@ -459,7 +459,7 @@ class LLMClient:
         body = adapt_body(body, self.adaptations)
         res = self._resources()
         async with res.sem:  # reserve only once admitted, so queued calls hold no budget
-            alone = est_cost is None and self.max_cost is not None and await self._alone_until_a_cost_is_known(res)
+            alone = self._goes_alone(est_cost) and await self._alone_until_the_price_is_seen(res)
             try:
                 reserved = self._reservation(est_cost)
                 self.cost_meter.reserve(reserved, self.max_cost)
@@ -468,7 +468,8 @@ class LLMClient:
                 finally:
                     self.cost_meter.release(reserved)
                 completion.cost = self._price(completion)
-                self._learn_reported_cost(completion)
+                self._learn_reported_cost(completion, est_cost)
+                self._price_seen = self._price_seen or completion.reported_cost is not None or est_cost is not None
             finally:
                 if alone:
                     res.uncosted.release()
@@ -487,14 +488,18 @@ class LLMClient:
                            secrets=secrets, deferred=True)  # written in groups; the rest at aclose
         return completion
 
-    async def _alone_until_a_cost_is_known(self, res: _Resources) -> bool:
-        """For a budgeted call with no price: until the provider has reported a cost, which is what
-        each later call then holds (:meth:`_reservation`), calls go one at a time. True: this call
-        holds ``res.uncosted``, to release when it is done."""
-        if self._cost_reported:
-            return False
+    def _goes_alone(self, bound: float | None) -> bool:
+        """Whether a budgeted call must wait for what the provider charges to be seen first: with no
+        price, or a provider that reports its own costs (which may exceed the table's)."""
+        return (self.max_cost is not None and not self._price_seen
+                and (bound is None or self.profile.cost_field is not None))
+
+    async def _alone_until_the_price_is_seen(self, res: _Resources) -> bool:
+        """Calls go one at a time until one answer shows what the provider charges: a reported cost,
+        or, for a priced model, any answer (:meth:`_reservation` then bounds the calls in flight).
+        True: this call holds ``res.uncosted``, to release when it is done."""
         await res.uncosted.acquire()
-        if self._cost_reported:  # the call before this one reported a cost
+        if self._price_seen:  # the call before this one saw it
             res.uncosted.release()
             return False
         return True
@@ -513,21 +518,23 @@ class LLMClient:
                         "by $%s bounds them", self.endpoint.describe(), self.max_cost, PRICES_ENV)
         return self._largest_reported
 
-    def _learn_reported_cost(self, completion: Completion) -> None:
-        """Keep what the provider's reported cost says about the calls still to come (see :meth:`_reservation`)."""
+    def _learn_reported_cost(self, completion: Completion, bound: float | None) -> None:
+        """Keep what the provider's reported cost says about the calls still to come (see
+        :meth:`_reservation`): the largest cost of one call, and how many times the table's ``bound``
+        of its call the largest one was (a dearer price than the table's, or more tokens than asked for)."""
         reported = completion.reported_cost  # finite and >= 0 (the wire's reported_cost)
         if reported is None:
             return
-        self._cost_reported = True
         self._largest_reported = max(self._largest_reported, reported)
-        table = self.prices.cost(self.endpoint.model, completion.usage)
-        if not table or reported <= table * self._cost_scale:
+        if not bound or reported <= bound * self._cost_scale:
             return
-        self._cost_scale = reported / table
-        if self.max_cost is not None and self._cost_scale > 1.01:
-            log.warning("%s reported a cost of $%.6f for a call that prices.csv prices at $%.6f (%.2fx): each call in "
-                        "flight now holds the table's bound times %.2f of the budget", self.endpoint.describe(),
-                        reported, table, self._cost_scale, self._cost_scale)
+        self._cost_scale = reported / bound
+        if self.max_cost is not None:
+            first = "scale" not in self._warned
+            self._warned.add("scale")
+            log.log(logging.WARNING if first else logging.DEBUG, "%s reported a cost of $%.6f for a call whose bound from prices.csv was $%.6f: each later call "
+                        "holds its bound times %.2f of the budget", self.endpoint.describe(), reported, bound,
+                        self._cost_scale)
 
     def _note_over_budget(self) -> None:
         """One WARNING when this role's spending passes its budget (calls in flight when it stopped cost more than they held)."""
