@@ -4,7 +4,9 @@ through the OpenAI Batch API (half price at OpenAI).
 Every call takes the one next step that the run directory's ``batch.json`` calls for:
 
 * **none**: submit every item without an answer (the run's manifest is written first, so a run
-  directory of another configuration is refused before anything is paid for);
+  directory of another configuration is refused before anything is paid for); with ``--max-cost``,
+  only when the whole batch's bound fits it (every request at its ``max_tokens``, at the Batch
+  API's price: a batch is paid for whole), else refused (exit 2) before anything is sent;
 * **running**: report the status and the provider's counts;
 * **ended** (``completed``, ``expired``, ``cancelled``, ``failed``): record every finished answer
   into ``responses.jsonl`` at once (the judge, if any, runs live), record per-request errors with
@@ -32,9 +34,11 @@ from cresowlve_core.evaluation.runner import (
     record_key,
     summary_line,
 )
-from cresowlve_core.exitcodes import EXIT_INCOMPLETE
+from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cresowlve_core.items import Item
-from cresowlve_core.llm.batch import BatchResult, archive_batch, collect_batch, read_state, submit_batch
+from cresowlve_core.llm.batch import BatchRequest, BatchResult, archive_batch, collect_batch, read_state, submit_batch
+from cresowlve_core.llm.client import call_bound
+from cresowlve_core.llm.pricing import PRICES_ENV, PriceTable
 from cresowlve_core.llm.types import Completion, LLMError
 from cresowlve_core.runtime import RESPONSES, RunDir, run_coro
 
@@ -78,6 +82,9 @@ def _submit(cfg: EvalConfig, items: list[Item], resolved: roles.Roles) -> BatchS
         if pending:
             answerer = resolved.answerer
             requests = [(it.id, answerer.messages(it.view(cfg.lang)), answerer.params) for it in pending]
+            if (refused := _over_budget(cfg, answerer.endpoint.model, requests)) is not None:
+                return BatchStep(f"not submitted: {len(pending)} of {len(items)} items", code=EXIT_USAGE,
+                                 last=f"refused: {refused}; nothing was submitted")
             batch_id = submit_batch(answerer.endpoint, requests, cfg.run_dir)
     if not pending:
         outcome = run_coro(evaluate_async(cfg, items, completions={}, progress=False, resolved=resolved))
@@ -86,6 +93,24 @@ def _submit(cfg: EvalConfig, items: list[Item], resolved: roles.Roles) -> BatchS
     return BatchStep(f"submitted batch {batch_id} with {len(pending)} of {len(items)} items",
                      last=f"incomplete: batch {batch_id} submitted ({len(pending)} items, none answered yet); "
                           "run the same command again to collect it")
+
+
+def _over_budget(cfg: EvalConfig, model: str, requests: list[BatchRequest]) -> str | None:
+    """Why ``--max-cost`` forbids submitting ``requests`` as one batch (a batch is paid for whole, so
+    its bound must fit: every request at its ``max_tokens``, at the Batch API's price), else None."""
+    budget = cfg.options.max_cost
+    if budget is None:
+        return None
+    prices = PriceTable.load()
+    bounds = [call_bound(prices, model, messages, params, batch=True)[1] for _, messages, params in requests]
+    if any(b is None for b in bounds):
+        return (f"--max-cost is set but {model!r} has no price, so the batch's cost cannot be bounded: add it to a CSV "
+                f"named by ${PRICES_ENV}")
+    total = sum(b for b in bounds if b is not None)
+    if total > budget:
+        return (f"the batch of {len(requests)} requests may cost up to ${total:.4f} at its --max-tokens, above "
+                f"--max-cost ${budget:.4f}: raise the budget, lower --max-tokens, or submit fewer items (--limit)")
+    return None
 
 
 def _record(cfg: EvalConfig, items: list[Item], result: BatchResult, resolved: roles.Roles) -> BatchStep:

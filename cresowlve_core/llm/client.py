@@ -151,6 +151,15 @@ def _messages_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(_content_text(m.get("content")) for m in messages)
 
 
+def call_bound(prices: PriceTable, model: str, messages: list[dict[str, Any]], params: GenParams, *,
+               batch: bool = False) -> tuple[int, float | None]:
+    """(the most tokens one call can use, its most cost: ``None`` with no price) for rate limits and
+    budgets: input ≈ characters/3, output = ``max_tokens`` (4096 when unset)."""
+    n_in = estimate_input_tokens(_messages_text(messages))
+    n_out = params.max_tokens or DEFAULT_ESTIMATE_OUTPUT_TOKENS
+    return n_in + n_out, prices.max_cost(model, n_in, n_out, batch=batch)
+
+
 def _url_credentials(url: str) -> list[str]:
     """The secret parts of a URL (the password of ``user:pass@``, ``?api-key=...`` values), longest first."""
     parts = urlsplit(url)
@@ -399,9 +408,7 @@ class LLMClient:
 
     def _estimate(self, messages: list[dict[str, Any]], params: GenParams) -> tuple[int, float | None]:
         """(estimated max tokens of the call, its max cost) for rate limiting and budgets."""
-        n_in = estimate_input_tokens(_messages_text(messages))
-        n_out = params.max_tokens or DEFAULT_ESTIMATE_OUTPUT_TOKENS
-        return n_in + n_out, self.prices.max_cost(self.endpoint.model, n_in, n_out)
+        return call_bound(self.prices, self.endpoint.model, messages, params)
 
     def _check_up(self) -> None:
         if self._down is not None:

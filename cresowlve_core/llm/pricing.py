@@ -99,9 +99,9 @@ class PriceTable:
         """USD for one call; ``None`` if the model is unknown or a needed token count is missing."""
         return self._usd(model, usage.input_tokens, usage.output_tokens, batch)
 
-    def max_cost(self, model: str, input_tokens: int, max_output_tokens: int) -> float | None:
+    def max_cost(self, model: str, input_tokens: int, max_output_tokens: int, *, batch: bool = False) -> float | None:
         """Upper-bound estimate of one call (used for budget checks); ``None`` if unknown."""
-        return self._usd(model, input_tokens, max_output_tokens, False)
+        return self._usd(model, input_tokens, max_output_tokens, batch)
 
     def _usd(self, model: str, input_tokens: int | None, output_tokens: int | None, batch: bool) -> float | None:
         price = self.get(model)

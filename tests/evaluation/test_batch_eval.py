@@ -184,3 +184,24 @@ def test_unset_key_variable_is_refused_before_any_batch(tmp_path, capsys, monkey
         run = Run(tmp_path, srv, capsys, "--api-key-env", "BATCH_TEST_KEY")
         code, out, err = run()
         assert code == 2 and "BATCH_TEST_KEY" in err and srv._files == {} and srv._batches == {}
+
+
+def test_max_cost_below_the_batchs_bound_is_refused_before_anything_is_sent(tmp_path, capsys):
+    """A batch is paid for whole: five gpt-4o requests at 4,096 tokens each may cost $0.1039 at the
+    Batch API's price, so $0.05 refuses it (nothing uploaded), and $0.11 in the same run directory submits it."""
+    with FakeServer(answers=answer_for) as srv:
+        code, out, err = Run(tmp_path, srv, capsys, "--model", "gpt-4o", "--max-cost", "0.05")()
+        assert code == 2 and srv._files == {} and srv._batches == {}
+        assert last_line(err) == ("refused: the batch of 5 requests may cost up to $0.1039 at its --max-tokens, above "
+                                  "--max-cost $0.0500: raise the budget, lower --max-tokens, or submit fewer items "
+                                  "(--limit); nothing was submitted")
+        assert not (tmp_path / "run" / "batch.json").exists()
+        code, out, err = Run(tmp_path, srv, capsys, "--model", "gpt-4o", "--max-cost", "0.11")()
+        assert code == 1 and len(srv._batches) == 1 and "submitted batch" in out
+
+
+def test_max_cost_with_an_unpriced_model_refuses_the_batch(tmp_path, capsys):
+    with FakeServer(answers=answer_for) as srv:
+        code, out, err = Run(tmp_path, srv, capsys, "--max-cost", "100")()  # fake-model has no price
+        assert code == 2 and srv._files == {} and srv._batches == {}
+        assert "'fake-model' has no price, so the batch's cost cannot be bounded" in last_line(err)
