@@ -59,6 +59,15 @@ def _field(summary: Any, *names: str) -> Any:
     return None
 
 
+def sent_phrase(n_sent: int, n_left: int, already: str) -> str:
+    """What a run sent, for its summary line: ``"N sent"``, or, when it sent nothing, why only if
+    that is the reason (``already``: everything was done before); with ``n_left`` units still
+    errored or not run, a stop or a refusal is the reason, and the last line names it."""
+    if n_sent:
+        return f"{n_sent} sent"
+    return "nothing sent" if n_left else f"nothing sent ({already})"
+
+
 def stage_exit(summary: Any, *, unit: str = "items") -> int:
     """The exit code of a stage command, printing a last line to stderr unless all is done.
 

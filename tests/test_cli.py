@@ -487,3 +487,11 @@ def test_stage_exit_understands_create_summaries(capsys):
     assert last_line(capsys.readouterr().err) == "incomplete: 1 errored, 1 not run of 24 calls; run again to retry them"
     score = SimpleNamespace(n_to_judge=8, n_judged=8, n_judge_errors=0, n_not_judged=0, stopped=None)
     assert stage_exit(score, unit="paths to judge") == 0
+
+
+def test_sent_phrase_gives_every_item_done_as_the_reason_only_when_nothing_is_left() -> None:
+    from cresowlve_core.exitcodes import sent_phrase
+
+    assert sent_phrase(4, 2, "all done before") == "4 sent"
+    assert sent_phrase(0, 0, "all done before") == "nothing sent (all done before)"
+    assert sent_phrase(0, 3, "all done before") == "nothing sent"  # a stop or a refusal: the last line says which

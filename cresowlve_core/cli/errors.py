@@ -10,6 +10,7 @@ from typing import Any
 
 from cresowlve_core.argtypes import role_args
 from cresowlve_core.cli.options import add_client_options, add_reports_dir, client_options
+from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.llm.options import ClientOptions
 
 #: the labeller's options: a label is one short line, so a small budget (notebook 04's default too); the
@@ -52,7 +53,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
 def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
     """``cresowlve errors label`` in one line (summary.json has every count)."""
     withheld = "".join(f", {summary[k]} {k[2:]}" for k in ("n_refused", "n_filtered") if summary.get(k))
-    sent = f"{n_sent} sent" if n_sent else "nothing sent (every wrong answer was already labelled)"
+    sent = sent_phrase(n_sent, summary["n_error"] + summary.get("n_not_run", 0), "every wrong answer was already labelled")
     labelled = summary["n_done"] - sum(summary.get(k, 0) for k in ("n_unlabelled", "n_refused", "n_filtered"))
     return (f"labelled {labelled} of {summary['n_units']} wrong answers "
             f"({summary.get('n_unlabelled', 0)} unlabelled, {summary.get('n_other', 0)} other{withheld}, "

@@ -48,6 +48,7 @@ from cresowlve_core.construction.llm_steps import (
 )
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
+from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import InputError, StoppedError, UsageError
 from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
@@ -409,8 +410,8 @@ class Build:
             ("human_validation", "−review"), ("final", "final")) if key in f)
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
         bad = [f"{name} {s['unparseable']}/{s['n_in']}" for name, s in self.steps.items() if s.get("unparseable")]
-        sent = (f"{calls['n_sent']} sent" if calls["n_sent"] else
-                "nothing sent (every call was already in the build directory)")
+        sent = sent_phrase(calls["n_sent"], calls["n_error"] + calls["n_not_run"],
+                           "every call was already in the build directory")
         return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}; "
                 f"{calls['n_items']} model calls, {sent}; {self.path / 'build.json'}")
 

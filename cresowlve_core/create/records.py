@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
+from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.llm.pricing import CostMeter
 from cresowlve_core.llm.types import Outcome, Usage
 
@@ -142,16 +143,12 @@ def _cost(c: CostTotal) -> str:
     return "cost unknown" if c.usd is None else f"${c.usd:.4f}" + (f" (+{c.n_unknown} unpriced)" if c.n_unknown else "")
 
 
-def _sent(n: int) -> str:
-    return f"{n} sent" if n else "nothing sent (all already in the run directory)"
-
-
 def generate_line(s: GenerateSummary) -> str:
     """``cresowlve create generate`` in one line."""
     withheld = f", {s.n_refused} refused, {s.n_filtered} filtered" if s.n_refused or s.n_filtered else ""
     return (f"create generate {s.model} ({s.variation}): {s.n_ok} of {s.n_calls} calls answered{withheld} "
             f"for {s.n_queries} queries; {s.n_paths} paths, {s.n_unparseable} unparseable answers; "
-            f"{_sent(s.n_sent)}; {_cost(s.generation_cost)}; {s.run_dir}")
+            f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost)}; {s.run_dir}")
 
 
 def score_line(s: ScoreSummary) -> str:
@@ -159,7 +156,7 @@ def score_line(s: ScoreSummary) -> str:
     util = ", ".join(f"utility@{p} {'n/a' if u is None else f'{u:.3f}'}" for p, u in s.mean_utility.items())
     return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
-            f"factuality {s.n_factuality_scored} of {s.n_triples}; {util}; {_sent(s.n_sent)}; "
+            f"factuality {s.n_factuality_scored} of {s.n_triples}; {util}; {sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged')}; "
             f"{_cost(s.judge_cost)}; {s.score_dir}")
 
 
@@ -200,7 +197,7 @@ class GenerateSummary(BaseModel):
     n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
     n_paths: int
     n_unparseable: int
-    n_sent: int = Field(0, description="calls sent by this run (0: every call was already in the run directory)")
+    n_sent: int = Field(0, description="calls sent by this run (0 with none missing: every call was already in the run directory)")
     generation_cost: CostTotal
     stopped: str | None = None
     repairs: list[str] = Field(default_factory=list)
@@ -221,7 +218,7 @@ class ScoreSummary(BaseModel):
     n_judge_errors: int
     n_judge_withheld: int = Field(0, description="judged paths where a judge refused or was filtered (its triples unscored)")
     n_not_judged: int
-    n_sent: int = Field(0, description="paths sent to the judges by this run (0: all were already judged)")
+    n_sent: int = Field(0, description="paths sent to the judges by this run (0 with none left: all were already judged)")
     #: triples of the judged paths, and how many of them each judge actually scored (coverage)
     n_triples: int = 0
     n_specificity_scored: int = 0

@@ -31,6 +31,7 @@ from cresowlve_core.evaluation.scoring import (
     judge_request,
 )
 from cresowlve_core.evaluation.solve import extract_answer, is_fewshot
+from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.client import LLMClient
@@ -516,7 +517,7 @@ def sent_now(summary: dict[str, Any]) -> str:
     if n is None:
         return "sent: not recorded"
     if not n:
-        return "nothing sent (every item was already in the run directory)"
+        return sent_phrase(0, summary["n_error"] + summary["n_not_run"], "every item was already in the run directory")
     cached = sum((m or {}).get("n_cached", 0) for m in (summary.get("spent_now") or {}).values())
     return f"{n} item(s) run" + (f", {cached} call(s) answered from the cache" if cached else "")
 

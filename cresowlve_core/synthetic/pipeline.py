@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cresowlve_core import outfiles
 from cresowlve_core.evaluation.scoring import normalize
 from cresowlve_core.evaluation.solve import solve_step
+from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params
 from cresowlve_core.llm.types import CONCURRENCY, Endpoint, GenParams
@@ -401,7 +402,8 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     auc, lo, hi = d.get("auc"), d.get("auc_low"), d.get("auc_high")
     interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
     n_sent = int(summary.get("n_sent", 0))
-    sent = f"{n_sent} sent" if n_sent else "nothing sent (every call was already in the build directory)"
+    calls = summary["calls"]
+    sent = sent_phrase(n_sent, calls["n_error"] + calls["n_not_run"], "every call was already in the build directory")
     return (f"synth: {funnel} (paper: {y['paper_kept']} of {y['paper_of']}); difficulty AUC "
             f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} (n={d.get('n', 0)}); {summary['calls']['n_items']} model "
             f"calls, {sent}; {Path(build_dir) / 'summary.json'}")

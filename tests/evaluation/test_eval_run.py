@@ -428,3 +428,20 @@ def test_the_cli_line_says_what_this_invocation_sent(tmp_path, capsys):
         assert srv.total == 3
     assert first.endswith("| 3 item(s) run"), first
     assert again.endswith("| nothing sent (every item was already in the run directory)"), again
+
+
+def test_a_run_the_budget_stops_before_any_request_never_says_every_item_was_done(tmp_path, capsys):
+    """Nothing sent because --max-cost refused the first call: the line says nothing was sent, and the
+    last line why; not that every item was already in the run directory."""
+    from cresowlve_core.cli import main
+
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
+    with FakeServer(answers=answer_for) as srv:
+        code = main(["eval", "--items", str(path), "--lang", "en", "--model", "gpt-4o", "--base-url", srv.base_url,
+                     "--run-dir", str(tmp_path / "run"), "--no-cache", "--max-cost", "0.001"])
+        out, err = capsys.readouterr()
+        assert srv.total == 0
+    assert code == 3
+    assert out.strip().splitlines()[-1].endswith("| nothing sent"), out
+    assert "max_cost reached" in err.strip().splitlines()[-1]
