@@ -2,7 +2,7 @@
 
 ``cresowlve runs [GLOB]`` prints a header, then one line per evaluation run directory
 (configuration name, effort, language, n, items done/planned, accuracy with its Wilson 95%
-interval, refused and filtered answers, an embedded/synthetic mark, cost, state). ``cresowlve diff A B``
+interval, refused and filtered answers, an embedded/synthetic/over-budget mark, cost, state). ``cresowlve diff A B``
 prints the items where two runs of the same items disagree, both answers, and McNemar's test over
 the items both scored.
 """
@@ -43,7 +43,7 @@ class RunRow:
     name: str = ""  # the configuration's one name: the grid's label, else the model with its effort
     n_refused: int = 0
     n_filtered: int = 0
-    mark: str = ""  # "embedded" and/or "synthetic": not a result
+    mark: str = ""  # "embedded" and/or "synthetic": not a result; "over budget": spent past a max_cost
 
     def line(self) -> str:
         if self.n:
@@ -118,7 +118,9 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     judge = m.get("judge") or {}
     embedded = (m.get("provider") == "embedded" or is_embedded_model(model) or judge.get("provider") == "embedded"
                 or is_embedded_model(judge.get("model")))
-    mark = ", ".join(w for w, on in (("embedded", embedded), ("synthetic", bool(m.get("synthetic")))) if on)
+    over = any((meter or {}).get("over_budget") for meter in (s.get("spent_now") or {}).values())
+    mark = ", ".join(w for w, on in (("embedded", embedded), ("synthetic", bool(m.get("synthetic"))),
+                                     ("over budget", over)) if on)
     return RunRow(path=path, model=model, effort=m.get("effort"), lang=str(m.get("lang") or "?"),
                   done=done, planned=planned, metric="judge" if use_judge else "EM",
                   k=int(chosen.get("k") or 0), n=int(chosen.get("n") or 0), cost=s.get("cost"),

@@ -86,6 +86,19 @@ def test_runs_names_configurations_as_the_analysis_does_and_marks_the_embedded_m
     assert "warning: A is 'en' and B is 'ru'" in capsys.readouterr().err
 
 
+def test_runs_marks_a_run_that_spent_past_its_budget(tmp_path):
+    """summary.json's spent_now keeps each role's max_cost and how far its spending passed it."""
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(2), progress=False))
+    assert run_row(tmp_path / "run").mark == ""
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    judge = {**summary["spent_now"]["judge"], "max_cost": 0.01, "over_budget": 0.004}
+    path.write_text(json.dumps({**summary, "spent_now": {**summary["spent_now"], "judge": judge}}))
+    row = run_row(tmp_path / "run")
+    assert row.mark == "over budget" and " over budget " in row.line()
+
+
 def test_diff_warns_when_the_languages_differ(tmp_path, capsys):
     from cresowlve_core.evaluation.listing import language_warning
 
