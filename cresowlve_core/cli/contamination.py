@@ -15,6 +15,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     from cresowlve_core.contamination.pipeline import Role, run_contamination
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
+    from cresowlve_core.runtime.outcomes import outcome_note
 
     def banner() -> None:  # once the run directories are checked, before a model starts
         if a.quiz_base_url is None or a.perturber_base_url is None:
@@ -42,6 +43,8 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         print(f"== {r.config} (basis: {r.basis})\n"
               + "\n".join(verdict_lines(tables[tables["config"] == r.config].reset_index(drop=True))))
     summary = c.summary()
+    print(f"model calls: {summary['n_ok']} of {summary['n_items']} answered{outcome_note(summary)}, "
+          f"{summary['n_error']} errored, {summary['n_not_run']} not run; {c.out_dir / 'summary.json'}")
     if c.stopped:
         skipped = "; the later steps were skipped, no verdict for the configuration that stopped"
         print(f"contamination stopped at {c.stopped_at} ({c.stopped}){skipped}; summary: {c.out_dir / 'summary.json'}",

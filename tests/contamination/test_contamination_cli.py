@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from fakeserver import FakeServer
@@ -25,3 +26,30 @@ def test_contamination_run_cli_prints_the_verdict(tmp_path, capsys, monkeypatch)
     assert "BCQ target: items right in a majority of repeats" in out.out and "too few items (n = 4): not tested" in out.out
     assert "likely contaminated" not in out.out and not re.search(r"\b(nan|None)\b", out.out, re.I)
     assert "EMBEDDED" not in out.err
+    calls = [line for line in out.out.splitlines() if line.startswith("model calls: ")]
+    assert len(calls) == 1 and re.fullmatch(r"model calls: (\d+) of \1 answered, 0 errored, 0 not run; .*summary\.json",
+                                            calls[0]), calls
+
+
+def test_contamination_run_counts_the_calls_a_providers_filter_stopped(tmp_path, capsys, monkeypatch):
+    """Azure's recorded content-filter 400 on about half the prompts (tests/replay): the calls line
+    says how many were filtered, as summary.json counts them, and the run still exits 0."""
+    from replay.server import ReplayServer
+
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
+    items = make_items()
+    write_runs(tmp_path, items)
+    with ReplayServer("content-filter") as srv:
+        url = srv.base_url("azure")
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "gpt-4o", "--perturber-base-url", url, "--perturber-api-key-env", "REPLAY_KEY",
+                   "--quiz-model", "gpt-4o", "--quiz-base-url", url, "--quiz-api-key-env", "REPLAY_KEY",
+                   "--provider", "azure", "--max-items", "4"])
+        filtered = sum(e["status"] == 400 for e in srv.requests("azure"))
+    out = capsys.readouterr()
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert rc == 0, out.err
+    assert filtered > 0 and summary["n_filtered"] == filtered
+    assert (f"model calls: {summary['n_ok']} of {summary['n_items']} answered ({filtered} filtered), 0 errored, "
+            "0 not run;") in out.out
