@@ -38,7 +38,7 @@ from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cresowlve_core.items import Item
 from cresowlve_core.llm.batch import BatchRequest, BatchResult, archive_batch, collect_batch, read_state, submit_batch
 from cresowlve_core.llm.client import call_bound
-from cresowlve_core.llm.pricing import PRICES_ENV, PriceTable
+from cresowlve_core.llm.pricing import PRICES_ENV, PriceTable, usd
 from cresowlve_core.llm.types import Completion, LLMError
 from cresowlve_core.runtime import RESPONSES, RunDir, run_coro
 
@@ -108,8 +108,8 @@ def _over_budget(cfg: EvalConfig, model: str, requests: list[BatchRequest]) -> s
                 f"named by ${PRICES_ENV}")
     total = sum(b for b in bounds if b is not None)
     if total > budget:
-        return (f"the batch of {len(requests)} requests may cost up to ${total:.4f} at its --max-tokens, above "
-                f"--max-cost ${budget:.4f}: raise the budget, lower --max-tokens, or submit fewer items (--limit)")
+        return (f"the batch of {len(requests)} requests may cost up to {usd(total)} at its --max-tokens, above "
+                f"--max-cost {usd(budget)}: raise the budget, lower --max-tokens, or submit fewer items (--limit)")
     return None
 
 

@@ -35,7 +35,7 @@ from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.pricing import CostMeter, PriceTable
+from cresowlve_core.llm.pricing import CostMeter, PriceTable, usd
 from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError
 from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.runtime import (
@@ -482,12 +482,12 @@ def summary_line(s: dict[str, Any]) -> str:
         judge = f"judge {pct(s['judge_accuracy'])} [{pct(lo)}, {pct(hi)}] (n={s['n_judged']})"
     elif s.get("n_unscored") or s.get("n_judge_error"):
         judge = "judge: no verdicts"
-    cost = "unknown" if s["cost"] is None else f"${s['cost']:.4f}"
+    cost = "unknown" if s["cost"] is None else usd(s["cost"])
     if s["cost"] is not None and s.get("n_cost_reported"):
         cost += " (reported by the provider)" if s["n_cost_reported"] == s["n_ok"] else \
             f" ({s['n_cost_reported']} of {s['n_ok']} reported by the provider)"
     if s.get("judged"):
-        cost += " (judge " + ("unknown" if s["judge_cost"] is None else f"${s['judge_cost']:.4f}") + ")"
+        cost += " (judge " + ("unknown" if s["judge_cost"] is None else usd(s["judge_cost"])) + ")"
     tok = "tokens in/out/reasoning " + "/".join(shown(s[k], "n/a") for k in ("input_tokens", "output_tokens",
                                                                               "reasoning_tokens"))
     return (
@@ -505,7 +505,7 @@ def summary_line(s: dict[str, Any]) -> str:
 
 def over_budget(summary: dict[str, Any]) -> str | None:
     """A sentence for each role that spent more than its ``max_cost`` in this invocation, else None."""
-    notes = [f"the {role} spent ${m['spent']:.4f} against its budget of ${m['max_cost']:.4f} (calls in flight cost "
+    notes = [f"the {role} spent {usd(m['spent'])} against its budget of {usd(m['max_cost'])} (calls in flight cost "
              "more than they held)" for role, m in (summary.get("spent_now") or {}).items() if m and m.get("over_budget")]
     return "; ".join(notes) or None
 

@@ -119,7 +119,7 @@ from cresowlve_core.llm.openai_wire import (  # re-exported: callers import thes
     parse_retry_after,
     split_think,
 )
-from cresowlve_core.llm.pricing import PRICES_ENV, CostMeter, PriceTable, estimate_input_tokens
+from cresowlve_core.llm.pricing import PRICES_ENV, CostMeter, PriceTable, estimate_input_tokens, usd
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
     CONCURRENCY,
@@ -519,10 +519,10 @@ class LLMClient:
             return bound * self._cost_scale
         if self.max_cost is not None and "unbounded" not in self._warned:
             self._warned.add("unbounded")
-            log.warning("%s has no price in prices.csv: the budget of $%.4f is checked against the costs the "
+            log.warning("%s has no price in prices.csv: the budget of %s is checked against the costs the "
                         "provider reports: calls go one at a time until one is reported, then each holds the largest "
                         "cost reported so far, an estimate that calls in flight may exceed; a price in a CSV named "
-                        "by $%s bounds them", self.endpoint.describe(), self.max_cost, PRICES_ENV)
+                        "by $%s bounds them", self.endpoint.describe(), usd(self.max_cost), PRICES_ENV)
         return self._largest_reported
 
     def _learn_reported_cost(self, completion: Completion, bound: float | None) -> None:
@@ -548,8 +548,8 @@ class LLMClient:
         over = self.cost_meter.over_budget
         if over > 0 and "over_budget" not in self._warned:
             self._warned.add("over_budget")
-            log.warning("%s: spent $%.4f, over the budget of $%.4f by $%.4f: calls in flight cost more than they "
-                        "held of it", self.endpoint.describe(), self.cost_meter.spent, self.cost_meter.budget, over)
+            log.warning("%s: spent %s, over the budget of %s by %s: calls in flight cost more than they held of it",
+                        self.endpoint.describe(), usd(self.cost_meter.spent), usd(self.cost_meter.budget or 0.0), usd(over))
 
     def _note_odd(self, completion: Completion) -> None:
         """One WARNING per client for each kind of odd reply: numbers that are not usable (recorded

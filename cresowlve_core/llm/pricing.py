@@ -115,6 +115,14 @@ class PriceTable:
         return usd * (1.0 - price.batch_discount) if batch else usd
 
 
+def usd(amount: float) -> str:
+    """An amount of USD as a line shows it: four decimals, or as many as a smaller amount needs
+    (a budget of $0.00005 is never shown as $0.0000)."""
+    if amount == 0 or abs(amount) >= 0.0001:
+        return f"${amount:.4f}"
+    return f"${amount:.10f}".rstrip("0")
+
+
 def estimate_input_tokens(text: str) -> int:
     """A deliberately generous token estimate (≈ 3 characters per token) for budget checks."""
     return max(1, math.ceil(len(text) / 3))
@@ -141,8 +149,8 @@ class CostMeter:
         """Hold ``estimate`` for a call about to be sent, or raise BudgetExceeded."""
         if max_cost is not None and self.spent + self.reserved + estimate > max_cost:
             raise BudgetExceeded(
-                f"{f'the {self.role} budget' if self.role else 'budget'} of ${max_cost:.4f} would be exceeded: spent ${self.spent:.4f}, "
-                f"in flight ${self.reserved:.4f}, next call up to ${estimate:.4f}"
+                f"{f'the {self.role} budget' if self.role else 'budget'} of {usd(max_cost)} would be exceeded: spent "
+                f"{usd(self.spent)}, in flight {usd(self.reserved)}, next call up to {usd(estimate)}"
             )
         self.reserved += estimate
 

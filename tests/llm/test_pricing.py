@@ -118,3 +118,12 @@ def test_bundled_prices_are_dated_sourced_and_cover_the_paper_models(monkeypatch
     for name in ("Llama-3.3-70B-Instruct", "OLMo-2-32B-Instruct", "Qwen3-235B-A22B-Instruct", "Qwen3.5-397B-A17B"):
         assert table.get(name) is None and table.get(name.lower()) is None
     assert table.cost("gpt-5.4", Usage(input_tokens=1_000_000, output_tokens=1_000_000)) == pytest.approx(17.5)
+
+
+def test_usd_never_shows_a_small_amount_as_zero() -> None:
+    from cresowlve_core.llm.pricing import usd
+
+    assert [usd(x) for x in (0.0, 0.0125, 12.5, 0.00005, 0.0000012)] == [
+        "$0.0000", "$0.0125", "$12.5000", "$0.00005", "$0.0000012"]
+    with pytest.raises(BudgetExceeded, match=r"budget of \$0\.00001 would be exceeded"):
+        CostMeter().reserve(0.001, max_cost=0.00001)
