@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.failures import MissingInput
+from cresowlve_core.llm.pricing import usd
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import RESPONSES, RunDir
 from cresowlve_core.stats import format_p, mcnemar, wilson_interval
@@ -44,6 +45,7 @@ class RunRow:
     n_refused: int = 0
     n_filtered: int = 0
     mark: str = ""  # "embedded" and/or "synthetic": not a result; "over budget": spent past a max_cost
+    cost_known: float | None = None  # with ``cost`` unknown: the answers whose cost is known, added up
 
     def line(self) -> str:
         if self.n:
@@ -51,7 +53,10 @@ class RunRow:
             acc = f"{self.metric} {100 * self.k / self.n:5.1f}% [{100 * lo:.1f}, {100 * hi:.1f}]"
         else:
             acc = f"{self.metric} –"
-        cost = "unknown" if self.cost is None else f"${self.cost:.4f}" + (" reported" if self.cost_reported else "")
+        if self.cost is not None:
+            cost = usd(self.cost) + (" reported" if self.cost_reported else "")
+        else:
+            cost = f"≥ {usd(self.cost_known)}" if self.cost_known else "unknown"
         return (f"{self.name or self.model:<30} {self.effort or '-':<8} {self.lang:<4} {self.n:>5} "
                 f"{f'{self.done}/{self.planned}':<11} {acc:<30} {self.n_refused:>7} {self.n_filtered:>8} "
                 f"{self.mark or '-':<18} {cost:<18} {self.state}  {self.path}")
@@ -126,6 +131,7 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
                   k=int(chosen.get("k") or 0), n=int(chosen.get("n") or 0), cost=s.get("cost"),
                   cost_reported=bool(s.get("n_cost_reported")) and s.get("n_cost_reported") == s.get("n_ok"),
                   state=state, name=config_name(model, m.get("effort"), aliases),
+                  cost_known=s.get("cost_known") if s.get("n_cost_unknown", 0) < done else None,
                   n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark)
 
 

@@ -467,6 +467,9 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "output_tokens": usage("output_tokens"),
         "reasoning_tokens": usage("reasoning_tokens"),
         "cost": _costs([r.cost for r in ok]),
+        # the known part when some answers' cost is unknown (a line shows it as a lower bound)
+        "cost_known": sum(r.cost for r in ok if r.cost is not None),
+        "n_cost_unknown": sum(r.cost is None for r in ok),
         "judge_cost": (_costs([r.judge_cost for r in ok if r.judge_status not in ("not_run", "not_an_answer")])
                        if judged else None),
         "spent_now": {"model": model_meter, "judge": judge_meter},
@@ -483,6 +486,8 @@ def summary_line(s: dict[str, Any]) -> str:
     elif s.get("n_unscored") or s.get("n_judge_error"):
         judge = "judge: no verdicts"
     cost = "unknown" if s["cost"] is None else usd(s["cost"])
+    if s["cost"] is None and 0 < (s.get("n_cost_unknown") or 0) < s["n_ok"]:
+        cost = f"≥ {usd(s['cost_known'])} ({s['n_cost_unknown']} of {s['n_ok']} unknown)"
     if s["cost"] is not None and s.get("n_cost_reported"):
         cost += " (reported by the provider)" if s["n_cost_reported"] == s["n_ok"] else \
             f" ({s['n_cost_reported']} of {s['n_ok']} reported by the provider)"

@@ -269,6 +269,24 @@ def test_a_filtered_partial_answer_is_never_scored_correct(tmp_path):
     assert all(r["judge_verdict"] == "CORRECT" for r in recs if r["outcome"] == "answer")
 
 
+def test_a_chat_answer_its_filter_stopped_without_usage_leaves_the_total_a_lower_bound(tmp_path):
+    """Azure's recorded finish_reason content_filter body carries no usage: those answers' cost is
+    unknown, so the line gives the known part as a lower bound with the count, never a plain total."""
+    with ReplayServer("filtered") as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4o", limit=6)
+    recs = records(tmp_path / "run")
+    unknown = [r for r in recs if r["cost"] is None]
+    assert code == 0, out
+    assert unknown and all(r["outcome"] == "filtered" for r in unknown) and len(unknown) < len(recs)
+    known = sum(r["cost"] for r in recs if r["cost"] is not None)
+    s = summary(tmp_path / "run")
+    assert s["cost"] is None and s["n_cost_unknown"] == len(unknown) and s["cost_known"] == pytest.approx(known)
+    assert f"cost ≥ ${known:.4f} ({len(unknown)} of {len(recs)} unknown)" in out
+    from cresowlve_core.evaluation.listing import run_row
+
+    assert f" ≥ ${known:.4f} " in run_row(tmp_path / "run").line()  # `cresowlve runs` too
+
+
 def test_a_failed_response_shows_the_providers_reason(tmp_path):
     with ReplayServer(failed_fraction=1.0) as srv:
         code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-5-mini", "--effort", "low", limit=1)
