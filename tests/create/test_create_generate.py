@@ -89,3 +89,11 @@ def test_bad_variation_is_a_clear_error(tmp_path):
         cg.generate(None, EP, tmp_path, variation="twice", limit=1, client=FakeClient(), progress=False)  # type: ignore[arg-type]
     with pytest.raises(FileNotFoundError, match="not a CREATE run directory"):
         cg.load_generations(tmp_path / "nothing")
+
+
+def test_a_partly_unknown_cost_is_a_lower_bound_with_its_count() -> None:
+    from cresowlve_core.create.records import CostTotal, _cost
+
+    assert _cost(CostTotal(usd=None, n_calls=3, n_unknown=3)) == "cost unknown"
+    assert _cost(CostTotal(usd=0.0123, n_calls=6)) == "$0.0123"
+    assert _cost(CostTotal(usd=0.0003, n_calls=6, n_unknown=4)) == "≥ $0.0003 (4 of 6 unknown)"
