@@ -734,15 +734,37 @@ def _status_of_code(code: Any) -> int | None:
 
 
 def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Failure | None:
-    """An error object inside a 2xx answer with no choices and no output (OpenRouter answers an
-    upstream failure with 200 and ``{"error": {"code": 402, "message": ...}}``), classified by its
-    code exactly as that HTTP status would be (a code that is no status: as a 502), else None."""
+    """An error object inside a 2xx answer in place of the answer, else None:
+
+    * at the top, with no choices and no output (OpenRouter answers an upstream failure with 200
+      and ``{"error": {"code": 402, "message": ...}}``), classified by its code exactly as that HTTP
+      status would be (a code that is no status: as a 502);
+    * on the first choice (``finish_reason: "error"``, or none, and an ``error`` object beside whatever
+      text came first: OpenRouter, when the upstream failed once the answer had begun), classified by
+      its code in the same way, except that it never stops the run for the configuration (the
+      request was accepted): a 4xx there is this item's failure; quota or billing still stops.
+      The provider said the response failed: the call comes to ``failed``.
+    """
     error = data.get("error")
-    if not error or data.get("choices") or isinstance(data.get("output"), list):
+    choices = data.get("choices")
+    if error and not choices and not isinstance(data.get("output"), list):
+        status = _status_of_code(error.get("code") if isinstance(error, dict) else None)
+        failure = classify_status(status or 502, headers, content,
+                                  label=f"an error inside HTTP 200 ({status or 'no status'})")
+        failure.status = status or 502
+        return failure
+    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
+    error, finish = choice.get("error"), str(choice.get("finish_reason") or "").lower()
+    # an error beside a clean stop (stop, length, a filter) leaves the answer as it finished
+    if finish != "error" and not (not finish and isinstance(error, dict) and error):
         return None
-    status = _status_of_code(error.get("code") if isinstance(error, dict) else None)
-    failure = classify_status(status or 502, headers, content, label=f"an error inside HTTP 200 ({status or 'no status'})")
-    failure.status = status or 502
+    error = error if isinstance(error, dict) and error else {"message": "finish_reason \"error\" with no error object"}
+    status = _status_of_code(error.get("code"))
+    failure = classify_status(status or 502, headers, json.dumps({"error": error}),
+                              label=f"an error on the answer inside HTTP 200 ({status or 'no status'})")
+    if failure.kind == "fatal" and failure.reason != "quota":
+        failure.kind = "item"
+    failure.status, failure.outcome, failure.adaptation = status or 502, "failed", None
     return failure
 
 

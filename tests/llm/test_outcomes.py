@@ -73,6 +73,31 @@ def test_gemini_native_finish_reason_passed_through_is_filtered() -> None:
     assert parse("/chat/completions", chat({"content": None}, finish="RECITATION"), "gemini").outcome == "filtered"
 
 
+@pytest.mark.parametrize(("error", "kind", "status"), [
+    ({"code": 502, "message": "upstream down"}, "retry", 502),
+    ({"code": 429, "message": "slow down"}, "retry", 429),
+    ({"code": 403, "message": "flagged by moderation"}, "item", 403),  # the request was accepted: never the config
+    ({"code": 402, "message": "Insufficient credits"}, "fatal", 402),  # billing still stops the run
+    (None, "retry", 502),  # finish_reason "error" with no error object
+], ids=["502", "429", "403", "402", "bare"])
+def test_an_error_on_the_choice_is_a_failed_attempt_whatever_text_came_first(error, kind, status) -> None:
+    body = chat({"content": "The answer is"}, finish="error", **({"error": error} if error else {}))
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/chat/completions", body, "openrouter")
+    f = exc.value.failure
+    assert (f.kind, f.status, f.outcome) == (kind, status, "failed")
+    assert (error or {"message": "no error object"})["message"] in f.message
+
+
+def test_an_error_on_the_choice_decides_only_where_the_choice_did_not_stop_cleanly() -> None:
+    """With no finish_reason the error object is why; beside a clean stop the answer stands as it finished."""
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/chat/completions", chat({"content": "partial"}, finish=None, error={"message": "stream cut"}))
+    assert exc.value.failure.outcome == "failed" and "stream cut" in exc.value.failure.message
+    c = parse("/chat/completions", chat({"content": "<Answer>Paris</Answer>"}, finish="stop", error={"message": "x"}))
+    assert (c.outcome, c.text) == ("answer", "<Answer>Paris</Answer>")
+
+
 def test_length_is_truncated_even_when_empty() -> None:
     c = parse("/chat/completions", chat({"content": ""}, finish="length"))
     assert c.outcome == "truncated" and c.truncated and c.is_answer

@@ -89,6 +89,7 @@ class Scenario:
     refusal_fraction: float = 0.0  # solve prompts answered with the recorded refusal (openai, azure; chat and /responses)
     filter_fraction: float = 0.0  # solve prompts whose answer the provider's filter stops (every provider with a body)
     failed_fraction: float = 0.0  # openai /responses: solve prompts answered with status "failed"
+    choice_error_fraction: float = 0.0  # openrouter: solve prompts answered with an error on the choice (HTTP 200)
     credits_exhausted: bool = False  # openrouter answers HTTP 200 carrying its 402 "Insufficient credits" error
     reasoning_aliases: tuple[str, ...] = ()  # model names openai/azure serve as reasoning models (a deployment, an alias)
     rate_limit_burst: int = 0  # the first N openai requests get the recorded TPM 429 with x-ratelimit-* headers
@@ -107,6 +108,7 @@ SCENARIOS: dict[str, Scenario] = {
     "refusal": Scenario("refusal", refusal_fraction=0.5),
     "filtered": Scenario("filtered", filter_fraction=0.5),
     "responses-failed": Scenario("responses-failed", failed_fraction=0.5),
+    "choice-error": Scenario("choice-error", choice_error_fraction=0.5),
     "credits": Scenario("credits", credits_exhausted=True),
     "deployment": Scenario("deployment", reasoning_aliases=("my-gpt5-deployment",)),
     "reset-headers": Scenario("reset-headers", rate_limit_burst=2, reset_tokens="0.3s"),
@@ -327,6 +329,7 @@ def filtered(api: str) -> Check:
 
 
 response_failed = _answered_with("failed_fraction", "/responses")
+choice_error = _answered_with("choice_error_fraction", "/chat/completions")
 
 
 def credits_exhausted(req: Request, sc: Scenario) -> Hit | None:
@@ -387,6 +390,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "openrouter": (Rule("burst of 429 (scenario)", "openrouter/err_429_upstream_rate_limited", burst),
                    Rule("HTTP 200 carrying a 402 (scenario)", "openrouter/err_200_402_insufficient_credits",
                         credits_exhausted),
+                   Rule("finish_reason error on the choice (scenario)", "openrouter/chat_choice_error_502",
+                        choice_error),
                    Rule("content_filter (scenario)", "openrouter/chat_gemini_content_filter",
                         filtered("/chat/completions"))),
     "vllm": (Rule("token limit below 1", "vllm/err_400_max_tokens_negative", vllm_bad_max_tokens),

@@ -298,6 +298,20 @@ def test_a_failed_response_shows_the_providers_reason(tmp_path):
     assert "The model produced invalid content." in rec["error"] and "response has empty text" not in rec["error"]
 
 
+def test_an_error_on_the_choice_inside_a_200_is_the_items_failure_never_an_answer(tmp_path):
+    """OpenRouter's finish_reason "error" with the upstream's error on the choice: retried like the
+    502 it names, then that item's error (outcome failed), never an empty or partial answer scored wrong."""
+    with ReplayServer(choice_error_fraction=1.0) as srv:
+        code, out = run_eval(srv, "openrouter", tmp_path / "run", "--model", "google/gemini-2.5-flash", limit=1)
+        sent = srv.requests("openrouter")
+    assert code == 1, out
+    assert len(sent) == 6 and {e["rule"] for e in sent} == {"finish_reason error on the choice (scenario)"}
+    (rec,) = records(tmp_path / "run")
+    assert rec["status"] == "error" and rec["outcome"] == "failed"
+    assert "an error on the answer inside HTTP 200 (502): This model is currently experiencing high demand." in rec["error"]
+    assert summary(tmp_path / "run")["metrics"]["em_strict"]["n"] == 0  # not in any accuracy's n
+
+
 def test_openrouter_200_carrying_402_stops_at_once(tmp_path):
     with ReplayServer("credits") as srv:
         code, out = run_eval(srv, "openrouter", tmp_path / "run", "--model", "qwen/qwen3-235b-a22b-2507")

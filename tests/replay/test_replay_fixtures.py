@@ -214,6 +214,7 @@ OUTCOMES = [
 NOT_COMPLETIONS = [
     ("openai/responses_failed_server_error", "retry", 200, "The model produced invalid content."),
     ("openrouter/err_200_402_insufficient_credits", "fatal", 402, "Insufficient credits. This account never purchased"),
+    ("openrouter/chat_choice_error_502", "retry", 502, "This model is currently experiencing high demand."),
 ]
 OUTCOMES += [(n, "", "", "", None, {}) for n, *_ in NOT_COMPLETIONS]  # covered below
 
