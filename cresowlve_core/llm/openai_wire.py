@@ -311,7 +311,13 @@ def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str,
 #: Gemini's own finishReason values, which its OpenAI-compatible endpoint may pass through as
 #: ``finish_reason`` and OpenRouter reports as ``native_finish_reason`` (compared in lower case)
 _FILTER_NATIVE = frozenset({"content_filter", "safety", "recitation", "prohibited_content", "blocklist", "spii",
-                            "image_safety"})
+                            "image_safety", "sensitive"})  # sensitive: Z.AI's
+#: finish reasons that mean the answer was cut off by a limit: the output budget, or the context window
+#: (``model_context_window_exceeded``: Anthropic's and Bedrock's through compatible layers, ``model_length``: Mistral's)
+_TRUNCATED_FINISH = frozenset({"length", "max_tokens", "model_context_window_exceeded", "model_length"})
+#: finish reasons that mean the provider failed part way through the answer: OpenRouter's ``error``,
+#: DeepSeek's ``insufficient_system_resource``, Z.AI's ``network_error`` (:func:`error_in_200`)
+_FAILED_FINISH = frozenset({"error", "insufficient_system_resource", "network_error"})
 
 
 def _chat_outcome(finish: Any, native: Any, refusal: str | None) -> Outcome:
@@ -323,7 +329,7 @@ def _chat_outcome(finish: Any, native: Any, refusal: str | None) -> Outcome:
         return "filtered"
     if native == "refusal":  # Anthropic's stop_reason through OpenRouter: the model declined
         return "refused"
-    if finish in ("length", "max_tokens"):
+    if finish in _TRUNCATED_FINISH:
         return "truncated"
     return "answer"
 
@@ -739,8 +745,9 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
     * at the top, with no choices and no output (OpenRouter answers an upstream failure with 200
       and ``{"error": {"code": 402, "message": ...}}``), classified by its code exactly as that HTTP
       status would be (a code that is no status: as a 502);
-    * on the first choice (``finish_reason: "error"``, or none, and an ``error`` object beside whatever
-      text came first: OpenRouter, when the upstream failed once the answer had begun), classified by
+    * on the first choice (a finish reason of :data:`_FAILED_FINISH`, or none with an ``error``
+      object, beside whatever text came first: OpenRouter's ``error`` when the upstream failed once
+      the answer had begun, DeepSeek's ``insufficient_system_resource``), classified by
       its code in the same way, except that it never stops the run for the configuration (the
       request was accepted): a 4xx there is this item's failure; quota or billing still stops.
       The provider said the response failed: the call comes to ``failed``.
@@ -756,9 +763,10 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
     choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
     error, finish = choice.get("error"), str(choice.get("finish_reason") or "").lower()
     # an error beside a clean stop (stop, length, a filter) leaves the answer as it finished
-    if finish != "error" and not (not finish and isinstance(error, dict) and error):
+    if finish not in _FAILED_FINISH and not (not finish and isinstance(error, dict) and error):
         return None
-    error = error if isinstance(error, dict) and error else {"message": "finish_reason \"error\" with no error object"}
+    error = error if isinstance(error, dict) and error else {
+        "message": f"the provider stopped the answer part way (finish_reason {finish!r}) with no error object"}
     status = _status_of_code(error.get("code"))
     failure = classify_status(status or 502, headers, json.dumps({"error": error}),
                               label=f"an error on the answer inside HTTP 200 ({status or 'no status'})")

@@ -86,7 +86,7 @@ def test_an_error_on_the_choice_is_a_failed_attempt_whatever_text_came_first(err
         parse("/chat/completions", body, "openrouter")
     f = exc.value.failure
     assert (f.kind, f.status, f.outcome) == (kind, status, "failed")
-    assert (error or {"message": "no error object"})["message"] in f.message
+    assert (error or {"message": "with no error object"})["message"] in f.message
 
 
 def test_an_error_on_the_choice_decides_only_where_the_choice_did_not_stop_cleanly() -> None:
@@ -96,6 +96,25 @@ def test_an_error_on_the_choice_decides_only_where_the_choice_did_not_stop_clean
     assert exc.value.failure.outcome == "failed" and "stream cut" in exc.value.failure.message
     c = parse("/chat/completions", chat({"content": "<Answer>Paris</Answer>"}, finish="stop", error={"message": "x"}))
     assert (c.outcome, c.text) == ("answer", "<Answer>Paris</Answer>")
+
+
+@pytest.mark.parametrize(("finish", "outcome"), [
+    ("sensitive", "filtered"),  # Z.AI's filter
+    ("model_context_window_exceeded", "truncated"),  # the context window, through Anthropic- and Bedrock-compatible layers
+    ("model_length", "truncated"),  # Mistral's
+])
+def test_other_providers_finish_reasons_give_their_outcome(finish, outcome) -> None:
+    c = parse("/chat/completions", chat({"content": "The answer is"}, finish=finish))
+    assert (c.outcome, c.text, c.raw["finish_reason"]) == (outcome, "The answer is", finish)
+    assert c.is_answer == (outcome == "truncated")  # a cut-off answer is scored as the text it is; a filtered one never
+
+
+@pytest.mark.parametrize("finish", ["insufficient_system_resource", "network_error"])  # DeepSeek's, Z.AI's
+def test_an_answer_the_provider_interrupted_is_a_failed_attempt(finish) -> None:
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/chat/completions", chat({"content": "The answer is"}, finish=finish))
+    f = exc.value.failure
+    assert (f.kind, f.outcome) == ("retry", "failed") and f"finish_reason {finish!r}" in f.message
 
 
 def test_length_is_truncated_even_when_empty() -> None:
