@@ -422,8 +422,12 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
 
     ``status: "failed"`` raises :class:`ResponseFailed` with the provider's ``error.message``;
     ``incomplete`` with ``incomplete_details.reason`` ``content_filter`` is ``filtered`` (partial
-    text kept), with ``max_output_tokens`` ``truncated``; a ``refusal`` content part is ``refused``."""
+    text kept), with any other reason or none ``truncated`` (the status alone says the text is
+    unfinished); a ``refusal`` content part is ``refused``. A response not finished at all
+    (``queued``, ``in_progress``, ``cancelled``: background mode) is no answer (:class:`BadResponse`)."""
     status = data.get("status")
+    if status in ("queued", "in_progress", "cancelled"):
+        raise BadResponse(f"the response is {status}, not completed")
     if status == "failed":
         error = _obj(data.get("error"))
         code = f" [{error['code']}]" if error.get("code") else ""
@@ -461,7 +465,7 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
         outcome = "refused"
     elif status == "incomplete" and reason == "content_filter":
         outcome, finish = "filtered", "content_filter"
-    elif status == "incomplete" and "token" in reason:
+    elif status == "incomplete":
         outcome, finish = "truncated", "length"
     usage, cost, odd = _numbers(data, profile, "input_tokens", "output_tokens", "output_tokens_details")
     return Completion(

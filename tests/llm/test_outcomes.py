@@ -117,6 +117,21 @@ def test_an_answer_the_provider_interrupted_is_a_failed_attempt(finish) -> None:
     assert (f.kind, f.outcome) == ("retry", "failed") and f"finish_reason {finish!r}" in f.message
 
 
+@pytest.mark.parametrize("incomplete", [{"reason": "max_output_tokens"}, {"reason": "something_new"}, None])
+def test_an_incomplete_response_is_truncated_whatever_its_reason_unless_filtered(incomplete) -> None:
+    body = responses("incomplete", [message({"type": "output_text", "text": "The answer is"})],
+                     **({"incomplete_details": incomplete} if incomplete else {}))
+    c = parse("/responses", body)
+    assert (c.outcome, c.text, c.raw["status"]) == ("truncated", "The answer is", "incomplete")
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress", "cancelled"])
+def test_a_response_not_finished_is_no_answer_and_says_its_status(status) -> None:
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/responses", responses(status, []))
+    assert f"the response is {status}, not completed" in exc.value.failure.message
+
+
 def test_length_is_truncated_even_when_empty() -> None:
     c = parse("/chat/completions", chat({"content": ""}, finish="length"))
     assert c.outcome == "truncated" and c.truncated and c.is_answer
