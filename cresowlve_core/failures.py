@@ -83,3 +83,14 @@ class InputError(UsageError, ValueError):
 
 class MissingInput(UsageError, FileNotFoundError):
     """An input file, folder or run directory that does not exist (or is not what was asked for)."""
+
+
+#: how much of an error's first line a summary keeps: enough for the client's prefix ("model 'm' at URL:
+#: gave up after 6 attempts; last error: ...") and the provider's own message after it
+ERROR_CHARS = 300
+
+
+def error_line(error: object) -> str:
+    """The first line of an error as a summary keeps it (:data:`ERROR_CHARS`)."""
+    text = str(error)
+    return text.splitlines()[0][:ERROR_CHARS] if text.strip() else "error"

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from cresowlve_core.failures import error_line
+
 #: one shared read-only mapping per distinct set of scores (a run has only a handful of them)
 _SCORES: dict[tuple[tuple[str, Any], ...], Mapping[str, bool | None]] = {}
 
@@ -43,7 +45,7 @@ class SummaryEntry:
         self.status: str | None = get("status")
         self.outcome: str = get("outcome") or "answer"
         error = get("error")
-        self.error: str | None = str(error).splitlines()[0][:160] if error else None
+        self.error: str | None = error_line(error) if error else None
         self.scores = _shared_scores(get("scores"))
         self.judge_status: str = get("judge_status") or "not_run"
         self.judge_outcome: str | None = get("judge_outcome")

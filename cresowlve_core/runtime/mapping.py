@@ -35,7 +35,7 @@ from typing import Any, Generic, TypeVar
 from tqdm.auto import tqdm
 
 import cresowlve_core.runtime.stop as stop_request
-from cresowlve_core.failures import InputError
+from cresowlve_core.failures import InputError, error_line
 from cresowlve_core.llm.types import CONCURRENCY, LLMError
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts
@@ -90,8 +90,7 @@ class MapResult(Generic[U]):
 
     def top_error(self) -> tuple[str, int] | None:
         """The most common error message (first line, trimmed) and its count."""
-        errors = Counter(str(r.get("error") or "").splitlines()[0][:160] if r.get("error") else "error"
-                         for r in self.records.values() if r.get("status") == "error")
+        errors = Counter(error_line(r.get("error") or "") for r in self.records.values() if r.get("status") == "error")
         return errors.most_common(1)[0] if errors else None
 
     def step_counts(self, step: str) -> dict[str, Any]:

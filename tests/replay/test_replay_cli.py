@@ -310,6 +310,7 @@ def test_an_error_on_the_choice_inside_a_200_is_the_items_failure_never_an_answe
     assert rec["status"] == "error" and rec["outcome"] == "failed"
     assert "an error on the answer inside HTTP 200 (502): This model is currently experiencing high demand." in rec["error"]
     assert summary(tmp_path / "run")["metrics"]["em_strict"]["n"] == 0  # not in any accuracy's n
+    assert "This model is currently experiencing high demand." in last_line(out)  # the provider's words, not cut
 
 
 def test_openrouter_200_carrying_402_stops_at_once(tmp_path):
