@@ -272,8 +272,8 @@ class LLMClient:
         self.cost_meter = cost_meter if cost_meter is not None else CostMeter()
         if max_cost is not None:
             self.cost_meter.budget = max_cost
-        #: how far above the price table the provider's reported costs have gone (>= 1): scales the
-        #: table's bound that a call holds of the budget while in flight
+        #: how far the provider's reported costs have gone above their calls' bounds from the price
+        #: table (>= 1): scales the bound that a call holds of the budget while in flight
         self._cost_scale = 1.0
         #: the largest cost the provider reported for one call: what a call holds when there is no price
         self._largest_reported = 0.0
