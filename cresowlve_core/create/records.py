@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.exitcodes import sent_phrase
-from cresowlve_core.llm.pricing import CostMeter, usd
+from cresowlve_core.llm.pricing import CostMeter, cost_text
 from cresowlve_core.llm.types import Outcome, Usage
 
 JUDGMENTS = "judgments.jsonl"
@@ -140,9 +140,8 @@ class CostTotal(BaseModel):
 
 
 def _cost(c: CostTotal) -> str:
-    if c.usd is None:
-        return "cost unknown"
-    return f"≥ {usd(c.usd)} ({c.n_unknown} of {c.n_calls} unknown)" if c.n_unknown else usd(c.usd)
+    text = cost_text(c.usd, c.n_unknown, c.n_calls)
+    return f"cost {text}" if c.usd is None else text
 
 
 def generate_line(s: GenerateSummary) -> str:

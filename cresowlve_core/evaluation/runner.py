@@ -35,7 +35,7 @@ from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.pricing import CostMeter, PriceTable, usd
+from cresowlve_core.llm.pricing import CostMeter, PriceTable, cost_text, usd
 from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError
 from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.runtime import (
@@ -485,9 +485,8 @@ def summary_line(s: dict[str, Any]) -> str:
         judge = f"judge {pct(s['judge_accuracy'])} [{pct(lo)}, {pct(hi)}] (n={s['n_judged']})"
     elif s.get("n_unscored") or s.get("n_judge_error"):
         judge = "judge: no verdicts"
-    cost = "unknown" if s["cost"] is None else usd(s["cost"])
-    if s["cost"] is None and 0 < (s.get("n_cost_unknown") or 0) < s["n_ok"]:
-        cost = f"≥ {usd(s['cost_known'])} ({s['n_cost_unknown']} of {s['n_ok']} unknown)"
+    cost = usd(s["cost"]) if s["cost"] is not None else cost_text(s.get("cost_known"), s.get("n_cost_unknown") or 0,
+                                                                    s["n_ok"])
     if s["cost"] is not None and s.get("n_cost_reported"):
         cost += " (reported by the provider)" if s["n_cost_reported"] == s["n_ok"] else \
             f" ({s['n_cost_reported']} of {s['n_ok']} reported by the provider)"

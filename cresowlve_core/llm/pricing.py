@@ -123,6 +123,14 @@ def usd(amount: float) -> str:
     return f"${amount:.10f}".rstrip("0")
 
 
+def cost_text(known: float | None, n_unknown: int, n: int) -> str:
+    """A total over ``n`` calls of which ``n_unknown`` have no known cost: ``$0.0123``, ``unknown``
+    (nothing known, or no call), or the known part as a lower bound, ``≥ $0.0006 (4 of 9 unknown)``."""
+    if known is None or n_unknown >= n:
+        return "unknown"
+    return f"≥ {usd(known)} ({n_unknown} of {n} unknown)" if n_unknown else usd(known)
+
+
 def estimate_input_tokens(text: str) -> int:
     """A deliberately generous token estimate (≈ 3 characters per token) for budget checks."""
     return max(1, math.ceil(len(text) / 3))
