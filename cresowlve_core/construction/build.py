@@ -52,6 +52,7 @@ from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import InputError, StoppedError, UsageError
 from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
+from cresowlve_core.runtime.outcomes import outcome_note
 from cresowlve_core.text import slug
 
 
@@ -353,8 +354,9 @@ class Build:
         if self.config.limit is not None:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
         human = self.steps.get("human_validation", {}).get("by_code", {})
+        model_steps = {name: s for name, s in self.steps.items() if name in LLM_STEPS}
         card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
-                          "agreement": self.agreement_result},
+                          "agreement": self.agreement_result, "model_steps": model_steps},
                          self.funnel, creative, notes)
         outfiles.write_text(self.path / "export" / "DATA_CARD.md", card)
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
@@ -388,8 +390,11 @@ class Build:
                 if err and (top is None or err[1] > top[1]):
                     top = (err[0], err[1])
                 n_sent += step.get("n_sent") or 0
-                if step.get("n_done") and step.get("n_parsed") == 0:
-                    unparsed.append(f"{name} {step['n_done']}/{step['n_units']}")
+                withheld = {k: step.get(f"n_{k}", 0) for k in ("refused", "filtered")}
+                answered = (step.get("n_done") or 0) - sum(withheld.values())
+                if answered > 0 and step.get("n_parsed") == 0:  # refusals are counted, never "unparseable"
+                    unparsed.append(f"{name} 0 of {answered} answers parsed" + outcome_note(
+                        {f"n_{k}": v for k, v in withheld.items()}))
         stopped = None
         if self.stopped is not None:
             reason = self.stopped.reason
@@ -400,7 +405,7 @@ class Build:
         return {"n_items": n, "n_ok": n - n_error - n_not_run, "n_error": n_error, "n_not_run": n_not_run,
                 "top_error": list(top) if top else None, "stopped": stopped, "n_sent": n_sent,
                 "unparsed": (f"no model output parsed in {len(unparsed)} of {len(model_steps)} model steps "
-                             f"(unparseable: {', '.join(unparsed)})") if unparsed else None}
+                             f"({', '.join(unparsed)})") if unparsed else None}
 
     def summary_line(self) -> str:
         """The build in one line: the funnel, the unparseable outputs per step, the calls sent."""
@@ -410,9 +415,12 @@ class Build:
             ("human_validation", "−review"), ("final", "final")) if key in f)
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
         bad = [f"{name} {s['unparseable']}/{s['n_in']}" for name, s in self.steps.items() if s.get("unparseable")]
+        withheld = "".join(f"; {word}: " + ", ".join(f"{name} {s[word]}/{s['n_in']}" for name, s in self.steps.items()
+                                                      if s.get(word))
+                           for word in ("refused", "filtered") if any(s.get(word) for s in self.steps.values()))
         sent = sent_phrase(calls["n_sent"], calls["n_error"] + calls["n_not_run"],
                            "every call was already in the build directory")
-        return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}; "
+        return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}{withheld}; "
                 f"{calls['n_items']} model calls, {sent}; {self.path / 'build.json'}")
 
     def run_all(self) -> dict[str, Any]:

@@ -212,6 +212,18 @@ def agreement_section(result: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
+def model_steps_section(steps: dict[str, dict[str, Any]]) -> str:
+    """Per model step, the items that got no usable answer: refused or filtered by the provider,
+    unparseable (or an incomplete translation), errored or not run. A filter keeps such an item, an
+    annotation leaves its label unset; both flag it for review."""
+    rows = [{"step": name, "items": s.get("n_in", 0), "refused": s.get("refused", 0), "filtered": s.get("filtered", 0),
+             "unparseable or incomplete": s.get("unparseable", 0) + s.get("translation_incomplete", 0),
+             "errored": s.get("llm_error", 0), "not run": s.get("not_run", 0)} for name, s in steps.items()]
+    return ("\n## Model steps: items without a usable answer\n\n"
+            "A filter keeps an item it has no verdict for, and an annotation leaves its label unset; "
+            "each such item carries a review flag naming why (`meta.review_flags` in `full.jsonl`).\n\n" + _md_table(rows))
+
+
 def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[Item], notes: Sequence[str] = ()) -> str:
     """The data card (markdown): funnel vs the paper, Table 2 for the creative subset, label
     distributions, review decisions, agreement (``build["agreement"]``, see
@@ -229,6 +241,7 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
                          ("cultures", "Cultures")):
         parts.append(f"\n## {title} (paper Fig. 2), creative subset\n")
         parts.append(_md_table(label_distribution(creative, field)))
+    parts.append(model_steps_section(build.get("model_steps") or {}))
     decisions = build.get("review_codes") or {}
     parts.append("\n## Human validation decisions by code\n")
     parts.append(_md_table([{"code": k, "items": v} for k, v in sorted(decisions.items())]))

@@ -64,7 +64,7 @@ def test_a_build_whose_model_output_never_parses_exits_1_with_the_counts(tmp_pat
         res = _build(tmp_path, srv.base_url, tmp_path / "build")
     assert res.returncode == 1, res.stderr[-2000:]
     last = [line for line in res.stderr.splitlines() if line.strip()][-1]
-    assert last.startswith("incomplete: no model output parsed in ") and "needs_material 8/8" in last
+    assert last.startswith("incomplete: no model output parsed in ") and "needs_material 0 of 8 answers parsed," in last
     assert "unparseable: needs_material 8/8, russian_specific 8/8" in res.stdout  # the funnel line shows them
 
 

@@ -1,0 +1,69 @@
+"""``cresowlve build`` as a new user runs it, against the replay server's recorded refusals: a
+refused filter or annotation is counted as refused wherever the build is summarised (its line,
+its last line, the data card), never as unparseable output and never silently kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from replay.server import ReplayServer
+from test_replay_cli import CODE, KEY, last_line
+
+from cresowlve_core.construction.llm_steps import LLM_STEPS
+
+
+def build_against(tmp_path: Path, **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
+    """``cresowlve build`` of 6 items on the replay's refusal scenario: (the command, the build
+    directory, how many recorded refusals the server sent)."""
+    env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_DATA_DIR=str(tmp_path / "data"),
+               CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
+    build = tmp_path / "build"
+    with ReplayServer("refusal", **knobs) as srv:
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--limit", "6", "--model", "gpt-4o",
+               "--base-url", srv.base_url("openai"), "--api-key-env", "REPLAY_KEY", "--provider", "openai",
+               "--build-dir", str(build), "--no-cache", "--agreement-n", "2"]
+        proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=600)
+        served = [e for e in srv.requests("openai") if e["rule"] == "refusal (scenario)"]
+    return proc, build, len(served)
+
+
+def refused_records(build: Path) -> dict[str, int]:
+    """Each model step's refused records."""
+    counts = {}
+    for step in LLM_STEPS:
+        recs = [json.loads(line) for line in (build / "steps" / step / "records.jsonl").read_text().splitlines()]
+        counts[step] = sum(r.get("outcome") == "refused" for r in recs)
+    return counts
+
+
+def test_refused_construction_calls_are_counted_as_refused_in_the_line_the_last_line_and_the_card(tmp_path: Path) -> None:
+    proc, build, served = build_against(tmp_path)
+    out = proc.stdout + proc.stderr
+    # the replay answers construction prompts with text no parser reads: exit 1, "no model output parsed"
+    assert proc.returncode == 1, out
+    refused = refused_records(build)
+    assert served and sum(refused.values()) == served  # every recorded refusal is one refused record
+    step = next(s for s in LLM_STEPS if 0 < refused[s] < 6)
+    k = refused[step]
+    line = proc.stdout.splitlines()[0]
+    assert re.search(rf"; refused: [^;]*\b{step} {k}/6\b", line), line
+    assert f"{step} 0 of {6 - k} answers parsed ({k} refused)" in last_line(out)
+    card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert f"| {step} | 6 | {k} | 0 | {6 - k} | 0 | 0 |" in card
+
+
+def test_a_build_every_call_of_which_was_refused_is_finished_and_says_so(tmp_path: Path) -> None:
+    """Refusals are final answers of the provider: nothing to retry, nothing unparseable (exit 0),
+    and the line and the card say every call was refused."""
+    proc, build, served = build_against(tmp_path, refusal_fraction=1.0)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert served == sum(refused_records(build).values()) > 0
+    line = proc.stdout.splitlines()[0]
+    assert "unparseable: none; refused: needs_material 6/6, russian_specific 6/6, translate 6/6" in line, line
+    card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert all(f"| {step} | 6 | 6 | 0 | 0 | 0 | 0 |" in card for step in LLM_STEPS), card
