@@ -53,7 +53,7 @@ from cresowlve_core.runtime import (
     refuse_changed,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, outcome_note
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg
 from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
@@ -279,8 +279,8 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
         for side in ("literal", "obfuscated"):
             req = step.request(ItemView(question=verb[side], answer="-"))
             out = await client.complete(req.messages, req.params, prompt_version=req.tag)
-            if is_withheld(out):  # the solver refused or was filtered: final, not correct, nothing extracted
-                answer, how, basis, correct[side] = None, None, None, False
+            if is_withheld(out):  # the solver refused or was filtered: final, unscored (no answer is no wrong answer)
+                answer, how, basis, correct[side] = None, None, None, None
             else:
                 answer, how = extract(out.text, step.fewshot)
                 basis = match_answer(answer, names) if answer is not None else None
@@ -397,8 +397,11 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     """``cresowlve synth`` in one line: the funnel, the yield beside the paper's, the calls sent
     (everything else is in ``summary.json``)."""
     st, y, d = summary["stages"], summary["yield"], summary["difficulty"]
-    funnel = (f"{st['candidates']} candidates → {st['verbalised']} verbalised ({st['parsed']} parsed, "
-              f"{st['leak_free']} leak-free) → {st['solver_answered']} answered by the solver → {st['kept']} kept")
+    withheld = summary.get("withheld") or {}
+    solver_note = outcome_note(withheld.get("solve") or {}).replace(")", " answers)")
+    funnel = (f"{st['candidates']} candidates → {st['verbalised']} verbalised{outcome_note(withheld.get('verbalise') or {})} "
+              f"({st['parsed']} parsed, {st['leak_free']} leak-free) → {st['solver_answered']} answered by the "
+              f"solver{solver_note} → {st['kept']} kept")
     auc, lo, hi = d.get("auc"), d.get("auc_low"), d.get("auc_high")
     interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
     n_sent = int(summary.get("n_sent", 0))
@@ -432,6 +435,9 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
     n_parsed = sum(r.get("parsed") is not None for r in verbalised.values())
     n_leak_free = sum(r.get("parsed") is not None and not r.get("leaks") for r in verbalised.values())
     outcomes = [r["outcome"] for r in solved.values()]
+    withheld = {"verbalise": outcome_counts(verbalised.values()),
+                "solve": outcome_counts({"status": "ok", **r[side]} for r in solved.values()
+                                        for side in ("literal", "obfuscated") if side in r)}
     steps = [vres.step_counts("verbalise")] + ([sres.step_counts("solve")] if sres else [])
     counts = pipeline_summary(steps)  # a stopped verbaliser skips the solver: its step is not listed
     stopped = vres.stopped or (sres.stopped if sres else None)
@@ -439,7 +445,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         "stages": {
             "anchors_tried": len(build.tried),
             "candidates": len(build.candidates),
-            "verbalised": len(verbalised),
+            "verbalised": len(verbalised) - sum(withheld["verbalise"].values()),
             "parsed": n_parsed,
             "leak_free": n_leak_free,
             "solver_answered": len(solved),
@@ -447,6 +453,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
             "solved_literal": len(literal_ok),
             "kept": outcomes.count("kept"),
         },
+        "withheld": withheld,  # calls refused or filtered: the verbaliser's by candidate, the solver's by side
         "outcomes": {o: outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
         "yield": {"kept": outcomes.count("kept"), "of_candidates": len(build.candidates),
                   "paper_kept": PAPER_YIELD[0], "paper_of": PAPER_YIELD[1]},

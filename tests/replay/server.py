@@ -45,7 +45,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -651,8 +651,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--scenario", choices=sorted(SCENARIOS), default="default")
+    ap.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
+                    help="set one of the scenario's knobs (e.g. refusal_fraction=1.0); repeatable")
     args = ap.parse_args(argv)
-    srv = ReplayServer(args.scenario, port=args.port)
+    knobs: dict[str, Any] = {}
+    for knob in args.knob:
+        name, sep, value = knob.partition("=")
+        if not sep or name not in {f.name for f in fields(Scenario)} or name == "name":
+            ap.error(f"--knob {knob!r}: expected NAME=VALUE with NAME one of the Scenario's fields")
+        knobs[name] = json.loads(value) if value[:1] in "0123456789-[{tfn\"" else value
+    srv = ReplayServer(args.scenario, port=args.port, **knobs)
     print(f"READY http://127.0.0.1:{srv.port}", flush=True)
     for name, (prefix, _) in PROVIDERS.items():
         print(f"  {name:<11} http://127.0.0.1:{srv.port}{prefix}", flush=True)

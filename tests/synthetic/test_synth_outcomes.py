@@ -1,5 +1,5 @@
 """A refused or filtered verbalisation or solver answer is recorded with its outcome, read as
-nothing, counted, and not asked again on resume (tiny graph of test_synth_pipeline, fake server)."""
+nothing (a refused side leaves its candidate unscored, never kept), counted, and not asked again on resume (tiny graph of test_synth_pipeline, fake server)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fakeserver import FakeServer, Reply
 from test_synth_pipeline import answers, cfg, graph
 
 from cresowlve_core.llm.types import Endpoint
-from cresowlve_core.synthetic.pipeline import run_synth
+from cresowlve_core.synthetic.pipeline import run_synth, summary_line
 
 
 def outcome_answers(req):
@@ -20,7 +20,7 @@ def outcome_answers(req):
         if anchor == "a3":  # a verbalisation the filter stopped: its partial puzzle is not read
             return Reply(text="<literal>X (a3-lit) studied there.", finish_reason="content_filter")
         return answers(req)
-    if "(a1-lit)" in p:  # the solver refuses the literal version: not correct, so not kept
+    if "(a1-obf)" in p:  # the solver refuses the obfuscated version it would have failed: unscored, not kept
         return Reply(text="", refusal="I can't help with that")
     return answers(req)
 
@@ -33,19 +33,26 @@ def records(build, stage):
 def test_refused_and_filtered_synthetic_calls(tmp_path):
     with FakeServer(answers=outcome_answers) as srv:
         ep = Endpoint(srv.base_url, "fake")
-        run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+        res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
         first = srv.total
-        assert sum("(a1-lit)" in r.prompt for r in srv.requests) == 1  # the refusal cost one request
+        assert sum("(a1-obf)" in r.prompt for r in srv.requests) == 1  # the refusal cost one request
         srv.reset()
         run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
         assert srv.total == 0 and first > 0  # resume: nothing re-asked
     build = tmp_path / "build"
     verb, solve = records(build, "verbalise"), records(build, "solve")
     assert verb["A3"]["outcome"] == "filtered" and verb["A3"]["parsed"] is None and verb["A3"]["raw"]
-    lit = solve["A1"]["literal"]
-    assert (lit["outcome"], lit["refusal"], lit["correct"], lit["answer"]) == ("refused", "I can't help with that",
-                                                                               False, None)
-    assert solve["A1"]["outcome"] == "failed_literal"  # the creative-leap outcome counts it not solved
+    obf = solve["A1"]["obfuscated"]
+    assert (obf["outcome"], obf["refusal"], obf["correct"], obf["answer"]) == ("refused", "I can't help with that",
+                                                                               None, None)
+    assert solve["A1"]["literal"]["correct"] is True
+    assert solve["A1"]["outcome"] == "unscored"  # a refusal is no failure to solve: the candidate is not kept
+    assert res.survivors == [] and (build / "synthetic_items.jsonl").read_text() == ""
+    assert res.summary["withheld"] == {"verbalise": {"n_refused": 0, "n_filtered": 1},
+                                       "solve": {"n_refused": 1, "n_filtered": 0}}
+    assert res.summary["stages"]["verbalised"] == res.summary["stages"]["candidates"] - 1  # A3's filtered one is not
+    line = summary_line(res.summary, build)
+    assert "verbalised (1 filtered)" in line and "answered by the solver (1 refused answers)" in line, line
     vsum = json.loads((build / "verbalise" / "summary.json").read_text())
     ssum = json.loads((build / "solve" / "summary.json").read_text())
     assert (vsum["n_refused"], vsum["n_filtered"]) == (0, 1)
