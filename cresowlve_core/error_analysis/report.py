@@ -150,7 +150,8 @@ def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
         "languages: the LLM judge when its coverage (`judge_coverage`, verdicts on real answers / all items) reaches "
         "90% in every language the configuration ran, else strict exact match (as the contamination sets). "
         "`n_wrong`: wrong by that basis; of these, `n_no_answer` have **no answer** to label "
-        "(`n_no_answer_error`: the call errored, no model output; `n_no_answer_empty`: an empty prediction): counted "
+        "(`n_no_answer_error`: the call errored, no model output; `n_no_answer_withheld`: the model refused or the "
+        "provider's filter stopped it; `n_no_answer_empty`: an empty prediction): counted "
         "here, never labelled, never in the distribution or the χ². Of the answers that exist, `n_wrong_judge` / "
         "`n_wrong_em`: wrong by the judge / by strict exact match (one of them is 0 for each configuration); `n_no_item`: the item "
         "could not be loaded (not labelled); `n_to_label`: sent to the labeller. `n_unknown`: neither judge nor EM "
@@ -158,6 +159,7 @@ def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
     return {"n_runs": int(len(ea.tally)), "n_wrong": int(ea.tally["n_wrong"].sum()),
             "n_no_answer": int(ea.tally["n_no_answer"].sum()),
             "n_no_answer_error": int(ea.tally["n_no_answer_error"].sum()),
+            "n_no_answer_withheld": int(ea.tally["n_no_answer_withheld"].sum()),
             "n_no_answer_empty": int(ea.tally["n_no_answer_empty"].sum()),
             "n_to_label": int(ea.tally["n_to_label"].sum()),
             "n_wrong_judge": int(ea.tally["n_wrong_judge"].sum()), "n_wrong_em": int(ea.tally["n_wrong_em"].sum()),

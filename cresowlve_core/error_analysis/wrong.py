@@ -8,8 +8,9 @@ is recorded per run in the tally (``basis``, ``judge_coverage``) and per answer;
 no value on its configuration's basis is *unknown* and counted, not labelled.
 
 Only answers that exist are labelled. An errored call (``status == "error"``: no model output)
-or an empty prediction is wrong by the rule but is **no answer**: counted per run as
-``n_no_answer`` (``n_no_answer_error`` + ``n_no_answer_empty``) and never sent to the labeller,
+a refused or filtered one (``outcome``) or an empty prediction is wrong by the rule but is **no
+answer**: counted per run as ``n_no_answer`` (``n_no_answer_error`` + ``n_no_answer_withheld`` +
+``n_no_answer_empty``) and never sent to the labeller,
 so it never reaches the distribution or the χ² (API failures cluster by model).
 """
 
@@ -31,6 +32,7 @@ from cresowlve_core.analysis.loading import no_answer as loading_no_answer
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.select import EM, JUDGE
 from cresowlve_core.inputs import run_input_limit
+from cresowlve_core.runtime.outcomes import NOT_AN_ANSWER
 from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -71,14 +73,17 @@ def output_hash(*parts: str | None) -> str:
 
 
 TALLY_COLUMNS = ["run_id", "config", "lang", "basis", "judge_coverage", "n", "n_wrong", "n_right", "n_unknown", "n_no_answer",
-                 "n_no_answer_error", "n_no_answer_empty", "n_wrong_judge", "n_wrong_em", "n_no_item", "n_to_label"]
+                 "n_no_answer_error", "n_no_answer_withheld", "n_no_answer_empty", "n_wrong_judge", "n_wrong_em", "n_no_item", "n_to_label"]
 
 
-def no_answer(status: object, prediction: object) -> str | None:
-    """Why a response has no answer to label: ``"error"`` (the call failed), ``"empty"`` (an
-    empty or blank prediction), else None."""
+def no_answer(status: object, prediction: object, outcome: object = None) -> str | None:
+    """Why a response has no answer to label: ``"error"`` (the call failed), ``"withheld"`` (the
+    model refused or the provider's filter stopped it), ``"empty"`` (an empty or blank prediction),
+    else None."""
     if status == "error":
         return "error"
+    if outcome in NOT_AN_ANSWER:
+        return "withheld"
     if prediction is None or (isinstance(prediction, float) and prediction != prediction) or not str(prediction).strip():
         return "empty"
     return None
@@ -110,8 +115,8 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
 
     The tally (one row per run) has ``n``, ``n_wrong``, ``n_right``, ``n_unknown`` (neither judge
     nor strict EM), ``n_wrong_judge`` / ``n_wrong_em`` (the basis, over answers that exist),
-    ``n_no_answer`` = ``n_no_answer_error`` (the call errored) + ``n_no_answer_empty`` (an empty
-    prediction): wrong but no answer, not labelled; ``n_no_item`` (a wrong answer whose item
+    ``n_no_answer`` = ``n_no_answer_error`` (the call errored) + ``n_no_answer_withheld`` (refused or
+    filtered) + ``n_no_answer_empty`` (an empty prediction): wrong but no answer, not labelled; ``n_no_item`` (a wrong answer whose item
     could not be loaded: reported here, never labelled blind) and ``n_to_label``. An items file that
     breaks the input limits (:mod:`cresowlve_core.inputs`; ``max_input_chars`` raises the question
     size limit) raises its ``ItemsFileError``: refused before anything is labelled.
@@ -141,11 +146,11 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
                "judge_coverage": float(part["judge_coverage"].iloc[0]) if len(part) else float("nan"), "n": len(part),
                "n_wrong": int(wrong_or_none.sum()), "n_right": int((part["correct"] == 1).sum()),
                "n_unknown": int((part["correct"].isna() & ~errored).sum()), "n_no_answer": 0, "n_no_answer_error": 0,
-               "n_no_answer_empty": 0, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0, "n_to_label": 0}
+               "n_no_answer_withheld": 0, "n_no_answer_empty": 0, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0, "n_to_label": 0}
         for r in part[wrong_or_none].itertuples():
             lang = str(r.lang)
             rec = records.get((str(r.id), lang), {})
-            why = no_answer(getattr(r, "status", None) or rec.get("status"), rec.get("prediction"))
+            why = no_answer(getattr(r, "status", None) or rec.get("status"), rec.get("prediction"), rec.get("outcome"))
             if why is not None:
                 row["n_no_answer"] += 1
                 row[f"n_no_answer_{why}"] += 1

@@ -75,5 +75,5 @@ def test_label_cli_counts_no_answer_and_sends_nothing(tmp_path, capsys):
     code = main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
                  "--labeller-model", "x", "--labeller-base-url", "http://127.0.0.1:9/v1"])
     err = capsys.readouterr().err
-    assert code == 0 and "nothing to label; 2 wrong by the rule without an answer (errored or empty)" in err
+    assert code == 0 and "nothing to label; 2 wrong by the rule without an answer (2 errored)" in err
     assert not (tmp_path / "out" / "labels").exists()
