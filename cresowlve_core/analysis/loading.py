@@ -341,6 +341,11 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if thinking else None,
         "n_truncated": _summary_value(run_dir, "n_truncated"),
         "provider": m.get("provider"),
+        "base_url": m.get("base_url"),
+        "api": m.get("api"),
+        "max_tokens": m.get("max_tokens"),
+        "prompts": ", ".join(map(str, m.get("prompts") or [])) or None,
+        "items_spec": str(m["items"]) if m.get("items") is not None else None,
     }
 
 
@@ -608,12 +613,37 @@ def _pick_latest(runs_df: pd.DataFrame, notes: list[str]) -> list[int]:
     for _, grp in order.groupby(["model", "effort", "lang"], sort=False, dropna=False):
         idx = grp.index.tolist()
         keep.append(idx[-1])
+        kept = Path(runs_df.at[idx[-1], "path"]).name
         for dropped in idx[:-1]:
-            notes.append(
-                f"`{Path(runs_df.at[dropped, 'path']).name}` duplicates {runs_df.at[dropped, 'config']} / "
-                f"{runs_df.at[dropped, 'lang']}; kept the later run `{Path(runs_df.at[idx[-1], 'path']).name}`."
-            )
+            name = Path(runs_df.at[dropped, "path"]).name
+            changed = _setting_changes(runs_df, dropped, idx[-1])
+            if changed:  # same model, effort and language, but not the same run: say what differs
+                notes.append(f"`{name}` has the model, effort and language of the later run `{kept}` "
+                             f"({runs_df.at[dropped, 'config']} / {runs_df.at[dropped, 'lang']}) but another "
+                             f"setting ({changed}): only `{kept}` is analysed; analyse the other in its own report.")
+            else:
+                notes.append(f"`{name}` duplicates {runs_df.at[dropped, 'config']} / "
+                             f"{runs_df.at[dropped, 'lang']}; kept the later run `{kept}`.")
     return sorted(keep)
+
+
+#: the run settings besides model, effort and language that make two runs different configurations
+DISTINCT_SETTINGS = ("base_url", "provider", "api", "temperature", "seed", "max_tokens", "prompts", "items_spec",
+                     "judge_model", "judge_protocol")
+
+
+def _setting_changes(runs_df: pd.DataFrame, a: int, b: int) -> str:
+    """``"base_url X → Y, temperature 0 → 0.7"``: the settings two runs' manifests give differently
+    (a setting either manifest leaves out is not compared)."""
+    parts = []
+    for col in DISTINCT_SETTINGS:
+        if col not in runs_df.columns:
+            continue
+        x, y = runs_df.at[a, col], runs_df.at[b, col]
+        if x is None or y is None or pd.isna(x) or pd.isna(y) or x == y:
+            continue
+        parts.append(f"{col} {x} → {y}")
+    return ", ".join(parts)
 
 
 def main_subset(responses: pd.DataFrame) -> tuple[pd.DataFrame, int]:

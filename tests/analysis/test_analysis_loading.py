@@ -82,6 +82,20 @@ def test_duplicate_configuration_keeps_the_later_run(tmp_path):
     assert any("`old`" in n and "kept the later run `new`" in n for n in rs.notes)
 
 
+def test_a_run_of_the_same_model_with_another_setting_is_named_as_such_not_as_a_duplicate(tmp_path):
+    """The same model on another endpoint at another temperature is another configuration: the note
+    names each setting that differs instead of calling the earlier run a duplicate."""
+    write_run(tmp_path / "vllm", [record("a", em_strict=False)], finished_at="2026-01-01T00:00:00",
+              base_url="http://gpu-box:8000/v1", temperature=0.7)
+    write_run(tmp_path / "hosted", [record("a", em_strict=True)], finished_at="2026-02-01T00:00:00",
+              base_url="https://api.together.xyz/v1", temperature=0)
+    rs = load_runs(str(tmp_path / "*"))
+    assert rs.runs["run_id"].tolist() == ["hosted"]
+    (note,) = [n for n in rs.notes if "`vllm`" in n]
+    assert "duplicates" not in note and "only `hosted` is analysed" in note
+    assert "base_url http://gpu-box:8000/v1 → https://api.together.xyz/v1" in note and "temperature 0.7 → 0" in note
+
+
 def test_malformed_and_off_schema_lines_are_tolerated(tmp_path):
     d = write_run(tmp_path / "r", [record("a", em_strict=True), record("b")])
     with (d / "responses.jsonl").open("a") as fh:
