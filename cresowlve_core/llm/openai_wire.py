@@ -233,12 +233,19 @@ def _join_thoughts(*parts: str | None) -> str | None:
     return "\n\n".join(kept) if kept else None
 
 
+#: above these, a reported number is garbage (a wrapped 32-bit integer, 1e300), not a count or a price:
+#: the largest context windows hold about 10**7 tokens, and no single call costs $10,000
+MAX_TOKEN_COUNT = 10**9
+MAX_CALL_COST_USD = 10_000.0
+
+
 def _count(value: Any, name: str, odd: list[str]) -> int | None:
     """A token count as reported, or None: absent, or not a usable count (NaN, infinite, negative,
-    a bool, not a number), which is named in ``odd``."""
+    fractional, above :data:`MAX_TOKEN_COUNT`, a bool, not a number), which is named in ``odd``."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or value != int(value) or value > MAX_TOKEN_COUNT):
         odd.append(f"{name}={value!r}")
         return None
     return int(value)
@@ -287,12 +294,14 @@ def _dotted(data: Any, path: str) -> Any:
 
 def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] | None = None) -> float | None:
     """The USD cost a response reports at the profile's ``cost_field`` (OpenRouter: ``usage.cost``);
-    None when absent or not a usable cost (NaN, infinite, negative, a bool, not a number: named in ``odd``)."""
+    None when absent or not a usable cost (NaN, infinite, negative, above :data:`MAX_CALL_COST_USD`,
+    a bool, not a number: named in ``odd``)."""
     field = (profile or PROFILES["generic"]).cost_field
     value = _dotted(data, field) if field else None
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
+            or value > MAX_CALL_COST_USD):
         if odd is not None:
             odd.append(f"{field}={value!r}")
         return None

@@ -281,7 +281,7 @@ def test_an_empty_answer_is_still_retried_and_is_an_error() -> None:
 # ------------------------------------------------------------------ bytes and numbers
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -3, True, "12", 1e999])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -3, True, "12", 1e999, 1e300, 2**32 - 1 + 10**10])
 def test_a_usage_count_or_cost_that_is_not_a_number_is_unknown(value: Any) -> None:
     body = chat({"content": "Paris"})
     body["usage"] = {"prompt_tokens": value, "completion_tokens": 2, "cost": value,
@@ -291,6 +291,21 @@ def test_a_usage_count_or_cost_that_is_not_a_number_is_unknown(value: Any) -> No
     assert (c.outcome, c.text) == ("answer", "Paris")
     assert (c.usage.input_tokens, c.usage.output_tokens, c.usage.reasoning_tokens) == (None, 2, None)
     assert c.reported_cost is None and len(c.raw["unusable_numbers"]) == 3
+
+
+def test_a_fractional_token_count_is_unknown_not_rounded() -> None:
+    body = chat({"content": "Paris"})
+    body["usage"] = {"prompt_tokens": 12.7, "completion_tokens": 2}
+    c = wire.interpret("/chat/completions", 200, {}, json.dumps(body).encode(), get_profile("openrouter"))
+    assert (c.usage.input_tokens, c.usage.output_tokens) == (None, 2) and c.raw["unusable_numbers"] == ["prompt_tokens=12.7"]
+
+
+def test_whole_and_plausible_numbers_are_kept() -> None:
+    body = chat({"content": "Paris"})
+    body["usage"] = {"prompt_tokens": 12.0, "completion_tokens": 10**7, "cost": 9.5}  # 12.0: a JSON number from JavaScript
+    c = wire.interpret("/chat/completions", 200, {}, json.dumps(body).encode(), get_profile("openrouter"))
+    assert (c.usage.input_tokens, c.usage.output_tokens, c.reported_cost) == (12, 10**7, 9.5)
+    assert "unusable_numbers" not in c.raw
 
 
 def test_odd_numbers_warn_once_per_client(caplog: pytest.LogCaptureFixture) -> None:
