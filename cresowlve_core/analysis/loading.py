@@ -331,7 +331,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "judge_protocol": judge.get("protocol") if isinstance(judge, dict) else None,
         "seed": m.get("seed"),
         "judge_seed": judge.get("seed") if isinstance(judge, dict) else None,
-        "temperature": m.get("temperature"),
+        "temperature": sent_temperature(m),
         "stopped": m.get("stopped"),
         "manifest": manifest is not None,
         "synthetic_manifest": bool(m.get("synthetic", False)),
@@ -347,6 +347,23 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "prompts": ", ".join(map(str, m.get("prompts") or [])) or None,
         "items_spec": str(m["items"]) if m.get("items") is not None else None,
     }
+
+
+#: the runs table's temperature of a run whose requests carried none: the provider decoded at its default
+PROVIDER_DEFAULT = "provider default"
+
+
+def sent_temperature(m: dict[str, Any]) -> float | str | None:
+    """The temperature the run's requests carried: the manifest's ``sent`` fields (a reasoning
+    model's profile sends none) less what the provider refused and the client dropped
+    (``adapted``); :data:`PROVIDER_DEFAULT` when none was sent. A manifest written before ``sent``
+    existed gives its requested ``temperature``."""
+    if "sent" not in m:
+        return m.get("temperature")
+    dropped = any(isinstance(a, dict) and a.get("field") == "temperature" and a.get("action") == "drop"
+                  for a in m.get("adapted") or [])
+    sent = m.get("sent") or {}
+    return PROVIDER_DEFAULT if dropped or "temperature" not in sent else sent["temperature"]
 
 
 def _summary_value(run_dir: Path, key: str) -> Any:

@@ -381,3 +381,24 @@ def test_http_workers_give_the_same_run_as_the_runs_own_loop(tmp_path, scenario,
     assert bool(runs["0"][3]) == (scenario != "credits")
     manifest = json.loads((tmp_path / "2" / "manifest.json").read_text())
     assert manifest["options"]["http_workers"] == 2
+
+
+def test_a_temperature_the_requests_do_not_carry_is_never_the_runs_label(tmp_path):
+    """A reasoning model gets no temperature (its profile), and a deployment that refuses one gets it
+    dropped (adapted): the runs table then says "provider default", not the temperature asked for,
+    and a --temperature given for such a model is named as not sent before the run."""
+    from cresowlve_core.analysis.loading import PROVIDER_DEFAULT, load_runs
+
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "gpt5", "--model", "gpt-5-mini", "--temperature", "0.7", limit=1)
+        code4, out4 = run_eval(srv, "openai", tmp_path / "gpt4o", "--model", "gpt-4o", "--temperature", "0.7", limit=1)
+        bodies = {e["body"]["model"]: e["body"] for e in srv.requests("openai")}
+    assert (code, code4) == (0, 0), out + out4
+    assert "temperature" not in bodies["gpt-5-mini"] and bodies["gpt-4o"]["temperature"] == 0.7
+    assert "warning: --temperature 0.7 is not sent (gpt-5-mini is a reasoning model on openai" in out
+    assert "is not sent" not in out4
+    with ReplayServer("deployment") as srv:  # refuses temperature by name: dropped after the first 400
+        code, out = run_eval(srv, "openai", tmp_path / "deployment", "--model", "my-gpt5-deployment", limit=2)
+    assert code == 0, out
+    temps = load_runs(str(tmp_path / "*")).runs.set_index("run_id")["temperature"].to_dict()
+    assert temps == {"gpt5": PROVIDER_DEFAULT, "gpt4o": 0.7, "deployment": PROVIDER_DEFAULT}
