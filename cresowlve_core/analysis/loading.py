@@ -356,9 +356,10 @@ PROVIDER_DEFAULT = "provider default"
 def sent_temperature(m: dict[str, Any]) -> float | str | None:
     """The temperature the run's requests carried: the manifest's ``sent`` fields (a reasoning
     model's profile sends none) less what the provider refused and the client dropped
-    (``adapted``); :data:`PROVIDER_DEFAULT` when none was sent. A manifest written before ``sent``
-    existed gives its requested ``temperature``."""
-    if "sent" not in m:
+    (``adapted``); :data:`PROVIDER_DEFAULT` when none was sent. A manifest that records no sent
+    fields (written before ``sent`` existed; every run since sends at least its token limit) gives
+    its requested ``temperature``."""
+    if not m.get("sent"):
         return m.get("temperature")
     dropped = any(isinstance(a, dict) and a.get("field") == "temperature" and a.get("action") == "drop"
                   for a in m.get("adapted") or [])
