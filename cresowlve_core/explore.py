@@ -565,7 +565,8 @@ def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None 
         labs = ex.labels[(ex.labels["config"] == r.config) & (ex.labels["lang"] == lang) & (ex.labels["id"] == id)]
         answers.append({
             "config": r.config, "model": r.model, "effort": _plain(r.effort) or None, "run_id": r.run_id,
-            "status": _plain(r.status), "error": rec.get("error"), "prediction": rec.get("prediction", _plain(r.prediction)),
+            "status": _plain(r.status), "error": rec.get("error"), "outcome": rec.get("outcome") or "answer",
+            "refusal": rec.get("refusal"), "prediction": rec.get("prediction", _plain(r.prediction)),
             "extraction": rec.get("extraction"), "thoughts": rec.get("thoughts"), "raw_output": rec.get("raw_output"),
             "correct": _bool(r.correct), "basis": _plain(r.basis),
             "em_strict": _bool(r.em_strict), "em_lenient": _bool(r.em_lenient), "judge_status": _plain(r.judge_status),
@@ -637,6 +638,14 @@ def _fold(title: str, text: str | None, open_: bool = False) -> str:
     return f'<details{" open" if open_ else ""}><summary>{_esc(title)} ({len(text):,} chars)</summary><pre>{_esc(text)}</pre></details>'
 
 
+#: what an answer card says of a finished call that is not a whole answer (the record's ``outcome``)
+OUTCOME_NOTES = {
+    "refused": "refused by the model: nothing was extracted; in n, never correct",
+    "filtered": "stopped by the provider's content filter: nothing was extracted; in n, never correct",
+    "truncated": "cut off at the token limit: scored as the text it is",
+}
+
+
 def answer_html(a: dict[str, Any]) -> str:
     """One configuration's answer card: verdicts, prediction, labels, reasoning and raw texts."""
     cls = {True: "ok", False: "bad"}.get(a["correct"], "unk")
@@ -650,6 +659,10 @@ def answer_html(a: dict[str, Any]) -> str:
                     "g" if a["judge_verdict"] == "CORRECT" else "r" if a["judge_verdict"] == "INCORRECT" else "n")]
     if a["status"] == "error":
         parts.append(f"<div class='k'>call failed</div><pre>{_esc(a['error'])}</pre>")
+    elif (note := OUTCOME_NOTES.get(a.get("outcome") or "answer")) is not None:
+        parts.append(f"<div class='k'>{_esc(note)}</div>")
+        if a.get("refusal"):
+            parts.append(f"<pre>{_esc(a['refusal'])}</pre>")
     parts.append(f"<div class='k'>prediction</div><div class='pred'>{_esc(a['prediction']) or '<i>(none)</i>'}</div>")
     for lab in a["labels"]:
         stale = "" if lab["current"] else " — stale: written for an earlier output"
@@ -662,7 +675,7 @@ def answer_html(a: dict[str, Any]) -> str:
         parts.append(f"<div class='k'>{_esc(' · '.join(t for t in tokens if t))}</div>")
     parts += [_fold("reasoning / thoughts", a["thoughts"], open_=True), _fold("raw output", a["raw_output"]),
               _fold("judge's reply", a["judge_raw"])]
-    if not a["thoughts"] and not a["raw_output"]:
+    if not a["thoughts"] and not a["raw_output"] and not a.get("refusal"):
         parts.append("<div class='k'>no reasoning or raw output recorded</div>")
     return "".join(parts) + "</div>"
 

@@ -299,3 +299,20 @@ def test_browser_any_filters_read_any_and_the_error_filter_says_why_it_is_off(tm
     unlabelled = X.browser(X.load_explorer(str(_runs(tmp_path) / "*"), labels=""))
     off = unlabelled.children[2].children[2].children[1].children[1]
     assert off.disabled and off.label == "no error labels loaded" and "labels" in off.tooltip
+
+
+def test_a_refused_filtered_or_truncated_answer_says_so_in_its_card(tmp_path):
+    """A refusal is shown as a refusal, with the model's words, not as an empty wrong answer."""
+    recs = [record(EN[0], model="A", prediction="", em_strict=False, raw_output="", outcome="refused",
+                   refusal="I'm sorry, but I can't assist with that request."),
+            record(EN[1], model="A", prediction="", em_strict=False, raw_output="The melo", outcome="filtered"),
+            record(EN[2], model="A", prediction="Kep", em_strict=False, raw_output="<Answer>Kep", outcome="truncated")]
+    write_run(tmp_path / "runs" / "a_en", recs, model="A")
+    ex = X.load_explorer(str(tmp_path / "runs" / "*"))
+    cards = {i: X.detail_html(X.item_detail(ex, i, "en")) for i in EN[:3]}
+    assert "refused by the model" in cards[EN[0]] and "I&#x27;m sorry, but I can&#x27;t assist" in cards[EN[0]]
+    assert "no reasoning or raw output recorded" not in cards[EN[0]]
+    assert "content filter" in cards[EN[1]] and "The melo" in cards[EN[1]]
+    assert "cut off at the token limit" in cards[EN[2]]
+    for note in ("refused by the model", "content filter", "cut off at the token limit"):  # each card names only its own
+        assert sum(note in c for c in cards.values()) == 1, note
