@@ -46,18 +46,6 @@ def cmd_diff(a: argparse.Namespace) -> int:
     return 0
 
 
-def _temperature_not_sent(answerer: Any, temperature: float | None) -> str | None:
-    """A warning when ``--temperature`` was given but the answerer's requests will not carry it."""
-    from cresowlve_core.llm.wire import sent_fields
-
-    ep = answerer.endpoint
-    if temperature is None or "temperature" in sent_fields(answerer.params, model=ep.model, profile=ep.profile):
-        return None
-    why = "an effort is set" if answerer.params.sent_effort else f"{ep.model} is a reasoning model on {ep.profile.name}"
-    return (f"warning: --temperature {temperature:g} is not sent ({why}: only the provider's default temperature "
-            "is accepted); the runs table says 'provider default' and manifest.json's `sent` lists what is sent")
-
-
 def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation import roles
     from cresowlve_core.evaluation.runner import (
@@ -97,8 +85,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
     judge = resolved.judge
     if (name := _unset_key_var(cfg.api_key_env, judge.endpoint.api_key_env if judge else None)) is not None:
         return _usage_error(f"environment variable {name!r} is not set (it should hold the API key); nothing was run")
-    if "temperature" in vars(a) and (note := _temperature_not_sent(resolved.answerer, a.temperature)):
-        print(note, file=sys.stderr)
+    if "temperature" in vars(a) and (note := resolved.answerer.temperature_not_sent()):
+        print(f"warning: --{note}", file=sys.stderr)
     if a.batch:
         from cresowlve_core.evaluation.batch_eval import batch_evaluate
 

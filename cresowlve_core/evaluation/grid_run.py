@@ -7,11 +7,25 @@ both build on the first.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.evaluation.grid import GRID_FILE, cell_finished, cells, load_grid, run_grid_async
+from cresowlve_core.evaluation.grid import GRID_FILE, Cell, GridConfig, cell_finished, cells, load_grid, run_grid_async
 from cresowlve_core.text import slug
+
+
+def temperatures_not_sent(grid: GridConfig, todo: list[Cell]) -> list[str]:
+    """One warning per model whose configured temperature (``options.temperature`` of the grid or
+    the model) its cells' requests will not carry."""
+    from cresowlve_core.evaluation import roles
+
+    notes: dict[str, str] = {}
+    for cell in todo:
+        if "temperature" in {**grid.options, **cell.model.options} and cell.model.model not in notes:
+            if (note := roles.answerer(cell.eval_config(grid)).temperature_not_sent()) is not None:
+                notes[cell.model.model] = note
+    return list(notes.values())
 
 
 def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None,
@@ -24,6 +38,8 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
 
     grid = load_grid(path)
     todo = [c for c in cells(grid) if not cell_finished(c)]
+    for note in temperatures_not_sent(grid, todo):
+        print(f"warning: {note}", file=sys.stderr)
     if min(workers, grid.parallel, len(todo)) > 1:
         from cresowlve_core.evaluation.grid_workers import run_grid_in_workers  # spawn machinery, only when used
 

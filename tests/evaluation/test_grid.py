@@ -225,3 +225,20 @@ def test_a_grid_cell_reads_the_git_sha_off_its_event_loop(tmp_path, monkeypatch)
     assert calls and threading.main_thread().name not in calls  # never on the loop's thread: cells waited on git
     for c in out["cells"]:
         assert json.loads((Path(c["run_dir"]) / "manifest.json").read_text())["git_sha"] == "abc-dirty"
+
+
+def test_a_configured_temperature_a_models_requests_will_not_carry_is_named_once_per_model(tmp_path):
+    from cresowlve_core.evaluation.grid import GridConfig, cells
+    from cresowlve_core.evaluation.grid_run import temperatures_not_sent
+
+    def grid(options: dict) -> GridConfig:
+        return GridConfig.model_validate({
+            "name": "t", "runs_dir": str(tmp_path / "g"), "options": options, "models": [
+                {"model": "gpt-5-mini", "base_url": "https://api.openai.com/v1", "efforts": [None, "low"]},
+                {"model": "gpt-4o", "base_url": "https://api.openai.com/v1"}]})
+
+    g = grid({"temperature": 0.7})
+    (note,) = temperatures_not_sent(g, cells(g))  # gpt-5-mini's four cells, one warning; gpt-4o sends it
+    assert note.startswith("temperature 0.7 is not sent to gpt-5-mini (gpt-5-mini is a reasoning model on openai")
+    g = grid({})
+    assert temperatures_not_sent(g, cells(g)) == []  # the default temperature is not the user's setting

@@ -395,7 +395,7 @@ def test_a_temperature_the_requests_do_not_carry_is_never_the_runs_label(tmp_pat
         bodies = {e["body"]["model"]: e["body"] for e in srv.requests("openai")}
     assert (code, code4) == (0, 0), out + out4
     assert "temperature" not in bodies["gpt-5-mini"] and bodies["gpt-4o"]["temperature"] == 0.7
-    assert "warning: --temperature 0.7 is not sent (gpt-5-mini is a reasoning model on openai" in out
+    assert "warning: --temperature 0.7 is not sent to gpt-5-mini (gpt-5-mini is a reasoning model on openai" in out
     assert "is not sent" not in out4
     with ReplayServer("deployment") as srv:  # refuses temperature by name: dropped after the first 400
         code, out = run_eval(srv, "openai", tmp_path / "deployment", "--model", "my-gpt5-deployment", limit=2)
