@@ -36,7 +36,7 @@ def _generation_options(a: argparse.Namespace, endpoint: Any) -> tuple[Any, int 
 
 def cmd_create_generate(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.create.generate import generate, generation_manifest
+    from cresowlve_core.create.generate import generate, generation_manifest, generation_temperature_not_sent
     from cresowlve_core.create.queries import load_queries
     from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, refuse_changed
 
@@ -52,6 +52,8 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
         options, budget = _generation_options(a, endpoint)
         if budget is not None:
             print(f"{endpoint.model} is a base model: few-shot generation with --max-tokens {budget}", file=sys.stderr)
+        if note := generation_temperature_not_sent(endpoint, options, a.effort):
+            print(f"warning: {note}; the paper samples at 0.7", file=sys.stderr)
         summary = generate(a.queries, endpoint, a.run_dir, variation=a.variation, n_samples=a.n_samples,
                            n_rounds=a.n_rounds, limit=a.limit, effort=a.effort, options=options,
                            max_input_chars=a.max_input_chars)

@@ -225,6 +225,13 @@ def generation_manifest(queries: Sequence[CreateQuery], endpoint: Endpoint, *, v
     )
 
 
+def generation_temperature_not_sent(endpoint: Endpoint, options: ClientOptions, effort: str | None) -> str | None:
+    """Why the generation's temperature is not in its requests (a reasoning model, an effort), or None."""
+    from cresowlve_core.llm.wire import temperature_not_sent
+
+    return temperature_not_sent(GENERATE.on(endpoint, options, effort=effort).params, endpoint.model, endpoint.profile)
+
+
 async def agenerate(
     queries: Sequence[CreateQuery],
     client: CompletesChat,

@@ -76,17 +76,10 @@ class Role:
                    call.params, call.variant.protocol)  # type: ignore[arg-type]
 
     def temperature_not_sent(self) -> str | None:
-        """Why this role's temperature is not in its requests (a reasoning model, an effort), or
-        None when it is sent or none is asked for."""
-        from cresowlve_core.llm.wire import sent_fields
+        """Why this role's temperature is not in its requests, or None (:func:`~cresowlve_core.llm.wire.temperature_not_sent`)."""
+        from cresowlve_core.llm.wire import temperature_not_sent
 
-        ep = self.endpoint
-        if self.params.temperature is None or "temperature" in sent_fields(self.params, model=ep.model, profile=ep.profile):
-            return None
-        why = "an effort is set" if self.params.sent_effort else f"{ep.model} is a reasoning model on {ep.profile.name}"
-        return (f"temperature {self.params.temperature:g} is not sent to {ep.model} ({why}: only the provider's "
-                "default temperature is accepted); the runs table says 'provider default' and manifest.json's "
-                "`sent` lists what is sent")
+        return temperature_not_sent(self.params, self.endpoint.model, self.endpoint.profile)
 
     def params_for(self, seed: int) -> GenParams:
         """The generation parameters with another seed than the options' (a judge's second verdict)."""

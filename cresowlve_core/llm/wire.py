@@ -135,3 +135,14 @@ def sent_fields(params: GenParams, wire: str = "openai", *, model: str = "",
     sends them for ``model``."""
     _, body = get_wire(wire).build_request(model, [], params, profile)
     return {k: v for k, v in body.items() if k not in ("model", "messages", "input", "prompt")}
+
+
+def temperature_not_sent(params: GenParams, model: str, profile: Profile) -> str | None:
+    """Why ``params``' temperature is not in the requests ``profile`` builds for ``model`` (a
+    reasoning model, an effort), or None when it is sent or none is asked for: a warning's text, so
+    that a run's temperature is never a setting its requests did not carry."""
+    if params.temperature is None or "temperature" in sent_fields(params, model=model, profile=profile):
+        return None
+    why = "an effort is set" if params.sent_effort else f"{model} is a reasoning model on {profile.name}"
+    return (f"temperature {params.temperature:g} is not sent to {model} ({why}: only the provider's default "
+            "temperature is accepted, and decodes instead)")

@@ -402,3 +402,19 @@ def test_a_temperature_the_requests_do_not_carry_is_never_the_runs_label(tmp_pat
     assert code == 0, out
     temps = load_runs(str(tmp_path / "*")).runs.set_index("run_id")["temperature"].to_dict()
     assert temps == {"gpt5": PROVIDER_DEFAULT, "gpt4o": 0.7, "deployment": PROVIDER_DEFAULT}
+
+
+def test_create_generate_names_the_papers_temperature_a_reasoning_model_is_not_sent(tmp_path):
+    env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"))
+    outs = {}
+    with ReplayServer() as srv:
+        for model in ("gpt-5-mini", "gpt-4o"):
+            cmd = [sys.executable, "-m", "cresowlve_core.cli", "create", "generate", "--model", model, "--limit", "1",
+                   "--base-url", srv.base_url("openai"), "--api-key-env", "REPLAY_KEY", "--provider", "openai",
+                   "--no-cache", "--run-dir", str(tmp_path / model)]
+            proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+            outs[model] = proc.stderr
+        bodies = {e["body"]["model"]: e["body"] for e in srv.requests("openai")}
+    assert "temperature" not in bodies["gpt-5-mini"] and bodies["gpt-4o"]["temperature"] == 0.7
+    assert "warning: temperature 0.7 is not sent to gpt-5-mini (gpt-5-mini is a reasoning model on openai" in outs["gpt-5-mini"]
+    assert "is not sent" not in outs["gpt-4o"]
