@@ -41,6 +41,7 @@ from cresowlve_core.construction.llm_steps import (
     StepModel,
     annotate_step,
     filter_step,
+    is_parsed,
     open_step_clients,
     planned_step_clients,
     refuse_changed_steps,
@@ -474,8 +475,11 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
                               "fleiss_kappa": A.fleiss_kappa(ratings),
                               "fleiss_kappa_ci": A.interval_json(A.fleiss_kappa_ci(ratings, n_boot=n_boot, seed=seed))}
                              if typed else {"n": 0})
-    for field, model_attr, vocab in (("concepts", "concepts", CONCEPTS), ("domains", "domains", DOMAIN_GROUPS),
-                                     ("cultures", "cultures", None)):
-        sets = [[getattr(c, model_attr), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in done]
-        out[field] = A.multilabel_agreement(sets, vocab, n_boot=n_boot, seed=seed)
+    for field, vocab in (("concepts", CONCEPTS), ("domains", DOMAIN_GROUPS), ("cultures", None)):
+        # an item the model gave no label set for (refused, filtered, unparseable, errored) is left out: an empty
+        # set would claim the model saw no label apply
+        labelled = [c for c in done if is_parsed(field, c.verdicts.get(field))]
+        sets = [[getattr(c, field), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in labelled]
+        out[field] = {**A.multilabel_agreement(sets, vocab, n_boot=n_boot, seed=seed),
+                      "n_no_model_label": len(done) - len(labelled)}
     return out

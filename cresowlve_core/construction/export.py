@@ -203,6 +203,11 @@ def agreement_section(result: dict[str, Any] | None) -> str:
              "Intervals: seeded percentile bootstrap over items (1,000 resamples); resamples where the statistic is "
              "undefined are counted; `–` where there is no interval, with the reason.\n"]
     lines.append(agreement_table(result))
+    missing = [f"{title} {(result.get(key) or {}).get('n_no_model_label')}" for key, title in AGREEMENT_FIELDS
+               if (result.get(key) or {}).get("n_no_model_label")]
+    if missing:
+        lines.append("\nLeft out of a field's n: items the model gave no labels for (refused, filtered, unparseable or "
+                     f"errored; an empty set would claim it saw none apply): {', '.join(missing)}.\n")
     lines.append("\nAC1 per label (support = ratings marking the label present, a label counted once per rater "
                  "and item; labels nobody used are left out; undefined = fewer than two categories observed):\n")
     per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "95% CI": format_ci(v.get("ci")),

@@ -94,3 +94,28 @@ def test_multilabel_label_repeated_within_an_item_counts_once_and_has_intervals(
     ci = res["overall_ci"]
     assert ci["n"] == 4 and ci["n_boot"] == 200 and (ci["low"] is None or ci["low"] <= res["overall"] <= ci["high"])
     assert set(res["per_label"]["Art"]["ci"]) >= {"value", "low", "high", "n_undefined", "note"}
+
+
+def test_an_item_the_model_gave_no_labels_for_is_left_out_of_that_fields_agreement() -> None:
+    """A refused concepts call leaves the item's concepts empty: it is not the model saying no concept
+    applies, so it is left out of the concepts' n (and counted), and stays in the other fields'."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    def cand(i: int, concepts_parsed: bool) -> Candidate:
+        c = Candidate(id=f"c{i}", ru=ItemView(question="q", answer="a"))
+        c = c.with_verdict("concepts", {"labels": ["metaphor"], "oov": []} if concepts_parsed else None,
+                           concepts=["metaphor"] if concepts_parsed else [])
+        c = c.with_verdict("domains", {"free": ["music"]}, domains=["Music"])
+        return c.with_verdict("cultures", {"cultures": [], "not_cultures": [], "unrecognised": []})
+
+    cands = [cand(0, True), cand(1, True), cand(2, False)]  # c2: the concepts call was refused
+    notes = {c.id: Annotation(item_id=c.id, reviewer="ann", concepts=["metaphor"], domains=["Music"]) for c in cands}
+    out = agreement_report(cands, {"ann": notes}, n_boot=50)
+    assert (out["concepts"]["n_items"], out["concepts"]["n_no_model_label"]) == (2, 1)
+    assert out["concepts"]["overall"] == 1.0  # the two labelled items agree; c2 does not count as a disagreement
+    assert (out["domains"]["n_items"], out["domains"]["n_no_model_label"]) == (3, 0)
+    assert "no labels for (refused, filtered, unparseable or errored" in agreement_section({**out, "n_sample": 3})
