@@ -277,9 +277,13 @@ def load_json(content: bytes | str) -> dict[str, Any]:
     """The body as a JSON object, or :class:`BadResponse`."""
     if not content or not content.strip():
         raise BadResponse("empty response body")
+    text = decode_body(content)[0]
     try:
-        data = json.loads(decode_body(content)[0])
+        data = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        if _looks_like_html(text):  # a web page at the base URL (a UI, a login or captive portal), not its API
+            raise BadResponse(f"unparseable response body: {html_page_message(text)}; is the base URL the "
+                              "API's (often ending in /v1)?") from None
         raise BadResponse(f"unparseable response body ({getattr(exc, 'msg', type(exc).__name__)})") from None
     if not isinstance(data, dict):
         raise BadResponse("response body is not a JSON object")
@@ -575,6 +579,12 @@ def _looks_like_html(text: str) -> bool:
     return head.startswith("<") and ("<html" in head or "<!doctype" in head or "<head" in head or "<body" in head)
 
 
+def html_page_message(text: str) -> str:
+    """``an HTML page, not an API response (<its text, first 120 characters>)``."""
+    snippet = " ".join(re.sub(r"<[^>]*>", " ", text[:2000]).split())[:120]
+    return f"an HTML page, not an API response ({snippet})"
+
+
 class ErrorBody:
     """An error response body, whatever its shape: a JSON object (``{"error": {...}}``,
     ``{"message": ...}``, ``{"detail": ...}``, ``{"error": "text"}``), a JSON list wrapping one
@@ -610,8 +620,7 @@ class ErrorBody:
         else:
             self.code, self.is_api = "", False
             if _looks_like_html(text):
-                snippet = " ".join(re.sub(r"<[^>]*>", " ", text[:2000]).split())[:120]
-                self.message = f"an HTML page, not an API response ({snippet})"
+                self.message = html_page_message(text)
             else:
                 self.message = _one_line(text) or "(empty body)"
 

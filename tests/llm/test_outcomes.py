@@ -329,3 +329,12 @@ def test_a_body_with_invalid_utf8_is_kept_flagged_and_never_looks_down(caplog: p
     assert all(isinstance(c, Completion) and c.text == "Москв\ufffd" and c.raw["invalid_utf8"] for c in out)
     assert len([r for r in caplog.records if "not UTF-8" in r.getMessage()]) == 1
     assert "looks down" not in caplog.text
+
+
+def test_an_html_page_with_status_200_says_so_and_asks_about_the_base_url() -> None:
+    page = b'<!DOCTYPE html><html><head><title>Open WebUI</title></head><body>Loading</body></html>'
+    with pytest.raises(AttemptFailed) as err:
+        wire.interpret("/chat/completions", 200, {"content-type": "text/html"}, page, get_profile("generic"))
+    message = err.value.failure.message
+    assert message.startswith("unparseable response body: an HTML page, not an API response (Open WebUI Loading)")
+    assert "is the base URL the API's" in message and err.value.failure.dead_sign == "not_json"
