@@ -284,6 +284,9 @@ def load_json(content: bytes | str) -> dict[str, Any]:
         if _looks_like_html(text):  # a web page at the base URL (a UI, a login or captive portal), not its API
             raise BadResponse(f"unparseable response body: {html_page_message(text)}; is the base URL the "
                               "API's (often ending in /v1)?") from None
+        if text.lstrip().startswith(("data:", "event:")):  # a gateway that streams whatever was asked
+            raise BadResponse("unparseable response body: a server-sent event stream, not one JSON answer (the "
+                              "request did not ask to stream; a proxy or gateway in between may force it)") from None
         raise BadResponse(f"unparseable response body ({getattr(exc, 'msg', type(exc).__name__)})") from None
     if not isinstance(data, dict):
         raise BadResponse("response body is not a JSON object")

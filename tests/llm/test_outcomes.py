@@ -338,3 +338,10 @@ def test_an_html_page_with_status_200_says_so_and_asks_about_the_base_url() -> N
     message = err.value.failure.message
     assert message.startswith("unparseable response body: an HTML page, not an API response (Open WebUI Loading)")
     assert "is the base URL the API's" in message and err.value.failure.dead_sign == "not_json"
+
+
+def test_an_event_stream_answered_to_a_plain_request_is_named() -> None:
+    stream = b'data: {"choices": [{"delta": {"content": "Pa"}}]}\n\ndata: {"choices": [{"delta": {"content": "ris"}}]}\n\ndata: [DONE]\n\n'
+    with pytest.raises(AttemptFailed) as err:
+        wire.interpret("/chat/completions", 200, {"content-type": "text/event-stream"}, stream, get_profile("generic"))
+    assert err.value.failure.message.startswith("unparseable response body: a server-sent event stream, not one JSON answer")
