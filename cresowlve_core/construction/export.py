@@ -223,10 +223,13 @@ def model_steps_section(steps: dict[str, dict[str, Any]]) -> str:
     annotation leaves its label unset; both flag it for review."""
     rows = [{"step": name, "items": s.get("n_in", 0), "refused": s.get("refused", 0), "filtered": s.get("filtered", 0),
              "unparseable or incomplete": s.get("unparseable", 0) + s.get("translation_incomplete", 0),
-             "errored": s.get("llm_error", 0), "not run": s.get("not_run", 0)} for name, s in steps.items()]
+             "errored": s.get("llm_error", 0), "not run": s.get("not_run", 0),
+             "truncated (read as is)": s.get("truncated", 0)} for name, s in steps.items()]
     return ("\n## Model steps: items without a usable answer\n\n"
             "A filter keeps an item it has no verdict for, and an annotation leaves its label unset; "
-            "each such item carries a review flag naming why (`meta.review_flags` in `full.jsonl`).\n\n" + _md_table(rows))
+            "each such item carries a review flag naming why (`meta.review_flags` in `full.jsonl`). An answer cut off "
+            "at the token limit is read as it is and flagged `truncated`: its last label or fact may be cut.\n\n"
+            + _md_table(rows))
 
 
 def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[Item], notes: Sequence[str] = ()) -> str:

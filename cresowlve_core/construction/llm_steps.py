@@ -405,6 +405,15 @@ def _verdict(records: dict[str, dict], cid: str) -> tuple[dict | None, str | Non
     return rec.get("verdict"), None
 
 
+def _truncation(records: dict[str, dict], cid: str, counts: Counter[str]) -> list[str]:
+    """``["truncated"]``, counted, when the item's answer was cut off at the token limit (read as it
+    is, like any answer, and flagged for review: its last label or fact may be cut), else ``[]``."""
+    if (records.get(cid) or {}).get("outcome") != "truncated":
+        return []
+    counts["truncated"] += 1
+    return ["truncated"]
+
+
 async def filter_step(step: str, cands: list[Candidate], ctx: StepContext) -> StepOutput:
     """A yes/no filter (``needs_material`` or ``russian_specific``): yes removes the item. An item
     with no usable verdict is kept and flagged for review. ``needs_material`` also runs the
@@ -416,7 +425,7 @@ async def filter_step(step: str, cands: list[Candidate], ctx: StepContext) -> St
     for c in cands:
         verdict, problem = _verdict(records, c.id)
         verdict = dict(verdict or {"yes": None, "reason": None})
-        flags = []
+        flags = _truncation(records, c.id, counts)
         if problem or verdict.get("yes") is None:
             problem = problem or "unparseable"
             flags.append(problem)
@@ -446,13 +455,15 @@ async def translate_step(cands: list[Candidate], ctx: StepContext) -> StepOutput
     counts: Counter[str] = Counter()
     for c in cands:
         verdict, problem = _verdict(records, c.id)
+        cut = _truncation(records, c.id, counts)
         if verdict is None:
             counts[problem or "unparseable"] += 1
-            out.append(c.with_verdict("translate", None, review_flags=[problem or "unparseable"]))
+            out.append(c.with_verdict("translate", None, review_flags=[problem or "unparseable", *cut]))
             continue
         flags = list(verdict["flags"]) + [f"placeholder_lost:{p}" for p in verdict["lost_placeholders"]]
         for f in flags:
             counts[f.split(":")[0]] += 1
+        flags += cut
         en = None
         if verdict["complete"]:
             f = verdict["fields"]
@@ -478,10 +489,11 @@ async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> 
     oov: Counter[str] = Counter()
     for c in cands:
         verdict, problem = _verdict(records, c.id)
+        cut = _truncation(records, c.id, counts)
         if not is_parsed(step, verdict):
             problem = problem or "unparseable"
             counts[problem] += 1
-            out.append(c.with_verdict(step, verdict, review_flags=[problem]))
+            out.append(c.with_verdict(step, verdict, review_flags=[problem, *cut]))
             continue
         assert verdict is not None
         counts["labelled"] += 1
@@ -504,7 +516,7 @@ async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> 
             update["atomic_facts"] = verdict["facts"]
             counts["revealing_facts"] += len(verdict["revealing"])
             counts["not_question_facts"] += len(verdict["not_questions"])
-        out.append(c.with_verdict(step, verdict, **update))
+        out.append(c.with_verdict(step, verdict, review_flags=cut, **update))
     summary: dict[str, Any] = dict(counts)
     if step in ("reasoning", "concepts"):
         summary["oov_labels"] = sum(oov.values())

@@ -17,13 +17,13 @@ from test_replay_cli import CODE, KEY, last_line
 from cresowlve_core.construction.llm_steps import LLM_STEPS
 
 
-def build_against(tmp_path: Path, **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
-    """``cresowlve build`` of 6 items on the replay's refusal scenario: (the command, the build
-    directory, how many recorded refusals the server sent)."""
+def build_against(tmp_path: Path, scenario: str = "refusal", **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
+    """``cresowlve build`` of 6 items on a replay scenario: (the command, the build directory, how
+    many recorded refusals the server sent)."""
     env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_DATA_DIR=str(tmp_path / "data"),
                CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
     build = tmp_path / "build"
-    with ReplayServer("refusal", **knobs) as srv:
+    with ReplayServer(scenario, **knobs) as srv:
         cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--limit", "6", "--model", "gpt-4o",
                "--base-url", srv.base_url("openai"), "--api-key-env", "REPLAY_KEY", "--provider", "openai",
                "--build-dir", str(build), "--no-cache", "--agreement-n", "2"]
@@ -32,12 +32,12 @@ def build_against(tmp_path: Path, **knobs: float) -> tuple[subprocess.CompletedP
     return proc, build, len(served)
 
 
-def refused_records(build: Path) -> dict[str, int]:
-    """Each model step's refused records."""
+def refused_records(build: Path, outcome: str = "refused") -> dict[str, int]:
+    """Each model step's records of ``outcome``."""
     counts = {}
     for step in LLM_STEPS:
         recs = [json.loads(line) for line in (build / "steps" / step / "records.jsonl").read_text().splitlines()]
-        counts[step] = sum(r.get("outcome") == "refused" for r in recs)
+        counts[step] = sum(r.get("outcome") == outcome for r in recs)
     return counts
 
 
@@ -54,7 +54,7 @@ def test_refused_construction_calls_are_counted_as_refused_in_the_line_the_last_
     assert re.search(rf"; refused: [^;]*\b{step} {k}/6\b", line), line
     assert f"{step} 0 of {6 - k} answers parsed ({k} refused)" in last_line(out)
     card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
-    assert f"| {step} | 6 | {k} | 0 | {6 - k} | 0 | 0 |" in card
+    assert f"| {step} | 6 | {k} | 0 | {6 - k} | 0 | 0 | 0 |" in card
 
 
 def test_a_build_every_call_of_which_was_refused_is_finished_and_says_so(tmp_path: Path) -> None:
@@ -66,4 +66,18 @@ def test_a_build_every_call_of_which_was_refused_is_finished_and_says_so(tmp_pat
     line = proc.stdout.splitlines()[0]
     assert "unparseable: none; refused: needs_material 6/6, russian_specific 6/6, translate 6/6" in line, line
     card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
-    assert all(f"| {step} | 6 | 6 | 0 | 0 | 0 | 0 |" in card for step in LLM_STEPS), card
+    assert all(f"| {step} | 6 | 6 | 0 | 0 | 0 | 0 | 0 |" in card for step in LLM_STEPS), card
+
+
+def test_a_construction_answer_cut_off_at_the_token_limit_is_flagged_and_counted(tmp_path: Path) -> None:
+    """Read as it is (its last label or fact may be cut), flagged ``<step>:truncated`` for review, and
+    counted in the data card."""
+    proc, build, _ = build_against(tmp_path, "truncate")
+    cut = refused_records(build, "truncated")
+    assert sum(cut.values()) > 0, proc.stdout + proc.stderr
+    card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    items = [json.loads(line) for line in (build / "export" / "full.jsonl").read_text().splitlines()]
+    for step, k in cut.items():
+        row = next(line for line in card.splitlines() if line.startswith(f"| {step} | 6 |"))
+        assert row.endswith(f"| {k} |"), row
+        assert sum(f"{step}:truncated" in it["meta"]["review_flags"] for it in items) == k, step
