@@ -14,8 +14,11 @@ because of how it was graded.
 
 An item with no value for the basis metric in either language is ``unknown``; an item the model
 did not answer (``status == "error"``) in either language is ``no_answer`` (an API failure is not a
-wrong answer); items right in En only, and items run in one language only (``unpaired``), are
-counted too. None of these goes into a set. Each member keeps its difficulty level (1–5, the
+wrong answer); an item it refused, or its provider's filter stopped, in either language is
+``withheld`` (in accuracy a refusal is not correct, but "wrong in En" here means the model did not
+know the answer in English, which a refusal does not show: an English-only safety refusal would
+otherwise look like Russian-only knowledge); items right in En only, and items run in one language
+only (``unpaired``), are counted too. None of these goes into a set. Each member keeps its difficulty level (1–5, the
 paper's rating; NaN when unrated) so the controls can be matched on it.
 """
 
@@ -27,6 +30,7 @@ import pandas as pd
 from cresowlve_core.analysis.coverage import judge_coverage_by_run
 from cresowlve_core.analysis.loading import RunSet
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
+from cresowlve_core.runtime.outcomes import NOT_AN_ANSWER
 
 TARGET = "target"
 WRONG_BOTH = "wrong_both"
@@ -37,7 +41,7 @@ SET_LABELS = {TARGET: "right in Ru, wrong in En", WRONG_BOTH: "wrong in both (co
 JUDGE, EM = "judge", "em_strict"
 MEMBER_COLUMNS = ["config", "model", "id", "set", "difficulty", "basis", "correct_en", "correct_ru"]
 COUNT_COLUMNS = ["config", "basis", "judge_coverage_en", "judge_coverage_ru", *SETS, "ru_wrong_en_right", "unknown",
-                 "no_answer", "unpaired"]
+                 "no_answer", "withheld", "unpaired"]
 
 
 def set_basis(responses: pd.DataFrame, threshold: float = COVERAGE_THRESHOLD) -> tuple[str, float, float]:
@@ -71,17 +75,18 @@ def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) ->
         en = part[part["lang"] == "en"].drop_duplicates("id", keep="last").set_index("id")
         ru = part[part["lang"] == "ru"].drop_duplicates("id", keep="last").set_index("id")
         basis, cov_en, cov_ru = set_basis(part.drop_duplicates(["id", "lang"], keep="last"), coverage_threshold)
-        cols = ["status", basis, "difficulty", "model"]
+        cols = ["status", "outcome", basis, "difficulty", "model"]
         both = en[cols].join(ru[cols], how="inner", lsuffix="_en", rsuffix="_ru").sort_index()
         no_answer = (both["status_en"] == "error") | (both["status_ru"] == "error")
+        withheld = ~no_answer & (both["outcome_en"].isin(NOT_AN_ANSWER) | both["outcome_ru"].isin(NOT_AN_ANSWER))
         ce, cr = both[f"{basis}_en"], both[f"{basis}_ru"]
-        unknown = ~no_answer & (ce.isna() | cr.isna())
-        known = ~no_answer & ~unknown
+        unknown = ~no_answer & ~withheld & (ce.isna() | cr.isna())
+        known = ~no_answer & ~withheld & ~unknown
         label = pd.Series(np.select([(cr == 1) & (ce == 0), (cr == 0) & (ce == 0), (cr == 1) & (ce == 1)],
                                     list(SETS), "ru_wrong_en_right"), index=both.index)[known]
         tally = {s: int((label == s).sum()) for s in (*SETS, "ru_wrong_en_right")}
         row = {"config": config, "basis": basis, "judge_coverage_en": cov_en, "judge_coverage_ru": cov_ru, **tally,
-               "unknown": int(unknown.sum()), "no_answer": int(no_answer.sum()),
+               "unknown": int(unknown.sum()), "no_answer": int(no_answer.sum()), "withheld": int(withheld.sum()),
                "unpaired": int(len(en.index.symmetric_difference(ru.index)))}
         inset = label[label.isin(SETS)]
         sel = both.loc[inset.index]

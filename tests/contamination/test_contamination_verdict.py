@@ -230,3 +230,17 @@ def test_missing_values_print_as_a_dash_and_record_as_null():
     import re
 
     assert re.findall(r"<td[^>]*>([^<]*)</td>", shown) == ["&lt; 0.0001", "–", "yes", "–", "0.25", "–"]
+
+
+def test_a_refusal_in_one_language_puts_the_item_in_no_set(tmp_path):
+    """Refused in English, right in Russian: not "right in Ru, wrong in En" (a target, the
+    contamination evidence); counted as withheld. Refused in both: not a "wrong in both" control."""
+    n = 20
+    en = [_rec(i, "en", False, "INCORRECT") | ({"outcome": "refused", "prediction": ""} if i < 4 else {})
+          for i in range(n)]
+    ru = [_rec(i, "ru", i < 3, "CORRECT" if i < 3 else "INCORRECT") | ({"outcome": "filtered"} if i == 3 else {})
+          for i in range(n)]
+    members, counts = paired_sets(load_runs(_write(tmp_path, {"en": en, "ru": ru})))
+    row = counts.iloc[0]
+    assert (row["withheld"], row["target"], row["wrong_both"], row["no_answer"]) == (4, 0, 16, 0)
+    assert not set(members["id"]) & {"q0", "q1", "q2", "q3"}
