@@ -155,6 +155,8 @@ def generate_line(s: GenerateSummary) -> str:
 def score_line(s: ScoreSummary) -> str:
     """``cresowlve create score`` in one line."""
     util = ", ".join(f"utility@{p} {'n/a' if u is None else f'{u:.3f}'}" for p, u in s.mean_utility.items())
+    if s.n_unfinished_queries:
+        util += f" over {s.n_queries - s.n_unfinished_queries} of {s.n_queries} queries ({s.n_unfinished_queries} unfinished, left out)"
     return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
             f"factuality {s.n_factuality_scored} of {s.n_triples}; {util}; {sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged')}; "
@@ -225,6 +227,8 @@ class ScoreSummary(BaseModel):
     n_specificity_scored: int = 0
     n_factuality_scored: int = 0
     mean_utility: dict[str, float | None]
+    n_unfinished_queries: int = Field(0, description="queries left out of mean_utility: a generation call failed, "
+                                      "the query was not generated, or a valid path is not judged")
     factuality_threshold: float
     discount: str
     judge_cost: CostTotal

@@ -32,7 +32,7 @@ from cresowlve_core.create.distance import (
     transform_distance,
 )
 from cresowlve_core.create.judges import StrengthScope, factuality_rate, path_strength
-from cresowlve_core.create.scored import ScoredSet
+from cresowlve_core.create.scored import ScoredSet, unfinished
 from cresowlve_core.create.utility import (
     PATIENCE_GRID,
     Discount,
@@ -381,7 +381,9 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
     from cresowlve_core.create.score import load_user_runs
     from cresowlve_core.create.scored import load_recorded
 
-    yours = load_user_runs(user_runs)
+    every_yours = load_user_runs(user_runs)
+    yours = [s for s in every_yours if unfinished(s.flags) is None]
+    left_out = len(every_yours) - len(yours)
     every = load_recorded(recorded_dir or None)
     recorded = first_queries(every, n_queries)
     sets = recorded + yours
@@ -392,8 +394,14 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
               f"(n_queries = {n_queries}; None ranks all of them); " if len(recorded) < len(every) else "")
     message = (subset + f"{len(sets)} (configuration, query) sets, {sum(len(s.paths) for s in sets)} paths, "
                f"{plural(n_configs, 'configuration')}" + (f", of which {n_yours} are your runs." if yours else "."))
-    return LoadedSets(sets, yours, message, user_runs_table(yours) if yours else None,
-                      any(is_embedded_model(s.model) for s in yours))
+    if left_out:
+        message += (f" **Left out: {plural(left_out, '(configuration, query) set')} of your runs** whose generation "
+                    "or judging is unfinished (a call failed, a query was not generated, a valid path was not "
+                    "judged; `incomplete` in the table below): a missing answer or judgment is not a utility of 0. "
+                    "Run `cresowlve create generate` and `cresowlve create score` again to finish them.")
+    return LoadedSets(sets, yours, message, user_runs_table(every_yours) if every_yours else None,
+                      any(is_embedded_model(s.model) for s in every_yours))
+
 
 
 def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
@@ -404,11 +412,12 @@ def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
             continue
         row = rows.setdefault(s.config, {"config": s.config, "model": s.model, "variation": s.variation,
                                          "judge": s.judge, "n_queries": 0, "n_paths": 0, "n_valid": 0,
-                                         "n_not_judged": 0})
+                                         "n_not_judged": 0, "incomplete": 0})
         row["n_queries"] = int(row["n_queries"]) + 1  # type: ignore[call-overload]
         row["n_paths"] = int(row["n_paths"]) + len(s.paths)  # type: ignore[call-overload]
         row["n_valid"] = int(row["n_valid"]) + int(sum(s.validity))  # type: ignore[call-overload]
         row["n_not_judged"] = int(row["n_not_judged"]) + s.flags.count("valid_path_not_judged") + s.flags.count("judge_error")  # type: ignore[call-overload]
+        row["incomplete"] = int(row["incomplete"]) + (unfinished(s.flags) is not None)  # type: ignore[call-overload]
     return pd.DataFrame(list(rows.values()))
 
 

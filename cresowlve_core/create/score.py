@@ -60,7 +60,7 @@ from cresowlve_core.create.records import (
     records_cost,
     response_key,
 )
-from cresowlve_core.create.scored import ScoredSet
+from cresowlve_core.create.scored import ScoredSet, unfinished
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
@@ -269,6 +269,7 @@ async def ascore(
     counts = [scored_counts(j) for j in ok]
     gen_ok = [g for r in RunDir(gen_dir).latest(RESPONSES, response_key).values()
               if (g := GenerationRecord.model_validate(r)).status == "ok"]
+    finished = [r for r in rows if unfinished(r.flags) is None]  # a failed call or judgment is no utility of 0
     summary = ScoreSummary(
         run_dir=str(gen_dir), score_dir=str(run.path), judge_model=judge.model, n_queries=len(rows),
         n_paths=sum(r.n_paths for r in rows), n_valid=sum(r.n_valid for r in rows),
@@ -277,7 +278,8 @@ async def ascore(
         n_judge_withheld=sum(NOT_AN_ANSWER & {j.specificity_outcome, j.factuality_outcome} != set() for j in ok),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),
-        mean_utility={str(p): _mean([r.utility[str(p)] for r in rows]) for p in patience},
+        mean_utility={str(p): _mean([r.utility[str(p)] for r in finished]) for p in patience},
+        n_unfinished_queries=len(rows) - len(finished),
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
         generation_cost=records_cost(gen_ok), stopped=result.stopped, repairs=result.repairs,
     )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -31,6 +32,17 @@ def recorded_dir() -> Path:
     """The authors' recorded judgments, resolved when called (found with a data dir elsewhere too)."""
     return shipped_data("create", "recorded")
 ValiditySource = Literal["recorded", "recomputed"]
+
+
+#: flags of a set whose utility cannot be computed yet: a generation call that failed, a query never
+#: generated, a valid path the judge did not score (an error, or not judged yet). Such a set is left
+#: out of means and rankings: a missing answer or judgment is not a utility of 0
+UNFINISHED_FLAGS = ("call_failed", "not_generated", "valid_path_not_judged", "judge_error")
+
+
+def unfinished(flags: Sequence[str]) -> str | None:
+    """The first :data:`UNFINISHED_FLAGS` flag among ``flags``, or None when the utility can be computed."""
+    return next((f for f in UNFINISHED_FLAGS if f in flags), None)
 
 
 @dataclass

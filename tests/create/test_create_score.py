@@ -9,6 +9,7 @@ from create_fakes import EP, FakeClient, Q, answer_for, judge_reply, one_hot, re
 
 from cresowlve_core.create import generate as cg
 from cresowlve_core.create import score as cs
+from cresowlve_core.create.records import score_line
 from cresowlve_core.create.utility import creative_utility
 from cresowlve_core.llm.types import Endpoint
 
@@ -193,3 +194,22 @@ def test_local_section_generates_and_self_judges_through_the_stages(tmp_path, tm
     assert (tmp_path / "local" / "score" / "summary.json").is_file()
     skipped = cr.local_section(None)
     assert skipped.record["status"] == "skipped" and not skipped.embedded
+
+
+def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_ranked_at_zero(tmp_path):
+    """A failed call leaves the query with no paths: ranked, it would be a utility of 0. It is left
+    out of the leaderboard, and the message and the runs table say so."""
+    from cresowlve_core.create import report as cr
+
+    client = FakeClient(fail_first={Q[0].id})
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=client, progress=False)
+    s = cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False)
+    assert s.n_unfinished_queries == 1 and s.mean_utility["0.9"] == pytest.approx(8.0)  # Q[1] alone, not (8 + 0) / 2
+    assert "over 1 of 2 queries (1 unfinished, left out)" in score_line(s)
+    loaded = cr.load_sets(None, [str(tmp_path / "mine")])
+    mine = [s for s in loaded.sets if s.origin == "yours"]
+    assert [s.query_id for s in mine] == [Q[1].id]  # Q[0]'s failed call: left out, not a zero
+    assert "Left out: 1 (configuration, query) set of your runs" in loaded.message
+    assert loaded.user_table is not None and loaded.user_table.iloc[0]["incomplete"] == 1
+    board = cr.analyse(loaded.sets, embedder=one_hot).leaderboard(n_boot=50)
+    assert board[board.origin == "yours"].iloc[0].n_queries == 1
