@@ -339,6 +339,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "finished_at": m.get("finished_at"),
         "n_planned": int(planned) if planned is not None else None,
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if thinking else None,
+        "n_unlabelled_reasoning": None if thinking else _summary_value(run_dir, "n_unlabelled_reasoning"),
         "n_truncated": _summary_value(run_dir, "n_truncated"),
         "provider": m.get("provider"),
         "base_url": m.get("base_url"),

@@ -157,6 +157,12 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
     show(runs.rename(columns={"n_planned": "items planned", "n_records": "items finished", "complete": "finished"}))
     for note in rs.notes:
         say(f"- {note}")
+    if "n_unlabelled_reasoning" in rs.runs:
+        for r in rs.runs[rs.runs["n_unlabelled_reasoning"].fillna(0) > 0].itertuples():
+            say(f"- **Thinking not declared** for `{r.config}` ({r.lang}): labelled non-thinking, but "
+                f"{int(r.n_unlabelled_reasoning)} answers show reasoning (reasoning tokens or thoughts; a reasoning "
+                "model asked with no effort reasons at its provider's default): it sits among the non-thinking models "
+                "only by its label.")
     if "n_no_reasoning" in rs.runs:
         for r in rs.runs[rs.runs["n_no_reasoning"].fillna(0) > 0].itertuples():
             say(f"- **Thinking not verified** for `{r.config}` ({r.lang}): {int(r.n_no_reasoning)} answers show no "

@@ -429,7 +429,9 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
     each item's :class:`~cresowlve_core.evaluation.entries.SummaryEntry`.
 
     For a run labelled thinking, ``n_no_reasoning`` counts answers that show no sign of reasoning
-    (no reasoning tokens, no thoughts): a provider that silently ignored the effort shows up here."""
+    (no reasoning tokens, no thoughts): a provider that silently ignored the effort shows up here.
+    For a run labelled non-thinking, ``n_unlabelled_reasoning`` counts answers that do show it: a
+    reasoning model asked with no effort reasons at its provider's default."""
     from collections import Counter
 
     ok = [r for r in records if r.status == "ok"]
@@ -463,6 +465,8 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "thinking": thinking,
         "n_no_reasoning": (sum(not r.shows_reasoning for r in ok if r.outcome not in NOT_AN_ANSWER)
                            if thinking else None),
+        # a run labelled non-thinking whose model reasoned anyway (a reasoning model at its default effort)
+        "n_unlabelled_reasoning": None if thinking else sum(r.shows_reasoning for r in ok),
         "input_tokens": usage("input_tokens"),
         "output_tokens": usage("output_tokens"),
         "reasoning_tokens": usage("reasoning_tokens"),
@@ -502,6 +506,8 @@ def summary_line(s: dict[str, Any]) -> str:
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
+        + (f" | WARNING: labelled non-thinking, but {s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: "
+           "the model reasoned anyway" if s.get("n_unlabelled_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )

@@ -418,3 +418,23 @@ def test_create_generate_names_the_papers_temperature_a_reasoning_model_is_not_s
     assert "temperature" not in bodies["gpt-5-mini"] and bodies["gpt-4o"]["temperature"] == 0.7
     assert "warning: temperature 0.7 is not sent to gpt-5-mini (gpt-5-mini is a reasoning model on openai" in outs["gpt-5-mini"]
     assert "is not sent" not in outs["gpt-4o"]
+
+
+def test_a_reasoning_model_asked_with_no_effort_is_named_as_reasoning_though_labelled_non_thinking(tmp_path, monkeypatch):
+    """gpt-5-mini with no --effort reasons at its default (the recorded body has reasoning tokens):
+    the summary line and the analysis's runs section say so; gpt-4o's line does not."""
+    from cresowlve_core.analysis import load_runs, report
+
+    with ReplayServer() as srv:
+        code5, out5 = run_eval(srv, "openai", tmp_path / "runs" / "gpt5", "--model", "gpt-5-mini", limit=2)
+        code4, out4 = run_eval(srv, "openai", tmp_path / "runs" / "gpt4o", "--model", "gpt-4o", limit=2)
+    assert (code5, code4) == (0, 0), out5 + out4
+    assert "WARNING: labelled non-thinking, but 2/2 answers show reasoning: the model reasoned anyway" in out5
+    assert "labelled non-thinking" not in out4
+    assert summary(tmp_path / "runs" / "gpt5")["n_unlabelled_reasoning"] == 2
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda obj: None)
+    report.runs_section(load_runs(str(tmp_path / "runs" / "*")))
+    notes = [s for s in said if "Thinking not declared" in s]
+    assert len(notes) == 1 and "`gpt-5-mini`" in notes[0] and "2 answers show reasoning" in notes[0]
