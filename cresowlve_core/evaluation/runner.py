@@ -570,7 +570,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
 
         old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
     summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
-                        judged=manifest.judge is not None)
+                        judged=manifest.judge is not None, thinking=manifest.thinking)
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True

@@ -56,3 +56,16 @@ def test_old_runs_get_every_metric_of_the_registry(tmp_path):
     assert set(rec["scores"]) == {m.name for m in METRICS}
     assert rec["prediction"] == "Kopernik" and rec["scores"]["em_lenient"] is True and rec["scores"]["judge"] is None
     assert (run_dir / "responses.jsonl.bak").exists()
+
+
+def test_rescore_keeps_a_thinking_runs_reasoning_checks(tmp_path):
+    """A thinking run whose answers show no reasoning stays flagged after a rescore, and is not
+    taken for a non-thinking run (before, the rescored summary lost the run's thinking label)."""
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, effort="high")
+        out = asyncio.run(evaluate_async(cfg, items(4), progress=False))
+    assert (out.summary["n_no_reasoning"], out.summary["n_unlabelled_reasoning"]) == (4, None)
+    summary = rescore(run_dir)
+    assert (summary["thinking"], summary["n_no_reasoning"], summary["n_unlabelled_reasoning"]) == (True, 4, None)
