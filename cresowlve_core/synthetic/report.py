@@ -130,6 +130,13 @@ def yield_section(result: SynthResult) -> Section:
            f"Gemini-3-Flash as verbaliser and solver, 95% CI [{plo:.2f}, {phi:.2f}]).")
     if result.stopped:
         msg += f" The run stopped early: {result.stopped}."
+    withheld = result.summary.get("withheld") or {}
+    verb, solve = withheld.get("verbalise") or {}, withheld.get("solve") or {}
+    if any(verb.values()) or any(solve.values()):
+        msg += (f" Not answers: the verbaliser refused {verb.get('n_refused', 0)} and its provider's filter stopped "
+                f"{verb.get('n_filtered', 0)} candidates (no puzzle, not counted as answered); the solver refused "
+                f"{solve.get('n_refused', 0)} and was filtered on {solve.get('n_filtered', 0)} versions (their "
+                "candidates are unscored, never kept).")
     return Section(result.summary["yield"], msg, table)
 
 

@@ -51,6 +51,10 @@ def test_refused_and_filtered_synthetic_calls(tmp_path):
     assert res.summary["withheld"] == {"verbalise": {"n_refused": 0, "n_filtered": 1},
                                        "solve": {"n_refused": 1, "n_filtered": 0}}
     assert res.summary["stages"]["verbalised"] == res.summary["stages"]["candidates"] - 1  # A3's filtered one is not
+    from cresowlve_core.synthetic.report import yield_section
+
+    assert ("the verbaliser refused 0 and its provider's filter stopped 1 candidates" in yield_section(res).prose
+            and "the solver refused 1 and was filtered on 0 versions" in yield_section(res).prose)
     line = summary_line(res.summary, build)
     assert "verbalised (1 filtered)" in line and "answered by the solver (1 refused answers)" in line, line
     vsum = json.loads((build / "verbalise" / "summary.json").read_text())
