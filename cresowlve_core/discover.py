@@ -45,7 +45,8 @@ class Found:
         return self.path is not None
 
     def where(self) -> str:
-        return ", ".join(self.looked)
+        """The places sought, each as code (a glob's ``**`` is never read as emphasis)."""
+        return ", ".join(f"`{p}`" for p in self.looked)
 
     def nothing(self) -> str:
         """One sentence for the app when nothing is found."""

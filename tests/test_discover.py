@@ -78,7 +78,7 @@ def test_nothing_found_names_where_it_looked(isolated_dirs):
     for found in (discover.newest_build(), discover.newest_error_sample(), discover.newest_error_labels(),
                   discover.newest_runs()):
         assert not found and found.path is None
-        assert found.nothing().startswith(f"no {found.what} found (looked for {data}")
+        assert found.nothing().startswith(f"no {found.what} found (looked for `{data}")
     assert str(data / "runs" / "errors") in discover.newest_error_sample().nothing()
     assert str(data / "errors") in discover.newest_error_labels().nothing()
 
@@ -114,7 +114,7 @@ def test_the_newest_of_each_kind(isolated_dirs):
 def test_review_app_opens_the_newest_build_or_says_where_it_looked(isolated_dirs):
     _, defs = _app("review").run()
     assert defs["session"] is None and defs["build_dir"].value == ""
-    assert f"no build found (looked for {isolated_dirs['data'] / 'builds'}" in defs["problem"]
+    assert f"no build found (looked for `{isolated_dirs['data'] / 'builds'}" in defs["problem"]
     assert "cresowlve build" in defs["problem"]
 
     new = _build(isolated_dirs["data"], "demo-gemma", 0)
@@ -127,7 +127,7 @@ def test_review_app_opens_the_newest_build_or_says_where_it_looked(isolated_dirs
 def test_annotate_app_opens_the_newest_sample_or_says_where_it_looked(isolated_dirs):
     _, defs = _app("annotate_errors").run()
     assert defs["sample_path"].value == "" and defs["row"] is None
-    assert f"no annotation sample found (looked for {isolated_dirs['data'] / 'errors'}" in defs["problem"]
+    assert f"no annotation sample found (looked for `{isolated_dirs['data'] / 'errors'}" in defs["problem"]
 
     path = _sample(isolated_dirs["data"] / "runs" / "errors" / "gemma", n=3)
     _, defs = _app("annotate_errors").run()
@@ -139,7 +139,7 @@ def test_explorer_defaults_to_the_newest_runs_and_labels(isolated_dirs):
     data = isolated_dirs["data"]
     ex = X.load_explorer()
     assert not ex.has_runs and not ex.has_labels
-    assert any(n.startswith(f"no evaluation runs found (looked for {data / 'runs'}") for n in ex.notes)
+    assert any(n.startswith(f"no evaluation runs found (looked for `{data / 'runs'}") for n in ex.notes)
     assert any(n.startswith("no error labels found (looked for") for n in ex.notes)
 
     _run(data / "runs" / "demo" / "m", 10)
