@@ -364,8 +364,7 @@ def sent_temperature(m: dict[str, Any]) -> float | str | None:
         return m.get("temperature")
     dropped = any(isinstance(a, dict) and a.get("field") == "temperature" and a.get("action") == "drop"
                   for a in m.get("adapted") or [])
-    sent = m.get("sent") or {}
-    return PROVIDER_DEFAULT if dropped or "temperature" not in sent else sent["temperature"]
+    return PROVIDER_DEFAULT if dropped or "temperature" not in m["sent"] else m["sent"]["temperature"]
 
 
 def _summary_value(run_dir: Path, key: str) -> Any:

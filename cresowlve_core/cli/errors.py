@@ -28,10 +28,12 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
 
     units, tally = collect_wrong(load_runs(a.runs), max_input_chars=a.max_input_chars)
     no_answer = int(tally["n_no_answer"].sum()) if len(tally) else 0
-    why = ", ".join(f"{int(tally[f'n_no_answer_{k}'].sum())} {word}" for k, word in (
-        ("error", "errored"), ("withheld", "refused or filtered"), ("empty", "empty")) if len(tally)
-        and tally[f"n_no_answer_{k}"].sum())
-    skipped = f"; {no_answer} wrong by the rule without an answer ({why}): counted, not labelled" if no_answer else ""
+    skipped = ""
+    if no_answer:
+        counts = {word: int(tally[f"n_no_answer_{k}"].sum())
+                  for k, word in (("error", "errored"), ("withheld", "refused or filtered"), ("empty", "empty"))}
+        why = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
+        skipped = f"; {no_answer} wrong by the rule without an answer ({why}): counted, not labelled"
     if not units:
         print(f"no wrong answers in {a.runs!r} ({len(tally)} run(s)); nothing to label{skipped}", file=sys.stderr)
         return 0 if len(tally) else 2

@@ -391,11 +391,9 @@ class Build:
                 if err and (top is None or err[1] > top[1]):
                     top = (err[0], err[1])
                 n_sent += step.get("n_sent") or 0
-                withheld = {k: step.get(f"n_{k}", 0) for k in ("refused", "filtered")}
-                answered = (step.get("n_done") or 0) - sum(withheld.values())
+                answered = (step.get("n_done") or 0) - step.get("n_refused", 0) - step.get("n_filtered", 0)
                 if answered > 0 and step.get("n_parsed") == 0:  # refusals are counted, never "unparseable"
-                    unparsed.append(f"{name} 0 of {answered} answers parsed" + outcome_note(
-                        {f"n_{k}": v for k, v in withheld.items()}))
+                    unparsed.append(f"{name} 0 of {answered} answers parsed{outcome_note(step)}")
         stopped = None
         if self.stopped is not None:
             reason = self.stopped.reason
@@ -416,9 +414,10 @@ class Build:
             ("human_validation", "−review"), ("final", "final")) if key in f)
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
         bad = [f"{name} {s['unparseable']}/{s['n_in']}" for name, s in self.steps.items() if s.get("unparseable")]
-        withheld = "".join(f"; {word}: " + ", ".join(f"{name} {s[word]}/{s['n_in']}" for name, s in self.steps.items()
-                                                      if s.get(word))
-                           for word in ("refused", "filtered") if any(s.get(word) for s in self.steps.values()))
+        withheld = ""
+        for word in ("refused", "filtered"):
+            if per_step := [f"{name} {s[word]}/{s['n_in']}" for name, s in self.steps.items() if s.get(word)]:
+                withheld += f"; {word}: {', '.join(per_step)}"
         sent = sent_phrase(calls["n_sent"], calls["n_error"] + calls["n_not_run"],
                            "every call was already in the build directory")
         return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}{withheld}; "

@@ -28,9 +28,8 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.coverage import judge_coverage_by_run
-from cresowlve_core.analysis.loading import RunSet
+from cresowlve_core.analysis.loading import RunSet, not_an_answer
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
-from cresowlve_core.runtime.outcomes import NOT_AN_ANSWER
 
 TARGET = "target"
 WRONG_BOTH = "wrong_both"
@@ -62,6 +61,11 @@ def basis_text(basis: str, cov_en: float, cov_ru: float, threshold: float = COVE
     return f"strict exact match in both languages ({cov}; the judge needs ≥ {100 * threshold:.0f}% in both)"
 
 
+def _withheld(responses: pd.DataFrame) -> pd.DataFrame:
+    """``responses`` with a ``withheld`` column: refused or filtered (:func:`~cresowlve_core.analysis.loading.not_an_answer`)."""
+    return responses.assign(withheld=not_an_answer(responses))
+
+
 def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(members, counts)``: one row per (config, item) with its ``set``, ``difficulty`` and the
     configuration's ``basis``; and per config its basis, judge coverage per language and the counts
@@ -72,13 +76,13 @@ def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) ->
     members: list[pd.DataFrame] = []
     counts: list[dict[str, object]] = []
     for config, part in df.groupby("config", sort=True):
-        en = part[part["lang"] == "en"].drop_duplicates("id", keep="last").set_index("id")
-        ru = part[part["lang"] == "ru"].drop_duplicates("id", keep="last").set_index("id")
+        en = _withheld(part[part["lang"] == "en"].drop_duplicates("id", keep="last")).set_index("id")
+        ru = _withheld(part[part["lang"] == "ru"].drop_duplicates("id", keep="last")).set_index("id")
         basis, cov_en, cov_ru = set_basis(part.drop_duplicates(["id", "lang"], keep="last"), coverage_threshold)
-        cols = ["status", "outcome", basis, "difficulty", "model"]
+        cols = ["status", "withheld", basis, "difficulty", "model"]
         both = en[cols].join(ru[cols], how="inner", lsuffix="_en", rsuffix="_ru").sort_index()
         no_answer = (both["status_en"] == "error") | (both["status_ru"] == "error")
-        withheld = ~no_answer & (both["outcome_en"].isin(NOT_AN_ANSWER) | both["outcome_ru"].isin(NOT_AN_ANSWER))
+        withheld = ~no_answer & (both["withheld_en"] | both["withheld_ru"])
         ce, cr = both[f"{basis}_en"], both[f"{basis}_ru"]
         unknown = ~no_answer & ~withheld & (ce.isna() | cr.isna())
         known = ~no_answer & ~withheld & ~unknown

@@ -403,7 +403,6 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
                       any(is_embedded_model(s.model) for s in every_yours))
 
 
-
 def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
     """One row per configuration of the user's scored runs: model, variation, judge, queries, paths."""
     rows: dict[str, dict[str, object]] = {}

@@ -239,13 +239,19 @@ MAX_TOKEN_COUNT = 10**9
 MAX_CALL_COST_USD = 10_000.0
 
 
+def _usable_number(value: Any, limit: float, *, whole: bool) -> bool:
+    """``value`` is a number a provider could mean: finite, from 0 to ``limit``, not a bool, and
+    (``whole``) with no fractional part."""
+    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            and 0 <= value <= limit and (not whole or value == int(value)))
+
+
 def _count(value: Any, name: str, odd: list[str]) -> int | None:
     """A token count as reported, or None: absent, or not a usable count (NaN, infinite, negative,
     fractional, above :data:`MAX_TOKEN_COUNT`, a bool, not a number), which is named in ``odd``."""
     if value is None:
         return None
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
-            or value != int(value) or value > MAX_TOKEN_COUNT):
+    if not _usable_number(value, MAX_TOKEN_COUNT, whole=True):
         odd.append(f"{name}={value!r}")
         return None
     return int(value)
@@ -307,8 +313,7 @@ def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] 
     value = _dotted(data, field) if field else None
     if value is None:
         return None
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0
-            or value > MAX_CALL_COST_USD):
+    if not _usable_number(value, MAX_CALL_COST_USD, whole=False):
         if odd is not None:
             odd.append(f"{field}={value!r}")
         return None
