@@ -3,7 +3,7 @@
 ``OutcomeModel(reply)`` answers each call with ``reply(prompt)``: a string is an ``answer``, a
 :class:`Completion` is returned as it is (``refused``/``filtered``), an exception is raised
 (``failed``/``error``). :func:`patch_clients` makes ``open_client`` hand it out, wherever a stage
-imports it from; every call is counted in ``calls``.
+imports it from; every call is counted in ``calls``; ``adaptations`` stands for the client's.
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class OutcomeModel:
         self.endpoint = Endpoint("http://double.invalid/v1", model)
         self.reply = reply
         self.calls: list[str] = []
+        #: request fields the provider refused by name, as ``LLMClient.adaptations`` holds them
+        self.adaptations: list[dict[str, Any]] = []
 
     async def complete(self, messages: list[dict[str, Any]], params: GenParams, *, prompt_version: str) -> Completion:
         prompt = "\n".join(str(m.get("content", "")) for m in messages)

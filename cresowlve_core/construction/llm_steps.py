@@ -50,6 +50,7 @@ from cresowlve_core.runtime import (
     new_manifest,
     open_client,
     planned_endpoint,
+    record_adaptations,
     refuse_changed,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
@@ -323,7 +324,7 @@ def step_manifest(step: str, ctx: StepContext, n_items: int) -> Manifest:
     return new_manifest(
         f"construction_{step}", model=sc.model, base_url=sc.base_url, api_key_env=sc.api_key_env,
         items=ctx.items_tag, n_items=n_items, prompts=[bound.prompt().tag], seed=opts.seed,
-        temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(),
+        temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(), sent=bound.sent(sc.endpoint),
     )
 
 
@@ -385,7 +386,7 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     finally:  # each step runs on its own event loop: close this loop's connections before it ends
         await sc.client.aclose()
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, sc.client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})

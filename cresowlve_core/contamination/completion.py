@@ -28,7 +28,15 @@ from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import (
+    ClientOptions,
+    Manifest,
+    MapResult,
+    RunDir,
+    map_with_resume,
+    new_manifest,
+    record_adaptations,
+)
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
@@ -115,7 +123,7 @@ def completion_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int
         "contamination_completion", model=endpoint.model, base_url=endpoint.base_url,
         api_key_env=endpoint.api_key_env, n_items=n_units, prompts=step.tags(), seed=options.seed,
         temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
-        identity={"prefix_k": k, "min_words": MIN_WORDS})
+        sent=step.sent(endpoint), identity={"prefix_k": k, "min_words": MIN_WORDS})
 
 
 async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
@@ -137,7 +145,7 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
 
     result = await map_with_resume(run, COMPLETIONS, units, key=lambda u: u.key, call=call,
                                    concurrency=options.concurrency, progress=progress, desc="completion")
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "stopped": result.stopped})
     return result

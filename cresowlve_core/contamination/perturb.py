@@ -37,7 +37,15 @@ from cresowlve_core.contamination.rouge import words
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt
-from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import (
+    ClientOptions,
+    Manifest,
+    MapResult,
+    RunDir,
+    map_with_resume,
+    new_manifest,
+    record_adaptations,
+)
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
 
@@ -206,7 +214,8 @@ def perturb_manifest(units: Sequence[QuizItem], endpoint: Endpoint, options: Cli
     return new_manifest(
         "contamination_perturb", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         n_items=len(units), prompts=step.tags(units), seed=options.seed, temperature=options.temperature,
-        max_tokens=step.max_tokens, options=options.model_dump(), identity=dict(step.variant.identity))
+        max_tokens=step.max_tokens, options=options.model_dump(), sent=step.sent(endpoint),
+        identity=dict(step.variant.identity))
 
 
 async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, options: ClientOptions, *,
@@ -243,7 +252,7 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
     result = await map_with_resume(run, PERTURBATIONS, units, key=lambda u: (u.lang, u.id), call=call,
                                    concurrency=options.concurrency, progress=progress, desc="perturbing")
     recs = list(result.records.values())
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
         **outcome_counts(recs),
         "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),

@@ -30,7 +30,15 @@ from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import (
+    ClientOptions,
+    Manifest,
+    MapResult,
+    RunDir,
+    map_with_resume,
+    new_manifest,
+    record_adaptations,
+)
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, record_withheld
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import stable_seed, wilson_interval
@@ -173,7 +181,8 @@ def quiz_manifest(quiz: str, endpoint: Endpoint, options: ClientOptions, n_units
     return new_manifest(
         f"contamination_{quiz}", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         n_items=n_units, prompts=step.tags(), seed=options.seed, temperature=options.temperature,
-        max_tokens=step.max_tokens, options=options.model_dump(), identity=identity or {})
+        max_tokens=step.max_tokens, options=options.model_dump(), sent=step.sent(endpoint),
+        identity=identity or {})
 
 
 async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
@@ -194,7 +203,7 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
     result = await map_with_resume(run, f"{quiz}.jsonl", units, key=lambda u: u.key, call=call,
                                    concurrency=options.concurrency, progress=progress, desc=quiz.upper())
     recs = [r for r in result.records.values() if r.get("status") == "ok"]
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
         "n_invalid": sum(r.get("choice") is None and not record_withheld(r) for r in recs),
         "stopped": result.stopped})

@@ -59,6 +59,7 @@ from cresowlve_core.runtime import (
     map_with_resume,
     new_manifest,
     open_client,
+    record_adaptations,
     run_coro,
 )
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
@@ -221,7 +222,7 @@ def generation_manifest(queries: Sequence[CreateQuery], endpoint: Endpoint, *, v
         seed=options.seed, temperature=options.temperature, max_tokens=options.max_tokens, prompts=prompts,
         identity={"variation": variation, "n_samples": n_samples, "n_rounds": n_rounds, "seed": options.seed,
                   "temperature": options.temperature, "max_tokens": options.max_tokens},
-        options=options.model_dump(), query_ids=[q.id for q in queries],
+        options=options.model_dump(), sent=step.sent(endpoint), query_ids=[q.id for q in queries],
     )
 
 
@@ -326,7 +327,7 @@ async def agenerate(
         generation_cost=records_cost(ok),
         stopped=stopped, repairs=repairs,
     )
-    run.finish(manifest, stopped=stopped, summary=summary.model_dump(mode="json"))
+    run.finish(record_adaptations(manifest, client), stopped=stopped, summary=summary.model_dump(mode="json"))
     return summary
 
 

@@ -74,6 +74,7 @@ from cresowlve_core.runtime import (
     map_with_resume,
     new_manifest,
     open_client,
+    record_adaptations,
     run_coro,
 )
 from cresowlve_core.runtime.step import Step, Variant
@@ -214,7 +215,7 @@ def score_manifest(run_dir: str | Path, judge: Endpoint, *, n_units: int, effort
         seed=options.seed, temperature=options.temperature, max_tokens=max_tokens, prompts=step.tags(),
         identity={"judge_invalid": judge_invalid, "seed": options.seed, "temperature": options.temperature,
                   "max_tokens": max_tokens},
-        options=options.model_dump(), generation_run_dir=str(gen_dir.resolve()),
+        options=options.model_dump(), sent=step.sent(judge), generation_run_dir=str(gen_dir.resolve()),
         config={"patience": list(patience), "factuality_threshold": factuality_threshold, "discount": discount},
     )
 
@@ -283,7 +284,7 @@ async def ascore(
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
         generation_cost=records_cost(gen_ok), stopped=result.stopped, repairs=result.repairs,
     )
-    run.finish(manifest, stopped=result.stopped, summary=summary.model_dump(mode="json"))
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary=summary.model_dump(mode="json"))
     return summary
 
 

@@ -24,7 +24,15 @@ from cresowlve_core.llm.base_model import completion_params, first_line, one_lin
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
-from cresowlve_core.runtime import ClientOptions, Manifest, MapResult, RunDir, map_with_resume, new_manifest
+from cresowlve_core.runtime import (
+    ClientOptions,
+    Manifest,
+    MapResult,
+    RunDir,
+    map_with_resume,
+    new_manifest,
+    record_adaptations,
+)
 from cresowlve_core.runtime.outcomes import (
     is_withheld,
     outcome_counts,
@@ -154,7 +162,8 @@ def label_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int) -> 
     return new_manifest(
         "error_label", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         n_items=n_units, prompts=step.tags(), seed=options.seed, temperature=options.temperature,
-        max_tokens=step.max_tokens, options=options.model_dump(), identity={"taxonomy": [c.slug for c in CATEGORIES]})
+        max_tokens=step.max_tokens, options=options.model_dump(), sent=step.sent(endpoint),
+        identity={"taxonomy": [c.slug for c in CATEGORIES]})
 
 
 async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, options: ClientOptions, *,
@@ -179,7 +188,7 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
     result = await map_with_resume(run, LABELS, units, key=lambda u: u.key, call=call,
                                    concurrency=options.concurrency, progress=progress, desc="labelling errors")
     recs = list(result.records.values())
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
         "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None and not record_withheld(r)
                             for r in recs),

@@ -13,10 +13,12 @@ the variant here, in the one place that asks :func:`~cresowlve_core.llm.base_mod
                                  gen=completion_params))
 
     call = LABEL.on(client.endpoint, options)
-    manifest = new_manifest(..., prompts=call.tags(), max_tokens=call.max_tokens)
+    manifest = new_manifest(..., prompts=call.tags(), max_tokens=call.max_tokens, sent=call.sent(client.endpoint))
     req = call.request(unit)  # messages, prompt tag, generation parameters
     c = await client.complete(req.messages, req.params, prompt_version=req.tag)
     label = call.parse(c.text)
+    ...
+    run.finish(record_adaptations(manifest, client), ...)  # the fields the provider refused, dropped since
 
 A step without a ``fewshot`` variant asks every model the chat way.
 """
@@ -30,6 +32,7 @@ from typing import Any, Generic, TypeVar
 
 from cresowlve_core.llm.base_model import is_base_model
 from cresowlve_core.llm.types import GenParams
+from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime.options import ClientOptions
 
@@ -164,6 +167,11 @@ class Call(Generic[U]):
 
     def parse(self, text: str | None, *args: Any, **kwargs: Any) -> Any:
         return self.variant.parse(text, *args, **kwargs)
+
+    def sent(self, endpoint: Any) -> dict[str, Any]:
+        """The request fields besides the messages that ``endpoint``'s provider profile writes for
+        these parameters (``Manifest.sent``): no temperature for a reasoning model, for example."""
+        return sent_fields(self.params, model=endpoint.model, profile=endpoint.profile)
 
 
 __all__ = ["Call", "Request", "Step", "Variant", "asks_fewshot"]

@@ -50,6 +50,7 @@ from cresowlve_core.runtime import (
     open_client,
     pipeline_summary,
     planned_endpoint,
+    record_adaptations,
     refuse_changed,
     run_coro,
 )
@@ -188,7 +189,7 @@ def verbalise_manifest(source: KnowledgeSource, endpoint: Endpoint, cfg: SynthCo
     return new_manifest(
         "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=n_candidates, seed=options.seed,
-        temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(),
+        temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(), sent=step.sent(endpoint),
         identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
     )
 
@@ -219,7 +220,7 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
     result = await map_with_resume(run, RESPONSES, list(cands), key=lambda c: c.id, call=call,
                                    concurrency=options.concurrency, progress=progress, desc="verbalising")
     recs = result.records.values()
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_candidates": len(cands), "n_ok": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
         "n_parsed": sum(r.get("parsed") is not None for r in recs if r.get("status") == "ok"),
         "n_leak_free": sum(r.get("parsed") is not None and not r.get("leaks") for r in recs if r.get("status") == "ok"),
@@ -257,7 +258,7 @@ def solve_manifest(endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions,
         "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "verbalise"), n_items=n_units, seed=options.seed, effort=cfg.solver_effort,
         thinking=thinking, temperature=options.temperature, max_tokens=step.max_tokens, prompts=[step.prompt().tag],
-        identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
+        sent=step.sent(endpoint), identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
         config=cfg.model_dump(mode="json"),
     )
 
@@ -297,7 +298,7 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
     done = [r for r in result.records.values() if r.get("status") == "ok"]
     outcomes = [r.get("outcome") for r in done]
     sides = [{"status": "ok", **r[side]} for r in done for side in ("literal", "obfuscated") if side in r]
-    run.finish(manifest, stopped=result.stopped, summary={
+    run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": len(units), "n_ok": result.n_done, "n_error": result.n_error,
         **{f"{k}_answers": v for k, v in outcome_counts(sides).items()},  # solver answers refused or filtered
         **{f"n_{o}": outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},

@@ -17,14 +17,15 @@ from test_replay_cli import CODE, KEY, last_line
 from cresowlve_core.construction.llm_steps import LLM_STEPS
 
 
-def build_against(tmp_path: Path, scenario: str = "refusal", **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
+def build_against(tmp_path: Path, scenario: str = "refusal", model: str = "gpt-4o",
+                  **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
     """``cresowlve build`` of 6 items on a replay scenario: (the command, the build directory, how
     many recorded refusals the server sent)."""
     env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_DATA_DIR=str(tmp_path / "data"),
                CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
     build = tmp_path / "build"
     with ReplayServer(scenario, **knobs) as srv:
-        cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--limit", "6", "--model", "gpt-4o",
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--limit", "6", "--model", model,
                "--base-url", srv.base_url("openai"), "--api-key-env", "REPLAY_KEY", "--provider", "openai",
                "--build-dir", str(build), "--no-cache", "--agreement-n", "2"]
         proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=600)
@@ -81,3 +82,17 @@ def test_a_construction_answer_cut_off_at_the_token_limit_is_flagged_and_counted
         row = next(line for line in card.splitlines() if line.startswith(f"| {step} | 6 |"))
         assert row.endswith(f"| {k} |"), row
         assert sum(f"{step}:truncated" in it["meta"]["review_flags"] for it in items) == k, step
+
+
+def test_each_construction_steps_manifest_records_what_was_sent_and_what_the_provider_refused(tmp_path: Path) -> None:
+    """A deployment name hides a reasoning model that refuses a temperature: the first request of
+    each step carries the temperature the step's manifest says it sends (``sent``), and the
+    manifest records that it was then dropped (``adapted``), so no step claims a temperature its
+    answers were not decoded with."""
+    proc, build, _ = build_against(tmp_path, "deployment", model="my-gpt5-deployment")
+    out = proc.stdout + proc.stderr
+    for step in LLM_STEPS:
+        manifest = json.loads((build / "steps" / step / "manifest.json").read_text(encoding="utf-8"))
+        assert manifest["sent"]["temperature"] == manifest["temperature"] == 0.0, manifest
+        assert [(a["field"], a["action"]) for a in manifest["adapted"]] == [("temperature", "drop")], (step, out)
+        assert manifest["adapted"][0]["reason"].startswith("Unsupported value: 'temperature'")

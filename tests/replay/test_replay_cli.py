@@ -418,6 +418,8 @@ def test_create_generate_names_the_papers_temperature_a_reasoning_model_is_not_s
     assert "temperature" not in bodies["gpt-5-mini"] and bodies["gpt-4o"]["temperature"] == 0.7
     assert "warning: temperature 0.7 is not sent to gpt-5-mini (gpt-5-mini is a reasoning model on openai" in outs["gpt-5-mini"]
     assert "is not sent" not in outs["gpt-4o"]
+    sent = {m: json.loads((tmp_path / m / "manifest.json").read_text())["sent"] for m in outs}
+    assert "temperature" not in sent["gpt-5-mini"] and sent["gpt-4o"]["temperature"] == 0.7
 
 
 def test_a_reasoning_model_asked_with_no_effort_is_named_as_reasoning_though_labelled_non_thinking(tmp_path, monkeypatch):

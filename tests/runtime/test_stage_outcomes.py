@@ -27,9 +27,17 @@ def by_unit(content: str, answer: str, pattern: str = r"Puzzle number (\d)"):
     return reply
 
 
+#: the adaptation LLMClient keeps after Gemini's recorded 400 (tests/replay/fixtures/gemini/err_400_unknown_field_seed_list.json)
+SEED_DROPPED = {"field": "seed", "action": "drop", "to": None,
+                "reason": 'Invalid JSON payload received. Unknown name "seed": Cannot find field.'}
+
+
 def twice(run_stage, reply) -> tuple[Any, Any, OutcomeModel]:
-    """Run a stage, then again with the failure gone: returns both results and the second model."""
-    first = asyncio.run(run_stage(OutcomeModel(reply)))
+    """Run a stage, then again with the failure gone: returns both results and the second model.
+    The first run's provider refused ``seed`` (its client dropped it); the second's did not."""
+    model = OutcomeModel(reply)
+    model.adaptations = [SEED_DROPPED]
+    first = asyncio.run(run_stage(model))
     again = OutcomeModel(lambda p: reply(p, fail=False))
     return first, asyncio.run(run_stage(again)), again
 
@@ -42,6 +50,15 @@ def check(records: dict, keys: list, content_field: str, summary: dict, raw_fiel
     assert r_ref[content_field] is None and r_fil[content_field] is None  # nothing read from them
     assert (r_err["status"], r_err["outcome"]) == ("error", "failed") and "server_error" in r_err["error"]
     assert (summary["n_refused"], summary["n_filtered"]) == (1, 1)
+
+
+def check_manifest(run_dir) -> None:
+    """The run's manifest says what its requests carried besides the messages (``sent``: the
+    double-model profile sends the seed and the budget) and, after the resume, still that the
+    first run's provider refused the seed (``adapted``): no manifest describes requests never sent."""
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["sent"]["seed"] == manifest["seed"] and "max_tokens" in manifest["sent"], manifest["sent"]
+    assert manifest["adapted"] == [SEED_DROPPED]
 
 
 def test_error_labels(tmp_path):
@@ -61,6 +78,7 @@ def test_error_labels(tmp_path):
     check(first.records, ["k0", "k1", "k2", "k3"], "label", first.step_counts("label"))
     assert summary["n_refused"] == 1 and summary["n_unlabelled"] == 0  # withheld, not "unlabelled"
     assert len(again.calls) == 1 and second.n_done == 4  # only the failed unit is asked again
+    check_manifest(tmp_path / "labels")
 
 
 def test_quiz_answers(tmp_path):
@@ -79,6 +97,7 @@ def test_quiz_answers(tmp_path):
     # a refused or filtered quiz answer picks no option and is not correct (the filtered text said "A")
     assert recs[tuple(keys[2])]["is_correct"] is False and recs[tuple(keys[1])]["is_correct"] is False
     assert len(again.calls) == 1
+    check_manifest(tmp_path / "quiz")
 
 
 def test_completion_test(tmp_path):
@@ -97,6 +116,7 @@ def test_completion_test(tmp_path):
     filt = recs[units[2].key]
     assert filt["rouge_l"] == 0 and not filt["prefix_match"]  # the filtered suffix is not counted as recalled
     assert len(again.calls) == 1
+    check_manifest(tmp_path / "completion")
 
 
 def test_perturbations(tmp_path):
@@ -115,6 +135,7 @@ def test_perturbations(tmp_path):
     check(recs, [("en", f"q{i}") for i in range(4)], "perturbations", first.step_counts("perturb"))
     assert recs[("en", "q1")]["problems"] and recs[("en", "q1")]["rejections"][0]["kind"] == "refused"
     assert len(again.calls) == 1
+    check_manifest(tmp_path / "perturb")
 
 
 def test_create_generation(tmp_path):
@@ -138,6 +159,7 @@ def test_create_generation(tmp_path):
     gens = {g.query.id: g for g in load_generations(tmp_path / "create")}
     assert gens["q2"].paths == [] and "filtered" in gens["q2"].flags  # the filtered text is not read as paths
     assert gens["q1"].paths == [] and "refused" in gens["q1"].flags and gens["q0"].paths
+    check_manifest(tmp_path / "create")
 
 
 def test_construction_filter_step(tmp_path):
@@ -164,6 +186,7 @@ def test_construction_filter_step(tmp_path):
     # the resumed step's summary: the refusal and the filter still counted, the failure answered now
     assert (summary["n_refused"], summary["n_filtered"], summary["n_error"]) == (1, 1, 0)
     assert len(again.calls) == 1 and second.counts.get("llm_error", 0) == 0
+    check_manifest(tmp_path / "build" / "steps" / "needs_material")
 
 
 def test_create_judge_refusal_leaves_its_triples_unscored():

@@ -35,6 +35,7 @@ def test_refused_and_filtered_synthetic_calls(tmp_path):
         ep = Endpoint(srv.base_url, "fake")
         res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
         first = srv.total
+        bodies = [r.body for r in srv.requests]
         assert sum("(a1-obf)" in r.prompt for r in srv.requests) == 1  # the refusal cost one request
         srv.reset()
         run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
@@ -61,3 +62,8 @@ def test_refused_and_filtered_synthetic_calls(tmp_path):
     ssum = json.loads((build / "solve" / "summary.json").read_text())
     assert (vsum["n_refused"], vsum["n_filtered"]) == (0, 1)
     assert (ssum["n_refused_answers"], ssum["n_filtered_answers"]) == (1, 0)
+    # each manifest's ``sent`` is what its requests carried besides the model and the prompt
+    for stage, marker in (("verbalise", "Now the real task"), ("solve", "(a1-obf)")):
+        sent = json.loads((build / stage / "manifest.json").read_text())["sent"]
+        body = next(b for b in bodies if marker in json.dumps(b))
+        assert sent == {k: v for k, v in body.items() if k not in ("model", "messages", "prompt")}, (stage, body)
