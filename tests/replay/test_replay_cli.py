@@ -440,3 +440,24 @@ def test_a_reasoning_model_asked_with_no_effort_is_named_as_reasoning_though_lab
     report.runs_section(load_runs(str(tmp_path / "runs" / "*")))
     notes = [s for s in said if "Thinking not declared" in s]
     assert len(notes) == 1 and "`gpt-5-mini`" in notes[0] and "2 answers show reasoning" in notes[0]
+
+
+def test_the_evaluation_report_continues_a_run_made_with_provider_when_given_that_provider(tmp_path, monkeypatch):
+    """A loopback server selects no profile by itself: a run made with ``--provider openai`` is
+    reported by ``02_evaluation`` with ``-p provider openai`` as the same configuration, nothing sent
+    again; without it the report refuses, naming the provider, and the run is left as it was."""
+    from cresowlve_core.notebooks import ReportFailed, run_notebook
+
+    monkeypatch.setenv("REPLAY_KEY", KEY)
+    run = tmp_path / "run"
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "openai", run, "--model", "gpt-4o", "--max-tokens", "384")
+        assert code == 0, out
+        sent = len(srv.requests("openai"))
+        params = {"model": "gpt-4o", "base_url": srv.base_url("openai"), "api_key_env": "REPLAY_KEY",
+                  "run_dir": str(run), "limit": 3}
+        with pytest.raises(ReportFailed, match="provider: 'openai' → 'generic'"):
+            run_notebook("02_evaluation", params, tmp_path / "reports")
+        result = run_notebook("02_evaluation", {**params, "provider": "openai"}, tmp_path / "reports")
+        assert len(srv.requests("openai")) == sent == 3
+    assert result.html.exists() and "n=3 ok=3" in result.html.read_text(encoding="utf-8")
