@@ -26,7 +26,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
                           quiz_taker=Role(a.quiz_model, a.quiz_base_url, a.quiz_api_key_env),
                           n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
                           concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars,
-                          on_start=banner)
+                          max_cost=a.max_cost, cache=not a.no_cache, on_start=banner)
     print(c.source)
     if not c.results and c.stopped is None:
         print(f"error: no configuration with paired En and Ru runs (and a question in {a.lang}) in {a.runs!r}: "
@@ -89,7 +89,10 @@ def add_contamination_parser(sub: Any) -> None:
         p.add_argument("--repeats", type=_positive_int, default=3, help="BCQ repeats")
         p.add_argument("--max-items", type=_positive_int, default=None, help="items per set and configuration")
         if name == "run":
-            add_client_options(p, "seed", "concurrency", help={"seed": "seed of every placement, cut and model call"})
+            add_client_options(p, "seed", "concurrency", "max_cost", "cache",
+                               help={"seed": "seed of every placement, cut and model call",
+                                     "max_cost": "stop cleanly before a step (the perturbation, a configuration's "
+                                                 "quizzes or completion test) spends more than this many USD"})
             add_max_input_chars(p, "an item whose question is")
         else:
             add_reports_dir(p)

@@ -127,6 +127,7 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
                       make_demo: bool = True, max_tokens: int = 256, quiz_max_tokens: int = 16,
                       concurrency: int = CONCURRENCY, configs: Sequence[str] | None = None,
                       progress: bool = False, max_input_chars: int | None = None,
+                      max_cost: float | None = None, cache: bool = True,
                       on_start: Callable[[], None] | None = None) -> Contamination:
     """Run the whole contamination analysis (see the module docstring); resumable in ``out_dir``
     (None: a fresh temporary folder, nothing written into the checkout).
@@ -135,7 +136,10 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     items file that breaks the input limits (``max_input_chars`` raises the question size limit)
     raises its ``ItemsFileError`` before anything is sent; items that cannot be found are a note.
     A step's run directory of another configuration is refused before any model starts; ``on_start``
-    is called after that check, before the first model starts (the command line's embedded banner)."""
+    is called after that check, before the first model starts (the command line's embedded banner).
+    ``max_cost`` (USD) caps each step's new spending (the perturbation, each configuration's quizzes
+    and completion test), as a build's steps are capped: a step that reaches it stops cleanly and the
+    later steps are skipped; ``cache=False`` bypasses the response cache."""
     from cresowlve_core.sources.hub import ItemsFileError
     from cresowlve_core.sources.sample import load_items
 
@@ -147,9 +151,10 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
         counts = counts[counts["config"].isin(list(configs))]
     if max_items_per_set is not None:
         members = (members.sort_values("id").groupby(["config", "set"], sort=False).head(max_items_per_set))
-    cache = None if out_dir else str(work / "cache.sqlite")
-    opts = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed, cache_path=cache)
-    quiz_opts = ClientOptions(max_tokens=quiz_max_tokens, concurrency=concurrency, seed=seed, cache_path=cache)
+    cache_path = None if out_dir else str(work / "cache.sqlite")
+    shared = {"concurrency": concurrency, "seed": seed, "cache_path": cache_path, "max_cost": max_cost, "cache": cache}
+    opts = ClientOptions(max_tokens=max_tokens, **shared)
+    quiz_opts = ClientOptions(max_tokens=quiz_max_tokens, **shared)
     notes: list[str] = []
 
     from cresowlve_core.analysis.loading import read_manifest

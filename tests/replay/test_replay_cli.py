@@ -461,3 +461,28 @@ def test_the_evaluation_report_continues_a_run_made_with_provider_when_given_tha
         result = run_notebook("02_evaluation", {**params, "provider": "openai"}, tmp_path / "reports")
         assert len(srv.requests("openai")) == sent == 3
     assert result.html.exists() and "n=3 ok=3" in result.html.read_text(encoding="utf-8")
+
+
+def test_contamination_stops_at_its_budget_before_a_call_it_cannot_afford(tmp_path):
+    """``contamination run --max-cost`` caps each step as a build's steps are capped: a budget below
+    one perturbation call's bound (gpt-4o's price) sends nothing, skips the later steps and exits 3
+    with the budget in the last line."""
+    env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE))
+    with ReplayServer() as srv:
+        for lang in ("en", "ru"):
+            code, out = run_eval(srv, "openai", tmp_path / "runs" / f"gpt-4o__{lang}", "--model", "gpt-4o",
+                                 "--lang", lang)
+            assert code == 0, out
+        evaluated = len(srv.requests("openai"))
+        roles = []
+        for role in ("perturber", "quiz"):
+            roles += [f"--{role}-model", "gpt-4o", f"--{role}-base-url", srv.base_url("openai"),
+                      f"--{role}-api-key-env", "REPLAY_KEY"]
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "contamination", "run", "--runs", str(tmp_path / "runs" / "*"),
+               "--out-dir", str(tmp_path / "contamination"), *roles, "--max-cost", "0.0001", "--no-cache"]
+        proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+        sent = len(srv.requests("openai")) - evaluated
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 3, out
+    assert sent == 0
+    assert last_line(out).startswith("stopped early (perturbation: max_cost reached: budget of $0.0001 would be exceeded")
