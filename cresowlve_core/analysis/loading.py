@@ -512,7 +512,9 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     runs_df = runs_df.drop(columns=["any_synthetic"])
     for _, r in runs_df.iterrows():
         if r["n_records"] == 0:
-            notes.append(f"`{Path(r['path']).name}`: no response records yet.")
+            stopped = _given(r, "stopped")
+            notes.append(f"`{Path(r['path']).name}`: no response records "
+                         + (f"(stopped: {stopped})." if stopped else "yet."))
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched, aliases)
@@ -570,27 +572,33 @@ def grid_aliases(runs: str | Path | Sequence[str | Path] | None, dirs: Sequence[
     return out
 
 
+def _given(run: Any, key: str) -> Any:
+    """``run[key]`` from a row of the runs frame, None where missing or NA: a column that holds text
+    for some runs holds NaN (truthy) for the others, not None."""
+    value = run.get(key)
+    return None if value is None or pd.isna(value) else value
+
+
 def _is_complete(run: dict[str, Any]) -> bool:
     """Finished (``finished_at`` set, not stopped early) with a record for every planned item.
 
     A run without a manifest (no plan known) counts as complete when it has records.
     """
-    planned = run.get("n_planned")
+    planned = _given(run, "n_planned")
     if not run.get("manifest"):
         return int(run.get("n_records") or 0) > 0
-    if planned is None or (isinstance(planned, float) and np.isnan(planned)):
-        return bool(run.get("finished_at")) and not run.get("stopped")
-    return bool(run.get("finished_at")) and not run.get("stopped") and int(run.get("n_records") or 0) >= int(planned)
+    finished = bool(_given(run, "finished_at")) and not _given(run, "stopped")
+    return finished and (planned is None or int(run.get("n_records") or 0) >= int(planned))
 
 
 def unfinished_reason(run: Any) -> str:
     """``"120 of 2061 planned items; stopped: max cost"`` for a run that did not finish."""
-    planned = run.get("n_planned") if hasattr(run, "get") else None
+    planned = _given(run, "n_planned")
     done = int(run.get("n_records") or 0)
-    parts = [f"{done} of {int(planned)} planned items" if planned is not None and not pd.isna(planned) else f"{done} items"]
-    if run.get("stopped"):
+    parts = [f"{done} of {int(planned)} planned items" if planned is not None else f"{done} items"]
+    if _given(run, "stopped"):
         parts.append(f"stopped: {run.get('stopped')}")
-    elif not run.get("finished_at"):
+    elif not _given(run, "finished_at"):
         parts.append("never marked finished")
     return "; ".join(parts)
 

@@ -190,6 +190,26 @@ def test_unfinished_run_is_flagged_in_table1(tmp_path):
     assert table1_wide(long).loc[0, "complete"] == False  # noqa: E712
 
 
+def test_a_stopped_run_beside_finished_ones_marks_only_itself_unfinished(tmp_path):
+    """A grid where one cell stopped (its manifest has ``stopped``, the others none): the finished
+    runs stay finished. The runs frame holds NaN, not None, for a missing reason once another run
+    has one, and NaN is truthy: every run was marked ‡ and noted "did not finish ... stopped: nan"."""
+    write_run(tmp_path / "done_en", [record(f"i{i}") for i in range(3)])
+    write_run(tmp_path / "done_ru", [record(f"i{i}", lang="ru") for i in range(3)], lang="ru")
+    write_run(tmp_path / "typo_en", [], model="typo", n_items=3, stopped="fatal: model 'typo' failed with HTTP 404")
+    write_run(tmp_path / "killed_ru", [record("i0", lang="ru")], model="typo", lang="ru", n_items=None, finished_at=None)
+    rs = load_runs(str(tmp_path / "*"))
+    complete = rs.runs.set_index("run_id")["complete"].to_dict()
+    assert complete == {"done_en": True, "done_ru": True, "typo_en": False, "killed_ru": False}
+    assert not any("nan" in n or "done_" in n for n in rs.notes), rs.notes
+    assert "`typo_en`: no response records (stopped: fatal: model 'typo' failed with HTTP 404)." in rs.notes
+    assert "`killed_ru` did not finish: 1 items; never marked finished." in rs.notes
+    disp = table1_display(results_long(rs))
+    row = disp.xs("m", level="Model").iloc[0]
+    assert row[("CresOWLve-En", "Exact Match", "% [95% CI]")] == "0.0 [0.0, 56.1]"
+    assert not any(str(v).startswith("‡") for v in row.values), row
+
+
 def test_run_without_effort_never_matches_a_paper_row_with_one(tmp_path):
     paper = tmp_path / "paper.csv"
     paper.write_text("model,thinking,en_exact_match,en_llm_judge,ru_exact_match,ru_llm_judge\nDeepSeek-V3.2,adaptive,15.33,25.47,10.48,26.44\n")
