@@ -640,16 +640,17 @@ def _pick_latest(runs_df: pd.DataFrame, notes: list[str]) -> list[int]:
         idx = grp.index.tolist()
         keep.append(idx[-1])
         kept = Path(runs_df.at[idx[-1], "path"]).name
+        lang = _given(runs_df.loc[idx[-1]], "lang") or "no language recorded"
         for dropped in idx[:-1]:
             name = Path(runs_df.at[dropped, "path"]).name
             changed = _setting_changes(runs_df, dropped, idx[-1])
             if changed:  # same model, effort and language, but not the same run: say what differs
                 notes.append(f"`{name}` has the model, effort and language of the later run `{kept}` "
-                             f"({runs_df.at[dropped, 'config']} / {runs_df.at[dropped, 'lang']}) but another "
+                             f"({runs_df.at[dropped, 'config']} / {lang}) but another "
                              f"setting ({changed}): only `{kept}` is analysed; analyse the other in its own report.")
             else:
-                notes.append(f"`{name}` duplicates {runs_df.at[dropped, 'config']} / "
-                             f"{runs_df.at[dropped, 'lang']}; kept the later run `{kept}`.")
+                notes.append(f"`{name}` duplicates {runs_df.at[dropped, 'config']} / {lang}; "
+                             f"kept the later run `{kept}`.")
     return sorted(keep)
 
 

@@ -214,8 +214,10 @@ def resolve_config(df: pd.DataFrame, name: str, aliases: Mapping[str, str] | Non
     An unknown or ambiguous name is a ``ValueError`` listing the known names."""
     configs = df.drop_duplicates("config").reindex(columns=["config", "model", "effort"])
     labels = {str(k): str(v) for k, v in (aliases or {}).items()}
-    configs["label"] = [labels.get(str(m)) for m in configs["model"]]
-    configs["label_config"] = [config_label(lb, e) if lb else None for lb, e in zip(configs["label"], configs["effort"])]
+    # from the plain lists: in a frame column a missing label is NaN, which is truthy
+    label = [labels.get(str(m)) for m in configs["model"]]
+    configs["label"] = label
+    configs["label_config"] = [config_label(lb, e) if lb else None for lb, e in zip(label, configs["effort"])]
     configs["model_config"] = [config_label(str(m), e) for m, e in zip(configs["model"], configs["effort"])]
     wanted = str(name).strip().casefold()
     for col in ("config", "model_config", "model", "label_config", "label"):
@@ -225,7 +227,7 @@ def resolve_config(df: pd.DataFrame, name: str, aliases: Mapping[str, str] | Non
         if len(hit) > 1:
             raise InputError(f"{name!r} names several configurations: {', '.join(hit['config'])}; pass one of them")
     known = ", ".join(sorted(configs["config"]))
-    grid = sorted(f"{lc} = {c}" for lc, c in zip(configs["label_config"], configs["config"]) if lc)
+    grid = sorted(f"{lc} = {c}" for lc, c in zip(configs["label_config"], configs["config"]) if isinstance(lc, str))
     raise InputError(f"no configuration {name!r} in these runs; known: {known}"
                      + (f"; grid labels: {', '.join(grid)}" if grid else ""))
 

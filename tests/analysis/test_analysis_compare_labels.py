@@ -61,6 +61,21 @@ def test_compare_by_grid_label_display_name_or_model(tmp_path):
     assert "grid labels: GPT-4.1 = gpt-4.1, GPT-5.4 (medium) = gpt-5.4 (medium)" in msg
 
 
+def test_a_model_the_grid_gives_no_label_has_none_not_nan(tmp_path):
+    """Only some models labelled: the others' missing label is NaN in the frame, which is truthy, and
+    was listed (and accepted) as a grid label named "nan"."""
+    write_run(tmp_path / "a", [record("i1", model="openai/gpt-4.1")], model="openai/gpt-4.1")
+    write_run(tmp_path / "b", [record("i1", model="qwen3", effort="high")], model="qwen3", effort="high", thinking=True)
+    rs = load_runs(str(tmp_path / "*"))
+    rs.aliases.update({"openai/gpt-4.1": "GPT-4.1"})
+    with pytest.raises(ValueError) as err:
+        compare_configs(rs, [("GPT-4.1", "nope")])
+    assert str(err.value).endswith("known: openai/gpt-4.1, qwen3 (high); grid labels: GPT-4.1 = openai/gpt-4.1")
+    with pytest.raises(ValueError, match="no configuration 'nan \\(high\\)'"):
+        compare_configs(rs, [("GPT-4.1", "nan (high)")])
+    assert compare_configs(rs, [("GPT-4.1", "qwen3 (high)")], include_defaults=False).iloc[0]["n"] == 1
+
+
 def test_the_report_section_takes_grid_labels(tmp_path):
     rs = load_runs(str(_grid(tmp_path) / "*"))
     out = paired_section(rs, compare=[["GPT-4.1", "GPT-5.4 (none)"]])
