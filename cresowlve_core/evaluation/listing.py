@@ -147,6 +147,7 @@ class RunDiff:
     p: float
     method: str
     n_missing: int  # items scored in one run only
+    n_errored: int = 0  # items with no answer (errored, failed, not run) in A or B: left out, never wrong
 
 
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
@@ -156,8 +157,7 @@ def _latest(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _correct(rec: dict[str, Any], metric: str) -> bool | None:
-    if rec.get("status") != "ok":
-        return False  # no answer counts as wrong, as in Table 1
+    """Whether ``rec`` is right by ``metric``; None when it has no score (unscored by the judge)."""
     value = (rec.get("scores") or {}).get(metric)
     return None if value is None else bool(value)
 
@@ -171,8 +171,11 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
         metric = "judge" if judged else "em_strict"
     shared = sorted(set(ra) & set(rb))
     n_missing = len(set(ra) ^ set(rb))
-    rows, only_a, only_b, n_both = [], 0, 0, 0
+    rows, only_a, only_b, n_both, n_errored = [], 0, 0, 0, 0
     for item in shared:
+        if ra[item].get("status") != "ok" or rb[item].get("status") != "ok":
+            n_errored += 1  # no answer is no wrong answer: as in 03_analysis's paired tests
+            continue
         ca, cb = _correct(ra[item], metric), _correct(rb[item], metric)
         if ca is None or cb is None:
             n_missing += 1
@@ -184,7 +187,7 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
             rows.append({"id": item, "answer": ra[item].get("answer"), "a": ra[item].get("prediction"),
                          "a_correct": ca, "b": rb[item].get("prediction"), "b_correct": cb})
     test = mcnemar(only_a, only_b, n_both)
-    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing)
+    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing, n_errored)
 
 
 def language_warning(a: Path, b: Path) -> str | None:
@@ -200,6 +203,8 @@ def language_warning(a: Path, b: Path) -> str | None:
 def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
     """The terminal text of :func:`diff_runs`."""
     lines = [f"A = {a}", f"B = {b}", f"metric: {d.metric}; items scored in both: {d.n_both}"
+             + (f"; {d.n_errored} without an answer in A or B (errored or not run: left out, never wrong)"
+                if d.n_errored else "")
              + (f"; {d.n_missing} scored in one run only (left out)" if d.n_missing else "")]
     for r in d.disagreements[:limit]:
         mark = lambda ok: "right" if ok else "wrong"  # noqa: E731

@@ -57,6 +57,25 @@ def test_runs_lists_each_run_and_diff_finds_the_disagreements(tmp_path):
     assert "A (right): 'Answer0'" in out.stdout and "B (wrong): 'nothing'" in out.stdout
 
 
+def test_diff_leaves_items_without_an_answer_out_of_mcnemar_never_counting_them_wrong(tmp_path):
+    """B's calls for the four items A got right failed: those items are no evidence either way, so
+    they are left out and named, not four wins for A."""
+    items = make_items(8)
+    with FakeServer(answers=answer_for) as srv:  # even items right: 4/8
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path), items, progress=False))
+    with FakeServer(answers=_everything_wrong) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, model="other"), items, progress=False))
+    with (tmp_path / "b" / "responses.jsonl").open("a", encoding="utf-8") as f:
+        for it in items[::2]:  # the latest record of each even item: a call that failed
+            f.write(json.dumps({"id": it.id, "lang": "en", "status": "error", "outcome": "failed",
+                                "error": "LLMError: the provider says: server_error"}) + "\n")
+    d = diff_runs(tmp_path / "a", tmp_path / "b")
+    assert (d.n_both, d.only_a, d.only_b, d.n_errored, len(d.disagreements)) == (4, 0, 0, 4, 0)
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert "items scored in both: 4; 4 without an answer in A or B (errored or not run: left out, never wrong)" in out.stdout
+    assert "McNemar (exact) p = 1.0000 over 4 items" in out.stdout
+
+
 def test_runs_names_configurations_as_the_analysis_does_and_marks_the_embedded_model(tmp_path, capsys):
     """A grid.json (as `report -p runs` takes it, relative to the project): the grid's label with the
     effort; refused/filtered counts read with defaults; the embedded model marked; diff warns En vs Ru."""
