@@ -205,19 +205,23 @@ _TOKENS = ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tok
 def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
     """Tokens and cost per config × lang (sums over known values, with counts of unknowns).
 
-    Columns: config, lang, n, n_cached, input/output/reasoning tokens, cost, cost_unknown,
-    judge_input_tokens, judge_output_tokens, judge_cost, judge_cost_unknown. A sum is NaN when
-    every value is unknown; ``*_unknown`` counts records without a value.
+    Columns: config, lang, n, n_cached, n_no_answer, input/output/reasoning tokens, cost,
+    cost_unknown, judge_input_tokens, judge_output_tokens, judge_cost, judge_cost_unknown. A sum is
+    NaN when every value is unknown; ``*_unknown`` counts answers without a cost. A call that
+    errored or was not run (``n_no_answer``) has no cost recorded, which is not an unknown price.
     """
-    narrow = _columns(responses, ["config", "lang", "cached", *_TOKENS, "cost", "judge_cost", "judge_status"])
+    narrow = _columns(responses, ["config", "lang", "cached", "status", *_TOKENS, "cost", "judge_cost", "judge_status"])
     if narrow.empty:
         return pd.DataFrame()
-    judged = narrow["judge_status"].isin(["scored", "unscored", "error"])
+    answered = narrow["status"].eq("ok")
+    judged = narrow["judge_status"].isin(["scored", "unscored"])  # the judge answered (a judge error has no cost)
     by_run = narrow.assign(
-        _cost_unknown=narrow["cost"].isna(),
+        _no_answer=~answered,
+        _cost_unknown=answered & narrow["cost"].isna(),
         _judge_cost_unknown=judged & narrow["judge_cost"].isna(),  # no judge: its cost is not "unknown", there is none
     ).groupby(["config", "lang"], sort=True)
-    out = pd.DataFrame({"n": by_run.size(), "n_cached": by_run["cached"].sum().astype(int)})
+    out = pd.DataFrame({"n": by_run.size(), "n_cached": by_run["cached"].sum().astype(int),
+                        "n_no_answer": by_run["_no_answer"].sum().astype(int)})
     for col in _TOKENS:
         out[col] = by_run[col].sum(min_count=1).astype(float)
     for col in ("cost", "judge_cost"):
@@ -239,12 +243,11 @@ def cost_display(costs: pd.DataFrame) -> pd.DataFrame:
     """:func:`cost_table` with readable strings: tokens as integers, unknown costs as ``unknown``."""
     if costs.empty:
         return costs
-    out = costs[["config", "lang", "n", "n_cached"]].copy()
+    out = costs[["config", "lang", "n", "n_cached", "n_no_answer"]].copy()
     for col in ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tokens", "judge_output_tokens"):
         out[col] = costs[col].map(lambda v: "unknown" if pd.isna(v) else f"{int(v):,}")
-    out["cost"] = [
-        format_cost(t, u, n) for t, u, n in zip(costs["cost"], costs["cost_unknown"], costs["n"], strict=True)
-    ]
+    answered = costs["n"] - costs["n_no_answer"]
+    out["cost"] = [format_cost(t, u, n) for t, u, n in zip(costs["cost"], costs["cost_unknown"], answered, strict=True)]
     out["judge_cost"] = [
         "no judge" if u == 0 and pd.isna(t) else format_cost(t, u, n)
         for t, u, n in zip(costs["judge_cost"], costs["judge_cost_unknown"], costs["n"], strict=True)

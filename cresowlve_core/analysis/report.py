@@ -724,6 +724,9 @@ def cost_section(rs: RunSet) -> dict[str, Any]:
     unknown = costs.loc[costs["cost_unknown"] > 0, "config"].unique().tolist()
     if unknown:
         say(f"Cost **unknown** (no price) for some records of: {', '.join(unknown)}.")
+    if costs["n_no_answer"].any():
+        say("`n_no_answer`: calls that errored or were not run; they have no cost recorded, which is not an "
+            "unknown price, and are left out of the cost's count of answers.")
     known = costs["cost"].sum(min_count=1)
     return {
         "n_runs": int(len(costs)),

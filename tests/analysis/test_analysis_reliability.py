@@ -128,6 +128,23 @@ def test_cost_unknown_is_never_zero():
     assert shown.loc["partly", "reasoning_tokens"] == "unknown"
 
 
+def test_a_call_without_an_answer_is_no_unknown_cost():
+    """Errored calls carry no cost: counted apart (``n_no_answer``), never "≥ $x (k unknown)" on a
+    priced model; a judge call that errored is no unknown judge cost either."""
+    rows = [
+        {"config": "priced", "cost": 0.5, "judge_status": "scored", "judge_cost": 0.01},
+        {"config": "priced", "cost": 0.25, "judge_status": "error", "judge_cost": np.nan},
+        {"config": "priced", "status": "error", "cost": np.nan, "judge_status": "not_run"},
+        {"config": "failed", "status": "error", "cost": np.nan},
+    ]
+    costs = cost_table(_frame(rows)).set_index("config")
+    assert (costs.loc["priced", "cost_unknown"], costs.loc["priced", "n_no_answer"]) == (0, 1)
+    assert costs.loc["priced", "judge_cost_unknown"] == 0
+    shown = cost_display(costs.reset_index()).set_index("config")
+    assert (shown.loc["priced", "cost"], shown.loc["priced", "judge_cost"]) == ("$0.75", "$0.01")
+    assert (shown.loc["failed", "cost"], shown.loc["failed", "n_no_answer"]) == ("–", 1)
+
+
 def test_format_cost():
     assert format_cost(float("nan"), 3, 3) == "unknown"
     assert format_cost(2.0, 0, 3) == "$2.00"
