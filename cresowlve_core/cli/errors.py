@@ -22,7 +22,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.analysis.loading import load_runs
     from cresowlve_core.banners import banner_text
     from cresowlve_core.error_analysis.label import label_errors
-    from cresowlve_core.error_analysis.wrong import collect_wrong
+    from cresowlve_core.error_analysis.wrong import NO_ANSWER_REASONS, collect_wrong
     from cresowlve_core.exitcodes import stage_exit
     from cresowlve_core.text import slug
 
@@ -30,8 +30,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     no_answer = int(tally["n_no_answer"].sum()) if len(tally) else 0
     skipped = ""
     if no_answer:
-        counts = {word: int(tally[f"n_no_answer_{k}"].sum())
-                  for k, word in (("error", "errored"), ("withheld", "refused or filtered"), ("empty", "empty"))}
+        counts = {word: int(tally[f"n_no_answer_{k}"].sum()) for k, word in NO_ANSWER_REASONS.items()}
         why = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
         skipped = f"; {no_answer} wrong by the rule without an answer ({why}): counted, not labelled"
     if not units:

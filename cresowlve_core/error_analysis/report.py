@@ -35,7 +35,7 @@ from cresowlve_core.error_analysis.distribution import (
 )
 from cresowlve_core.error_analysis.label import LABELS, label_errors, labeller_is_embedded
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, CATEGORIES, display_name
-from cresowlve_core.error_analysis.wrong import collect_wrong, find_or_make_runs
+from cresowlve_core.error_analysis.wrong import NO_ANSWER_REASONS, collect_wrong, find_or_make_runs
 from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.reporting import jsonable, say, say_where_from, show
 from cresowlve_core.runtime import ClientOptions, RunDir
@@ -151,16 +151,15 @@ def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
         "90% in every language the configuration ran, else strict exact match (as the contamination sets). "
         "`n_wrong`: wrong by that basis; of these, `n_no_answer` have **no answer** to label "
         "(`n_no_answer_error`: the call errored, no model output; `n_no_answer_withheld`: the model refused or the "
-        "provider's filter stopped it; `n_no_answer_empty`: an empty prediction): counted "
+        "provider's filter stopped it; `n_no_answer_truncated`: cut off at the token limit, its reasoning never "
+        "finished; `n_no_answer_empty`: an empty prediction): counted "
         "here, never labelled, never in the distribution or the χ². Of the answers that exist, `n_wrong_judge` / "
         "`n_wrong_em`: wrong by the judge / by strict exact match (one of them is 0 for each configuration); `n_no_item`: the item "
         "could not be loaded (not labelled); `n_to_label`: sent to the labeller. `n_unknown`: neither judge nor EM "
         "(not counted).")
     return {"n_runs": int(len(ea.tally)), "n_wrong": int(ea.tally["n_wrong"].sum()),
             "n_no_answer": int(ea.tally["n_no_answer"].sum()),
-            "n_no_answer_error": int(ea.tally["n_no_answer_error"].sum()),
-            "n_no_answer_withheld": int(ea.tally["n_no_answer_withheld"].sum()),
-            "n_no_answer_empty": int(ea.tally["n_no_answer_empty"].sum()),
+            **{f"n_no_answer_{k}": int(ea.tally[f"n_no_answer_{k}"].sum()) for k in NO_ANSWER_REASONS},
             "n_to_label": int(ea.tally["n_to_label"].sum()),
             "n_wrong_judge": int(ea.tally["n_wrong_judge"].sum()), "n_wrong_em": int(ea.tally["n_wrong_em"].sum()),
             "n_no_item": int(ea.tally["n_no_item"].sum())}

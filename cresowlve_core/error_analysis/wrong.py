@@ -7,11 +7,12 @@ Mixing the two answer by answer would let the grading decide which answers are l
 is recorded per run in the tally (``basis``, ``judge_coverage``) and per answer; a response with
 no value on its configuration's basis is *unknown* and counted, not labelled.
 
-Only answers that exist are labelled. An errored call (``status == "error"``: no model output)
-a refused or filtered one (``outcome``) or an empty prediction is wrong by the rule but is **no
-answer**: counted per run as ``n_no_answer`` (``n_no_answer_error`` + ``n_no_answer_withheld`` +
-``n_no_answer_empty``) and never sent to the labeller,
-so it never reaches the distribution or the χ² (API failures cluster by model).
+Only finished answers are labelled. An errored call (``status == "error"``: no model output), a
+refused or filtered one (``outcome``), one cut off at the token limit (``outcome: truncated``: the
+reasoning never finished, within a budget the run chose) or an empty prediction is wrong by the
+rule but is **no answer** to label: counted per run as ``n_no_answer`` (``n_no_answer_error`` +
+``n_no_answer_withheld`` + ``n_no_answer_truncated`` + ``n_no_answer_empty``) and never sent to the
+labeller, so it never reaches the distribution or the χ² (API failures cluster by model).
 """
 
 from __future__ import annotations
@@ -72,18 +73,23 @@ def output_hash(*parts: str | None) -> str:
     return hashlib.sha256("\x1f".join(p or "" for p in parts).encode("utf-8")).hexdigest()[:10]
 
 
+#: why a wrong response has no answer to label (:func:`no_answer`), in words
+NO_ANSWER_REASONS = {"error": "errored", "withheld": "refused or filtered", "truncated": "cut off at the token limit",
+                     "empty": "empty"}
 TALLY_COLUMNS = ["run_id", "config", "lang", "basis", "judge_coverage", "n", "n_wrong", "n_right", "n_unknown", "n_no_answer",
-                 "n_no_answer_error", "n_no_answer_withheld", "n_no_answer_empty", "n_wrong_judge", "n_wrong_em", "n_no_item", "n_to_label"]
+                 *(f"n_no_answer_{k}" for k in NO_ANSWER_REASONS), "n_wrong_judge", "n_wrong_em", "n_no_item", "n_to_label"]
 
 
 def no_answer(status: object, prediction: object, outcome: object = None) -> str | None:
-    """Why a response has no answer to label: ``"error"`` (the call failed), ``"withheld"`` (the
-    model refused or the provider's filter stopped it), ``"empty"`` (an empty or blank prediction),
-    else None."""
+    """Why a response has no answer to label (a key of :data:`NO_ANSWER_REASONS`): ``"error"`` (the
+    call failed), ``"withheld"`` (the model refused or the provider's filter stopped it),
+    ``"truncated"`` (cut off at the token limit), ``"empty"`` (an empty or blank prediction), else None."""
     if status == "error":
         return "error"
     if outcome in NOT_AN_ANSWER:
         return "withheld"
+    if outcome == "truncated":
+        return "truncated"
     if prediction is None or (isinstance(prediction, float) and prediction != prediction) or not str(prediction).strip():
         return "empty"
     return None
@@ -116,7 +122,8 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
     The tally (one row per run) has ``n``, ``n_wrong``, ``n_right``, ``n_unknown`` (neither judge
     nor strict EM), ``n_wrong_judge`` / ``n_wrong_em`` (the basis, over answers that exist),
     ``n_no_answer`` = ``n_no_answer_error`` (the call errored) + ``n_no_answer_withheld`` (refused or
-    filtered) + ``n_no_answer_empty`` (an empty prediction): wrong but no answer, not labelled; ``n_no_item`` (a wrong answer whose item
+    filtered) + ``n_no_answer_truncated`` (cut off at the token limit) + ``n_no_answer_empty`` (an empty
+    prediction): wrong but no answer, not labelled; ``n_no_item`` (a wrong answer whose item
     could not be loaded: reported here, never labelled blind) and ``n_to_label``. An items file that
     breaks the input limits (:mod:`cresowlve_core.inputs`; ``max_input_chars`` raises the question
     size limit) raises its ``ItemsFileError``: refused before anything is labelled.
@@ -145,8 +152,9 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
                "basis": basis.iloc[0] if len(basis) else None,
                "judge_coverage": float(part["judge_coverage"].iloc[0]) if len(part) else float("nan"), "n": len(part),
                "n_wrong": int(wrong_or_none.sum()), "n_right": int((part["correct"] == 1).sum()),
-               "n_unknown": int((part["correct"].isna() & ~errored).sum()), "n_no_answer": 0, "n_no_answer_error": 0,
-               "n_no_answer_withheld": 0, "n_no_answer_empty": 0, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0, "n_to_label": 0}
+               "n_unknown": int((part["correct"].isna() & ~errored).sum()), "n_no_answer": 0,
+               **{f"n_no_answer_{k}": 0 for k in NO_ANSWER_REASONS}, "n_wrong_judge": 0, "n_wrong_em": 0, "n_no_item": 0,
+               "n_to_label": 0}
         for r in part[wrong_or_none].itertuples():
             lang = str(r.lang)
             rec = records.get((str(r.id), lang), {})

@@ -163,22 +163,23 @@ def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
     assert json.loads((tmp_path / "labels" / "manifest.json").read_text())["stopped"] == res.stopped
 
 
-def test_errored_refused_and_empty_answers_are_no_answer_never_labelled(tmp_path):
-    """An errored call (no output), a refusal and an empty prediction are wrong by the rule,
-    but there is no answer to label: 1 of the 4 wrong answers goes to the labeller, and 3 are
-    counted as no answer, each under its reason (1 errored, 1 refused, 1 empty)."""
-    items = _items(5)
+def test_errored_refused_cut_off_and_empty_answers_are_no_answer_never_labelled(tmp_path):
+    """An errored call (no output), a refusal, an answer cut off at the token limit and an empty
+    prediction are wrong by the rule, but there is no finished answer to label: 1 of the 5 wrong
+    answers goes to the labeller, and 4 are counted as no answer, each under its reason."""
+    items = _items(6)
     ids = [it.id for it in items]
-    run = write_run(tmp_path, "en", items, dict(zip(ids, [False, False, False, False, True])))
+    run = write_run(tmp_path, "en", items, dict(zip(ids, [False, False, False, False, True, False])))
     recs = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
     recs[0] |= {"status": "error", "prediction": None, "raw_output": None, "em_strict": None, "em_lenient": None,
                 "error": "HTTP 503"}
     recs[1] |= {"prediction": "   ", "raw_output": "I cannot decide."}
     recs[3] |= {"outcome": "refused", "prediction": "", "raw_output": "", "refusal": "I can't help with that."}
+    recs[5] |= {"outcome": "truncated", "prediction": "Let me work through the clues one by one: first"}
     (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
     assert [w.id for w in wrong] == [ids[2]]
     t = tally.iloc[0]
-    assert (t["n_wrong"], t["n_no_answer"], t["n_no_answer_error"], t["n_no_answer_withheld"], t["n_no_answer_empty"],
-            t["n_to_label"]) == (4, 3, 1, 1, 1, 1)
+    assert (t["n_wrong"], t["n_no_answer"], t["n_no_answer_error"], t["n_no_answer_withheld"],
+            t["n_no_answer_truncated"], t["n_no_answer_empty"], t["n_to_label"]) == (5, 4, 1, 1, 1, 1, 1)
     assert t["n_wrong_em"] == 1  # the basis counts answers that exist
