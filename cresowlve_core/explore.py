@@ -50,6 +50,7 @@ from cresowlve_core.error_analysis.wrong import output_hash  # the labeller's ke
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.items import LANGS
+from cresowlve_core.runtime.outcomes import record_withheld
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.untrusted import html_text
 
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 Outcome = Literal["any", "correct", "wrong", "unknown"]
 OUTCOMES: tuple[str, ...] = ("any", "correct", "wrong", "unknown")
 UNLABELLED = "(unlabelled)"  # the labeller replied without a category line
+LABEL_WITHHELD = "(labeller refused or filtered)"  # nothing to read
 LABEL_ERROR = "(labeller error)"  # the labeller call failed
 NOT_LABELLED = "(not labelled)"  # a wrong answer no label record covers
 MAX_LIST = 500  # rows shown in a browser's item list
@@ -270,8 +272,14 @@ def read_labels(files: Sequence[Path], notes: list[str]) -> pd.DataFrame:
             config, lang, id_, h = parts
             ok = rec.get("status") == "ok"
             label = rec.get("label") if ok else None
-            state = "labelled" if label else ("unlabelled" if ok else "error")
-            category = bucket(label) if label else (UNLABELLED if ok else LABEL_ERROR)
+            if label:
+                state, category = "labelled", bucket(label)
+            elif not ok:
+                state, category = "error", LABEL_ERROR
+            elif record_withheld(rec):
+                state, category = "withheld", LABEL_WITHHELD
+            else:
+                state, category = "unlabelled", UNLABELLED
             rows.append({"labeller": str(rec.get("labeller") or f.parent.name), "config": str(rec.get("config") or config),
                          "lang": str(rec.get("lang") or lang), "id": str(rec.get("id") or id_), "state": state,
                          "label": label, "category": category, "rationale": rec.get("rationale"),

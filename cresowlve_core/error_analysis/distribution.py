@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, OTHER_PREFIX, SLUGS
+from cresowlve_core.runtime.outcomes import record_withheld
 from cresowlve_core.stats import holm, wilson_interval
 
 OTHER = "other"
@@ -48,8 +49,9 @@ def bucket(label: str | None) -> str | None:
 def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.DataFrame:
     """One row per wrong answer: its configuration, language, id, basis and label state.
 
-    ``state`` is ``labelled``, ``unlabelled`` (no category line), ``error`` (the call failed) or
-    ``not_run`` (no record yet, e.g. a stopped run).
+    ``state`` is ``labelled``, ``unlabelled`` (no category line), ``withheld`` (the labeller refused
+    or its provider's filter stopped it: nothing to read), ``error`` (the call failed) or ``not_run``
+    (no record yet, e.g. a stopped run).
     """
     rows = []
     for u in units:
@@ -58,6 +60,8 @@ def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.Data
             state, label = "not_run", None
         elif rec.get("status") != "ok":
             state, label = "error", None
+        elif record_withheld(rec):
+            state, label = "withheld", None
         else:
             label = rec.get("label")
             state = "labelled" if label else "unlabelled"
@@ -73,10 +77,10 @@ def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.Data
 def distribution(labels: pd.DataFrame, by: str = "config") -> pd.DataFrame:
     """Long table: one row per ``by`` value × bucket with ``k``, ``n`` (labelled answers), ``p``,
     ``low``/``high`` (95%; see the module text), ``n_eff``, the group's ``n_items`` (distinct items
-    labelled), ``n_unlabelled``, ``n_error``, ``n_not_run``, its ``config`` and ``lang`` (``mixed``
+    labelled), ``n_unlabelled``, ``n_withheld``, ``n_error``, ``n_not_run``, its ``config`` and ``lang`` (``mixed``
     when pooled) and the ``unit``."""
     cols = [*dict.fromkeys([by, "config", "lang"]), "category", "k", "n", "p", "low", "high", "n_eff", "n_items",
-            "n_unlabelled", "n_error", "n_not_run", "unit"]
+            "n_unlabelled", "n_withheld", "n_error", "n_not_run", "unit"]
     if labels.empty:
         return pd.DataFrame(columns=cols)
     out = []
@@ -95,6 +99,7 @@ def distribution(labels: pd.DataFrame, by: str = "config") -> pd.DataFrame:
             out.append({"config": config, "lang": lang, by: group, "category": cat, "k": k, "n": n,
                         "p": k / n if n else float("nan"), "low": low, "high": high, "n_eff": n_eff, "n_items": n_items,
                         "n_unlabelled": int((part["state"] == "unlabelled").sum()),
+                        "n_withheld": int((part["state"] == "withheld").sum()),
                         "n_error": int((part["state"] == "error").sum()),
                         "n_not_run": int((part["state"] == "not_run").sum()), "unit": UNIT})
     return pd.DataFrame(out, columns=cols)

@@ -173,10 +173,11 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
     say(f"Labeller: `{ea.labeller}`; labels in `{ea.label_dir}` (resumable)."
         + (f" **Stopped early:** {ea.stopped}" if ea.stopped else ""))
     out = {"n": int(len(lf)), "labelled": int(counts.get("labelled", 0)), "unlabelled": int(counts.get("unlabelled", 0)),
-           "error": int(counts.get("error", 0)), "not_run": int(counts.get("not_run", 0)), "other": n_other,
-           "stopped": ea.stopped}
+           "withheld": int(counts.get("withheld", 0)), "error": int(counts.get("error", 0)),
+           "not_run": int(counts.get("not_run", 0)), "other": n_other, "stopped": ea.stopped}
     show(pd.DataFrame([out]).drop(columns=["stopped"]))
-    say("*unlabelled*: the labeller's reply had no category line (never guessed); *other*: a category outside "
+    say("*unlabelled*: the labeller's reply had no category line (never guessed); *withheld*: the labeller "
+        "refused or its provider's filter stopped it (nothing read; not asked again); *other*: a category outside "
         "the seven, kept with its text.")
     if n_other:
         show(lf[lf["label"].fillna("").str.startswith("other: ")][["config", "id", "label"]])
@@ -186,7 +187,8 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
 def headline(labels: dict[str, Any]) -> str:
     """The error-analysis report's one line, from :func:`labels_section`'s record."""
     return (f"{labels['n']} wrong answers sent to the labeller: {labels['labelled']} labelled, "
-            f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled")
+            f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled"
+            + (f", {labels['withheld']} refused or filtered by the labeller" if labels.get("withheld") else ""))
 
 
 def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]:
@@ -198,8 +200,8 @@ def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]
         return {"distribution": [], "chi2": []}
     show(distribution_chart(dist, by=by))
     shares = dist.assign(name=dist["category"].map(display_name))
-    say("Population: the labelled wrong answers that exist (no-answer items, unlabelled replies and labeller errors "
-        f"are counted apart). **Unit: the {UNIT}**; `n`: labelled answers of the group; `n_items`: items. "
+    say("Population: the labelled wrong answers that exist (no-answer items, unlabelled, refused or filtered "
+        f"labeller replies and labeller errors are counted apart). **Unit: the {UNIT}**; `n`: labelled answers of the group; `n_items`: items. "
         "`low`/`high`: 95%, Wilson on the answers where each item has one answer (a configuration in one language); "
         "pooled over languages, Wilson on the item-clustered effective size `n_eff` (an item's En and Ru answers are "
         "not independent).")

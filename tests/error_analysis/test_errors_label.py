@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeserver import FakeServer
+from fakeserver import FakeServer, Reply
 
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.error_analysis import collect_wrong, label_messages, parse_label
@@ -120,12 +120,14 @@ def test_label_messages_show_everything_the_labeller_needs(tmp_path):
 def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
     from cresowlve_core.error_analysis.distribution import distribution, label_frame
     from cresowlve_core.error_analysis.label import label_errors
+    from cresowlve_core.explore import LABEL_WITHHELD, read_labels
 
-    items = _items(6)
+    items = _items(7)
     write_run(tmp_path, "en", items, {it.id: False for it in items})
     wrong, _ = collect_wrong(load_runs(str(tmp_path / "m__*")))
     replies = {0: "RATIONALE: a\nCATEGORY: Overthinking", 1: "RATIONALE: b\nCATEGORY: Wrong reference",
-               2: "RATIONALE: c\nCATEGORY: laziness", 3: "no idea", 4: "CATEGORY: Overthinking", 5: "CATEGORY: 1"}
+               2: "RATIONALE: c\nCATEGORY: laziness", 3: "no idea", 4: "CATEGORY: Overthinking", 5: "CATEGORY: 1",
+               6: Reply(text="", refusal="I can't help with that")}  # a refusal is no reply without a category
 
     def answer(req):
         n = int(req.prompt.split("<puzzle>\nPuzzle number ")[1].split(":")[0])
@@ -134,15 +136,18 @@ def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
     with FakeServer(answers=answer) as srv:
         res = label_errors(wrong, tmp_path / "labels", model="labeller", base_url=srv.base_url,
                            options=ClientOptions(cache=False, max_attempts=1), progress=False)
-        assert srv.total == 6
+        assert srv.total == 7
     lf = label_frame(wrong, res.records)
-    assert lf["state"].value_counts().to_dict() == {"labelled": 5, "unlabelled": 1}
+    assert lf["state"].value_counts().to_dict() == {"labelled": 5, "unlabelled": 1, "withheld": 1}
     dist = distribution(lf)
     k = dist.set_index("category")["k"]
     assert k["overthinking"] == 2 and k["other"] == 1 and k["missing_creative_connection"] == 1
-    assert dist["n"].iloc[0] == 5 and dist["n_unlabelled"].iloc[0] == 1
+    assert (dist["n"].iloc[0], dist["n_unlabelled"].iloc[0], dist["n_withheld"].iloc[0]) == (5, 1, 1)
     summary = json.loads((tmp_path / "labels" / "summary.json").read_text())
-    assert summary["n_unlabelled"] == 1 and summary["n_other"] == 1
+    assert summary["n_unlabelled"] == 1 and summary["n_other"] == 1 and summary["n_refused"] == 1
+    notes: list[str] = []
+    states = read_labels([tmp_path / "labels" / "labels.jsonl"], notes).groupby("state")["category"].agg(set)
+    assert states["withheld"] == {LABEL_WITHHELD} and states["unlabelled"] == {"(unlabelled)"}  # the explorer's view
     manifest = json.loads((tmp_path / "labels" / "manifest.json").read_text())
     assert manifest["kind"] == "error_label" and manifest["prompts"] == ["error_label@1"]
 
