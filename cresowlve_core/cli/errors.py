@@ -38,7 +38,9 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         return 0 if len(tally) else 2
     if skipped:
         print(f"{len(units)} wrong answer(s) to label{skipped}", file=sys.stderr)
-    if a.limit:
+    if a.limit and a.limit < len(units):
+        print(f"--limit {a.limit}: labelling {a.limit} of the {len(units)} wrong answers (the other "
+              f"{len(units) - a.limit} are not labelled)", file=sys.stderr)
         units = sorted(units, key=lambda u: u.key)[: a.limit]
     out = out_dir(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,

@@ -59,6 +59,8 @@ class ErrorAnalysis:
     stopped: str | None = None
     notes: list[str] = field(default_factory=list)
     synthetic: bool = False  # any input run was written by write_synthetic_runs
+    left_by_limit: int = 0  # wrong answers to label that ``limit`` left out (not labelled, not in the counts)
+    limit: int | None = None
 
 
 def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
@@ -78,6 +80,7 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-errors-"))
     data, source = find_or_make_runs(runs, base_url=None, model=None, work_dir=work, make_demo=make_demo)
     units, tally = collect_wrong(data)
+    n_wrong = len(units)
     if limit is not None:
         by_config: dict[str, int] = {}
         kept = []
@@ -86,8 +89,14 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
                 kept.append(u)
                 by_config[u.config] = by_config.get(u.config, 0) + 1
         units = kept
+    notes = list(data.notes)
+    if len(units) < n_wrong:
+        notes.append(f"**`limit = {limit}`** wrong answers per configuration: {len(units)} of the {n_wrong} to label "
+                     f"are in this report; the other {n_wrong - len(units)} are left out (not labelled, not counted "
+                     "below). Set `limit = None` to label them all.")
+    limited = {"left_by_limit": n_wrong - len(units), "limit": limit}
     if not label:
-        return replace(_existing_analysis(work, source, units, tally, list(data.notes)), synthetic=data.synthetic)
+        return replace(_existing_analysis(work, source, units, tally, notes), synthetic=data.synthetic, **limited)
     labeller = labeller_model or "embedded"
     label_dir = work / "labels" / slug(labeller)
     options = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed,
@@ -99,8 +108,8 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
                            api_key_env=labeller_api_key_env, options=options, progress=progress)
         records, stopped = res.records, res.stopped
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
-                         embedded=labeller_base_url is None, stopped=stopped, notes=list(data.notes),
-                         synthetic=data.synthetic)
+                         embedded=labeller_base_url is None, stopped=stopped, notes=notes,
+                         synthetic=data.synthetic, **limited)
 
 
 def existing_labels(work: Path) -> list[Path]:
@@ -174,11 +183,13 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
         + (f" **Stopped early:** {ea.stopped}" if ea.stopped else ""))
     out = {"n": int(len(lf)), "labelled": int(counts.get("labelled", 0)), "unlabelled": int(counts.get("unlabelled", 0)),
            "withheld": int(counts.get("withheld", 0)), "error": int(counts.get("error", 0)),
-           "not_run": int(counts.get("not_run", 0)), "other": n_other, "stopped": ea.stopped}
+           "not_run": int(counts.get("not_run", 0)), "other": n_other, "left_by_limit": ea.left_by_limit,
+           "stopped": ea.stopped}
     show(pd.DataFrame([out]).drop(columns=["stopped"]))
     say("*unlabelled*: the labeller's reply had no category line (never guessed); *withheld*: the labeller "
         "refused or its provider's filter stopped it (nothing read; not asked again); *other*: a category outside "
-        "the seven, kept with its text.")
+        "the seven, kept with its text; *left_by_limit*: wrong answers the `limit` per configuration left out of "
+        "this report.")
     if n_other:
         show(lf[lf["label"].fillna("").str.startswith("other: ")][["config", "id", "label"]])
     return out
@@ -188,7 +199,9 @@ def headline(labels: dict[str, Any]) -> str:
     """The error-analysis report's one line, from :func:`labels_section`'s record."""
     return (f"{labels['n']} wrong answers sent to the labeller: {labels['labelled']} labelled, "
             f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled"
-            + (f", {labels['withheld']} refused or filtered by the labeller" if labels.get("withheld") else ""))
+            + (f", {labels['withheld']} refused or filtered by the labeller" if labels.get("withheld") else "")
+            + (f"; {labels['left_by_limit']} more left out by the limit per configuration" if labels.get("left_by_limit")
+               else ""))
 
 
 def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]:

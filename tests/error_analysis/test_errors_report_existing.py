@@ -50,3 +50,18 @@ def test_no_labels_yet_is_said_not_made_up(tmp_path):
     write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
     ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
     assert set(ea.labels["state"]) == {"not_run"} and any("nothing was labelled" in n for n in ea.notes)
+
+
+def test_the_limit_per_configuration_is_named_with_what_it_left_out(tmp_path):
+    """With ``limit``, the report's counts cover fewer wrong answers than the runs hold: the notes,
+    the labelling record and the headline say how many were left out, never a complete-looking 1 of 1."""
+    from cresowlve_core.error_analysis.report import headline, labels_section
+
+    _labelled(tmp_path, "lab")
+    ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False, limit=1)
+    assert (len(ea.labels), ea.left_by_limit) == (1, 2)
+    assert any("`limit = 1`" in n and "1 of the 3 to label" in n and "the other 2 are left out" in n for n in ea.notes)
+    out = labels_section(ea)
+    assert (out["n"], out["labelled"], out["left_by_limit"]) == (1, 1, 2)
+    assert headline(out).endswith("; 2 more left out by the limit per configuration")
+    assert analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False).left_by_limit == 0
