@@ -13,6 +13,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
 
     from cresowlve_core.banners import banner_text
     from cresowlve_core.contamination.pipeline import Role, run_contamination
+    from cresowlve_core.contamination.select import NO_SET, SETS
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
     from cresowlve_core.runtime.outcomes import outcome_note
@@ -28,7 +29,9 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
                           concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars,
                           max_cost=a.max_cost, cache=not a.no_cache, on_start=banner)
     print(c.source)
-    if not c.results and c.stopped is None:
+    counts = c.set_counts
+    paired = counts[counts[[*SETS, *(k for k in NO_SET if k != "unpaired")]].sum(axis=1) > 0] if len(counts) else counts
+    if not c.results and c.stopped is None and paired.empty:
         print(f"error: no configuration with paired En and Ru runs (and a question in {a.lang}) in {a.runs!r}: "
               "nothing to test; evaluate a model in both languages first", file=sys.stderr)
         return EXIT_USAGE
@@ -42,6 +45,15 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         assert tables is not None
         print(f"== {r.config} (basis: {r.basis})\n"
               + "\n".join(verdict_lines(tables[tables["config"] == r.config].reset_index(drop=True))))
+    tested = {r.config for r in c.results}
+    for row in counts.itertuples(index=False):
+        if row.config not in tested and not any(getattr(row, k) for k in SETS):  # say why, never drop it silently
+            why = ", ".join(f"{getattr(row, k)} {k.replace('_', ' ')}" for k in NO_SET if getattr(row, k))
+            print(f"== {row.config}: not tested (no item in any set{f'; {why}' if why else ''})")
+    if not c.results and c.stopped is None:
+        print("no verdict: no configuration has an item in any set (the reasons above); nothing was asked",
+              file=sys.stderr)
+        return 0
     summary = c.summary()
     print(f"model calls: {summary['n_ok']} of {summary['n_items']} answered{outcome_note(summary)}, "
           f"{summary['n_error']} errored, {summary['n_not_run']} not run; {c.out_dir / 'summary.json'}")

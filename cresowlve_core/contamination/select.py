@@ -39,8 +39,9 @@ SET_LABELS = {TARGET: "right in Ru, wrong in En", WRONG_BOTH: "wrong in both (co
               RIGHT_BOTH: "right in both (control)"}
 JUDGE, EM = "judge", "em_strict"
 MEMBER_COLUMNS = ["config", "model", "id", "set", "difficulty", "basis", "correct_en", "correct_ru"]
-COUNT_COLUMNS = ["config", "basis", "judge_coverage_en", "judge_coverage_ru", *SETS, "ru_wrong_en_right", "unknown",
-                 "no_answer", "withheld", "unpaired"]
+#: the counts of a configuration's items that go into no set, by reason
+NO_SET = ("ru_wrong_en_right", "unknown", "no_answer", "withheld", "unpaired")
+COUNT_COLUMNS = ["config", "basis", "judge_coverage_en", "judge_coverage_ru", *SETS, *NO_SET]
 
 
 def set_basis(responses: pd.DataFrame, threshold: float = COVERAGE_THRESHOLD) -> tuple[str, float, float]:

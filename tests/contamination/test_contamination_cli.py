@@ -53,3 +53,23 @@ def test_contamination_run_counts_the_calls_a_providers_filter_stopped(tmp_path,
     assert filtered > 0 and summary["n_filtered"] == filtered
     assert (f"model calls: {summary['n_ok']} of {summary['n_items']} answered ({filtered} filtered), 0 errored, "
             "0 not run;") in out.out
+
+
+def test_a_paired_configuration_with_no_item_in_any_set_is_named_with_why_not_dropped(tmp_path, capsys, monkeypatch):
+    """Every item of the only configuration was refused in one language (no evidence of what the model
+    knows): no set, no model call, and the command says so, not "no paired runs"."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()[:5]
+    write_runs(tmp_path, items, ["target"] * 5)
+    en = tmp_path / "runs" / "m__en" / "responses.jsonl"
+    en.write_text("".join(json.dumps({**json.loads(line), "outcome": "refused", "prediction": ""}) + "\n"
+                          for line in en.read_text().splitlines()))
+    with FakeServer() as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url])
+        sent = srv.total
+    out = capsys.readouterr()
+    assert (rc, sent) == (0, 0), out.err
+    assert "== m: not tested (no item in any set; 5 withheld)" in out.out
+    assert out.err.strip().splitlines()[-1].startswith("no verdict: no configuration has an item in any set")
