@@ -26,7 +26,7 @@ import pandas as pd
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -166,12 +166,16 @@ def paired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int =
 
 
 def completion_table(records: pd.DataFrame) -> pd.DataFrame:
-    """Per set and mode: n, mean ROUGE-L, share of exact-prefix matches, unparseable replies."""
+    """Per set and mode: n, mean ROUGE-L, share of exact-prefix matches, replies with no continuation
+    (``empty``) and continuations the model refused or its provider filtered (``withheld``: in n,
+    continuing nothing)."""
     if records.empty:
-        return pd.DataFrame(columns=["set", "mode", "n", "rouge_l", "prefix_match", "empty"])
-    return (records.groupby(["set", "mode"], sort=True)
+        return pd.DataFrame(columns=["set", "mode", "n", "rouge_l", "prefix_match", "empty", "withheld"])
+    withheld = records["outcome"].isin(NOT_AN_ANSWER) if "outcome" in records else False
+    return (records.assign(_empty=records["continuation"].isna() & ~withheld, _withheld=withheld)
+            .groupby(["set", "mode"], sort=True)
             .agg(n=("id", "size"), rouge_l=("rouge_l", "mean"), prefix_match=("prefix_match", "mean"),
-                 empty=("continuation", lambda s: int(s.isna().sum())))
+                 empty=("_empty", "sum"), withheld=("_withheld", "sum"))
             .reset_index())
 
 

@@ -310,7 +310,8 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
     stopped: list[str] = []
     steps: list[dict[str, Any]] = []
     bcq_df = pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct", "raw"])
-    comp_df = pd.DataFrame(columns=["set", "id", "mode", "cut", "suffix", "continuation", "rouge_l", "prefix_match"])
+    comp_df = pd.DataFrame(columns=["set", "id", "mode", "cut", "suffix", "continuation", "rouge_l", "prefix_match",
+                                    "outcome"])
     too_short: list[str] = []
     try:
         usable, bad = [], []

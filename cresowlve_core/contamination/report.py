@@ -204,7 +204,9 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
             say("No completions.")
             out[r.config] = {"population": pop, "table": [], "guided_minus_general": {}}
             continue
-        say("Mean ROUGE-L F1 (words) and share of continuations whose first words match exactly, per set and mode.")
+        say("Mean ROUGE-L F1 (words) and share of continuations whose first words match exactly, per set and mode. "
+            "`empty`: replies with no continuation; `withheld`: continuations the model refused or its provider's "
+            "filter stopped (in n, continuing nothing: ROUGE-L 0).")
         show(t)
         diffs = {s: guided_vs_general(r.completions, s, n_boot=n_boot, seed=seed) for s in SETS}
         say(f"Guided − general ROUGE-L per set: mean over items, paired percentile bootstrap 95% CI over items "

@@ -94,9 +94,10 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
         notes.append(f"**`limit = {limit}`** wrong answers per configuration: {len(units)} of the {n_wrong} to label "
                      f"are in this report; the other {n_wrong - len(units)} are left out (not labelled, not counted "
                      "below). Set `limit = None` to label them all.")
-    limited = {"left_by_limit": n_wrong - len(units), "limit": limit}
+    left_by_limit = n_wrong - len(units)
     if not label:
-        return replace(_existing_analysis(work, source, units, tally, notes), synthetic=data.synthetic, **limited)
+        return replace(_existing_analysis(work, source, units, tally, notes), synthetic=data.synthetic,
+                       left_by_limit=left_by_limit, limit=limit)
     labeller = labeller_model or "embedded"
     label_dir = work / "labels" / slug(labeller)
     options = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed,
@@ -109,7 +110,7 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
         records, stopped = res.records, res.stopped
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
                          embedded=labeller_base_url is None, stopped=stopped, notes=notes,
-                         synthetic=data.synthetic, **limited)
+                         synthetic=data.synthetic, left_by_limit=left_by_limit, limit=limit)
 
 
 def existing_labels(work: Path) -> list[Path]:

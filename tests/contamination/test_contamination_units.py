@@ -194,3 +194,22 @@ def test_bcq_repeats_of_one_item_are_distinct_questions():
         layouts = bcq_repeats("orig", ["p1", "p2", "p3"], ["B", "C"], 3, 0, "ru", f"item{item}")
         assert len(set(layouts)) == 3
         assert all(opts[{"A": 0, "B": 1, "C": 2}[pos]] == "orig" and pos in ("B", "C") for opts, pos in layouts)
+
+
+def test_a_refused_continuation_is_counted_withheld_not_empty():
+    """In n (it continues nothing: ROUGE-L 0), but named as what it is."""
+    import pandas as pd
+
+    from cresowlve_core.contamination.completion import completion_table
+
+    recs = pd.DataFrame([
+        {"set": "target", "id": "a", "mode": "guided", "continuation": "and ends here", "rouge_l": 1.0,
+         "prefix_match": True, "outcome": "answer"},
+        {"set": "target", "id": "b", "mode": "guided", "continuation": None, "rouge_l": 0.0, "prefix_match": False,
+         "outcome": "refused"},
+        {"set": "target", "id": "c", "mode": "guided", "continuation": None, "rouge_l": 0.0, "prefix_match": False,
+         "outcome": "answer"},
+    ])
+    row = completion_table(recs).iloc[0]
+    assert (row["n"], row["empty"], row["withheld"]) == (3, 1, 1)
+    assert row["rouge_l"] == pytest.approx(1 / 3)
