@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import weakref
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ from cresowlve_core.construction import agreement as A
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.collect import collect
 from cresowlve_core.construction.domains import DEFAULT_MIN_SIMILARITY, consolidate_domains
-from cresowlve_core.construction.export import data_card, export_build, funnel_rows
+from cresowlve_core.construction.export import data_card, export_build, funnel_rows, n_unparseable
 from cresowlve_core.construction.llm_steps import (
     ANNOTATION_STEPS,
     LLM_STEPS,
@@ -335,7 +336,7 @@ class Build:
         return result
 
     def export(self) -> dict[str, Any]:
-        """Write the exports and the data card."""
+        """Write the exports and the data card; ``calls_note``: :meth:`calls_note` (the card opens with it)."""
         self._guard()
         res = export_build(self.cands, self.path / "export")
         self.funnel["creative"] = res["counts"]["creative"]
@@ -354,6 +355,8 @@ class Build:
             notes.append(banner_text("embedded"))
         if self.config.limit is not None:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
+        if calls_note := self.calls_note():
+            notes.append(f"Incomplete build: {calls_note}; see the model steps below.")
         human = self.steps.get("human_validation", {}).get("by_code", {})
         model_steps = {name: s for name, s in self.steps.items() if name in LLM_STEPS}
         card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
@@ -364,6 +367,7 @@ class Build:
                                         "funnel": self.funnel, "steps": self.steps})
         res["data_card"] = str(self.path / "export" / "DATA_CARD.md")
         res["funnel"] = funnel_rows(self.funnel)
+        res["calls_note"] = calls_note
         _display(card)
         return res
 
@@ -378,18 +382,17 @@ class Build:
     def calls(self) -> dict[str, Any]:
         """The model calls of the steps run so far, in the form of ``exitcodes.stage_exit``: units,
         errored (``llm_error``), not run, the most common error, the calls sent by this run and the
-        steps whose output parsed for no item (``unparsed``; from each step's summary.json)."""
+        steps whose output parsed for no item (``unparsed``, ``n_unparsed_steps``; from each step's
+        summary.json). The most common error is counted over every step, one message summed."""
         model_steps = [s for name, s in self.steps.items() if name in LLM_STEPS]
-        top: tuple[str, int] | None = None
+        errors: Counter[str] = Counter()
         n_sent = 0
         unparsed = []  # steps whose model output parsed for no item (each "step n_done/n_units")
         for name in self.steps:
             path = self.path / "steps" / name / "summary.json"
             if name in LLM_STEPS and path.exists():
                 step = json.loads(path.read_text(encoding="utf-8"))
-                err = step.get("top_error")
-                if err and (top is None or err[1] > top[1]):
-                    top = (err[0], err[1])
+                errors.update(step.get("errors") or {})
                 n_sent += step.get("n_sent") or 0
                 answered = (step.get("n_done") or 0) - step.get("n_refused", 0) - step.get("n_filtered", 0)
                 if answered > 0 and step.get("n_parsed") == 0:  # refusals are counted, never "unparseable"
@@ -401,10 +404,27 @@ class Build:
         n_error = sum(s.get("llm_error", 0) for s in model_steps)
         n_not_run = sum(s.get("not_run", 0) for s in model_steps)
         n = sum(s["n_in"] for s in model_steps)
+        top = errors.most_common(1)
         return {"n_items": n, "n_ok": n - n_error - n_not_run, "n_error": n_error, "n_not_run": n_not_run,
-                "top_error": list(top) if top else None, "stopped": stopped, "n_sent": n_sent,
+                "top_error": list(top[0]) if top else None, "stopped": stopped, "n_sent": n_sent,
                 "unparsed": (f"no model output parsed in {len(unparsed)} of {len(model_steps)} model steps "
-                             f"({', '.join(unparsed)})") if unparsed else None}
+                             f"({', '.join(unparsed)})") if unparsed else None,
+                "n_unparsed_steps": len(unparsed), "n_model_steps": len(model_steps)}
+
+    def calls_note(self) -> str | None:
+        """The model calls that gave no verdict, for the report's headline and the data card: the
+        calls that errored or were not run, the steps whose output parsed for no item; None when
+        every call answered and every step parsed."""
+        calls = self.calls()
+        parts = []
+        if calls["n_error"] or calls["n_not_run"]:
+            parts.append(f"{calls['n_error']} of {calls['n_items']} model calls errored"
+                         + (f", {calls['n_not_run']} not run" if calls["n_not_run"] else ""))
+        if calls["n_unparsed_steps"]:
+            parts.append(f"no model output parsed in {calls['n_unparsed_steps']} of {calls['n_model_steps']} model steps")
+        if not parts:
+            return None
+        return "; ".join(parts) + " (items without a verdict pass the filters unlabelled, flagged for review)"
 
     def summary_line(self) -> str:
         """The build in one line: the funnel, the unparseable outputs per step, the calls sent."""
@@ -413,7 +433,7 @@ class Build:
             ("collected", "collected"), ("needs_material", "−needs material"), ("russian_specific", "−Russian-specific"),
             ("human_validation", "−review"), ("final", "final")) if key in f)
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
-        bad = [f"{name} {s['unparseable']}/{s['n_in']}" for name, s in self.steps.items() if s.get("unparseable")]
+        bad = [f"{name} {n_unparseable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unparseable(s)]
         withheld = ""
         for word in ("refused", "filtered"):
             if per_step := [f"{name} {s[word]}/{s['n_in']}" for name, s in self.steps.items() if s.get(word)]:

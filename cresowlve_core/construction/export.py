@@ -126,12 +126,15 @@ def funnel_rows(counts: dict[str, int]) -> list[dict[str, Any]]:
             for key, label, sign in labels]
 
 
-def funnel_headline(funnel: list[dict[str, Any]]) -> str:
-    """The construction report's one line: the funnel from collected to final, beside the paper's."""
+def funnel_headline(funnel: list[dict[str, Any]], calls_note: str | None = None) -> str:
+    """The construction report's one line: the funnel from collected to final, beside the paper's,
+    and ``calls_note`` (:meth:`~cresowlve_core.construction.build.Build.calls_note`: the model calls
+    that gave no verdict) when there is one."""
     steps = {row.get("step"): row.get("this build") for row in funnel}
     return (f"construction funnel: {steps.get('collected')} collected → {steps.get('=final')} final "
             f"({steps.get('of which creative')} creative, {steps.get('of which factual')} factual); "
-            f"the paper: {PAPER_FUNNEL['collected']:,} → {PAPER_FUNNEL['final']:,}")
+            f"the paper: {PAPER_FUNNEL['collected']:,} → {PAPER_FUNNEL['final']:,}"
+            + (f" — {calls_note}" if calls_note else ""))
 
 
 def _md_table(rows: list[dict[str, Any]]) -> str:
@@ -217,12 +220,17 @@ def agreement_section(result: dict[str, Any] | None) -> str:
     return "\n".join(lines)
 
 
+def n_unparseable(step: dict[str, Any]) -> int:
+    """A model step's items whose answer could not be read: unparseable, or an incomplete translation."""
+    return int(step.get("unparseable", 0)) + int(step.get("translation_incomplete", 0))
+
+
 def model_steps_section(steps: dict[str, dict[str, Any]]) -> str:
     """Per model step, the items that got no usable answer: refused or filtered by the provider,
     unparseable (or an incomplete translation), errored or not run. A filter keeps such an item, an
     annotation leaves its label unset; both flag it for review."""
     rows = [{"step": name, "items": s.get("n_in", 0), "refused": s.get("refused", 0), "filtered": s.get("filtered", 0),
-             "unparseable or incomplete": s.get("unparseable", 0) + s.get("translation_incomplete", 0),
+             "unparseable or incomplete": n_unparseable(s),
              "errored": s.get("llm_error", 0), "not run": s.get("not_run", 0),
              "truncated (read as is)": s.get("truncated", 0)} for name, s in steps.items()]
     return ("\n## Model steps: items without a usable answer\n\n"

@@ -35,6 +35,7 @@ from cresowlve_core.construction import parsers as P
 from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
+from cresowlve_core.failures import error_line
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
@@ -386,10 +387,13 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     finally:  # each step runs on its own event loop: close this loop's connections before it ends
         await sc.client.aclose()
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
+    # every error message with its count, so that a build can sum one message over its steps
+    errors = Counter(error_line(r.get("error") or "") for r in result.records.values() if r.get("status") == "error")
     run.finish(record_adaptations(manifest, sc.client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,
-        "n_not_run": result.n_not_run, "top_error": result.top_error(), "stopped": result.stopped})
+        "n_not_run": result.n_not_run, "top_error": result.top_error(), "errors": dict(errors.most_common()),
+        "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
 
 

@@ -9,24 +9,28 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from replay.server import ReplayServer
 from test_replay_cli import CODE, KEY, last_line
 
 from cresowlve_core.construction.llm_steps import LLM_STEPS
+from cresowlve_core.failures import error_line
 
 
-def build_against(tmp_path: Path, scenario: str = "refusal", model: str = "gpt-4o",
+def build_against(tmp_path: Path, scenario: str = "refusal", model: str = "gpt-4o", provider: str = "openai",
                   **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
-    """``cresowlve build`` of 6 items on a replay scenario: (the command, the build directory, how
-    many recorded refusals the server sent)."""
+    """``cresowlve build`` of 6 items on a replay scenario, on ``provider``'s route (named with
+    ``--provider`` when it is openai): (the command, the build directory, how many recorded
+    refusals the server sent)."""
     env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_DATA_DIR=str(tmp_path / "data"),
                CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
     build = tmp_path / "build"
     with ReplayServer(scenario, **knobs) as srv:
         cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--limit", "6", "--model", model,
-               "--base-url", srv.base_url("openai"), "--api-key-env", "REPLAY_KEY", "--provider", "openai",
+               "--base-url", srv.base_url(provider), "--api-key-env", "REPLAY_KEY",
+               *(["--provider", "openai"] if provider == "openai" else []),
                "--build-dir", str(build), "--no-cache", "--agreement-n", "2"]
         proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=600)
         served = [e for e in srv.requests("openai") if e["rule"] == "refusal (scenario)"]
@@ -76,6 +80,8 @@ def test_a_construction_answer_cut_off_at_the_token_limit_is_flagged_and_counted
     proc, build, _ = build_against(tmp_path, "truncate")
     cut = refused_records(build, "truncated")
     assert sum(cut.values()) > 0, proc.stdout + proc.stderr
+    # no translation parses: listed with the other steps (before: translate was left out of the line)
+    assert re.search(r"; unparseable: [^;]*\btranslate 6/6\b", proc.stdout.splitlines()[0]), proc.stdout
     card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
     items = [json.loads(line) for line in (build / "export" / "full.jsonl").read_text().splitlines()]
     for step, k in cut.items():
@@ -96,3 +102,22 @@ def test_each_construction_steps_manifest_records_what_was_sent_and_what_the_pro
         assert manifest["sent"]["temperature"] == manifest["temperature"] == 0.0, manifest
         assert [(a["field"], a["action"]) for a in manifest["adapted"]] == [("temperature", "drop")], (step, out)
         assert manifest["adapted"][0]["reason"].startswith("Unsupported value: 'temperature'")
+
+
+def test_a_build_every_call_of_which_overflows_the_context_names_one_error_summed_over_the_steps(tmp_path: Path) -> None:
+    """llama.cpp's recorded context overflow on every call: the last line's most common error is one
+    message counted over every step (before: its count in one step), and the data card says that
+    every model call errored, so the funnel is not read as a result."""
+    proc, build, _ = build_against(tmp_path, "llamacpp-overflow", model="gpt-oss", provider="llama-cpp")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    by_step = [Counter(error_line(r["error"]) for r in map(json.loads, (build / "steps" / step / "records.jsonl")
+                                                             .read_text().splitlines())) for step in LLM_STEPS]
+    total = sum(by_step, Counter())
+    assert total.total() == 48 and all("exceeds the available context size" in e for e in total)
+    m = re.search(r"most common error \((\d+)x\): (.*); run again to retry them$", last_line(out))
+    assert m, last_line(out)
+    assert int(m[1]) == total[m[2]] == max(total.values())
+    assert int(m[1]) > max(step[m[2]] for step in by_step)  # the message recurs across steps
+    card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert "> Incomplete build: 48 of 48 model calls errored (" in card

@@ -1,0 +1,70 @@
+"""What ``cresowlve build`` and the 01_construction report say about calls that gave no verdict.
+
+Before: the last line's most common error was counted in one step only (``(8x)`` for one message
+all 64 calls carried); the build line's ``unparseable:`` list left out translate (its failures are
+``translation_incomplete``); the report's headline read as a finished funnel when every call errored.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import fakeserver
+import pytest
+from fakeserver import FakeServer
+from stophelp import last_line
+from test_construction_pipeline import DEMO
+
+from cresowlve_core.cli import main
+from cresowlve_core.notebooks import run_notebook
+
+OVERFLOW = "This model's maximum context length is 16 tokens"
+
+
+@pytest.fixture
+def overflowing(monkeypatch: pytest.MonkeyPatch) -> FakeServer:
+    """A server answering every request with the same context-overflow 400 (not retried)."""
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, OVERFLOW)
+    with FakeServer(faults=lambda r: "400") as srv:
+        yield srv
+
+
+def _build(tmp_path: Path, base_url: str) -> int:
+    return main(["build", "--source", DEMO, "--model", "fake", "--base-url", base_url, "--build-dir",
+                 str(tmp_path / "build"), "--no-cache", "--agreement-n", "3"])
+
+
+def test_the_most_common_error_is_counted_over_every_step(tmp_path, capsys, monkeypatch, overflowing):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    rc = _build(tmp_path, overflowing.base_url)
+    err = capsys.readouterr().err
+    assert rc == 1, err
+    n = overflowing.total  # 8 items x 8 steps: the filters keep every item without a verdict
+    assert n == 64
+    assert last_line(err).startswith(f"incomplete: {n} errored, 0 not run of {n} calls; most common error ({n}x): ")
+    assert OVERFLOW in last_line(err)
+
+
+def test_an_incomplete_translation_is_listed_as_unparseable_on_the_build_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        rc = _build(tmp_path, srv.base_url)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert rc == 1, line
+    assert "unparseable: needs_material 8/8, russian_specific 8/8, translate 8/8, reasoning 8/8" in line, line
+    steps = json.loads((tmp_path / "build" / "build.json").read_text())["steps"]
+    assert steps["translate"]["translation_incomplete"] == 8 and "unparseable" not in steps["translate"]
+
+
+def test_the_report_and_the_data_card_say_every_model_call_errored(tmp_path, overflowing):
+    res = run_notebook("01_construction", {"sources": [DEMO], "limit": None, "model": "fake",
+                                           "base_url": overflowing.base_url, "build_dir": str(tmp_path / "build")},
+                       tmp_path / "reports")
+    head = res.records["headline"]
+    assert re.match(r"construction funnel: 8 collected → 8 final \(0 creative, 0 factual\); the paper: ", head), head
+    assert head.endswith(" — 64 of 64 model calls errored (items without a verdict pass the filters unlabelled, "
+                         "flagged for review)"), head
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert "> Incomplete build: 64 of 64 model calls errored (" in card
