@@ -66,13 +66,16 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
 
 def cmd_contamination_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress
+    from cresowlve_core.contamination.pipeline import MAX_TOKENS
     from cresowlve_core.notebooks import run_notebook
 
+    # the settings `contamination run` uses, so that the report continues the same runs
     params: dict[str, Any] = {
         "runs": a.runs, "out_dir": a.out_dir, "lang": a.lang, "perturber_model": a.perturber_model,
         "perturber_base_url": a.perturber_base_url, "perturber_api_key_env": a.perturber_api_key_env,
         "quiz_model": a.quiz_model, "quiz_base_url": a.quiz_base_url, "quiz_api_key_env": a.quiz_api_key_env,
-        "n_repeats": a.repeats, "max_items_per_set": a.max_items}
+        "n_repeats": a.repeats, "max_items_per_set": a.max_items, "max_tokens": MAX_TOKENS, "seed": a.seed,
+        "max_cost": a.max_cost}
     res = run_notebook("05_contamination", params, Path(a.reports_dir) if a.reports_dir else None,
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
@@ -100,12 +103,13 @@ def add_contamination_parser(sub: Any) -> None:
         role_args(p, "quiz", "quiz-taker")
         p.add_argument("--repeats", type=_positive_int, default=3, help="BCQ repeats")
         p.add_argument("--max-items", type=_positive_int, default=None, help="items per set and configuration")
+        help = {"seed": "seed of every placement, cut and model call",
+                "max_cost": "stop cleanly before a step (the perturbation, a configuration's quizzes or completion "
+                            "test) spends more than this many USD"}
         if name == "run":
-            add_client_options(p, "seed", "concurrency", "max_cost", "cache",
-                               help={"seed": "seed of every placement, cut and model call",
-                                     "max_cost": "stop cleanly before a step (the perturbation, a configuration's "
-                                                 "quizzes or completion test) spends more than this many USD"})
+            add_client_options(p, "seed", "concurrency", "max_cost", "cache", help=help)
             add_max_input_chars(p, "an item whose question is")
         else:
+            add_client_options(p, "seed", "max_cost", help=help)
             add_reports_dir(p)
         p.set_defaults(fn=fn)

@@ -73,3 +73,20 @@ def test_a_paired_configuration_with_no_item_in_any_set_is_named_with_why_not_dr
     assert (rc, sent) == (0, 0), out.err
     assert "== m: not tested (no item in any set; 5 withheld)" in out.out
     assert out.err.strip().splitlines()[-1].startswith("no verdict: no configuration has an item in any set")
+
+
+def test_the_report_continues_the_run_made_with_the_same_options(tmp_path, capsys, monkeypatch):
+    """`contamination report` with `run`'s options is the same configuration: it renders from the
+    runs `run` made and sends nothing (it was refused: the notebook's budget was not run's)."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    with FakeServer(answers=fake_model(items)) as srv:
+        opts = ["--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"), "--perturber-model", "fake",
+                "--perturber-base-url", srv.base_url, "--quiz-model", "fake", "--quiz-base-url", srv.base_url,
+                "--max-items", "4", "--seed", "3"]
+        assert main(["contamination", "run", *opts]) == 0
+        sent = srv.total
+        rc = main(["contamination", "report", *opts, "--reports-dir", str(tmp_path / "reports")])
+        assert (rc, srv.total) == (0, sent), capsys.readouterr().err
+    assert (tmp_path / "reports" / "05_contamination.html").exists()
