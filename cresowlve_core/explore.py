@@ -50,6 +50,7 @@ from cresowlve_core.error_analysis.wrong import output_hash  # the labeller's ke
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.items import LANGS
+from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.runtime.outcomes import record_withheld
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.untrusted import html_text
@@ -114,11 +115,13 @@ class Explorer:
         if not self.has_runs:
             return text + f" No runs found at `{self.runs_spec}`: showing the items alone."
         a = self.frame[self.frame["config"].notna()]
-        basis = a["basis"].value_counts()
+        withheld = a["judge_status"].eq("not_an_answer")  # refused or filtered: the judge was never asked
+        basis = a.loc[~withheld, "basis"].value_counts()
         text += (f" Runs `{self.runs_spec}`: {len(self.runs)} run(s), {len(self.configs)} configuration(s), "
                  f"{len(a)} answers. Correct = the judge's verdict where it scored ({int(basis.get('judge', 0))} "
                  f"answers), else strict exact match ({int(basis.get('em_strict', 0))}); "
-                 f"{int(a['correct'].isna().sum())} unknown.")
+                 + (f"{int(withheld.sum())} refused or filtered (never correct, not judged); " if withheld.any() else "")
+                 + f"{int(a['correct'].isna().sum())} unknown.")
         n_out = int((~a["in_items"]).sum())
         if n_out:
             text += f" {n_out} answer(s) are to items not in `{self.items_spec}` (question not shown)."
@@ -657,14 +660,17 @@ OUTCOME_NOTES = {
 def answer_html(a: dict[str, Any]) -> str:
     """One configuration's answer card: verdicts, prediction, labels, reasoning and raw texts."""
     cls = {True: "ok", False: "bad"}.get(a["correct"], "unk")
-    basis = {"judge": "by the judge", "em_strict": "by strict EM"}.get(a["basis"] or "", "no verdict")
+    withheld = a.get("outcome") in NOT_AN_ANSWER  # refused or filtered: never correct, the judge is not asked
+    basis = ("by the rule for a " + str(a["outcome"]) + " answer" if withheld else
+             {"judge": "by the judge", "em_strict": "by strict EM"}.get(a["basis"] or "", "no verdict"))
     verdict = {True: _badge(f"correct ({basis})", "g"), False: _badge(f"wrong ({basis})", "r")}.get(
         a["correct"], _badge("unknown (no judge verdict, no strict EM)", "n"))
     judge = a["judge_verdict"] or a["judge_status"] or "not_run"
+    judge_badge = (_badge("judge: not asked (no answer to judge)", "n") if withheld else
+                   _badge(f"judge: {judge}" + (f" ({a['judge_model']})" if a["judge_model"] else ""),
+                          "g" if a["judge_verdict"] == "CORRECT" else "r" if a["judge_verdict"] == "INCORRECT" else "n"))
     parts = [f"<div class='ans {cls}'><b>{_esc(a['config'])}</b><br>{verdict}",
-             _tf("strict EM", a["em_strict"]), _tf("lenient EM", a["em_lenient"]),
-             _badge(f"judge: {judge}" + (f" ({a['judge_model']})" if a["judge_model"] else ""),
-                    "g" if a["judge_verdict"] == "CORRECT" else "r" if a["judge_verdict"] == "INCORRECT" else "n")]
+             _tf("strict EM", a["em_strict"]), _tf("lenient EM", a["em_lenient"]), judge_badge]
     if a["status"] == "error":
         parts.append(f"<div class='k'>call failed</div><pre>{_esc(a['error'])}</pre>")
     elif (note := OUTCOME_NOTES.get(a.get("outcome") or "answer")) is not None:

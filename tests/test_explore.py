@@ -316,3 +316,20 @@ def test_a_refused_filtered_or_truncated_answer_says_so_in_its_card(tmp_path):
     assert "cut off at the token limit" in cards[EN[2]]
     for note in ("refused by the model", "content filter", "cut off at the token limit"):  # each card names only its own
         assert sum(note in c for c in cards.values()) == 1, note
+
+
+def test_a_refused_answer_a_judge_never_saw_is_not_shown_as_that_judges_verdict(tmp_path):
+    """The run's record carries the rule's INCORRECT and the judge's name for a refusal, but the judge
+    was never asked: the card says so, and the summary does not count it among the judge's verdicts."""
+    recs = [record(EN[0], model="A", prediction="", em_strict=False, judge=False, judge_status="not_an_answer",
+                   outcome="refused", refusal="I can't help with that.", judge_verdict="INCORRECT",
+                   judge_model="gpt-4o-mini"),
+            record(EN[1], model="A", prediction="x", em_strict=False, judge=False, judge_verdict="INCORRECT",
+                   judge_model="gpt-4o-mini")]
+    write_run(tmp_path / "runs" / "a_en", recs, model="A")
+    ex = X.load_explorer(str(tmp_path / "runs" / "*"))
+    refused, judged = (X.detail_html(X.item_detail(ex, i, "en")) for i in EN[:2])
+    assert "judge: not asked (no answer to judge)" in refused and "gpt-4o-mini" not in refused
+    assert "wrong (by the rule for a refused answer)" in refused
+    assert "judge: INCORRECT (gpt-4o-mini)" in judged
+    assert "1 refused or filtered (never correct, not judged)" in ex.summary()
