@@ -107,8 +107,9 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     chosen = judge if use_judge else (metrics.get("em_strict") or {})
     planned = int(s.get("n_items") or m.get("n_items") or 0)
     done = int(s.get("n_ok") or 0)
-    if not s:
-        state = "running or killed (no summary)"
+    if not s:  # no summary yet: count the answers on disk (no accuracy without the summary's metrics)
+        done = sum(r.get("status") == "ok" for r in _latest(path).values()) if (path / RESPONSES).exists() else 0
+        state = "running or killed (no summary yet: accuracy not computed)"
     elif s.get("stopped"):
         state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"
     elif done < planned:

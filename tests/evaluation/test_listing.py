@@ -218,3 +218,13 @@ def test_two_renders_of_03_keep_their_own_exports_and_the_index_links_each(tmp_p
     assert "03_analysis_table1.csv" in by_key["03_analysis"]["exports"]
     assert "03_analysis_grid_table1.csv" in by_key["03_analysis_grid"]["exports"]
     assert "03_analysis_table1.csv" not in by_key["03_analysis_grid"]["exports"]
+
+
+def test_runs_counts_the_answers_of_a_run_killed_before_its_summary(tmp_path):
+    """A kill -9 leaves records and no summary.json: the listing counts what is on disk, not 0."""
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(4), progress=False))
+    (tmp_path / "run" / "summary.json").unlink()
+    row = run_row(tmp_path / "run")
+    assert (row.done, row.planned, row.n) == (4, 4, 0)
+    assert row.state == "running or killed (no summary yet: accuracy not computed)"
