@@ -678,8 +678,9 @@ def classify_status(status: int, headers: Any, content: bytes | str, *, label: s
         ra = ra if ra is not None else body.retry_delay()
         return Failure("retry", shown, status, ra, reason="rate limit" if status == 429 else f"HTTP {status}")
     if status in REQUEST_PROBLEM_STATUS and (budget := _budget_over_context(body.message)) is not None:
-        return Failure("fatal", f"{shown} (the output budget alone {budget}: lower --max-tokens, or "
-                       "--judge-max-tokens for the judge)", status, reason=f"HTTP {status}")
+        return Failure("fatal", f"{shown} (the output budget alone {budget}: serve the model with a longer "
+                       "context, or lower the budget where the command takes one: --max-tokens, --judge-max-tokens "
+                       "for eval's judge)", status, reason=f"HTTP {status}")
     if status in REQUEST_PROBLEM_STATUS and _REQUEST_PROBLEM.search(f"{body.code} {body.message}"):
         return Failure("item", shown, status, reason=f"HTTP {status}")
     if status == 413:
