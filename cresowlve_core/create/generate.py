@@ -44,8 +44,10 @@ from cresowlve_core.create.queries import CreateQuery, load_queries
 from cresowlve_core.create.records import (
     GenerateSummary,
     GenerationRecord,
+    call_outcome,
     records_cost,
     response_key,
+    top_error,
 )
 from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.base_model import STOP, completion_params, one_line, user_message
@@ -62,7 +64,7 @@ from cresowlve_core.runtime import (
     record_adaptations,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.outcomes import error_outcome, is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
 
 Variation = Literal["original", "iterate", "resample"]
@@ -279,8 +281,9 @@ async def agenerate(
         else:
             messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
         c = await client.complete(messages, params, prompt_version=tag)
+        outcomes = outcome_fields(c) | {"outcome": call_outcome(c)}
         rec = GenerationRecord(
-            query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag, **outcome_fields(c),
+            query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag, **outcomes,
             raw_output=c.text, thoughts=c.thoughts, usage=c.usage, cost=c.cost, latency_s=c.latency_s,
             cached=bool(c.cached))
         if is_withheld(c):  # refused or filtered: final, no path read from its text
@@ -291,7 +294,8 @@ async def agenerate(
 
     def on_error(u: Unit, exc: BaseException) -> dict[str, Any]:
         return GenerationRecord(query_id=u.query.id, sample=u.sample, round=u.round, seed=options.seed + u.sample,
-                                status="error", error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
+                                status="error", outcome=error_outcome(exc),
+                                error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
 
     stopped: str | None = None
     repairs: list[str] = []
@@ -323,9 +327,10 @@ async def agenerate(
         n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
         n_error=len(latest_all) - len(ok),
         n_missing=len(planned) - len(latest_all), n_paths=sum(r.n_paths for r in ok),
-        n_unparseable=sum(r.parse_status == "unparseable" for r in ok), n_sent=n_sent,
+        n_unparseable=sum(r.parse_status == "unparseable" for r in ok),
+        n_truncated=sum(r.outcome == "truncated" for r in ok), n_sent=n_sent,
         generation_cost=records_cost(ok),
-        stopped=stopped, repairs=repairs,
+        stopped=stopped, top_error=top_error(latest_all.values()), repairs=repairs,
     )
     run.finish(record_adaptations(manifest, client), stopped=stopped, summary=summary.model_dump(mode="json"))
     return summary
@@ -410,6 +415,8 @@ def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
                 g.flags.append(r.outcome)
                 continue
             g.raw_outputs.append(r.raw_output or "")
+            if r.outcome == "truncated":  # cut off at the token limit: its paths read as far as it went
+                g.flags.append("truncated")
             if r.parse_status in ("unparseable", "partial", "empty"):
                 g.flags.append(f"parse_{r.parse_status}")
             for p in r.paths:

@@ -30,12 +30,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
+from cresowlve_core.create.records import call_outcome
 from cresowlve_core.llm.base_model import completion_params, first_line, one_line, user_message
-from cresowlve_core.llm.types import Completion, GenParams, Outcome, Usage, summed_cost, summed_usage
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Completion, GenParams, Outcome, Usage, summed_cost, summed_usage
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime.outcomes import is_withheld
 
@@ -244,8 +246,10 @@ def parse_holds_line(text: str | None) -> float | None:
     return 1.0 if words[0] == "yes" else 0.0 if words[0] == "no" else None
 
 
-def _unscored_flags(values: list[float | None]) -> list[str]:
-    missing = sum(v is None for v in values)
+def _unscored_flags(values: list[float | None], completions: list[Completion]) -> list[str]:
+    """``unscored_<k>_of_<n>``: ``k`` triples whose answer was read but held no size or verdict
+    (a refused or filtered triple was never read: its outcome flags it)."""
+    missing = sum(v is None and not is_withheld(c) for v, c in zip(values, completions, strict=True))
     return [f"unscored_{missing}_of_{len(values)}"] if missing else []
 
 
@@ -289,7 +293,8 @@ class JudgeCall:
     cost: float | None = None
     usage: Usage = field(default_factory=Usage)
     cached: bool = False
-    outcome: Outcome = "answer"  # refused/filtered: nothing was read from ``raw``; the triples are unscored
+    #: refused/filtered: nothing was read from ``raw``, the triples are unscored; truncated: read as far as it goes
+    outcome: Outcome = "answer"
 
 
 async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
@@ -300,13 +305,26 @@ async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
     return list(done), calls[0][1] if calls else load_prompt(prompt_name).tag
 
 
+def _outcome_of(completions: list[Completion]) -> Outcome:
+    """One judge's outcome on a path from its calls: refused or filtered when any call was (its
+    triple never read), else truncated when any was cut off at the token limit, else an answer."""
+    outcomes = [call_outcome(c) for c in completions]
+    return next((o for o in outcomes if o in NOT_AN_ANSWER), "truncated" if "truncated" in outcomes else "answer")
+
+
+def _flag_outcome(verdicts: TripleVerdicts, outcome: Outcome) -> TripleVerdicts:
+    """``verdicts`` flagged with a judge answer's outcome when it is not a plain answer (refused,
+    filtered, truncated), so the scores tell an unread or cut-off verdict from an unreadable one."""
+    if outcome != "answer":
+        verdicts.flags.append(outcome)
+    return verdicts
+
+
 def _combined(completions: list[Completion], verdicts: TripleVerdicts, tag: str) -> JudgeCall:
-    withheld = next((c.outcome for c in completions if is_withheld(c)), None)
-    if withheld is not None:
-        verdicts.flags.append(withheld)
-    return JudgeCall(verdicts, json.dumps([c.text for c in completions], ensure_ascii=False), tag,
-                     summed_cost([c.cost for c in completions]), summed_usage([c.usage for c in completions]),
-                     bool(completions) and all(c.cached for c in completions), withheld or "answer")
+    outcome = _outcome_of(completions)
+    return JudgeCall(_flag_outcome(verdicts, outcome), json.dumps([c.text for c in completions], ensure_ascii=False),
+                     tag, summed_cost([c.cost for c in completions]), summed_usage([c.usage for c in completions]),
+                     bool(completions) and all(c.cached for c in completions), outcome)
 
 
 def _judged_text(c: Completion) -> str:
@@ -314,10 +332,19 @@ def _judged_text(c: Completion) -> str:
     return "" if is_withheld(c) else c.text
 
 
-def _single(c: Completion, verdicts: TripleVerdicts, tag: str) -> JudgeCall:
-    if is_withheld(c):
-        verdicts.flags.append(c.outcome)
-    return JudgeCall(verdicts, c.refusal or c.text, tag, c.cost, c.usage, bool(c.cached), c.outcome)
+def unread_verdicts(n_triples: int) -> TripleVerdicts:
+    """The verdicts of a judge answer that was refused or filtered: never parsed, every triple
+    unscored (score 0, the paper's rule for a verdict it cannot read); only its outcome flags it."""
+    return TripleVerdicts([0.0] * n_triples, [], sizes=[None] * n_triples, verdicts=[None] * n_triples)
+
+
+def _single(c: Completion, read: Callable[[str, int], TripleVerdicts], n_triples: int, tag: str) -> JudgeCall:
+    """One chat judge call on a path: its verdicts read from the answer with ``read``, unless the
+    judge refused or was filtered."""
+    verdicts = unread_verdicts(n_triples) if is_withheld(c) else read(c.text, n_triples)
+    outcome = call_outcome(c)
+    return JudgeCall(_flag_outcome(verdicts, outcome), c.refusal or c.text, tag, c.cost, c.usage, bool(c.cached),
+                     outcome)
 
 
 async def judge_specificity(client: CompletesChat, path: Path, params: GenParams, *,
@@ -329,10 +356,10 @@ async def judge_specificity(client: CompletesChat, path: Path, params: GenParams
         done, tag = await _per_triple(client, SPECIFICITY_FEWSHOT_PROMPT, path, fewshot_judge_params(params))
         sizes = [parse_size_line(_judged_text(c)) for c in done]
         scores = [float(specificity_from_size(x)) for x in sizes]
-        return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(sizes)], sizes), tag)
+        return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(sizes, done)], sizes), tag)
     messages, tag = specificity_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
-    return _single(c, parse_specificity(_judged_text(c), len(path)), tag)
+    return _single(c, parse_specificity, len(path), tag)
 
 
 async def judge_factuality(client: CompletesChat, path: Path, params: GenParams, *,
@@ -342,7 +369,8 @@ async def judge_factuality(client: CompletesChat, path: Path, params: GenParams,
         done, tag = await _per_triple(client, FACTUALITY_FEWSHOT_PROMPT, path, fewshot_judge_params(params))
         verdicts = [parse_holds_line(_judged_text(c)) for c in done]
         scores = [0.0 if v is None else v for v in verdicts]
-        return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(verdicts)], verdicts=verdicts), tag)
+        return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(verdicts, done)], verdicts=verdicts),
+                         tag)
     messages, tag = factuality_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
-    return _single(c, parse_factuality(_judged_text(c), len(path)), tag)
+    return _single(c, parse_factuality, len(path), tag)

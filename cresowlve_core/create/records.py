@@ -15,6 +15,7 @@ validate: every model tolerates unknown fields and fills what is missing.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Any, Literal
 
@@ -23,14 +24,32 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.exitcodes import sent_phrase
+from cresowlve_core.failures import error_line
 from cresowlve_core.llm.pricing import CostMeter, cost_text
-from cresowlve_core.llm.types import Outcome, Usage
+from cresowlve_core.llm.types import Completion, Outcome, Usage
+from cresowlve_core.text import plural
 
 JUDGMENTS = "judgments.jsonl"
 SCORES = "scores.json"
 SCORE_DIR = "score"
 
 Status = Literal["ok", "error"]
+#: an answer that ended at the token limit, as the summary lines say it
+CUT_OFF = "cut off at the token limit"
+#: what happens to the triples of a judge answer that was refused or filtered (docs/create.md)
+WITHHELD_RULE = "their triples score 0, the paper's rule for a verdict it cannot read"
+
+
+def call_outcome(c: Completion) -> Outcome:
+    """What a finished call came to, as a CREATE record stores it: ``truncated`` for an answer cut
+    off by the token limit (also when only its ``finish_reason`` says so), else the client's outcome."""
+    return "truncated" if c.truncated else c.outcome
+
+
+def top_error(records: Iterable[GenerationRecord | JudgmentRecord]) -> tuple[str, int] | None:
+    """The most common error (its first line) among the errored ``records``, and its count."""
+    errors = Counter(error_line(r.error or "error") for r in records if r.status == "error")
+    return errors.most_common(1)[0] if errors else None
 
 
 class GenerationRecord(BaseModel):
@@ -147,9 +166,24 @@ def _cost(c: CostTotal) -> str:
 def generate_line(s: GenerateSummary) -> str:
     """``cresowlve create generate`` in one line."""
     withheld = f", {s.n_refused} refused, {s.n_filtered} filtered" if s.n_refused or s.n_filtered else ""
+    cut_off = f", {s.n_truncated} {CUT_OFF} (--max-tokens)" if s.n_truncated else ""
     return (f"create generate {s.model} ({s.variation}): {s.n_ok} of {s.n_calls} calls answered{withheld} "
-            f"for {s.n_queries} queries; {s.n_paths} paths, {s.n_unparseable} unparseable answers; "
+            f"for {s.n_queries} queries; {s.n_paths} paths, {s.n_unparseable} unparseable answers{cut_off}; "
             f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost)}; {s.run_dir}")
+
+
+def judge_outcome_notes(s: ScoreSummary) -> list[str]:
+    """The judge answers that were not read in full, as phrases for the summary lines: refused or
+    filtered ones (and what their triples get), and ones cut off at the token limit."""
+    notes = []
+    withheld = s.n_judge_refused + s.n_judge_filtered
+    if withheld:
+        kinds = ", ".join(f"{n} {word}" for n, word in ((s.n_judge_refused, "refused"), (s.n_judge_filtered, "filtered"))
+                          if n)
+        notes.append(f"{plural(withheld, 'judge answer')} refused or filtered ({kinds}): {WITHHELD_RULE}")
+    if s.n_judge_truncated:
+        notes.append(f"{plural(s.n_judge_truncated, 'judge answer')} {CUT_OFF}: read as far as they go")
+    return notes
 
 
 def score_line(s: ScoreSummary) -> str:
@@ -157,9 +191,11 @@ def score_line(s: ScoreSummary) -> str:
     util = ", ".join(f"utility@{p} {'n/a' if u is None else f'{u:.3f}'}" for p, u in s.mean_utility.items())
     if s.n_unfinished_queries:
         util += f" over {s.n_queries - s.n_unfinished_queries} of {s.n_queries} queries ({s.n_unfinished_queries} unfinished, left out)"
+    notes = "".join(f"; {n}" for n in judge_outcome_notes(s))
     return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
-            f"factuality {s.n_factuality_scored} of {s.n_triples}; {util}; {sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged')}; "
+            f"factuality {s.n_factuality_scored} of {s.n_triples}{notes}; {util}; "
+            f"{sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged')}; "
             f"{_cost(s.judge_cost)}; {s.score_dir}")
 
 
@@ -167,10 +203,13 @@ def unparsed_line(s: GenerateSummary | ScoreSummary) -> str | None:
     """Why a CREATE run is incomplete although every call answered (exit 1), or None."""
     if isinstance(s, GenerateSummary):
         answered = s.n_ok - s.n_refused - s.n_filtered
-        return f"no answer parsed: {s.n_unparseable} of {answered} answers unparseable" if answered and \
+        cut_off = f" ({s.n_truncated} {CUT_OFF}: --max-tokens)" if s.n_truncated else ""
+        return f"no answer parsed: {s.n_unparseable} of {answered} answers unparseable{cut_off}" if answered and \
             s.n_unparseable == answered else None
     if s.n_triples and not (s.n_specificity_scored or s.n_factuality_scored):
-        return f"no judgment parsed: 0 of {s.n_triples} triples scored by either judge"
+        withheld = s.n_judge_refused + s.n_judge_filtered
+        why = f" ({plural(withheld, 'judge answer')} refused or filtered)" if withheld else ""
+        return f"no judgment parsed: 0 of {s.n_triples} triples scored by either judge{why}"
     return None
 
 
@@ -200,9 +239,12 @@ class GenerateSummary(BaseModel):
     n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
     n_paths: int
     n_unparseable: int
+    n_truncated: int = Field(0, description="answers cut off at the token limit (in n_ok; their paths read as far as "
+                             "they go, the query flagged `truncated`)")
     n_sent: int = Field(0, description="calls sent by this run (0 with none missing: every call was already in the run directory)")
     generation_cost: CostTotal
     stopped: str | None = None
+    top_error: tuple[str, int] | None = Field(None, description="the most common error of the errored calls, and its count")
     repairs: list[str] = Field(default_factory=list)
 
 
@@ -220,6 +262,10 @@ class ScoreSummary(BaseModel):
     n_judged: int
     n_judge_errors: int
     n_judge_withheld: int = Field(0, description="judged paths where a judge refused or was filtered (its triples unscored)")
+    #: judge answers (two per judged path) by outcome: never read (refused, filtered), or cut off at the token limit
+    n_judge_refused: int = Field(0, description="judge answers the judge refused (their triples score 0)")
+    n_judge_filtered: int = Field(0, description="judge answers its provider's filter stopped (their triples score 0)")
+    n_judge_truncated: int = Field(0, description="judge answers cut off at the token limit (read as far as they go)")
     n_not_judged: int
     n_sent: int = Field(0, description="paths sent to the judges by this run (0 with none left: all were already judged)")
     #: triples of the judged paths, and how many of them each judge actually scored (coverage)
@@ -234,4 +280,5 @@ class ScoreSummary(BaseModel):
     judge_cost: CostTotal
     generation_cost: CostTotal
     stopped: str | None = None
+    top_error: tuple[str, int] | None = Field(None, description="the most common error of the errored paths, and its count")
     repairs: list[str] = Field(default_factory=list)

@@ -466,6 +466,7 @@ def local_section(
     import tempfile
 
     from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS, generate, read_generation_manifest
+    from cresowlve_core.create.records import CUT_OFF, judge_outcome_notes
     from cresowlve_core.create.score import JUDGE_OPTIONS, JUDGES, score, scored_sets_from_run
     from cresowlve_core.llm.types import Endpoint
 
@@ -498,6 +499,7 @@ def local_section(
         "n_calls_ok": gen.n_ok,
         "n_paths": int(pq["n_paths"].sum()),
         "n_unparseable": gen.n_unparseable,
+        "n_truncated": gen.n_truncated,
         "n_valid": int(pq["n_valid"].sum()),
         "n_factual": int(pq["n_factual"].sum()),
         f"mean_utility@{patience}": float(pq[f"utility@{patience}"].mean()) if len(pq) else 0.0,
@@ -506,16 +508,21 @@ def local_section(
         "n_triples_judged": sc.n_triples,
         "n_specificity_scored": sc.n_specificity_scored,
         "n_factuality_scored": sc.n_factuality_scored,
+        "n_judge_refused": sc.n_judge_refused,
+        "n_judge_filtered": sc.n_judge_filtered,
+        "n_judge_truncated": sc.n_judge_truncated,
         "prompts": {"generate": gen_prompts, "judges": JUDGES.prompt_tags(endpoint)},
     }
     unscored = 2 * sc.n_triples - sc.n_specificity_scored - sc.n_factuality_scored
     coverage = (f"the judges scored {sc.n_specificity_scored} (specificity) and {sc.n_factuality_scored} "
                 f"(factuality) of the {sc.n_triples} triples of the judged paths"
-                + (f" ({unscored} judgments unreadable: unscored, counted as 0 / not factual)" if unscored else ""))
+                + (f" ({unscored} judgments unscored, counted as 0 / not factual)" if unscored else "")
+                + "".join(f" ({n})" for n in judge_outcome_notes(sc)))
+    cut_off = f", {gen.n_truncated} {CUT_OFF}" if gen.n_truncated else ""
     message = (
         f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen.n_ok} calls answered, "
         f"{rec['n_paths']} paths parsed on {rec['n_queries_with_paths']} queries ({gen.n_unparseable} answers "
-        f"unparseable), {rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same "
+        f"unparseable{cut_off}), {rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same "
         f"model; {coverage}; mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. "
         + (f"`{model}` is a base model: it got few-shot completion prompts over `/v1/completions` "
            f"({', '.join(gen_prompts + JUDGES.prompt_tags(endpoint))}), not the paper's chat prompts. "

@@ -59,6 +59,7 @@ from cresowlve_core.create.records import (
     judgment_key,
     records_cost,
     response_key,
+    top_error,
 )
 from cresowlve_core.create.scored import ScoredSet, unfinished
 from cresowlve_core.create.utility import Discount, utility_breakdown
@@ -77,6 +78,7 @@ from cresowlve_core.runtime import (
     record_adaptations,
     run_coro,
 )
+from cresowlve_core.runtime.outcomes import error_outcome
 from cresowlve_core.runtime.step import Step, Variant
 
 KIND = "create_score"
@@ -250,9 +252,11 @@ async def ascore(
     params = step.params
 
     def on_error(u: JudgeUnit, exc: BaseException) -> dict[str, Any]:
+        outcome = error_outcome(exc)  # the path's judge calls raised: neither judge's verdicts are kept
         return JudgmentRecord(query_id=u.query_id, path_key=u.key[1], path_index=u.index,
                               path=[list(t) for t in u.path], valid=u.validity.valid,
                               validity_reasons=list(u.validity.reasons), status="error",
+                              specificity_outcome=outcome, factuality_outcome=outcome,
                               error=f"{type(exc).__name__}: {exc}").model_dump(mode="json")
 
     result = await map_with_resume(
@@ -271,18 +275,22 @@ async def ascore(
     gen_ok = [g for r in RunDir(gen_dir).latest(RESPONSES, response_key).values()
               if (g := GenerationRecord.model_validate(r)).status == "ok"]
     finished = [r for r in rows if unfinished(r.flags) is None]  # a failed call or judgment is no utility of 0
+    judge_outcomes = [o for j in ok for o in (j.specificity_outcome, j.factuality_outcome)]
     summary = ScoreSummary(
         run_dir=str(gen_dir), score_dir=str(run.path), judge_model=judge.model, n_queries=len(rows),
         n_paths=sum(r.n_paths for r in rows), n_valid=sum(r.n_valid for r in rows),
         n_factual=sum(r.n_factual for r in rows), n_to_judge=len(units), n_judged=len(ok),
         n_judge_errors=len(judged) - len(ok), n_not_judged=len(units) - len(judged), n_sent=result.n_sent,
         n_judge_withheld=sum(NOT_AN_ANSWER & {j.specificity_outcome, j.factuality_outcome} != set() for j in ok),
+        n_judge_refused=judge_outcomes.count("refused"), n_judge_filtered=judge_outcomes.count("filtered"),
+        n_judge_truncated=judge_outcomes.count("truncated"),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),
         mean_utility={str(p): _mean([r.utility[str(p)] for r in finished]) for p in patience},
         n_unfinished_queries=len(rows) - len(finished),
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
-        generation_cost=records_cost(gen_ok), stopped=result.stopped, repairs=result.repairs,
+        generation_cost=records_cost(gen_ok), stopped=result.stopped, top_error=top_error(judged),
+        repairs=result.repairs,
     )
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary=summary.model_dump(mode="json"))
     return summary
