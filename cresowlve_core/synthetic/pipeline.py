@@ -286,9 +286,13 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
                 answer, how = extract(out.text, step.fewshot)
                 basis = match_answer(answer, names) if answer is not None else None
                 correct[side] = None if answer is None else basis is not None
+                if out.truncated and not correct[side]:  # cut off before a right answer: no failure to solve
+                    correct[side] = None
             # each side's call has its outcome; the record's own ``outcome`` is the creative-leap outcome
             rec[side] = {"raw": out.text, **outcome_fields(out), "answer": answer, "extraction": how,
                          "correct": correct[side], "basis": basis, "usage": _plain(out.usage)}
+            if out.truncated:
+                rec[side]["outcome"] = "truncated"
             rec["cost"] = (rec["cost"] or 0.0) + (out.cost or 0.0)
         rec["outcome"] = leap_outcome(correct["literal"], correct["obfuscated"])
         return rec
@@ -400,6 +404,8 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     st, y, d = summary["stages"], summary["yield"], summary["difficulty"]
     withheld = summary.get("withheld") or {}
     solver_note = outcome_note(withheld.get("solve") or {}).replace(")", " answers)")
+    if cut := (summary.get("cut_off") or {}).get("solve"):
+        solver_note += f" ({cut} answers cut off at the token limit: unscored unless right)"
     funnel = (f"{st['candidates']} candidates → {st['verbalised']} verbalised{outcome_note(withheld.get('verbalise') or {})} "
               f"({st['parsed']} parsed, {st['leak_free']} leak-free) → {st['solver_answered']} answered by the "
               f"solver{solver_note} → {st['kept']} kept")
@@ -455,6 +461,9 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
             "kept": outcomes.count("kept"),
         },
         "withheld": withheld,  # calls refused or filtered: the verbaliser's by candidate, the solver's by side
+        # solver answers cut off at the token limit (by side): unscored unless right, so never a failure to solve
+        "cut_off": {"solve": sum(r[side].get("outcome") == "truncated" for r in solved.values()
+                                 for side in ("literal", "obfuscated") if side in r)},
         "outcomes": {o: outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
         "yield": {"kept": outcomes.count("kept"), "of_candidates": len(build.candidates),
                   "paper_kept": PAPER_YIELD[0], "paper_of": PAPER_YIELD[1]},

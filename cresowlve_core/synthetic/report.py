@@ -137,14 +137,24 @@ def yield_section(result: SynthResult) -> Section:
                 f"{verb.get('n_filtered', 0)} candidates (no puzzle, not counted as answered); the solver refused "
                 f"{solve.get('n_refused', 0)} and was filtered on {solve.get('n_filtered', 0)} versions (their "
                 "candidates are unscored, never kept).")
+    if cut := (result.summary.get("cut_off") or {}).get("solve"):
+        msg += (f" {cut} solver answers were cut off at the token limit (`solver_max_tokens`): a cut-off answer that "
+                "is not right leaves its candidate unscored, never kept as a creative leap.")
+    if errored := (result.summary.get("errors") or {}).get("solve"):
+        msg += (f" **{errored} solver calls errored**: their candidates have no solver answer and are not kept; "
+                "run again to retry them.")
     return Section(result.summary["yield"], msg, table)
 
 
 def headline(result: SynthResult) -> str:
     """The synthetic report's one line: candidates kept, beside the paper's yield."""
     kept = result.summary["yield"]
+    calls = result.summary.get("calls") or {}
+    unfinished = [f"{calls[k]} model calls {word}" for k, word in (("n_error", "errored"), ("n_not_run", "not run"))
+                  if calls.get(k)]
     return (f"kept {shown(kept['kept'])} of {shown(kept.get('of_candidates'))} synthetic candidates "
-            f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})")
+            f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})"
+            + (f" — incomplete: {', '.join(unfinished)}" if unfinished else ""))
 
 
 def _facts_text(result: SynthResult, cand: Any) -> str:
@@ -169,7 +179,8 @@ def examples_section(result: SynthResult, k: int = 3) -> Section:
             "explanation": v["parsed"]["explanation"],
             "solver literal": (s.get("literal") or {}).get("answer"),
             "solver obfuscated": (s.get("obfuscated") or {}).get("answer"),
-            "outcome": s.get("outcome") or ("leak: " + ", ".join(x["name"] for x in v["leaks"]) if v["leaks"] else "not solved"),
+            "outcome": s.get("outcome") or ("leak: " + ", ".join(x["name"] for x in v["leaks"]) if v["leaks"]
+                                            else "no solver answer (errored or not run)"),
             "difficulty_score": s.get("difficulty_score"),
         })
     if rows:

@@ -67,3 +67,25 @@ def test_refused_and_filtered_synthetic_calls(tmp_path):
         sent = json.loads((build / stage / "manifest.json").read_text())["sent"]
         body = next(b for b in bodies if marker in json.dumps(b))
         assert sent == {k: v for k, v in body.items() if k not in ("model", "messages", "prompt")}, (stage, body)
+
+
+def test_a_solver_answer_cut_off_at_the_token_limit_is_no_failure_to_solve(tmp_path):
+    """The obfuscated version's answer stops at the budget before any answer: the candidate is unscored
+    (a cut-off answer says nothing about the puzzle), never kept as a creative leap, and counted."""
+    def cut_off_answers(req):
+        if "(a1-obf)" in req.prompt:
+            return Reply(text="Let me think about the clues one by one", finish_reason="length")
+        return answers(req)
+
+    with FakeServer(answers=cut_off_answers) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+    obf = records(tmp_path / "build", "solve")["A1"]["obfuscated"]
+    assert (obf["outcome"], obf["correct"]) == ("truncated", None)
+    assert records(tmp_path / "build", "solve")["A1"]["outcome"] == "unscored"
+    assert all(s["candidate"].anchor != "A1" for s in res.survivors)
+    assert res.summary["cut_off"] == {"solve": 1}
+    assert "(1 answers cut off at the token limit: unscored unless right)" in summary_line(res.summary, tmp_path)
+    from cresowlve_core.synthetic.report import yield_section
+
+    assert "1 solver answers were cut off at the token limit" in yield_section(res).prose
