@@ -8,7 +8,10 @@ Everything a report, the index or an explorer shows from a run directory passes 
   element whose text is escaped the same way, so a name inside backticks stays literal too;
 - :func:`styler` for a table rendered by a pandas ``Styler`` (cells, row and column labels escaped;
   pandas escapes a plain ``DataFrame.to_html`` itself);
-- :func:`csv_cell` for a cell of an exported CSV (no spreadsheet formula).
+- :func:`csv_cell` for a cell of an exported CSV (no spreadsheet formula, no bare carriage return);
+- :func:`one_line` for a name or a provider's message placed in a terminal line or inside a
+  Markdown sentence: no terminal escape, carriage return, bidirectional override or line break, so
+  it can neither drive the terminal nor start a heading or a list.
 
 Vega draws chart titles and labels as SVG or canvas text, and vega-tooltip escapes tooltip HTML by
 default (the reports never override its ``sanitize``), so chart specs are left as they are.
@@ -34,6 +37,16 @@ _MD_PUNCT = re.compile(r"[\\`*\[\]~<>&$]|(?<![^\W_])_|_(?![^\W_])")
 _OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;"}
 # what a spreadsheet reads as the start of a formula (OWASP "CSV injection")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# C0 and C1 controls but tab and line feed, and the bidirectional embeddings, overrides and isolates
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def one_line(value: Any, limit: int | None = None) -> str:
+    """``value`` as one line of plain text: every control character (an ANSI or OSC escape's ESC, a
+    carriage return, a bell, a bidirectional override) and every line break becomes a space, and runs
+    of white space one space; at most ``limit`` characters."""
+    text = " ".join(_CONTROL.sub(" ", str(value)).split())
+    return text if limit is None else text[:limit]
 
 
 def html_text(value: Any) -> str:
@@ -90,11 +103,14 @@ def styler(df: pd.DataFrame, **fmt: Any) -> Styler:
 
 def csv_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``, ``@``, a tab
-    or a carriage return gets a leading ``'`` (OWASP). Numbers and other values are returned unchanged,
-    so a negative number stays a number."""
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return "'" + value
-    return value
+    or a carriage return gets a leading ``'`` (OWASP), and a carriage return inside it becomes a line
+    feed, which the writer quotes (a bare one, unquoted, would end the row and let the rest start a
+    cell of its own). Numbers and other values are returned unchanged, so a negative number stays a number."""
+    if not isinstance(value, str):
+        return value
+    if value.startswith(_FORMULA_START):
+        value = "'" + value
+    return value.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def csv_frame(df: pd.DataFrame) -> pd.DataFrame:

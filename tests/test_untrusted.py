@@ -45,10 +45,31 @@ def test_styler_escapes_cells_and_both_labels_and_keeps_number_formats():
 
 
 def test_csv_cells_never_start_a_formula_but_numbers_stay_numbers():
-    for bad in ("=1+1", "+1", "-2+3", "@SUM(A1)", "\tx", "\rx"):
+    for bad in ("=1+1", "+1", "-2+3", "@SUM(A1)", "\tx"):
         assert csv_cell(bad) == "'" + bad
+    assert csv_cell("\rx") == "'\nx"
     assert csv_cell(-1.5) == -1.5 and csv_cell("gpt-4.1") == "gpt-4.1"
     out = csv_frame(pd.DataFrame({"=name": ["=HYPERLINK(1)", "ok"], "acc": [-3.0, 2.0]}))
     assert list(out.columns) == ["'=name", "acc"]
     assert out["=name" if "=name" in out else "'=name"].tolist() == ["'=HYPERLINK(1)", "ok"]
     assert out["acc"].tolist() == [-3.0, 2.0]
+
+
+def test_a_carriage_return_inside_a_csv_cell_cannot_start_a_cell_of_its_own():
+    """pandas quotes a cell with a line feed but not one with a bare carriage return, which a reader
+    takes as the end of the row: "x\r=2+5" would put a formula at the start of a cell."""
+    import csv
+    import io
+
+    text = csv_frame(pd.DataFrame({"model": ["x\r=2+5", "y\r\n@SUM(A1)"], "n": [1, 2]})).to_csv(index=False)
+    rows = list(csv.reader(io.StringIO(text)))
+    assert rows == [["model", "n"], ["x\n=2+5", "1"], ["y\n@SUM(A1)", "2"]]
+    assert not any(cell.startswith(("=", "@")) for row in rows for cell in row)
+
+
+def test_one_line_keeps_no_terminal_escape_carriage_return_override_or_line_break():
+    from cresowlve_core.untrusted import one_line
+
+    hostile = "m\x1b[2J\x1b]8;;http://evil\x07link\rOVR\u202egnp.exe\n\n# HEAD\t- x"
+    assert one_line(hostile) == "m [2J ]8;;http://evil link OVR gnp.exe # HEAD - x"
+    assert one_line("a" * 600, 500) == "a" * 500

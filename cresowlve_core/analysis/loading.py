@@ -65,6 +65,7 @@ from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.text import config_label, config_name, normalise_effort  # noqa: F401 - named here too
+from cresowlve_core.untrusted import one_line
 
 MANIFEST = "manifest.json"
 #: metric name -> label, in registry order (derived from the registry, never edited here)
@@ -313,7 +314,7 @@ def read_responses(path: Path) -> tuple[pa.Table, list[str]]:
 def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -> dict[str, Any]:
     first: dict[str, Any] = table.slice(0, 1).to_pylist()[0] if table.num_rows else {}
     m = manifest or {}
-    model = m.get("model") or first.get("model") or run_dir.name
+    model = one_line(m.get("model") or first.get("model") or run_dir.name)  # a name, never a line break
     effort = m.get("effort") if manifest is not None else first.get("effort")
     thinking = bool(m["thinking"]) if "thinking" in m else bool(normalise_effort(effort))
     judge = m.get("judge") or {}
@@ -514,7 +515,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         if r["n_records"] == 0:
             stopped = _given(r, "stopped")
             notes.append(f"`{Path(r['path']).name}`: no response records "
-                         + (f"(stopped: {stopped})." if stopped else "yet."))
+                         + (f"(stopped: {one_line(stopped)})." if stopped else "yet."))
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched, aliases)
@@ -597,7 +598,7 @@ def unfinished_reason(run: Any) -> str:
     done = int(run.get("n_records") or 0)
     parts = [f"{done} of {int(planned)} planned items" if planned is not None else f"{done} items"]
     if _given(run, "stopped"):
-        parts.append(f"stopped: {run.get('stopped')}")
+        parts.append(f"stopped: {one_line(run.get('stopped'))}")
     elif not _given(run, "finished_at"):
         parts.append("never marked finished")
     return "; ".join(parts)

@@ -17,6 +17,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
     from cresowlve_core.runtime.outcomes import outcome_note
+    from cresowlve_core.untrusted import one_line
 
     def banner() -> None:  # once the run directories are checked, before a model starts
         if a.quiz_base_url is None or a.perturber_base_url is None:
@@ -40,16 +41,16 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     tables = holm_across_models(pd.concat([verdict_table(r) for r in done], ignore_index=True)) if done else None
     for r in c.results:
         if r.stopped:  # no verdict from missing data
-            print(f"== {r.config}: no verdict ({'; '.join(r.stopped)})")
+            print(f"== {one_line(r.config)}: no verdict ({one_line('; '.join(r.stopped))})")
             continue
         assert tables is not None
-        print(f"== {r.config} (basis: {r.basis})\n"
+        print(f"== {one_line(r.config)} (basis: {r.basis})\n"
               + "\n".join(verdict_lines(tables[tables["config"] == r.config].reset_index(drop=True))))
     tested = {r.config for r in c.results}
     for row in counts.itertuples(index=False):
         if row.config not in tested and not any(getattr(row, k) for k in SETS):  # say why, never drop it silently
             why = ", ".join(f"{getattr(row, k)} {k.replace('_', ' ')}" for k in NO_SET if getattr(row, k))
-            print(f"== {row.config}: not tested (no item in any set{f'; {why}' if why else ''})")
+            print(f"== {one_line(row.config)}: not tested (no item in any set{f'; {why}' if why else ''})")
     if not c.results and c.stopped is None:
         print("no verdict: no configuration has an item in any set (the reasons above); nothing was asked",
               file=sys.stderr)

@@ -20,6 +20,7 @@ from cresowlve_core.llm.pricing import usd
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import RESPONSES, RunDir
 from cresowlve_core.stats import format_p, mcnemar, wilson_interval
+from cresowlve_core.untrusted import one_line
 
 #: below this judge coverage a run's headline accuracy is strict EM (as in Table 1)
 JUDGE_COVERAGE = 0.9
@@ -57,9 +58,10 @@ class RunRow:
             cost = usd(self.cost) + (" reported" if self.cost_reported else "")
         else:
             cost = f"≥ {usd(self.cost_known)}" if self.cost_known else "unknown"
-        return (f"{self.name or self.model:<30} {self.effort or '-':<8} {self.lang:<4} {self.n:>5} "
+        name, effort, lang = (one_line(x) for x in (self.name or self.model, self.effort or "-", self.lang))
+        return (f"{name:<30} {effort:<8} {lang:<4} {self.n:>5} "
                 f"{f'{self.done}/{self.planned}':<11} {acc:<30} {self.n_refused:>7} {self.n_filtered:>8} "
-                f"{self.mark or '-':<18} {cost:<18} {self.state}  {self.path}")
+                f"{self.mark or '-':<18} {cost:<18} {one_line(self.state)}  {one_line(self.path)}")
 
 
 #: the column names of :meth:`RunRow.line`, aligned with it
@@ -209,7 +211,7 @@ def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
              + (f"; {d.n_missing} scored in one run only (left out)" if d.n_missing else "")]
     for r in d.disagreements[:limit]:
         mark = lambda ok: "right" if ok else "wrong"  # noqa: E731
-        lines.append(f"{r['id']}  reference: {r['answer']!r}")
+        lines.append(f"{one_line(r['id'])}  reference: {r['answer']!r}")
         lines.append(f"    A ({mark(r['a_correct'])}): {str(r['a'])[:120]!r}")
         lines.append(f"    B ({mark(r['b_correct'])}): {str(r['b'])[:120]!r}")
     if len(d.disagreements) > limit:

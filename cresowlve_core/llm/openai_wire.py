@@ -57,6 +57,7 @@ from cresowlve_core.llm.http import ConnectFailed, ReadTimeout, ResponseTooLarge
 from cresowlve_core.llm.profiles import PROFILES, Profile
 from cresowlve_core.llm.types import ADAPTIVE, Completion, GenParams, LLMConfigError, Outcome, Usage
 from cresowlve_core.llm.wire import AttemptFailed, Failure
+from cresowlve_core.untrusted import one_line
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})
 #: statuses whose error may name a problem of the request itself rather than of the configuration
@@ -621,8 +622,8 @@ class ErrorBody:
             if isinstance(upstream, str) and upstream.strip():
                 msg = f"{msg}: {upstream}" if msg else upstream
             self.message = _one_line(msg if msg is not None else text)
-            self.code = " ".join(str(self.obj.get(k)) for k in ("code", "type", "status", "param")
-                                 if self.obj.get(k) not in (None, ""))
+            self.code = _one_line(" ".join(str(self.obj.get(k)) for k in ("code", "type", "status", "param")
+                                           if self.obj.get(k) not in (None, "")))
         elif isinstance(data, str):
             self.message, self.code = _one_line(data) or "(empty body)", ""
         else:
@@ -650,7 +651,7 @@ class ErrorBody:
 
 
 def _one_line(value: Any) -> str:
-    return " ".join(str(value).split())[:500]
+    return one_line(value, 500)
 
 
 def error_details(content: bytes | str) -> tuple[str, str, bool]:
