@@ -89,7 +89,8 @@ def parse_label(text: str | None) -> Label | None:
     if not rationale:
         rationale = " ".join(x.strip() for x in lines[:cat_at] if x.strip())[-600:]
     slug = category_of(category) or category_of(re.sub(r"^\s*\d+\s*[.)]\s*", "", category))
-    return Label(slug if slug else OTHER_PREFIX + category[:120], rationale[:1000])
+    other = re.sub(r"^other\s*:\s*", "", category, flags=re.IGNORECASE) or category  # "other: X" named once
+    return Label(slug if slug else OTHER_PREFIX + other[:120], rationale[:1000])
 
 
 def _categories_text() -> str:
@@ -190,7 +191,7 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
     recs = list(result.records.values())
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
-        "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None and not record_withheld(r)
+        "n_not_run": result.n_not_run, "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None and not record_withheld(r)
                             for r in recs),
         "n_other": sum(str(r.get("label") or "").startswith(OTHER_PREFIX) for r in recs),
         "stopped": result.stopped})

@@ -26,6 +26,7 @@ from cresowlve_core.runtime import ClientOptions
     ("CATEGORY: \"Wrong hypothesis\"", "wrong_hypothesis"),
     ("CATEGORY: overthinking\nthen more thought\nCATEGORY: Wrong reference", "wrong_reference"),  # last one counts
     ("CATEGORY: ran out of time", "other: ran out of time"),
+    ("CATEGORY: Other: ran out of time", "other: ran out of time"),  # named "other" once, not "other: other: ..."
 ])
 def test_parse_label_forms(reply, expected):
     label = parse_label(reply)
@@ -166,6 +167,11 @@ def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
     assert res.stopped and res.stopped.startswith("fatal") and "NO_SUCH_LABELLER_KEY" in res.stopped
     assert res.n_done == 0
     assert json.loads((tmp_path / "labels" / "manifest.json").read_text())["stopped"] == res.stopped
+    from cresowlve_core.cli.errors import label_line
+
+    summary = json.loads((tmp_path / "labels" / "summary.json").read_text())
+    assert summary["n_not_run"] == 3  # never "nothing sent (every wrong answer was already labelled)"
+    assert "; nothing sent; " in label_line(summary, 0, tmp_path / "labels" / "labels.jsonl")
 
 
 def test_errored_refused_cut_off_and_empty_answers_are_no_answer_never_labelled(tmp_path):
