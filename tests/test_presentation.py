@@ -33,6 +33,10 @@ def test_headlines_count_configurations_and_candidates_as_numbers():
     from cresowlve_core.synthetic.report import headline as synthetic_headline
 
     assert table1_headline({"n_rows": 1}) == "Table 1: 1 configuration, 0 matched to a published row"
+    # the reports index shows this line: a stopped run or a failed call is never left out of it
+    assert table1_headline({"n_rows": 6, "matched_paper": 2, "unfinished": ["a/en"], "n_error": 2}) == (
+        "Table 1: 6 configurations, 2 matched to a published row; 1 run did not finish (‡), "
+        "2 items without an answer (errored)")
     assert table1_headline({"skipped": "no runs"}) == "Table 1: no runs"
     board = pd.DataFrame({"config": ["gpt-x"], "utility@0.7": [0.4], "utility@0.9": [0.5]})
     assert create_headline(board, [0.7, 0.9]) == "best creative utility@0.9: gpt-x (0.500) of 1 configuration"

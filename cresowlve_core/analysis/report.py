@@ -306,6 +306,7 @@ def table1_section(
         "coverage_threshold": coverage_threshold,
         "low_coverage": [f"{r.config}/{r.lang}/{r.metric}" for r in low.itertuples(index=False)],
         "unfinished": sorted({f"{r.config}/{r.lang}" for r in long[~long["complete"]].itertuples(index=False)}),
+        "n_error": int(rs.runs["n_error"].sum()),  # items of every run with no answer (errored, failed)
         "rows": jsonable(wide[["config", *main_cols]]),
     }
 
@@ -314,8 +315,11 @@ def table1_headline(table1: dict[str, Any]) -> str:
     """The analysis report's one line, from :func:`table1_section`'s record."""
     if "n_rows" not in table1:
         return "Table 1: no runs"
+    unfinished, errored = table1.get("unfinished") or [], int(table1.get("n_error") or 0)
+    gaps = [text for text, n in ((f"{plural(len(unfinished), 'run')} did not finish (‡)", unfinished),
+                                 (f"{plural(errored, 'item')} without an answer (errored)", errored)) if n]
     return (f"Table 1: {plural(int(table1['n_rows']), 'configuration')}, {table1.get('matched_paper', 0)} "
-            "matched to a published row")
+            "matched to a published row" + (f"; {', '.join(gaps)}" if gaps else ""))
 
 
 # ------------------------------------------------------------------ difficulty

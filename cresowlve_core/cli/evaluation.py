@@ -147,7 +147,9 @@ def cmd_grid(a: argparse.Namespace) -> int:
     fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
     if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran
         why = next((line for line in (fatal[0]["error"], fatal[0]["line"]) if line), "")
-        print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}): {done}; "
+        rest = [c["cell"] for c in bad if c not in fatal]  # errored or unrun items in cells that ran to the end
+        also = f"; {len(rest)} more cell(s) incomplete ({', '.join(rest[:5])})" if rest else ""
+        print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}){also}: {done}; "
               "finished work is kept, run the same command again to resume", file=sys.stderr)
         return EXIT_STOPPED
     if bad:

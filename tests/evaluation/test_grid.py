@@ -242,3 +242,20 @@ def test_a_configured_temperature_a_models_requests_will_not_carry_is_named_once
     assert note.startswith("temperature 0.7 is not sent to gpt-5-mini (gpt-5-mini is a reasoning model on openai")
     g = grid({})
     assert temperatures_not_sent(g, cells(g)) == []  # the default temperature is not the user's setting
+
+
+def test_the_grid_last_line_names_the_incomplete_cells_beside_the_stopped_one(monkeypatch, capsys):
+    """One cell stopped by its budget, another finished with errored items: the last line names both."""
+    from cresowlve_core.cli import main
+    from cresowlve_core.evaluation import grid_run
+
+    cells = [{"cell": "costly__en", "config": "Costly", "lang": "en", "status": "stopped", "line": "n=6 ok=2",
+              "error": "max_cost reached"},
+             {"cell": "choiceerr__en", "config": "ChoiceErr", "lang": "en", "status": "incomplete",
+              "line": "n=6 ok=4 error=2", "error": None},
+             {"cell": "fine__en", "config": "Fine", "lang": "en", "status": "done", "line": "n=6 ok=6", "error": None}]
+    monkeypatch.setattr(grid_run, "run_grid", lambda *a, **k: {"cells": cells, "n_done": 1, "n_cells": 3})
+    assert main(["grid", "unused.yaml"]) == 3
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("stopped early (1 cell(s) stopped; costly__en: max_cost reached); "
+                           "1 more cell(s) incomplete (choiceerr__en): 1 of 3 cells done"), last
