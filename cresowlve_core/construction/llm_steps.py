@@ -35,7 +35,6 @@ from cresowlve_core.construction import parsers as P
 from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
-from cresowlve_core.failures import error_line
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
@@ -55,6 +54,7 @@ from cresowlve_core.runtime import (
     refuse_changed,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
+from cresowlve_core.runtime.mapping import error_counts
 from cresowlve_core.runtime.outcomes import (
     is_withheld,
     outcome_counts,
@@ -388,7 +388,7 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         await sc.client.aclose()
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
     # every error message with its count, so that a build can sum one message over its steps
-    errors = Counter(error_line(r.get("error") or "") for r in result.records.values() if r.get("status") == "error")
+    errors = error_counts(result.records.values())
     run.finish(record_adaptations(manifest, sc.client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,

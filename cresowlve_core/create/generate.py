@@ -44,7 +44,6 @@ from cresowlve_core.create.queries import CreateQuery, load_queries
 from cresowlve_core.create.records import (
     GenerateSummary,
     GenerationRecord,
-    call_outcome,
     records_cost,
     response_key,
     top_error,
@@ -64,7 +63,7 @@ from cresowlve_core.runtime import (
     record_adaptations,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import error_outcome, is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.outcomes import call_outcome, error_outcome, is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
 
 Variation = Literal["original", "iterate", "resample"]

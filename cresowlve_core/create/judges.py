@@ -35,11 +35,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
-from cresowlve_core.create.records import call_outcome
 from cresowlve_core.llm.base_model import completion_params, first_line, one_line, user_message
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Completion, GenParams, Outcome, Usage, summed_cost, summed_usage
 from cresowlve_core.prompts import load_prompt
-from cresowlve_core.runtime.outcomes import is_withheld
+from cresowlve_core.runtime.outcomes import call_outcome, is_withheld
 
 StrengthScope = Literal["reference", "paper"]
 

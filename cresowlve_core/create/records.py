@@ -15,7 +15,6 @@ validate: every model tolerates unknown fields and fills what is missing.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Hashable, Iterable
 from typing import Any, Literal
 
@@ -24,9 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.exitcodes import sent_phrase
-from cresowlve_core.failures import error_line
 from cresowlve_core.llm.pricing import CostMeter, cost_text
-from cresowlve_core.llm.types import Completion, Outcome, Usage
+from cresowlve_core.llm.types import Outcome, Usage
+from cresowlve_core.runtime.mapping import error_counts
 from cresowlve_core.text import plural
 
 JUDGMENTS = "judgments.jsonl"
@@ -40,16 +39,10 @@ CUT_OFF = "cut off at the token limit"
 WITHHELD_RULE = "their triples score 0, the paper's rule for a verdict it cannot read"
 
 
-def call_outcome(c: Completion) -> Outcome:
-    """What a finished call came to, as a CREATE record stores it: ``truncated`` for an answer cut
-    off by the token limit (also when only its ``finish_reason`` says so), else the client's outcome."""
-    return "truncated" if c.truncated else c.outcome
-
-
 def top_error(records: Iterable[GenerationRecord | JudgmentRecord]) -> tuple[str, int] | None:
     """The most common error (its first line) among the errored ``records``, and its count."""
-    errors = Counter(error_line(r.error or "error") for r in records if r.status == "error")
-    return errors.most_common(1)[0] if errors else None
+    top = error_counts({"status": r.status, "error": r.error} for r in records).most_common(1)
+    return top[0] if top else None
 
 
 class GenerationRecord(BaseModel):

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable, Hashable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -64,6 +64,11 @@ def is_ok(record: Record) -> bool:
     return record.get("status") == "ok"
 
 
+def error_counts(records: Iterable[Mapping[str, Any]]) -> Counter[str]:
+    """Each error message (first line, trimmed) of the errored ``records``, with its count."""
+    return Counter(error_line(r.get("error") or "") for r in records if r.get("status") == "error")
+
+
 @dataclass
 class MapResult(Generic[U]):
     """What a :func:`map_with_resume` call did."""
@@ -90,8 +95,8 @@ class MapResult(Generic[U]):
 
     def top_error(self) -> tuple[str, int] | None:
         """The most common error message (first line, trimmed) and its count."""
-        errors = Counter(error_line(r.get("error") or "") for r in self.records.values() if r.get("status") == "error")
-        return errors.most_common(1)[0] if errors else None
+        top = error_counts(self.records.values()).most_common(1)
+        return top[0] if top else None
 
     def step_counts(self, step: str) -> dict[str, Any]:
         """This run as one step of a pipeline: units, done (of which refused, filtered), errored, not run,

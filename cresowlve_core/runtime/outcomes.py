@@ -26,6 +26,12 @@ def outcome_fields(c: Completion) -> dict[str, Any]:
     return fields
 
 
+def call_outcome(c: Completion) -> Outcome:
+    """``c``'s outcome, ``truncated`` also when only its ``finish_reason`` says it was cut off at the
+    token limit (:attr:`~cresowlve_core.llm.types.Completion.truncated`)."""
+    return "truncated" if c.truncated else c.outcome
+
+
 def is_withheld(c: Completion) -> bool:
     """``c`` is a refusal or a filtered answer: recorded as it is, never parsed as content."""
     return c.outcome in NOT_AN_ANSWER

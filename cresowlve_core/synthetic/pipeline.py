@@ -54,7 +54,7 @@ from cresowlve_core.runtime import (
     refuse_changed,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, outcome_note
+from cresowlve_core.runtime.outcomes import call_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg
 from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
@@ -289,10 +289,8 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
                 if out.truncated and not correct[side]:  # cut off before a right answer: no failure to solve
                     correct[side] = None
             # each side's call has its outcome; the record's own ``outcome`` is the creative-leap outcome
-            rec[side] = {"raw": out.text, **outcome_fields(out), "answer": answer, "extraction": how,
-                         "correct": correct[side], "basis": basis, "usage": _plain(out.usage)}
-            if out.truncated:
-                rec[side]["outcome"] = "truncated"
+            rec[side] = {"raw": out.text, **outcome_fields(out), "outcome": call_outcome(out), "answer": answer,
+                         "extraction": how, "correct": correct[side], "basis": basis, "usage": _plain(out.usage)}
             rec["cost"] = (rec["cost"] or 0.0) + (out.cost or 0.0)
         rec["outcome"] = leap_outcome(correct["literal"], correct["obfuscated"])
         return rec
