@@ -136,6 +136,19 @@ def _is_null(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
+def difficulty_level(value: Any) -> int | None:
+    """An item's difficulty as read from a file: an integer 1-5 (an integral float such as ``3.0``,
+    as pandas writes it, counts), or None for null or NaN; anything else (``true``, ``"3"``, ``7``)
+    raises ``ValueError`` saying what was found. One rule for published rows and ``Item`` rows."""
+    if _is_null(value):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+        raise ValueError(f"must be an integer 1-5 or null, got {value!r}")
+    return value
+
+
 def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
     """Validate one published row and turn it into an :class:`Item` with a ``lang`` view."""
     row_id = row.get("id")
@@ -151,15 +164,10 @@ def _row_to_item(row: dict[str, Any], lang: Lang, where: str) -> Item:
         value = row.get(name)
         if not _is_null(value) and not isinstance(value, str):
             raise fail(name, f"must be a string or null, got {value!r}")
-    difficulty = row.get("difficulty")
-    if _is_null(difficulty):
-        difficulty = None
-    elif isinstance(difficulty, float) and difficulty.is_integer():
-        difficulty = int(difficulty)
-    if difficulty is not None and (
-        isinstance(difficulty, bool) or not isinstance(difficulty, int) or not 1 <= difficulty <= 5
-    ):
-        raise fail("difficulty", f"must be an integer 1-5 or null, got {difficulty!r}")
+    try:
+        difficulty = difficulty_level(row.get("difficulty"))
+    except ValueError as exc:
+        raise fail("difficulty", str(exc)) from None
     lists: dict[str, list[str]] = {}
     for name in _LIST_FIELDS:
         value = row.get(name)

@@ -11,7 +11,8 @@ names. Rebuild with ``python -m cresowlve_core.sources.build_demo``.
 :func:`load_items` checks every item set before anything is sent to a model, and refuses a bad
 one with one :class:`~cresowlve_core.sources.hub.ItemsFileError` line naming the file and line
 (or the item ids): a file that is not UTF-8 (a UTF-8 BOM is fine), a JSON array instead of JSON
-Lines, a line that is not a JSON object, an invalid field, **duplicate ids** (an error, not a
+Lines, a line that is not a JSON object, an invalid field (a difficulty other than 1-5 or null, an
+``Item`` row with neither an ``en`` nor a ``ru`` view), **duplicate ids** (an error, not a
 silent rename: records are keyed by id, so a duplicate would overwrite another item's result),
 and **text that is not valid Unicode** (a lone surrogate such as ``"\\udcff"`` is valid JSON
 but cannot be sent as UTF-8; the item is rejected by id rather than silently altered).
@@ -37,6 +38,7 @@ from cresowlve_core.items import LANGS, Item, ItemView, Lang
 from cresowlve_core.paths import data_dir, shipped_data
 from cresowlve_core.sources.hub import (
     ItemsFileError,
+    difficulty_level,
     file_errors_first,
     iter_jsonl_objects,
     load_published,
@@ -169,10 +171,18 @@ def _read_jsonl_items(path: Path, lang: Lang) -> tuple[list[Item], _FileLines]:
 
 
 def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> list[Item]:
+    """``Item`` rows as items. Beyond the model's own validation: the difficulty follows the published
+    schema's rule (:func:`~cresowlve_core.sources.hub.difficulty_level`: ``true`` is not level 1, 7
+    is no level), and a row must have an ``en`` or ``ru`` view (a published-schema row after an
+    ``Item`` first row, or a misspelt ``"En"``, would otherwise read as an item with no question)."""
     items = []
     rows = iter(rows)
     with file_errors_first(rows):
         for lineno, row in rows:
+            try:
+                difficulty_level(row.get("difficulty"))
+            except ValueError as exc:
+                raise ItemsFileError(f"{path}:{lineno} (id={row.get('id')!r}): difficulty: {exc}") from None
             try:
                 item = Item.model_validate(row)
             except ValidationError as err:
@@ -182,6 +192,11 @@ def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> 
                 raise ItemsFileError(f"{path}:{lineno} (id={row.get('id')!r}): {loc}: {first['msg']}{more}") from None
             if not item.id.strip():
                 raise ItemsFileError(f"{path}:{lineno}: id must be a non-empty string")
+            if item.en is None and item.ru is None:
+                keys = ", ".join(map(repr, list(row)[:5])) + (", ..." if len(row) > 5 else "")
+                raise ItemsFileError(
+                    f"{path}:{lineno} (id={item.id!r}): no 'en' or 'ru' view (keys: {keys}); an Item row nests its "
+                    "question and answer under 'en' or 'ru' (the file's first row is an Item row, so every row is one)")
             items.append(item)
     return items
 
@@ -322,4 +337,9 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
     selected = [item for item in items if item.has(lang)]
     if not selected:
         raise NoItemsError(f"{spec!r} has no items with a {lang!r} view ({len(items)} items in all)")
+    if len(selected) < len(items):  # items of the other language only: not run, and said so
+        others = [item.id for item in items if not item.has(lang)]
+        shown = ", ".join(map(repr, others[:5])) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+        log.warning("%s: %d of %d items have no %r view and are not part of this run (%s)",
+                    spec, len(others), len(items), lang, shown)
     return selected

@@ -182,3 +182,40 @@ def test_lone_surrogate_in_a_published_row_and_in_meta(tmp_path):
     path = _write(tmp_path / "meta.jsonl", [item])
     with pytest.raises(ItemsFileError, match=r"id 'it0' \(meta.note\[1\]\)"):
         load_items(str(path), "en")
+
+
+# --- Item rows: a view, and the published schema's difficulty -------------------------------------
+
+
+@pytest.mark.parametrize("row, keys", [
+    ({"id": "p1", "question": "Q?", "answer": "A", "difficulty": 2}, "'id', 'question', 'answer', 'difficulty'"),
+    ({"id": "p1", "En": {"question": "Q?", "answer": "A"}}, "'id', 'En'"),
+], ids=["published-row-after-an-item-row", "misspelt-view"])
+def test_an_item_row_with_no_language_view_is_refused_naming_its_line(tmp_path, row, keys):
+    # read as an Item, either row has no question at all: it used to leave the run without a word (n=1, exit 0)
+    path = _write(tmp_path / "x.jsonl", [_item(0), row])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value).startswith(f"{path}:2 (id='p1'): no 'en' or 'ru' view (keys: {keys})")
+
+
+@pytest.mark.parametrize("value", [True, 0, 99, "3", 2.5])
+def test_an_item_rows_difficulty_follows_the_published_schema(tmp_path, value):
+    path = _write(tmp_path / "x.jsonl", [_item(0), {**_item(1), "difficulty": value}])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value) == f"{path}:2 (id='it1'): difficulty: must be an integer 1-5 or null, got {value!r}"
+
+
+def test_an_item_rows_integral_or_null_difficulty_is_read(tmp_path):
+    path = _write(tmp_path / "x.jsonl", [{**_item(0), "difficulty": 3.0}, {**_item(1), "difficulty": None}])
+    assert [it.difficulty for it in load_items(str(path), "en")] == [3, None]
+
+
+def test_items_of_the_other_language_only_are_counted_and_named(tmp_path, caplog):
+    ru_only = Item(id="ru1", ru=ItemView(question="Вопрос?", answer="Ответ")).model_dump()
+    path = _write(tmp_path / "x.jsonl", [_item(0), ru_only, _item(1)])
+    with caplog.at_level("WARNING"):
+        items = load_items(str(path), "en")
+    assert [it.id for it in items] == ["it0", "it1"]
+    assert f"{path}: 1 of 3 items have no 'en' view and are not part of this run ('ru1')" in caplog.text
