@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -100,12 +99,13 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
 
 
 def _is_item_jsonl(path: Path) -> bool:
-    """True for one Item per line (nested ``ru``/``en`` views), False for published-schema rows."""
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                return "question" not in json.loads(line)
-    return True
+    """True for one Item per line (nested ``ru``/``en`` views), False for published-schema rows; the
+    first row decides, read by the items reader (a byte-order mark is fine; a file that is not UTF-8
+    JSON Lines of objects is an :class:`~cresowlve_core.sources.hub.ItemsFileError` naming its line)."""
+    from cresowlve_core.sources.hub import iter_jsonl_objects
+
+    first = next(iter_jsonl_objects(path), None)
+    return first is None or "question" not in first[1]
 
 
 def stratified_sample(cands: Sequence[Candidate], per_level: int | None, seed: int) -> list[Candidate]:

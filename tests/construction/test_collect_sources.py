@@ -1,0 +1,40 @@
+"""``collect``'s dataset sources (``cresowlve build --source FILE.jsonl``): read by the items reader,
+so a file the eval accepts is accepted here, and a bad one is one error naming its line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cresowlve_core.construction.collect import collect
+from cresowlve_core.sources.hub import ItemsFileError
+
+PUBLISHED_ROW = {"id": "chgk_a", "question": "Кто это?", "answer": "Он", "difficulty": 2, "explanation": None,
+                 "other_answers": None, "knowledge_domains": [], "creative_domains": [], "cultures": []}
+ITEM_ROW = {"id": "chgk_b", "ru": {"question": "Кто там?", "answer": "Я"}}
+
+
+@pytest.mark.parametrize("row", [PUBLISHED_ROW, ITEM_ROW], ids=["published", "item"])
+def test_a_dataset_file_with_a_byte_order_mark_is_read(tmp_path: Path, row: dict) -> None:
+    path = tmp_path / "ru.jsonl"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(row, ensure_ascii=False).encode() + b"\n")
+    out, report = collect([str(path)])
+    assert [c.id for c in out.kept] == [row["id"]] and report["sources"][0]["n"] == 1
+
+
+@pytest.mark.parametrize("first, error", [
+    (b"{not json", "ru.jsonl:1: not JSON"),
+    (b"null", "ru.jsonl:1: expected a JSON object (one item per line), got null"),
+    (b"42", "ru.jsonl:1: expected a JSON object (one item per line), got 42"),
+    (b"\xff{}", "ru.jsonl:1: not UTF-8 (byte 0xff)"),
+])
+def test_a_dataset_file_whose_first_line_is_not_an_object_is_one_error_naming_it(tmp_path: Path, first: bytes,
+                                                                                  error: str) -> None:
+    # the format sniffing used to parse the first line on its own: a traceback and exit 1 for each
+    path = tmp_path / "ru.jsonl"
+    path.write_bytes(first + b"\n" + json.dumps(PUBLISHED_ROW, ensure_ascii=False).encode() + b"\n")
+    with pytest.raises(ItemsFileError) as err:
+        collect([str(path)])
+    assert str(err.value).startswith(f"{tmp_path}/{error}")
