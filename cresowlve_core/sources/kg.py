@@ -149,11 +149,18 @@ class KnowledgeGraphError(InputError):
 def _lines(path: Path, max_chars: int | None = None) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of every non-blank line of a graph file (``.gz`` read through gzip).
 
-    A control character other than tab and newline anywhere, or a line above the input size limit
-    (``max_chars``, None: 64 KB), is refused with :class:`KnowledgeGraphError` naming ``file:line``."""
+    The file is UTF-8 (a byte-order mark is dropped, never read as part of the first QID). Bytes
+    that are not UTF-8, a control character other than tab and newline anywhere, or a line above the
+    input size limit (``max_chars``, None: 64 KB), are refused with :class:`KnowledgeGraphError`
+    naming ``file:line``."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8", newline="") as f:
-        text = f.read()
+    with opener(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        bad_line = data.count(b"\n", 0, exc.start) + 1
+        raise KnowledgeGraphError(f"{path}:{bad_line}: not UTF-8 (byte 0x{data[exc.start]:02x}); save the file as UTF-8") from None
     if (bad := control_problem(text)) is not None:
         raise KnowledgeGraphError(f"{path}:{bad[0]}: {bad[1]}")
     for lineno, line in enumerate(text.split("\n"), 1):

@@ -75,3 +75,35 @@ def test_loader_reads_gzipped_tables_and_splits_aliases(tmp_path):
 def test_loader_without_triples_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no triples"):
         load_kg(tmp_path)
+
+
+def _graph_dir(root, triples: bytes, labels: bytes):
+    (root / "LitWD1K").mkdir(parents=True)
+    (root / "Entities").mkdir()
+    (root / "LitWD1K" / "train.txt").write_bytes(triples)
+    (root / "Entities" / "entity_labels_en.txt").write_bytes(labels)
+    return root
+
+
+def test_a_byte_order_mark_is_not_read_as_part_of_the_first_qid(tmp_path):
+    # it used to make an entity '\ufeffQ1' beside Q1: Q1 lost its triple, or its label
+    bom = b"\xef\xbb\xbf"
+    kg = load_kg(_graph_dir(tmp_path / "kg", bom + b"Q1\tP1\tQ2\n", bom + b"Q1\tOne\r\nQ2\tTwo\r\n"))
+    assert kg.entities == ["Q1", "Q2"] and kg.labels == {"Q1": "One", "Q2": "Two"}
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_a_graph_file_that_is_not_utf8_is_one_error_naming_its_line(tmp_path, gz):
+    from cresowlve_core.sources.kg import KnowledgeGraphError
+
+    root = _graph_dir(tmp_path / "kg", b"Q1\tP1\tQ2\n", b"")
+    labels = root / "Entities" / "entity_labels_en.txt"
+    labels.unlink()
+    bad = b"Q1\tOne\nQ2\tT\xffo\n"
+    if gz:
+        labels = labels.with_name(labels.name + ".gz")
+        bad = gzip.compress(bad)
+    labels.write_bytes(bad)
+    with pytest.raises(KnowledgeGraphError) as err:  # a UnicodeDecodeError and a traceback before
+        load_kg(root)
+    assert str(err.value) == f"{labels}:2: not UTF-8 (byte 0xff); save the file as UTF-8"
