@@ -46,12 +46,30 @@ from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_ev
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Item, Lang
+from cresowlve_core.llm.profiles import get_profile
+from cresowlve_core.llm.types import EFFORTS
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
 from cresowlve_core.runtime.provenance import read_git_sha
 from cresowlve_core.text import config_name, slug
 
 GRID_FILE = "grid.json"
+
+
+def _known_effort(effort: str | None) -> str | None:
+    """An effort the command line's ``--effort`` takes (:data:`EFFORTS`, in any case: ``High`` is
+    ``high``), or None (no effort)."""
+    if effort is None:
+        return None
+    if effort.lower() not in EFFORTS:
+        raise ValueError(f"unknown effort {effort!r}; one of {', '.join(EFFORTS)}, or null for none")
+    return effort.lower()
+
+
+def _known_provider(provider: str | None) -> str | None:
+    if provider is not None:
+        get_profile(provider)  # UnknownProvider (a ValueError) names the known ones
+    return provider
 
 
 class GridJudge(BaseModel):
@@ -70,6 +88,9 @@ class GridJudge(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     max_cost: float | None = Field(None, ge=0)  # USD of new judge calls per cell; options.max_cost caps the model
 
+    _effort = field_validator("effort")(_known_effort)
+    _provider = field_validator("provider")(_known_provider)
+
 
 class GridModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -79,9 +100,16 @@ class GridModel(BaseModel):
     api_key_env: str | None = None
     provider: str | None = None  # profile (llm/profiles.py); default: detected from the base URL
     efforts: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
-    api: str | None = None
-    prompt_style: str | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    api: Literal["chat", "responses", "completions"] | None = None
+    prompt_style: Literal["cot", "plain"] | None = None
+    options: dict[str, Any] = Field(default_factory=dict)  # read as ClientOptions by load_grid
+
+    _provider = field_validator("provider")(_known_provider)
+
+    @field_validator("efforts")
+    @classmethod
+    def _known_efforts(cls, v: list[str | None]) -> list[str | None]:
+        return [_known_effort(effort) for effort in v]
 
 
 class GridConfig(BaseModel):
@@ -158,9 +186,27 @@ def load_grid(path: str | Path) -> GridConfig:
     from pydantic import ValidationError
 
     try:
-        return GridConfig(**raw)
+        grid = GridConfig.model_validate(raw)
     except ValidationError as exc:
         raise GridConfigError(p, [_problem(e) for e in exc.errors()]) from exc
+    if problems := _options_problems(grid):
+        raise GridConfigError(p, problems)
+    return grid
+
+
+def _options_problems(grid: GridConfig) -> list[str]:
+    """Every ``options`` block (the grid's, each model's) read as :class:`ClientOptions`, as its cells
+    will read it: an unknown key or a bad value, one ``where: what`` each."""
+    from pydantic import ValidationError
+
+    blocks = [("options", grid.options), *((f"models.{i}.options", m.options) for i, m in enumerate(grid.models))]
+    problems: list[str] = []
+    for where, block in blocks:
+        try:
+            ClientOptions.model_validate(block)
+        except ValidationError as exc:
+            problems += [_problem(e, root=ClientOptions, prefix=where) for e in exc.errors()]
+    return problems
 
 
 class GridConfigError(UsageError, ValueError):
@@ -175,14 +221,15 @@ class GridConfigError(UsageError, ValueError):
         return [f"{head}: invalid grid config ({len(self.problems)} problem(s)):", *(f"  {x}" for x in self.problems)]
 
 
-def _problem(error: Any) -> str:
-    """One pydantic error as ``where: what`` (an unknown key with the nearest known one)."""
+def _problem(error: Any, root: Any = GridConfig, prefix: str = "") -> str:
+    """One pydantic error of ``root`` (read at ``prefix`` of the config) as ``where: what`` (an
+    unknown key with the nearest known one)."""
     import difflib
 
     loc = [str(x) for x in error.get("loc", ())]
-    where = ".".join(loc) or "config"
+    where = ".".join([prefix, *loc] if prefix else loc) or "config"
     if error.get("type") == "extra_forbidden" and loc:
-        model: Any = GridConfig
+        model: Any = root
         for part in loc[:-1]:  # the model the unknown key sits in (models.0 -> ModelSpec)
             field = getattr(model, "model_fields", {}).get(part)
             if field is not None:

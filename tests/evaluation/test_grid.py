@@ -259,3 +259,34 @@ def test_the_grid_last_line_names_the_incomplete_cells_beside_the_stopped_one(mo
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("stopped early (1 cell(s) stopped; costly__en: max_cost reached); "
                            "1 more cell(s) incomplete (choiceerr__en): 1 of 3 cells done"), last
+
+
+BAD_GRID_KEYS = [
+    ({"options": {"concurency": 4}}, {}, "options.concurency: unknown key (did you mean 'concurrency'?)"),
+    ({"options": {"concurrency": "many"}}, {}, "options.concurrency: Input should be a valid integer"),
+    ({"options": {"temperature": float("nan")}}, {}, "options.temperature: Input should be a finite number"),
+    ({}, {"options": {"max_token": 5}}, "models.0.options.max_token: unknown key (did you mean 'max_tokens'?)"),
+    ({}, {"efforts": ["hgih"]}, "models.0.efforts: Value error, unknown effort 'hgih'"),
+    ({}, {"prompt_style": "cto"}, "models.0.prompt_style: Input should be 'cot' or 'plain'"),
+    ({}, {"api": "chta"}, "models.0.api: Input should be 'chat', 'responses' or 'completions'"),
+    ({}, {"provider": "opnai"}, "models.0.provider: Value error, unknown provider 'opnai'"),
+    ({"judge": {"model": "j", "effort": "hgih"}}, {}, "judge.effort: Value error, unknown effort 'hgih'"),
+    ({"judge": {"model": "j", "provider": "opnai"}}, {}, "judge.provider: Value error, unknown provider 'opnai'"),
+    ({1: 2}, {}, "1: Keys should be strings"),
+]
+
+
+@pytest.mark.parametrize("top, model, problem", BAD_GRID_KEYS, ids=[p.split(":")[0] for _, _, p in BAD_GRID_KEYS])
+def test_a_bad_option_effort_style_api_or_provider_is_a_config_error_before_any_cell_starts(tmp_path, capsys,
+                                                                                        top, model, problem):
+    # each used to run its cells with the setting read otherwise (an unknown effort made a "thinking" run,
+    # exit 0), fail them one by one (exit 3, "run again to resume"), or end in a traceback (exit 1)
+    from cresowlve_core.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump({"name": "g", "langs": ["en"], "runs_dir": str(tmp_path / "runs"), "report": False,
+                                    "models": [{"model": "m", "base_url": "http://127.0.0.1:9/v1", **model}], **top}))
+    assert main(["grid", str(path), "--workers", "1"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[0] == f"error: {path}: invalid grid config (1 problem(s)):" and lines[1].startswith(f"  {problem}")
+    assert not (tmp_path / "runs").exists()  # nothing ran
