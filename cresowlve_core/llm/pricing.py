@@ -48,19 +48,43 @@ class ModelPrice:
     batch_discount: float = 0.0
 
 
+def _price_value(row: dict[str, str | None], column: str, high: float = math.inf) -> float:
+    """The number in ``column`` of a price row: finite, at least 0 (and at most ``high``); a NaN
+    price would disable ``--max-cost`` (no comparison with NaN is true), a negative one pay it back."""
+    text = row.get(column)
+    if text is None:
+        raise ValueError(f"{column} is missing")
+    value = float(text)
+    if not (math.isfinite(value) and 0 <= value <= high):
+        limit = "between 0 and 1" if high == 1 else "a finite number >= 0"
+        raise ValueError(f"{column} must be {limit}, got {text.strip()!r}")
+    return value
+
+
 def _read_csv(path: Path) -> dict[str, ModelPrice]:
-    lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    """A price table (the bundled one, or the CSV that ``$CRESOWLVE_PRICES`` names): UTF-8, with or
+    without a byte-order mark (a spreadsheet's "CSV UTF-8"); a file that cannot be read or a bad row
+    is one :class:`InputError` naming the file (and the row's line)."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise InputError(f"price table {path}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"price table {path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8") from None
+    numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
     rows: dict[str, ModelPrice] = {}
-    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+    reader = csv.DictReader(io.StringIO("\n".join(ln for _, ln in numbered)))
+    for row in reader:
         try:
             model = row["model"].strip()
             rows[model] = ModelPrice(
-                input_per_mtok=float(row["input_per_mtok"]),
-                output_per_mtok=float(row["output_per_mtok"]),
-                batch_discount=float(row.get("batch_discount") or 0.0),
+                input_per_mtok=_price_value(row, "input_per_mtok"),
+                output_per_mtok=_price_value(row, "output_per_mtok"),
+                batch_discount=_price_value(row, "batch_discount", 1.0) if row.get("batch_discount") else 0.0,
             )
         except (KeyError, ValueError, AttributeError) as exc:
-            raise InputError(f"bad price row in {path}: {row!r} ({exc})") from exc
+            line = numbered[reader.line_num - 1][0] if 0 < reader.line_num <= len(numbered) else "?"
+            raise InputError(f"bad price row in {path}:{line}: {row!r} ({exc})") from exc
     return rows
 
 

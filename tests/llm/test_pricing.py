@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.pricing import CostMeter, ModelPrice, PriceTable
 from cresowlve_core.llm.types import BudgetExceeded, Usage
 
@@ -127,3 +128,43 @@ def test_usd_never_shows_a_small_amount_as_zero() -> None:
         "$0.0000", "$0.0125", "$12.5000", "$0.00005", "$0.0000012"]
     with pytest.raises(BudgetExceeded, match=r"budget of \$0\.00001 would be exceeded"):
         CostMeter().reserve(0.001, max_cost=0.00001)
+
+
+HEADER = "model,input_per_mtok,output_per_mtok,batch_discount\n"
+
+
+@pytest.mark.parametrize("row, problem", [
+    ("m,nan,nan,0", "input_per_mtok must be a finite number >= 0, got 'nan'"),
+    ("m,1,inf,0", "output_per_mtok must be a finite number >= 0, got 'inf'"),
+    ("m,-100,1,0", "input_per_mtok must be a finite number >= 0, got '-100'"),
+    ("m,1,1,1.5", "batch_discount must be between 0 and 1, got '1.5'"),
+    ("m,1", "output_per_mtok is missing"),
+])
+def test_a_price_that_is_not_a_finite_amount_is_refused_naming_file_and_line(tmp_path: Path, row: str,
+                                                                             problem: str) -> None:
+    # a NaN price used to switch --max-cost off (cost $nan, exit 0), a negative one to pay it back,
+    # and a short row to end the run in a TypeError traceback
+    prices = tmp_path / "mine.csv"
+    prices.write_text("# my prices\n" + HEADER + row + "\n")
+    with pytest.raises(InputError) as err:
+        PriceTable.load(prices)
+    assert str(err.value).startswith(f"bad price row in {prices}:3: ") and str(err.value).endswith(f"({problem})")
+
+
+def test_a_spreadsheets_csv_with_a_byte_order_mark_and_crlf_is_read(tmp_path: Path) -> None:
+    prices = tmp_path / "mine.csv"
+    prices.write_bytes(b"\xef\xbb\xbf" + (HEADER + "my-model,3,4,0.5\n").replace("\n", "\r\n").encode())
+    assert PriceTable.load(prices).get("my-model") == ModelPrice(3.0, 4.0, 0.5)
+
+
+@pytest.mark.parametrize("what", ["missing", "folder", "not-utf8"])
+def test_a_price_table_that_cannot_be_read_is_one_input_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               what: str) -> None:
+    path = tmp_path / "mine.csv"
+    if what == "folder":
+        path.mkdir()
+    elif what == "not-utf8":
+        path.write_bytes(HEADER.encode() + b"m,\xff1,1,0\n")
+    monkeypatch.setenv("CRESOWLVE_PRICES", str(path))
+    with pytest.raises(InputError, match=f"^price table {path}: "):  # a FileNotFoundError traceback before
+        PriceTable.load()
