@@ -112,7 +112,9 @@ def load_queries(path: Path | str | None = None, limit: int | None = None, *,
     JSON Lines (split on ``"\\n"`` only, so U+2028 inside a string is kept), every line a valid
     query, the ids unique, and at least one query left. Each ``query`` text must pass the input
     limits of :mod:`cresowlve_core.inputs` (not empty, no control character but tab and newline,
-    at most 64 KB unless ``max_input_chars`` raises it). Each problem is one
+    at most 64 KB unless ``max_input_chars`` raises it), and so must ``entity_a``, ``entity_b`` and
+    ``rel_b`` but for the size (an empty entity would pass the path checks of every path: it is a
+    substring of every triple). Each problem is one
     :class:`QueriesFileError` naming ``file:line``.
     """
     p = Path(path) if path else default_queries_path()
@@ -130,6 +132,9 @@ def load_queries(path: Path | str | None = None, limit: int | None = None, *,
             raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({exc})") from None
         if (problem := text_problem(q.query, "query", max_chars=max_input_chars)) is not None:
             raise QueriesFileError(f"{p}:{lineno}: {problem}")  # the same limits as eval's items
+        for field in ("entity_a", "entity_b", "rel_b"):  # an empty entity is in every triple: no path would be invalid
+            if (problem := text_problem(getattr(q, field), field, size_limited=False)) is not None:
+                raise QueriesFileError(f"{p}:{lineno}: {problem}")
         queries.append(q)
         lines[q.id].append(lineno)
     dupes = {k: v for k, v in lines.items() if len(v) > 1}

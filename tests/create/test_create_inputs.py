@@ -43,6 +43,20 @@ def test_queries_file_errors_name_the_file_and_line(tmp_path, lines, message):
         load_queries(path)
 
 
+@pytest.mark.parametrize("field", ["entity_a", "entity_b", "rel_b"])
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_entity_or_relation_is_refused_naming_the_line(tmp_path, field, value):
+    # an empty entity_a is a substring of every triple: every path passed its check, without a word
+    from cresowlve_core.create.paths import check_validity
+
+    assert check_validity([["Leonard Bernstein", "award received", "Grammy"]], "", "Grammy").valid
+    rows = _rows()
+    path = _write(tmp_path / "q.jsonl", [json.dumps(rows[0]), json.dumps({**rows[1], "id": "q2", field: value})])
+    with pytest.raises(QueriesFileError) as err:
+        load_queries(path)
+    assert str(err.value) == f"{path}:2: {field}: must not be empty"
+
+
 def test_cp1251_queries_file_names_the_line(tmp_path):
     path = tmp_path / "q.jsonl"
     path.write_bytes(json.dumps(_rows()[0]).encode() + b"\n" + '{"query": "Вопрос"}\n'.encode("cp1251"))
