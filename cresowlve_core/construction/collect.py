@@ -31,7 +31,7 @@ LEVELS = (1, 2, 3, 4, 5)
 def _pack_files(spec: str) -> list[Path]:
     path = Path(spec)
     if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.suffix in PACK_SUFFIXES)
+        files = sorted(p for p in path.iterdir() if p.suffix.lower() in PACK_SUFFIXES)  # B.TXT too, as --source B.TXT
         if not files:
             raise MissingInput(f"{spec}: no *.txt or *.4s packs in this folder")
         return files

@@ -38,3 +38,17 @@ def test_a_dataset_file_whose_first_line_is_not_an_object_is_one_error_naming_it
     with pytest.raises(ItemsFileError) as err:
         collect([str(path)])
     assert str(err.value).startswith(f"{tmp_path}/{error}")
+
+
+def test_a_folder_of_packs_reads_an_upper_case_extension_too(tmp_path: Path) -> None:
+    # B.TXT was left out of the folder without a word (read when named on its own: --source B.TXT)
+    from cresowlve_core.paths import shipped_data
+
+    packs = sorted(shipped_data("chgk").glob("*.txt"))[:2]
+    folder = tmp_path / "packs"
+    folder.mkdir()
+    (folder / "a.txt").write_bytes(packs[0].read_bytes())
+    (folder / "B.TXT").write_bytes(packs[1].read_bytes())
+    _, report = collect([str(folder)])
+    assert [Path(f["source"]).name for f in report["sources"][0]["files"]] == ["B.TXT", "a.txt"]
+    assert all(f["n"] > 0 for f in report["sources"][0]["files"])
