@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import html
-import json
 import re
 import unicodedata
 from pathlib import Path
@@ -94,20 +93,34 @@ class AnnotationStore:
         return next((i for i, k in enumerate(keys) if k not in done), len(keys))
 
 
+#: the annotation sample's file in the annotations folder (every other ``*.jsonl`` there is an annotator's)
+SAMPLE_FILE = "sample.jsonl"
+
+
 def read_annotations(folder: str | Path) -> pd.DataFrame:
-    """All annotators' latest labels: columns ``key``, ``annotator``, ``category``, ``note``."""
+    """All annotators' latest labels: columns ``key``, ``annotator``, ``category``, ``note``.
+
+    Every ``*.jsonl`` of ``folder`` but :data:`SAMPLE_FILE` is an annotator's file, read as
+    :class:`AnnotationStore` reads it (a torn last line is skipped). A line that is not a JSON
+    object, or a record without a ``key`` and an ``annotator`` or with a category outside
+    :data:`CHOICES` (a hand edit: the panels save only those), is an :class:`InputError` naming
+    ``file:line``, never a label left out of the agreement without a word."""
     rows: list[dict[str, Any]] = []
     folder = Path(folder)
     if folder.is_dir():
         for f in sorted(folder.glob("*.jsonl")):
+            if f.name == SAMPLE_FILE:
+                continue
             latest: dict[str, dict[str, Any]] = {}
-            for _, line in jsonl.iter_lines(f.read_text(encoding="utf-8")):
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if isinstance(rec, dict) and "key" in rec and rec.get("category") in CHOICES:
-                    latest[rec["key"]] = rec
+            for lineno, rec in jsonl.iter_jsonl_numbered(f, torn_tail_ok=True, error=InputError, what="label"):
+                for field in ("key", "annotator"):
+                    if not isinstance(rec.get(field), str) or not rec[field].strip():
+                        raise InputError(f"{f}:{lineno}: an annotation needs a {field!r} (a non-empty string), "
+                                         f"got {rec.get(field)!r}")
+                if rec.get("category") not in CHOICES:
+                    raise InputError(f"{f}:{lineno}: unknown category {rec.get('category')!r} for {rec['key']!r}; "
+                                     f"one of {', '.join(CHOICES)}")
+                latest[rec["key"]] = rec
             rows.extend(latest.values())
     return pd.DataFrame(rows, columns=["key", "annotator", "category", "note", "saved_at"])
 

@@ -220,3 +220,31 @@ def test_an_answer_loaded_twice_counts_once():
     d = distribution(lf, by="config").set_index("category")
     assert (d.loc["overthinking", "k"], d.loc["overthinking", "n"], d.loc["overthinking", "n_items"]) == (2, 3, 2)
     assert d.loc["overthinking", "lang"] == "mixed"
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"key": "b", "annotator": "ann", "category": "OVERTHINKING", "note": ""}',
+     "2: unknown category 'OVERTHINKING' for 'b'; one of missing_creative_connection, "),
+    ('{"key": "b", bad json', "2: not JSON"),
+    ('{"key": "b", "category": "overthinking"}', "2: an annotation needs a 'annotator' (a non-empty string), got None"),
+    ('["b", "overthinking"]', "2: expected a JSON object (one label per line)"),
+])
+def test_an_annotation_line_that_is_not_a_label_is_one_error_naming_it(tmp_path, line, problem):
+    # such a line used to be skipped: the agreement was computed over fewer labels, without a word
+    AnnotationStore(tmp_path, "ann").save("a", "overthinking")
+    with (tmp_path / "ann.jsonl").open("a", encoding="utf-8") as f:
+        f.write(line + "\n" + '{"key": "c", "annotator": "ann", "category": "other", "note": ""}\n')
+    with pytest.raises(ValueError) as err:
+        read_annotations(tmp_path)
+    assert str(err.value).startswith(f"{tmp_path / 'ann.jsonl'}:{problem}")
+
+
+def test_the_annotation_sample_and_a_torn_last_line_are_not_labels(tmp_path):
+    from cresowlve_core.error_analysis.annotation import write_sample
+
+    write_sample(pd.DataFrame([{"key": "a", "config": "c", "lang": "en", "id": "i", "question": "q", "answer": "x",
+                                "prediction": "y", "reasoning": ""}]), tmp_path / "sample.jsonl")
+    AnnotationStore(tmp_path, "ann").save("a", "overthinking")
+    with (tmp_path / "ann.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"key": "b", "annot')  # a save cut off by a kill
+    assert read_annotations(tmp_path)[["key", "category"]].values.tolist() == [["a", "overthinking"]]
