@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -460,6 +461,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         infos.append(info)
         tables.append(table)
 
+    _tell_apart_run_ids(infos, notes)
     runs_df = pd.DataFrame(infos)
     aliases = grid_aliases(runs, dirs, root)
     if runs_df.empty:
@@ -519,6 +521,25 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+def _tell_apart_run_ids(infos: list[dict[str, Any]], notes: list[str]) -> None:
+    """Give runs that share a ``run_id`` (the directory's name by default: ``gpt41/run`` and
+    ``gpt4o/run`` are both ``run``) their path below the folder they share as their id, so each run
+    keeps its own records and counts."""
+    by_id: dict[str, list[dict[str, Any]]] = {}
+    for info in infos:
+        by_id.setdefault(str(info["run_id"]), []).append(info)
+    for run_id, same in by_id.items():
+        if len(same) < 2:
+            continue
+        paths = [Path(info["path"]) for info in same]
+        shared = Path(os.path.commonpath(paths))
+        for info, path in zip(same, paths, strict=True):
+            info["run_id"] = path.relative_to(shared).as_posix() if path != shared else str(path)
+        ids = ", ".join(f"`{one_line(info['run_id'])}`" for info in same)
+        notes.append(f"{len(same)} run directories carry the run id `{one_line(run_id)}`; they are told apart by "
+                     f"their paths: {ids}.")
 
 
 def _superseded_lines(t: pa.Table) -> np.ndarray:

@@ -224,3 +224,20 @@ def test_an_answer_written_before_its_verdict_is_not_counted_as_superseded(tmp_p
     rs = load_runs(str(run))
     assert rs.runs["n_superseded"].iloc[0] == 1  # only the errored line of "b" was replaced
     assert len(rs.responses) == 2
+
+
+def test_two_run_directories_of_one_name_in_two_folders_stay_two_runs(tmp_path):
+    """``--run-dir gpt41/run`` and ``--run-dir gpt4o/run``: both manifests say ``run_id: run``. Each run
+    keeps its own records and counts (they were pooled under one id, and 03 stopped with
+    ``InvalidIndexError``), and the report's run column tells them apart by their folders."""
+    write_run(tmp_path / "gpt41" / "run", [record("a", model="gpt-4.1", em_strict=True), record("b", model="gpt-4.1")],
+              model="gpt-4.1")
+    write_run(tmp_path / "gpt4o" / "run", [record("a", model="gpt-4o", outcome="refused", prediction=None)],
+              model="gpt-4o")
+    rs = load_runs(str(tmp_path / "*" / "run"))
+    runs = rs.runs.set_index("model")
+    assert runs.loc["gpt-4.1", "n_records"] == 2 and runs.loc["gpt-4.1", "n_refused"] == 0
+    assert runs.loc["gpt-4o", "n_records"] == 1 and runs.loc["gpt-4o", "n_refused"] == 1
+    assert sorted(rs.runs["run_id"]) == ["gpt41/run", "gpt4o/run"]
+    assert rs.responses.groupby("run_id")["model"].nunique().eq(1).all()
+    assert any("`run`" in n and "gpt41/run" in n and "gpt4o/run" in n for n in rs.notes)
