@@ -51,7 +51,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -61,11 +61,11 @@ import pyarrow.json as pj
 
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.failures import InputError
-from cresowlve_core.llm.types import NOT_AN_ANSWER
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Outcome
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
 from cresowlve_core.runtime.rundir import RESPONSES
-from cresowlve_core.text import config_label, config_name, normalise_effort  # noqa: F401 - named here too
+from cresowlve_core.text import config_label, config_name, normalise_effort, plural  # noqa: F401 - named here too
 from cresowlve_core.untrusted import one_line
 
 MANIFEST = "manifest.json"
@@ -74,6 +74,11 @@ METRIC_LABELS: dict[str, str] = {m.name: m.label for m in METRIC_REGISTRY}
 MODEL_BASED: frozenset[str] = frozenset(m.name for m in METRIC_REGISTRY if m.model_based)
 #: ``outcome`` values of a call that produced no answer (with ``status == "error"``)
 NO_ANSWER_OUTCOMES: frozenset[str] = frozenset({"failed", "error"})
+#: the ``status`` values a record can have (``evaluation.records.Status``) and the ``outcome`` values
+#: (``llm.types.Outcome``); any other value (a record edited by hand, or written by a newer cresowlve)
+#: says nothing this version can score: the record has no value, like an errored one
+KNOWN_STATUSES: frozenset[str] = frozenset({"ok", "error"})
+KNOWN_OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
 _LEGACY_BOOL = ("em_strict", "em_lenient")  # old records: a top-level boolean per formula metric
 
 _USAGE = pa.struct([("input_tokens", pa.int64()), ("output_tokens", pa.int64()), ("reasoning_tokens", pa.int64())])
@@ -390,11 +395,33 @@ def _legacy_score(df: pd.DataFrame, name: str) -> np.ndarray:
 
 def no_answer(df: pd.DataFrame) -> np.ndarray:
     """Boolean mask: the call produced no answer (``status == "error"`` or ``outcome`` failed /
-    error). Such an item has no value for any metric and leaves every paired statistic."""
+    error), or its status or outcome is one this version does not know (:func:`unknown_status`).
+    Such an item has no value for any metric and leaves every paired statistic."""
     err = df["status"].eq("error").to_numpy(dtype=bool) if "status" in df else np.zeros(len(df), dtype=bool)
     if "outcome" in df:
         err = err | df["outcome"].isin(NO_ANSWER_OUTCOMES).to_numpy(dtype=bool)
-    return err
+    return err | unknown_status(df)
+
+
+def unknown_status(df: pd.DataFrame) -> np.ndarray:
+    """Boolean mask: a ``status`` outside :data:`KNOWN_STATUSES` or an ``outcome`` outside
+    :data:`KNOWN_OUTCOMES` (a missing one is known: records written before ``outcome`` existed)."""
+    out = np.zeros(len(df), dtype=bool)
+    for col, known in (("status", KNOWN_STATUSES), ("outcome", KNOWN_OUTCOMES)):
+        if col in df:
+            out |= (df[col].notna() & ~df[col].isin(known)).to_numpy(dtype=bool)
+    return out
+
+
+def record_status_unknown(rec: dict[str, Any]) -> bool:
+    """:func:`unknown_status` for one record read as a dict."""
+    status, outcome = rec.get("status"), rec.get("outcome")
+    return (status is not None and status not in KNOWN_STATUSES) or (outcome is not None and outcome not in KNOWN_OUTCOMES)
+
+
+def record_without_answer(rec: dict[str, Any]) -> bool:
+    """:func:`no_answer` for one record read as a dict."""
+    return rec.get("status") == "error" or rec.get("outcome") in NO_ANSWER_OUTCOMES or record_status_unknown(rec)
 
 
 def not_an_answer(df: pd.DataFrame) -> np.ndarray:
@@ -493,6 +520,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     responses = (_finish_columns(pa.concat_tables(parts).combine_chunks().flatten().to_pandas())
                  if parts else _empty_responses())
 
+    _note_unknown_statuses(responses, infos, notes)
     runs_df = pd.DataFrame([infos[i] for i in keep]).reset_index(drop=True)
     runs_df["n_superseded"] = runs_df.get("n_superseded", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
     outcome = responses["outcome"]
@@ -521,6 +549,18 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+def _note_unknown_statuses(responses: pd.DataFrame, infos: list[dict[str, Any]], notes: list[str]) -> None:
+    """One note per run with records of a status or outcome this version does not know."""
+    odd = responses.loc[unknown_status(responses), ["run_id", "status", "outcome"]]
+    paths = {info["run_id"]: Path(info["path"]).name for info in infos}
+    for run_id, g in odd.groupby("run_id", sort=True):
+        values = [f"{col} {one_line(repr(v))}" for col, known in (("status", KNOWN_STATUSES), ("outcome", KNOWN_OUTCOMES))
+                  for v in sorted(set(g[col].dropna()) - known)]
+        notes.append(f"`{one_line(paths.get(run_id, run_id))}`: {plural(len(g), 'record')} with a status or outcome "
+                     f"this version does not know ({', '.join(values)}): no value for any metric (never counted "
+                     "right or wrong), counted with the errored items.")
 
 
 def _tell_apart_run_ids(infos: list[dict[str, Any]], notes: list[str]) -> None:

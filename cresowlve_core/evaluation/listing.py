@@ -151,6 +151,7 @@ class RunDiff:
     method: str
     n_missing: int  # items scored in one run only
     n_errored: int = 0  # items with no answer (errored, failed, not run) in A or B: left out, never wrong
+    n_unknown: int = 0  # ... of them, items whose status or outcome this version does not know
 
 
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
@@ -174,10 +175,13 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
         metric = "judge" if judged else "em_strict"
     shared = sorted(set(ra) & set(rb))
     n_missing = len(set(ra) ^ set(rb))
-    rows, only_a, only_b, n_both, n_errored = [], 0, 0, 0, 0
+    from cresowlve_core.analysis.loading import record_status_unknown, record_without_answer
+
+    rows, only_a, only_b, n_both, n_errored, n_unknown = [], 0, 0, 0, 0, 0
     for item in shared:
-        if ra[item].get("status") != "ok" or rb[item].get("status") != "ok":
+        if record_without_answer(ra[item]) or record_without_answer(rb[item]):
             n_errored += 1  # no answer is no wrong answer: as in 03_analysis's paired tests
+            n_unknown += record_status_unknown(ra[item]) or record_status_unknown(rb[item])
             continue
         ca, cb = _correct(ra[item], metric), _correct(rb[item], metric)
         if ca is None or cb is None:
@@ -190,7 +194,7 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
             rows.append({"id": item, "answer": ra[item].get("answer"), "a": ra[item].get("prediction"),
                          "a_correct": ca, "b": rb[item].get("prediction"), "b_correct": cb})
     test = mcnemar(only_a, only_b, n_both)
-    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing, n_errored)
+    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing, n_errored, n_unknown)
 
 
 def language_warning(a: Path, b: Path) -> str | None:
@@ -208,6 +212,7 @@ def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
     lines = [f"A = {a}", f"B = {b}", f"metric: {d.metric}; items scored in both: {d.n_both}"
              + (f"; {d.n_errored} without an answer in A or B (errored or not run: left out, never wrong)"
                 if d.n_errored else "")
+             + (f", {d.n_unknown} with a status or outcome this version does not know" if d.n_unknown else "")
              + (f"; {d.n_missing} scored in one run only (left out)" if d.n_missing else "")]
     for r in d.disagreements[:limit]:
         mark = lambda ok: "right" if ok else "wrong"  # noqa: E731

@@ -241,3 +241,23 @@ def test_two_run_directories_of_one_name_in_two_folders_stay_two_runs(tmp_path):
     assert sorted(rs.runs["run_id"]) == ["gpt41/run", "gpt4o/run"]
     assert rs.responses.groupby("run_id")["model"].nunique().eq(1).all()
     assert any("`run`" in n and "gpt41/run" in n and "gpt4o/run" in n for n in rs.notes)
+
+
+def test_a_status_or_outcome_this_version_does_not_know_is_no_value_and_named(tmp_path):
+    """A record edited by hand, or written by a newer cresowlve: ``status: pending`` and
+    ``outcome: content_policy`` carrying ``scores`` of True. What they are is unknown, so they are
+    neither right nor wrong (they were counted right: 2 of 3), and a note names them."""
+    all_right = {"em_strict": True, "em_lenient": True, "judge": True}
+    write_run(tmp_path / "r", [
+        record("a", em_strict=True, em_lenient=True, judge="CORRECT"),
+        record("b", status="pending", scores=all_right),
+        record("c", outcome="content_policy", scores=all_right),
+    ])
+    rs = load_runs(tmp_path / "r")
+    df = rs.responses.set_index("id")
+    for metric in ("em_strict", "em_lenient", "judge"):
+        assert df.loc["a", metric] == 1.0
+        assert math.isnan(df.loc["b", metric]) and math.isnan(df.loc["c", metric])
+    assert rs.runs.iloc[0]["n_error"] == 2
+    (note,) = [n for n in rs.notes if "does not know" in n]
+    assert "`r`" in note and "status 'pending'" in note and "outcome 'content_policy'" in note

@@ -228,3 +228,23 @@ def test_runs_counts_the_answers_of_a_run_killed_before_its_summary(tmp_path):
     row = run_row(tmp_path / "run")
     assert (row.done, row.planned, row.n) == (4, 4, 0)
     assert row.state == "running or killed (no summary yet: accuracy not computed)"
+
+
+def test_diff_reads_a_status_or_outcome_it_does_not_know_as_no_answer_as_03_does(tmp_path):
+    """B's records say ``status: pending`` and ``outcome: content_policy`` (hand-edited, or a newer
+    cresowlve): neither is an answer this version can score, so both are left out and counted, as in
+    03_analysis; the outcome was scored as B's win."""
+    items = make_items(4)
+    with FakeServer(answers=_everything_wrong) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path), items, progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, model="other"), items, progress=False))
+    recs = [json.loads(line) for line in (tmp_path / "b" / "responses.jsonl").read_text().splitlines()]
+    right = {"em_strict": True, "em_lenient": True, "judge": None}
+    with (tmp_path / "b" / "responses.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({**recs[0], "status": "pending", "scores": right}) + "\n")
+        f.write(json.dumps({**recs[1], "outcome": "content_policy", "scores": right}) + "\n")
+    d = diff_runs(tmp_path / "a", tmp_path / "b")
+    assert (d.n_both, d.only_a, d.only_b, d.n_errored, d.n_unknown) == (2, 0, 0, 2, 2)
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert "2 without an answer in A or B" in out.stdout
+    assert "2 with a status or outcome this version does not know" in out.stdout
