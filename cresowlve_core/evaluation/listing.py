@@ -103,6 +103,11 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     ``aliases``: the grid's labels (model -> label, :func:`~cresowlve_core.analysis.loading.grid_aliases`);
     the name is :func:`~cresowlve_core.analysis.loading.config_name`'s, as the analysis's tables name it."""
     m, s = _json(path / "manifest.json"), _json(path / "summary.json")
+    # a resumed run rewrites its manifest unfinished and its summary only when it finishes: until then
+    # (or for good, when it was killed) summary.json describes an earlier pass
+    earlier_pass = bool(s) and "finished_at" in m and not m["finished_at"]
+    if earlier_pass:
+        s = {}
     metrics = s.get("metrics") or {}
     judge = metrics.get("judge") or {}
     use_judge = bool(judge.get("n")) and (judge.get("coverage") or 0) >= JUDGE_COVERAGE
@@ -111,7 +116,9 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     done = int(s.get("n_ok") or 0)
     if not s:  # no summary yet: count the answers on disk (no accuracy without the summary's metrics)
         done = sum(r.get("status") == "ok" for r in _latest(path).values()) if (path / RESPONSES).exists() else 0
-        state = "running or killed (no summary yet: accuracy not computed)"
+        state = ("running or killed (no summary yet: accuracy not computed)" if not earlier_pass else
+                 f"running or killed (resumed {m.get('resumed_at') or 'at an unknown time'}, not finished: "
+                 "summary.json is of an earlier pass; accuracy not computed)")
     elif s.get("stopped"):
         state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"
     elif done < planned:

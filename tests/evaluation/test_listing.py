@@ -248,3 +248,19 @@ def test_diff_reads_a_status_or_outcome_it_does_not_know_as_no_answer_as_03_does
     out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
     assert "2 without an answer in A or B" in out.stdout
     assert "2 with a status or outcome this version does not know" in out.stdout
+
+
+def test_runs_does_not_call_a_run_killed_while_resuming_done(tmp_path):
+    """A resume (``--retry-truncated``, or a second ``eval``) rewrites the manifest with
+    ``finished_at: null`` and a ``resumed_at``, and leaves the earlier pass's summary.json until it
+    finishes; killed in between (kill -9, observed), the run was listed ``done`` with the earlier
+    pass's accuracy. It is listed as running or killed, its answers counted on disk."""
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(4), progress=False))
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    resumed = {**manifest, "finished_at": None, "resumed_at": "2026-12-07T03:13:05+00:00"}
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps(resumed))
+    row = run_row(tmp_path / "run")
+    assert (row.done, row.planned, row.n) == (4, 4, 0)
+    assert row.state == ("running or killed (resumed 2026-12-07T03:13:05+00:00, not finished: summary.json is of an "
+                         "earlier pass; accuracy not computed)")
