@@ -537,6 +537,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     for c in ("n_records", "n_error", "n_refused", "n_filtered", "n_judged"):
         runs_df[c] = runs_df[c].fillna(0).astype(int)
     runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
+    notes.extend(mixed_settings(runs_df))
     runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(
         False
     ).astype(bool)
@@ -561,6 +562,43 @@ def _note_unknown_statuses(responses: pd.DataFrame, infos: list[dict[str, Any]],
         notes.append(f"`{one_line(paths.get(run_id, run_id))}`: {plural(len(g), 'record')} with a status or outcome "
                      f"this version does not know ({', '.join(values)}): no value for any metric (never counted "
                      "right or wrong), counted with the errored items.")
+
+
+#: the kinds of :func:`setting_mixes`
+JUDGE_MIX, PROMPT_MIX = "judge", "prompt"
+
+
+def setting_mixes(runs: Sequence[dict[str, Any]]) -> list[tuple[str, dict[str, list[dict[str, Any]]]]]:
+    """What runs (rows of the runs frame: ``judge_model``, ``judge_protocol``, ``prompts``) do not share
+    although one table compares them: more than one judge (model and protocol) (:data:`JUDGE_MIX`:
+    judge -> its runs), or one prompt in more than one version (:data:`PROMPT_MIX`: ``solve_cot_en@1``
+    and ``solve_cot_en@2`` -> their runs). A prompt of one language or one style only is not a mix."""
+    judges: dict[str, list[dict[str, Any]]] = {}
+    versions: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in runs:
+        if _given(r, "judge_model") or _given(r, "judge_protocol"):
+            name = f"{_given(r, 'judge_model') or '?'}, protocol {_given(r, 'judge_protocol') or '?'}"
+            judges.setdefault(name, []).append(r)
+        for prompt in str(_given(r, "prompts") or "").split(", "):
+            name, sep, _ = prompt.rpartition("@")
+            if sep:
+                versions.setdefault(name, {}).setdefault(prompt, []).append(r)
+    mixes = [(JUDGE_MIX, judges)] if len(judges) > 1 else []
+    return mixes + [(PROMPT_MIX, by_version) for _, by_version in sorted(versions.items()) if len(by_version) > 1]
+
+
+def mixed_settings(runs_df: pd.DataFrame) -> list[str]:
+    """:func:`setting_mixes` of the analysed runs as notes naming each configuration and language."""
+    notes = []
+    for kind, groups in setting_mixes(runs_df.to_dict(orient="records")):
+        where = "; ".join(f"{one_line(key)} ("
+                          + ", ".join(f"`{one_line(r['config'])}` / {one_line(r['lang'] or '?')}" for r in rows) + ")"
+                          for key, rows in sorted(groups.items()))
+        notes.append(f"These runs were judged differently: {where}. Their LLM-judge numbers, and every comparison "
+                     "between them, measure the judges as well as the runs." if kind == JUDGE_MIX else
+                     f"These runs used different versions of one prompt: {where}. Their answers or verdicts were "
+                     "asked for differently.")
+    return notes
 
 
 def _tell_apart_run_ids(infos: list[dict[str, Any]], notes: list[str]) -> None:

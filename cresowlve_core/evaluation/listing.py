@@ -214,6 +214,29 @@ def language_warning(a: Path, b: Path) -> str | None:
     return None
 
 
+def settings_warnings(a: Path, b: Path, metric: str) -> list[str]:
+    """Warnings when A and B were judged differently (for the judge metric) or asked with another
+    version of one prompt (:func:`~cresowlve_core.analysis.loading.setting_mixes`)."""
+    from cresowlve_core.analysis.loading import JUDGE_MIX, setting_mixes
+
+    rows = []
+    for label, path in (("A", a), ("B", b)):
+        m = _json(path / "manifest.json")
+        judge = m["judge"] if isinstance(m.get("judge"), dict) else {}
+        rows.append({"label": label, "judge_model": judge.get("model"), "judge_protocol": judge.get("protocol"),
+                     "prompts": ", ".join(map(str, m.get("prompts") or []))})
+    out = []
+    for kind, groups in setting_mixes(rows):
+        if kind == JUDGE_MIX and metric != "judge":
+            continue
+        where = "; ".join(f"{one_line(key)} ({', '.join(r['label'] for r in rs)})" for key, rs in sorted(groups.items()))
+        out.append(f"warning: A and B were judged differently: {where}; the disagreements and McNemar's test compare "
+                   "the judges as well as the runs" if kind == JUDGE_MIX else
+                   f"warning: A and B used different versions of one prompt: {where}; their answers or verdicts "
+                   "were asked for differently")
+    return out
+
+
 def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
     """The terminal text of :func:`diff_runs`."""
     lines = [f"A = {a}", f"B = {b}", f"metric: {d.metric}; items scored in both: {d.n_both}"

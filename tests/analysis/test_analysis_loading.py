@@ -261,3 +261,33 @@ def test_a_status_or_outcome_this_version_does_not_know_is_no_value_and_named(tm
     assert rs.runs.iloc[0]["n_error"] == 2
     (note,) = [n for n in rs.notes if "does not know" in n]
     assert "`r`" in note and "status 'pending'" in note and "outcome 'content_policy'" in note
+
+
+def test_runs_judged_by_different_judges_or_asked_with_another_prompt_version_are_named(tmp_path):
+    """Three models in one report: one judged under the paper's protocol, one asked with an older
+    version of the solve prompt. Each row of Table 1 then measures a different judge or prompt as
+    well as its model; nothing said so (the judge protocol was a column, the prompts not shown)."""
+    nonce = {"model": "gpt-4.1", "protocol": "nonce-verdict"}
+    write_run(tmp_path / "a", [record("x", model="a", judge="CORRECT")], model="a", judge=nonce,
+              prompts=["judge@2", "solve_cot_en@2"])
+    write_run(tmp_path / "b", [record("x", model="b", judge="CORRECT")], model="b",
+              judge={"model": "gpt-4.1", "protocol": "paper"}, prompts=["judge_paper@1", "solve_cot_en@2"])
+    write_run(tmp_path / "c", [record("x", model="c", judge="CORRECT")], model="c", judge=nonce,
+              prompts=["judge@2", "solve_cot_en@1"])
+    write_run(tmp_path / "d", [record("x", model="d", lang="ru")], model="d", lang="ru", judge=nonce,
+              prompts=["judge@2", "solve_cot_ru@2"])
+    notes = load_runs(str(tmp_path / "*")).notes
+    (judges,) = [n for n in notes if "judged differently" in n]
+    assert "gpt-4.1, protocol nonce-verdict (`a` / en, `c` / en, `d` / ru)" in judges
+    assert "gpt-4.1, protocol paper (`b` / en)" in judges
+    (prompts,) = [n for n in notes if "versions of one prompt" in n]
+    assert "solve_cot_en@1 (`c` / en)" in prompts and "solve_cot_en@2 (`a` / en, `b` / en)" in prompts
+    assert "solve_cot_ru" not in prompts and "judge" not in prompts  # one version each: nothing to say
+
+
+def test_runs_of_one_judge_and_one_prompt_version_get_no_such_note(tmp_path):
+    for model in ("a", "b"):
+        write_run(tmp_path / model, [record("x", model=model, judge="CORRECT")], model=model,
+                  judge={"model": "gpt-4.1", "protocol": "nonce-verdict"}, prompts=["judge@2", "solve_cot_en@2"])
+    notes = load_runs(str(tmp_path / "*")).notes
+    assert not [n for n in notes if "judged differently" in n or "versions of one prompt" in n]

@@ -264,3 +264,27 @@ def test_runs_does_not_call_a_run_killed_while_resuming_done(tmp_path):
     assert (row.done, row.planned, row.n) == (4, 4, 0)
     assert row.state == ("running or killed (resumed 2026-12-07T03:13:05+00:00, not finished: summary.json is of an "
                          "earlier pass; accuracy not computed)")
+
+
+def test_diff_warns_when_the_judges_or_a_prompt_version_differ(tmp_path, capsys):
+    """A judged under our protocol, B under the paper's: a judge-metric McNemar between them measures
+    the two judges as well as the two runs, and said nothing of it."""
+    items = make_items(4)
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path, judge_model="fake-judge"), items,
+                                   progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, model="other", judge_model="fake-judge",
+                                           judge_protocol="paper"), items, progress=False))
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert out.returncode == 0 and "metric: judge" in out.stdout
+    assert "warning: A and B were judged differently: fake-judge, protocol nonce-verdict (A);" in out.stderr
+    assert "fake-judge, protocol paper (B)" in out.stderr
+    assert "versions of one prompt" not in out.stderr  # judge@2 and judge_paper@1 are two prompts
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "em_strict"])
+    assert "judged differently" not in out.stderr  # the judge is not the metric compared
+
+    manifest = json.loads((tmp_path / "b" / "manifest.json").read_text())
+    prompts = [p.replace("solve_cot_en@2", "solve_cot_en@1") for p in manifest["prompts"]]
+    (tmp_path / "b" / "manifest.json").write_text(json.dumps({**manifest, "prompts": prompts}))
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "em_strict"])
+    assert "warning: A and B used different versions of one prompt: solve_cot_en@1 (B); solve_cot_en@2 (A)" in out.stderr
