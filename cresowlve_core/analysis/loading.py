@@ -224,6 +224,19 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
 # ------------------------------------------------------------------ reading one run
 
 
+def _why_unreadable(exc: ValueError) -> str:
+    """One line on why a manifest could not be read: the JSON error, or the first field refused."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, json.JSONDecodeError):
+        return one_line(f"not JSON ({exc})")
+    if isinstance(exc, ValidationError) and exc.errors():
+        first = exc.errors()[0]
+        where = ".".join(map(str, first.get("loc") or ()))
+        return one_line(f"{where + ': ' if where else ''}{first.get('msg')}")
+    return one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     """The manifest as a dict validated against the runtime :class:`Manifest` (unknown keys kept)."""
     path = run_dir / MANIFEST
@@ -478,8 +491,9 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     for d in dirs:
         try:
             manifest = read_manifest(d)
-        except (ValueError, json.JSONDecodeError) as exc:
-            notes.append(f"`{d.name}`: manifest.json could not be read ({type(exc).__name__}); using the records.")
+        except ValueError as exc:  # json.JSONDecodeError and pydantic's ValidationError among them
+            notes.append(f"`{d.name}`: manifest.json could not be read ({_why_unreadable(exc)}); using the records: "
+                         "its settings (judge, temperature, items planned) are unknown here.")
             manifest = None
         table, file_notes = read_responses(d / RESPONSES)
         notes.extend(file_notes)

@@ -291,3 +291,16 @@ def test_runs_of_one_judge_and_one_prompt_version_get_no_such_note(tmp_path):
                   judge={"model": "gpt-4.1", "protocol": "nonce-verdict"}, prompts=["judge@2", "solve_cot_en@2"])
     notes = load_runs(str(tmp_path / "*")).notes
     assert not [n for n in notes if "judged differently" in n or "versions of one prompt" in n]
+
+
+def test_a_manifest_this_version_cannot_read_says_why(tmp_path):
+    """A run directory from a newer cresowlve (``format_version`` 3), and one whose manifest was cut
+    short: the note said only ``(ValidationError)`` / ``(JSONDecodeError)``."""
+    write_run(tmp_path / "newer", [record("a", em_strict=True)], format_version=3)
+    (write_run(tmp_path / "cut", [record("a", model="other")], model="other") / "manifest.json").write_text('{"kind": "ev')
+    notes = load_runs(str(tmp_path / "*")).notes
+    (newer,) = [n for n in notes if n.startswith("`newer`")]
+    assert "format_version 3 is newer than this cresowlve reads (2); upgrade cresowlve" in newer
+    assert "its settings (judge, temperature, items planned) are unknown here" in newer
+    (cut,) = [n for n in notes if n.startswith("`cut`")]
+    assert "not JSON (Unterminated string" in cut
