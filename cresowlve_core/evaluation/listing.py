@@ -239,7 +239,7 @@ def settings_warnings(a: Path, b: Path, metric: str) -> list[str]:
 
 def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
     """The terminal text of :func:`diff_runs`."""
-    lines = [f"A = {a}", f"B = {b}", f"metric: {d.metric}; items scored in both: {d.n_both}"
+    lines = [f"A = {one_line(a)}", f"B = {one_line(b)}", f"metric: {d.metric}; items scored in both: {d.n_both}"
              + (f"; {d.n_errored} without an answer in A or B (errored or not run: left out, never wrong)"
                 if d.n_errored else "")
              + (f", {d.n_unknown} with a status or outcome this version does not know" if d.n_unknown else "")

@@ -288,3 +288,16 @@ def test_diff_warns_when_the_judges_or_a_prompt_version_differ(tmp_path, capsys)
     (tmp_path / "b" / "manifest.json").write_text(json.dumps({**manifest, "prompts": prompts}))
     out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "--metric", "em_strict"])
     assert "warning: A and B used different versions of one prompt: solve_cot_en@1 (B); solve_cot_en@2 (A)" in out.stderr
+
+
+def test_diff_names_a_run_directory_of_a_hostile_name_on_one_plain_line(tmp_path):
+    """A co-author's run directory named with an escape sequence and a line break: `runs` already
+    printed it as one plain line; diff's ``A = ...`` / ``B = ...`` printed it raw."""
+    items = make_items(2)
+    hostile = tmp_path / "r\x1b[31mRED\nx"
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path), items, progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, hostile, tmp_path, model="other"), items, progress=False))
+    out = _cli(["diff", str(tmp_path / "a"), str(hostile)])
+    assert out.returncode == 0 and "\x1b" not in out.stdout
+    assert out.stdout.splitlines()[1] == f"B = {tmp_path}/r [31mRED x"
