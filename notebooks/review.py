@@ -51,7 +51,7 @@ def _(R, build_dir, found, mo, mode, reviewer):
             session = R.AnnotationSession(build_dir.value, reviewer.value)
         else:
             session = R.ReviewSession(build_dir.value, reviewer.value)
-    except (FileNotFoundError, R.ReviewError) as exc:
+    except (FileNotFoundError, R.UsageError) as exc:  # no queue, no reviewer name, a review file that cannot be read
         problem = str(exc)
     mo.md(f"**{problem}**") if problem else None
     return get_message, get_saved, session, set_message, set_saved

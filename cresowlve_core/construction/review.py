@@ -23,12 +23,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
-from cresowlve_core.failures import MissingInput, UsageError
+from cresowlve_core.failures import InputError, MissingInput, UsageError
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
 
@@ -89,6 +89,38 @@ def _reviewer_of(file: Path, prefix: str, records: Iterable[Decision | Annotatio
 
 def review_dir(build_dir: str | Path) -> Path:
     return Path(build_dir) / "review"
+
+
+def _check_decision(d: Decision) -> None:
+    if d.code not in DECISIONS:
+        raise ReviewError(f"unknown decision {d.code!r} for {d.item_id!r}; one of {', '.join(DECISIONS)}")
+
+
+def _check_annotation(a: Annotation) -> None:
+    validate_annotation(a.reasoning_type, a.concepts, a.domains)
+
+
+def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dict[str, Any]:
+    """item id -> the latest :class:`Decision` (or :class:`Annotation`) of one reviewer's file, as
+    the sessions save them (a torn last line is skipped). A line that is not one (not a JSON object,
+    no ``item_id``, an unknown decision code, a label outside its vocabulary: a hand edit) is an
+    :class:`InputError` naming ``file:line``, never a record applied or scored as something else."""
+    latest: dict[str, Any] = {}
+    if not path.exists():
+        return latest
+    check = _check_decision if kind is Decision else _check_annotation
+    for lineno, rec in jsonl.iter_jsonl_numbered(path, torn_tail_ok=True, error=InputError, what=kind.__name__.lower()):
+        try:
+            record = kind.model_validate(rec)
+            if not record.item_id.strip():
+                raise ReviewError("empty item_id")
+            check(record)  # type: ignore[arg-type]
+        except (ValidationError, ReviewError) as exc:
+            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()) \
+                if isinstance(exc, ValidationError) else str(exc)
+            raise InputError(f"{path}:{lineno}: not a saved {kind.__name__.lower()} ({why})") from None
+        latest[record.item_id] = record
+    return latest
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,9 +211,8 @@ class ReviewSession:
             cards = [c for c in cards if c["id"] in wanted]
         self.cards = cards
         self._by_id = {c["id"]: c for c in cards}
-        self.decisions: dict[str, Decision] = {
-            r["item_id"]: Decision.model_validate(r) for r in self.run.read(self.file) if r.get("item_id") in self._by_id
-        }
+        saved = read_review_file(self.run.path / self.file, Decision)
+        self.decisions: dict[str, Decision] = {k: d for k, d in saved.items() if k in self._by_id}
 
     @property
     def pending(self) -> list[dict[str, Any]]:
@@ -215,14 +246,10 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
     rdir = review_dir(build_dir)
     if not rdir.exists():
         return {}, {"reviewers": [], "n_conflicts": 0}
-    run = RunDir(rdir)
     per_item: dict[str, list[Decision]] = {}
     reviewers = []
     for f in sorted(rdir.glob("decisions__*.jsonl")):
-        latest: dict[str, Decision] = {}
-        for r in run.read(f.name):
-            d = Decision.model_validate(r)
-            latest[d.item_id] = d
+        latest: dict[str, Decision] = read_review_file(f, Decision)
         reviewers.append(_reviewer_of(f, "decisions__", latest.values()))
         for d in latest.values():
             per_item.setdefault(d.item_id, []).append(d)
@@ -308,9 +335,8 @@ class AnnotationSession:
         self.cards = load_queue(build_dir, AGREEMENT_QUEUE)  # first: a missing queue creates no directory
         self.run = RunDir(review_dir(build_dir))
         self._ids = {c["id"] for c in self.cards}
-        self.annotations: dict[str, Annotation] = {
-            r["item_id"]: Annotation.model_validate(r) for r in self.run.read(self.file) if r.get("item_id") in self._ids
-        }
+        saved = read_review_file(self.run.path / self.file, Annotation)
+        self.annotations: dict[str, Annotation] = {k: a for k, a in saved.items() if k in self._ids}
 
     def next_card(self) -> dict[str, Any] | None:
         """The first sampled item this reviewer has not labelled (where a resumed session continues)."""
@@ -351,11 +377,7 @@ def load_annotations(build_dir: str | Path) -> dict[str, dict[str, Annotation]]:
     out: dict[str, dict[str, Annotation]] = {}
     if not rdir.exists():
         return out
-    run = RunDir(rdir)
     for f in sorted(rdir.glob("annotations__*.jsonl")):
-        latest = {}
-        for r in run.read(f.name):
-            a = Annotation.model_validate(r)
-            latest[a.item_id] = a
+        latest: dict[str, Annotation] = read_review_file(f, Annotation)
         out[_reviewer_of(f, "annotations__", latest.values())] = latest
     return out

@@ -287,3 +287,55 @@ def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) ->
     assert set(edits.value) == set(R.EDITABLE_FIELDS) and edits.value["question"] == "Question 0?"
     assert "mo.ui.dictionary" not in app_path.read_text() and type(edits).__name__ == "batch"
     assert defs["last"] == ""  # nothing saved yet: no confirmation shown
+
+
+@pytest.mark.parametrize(("file", "line", "problem"), [
+    ("decisions__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "code": "kep"}', "unknown decision 'kep'"),
+    ("decisions__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann"}', "code: Field required"),
+    ("decisions__ann.jsonl", '["chgk_1", "keep"]', "expected a JSON object"),
+    ("annotations__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "reasoning_type": "Creative"}',
+     "reasoning type must be one of"),
+    ("annotations__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "concepts": ["banana"]}', "unknown concept"),
+])
+def test_a_hand_edited_review_line_is_one_error_naming_it(tmp_path: Path, file: str, line: str, problem: str) -> None:
+    """A decision with a mistyped code was applied as a removal ('kep' is not a keep code) and counted
+    under 'kep'; a record without a code was a pydantic traceback; an annotation label outside the
+    vocabulary was left out of the scoring. Each is now one error naming file:line."""
+    from cresowlve_core.failures import InputError
+
+    cands = _cands()
+    R.write_queue(tmp_path, cands)
+    R.write_queue(tmp_path, cands, R.AGREEMENT_QUEUE)
+    good = ('{"item_id": "chgk_0", "reviewer": "ann", "code": "keep"}' if file.startswith("decisions")
+            else '{"item_id": "chgk_0", "reviewer": "ann", "reasoning_type": "creative"}')
+    (tmp_path / "review" / file).write_text(f"{good}\n{line}\n", encoding="utf-8")
+    where = f"{tmp_path / 'review' / file}:2: "
+    if file.startswith("decisions"):
+        loaders = [lambda: R.load_decisions(tmp_path), lambda: R.ReviewSession(tmp_path, "ann")]
+    else:
+        loaders = [lambda: R.load_annotations(tmp_path), lambda: R.AnnotationSession(tmp_path, "ann")]
+    for load in loaders:
+        with pytest.raises(InputError) as err:
+            load()
+        assert str(err.value).startswith(where) and problem in str(err.value)
+
+
+def test_the_marimo_review_app_shows_a_review_file_it_cannot_read(tmp_path: Path) -> None:
+    """The app showed the FileNotFoundError and ReviewError of opening a session, but any other
+    error of reading the reviewer's file (a hand-edited line) was a traceback in the cell."""
+    import importlib.util
+    from types import SimpleNamespace
+
+    app_path = Path(__file__).resolve().parents[2] / "notebooks" / "review.py"
+    spec = importlib.util.spec_from_file_location("review_app", app_path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    R.write_queue(tmp_path, _cands())
+    (tmp_path / "review" / "decisions__carol.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "carol", "code": "kep"}\n', encoding="utf-8")
+    outputs, defs = mod.app.run(defs={"build_dir": SimpleNamespace(value=str(tmp_path)),
+                                      "reviewer": SimpleNamespace(value="carol"),
+                                      "mode": SimpleNamespace(value="review")})
+    assert defs["session"] is None
+    assert any("decisions__carol.jsonl:1: not a saved decision" in str(getattr(o, "text", o)) for o in outputs)
