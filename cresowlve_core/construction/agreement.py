@@ -113,7 +113,7 @@ def multilabel_agreement(label_sets: Sequence[Sequence[Iterable[str]]],
     sets = [[set(s) for s in row] for row in label_sets]
     vocab = list(labels) if labels is not None else sorted({x for row in sets for s in row for x in s})
     present: dict[str, np.ndarray] = {}  # label -> (items, 2) counts of present / absent
-    for lab in vocab:
+    for lab in vocab if sets else ():  # no items (e.g. the model labelled none of them): nothing is present
         marks = np.array([[lab in s for s in row] for row in sets], dtype=float).reshape(len(sets), -1)
         if marks.sum() == 0:
             continue

@@ -119,3 +119,26 @@ def test_an_item_the_model_gave_no_labels_for_is_left_out_of_that_fields_agreeme
     assert out["concepts"]["overall"] == 1.0  # the two labelled items agree; c2 does not count as a disagreement
     assert (out["domains"]["n_items"], out["domains"]["n_no_model_label"]) == (3, 0)
     assert "no labels for (refused, filtered, unparseable or errored" in agreement_section({**out, "n_sample": 3})
+
+
+def test_a_field_the_model_labelled_no_annotated_item_of_is_undefined_not_a_crash() -> None:
+    """Every concepts call of the sample unparsed (or refused): the field has no item left to score,
+    and the build's agreement step crashed (numpy: cannot reshape array of size 0). Now the field's n is 0,
+    its AC1 undefined with no interval, and the items are counted as having no model label."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    empty = multilabel_agreement([], ["metaphor"], n_boot=20)
+    assert (empty["n_items"], empty["n_labels"], empty["per_label"]) == (0, 0, {}) and math.isnan(empty["overall"])
+    assert empty["overall_ci"]["low"] is None and empty["overall_ci"]["n"] == 0
+    cands = [Candidate(id=f"c{i}", ru=ItemView(question="q", answer="a"), reasoning_type="creative")
+             .with_verdict("concepts", None) for i in range(2)]
+    notes = {c.id: Annotation(item_id=c.id, reviewer="ann", reasoning_type="creative", concepts=["metaphor"])
+             for c in cands}
+    out = agreement_report(cands, {"ann": notes}, n_boot=20)
+    assert (out["concepts"]["n_items"], out["concepts"]["n_no_model_label"]) == (0, 2)
+    assert "| creative concepts | 0 | Gwet's AC1, support-weighted over 0 label(s) | undefined |" in \
+        agreement_section({**out, "n_sample": 2})
