@@ -327,8 +327,10 @@ class Build:
         result["n_sample"] = len(chosen)
         self._write_json("agreement.json", result)
         self.agreement_result = result
+        from cresowlve_core.construction.export import agreement_coverage
+
         _display(f"**agreement**: sample of {len(chosen)} written; {result['n_items']} item(s) annotated by every "
-                 f"reviewer ({', '.join(result['reviewers']) or 'none yet'})")
+                 f"reviewer ({', '.join(result['reviewers']) or 'none yet'}). {agreement_coverage(result)}")
         if result["n_items"]:
             from cresowlve_core.construction.export import agreement_table
 
@@ -483,9 +485,15 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
     kappa for reasoning type; AC1 per label and support-weighted for concepts, domains, cultures.
     Fleiss' kappa and AC1 carry seeded item-bootstrap 95% intervals (``*_ci``: value, low, high,
     n, n_undefined of n_boot, note; see :mod:`cresowlve_core.construction.agreement`)."""
-    reviewers = sorted(annotations)
+    sample = {c.id for c in cands}
+    annotated_by = {r: sum(c.id in annotations[r] for c in cands) for r in sorted(annotations)}
+    # labels saved for items not in this sample (an earlier sample of a rebuilt build) are counted, not scored;
+    # a reviewer with none in this sample is not one of "every reviewer"
+    outside = {r: len(set(annotations[r]) - sample) for r in sorted(annotations)}
+    reviewers = [r for r, k in annotated_by.items() if k]
     done = [c for c in cands if reviewers and all(c.id in annotations[r] for r in reviewers)]
-    out: dict[str, Any] = {"reviewers": reviewers, "n_items": len(done)}
+    out: dict[str, Any] = {"reviewers": reviewers, "n_items": len(done), "annotated_by": annotated_by,
+                           "outside_sample": {r: k for r, k in outside.items() if k}}
     if not done:
         return out
     typed = [c for c in done if c.reasoning_type and all(annotations[r][c.id].reasoning_type for r in reviewers)]

@@ -186,6 +186,22 @@ def agreement_table(result: dict[str, Any]) -> str:
     return _md_table(rows)
 
 
+def agreement_coverage(result: dict[str, Any]) -> str:
+    """How many items of the sample each reviewer labelled, and the labels saved for items not in
+    it (left out); ``""`` for an ``agreement.json`` written before these were counted."""
+    by, outside = result.get("annotated_by"), result.get("outside_sample") or {}
+    if not by:
+        return ""
+    n = result.get("n_sample", "?")
+    text = "Labelled per reviewer: " + ", ".join(f"{r} {k} of {n}" for r, k in by.items()) + "."
+    if any(k == 0 for k in by.values()):
+        text += " A reviewer with no label in this sample is not one of \"every reviewer\"."
+    if outside:
+        text += (" Labels saved for items not in this sample (an earlier sample of a rebuilt build), left out: "
+                 + ", ".join(f"{r} {k}" for r, k in outside.items()) + ".")
+    return text
+
+
 def agreement_section(result: dict[str, Any] | None) -> str:
     """The data card's agreement section (App. B) from a build's ``agreement.json``: raw
     agreement and Fleiss' kappa for reasoning type; Gwet's AC1 support-weighted and per label for
@@ -197,14 +213,19 @@ def agreement_section(result: dict[str, Any] | None) -> str:
     if not result or not result.get("n_items"):
         n = (result or {}).get("n_sample")
         sample = f"a seeded sample of {n} item(s) is in `review/agreement_queue.jsonl`" if n else "no sample yet"
+        coverage = agreement_coverage(result or {})
+        if (result or {}).get("reviewers"):
+            return (head + f"\nNo item of the sample is labelled by every reviewer yet, so no agreement is scored "
+                    f"({sample}; agreement is scored on the items every reviewer labelled). {coverage}\n")
         return (head + f"\nNot yet annotated: {sample}. Label it in the review panel or app (agreement mode), "
-                "then run the build again.\n")
+                f"then run the build again. {coverage}".rstrip() + "\n")
     reviewers = ", ".join(result.get("reviewers") or [])
     raters = 1 + len(result.get("reviewers") or [])
     lines = [head, f"\n{result['n_items']} of {result.get('n_sample', '?')} sampled item(s) annotated by every "
              f"reviewer ({reviewers}); raters per item = the model + {raters - 1} human(s). Population: those items. "
              "Intervals: seeded percentile bootstrap over items (1,000 resamples); resamples where the statistic is "
-             "undefined are counted; `–` where there is no interval, with the reason.\n"]
+             "undefined are counted; `–` where there is no interval, with the reason. "
+             + agreement_coverage(result) + "\n"]
     lines.append(agreement_table(result))
     missing = [f"{title} {(result.get(key) or {}).get('n_no_model_label')}" for key, title in AGREEMENT_FIELDS
                if (result.get(key) or {}).get("n_no_model_label")]

@@ -142,3 +142,33 @@ def test_a_field_the_model_labelled_no_annotated_item_of_is_undefined_not_a_cras
     assert (out["concepts"]["n_items"], out["concepts"]["n_no_model_label"]) == (0, 2)
     assert "| creative concepts | 0 | Gwet's AC1, support-weighted over 0 label(s) | undefined |" in \
         agreement_section({**out, "n_sample": 2})
+
+
+def test_reviewers_who_labelled_different_items_or_an_earlier_sample_are_counted_not_hidden() -> None:
+    """Two reviewers who labelled disjoint halves of the sample got "Not yet annotated"; a reviewer whose
+    only labels were for an earlier sample (a rebuilt build) made n = 0 for everyone else. Each reviewer's
+    coverage is now stated, and a reviewer with no label in this sample is not one of "every reviewer"."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    cands = [Candidate(id=f"c{i}", ru=ItemView(question="q", answer="a"), reasoning_type=rt)
+             for i, rt in enumerate(["creative", "factual", "creative", "factual"])]
+
+    def labels(who: str, ids: list[str]) -> dict[str, Annotation]:
+        return {i: Annotation(item_id=i, reviewer=who, reasoning_type="creative") for i in ids}
+
+    disjoint = agreement_report(cands, {"ann": labels("ann", ["c0", "c1"]), "bob": labels("bob", ["c2", "c3"])}, n_boot=20)
+    assert disjoint["n_items"] == 0 and disjoint["annotated_by"] == {"ann": 2, "bob": 2}
+    card = agreement_section({**disjoint, "n_sample": 4})
+    assert "Not yet annotated" not in card
+    assert "No item of the sample is labelled by every reviewer yet" in card and "ann 2 of 4, bob 2 of 4" in card
+
+    rebuilt = agreement_report(cands, {"ann": labels("ann", ["c0", "c1", "c2", "c3"]), "old": labels("old", ["gone"])},
+                               n_boot=20)
+    assert rebuilt["reviewers"] == ["ann"] and rebuilt["n_items"] == 4 and rebuilt["reasoning_type"]["n"] == 4
+    assert rebuilt["outside_sample"] == {"old": 1}
+    card = agreement_section({**rebuilt, "n_sample": 4})
+    assert "ann 4 of 4, old 0 of 4" in card and "not in this sample (an earlier sample of a rebuilt build), left out: old 1" in card
