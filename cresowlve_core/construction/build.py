@@ -502,6 +502,9 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
                               "fleiss_kappa": A.fleiss_kappa(ratings),
                               "fleiss_kappa_ci": A.interval_json(A.fleiss_kappa_ci(ratings, n_boot=n_boot, seed=seed))}
                              if typed else {"n": 0})
+    # left out, and counted: no reasoning type from the model (refused, filtered, unparseable, errored) or from a reviewer
+    out["reasoning_type"]["n_no_model_label"] = sum(not c.reasoning_type for c in done)
+    out["reasoning_type"]["n_no_human_label"] = len(done) - len(typed) - out["reasoning_type"]["n_no_model_label"]
     for field, vocab in (("concepts", CONCEPTS), ("domains", DOMAIN_GROUPS), ("cultures", None)):
         # an item the model gave no label set for (refused, filtered, unparseable, errored) is left out: an empty
         # set would claim the model saw no label apply

@@ -227,11 +227,14 @@ def agreement_section(result: dict[str, Any] | None) -> str:
              "undefined are counted; `–` where there is no interval, with the reason. "
              + agreement_coverage(result) + "\n"]
     lines.append(agreement_table(result))
-    missing = [f"{title} {(result.get(key) or {}).get('n_no_model_label')}" for key, title in AGREEMENT_FIELDS
+    fields = (("reasoning_type", "reasoning type"), *AGREEMENT_FIELDS)
+    missing = [f"{title} {(result.get(key) or {}).get('n_no_model_label')}" for key, title in fields
                if (result.get(key) or {}).get("n_no_model_label")]
     if missing:
         lines.append("\nLeft out of a field's n: items the model gave no labels for (refused, filtered, unparseable or "
                      f"errored; an empty set would claim it saw none apply): {', '.join(missing)}.\n")
+    if no_human := (result.get("reasoning_type") or {}).get("n_no_human_label"):
+        lines.append(f"\nLeft out of the reasoning type's n: {no_human} item(s) a reviewer gave no reasoning type.\n")
     lines.append("\nAC1 per label (support = ratings marking the label present, a label counted once per rater "
                  "and item; labels nobody used are left out; undefined = fewer than two categories observed):\n")
     per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "95% CI": format_ci(v.get("ci")),

@@ -172,3 +172,23 @@ def test_reviewers_who_labelled_different_items_or_an_earlier_sample_are_counted
     assert rebuilt["outside_sample"] == {"old": 1}
     card = agreement_section({**rebuilt, "n_sample": 4})
     assert "ann 4 of 4, old 0 of 4" in card and "not in this sample (an earlier sample of a rebuilt build), left out: old 1" in card
+
+
+def test_items_left_out_of_the_reasoning_types_n_are_counted_and_named() -> None:
+    """An item with no reasoning type from the model (its call refused) or from a reviewer was left
+    out of the reasoning type's n (4 annotated, n = 2) without a word; both are now counted and named."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    cands = [Candidate(id=f"c{i}", ru=ItemView(question="q", answer="a"), reasoning_type=rt)
+             for i, rt in enumerate(["creative", None, "creative", "factual"])]  # c1: the model's call was refused
+    notes = {c.id: Annotation(item_id=c.id, reviewer="ann", reasoning_type=None if c.id == "c2" else "creative")
+             for c in cands}  # c2: saved through the API without a reasoning type
+    rt = agreement_report(cands, {"ann": notes}, n_boot=20)["reasoning_type"]
+    assert (rt["n"], rt["n_no_model_label"], rt["n_no_human_label"]) == (2, 1, 1)
+    card = agreement_section({**agreement_report(cands, {"ann": notes}, n_boot=20), "n_sample": 4})
+    assert "the model gave no labels for" in card and "reasoning type 1" in card
+    assert "Left out of the reasoning type's n: 1 item(s) a reviewer gave no reasoning type." in card
