@@ -276,13 +276,21 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
         f"sample). Labels go to `{folder}/<annotator>.jsonl`.")
     if annotator:
         show(annotation_panel(sample, AnnotationStore(folder, annotator)))
-    ann = read_annotations(folder)
-    ann = ann[ann["key"].isin(set(sample["key"]))]
+    saved = read_annotations(folder)
+    in_sample = saved["key"].isin(set(sample["key"]))
+    ann, outside = saved[in_sample], saved[~in_sample]
     out["n_annotations"] = int(len(ann))
     out["annotators"] = sorted(ann["annotator"].unique().tolist())
+    out["labelled_by"] = {str(a): int(k) for a, k in ann.groupby("annotator").size().items()}
+    out["n_outside_sample"] = int(len(outside))
+    if len(outside):  # the sample is drawn afresh from the runs: labels of an earlier sample are not scored
+        by = ", ".join(f"{a} {k}" for a, k in outside.groupby("annotator").size().items())
+        say(f"{len(outside)} saved label(s) are for wrong answers not in this sample (the runs or the sample size "
+            f"changed since they were saved), left out of the agreement: {by}.")
     if ann.empty:
-        say("No annotations yet: agreement is computed once annotators have saved labels.")
+        say("No annotations of this sample yet: agreement is computed once annotators have saved labels.")
         return out
+    say("Labelled per annotator: " + ", ".join(f"{a} {k} of {len(sample)}" for a, k in out["labelled_by"].items()) + ".")
     among = agr.annotator_agreement(ann, n_boot=n_boot, seed=seed)
     if len(among["annotators"]) >= 2:
         say(f"**Between annotators** (population: the annotation sample; Cohen's κ per pair over the items both "

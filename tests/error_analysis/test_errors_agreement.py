@@ -248,3 +248,41 @@ def test_the_annotation_sample_and_a_torn_last_line_are_not_labels(tmp_path):
     with (tmp_path / "ann.jsonl").open("a", encoding="utf-8") as f:
         f.write('{"key": "b", "annot')  # a save cut off by a kill
     assert read_annotations(tmp_path)[["key", "category"]].values.tolist() == [["a", "overthinking"]]
+
+
+def _analysis(tmp_path, n: int = 4):
+    from cresowlve_core.error_analysis.report import ErrorAnalysis
+
+    labels = _labels("m", ["overthinking", "wrong_reference"] * (n // 2))
+    for col in ("lang", "id", "question", "answer", "prediction", "reasoning"):
+        labels[col] = labels["key"] if col == "id" else "en" if col == "lang" else "x"
+    return ErrorAnalysis(source="test", tally=pd.DataFrame(), labels=labels, label_dir=tmp_path / "labels" / "m",
+                         labeller="lab", embedded=False)
+
+
+def test_labels_saved_for_answers_not_in_the_sample_are_counted_not_dropped_without_a_word(tmp_path, monkeypatch):
+    """The sample is drawn afresh from the runs at every render; labels saved for an earlier sample
+    were filtered out without a word (10 labels saved, 'n_annotations': 1, nothing said). They are now
+    counted and named, and each annotator's coverage of the sample is stated."""
+    from cresowlve_core.error_analysis import report
+
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda *a, **k: None)
+    folder = tmp_path / "annotations"
+    ann = AnnotationStore(folder, "ann")
+    for i in range(10):
+        ann.save(f"old|{i}", "overthinking")  # an earlier sample's answers
+    ann.save("m|0", "overthinking")
+    AnnotationStore(folder, "bob").save("m|1", "wrong_reference")
+    out = report.annotation_section(_analysis(tmp_path), folder, n_boot=20)
+    assert out["n_annotations"] == 2 and out["n_outside_sample"] == 10 and out["labelled_by"] == {"ann": 1, "bob": 1}
+    text = "\n".join(said)
+    assert "10 saved label(s) are for wrong answers not in this sample" in text and "left out of the agreement: ann 10." in text
+    assert "Labelled per annotator: ann 1 of 4, bob 1 of 4." in text
+
+    said.clear()
+    only_old = tmp_path / "only_old"
+    AnnotationStore(only_old, "carl").save("old|0", "overthinking")
+    out = report.annotation_section(_analysis(tmp_path), only_old, n_boot=20)
+    assert out["n_outside_sample"] == 1 and "No annotations of this sample yet" in "\n".join(said)
