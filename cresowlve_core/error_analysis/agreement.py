@@ -37,11 +37,15 @@ Kappa = BootstrapInterval  # κ in ``value``, its interval, n items, and how man
 __all__ = ["Kappa", "annotator_agreement", "cohen_kappa_ci", "confusion", "fleiss_kappa", "fleiss_kappa_ci",
            "format_interval", "labeller_agreement", "majority", "precision_recall", "rating_table"]
 
+ONE_RATER = "one rater used a single category: κ = 0 by construction, no interval"
 NO_KAPPA = BootstrapInterval(float("nan"), float("nan"), float("nan"), 0, 0, 0, "no items")
 
 
 def cohen_kappa_ci(a: list[Any], b: list[Any], *, n_boot: int = 1000, seed: int = 0) -> BootstrapInterval:
     """Cohen's κ of two raters with a seeded percentile-bootstrap 95% interval over items.
+
+    When one rater used a single category (and the other more), κ = 0 by construction: it is
+    returned with no interval and a note saying so, not as a measured chance-level agreement.
 
     Example: two raters who agree on 9 × "x" and 1 × "y" have κ = 1, but about 0.9¹⁰ ≈ 35% of
     the resamples miss the "y" item and κ is undefined there; every defined resample gives 1.
@@ -55,6 +59,10 @@ def cohen_kappa_ci(a: list[Any], b: list[Any], *, n_boot: int = 1000, seed: int 
         return NO_KAPPA
     pairs = np.empty((n, 2), dtype=object)
     pairs[:, 0], pairs[:, 1] = a, b
+    point = cohen_kappa(a, b)
+    if not np.isnan(point) and min(len(set(a)), len(set(b))) == 1:
+        # one rater used a single category: observed and chance agreement are equal, κ = 0 whatever the other did
+        return BootstrapInterval(point, float("nan"), float("nan"), n, 0, 0, ONE_RATER)
     return bootstrap_statistic(lambda u: cohen_kappa(u[:, 0], u[:, 1]), pairs, n_boot=n_boot,
                                rng=stable_seed(seed, "kappa", f"cohen{n}"),
                                undefined_reason="undefined: both raters used one identical label")
@@ -130,8 +138,8 @@ def labeller_agreement(ann: pd.DataFrame, labels: dict[str, str | None], *, n_bo
                        seed: int = 0) -> dict[str, Any]:
     """The labeller against the annotators' majority label (by item ``key``).
 
-    Returns Cohen κ with CI, the confusion matrix, per-category precision/recall, and the counts
-    of items left out (no majority; unlabelled by the labeller). Each annotator counts once per
+    Returns Cohen κ with CI, the confusion matrix, per-category precision/recall, how many of the
+    ``n`` items the labeller agrees on (``n_agree``), and the counts of items left out (no majority; unlabelled by the labeller). Each annotator counts once per
     item (their latest label), however often they saved it.
     """
     ref, pred = [], []
@@ -150,4 +158,5 @@ def labeller_agreement(ann: pd.DataFrame, labels: dict[str, str | None], *, n_bo
         pred.append(lab)
     k = cohen_kappa_ci(ref, pred, n_boot=n_boot, seed=seed)
     return {"kappa": k, "confusion": confusion(ref, pred), "precision_recall": precision_recall(ref, pred),
-            "n": len(ref), "n_no_majority": no_majority, "n_unlabelled": unlabelled}
+            "n": len(ref), "n_agree": sum(r == p for r, p in zip(ref, pred)), "n_no_majority": no_majority,
+            "n_unlabelled": unlabelled}

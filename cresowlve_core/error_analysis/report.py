@@ -307,8 +307,8 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
     labels = {str(r.key): r.bucket for r in ea.labels.itertuples() if r.state == "labelled"}
     vs = agr.labeller_agreement(ann, labels, n_boot=n_boot, seed=seed)
     k = vs["kappa"]
-    say(f"**Labeller vs the annotators' majority**: Cohen's κ = {agr.format_interval(k)} "
-        f"({vs['n_no_majority']} without a majority, {vs['n_unlabelled']} unlabelled by the labeller, both left out).")
+    say(f"**Labeller vs the annotators' majority**: Cohen's κ = {agr.format_interval(k)}; same category on "
+        f"{vs['n_agree']} of {vs['n']} ({vs['n_no_majority']} without a majority, {vs['n_unlabelled']} unlabelled by the labeller, both left out).")
     if vs["n"]:
         show(vs["confusion"])
         show(vs["precision_recall"])

@@ -286,3 +286,17 @@ def test_labels_saved_for_answers_not_in_the_sample_are_counted_not_dropped_with
     AnnotationStore(only_old, "carl").save("old|0", "overthinking")
     out = report.annotation_section(_analysis(tmp_path), only_old, n_boot=20)
     assert out["n_outside_sample"] == 1 and "No annotations of this sample yet" in "\n".join(said)
+
+
+def test_a_kappa_that_is_zero_by_construction_says_so():
+    """One annotator (the reference) who always chose 'overthinking' and a labeller that agreed on 4 of 6:
+    κ = 0 whatever the labeller did, and the report read 'κ = 0.000 ... every defined resample gives 0'
+    as if it were measured chance-level agreement. It now says κ = 0 by construction, with the raw count."""
+    ann = pd.DataFrame([{"key": f"k{i}", "annotator": "ann", "category": "overthinking"} for i in range(6)])
+    labels = {f"k{i}": "overthinking" if i < 4 else "wrong_reference" for i in range(6)}
+    vs = agr.labeller_agreement(ann, labels, n_boot=50)
+    k = vs["kappa"]
+    assert k.value == 0.0 and np.isnan(k.low) and k.note == agr.ONE_RATER and (vs["n"], vs["n_agree"]) == (6, 4)
+    assert "κ = 0 by construction" in agr.format_interval(k)
+    both_varied = agr.cohen_kappa_ci(["x", "y", "x", "y"], ["x", "y", "y", "y"], n_boot=50)
+    assert both_varied.note != agr.ONE_RATER and both_varied.value == 0.5
