@@ -73,7 +73,8 @@ def _(A, get_message, get_saved, mo, rows, store):
     choice = mo.ui.radio(options={A.choice_label(c): c for c in A.CHOICES}, label="category")
     note = mo.ui.text_area(label="note (optional)", full_width=True)
     save = mo.ui.run_button(label="save and next")
-    done = len(store.labels()) if store else 0
+    _labelled = store.labels() if store else {}
+    done = sum(k in _labelled for k in keys)  # this sample's items: labels of an earlier sample are not counted
     view = (mo.md(f"All {len(rows)} items labelled." if store else "") if row is None else
             mo.vstack([mo.md(f"Item {i + 1} of {len(rows)} · {done} labelled by you"), mo.Html(A.item_html(row)),
                        choice, note, save]))

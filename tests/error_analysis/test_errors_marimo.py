@@ -56,3 +56,19 @@ def test_marimo_app_keeps_the_save_confirmation_in_a_state():
     cleared as soon as the next item's button replaced the clicked one)."""
     text = APP.read_text()
     assert 'set_message(f"saved {choice.value}' in text and "last = get_message()" in text
+
+
+def test_marimo_app_counts_only_this_samples_labels(tmp_path):
+    """An annotator with 10 labels of an earlier sample and 1 of this 3-item sample read
+    'Item 2 of 3 · 11 labelled by you'; only this sample's labels are counted now."""
+    sample = pd.DataFrame([{"key": f"k{i}", "config": "m", "lang": "en", "id": f"i{i}", "question": "q",
+                            "answer": "a", "prediction": "b", "reasoning": ""} for i in range(3)])
+    path = write_sample(sample, tmp_path / "ann" / "sample.jsonl")
+    store = AnnotationStore(path.parent, "ann1")
+    for i in range(10):
+        store.save(f"old{i}", "overthinking")
+    store.save("k0", "overthinking")
+    outputs, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(path)),
+                                     "annotator": SimpleNamespace(value="ann1")})
+    assert defs["row"]["key"] == "k1" and defs["done"] == 1
+    assert any("Item 2 of 3 · 1 labelled by you" in str(getattr(o, "text", o)) for o in outputs)
