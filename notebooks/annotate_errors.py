@@ -54,8 +54,11 @@ def _(A, annotator, banner_html, found, is_embedded_model, mo, sample_path):
         # the path is written as code: as markdown, <sample folder> and <name> were HTML tags (shown "/.jsonl")
         problem = f"enter your name to start (labels go to `{path.parent}/<your name>.jsonl`)"
     else:
-        rows = A.read_sample(path).to_dict("records")
-        store = A.AnnotationStore(path.parent, annotator.value)
+        try:  # a name the store refuses, a sample file that cannot be read: said, not a traceback
+            store = A.AnnotationStore(path.parent, annotator.value)
+            rows = A.read_sample(path).to_dict("records")
+        except ValueError as exc:
+            problem, store = str(exc), None
     # answers of the embedded 270M model (the main job's demo) are not results: say so on top
     embedded = sorted({str(r["config"]) for r in rows if is_embedded_model(str(r["config"]).split(" (")[0])})
     _banner = mo.Html(banner_html("embedded", f"Answers here come from {', '.join(embedded)}.")) if embedded else None

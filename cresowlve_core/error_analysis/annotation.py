@@ -71,6 +71,9 @@ class AnnotationStore:
         name = slug(annotator.strip())
         if not annotator.strip():
             raise InputError("an annotator name is required")
+        if f"{name}.jsonl" == SAMPLE_FILE:  # the labels would go into the sample, and the next sample would replace them
+            raise InputError(f"the annotator name {annotator.strip()!r} is taken by the annotation sample's file; "
+                             "choose another name")
         self.annotator = annotator.strip()
         self.run = RunDir(folder)
         self.filename = f"{name}.jsonl"

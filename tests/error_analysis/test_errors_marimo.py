@@ -72,3 +72,22 @@ def test_marimo_app_counts_only_this_samples_labels(tmp_path):
                                      "annotator": SimpleNamespace(value="ann1")})
     assert defs["row"]["key"] == "k1" and defs["done"] == 1
     assert any("Item 2 of 3 · 1 labelled by you" in str(getattr(o, "text", o)) for o in outputs)
+
+
+def test_an_annotator_named_like_the_sample_file_is_refused(tmp_path):
+    """An annotator named 'sample' had their labels appended to sample.jsonl itself: read back as extra
+    sample rows, never read as labels, and lost when the next render rewrote the sample."""
+    import pytest
+
+    from cresowlve_core.error_analysis.annotation import SAMPLE_FILE, read_sample
+    from cresowlve_core.failures import InputError
+
+    sample = pd.DataFrame([{"key": "k0", "config": "m", "lang": "en", "id": "i0", "question": "q", "answer": "a",
+                            "prediction": "b", "reasoning": ""}])
+    path = write_sample(sample, tmp_path / "ann" / SAMPLE_FILE)
+    with pytest.raises(InputError, match="taken by the annotation sample's file; choose another name"):
+        AnnotationStore(path.parent, "sample")
+    _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(path)),
+                               "annotator": SimpleNamespace(value="sample")})
+    assert "choose another name" in defs["problem"] and defs["store"] is None and defs["row"] is None
+    assert len(read_sample(path)) == 1
