@@ -302,6 +302,7 @@ class Build:
         out.counts.update({"reviewers": report["reviewers"], "n_conflicts": report["n_conflicts"]})
         self.funnel["human_validation"] = len(out.removed)
         self.funnel["final"] = len(out.kept)
+        self.funnel["unreviewed"] = out.counts["by_code"].get("unreviewed", 0)  # kept, in "final", no decision yet
         return self._record(out)
 
     def annotate(self, step: str) -> dict[str, Any]:
@@ -435,6 +436,8 @@ class Build:
             ("collected", "collected"), ("needs_material", "−needs material"), ("russian_specific", "−Russian-specific"),
             ("human_validation", "−review"), ("final", "final")) if key in f)
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
+        if f.get("unreviewed"):
+            split += f" ({f['unreviewed']} not human-validated)"
         bad = [f"{name} {n_unparseable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unparseable(s)]
         withheld = ""
         for word in ("refused", "filtered"):

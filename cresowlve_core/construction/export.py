@@ -117,13 +117,21 @@ def table2_rows(items: Sequence[Item]) -> list[dict[str, Any]]:
     return rows
 
 
+#: the funnel row of the final items no reviewer has decided on yet (shown when there are any)
+UNREVIEWED_ROW = "of which not human-validated"
+
+
 def funnel_rows(counts: dict[str, int]) -> list[dict[str, Any]]:
-    """This build's funnel beside the paper's: collected, each removal, final, factual, creative."""
+    """This build's funnel beside the paper's: collected, each removal, final (and how many of those
+    no reviewer has decided on, when any), factual, creative."""
     labels = [("collected", "collected", ""), ("needs_material", "needs external material", "−"),
               ("russian_specific", "Russian-specific", "−"), ("human_validation", "human validation", "−"),
               ("final", "final", "="), ("factual", "of which factual", ""), ("creative", "of which creative", "")]
-    return [{"step": f"{sign}{label}", "this build": counts.get(key), "paper": PAPER_FUNNEL[key]}
+    rows = [{"step": f"{sign}{label}", "this build": counts.get(key), "paper": PAPER_FUNNEL[key]}
             for key, label, sign in labels]
+    if counts.get("unreviewed"):  # kept with no human decision yet: in "final", unlike every item of the paper's
+        rows.insert(5, {"step": UNREVIEWED_ROW, "this build": counts["unreviewed"], "paper": 0})
+    return rows
 
 
 def funnel_headline(funnel: list[dict[str, Any]], calls_note: str | None = None) -> str:
@@ -133,7 +141,8 @@ def funnel_headline(funnel: list[dict[str, Any]], calls_note: str | None = None)
     steps = {row.get("step"): row.get("this build") for row in funnel}
     return (f"construction funnel: {steps.get('collected')} collected → {steps.get('=final')} final "
             f"({steps.get('of which creative')} creative, {steps.get('of which factual')} factual); "
-            f"the paper: {PAPER_FUNNEL['collected']:,} → {PAPER_FUNNEL['final']:,}"
+            + (f"{steps[UNREVIEWED_ROW]} not human-validated; " if steps.get(UNREVIEWED_ROW) else "")
+            + f"the paper: {PAPER_FUNNEL['collected']:,} → {PAPER_FUNNEL['final']:,}"
             + (f" — {calls_note}" if calls_note else ""))
 
 
@@ -272,7 +281,7 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
     parts += [f"> {n}\n" for n in notes]
     parts.append("## Funnel (paper §3.1)\n")
     parts.append(_md_table(funnel_rows(funnel)))
-    extra = {k: v for k, v in funnel.items() if k not in PAPER_FUNNEL}
+    extra = {k: v for k, v in funnel.items() if k not in PAPER_FUNNEL and k != "unreviewed"}
     if extra:
         parts.append("\nAlso counted: " + ", ".join(f"{k} = {v}" for k, v in extra.items()) + "\n")
     parts.append("\n## Creative subset by difficulty (paper Table 2; tokens = whitespace-separated words)\n")

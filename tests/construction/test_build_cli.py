@@ -42,6 +42,7 @@ def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path, constru
     line, card_line = first.stdout.splitlines()
     assert line.startswith("build ") and "collected 8 → −needs material 0 → −Russian-specific 1" in line
     assert "final 7" in line and "unparseable: none" in line and f"{sent} sent" in line
+    assert "(7 not human-validated)" in line  # no decision saved: every final item is unreviewed, and said so
     again = second.stdout.splitlines()[0]
     assert "nothing sent" in again and again.split(";")[:2] == line.split(";")[:2]
     data_card = Path(card_line.removeprefix("data card: "))

@@ -63,7 +63,7 @@ def test_the_report_and_the_data_card_say_every_model_call_errored(tmp_path, ove
                                            "base_url": overflowing.base_url, "build_dir": str(tmp_path / "build")},
                        tmp_path / "reports")
     head = res.records["headline"]
-    assert re.match(r"construction funnel: 8 collected → 8 final \(0 creative, 0 factual\); the paper: ", head), head
+    assert re.match(r"construction funnel: 8 collected → 8 final \(0 creative, 0 factual\); 8 not human-validated; the paper: ", head), head
     assert head.endswith(" — 64 of 64 model calls errored (items without a verdict pass the filters unlabelled, "
                          "flagged for review)"), head
     card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")

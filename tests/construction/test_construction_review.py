@@ -339,3 +339,21 @@ def test_the_marimo_review_app_shows_a_review_file_it_cannot_read(tmp_path: Path
                                       "mode": SimpleNamespace(value="review")})
     assert defs["session"] is None
     assert any("decisions__carol.jsonl:1: not a saved decision" in str(getattr(o, "text", o)) for o in outputs)
+
+
+def test_final_items_no_reviewer_decided_on_are_counted_in_the_funnel() -> None:
+    """A build nobody reviewed showed '−human validation 0 | =final 7' beside the paper's human-validated
+    2,413, and '−review 0 → final 7' on its line; the unreviewed items were in 'final' without a word
+    there. The funnel now has a row for them (paper: 0) and the report's headline counts them."""
+    from cresowlve_core.construction.export import PAPER_FUNNEL, data_card, funnel_headline, funnel_rows
+
+    counts = {"collected": 8, "needs_material": 0, "russian_specific": 1, "human_validation": 1, "final": 6,
+              "unreviewed": 5, "factual": 1, "creative": 5}
+    rows = funnel_rows(counts)
+    assert [r["step"] for r in rows][4:6] == ["=final", "of which not human-validated"]
+    assert rows[5] == {"step": "of which not human-validated", "this build": 5, "paper": 0}
+    assert "; 5 not human-validated; the paper: " in funnel_headline(rows)
+    card = data_card({"name": "t"}, counts, [])
+    assert "| of which not human-validated | 5 | 0 |" in card and "unreviewed =" not in card
+    reviewed = funnel_rows({**counts, "unreviewed": 0})
+    assert "of which not human-validated" not in [r["step"] for r in reviewed] and len(reviewed) == len(PAPER_FUNNEL)
