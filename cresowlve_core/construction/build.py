@@ -299,7 +299,10 @@ class Build:
         if not self.config.apply_review:
             decisions = {}
         out = R.apply_decisions(self.cands, decisions)
-        out.counts.update({"reviewers": report["reviewers"], "n_conflicts": report["n_conflicts"]})
+        # decisions for items this build no longer has (a rebuilt build: other sources, sample or filter verdicts)
+        n_other = len(set(decisions) - {c.id for c in self.cands})
+        out.counts.update({"reviewers": report["reviewers"], "n_conflicts": report["n_conflicts"],
+                           "n_decisions_not_in_build": n_other})
         self.funnel["human_validation"] = len(out.removed)
         self.funnel["final"] = len(out.kept)
         self.funnel["unreviewed"] = out.counts["by_code"].get("unreviewed", 0)  # kept, in "final", no decision yet
@@ -360,9 +363,12 @@ class Build:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
         if calls_note := self.calls_note():
             notes.append(f"Incomplete build: {calls_note}; see the model steps below.")
-        human = self.steps.get("human_validation", {}).get("by_code", {})
+        review = self.steps.get("human_validation", {})
+        human = review.get("by_code", {})
         model_steps = {name: s for name, s in self.steps.items() if name in LLM_STEPS}
         card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
+                          "review_conflicts": review.get("n_conflicts", 0),
+                          "review_not_in_build": review.get("n_decisions_not_in_build", 0),
                           "agreement": self.agreement_result, "model_steps": model_steps},
                          self.funnel, creative, notes)
         outfiles.write_text(self.path / "export" / "DATA_CARD.md", card)

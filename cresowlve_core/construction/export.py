@@ -294,6 +294,11 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
     decisions = build.get("review_codes") or {}
     parts.append("\n## Human validation decisions by code\n")
     parts.append(_md_table([{"code": k, "items": v} for k, v in sorted(decisions.items())]))
+    if conflicts := build.get("review_conflicts"):
+        parts.append(f"\nReviewers disagreed on {conflicts} item(s); the latest decision was applied.\n")
+    if other := build.get("review_not_in_build"):
+        parts.append(f"\n{other} saved decision(s) are for items not in this build (another sample, source or filter "
+                     "verdict since they were saved): not applied, not counted above.\n")
     parts.append(agreement_section(build.get("agreement")))
     parts.append("\n## Models and prompt versions\n")
     parts.append(_md_table([{"step": s, **m} for s, m in (build.get("models") or {}).items()]))

@@ -99,12 +99,16 @@ def test_build_follows_the_papers_outcomes_and_exports(tmp_path: Path, tmp_cache
         assert rs["n_removed"] == 1 and tr["translated"] == 7
         assert first["by_code"] == {"unreviewed": 7}  # nothing decided yet: kept, counted
         _review(cfg.path)  # the paper's human validation
+        # a decision saved in an earlier build, for an item this one no longer has
+        with (cfg.path / "review" / "decisions__bob.jsonl").open("a") as f:
+            f.write('{"item_id": "chgk_gone", "reviewer": "bob", "code": "outdated"}\n')
         res = Build(cfg, progress=False).open().run_all()  # a later build applies the decisions
     funnel = {r["step"]: r["this build"] for r in res["funnel"]}
     assert funnel == {"collected": 8, "−needs external material": 0, "−Russian-specific": 1,
                       "−human validation": 4, "=final": 3, "of which factual": 1, "of which creative": 2}
     card = Path(res["data_card"]).read_text(encoding="utf-8")
     assert "| −Russian-specific | 1 | 799 |" in card and "several_questions" in card
+    assert "1 saved decision(s) are for items not in this build" in card and "Reviewers disagreed" not in card
     # round trip through the published-schema loader
     en = read_published_file(res["paths"]["creative/en/parquet"], "en")
     ru = load_items(res["paths"]["creative/ru/jsonl"], "ru")

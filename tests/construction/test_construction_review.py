@@ -357,3 +357,16 @@ def test_final_items_no_reviewer_decided_on_are_counted_in_the_funnel() -> None:
     assert "| of which not human-validated | 5 | 0 |" in card and "unreviewed =" not in card
     reviewed = funnel_rows({**counts, "unreviewed": 0})
     assert "of which not human-validated" not in [r["step"] for r in reviewed] and len(reviewed) == len(PAPER_FUNNEL)
+
+
+def test_the_data_card_says_where_reviewers_disagreed_and_which_decisions_were_not_applied() -> None:
+    """Conflicts between reviewers were counted in steps_summary.json only, and decisions for items a
+    rebuilt build no longer has were dropped without a word; the card now says both."""
+    from cresowlve_core.construction.export import data_card
+
+    card = data_card({"name": "t", "review_codes": {"keep": 2}, "review_conflicts": 1, "review_not_in_build": 3},
+                     {}, [])
+    assert "Reviewers disagreed on 1 item(s); the latest decision was applied." in card
+    assert "3 saved decision(s) are for items not in this build" in card
+    quiet = data_card({"name": "t", "review_codes": {"keep": 2}}, {}, [])
+    assert "disagreed" not in quiet and "not in this build" not in quiet
