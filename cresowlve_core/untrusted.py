@@ -8,6 +8,7 @@ Everything a report, the index or an explorer shows from a run directory passes 
   element whose text is escaped the same way, so a name inside backticks stays literal too;
 - :func:`styler` for a table rendered by a pandas ``Styler`` (cells, row and column labels escaped;
   pandas escapes a plain ``DataFrame.to_html`` itself);
+- :func:`markdown_cell` for a cell of a Markdown table written to a file (the data card);
 - :func:`csv_cell` for a cell of an exported CSV (no spreadsheet formula, no bare carriage return);
 - :func:`one_line` for a name or a provider's message placed in a terminal line or inside a
   Markdown sentence: no terminal escape, carriage return, bidirectional override or line break, so
@@ -90,6 +91,15 @@ def markdown(md: str) -> str:
         out.append(f"<code>{_entities(body)}</code>")
         i = close.end()
     return "".join(out)
+
+
+def markdown_cell(value: Any) -> str:
+    """``value`` as the text of one cell of a Markdown table in a file (``None`` as empty): one line
+    (:func:`one_line`), ``|`` escaped so it cannot end the cell, and ``&``, ``<``, ``>`` as entities so
+    a Markdown viewer shows a tag as text instead of rendering it."""
+    if value is None:
+        return ""
+    return "".join(_OUTSIDE.get(c, c) for c in one_line(value)).replace("|", "\\|")
 
 
 def styler(df: pd.DataFrame, **fmt: Any) -> Styler:

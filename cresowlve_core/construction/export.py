@@ -29,6 +29,7 @@ from cresowlve_core.construction.records import Candidate
 from cresowlve_core.items import LANGS, Item
 from cresowlve_core.sources.hub import write_published_file
 from cresowlve_core.sources.sample import items_to_jsonl
+from cresowlve_core.untrusted import markdown_cell
 
 #: The paper's funnel (§3.1): step -> count.
 PAPER_FUNNEL: dict[str, int] = {"collected": 3789, "needs_material": 295, "russian_specific": 799,
@@ -150,8 +151,8 @@ def _md_table(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "_(none)_\n"
     cols = list(rows[0])
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join("" if r.get(c) is None else str(r.get(c)) for c in cols) + " |" for r in rows]
+    lines = ["| " + " | ".join(map(markdown_cell, cols)) + " |", "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(markdown_cell(r.get(c)) for c in cols) + " |" for r in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -370,3 +370,19 @@ def test_the_data_card_says_where_reviewers_disagreed_and_which_decisions_were_n
     assert "3 saved decision(s) are for items not in this build" in card
     quiet = data_card({"name": "t", "review_codes": {"keep": 2}}, {}, [])
     assert "disagreed" not in quiet and "not in this build" not in quiet
+
+
+def test_a_label_from_a_model_stays_one_cell_of_the_data_cards_tables() -> None:
+    """Cultures and domains are written by the annotating model: a ``|`` in one used to end its cell
+    (the row gained a column) and a tag went into the Markdown file as HTML."""
+    from cresowlve_core.construction.export import data_card
+    from cresowlve_core.items import Item
+
+    hostile = "Russian | Soviet\n<img src=x onerror=alert(1)>"
+    item = Item(id="chgk_1", en=ItemView(question="Q?", answer="A"), cultures=[hostile], reasoning_type="creative")
+    card = data_card({"name": "t", "models": {"annotate": {"model": "m|x", "role": "<b>a</b>"}}}, {}, [item])
+    row = next(line for line in card.splitlines() if "Soviet" in line)
+    assert row == "| Russian \\| Soviet &lt;img src=x onerror=alert(1)&gt; | 1 |"
+    assert "<img" not in card and "<b>" not in card
+    models = next(line for line in card.splitlines() if line.startswith("| annotate"))
+    assert models.count(" | ") == 2 and "m\\|x" in models
