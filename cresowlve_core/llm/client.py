@@ -15,7 +15,8 @@ parsing, error classification) belongs to the endpoint's wire format
 Usage is recorded exactly as reported (``None`` where absent), never estimated. A count or a
 cost that is not a usable number (NaN, infinite, negative, a bool, a string) is unknown
 (``None``; named in ``raw["unusable_numbers"]``), with one WARNING per client. A body that is
-not valid UTF-8 is decoded with U+FFFD in place of the bad bytes and the answer is kept, flagged
+not valid UTF-8 is decoded with U+FFFD in place of the bad bytes, as is a lone UTF-16 surrogate
+escaped in its JSON (``\\udcaf``, which no UTF-8 file can hold), and the answer is kept, flagged
 ``raw["invalid_utf8"]`` (one WARNING per client); it is never a sign of a dead endpoint.
 
 Retries: up to ``max_attempts`` with jittered exponential backoff (``backoff_base_s``·2^k, at
@@ -553,7 +554,7 @@ class LLMClient:
 
     def _note_odd(self, completion: Completion) -> None:
         """One WARNING per client for each kind of odd reply: numbers that are not usable (recorded
-        as unknown) and bytes that are not UTF-8 (replaced; the answer is kept and flagged)."""
+        as unknown) and bytes that are not UTF-8 or lone surrogates (replaced; the answer is kept and flagged)."""
         odd = completion.raw.get("unusable_numbers")
         if odd and "numbers" not in self._warned:
             self._warned.add("numbers")
@@ -561,7 +562,8 @@ class LLMClient:
                         "further ones are not logged", self.endpoint.describe(), ", ".join(map(str, odd)))
         if completion.raw.get("invalid_utf8") and "utf8" not in self._warned:
             self._warned.add("utf8")
-            log.warning("%s sent an answer holding bytes that are not UTF-8: decoded with U+FFFD in their place, "
+            log.warning("%s sent an answer holding bytes that are not UTF-8 or a lone UTF-16 surrogate: decoded with "
+                        "U+FFFD in their place, "
                         "the answer kept and flagged (raw.invalid_utf8); further ones are not logged",
                         self.endpoint.describe())
 

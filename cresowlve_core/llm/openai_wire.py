@@ -280,13 +280,42 @@ def decode_body(content: bytes | str) -> tuple[str, bool]:
         return content.decode("utf-8-sig", "replace"), True
 
 
-def load_json(content: bytes | str) -> dict[str, Any]:
-    """The body as a JSON object, or :class:`BadResponse`."""
+#: a JSON escape of a UTF-16 surrogate (backslash, ``ud83d``): ``json.loads`` joins a valid pair into one
+#: character and leaves a lone one in the string, which no UTF-8 file (a record, the cache) can hold
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone UTF-16 surrogate in its strings replaced by U+FFFD."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
+
+
+def loads_unicode(text: str) -> tuple[Any, bool]:
+    """``json.loads(text)``, and whether it held a lone surrogate escape (one half of a UTF-16 pair, such as
+    ``"\\udcaf"``, that some servers send in a model's text): each one is U+FFFD, as a byte that is not
+    UTF-8 is in :func:`decode_body`."""
+    data = json.loads(text)
+    if _SURROGATE_ESCAPE.search(text) is None:  # fast path: no surrogate escape at all
+        return data, False
+    clean = _without_lone_surrogates(data)
+    return clean, clean != data
+
+
+def load_json(content: bytes | str) -> tuple[dict[str, Any], bool]:
+    """The body as a JSON object, and whether it held a lone surrogate (replaced: :func:`loads_unicode`);
+    or :class:`BadResponse`."""
     if not content or not content.strip():
         raise BadResponse("empty response body")
     text = decode_body(content)[0]
     try:
-        data = json.loads(text)
+        data, lone_surrogate = loads_unicode(text)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         if _looks_like_html(text):  # a web page at the base URL (a UI, a login or captive portal), not its API
             raise BadResponse(f"unparseable response body: {html_page_message(text)}; is the base URL the "
@@ -297,7 +326,7 @@ def load_json(content: bytes | str) -> dict[str, Any]:
         raise BadResponse(f"unparseable response body ({getattr(exc, 'msg', type(exc).__name__)})") from None
     if not isinstance(data, dict):
         raise BadResponse("response body is not a JSON object")
-    return data
+    return data, lone_surrogate
 
 
 def _dotted(data: Any, path: str) -> Any:
@@ -511,12 +540,12 @@ def parse_success(path: str, content: bytes | str, profile: Profile | None = Non
     with no text; a refusal, a filter or a cut-off may be empty), :class:`ResponseFailed` for a
     failed Responses body and :class:`AttemptFailed` for an error object in place of the answer."""
     text, invalid_utf8 = decode_body(content)
-    data = load_json(text)
+    data, lone_surrogate = load_json(text)
     failure = error_in_200(data, headers, text)
     if failure is not None:
         raise AttemptFailed(failure)
     completion = PARSERS[path](data, profile)
-    if invalid_utf8:
+    if invalid_utf8 or lone_surrogate:  # each replaced by U+FFFD, the answer kept
         completion.raw["invalid_utf8"] = True
     if completion.outcome == "answer" and not completion.text.strip():
         raise BadResponse("response has empty text")
@@ -608,7 +637,7 @@ class ErrorBody:
         self.obj: dict[str, Any] = {}
         self.is_api = True
         try:
-            data: Any = json.loads(text) if text.strip() else None
+            data: Any = loads_unicode(text)[0] if text.strip() else None
         except (json.JSONDecodeError, RecursionError):
             data = None
         if isinstance(data, list) and data and isinstance(data[0], dict):

@@ -95,6 +95,7 @@ class Scenario:
     rate_limit_burst: int = 0  # the first N openai requests get the recorded TPM 429 with x-ratelimit-* headers
     reset_tokens: str | None = None  # x-ratelimit-reset-tokens sent with them (None: the recorded 26.604s)
     context_len: int | None = None  # vllm: a token limit above this is refused as greater than the context
+    lone_surrogate_fraction: float = 0.0  # ollama: solve prompts whose answer ends in a lone surrogate escape (\\udcaf)
 
 
 SCENARIOS: dict[str, Scenario] = {
@@ -113,6 +114,7 @@ SCENARIOS: dict[str, Scenario] = {
     "deployment": Scenario("deployment", reasoning_aliases=("my-gpt5-deployment",)),
     "reset-headers": Scenario("reset-headers", rate_limit_burst=2, reset_tokens="0.3s"),
     "vllm-context": Scenario("vllm-context", context_len=2048),
+    "lone-surrogate": Scenario("lone-surrogate", lone_surrogate_fraction=0.5),
 }
 
 
@@ -354,6 +356,15 @@ def vllm_budget_over_context(req: Request, sc: Scenario) -> Hit | None:
                      ("value=2049", f"value={limit}")))
 
 
+def lone_surrogate(req: Request, sc: Scenario) -> Hit | None:
+    """A solve prompt answered with the built body whose text ends in a lone surrogate escape, this
+    prompt's answer in place of the recorded content."""
+    if not (_solve(req) and req.fraction() < sc.lone_surrogate_fraction):
+        return None
+    answer = json.dumps(answer_text(req.prompt, {})[1])[1:-1]
+    return Hit(subs=((r'{ \"city\": \"Paris\", \"country\": \"France\" }\udcaf', answer + r"\udcaf"),))
+
+
 # --------------------------------------------------------------------------- the rule tables
 
 _OPENAI_RULES: tuple[Rule, ...] = (
@@ -399,7 +410,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
                   vllm_budget_over_context),
              Rule("context length (scenario)", "vllm/err_400_context_length", vllm_overflow)),
     "llama-cpp": (Rule("context overflow (scenario)", "llamacpp/err_400_exceed_context_size", llamacpp_overflow),),
-    "ollama": (),
+    "ollama": (Rule("an answer ending in a lone surrogate (scenario)", "ollama/chat_lone_surrogate", lone_surrogate),),
 }
 
 #: provider -> (path prefix, {api: recorded success body}); OpenAI's reasoning models get :data:`REASONING_SUCCESS`

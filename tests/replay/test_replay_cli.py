@@ -486,3 +486,17 @@ def test_contamination_stops_at_its_budget_before_a_call_it_cannot_afford(tmp_pa
     assert proc.returncode == 3, out
     assert sent == 0
     assert last_line(out).startswith("stopped early (perturbation: max_cost reached: budget of $0.0001 would be exceeded")
+
+
+def test_an_answer_holding_a_lone_surrogate_is_kept_flagged_and_scored(tmp_path):
+    """Before: ``UnicodeEncodeError: ... surrogates not allowed`` from the record writer, a traceback,
+    exit 1 and a run directory with a manifest and no record."""
+    with ReplayServer("lone-surrogate", lone_surrogate_fraction=1.0) as srv:
+        code, out = run_eval(srv, "ollama", tmp_path / "run", "--model", "qwen3:0.6b")
+        rules = {e["rule"] for e in srv.requests("ollama")}
+    assert code == 0, out
+    assert rules == {"an answer ending in a lone surrogate (scenario)"}
+    recs = records(tmp_path / "run")
+    assert [(r["status"], r["outcome"], r["invalid_utf8"]) for r in recs] == [("ok", "answer", True)] * 3
+    assert all(r["raw_output"].endswith("</Answer>\ufffd") and r["prediction"].startswith("replay-") for r in recs)
+    assert "lone UTF-16 surrogate" in out and "Traceback" not in out

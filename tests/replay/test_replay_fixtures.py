@@ -74,6 +74,8 @@ SUCCESSES = [
     ("azure/chat_gpt4o_prompt_filter_results", "The capital of France is **Paris**.", None, (14, 9, 0), "stop"),
     ("generic/chat_deepseek_reasoner_reasoning_content", "Crossing the street safely",
      "Okay, the user is asking how to cross the street.", (12, 789, 415), "stop"),
+    ("ollama/chat_lone_surrogate", '{ "city": "Paris", "country": "France" }',
+     "Okay, the user is asking for the capital of France.", (136, 15, None), "stop"),
 ]
 
 
@@ -277,3 +279,30 @@ def test_openrouter_reasoning_details_alone_give_the_thoughts():
     del body["choices"][0]["message"]["reasoning"]  # only reasoning_details (reasoning.summary, reasoning.encrypted)
     c = wire.parse_success("/chat/completions", json.dumps(body), get_profile("openrouter"))
     assert c.thoughts is not None and c.thoughts.startswith("**Exploring Mars Overview**")
+
+
+def test_a_lone_surrogate_is_replaced_kept_flagged_and_can_be_written(tmp_path):
+    """A lone surrogate escape (half a UTF-16 pair) in the model's text: before, the record writer and the
+    cache failed with "surrogates not allowed" (a traceback, the run directory left without records)."""
+    from cresowlve_core.llm.cache import ResponseCache, cache_key
+    from cresowlve_core.llm.types import Endpoint, GenParams
+
+    c = wire.interpret("/chat/completions", 200, {}, body_of("ollama/chat_lone_surrogate").encode())
+    assert (c.outcome, c.text, c.raw["invalid_utf8"]) == ("answer", '{ "city": "Paris", "country": "France" }\ufffd', True)
+    c.text.encode("utf-8")
+    with ResponseCache(tmp_path / "c.sqlite") as cache:
+        key = cache_key(Endpoint("http://x/v1", "m"), [{"role": "user", "content": "q"}], GenParams(), prompt_version="v")
+        cache.put(key, c)
+        hit = cache.get(key)
+    assert hit is not None and hit.text == c.text
+    # a valid pair sent as two escapes is one character, never flagged
+    pair = body_of("ollama/chat_lone_surrogate").replace("\\udcaf", "\\ud83d\\ude00")
+    c = wire.interpret("/chat/completions", 200, {}, pair.encode())
+    assert c.text.endswith("}\U0001f600") and "invalid_utf8" not in c.raw
+
+
+def test_a_lone_surrogate_in_an_error_message_is_replaced():
+    text = body_of("openai/err_404_model_not_found").replace("does not exist", "does not exist \\ud800")
+    failure = wire.classify_status(404, {}, text.encode())
+    assert "does not exist \ufffd" in failure.message
+    failure.message.encode("utf-8")
