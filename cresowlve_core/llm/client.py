@@ -70,7 +70,10 @@ time until the first answer shows what the provider charges. A reported cost abo
 bound (the table's price of the tokens asked for) scales every later call's bound by that ratio
 (a WARNING the first time); with no price at all, each call holds the largest reported cost so far
 (one WARNING: an estimate, not a bound), and an answer that then reports no cost stops the run
-(``LLMConfigError``: the budget cannot be enforced). Spending that still passes the budget (calls
+(``LLMConfigError``: the budget cannot be enforced); so does an answer of a priced model without
+usable token counts (no ``usage``, or counts that are not numbers), whose cost is unknown too. A
+request the provider refused with an HTTP error (Azure's content-filter 400) generated nothing and
+stops nothing. Spending that still passes the budget (calls
 in flight cost more than they held) is logged once and kept in ``CostMeter.over_budget``.
 
 Secrets: the API key is read from the environment at every call and sent only as a header.
@@ -159,6 +162,21 @@ def call_bound(prices: PriceTable, model: str, messages: list[dict[str, Any]], p
     n_in = estimate_input_tokens(_messages_text(messages))
     n_out = params.max_tokens or DEFAULT_ESTIMATE_OUTPUT_TOKENS
     return n_in + n_out, prices.max_cost(model, n_in, n_out, batch=batch)
+
+
+def _refused_request(c: Completion) -> bool:
+    """A reply to a request the provider refused with an HTTP error status (Azure's content-filter 400,
+    read as ``filtered``): no answer was generated, so no cost is missing."""
+    status = c.raw.get("status_code")
+    return isinstance(status, int) and status >= 400
+
+
+def _usage_shown(c: Completion) -> str:
+    """The token counts an answer reported, as a message shows them (``input_tokens=None, ...``), with the
+    numbers that were not usable."""
+    odd = c.raw.get("unusable_numbers")
+    counts = f"input_tokens={c.usage.input_tokens}, output_tokens={c.usage.output_tokens}"
+    return f"{counts}; not usable: {', '.join(map(str, odd))}" if odd else counts
 
 
 def _url_credentials(url: str) -> list[str]:
@@ -481,10 +499,13 @@ class LLMClient:
             finally:
                 if alone:
                     res.uncosted.release()
-            if self.max_cost is not None and est_cost is None and completion.cost is None:
-                self._unenforceable = (f"max_cost is set, {self.endpoint.describe()} has no price and it reported no "
-                                       f"cost for an answer, so the budget cannot be enforced: add its price to a CSV "
-                                       f"named by ${PRICES_ENV}")
+            if self.max_cost is not None and completion.cost is None and not _refused_request(completion):
+                self._unenforceable = (
+                    f"max_cost is set, {self.endpoint.describe()} has no price and it reported no cost for an answer, "
+                    f"so the budget cannot be enforced: add its price to a CSV named by ${PRICES_ENV}" if est_cost is None
+                    else f"max_cost is set and {self.endpoint.describe()} reported no usable token counts for an answer "
+                    f"(usage {_usage_shown(completion)}), so its cost is unknown and the budget cannot be enforced: "
+                    f"run without the budget (--max-cost, --judge-max-cost for the judge) to record such costs as unknown")
 
         self._note_odd(completion)
         self.cost_meter.record(completion.cost, cached=False)

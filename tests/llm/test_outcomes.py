@@ -16,8 +16,9 @@ from cresowlve_core.llm import openai_wire as wire
 from cresowlve_core.llm.cache import ResponseCache
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.http import Response
+from cresowlve_core.llm.pricing import ModelPrice, PriceTable
 from cresowlve_core.llm.profiles import get_profile
-from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMError, LLMFatalError
+from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMError, LLMFatalError
 from cresowlve_core.llm.wire import AttemptFailed
 
 MSGS = [{"role": "user", "content": "q"}]
@@ -345,3 +346,33 @@ def test_an_event_stream_answered_to_a_plain_request_is_named() -> None:
     with pytest.raises(AttemptFailed) as err:
         wire.interpret("/chat/completions", 200, {"content-type": "text/event-stream"}, stream, get_profile("generic"))
     assert err.value.failure.message.startswith("unparseable response body: a server-sent event stream, not one JSON answer")
+
+
+# ------------------------------------------------------------------ the budget: an answer of unknown cost
+
+
+def unpriced_usage(reply: dict[str, Any], usage: Any) -> dict[str, Any]:
+    return {**reply, "usage": usage} if usage is not None else {k: v for k, v in reply.items() if k != "usage"}
+
+
+@pytest.mark.parametrize("usage", [None, {"prompt_tokens": None, "completion_tokens": None},
+                                   {"prompt_tokens": "12", "completion_tokens": 7}])
+def test_a_priced_answer_without_usable_token_counts_stops_a_budgeted_run(usage: Any) -> None:
+    """Before: its cost was unknown, counted as nothing spent, and ``max_cost`` never stopped the run
+    (3 of 3 answered under a budget below their bounds, exit 0, no word of it)."""
+    script = Scripted(lambda n, b: (200, {}, unpriced_usage(chat({"content": "<Answer>Paris</Answer>"}), usage)))
+    out = run(script, n=3, max_cost=1.0, prices=PriceTable({"m": ModelPrice(1.0, 2.0)}))
+    assert len(script.bodies) == 1  # the answer is kept; nothing more is sent
+    assert isinstance(out[0], Completion) and out[0].text == "<Answer>Paris</Answer>" and out[0].cost is None
+    assert all(isinstance(e, LLMConfigError) and "reported no usable token counts" in str(e)
+               and "the budget cannot be enforced" in str(e) for e in out[1:])
+
+
+def test_a_budgeted_run_goes_on_past_a_request_the_provider_refused_with_its_filter() -> None:
+    """Azure's content-filter 400 (recorded) has no usage: no answer was generated, none is missing a cost."""
+    fixture = json.loads((Path(__file__).parents[1] / "replay/fixtures/azure/err_400_content_filter_innererror.json")
+                         .read_text(encoding="utf-8"))
+    filtered = (400, {}, fixture["body_text"].encode())
+    script = Scripted(lambda n, b: filtered if n == 1 else (200, {}, chat({"content": "<Answer>Paris</Answer>"})))
+    out = run(script, n=2, provider="azure", max_cost=1.0, prices=PriceTable({"m": ModelPrice(1.0, 2.0)}))
+    assert [c.outcome for c in out if isinstance(c, Completion)] == ["filtered", "answer"] and len(script.bodies) == 2
