@@ -804,8 +804,9 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
     """An error object inside a 2xx answer in place of the answer, else None:
 
     * at the top, with no choices and no output (OpenRouter answers an upstream failure with 200
-      and ``{"error": {"code": 402, "message": ...}}``), classified by its code exactly as that HTTP
-      status would be (a code that is no status: as a 502);
+      and ``{"error": {"code": 402, "message": ...}}``; a proxy in front of vLLM passes on vLLM's flat
+      ``{"object": "error", "message": ..., "code": 400}`` with 200), classified by its code exactly as
+      that HTTP status would be (a code that is no status: as a 502);
     * on the first choice (a finish reason of :data:`_FAILED_FINISH`, or none with an ``error``
       object, beside whatever text came first: OpenRouter's ``error`` when the upstream failed once
       the answer had begun, DeepSeek's ``insufficient_system_resource``), classified by
@@ -815,8 +816,8 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
     """
     error = data.get("error")
     choices = data.get("choices")
-    if error and not choices and not isinstance(data.get("output"), list):
-        status = _status_of_code(error.get("code") if isinstance(error, dict) else None)
+    if (error or data.get("object") == "error") and not choices and not isinstance(data.get("output"), list):
+        status = _status_of_code((error if isinstance(error, dict) else data).get("code"))
         failure = classify_status(status or 502, headers, content,
                                   label=f"an error inside HTTP 200 ({status or 'no status'})")
         failure.status = status or 502

@@ -95,6 +95,7 @@ class Scenario:
     rate_limit_burst: int = 0  # the first N openai requests get the recorded TPM 429 with x-ratelimit-* headers
     reset_tokens: str | None = None  # x-ratelimit-reset-tokens sent with them (None: the recorded 26.604s)
     context_len: int | None = None  # vllm: a token limit above this is refused as greater than the context
+    errors_in_200: bool = False  # vllm: its context-length error passed on with HTTP 200 (a proxy in front)
     lone_surrogate_fraction: float = 0.0  # ollama: solve prompts whose answer ends in a lone surrogate escape (\\udcaf)
 
 
@@ -114,6 +115,7 @@ SCENARIOS: dict[str, Scenario] = {
     "deployment": Scenario("deployment", reasoning_aliases=("my-gpt5-deployment",)),
     "reset-headers": Scenario("reset-headers", rate_limit_burst=2, reset_tokens="0.3s"),
     "vllm-context": Scenario("vllm-context", context_len=2048),
+    "vllm-proxy-200": Scenario("vllm-proxy-200", context_limit=60, errors_in_200=True),
     "lone-surrogate": Scenario("lone-surrogate", lone_surrogate_fraction=0.5),
 }
 
@@ -356,6 +358,10 @@ def vllm_budget_over_context(req: Request, sc: Scenario) -> Hit | None:
                      ("value=2049", f"value={limit}")))
 
 
+def vllm_overflow_in_200(req: Request, sc: Scenario) -> Hit | None:
+    return vllm_overflow(req, sc) if sc.errors_in_200 else None
+
+
 def lone_surrogate(req: Request, sc: Scenario) -> Hit | None:
     """A solve prompt answered with the built body whose text ends in a lone surrogate escape, this
     prompt's answer in place of the recorded content."""
@@ -408,6 +414,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
     "vllm": (Rule("token limit below 1", "vllm/err_400_max_tokens_negative", vllm_bad_max_tokens),
              Rule("token limit greater than the context (scenario)", "vllm/err_400_max_tokens_over_context",
                   vllm_budget_over_context),
+             Rule("context length inside HTTP 200, a proxy in front (scenario)", "vllm/err_200_400_context_length_flat",
+                  vllm_overflow_in_200),
              Rule("context length (scenario)", "vllm/err_400_context_length", vllm_overflow)),
     "llama-cpp": (Rule("context overflow (scenario)", "llamacpp/err_400_exceed_context_size", llamacpp_overflow),),
     "ollama": (Rule("an answer ending in a lone surrogate (scenario)", "ollama/chat_lone_surrogate", lone_surrogate),),

@@ -500,3 +500,19 @@ def test_an_answer_holding_a_lone_surrogate_is_kept_flagged_and_scored(tmp_path)
     assert [(r["status"], r["outcome"], r["invalid_utf8"]) for r in recs] == [("ok", "answer", True)] * 3
     assert all(r["raw_output"].endswith("</Answer>\ufffd") and r["prediction"].startswith("replay-") for r in recs)
     assert "lone UTF-16 surrogate" in out and "Traceback" not in out
+
+
+def test_vllms_flat_error_inside_a_200_is_classified_by_its_code(tmp_path):
+    """A proxy in front of vLLM passes its flat ``{"object": "error", ..., "code": 400}`` on with HTTP 200.
+    Before: "response has no choices", the overflowing item sent 6 times and its reason lost."""
+    words = demo_prompt_words(3)
+    limit = sorted(words)[1]  # the longest prompt overflows, the others fit
+    with ReplayServer("vllm-proxy-200", context_limit=limit) as srv:
+        code, out = run_eval(srv, "vllm", tmp_path / "run", "--model", "Qwen/Qwen3-8B", "--max-tokens", "20")
+        rules = [e["rule"] for e in srv.requests("vllm")]
+    assert code == 1, out
+    assert rules.count("context length inside HTTP 200, a proxy in front (scenario)") == 1 and len(rules) == 3
+    recs = records(tmp_path / "run")
+    assert [r["status"] for r in recs] == ["error" if w > limit else "ok" for w in words]
+    failed = next(r for r in recs if r["status"] == "error")
+    assert f"an error inside HTTP 200 (400): This model's maximum context length is {limit} tokens." in failed["error"]

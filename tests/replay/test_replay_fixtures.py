@@ -214,6 +214,7 @@ OUTCOMES = [
 ]
 #: 200 bodies that are no completion: (fixture, kind, status classified as, the provider's message)
 NOT_COMPLETIONS = [
+    ("vllm/err_200_400_context_length_flat", "fatal", 400, "This model's maximum context length is 6048 tokens."),
     ("openai/responses_failed_server_error", "retry", 200, "The model produced invalid content."),
     ("openrouter/err_200_402_insufficient_credits", "fatal", 402, "Insufficient credits. This account never purchased"),
     ("openrouter/chat_choice_error_502", "retry", 502, "This model is currently experiencing high demand."),
