@@ -14,7 +14,8 @@ from typing import Any
 from cresowlve_core.failures import EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 
 __all__ = ["EXIT_INCOMPLETE", "EXIT_OK", "EXIT_STOPPED", "EXIT_USAGE", "EXIT_SIGINT", "EXIT_SIGTERM",
-           "EXIT_CODES_HELP", "interrupt_code", "interrupted_line", "stage_exit"]
+           "EXIT_CODES_HELP", "STAGES_RECORD", "interrupt_code", "interrupted_line", "report_exit", "stage_exit",
+           "stage_record"]
 
 EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
 EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
@@ -104,3 +105,35 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
         print(f"incomplete: {unparsed}; the model's output is kept in the run directory", file=sys.stderr)
         return EXIT_INCOMPLETE
     return EXIT_OK
+
+
+#: the record (``notebook_records.record``) in which a report lists the model work it ran, one
+#: :func:`stage_record` per stage; ``cresowlve report`` exits with :func:`report_exit` of it
+STAGES_RECORD = "stages"
+#: what :func:`stage_exit` reads of a summary (under any of its names)
+_STAGE_FIELDS = ("n_items", "n_units", "n_calls", "n_to_judge", "n_ok", "n_done", "n_judged", "n_error",
+                 "n_judge_errors", "n_not_run", "n_missing", "n_not_judged", "stopped", "top_error", "over_budget",
+                 "unparsed")
+
+
+def stage_record(summary: Any, unit: str = "items", **extra: Any) -> dict[str, Any]:
+    """A stage's summary (a dict, a pydantic summary or a result object) as a report records it:
+    the fields :func:`stage_exit` reads, its ``unit`` and ``extra`` (``unparsed=...``), JSON-ready."""
+    if hasattr(summary, "model_dump"):
+        summary = summary.model_dump()
+    found = {name: _field(summary, name) for name in _STAGE_FIELDS}
+    out = {k: v for k, v in {**found, **extra}.items() if v is not None}
+    if isinstance(out.get("top_error"), tuple):
+        out["top_error"] = list(out["top_error"])
+    return {"unit": unit, **out}
+
+
+def _severity(code: int) -> int:
+    return {EXIT_OK: 0, EXIT_INCOMPLETE: 1, EXIT_STOPPED: 2}.get(code, 3)  # an interruption outranks all
+
+
+def report_exit(records: Mapping[str, Any]) -> int:
+    """The exit code of ``cresowlve report``: :func:`stage_exit` of each stage the report ran
+    (:data:`STAGES_RECORD`; each prints its last line), the most severe; 0 for a report that ran no model."""
+    codes = [stage_exit(stage, unit=stage.get("unit", "items")) for stage in records.get(STAGES_RECORD) or []]
+    return max(codes, key=_severity, default=EXIT_OK)

@@ -108,3 +108,22 @@ def test_every_project_exception_derives_from_the_base():
     classes = _project_exception_classes()
     assert len(classes) >= 30
     assert [c.__qualname__ for c in classes if not issubclass(c, CresowlveError)] == []
+
+
+def test_a_report_exits_with_its_most_severe_stage_and_zero_without_one(capsys):
+    """``cresowlve report``'s exit code: each stage the report ran, as its own command would exit
+    (each printing its line), the most severe of them; a report that ran no model exits 0."""
+    from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, report_exit, stage_record
+
+    done = stage_record({"n_items": 3, "n_ok": 3, "n_error": 0, "n_not_run": 0})
+    errored = stage_record({"n_items": 3, "n_ok": 1, "n_error": 2, "n_not_run": 0, "top_error": ("HTTP 400", 2)})
+    stopped = stage_record({"n_calls": 4, "n_ok": 1, "n_error": 0, "n_missing": 3, "stopped": "max_cost reached"},
+                           "calls")
+    assert report_exit({}) == report_exit({"stages": []}) == report_exit({"stages": [done]}) == EXIT_OK
+    assert capsys.readouterr().err == ""
+    assert report_exit({"stages": [done, errored]}) == EXIT_INCOMPLETE
+    assert capsys.readouterr().err.strip() == ("incomplete: 2 errored, 0 not run of 3 items; most common error (2x): "
+                                               "HTTP 400; run again to retry them")
+    assert report_exit({"stages": [stopped, errored]}) == EXIT_STOPPED
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("stopped early (max_cost reached): 1 of 4 calls done") and lines[1].startswith("incomplete")

@@ -68,6 +68,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
 def cmd_contamination_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress
     from cresowlve_core.contamination.pipeline import MAX_TOKENS
+    from cresowlve_core.exitcodes import report_exit
     from cresowlve_core.notebooks import run_notebook
 
     # the settings `contamination run` uses, so that the report continues the same runs
@@ -80,7 +81,7 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
     res = run_notebook("05_contamination", params, Path(a.reports_dir) if a.reports_dir else None,
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
-    return 0
+    return report_exit(res.records)  # the model calls the report made, as `contamination run` would exit
 
 
 def add_contamination_parser(sub: Any) -> None:

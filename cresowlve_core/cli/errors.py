@@ -21,7 +21,7 @@ LABEL_OPTIONS = ClientOptions(max_tokens=512)
 def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.analysis.loading import load_runs
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.error_analysis.label import label_errors
+    from cresowlve_core.error_analysis.label import label_errors, label_stage
     from cresowlve_core.error_analysis.wrong import NO_ANSWER_REASONS, collect_wrong
     from cresowlve_core.exitcodes import stage_exit
     from cresowlve_core.text import slug
@@ -49,10 +49,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
                        if a.labeller_base_url is None else None)
     summary = json.loads((out / "summary.json").read_text())
     print(label_line(summary, res.n_sent, out / "labels.jsonl"))
-    answered = summary["n_done"] - summary.get("n_refused", 0) - summary.get("n_filtered", 0)
-    unparsed = (f"no label parsed: {summary['n_unlabelled']} of {answered} replies unlabelled"
-                if answered and summary.get("n_unlabelled") == answered else None)
-    return stage_exit({**summary, "top_error": res.top_error(), "unparsed": unparsed}, unit="wrong answers")
+    return stage_exit(label_stage(summary, res), unit="wrong answers")
 
 
 def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
@@ -67,6 +64,7 @@ def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
 
 def cmd_errors_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress
+    from cresowlve_core.exitcodes import report_exit
     from cresowlve_core.notebooks import run_notebook
 
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
@@ -75,7 +73,7 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None,
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
-    return 0
+    return report_exit(res.records)  # the model calls the report made, as `errors label` would exit
 
 
 def out_dir(value: str | None) -> Path:

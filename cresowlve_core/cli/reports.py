@@ -42,9 +42,11 @@ def cmd_report(a: argparse.Namespace) -> int:
     if res.records.get("empty"):
         print(f"empty report: {res.records['empty']}", file=sys.stderr)
         return EXIT_INCOMPLETE
+    code = exitcodes.report_exit(res.records)  # the model work the report ran, as its stage command would exit
     if a.open:
-        return serve_reports(res.html.parent, a.port, open_page=res.html.name)
-    return 0
+        served = serve_reports(res.html.parent, a.port, open_page=res.html.name)
+        return code or served
+    return code
 
 
 def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> int:

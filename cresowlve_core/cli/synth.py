@@ -17,7 +17,14 @@ from cresowlve_core.llm.types import EFFORTS
 
 def cmd_synth(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.synthetic.pipeline import SynthConfig, candidate_build, load_source, run_synth, summary_line
+    from cresowlve_core.synthetic.pipeline import (
+        SynthConfig,
+        candidate_build,
+        load_source,
+        run_synth,
+        summary_line,
+        synth_stage,
+    )
 
     cfg = SynthConfig(
         build_dir=a.build_dir, n_candidates=a.n, domains=a.domains.split(",") if a.domains else None,
@@ -41,10 +48,7 @@ def cmd_synth(a: argparse.Namespace) -> int:
     if res.stopped:
         print(f"synth stopped at {res.summary['stopped_at']} ({res.stopped}); the later steps were skipped; "
               f"summary: {Path(cfg.build_dir) / 'summary.json'}", file=sys.stderr)
-    st = res.summary["stages"]
-    unparsed = (f"no verbalisation parsed: {st['verbalised']} of {st['candidates']} answered, 0 parsed"
-                if st["verbalised"] and not st["parsed"] else None)
-    return stage_exit({**res.summary["calls"], "unparsed": unparsed}, unit="calls")
+    return stage_exit(synth_stage(res.summary), unit="calls")
 
 
 def add_synth_parser(sub: Any) -> None:

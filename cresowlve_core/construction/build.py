@@ -363,6 +363,10 @@ class Build:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
         if calls_note := self.calls_note():
             notes.append(f"Incomplete build: {calls_note}; see the model steps below.")
+        from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
+        from cresowlve_core.notebook_records import record
+
+        record(STAGES_RECORD, [stage_record(self.calls(), "calls")])  # `cresowlve report 01_construction` exits as `build`
         review = self.steps.get("human_validation", {})
         human = review.get("by_code", {})
         model_steps = {name: s for name, s in self.steps.items() if name in LLM_STEPS}

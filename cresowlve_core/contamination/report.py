@@ -20,6 +20,8 @@ from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
 from cresowlve_core.contamination.verdict import holm_across_models, verdict_table
+from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
+from cresowlve_core.notebook_records import record
 from cresowlve_core.reporting import jsonable, say, say_where_from, show
 from cresowlve_core.stats import format_p
 
@@ -48,6 +50,7 @@ def sets_section(c: Contamination) -> dict[str, Any]:
     """Where the runs came from, the metric each configuration's sets were formed by (judge
     coverage per language) and the size of the target and control sets (and the synthetic-data
     banner when any run is synthetic)."""
+    record(STAGES_RECORD, [stage_record(c.summary(), "calls")])  # `cresowlve report 05_contamination` exits as `run`
     say_where_from(c.source, c.notes, c.synthetic)
     say(f"Questions in **{c.lang}**; perturber `{c.perturber}`, quiz-taker `{c.quiz_taker}`; folder `{c.out_dir}`.")
     if c.set_counts.empty:

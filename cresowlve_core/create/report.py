@@ -435,6 +435,7 @@ class LocalSection:
     record: dict[str, object]
     table: pd.DataFrame | None = None
     embedded: bool = False  # built on the embedded 270M base model: show the banner
+    stages: list[dict[str, Any]] = field(default_factory=list)  # generation and judging, as `create` would exit
 
 
 def local_section(
@@ -466,8 +467,9 @@ def local_section(
     import tempfile
 
     from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS, generate, read_generation_manifest
-    from cresowlve_core.create.records import CUT_OFF, judge_outcome_notes
+    from cresowlve_core.create.records import CUT_OFF, judge_outcome_notes, unparsed_line
     from cresowlve_core.create.score import JUDGE_OPTIONS, JUDGES, score, scored_sets_from_run
+    from cresowlve_core.exitcodes import stage_record
     from cresowlve_core.llm.types import Endpoint
 
     run_dir = run_dir or tempfile.mkdtemp(prefix="create_local_")
@@ -530,7 +532,9 @@ def local_section(
         + f"Run directory: `{run_dir}`."
         + (f" **Stopped early:** {stopped}." if stopped else "")
     )
-    return LocalSection(message, rec, table, embedded=is_embedded_model(model))
+    stages = [stage_record(gen, "calls", unparsed=unparsed_line(gen)),
+              stage_record(sc, "paths to judge", unparsed=unparsed_line(sc))]
+    return LocalSection(message, rec, table, embedded=is_embedded_model(model), stages=stages)
 
 
 # --------------------------------------------------------------------------- display
@@ -674,8 +678,11 @@ def local_model_section(base_url: str | None, model: str = "gemma3-270m", **kwar
     """:func:`local_section` shown: the banner for the embedded model, its message and table (``–``:
     that configuration has no recorded answer to the query); returns its record."""
     from cresowlve_core.banners import show_banner
+    from cresowlve_core.exitcodes import STAGES_RECORD
+    from cresowlve_core.notebook_records import record
 
     local = local_section(base_url, model, **kwargs)
+    record(STAGES_RECORD, local.stages)  # `cresowlve report 07_create` exits as `create generate` and `score` would
     if local.embedded:
         show_banner("embedded")
     say(local.message)

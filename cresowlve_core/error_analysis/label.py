@@ -243,3 +243,15 @@ def label_errors(units: Sequence[WrongAnswer], run_dir: str | Path, *, model: st
 
     with endpoint_or_embedded(model, base_url, api_key_env) as (endpoint, _):
         return run_coro(go(endpoint))
+
+
+def label_stage(summary: dict[str, Any], result: MapResult[Any]) -> dict[str, Any]:
+    """A labelling run (its ``summary.json`` and the run's result) as ``exitcodes.stage_exit`` reads
+    it, with ``unparsed`` when every reply that was no refusal or filter gave no label: how ``cresowlve
+    errors label`` and the 04 report exit."""
+    from cresowlve_core.exitcodes import stage_record
+
+    answered = summary["n_done"] - summary.get("n_refused", 0) - summary.get("n_filtered", 0)
+    unparsed = (f"no label parsed: {summary['n_unlabelled']} of {answered} replies unlabelled"
+                if answered and summary.get("n_unlabelled") == answered else None)
+    return stage_record({**summary, "top_error": result.top_error()}, "wrong answers", unparsed=unparsed)

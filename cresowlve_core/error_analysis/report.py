@@ -8,6 +8,7 @@ a small JSON-serialisable dict the notebook records; none raises on empty input.
 from __future__ import annotations
 
 import html
+import json
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -33,10 +34,12 @@ from cresowlve_core.error_analysis.distribution import (
     distribution_chart,
     label_frame,
 )
-from cresowlve_core.error_analysis.label import LABELS, label_errors, labeller_is_embedded
+from cresowlve_core.error_analysis.label import LABELS, label_errors, label_stage, labeller_is_embedded
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, CATEGORIES, display_name
 from cresowlve_core.error_analysis.wrong import NO_ANSWER_REASONS, collect_wrong, find_or_make_runs
+from cresowlve_core.exitcodes import STAGES_RECORD
 from cresowlve_core.llm.types import CONCURRENCY
+from cresowlve_core.notebook_records import record
 from cresowlve_core.reporting import jsonable, say, say_where_from, show
 from cresowlve_core.runtime import ClientOptions, RunDir
 from cresowlve_core.text import slug
@@ -61,6 +64,7 @@ class ErrorAnalysis:
     synthetic: bool = False  # any input run was written by write_synthetic_runs
     left_by_limit: int = 0  # wrong answers to label that ``limit`` left out (not labelled, not in the counts)
     limit: int | None = None
+    stages: list[dict[str, Any]] = field(default_factory=list)  # the labelling this report ran (label_stage)
 
 
 def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
@@ -104,13 +108,15 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
                             cache_path=None if out_dir else str(work / "cache.sqlite"))
     stopped = None
     records: dict[Any, dict[str, Any]] = {}
+    stages = []
     if units:
         res = label_errors(units, label_dir, model=labeller_model, base_url=labeller_base_url,
                            api_key_env=labeller_api_key_env, options=options, progress=progress)
         records, stopped = res.records, res.stopped
+        stages.append(label_stage(json.loads((label_dir / "summary.json").read_text(encoding="utf-8")), res))
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
                          embedded=labeller_base_url is None, stopped=stopped, notes=notes,
-                         synthetic=data.synthetic, left_by_limit=left_by_limit, limit=limit)
+                         synthetic=data.synthetic, left_by_limit=left_by_limit, limit=limit, stages=stages)
 
 
 def existing_labels(work: Path) -> list[Path]:
@@ -151,6 +157,7 @@ def categories_section() -> dict[str, Any]:
 def runs_section(ea: ErrorAnalysis) -> dict[str, Any]:
     """Where the answers came from and how many are wrong, by which rule (and the synthetic-data
     banner when any run is synthetic)."""
+    record(STAGES_RECORD, ea.stages)  # `cresowlve report 04_error_analysis` exits as `errors label` would
     say_where_from(ea.source, ea.notes, ea.synthetic)
     if ea.tally.empty:
         say("**Nothing to analyse**: no evaluation runs.")

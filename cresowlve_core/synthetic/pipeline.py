@@ -396,6 +396,17 @@ def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSourc
     return finish_build(cfg, src, build, vres, sres, embedded)
 
 
+def synth_stage(summary: dict[str, Any]) -> dict[str, Any]:
+    """A build's model calls as ``exitcodes.stage_exit`` reads them (:func:`~cresowlve_core.exitcodes.stage_record`),
+    ``unparsed`` when the verbaliser answered but no puzzle parsed: how ``cresowlve synth`` and the 06 report exit."""
+    from cresowlve_core.exitcodes import stage_record
+
+    st = summary["stages"]
+    unparsed = (f"no verbalisation parsed: {st['verbalised']} of {st['candidates']} answered, 0 parsed"
+                if st["verbalised"] and not st["parsed"] else None)
+    return stage_record(summary["calls"], "calls", unparsed=unparsed)
+
+
 def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     """``cresowlve synth`` in one line: the funnel, the yield beside the paper's, the calls sent
     (everything else is in ``summary.json``)."""

@@ -23,7 +23,14 @@ from cresowlve_core.synthetic.notability import (
     band_from_percentiles,
     percentile_table,
 )
-from cresowlve_core.synthetic.pipeline import PAPER_YIELD, SynthConfig, SynthResult, load_source, run_synth
+from cresowlve_core.synthetic.pipeline import (
+    PAPER_YIELD,
+    SynthConfig,
+    SynthResult,
+    load_source,
+    run_synth,
+    synth_stage,
+)
 from cresowlve_core.text import shown
 
 
@@ -83,6 +90,7 @@ def build_section(cfg: SynthConfig, embedded: bool | None = None) -> SynthResult
     """Run every stage (resumable), show the embedded-model banner when a role ran on it (or
     ``embedded``), record the summary and print the build directory and the prompts each step used."""
     from cresowlve_core.banners import show_banner
+    from cresowlve_core.exitcodes import STAGES_RECORD
     from cresowlve_core.notebook_records import record
 
     result = run_synth(cfg)
@@ -91,6 +99,7 @@ def build_section(cfg: SynthConfig, embedded: bool | None = None) -> SynthResult
                                 "the puzzles, answers and yield are weak and say nothing about the method.")
     record("summary", {k: result.summary[k] for k in ("stages", "outcomes", "yield", "embedded", "prompts", "errors",
                                                       "stopped", "scoring")})
+    record(STAGES_RECORD, [synth_stage(result.summary)])  # `cresowlve report 06_synthetic` exits as `synth` would
     print(f"build directory: {cfg.build_dir}")
     print("prompts: " + "; ".join(f"{k} {', '.join(v) or '(no call)'}" for k, v in result.summary["prompts"].items()))
     return result

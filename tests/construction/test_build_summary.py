@@ -63,6 +63,8 @@ def test_the_report_and_the_data_card_say_every_model_call_errored(tmp_path, ove
                                            "base_url": overflowing.base_url, "build_dir": str(tmp_path / "build")},
                        tmp_path / "reports")
     head = res.records["headline"]
+    [stage] = res.records["stages"]  # `cresowlve report 01_construction` exits 1 with this, as `build` does
+    assert (stage["unit"], stage["n_items"], stage["n_error"]) == ("calls", 64, 64)
     assert re.match(r"construction funnel: 8 collected → 8 final \(0 creative, 0 factual\); 8 not human-validated; the paper: ", head), head
     assert head.endswith(" — 64 of 64 model calls errored (items without a verdict pass the filters unlabelled, "
                          "flagged for review)"), head

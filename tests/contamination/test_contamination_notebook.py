@@ -40,6 +40,8 @@ def test_contamination_notebook_renders_verdict(tmp_path):
     rec = res.records
     assert rec["sets"]["configs"][0]["target"] == N_TARGET + 1
     assert rec["sets"]["configs"][0]["basis"] == "em_strict"
+    [stage] = rec["stages"]  # what `cresowlve report 05_contamination` exits with, as `contamination run` would
+    assert stage["unit"] == "calls" and stage["n_items"] > 0 and stage["n_error"] == stage["n_not_run"] == 0
     assert rec["perturbations"]["m"]["not_quizzable"] == 1
     assert rec["perturbations"]["m"]["rejections"] == {"unparsed": 1}
     not_quizzed = [{"set": "target", "id": items[-1].id, "reason": "no three numbered rewrites in the reply"}]

@@ -192,8 +192,11 @@ def test_local_section_generates_and_self_judges_through_the_stages(tmp_path, tm
             local.record["n_specificity_scored"], local.record["n_factuality_scored"]) == (2, 10, 10, 10)
     assert local.table is not None and list(local.table.query_id) == [q.id for q in Q]
     assert (tmp_path / "local" / "score" / "summary.json").is_file()
+    # what `cresowlve report 07_create` exits with: generation and judging, as `create generate` and `score`
+    assert local.stages == [{"unit": "calls", "n_calls": 2, "n_ok": 2, "n_error": 0, "n_missing": 0},
+                            {"unit": "paths to judge", "n_to_judge": 4, "n_judged": 4, "n_judge_errors": 0, "n_not_judged": 0}]
     skipped = cr.local_section(None)
-    assert skipped.record["status"] == "skipped" and not skipped.embedded
+    assert skipped.record["status"] == "skipped" and not skipped.embedded and skipped.stages == []
 
 
 def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_ranked_at_zero(tmp_path):

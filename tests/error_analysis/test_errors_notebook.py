@@ -29,6 +29,8 @@ def test_error_notebook_renders_with_distribution_and_agreement(tmp_path):
         rec = res.records
         assert rec["runs"]["n_wrong"] == 16 and rec["runs"]["n_wrong_em"] == 16
         assert rec["labels"]["labelled"] == 12 and rec["labels"]["unlabelled"] == 4
+        # what `cresowlve report 04_error_analysis` exits with: the labelling as `errors label` would
+        assert rec["stages"] == [{"unit": "wrong answers", "n_units": 16, "n_done": 16, "n_error": 0, "n_not_run": 0}]
         assert len(rec["distribution"]["chi2"]) == 1
         assert rec["examples"]["shown"] > 0
         sample = read_sample(rec["annotation"]["sample_path"])

@@ -516,3 +516,27 @@ def test_vllms_flat_error_inside_a_200_is_classified_by_its_code(tmp_path):
     assert [r["status"] for r in recs] == ["error" if w > limit else "ok" for w in words]
     failed = next(r for r in recs if r["status"] == "error")
     assert f"an error inside HTTP 200 (400): This model's maximum context length is {limit} tokens." in failed["error"]
+
+
+def test_the_evaluation_report_exits_as_eval_would_when_its_items_errored(tmp_path):
+    """``cresowlve report 02_evaluation`` runs (or continues) an evaluation: with every item refused by
+    llama.cpp's recorded context overflow it rendered and exited 0; now it exits 1 with eval's last
+    line, and 0 once a server that answers lets the same command finish the run."""
+    def report(srv: ReplayServer) -> tuple[int, str]:
+        env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "report", "02_evaluation", "-p", "model", "qwen3",
+               "-p", "base_url", srv.base_url("llama-cpp"), "-p", "provider", "llama-cpp", "-p", "api_key_env",
+               "REPLAY_KEY", "-p", "run_dir", str(tmp_path / "run"), "-p", "limit", "3", "--name", "r"]
+        proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=300)
+        return proc.returncode, proc.stdout + proc.stderr
+
+    with ReplayServer("llamacpp-overflow", context_limit=5) as srv:
+        code, out = report(srv)
+    assert code == 1, out
+    assert (tmp_path / "reports" / "r.html").exists()  # the report is written, and says what it holds
+    assert last_line(out).startswith("incomplete: 3 errored, 0 not run of 3 items; most common error")
+    assert "exceeds the available context size" in last_line(out)
+    with ReplayServer() as srv:
+        code, out = report(srv)
+        assert len(srv.requests("llama-cpp")) == 3  # the errored items, asked again
+    assert code == 0, out
