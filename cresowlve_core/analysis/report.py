@@ -27,6 +27,7 @@ from cresowlve_core.paths import reports_dir
 from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
 from cresowlve_core.text import plural
+from cresowlve_core.untrusted import one_line
 
 SKIPPED = {"skipped": "no runs"}
 
@@ -340,8 +341,13 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         say("**No LLM-judge scores**: showing exact match only.")
     cov = _coverage_note(df, metrics)
     res = breakdowns.by_difficulty(df, metrics, min_cell_n=min_cell_n)
+    unrated = df.loc[df["difficulty"].isna(), "id"]
     say(f"Each cell: accuracy with its 95% Wilson interval over n = {int(res['n'].min()) if len(res) else 0}–"
-        f"{int(res['n'].max()) if len(res) else 0} items (table below the chart).")
+        f"{int(res['n'].max()) if len(res) else 0} items (table below the chart)."
+        + (f" **Left out: {unrated.nunique()} item(s) without a difficulty rating** ({len(unrated)} response(s): "
+           + ", ".join(f"`{one_line(i)}`" for i in sorted(unrated.unique())[:5])
+           + (", ..." if unrated.nunique() > 5 else "") + "); they count in Table 1, not in this breakdown."
+           if len(unrated) else ""))
     show(charts.difficulty_chart(res))
     small = res[res["small"]]
     if not small.empty:
@@ -364,6 +370,7 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         "metrics": metrics,
         "interval": "wilson",
         "n_small_cells": int(len(small)),
+        "n_unrated_items": int(unrated.nunique()),
         "trend_rows": int(len(trend)),
         "trend_falls": falls,
     }

@@ -113,3 +113,15 @@ def test_runs_section_warns_when_a_thinking_run_shows_no_reasoning(tmp_path, mon
     monkeypatch.setattr(report, "show", lambda obj: None)
     report.runs_section(rs)
     assert any("Thinking not verified" in s for s in said)
+
+
+def test_the_difficulty_breakdown_names_the_items_it_leaves_out_for_want_of_a_rating(tmp_path, shown):
+    """An item without a difficulty rating counts in Table 1 but has no cell here: the section said
+    "n = 4 items" while its cells summed to 3, and named none."""
+    recs = [record(f"q{i}", difficulty=1 + i % 2, judge="CORRECT") for i in range(3)]
+    recs.append(record("unrated", difficulty=None, judge="INCORRECT"))
+    write_run(tmp_path / "r", recs)
+    out = report.difficulty_section(load_runs(str(tmp_path / "r")))
+    assert out["n_unrated_items"] == 1
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "**Left out: 1 item(s) without a difficulty rating** (1 response(s): `unrated`)" in text
