@@ -500,7 +500,7 @@ def summary_line(s: dict[str, Any]) -> str:
                                                                               "reasoning_tokens"))
     return (
         f"n={s['n_items']} ok={s['n_ok']}{outcome_note(s)} error={s['n_error']} not-run={s['n_not_run']} | "
-        f"EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
+        f"all items (Table 1: creative only): EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
         f"unscored {s['n_unscored']}"
         + (f" ({s['n_judge_withheld']} refused or filtered by the judge)" if s.get("n_judge_withheld") else "")
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"

@@ -236,7 +236,7 @@ def test_cli_summary_line_and_cache_commands(tmp_path):
         p = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", *base, "--run-dir", str(tmp_path / "r1")],
                            cwd=REPO, capture_output=True, text=True, env={**os.environ, "CRESOWLVE_CACHE_DIR": str(tmp_path)})
         assert p.returncode == 0, p.stderr
-        assert "n=4 ok=4 error=0 not-run=0 | EM strict 50.0% lenient 50.0% | judge: none" in p.stdout
+        assert "n=4 ok=4 error=0 not-run=0 | all items (Table 1: creative only): EM strict 50.0% lenient 50.0% | judge: none" in p.stdout
         assert "cost unknown" in p.stdout  # fake-model has no price: unknown, not $0
     stats = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "cache", "stats", "--path", str(tmp_path / "responses.sqlite")],
                            cwd=REPO, capture_output=True, text=True)
