@@ -36,6 +36,8 @@ _MD_PUNCT = re.compile(r"[\\`*\[\]~<>&$]|(?<![^\W_])_|_(?![^\W_])")
 # outside code spans: no HTML tag, no entity, no link (nbconvert's Markdown renderer allows
 # javascript: links, so a name must not be able to open one)
 _OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;"}
+# what may stand before a blockquote's ">" on its line: indentation and the markers of outer quotes
+_QUOTE_PREFIX = re.compile(r"(?: {0,3}> ?)* {0,3}")
 # what a spreadsheet reads as the start of a formula (OWASP "CSV injection")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # C0 and C1 controls but tab and line feed, and the bidirectional embeddings, overrides and isolates
@@ -59,10 +61,17 @@ def _entities(text: str) -> str:
     return _MD_PUNCT.sub(lambda m: f"&#{ord(m.group(0))};", text)
 
 
+def _opens_blockquote(md: str, i: int) -> bool:
+    """True when the ``>`` at ``md[i]`` is a blockquote marker: only spaces (and outer markers) before it
+    on its line. Kept as written, it cannot open an HTML tag (only ``<`` can)."""
+    return _QUOTE_PREFIX.fullmatch(md, md.rfind("\n", 0, i) + 1, i) is not None
+
+
 def markdown(md: str) -> str:
     """A Markdown message with no raw HTML left in it, whatever the names interpolated into it.
 
-    Outside code spans ``&``, ``<``, ``>`` and ``[`` become entities (Markdown shows them as the characters);
+    Outside code spans ``&``, ``<``, ``>`` and ``[`` become entities (Markdown shows them as the characters),
+    but a ``>`` that starts a line's blockquote stays one;
     a code span (``` `name` ```, any number of backticks, found as CommonMark finds it) becomes
     ``<code>`` with its text written as entities, so the Markdown renderer neither runs nor
     reinterprets it. Emphasis, lists and headings written by the caller keep working.
@@ -76,7 +85,7 @@ def markdown(md: str) -> str:
             continue
         m = _TICKS.match(md, i) if md[i] == "`" else None
         if m is None:
-            out.append(_OUTSIDE.get(md[i], md[i]))
+            out.append(">" if md[i] == ">" and _opens_blockquote(md, i) else _OUTSIDE.get(md[i], md[i]))
             i += 1
             continue
         run = m.group(0)
@@ -113,12 +122,12 @@ def styler(df: pd.DataFrame, **fmt: Any) -> Styler:
 
 def csv_cell(value: Any) -> Any:
     """A CSV cell a spreadsheet shows as text: a string starting with ``=``, ``+``, ``-``, ``@``, a tab
-    or a carriage return gets a leading ``'`` (OWASP), and a carriage return inside it becomes a line
+    or a carriage return gets a leading ``'`` (OWASP; a lone ``-`` stays as it is), and a carriage return inside it becomes a line
     feed, which the writer quotes (a bare one, unquoted, would end the row and let the rest start a
     cell of its own). Numbers and other values are returned unchanged, so a negative number stays a number."""
     if not isinstance(value, str):
         return value
-    if value.startswith(_FORMULA_START):
+    if value.startswith(_FORMULA_START) and value != "-":  # a lone "-" (no effort, no value) is no formula
         value = "'" + value
     return value.replace("\r\n", "\n").replace("\r", "\n")
 

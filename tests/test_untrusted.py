@@ -49,6 +49,7 @@ def test_csv_cells_never_start_a_formula_but_numbers_stay_numbers():
         assert csv_cell(bad) == "'" + bad
     assert csv_cell("\rx") == "'\nx"
     assert csv_cell(-1.5) == -1.5 and csv_cell("gpt-4.1") == "gpt-4.1"
+    assert csv_cell("-") == "-" and csv_cell("--") == "'--"  # Table 1's "no effort" was exported as "'-"
     out = csv_frame(pd.DataFrame({"=name": ["=HYPERLINK(1)", "ok"], "acc": [-3.0, 2.0]}))
     assert list(out.columns) == ["'=name", "acc"]
     assert out["=name" if "=name" in out else "'=name"].tolist() == ["'=HYPERLINK(1)", "ok"]
@@ -73,3 +74,11 @@ def test_one_line_keeps_no_terminal_escape_carriage_return_override_or_line_brea
     hostile = "m\x1b[2J\x1b]8;;http://evil\x07link\rOVR\u202egnp.exe\n\n# HEAD\t- x"
     assert one_line(hostile) == "m [2J ]8;;http://evil link OVR gnp.exe # HEAD - x"
     assert one_line("a" * 600, 500) == "a" * 500
+
+
+def test_a_blockquote_stays_a_blockquote_and_every_other_angle_bracket_is_text():
+    """The data card opens with quoted notes (``> WARNING: ...``): the 01 report showed a literal ``>``."""
+    md = "> WARNING: a <b>name</b> > here\n  > > nested\ntext > not a quote"
+    assert markdown(md) == ("> WARNING: a &lt;b&gt;name&lt;/b&gt; &gt; here\n  > > nested\ntext &gt; not a quote")
+    html = rendered(md)
+    assert html.startswith("<blockquote>") and "<b>" not in html and "&lt;b&gt;name" in html
