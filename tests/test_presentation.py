@@ -39,7 +39,12 @@ def test_headlines_count_configurations_and_candidates_as_numbers():
         "2 items without an answer (errored)")
     assert table1_headline({"skipped": "no runs"}) == "Table 1: no runs"
     board = pd.DataFrame({"config": ["gpt-x"], "utility@0.7": [0.4], "utility@0.9": [0.5]})
-    assert create_headline(board, [0.7, 0.9]) == "best creative utility@0.9: gpt-x (0.500) of 1 configuration"
+    assert create_headline(board, [0.7, 0.9]) == "highest mean creative utility@0.9: gpt-x 0.500; 1 configuration"
+    # the top configuration answered fewer queries than another: its interval and both counts are said
+    board = pd.DataFrame({"config": ["a", "b"], "utility@0.9": [20.5, 18.3], "ci_low@0.9": [9.84, 15.0],
+                          "ci_high@0.9": [31.21, 21.0], "n_queries": [2, 4]})
+    assert create_headline(board, [0.9]) == ("highest mean creative utility@0.9: a 20.500 [9.84, 31.21] over 2 queries "
+                                             "(others up to 4); 2 configurations")
     result = SimpleNamespace(summary={"yield": {"kept": 0, "of_candidates": 2.0, "paper_kept": 7, "paper_of": 100}})
     assert synthetic_headline(result) == "kept 0 of 2 synthetic candidates (the paper: 7 of 100)"  # type: ignore[arg-type]
 

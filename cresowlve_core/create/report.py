@@ -693,12 +693,20 @@ def local_model_section(base_url: str | None, model: str = "gemma3-270m", **kwar
 
 def headline(board: pd.DataFrame, patience: Sequence[float]) -> str:
     """The CREATE report's one line: the configuration with the highest mean creative utility at the
-    largest patience, of how many."""
+    largest patience, its bootstrap interval and the queries it answered (fewer than others' is said),
+    of how many configurations. "Highest", not "best": the paired tests below say whether it differs."""
     if board.empty:
         return "no scored configuration"
-    key = f"utility@{max(patience)}"
-    best = board.loc[board[key].idxmax()]
-    return (f"best creative {key}: {best['config']} ({float(best[key]):.3f}) of "
+    p = max(patience)
+    key = f"utility@{p}"
+    top = board.loc[board[key].idxmax()]
+    ci = (f" [{float(top[f'ci_low@{p}']):.2f}, {float(top[f'ci_high@{p}']):.2f}]"
+          if f"ci_low@{p}" in board and pd.notna(top[f"ci_low@{p}"]) else "")
+    queries = ""
+    if "n_queries" in board:
+        n, most = int(top["n_queries"]), int(board["n_queries"].max())
+        queries = f" over {plural(n, 'query', 'queries')}" + (f" (others up to {most})" if n < most else "")
+    return (f"highest mean creative {key}: {top['config']} {float(top[key]):.3f}{ci}{queries}; "
             f"{plural(len(board), 'configuration')}")
 
 
