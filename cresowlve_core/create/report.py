@@ -749,6 +749,13 @@ def _by_last_value(frame: pd.DataFrame, x: str) -> list[str]:
     return last.sort_values(ascending=False).index.tolist()
 
 
+def _config_color(title: str, order: list[str]) -> alt.Color:
+    """One colour per configuration in every chart of the report (the scale's domain is the names in
+    alphabetical order), the legend listing them in ``order``."""
+    return alt.Color("config:N", title=title, scale=alt.Scale(domain=sorted(order), scheme="tableau10"),
+                     legend=alt.Legend(values=order, labelLimit=320, titleLimit=320))
+
+
 def patience_chart(curves: pd.DataFrame) -> alt.Chart:
     order = _by_last_value(curves, "patience")
     return (
@@ -757,8 +764,7 @@ def patience_chart(curves: pd.DataFrame) -> alt.Chart:
         .encode(
             x=alt.X("patience:Q", title="Patience p"),
             y=alt.Y("utility:Q", title="Mean creative utility"),
-            color=alt.Color("config:N", title="Configuration (highest at p = 1 first)", sort=order,
-                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320, titleLimit=320)),
+            color=_config_color("Configuration (highest at p = 1 first)", order),
             tooltip=["config", "patience", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Creative utility vs patience")
@@ -773,8 +779,7 @@ def tradeoff_chart(tradeoff: pd.DataFrame, patience: float = 0.9) -> alt.Chart:
         .encode(
             x=alt.X("threshold:Q", title="Factuality threshold (fraction of triples that must hold)"),
             y=alt.Y("utility:Q", title=f"Mean creative utility (p = {patience})"),
-            color=alt.Color("config:N", title="Configuration (highest at threshold 1 first)", sort=order,
-                            scale=alt.Scale(scheme="tableau10"), legend=alt.Legend(labelLimit=320, titleLimit=320)),
+            color=_config_color("Configuration (highest at threshold 1 first)", order),
             tooltip=["config", "threshold", alt.Tooltip("utility:Q", format=".2f")],
         )
         .properties(width=480, height=300, title="Quality vs factuality")

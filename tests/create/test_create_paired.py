@@ -69,3 +69,17 @@ def test_interval_and_test_share_one_estimand():
     assert abs(r.p_sign_flip - ref) < 0.015  # Monte Carlo, 4000 vs 20000 sign patterns
     again = paired_difference(0.5 + d, np.full(40, 0.5), n_boot=4000, rng=0)
     assert again.p_sign_flip == r.p_sign_flip  # seeded
+
+
+def test_a_configuration_has_one_colour_in_every_chart_and_each_legend_reads_highest_first():
+    """The two line charts ordered their colours by their own ranking: gpt-5.4 (medium) was orange in
+    one and red in the next, and 'your runs are orange' then named a recorded configuration."""
+    import pandas as pd
+
+    from cresowlve_core.create.report import patience_chart, tradeoff_chart
+
+    curves = pd.DataFrame({"config": ["b", "b", "a", "a", "c", "c"], "patience": [0, 1] * 3, "utility": [1, 5, 1, 2, 1, 9]})
+    trade = pd.DataFrame({"config": ["b", "b", "a", "a", "c", "c"], "threshold": [0, 1] * 3, "utility": [1, 1, 1, 7, 1, 3]})
+    colours = [chart.to_dict()["encoding"]["color"] for chart in (patience_chart(curves), tradeoff_chart(trade))]
+    assert colours[0]["scale"] == colours[1]["scale"] == {"domain": ["a", "b", "c"], "scheme": "tableau10"}
+    assert [c["legend"]["values"] for c in colours] == [["c", "b", "a"], ["a", "c", "b"]]
