@@ -117,7 +117,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     n_valid = int(gof["n_valid"])
     few = too_few(n_valid, min_items=min_items) if n_valid else None
     rows.append(_row(c, "BDQ position bias (χ² vs uniform)", "all quizzed items (no original shown)", n_valid, NAN,
-                     gof["chi2"], NAN, NAN, NAN if few else gof["p"], None,
+                     NAN if few else gof["chi2"], NAN, NAN, NAN if few else gof["p"], None,
                      bdq_reading + ("; χ² " + few if few else "") + "; calibrates the BCQ, not a contamination test"))
 
     per_item = bcq_items(res.bcq)
@@ -158,7 +158,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
             p = float(sps.wilcoxon(gains.to_numpy(), alternative="greater").pvalue) if np.any(gains != 0) else 1.0
         few = too_few(n, min_items=min_items)
         rows.append(_row(c, f"Completion guided − general ROUGE-L, {s} (paired)", f"{s} (n = {n})", n, NAN,
-                         g.get("diff", NAN), g.get("low", NAN), g.get("high", NAN), NAN if few else p, None,
+                         g.get("diff", NAN), NAN if few else g.get("low", NAN), NAN if few else g.get("high", NAN),
+                         NAN if few else p, None,
                          "context, not part of the verdict" + (f": {few}" if few else
                                                                "; p: one-sided Wilcoxon signed-rank test")))
     did_rows, did_signals = [], []

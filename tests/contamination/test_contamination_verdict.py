@@ -56,6 +56,14 @@ def test_one_item_per_set_is_not_tested():
     for test in (MAJORITY, "BCQ per-item accuracy, target − wrong_both", DID):
         assert v.loc[test, "reading"].startswith("too few items (n = 1): not tested")
         assert v.loc[test, "signal"] is None and np.isnan(v.loc[test, "p"])
+    # a row not tested shows no interval and no test statistic, only its estimate (the report says so)
+    paired = v.loc["Completion guided − general ROUGE-L, wrong_both (paired)"]
+    assert paired["reading"].endswith("too few items (n = 1): not tested") and paired["statistic"] == 0.0
+    assert np.isnan(paired["low"]) and np.isnan(paired["high"])
+    few_bdq = result(bcq, comp)
+    few_bdq.bdq_counts = {"A": 0, "B": 0, "C": 0, "D": 2, "invalid": 0}  # the main job's: χ² 6.000 was shown
+    bdq = verdict_table(few_bdq, n_boot=200).set_index("test").loc["BDQ position bias (χ² vs uniform)"]
+    assert "χ² too few items (n = 2): not tested" in bdq["reading"] and np.isnan(bdq["statistic"])
 
 
 def test_the_floor_is_per_set():
