@@ -487,7 +487,8 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
     if small:
         say(f"Fewer than 30 items in the smaller group for: {', '.join(small)}; read those intervals with care.")
     show(charts.gap_chart(res))
-    show(res.drop(columns=["metric"]), 2)
+    # n_factual counts factual *items* here (the shared column labels read it as CREATE's factual paths)
+    show(res.drop(columns=["metric"]).rename(columns={"n_creative": "creative items", "n_factual": "factual items"}), 2)
     return {
         "population": "creative and factual items",
         "n_responses": int(len(df)),

@@ -102,3 +102,10 @@ def test_tiny_p_values_and_missing_values_in_section_tables(tmp_path, shown):
     show(frame)
     assert len(re.findall(r"<td[^>]*>–</td>", shown[-1])) == 6 and "<td>0.5000</td>" in shown[-1]
     assert "None" not in shown[-1] and "&lt;NA&gt;" not in shown[-1]  # the runs table showed None in 144 cells
+
+
+def test_creative_vs_factual_counts_items_under_item_headers(tmp_path, shown):
+    """The shared column labels read ``n_factual`` as CREATE's "factual paths": the table here counts items."""
+    report.creative_factual_section(_en_ru(tmp_path))
+    html = "\n".join(s for s in map(str, shown) if "<table" in s)
+    assert ">creative items<" in html and ">factual items<" in html and "factual paths" not in html
