@@ -241,6 +241,11 @@ def distribution_section(ea: ErrorAnalysis, by: str = "group") -> dict[str, Any]
     return {"distribution": jsonable(dist), "chi2": jsonable(chi)}
 
 
+def _rationale_html(rationale: Any) -> str:
+    """The labeller's rationale as HTML text, or that it gave none (an empty or missing field)."""
+    return html.escape(rationale) if isinstance(rationale, str) and rationale.strip() else "<i>none given</i>"
+
+
 def examples_section(ea: ErrorAnalysis, n_per_category: int = 2) -> dict[str, Any]:
     """Readable examples per category: question, answer, the model's answer, the rationale."""
     lf = ea.labels[ea.labels["state"] == "labelled"] if not ea.labels.empty else ea.labels
@@ -261,7 +266,7 @@ def examples_section(ea: ErrorAnalysis, n_per_category: int = 2) -> dict[str, An
                 f"<p><b>{e(r.config)}</b> · {e(r.lang)} · <code>{e(r.id)}</code> · label <code>{e(str(r.label))}</code></p>"
                 f"<p><b>Question.</b> {e(r.question)}</p><p><b>Answer.</b> {e(r.answer)}</p>"
                 f"<p><b>Model answer.</b> {e(r.prediction or '(empty)')}</p>"
-                f"<p><b>Labeller's rationale.</b> {e(str(r.rationale or ''))}</p></div>")
+                f"<p><b>Labeller's rationale.</b> {_rationale_html(r.rationale)}</p></div>")
     show(HTML("".join(parts)))
     return {"shown": shown}
 

@@ -300,3 +300,13 @@ def test_a_kappa_that_is_zero_by_construction_says_so():
     assert "κ = 0 by construction" in agr.format_interval(k)
     both_varied = agr.cohen_kappa_ci(["x", "y", "x", "y"], ["x", "y", "y", "y"], n_boot=50)
     assert both_varied.note != agr.ONE_RATER and both_varied.value == 0.5
+
+
+def test_an_example_whose_labeller_gave_no_rationale_says_so():
+    """The 04 report showed an empty "Labeller's rationale." under each base-model label."""
+    import math
+
+    from cresowlve_core.error_analysis.report import _rationale_html
+
+    assert _rationale_html("") == _rationale_html("  ") == _rationale_html(None) == _rationale_html(math.nan)
+    assert _rationale_html(None) == "<i>none given</i>" and _rationale_html("a <b>") == "a &lt;b&gt;"
