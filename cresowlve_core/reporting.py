@@ -29,6 +29,9 @@ from cresowlve_core.untrusted import markdown
 
 MISSING = "–"  # how every table shows a value that does not exist (never nan / None)
 SCROLL_STYLE = "max-height: 640px; overflow: auto; display: block"
+#: a cell with more characters than this wraps, within :data:`WRAP_STYLE`'s width
+WRAP_CELL_CHARS = 60
+WRAP_STYLE = "white-space: normal; min-width: 18em; max-width: 36em"
 #: a table with more rows than this (one row per configuration × group, say) is shown collapsed, as text
 LONG_TABLE_ROWS = 500
 
@@ -221,6 +224,8 @@ def table(df: pd.DataFrame, digits: int = 3) -> Table:
         for j, (texts, kind) in enumerate(body):
             tag = "th" if j < len(index_names) else "td"
             cls = f' class="{kind}"' if kind and tag == "td" else ""
+            if len(texts[i]) > WRAP_CELL_CHARS:  # a long note wraps instead of pushing the columns after it off-screen
+                cls += f' style="{WRAP_STYLE}"'
             cells.append(f"<{tag}{cls}>{e(texts[i])}</{tag}>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     inner = (f'<table class="dataframe"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>')

@@ -109,3 +109,12 @@ def test_long_tables_round_like_short_ones(shown):
     show(df, 2)
     text = shown[-1].split("<pre", 1)[1].split(">", 1)[1]
     assert text.splitlines()[:2] == ["configuration,acc,p,flagged,q (BH)", "&quot;a, b&quot;,33.33,&lt; 0.0001,yes,–"]
+
+
+def test_a_long_note_wraps_and_short_cells_do_not():
+    """03's "all runs" κ note ran on one line and pushed the κ column off a 1400 px screen."""
+    from cresowlve_core.reporting import WRAP_STYLE
+
+    note = "mean of 1 per-run κ (range 0.00–0.00), 1 run(s) undefined, left out; two-level bootstrap over runs"
+    html = table(pd.DataFrame({"run": ["all runs"], "note": [note], "kappa": [0.5]})).html
+    assert html.count(WRAP_STYLE) == 1 and f'style="{WRAP_STYLE}">{note}</td>' in html.replace("&#x27;", "'")
