@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -268,17 +269,24 @@ def test_opening_a_build_without_a_queue_creates_nothing(tmp_path: Path) -> None
     assert not build.exists()  # the app's default build directory is not created by looking at it
 
 
-def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) -> None:
-    """The English fix fields used to draw as a JSON-like dictionary; now one labelled text
-    area per field, with the confirmation of the last save kept in a state shown above the next card."""
+def _review_app() -> tuple[Path, Any]:
+    """The marimo review app's path and its module (``mod.app.run(defs=...)`` runs it headless)."""
     import importlib.util
-    from types import SimpleNamespace
 
     app_path = Path(__file__).resolve().parents[2] / "notebooks" / "review.py"
     spec = importlib.util.spec_from_file_location("review_app", app_path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
+    return app_path, mod
+
+
+def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) -> None:
+    """The English fix fields used to draw as a JSON-like dictionary; now one labelled text
+    area per field, with the confirmation of the last save kept in a state shown above the next card."""
+    from types import SimpleNamespace
+
+    app_path, mod = _review_app()
     R.write_queue(tmp_path, _cands())
     _, defs = mod.app.run(defs={"build_dir": SimpleNamespace(value=str(tmp_path)),
                                 "reviewer": SimpleNamespace(value="carol"),
@@ -323,14 +331,9 @@ def test_a_hand_edited_review_line_is_one_error_naming_it(tmp_path: Path, file: 
 def test_the_marimo_review_app_shows_a_review_file_it_cannot_read(tmp_path: Path) -> None:
     """The app showed the FileNotFoundError and ReviewError of opening a session, but any other
     error of reading the reviewer's file (a hand-edited line) was a traceback in the cell."""
-    import importlib.util
     from types import SimpleNamespace
 
-    app_path = Path(__file__).resolve().parents[2] / "notebooks" / "review.py"
-    spec = importlib.util.spec_from_file_location("review_app", app_path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    app_path, mod = _review_app()
     R.write_queue(tmp_path, _cands())
     (tmp_path / "review" / "decisions__carol.jsonl").write_text(
         '{"item_id": "chgk_0", "reviewer": "carol", "code": "kep"}\n', encoding="utf-8")
