@@ -36,6 +36,22 @@ def non_negative_int(text: str) -> int:
     return _int_at_least(text, 0)
 
 
+#: the largest seed: providers take a signed 64-bit one (vLLM refuses a larger one with a 400)
+MAX_SEED = 2**63 - 1
+
+
+def seed(text: str) -> int:
+    """A seed, 0 .. :data:`MAX_SEED`: sent to the provider and also the seed of the stage's own draws
+    (numpy's generators refuse a negative one)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = None
+    if value is None or not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"must be an integer 0..2**63-1, got {text!r}")
+    return value
+
+
 def port(text: str) -> int:
     """A TCP port, 1-65535."""
     value = positive_int(text)

@@ -43,7 +43,7 @@ class Flag:
 FLAGS: dict[str, Flag] = {
     "max_tokens": Flag("--max-tokens", argtypes.positive_int),
     "temperature": Flag("--temperature", argtypes.temperature, unset=argparse.SUPPRESS),
-    "seed": Flag("--seed", int),
+    "seed": Flag("--seed", argtypes.seed),
     "concurrency": Flag("--concurrency", argtypes.positive_int),
     "http_workers": Flag("--http-workers", argtypes.non_negative_int),
     "rpm": Flag("--rpm", argtypes.positive_int),
