@@ -38,3 +38,23 @@ def test_every_seed_flag_takes_only_a_seed_numpy_and_the_providers_accept(capsys
     args = cli.build_parser().parse_args(["contamination", "run", "--seed", "9223372036854775807"])
     assert args.seed == 2**63 - 1
 
+
+
+@pytest.mark.parametrize("extra,fragment", [
+    (["--n", "0"], "argument --n: must be an integer >= 1, got 0"),
+    (["--n", "-3"], "argument --n: must be an integer >= 1, got -3"),
+    (["--band", "-5", "-1"], "argument --band: must be an integer >= 0, got -5"),
+    (["--build-dir", ""], "argument --build-dir: must not be empty"),
+])
+def test_synth_refuses_a_count_band_or_build_dir_it_cannot_use(tmp_path, monkeypatch, capsys, extra, fragment):
+    monkeypatch.chdir(tmp_path)  # an empty --build-dir was the working directory
+    argv = ["synth", "--build-dir", str(tmp_path / "b"), "--verbaliser-model", "m", "--verbaliser-base-url",
+            "http://127.0.0.1:9/v1", "--solver-model", "m", "--solver-base-url", "http://127.0.0.1:9/v1", *extra]
+    assert fragment in _refused(capsys, argv)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_synth_build_dir_that_is_a_file_is_one_line(tmp_path, capsys):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    assert f"argument --build-dir: {afile} is a file" in _refused(capsys, ["synth", "--build-dir", str(afile)])

@@ -55,10 +55,10 @@ def add_synth_parser(sub: Any) -> None:
     """Register ``cresowlve synth``."""
     p = sub.add_parser("synth", help="synthetic CresOWLve-style puzzles from the Wikidata subset (paper App. D); "
                        "roles without a base URL run on the embedded Gemma 3 270M (pipeline demo only)")
-    p.add_argument("--build-dir", required=True, help="build directory (resumable)")
-    p.add_argument("--n", type=int, default=8, help="candidates to build (default: 8; the paper used 100)")
+    p.add_argument("--build-dir", required=True, type=argtypes.run_dir, help="build directory (resumable)")
+    p.add_argument("--n", type=argtypes.positive_int, default=8, help="candidates to build (default: 8; the paper used 100)")
     p.add_argument("--domains", default=None, help="comma-separated: writers,musicians,scientists,films,books,places (default: all)")
-    p.add_argument("--band", type=int, nargs=2, default=[3, 20], metavar=("LOW", "HIGH"),
+    p.add_argument("--band", type=argtypes.non_negative_int, nargs=2, default=[3, 20], metavar=("LOW", "HIGH"),
                    help="notability band, inclusive (default: 3 20 graph degree; use 20 100 sitelinks with --source wikidata-sparql)")
     p.add_argument("--notability", choices=["degree", "in_degree"], default="degree",
                    help="how notability is measured on the graph")
