@@ -149,11 +149,21 @@ def file_stem(text: str) -> str:
 
 def run_dir(text: str) -> str:
     """A usable run directory path, checked without creating anything."""
+    return _usable_dir(text, "a run directory")
+
+
+def output_dir(text: str) -> str:
+    """A usable folder to write into (reports, a build), checked without creating anything."""
+    return _usable_dir(text, "a directory")
+
+
+def _usable_dir(text: str, what: str) -> str:
+    """``text`` when it names ``what`` that exists or can be created and written."""
     if not text.strip():
         raise argparse.ArgumentTypeError("must not be empty")
     path = Path(text)
     if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{path} is a file, not a run directory")
+        raise argparse.ArgumentTypeError(f"{path} is a file, not {what}")
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent

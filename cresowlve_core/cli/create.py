@@ -119,7 +119,7 @@ def add_create_parser(sub: Any) -> None:
     p.set_defaults(fn=cmd_create_generate)
     p = create.add_parser("score", help="judge specificity and factuality, compute creative utility")
     p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="a run directory of `cresowlve create generate`")
-    p.add_argument("--score-dir", default=None, help="where the judgments go (default: RUN_DIR/score; "
+    p.add_argument("--score-dir", default=None, type=argtypes.run_dir, help="where the judgments go (default: RUN_DIR/score; "
                                                      "one per judge configuration)")
     p.add_argument("--judge-model", default=None, help="judge model name (required with --judge-base-url)")
     p.add_argument("--judge-base-url", default=None, type=argtypes.http_url,

@@ -58,9 +58,10 @@ FLAGS: dict[str, Flag] = {
 }
 
 
-def add_reports_dir(p: argparse.ArgumentParser, what: str = "where the report goes") -> None:
-    """The ``--reports-dir`` flag, one declaration for every command that writes or serves reports."""
-    p.add_argument("--reports-dir", default=None,
+def add_reports_dir(p: argparse.ArgumentParser, what: str = "where the report goes", *, written: bool = True) -> None:
+    """The ``--reports-dir`` flag, one declaration for every command that writes or serves reports
+    (``written``: a folder it writes into, refused by the parser when it is a file or cannot be made)."""
+    p.add_argument("--reports-dir", default=None, type=argtypes.output_dir if written else argtypes.nonempty,
                    help=f"{what} (default: $CRESOWLVE_REPORTS_DIR or <project>/reports)")
 
 

@@ -94,7 +94,7 @@ def add_serve_reports_parser(sub: Any) -> None:
     """Register ``cresowlve serve-reports``."""
     p = sub.add_parser("serve-reports", help="serve reports/ on 127.0.0.1 until Ctrl-C")
     p.add_argument("--port", type=argtypes.port, default=8766, help="TCP port on 127.0.0.1 (default: 8766)")
-    add_reports_dir(p, "directory served")
+    add_reports_dir(p, "directory served", written=False)
     p.set_defaults(fn=cmd_serve_reports)
 
 
