@@ -79,6 +79,17 @@ def temperature(text: str) -> float | None:
     return finite_float(text)
 
 
+def fraction(text: str) -> float:
+    """A fraction, 0 to 1 inclusive."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value <= 1:  # nan and inf too
+        raise argparse.ArgumentTypeError(f"must be a fraction 0..1, got {text!r}")
+    return value
+
+
 def usd(text: str) -> float:
     """An amount in USD > 0 (``--max-cost``)."""
     return finite_float(text, strict=True)

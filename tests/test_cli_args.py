@@ -76,3 +76,12 @@ def test_every_folder_a_command_writes_into_is_refused_when_it_is_a_file(tmp_pat
                                      ["report", "00_data_overview", "--reports-dir"]])
 def test_an_empty_folder_flag_is_refused_not_read_as_the_default(command, capsys):
     assert f"argument {command[-1]}: must not be empty" in _refused(capsys, [*command, ""])
+
+
+@pytest.mark.parametrize("value", ["nan", "-1", "5", "inf", "x"])
+def test_the_factuality_threshold_is_a_fraction(value, capsys):
+    """Above 1 no path is factual, below 0 every path with a triple, nan none: another scoring, silently."""
+    line = _refused(capsys, ["create", "score", "--run-dir", "r", "--factuality-threshold", value])
+    assert f"argument --factuality-threshold: must be a fraction 0..1, got '{value}'" in line
+    args = cli.build_parser().parse_args(["create", "score", "--run-dir", "r", "--factuality-threshold", "0.5"])
+    assert args.factuality_threshold == 0.5

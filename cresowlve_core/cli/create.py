@@ -128,7 +128,7 @@ def add_create_parser(sub: Any) -> None:
                    help="NAME of the environment variable holding the judge's key")
     p.add_argument("--judge-invalid", action="store_true", help="also judge structurally invalid paths")
     p.add_argument("--effort", choices=EFFORTS, default=None, help="judge reasoning effort (default: none sent)")
-    p.add_argument("--factuality-threshold", type=float, default=1.0,
+    p.add_argument("--factuality-threshold", type=argtypes.fraction, default=1.0,
                    help="a path counts iff this fraction of its triples is judged factual (default: 1.0)")
     p.add_argument("--discount", choices=["reference", "paper"], default="reference",
                    help="reference: the released scoring code; paper: eq. 1 literally (default: reference)")
