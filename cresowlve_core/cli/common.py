@@ -6,6 +6,7 @@ import errno
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from cresowlve_core.exitcodes import EXIT_USAGE
@@ -37,6 +38,17 @@ def _one_line(exc: BaseException) -> str:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
     text = " ".join(line.strip() for line in str(exc).strip().splitlines() if line.strip())
     return text or type(exc).__name__
+
+
+def data_folder(value: str | None, name: str) -> Path:
+    """A stage's ``--out-dir``: ``<data dir>/NAME`` when not given (where the apps look), a relative
+    path against the current project, like ``--runs`` (not the working directory or the notebook's folder)."""
+    from cresowlve_core import paths
+
+    if not value:
+        return paths.data_dir() / name
+    p = Path(value).expanduser()
+    return p if p.is_absolute() else paths.project_root() / p
 
 
 def _unset_key_var(*names: str | None) -> str | None:

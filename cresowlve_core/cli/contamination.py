@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.cli.common import data_folder
+
 
 def cmd_contamination_run(a: argparse.Namespace) -> int:
     import pandas as pd
@@ -23,7 +25,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         if a.quiz_base_url is None or a.perturber_base_url is None:
             print(banner_text("embedded"), file=sys.stderr)
 
-    c = run_contamination(a.runs, out_dir=a.out_dir, lang=a.lang,
+    c = run_contamination(a.runs, out_dir=data_folder(a.out_dir, "contamination"), lang=a.lang,
                           perturber=Role(a.perturber_model, a.perturber_base_url, a.perturber_api_key_env),
                           quiz_taker=Role(a.quiz_model, a.quiz_base_url, a.quiz_api_key_env),
                           n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
@@ -73,7 +75,7 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
 
     # the settings `contamination run` uses, so that the report continues the same runs
     params: dict[str, Any] = {
-        "runs": a.runs, "out_dir": a.out_dir, "lang": a.lang, "perturber_model": a.perturber_model,
+        "runs": a.runs, "out_dir": str(data_folder(a.out_dir, "contamination")), "lang": a.lang, "perturber_model": a.perturber_model,
         "perturber_base_url": a.perturber_base_url, "perturber_api_key_env": a.perturber_api_key_env,
         "quiz_model": a.quiz_model, "quiz_base_url": a.quiz_base_url, "quiz_api_key_env": a.quiz_api_key_env,
         "n_repeats": a.repeats, "max_items_per_set": a.max_items, "max_tokens": MAX_TOKENS, "seed": a.seed,
@@ -86,8 +88,8 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
 
 def add_contamination_parser(sub: Any) -> None:
     """Register ``cresowlve contamination run`` and ``cresowlve contamination report``."""
+    from cresowlve_core.argtypes import nonempty, role_args
     from cresowlve_core.argtypes import positive_int as _positive_int
-    from cresowlve_core.argtypes import role_args
     from cresowlve_core.cli.options import add_client_options, add_reports_dir
     from cresowlve_core.inputs import add_max_input_chars
 
@@ -99,7 +101,9 @@ def add_contamination_parser(sub: Any) -> None:
                                 "render notebooks/05_contamination.ipynb as an HTML report")):
         p = cont.add_parser(name, help=helptext)
         p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of En and Ru evaluation runs")
-        p.add_argument("--out-dir", default="data/contamination", help="folder of the perturbation and quiz runs")
+        p.add_argument("--out-dir", default=None, type=nonempty,
+                       help="folder of the perturbation and quiz runs; relative to the project "
+                            "(default: data/contamination under the data directory)")
         p.add_argument("--lang", choices=["ru", "en"], default="ru", help="language of the quizzed questions")
         role_args(p, "perturber", "perturber")
         role_args(p, "quiz", "quiz-taker")

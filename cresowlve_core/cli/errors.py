@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.argtypes import role_args
+from cresowlve_core.cli.common import data_folder
 from cresowlve_core.cli.options import add_client_options, add_reports_dir, client_options
 from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.llm.options import ClientOptions
@@ -77,14 +78,8 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
 
 
 def out_dir(value: str | None) -> Path:
-    """``--out-dir``: default ``<data dir>/errors`` (where the apps look for labels and samples);
-    a relative path resolves against the current project, like ``--runs`` (not the notebook's folder)."""
-    from cresowlve_core import paths
-
-    if not value:
-        return paths.data_dir() / "errors"
-    p = Path(value).expanduser()
-    return p if p.is_absolute() else paths.project_root() / p
+    """``--out-dir``: default ``<data dir>/errors`` (where the apps look for labels and samples)."""
+    return data_folder(value, "errors")
 
 
 def add_errors_parser(sub: Any) -> None:

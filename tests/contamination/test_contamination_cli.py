@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from fakeserver import FakeServer
 from test_contamination_pipeline import fake_model, make_items, write_runs
 
@@ -90,3 +91,27 @@ def test_the_report_continues_the_run_made_with_the_same_options(tmp_path, capsy
         rc = main(["contamination", "report", *opts, "--reports-dir", str(tmp_path / "reports")])
         assert (rc, srv.total) == (0, sent), capsys.readouterr().err
     assert (tmp_path / "reports" / "05_contamination.html").exists()
+
+
+def test_without_out_dir_the_runs_go_under_the_data_directory_not_the_working_one(tmp_path, capsys, monkeypatch,
+                                                                                   isolated_dirs):
+    """`--out-dir` defaults to <data dir>/contamination (CRESOWLVE_DATA_DIR when set), as `errors label`'s
+    does; an empty one is refused (the library reads it as a throwaway temporary folder and cache)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[project]\nname = "cresowlve-core"\n')
+    monkeypatch.chdir(project)
+    items = make_items()
+    write_runs(tmp_path, items)
+    with FakeServer(answers=fake_model(items)) as srv:
+        roles = ["--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                 "--quiz-base-url", srv.base_url, "--max-items", "4"]
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), *roles])
+        assert rc == 0, capsys.readouterr().err
+        assert (isolated_dirs["data"] / "contamination" / "summary.json").is_file()
+        assert sorted(p.name for p in project.iterdir()) == ["pyproject.toml"]
+        sent = srv.total
+        with pytest.raises(SystemExit) as exc:
+            main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), *roles, "--out-dir", ""])
+        assert exc.value.code == 2 and srv.total == sent
+    assert "argument --out-dir: must not be empty" in capsys.readouterr().err
