@@ -85,3 +85,14 @@ def test_the_factuality_threshold_is_a_fraction(value, capsys):
     assert f"argument --factuality-threshold: must be a fraction 0..1, got '{value}'" in line
     args = cli.build_parser().parse_args(["create", "score", "--run-dir", "r", "--factuality-threshold", "0.5"])
     assert args.factuality_threshold == 0.5
+
+
+@pytest.mark.parametrize("action", [["stats"], ["clear", "--yes"]])
+def test_cache_at_a_path_that_does_not_exist_is_refused_not_created(action, tmp_path, capsys):
+    """A mistyped --path used to make an empty cache (and its folders) there and report 0 entries."""
+    missing = tmp_path / "nowhere" / "responses.sqlite"
+    assert cli.main(["cache", *action, "--path", str(missing)]) == 2
+    verb = "read" if action == ["stats"] else "removed"
+    assert capsys.readouterr().err.strip() == f"error: no response cache at {missing}; nothing was {verb}"
+    assert not (tmp_path / "nowhere").exists()
+    assert "argument --path: must not be empty" in _refused(capsys, ["cache", *action, "--path", ""])

@@ -171,6 +171,8 @@ def cmd_rescore(a: argparse.Namespace) -> int:
 def cmd_cache(a: argparse.Namespace) -> int:
     from cresowlve_core.llm.cache import ResponseCache
 
+    if a.path and not Path(a.path).exists():  # opening it would create an empty cache there
+        return _usage_error(f"no response cache at {a.path}; nothing was {'read' if a.action == 'stats' else 'removed'}")
     cache = ResponseCache(Path(a.path)) if a.path else ResponseCache()
     if a.action == "stats":
         print(json.dumps(cache.stats(), indent=2))
@@ -315,7 +317,7 @@ def add_cache_parser(sub: Any) -> None:
     p = sub.add_parser("cache", help="the on-disk response cache")
     p.add_argument("action", choices=["stats", "clear"], help="stats: entries per model and size; clear: delete entries")
     p.add_argument("--model", default=None, help="clear only this model's entries (default: all models)")
-    p.add_argument("--path", default=None,
+    p.add_argument("--path", default=None, type=argtypes.nonempty,
                    help="cache file (default: $CRESOWLVE_CACHE_DIR/responses.sqlite or <project>/data/cache/responses.sqlite)")
     p.add_argument("-y", "--yes", action="store_true",
                    help="clear without asking (needed when not at a terminal) (default: off)")
