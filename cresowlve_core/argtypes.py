@@ -13,7 +13,7 @@ import math
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 
 def _int_at_least(text: str, minimum: int) -> int:
@@ -114,8 +114,13 @@ def json_object(text: str) -> dict[str, Any]:
     return value
 
 
+#: the API paths the client appends to a base URL (llm/openai_wire.py)
+API_PATHS = ("/chat/completions", "/completions", "/responses")
+
+
 def http_url(text: str) -> str:
-    """An http(s) URL with a host (never echoed with its credentials)."""
+    """An http(s) URL with a host (never echoed with its credentials), and a base URL: not one ending
+    in an API path, which the client would append a second time."""
     from cresowlve_core.secrets import strip_url_credentials
 
     try:
@@ -126,6 +131,10 @@ def http_url(text: str) -> str:
     if not ok:
         raise argparse.ArgumentTypeError(
             f"must be an http(s) URL such as https://api.openai.com/v1, got {strip_url_credentials(text)!r}")
+    if api_path := next((p for p in API_PATHS if parts.path.rstrip("/").endswith(p)), None):
+        base = strip_url_credentials(urlunsplit(parts._replace(path=parts.path.rstrip("/")[: -len(api_path)])))
+        raise argparse.ArgumentTypeError(
+            f"must be the base URL without the API path {api_path} (appended to every request), e.g. {base}")
     return text.strip()
 
 

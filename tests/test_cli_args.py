@@ -96,3 +96,22 @@ def test_cache_at_a_path_that_does_not_exist_is_refused_not_created(action, tmp_
     assert capsys.readouterr().err.strip() == f"error: no response cache at {missing}; nothing was {verb}"
     assert not (tmp_path / "nowhere").exists()
     assert "argument --path: must not be empty" in _refused(capsys, ["cache", *action, "--path", ""])
+
+
+@pytest.mark.parametrize("url,api_path,base", [
+    ("http://127.0.0.1:9/v1/chat/completions", "/chat/completions", "http://127.0.0.1:9/v1"),
+    ("https://api.example.com/v1/responses/", "/responses", "https://api.example.com/v1"),
+    ("http://user:hunter2@127.0.0.1:9/v1/completions", "/completions", "http://127.0.0.1:9/v1"),
+])
+def test_a_base_url_with_the_api_path_is_refused_with_the_base_url_to_give(url, api_path, base, capsys):
+    """The client appends the API path (…/v1/chat/completions/chat/completions: a 404 after the run
+    directory was made); every --*base-url is one argtypes.http_url."""
+    flags = [(p.prog.split()[1:], f) for p in _subparsers(cli.build_parser()) for a in p._actions
+             for f in a.option_strings if f.endswith("base-url")]
+    assert len(flags) >= 12  # eval (2), build, synth (2), create (2), errors (2), contamination (4)
+    for command, flag in flags:
+        line = _refused(capsys, [*command, flag, url])
+        assert line.endswith(f"argument {flag}: must be the base URL without the API path {api_path} "
+                             f"(appended to every request), e.g. {base}"), (command, flag)
+        assert "hunter2" not in line
+    assert cli.build_parser().parse_args(["eval", "--base-url", base + "/"]).base_url == base + "/"
