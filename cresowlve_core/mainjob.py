@@ -198,7 +198,28 @@ def check_target_env() -> tuple[str | None, str | None]:
     if base_url and not model:
         raise InputError("CRESOWLVE_BASE_URL is set without CRESOWLVE_MODEL: name the model it serves "
                          "(or unset both for the embedded model); nothing was run")
+    if base_url:  # a provider's endpoints and keys, checked as `cresowlve eval` checks its flags
+        _check_endpoint_env()
     return base_url, model
+
+
+def _check_endpoint_env() -> None:
+    """Refuse (InputError) a base URL variable that is not a base URL, and a key variable that names
+    no set variable (requests would go without a key)."""
+    import argparse
+
+    from cresowlve_core import argtypes
+
+    for var, check in (("CRESOWLVE_BASE_URL", argtypes.http_url), ("CRESOWLVE_JUDGE_BASE_URL", argtypes.http_url),
+                       ("CRESOWLVE_API_KEY_ENV", argtypes.env_name), ("CRESOWLVE_JUDGE_API_KEY_ENV", argtypes.env_name)):
+        if value := os.environ.get(var):
+            try:
+                name = check(value)
+            except argparse.ArgumentTypeError as exc:
+                raise InputError(f"{var}: {exc}; nothing was run") from None
+            if var.endswith("_KEY_ENV") and not os.environ.get(name):
+                raise InputError(f"environment variable {name!r} is not set ({var}; it should hold the API key); "
+                                 "nothing was run")
 
 
 @contextlib.contextmanager

@@ -115,3 +115,28 @@ def test_a_base_url_with_the_api_path_is_refused_with_the_base_url_to_give(url, 
                              f"(appended to every request), e.g. {base}"), (command, flag)
         assert "hunter2" not in line
     assert cli.build_parser().parse_args(["eval", "--base-url", base + "/"]).base_url == base + "/"
+
+
+@pytest.mark.parametrize("env,line", [
+    ({"CRESOWLVE_BASE_URL": "127.0.0.1:9/v1"},
+     "error: CRESOWLVE_BASE_URL: must be an http(s) URL such as https://api.openai.com/v1, got '127.0.0.1:9/v1'; "
+     "nothing was run"),
+    ({"CRESOWLVE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1/chat/completions"},
+     "error: CRESOWLVE_JUDGE_BASE_URL: must be the base URL without the API path /chat/completions (appended to "
+     "every request), e.g. http://127.0.0.1:9/v1; nothing was run"),
+    ({"CRESOWLVE_API_KEY_ENV": "CRESOWLVE_TEST_NO_SUCH_KEY"},
+     "is not set (CRESOWLVE_API_KEY_ENV; it should hold the API key); nothing was run"),
+])
+def test_the_main_jobs_provider_variables_are_checked_before_the_first_report(env, line, tmp_path, capsys,
+                                                                               monkeypatch):
+    """As `eval` checks its flags: `run` rendered 00_data_overview, then failed in 02's cell with a
+    traceback (a URL that is not one), or ran with no key at all (a key variable that is not set)."""
+    from cresowlve_core import mainjob
+
+    monkeypatch.delenv("CRESOWLVE_TEST_NO_SUCH_KEY", raising=False)
+    for var, value in {"CRESOWLVE_BASE_URL": "http://127.0.0.1:9/v1", "CRESOWLVE_MODEL": "m", **env}.items():
+        monkeypatch.setenv(var, value)
+    monkeypatch.setattr(mainjob.Renderer, "render", lambda *a, **kw: pytest.fail("a report was rendered"))
+    assert cli.main(["run", "--quick", "--reports-dir", str(tmp_path / "reports")]) == 2
+    assert capsys.readouterr().err.strip().endswith(line)
+    assert not (tmp_path / "reports").exists()
