@@ -73,8 +73,12 @@ def test_every_folder_a_command_writes_into_is_refused_when_it_is_a_file(tmp_pat
 
 
 @pytest.mark.parametrize("command", [["build", "--build-dir"], ["create", "score", "--run-dir", "r", "--score-dir"],
-                                     ["report", "00_data_overview", "--reports-dir"]])
-def test_an_empty_folder_flag_is_refused_not_read_as_the_default(command, capsys):
+                                     ["report", "00_data_overview", "--reports-dir"], ["build", "--source"],
+                                     ["create", "generate", "--queries"], ["errors", "label", "--out-dir"],
+                                     ["errors", "report", "--out-dir"]])
+def test_an_empty_path_flag_is_refused_not_read_as_the_default(command, capsys):
+    """'' was the default folder or file (the shipped queries, data/errors), or the working directory
+    (build --source read it as a folder of packs)."""
     assert f"argument {command[-1]}: must not be empty" in _refused(capsys, [*command, ""])
 
 

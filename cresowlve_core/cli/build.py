@@ -52,7 +52,7 @@ def add_build_parser(sub: Any) -> None:
                        "annotation, export); default: the shipped packs on the embedded model")
     p.add_argument("--name", default="demo", help="build name; the build goes to data/builds/NAME (default: demo)")
     p.add_argument("--build-dir", default=None, type=argtypes.output_dir, help="build directory (default: data/builds/NAME); re-running resumes")
-    p.add_argument("--source", action="append", help="pack file, folder of packs, dataset file or hub:ru "
+    p.add_argument("--source", action="append", type=argtypes.nonempty, help="pack file, folder of packs, dataset file or hub:ru "
                    "(repeatable; default: the shipped packs)")
     p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")

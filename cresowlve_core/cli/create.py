@@ -104,7 +104,7 @@ def add_create_parser(sub: Any) -> None:
     p.add_argument("--base-url", default=None, type=argtypes.http_url,
                    help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
-    p.add_argument("--queries", default=None, help="JSONL of queries (default: the 24 shipped ones)")
+    p.add_argument("--queries", default=None, type=argtypes.nonempty, help="JSONL of queries (default: the 24 shipped ones)")
     add_max_input_chars(p, "a query")
     p.add_argument("--variation", choices=["original", "iterate", "resample"], default="original",
                    help="original: one call; iterate: ask for more paths in further rounds; "

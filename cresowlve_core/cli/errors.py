@@ -84,6 +84,7 @@ def out_dir(value: str | None) -> Path:
 
 def add_errors_parser(sub: Any) -> None:
     """Register ``cresowlve errors label`` and ``cresowlve errors report``."""
+    from cresowlve_core.argtypes import nonempty
     from cresowlve_core.argtypes import positive_int as _positive_int
     from cresowlve_core.inputs import add_max_input_chars
 
@@ -92,7 +93,7 @@ def add_errors_parser(sub: Any) -> None:
     p = errors.add_parser("label", help="label every wrong answer of the runs with one of seven categories "
                                         "(resumable)")
     p.add_argument("--runs", required=True, help="glob, or folder, of evaluation run directories")
-    p.add_argument("--out-dir", default=None, help="labels go to OUT_DIR/labels/LABELLER (default: data/errors)")
+    p.add_argument("--out-dir", default=None, type=nonempty, help="labels go to OUT_DIR/labels/LABELLER (default: data/errors)")
     role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="only the first N wrong answers (by key)")
     add_max_input_chars(p, "an item whose question is")
@@ -101,7 +102,7 @@ def add_errors_parser(sub: Any) -> None:
     p.set_defaults(fn=cmd_errors_label)
     p = errors.add_parser("report", help="render notebooks/04_error_analysis.ipynb as an HTML report")
     p.add_argument("--runs", default="data/runs/demo/*", help="glob, or folder, of evaluation run directories")
-    p.add_argument("--out-dir", default=None, help="labels and annotations folder (default: data/errors)")
+    p.add_argument("--out-dir", default=None, type=nonempty, help="labels and annotations folder (default: data/errors)")
     role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
     add_client_options(p, "max_tokens", stage=LABEL_OPTIONS, help={"max_tokens": "output budget per label"})
