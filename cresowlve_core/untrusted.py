@@ -36,6 +36,8 @@ _MD_PUNCT = re.compile(r"[\\`*\[\]~<>&$]|(?<![^\W_])_|_(?![^\W_])")
 # outside code spans: no HTML tag, no entity, no link (nbconvert's Markdown renderer allows
 # javascript: links, so a name must not be able to open one)
 _OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;"}
+# what a Markdown table cell escapes with a backslash (CommonMark escapes any ASCII punctuation this way)
+_CELL_MARKUP = re.compile(r"[\\`\[\]<>&|$]")
 # what may stand before a blockquote's ">" on its line: indentation and the markers of outer quotes
 _QUOTE_PREFIX = re.compile(r"(?: {0,3}> ?)* {0,3}")
 # what a spreadsheet reads as the start of a formula (OWASP "CSV injection")
@@ -104,11 +106,12 @@ def markdown(md: str) -> str:
 
 def markdown_cell(value: Any) -> str:
     """``value`` as the text of one cell of a Markdown table in a file (``None`` as empty): one line
-    (:func:`one_line`), ``|`` escaped so it cannot end the cell, and ``&``, ``<``, ``>`` as entities so
-    a Markdown viewer shows a tag as text instead of rendering it."""
+    (:func:`one_line`), and every character Markdown could read as more than text (``|`` that would end
+    the cell, ``<`` that would open a tag, ``&``, ``[``, backticks, ``$`` math) backslash-escaped, so any
+    Markdown viewer, and :func:`markdown` when a report shows the file, shows it as the character."""
     if value is None:
         return ""
-    return "".join(_OUTSIDE.get(c, c) for c in one_line(value)).replace("|", "\\|")
+    return _CELL_MARKUP.sub(lambda m: "\\" + m.group(0), one_line(value))
 
 
 def styler(df: pd.DataFrame, **fmt: Any) -> Styler:

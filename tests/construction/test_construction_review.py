@@ -385,7 +385,14 @@ def test_a_label_from_a_model_stays_one_cell_of_the_data_cards_tables() -> None:
     item = Item(id="chgk_1", en=ItemView(question="Q?", answer="A"), cultures=[hostile], reasoning_type="creative")
     card = data_card({"name": "t", "models": {"annotate": {"model": "m|x", "role": "<b>a</b>"}}}, {}, [item])
     row = next(line for line in card.splitlines() if "Soviet" in line)
-    assert row == "| Russian \\| Soviet &lt;img src=x onerror=alert(1)&gt; | 1 |"
-    assert "<img" not in card and "<b>" not in card
+    assert row == "| Russian \\| Soviet \\<img src=x onerror=alert(1)\\> | 1 |"
     models = next(line for line in card.splitlines() if line.startswith("| annotate"))
     assert models.count(" | ") == 2 and "m\\|x" in models
+    # rendered (as the 01 report shows the card): the label and the name are text, in their own cells
+    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+
+    from cresowlve_core.untrusted import markdown
+
+    html = markdown2html_mistune(markdown(card))
+    assert "<img" not in html and "<b>" not in html
+    assert "<td>Russian | Soviet &lt;img src=x onerror=alert(1)&gt;</td>" in html
