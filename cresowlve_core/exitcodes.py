@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from cresowlve_core.failures import EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE
 
 __all__ = ["EXIT_INCOMPLETE", "EXIT_OK", "EXIT_STOPPED", "EXIT_USAGE", "EXIT_SIGINT", "EXIT_SIGTERM",
-           "EXIT_CODES_HELP", "STAGES_RECORD", "interrupt_code", "interrupted_line", "report_exit", "stage_exit",
-           "stage_record"]
+           "EXIT_CODES_HELP", "STAGES_RECORD", "interrupt_code", "interrupted_line", "report_exit", "reports_exit",
+           "stage_exit", "stage_record"]
 
 EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
 EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
@@ -137,3 +138,30 @@ def report_exit(records: Mapping[str, Any]) -> int:
     (:data:`STAGES_RECORD`; each prints its last line), the most severe; 0 for a report that ran no model."""
     codes = [stage_exit(stage, unit=stage.get("unit", "items")) for stage in records.get(STAGES_RECORD) or []]
     return max(codes, key=_severity, default=EXIT_OK)
+
+
+def reports_exit(htmls: Sequence[Path]) -> int:
+    """The exit code of ``cresowlve run``: :func:`report_exit` of each report it rendered (read from the
+    executed notebook beside each HTML file), each line named by its report, then one last line listing
+    the reports whose model work was left errored, not run or unparsed; 0 when there is none."""
+    import contextlib
+    import io
+
+    from cresowlve_core.notebook_records import read_records
+
+    worst, left = EXIT_OK, []
+    for html in htmls:
+        ipynb = html.with_suffix(".ipynb")
+        records = read_records(ipynb) if ipynb.exists() else {}
+        lines = io.StringIO()
+        with contextlib.redirect_stderr(lines):
+            code = report_exit(records)
+        if code != EXIT_OK:
+            left.append(html.stem)
+            worst = max(worst, code, key=_severity)
+            for line in lines.getvalue().splitlines():
+                print(f"{html.stem}: {line}", file=sys.stderr)
+    if left:
+        print(f"incomplete: {len(left)} report(s) left model work errored, not run or unparsed ({', '.join(left)}; "
+              "their lines are above); run again to retry it", file=sys.stderr)
+    return worst

@@ -7,6 +7,7 @@ import errno
 import importlib
 import inspect
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -127,3 +128,28 @@ def test_a_report_exits_with_its_most_severe_stage_and_zero_without_one(capsys):
     assert report_exit({"stages": [stopped, errored]}) == EXIT_STOPPED
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("stopped early (max_cost reached): 1 of 4 calls done") and lines[1].startswith("incomplete")
+
+
+def test_the_main_job_exits_with_the_reports_whose_model_work_was_left_undone(tmp_path, capsys):
+    """``cresowlve run`` exited 0 whatever its reports' model calls did: it now reads each rendered
+    notebook's stages, names each report's line, and its last line lists the reports left incomplete."""
+    import json
+
+    from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_OK, reports_exit, stage_record
+    from cresowlve_core.notebook_records import RECORD_MIME
+
+    def rendered(name: str, records: dict) -> Path:
+        cells = [{"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {RECORD_MIME: records}}]}]
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"cells": cells}), encoding="utf-8")
+        return tmp_path / f"{name}.html"
+
+    done = stage_record({"n_items": 9, "n_ok": 9, "n_error": 0, "n_not_run": 0})
+    errored = stage_record({"n_items": 3, "n_ok": 1, "n_error": 2, "n_not_run": 0, "top_error": ("HTTP 400", 2)})
+    en, ru = rendered("02_evaluation_en", {"stages": [done]}), rendered("02_evaluation_ru", {"stages": [errored]})
+    analysis, index = rendered("03_analysis", {"headline": "Table 1"}), tmp_path / "index.html"  # no notebook beside it
+    assert reports_exit([en, analysis, index]) == EXIT_OK and capsys.readouterr().err == ""
+    assert reports_exit([en, ru, analysis, index]) == EXIT_INCOMPLETE
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == ("02_evaluation_ru: incomplete: 2 errored, 0 not run of 3 items; most common error (2x): "
+                        "HTTP 400; run again to retry them")
+    assert lines[-1].startswith("incomplete: 1 report(s) left model work errored, not run or unparsed (02_evaluation_ru;")

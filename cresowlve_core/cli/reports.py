@@ -82,12 +82,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     from cresowlve_core.mainjob import MainJobInterrupted, main_job
 
     try:
-        main_job(reports_dir=Path(a.reports_dir) if a.reports_dir else None, quick=a.quick)
+        written = main_job(reports_dir=Path(a.reports_dir) if a.reports_dir else None, quick=a.quick)
     except MainJobInterrupted as exc:  # the notebook being rendered was stopped; the rest skipped
         print(exitcodes.interrupted_line(f"{len(exc.written)} report(s) written, stopped during {exc.current}, "
                                          "the rest skipped"), file=sys.stderr)
         return exitcodes.interrupt_code()
-    return 0
+    return exitcodes.reports_exit(written)  # the model work of each report, as its stage command would exit
 
 
 def add_serve_reports_parser(sub: Any) -> None:
