@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core import jsonl
+from cresowlve_core.discover import SAMPLE
 from cresowlve_core.error_analysis.distribution import OTHER
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG, SLUGS
 from cresowlve_core.extras import require
@@ -96,8 +97,9 @@ class AnnotationStore:
         return next((i for i, k in enumerate(keys) if k not in done), len(keys))
 
 
-#: the annotation sample's file in the annotations folder (every other ``*.jsonl`` there is an annotator's)
-SAMPLE_FILE = "sample.jsonl"
+#: the annotation sample's file in the annotations folder (every other ``*.jsonl`` there is an annotator's;
+#: the apps find the newest one by this name)
+SAMPLE_FILE = SAMPLE
 
 
 def read_annotations(folder: str | Path) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pandas as pd
 
 from cresowlve_core.error_analysis import agreement as agr
 from cresowlve_core.error_analysis.annotation import (
+    SAMPLE_FILE,
     AnnotationStore,
     annotation_panel,
     annotation_sample,
@@ -280,7 +281,7 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
     if sample.empty:
         say("No wrong answers to annotate.")
         return out
-    path = write_sample(sample, folder / "sample.jsonl")
+    path = write_sample(sample, folder / SAMPLE_FILE)
     out["sample_path"] = str(path)
     say(f"Annotation sample: {len(sample)} wrong answers (at most {n_per_config} per configuration, seed {seed}) "
         f"in `{path}`. Label them with `annotation_panel` here (set `annotator`) or in marimo: "
