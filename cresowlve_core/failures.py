@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import ClassVar
+from typing import Any, ClassVar
 
 EXIT_OK = 0  # every unit done
 EXIT_INCOMPLETE = 1  # the run finished, but some units errored or were not run
@@ -94,3 +94,9 @@ def error_line(error: object) -> str:
     """The first line of an error as a summary keeps it (:data:`ERROR_CHARS`)."""
     text = str(error)
     return text.splitlines()[0][:ERROR_CHARS] if text.strip() else "error"
+
+
+def validation_problems(exc: Any, whole: str = "value") -> str:
+    """A pydantic ``ValidationError`` as one line: ``field.path: message`` for each problem, joined by
+    ``; `` (``whole`` names a problem of the value as a whole)."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}" for e in exc.errors())

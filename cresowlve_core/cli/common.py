@@ -28,10 +28,10 @@ def _one_line(exc: BaseException) -> str:
     """An exception as one line (pydantic errors as ``field: message; ...``)."""
     from pydantic import ValidationError
 
-    from cresowlve_core.failures import DiskFull
+    from cresowlve_core.failures import DiskFull, validation_problems
 
     if isinstance(exc, ValidationError):
-        return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
+        return validation_problems(exc)
     if isinstance(exc, DiskFull):
         return str(exc)
     if isinstance(exc, OSError) and exc.strerror:

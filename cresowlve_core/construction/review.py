@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field, ValidationError
 from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
-from cresowlve_core.failures import InputError, MissingInput, UsageError
+from cresowlve_core.failures import InputError, MissingInput, UsageError, validation_problems
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
 
@@ -116,8 +116,7 @@ def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dic
                 raise ReviewError("empty item_id")
             check(record)  # type: ignore[arg-type]
         except (ValidationError, ReviewError) as exc:
-            why = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'record'}: {e['msg']}" for e in exc.errors()) \
-                if isinstance(exc, ValidationError) else str(exc)
+            why = validation_problems(exc, "record") if isinstance(exc, ValidationError) else str(exc)
             raise InputError(f"{path}:{lineno}: not a saved {kind.__name__.lower()} ({why})") from None
         latest[record.item_id] = record
     return latest

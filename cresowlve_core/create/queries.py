@@ -39,7 +39,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from cresowlve_core import jsonl
-from cresowlve_core.failures import InputError, UsageError
+from cresowlve_core.failures import InputError, UsageError, validation_problems
 from cresowlve_core.inputs import text_problem
 from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import shipped_data
@@ -126,8 +126,7 @@ def load_queries(path: Path | str | None = None, limit: int | None = None, *,
         try:
             q = CreateQuery(**row)
         except ValidationError as exc:
-            detail = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in exc.errors())
-            raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({detail})") from None
+            raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({validation_problems(exc)})") from None
         except TypeError as exc:
             raise QueriesFileError(f"{p}:{lineno}: not a CREATE query ({exc})") from None
         if (problem := text_problem(q.query, "query", max_chars=max_input_chars)) is not None:
