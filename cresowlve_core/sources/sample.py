@@ -313,6 +313,7 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
     if lang not in LANGS:
         raise InputError(f"lang must be one of {LANGS}, got {lang!r}")
     wheres: _FileLines | None = None  # file:line of each item, where the items come from a JSONL file
+    users_file = False  # a file the user brings, not a set the project names (the demo, the hub's configs)
     if spec == "demo":
         items = load_demo_items()
     elif spec == "hub" or spec.startswith("hub:"):
@@ -323,7 +324,7 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
             raise NoItemsError(f"{spec!r} holds {hub_lang!r} items only; asked for {lang!r}")
         items = load_published(lang)
     else:
-        path = Path(spec)
+        path, users_file = Path(spec), True
         if not path.is_file():
             raise MissingInput(f"{spec!r} is not 'demo', 'hub:en', 'hub:ru' or an existing file")
         if path.suffix == ".jsonl":
@@ -337,9 +338,9 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
     selected = [item for item in items if item.has(lang)]
     if not selected:
         raise NoItemsError(f"{spec!r} has no items with a {lang!r} view ({len(items)} items in all)")
-    # items of a file with the other language only: not run, and said so; the shipped demo set is
-    # bilingual in part by design (9 English items, 3 of them also in Russian), as its overview shows
-    if len(selected) < len(items) and spec != "demo":
+    # items of a user's file with the other language only: not run, and said so (the shipped demo set is
+    # bilingual in part by design, as its overview shows; each hub config holds one language)
+    if len(selected) < len(items) and users_file:
         others = [item.id for item in items if not item.has(lang)]
         shown = ", ".join(map(repr, others[:5])) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
         log.warning("%s: %d of %d items have no %r view and are not part of this run (%s)",
