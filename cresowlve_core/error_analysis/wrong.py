@@ -7,7 +7,8 @@ Mixing the two answer by answer would let the grading decide which answers are l
 is recorded per run in the tally (``basis``, ``judge_coverage``) and per answer; a response with
 no value on its configuration's basis is *unknown* and counted, not labelled.
 
-Only finished answers are labelled. An errored call (``status == "error"``: no model output), a
+Only finished answers are labelled. An errored call (``status == "error"``: no model output; a
+record whose status or outcome this version does not know is read as errored, as the loader reads it), a
 refused or filtered one (``outcome``), one cut off at the token limit (``outcome: truncated``: the
 reasoning never finished, within a budget the run chose) or an empty prediction is wrong by the
 rule but is **no answer** to label: counted per run as ``n_no_answer`` (``n_no_answer_error`` +
@@ -158,7 +159,10 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
         for r in part[wrong_or_none].itertuples():
             lang = str(r.lang)
             rec = records.get((str(r.id), lang), {})
-            why = no_answer(getattr(r, "status", None) or rec.get("status"), rec.get("prediction"), rec.get("outcome"))
+            # the loader's rule decides what is no answer: a status or outcome this version does not know, or a
+            # failed call, is "errored" whatever the record's prediction says
+            why = "error" if errored[r.Index] else no_answer(
+                getattr(r, "status", None) or rec.get("status"), rec.get("prediction"), rec.get("outcome"))
             if why is not None:
                 row["n_no_answer"] += 1
                 row[f"n_no_answer_{why}"] += 1

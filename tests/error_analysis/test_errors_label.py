@@ -194,3 +194,19 @@ def test_errored_refused_cut_off_and_empty_answers_are_no_answer_never_labelled(
     assert (t["n_wrong"], t["n_no_answer"], t["n_no_answer_error"], t["n_no_answer_withheld"],
             t["n_no_answer_truncated"], t["n_no_answer_empty"], t["n_to_label"]) == (5, 4, 1, 1, 1, 1, 1)
     assert t["n_wrong_em"] == 1  # the basis counts answers that exist
+
+
+def test_a_record_of_a_status_this_version_does_not_know_is_no_answer_never_labelled(tmp_path):
+    """The loader gives a record of an unknown status (a hand edit, a newer cresowlve) no value and counts it
+    with the errored items; the error analysis counts it as errored too. Before: it was sent to the labeller
+    as a wrong answer although strict EM had marked it right."""
+    items = _items(3)
+    ids = [it.id for it in items]
+    run = write_run(tmp_path, "en", items, dict(zip(ids, [True, False, True])))
+    recs = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    recs[2] |= {"status": "timeout"}
+    (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    assert [w.id for w in wrong] == [ids[1]]
+    t = tally.iloc[0]
+    assert (t["n_wrong"], t["n_no_answer"], t["n_no_answer_error"], t["n_wrong_em"], t["n_to_label"]) == (2, 1, 1, 1, 1)
