@@ -11,7 +11,7 @@ from typing import Any
 from cresowlve_core.argtypes import role_args
 from cresowlve_core.cli.common import data_folder
 from cresowlve_core.cli.options import add_client_options, add_reports_dir, client_options
-from cresowlve_core.exitcodes import sent_phrase
+from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_OK, sent_phrase
 from cresowlve_core.llm.options import ClientOptions
 
 #: the labeller's options: a label is one short line, so a small budget (notebook 04's default too); the
@@ -34,7 +34,14 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         counts = {word: int(tally[f"n_no_answer_{k}"].sum()) for k, word in NO_ANSWER_REASONS.items()}
         why = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
         skipped = f"; {no_answer} wrong by the rule without an answer ({why}): counted, not labelled"
+    # wrong answers whose item could not be loaded (collect_wrong warns which items file): never labelled blind
+    no_item = int(tally["n_no_item"].sum()) if len(tally) else 0
+    unlabelled = (f"{no_item} wrong answer(s) not labelled: their items could not be loaded (the warning above "
+                  "names the items file)") if no_item else ""
     if not units:
+        if no_item:
+            print(f"incomplete: {unlabelled}{skipped}", file=sys.stderr)
+            return EXIT_INCOMPLETE
         print(f"no wrong answers in {a.runs!r} ({len(tally)} run(s)); nothing to label{skipped}", file=sys.stderr)
         return 0 if len(tally) else 2
     if skipped:
@@ -50,7 +57,11 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
                        if a.labeller_base_url is None else None)
     summary = json.loads((out / "summary.json").read_text())
     print(label_line(summary, res.n_sent, out / "labels.jsonl"))
-    return stage_exit(label_stage(summary, res), unit="wrong answers")
+    code = stage_exit(label_stage(summary, res), unit="wrong answers")
+    if no_item and code == EXIT_OK:
+        print(f"incomplete: {unlabelled}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return code
 
 
 def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:

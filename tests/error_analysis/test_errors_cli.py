@@ -77,3 +77,26 @@ def test_label_cli_counts_no_answer_and_sends_nothing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 0 and "nothing to label; 2 wrong by the rule without an answer (2 errored)" in err
     assert not (tmp_path / "out" / "labels").exists()
+
+
+def test_label_cli_exits_1_when_wrong_answers_are_left_unlabelled_for_want_of_their_items(tmp_path, capsys):
+    """A run whose items file is gone: its wrong answers cannot be labelled (never blind). Before, the CLI said
+    "no wrong answers ...; nothing to label" and exited 0; beside a run that labels fine, it exited 0 too."""
+    from cresowlve_core.cli import main
+
+    items = _items(3)
+    (tmp_path / "gone").mkdir()
+    write_run(tmp_path / "gone", "en", items, {it.id: False for it in items})
+    (tmp_path / "gone" / "items.jsonl").unlink()
+    args = ["errors", "label", "--out-dir", str(tmp_path / "out"), "--labeller-model", "fake-labeller", "--no-cache"]
+    code = main([*args, "--runs", str(tmp_path / "gone" / "*"), "--labeller-base-url", "http://127.0.0.1:9/v1"])
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 1 and last.startswith("incomplete: 3 wrong answer(s) not labelled: their items could not be loaded")
+
+    (tmp_path / "here").mkdir()
+    write_run(tmp_path / "here", "en", items, {it.id: False for it in items}, model="other")
+    with FakeServer(answers=lambda req: "RATIONALE: r\nCATEGORY: Overthinking") as srv:
+        code = main([*args, "--runs", str(tmp_path / "*" / "*__en"), "--labeller-base-url", srv.base_url])
+    out, err = capsys.readouterr()
+    assert out.startswith("labelled 3 of 3 wrong answers") and srv.total == 3
+    assert code == 1 and err.strip().splitlines()[-1].startswith("incomplete: 3 wrong answer(s) not labelled")
