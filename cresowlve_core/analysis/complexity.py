@@ -162,6 +162,14 @@ def correlation_verdict(row: pd.Series | dict, what: str = "difficulty") -> str:
     rho, lo, hi, n = row["spearman_rho"], row["spearman_low"], row["spearman_high"], int(row["n"])
     if pd.isna(rho):
         return f"not computable (n = {n})."
+    if pd.isna(lo) or pd.isna(hi) or hi - lo <= 1e-9:
+        # Fisher's z gives no interval below 4 items, and a zero-width one at |ρ| = 1: nothing to bound ρ with
+        why = f"n = {n} is too few for an interval" if pd.isna(lo) or pd.isna(hi) else "no interval at |ρ| = 1"
+        ci = f"ρ = {rho:+.2f}, n = {n} ({why})"
+        if row["significant"]:
+            return (f"{ci}: a {'positive' if rho > 0 else 'negative'} correlation with {what} "
+                    f"(Holm p {_p_text(row['spearman_p_holm'])}).")
+        return f"{ci}: no significant correlation with {what} (Holm p {_p_text(row['spearman_p_holm'])})."
     ci = f"ρ = {rho:+.2f}, 95% CI [{lo:+.2f}, {hi:+.2f}], n = {n}"
     if row["significant"]:
         return f"{ci}: a {'positive' if rho > 0 else 'negative'} correlation with {what} (Holm p {_p_text(row['spearman_p_holm'])})."

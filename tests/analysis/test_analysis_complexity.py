@@ -191,3 +191,16 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "transformer
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
                          cwd=tmp_path).stdout
     assert out.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("n, why", [(3, "n = 3 is too few for an interval"), (4, "no interval at |ρ| = 1")])
+def test_a_verdict_without_an_interval_says_so_and_claims_nothing_of_one(n, why):
+    """Three items give ρ but no Fisher-z interval, and |ρ| = 1 a zero-width one. Before, the verdict read
+    "ρ = +1.00, 95% CI [+nan, +nan], n = 3: the 95% interval excludes 0 but the Holm-corrected p (0.3333) is
+    not below 0.05"."""
+    feats = pd.DataFrame({"id": [f"i{i}" for i in range(n)], "difficulty": np.arange(1.0, n + 1),
+                          "n_domains": np.arange(1.0, n + 1), "max_domain_distance": np.nan, "n_atomic_facts": np.nan})
+    row = difficulty_correlations(feats).iloc[0]
+    text = correlation_verdict(row)
+    assert text.startswith(f"ρ = +1.00, n = {n} ({why}): no significant correlation with difficulty (Holm p = ")
+    assert "nan" not in text and "excludes 0" not in text and "CI [" not in text
