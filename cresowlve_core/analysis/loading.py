@@ -61,6 +61,7 @@ import pyarrow.json as pj
 
 from cresowlve_core.evaluation.metrics import METRICS as METRIC_REGISTRY
 from cresowlve_core.failures import InputError
+from cresowlve_core.items import LANGS
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Outcome
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
@@ -346,7 +347,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "config": config_label(str(model), effort),
         "name": str(model),  # the model as the tables name it: the grid's label once labelled()
         "thinking": thinking,
-        "lang": m.get("lang") or first.get("lang"),
+        "lang": _language(m.get("lang") or first.get("lang")),
         "judge_model": judge.get("model") if isinstance(judge, dict) else None,
         "judge_protocol": judge.get("protocol") if isinstance(judge, dict) else None,
         "seed": m.get("seed"),
@@ -368,6 +369,12 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "prompts": ", ".join(map(str, m.get("prompts") or [])) or None,
         "items_spec": str(m["items"]) if m.get("items") is not None else None,
     }
+
+
+def _language(value: Any) -> str | None:
+    """A language as the tables compare it: stripped and lower-cased (``EN`` is ``en``); None when unset."""
+    text = "" if value is None else str(value).strip().lower()
+    return text or None
 
 
 #: the runs table's temperature of a run whose requests carried none: the provider decoded at its default
@@ -517,6 +524,8 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         info = infos[i]
         if info["lang"] is not None:
             t = t.set_column(t.schema.get_field_index("lang"), "lang", pc.fill_null(t["lang"], str(info["lang"])))
+        # compared as the run's language is: stripped and lower-cased (a record's "EN" is the run's "en")
+        t = t.set_column(t.schema.get_field_index("lang"), "lang", pc.utf8_lower(pc.utf8_trim_whitespace(t["lang"])))
         earlier = _superseded_lines(t)
         # a judged run writes each answer before asking the judge: that line is not a superseded answer
         awaiting_judge = earlier & _equals(t["status"], "ok") & _equals(t["judge_status"], "not_run")
@@ -556,6 +565,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         False
     ).astype(bool)
     runs_df = runs_df.drop(columns=["any_synthetic"])
+    notes.extend(_language_notes(runs_df))
     for _, r in runs_df.iterrows():
         if r["n_records"] == 0:
             stopped = _given(r, "stopped")
@@ -564,6 +574,22 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+def _language_notes(runs_df: pd.DataFrame) -> list[str]:
+    """One note per run whose language the tables cannot show: none recorded (every table groups by
+    language and leaves it out), or one that is neither En nor Ru (Table 1 and the En-vs-Ru comparison
+    have columns for those two only)."""
+    notes = []
+    for r in runs_df.itertuples(index=False):
+        name = one_line(Path(str(r.path)).name)
+        if r.lang is None or pd.isna(r.lang):
+            notes.append(f"`{name}`: no language recorded (neither its manifest nor its records name one): its "
+                         f"{plural(int(r.n_records), 'record')} are left out of every table below.")
+        elif r.lang not in LANGS:
+            notes.append(f"`{name}`: language {one_line(repr(r.lang))} is neither en nor ru: Table 1 and the En-vs-Ru "
+                         f"comparison, which show those two only, leave out its {plural(int(r.n_records), 'record')}.")
+    return notes
 
 
 def _note_unknown_statuses(responses: pd.DataFrame, infos: list[dict[str, Any]], notes: list[str]) -> None:

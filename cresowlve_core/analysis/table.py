@@ -396,6 +396,8 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
     sub["delta_s"] = [_fmt_delta(r) for _, r in sub.iterrows()]
     sub["effort"] = sub["effort"].replace("", "-")
     langs = [lang for lang in ("en", "ru") if lang in set(sub["lang"])]
+    if not langs:  # runs of other languages only (the loader's notes name them): no column to show them in
+        return pd.DataFrame()
     pieces = []
     for lang in langs:
         for m in metrics:

@@ -304,3 +304,36 @@ def test_a_manifest_this_version_cannot_read_says_why(tmp_path):
     assert "its settings (judge, temperature, items planned) are unknown here" in newer
     (cut,) = [n for n in notes if n.startswith("`cut`")]
     assert "not JSON (Unterminated string" in cut
+
+
+def test_a_language_written_in_capitals_is_the_same_language(tmp_path):
+    """A co-author's run in "EN" is the En run. Before, Table 1 said "No En runs: those columns are empty"
+    beside its 6 records in the runs table, and En vs Ru found no configuration in both languages."""
+    from cresowlve_core.analysis import paired, table
+
+    write_run(tmp_path / "m__en", [record(f"i{i}", lang=" EN", em_strict=i % 2 == 0) for i in range(4)], lang="EN")
+    write_run(tmp_path / "m__ru", [record(f"i{i}", lang="ru", em_strict=True) for i in range(4)], lang="ru")
+    rs = load_runs(str(tmp_path / "*"))
+    assert sorted(rs.runs["lang"]) == ["en", "ru"] and set(rs.responses["lang"]) == {"en", "ru"}
+    display = table.table1_display(table.results_table(rs)[0])
+    assert ("CresOWLve-En", "Exact Match", "% [95% CI]") in display.columns
+    cross = paired.cross_lingual(rs, "em_strict")
+    assert cross["n"].tolist() == [4] and cross["ru_right_en_wrong"].tolist() == [2]
+
+
+def test_a_run_without_a_language_or_of_another_language_is_named_not_dropped_in_silence(tmp_path):
+    """No language anywhere: every table groups by language and leaves the run out; French: Table 1 has no
+    column for it. Each is named in a note; Table 1 of French runs alone is empty, not a crash (before:
+    "ValueError: No objects to concatenate")."""
+    from cresowlve_core.analysis import table
+
+    recs = [record("a", em_strict=True), record("b")]
+    for r in recs:
+        del r["lang"]
+    write_run(tmp_path / "nolang", recs, manifest=False)
+    write_run(tmp_path / "m__fr", [record("a", lang="fr"), record("b", lang="fr")], lang="fr", model="f")
+    rs = load_runs(str(tmp_path / "*"))
+    assert ("`nolang`: no language recorded (neither its manifest nor its records name one): its 2 records are "
+            "left out of every table below.") in rs.notes
+    assert any(n.startswith("`m__fr`: language 'fr' is neither en nor ru") for n in rs.notes)
+    assert table.table1_display(table.results_table(rs)[0]).empty
