@@ -39,8 +39,10 @@ last (manifest ``finished_at``, then ``started_at``, then directory name) is kep
 others are listed in ``notes``.
 
 Files are parsed with ``pyarrow.json`` against an explicit schema (fast, no per-row Python);
-a file that does not fit the schema falls back to ``pandas.read_json``, and a file with
-malformed lines (e.g. a run killed mid-write) to a tolerant line reader that skips them.
+a file that does not fit the schema (a hand-made run, a run killed mid-write) falls back to a
+tolerant line reader: it skips malformed lines, and reads a value not of its field's type (the
+string ``"false"`` for ``em_strict``, ``"hard"`` for ``difficulty``) as no value, never as a guess;
+a note names the lines of both.
 """
 
 from __future__ import annotations
@@ -250,12 +252,14 @@ def read_manifest(run_dir: Path) -> dict[str, Any] | None:
     return {**raw, **validated}
 
 
-def _read_tolerant(path: Path) -> tuple[pa.Table, int]:
-    """Slow path: line by line, skipping lines that are not JSON objects."""
+def _read_tolerant(path: Path) -> tuple[pa.Table, int, list[tuple[int, str, Any]]]:
+    """Slow path: line by line, skipping lines that are not JSON objects. Returns the table, the number of
+    lines skipped, and each value that does not fit its field's type (line number, field, value)."""
     rows: list[dict[str, Any]] = []
+    lines: list[int] = []
     bad = 0
     with path.open(encoding="utf-8") as fh:
-        for line in fh:
+        for lineno, line in enumerate(fh, start=1):
             if not line.strip():
                 continue
             try:
@@ -265,42 +269,60 @@ def _read_tolerant(path: Path) -> tuple[pa.Table, int]:
                 continue
             if isinstance(obj, dict):
                 rows.append(obj)
+                lines.append(lineno)
             else:
                 bad += 1
-    return _table_from_frame(pd.DataFrame(rows)), bad
+    table, misfits = _table_from_rows(rows)
+    return table, bad, sorted(((lines[i], name, value) for i, name, value in misfits), key=lambda m: m[0])
 
 
-def _table_from_frame(df: pd.DataFrame) -> pa.Table:
-    """Coerce a loosely typed frame to :data:`SCHEMA` (missing columns become null)."""
-    n = len(df)
+def _fit(value: Any, typ: pa.DataType) -> tuple[Any, bool]:
+    """``value`` as a field of type ``typ`` holds it, and whether it fits. A missing value is None and
+    fits; a value of another kind is None (no value), never guessed: the string ``"false"`` is not true,
+    ``"hard"`` is no difficulty. Whole numbers written as ``2.0`` or ``"2"``, and 0 / 1 for a boolean, fit."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return None, True
+    number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+    if pa.types.is_boolean(typ):
+        if isinstance(value, (bool, np.bool_)):
+            return bool(value), True
+        return (bool(value), True) if number and value in (0, 1) else (None, False)
+    if pa.types.is_integer(typ):
+        if number and float(value).is_integer():
+            return int(value), True
+        text = value.strip() if isinstance(value, str) else ""
+        return (int(text), True) if text.lstrip("+-").isdigit() else (None, False)
+    if pa.types.is_floating(typ):
+        return (float(value), True) if number else (None, False)
+    if pa.types.is_string(typ):
+        return str(value), True
+    if pa.types.is_list(typ):
+        return ([str(v) for v in value], True) if isinstance(value, (list, tuple)) else (None, False)
+    if pa.types.is_struct(typ):
+        if not isinstance(value, dict):
+            return None, False
+        fitted = {f.name: _fit(value.get(f.name), f.type) for f in typ}
+        return {k: v for k, (v, _) in fitted.items()}, all(ok for _, ok in fitted.values())
+    return value, True
+
+
+def _table_from_rows(rows: list[dict[str, Any]]) -> tuple[pa.Table, list[tuple[int, str, Any]]]:
+    """Records of loosely typed JSON as a :data:`SCHEMA` table (missing fields become null), and each
+    value that does not fit its field (row index, field, value): it is read as no value."""
+    misfits: list[tuple[int, str, Any]] = []
     arrays = []
     for fld in SCHEMA:
-        col = df[fld.name] if fld.name in df.columns else pd.Series([None] * n, dtype=object)
-        values = col.tolist()
-        if fld.name == "extra":
-            values = [
-                {"judge_repeat": _as_verdict(v.get("judge_repeat"))} if isinstance(v, dict) else None for v in values
-            ]
-        elif fld.name == "scores":
-            names = [f.name for f in fld.type]
-            values = [
-                {k: (None if v.get(k) is None else bool(v.get(k))) for k in names} if isinstance(v, dict) else None
-                for v in values
-            ]
-        elif pa.types.is_struct(fld.type):
-            values = [v if isinstance(v, dict) else None for v in values]
-        elif pa.types.is_list(fld.type):
-            values = [list(map(str, v)) if isinstance(v, (list, tuple, np.ndarray)) else None for v in values]
-        elif pa.types.is_integer(fld.type):
-            values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else int(v) for v in values]
-        elif pa.types.is_string(fld.type):
-            values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v) for v in values]
-        elif pa.types.is_boolean(fld.type):
-            values = [None if v is None or (isinstance(v, float) and np.isnan(v)) else bool(v) for v in values]
-        else:
-            values = [None if v is None else float(v) for v in values]
+        values = []
+        for i, row in enumerate(rows):
+            raw = row.get(fld.name)
+            if fld.name == "extra":  # only extra.judge_repeat is read; a list means its first repeat
+                raw = {"judge_repeat": _as_verdict(raw.get("judge_repeat"))} if isinstance(raw, dict) else raw
+            value, fits = _fit(raw, fld.type)
+            if not fits:
+                misfits.append((i, fld.name, raw))
+            values.append(value)
         arrays.append(pa.array(values, type=fld.type))
-    return pa.Table.from_arrays(arrays, schema=SCHEMA)
+    return pa.Table.from_arrays(arrays, schema=SCHEMA), misfits
 
 
 def _as_verdict(v: Any) -> str | None:
@@ -320,12 +342,14 @@ def read_responses(path: Path) -> tuple[pa.Table, list[str]]:
         return pj.read_json(path, parse_options=opts), notes
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass
-    try:
-        return _table_from_frame(pd.read_json(path, lines=True, dtype=False)), notes
-    except ValueError:
-        table, bad = _read_tolerant(path)
+    table, bad, misfits = _read_tolerant(path)
+    if bad:
         notes.append(f"`{path.parent.name}`: skipped {bad} malformed line(s) in {RESPONSES}.")
-        return table, notes
+    if misfits:
+        shown = "; ".join(f"line {line} `{name}` {one_line(repr(value))[:60]}" for line, name, value in misfits[:3])
+        notes.append(f"`{path.parent.name}`: {plural(len(misfits), 'value')} in {RESPONSES} not of the field's type, "
+                     f"read as no value (never guessed): {shown}" + (f"; {len(misfits) - 3} more" if len(misfits) > 3 else "") + ".")
+    return table, notes
 
 
 # ------------------------------------------------------------------ the whole set

@@ -337,3 +337,21 @@ def test_a_run_without_a_language_or_of_another_language_is_named_not_dropped_in
             "left out of every table below.") in rs.notes
     assert any(n.startswith("`m__fr`: language 'fr' is neither en nor ru") for n in rs.notes)
     assert table.table1_display(table.results_table(rs)[0]).empty
+
+
+def test_a_value_not_of_its_fields_type_is_no_value_and_named_never_a_guess(tmp_path):
+    """Hand-made records with strings where booleans and numbers belong. Before, the string "false" for
+    strict EM read as correct (1.0), and a difficulty "hard" or a cost "n/a" crashed the load with a
+    traceback (ValueError: invalid literal for int())."""
+    d = write_run(tmp_path / "r", [record("a", em_strict="false", em_lenient=False),
+                                   record("b", em_strict=True, difficulty="hard"),
+                                   record("c", em_strict=0, difficulty=2.0, cost="n/a", scores={"judge": "yes"}),
+                                   record("d", em_strict=1, difficulty="4")])
+    rs = load_runs(d)
+    df = rs.responses.set_index("id")
+    assert math.isnan(df.at["a", "em_strict"]) and df.at["a", "em_lenient"] == 0.0
+    assert df["em_strict"].tolist()[1:] == [1.0, 0.0, 1.0]
+    assert math.isnan(df.at["b", "difficulty"]) and df.loc[["c", "d"], "difficulty"].tolist() == [2.0, 4.0]
+    assert math.isnan(df.at["c", "cost"]) and math.isnan(df.at["c", "judge"])
+    assert rs.notes == ["`r`: 4 values in responses.jsonl not of the field's type, read as no value (never guessed): "
+                        "line 1 `em_strict` 'false'; line 2 `difficulty` 'hard'; line 3 `cost` 'n/a'; 1 more."]
