@@ -550,6 +550,14 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
             t = t.set_column(t.schema.get_field_index("lang"), "lang", pc.fill_null(t["lang"], str(info["lang"])))
         # compared as the run's language is: stripped and lower-cased (a record's "EN" is the run's "en")
         t = t.set_column(t.schema.get_field_index("lang"), "lang", pc.utf8_lower(pc.utf8_trim_whitespace(t["lang"])))
+        # an answer is counted, scored and paired by its item: a record naming none cannot be (nor can one
+        # record of several without an id replace the others, as a retry of one item would)
+        named = pc.fill_null(pc.not_equal(pc.utf8_trim_whitespace(t["id"]), ""), False)
+        no_id = ~np.asarray(named.to_numpy(zero_copy_only=False), dtype=bool)
+        if no_id.any():
+            notes.append(f"`{one_line(Path(info['path']).name)}`: {plural(int(no_id.sum()), 'record')} without an "
+                         f"item `id` left out: an answer is counted, scored and paired by its item.")
+            t = t.filter(pa.array(~no_id))
         earlier = _superseded_lines(t)
         # a judged run writes each answer before asking the judge: that line is not a superseded answer
         awaiting_judge = earlier & _equals(t["status"], "ok") & _equals(t["judge_status"], "not_run")

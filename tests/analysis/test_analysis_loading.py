@@ -355,3 +355,19 @@ def test_a_value_not_of_its_fields_type_is_no_value_and_named_never_a_guess(tmp_
     assert math.isnan(df.at["c", "cost"]) and math.isnan(df.at["c", "judge"])
     assert rs.notes == ["`r`: 4 values in responses.jsonl not of the field's type, read as no value (never guessed): "
                         "line 1 `em_strict` 'false'; line 2 `difficulty` 'hard'; line 3 `cost` 'n/a'; 1 more."]
+
+
+def test_records_without_an_item_id_are_left_out_and_named_not_taken_for_retries(tmp_path):
+    """Before, records without an id were one "item" whose last line won, and a blank id was an item: of
+    5 records (3 without an id) 4 were kept, ids ['a', 'b', nan, '  '], one dropped with no note ("did not
+    finish: 4 of 5 planned items"), and not counted as superseded either."""
+    recs = [record("a", em_strict=True), record("b"), record("x"), record("y"), record("z")]
+    del recs[2]["id"]
+    recs[3]["id"] = None
+    recs[4]["id"] = "  "
+    rs = load_runs(write_run(tmp_path / "r", recs))
+    assert sorted(rs.responses["id"]) == ["a", "b"]
+    run = rs.runs.iloc[0]
+    assert (run["n_records"], run["n_superseded"]) == (2, 0)
+    assert ("`r`: 3 records without an item `id` left out: an answer is counted, scored and paired by its item."
+            in rs.notes)
