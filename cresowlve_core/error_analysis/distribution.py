@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.error_analysis.taxonomy import BY_SLUG, OTHER_PREFIX, SLUGS
+from cresowlve_core.error_analysis.taxonomy import BY_SLUG, OTHER_PREFIX, SLUGS, category_of
 from cresowlve_core.runtime.outcomes import record_withheld
 from cresowlve_core.stats import holm, wilson_interval
 
@@ -44,6 +44,17 @@ def bucket(label: str | None) -> str | None:
     if label is None:
         return None
     return OTHER if label.startswith(OTHER_PREFIX) or label not in BY_SLUG else label
+
+
+def stored_label(label: object) -> str | None:
+    """A label record's ``label`` read by the labeller's own rule (:func:`~.label.parse_label`): a slug or
+    ``other: …`` as stored; else the category it names (``Overthinking``, ``3``: a hand edit); else
+    ``other: <text>`` (a slug this taxonomy does not have), so it is counted and listed as other, with its text.
+    None when there is no label."""
+    text = "" if label is None else str(label).strip()
+    if not text or text in BY_SLUG or text.startswith(OTHER_PREFIX):
+        return text or None
+    return category_of(text) or OTHER_PREFIX + text[:120]
 
 
 def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.DataFrame:
@@ -63,7 +74,7 @@ def label_frame(units: list[Any], records: dict[Any, dict[str, Any]]) -> pd.Data
         elif record_withheld(rec):
             state, label = "withheld", None
         else:
-            label = rec.get("label")
+            label = stored_label(rec.get("label"))
             state = "labelled" if label else "unlabelled"
         rows.append({"key": u.key, "config": u.config, "group": f"{u.config} · {u.lang}", "model": u.model,
                      "lang": u.lang, "id": u.id,

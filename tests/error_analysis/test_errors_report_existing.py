@@ -65,3 +65,24 @@ def test_the_limit_per_configuration_is_named_with_what_it_left_out(tmp_path):
     assert (out["n"], out["labelled"], out["left_by_limit"]) == (1, 1, 2)
     assert headline(out).endswith("; 2 more left out by the limit per configuration")
     assert analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False).left_by_limit == 0
+
+
+def test_a_stored_label_outside_the_taxonomy_is_other_with_its_text_and_counted_so(tmp_path):
+    """Labels edited by hand or made with another taxonomy: a category name is that category, an unknown slug
+    is ``other: <slug>``. Before, both were pooled into the distribution's Other bucket (k = 2 of 3) while the
+    labels record and the headline said "0 other", and the table of other labels listed neither."""
+    import json
+
+    from cresowlve_core.error_analysis.report import distribution_section, headline, labels_section
+
+    _labelled(tmp_path, "lab")
+    f = tmp_path / "out" / "labels" / "lab" / "labels.jsonl"
+    recs = [json.loads(x) for x in f.read_text().splitlines()]
+    recs[1]["label"], recs[2]["label"] = "wrong_assumption", "Overthinking"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
+    assert ea.labels["label"].tolist() == ["overthinking", "other: wrong_assumption", "overthinking"]
+    rec = labels_section(ea)
+    assert rec["other"] == 1 and headline(rec) == "3 wrong answers sent to the labeller: 3 labelled, 1 other, 0 unlabelled"
+    shares = {r["category"]: r["k"] for r in distribution_section(ea)["distribution"] if r["k"]}
+    assert shares == {"overthinking": 2, "other": 1}
