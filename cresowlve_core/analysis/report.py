@@ -654,11 +654,16 @@ def example_errors_section(
                 else "no answered items"
             )
         wrong = answered[answered[metric] == 0.0]
+        n_valued = int(answered[metric].notna().sum())  # an item the measure has no value for is not right either
         head = f"**{config} / {lang}** — {why}"
         if n_err:
             head += f"; {n_err} errored item(s) (no answer, left out) not shown"
-        if wrong.empty:
-            say(head + f". **No item is wrong by this measure** ({len(answered)} answered items), so there is nothing to show.")
+        if wrong.empty and not n_valued and len(answered):
+            say(head + f". **{METRIC_LABELS[metric]} has no value for any of the {len(answered)} answered items**, so "
+                "there is nothing to show.")
+        elif wrong.empty:
+            say(head + f". **No item is wrong by this measure** ({n_valued} of {len(answered)} answered items have a "
+                "value), so there is nothing to show.")
         else:
             say(head + f": {min(n, len(wrong))} of {len(wrong)} shown.")
             sample = wrong.sample(n=min(n, len(wrong)), random_state=seed).sort_values("id")

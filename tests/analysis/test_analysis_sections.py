@@ -125,3 +125,16 @@ def test_the_difficulty_breakdown_names_the_items_it_leaves_out_for_want_of_a_ra
     assert out["n_unrated_items"] == 1
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert "**Left out: 1 item(s) without a difficulty rating** (1 response(s): `unrated`)" in text
+
+
+def test_example_errors_do_not_call_items_without_a_value_right(tmp_path, shown):
+    """A judge-only run (no exact-match fields) the judge half scored falls back to lenient EM, which has no
+    value for any answer. Before: "No item is wrong by this measure (12 answered items)", beside 6 items
+    the judge found wrong."""
+    write_run(tmp_path / "r_en", [record(f"i{k}", em_strict=None, em_lenient=None, judge="INCORRECT" if k < 6 else None)
+                                  for k in range(12)])
+    out = report.example_errors_section(load_runs(tmp_path / "r_en"))
+    assert out["m/en"]["metric"] == "em_lenient" and out["m/en"]["n_wrong"] == 0
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "Exact match (lenient) has no value for any of the 12 answered items" in text
+    assert "No item is wrong" not in text
