@@ -483,6 +483,12 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
     if res.empty:
         say("No configuration has both creative and factual items at a common difficulty level.")
         return {"n_rows": 0}
+    runs = df[["config", "lang"]].dropna().drop_duplicates()
+    shown = set(zip(res["config"], res["lang"], strict=True))
+    left = [f"{c} / {lang}" for c, lang in sorted(zip(runs["config"], runs["lang"], strict=True)) if (c, lang) not in shown]
+    if left:
+        say(f"**Not in this comparison** (no factual item, or none at a difficulty level of its creative items, with a "
+            f"value): {', '.join(left)}.")
     small = res.loc[res["n_matched"] < 30, "config"].unique().tolist()
     if small:
         say(f"Fewer than 30 items in the smaller group for: {', '.join(small)}; read those intervals with care.")

@@ -138,3 +138,15 @@ def test_example_errors_do_not_call_items_without_a_value_right(tmp_path, shown)
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert "Exact match (lenient) has no value for any of the 12 answered items" in text
     assert "No item is wrong" not in text
+
+
+def test_creative_vs_factual_names_the_runs_it_cannot_compare(tmp_path, shown):
+    """A run with creative items only has no gap to show. Before, it was simply absent from the table."""
+    kinds = ["creative", "factual"] * 4
+    write_run(tmp_path / "a", [record(f"i{k}", reasoning_type=t, em_strict=k % 3 == 0, judge="CORRECT")
+                               for k, t in enumerate(kinds)], model="a")
+    write_run(tmp_path / "b", [record(f"i{k}", model="b", em_strict=True, judge="CORRECT") for k in range(8)], model="b")
+    out = report.creative_factual_section(load_runs(str(tmp_path / "*")))
+    assert {g["config"] for g in out["gaps"]} == {"a"}
+    assert any(s.startswith("**Not in this comparison** (no factual item, or none at a difficulty level of its "
+                            "creative items, with a value): b / en.") for s in shown if isinstance(s, str))
