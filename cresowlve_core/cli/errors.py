@@ -34,6 +34,10 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         counts = {word: int(tally[f"n_no_answer_{k}"].sum()) for k, word in NO_ANSWER_REASONS.items()}
         why = ", ".join(f"{n} {word}" for word, n in counts.items() if n)
         skipped = f"; {no_answer} wrong by the rule without an answer ({why}): counted, not labelled"
+    unknown = int(tally["n_unknown"].sum()) if len(tally) else 0
+    if unknown:  # neither right nor wrong on the basis (e.g. a judge-only run the judge half scored, graded by EM)
+        skipped += (f"; {unknown} answer(s) with no value on their configuration's basis (right or wrong unknown, "
+                    "see n_unknown and basis in 04_error_analysis): not counted, not labelled")
     # wrong answers whose item could not be loaded (collect_wrong warns which items file): never labelled blind
     no_item = int(tally["n_no_item"].sum()) if len(tally) else 0
     unlabelled = (f"{no_item} wrong answer(s) not labelled: their items could not be loaded (the warning above "
@@ -42,7 +46,8 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         if no_item:
             print(f"incomplete: {unlabelled}{skipped}", file=sys.stderr)
             return EXIT_INCOMPLETE
-        print(f"no wrong answers in {a.runs!r} ({len(tally)} run(s)); nothing to label{skipped}", file=sys.stderr)
+        print(f"no wrong answers {'found ' if unknown else ''}in {a.runs!r} ({len(tally)} run(s)); nothing to label"
+              f"{skipped}", file=sys.stderr)
         return 0 if len(tally) else 2
     if skipped:
         print(f"{len(units)} wrong answer(s) to label{skipped}", file=sys.stderr)

@@ -100,3 +100,24 @@ def test_label_cli_exits_1_when_wrong_answers_are_left_unlabelled_for_want_of_th
     out, err = capsys.readouterr()
     assert out.startswith("labelled 3 of 3 wrong answers") and srv.total == 3
     assert code == 1 and err.strip().splitlines()[-1].startswith("incomplete: 3 wrong answer(s) not labelled")
+
+
+def test_label_cli_does_not_call_answers_of_unknown_correctness_no_wrong_answers(tmp_path, capsys):
+    """A judge-only run the judge half scored is graded by strict EM (coverage < 90%), which has no value: all 4
+    answers are of unknown correctness (2 of them judged INCORRECT). Before, the CLI said only "no wrong answers
+    in ...; nothing to label"."""
+    from cresowlve_core.cli import main
+
+    items = _items(4)
+    (tmp_path / "runs").mkdir()
+    run = write_run(tmp_path / "runs", "en", items, {it.id: False for it in items},
+                    judged={items[0].id: False, items[1].id: False})
+    recs = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    for r in recs:
+        r["em_strict"] = r["em_lenient"] = None
+    (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    code = main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                 "--labeller-model", "x", "--labeller-base-url", "http://127.0.0.1:9/v1"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 0 and err.startswith("no wrong answers found in ")
+    assert "4 answer(s) with no value on their configuration's basis (right or wrong unknown" in err
