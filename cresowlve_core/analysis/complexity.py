@@ -87,7 +87,8 @@ def item_features(
     """Per-item features (columns id, difficulty and :data:`FEATURES`) plus notes on what is missing."""
     notes: list[str] = []
     items = per_item(responses)
-    n_dom = items["knowledge_domains"].map(lambda v: len(v) if v is not None else 0)
+    # distinct domains, as the distance and the group breakdowns count them ("History" twice is one domain)
+    n_dom = items["knowledge_domains"].map(lambda v: len({str(d) for d in v if d is not None}) if v is not None else 0)
     items["n_domains"] = n_dom.where(n_dom > 0).astype(float)
     if items["n_domains"].isna().all():
         notes.append("**Number of domains / semantic distance:** no `knowledge_domains` annotations in these runs.")

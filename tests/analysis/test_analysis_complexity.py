@@ -204,3 +204,12 @@ def test_a_verdict_without_an_interval_says_so_and_claims_nothing_of_one(n, why)
     text = correlation_verdict(row)
     assert text.startswith(f"ρ = +1.00, n = {n} ({why}): no significant correlation with difficulty (Holm p = ")
     assert "nan" not in text and "excludes 0" not in text and "CI [" not in text
+
+
+def test_a_domain_named_twice_on_an_item_counts_once():
+    """Before: ["A", "A"] gave n_domains = 2 beside a max distance of 0 (one distinct domain); the group
+    breakdowns count it as one domain too."""
+    df = _responses([{"id": "dup", "knowledge_domains": ["A", "A"]}, {"id": "two", "knowledge_domains": ["A", "B"]},
+                     {"id": "none", "knowledge_domains": []}])
+    f = item_features(df, embed_fn=fake_embed)[0].set_index("id")
+    assert f.loc["dup", "n_domains"] == 1.0 and f.loc["two", "n_domains"] == 2.0 and math.isnan(f.loc["none", "n_domains"])
