@@ -307,7 +307,8 @@ def table1_section(
         "coverage_threshold": coverage_threshold,
         "low_coverage": [f"{r.config}/{r.lang}/{r.metric}" for r in low.itertuples(index=False)],
         "unfinished": sorted({f"{r.config}/{r.lang}" for r in long[~long["complete"]].itertuples(index=False)}),
-        "n_error": int(rs.runs["n_error"].sum()),  # items of every run with no answer (errored, failed)
+        # Table 1's items with no answer (errored, failed): its population, not the factual items it leaves out
+        "n_error": int(long.drop_duplicates("run_id")["n_error"].sum()) if not long.empty else 0,
         "rows": jsonable(wide[["config", *main_cols]]),
     }
 

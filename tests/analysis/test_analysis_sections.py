@@ -150,3 +150,15 @@ def test_creative_vs_factual_names_the_runs_it_cannot_compare(tmp_path, shown):
     assert {g["config"] for g in out["gaps"]} == {"a"}
     assert any(s.startswith("**Not in this comparison** (no factual item, or none at a difficulty level of its "
                             "creative items, with a value): b / en.") for s in shown if isinstance(s, str))
+
+
+def test_table1_headline_counts_errored_items_of_table1s_population(tmp_path, shown):
+    """Two errored factual items are outside Table 1 (creative items). Before, its headline read "Table 1: 1
+    configuration, 0 matched to a published row; 2 items without an answer (errored)" beside cells showing
+    no errored item."""
+    recs = [record(f"i{k}", em_strict=True) for k in range(4)]
+    recs += [record(f"f{k}", reasoning_type="factual", status="error", em_strict=None, em_lenient=None) for k in range(2)]
+    rs = load_runs(write_run(tmp_path / "r_en", recs))
+    t = report.table1_section(rs, export=False)
+    assert t["n_error"] == 0
+    assert report.table1_headline(t) == "Table 1: 1 configuration, 0 matched to a published row"
