@@ -665,7 +665,9 @@ def example_errors_section(
         head = f"**{config} / {lang}** — {why}"
         if n_err:
             head += f"; {n_err} errored item(s) (no answer, left out) not shown"
-        if wrong.empty and not n_valued and len(answered):
+        if not len(answered):
+            say(head + ": nothing to show.")
+        elif wrong.empty and not n_valued:
             say(head + f". **{METRIC_LABELS[metric]} has no value for any of the {len(answered)} answered items**, so "
                 "there is nothing to show.")
         elif wrong.empty:

@@ -162,3 +162,11 @@ def test_table1_headline_counts_errored_items_of_table1s_population(tmp_path, sh
     t = report.table1_section(rs, export=False)
     assert t["n_error"] == 0
     assert report.table1_headline(t) == "Table 1: 1 configuration, 0 matched to a published row"
+
+
+def test_example_errors_of_a_run_with_only_errored_items_say_nothing_is_answered(tmp_path, shown):
+    write_run(tmp_path / "r_en", [record(f"i{k}", status="error", em_strict=None, em_lenient=None) for k in range(3)])
+    out = report.example_errors_section(load_runs(tmp_path / "r_en"))
+    assert out["m/en"]["n_error"] == 3
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert text == "**m / en** — no answered items; 3 errored item(s) (no answer, left out) not shown: nothing to show."
