@@ -371,7 +371,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "config": config_label(str(model), effort),
         "name": str(model),  # the model as the tables name it: the grid's label once labelled()
         "thinking": thinking,
-        "lang": _language(m.get("lang") or first.get("lang")),
+        "lang": language(m.get("lang") or first.get("lang")),
         "judge_model": judge.get("model") if isinstance(judge, dict) else None,
         "judge_protocol": judge.get("protocol") if isinstance(judge, dict) else None,
         "seed": m.get("seed"),
@@ -395,7 +395,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
     }
 
 
-def _language(value: Any) -> str | None:
+def language(value: Any) -> str | None:
     """A language as the tables compare it: stripped and lower-cased (``EN`` is ``en``); None when unset."""
     text = "" if value is None else str(value).strip().lower()
     return text or None

@@ -30,6 +30,7 @@ import pandas as pd
 
 from cresowlve_core.analysis.coverage import judge_coverage_by_run
 from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
+from cresowlve_core.analysis.loading import language as record_language
 from cresowlve_core.analysis.loading import no_answer as loading_no_answer
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.select import EM, JUDGE
@@ -62,11 +63,12 @@ class WrongAnswer:
         return asdict(self)
 
 
-def read_records(run_path: str | Path) -> dict[tuple[str, str], dict[str, Any]]:
+def read_records(run_path: str | Path, run_lang: str | None = None) -> dict[tuple[str, str], dict[str, Any]]:
     """The last response record per ``(id, lang)`` of one run directory (read only; the runtime's
-    reader: a torn last line is skipped, any other bad line is an error naming the file and line)."""
+    reader: a torn last line is skipped, any other bad line is an error naming the file and line).
+    ``lang`` as the loader reads it: the record's, else the run's ``run_lang``, stripped and lower-cased."""
     records = read_jsonl(Path(run_path) / RESPONSES)
-    return {(str(r["id"]), str(r.get("lang"))): r for r in records if "id" in r}
+    return {(str(r["id"]), str(record_language(r.get("lang") or run_lang))): r for r in records if "id" in r}
 
 
 def output_hash(*parts: str | None) -> str:
@@ -143,7 +145,7 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
         manifest = read_manifest(Path(run["path"])) or {}
         spec = manifest.get("items") or "demo"
         limit = run_input_limit(manifest, max_input_chars)
-        records = read_records(run["path"])
+        records = read_records(run["path"], run["lang"])
         # an errored call has no value on load (analysis.loading.no_answer); this tally keeps it beside the
         # wrong answers as "no answer": never labelled
         errored = pd.Series(loading_no_answer(part), index=part.index)

@@ -210,3 +210,18 @@ def test_a_record_of_a_status_this_version_does_not_know_is_no_answer_never_labe
     assert [w.id for w in wrong] == [ids[1]]
     t = tally.iloc[0]
     assert (t["n_wrong"], t["n_no_answer"], t["n_no_answer_error"], t["n_wrong_em"], t["n_to_label"]) == (2, 1, 1, 1, 1)
+
+
+def test_a_record_whose_language_is_the_runs_or_in_capitals_is_found_and_labelled(tmp_path):
+    """The loader reads a record without ``lang`` in its run's language and "EN" as "en"; the error analysis
+    looks the record up the same way. Before, the record without a language was "empty" (no answer, its
+    prediction not found), and "EN" was counted empty too (or, before the loader read it as "en", no item)."""
+    items = _items(3)
+    run = write_run(tmp_path, "en", items, {it.id: False for it in items})
+    recs = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    del recs[0]["lang"]
+    recs[1]["lang"] = "EN"
+    (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    assert [(w.id, w.lang, w.prediction) for w in wrong] == [(it.id, "en", f"guess {it.id}") for it in items]
+    assert (tally.iloc[0]["n_no_answer"], tally.iloc[0]["n_to_label"]) == (0, 3)
