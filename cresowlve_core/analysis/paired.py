@@ -232,6 +232,15 @@ def resolve_config(df: pd.DataFrame, name: str, aliases: Mapping[str, str] | Non
                      + (f"; grid labels: {', '.join(grid)}" if grid else ""))
 
 
+def resolve_pair(df: pd.DataFrame, a: str, b: str, aliases: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """Two names of a ``compare`` pair as configurations (:func:`resolve_config`); an ``InputError`` when
+    both name the same one (a grid label and its model name): a configuration against itself is no test."""
+    ca, cb = resolve_config(df, a, aliases), resolve_config(df, b, aliases)
+    if ca == cb:
+        raise InputError(f"{a!r} and {b!r} name the same configuration ({ca}): nothing to compare")
+    return ca, cb
+
+
 def compare_configs(
     data: RunSet | pd.DataFrame,
     pairs: Sequence[tuple[str, str]] | None = None,
@@ -250,7 +259,7 @@ def compare_configs(
         aliases = data.aliases
     df = _frame(data)
     metric = metric or default_metric(df)
-    wanted = [(resolve_config(df, a, aliases), resolve_config(df, b, aliases)) for a, b in (pairs or [])]
+    wanted = [resolve_pair(df, a, b, aliases) for a, b in (pairs or [])]
     if include_defaults:
         wanted += [p for p in default_pairs(df) if p not in wanted]
     rows = []
@@ -403,6 +412,6 @@ def check_compare(runs: Any, compare: Any, aliases: Mapping[str, str] | None = N
         return []
     merged = {**rs.aliases, **(aliases or {})}
     try:
-        return [(resolve_config(rs.responses, a, merged), resolve_config(rs.responses, b, merged)) for a, b in compare]
+        return [resolve_pair(rs.responses, a, b, merged) for a, b in compare]
     except ValueError as exc:
         raise InputError(f"compare: {exc}") from None

@@ -123,3 +123,13 @@ def test_labels_that_would_merge_configurations_are_not_used(tmp_path):
     rs = load_runs(str(_grid(tmp_path) / "grid.json"))
     merging = rs.labelled({"gpt-4.1": "GPT-5.4 (none)", "gpt-5.4": "GPT-5.4"})  # two configs -> one name
     assert sorted(merging.runs["config"]) == ["gpt-4.1", "gpt-5.4 (medium)", "gpt-5.4 (none)"]
+
+
+def test_a_pair_naming_one_configuration_twice_is_refused_not_tested(tmp_path):
+    """A grid label and its model name are one configuration. Before, the pair was "tested" against itself:
+    diff 0.0, p 1.0 over 40 pairs, a row in the Holm family that looked like a finding of no difference."""
+    g = str(_grid(tmp_path) / "grid.json")
+    with pytest.raises(ValueError, match=r"compare: 'GPT-4.1' and 'gpt-4.1' name the same configuration \(gpt-4.1\)"):
+        check_compare(g, [["GPT-4.1", "gpt-4.1"]])
+    with pytest.raises(ValueError, match="name the same configuration"):
+        compare_configs(load_runs(g), [("GPT-5.4 (medium)", "gpt-5.4 (medium)")])
