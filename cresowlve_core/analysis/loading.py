@@ -432,9 +432,23 @@ def _legacy_score(df: pd.DataFrame, name: str) -> np.ndarray:
     if name in _LEGACY_BOOL and name in df.columns:
         return df[name].astype("float64").to_numpy(copy=True)
     if name == "judge":
-        scored = (df["judge_status"].isin(["scored", "not_an_answer"]) & df["judge_verdict"].notna()).to_numpy(dtype=bool)
-        return np.where(scored, df["judge_verdict"].eq("CORRECT").to_numpy(dtype=float), np.nan)
+        scored = df["judge_status"].isin(JUDGED_STATUSES).to_numpy(dtype=bool)
+        verdict = judge_verdicts(df)
+        return np.where(scored & (verdict == verdict), verdict, np.nan)  # a verdict it does not read: no value
     return np.full(len(df), np.nan)
+
+
+#: the ``judge_status`` values of a record whose ``judge_verdict`` is a verdict on it
+JUDGED_STATUSES = ("scored", "not_an_answer")
+
+
+def judge_verdicts(df: pd.DataFrame) -> np.ndarray:
+    """``judge_verdict`` as 1.0 (``CORRECT``) / 0.0 (``INCORRECT``), compared case- and space-insensitively,
+    as ``extra.judge_repeat`` is; NaN for no verdict or any other text (``"maybe"`` is no verdict, never a
+    wrong one)."""
+    codes, texts = pd.factorize(df["judge_verdict"])  # a few distinct texts: read each once (-1: none)
+    values = [{"CORRECT": 1.0, "INCORRECT": 0.0}.get(str(t).strip().upper(), np.nan) for t in texts]
+    return np.asarray([*values, np.nan], dtype=float)[codes]
 
 
 def no_answer(df: pd.DataFrame) -> np.ndarray:
@@ -576,6 +590,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
                  if parts else _empty_responses())
 
     _note_unknown_statuses(responses, infos, notes)
+    _note_unread_verdicts(responses, infos, notes)
     runs_df = pd.DataFrame([infos[i] for i in keep]).reset_index(drop=True)
     runs_df["n_superseded"] = runs_df.get("n_superseded", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
     outcome = responses["outcome"]
@@ -622,6 +637,17 @@ def _language_notes(runs_df: pd.DataFrame) -> list[str]:
             notes.append(f"`{name}`: language {one_line(repr(r.lang))} is neither en nor ru: Table 1 and the En-vs-Ru "
                          f"comparison, which show those two only, leave out its {plural(int(r.n_records), 'record')}.")
     return notes
+
+
+def _note_unread_verdicts(responses: pd.DataFrame, infos: list[dict[str, Any]], notes: list[str]) -> None:
+    """One note per run with records the judge marked judged whose verdict is neither CORRECT nor INCORRECT."""
+    judged = responses["judge_status"].isin(JUDGED_STATUSES).to_numpy(dtype=bool)
+    odd = responses.loc[judged & np.isnan(judge_verdicts(responses)), ["run_id", "judge_verdict"]]
+    paths = {info["run_id"]: Path(info["path"]).name for info in infos}
+    for run_id, g in odd.groupby("run_id", sort=True):
+        values = ", ".join(one_line(repr(v)) for v in sorted(set(g["judge_verdict"].dropna().astype(str)))[:5])
+        notes.append(f"`{one_line(paths.get(run_id, run_id))}`: {plural(len(g), 'judged record')} with a verdict that is "
+                     f"neither CORRECT nor INCORRECT ({values or 'none'}): no judge value (as if unscored), never wrong.")
 
 
 def _note_unknown_statuses(responses: pd.DataFrame, infos: list[dict[str, Any]], notes: list[str]) -> None:

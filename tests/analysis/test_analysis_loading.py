@@ -371,3 +371,15 @@ def test_records_without_an_item_id_are_left_out_and_named_not_taken_for_retries
     assert (run["n_records"], run["n_superseded"]) == (2, 0)
     assert ("`r`: 3 records without an item `id` left out: an answer is counted, scored and paired by its item."
             in rs.notes)
+
+
+def test_a_judge_verdict_is_read_case_insensitively_and_any_other_text_is_no_value(tmp_path):
+    """Before: a verdict "correct" or "Correct" (a hand-made or another tool's record) was scored wrong, and
+    "maybe" was scored wrong too, with no note; extra.judge_repeat was already read case-insensitively."""
+    recs = [record("a", judge="correct"), record("b", judge=" Correct "), record("c", judge="CORRECT"),
+            record("d", judge="incorrect"), record("e", judge="maybe")]
+    rs = load_runs(write_run(tmp_path / "r", recs))
+    judge = rs.responses.set_index("id")["judge"]
+    assert judge[["a", "b", "c", "d"]].tolist() == [1.0, 1.0, 1.0, 0.0] and math.isnan(judge["e"])
+    assert rs.notes == ["`r`: 1 judged record with a verdict that is neither CORRECT nor INCORRECT ('maybe'): no judge "
+                        "value (as if unscored), never wrong."]
