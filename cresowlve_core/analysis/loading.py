@@ -648,6 +648,12 @@ def _note_unread_verdicts(responses: pd.DataFrame, infos: list[dict[str, Any]], 
         values = ", ".join(one_line(repr(v)) for v in sorted(set(g["judge_verdict"].dropna().astype(str)))[:5])
         notes.append(f"`{one_line(paths.get(run_id, run_id))}`: {plural(len(g), 'judged record')} with a verdict that is "
                      f"neither CORRECT nor INCORRECT ({values or 'none'}): no judge value (as if unscored), never wrong.")
+    # a verdict on a record the judge's status does not call judged (none, unscored, error) is not read
+    stray = responses.loc[~judged & responses["judge_verdict"].notna().to_numpy(dtype=bool), ["run_id", "judge_status"]]
+    for run_id, g in stray.groupby("run_id", sort=True):
+        statuses = ", ".join(sorted({one_line(repr(v)) if isinstance(v, str) else "none" for v in g["judge_status"]}))
+        notes.append(f"`{one_line(paths.get(run_id, run_id))}`: {plural(len(g), 'record')} with a `judge_verdict` but "
+                     f"`judge_status` {statuses}, not scored or not_an_answer: the verdict is not read (no judge value).")
 
 
 def _note_unknown_statuses(responses: pd.DataFrame, infos: list[dict[str, Any]], notes: list[str]) -> None:

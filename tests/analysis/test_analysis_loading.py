@@ -383,3 +383,15 @@ def test_a_judge_verdict_is_read_case_insensitively_and_any_other_text_is_no_val
     assert judge[["a", "b", "c", "d"]].tolist() == [1.0, 1.0, 1.0, 0.0] and math.isnan(judge["e"])
     assert rs.notes == ["`r`: 1 judged record with a verdict that is neither CORRECT nor INCORRECT ('maybe'): no judge "
                         "value (as if unscored), never wrong."]
+
+
+def test_a_verdict_without_a_judged_status_is_named_not_dropped_in_silence(tmp_path):
+    """Hand-made judge-only records that give the verdict but no judge_status: the status says whether the
+    verdict is a judgment, so it is not read; before, nothing said so ("No LLM-judge scores" in the report)."""
+    recs = [record("a", judge="CORRECT"), record("b", judge="CORRECT"), record("c", judge="INCORRECT")]
+    recs[1]["judge_status"] = None
+    del recs[2]["judge_status"]
+    rs = load_runs(write_run(tmp_path / "r", recs))
+    assert rs.responses["judge"].tolist()[0] == 1.0 and rs.responses["judge"].isna().sum() == 2
+    assert rs.notes == ["`r`: 2 records with a `judge_verdict` but `judge_status` none, not scored or not_an_answer: "
+                        "the verdict is not read (no judge value)."]
