@@ -214,17 +214,21 @@ def results_long(
     answered = df[metrics].mask(err, axis=0)  # a value from an actual answer
     work = df[[*keys, "status", *metrics]].assign(
         _err=err, _ref=outcome.eq("refused") & ~err, _fil=outcome.eq("filtered") & ~err,
-        **{f"_ans_{m}": answered[m] for m in metrics})
+        **{f"_ans_{m}": answered[m] for m in metrics},
+        # a refused or filtered answer without a value (a run the judge never scored) is still not correct
+        **{f"_withheld_{m}": (outcome.isin(["refused", "filtered"]) & ~err & df[m].isna()) for m in metrics})
     grouped = work.groupby(keys, sort=False)
     base = grouped.agg(n_all=("status", "size"), n_error=("_err", "sum"), n_refused=("_ref", "sum"),
                        n_filtered=("_fil", "sum"))
     sums, counts = grouped[metrics].sum(), grouped[metrics].count()
     answered_counts = grouped[[f"_ans_{m}" for m in metrics]].count()
+    withheld = grouped[[f"_withheld_{m}" for m in metrics]].sum()
     rows = []
     for metric in metrics:
         part = base.copy()
         part["k"], part["n"] = sums[metric], counts[metric]
         part["n_scored"] = answered_counts[f"_ans_{metric}"]
+        part["_withheld"] = withheld[f"_withheld_{metric}"]
         part["metric"] = metric
         rows.append(part.reset_index())
     long = pd.concat(rows, ignore_index=True)
@@ -237,7 +241,7 @@ def results_long(
         long["pct"] = 100.0 * long["k"] / long["n"].where(long["n"] > 0)
         long["coverage"] = long["n_scored"] / n_all
         long["bound_low"] = 100.0 * long["k"] / n_all
-        long["bound_high"] = 100.0 * (long["k"] + long["n_all"] - long["n"]) / n_all
+        long["bound_high"] = 100.0 * (long["k"] + long["n_all"] - long["n"] - long["_withheld"]) / n_all
     long["low"], long["high"] = 100.0 * low, 100.0 * high
     # the paper's counting: every item without a value is wrong (only defined where the metric scored anything)
     has = long["n"] > 0

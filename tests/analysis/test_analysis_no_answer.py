@@ -162,3 +162,19 @@ def test_judge_coverage_counts_refusals_the_judge_was_not_asked_about(tmp_path):
     write_run(tmp_path / "r", [_rec("a", True), _refused("b"), _refused("c", outcome="filtered"), _rec("d", None)])
     cov = judge_coverage(load_runs(tmp_path / "r").responses).iloc[0]
     assert (cov["scored"], cov["not_an_answer"], cov["not_run"], cov["model_error"]) == (1, 2, 1, 1)
+
+
+def test_table1_upper_bound_never_counts_a_refusal_right(tmp_path):
+    """A run the judge never scored: its judge cell has no value, and its bounds say what every missing value
+    could be. Refused and filtered answers are not correct whatever the judge would say. Before, a run of 12
+    refusals had judge bounds [0.0, 100.0]; 2 of 4 refusals [0.0, 100.0] too."""
+    from cresowlve_core.analysis import table
+
+    write_run(tmp_path / "judged", [record(f"i{k}", model="j", judge="CORRECT") for k in range(4)], model="j")
+    write_run(tmp_path / "refuses", [record(f"i{k}", model="r", outcome="refused") for k in range(4)], model="r")
+    write_run(tmp_path / "half", [record(f"i{k}", model="h", outcome="filtered" if k < 2 else None, em_strict=k == 3)
+                                  for k in range(4)], model="h")
+    long = table.results_table(load_runs(str(tmp_path / "*")))[0].set_index(["config", "metric"])
+    assert (long.at[("r", "judge"), "bound_low"], long.at[("r", "judge"), "bound_high"]) == (0.0, 0.0)
+    assert (long.at[("h", "judge"), "bound_low"], long.at[("h", "judge"), "bound_high"]) == (0.0, 50.0)
+    assert long.at[("j", "judge"), "bound_high"] == 100.0
