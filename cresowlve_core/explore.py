@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core import jsonl, paths
-from cresowlve_core.analysis.loading import load_runs
+from cresowlve_core.analysis.loading import language, load_runs
 from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
 from cresowlve_core.error_analysis.distribution import bucket
@@ -217,7 +217,7 @@ def _index_responses(path: Path, default_lang: str | None) -> tuple[dict[tuple[s
                 continue
             if not isinstance(rec, dict) or "id" not in rec:
                 continue
-            key = (str(rec["id"]), str(rec.get("lang") or default_lang))
+            key = (str(rec["id"]), str(language(rec.get("lang")) or language(default_lang)))  # as load_runs reads it
             offsets[key] = start
             reasoning = rec.get("thoughts") or rec.get("raw_output") or ""
             hashes[key] = output_hash(str(rec.get("prediction") or ""), str(reasoning))

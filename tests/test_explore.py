@@ -333,3 +333,12 @@ def test_a_refused_answer_a_judge_never_saw_is_not_shown_as_that_judges_verdict(
     assert "wrong (by the rule for a refused answer)" in refused
     assert "judge: INCORRECT (gpt-4o-mini)" in judged
     assert "1 refused or filtered (never correct, not judged)" in ex.summary()
+
+
+def test_a_record_whose_language_is_in_capitals_is_read_back(tmp_path):
+    """``load_runs`` reads ``"EN"`` as ``en``; the full record of that answer is found under it too."""
+    write_run(tmp_path / "r", [{**record(EN[1], model="A", prediction="Kepler", thoughts="astronomer? Kepler"),
+                                "lang": "EN"}], model="A")
+    ex = X.load_explorer(str(tmp_path / "r"))
+    (answer,) = X.item_detail(ex, EN[1], "en")["answers"]
+    assert answer["prediction"] == "Kepler" and answer["thoughts"] == "astronomer? Kepler"
