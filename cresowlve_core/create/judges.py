@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,18 +120,48 @@ def _json_payload(text: str) -> Any:
         return None
 
 
+#: a class size as a judge writes it: digits (thousands commas, decimals allowed), then optionally a
+#: power of ten ("1e6", "1.5 x 10^6"), a power ("10^6") or a magnitude word ("2 million")
+_SIZE = (r"(?P<digits>\d[\d,]*(?:\.\d+)?)(?:\s*e\+?(?P<exp>\d+)|\s*\^\s*(?P<power>\d+)"
+         r"|\s*[x×*]\s*10\s*\^\s*\+?(?P<times_ten>\d+)|\s+(?P<word>thousand|million|billion|trillion)\b)?")
+_SIZE_IN_TEXT = re.compile(_SIZE, re.IGNORECASE)
+_JUDGMENT_SIZE = re.compile(r'"?judgment"?\s*:\s*"?' + _SIZE, re.IGNORECASE)
+_MAGNITUDE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+
+
+def _size_of(m: re.Match[str] | None) -> float | None:
+    """The class size a :data:`_SIZE` match writes, with its magnitude; None when it is no count
+    (NaN, infinity, negative: :func:`_count`)."""
+    if m is None:
+        return None
+    try:
+        base = float(m["digits"].replace(",", ""))
+        if m["exp"] or m["times_ten"]:
+            return _count(base * 10.0 ** int(m["exp"] or m["times_ten"]))
+        if m["power"]:
+            return _count(float(base ** int(m["power"])))
+    except (ValueError, OverflowError):
+        return None
+    return _count(base * _MAGNITUDE[m["word"].lower()] if m["word"] else base)
+
+
+def _count(number: float) -> float | None:
+    """``number`` when it can be a class size (finite, not negative), else None (unscored)."""
+    return number if math.isfinite(number) and number >= 0 else None
+
+
 def _as_number(value: Any) -> float | None:
+    """A judge's class size: a number, or the first size written in a string (:data:`_SIZE`); None
+    when there is none, or when it is NaN, infinite or negative."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return _count(float(value))
+        except OverflowError:  # an integer beyond any float
+            return None
     if isinstance(value, str):
-        m = re.search(r"\d[\d,]*(?:\.\d+)?", value)
-        if m:
-            try:
-                return float(m.group(0).replace(",", ""))
-            except ValueError:
-                return None
+        return _size_of(_SIZE_IN_TEXT.search(value))
     return None
 
 
@@ -169,8 +200,8 @@ def parse_specificity(text: str, n_triples: int) -> TripleVerdicts:
     if items is not None:
         sizes = [_as_number(it.get("judgment")) if isinstance(it, dict) else _as_number(it) for it in items]
     else:
-        found = re.findall(r'"?judgment"?\s*:\s*"?([\d][\d,]*(?:\.\d+)?)', text or "")
-        sizes = [_as_number(x) for x in found]
+        found = list(_JUDGMENT_SIZE.finditer(text or ""))
+        sizes = [_size_of(m) for m in found]
         flags.append("regex_fallback" if found else "unparseable")
     sizes = _fit(sizes, n_triples, None, flags)
     if any(s is None for s in sizes) and "unparseable" not in flags:

@@ -16,6 +16,7 @@ from cresowlve_core.create.distance import (
 from cresowlve_core.create.judges import (
     is_factual,
     parse_factuality,
+    parse_size_line,
     parse_specificity,
     path_strength,
     specificity_from_size,
@@ -86,6 +87,22 @@ def test_parse_specificity():
     assert short.scores == [5, 0] and any(f.startswith("length_mismatch") for f in short.flags)
     junk = parse_specificity("no idea", 2)
     assert junk.scores == [0, 0] and "unparseable" in junk.flags
+
+
+def test_a_class_size_is_read_with_its_magnitude_and_a_size_that_is_no_count_stays_unscored():
+    """"1e6" or "2 million" is a large class (score 1), not the digits before its magnitude (1 or 2:
+    score 5, the most specific); NaN, infinity and a negative number are no class size: unscored
+    (score 0, flagged), not the largest or the smallest class."""
+    sizes = ['"1e6"', '"2 million"', '"10^6"', '"1.5 x 10^4"', '"about 3,000 people"', "NaN", "-3", "Infinity",
+             "1" + "0" * 400]
+    v = parse_specificity("[" + ", ".join(f'{{"judgment": {s}}}' for s in sizes) + "]", len(sizes))
+    assert v.sizes == [1e6, 2e6, 1e6, 15000, 3000, None, None, None, None]
+    assert v.scores == [1, 1, 1, 1, 2, 0, 0, 0, 0] and "some_unparseable" in v.flags
+    # the fallback for a list that does not parse reads magnitudes the same way
+    broken = parse_specificity('[{"judgment": 1e6, "explanation": "a "quoted" word"}, {"judgment": "3 thousand"}', 2)
+    assert "regex_fallback" in broken.flags and broken.sizes == [1e6, 3000]
+    # a base model's line too
+    assert [parse_size_line(t) for t in (" 2 million", " 1e5", " 12")] == [2e6, 1e5, 12]
 
 
 def test_parse_factuality():
