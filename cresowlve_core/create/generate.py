@@ -321,11 +321,16 @@ async def agenerate(
     latest_all = {k: GenerationRecord.model_validate(r) for k, r in run.latest(RESPONSES, response_key).items()
                   if k in planned}
     ok = [r for r in latest_all.values() if r.status == "ok"]
+    # iterate: a conversation ends at a refused or filtered round, so its later rounds are never asked
+    ended = {u.key for units in rounds[1:] for u in units if u.key not in latest_all and any(
+        (earlier := latest_all.get((u.query.id, 0, i))) is not None and earlier.outcome in NOT_AN_ANSWER
+        for i in range(u.round))}
     summary = GenerateSummary(
         run_dir=str(run.path), model=endpoint.model, variation=variation, n_queries=len(queries),
         n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
         n_error=len(latest_all) - len(ok),
-        n_missing=len(planned) - len(latest_all), n_paths=sum(r.n_paths for r in ok),
+        n_missing=len(planned) - len(latest_all) - len(ended), n_not_asked=len(ended),
+        n_paths=sum(r.n_paths for r in ok),
         n_unparseable=sum(r.parse_status == "unparseable" for r in ok),
         n_truncated=sum(r.outcome == "truncated" for r in ok), n_sent=n_sent,
         generation_cost=records_cost(ok),

@@ -159,6 +159,8 @@ def _cost(c: CostTotal) -> str:
 def generate_line(s: GenerateSummary) -> str:
     """``cresowlve create generate`` in one line."""
     withheld = f", {s.n_refused} refused, {s.n_filtered} filtered" if s.n_refused or s.n_filtered else ""
+    if s.n_not_asked:
+        withheld += f" ({plural(s.n_not_asked, 'later round')} not asked after them)"
     cut_off = f", {s.n_truncated} {CUT_OFF} (--max-tokens)" if s.n_truncated else ""
     return (f"create generate {s.model} ({s.variation}): {s.n_ok} of {s.n_calls} calls answered{withheld} "
             f"for {s.n_queries} queries; {s.n_paths} paths, {s.n_unparseable} unparseable answers{cut_off}; "
@@ -230,6 +232,8 @@ class GenerateSummary(BaseModel):
     n_filtered: int = Field(0, description="calls its provider's filter stopped (in n_ok: final, no paths)")
     n_error: int
     n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
+    n_not_asked: int = Field(0, description="iterate: later rounds never asked, their conversation ended at a "
+                             "refused or filtered round (not in n_missing: running again does not ask them)")
     n_paths: int
     n_unparseable: int
     n_truncated: int = Field(0, description="answers cut off at the token limit (in n_ok; their paths read as far as "

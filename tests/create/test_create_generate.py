@@ -74,6 +74,30 @@ def test_iterate_waits_for_a_failed_round_and_resumes_it(tmp_path):
     assert (s.n_ok, s.n_error, s.n_missing) == (4, 0, 0) and len(client.calls) == 3 + 2
 
 
+def test_iterate_after_a_refused_round_is_done_not_left_to_retry(tmp_path, capsys):
+    """A conversation ends at a refused round (final, never asked again), so its later rounds are
+    never asked: they are counted and named as such, not left "not run" with an exit 1 and a "run
+    again" that would never send them."""
+    from outcome_double import OutcomeModel, refused
+
+    from cresowlve_core.cli.create import _create_finish
+
+    def reply(prompt: str):
+        return refused() if Q[0].query in prompt else answer_for(prompt)
+
+    for _ in range(2):  # the second run sends nothing and says the same
+        model = OutcomeModel(reply)
+        s = cg.generate(None, EP, tmp_path, variation="iterate", n_rounds=2, limit=2, client=model, progress=False)
+        code = _create_finish(s, "calls")
+        out = capsys.readouterr()
+        assert (code, out.err) == (0, "")
+        assert (s.n_calls, s.n_ok, s.n_refused, s.n_error, s.n_missing, s.n_not_asked) == (4, 3, 1, 0, 0, 1)
+        assert "3 of 4 calls answered, 1 refused, 0 filtered (1 later round not asked after them)" in out.out
+    assert model.calls == []
+    (g0, g1) = cg.load_generations(tmp_path)
+    assert g0.paths == [] and g0.flags == ["refused"] and len(g1.paths) == 3  # round 2 repeats round 1
+
+
 def test_resample_uses_distinct_seeds_and_merges(tmp_path):
     client = FakeClient()
     cg.generate(None, EP, tmp_path, variation="resample", n_samples=3, limit=1, client=client, progress=False,
