@@ -12,7 +12,7 @@ listed in ``flags``; output with no recoverable path is ``status="unparseable"``
 Validity (:func:`check_validity`) follows the CREATE authors' released scoring code, all
 comparisons lower-cased and by substring containment:
 
-* ``malformed_triple``: every triple has exactly three string parts;
+* ``malformed_triple``: every triple has exactly three non-empty string parts;
 * ``entity_a_not_in_first``: ``entity_a`` is a substring of some part of the first triple;
 * ``entity_b_not_in_last``: ``entity_b`` is a substring of some part of the last triple;
 * ``last_head_equals_tail``: the last triple's head differs from its tail;
@@ -251,7 +251,8 @@ def check_validity(path: Path, entity_a: str, entity_b: str) -> Validity:
     reasons: list[str] = []
     if not path:
         return Validity(False, ("empty_path",))
-    if any(len(t) != 3 or not all(isinstance(x, str) for x in t) for t in path):
+    # an empty part is no entity: as a substring of every entity it would connect any two triples
+    if any(len(t) != 3 or not all(isinstance(x, str) and x.strip() for x in t) for t in path):
         reasons.append("malformed_triple")
     a, b = entity_a.lower(), entity_b.lower()
     if not any(a in str(x).lower() for x in path[0]):

@@ -109,6 +109,18 @@ def test_malformed_triples():
     assert check_validity([], "a", "b").reasons == ("empty_path",)
 
 
+def test_an_empty_or_null_entity_does_not_connect_two_triples():
+    """An empty entity is a substring of every entity: it passed the chain check, so a path whose
+    middle entity is missing (null or "") connected entity_a with entity_b as a valid path."""
+    parsed = parse_answer('<answer>{"1": [["Morton Gould", "knew", "X"], ["X", "met", null], '
+                          '[null, "discography", "Benny Carter discography"]], '
+                          '"2": [["Morton Gould", "knew", "X"], ["X", "met", "  "], '
+                          '["", "discography", "Benny Carter discography"]]}</answer>')
+    assert parsed.status == "ok" and len(parsed.paths) == 2
+    for path in parsed.paths:
+        assert check_validity(path, "Morton Gould", "Benny Carter discography").reasons == ("malformed_triple",)
+
+
 def _regex_region(text: str) -> str | None:
     """The answer region as the former lazy-regex code found it (quadratic in unclosed tags)."""
     import re
