@@ -448,6 +448,8 @@ def local_section(
     api_key_env: str | None = None,
     reference: CreateReport | None = None,
     patience: float = 0.9,
+    factuality_threshold: float = 1.0,
+    discount: Discount | None = None,
     concurrency: int = CONCURRENCY,
 ) -> LocalSection:
     """Generate and self-judge ``n_queries`` queries with a local endpoint, or explain the skip.
@@ -455,7 +457,8 @@ def local_section(
     Generation (original variation) and judging run through :mod:`~cresowlve_core.create.generate`
     and :mod:`~cresowlve_core.create.score` like any hosted model, the same endpoint judging its
     own paths; a base model (the embedded one) gets their few-shot completion prompts. The table puts the local model's per-query results next to the reference
-    configurations' utilities on the same queries.
+    configurations' utilities on the same queries, both at ``patience`` and ``factuality_threshold``
+    and under one ``discount`` (None: the reference's, else the released code's).
     """
     if not base_url:
         return LocalSection(
@@ -472,6 +475,11 @@ def local_section(
     from cresowlve_core.exitcodes import stage_record
     from cresowlve_core.llm.types import Endpoint
 
+    if discount is None:
+        discount = reference.discount if reference is not None else "reference"
+    elif reference is not None and reference.discount != discount:
+        raise ValueError(f"discount {discount!r} differs from the reference's {reference.discount!r}: "
+                         "their utilities would not compare")
     run_dir = run_dir or tempfile.mkdtemp(prefix="create_local_")
     endpoint = Endpoint(base_url, model, api_key_env)
     fewshot = GENERATE.is_fewshot(endpoint)  # a base model: the few-shot variant of each step
@@ -480,13 +488,13 @@ def local_section(
     sc = score(run_dir, endpoint, progress=False,
                options=JUDGE_OPTIONS.model_copy(update={"max_tokens": max_tokens, "concurrency": concurrency}))
     sets = scored_sets_from_run(run_dir, f"{model}__original", origin="local")
-    local = analyse(sets)
-    pq = local.per_query((patience,))
+    local = analyse(sets, discount=discount)
+    pq = local.per_query((patience,), factuality_threshold)
     flags = {s.query_id: ", ".join(sorted(set(s.flags))) for s in sets}
     table = pq[["config", "query_id", "n_paths", "n_valid", "n_factual", f"utility@{patience}"]].copy()
     table["flags"] = table["query_id"].map(flags)
     if reference is not None:
-        ref = reference.per_query((patience,))
+        ref = reference.per_query((patience,), factuality_threshold)
         ref = ref[ref.query_id.isin(set(table.query_id))]
         wide = ref.pivot_table(index="query_id", columns="config", values=f"utility@{patience}")
         table = table.merge(wide.add_prefix("ref:").reset_index(), on="query_id", how="left")
@@ -514,6 +522,8 @@ def local_section(
         "n_judge_filtered": sc.n_judge_filtered,
         "n_judge_truncated": sc.n_judge_truncated,
         "prompts": {"generate": gen_prompts, "judges": JUDGES.prompt_tags(endpoint)},
+        "factuality_threshold": factuality_threshold,
+        "discount": discount,
     }
     unscored = 2 * sc.n_triples - sc.n_specificity_scored - sc.n_factuality_scored
     coverage = (f"the judges scored {sc.n_specificity_scored} (specificity) and {sc.n_factuality_scored} "

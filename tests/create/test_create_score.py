@@ -199,6 +199,34 @@ def test_local_section_generates_and_self_judges_through_the_stages(tmp_path, tm
     assert skipped.record["status"] == "skipped" and not skipped.embedded and skipped.stages == []
 
 
+@pytest.mark.embeddings  # `score` embeds with the bundled model
+def test_local_section_scores_under_the_reports_settings(tmp_path, tmp_cache, monkeypatch):
+    """The local model's utilities sit in one table beside the reference configurations': both under
+    the report's discount, patience and factuality threshold (the local ones were computed under
+    the released code's discount and threshold 1.0 whatever the report's parameters said)."""
+    from create_fakes import server_reply
+    from fakeserver import FakeServer
+
+    from cresowlve_core.create import report as cr
+    from cresowlve_core.create.scored import load_recorded
+
+    monkeypatch.setattr(cr, "default_embedder", one_hot)
+    reference = cr.analyse(cr.first_queries(load_recorded(), 2), embedder=one_hot, discount="paper")
+    with FakeServer(answers=server_reply) as srv:
+        local = cr.local_section(srv.base_url, "fake-model", n_queries=2, run_dir=str(tmp_path / "local"),
+                                 reference=reference, patience=0.5, factuality_threshold=0.5)
+    assert (local.record["discount"], local.record["factuality_threshold"]) == ("paper", 0.5)
+    # two valid paths of strength 4 per query at distance 1: 4 + 4 x 0.5 under the paper's discount
+    assert local.table is not None and list(local.table["utility@0.5"]) == [6.0, 6.0]
+    assert local.record["mean_utility@0.5"] == 6.0
+    ref = reference.per_query((0.5,), 0.5).set_index("query_id")
+    for config in ref.config.unique():
+        shown = local.table.set_index("query_id")[f"ref:{config}"]
+        assert shown.dropna().to_dict() == ref[ref.config == config]["utility@0.5"].to_dict()
+    with pytest.raises(ValueError, match="differs from the reference's 'paper'"):
+        cr.local_section("http://127.0.0.1:9/v1", "fake-model", reference=reference, discount="reference")
+
+
 def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_ranked_at_zero(tmp_path):
     """A failed call leaves the query with no paths: ranked, it would be a utility of 0. It is left
     out of the leaderboard, and the message and the runs table say so."""
