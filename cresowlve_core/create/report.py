@@ -491,6 +491,9 @@ def local_section(
     local = analyse(sets, discount=discount)
     pq = local.per_query((patience,), factuality_threshold)
     flags = {s.query_id: ", ".join(sorted(set(s.flags))) for s in sets}
+    # a query whose generation call failed or whose valid path is not judged has no utility yet, not 0
+    unfinished_ids = {s.query_id for s in sets if unfinished(s.flags) is not None}
+    pq.loc[pq.query_id.isin(unfinished_ids), f"utility@{patience}"] = np.nan
     table = pq[["config", "query_id", "n_paths", "n_valid", "n_factual", f"utility@{patience}"]].copy()
     table["flags"] = table["query_id"].map(flags)
     if reference is not None:
@@ -512,7 +515,8 @@ def local_section(
         "n_truncated": gen.n_truncated,
         "n_valid": int(pq["n_valid"].sum()),
         "n_factual": int(pq["n_factual"].sum()),
-        f"mean_utility@{patience}": float(pq[f"utility@{patience}"].mean()) if len(pq) else 0.0,
+        f"mean_utility@{patience}": float(pq[f"utility@{patience}"].mean()) if len(pq) > len(unfinished_ids) else None,
+        "n_unfinished_queries": len(unfinished_ids),
         "n_judge_errors": sc.n_judge_errors,
         "n_queries_with_paths": int((pq["n_paths"] > 0).sum()),
         "n_triples_judged": sc.n_triples,
@@ -531,11 +535,16 @@ def local_section(
                 + (f" ({unscored} judgments unscored, counted as 0 / not factual)" if unscored else "")
                 + "".join(f" ({n})" for n in judge_outcome_notes(sc)))
     cut_off = f", {gen.n_truncated} {CUT_OFF}" if gen.n_truncated else ""
+    mean = rec[f"mean_utility@{patience}"]
+    utility = f"mean utility at p = {patience}: {MISSING if mean is None else f'{mean:.2f}'}"
+    if unfinished_ids:
+        utility += (f" over {len(sets) - len(unfinished_ids)} of {len(sets)} queries ({len(unfinished_ids)} unfinished: "
+                    "a generation call failed or a valid path is not judged; left out, not counted as 0)")
     message = (
         f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen.n_ok} calls answered, "
         f"{rec['n_paths']} paths parsed on {rec['n_queries_with_paths']} queries ({gen.n_unparseable} answers "
         f"unparseable{cut_off}), {rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same "
-        f"model; {coverage}; mean utility at p = {patience}: {rec[f'mean_utility@{patience}']:.2f}. "
+        f"model; {coverage}; {utility}. "
         + (f"`{model}` is a base model: it got few-shot completion prompts over `/v1/completions` "
            f"({', '.join(gen_prompts + JUDGES.prompt_tags(endpoint))}), not the paper's chat prompts. "
            if fewshot else "")

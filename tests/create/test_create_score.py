@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from create_fakes import EP, FakeClient, Q, answer_for, judge_reply, one_hot, records
@@ -225,6 +226,28 @@ def test_local_section_scores_under_the_reports_settings(tmp_path, tmp_cache, mo
         assert shown.dropna().to_dict() == ref[ref.config == config]["utility@0.5"].to_dict()
     with pytest.raises(ValueError, match="differs from the reference's 'paper'"):
         cr.local_section("http://127.0.0.1:9/v1", "fake-model", reference=reference, discount="reference")
+
+
+@pytest.mark.embeddings  # `score` embeds with the bundled model
+def test_local_section_leaves_a_failed_query_out_of_its_mean_not_at_zero(tmp_path, tmp_cache, monkeypatch):
+    """The local section's mean utility averaged a query whose generation call failed as a 0 (4.00
+    where `create score` says 8.0 over 1 of 2 queries); it is left out and said so."""
+    from create_fakes import server_reply
+    from fakeserver import FakeServer
+
+    from cresowlve_core.create import report as cr
+
+    def fault(req):  # the first query's generation fails on every attempt
+        return "500" if Q[0].query in req.prompt and "Path: " not in req.prompt else None
+
+    monkeypatch.setattr(cr, "default_embedder", one_hot)
+    with FakeServer(answers=server_reply, faults=fault) as srv:
+        local = cr.local_section(srv.base_url, "fake-model", n_queries=2, run_dir=str(tmp_path / "local"))
+    assert local.record["mean_utility@0.9"] == 8.0 and local.record["n_unfinished_queries"] == 1
+    assert "mean utility at p = 0.9: 8.00 over 1 of 2 queries (1 unfinished" in local.message
+    assert local.table is not None
+    row = local.table.set_index("query_id").loc[Q[0].id]
+    assert math.isnan(row["utility@0.9"]) and row["flags"] == "call_failed"
 
 
 def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_ranked_at_zero(tmp_path):
