@@ -22,11 +22,14 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from cresowlve_core.create.paths import Path
+from cresowlve_core.failures import InputError
 
 Embedder = Callable[[list[str]], np.ndarray]
 """Anything mapping texts to L2-normalised row vectors (default: :func:`cresowlve_core.embeddings.embed`)."""
 
 ANNEAL_UNTIL = 0.7
+#: how far an embedded row's length may be from 1 (float32 rounding is about 1e-7)
+UNIT_NORM_TOLERANCE = 1e-3
 
 
 def path_text(path: Path) -> str:
@@ -54,6 +57,29 @@ def default_embedder(texts: list[str]) -> np.ndarray:
     return embed(texts)
 
 
+def embedded(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """``embedder(texts)``, checked to be what a distance needs: one finite, L2-normalised row per
+    text. A NaN row makes every distance to it NaN (and the utility NaN), a zero or unnormalised
+    row gives a cosine distance outside its meaning, a missing or extra row shifts every path onto
+    another's text: each is an :class:`~cresowlve_core.failures.InputError` naming the first row."""
+    vecs = np.asarray(embedder(texts))
+    if vecs.ndim != 2 or vecs.shape[0] != len(texts):
+        raise InputError(f"the embedder returned an array of shape {vecs.shape} for {len(texts)} texts: "
+                         "one row per text is needed")
+    rows = np.asarray(vecs, dtype=np.float64)
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+        raise InputError(f"the embedder returned {int((~finite).sum())} of {len(texts)} rows with NaN or infinity "
+                         f"(the first: row {int(np.argmin(finite))})")
+    norms = np.linalg.norm(rows, axis=1)
+    off = np.abs(norms - 1.0) > UNIT_NORM_TOLERANCE
+    if off.any():
+        first = int(np.argmax(off))
+        raise InputError(f"the embedder returned {int(off.sum())} of {len(texts)} rows that are not L2-normalised "
+                         f"(the first: row {first}, length {norms[first]:.4g}); cosine distance needs unit rows")
+    return vecs
+
+
 def cosine_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``1 - a @ b.T`` for L2-normalised rows."""
     return 1.0 - np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T
@@ -64,7 +90,7 @@ def distance_matrix(paths: Sequence[Path], embedder: Embedder | None = None) -> 
     n = len(paths)
     if n == 0:
         return np.zeros((0, 0))
-    vecs = (embedder or default_embedder)([path_text(p) for p in paths])
+    vecs = embedded(embedder or default_embedder, [path_text(p) for p in paths])
     d = np.asarray(transform_distance(cosine_distance(vecs, vecs)), dtype=np.float64)
     np.fill_diagonal(d, 1.0)
     return d
@@ -78,6 +104,6 @@ def cross_distances(
         return np.zeros((len(paths), len(others)))
     emb = embedder or default_embedder
     texts = [path_text(p) for p in paths] + [path_text(p) for p in others]
-    vecs = emb(texts)
+    vecs = embedded(emb, texts)
     a, b = vecs[: len(paths)], vecs[len(paths) :]
     return np.asarray(transform_distance(cosine_distance(a, b)), dtype=np.float64)

@@ -28,6 +28,7 @@ from cresowlve_core.create.distance import (
     Embedder,
     cosine_distance,
     default_embedder,
+    embedded,
     path_text,
     transform_distance,
 )
@@ -304,7 +305,7 @@ def analyse(
     """Embed every path of every set once (through the embedding cache) and build the report."""
     emb = embedder or default_embedder
     texts = [path_text(p) for s in sets for p in s.paths]
-    all_vecs = emb(texts) if texts else np.zeros((0, 384), dtype=np.float32)
+    all_vecs = embedded(emb, texts) if texts else np.zeros((0, 384), dtype=np.float32)
     vectors, distances = {}, {}
     start = 0
     for s in sets:

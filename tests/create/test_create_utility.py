@@ -203,6 +203,28 @@ def test_embedder_path_matches_precomputed_distances_and_is_deterministic():
     assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=one_hot) == u1
 
 
+def _nan_row(texts):
+    v = one_hot(texts)
+    v[1] = np.nan
+    return v
+
+
+@pytest.mark.parametrize(
+    ("embedder", "problem"),
+    [
+        (_nan_row, r"1 of 3 rows with NaN or infinity \(the first: row 1\)"),  # was a utility of NaN
+        (lambda texts: np.zeros((len(texts), 4)), r"3 of 3 rows that are not L2-normalised"),  # every distance 1
+        (lambda texts: np.ones((len(texts), 4)), r"not L2-normalised \(the first: row 0, length 2\)"),
+        (lambda texts: one_hot(texts + ["extra"]), r"shape \(4, 4\) for 3 texts"),  # rows shifted onto other paths
+    ],
+)
+def test_an_embedder_row_that_is_no_unit_vector_is_refused_not_turned_into_a_distance(embedder, problem):
+    with pytest.raises(ValueError, match=problem):
+        creative_utility(PATHS, SPEC, FACT, [1, 1, 1], embedder=embedder)
+    with pytest.raises(ValueError, match=problem):
+        distinctiveness(PATHS[:1], PATHS[1:], embedder=embedder)
+
+
 def test_utility_curve_is_monotone_and_matches_endpoints():
     curve = utility_curve(PATHS, SPEC, FACT, [1, 1, 1], distances=D3)
     ps = [p for p, _ in curve]
