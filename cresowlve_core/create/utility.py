@@ -33,8 +33,10 @@ maximum over its paths.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Literal
 
 import numpy as np
@@ -83,8 +85,19 @@ def greedy_order(strengths: Sequence[float], distances: np.ndarray) -> GreedyOrd
     return GreedyOrder(order, marginals)
 
 
+def fraction(value: object, name: str) -> float:
+    """``value`` when it is a number from 0 to 1 (a patience, a factuality threshold), else an
+    :class:`~cresowlve_core.failures.InputError` naming ``name``: a patience above 1 would weigh
+    later paths more, a negative one alternate their signs, NaN make every utility NaN."""
+    number = float(value) if isinstance(value, Real) and not isinstance(value, bool) else math.nan
+    if not 0 <= number <= 1:  # NaN too
+        raise InputError(f"{name} must be a fraction 0..1, got {value!r}")
+    return number
+
+
 def discounted_sum(marginals: Sequence[float], patience: float, discount: Discount = "reference") -> float:
     """Sum of marginal scores discounted by ``patience`` (see module docstring for the two modes)."""
+    fraction(patience, "patience")
     if not marginals:
         return 0.0
     if discount == "reference":
@@ -162,6 +175,7 @@ def utility_breakdown(
     strength_scope: StrengthScope = "reference",
 ) -> UtilityBreakdown:
     """Filter, then order greedily. ``distances``: optional ``(n, n)`` matrix over *all* ``paths``."""
+    fraction(factuality_threshold, "factuality_threshold")
     _check_lengths(paths, specificity, factuality, validity)
     kept = kept_paths(specificity, factuality, validity, factuality_threshold, strength_scope)
     if not kept.indices:

@@ -166,6 +166,21 @@ SPEC = [[3, 5], [5, 1], [5, 5]]  # strengths 3, 5, 5 (last triple excluded)
 FACT = [[1, 1], [1, 1], [1, 1]]
 
 
+@pytest.mark.parametrize("patience", [1.5, -0.5, math.nan, "0.9", True])
+def test_a_patience_outside_0_to_1_is_refused_not_turned_into_a_utility(patience):
+    """A patience above 1 weighed later paths more (7.4 at 0.9 became 8.0 at 1.5), a negative one
+    alternated their signs, NaN made the utility NaN: each is refused naming the value."""
+    with pytest.raises(ValueError, match=r"patience must be a fraction 0\.\.1, got "):
+        creative_utility(PATHS, SPEC, FACT, [1, 1, 1], patience, distances=D3)
+
+
+@pytest.mark.parametrize("threshold", [2.0, -1.0, math.nan])
+def test_a_factuality_threshold_outside_0_to_1_is_refused(threshold):
+    """Above 1 no path was factual (every utility 0), below 0 every path was, as if judged so."""
+    with pytest.raises(ValueError, match=r"factuality_threshold must be a fraction 0\.\.1, got "):
+        creative_utility(PATHS, SPEC, FACT, [1, 1, 1], 0.9, threshold, distances=D3)
+
+
 def test_creative_utility_hand_case():
     assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], distances=D3) == pytest.approx(7.4)
     assert creative_utility(PATHS, SPEC, FACT, [1, 1, 1], discount="paper", distances=D3) == pytest.approx(7.16)
