@@ -186,6 +186,9 @@ def score_line(s: ScoreSummary) -> str:
     util = ", ".join(f"utility@{p} {'n/a' if u is None else f'{u:.3f}'}" for p, u in s.mean_utility.items())
     if s.n_unfinished_queries:
         util += f" over {s.n_queries - s.n_unfinished_queries} of {s.n_queries} queries ({s.n_unfinished_queries} unfinished, left out)"
+    if s.n_withheld_queries:
+        util += (f" ({plural(s.n_withheld_queries, 'query', 'queries')} with no path, the generation refused or "
+                 "filtered: each a utility of 0)")
     notes = "".join(f"; {n}" for n in judge_outcome_notes(s))
     return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
@@ -272,6 +275,8 @@ class ScoreSummary(BaseModel):
     mean_utility: dict[str, float | None]
     n_unfinished_queries: int = Field(0, description="queries left out of mean_utility: a generation call failed, "
                                       "the query was not generated, or a valid path is not judged")
+    n_withheld_queries: int = Field(0, description="queries in mean_utility with no path because their generation was "
+                                    "refused or filtered: each a utility of 0")
     factuality_threshold: float
     discount: str
     judge_cost: CostTotal

@@ -288,6 +288,7 @@ async def ascore(
         n_factuality_scored=sum(c[2] for c in counts),
         mean_utility={str(p): _mean([r.utility[str(p)] for r in finished]) for p in patience},
         n_unfinished_queries=len(rows) - len(finished),
+        n_withheld_queries=sum(r.n_paths == 0 and not NOT_AN_ANSWER.isdisjoint(r.flags) for r in finished),
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
         generation_cost=records_cost(gen_ok), stopped=result.stopped, top_error=top_error(judged),
         repairs=result.repairs,

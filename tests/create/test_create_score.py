@@ -228,6 +228,28 @@ def test_local_section_scores_under_the_reports_settings(tmp_path, tmp_cache, mo
         cr.local_section("http://127.0.0.1:9/v1", "fake-model", reference=reference, discount="reference")
 
 
+def test_a_query_whose_generation_was_refused_is_named_beside_the_mean_it_counts_0_in(tmp_path):
+    """A refused generation is final: the query has no path and a utility of 0, kept in the mean.
+    The score line said "utility@0.9 4.000" and the table of your runs showed nothing of it; both
+    now name it."""
+    from outcome_double import OutcomeModel, refused
+
+    from cresowlve_core.create import report as cr
+
+    def reply(prompt: str):
+        if "Path: " in prompt:
+            return judge_reply(prompt)
+        return refused() if Q[0].query in prompt else answer_for(prompt)
+
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=OutcomeModel(reply), progress=False)
+    s = cs.score(tmp_path / "mine", EP, client=OutcomeModel(reply), embedder=one_hot, progress=False)
+    assert ("utility@0.9 4.000 (1 query with no path, the generation refused or filtered: each a utility of 0);"
+            in score_line(s))
+    assert (s.mean_utility["0.9"], s.n_unfinished_queries, s.n_withheld_queries) == (4.0, 0, 1)  # (0 + 8) / 2
+    table = cr.load_sets(None, [str(tmp_path / "mine")], n_queries=1).user_table
+    assert table is not None and (table.iloc[0]["refused"], table.iloc[0]["filtered"]) == (1, 0)
+
+
 @pytest.mark.embeddings  # `score` embeds with the bundled model
 def test_local_section_leaves_a_failed_query_out_of_its_mean_not_at_zero(tmp_path, tmp_cache, monkeypatch):
     """The local section's mean utility averaged a query whose generation call failed as a 0 (4.00
