@@ -213,6 +213,8 @@ _VERDICT = re.compile(r"not\s+hallucinated|hallucinated", re.IGNORECASE)
 
 
 def _verdict(value: Any) -> float | None:
+    if isinstance(value, dict):  # one object per triple, as the specificity judge answers
+        value = value.get("judgment", value.get("verdict"))
     if isinstance(value, bool):
         return 0.0 if value else 1.0  # "hallucinated: true"
     if isinstance(value, (int, float)):
@@ -235,14 +237,14 @@ def parse_factuality(text: str, n_triples: int) -> TripleVerdicts:
     text = (text or "")[:MAX_PARSE_CHARS]  # a judge's list is far shorter; bounds the time on the loop
     obj = _json_payload(text)
     raw: list[Any] | None = None
-    if isinstance(obj, dict) and isinstance(obj.get("judgments"), list):
-        raw = obj["judgments"]
+    if isinstance(obj, dict):
+        raw = next((obj[key] for key in ("judgments", "judgment") if isinstance(obj.get(key), list)), None)
     elif isinstance(obj, list):
         raw = obj
     if raw is not None:
         verdicts = [_verdict(v) for v in raw]
-    else:
-        tail = (text or "").split("judgments", 1)[-1]
+    else:  # read after the judgments' key: an explanation before it ("none is hallucinated") holds no verdict
+        tail = (text or "").split("judgment", 1)[-1]
         verdicts = [_verdict(m.group(0)) for m in _VERDICT.finditer(tail)]
         flags.append("regex_fallback" if verdicts else "unparseable")
     verdicts = _fit(verdicts, n_triples, None, flags)

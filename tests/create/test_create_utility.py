@@ -114,6 +114,20 @@ def test_parse_factuality():
     assert loose.scores == [0.0, 1.0] and "regex_fallback" in loose.flags
 
 
+def test_factuality_verdicts_are_read_from_the_judgments_not_the_explanation():
+    """Under a singular "judgment" key, the explanation's "hallucinated" was read as the first
+    triple's verdict and the verdicts shifted ([0, 1] for [1, 0], both counted as scored); one
+    object per triple (the specificity judge's shape) was unscored, so counted hallucinated."""
+    prose = "None of these triples is hallucinated."
+    singular = parse_factuality(f'{{"explanation": "{prose}", "judgment": ["not hallucinated", "hallucinated"]}}', 2)
+    assert singular.verdicts == [1.0, 0.0] and singular.flags == []
+    cut = parse_factuality(f'{{"explanation": "{prose}", "judgment": ["not hallucinated", "hallucinated"]', 2)
+    assert cut.verdicts == [1.0, 0.0] and cut.flags == ["regex_fallback"]
+    objects = parse_factuality('{"explanation": "e", "judgments": [{"triple": 1, "judgment": "not hallucinated"}, '
+                               '{"triple": 2, "judgment": "hallucinated"}]}', 2)
+    assert objects.verdicts == [1.0, 0.0] and objects.flags == []
+
+
 def test_path_strength_reference_and_paper():
     assert path_strength([3, 5]) == 3
     assert path_strength([5, 2, 1]) == 2  # the last (constraint) triple is excluded
