@@ -258,15 +258,16 @@ class CreateReport:
     def query_text(self, query_id: str) -> str:
         return next((s.query for s in self.sets if s.query_id == query_id), "")
 
-    def example_paths(self, query_id: str | None = None, per_config: int = 2) -> pd.DataFrame:
+    def example_paths(self, query_id: str | None = None, per_config: int = 2,
+                      factuality_threshold: float = 1.0) -> pd.DataFrame:
         """The first ``per_config`` greedy picks of each configuration for one query (default:
-        :meth:`example_query_id`), with strength and marginal score."""
+        :meth:`example_query_id`) at ``factuality_threshold``, with strength and marginal score."""
         query_id = query_id or self.example_query_id()
         rows = []
         for s in self.sets:
             if s.query_id != query_id:
                 continue
-            b = self.breakdown(s)
+            b = self.breakdown(s, factuality_threshold)
             for pos, (j, m) in enumerate(zip(b.greedy.order[:per_config], b.greedy.marginals)):
                 i = b.kept.indices[j]
                 rows.append(
@@ -672,19 +673,21 @@ def tradeoff_section(rep: CreateReport, patience: float = 0.9) -> None:
     show(tradeoff_chart(trade, patience))
 
 
-def distinctiveness_section(rep: CreateReport) -> dict[str, float]:
-    """ν per configuration against the others; returns the mean set distinctiveness ν(U)."""
-    dist = rep.distinctiveness()
+def distinctiveness_section(rep: CreateReport, factuality_threshold: float = 1.0) -> dict[str, float]:
+    """ν per configuration against the others, of the paths factual at ``factuality_threshold``;
+    returns the mean set distinctiveness ν(U)."""
+    dist = rep.distinctiveness(factuality_threshold=factuality_threshold)
     show(dist)
     show(distinctiveness_chart(dist))
     return {str(r.config): round(float(r.avg_nu_set), 4) for r in dist.itertuples()}
 
 
-def examples_section(rep: CreateReport, per_config: int = 2) -> str:
-    """The first greedy picks of each configuration for the query answered by most; returns its id."""
+def examples_section(rep: CreateReport, per_config: int = 2, factuality_threshold: float = 1.0) -> str:
+    """The first greedy picks of each configuration (at ``factuality_threshold``) for the query
+    answered by most; returns its id."""
     qid = rep.example_query_id()
     say(f"**Query:** {rep.query_text(qid)}")
-    show(rep.example_paths(qid, per_config=per_config))
+    show(rep.example_paths(qid, per_config=per_config, factuality_threshold=factuality_threshold))
     return qid
 
 

@@ -163,3 +163,25 @@ def test_first_queries_keeps_the_first_shipped_queries(recorded):
     loaded = load_sets(None, [], 4)
     assert loaded.sets == kept and loaded.message.startswith(f"recorded answers to 4 of the {len(answered)} queries")
     assert not load_sets(None, []).message.startswith("recorded answers")
+
+
+def test_distinctiveness_and_examples_follow_the_reports_factuality_threshold(recorded, monkeypatch):
+    """The leaderboard ranks at the report's factuality threshold; its distinctiveness and example
+    paths were drawn at 1.0 whatever it was (at 0.5 on the default 4 queries: 24 paths of strength
+    > 3 for gpt-5.4 (medium) where the section counted 14, and 4 of 8 first picks differ)."""
+    from cresowlve_core.create import report as cr
+
+    shown: list[object] = []
+    monkeypatch.setattr(cr, "show", lambda obj, *_a, **_k: shown.append(obj))
+    monkeypatch.setattr(cr, "say", lambda *_a, **_k: None)
+    rep = analyse(cr.first_queries(recorded, 4), embedder=hashed_embedder)
+    cr.distinctiveness_section(rep, factuality_threshold=0.5)
+    table = shown[0]
+    assert isinstance(table, cr.pd.DataFrame)
+    assert table.n_paths.tolist() == rep.distinctiveness(factuality_threshold=0.5).n_paths.tolist()
+    assert table.n_paths.sum() > rep.distinctiveness().n_paths.sum()
+    cr.examples_section(rep, per_config=1, factuality_threshold=0.5)
+    picks = shown[-1]
+    assert isinstance(picks, cr.pd.DataFrame)
+    assert picks.path.tolist() == rep.example_paths(per_config=1, factuality_threshold=0.5).path.tolist()
+    assert picks.path.tolist() != rep.example_paths(per_config=1).path.tolist()
