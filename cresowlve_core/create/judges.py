@@ -33,6 +33,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Literal, Protocol
 
 from cresowlve_core.create.paths import MAX_PARSE_CHARS, Path, Triple, _drop_trailing_commas, _loads
@@ -181,8 +182,12 @@ def _fit(values: list[Any], n: int, fill: Any, flags: list[str]) -> list[Any]:
     return (values + [fill] * n)[:n]
 
 
-def parse_specificity(text: str, n_triples: int) -> TripleVerdicts:
-    """Judge output (a JSON list of ``{"explanation", "judgment"}``) → scores 0-5 per triple."""
+def parse_specificity(text: str, n_triples: int, *, cut_off: bool = False) -> TripleVerdicts:
+    """Judge output (a JSON list of ``{"explanation", "judgment"}``) → scores 0-5 per triple.
+
+    ``cut_off``: the answer ended at the token limit, so a size running to its very end may have
+    lost digits ("3,0" of "3,000") and is left unscored.
+    """
     flags: list[str] = []
     text = (text or "")[:MAX_PARSE_CHARS]  # a judge's list is far shorter; bounds the time on the loop
     obj = _json_payload(text)
@@ -200,8 +205,9 @@ def parse_specificity(text: str, n_triples: int) -> TripleVerdicts:
     if items is not None:
         sizes = [_as_number(it.get("judgment")) if isinstance(it, dict) else _as_number(it) for it in items]
     else:
-        found = list(_JUDGMENT_SIZE.finditer(text or ""))
-        sizes = [_size_of(m) for m in found]
+        found = list(_JUDGMENT_SIZE.finditer(text))
+        end = len(text.rstrip())
+        sizes = [None if cut_off and m.end() >= end else _size_of(m) for m in found]
         flags.append("regex_fallback" if found else "unparseable")
     sizes = _fit(sizes, n_triples, None, flags)
     if any(s is None for s in sizes) and "unparseable" not in flags:
@@ -391,7 +397,7 @@ async def judge_specificity(client: CompletesChat, path: Path, params: GenParams
         return _combined(done, TripleVerdicts(scores, ["fewshot", *_unscored_flags(sizes, done)], sizes), tag)
     messages, tag = specificity_messages(path)
     c = await client.complete(messages, params, prompt_version=tag)
-    return _single(c, parse_specificity, len(path), tag)
+    return _single(c, partial(parse_specificity, cut_off=call_outcome(c) == "truncated"), len(path), tag)
 
 
 async def judge_factuality(client: CompletesChat, path: Path, params: GenParams, *,

@@ -198,6 +198,20 @@ def test_a_base_model_judge_cut_off_on_a_triple_says_so():
     assert call.verdicts.flags == ["fewshot", "unscored_1_of_2", "truncated"]
 
 
+def test_a_class_size_cut_off_at_the_token_limit_is_unscored_not_read_short():
+    """A judge answer cut off inside its last size ("3,0" of "3,000") read that size as 30: score 4
+    for a class of thousands. The size running to the end of a cut-off answer is unscored; a
+    complete size before it, and the same text when the answer was not cut off, are read."""
+    text = '[{"explanation": "e", "judgment": 50}, {"explanation": "e", "judgment": "3,0'
+    path = [["A", "r", "B"], ["B", "s", "C"]]
+    cut = asyncio.run(cj.judge_specificity(OutcomeModel(lambda _p: Completion(text=text, outcome="truncated")), path,
+                                           GenParams()))
+    assert cut.outcome == "truncated" and cut.verdicts.sizes == [50.0, None] and cut.verdicts.scores == [4.0, 0.0]
+    assert cut.verdicts.flags == ["regex_fallback", "some_unparseable", "truncated"]
+    whole = asyncio.run(cj.judge_specificity(OutcomeModel(lambda _p: text), path, GenParams()))
+    assert whole.outcome == "answer" and whole.verdicts.sizes == [50.0, 30.0]
+
+
 def test_a_run_with_nothing_read_says_why_in_its_last_line(tmp_path, capsys):
     def cut_off(prompt: str) -> Completion:
         return Completion(text="<answer>{\"1\": [[", outcome="truncated")
