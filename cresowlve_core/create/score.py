@@ -408,16 +408,31 @@ def scored_sets_from_run(
     return out
 
 
+def distinct_names(dirs: Sequence[Path]) -> dict[Path, str]:
+    """Each directory's name, with as many parent folders as it takes to tell it from the others'
+    (``seed1/run`` and ``seed2/run``; ``run`` alone when no other is called so)."""
+    parts = {d: d.resolve().parts for d in dirs}
+    names = {}
+    for d, own in parts.items():
+        k = 1
+        while k < len(own) and any(o != d and p[-k:] == own[-k:] for o, p in parts.items()):
+            k += 1
+        names[d] = "/".join(own[-k:])
+    return names
+
+
 def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSet]:
     """The scored run directories matching ``patterns`` (globs of ``cresowlve create score``'s
     ``--run-dir``), as :class:`ScoredSet` s marked ``origin="yours"`` and named
-    ``<model>__<variation> (yours: <directory>)``. A pattern matching nothing, or a directory that
-    is not a scored CREATE run, is an error naming it."""
+    ``<model>__<variation> (yours: <directory>)``, the directory with the parent folders that tell
+    it from another of the same name (:func:`distinct_names`; a directory matched twice is loaded
+    once). A pattern matching nothing, or a directory that is not a scored CREATE run, is an error
+    naming it."""
     if patterns is None:
         return []
     if isinstance(patterns, (str, Path)):
         patterns = [patterns]
-    out: list[ScoredSet] = []
+    runs: dict[Path, Path] = {}  # resolved -> as matched, in the order of the patterns
     for pattern in patterns:
         matches = sorted(glob.glob(str(Path(pattern).expanduser())))
         dirs = [Path(m) for m in matches if Path(m).is_dir()]
@@ -426,9 +441,13 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
         for d in dirs:
             if judge_model_of(d) is None:
                 raise InputError(f"user_runs: {d} is not scored yet; run `cresowlve create score --run-dir {d} ...`")
-            gm = read_generation_manifest(d)
-            label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {d.name})"
-            out.extend(scored_sets_from_run(d, label, origin="yours"))
+            runs.setdefault(d.resolve(), d)
+    names = distinct_names(list(runs.values()))
+    out: list[ScoredSet] = []
+    for d in runs.values():
+        gm = read_generation_manifest(d)
+        label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {names[d]})"
+        out.extend(scored_sets_from_run(d, label, origin="yours"))
     return out
 
 

@@ -228,6 +228,26 @@ def test_local_section_scores_under_the_reports_settings(tmp_path, tmp_cache, mo
         cr.local_section("http://127.0.0.1:9/v1", "fake-model", reference=reference, discount="reference")
 
 
+def test_two_runs_with_one_directory_name_stay_two_configurations(tmp_path):
+    """`seed1/run` (2 queries) and `seed2/run` (1 query) of one model were both `(yours: run)`: one
+    configuration of 3 "queries" over 2 distinct ones, one query's two sets sharing one key. Each
+    is named with the folder that tells it apart, and a directory matched twice is loaded once."""
+    from cresowlve_core.create import report as cr
+
+    for folder, limit in (("seed1", 2), ("seed2", 1)):
+        client = FakeClient()
+        cg.generate(None, EP, tmp_path / folder / "run", limit=limit, client=client, progress=False)
+        cs.score(tmp_path / folder / "run", EP, client=client, embedder=one_hot, progress=False)
+    loaded = cr.load_sets(None, [str(tmp_path / "*" / "run"), str(tmp_path / "seed1" / "run")], n_queries=2)
+    assert loaded.user_table is not None
+    assert dict(zip(loaded.user_table.config, loaded.user_table.n_queries, strict=True)) == {
+        "fake-model__original (yours: seed1/run)": 2, "fake-model__original (yours: seed2/run)": 1}
+    board = cr.analyse(loaded.sets, embedder=one_hot).leaderboard(n_boot=50)
+    assert sorted(board[board.origin == "yours"].n_queries) == [1, 2]
+    assert cs.distinct_names([tmp_path / "seed1" / "run", tmp_path / "other"]) == {
+        tmp_path / "seed1" / "run": "run", tmp_path / "other": "other"}
+
+
 def test_a_query_whose_generation_was_refused_is_named_beside_the_mean_it_counts_0_in(tmp_path):
     """A refused generation is final: the query has no path and a utility of 0, kept in the mean.
     The score line said "utility@0.9 4.000" and the table of your runs showed nothing of it; both
