@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -142,7 +143,19 @@ def load_recorded(
     by_text = {q.query: q.id for q in load_queries()}
     out: list[ScoredSet] = []
     for f in files:
-        for row in jsonl.read_jsonl(f):
-            row.setdefault("query_id", by_text.get(row["query"]))
-            out.append(recorded_set(f.stem, row, validity))
+        lines: dict[str, list[int]] = defaultdict(list)
+        for lineno, row in jsonl.read_jsonl_numbered(f, error=InputError, what="recorded set"):
+            try:
+                row.setdefault("query_id", by_text.get(row["query"]))
+                s = recorded_set(f.stem, row, validity)
+            except KeyError as exc:
+                raise InputError(f"{f}:{lineno}: not a recorded CREATE set (no field {exc.args[0]!r})") from None
+            except (ValueError, SyntaxError, TypeError) as exc:  # a list field that does not parse or line up
+                raise InputError(f"{f}:{lineno}: not a recorded CREATE set ({type(exc).__name__}: {exc})") from None
+            lines[s.query_id].append(lineno)
+            out.append(s)
+        dupes = {q: n for q, n in lines.items() if len(n) > 1}
+        if dupes:  # two sets of one (configuration, query) would count the query twice
+            shown = "; ".join(f"{q!r} (lines {', '.join(map(str, n))})" for q, n in list(dupes.items())[:5])
+            raise InputError(f"{f}: {len(dupes)} query(ies) answered on more than one line: {shown}; one set per query")
     return out

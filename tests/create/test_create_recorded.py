@@ -10,6 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from cresowlve_core import jsonl
 from cresowlve_core.create.report import analyse, validity_agreement
 from cresowlve_core.create.scored import load_recorded, recorded_dir, recorded_set
 from cresowlve_core.create.utility import PATIENCE_GRID, creative_utility, utility_breakdown
@@ -127,6 +128,30 @@ def test_a_recorded_dir_without_sets_is_refused_naming_it(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(MissingInput, match=r"'.*empty' holds no \*\.jsonl file"):
         load_recorded(tmp_path / "empty")
+
+
+def _write_sets(folder, rows) -> None:
+    folder.mkdir()
+    (folder / "m__original.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_a_recorded_file_with_a_bad_or_repeated_set_is_refused_naming_file_and_line(tmp_path):
+    """A row without a field was a bare KeyError ('entity_b'), an unparseable list field a
+    SyntaxError "<unknown>, line 1"; a query on two lines was ranked as two queries (3 sets
+    over 2 queries)."""
+    from cresowlve_core.failures import InputError
+
+    rows = list(jsonl.read_jsonl(recorded_dir() / "qwen3-32b__original.jsonl"))[:2]
+    _write_sets(tmp_path / "missing", [rows[0], {k: v for k, v in rows[1].items() if k != "entity_b"}])
+    with pytest.raises(InputError, match=r"m__original\.jsonl:2: not a recorded CREATE set \(no field 'entity_b'\)"):
+        load_recorded(tmp_path / "missing")
+    _write_sets(tmp_path / "garbled", [rows[0], {**rows[1], "judged_specificity_per_triple": "not a list"}])
+    with pytest.raises(InputError, match=r"m__original\.jsonl:2: not a recorded CREATE set \(SyntaxError"):
+        load_recorded(tmp_path / "garbled")
+    _write_sets(tmp_path / "twice", [rows[0], rows[1], rows[0]])
+    with pytest.raises(InputError, match=r"m__original\.jsonl: 1 query\(ies\) answered on more than one line: "
+                                         r"'.*' \(lines 1, 3\); one set per query"):
+        load_recorded(tmp_path / "twice")
 
 
 def test_configurations_are_named_like_in_every_other_report():
