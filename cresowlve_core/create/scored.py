@@ -124,7 +124,23 @@ def recorded_set(config: str, row: dict[str, Any], validity: ValiditySource = "r
     n = len(paths)
     if not (len(s.specificity) == len(s.factuality) == len(s.validity) == n):
         raise InputError(f"{config}: judgments do not line up with the {n} paths of {s.query_id}")
+    if (problem := _judgment_problem(s)) is not None:
+        raise InputError(f"{config}: {problem} ({s.query_id})")
     return s
+
+
+def _judgment_problem(s: ScoredSet) -> str | None:
+    """What is wrong with a set's per-triple judgments, or None: one per triple, specificity a score
+    0-5 and factuality 0-1 (NaN would make the utility NaN; 7 would pass any factuality threshold)."""
+    for i, (path, spec, fact) in enumerate(zip(s.paths, s.specificity, s.factuality, strict=True), start=1):
+        if len(spec) != len(path) or len(fact) != len(path):
+            return (f"path {i} has {len(path)} triples but {len(spec)} specificity and {len(fact)} factuality "
+                    "judgments")
+        for name, scores, top in (("specificity", spec, 5), ("factuality", fact, 1)):
+            bad = [x for x in scores if not 0 <= x <= top]  # NaN too
+            if bad:
+                return f"path {i}: {name} {bad[0]!r} is not a score 0-{top}"
+    return None
 
 
 def load_recorded(
@@ -150,6 +166,8 @@ def load_recorded(
                 s = recorded_set(f.stem, row, validity)
             except KeyError as exc:
                 raise InputError(f"{f}:{lineno}: not a recorded CREATE set (no field {exc.args[0]!r})") from None
+            except InputError as exc:  # judgments that do not line up with the paths, or off their scale
+                raise InputError(f"{f}:{lineno}: {exc}") from None
             except (ValueError, SyntaxError, TypeError) as exc:  # a list field that does not parse or line up
                 raise InputError(f"{f}:{lineno}: not a recorded CREATE set ({type(exc).__name__}: {exc})") from None
             lines[s.query_id].append(lineno)

@@ -12,7 +12,7 @@ import pytest
 
 from cresowlve_core import jsonl
 from cresowlve_core.create.report import analyse, validity_agreement
-from cresowlve_core.create.scored import load_recorded, recorded_dir, recorded_set
+from cresowlve_core.create.scored import load_recorded, parse_field, recorded_dir, recorded_set
 from cresowlve_core.create.utility import PATIENCE_GRID, creative_utility, utility_breakdown
 
 
@@ -152,6 +152,27 @@ def test_a_recorded_file_with_a_bad_or_repeated_set_is_refused_naming_file_and_l
     with pytest.raises(InputError, match=r"m__original\.jsonl: 1 query\(ies\) answered on more than one line: "
                                          r"'.*' \(lines 1, 3\); one set per query"):
         load_recorded(tmp_path / "twice")
+
+
+def test_a_recorded_judgment_off_its_scale_or_missing_a_triple_is_refused(tmp_path):
+    """A NaN specificity made the query's utility NaN, a factuality of 7 passed every threshold,
+    a specificity list one short left the path without a strength: each was used as given."""
+    from cresowlve_core.failures import InputError
+
+    row = next(iter(jsonl.read_jsonl(recorded_dir() / "qwen3-32b__original.jsonl")))
+    spec, fact = parse_field(row["judged_specificity_per_triple"]), parse_field(row["judged_factuality_per_triple"])
+    cases = {
+        "nan": ({**row, "judged_specificity_per_triple": [[math.nan, *spec[0][1:]], *spec[1:]]},
+                r"jsonl:1: m__original: path 1: specificity nan is not a score 0-5 \(Q935843__"),
+        "seven": ({**row, "judged_factuality_per_triple": [*fact[:1], [7.0] * len(fact[1]), *fact[2:]]},
+                  r"path 2: factuality 7\.0 is not a score 0-1"),
+        "short": ({**row, "judged_specificity_per_triple": [spec[0][:-1], *spec[1:]]},
+                  rf"path 1 has {len(spec[0])} triples but {len(spec[0]) - 1} specificity and {len(fact[0])} factuality"),
+    }
+    for name, (bad, problem) in cases.items():
+        _write_sets(tmp_path / name, [bad])
+        with pytest.raises(InputError, match=problem):
+            load_recorded(tmp_path / name)
 
 
 def test_configurations_are_named_like_in_every_other_report():
