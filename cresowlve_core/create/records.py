@@ -138,7 +138,8 @@ class QueryScore(BaseModel):
     dropped: dict[str, int] = Field(default_factory=dict)
     strengths: list[float] = Field(default_factory=list)
     marginals: list[float] = Field(default_factory=list)
-    utility: dict[str, float] = Field(default_factory=dict, description="patience (as text) -> creative utility")
+    utility: dict[str, float | None] = Field(default_factory=dict, description="patience (as text) -> creative utility; "
+                                             "null when the query is unfinished (its flags say why)")
     flags: list[str] = Field(default_factory=list)
 
 

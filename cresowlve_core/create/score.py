@@ -286,7 +286,7 @@ async def ascore(
         n_judge_truncated=judge_outcomes.count("truncated"),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),
-        mean_utility={str(p): _mean([r.utility[str(p)] for r in finished]) for p in patience},
+        mean_utility={str(p): _mean([u for r in finished if (u := r.utility[str(p)]) is not None]) for p in patience},
         n_unfinished_queries=len(rows) - len(finished),
         n_withheld_queries=sum(r.n_paths == 0 and not NOT_AN_ANSWER.isdisjoint(r.flags) for r in finished),
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
@@ -458,7 +458,8 @@ def query_scores(
     discount: Discount = "reference",
     embedder: Embedder | None = None,
 ) -> list[QueryScore]:
-    """Per-query rows: counts, flags, strengths and utilities at each patience (no model call)."""
+    """Per-query rows: counts, flags, strengths and utilities at each patience (no model call; None
+    for a set whose generation or judging is unfinished: :func:`~cresowlve_core.create.scored.unfinished`)."""
     rows = []
     for s in sets:
         b = utility_breakdown(s.paths, s.specificity, s.factuality, s.validity, factuality_threshold, embedder=embedder)
@@ -466,7 +467,9 @@ def query_scores(
             config=s.config, query_id=s.query_id, query=s.query, n_paths=len(s.paths), n_valid=int(sum(s.validity)),
             n_factual=len(b.kept.indices) + b.kept.dropped.get("no_strength", 0), n_kept=len(b.kept.indices),
             dropped=b.kept.dropped, strengths=b.kept.strengths, marginals=b.greedy.marginals,
-            utility={str(p): b.utility(p, discount) for p in patience}, flags=sorted(set(s.flags)),
+            # an unfinished set (a failed call, a path not judged) has no utility yet: null, not 0
+            utility={str(p): b.utility(p, discount) if unfinished(s.flags) is None else None for p in patience},
+            flags=sorted(set(s.flags)),
         ))
     return rows
 

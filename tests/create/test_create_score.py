@@ -302,6 +302,10 @@ def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_rank
     s = cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False)
     assert s.n_unfinished_queries == 1 and s.mean_utility["0.9"] == pytest.approx(8.0)  # Q[1] alone, not (8 + 0) / 2
     assert "over 1 of 2 queries (1 unfinished, left out)" in score_line(s)
+    # scores.json: the failed query's utility is null beside its flag, not 0.0
+    rows = {r["query_id"]: r for r in json.loads((tmp_path / "mine" / "score" / "scores.json").read_text())}
+    assert rows[Q[0].id]["utility"] == {"0.7": None, "0.9": None} and rows[Q[0].id]["flags"] == ["call_failed"]
+    assert rows[Q[1].id]["utility"] == {"0.7": 8.0, "0.9": 8.0}
     loaded = cr.load_sets(None, [str(tmp_path / "mine")])
     mine = [s for s in loaded.sets if s.origin == "yours"]
     assert [s.query_id for s in mine] == [Q[1].id]  # Q[0]'s failed call: left out, not a zero
