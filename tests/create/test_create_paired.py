@@ -83,3 +83,18 @@ def test_a_configuration_has_one_colour_in_every_chart_and_each_legend_reads_hig
     colours = [chart.to_dict()["encoding"]["color"] for chart in (patience_chart(curves), tradeoff_chart(trade))]
     assert colours[0]["scale"] == colours[1]["scale"] == {"domain": ["a", "b", "c"], "scheme": "tableau10"}
     assert [c["legend"]["values"] for c in colours] == [["c", "b", "a"], ["a", "c", "b"]]
+
+
+def test_a_configuration_of_one_query_has_no_interval_over_queries():
+    """A bootstrap over one query resamples that query: its "95% CI [5.00, 5.00]" (also in the
+    headline) claimed certainty no sample gives. It has none, as it has no sd."""
+    from cresowlve_core.create.report import headline, leaderboard_display
+
+    sets = [_set("a__original", 0, 5)] + [_set("b__original", q, 3) for q in range(3)]
+    board = analyse(sets, embedder=one_hot).leaderboard((0.9,), n_boot=50).set_index("config")
+    assert math.isnan(board.loc["a__original", "ci_low@0.9"]) and math.isnan(board.loc["a__original", "sd@0.9"])
+    assert board.loc["b__original", "ci_low@0.9"] == 3.0  # three queries: an interval, here of width 0
+    shown = leaderboard_display(board.reset_index(), (0.9,)).set_index("config")
+    assert shown.loc["a__original", "95% CI (p = 0.9)"] == "–"
+    assert headline(board.reset_index(), (0.9,)).startswith("highest mean creative utility@0.9: a__original 5.000 over 1 query")
+
