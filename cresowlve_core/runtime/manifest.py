@@ -209,7 +209,20 @@ def identity_changes(old: Manifest, new: Manifest) -> list[str]:
             out += [f"judge.{f}: {v[f]!r} → {n.get(f)!r}" for f in v if v[f] != n.get(f)]
         elif v != n:
             out.append(f"{k}: {v!r} → {n!r}")
+    if (narrowed := narrowed_by_limit(old, new)) is not None:
+        out.append(narrowed)
     return out
+
+
+def narrowed_by_limit(old: Manifest, new: Manifest) -> str | None:
+    """``limit: old → new (...)`` when ``new`` plans fewer of the same units than ``old`` did because
+    of its ``limit``: the answers to the units left out would drop out of the run's manifest and
+    summary while its records keep them. A larger limit (or none) continues the run."""
+    if new.limit is None or old.items != new.items or old.n_items is None or new.n_items is None \
+            or new.n_items >= old.n_items:
+        return None
+    return (f"limit: {old.limit!r} → {new.limit!r} (plans {new.n_items} of the {old.n_items} units it planned, "
+            f"leaving the others' answers out of its summary; a limit of {old.n_items} or more continues it)")
 
 
 def check_resumable(old: Manifest, new: Manifest) -> Manifest:

@@ -125,3 +125,29 @@ def test_a_manifest_written_before_a_field_existed_still_resumes(tmp_path, monke
     (tmp_path / "run" / "manifest.json").write_text(json.dumps(old))
     run = RunDir(tmp_path / "run")
     run.finish(run.begin(manifest()))
+
+
+def _planned(tmp_path, monkeypatch, **plan):
+    monkeypatch.delenv(ARCHIVE_CHANGED_ENV, raising=False)
+    run = RunDir(tmp_path / "run")
+    run.finish(run.begin(manifest(**plan)))
+    return (tmp_path / "run" / "manifest.json").read_text()
+
+
+@pytest.mark.parametrize("first", [{"n_items": 3, "limit": 3}, {"n_items": 9, "limit": None}], ids=["limit", "all"])
+def test_a_smaller_limit_is_refused_and_the_manifest_kept(first, tmp_path, monkeypatch):
+    """Its plan would leave answered units out of the manifest and the summary while the records keep them."""
+    before = _planned(tmp_path, monkeypatch, **first)
+    with pytest.raises(ResumeError) as exc:
+        RunDir(tmp_path / "run").begin(manifest(n_items=2, limit=2))
+    assert f"limit: {first['limit']!r} → 2 (plans 2 of the {first['n_items']} units" in str(exc.value)
+    assert (tmp_path / "run" / "manifest.json").read_text() == before
+
+
+@pytest.mark.parametrize("later", [{"n_items": 3, "limit": 3}, {"n_items": 5, "limit": 5}, {"n_items": 9, "limit": None}],
+                         ids=["same", "larger", "none"])
+def test_the_same_a_larger_or_no_limit_continues_the_run(later, tmp_path, monkeypatch):
+    _planned(tmp_path, monkeypatch, n_items=3, limit=3)
+    run = RunDir(tmp_path / "run")
+    run.finish(run.begin(manifest(**later)))
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["n_items"] == later["n_items"]
