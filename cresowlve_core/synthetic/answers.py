@@ -79,6 +79,13 @@ def find_leaks(text: str, names: Sequence[Name]) -> list[Name]:
     return hits
 
 
+def other_labels(source: KnowledgeSource) -> set[str] | None:
+    """The normalised English labels of every entity of ``source`` (None for a source without a
+    label table, e.g. online Wikidata): an alias piece equal to one of them names another entity."""
+    labels = getattr(source, "labels", None)
+    return {normalize(v) for v in labels.values()} if isinstance(labels, dict) else None
+
+
 def accepted_names(source: KnowledgeSource, qids: Sequence[str], other_labels: set[str] | None = None) -> list[Name]:
     """The names exact match accepts: labels, and alias pieces that are long enough and not the
     label of another entity (``other_labels``: normalised labels of every other entity)."""

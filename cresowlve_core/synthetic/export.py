@@ -26,7 +26,7 @@ from typing import Any
 
 from cresowlve_core import jsonl
 from cresowlve_core.sources.kg import KnowledgeSource
-from cresowlve_core.synthetic.answers import answer_names
+from cresowlve_core.synthetic.answers import accepted_names, other_labels
 from cresowlve_core.synthetic.facts import Candidate
 
 #: The paper's knowledge-domain groups for each default domain.
@@ -36,21 +36,23 @@ DOMAIN_GROUPS = {
 }
 
 
-def other_answers(candidate: Candidate, source: KnowledgeSource) -> list[str]:
-    """Anchor aliases, then each other valid answer's label and aliases (de-duplicated)."""
+def other_answers(candidate: Candidate, source: KnowledgeSource, labels: set[str] | None) -> list[str]:
+    """Anchor aliases, then each other valid answer's label and aliases (de-duplicated): the names
+    the creative-leap filter accepts (:func:`~cresowlve_core.synthetic.answers.accepted_names`, with
+    ``labels`` the normalised labels of every entity), so an alias piece too short to trust or naming
+    another entity is no accepted answer of the exported item either."""
     anchor_label = source.english_label(candidate.anchor) or candidate.anchor
-    names = [n.text for n in answer_names(source, [candidate.anchor], tokens=False) if n.kind == "alias"]
-    for q in candidate.answers:
-        if q != candidate.anchor:
-            names += [n.text for n in answer_names(source, [q], tokens=False)]
+    qids = [candidate.anchor, *(q for q in candidate.answers if q != candidate.anchor)]
+    names = [n.text for n in accepted_names(source, qids, labels)
+             if not (n.qid == candidate.anchor and n.kind == "label")]
     return [n for n in dict.fromkeys(names) if n != anchor_label]
 
 
-def item_row(survivor: dict[str, Any], source: KnowledgeSource) -> dict[str, Any]:
-    """One published-schema row plus the synthetic columns."""
+def item_row(survivor: dict[str, Any], source: KnowledgeSource, labels: set[str] | None) -> dict[str, Any]:
+    """One published-schema row plus the synthetic columns (``labels``: :func:`other_answers`'s)."""
     c: Candidate = survivor["candidate"]
     verb, solve = survivor["verbalisation"], survivor["solve"]
-    others = other_answers(c, source)
+    others = other_answers(c, source, labels)
     return {
         "id": c.id,
         "question": verb["obfuscated"],
@@ -76,13 +78,14 @@ def _write(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
 
 def write_items(survivors: Sequence[dict[str, Any]], source: KnowledgeSource, path: Path) -> Path:
     """``synthetic_items.jsonl`` (empty when nothing survived)."""
-    return _write(path, [item_row(s, source) for s in survivors])
+    labels = other_labels(source)
+    return _write(path, [item_row(s, source, labels) for s in survivors])
 
 
-def review_card(survivor: dict[str, Any], source: KnowledgeSource) -> dict[str, Any]:
+def review_card(survivor: dict[str, Any], source: KnowledgeSource, labels: set[str] | None) -> dict[str, Any]:
     """A card in the construction review queue's shape (:func:`cresowlve_core.construction.review.review_card`):
     no Russian view, the puzzle as the English view, the synthetic evidence under ``synthetic``."""
-    row = item_row(survivor, source)
+    row = item_row(survivor, source, labels)
     solve = survivor["solve"]
     return {
         "id": row["id"], "difficulty": None, "ru": None,
@@ -109,4 +112,5 @@ def write_review_queue(survivors: Sequence[dict[str, Any]], source: KnowledgeSou
     Decisions already saved are untouched."""
     from cresowlve_core.construction.review import QUEUE, review_dir
 
-    return _write(review_dir(build_dir) / QUEUE, [review_card(s, source) for s in survivors])
+    labels = other_labels(source)
+    return _write(review_dir(build_dir) / QUEUE, [review_card(s, source, labels) for s in survivors])

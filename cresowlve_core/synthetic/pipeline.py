@@ -32,7 +32,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cresowlve_core import outfiles
-from cresowlve_core.evaluation.scoring import normalize
 from cresowlve_core.evaluation.solve import solve_step
 from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.items import ItemView
@@ -57,7 +56,7 @@ from cresowlve_core.runtime import (
 from cresowlve_core.runtime.outcomes import call_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg
-from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer
+from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer, other_labels
 from cresowlve_core.synthetic.candidates import CandidateBuild, build_candidates, write_build
 from cresowlve_core.synthetic.difficulty import difficulty_scores, predictiveness
 from cresowlve_core.synthetic.domains import domains_by_name
@@ -155,11 +154,6 @@ def load_source(cfg: SynthConfig) -> KnowledgeSource:
         kg = copy.copy(kg)  # shares the indexes; only the measure differs
         kg.notability_measure = cfg.notability
     return kg
-
-
-def _other_labels(source: KnowledgeSource) -> set[str] | None:
-    labels = getattr(source, "labels", None)
-    return {normalize(v) for v in labels.values()} if isinstance(labels, dict) else None
 
 
 # --------------------------------------------------------------------------- stage 3
@@ -269,7 +263,7 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
     step = solver_step(cfg.solver_effort is not None).on(endpoint, options, effort=cfg.solver_effort)
     prompt = step.prompt()
     manifest = run.begin(solve_manifest(endpoint, cfg, options, len(units)))
-    others = _other_labels(source)
+    others = other_labels(source)
 
     async def call(unit: tuple[Candidate, dict[str, Any]], _previous: dict[str, Any] | None) -> dict[str, Any]:
         c, verb = unit

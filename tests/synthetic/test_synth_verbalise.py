@@ -70,3 +70,23 @@ def test_alias_aware_exact_match_records_its_basis():
     assert match_answer("MA", names) is None and match_answer("GW", names) is None  # too short to trust
     assert match_answer("Wallraff", names) is None  # a surname alone is not the answer
     assert match_answer("", names) is None and match_answer(None, names) is None
+
+
+def test_exported_other_answers_are_the_names_the_filter_accepts(tmp_path):
+    """The published item's ``other_answers`` listed every alias piece: ``cresowlve eval`` then scored
+    "Massachusetts" (another entity's label) and "MA" right for a Boston puzzle the filter had scored
+    with neither."""
+    from cresowlve_core.sources.sample import load_items
+    from cresowlve_core.synthetic.answers import other_labels
+    from cresowlve_core.synthetic.export import other_answers, write_items
+    from cresowlve_core.synthetic.facts import Candidate
+
+    kg = graph()
+    boston = Candidate("Q2", "places", (("P1", "Q9"),), (2,), ("Q1", "Q2"), 1)
+    assert other_answers(boston, kg, other_labels(kg)) == ["Beantown", "Günter Wallraff", "Hans Esser"]
+    survivor = {"candidate": boston, "solve": {"difficulty_score": 0.5},
+                "verbalisation": {"literal": "X got the Prize. Who is X?", "obfuscated": "THIS got it.",
+                                  "explanation": "a prize"}}
+    path = write_items([survivor], kg, tmp_path / "synthetic_items.jsonl")
+    (item,) = load_items(str(path), "en")
+    assert item.en.other_answers == "Beantown; Günter Wallraff; Hans Esser"
