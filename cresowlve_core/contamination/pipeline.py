@@ -313,7 +313,7 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
     comp_client = open_client(endpoint, opts)
     stopped: list[str] = []
     steps: list[dict[str, Any]] = []
-    bcq_df = pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct", "raw"])
+    bcq_df = pd.DataFrame(columns=["set", "id", "repeat", "choice", "correct", "outcome", "raw"])
     comp_df = pd.DataFrame(columns=["set", "id", "mode", "cut", "suffix", "continuation", "rouge_l", "prefix_match",
                                     "outcome"])
     too_short: list[str] = []
@@ -335,8 +335,8 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         if bdq_res.stopped:
             stopped.append(f"BDQ: {bdq_res.stopped}")
         bdq_df = pd.DataFrame([r for r in bdq_res.records.values() if r.get("status") == "ok"],
-                              columns=["set", "id", "choice", "raw"])
-        bdq_counts = qz.position_counts(bdq_df["choice"].tolist())
+                              columns=["set", "id", "choice", "outcome", "raw"])
+        bdq_counts = qz.position_counts(bdq_df["choice"].tolist(), bdq_df["outcome"].tolist())
         non_pref, truly = qz.non_preferred_positions(bdq_counts, len(bdq_df)) if len(bdq_df) else ([], False)
         if non_pref and not stopped:
             bcq_units: list[qz.QuizUnit] = []
@@ -349,7 +349,7 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
             if bcq_res.stopped:
                 stopped.append(f"BCQ: {bcq_res.stopped}")
             bcq_df = pd.DataFrame([r for r in bcq_res.records.values() if r.get("status") == "ok"],
-                                  columns=["set", "id", "repeat", "choice", "correct", "raw"])
+                                  columns=["set", "id", "repeat", "choice", "correct", "outcome", "raw"])
         cunits: list[comp.CompletionUnit] = []
         for r in members.sort_values(["set", "id"]).itertuples():
             cut = comp.cut_question(questions[r.id], seed, r.id)

@@ -3,13 +3,15 @@
 * **Bias detector quiz (BDQ)**: options A–C are the three perturbations in a seeded random order,
   D is "none of the provided options"; the original is absent, so any A–C answer reveals a
   positional preference. A position of A–C is *non-preferred* when chosen fewer than N/4 times
-  (N = all quiz questions, invalid answers included, as in the paper's k/4 = 145 for k = 580).
+  (N = all quiz questions, invalid and withheld answers included, as in the paper's k/4 = 145 for
+  k = 580).
 * **Bias compensator quiz (BCQ)**: the original goes to a seeded random non-preferred position,
   two of the three perturbations (seeded) fill the other A–C positions, D is "none"; repeated
   ``n_repeats`` times with independent randomness per repeat, each repeat a layout of its own.
 
 Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
-of the reply; anything else is *invalid* and counted. A base-model quiz-taker (provider profile
+of the reply; anything else is *invalid* and counted. A refused or filtered reply is not parsed: it is
+*withheld*, counted apart from the invalid ones (both pick no option). A base-model quiz-taker (provider profile
 ``base_model``: the embedded Gemma 3 270M) gets the few-shot completion prompt
 ``contamination_quiz_fewshot`` over ``/completions``; its continuation is parsed the same way.
 """
@@ -28,7 +30,7 @@ from scipy import stats as sps
 from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -213,12 +215,20 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
 # ------------------------------------------------------------------ statistics
 
 
-def position_counts(choices: Sequence[str | None]) -> dict[str, int]:
-    """Counts of A, B, C, D and ``invalid``."""
-    out = {p: 0 for p in LETTERS} | {"invalid": 0}
-    for c in choices:
-        out[c if c in LETTERS else "invalid"] += 1
+def position_counts(choices: Sequence[str | None], outcomes: Sequence[str | None] | None = None) -> dict[str, int]:
+    """Counts of A, B, C, D, ``invalid`` (a reply with no option letter) and ``withheld`` (the
+    quiz-taker refused or its provider's filter stopped it: ``outcomes``, one per choice, say which)."""
+    out = {p: 0 for p in LETTERS} | {"invalid": 0, "withheld": 0}
+    for c, outcome in zip(choices, outcomes if outcomes is not None else [None] * len(choices), strict=True):
+        out[c if c in LETTERS else "withheld" if outcome in NOT_AN_ANSWER else "invalid"] += 1
     return out
+
+
+def withheld_mask(records: pd.DataFrame) -> pd.Series:
+    """Per quiz record: refused or filtered (its ``outcome``; False where records carry none)."""
+    if "outcome" not in records:
+        return pd.Series(False, index=records.index)
+    return records["outcome"].isin(NOT_AN_ANSWER)
 
 
 def uniform_gof(counts: dict[str, int]) -> dict[str, float]:
@@ -247,12 +257,16 @@ def bcq_table(records: pd.DataFrame, n_repeats: int, min_items: int = MIN_ITEMS)
     its Wilson CI and the exact one-sided binomial p against 25% (:func:`~cresowlve_core.contamination.
     itemstats.majority_test`), ``mean_item_accuracy`` beside it. Repeats are never pooled as
     independent trials (they share the items). With fewer than ``min_items`` items p is not given
-    and ``test`` says so. Invalid answers count as wrong."""
-    cols = ["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid", "mean_item_accuracy", "test"]
+    and ``test`` says so. Invalid answers (no option letter) and withheld ones (refused or filtered)
+    count as wrong and are counted apart."""
+    cols = ["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid", "withheld", "mean_item_accuracy",
+            "test"]
     if records.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     items = bcq_items(records)
+    records = records.assign(_withheld=withheld_mask(records))
+    records = records.assign(_invalid=records["choice"].isna() & ~records["_withheld"])
     for s, part in records.groupby("set", sort=True):
         for r in range(n_repeats):
             rep = part[part["repeat"] == r]
@@ -260,12 +274,13 @@ def bcq_table(records: pd.DataFrame, n_repeats: int, min_items: int = MIN_ITEMS)
             a = accuracy_test(k, len(rep))
             rows.append({"set": s, "repeat": str(r + 1), "k": a["k"], "n": a["n"], "accuracy": a["accuracy"],
                          "low": a["low"], "high": a["high"], "p": float("nan"),
-                         "invalid": int(rep["choice"].isna().sum()), "mean_item_accuracy": float("nan"),
+                         "invalid": int(rep["_invalid"].sum()), "withheld": int(rep["_withheld"].sum()),
+                         "mean_item_accuracy": float("nan"),
                          "test": "descriptive (one repeat)"})
         m = majority_test(items[items["set"] == s])
         few = too_few(m["n"], min_items=min_items)
         rows.append({"set": s, "repeat": "items", "k": m["k"], "n": m["n"], "accuracy": m["share"], "low": m["low"],
-                     "high": m["high"], "p": float("nan") if few else m["p"], "invalid": int(part["choice"].isna().sum()),
-                     "mean_item_accuracy": m["mean_accuracy"],
+                     "high": m["high"], "p": float("nan") if few else m["p"], "invalid": int(part["_invalid"].sum()),
+                     "withheld": int(part["_withheld"].sum()), "mean_item_accuracy": m["mean_accuracy"],
                      "test": few or "items right in a majority of repeats: exact binomial vs 25%, one-sided"})
     return pd.DataFrame(rows, columns=cols)

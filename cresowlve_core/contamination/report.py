@@ -147,7 +147,7 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
     for r in c.results:
         pop = population(c, r)
         n = len(r.bdq)
-        counts = {k: r.bdq_counts.get(k, 0) for k in (*LETTERS, "invalid")}
+        counts = {k: r.bdq_counts.get(k, 0) for k in (*LETTERS, "invalid", "withheld")}
         gof = uniform_gof(r.bdq_counts)
         few = too_few(int(gof["n_valid"]))
         chi = (f"χ² vs uniform: {few}" if few or not gof["n_valid"] else
@@ -184,7 +184,8 @@ def bcq_section(c: Contamination) -> dict[str, Any]:
         say(f"Original at a non-preferred position ({', '.join(r.non_preferred) or 'none'}), {c.n_repeats} repeats. "
             "Each repeat's accuracy is descriptive; the test is over **items**: those right in a majority of their "
             "repeats, exact one-sided binomial test against 25% (H0: the quiz's chance rate), Wilson 95% CI. "
-            "Invalid answers count as wrong.")
+            "Invalid answers (no option letter) and withheld ones (refused, or stopped by the provider's filter) "
+            "pick no option: they count as wrong and are counted apart.")
         not_quizzed = not_quizzed_note(r, "BCQ")
         if t.empty:
             say("No BCQ answers.")

@@ -172,3 +172,32 @@ def test_nothing_tested_is_said_plainly():
     assert v.iloc[-1]["signal"] is None
     assert v.set_index("test").loc[DID_TEST, "reading"] == "too few items (n = 0): not tested"
     assert v.iloc[0]["reading"].startswith("no valid BDQ answers")
+
+
+def test_a_refused_quiz_answer_is_counted_withheld_not_invalid(tmp_path, monkeypatch):
+    """The quiz-taker behind the replay server gets OpenAI's recorded refusal
+    (``openai/chat_gpt4o_refusal``) for half its prompts; its other replies carry no option letter.
+    The BDQ counts and the BCQ table called every refusal ``invalid``, as if the model had answered
+    in a form the parser missed (the quiz step's own summary counts them apart)."""
+    from replay.server import ReplayServer
+
+    from cresowlve_core.contamination.quiz import bcq_table
+
+    items = make_items()
+    write_runs(tmp_path, items)
+    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
+    with FakeServer(answers=fake_model(items)) as fake, ReplayServer("refusal", refusal_fraction=0.5) as replay:
+        c = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
+                              perturber=Role("fake", fake.base_url),
+                              quiz_taker=Role("gpt-4o-mini", replay.base_url("openai"), "REPLAY_KEY"),
+                              max_items_per_set=4, n_repeats=1)
+    (r,) = c.results
+    refused = int((r.bdq["outcome"] == "refused").sum())
+    assert 0 < refused < len(r.bdq) and r.bdq["choice"].isna().all()
+    assert r.bdq_counts == {"A": 0, "B": 0, "C": 0, "D": 0, "invalid": len(r.bdq) - refused, "withheld": refused}
+    summary = json.loads((tmp_path / "out" / "m" / "gpt-4o-mini" / "bdq" / "summary.json").read_text())
+    assert (summary["n_refused"], summary["n_invalid"]) == (refused, len(r.bdq) - refused)
+    items_row = bcq_table(r.bcq, 1).set_index(["set", "repeat"]).loc[("target", "items")]
+    target = r.bcq[r.bcq["set"] == "target"]
+    assert items_row["withheld"] == (target["outcome"] == "refused").sum()
+    assert items_row["invalid"] + items_row["withheld"] == len(target)

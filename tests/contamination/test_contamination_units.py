@@ -95,7 +95,7 @@ def test_non_preferred_positions_fallback_when_none_below_quarter():
 
 def test_position_counts_and_uniform_gof_against_scipy():
     counts = qz.position_counts(["A"] * 187 + ["B"] * 60 + ["C"] * 47 + ["D"] * 273 + [None] * 13)
-    assert counts == {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13}
+    assert counts == {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13, "withheld": 0}
     gof = qz.uniform_gof(counts)
     ref = sps.chisquare([187, 60, 47, 273])
     assert gof["chi2"] == pytest.approx(ref.statistic) and gof["p"] == pytest.approx(ref.pvalue)
