@@ -112,10 +112,31 @@ class Contamination:
     synthetic: bool = False  # any input run was written by write_synthetic_runs
 
     def summary(self) -> dict[str, Any]:
-        """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``."""
+        """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``
+        (``unparsed``: :meth:`unparsed`)."""
         return {**pipeline_summary(self.steps), "configs": [r.config for r in self.results if not r.stopped],
                 "configs_stopped": [r.config for r in self.results if r.stopped],
-                "perturbation": {k: v for k, v in (self.perturbation or {}).items() if k != "swaps"} or None}
+                "perturbation": {k: v for k, v in (self.perturbation or {}).items() if k != "swaps"} or None,
+                "unparsed": self.unparsed()}
+
+    def unparsed(self) -> str | None:
+        """The steps whose model answered but none of whose answers could be read, in a sentence (None:
+        none): the perturbation when no question got three usable rewrites, a quiz when no reply named
+        an option. Refused and filtered calls are not answers (counted as such, never as unparsed)."""
+        parts = []
+        pert = next((s for s in self.steps if s["step"] == "perturbation"), None)
+        usable = (self.perturbation or {}).get("n_usable")
+        if pert is not None and usable == 0:
+            answered = pert["n_ok"] - pert.get("n_refused", 0) - pert.get("n_filtered", 0)
+            if answered:
+                parts.append(f"perturbation: {answered} of {pert['n_units']} questions answered, "
+                             "none with three usable rewrites (nothing to quiz)")
+        for r in self.results:
+            for quiz, answers in (("BDQ", r.bdq), ("BCQ", r.bcq)):
+                answered = answers[~qz.withheld_mask(answers)]
+                if len(answered) and answered["choice"].isna().all():
+                    parts.append(f"{r.config} {quiz}: {len(answered)} replies answered, none naming an option")
+        return "; ".join(parts) or None
 
 
 EMBEDDED = Role()  # no base URL: the embedded model

@@ -34,7 +34,8 @@ def test_contamination_run_cli_prints_the_verdict(tmp_path, capsys, monkeypatch)
 
 def test_contamination_run_counts_the_calls_a_providers_filter_stopped(tmp_path, capsys, monkeypatch):
     """Azure's recorded content-filter 400 on about half the prompts (tests/replay): the calls line
-    says how many were filtered, as summary.json counts them, and the run still exits 0."""
+    says how many were filtered, as summary.json counts them. The filter is no error; the exit 1 is
+    the perturber's other replies (the replay's solve answers), none of them three rewrites."""
     from replay.server import ReplayServer
 
     monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
@@ -50,7 +51,9 @@ def test_contamination_run_counts_the_calls_a_providers_filter_stopped(tmp_path,
         filtered = sum(e["status"] == 400 for e in srv.requests("azure"))
     out = capsys.readouterr()
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert rc == 0, out.err
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1].startswith("incomplete: perturbation: ")
+    assert summary["n_error"] == summary["n_not_run"] == 0
     assert filtered > 0 and summary["n_filtered"] == filtered
     assert (f"model calls: {summary['n_ok']} of {summary['n_items']} answered ({filtered} filtered), 0 errored, "
             "0 not run;") in out.out
@@ -115,3 +118,33 @@ def test_without_out_dir_the_runs_go_under_the_data_directory_not_the_working_on
             main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), *roles, "--out-dir", ""])
         assert exc.value.code == 2 and srv.total == sent
     assert "argument --out-dir: must not be empty" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("script, unparsed", [
+    ("perturber", "perturbation: 12 of 12 questions answered, none with three usable rewrites (nothing to quiz)"),
+    ("quiz-taker", "m BDQ: 12 replies answered, none naming an option"),
+])
+def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monkeypatch, script, unparsed):
+    """A perturber whose replies are never three numbered rewrites (nothing quizzed), or a quiz-taker
+    whose replies never name an option (the BCQ placed the original at positions the BDQ never
+    measured): every call answered, so the run exited 0 with "not tested" verdicts."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req) -> str:
+        rewrite = "Rewrite the question below" in req.prompt
+        if (script == "perturber" and rewrite) or (script == "quiz-taker" and "four-option quiz" in req.prompt):
+            return "Happy to help with that question!"
+        return model(req)
+
+    with FakeServer(answers=answers) as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    last = out.err.strip().splitlines()[-1]
+    assert last.startswith("incomplete: ") and unparsed in last, last
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["unparsed"].startswith(unparsed)
