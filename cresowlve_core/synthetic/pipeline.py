@@ -75,6 +75,8 @@ from cresowlve_core.synthetic.verbalise import (
 
 #: a base-model solver's continuation ends at the blank line or at the next few-shot example
 SOLVER_STOP = ("\nPuzzle:",)
+#: solver call outcomes with no answer for reasons of their own (counted as such, never as unread)
+UNREAD_OUTCOMES = ("refused", "filtered", "truncated")
 PAPER_YIELD = (7, 100)  # App. D: 7 of 100 candidates survived the creative-leap filter (Gemini-3-Flash)
 
 
@@ -396,8 +398,11 @@ def synth_stage(summary: dict[str, Any]) -> dict[str, Any]:
     from cresowlve_core.exitcodes import stage_record
 
     st = summary["stages"]
+    solver = summary.get("solver_answers") or {}
     unparsed = (f"no verbalisation parsed: {st['verbalised']} of {st['candidates']} answered, 0 parsed"
-                if st["verbalised"] and not st["parsed"] else None)
+                if st["verbalised"] and not st["parsed"] else
+                f"no solver answer read: {solver['unread']} answered version(s), none with an answer (a copy "
+                "of the prompt)" if solver.get("unread") and not solver.get("read") else None)
     return stage_record(summary["calls"], "calls", unparsed=unparsed)
 
 
@@ -409,6 +414,8 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     solver_note = outcome_note(withheld.get("solve") or {}).replace(")", " answers)")
     if cut := (summary.get("cut_off") or {}).get("solve"):
         solver_note += f" ({cut} answers cut off at the token limit: unscored unless right)"
+    if unread := (summary.get("solver_answers") or {}).get("unread"):
+        solver_note += f" ({unread} replies with no answer to read: unscored)"
     funnel = (f"{st['candidates']} candidates → {st['verbalised']} verbalised{outcome_note(withheld.get('verbalise') or {})} "
               f"({st['parsed']} parsed, {st['leak_free']} leak-free) → {st['solver_answered']} answered by the "
               f"solver{solver_note} → {st['kept']} kept")
@@ -445,6 +452,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
     n_parsed = sum(r.get("parsed") is not None for r in verbalised.values())
     n_leak_free = sum(r.get("parsed") is not None and not r.get("leaks") for r in verbalised.values())
     outcomes = [r["outcome"] for r in solved.values()]
+    sides = [r[side] for r in solved.values() for side in ("literal", "obfuscated") if side in r]
     withheld = {"verbalise": outcome_counts(verbalised.values()),
                 "solve": outcome_counts({"status": "ok", **r[side]} for r in solved.values()
                                         for side in ("literal", "obfuscated") if side in r)}
@@ -467,6 +475,11 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         # solver answers cut off at the token limit (by side): unscored unless right, so never a failure to solve
         "cut_off": {"solve": sum(r[side].get("outcome") == "truncated" for r in solved.values()
                                  for side in ("literal", "obfuscated") if side in r)},
+        # solver answers by side: an answer extracted (read), or a finished, uncut reply with none (unread:
+        # a copy of the prompt or its placeholder), never a failure to solve
+        "solver_answers": {"read": sum(side.get("answer") is not None for side in sides),
+                           "unread": sum(side.get("answer") is None and side.get("outcome") not in UNREAD_OUTCOMES
+                                         for side in sides)},
         "outcomes": {o: outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
         "yield": {"kept": outcomes.count("kept"), "of_candidates": len(build.candidates),
                   "paper_kept": PAPER_YIELD[0], "paper_of": PAPER_YIELD[1]},

@@ -149,6 +149,9 @@ def yield_section(result: SynthResult) -> Section:
     if cut := (result.summary.get("cut_off") or {}).get("solve"):
         msg += (f" {cut} solver answers were cut off at the token limit (`solver_max_tokens`): a cut-off answer that "
                 "is not right leaves its candidate unscored, never kept as a creative leap.")
+    if unread := (result.summary.get("solver_answers") or {}).get("unread"):
+        msg += (f" {unread} solver replies held no answer to read (a copy of the prompt): their candidates "
+                "are unscored, never kept.")
     if errored := (result.summary.get("errors") or {}).get("solve"):
         msg += (f" **{errored} solver calls errored**: their candidates have no solver answer and are not kept; "
                 "run again to retry them.")

@@ -89,3 +89,29 @@ def test_a_solver_answer_cut_off_at_the_token_limit_is_no_failure_to_solve(tmp_p
     from cresowlve_core.synthetic.report import yield_section
 
     assert "1 solver answers were cut off at the token limit" in yield_section(res).prose
+
+
+def test_a_solver_whose_replies_never_hold_an_answer_exits_1(tmp_path):
+    """Every solver reply copies the prompt back (extraction ``echo``: no answer): every candidate is
+    unscored. ``cresowlve synth`` said "3 answered by the solver → 0 kept" and exited 0, as if the
+    filter had judged them; a copied prompt on one version only leaves its candidate unscored."""
+    from cresowlve_core.exitcodes import stage_exit
+    from cresowlve_core.synthetic.pipeline import synth_stage
+
+    def echoing_solver(req):
+        if "Now the real task" in req.prompt:
+            return answers(req)
+        return req.prompt if "(a1-obf)" in req.prompt or echo_all else answers(req)
+
+    for echo_all, code in ((True, 1), (False, 0)):
+        with FakeServer(answers=echoing_solver) as srv:
+            ep = Endpoint(srv.base_url, "fake")
+            res = run_synth(cfg(tmp_path, f"build-{echo_all}"), source=graph(), endpoints=(ep, ep), progress=False)
+        read, unread = (0, 6) if echo_all else (5, 1)
+        assert res.summary["solver_answers"] == {"read": read, "unread": unread}
+        assert res.summary["outcomes"]["unscored"] == (3 if echo_all else 1)
+        assert f"({unread} replies with no answer to read: unscored)" in summary_line(res.summary, tmp_path)
+        assert stage_exit(synth_stage(res.summary), unit="calls") == code
+        from cresowlve_core.synthetic.report import yield_section
+
+        assert f" {unread} solver replies held no answer to read" in yield_section(res).prose
