@@ -32,6 +32,17 @@ class CandidateBuild:
     candidates: list[Candidate]
     tried: list[dict[str, Any]]  # one record per anchor tried
     pools: list[AnchorPool] = field(default_factory=list)
+    asked: int | None = None  # the candidates asked for (``n``)
+    max_tries: int | None = None  # the anchors that could be tried at most
+
+    def shortfall(self) -> str | None:
+        """Why fewer candidates than asked were built, in words (None: as many as asked)."""
+        if self.asked is None or len(self.candidates) >= self.asked:
+            return None
+        why = (f"the limit of {self.max_tries} anchors tried was reached" if self.max_tries is not None
+               and len(self.tried) >= self.max_tries else
+               f"every anchor in the band was tried ({len(self.tried)}, each in anchors.jsonl with its outcome)")
+        return f"{len(self.candidates)} of {self.asked} asked: {why}"
 
     def counts(self) -> dict[str, Any]:
         return {
@@ -84,7 +95,7 @@ def build_candidates(source: KnowledgeSource, domains: Sequence[Domain], band: N
             if got_one:
                 alive.append((domain, it))
         queues = alive
-    return CandidateBuild(out, tried, pools)
+    return CandidateBuild(out, tried, pools, n, limit)
 
 
 def write_build(build: CandidateBuild, source: KnowledgeSource, build_dir: Path) -> Path:

@@ -416,7 +416,8 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
         solver_note += f" ({cut} answers cut off at the token limit: unscored unless right)"
     if unread := (summary.get("solver_answers") or {}).get("unread"):
         solver_note += f" ({unread} replies with no answer to read: unscored)"
-    funnel = (f"{st['candidates']} candidates → {st['verbalised']} verbalised{outcome_note(withheld.get('verbalise') or {})} "
+    short = summary.get("candidate_shortfall")
+    funnel = (f"{st['candidates']} candidates{f' ({short})' if short else ''} → {st['verbalised']} verbalised{outcome_note(withheld.get('verbalise') or {})} "
               f"({st['parsed']} parsed, {st['leak_free']} leak-free) → {st['solver_answered']} answered by the "
               f"solver{solver_note} → {st['kept']} kept")
     auc, lo, hi = d.get("auc"), d.get("auc_low"), d.get("auc_high")
@@ -484,6 +485,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         "yield": {"kept": outcomes.count("kept"), "of_candidates": len(build.candidates),
                   "paper_kept": PAPER_YIELD[0], "paper_of": PAPER_YIELD[1]},
         "candidate_counts": build.counts(),
+        "candidate_shortfall": build.shortfall(),  # fewer candidates than asked, and why (None: as many)
         "difficulty": pred.to_record(),
         "embedded": embedded,
         "prompts": {"verbalise": sorted({str(r.get("prompt")) for r in verbalised.values()}),

@@ -137,6 +137,8 @@ def yield_section(result: SynthResult) -> Section:
     plo, phi = wilson_interval(PAPER_YIELD[0], PAPER_YIELD[1])
     msg = (f"Yield: **{kept}/{n_c}** candidates kept (paper, App. D: **{PAPER_YIELD[0]}/{PAPER_YIELD[1]}** with "
            f"Gemini-3-Flash as verbaliser and solver, 95% CI [{plo:.2f}, {phi:.2f}]).")
+    if short := result.summary.get("candidate_shortfall"):
+        msg += f" Fewer candidates than asked: {short}."
     if result.stopped:
         msg += f" The run stopped early: {result.stopped}."
     withheld = result.summary.get("withheld") or {}

@@ -131,3 +131,28 @@ def test_resume_refuses_another_configuration(tmp_path):
                   endpoints=(ep, ep), progress=False)
         with pytest.raises(ResumeError):
             run_synth(cfg(tmp_path, seed=1), source=graph(), endpoints=(ep, ep), progress=False)
+
+
+@pytest.mark.embeddings
+def test_fewer_candidates_than_asked_are_said_with_why(tmp_path):
+    """The graph holds five writers: `--n 50` built 5 candidates and the line said "5 candidates",
+    never that 50 were asked nor why the rest are missing."""
+    from cresowlve_core.synthetic.pipeline import candidate_build, summary_line
+    from cresowlve_core.synthetic.report import yield_section
+
+    with FakeServer(answers=answers) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        res = run_synth(cfg(tmp_path).model_copy(update={"n_candidates": 50}), source=graph(), endpoints=(ep, ep),
+                        progress=False)
+    short = "5 of 50 asked: every anchor in the band was tried (5, each in anchors.jsonl with its outcome)"
+    assert res.summary["candidate_shortfall"] == short
+    assert f"synth: 5 candidates ({short}) → " in summary_line(res.summary, tmp_path)
+    assert f"Fewer candidates than asked: {short}." in yield_section(res).prose
+    limited = candidate_build(cfg(tmp_path), graph())  # 5 asked, 5 built: nothing to say
+    assert limited.shortfall() is None
+    from cresowlve_core.synthetic.candidates import build_candidates
+    from cresowlve_core.synthetic.domains import domains_by_name
+
+    capped = build_candidates(graph(), domains_by_name(["writers"]), cfg(tmp_path).band(), cfg(tmp_path).rules(), 5, 0,
+                              max_tries=2)
+    assert capped.shortfall() == "2 of 5 asked: the limit of 2 anchors tried was reached"
