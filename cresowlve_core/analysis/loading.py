@@ -105,6 +105,7 @@ SCHEMA = pa.schema(
         ("answer", pa.string()),
         ("prediction", pa.string()),
         ("extraction", pa.string()),
+        ("truncated", pa.bool_()),
         ("em_strict", pa.bool_()),
         ("em_lenient", pa.bool_()),
         ("scores", pa.struct([(m.name, pa.bool_()) for m in METRIC_REGISTRY])),

@@ -66,7 +66,8 @@ def sets_section(c: Contamination) -> dict[str, Any]:
         f"{100 * COVERAGE_THRESHOLD:.0f}% of the items in En *and* Ru (errored items count against it), else strict "
         "exact match. `ru_wrong_en_right`, `unknown` (no value in one language), `no_answer` (the model errored in one "
         "language), `withheld` (it refused, or its provider's filter stopped it, in one language: a refusal does not "
-        "show the model did not know the answer) go into no set; `unpaired`: items run in one language only. "
+        "show the model did not know the answer), `cut_off` (its answer stopped at the token limit, not right, in one "
+        "language: no answer to judge what it knows by) go into no set; `unpaired`: items run in one language only. "
         f"A test needs at least {MIN_ITEMS} items in every set it uses.")
     return {"configs": jsonable(c.set_counts), "min_items": MIN_ITEMS}
 

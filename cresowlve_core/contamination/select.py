@@ -17,8 +17,10 @@ did not answer (``status == "error"``) in either language is ``no_answer`` (an A
 wrong answer); an item it refused, or its provider's filter stopped, in either language is
 ``withheld`` (in accuracy a refusal is not correct, but "wrong in En" here means the model did not
 know the answer in English, which a refusal does not show: an English-only safety refusal would
-otherwise look like Russian-only knowledge); items right in En only, and items run in one language
-only (``unpaired``), are counted too. None of these goes into a set. Each member keeps its difficulty level (1–5, the
+otherwise look like Russian-only knowledge); an item whose answer was cut off at the token limit
+and is not right, in either language, is ``cut_off`` (it stopped before an answer, which says
+nothing of what the model knows; a cut-off answer that is right counts as right); items right in
+En only, and items run in one language only (``unpaired``), are counted too. None of these goes into a set. Each member keeps its difficulty level (1–5, the
 paper's rating; NaN when unrated) so the controls can be matched on it.
 """
 
@@ -40,7 +42,7 @@ SET_LABELS = {TARGET: "right in Ru, wrong in En", WRONG_BOTH: "wrong in both (co
 JUDGE, EM = "judge", "em_strict"
 MEMBER_COLUMNS = ["config", "model", "id", "set", "difficulty", "basis", "correct_en", "correct_ru"]
 #: the counts of a configuration's items that go into no set, by reason
-NO_SET = ("ru_wrong_en_right", "unknown", "no_answer", "withheld", "unpaired")
+NO_SET = ("ru_wrong_en_right", "unknown", "no_answer", "withheld", "cut_off", "unpaired")
 COUNT_COLUMNS = ["config", "basis", "judge_coverage_en", "judge_coverage_ru", *SETS, *NO_SET]
 
 
@@ -63,8 +65,10 @@ def basis_text(basis: str, cov_en: float, cov_ru: float, threshold: float = COVE
 
 
 def _withheld(responses: pd.DataFrame) -> pd.DataFrame:
-    """``responses`` with a ``withheld`` column: refused or filtered (:func:`~cresowlve_core.analysis.loading.not_an_answer`)."""
-    return responses.assign(withheld=not_an_answer(responses))
+    """``responses`` with a ``withheld`` column: refused or filtered (:func:`~cresowlve_core.analysis.loading.not_an_answer`),
+    and ``cut_off``: answered at the token limit (``truncated``; records without the field were not)."""
+    cut = responses["truncated"].fillna(False).astype(bool) if "truncated" in responses else False
+    return responses.assign(withheld=not_an_answer(responses), cut_off=cut)
 
 
 def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -80,18 +84,20 @@ def paired_sets(data: RunSet, coverage_threshold: float = COVERAGE_THRESHOLD) ->
         en = _withheld(part[part["lang"] == "en"].drop_duplicates("id", keep="last")).set_index("id")
         ru = _withheld(part[part["lang"] == "ru"].drop_duplicates("id", keep="last")).set_index("id")
         basis, cov_en, cov_ru = set_basis(part.drop_duplicates(["id", "lang"], keep="last"), coverage_threshold)
-        cols = ["status", "withheld", basis, "difficulty", "model"]
+        cols = ["status", "withheld", "cut_off", basis, "difficulty", "model"]
         both = en[cols].join(ru[cols], how="inner", lsuffix="_en", rsuffix="_ru").sort_index()
         no_answer = (both["status_en"] == "error") | (both["status_ru"] == "error")
         withheld = ~no_answer & (both["withheld_en"] | both["withheld_ru"])
         ce, cr = both[f"{basis}_en"], both[f"{basis}_ru"]
-        unknown = ~no_answer & ~withheld & (ce.isna() | cr.isna())
-        known = ~no_answer & ~withheld & ~unknown
+        cut_off = ~no_answer & ~withheld & ((both["cut_off_en"] & (ce != 1)) | (both["cut_off_ru"] & (cr != 1)))
+        unknown = ~no_answer & ~withheld & ~cut_off & (ce.isna() | cr.isna())
+        known = ~no_answer & ~withheld & ~cut_off & ~unknown
         label = pd.Series(np.select([(cr == 1) & (ce == 0), (cr == 0) & (ce == 0), (cr == 1) & (ce == 1)],
                                     list(SETS), "ru_wrong_en_right"), index=both.index)[known]
         tally = {s: int((label == s).sum()) for s in (*SETS, "ru_wrong_en_right")}
         row = {"config": config, "basis": basis, "judge_coverage_en": cov_en, "judge_coverage_ru": cov_ru, **tally,
                "unknown": int(unknown.sum()), "no_answer": int(no_answer.sum()), "withheld": int(withheld.sum()),
+               "cut_off": int(cut_off.sum()),
                "unpaired": int(len(en.index.symmetric_difference(ru.index)))}
         inset = label[label.isin(SETS)]
         sel = both.loc[inset.index]

@@ -252,3 +252,20 @@ def test_a_refusal_in_one_language_puts_the_item_in_no_set(tmp_path):
     row = counts.iloc[0]
     assert (row["withheld"], row["target"], row["wrong_both"], row["no_answer"]) == (4, 0, 16, 0)
     assert not set(members["id"]) & {"q0", "q1", "q2", "q3"}
+
+
+def test_an_answer_cut_off_at_the_token_limit_is_no_wrong_answer_for_the_sets(tmp_path):
+    """Cut off in English before an answer, right in Russian: it was a target ("right in Ru, wrong in
+    En"). Against the replay server's `truncate` scenario (tests/replay: half the solve prompts end
+    with finish_reason length), a model right on every uncut answer had 17 targets, all 17 cut off
+    in English, and 17 "wrong in both" controls cut off in both. A cut-off answer that is right
+    still counts as right."""
+    n = 20
+    en = [_rec(i, "en", i in (8, 9), None) | ({"truncated": True} if i < 3 or i in (5, 8) else {}) for i in range(n)]
+    ru = [_rec(i, "ru", i < 3 or i in (8, 9), None) | ({"truncated": True} if i in (5, 9) else {}) for i in range(n)]
+    members, counts = paired_sets(load_runs(_write(tmp_path, {"en": en, "ru": ru})))
+    row = counts.iloc[0]
+    # q0-q2: cut off in En, right in Ru; q5: cut off in both; q8, q9: right though cut off
+    assert (row["cut_off"], row["target"], row["wrong_both"], row["right_both"]) == (4, 0, 14, 2)
+    assert not set(members["id"]) & {"q0", "q1", "q2", "q5"}
+    assert set(members.loc[members["set"] == "right_both", "id"]) == {"q8", "q9"}
