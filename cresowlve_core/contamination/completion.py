@@ -10,7 +10,8 @@ continues the text, after a one-line db.chgk.info header (guided) or with none (
 the first blank line. The memorisation signal is a difference in differences: the per-item gain
 guided − general on the target set minus the same on the ``wrong_both`` control, matched on
 difficulty (:mod:`~cresowlve_core.contamination.verdict`), so how predictable a set's questions are
-cancels out. Both modes are one ``map_with_resume`` run.
+cancels out; an item with a continuation refused or filtered (withheld) has no gain. Both modes are
+one ``map_with_resume`` run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from cresowlve_core.contamination.itemstats import withheld_mask
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
@@ -135,7 +137,8 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
     async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)
         c = await client.complete(req.messages, req.params, prompt_version=req.tag)
-        # a refused or filtered continuation continues nothing: ROUGE-L 0, no prefix match
+        # a refused or filtered continuation continues nothing: ROUGE-L 0, no prefix match (the table's);
+        # the statistics leave it out (guided_vs_general, verdict): a withheld continuation is no answer
         cont = None if is_withheld(c) else step.parse(c.text, unit.cut.prefix)
         return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
                 "id": unit.id,
@@ -180,8 +183,10 @@ def completion_table(records: pd.DataFrame) -> pd.DataFrame:
 
 
 def guided_vs_general(records: pd.DataFrame, set_name: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
-    """Paired bootstrap CI of guided − general ROUGE-L over the items of one set."""
+    """Paired bootstrap CI of guided − general ROUGE-L over the items of one set, answered in both
+    modes (a withheld continuation is no answer: its item has no gain)."""
     part = records[records["set"] == set_name]
+    part = part[~withheld_mask(part)]
     wide = part.pivot_table(index="id", columns="mode", values="rouge_l", aggfunc="last")
     if not {"guided", "general"} <= set(wide.columns):
         return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}

@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.stats import stable_seed, wilson_interval
 
 MIN_ITEMS = 20
@@ -40,10 +41,20 @@ def zero_width(low: float, high: float) -> bool:
     return bool(np.isnan(low) or np.isnan(high) or high - low <= 1e-12)
 
 
+def withheld_mask(records: pd.DataFrame) -> pd.Series:
+    """Per quiz or completion record: refused or filtered (its ``outcome``; False where records carry none)."""
+    if "outcome" not in records:
+        return pd.Series(False, index=records.index)
+    return records["outcome"].isin(NOT_AN_ANSWER)
+
+
 def bcq_items(bcq: pd.DataFrame) -> pd.DataFrame:
     """One row per (set, item): repeats answered, right, accuracy across repeats and whether the
-    item was right in a strict majority of its repeats. Invalid answers count as wrong."""
+    item was right in a strict majority of its repeats. Invalid answers count as wrong; withheld
+    ones (refused or filtered) are no answer: not among the repeats answered, and an item with no
+    answered repeat has no row."""
     cols = ["set", "id", "repeats", "right", "accuracy", "majority"]
+    bcq = bcq[~withheld_mask(bcq)]
     if bcq.empty:
         return pd.DataFrame(columns=cols)
     ok = (bcq["choice"] == bcq["correct"]).astype(int)

@@ -34,6 +34,7 @@ import pandas as pd
 from cresowlve_core import outfiles
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
+from cresowlve_core.contamination.itemstats import withheld_mask
 from cresowlve_core.contamination.perturb import (
     CHAT_PROTOCOL,
     QuizItem,
@@ -133,7 +134,7 @@ class Contamination:
                              "none with three usable rewrites (nothing to quiz)")
         for r in self.results:
             for quiz, answers in (("BDQ", r.bdq), ("BCQ", r.bcq)):
-                answered = answers[~qz.withheld_mask(answers)]
+                answered = answers[~withheld_mask(answers)]
                 if len(answered) and answered["choice"].isna().all():
                     parts.append(f"{r.config} {quiz}: {len(answered)} replies answered, none naming an option")
         return "; ".join(parts) or None

@@ -11,7 +11,8 @@
 
 Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
 of the reply; anything else is *invalid* and counted. A refused or filtered reply is not parsed: it is
-*withheld*, counted apart from the invalid ones (both pick no option). A base-model quiz-taker (provider profile
+*withheld*, counted apart from the invalid ones: both pick no option, but an invalid answer counts
+as wrong while a withheld one is no answer, left out of the accuracies. A base-model quiz-taker (provider profile
 ``base_model``: the embedded Gemma 3 270M) gets the few-shot completion prompt
 ``contamination_quiz_fewshot`` over ``/completions``; its continuation is parsed the same way.
 """
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few
+from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few, withheld_mask
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
@@ -196,7 +197,7 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
     async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)
         c = await client.complete(req.messages, req.params, prompt_version=req.tag)
-        choice = None if is_withheld(c) else step.parse(c.text)  # a refusal picks no option: not correct
+        choice = None if is_withheld(c) else step.parse(c.text)  # a refusal picks no option: no answer
         return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
                 "id": unit.id, "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
                 "is_correct": None if unit.correct is None else choice == unit.correct,
@@ -224,13 +225,6 @@ def position_counts(choices: Sequence[str | None], outcomes: Sequence[str | None
     return out
 
 
-def withheld_mask(records: pd.DataFrame) -> pd.Series:
-    """Per quiz record: refused or filtered (its ``outcome``; False where records carry none)."""
-    if "outcome" not in records:
-        return pd.Series(False, index=records.index)
-    return records["outcome"].isin(NOT_AN_ANSWER)
-
-
 def uniform_gof(counts: dict[str, int]) -> dict[str, float]:
     """χ² goodness of fit of the valid answers' positions against uniform over A–D."""
     obs = np.array([counts.get(p, 0) for p in LETTERS], dtype=float)
@@ -242,7 +236,7 @@ def uniform_gof(counts: dict[str, int]) -> dict[str, float]:
 
 def accuracy_test(k: int, n: int, chance: float = CHANCE) -> dict[str, Any]:
     """Accuracy ``k/n`` with a Wilson 95% CI and an exact one-sided binomial test against ``chance``
-    (H1: accuracy > chance). Invalid answers count as wrong (they are in ``n``)."""
+    (H1: accuracy > chance). Invalid answers count as wrong (they are in ``n``); withheld ones are not."""
     if n == 0:
         return {"k": 0, "n": 0, "accuracy": float("nan"), "low": float("nan"), "high": float("nan"),
                 "p": float("nan")}
@@ -257,8 +251,8 @@ def bcq_table(records: pd.DataFrame, n_repeats: int, min_items: int = MIN_ITEMS)
     its Wilson CI and the exact one-sided binomial p against 25% (:func:`~cresowlve_core.contamination.
     itemstats.majority_test`), ``mean_item_accuracy`` beside it. Repeats are never pooled as
     independent trials (they share the items). With fewer than ``min_items`` items p is not given
-    and ``test`` says so. Invalid answers (no option letter) and withheld ones (refused or filtered)
-    count as wrong and are counted apart."""
+    and ``test`` says so. Invalid answers (no option letter) count as wrong; withheld ones (refused or
+    filtered) are no answer: left out of ``k`` and ``n`` (and of the items' accuracies), counted apart."""
     cols = ["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid", "withheld", "mean_item_accuracy",
             "test"]
     if records.empty:
@@ -270,8 +264,9 @@ def bcq_table(records: pd.DataFrame, n_repeats: int, min_items: int = MIN_ITEMS)
     for s, part in records.groupby("set", sort=True):
         for r in range(n_repeats):
             rep = part[part["repeat"] == r]
-            k = int((rep["choice"] == rep["correct"]).sum())
-            a = accuracy_test(k, len(rep))
+            answered = rep[~rep["_withheld"]]
+            k = int((answered["choice"] == answered["correct"]).sum())
+            a = accuracy_test(k, len(answered))
             rows.append({"set": s, "repeat": str(r + 1), "k": a["k"], "n": a["n"], "accuracy": a["accuracy"],
                          "low": a["low"], "high": a["high"], "p": float("nan"),
                          "invalid": int(rep["_invalid"].sum()), "withheld": int(rep["_withheld"].sum()),

@@ -185,8 +185,8 @@ def bcq_section(c: Contamination) -> dict[str, Any]:
         say(f"Original at a non-preferred position ({', '.join(r.non_preferred) or 'none'}), {c.n_repeats} repeats. "
             "Each repeat's accuracy is descriptive; the test is over **items**: those right in a majority of their "
             "repeats, exact one-sided binomial test against 25% (H0: the quiz's chance rate), Wilson 95% CI. "
-            "Invalid answers (no option letter) and withheld ones (refused, or stopped by the provider's filter) "
-            "pick no option: they count as wrong and are counted apart.")
+            "Invalid answers (no option letter) count as wrong; withheld ones (refused, or stopped by the provider's "
+            "filter) are no answer: left out of k and n and of the items' accuracies, and counted apart.")
         not_quizzed = not_quizzed_note(r, "BCQ")
         if t.empty:
             say("No BCQ answers.")
@@ -211,7 +211,8 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
             continue
         say("Mean ROUGE-L F1 (words) and share of continuations whose first words match exactly, per set and mode. "
             "`empty`: replies with no continuation; `withheld`: continuations the model refused or its provider's "
-            "filter stopped (in n, continuing nothing: ROUGE-L 0).")
+            "filter stopped (in this table's n, continuing nothing: ROUGE-L 0; no answer for the gains below and the "
+            "verdict, which leave an item with a withheld continuation out).")
         show(t)
         diffs = {s: guided_vs_general(r.completions, s, n_boot=n_boot, seed=seed) for s in SETS}
         say(f"Guided − general ROUGE-L per set: mean over items, paired percentile bootstrap 95% CI over items "

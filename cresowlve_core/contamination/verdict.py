@@ -39,6 +39,7 @@ from cresowlve_core.contamination.itemstats import (
     majority_test,
     matched_diff,
     too_few,
+    withheld_mask,
     zero_width,
 )
 from cresowlve_core.contamination.quiz import uniform_gof
@@ -93,8 +94,9 @@ def _both(a: bool | None, b: bool | None) -> bool | None:
 
 
 def _gains(comp: pd.DataFrame, set_name: str) -> pd.Series:
-    """Per item: guided − general ROUGE-L (items with both modes)."""
+    """Per item: guided − general ROUGE-L (items answered in both modes: a withheld continuation is no answer)."""
     part = comp[comp["set"] == set_name] if not comp.empty else comp
+    part = part[~withheld_mask(part)]
     if part.empty:
         return pd.Series(dtype=float)
     wide = part.pivot_table(index="id", columns="mode", values="rouge_l", aggfunc="last")
@@ -174,7 +176,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     rows.extend(did_rows)
     comp_signal = _both(*did_signals)
     did_row = did_rows[0]
-    guided = comp[(comp["mode"] == "guided") & (comp["set"] == TARGET)] if not comp.empty else comp
+    guided = comp[(comp["mode"] == "guided") & (comp["set"] == TARGET) & ~withheld_mask(comp)] if not comp.empty else comp
     if len(guided):
         kk, nn = int(guided["prefix_match"].sum()), len(guided)
         lo, hi = wilson_interval(kk, nn)
@@ -185,6 +187,11 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     n_target = max(maj["n"], len(_gains(comp, TARGET)))  # target items that reached a test
     n_control = max(int((sets_of == WRONG_BOTH).sum()), len(_gains(comp, WRONG_BOTH)))
     overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
+    withheld = {what: int(withheld_mask(frame).sum()) for what, frame in
+                (("BCQ answer(s)", res.bcq), ("continuation(s)", comp))}
+    if any(withheld.values()):  # no answers, so in no test: said, never dropped silently
+        overall += ("; left out as no answer: " + ", ".join(f"{n} {what}" for what, n in withheld.items())
+                    + " refused or filtered")
     deciding = [r["p"] for r in rows if r["signal"] is not None]
     p_all = max(deciding) if signal is not None and len(deciding) == 4 else NAN
     rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, p_all, signal, overall))

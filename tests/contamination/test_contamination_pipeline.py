@@ -201,3 +201,27 @@ def test_a_refused_quiz_answer_is_counted_withheld_not_invalid(tmp_path, monkeyp
     target = r.bcq[r.bcq["set"] == "target"]
     assert items_row["withheld"] == (target["outcome"] == "refused").sum()
     assert items_row["invalid"] + items_row["withheld"] == len(target)
+
+
+def test_a_quiz_taker_that_refuses_everything_gives_no_verdict_of_no_evidence(tmp_path, monkeypatch):
+    """Every quiz question and continuation gets OpenAI's recorded refusal (replay scenario refusal,
+    refusal_fraction 1.0). Refusals counted as wrong choices and empty continuations made "0 of 22
+    items right ... not above chance" and "overall: no evidence of contamination from these tests":
+    a verdict from answers never given. A refusal is no answer: no test, and the reading says why."""
+    from replay.server import ReplayServer
+
+    items = make_items()
+    write_runs(tmp_path, items)
+    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
+    with FakeServer(answers=fake_model(items)) as fake, ReplayServer("refusal", refusal_fraction=1.0) as replay:
+        c = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
+                              perturber=Role("fake", fake.base_url),
+                              quiz_taker=Role("gpt-4o-mini", replay.base_url("openai"), "REPLAY_KEY"))
+    (r,) = c.results
+    assert (r.bcq["outcome"] == "refused").all() and len(r.bcq) == 3 * (N_TARGET + N_WRONG + N_RIGHT)
+    v = verdict_table(r, n_boot=50).set_index("test")
+    assert v.loc["overall", "signal"] is None
+    assert v.loc["overall", "reading"].startswith("not tested: too few items (n = 0; at least 20 per set)")
+    assert v.loc["overall", "reading"].endswith(
+        f"left out as no answer: {len(r.bcq)} BCQ answer(s), {len(r.completions)} continuation(s) refused or filtered")
+    assert v.loc[DID_TEST, "n"] == 0 and v.loc["BCQ per-item accuracy, target − wrong_both", "n"] == 0

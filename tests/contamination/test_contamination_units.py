@@ -213,3 +213,22 @@ def test_a_refused_continuation_is_counted_withheld_not_empty():
     row = completion_table(recs).iloc[0]
     assert (row["n"], row["empty"], row["withheld"]) == (3, 1, 1)
     assert row["rouge_l"] == pytest.approx(1 / 3)
+
+
+def test_a_withheld_bcq_answer_is_no_wrong_answer():
+    """i0: right twice, refused once; i1: refused every time. Before, i0 was right in 2 of 3 repeats
+    and i1 in 0 of 3 (its refusals wrong choices); now i0 is right in 2 of its 2 answered repeats and
+    i1, never answered, is in no test. An invalid reply (no option letter) still counts as wrong."""
+    import pandas as pd
+
+    rows = [{"set": "target", "id": "i0", "repeat": r, "correct": "B", "choice": c, "outcome": o}
+            for r, (c, o) in enumerate([("B", "answer"), ("B", "answer"), (None, "refused")])]
+    rows += [{"set": "target", "id": "i1", "repeat": r, "correct": "C", "choice": None, "outcome": "filtered"}
+             for r in range(3)]
+    rows += [{"set": "target", "id": "i2", "repeat": r, "correct": "A", "choice": c, "outcome": "answer"}
+             for r, c in enumerate(["A", None, None])]
+    items = qz.bcq_items(pd.DataFrame(rows))
+    assert items[["id", "repeats", "right", "majority"]].values.tolist() == [["i0", 2, 2, True], ["i2", 3, 1, False]]
+    t = qz.bcq_table(pd.DataFrame(rows), 3, min_items=1).set_index("repeat")
+    assert (t.loc["3", "k"], t.loc["3", "n"], t.loc["3", "withheld"], t.loc["3", "invalid"]) == (0, 1, 2, 1)
+    assert (t.loc["items", "k"], t.loc["items", "n"], t.loc["items", "withheld"]) == (1, 2, 4)
