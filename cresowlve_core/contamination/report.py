@@ -157,7 +157,8 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
             + ", ".join(f"'{k}': {v}" for k, v in counts.items())
             + f". {chi} (n valid = {gof['n_valid']}). "
             f"Non-preferred (chosen < N/4 = {n / 4:.1f}): **{', '.join(r.non_preferred) or 'none'}**"
-            + ("" if r.truly_non_preferred or not n else " — none below N/4, the least chosen is used"))
+            + (" — no valid answer: position bias not measured" if n and not gof["n_valid"] else
+               "" if r.truly_non_preferred or not n else " — none below N/4, the least chosen is used"))
         if n:
             import altair as alt
 

@@ -113,10 +113,12 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     levels = _levels(res)
     rows = []
     gof = uniform_gof(res.bdq_counts)
+    n_valid = int(gof["n_valid"])
     bdq_reading = ("no valid BDQ answers: the BCQ could not be placed" if not res.non_preferred else
+                   f"no valid BDQ answer: position bias not measured; the BCQ placed the original at any of "
+                   f"{', '.join(res.non_preferred)} (each chosen 0 < N/4 times)" if not n_valid else
                    f"non-preferred positions: {', '.join(res.non_preferred)}"
                    + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)"))
-    n_valid = int(gof["n_valid"])
     few = too_few(n_valid, min_items=min_items) if n_valid else None
     rows.append(_row(c, "BDQ position bias (χ² vs uniform)", "all quizzed items (no original shown)", n_valid, NAN,
                      NAN if few else gof["chi2"], NAN, NAN, NAN if few else gof["p"], None,

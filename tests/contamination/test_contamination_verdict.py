@@ -269,3 +269,14 @@ def test_an_answer_cut_off_at_the_token_limit_is_no_wrong_answer_for_the_sets(tm
     assert (row["cut_off"], row["target"], row["wrong_both"], row["right_both"]) == (4, 0, 14, 2)
     assert not set(members["id"]) & {"q0", "q1", "q2", "q5"}
     assert set(members.loc[members["set"] == "right_both", "id"]) == {"q8", "q9"}
+
+
+def test_a_bdq_without_a_valid_answer_measured_no_position_bias():
+    """Every BDQ reply refused or without an option letter: each of A, B, C is "chosen fewer than N/4
+    times", and the row read "non-preferred positions: A, B, C" as if the bias had been measured."""
+    res = result(quiz("target", "i0", 1))
+    res.bdq_counts = {"A": 0, "B": 0, "C": 0, "D": 0, "invalid": 7, "withheld": 5}
+    res.non_preferred, res.truly_non_preferred = ["A", "B", "C"], True
+    row = verdict_table(res, n_boot=50).iloc[0]
+    assert row["n"] == 0 and row["reading"].startswith(
+        "no valid BDQ answer: position bias not measured; the BCQ placed the original at any of A, B, C")
