@@ -378,9 +378,18 @@ def _parse_result(text: str) -> tuple[int | None, int | None, float | None, list
     return taken, teams, taken / teams, []
 
 
+#: the difficulty levels of the benchmark (the published schema's 1-5)
+DIFFICULTY_LEVELS = range(1, 6)
+
+
 def _parse_difficulty(text: str) -> tuple[int | None, list[str]]:
+    """The block's difficulty level, or None with a flag: ``unparsable_difficulty`` for a value that
+    is not a number, ``invalid_difficulty`` for a number outside 1-5 (the item is then unrated)."""
     m = _INT.match(text)
-    return (int(m.group(1)), []) if m else (None, ["unparsable_difficulty"])
+    if not m:
+        return None, ["unparsable_difficulty"]
+    level = int(m.group(1))
+    return (level, []) if level in DIFFICULTY_LEVELS else (None, ["invalid_difficulty"])
 
 
 def _raw_id(raw: str) -> str:

@@ -52,3 +52,39 @@ def test_a_folder_of_packs_reads_an_upper_case_extension_too(tmp_path: Path) -> 
     _, report = collect([str(folder)])
     assert [Path(f["source"]).name for f in report["sources"][0]["files"]] == ["B.TXT", "a.txt"]
     assert all(f["n"] > 0 for f in report["sources"][0]["files"])
+
+
+PACK_WITH_LEVELS = """Чемпионат:
+Тестовый турнир
+
+Вопрос 1:
+Римляне назвали красную планету в честь бога войны. Назовите её.
+
+Ответ:
+Марс.
+
+Сложность:
+7
+
+Вопрос 2:
+Шахматисты нажимают на НЕЁ после каждого хода. Назовите ЕЁ.
+
+Ответ:
+Шахматные часы.
+
+Сложность:
+3
+"""
+
+
+def test_a_pack_difficulty_outside_1_to_5_is_flagged_and_the_item_kept_unrated(tmp_path: Path) -> None:
+    # "Сложность: 7" became difficulty 7: a stratified sample over levels 1-5 dropped the item without a
+    # word, and without a sample the build ran every model step and then failed reading its own export
+    pack = tmp_path / "levels.txt"
+    pack.write_text(PACK_WITH_LEVELS, encoding="utf-8")
+    out, _ = collect([str(pack)], per_level=5)
+    by_answer = {c.ru.answer: c for c in out.kept}
+    assert set(by_answer) == {"Марс.", "Шахматные часы."}
+    assert by_answer["Марс."].difficulty is None and by_answer["Марс."].parser_flags == ["invalid_difficulty"]
+    assert by_answer["Шахматные часы."].difficulty == 3
+    assert out.counts["n_unrated"] == 1 and out.counts["parser_flags"] == {"invalid_difficulty": 1}
