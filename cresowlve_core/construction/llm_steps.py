@@ -15,7 +15,8 @@ embedded Gemma 3 270M; :mod:`cresowlve_core.llm.base_model`) gets the few-shot c
 (:data:`FEWSHOT_MAX_TOKENS`); the first line of its continuation is read into the same verdict
 (:func:`~cresowlve_core.construction.parsers.fewshot_reply`). It translates one field per call
 (:data:`FEWSHOT_TRANSLATE_FIELDS`: question, answer, accepted answers; the explanation is not asked
-and is flagged ``not_asked``). Each writes its own run directory
+and is flagged ``not_asked``); a field whose Russian does not fit its prompt (``too_long``) or whose
+line the token limit cut (``line_cut``) is left unset, never a partial translation. Each writes its own run directory
 ``<build>/steps/<step>/`` (manifest + ``records.jsonl``): a re-run skips finished items, and a
 changed prompt version or model is refused there. Unparseable output leaves the verdict ``None``
 and flags the item for review; a failed call (after the client's retries) does the same.
@@ -38,7 +39,7 @@ from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params, one_line, user_message
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.types import Endpoint, summed_cost, summed_usage
+from cresowlve_core.llm.types import Completion, Endpoint, summed_cost, summed_usage
 from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -263,10 +264,12 @@ def _facts_verdict(c: Candidate, text: str) -> dict[str, Any]:
     return {"facts": ok, "revealing": revealing, "not_questions": not_q}
 
 
-def fewshot_translate_verdict(c: Candidate, continuations: dict[str, str | None]) -> dict[str, Any]:
-    """The translate verdict from a base model's per-field continuations (same shape as the chat one)."""
+def fewshot_translate_verdict(c: Candidate, continuations: dict[str, str | None],
+                              cut: dict[str, str] | None = None) -> dict[str, Any]:
+    """The translate verdict from a base model's per-field continuations (same shape as the chat
+    one); ``cut``: the fields whose translation is partial, and why (:func:`cut_fields`)."""
     source = [f for f in P.TRANSLATION_FIELDS if _view_values(c.ru)[f].strip()]
-    t = P.parse_fewshot_translation(continuations, source)
+    t = P.parse_fewshot_translation(continuations, source, cut)
     lost = P.lost_placeholders(c.ru.question, t.fields.get("question")) if t.fields.get("question") else []
     return {"fields": t.fields, "flags": t.flags, "complete": t.complete, "lost_placeholders": lost}
 
@@ -276,6 +279,20 @@ VERDICT_PARSERS: dict[str, Callable[[Candidate, str], dict[str, Any]]] = {
     "reasoning": _reasoning_verdict, "concepts": _concepts_verdict, "domains": _domains_verdict,
     "cultures": _cultures_verdict, "facts": _facts_verdict,
 }
+
+
+def cut_fields(c: Candidate, continuations: dict[str, Completion]) -> dict[str, str]:
+    """The fields of a base model's translation that are partial, and why: ``too_long`` when the
+    Russian field does not fit its one-line prompt (:func:`~cresowlve_core.llm.base_model.one_line`
+    cuts it), ``line_cut`` when the continuation reached the token limit before its first line ended."""
+    cut = {}
+    for f, comp in continuations.items():
+        russian = _view_values(c.ru)[f]
+        if one_line(russian) != " ".join(russian.split()):
+            cut[f] = "too_long"
+        elif comp.truncated and not P.first_line_ended(comp.text):
+            cut[f] = "line_cut"
+    return cut
 
 
 def _construction_step(step: str) -> Step[Candidate]:
@@ -371,13 +388,19 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
             translate_field_messages(_view_values(c.ru)[f], prompt),
             completion_params(params, max_tokens=min(FEWSHOT_TRANSLATE_FIELDS[f], params.max_tokens or 10**6)),
             prompt_version=prompt.tag) for f in fields))
-        raw = {f: comp.text for f, comp in zip(fields, comps, strict=True)}
+        by_field = dict(zip(fields, comps, strict=True))
+        raw = {f: comp.text for f, comp in by_field.items()}
         withheld = next((comp for comp in comps if is_withheld(comp)), None)  # one refused field withholds the item
         if withheld is not None:
             return {"key": c.id, "status": "ok", **outcome_fields(withheld), "verdict": None, "raw": raw,
                     "usage": summed_usage([comp.usage for comp in comps]),
                     "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
-        return {"key": c.id, "status": "ok", "outcome": "answer", "verdict": fewshot_translate_verdict(c, raw), "raw": raw,
+        cut = cut_fields(c, by_field)
+        # truncated: a field's line was cut at the token limit (a continuation that ran on past its
+        # first line to the limit lost nothing: only that line is read)
+        outcome = "truncated" if "line_cut" in cut.values() else "answer"
+        return {"key": c.id, "status": "ok", "outcome": outcome, "verdict": fewshot_translate_verdict(c, raw, cut),
+                "raw": raw,
                 "usage": summed_usage([comp.usage for comp in comps]),
                 "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
 

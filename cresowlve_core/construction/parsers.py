@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cresowlve_core.construction.vocab import KNOWN_CULTURES, NOT_CULTURES
-from cresowlve_core.llm.base_model import first_line
+from cresowlve_core.llm.base_model import MAX_LINE_CHARS, first_line
 
 #: Model output beyond this many characters is ignored by every parser.
 MAX_TEXT = 20_000
@@ -332,12 +332,23 @@ _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
 _LATIN = re.compile(r"[A-Za-z]")
 
 
-def parse_fewshot_translation(continuations: dict[str, str | None], source_fields: Iterable[str]) -> ParsedTranslation:
+def first_line_ended(continuation: str | None) -> bool:
+    """Whether a line break follows the continuation's first non-blank line: the line is whole, even
+    when the continuation itself ran on to the token limit."""
+    lines = (continuation or "")[:MAX_LINE_CHARS].lstrip().splitlines(keepends=True)
+    return bool(lines) and lines[0] != lines[0].splitlines()[0]  # kept its line break
+
+
+def parse_fewshot_translation(continuations: dict[str, str | None], source_fields: Iterable[str],
+                              cut: Mapping[str, str] | None = None) -> ParsedTranslation:
     """The English fields from a base model's per-field continuations (``field -> continuation``; the
     first line of each is the field). A source field that was not asked gives ``not_asked:<field>``,
     an empty line ``empty_field:<field>``, a line with more Cyrillic than Latin letters (the Russian
-    copied back) ``untranslated:<field>``; each leaves the field ``None``, never the Russian text."""
+    copied back) ``untranslated:<field>``, a field in ``cut`` (``field -> why``: ``too_long``, the
+    Russian did not fit the prompt; ``line_cut``, the line ended at the token limit)
+    ``<why>:<field>``; each leaves the field ``None``, never the Russian text or a partial one."""
     wanted = set(source_fields)
+    cut = cut or {}
     out: dict[str, str | None] = {}
     flags: list[str] = []
     for name in TRANSLATION_FIELDS:
@@ -350,6 +361,8 @@ def parse_fewshot_translation(continuations: dict[str, str | None], source_field
         line = first_line(continuations[name])
         if not line:
             flags.append(f"empty_field:{name}")
+        elif name in cut:
+            flags.append(f"{cut[name]}:{name}")
         elif len(_CYRILLIC.findall(line)) > len(_LATIN.findall(line)):
             flags.append(f"untranslated:{name}")
         else:

@@ -233,3 +233,56 @@ def test_a_step_run_of_another_prompt_is_refused_unless_archive_changed(tmp_path
     assert json.loads((archived[0] / "manifest.json").read_text())["prompts"] == ["construct_reasoning_fewshot@1"]
     assert json.loads((cfg.path / "steps" / "reasoning" / "manifest.json").read_text())["prompts"] == [
         "construct_reasoning@1"]
+
+
+def test_a_translation_cut_at_the_token_limit_or_by_the_prompt_is_no_translation(tmp_path, tmp_cache, monkeypatch):
+    """A question whose continuation ends at the token limit before its line does (finish_reason
+    ``length``, no line break) was taken as the whole English question and exported; now the field
+    is flagged ``line_cut`` and left unset, and the record's outcome is ``truncated``. A continuation
+    that ran on to the limit past its first line keeps that line."""
+    from fakeserver import Reply
+
+    cut_q: list[str] = []  # the question of the build's first item, once collected
+
+    def reply(req: FakeRequest) -> str | Reply:
+        russian = req.prompt.splitlines()[-2].removeprefix("Russian: ")
+        if russian in cut_q:
+            return Reply(" Chess players press IT after every move so that the opponent", finish_reason="length")
+        return Reply(" IT is a whole line.\nRussian: Следующий", finish_reason="length")
+
+    with FakeServer(answers=reply) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        cfg = BuildConfig(name="t", build_dir=str(tmp_path / "b"), sources=[DEMO], limit=2, model="gemma3-270m",
+                          base_url=srv.base_url, cache=False)
+        with Build(cfg, progress=False) as b:
+            b.collect()
+            cut_q.append(" ".join(b.cands[0].ru.question.split()))
+            summary = b.translate()
+            cut, whole = b.cands
+    assert cut.en is None and "translate:line_cut:question" in cut.review_flags
+    assert "translate:translation_incomplete" in cut.review_flags
+    assert whole.en is not None and whole.en.question == "IT is a whole line." and whole.review_flags == []
+    assert summary["translated"] == 1 and summary["truncated"] == 1 and summary["line_cut"] == 1
+    records = [json.loads(x) for x in (cfg.path / "steps" / "translate" / "records.jsonl").read_text().splitlines()]
+    assert sorted(r["outcome"] for r in records) == ["answer", "truncated"]
+
+
+def test_a_russian_question_longer_than_its_one_line_prompt_is_no_translation(tmp_path, tmp_cache, monkeypatch):
+    """The few-shot prompt holds the first 600 characters of a field (one_line): the translation of
+    the cut question was exported as the English question; now it is flagged ``too_long`` and unset."""
+    EMPTY = {"explanation": None, "other_answers": None, "knowledge_domains": [], "creative_domains": [], "cultures": []}
+    rows = [{"id": "long", "question": "Назовите ЕЁ. " * 60, "answer": "Марс", "difficulty": 2, **EMPTY},
+            {"id": "short", "question": "Назовите ЕЁ.", "answer": "Марс", "difficulty": 2, **EMPTY}]
+    source = tmp_path / "ru.jsonl"
+    source.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    with FakeServer(answers=lambda req: " Name IT.\n") as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        cfg = BuildConfig(name="t", build_dir=str(tmp_path / "b"), sources=[str(source)], model="gemma3-270m",
+                          base_url=srv.base_url, cache=False)
+        with Build(cfg, progress=False) as b:
+            b.collect()
+            summary = b.translate()
+            by_id = {c.id: c for c in b.cands}
+    assert by_id["long"].en is None and "translate:too_long:question" in by_id["long"].review_flags
+    assert by_id["short"].en is not None and by_id["short"].en.question == "Name IT."
+    assert summary["translated"] == 1 and summary["too_long"] == 1 and "truncated" not in summary
