@@ -3,7 +3,9 @@
 - Any number of packs (db.chgk.info text or 4s; a folder means every ``*.txt``/``*.4s`` in it), a
   published-schema file with Russian rows, an Item JSONL, or ``hub:ru``.
 - Global dedup on the content id (normalised question + answer); every duplicate is counted and
-  written out, never dropped silently.
+  written out, never dropped silently. A dataset file is held to the rules of the items reader
+  (:func:`~cresowlve_core.sources.sample.validate_items`): two rows with one id, or text that
+  cannot be sent (a lone surrogate), are refused with one line naming the ids.
 - A stratified sample by difficulty: ``per_level`` items per level 1-5, seeded. Items without a
   difficulty are kept and reported as ``unrated``.
 - Every parser flag is carried on the candidate and counted. Blocks with no question or no answer
@@ -62,7 +64,7 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
     unusable: list[dict[str, Any]] = []
     if spec == "hub:ru" or (Path(spec).suffix in (".jsonl", ".parquet") and Path(spec).is_file()):
         from cresowlve_core.sources.hub import load_published, read_jsonl_objects, read_published_file
-        from cresowlve_core.sources.sample import check_input_limits, read_items_jsonl
+        from cresowlve_core.sources.sample import check_input_limits, read_items_jsonl, validate_items
 
         path = Path(spec)
         wheres = None  # file:line of each item (both JSONL readers keep one item per row)
@@ -74,6 +76,7 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
             items = read_published_file(path, "ru")
         if path.suffix == ".jsonl" and path.is_file():
             wheres = [f"{path}:{lineno}" for lineno, _ in read_jsonl_objects(path)]
+        validate_items(items, spec)  # duplicate ids, text that cannot be sent (a lone surrogate): refused, as by load_items
         check_input_limits(items, "ru", wheres, spec, max_input_chars)
         for it in items:
             if it.ru is None:  # e.g. an English-only item: nothing to build from, but counted

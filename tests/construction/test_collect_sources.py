@@ -88,3 +88,21 @@ def test_a_pack_difficulty_outside_1_to_5_is_flagged_and_the_item_kept_unrated(t
     assert by_answer["Марс."].difficulty is None and by_answer["Марс."].parser_flags == ["invalid_difficulty"]
     assert by_answer["Шахматные часы."].difficulty == 3
     assert out.counts["n_unrated"] == 1 and out.counts["parser_flags"] == {"invalid_difficulty": 1}
+
+
+def test_a_dataset_file_with_text_that_cannot_be_sent_is_one_error_naming_the_item(tmp_path: Path) -> None:
+    # a lone surrogate ("\udcff" is valid JSON) went on to the first model call: a traceback and exit 1
+    path = tmp_path / "ru.jsonl"
+    bad = {**PUBLISHED_ROW, "id": "chgk_bad", "question": "Назовите ЕЁ \udcff."}
+    path.write_text(json.dumps(PUBLISHED_ROW) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+    with pytest.raises(ItemsFileError, match=r"1 item\(s\) with text that is not valid Unicode.*id 'chgk_bad'"):
+        collect([str(path)])
+
+
+def test_a_dataset_file_with_one_id_on_two_questions_is_refused_not_deduplicated(tmp_path: Path) -> None:
+    # the second question was dropped as a "duplicate" of another question that shared its id
+    path = tmp_path / "ru.jsonl"
+    other = {**PUBLISHED_ROW, "question": "Кто ОН?", "answer": "Пушкин"}
+    path.write_text(json.dumps(PUBLISHED_ROW) + "\n" + json.dumps(other) + "\n", encoding="utf-8")
+    with pytest.raises(ItemsFileError, match=r"1 duplicate item id\(s\): 'chgk_a' \(items 1, 2\)"):
+        collect([str(path)])
