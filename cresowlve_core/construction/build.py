@@ -32,7 +32,7 @@ from cresowlve_core.construction import agreement as A
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.collect import collect
 from cresowlve_core.construction.domains import DEFAULT_MIN_SIMILARITY, consolidate_domains
-from cresowlve_core.construction.export import data_card, export_build, funnel_rows, n_unparseable
+from cresowlve_core.construction.export import data_card, export_build, funnel_rows, n_unparseable, n_unusable
 from cresowlve_core.construction.llm_steps import (
     ANNOTATION_STEPS,
     LLM_STEPS,
@@ -440,7 +440,8 @@ class Build:
         return "; ".join(parts) + " (items without a verdict pass the filters unlabelled, flagged for review)"
 
     def summary_line(self) -> str:
-        """The build in one line: the funnel, the unparseable outputs per step, the calls sent."""
+        """The build in one line: the funnel, the unparseable outputs per step, the answers refused,
+        filtered or with no usable label per step, the calls sent."""
         f, calls = self.funnel, self.calls()
         funnel = " → ".join(f"{label} {f[key]}" for key, label in (
             ("collected", "collected"), ("needs_material", "−needs material"), ("russian_specific", "−Russian-specific"),
@@ -453,6 +454,8 @@ class Build:
         for word in ("refused", "filtered"):
             if per_step := [f"{name} {s[word]}/{s['n_in']}" for name, s in self.steps.items() if s.get(word)]:
                 withheld += f"; {word}: {', '.join(per_step)}"
+        if unusable := [f"{name} {n_unusable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unusable(s)]:
+            withheld += f"; no usable label: {', '.join(unusable)}"
         sent = sent_phrase(calls["n_sent"], calls["n_error"] + calls["n_not_run"],
                            "every call was already in the build directory")
         return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}{withheld}; "

@@ -259,12 +259,19 @@ def n_unparseable(step: dict[str, Any]) -> int:
     return int(step.get("unparseable", 0)) + int(step.get("translation_incomplete", 0))
 
 
+def n_unusable(step: dict[str, Any]) -> int:
+    """An annotation step's items whose answer was read but held nothing usable: every label out of
+    the vocabulary, or every fact rejected (:func:`~cresowlve_core.construction.llm_steps.no_usable_value`)."""
+    return int(step.get("oov_only", 0)) + int(step.get("no_usable_facts", 0))
+
+
 def model_steps_section(steps: dict[str, dict[str, Any]]) -> str:
     """Per model step, the items that got no usable answer: refused or filtered by the provider,
-    unparseable (or an incomplete translation), errored or not run. A filter keeps such an item, an
-    annotation leaves its label unset; both flag it for review."""
+    unparseable (or an incomplete translation), nothing usable in the answer, errored or not run. A
+    filter keeps such an item, an annotation leaves its label unset; both flag it for review."""
     rows = [{"step": name, "items": s.get("n_in", 0), "refused": s.get("refused", 0), "filtered": s.get("filtered", 0),
              "unparseable or incomplete": n_unparseable(s),
+             "no usable label (out of vocabulary, facts rejected)": n_unusable(s),
              "errored": s.get("llm_error", 0), "not run": s.get("not_run", 0),
              "truncated (read as is)": s.get("truncated", 0)} for name, s in steps.items()]
     return ("\n## Model steps: items without a usable answer\n\n"

@@ -507,10 +507,25 @@ async def translate_step(cands: list[Candidate], ctx: StepContext) -> StepOutput
     return StepOutput("translate", out, [], dict(counts), stopped)
 
 
+def no_usable_value(step: str, verdict: dict[str, Any]) -> str | None:
+    """Why a parsed annotation gives its item nothing to use, else None: ``oov_only`` when every
+    reasoning type or concept it names is outside the vocabulary (an empty set of concepts would say
+    that none applies), ``no_usable_facts`` when every fact it lists reveals the answer or is not a
+    question (no facts would read as a puzzle that needs none)."""
+    if step == "reasoning" and verdict["label"] is None:
+        return "oov_only"
+    if step == "concepts" and not verdict["labels"] and verdict["oov"]:
+        return "oov_only"
+    if step == "facts" and not verdict["facts"]:
+        return "no_usable_facts"
+    return None
+
+
 async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> StepOutput:
     """One annotation (``reasoning``, ``concepts``, ``domains``, ``cultures`` or ``facts``).
     Out-of-vocabulary labels stay in the verdict's ``oov`` and are counted; unparseable output
-    leaves the label unset and flags the item."""
+    leaves the label unset and flags the item, and so does an answer with nothing usable in it
+    (:func:`no_usable_value`): counted under that reason, not as ``labelled``."""
     records, stopped = await run_step_records(step, cands, ctx)
     out = []
     counts: Counter[str] = Counter()
@@ -524,12 +539,14 @@ async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> 
             out.append(c.with_verdict(step, verdict, review_flags=[problem, *cut]))
             continue
         assert verdict is not None
-        counts["labelled"] += 1
+        unusable = no_usable_value(step, verdict)
+        counts[unusable or "labelled"] += 1
         update: dict[str, Any] = {}
         if step == "reasoning":
             update["reasoning_type"] = verdict["label"]
             oov.update(verdict["oov"])
-            counts["oov_only" if verdict["label"] is None else f"type:{verdict['label']}"] += 1
+            if verdict["label"] is not None:
+                counts[f"type:{verdict['label']}"] += 1
         elif step == "concepts":
             update["concepts"] = verdict["labels"]
             oov.update(verdict["oov"])
@@ -541,10 +558,10 @@ async def annotate_step(step: str, cands: list[Candidate], ctx: StepContext) -> 
             counts["not_culture_values"] += len(verdict["not_cultures"])
             counts["unrecognised_values"] += len(verdict["unrecognised"])
         elif step == "facts":
-            update["atomic_facts"] = verdict["facts"]
+            update["atomic_facts"] = verdict["facts"] or None  # none usable: no number of facts
             counts["revealing_facts"] += len(verdict["revealing"])
             counts["not_question_facts"] += len(verdict["not_questions"])
-        out.append(c.with_verdict(step, verdict, review_flags=cut, **update))
+        out.append(c.with_verdict(step, verdict, review_flags=[*([unusable] if unusable else []), *cut], **update))
     summary: dict[str, Any] = dict(counts)
     if step in ("reasoning", "concepts"):
         summary["oov_labels"] = sum(oov.values())

@@ -70,3 +70,40 @@ def test_the_report_and_the_data_card_say_every_model_call_errored(tmp_path, ove
                          "flagged for review)"), head
     card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
     assert "> Incomplete build: 64 of 64 model calls errored (" in card
+
+
+def test_an_annotation_with_nothing_usable_is_flagged_and_counted_not_labelled(tmp_path, capsys, monkeypatch):
+    """A reasoning type or concepts all outside the vocabulary, or facts that all reveal the answer,
+    were counted ``labelled`` with no flag: the items were exported with no reasoning type, concepts
+    ``[]`` (none applies) and ``atomic_facts`` ``[]`` (0 facts, a point of the complexity analysis),
+    while the build line and the data card said every answer was usable."""
+    from test_construction_pipeline import ITEMS, _item_of, _step_of, scripted
+
+    from cresowlve_core.sources.sample import read_items_jsonl
+
+    odd = {"reasoning": "TYPE: lateral", "concepts": "LABELS: wordplay, riddle"}
+
+    def reply(req: fakeserver.FakeRequest) -> str:
+        step = _step_of(req.prompt)
+        if step == "facts":  # a fact that contains the item's answer reveals it
+            return f"FACTS:\n1. Is the answer {ITEMS[_item_of(req.prompt)].en.answer}?"
+        return odd.get(step) or scripted(req)
+
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(answers=reply) as srv:
+        rc = _build(tmp_path, srv.base_url)
+    line = capsys.readouterr().out.splitlines()[0]
+    assert rc == 0, line
+    steps = json.loads((tmp_path / "build" / "build.json").read_text())["steps"]
+    n = steps["reasoning"]["n_in"]
+    assert f"; no usable label: reasoning {n}/{n}, concepts {n}/{n}, facts {n}/{n};" in line, line
+    assert steps["reasoning"]["oov_only"] == steps["concepts"]["oov_only"] == steps["facts"]["no_usable_facts"] == n
+    assert "labelled" not in steps["reasoning"] and "labelled" not in steps["facts"]
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert f"| reasoning | {n} | 0 | 0 | 0 | {n} | 0 | 0 | 0 |" in card, card
+    items = read_items_jsonl(tmp_path / "build" / "export" / "full.jsonl")
+    final = [i for i in items if "reasoning" in i.meta["verdicts"]]
+    assert len(final) == n
+    for it in final:
+        assert it.reasoning_type is None and it.creative_domains == [] and it.atomic_facts is None
+        assert {"reasoning:oov_only", "concepts:oov_only", "facts:no_usable_facts"} <= set(it.meta["review_flags"])
