@@ -104,13 +104,23 @@ def _tag(text: str, name: str) -> tuple[str | None, int]:
     return text[start + len(open_tag):end].strip(), count
 
 
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+_LATIN = re.compile(r"[A-Za-z]")
+
+
+def is_untranslated(text: str) -> bool:
+    """More Cyrillic than Latin letters: the Russian copied back, not an English field."""
+    return len(_CYRILLIC.findall(text)) > len(_LATIN.findall(text))
+
+
 def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATION_FIELDS) -> ParsedTranslation:
     """Read ``<question>``, ``<answer>``, ``<explanation>``, ``<other_answers>`` tags.
 
     ``source_fields`` are the fields the Russian item has. A missing, unclosed or empty tag of a
     source field gives ``missing_tag:<field>`` / ``empty_tag:<field>`` and leaves the field
-    ``None``: it never falls back to the Russian text. A repeated tag is flagged
-    ``repeated_tag:<field>`` (the first is used).
+    ``None``: it never falls back to the Russian text. A tag with more Cyrillic than Latin letters
+    (the Russian copied back) gives ``untranslated:<field>`` and leaves it ``None`` too. A repeated
+    tag is flagged ``repeated_tag:<field>`` (the first is used).
     """
     body = (text or "")[:MAX_TEXT]
     wanted = set(source_fields)
@@ -127,6 +137,9 @@ def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATI
             flags.append(f"missing_tag:{name}")
         elif not value:
             flags.append(f"empty_tag:{name}")
+        elif is_untranslated(value):
+            flags.append(f"untranslated:{name}")
+            value = None
         out[name] = value or None
     return ParsedTranslation(out, flags)
 
@@ -328,8 +341,6 @@ def fewshot_reply(step: str, continuation: str | None) -> str:
     return f"{name}: {line}"
 
 
-_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
-_LATIN = re.compile(r"[A-Za-z]")
 
 
 def first_line_ended(continuation: str | None) -> bool:
@@ -363,7 +374,7 @@ def parse_fewshot_translation(continuations: dict[str, str | None], source_field
             flags.append(f"empty_field:{name}")
         elif name in cut:
             flags.append(f"{cut[name]}:{name}")
-        elif len(_CYRILLIC.findall(line)) > len(_LATIN.findall(line)):
+        elif is_untranslated(line):
             flags.append(f"untranslated:{name}")
         else:
             out[name] = line

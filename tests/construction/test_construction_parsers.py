@@ -38,6 +38,19 @@ def test_translation_fields_absent_in_source_are_not_flagged() -> None:
     assert t.complete and t.flags == [] and t.fields["question"] == "Q?"
 
 
+def test_a_tag_holding_the_russian_copied_back_is_no_translation() -> None:
+    # the chat translation took any tag body as English: the Russian question and answer, copied back,
+    # were exported as the item's English view (the few-shot translation already refused them)
+    t = P.parse_translation("<question>Римляне назвали ЕЁ в честь бога войны. Назовите ЕЁ.</question>"
+                            "<answer>Марс</answer><other_answers>Mars, the planet Марс</other_answers>",
+                            ["question", "answer", "other_answers"])
+    assert t.fields == {"question": None, "answer": None, "explanation": None, "other_answers": "Mars, the planet Марс"}
+    assert t.flags == ["untranslated:question", "untranslated:answer"] and not t.complete
+    kept = P.parse_translation("<question>What does the word «дом» mean in the name of this house?</question>"
+                               "<answer>Home</answer>", ["question", "answer"])
+    assert kept.complete and kept.flags == []
+
+
 def test_placeholders_lost_in_translation() -> None:
     ru = "После смерти отца ИКСОМ был провозглашен Ричард. Назовите ЕГО. Это было в СССР."
     assert P.lost_placeholders(ru, "Richard was proclaimed X. Name HIM. It was in the USSR.") == []
