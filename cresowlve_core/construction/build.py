@@ -31,7 +31,7 @@ from cresowlve_core import outfiles, paths
 from cresowlve_core.construction import agreement as A
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.collect import collect
-from cresowlve_core.construction.domains import DEFAULT_MIN_SIMILARITY, consolidate_domains
+from cresowlve_core.construction.domains import DEFAULT_MIN_SIMILARITY, consolidate_domains, load_mapping
 from cresowlve_core.construction.export import data_card, export_build, funnel_rows, n_unparseable, n_unusable
 from cresowlve_core.construction.llm_steps import (
     ANNOTATION_STEPS,
@@ -271,8 +271,10 @@ class Build:
     # ---- steps
 
     def collect(self) -> dict[str, Any]:
-        """Step 1: read, deduplicate, sample."""
+        """Step 1: read, deduplicate, sample. The domain mapping file is read here too: a broken one
+        is refused before any model call, not after the annotations."""
         c = self.config
+        load_mapping(c.mapping_file)
         out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit,
                               max_input_chars=c.max_input_chars)
         self._write_json("collect/report.json", report)

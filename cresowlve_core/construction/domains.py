@@ -26,16 +26,24 @@ DEFAULT_MIN_SIMILARITY = 0.5
 
 
 def load_mapping(path: str | Path | None = None) -> dict[str, str]:
-    """Normalised free-text domain -> group. Each group name maps to itself. A group that is not
-    one of the 34 is an error naming it."""
+    """Normalised free-text domain -> group. Each group name maps to itself. A file that is not
+    JSON, a group that is not one of the 34, or a group whose domains are not a list of strings
+    is an :class:`InputError` naming the file and the group."""
     path = Path(path or shipped_data("construction", "domain_mapping.json"))
-    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(groups, dict):
         raise InputError(f"{path}: expected {{'groups': {{group: [domain, ...]}}}}")
     unknown = sorted(set(groups) - set(DOMAIN_GROUPS))
     if unknown:
         raise InputError(f"{path}: unknown group(s) {unknown}; groups must be among the paper's 34")
+    for group, domains in groups.items():
+        if not isinstance(domains, list) or not all(isinstance(d, str) for d in domains):
+            raise InputError(f"{path}: group {group!r} must be a list of domain strings, "
+                             f"got {json.dumps(domains, ensure_ascii=False)[:80]}")
     mapping = {normalise_label(g): g for g in DOMAIN_GROUPS}
     for group, domains in groups.items():
         for d in domains:

@@ -251,3 +251,22 @@ def test_data_card_reports_the_agreement_once_annotated(tmp_path: Path, tmp_cach
             f"{concepts['overall']:.3f} |") in card
     assert f"| cultures | russian | {result['cultures']['per_label']['russian']['ac1']:.3f} |" in card
     assert "Not yet annotated" not in card
+
+
+@pytest.mark.parametrize("text, error", [
+    ('{"groups": {"Music": ["jazz"],}}', r"mapping\.json:1: not JSON \(Expecting property name"),
+    # a string was read letter by letter: "a" and "z" mapped to Music, "jazz" to nothing
+    ('{"groups": {"Music": "jazz, blues"}}', r"mapping\.json: group 'Music' must be a list of domain strings"),
+    ('{"groups": {"Music": ["jazz", 7]}}', r"mapping\.json: group 'Music' must be a list of domain strings"),
+])
+def test_a_broken_domain_mapping_is_one_error_before_any_model_call(tmp_path: Path, tmp_cache, text: str,
+                                                                     error: str) -> None:
+    from cresowlve_core.failures import InputError
+
+    mapping = tmp_path / "mapping.json"
+    mapping.write_text(text, encoding="utf-8")
+    with FakeServer(answers=scripted) as srv:
+        cfg = _config(tmp_path, srv.base_url, mapping_file=str(mapping))
+        with pytest.raises(InputError, match=error):
+            Build(cfg, progress=False).open().run_all()
+        assert srv.total == 0
