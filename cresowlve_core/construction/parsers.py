@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from cresowlve_core.construction.vocab import KNOWN_CULTURES, NOT_CULTURES
+from cresowlve_core.construction.vocab import KNOWN_CULTURES, NOT_CULTURES, REASONING_TYPES
 from cresowlve_core.llm.base_model import MAX_LINE_CHARS, first_line
 
 #: Model output beyond this many characters is ignored by every parser.
@@ -51,12 +51,24 @@ class YesNo:
 
 _YES = {"yes", "y", "true", "да"}
 _NO = {"no", "n", "false", "нет"}
+#: ``A or B`` / ``A/B`` at the start of a value: the prompt's own choice (``YES or NO``,
+#: ``creative or factual``) written back, which is no answer
+_CHOICE = re.compile(r"^\s*(\w+)\s*(?:\bor\b|\bили\b|/|\|)\s*(\w+)", re.I)
+
+
+def _names_both(value: str, first: set[str] | frozenset[str], second: set[str] | frozenset[str]) -> bool:
+    """``value`` starts with an option of ``first`` and one of ``second`` joined as a choice."""
+    m = _CHOICE.match(value.casefold())
+    if m is None or m[1] == m[2]:
+        return False
+    return bool({m[1], m[2]} & first) and bool({m[1], m[2]} & second)
 
 
 def parse_yes_no(text: str | None) -> YesNo | None:
-    """``REASON: ...`` (optional) and ``ANSWER: YES|NO`` (the last such line wins); else None."""
+    """``REASON: ...`` (optional) and ``ANSWER: YES|NO`` (the last such line wins); else None. The
+    prompt's ``YES or NO`` written back is None: no answer, never its first word."""
     answer = _field_line(text, "ANSWER")
-    if answer is None:
+    if answer is None or _names_both(answer, _YES, _NO):
         return None
     word = re.split(r"[\s.,;:!()\[\]]+", answer.lower(), maxsplit=1)[0] if answer else ""
     if word in _YES:
@@ -196,6 +208,8 @@ def lost_placeholders(ru_text: str, en_text: str | None) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 _NONE_VALUES = {"", "none", "n/a", "na", "-", "нет", "no"}
+#: a list value that is no label and no "none": nothing, or the prompt's ``...``
+_PLACEHOLDER = re.compile(r"[\s.…]*")
 
 
 def normalise_label(value: str) -> str:
@@ -208,19 +222,26 @@ def normalise_label(value: str) -> str:
 
 
 def parse_label_list(text: str | None, name: str, *, sep: str = r"[,;]") -> list[str] | None:
-    """The values on the last ``NAME: a, b, c`` line (``none`` gives ``[]``); None if no such line."""
+    """The values on the last ``NAME: a, b, c`` line (``none`` gives ``[]``); None if there is no
+    such line, or it holds nothing but blanks and punctuation (the prompt's ``NAME: ...`` written
+    back is no answer, not "none")."""
     line = _field_line(text, name)
     if line is None:
         return None
     values = [v.strip() for v in re.split(sep, line[:2000])]
+    if all(_PLACEHOLDER.fullmatch(v) for v in values):
+        return None
     values = [v for v in values if normalise_label(v) not in _NONE_VALUES]
     return list(dict.fromkeys(values))
 
 
 def parse_reasoning_type(text: str | None) -> str | None:
     """The first word of the last ``TYPE: ...`` line, normalised (``creative``, ``factual`` or an
-    out-of-vocabulary word for :func:`check_vocab`); None if there is no such line or it is empty."""
+    out-of-vocabulary word for :func:`check_vocab`); None if there is no such line, it is empty, or
+    it is the prompt's ``creative or factual`` written back."""
     line = _field_line(text, "TYPE")
+    if line is not None and _names_both(normalise_label(line), {REASONING_TYPES[0]}, {REASONING_TYPES[1]}):
+        return None
     words = normalise_label(line or "").split()
     return words[0].strip(".,;:") if words else None
 

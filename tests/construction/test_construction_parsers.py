@@ -24,6 +24,26 @@ def test_yes_no_unparseable(text: str | None) -> None:
     assert P.parse_yes_no(text) is None
 
 
+@pytest.mark.parametrize("text", [
+    "REASON: <one sentence>\nANSWER: YES or NO",  # the prompt's reply format written back
+    "ANSWER: yes/no", "ANSWER: Да или нет",
+])
+def test_the_prompts_choice_written_back_is_no_yes_no_verdict(text: str) -> None:
+    # read by its first word, "YES or NO" removed every item as needing external material
+    assert P.parse_yes_no(text) is None
+
+
+def test_the_prompts_placeholders_written_back_are_no_annotation() -> None:
+    # "TYPE: creative or factual" was labelled creative; "LABELS: ..." read as "none applies"
+    assert P.parse_reasoning_type("TYPE: creative or factual") is None
+    assert P.parse_reasoning_type("TYPE: factual/creative") is None
+    assert P.parse_reasoning_type("TYPE: creative, not factual") == "creative"
+    for line in ("LABELS: ...", "LABELS: …", "LABELS:", "LABELS: ..., ..."):
+        assert P.parse_label_list(line, "LABELS") is None, line
+    assert P.parse_label_list("LABELS: -", "LABELS") == [] and P.parse_label_list("LABELS: metaphor, ...", "LABELS") == [
+        "metaphor"]
+
+
 def test_translation_tags_missing_empty_repeated() -> None:
     t = P.parse_translation("<question>Name IT.</question><question>again</question><answer></answer>"
                             "<explanation>unclosed", ["question", "answer", "explanation", "other_answers"])
