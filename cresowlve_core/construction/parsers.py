@@ -19,6 +19,8 @@ from cresowlve_core.llm.base_model import MAX_LINE_CHARS, first_line
 
 #: Model output beyond this many characters is ignored by every parser.
 MAX_TEXT = 20_000
+#: a value that is no answer: nothing, or the prompt's placeholder ``...`` written back
+_PLACEHOLDER = re.compile(r"[\s.…]*")
 
 
 def _lines(text: str | None) -> list[str]:
@@ -129,7 +131,8 @@ def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATI
     """Read ``<question>``, ``<answer>``, ``<explanation>``, ``<other_answers>`` tags.
 
     ``source_fields`` are the fields the Russian item has. A missing, unclosed or empty tag of a
-    source field gives ``missing_tag:<field>`` / ``empty_tag:<field>`` and leaves the field
+    source field gives ``missing_tag:<field>`` / ``empty_tag:<field>`` (empty, or the reply
+    format's ``...`` written back) and leaves the field
     ``None``: it never falls back to the Russian text. A tag with more Cyrillic than Latin letters
     (the Russian copied back) gives ``untranslated:<field>`` and leaves it ``None`` too. A repeated
     tag is flagged ``repeated_tag:<field>`` (the first is used).
@@ -147,8 +150,9 @@ def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATI
             continue
         if value is None:
             flags.append(f"missing_tag:{name}")
-        elif not value:
+        elif _PLACEHOLDER.fullmatch(value):  # nothing, or the reply format's "..." written back
             flags.append(f"empty_tag:{name}")
+            value = None
         elif is_untranslated(value):
             flags.append(f"untranslated:{name}")
             value = None
@@ -208,8 +212,6 @@ def lost_placeholders(ru_text: str, en_text: str | None) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 _NONE_VALUES = {"", "none", "n/a", "na", "-", "нет", "no"}
-#: a list value that is no label and no "none": nothing, or the prompt's ``...``
-_PLACEHOLDER = re.compile(r"[\s.…]*")
 
 
 def normalise_label(value: str) -> str:
@@ -391,7 +393,7 @@ def parse_fewshot_translation(continuations: dict[str, str | None], source_field
             flags.append(f"not_asked:{name}")
             continue
         line = first_line(continuations[name])
-        if not line:
+        if _PLACEHOLDER.fullmatch(line):  # nothing, or "..."
             flags.append(f"empty_field:{name}")
         elif name in cut:
             flags.append(f"{cut[name]}:{name}")

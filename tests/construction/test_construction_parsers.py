@@ -58,6 +58,16 @@ def test_translation_fields_absent_in_source_are_not_flagged() -> None:
     assert t.complete and t.flags == [] and t.fields["question"] == "Q?"
 
 
+def test_the_reply_formats_tags_written_back_are_no_translation() -> None:
+    # "<question>...</question>" was a complete translation: "..." exported as the English question and answer
+    t = P.parse_translation("<question>...</question>\n<answer>...</answer>\n<explanation>…</explanation>",
+                            ["question", "answer", "explanation"])
+    assert t.fields == {"question": None, "answer": None, "explanation": None, "other_answers": None}
+    assert t.flags == ["empty_tag:question", "empty_tag:answer", "empty_tag:explanation"] and not t.complete
+    few = P.parse_fewshot_translation({"question": " ...", "answer": " Mars"}, ["question", "answer"])
+    assert few.fields["question"] is None and few.flags == ["empty_field:question"] and not few.complete
+
+
 def test_a_tag_holding_the_russian_copied_back_is_no_translation() -> None:
     # the chat translation took any tag body as English: the Russian question and answer, copied back,
     # were exported as the item's English view (the few-shot translation already refused them)
