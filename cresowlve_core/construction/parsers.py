@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cresowlve_core.construction.vocab import KNOWN_CULTURES, NOT_CULTURES, REASONING_TYPES
+from cresowlve_core.inputs import text_problem
 from cresowlve_core.llm.base_model import MAX_LINE_CHARS, first_line
 
 #: Model output beyond this many characters is ignored by every parser.
@@ -127,6 +128,12 @@ def is_untranslated(text: str) -> bool:
     return len(_CYRILLIC.findall(text)) > len(_LATIN.findall(text))
 
 
+def breaks_input_rules(name: str, text: str) -> bool:
+    """The English question or answer holds what an eval of the export refuses (a control character:
+    :func:`~cresowlve_core.inputs.text_problem`)."""
+    return name in REQUIRED_TRANSLATION_FIELDS and text_problem(text, f"en.{name}", size_limited=False) is not None
+
+
 def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATION_FIELDS) -> ParsedTranslation:
     """Read ``<question>``, ``<answer>``, ``<explanation>``, ``<other_answers>`` tags.
 
@@ -134,7 +141,9 @@ def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATI
     source field gives ``missing_tag:<field>`` / ``empty_tag:<field>`` (empty, or the reply
     format's ``...`` written back) and leaves the field
     ``None``: it never falls back to the Russian text. A tag with more Cyrillic than Latin letters
-    (the Russian copied back) gives ``untranslated:<field>`` and leaves it ``None`` too. A repeated
+    (the Russian copied back) gives ``untranslated:<field>``, a question or answer with a control
+    character (which an eval of the export refuses) ``invalid_text:<field>``; each leaves it
+    ``None`` too. A repeated
     tag is flagged ``repeated_tag:<field>`` (the first is used).
     """
     body = (text or "")[:MAX_TEXT]
@@ -155,6 +164,9 @@ def parse_translation(text: str | None, source_fields: Iterable[str] = TRANSLATI
             value = None
         elif is_untranslated(value):
             flags.append(f"untranslated:{name}")
+            value = None
+        elif breaks_input_rules(name, value):
+            flags.append(f"invalid_text:{name}")
             value = None
         out[name] = value or None
     return ParsedTranslation(out, flags)
@@ -378,7 +390,8 @@ def parse_fewshot_translation(continuations: dict[str, str | None], source_field
     """The English fields from a base model's per-field continuations (``field -> continuation``; the
     first line of each is the field). A source field that was not asked gives ``not_asked:<field>``,
     an empty line ``empty_field:<field>``, a line with more Cyrillic than Latin letters (the Russian
-    copied back) ``untranslated:<field>``, a field in ``cut`` (``field -> why``: ``too_long``, the
+    copied back) ``untranslated:<field>``, a question or answer with a control character
+    ``invalid_text:<field>``, a field in ``cut`` (``field -> why``: ``too_long``, the
     Russian did not fit the prompt; ``line_cut``, the line ended at the token limit)
     ``<why>:<field>``; each leaves the field ``None``, never the Russian text or a partial one."""
     wanted = set(source_fields)
@@ -399,6 +412,8 @@ def parse_fewshot_translation(continuations: dict[str, str | None], source_field
             flags.append(f"{cut[name]}:{name}")
         elif is_untranslated(line):
             flags.append(f"untranslated:{name}")
+        elif breaks_input_rules(name, line):
+            flags.append(f"invalid_text:{name}")
         else:
             out[name] = line
     return ParsedTranslation(out, flags)

@@ -68,6 +68,18 @@ def test_the_reply_formats_tags_written_back_are_no_translation() -> None:
     assert few.fields["question"] is None and few.flags == ["empty_field:question"] and not few.complete
 
 
+def test_a_question_or_answer_an_eval_would_refuse_is_no_translation() -> None:
+    # a control character in the English question was exported: the build exited 0, and then
+    # `cresowlve eval --items export/creative/en/test.parquet` refused the whole file
+    t = P.parse_translation("<question>Name IT,\x07 X.</question><answer>Mars</answer>"
+                            "<explanation>A bell \x07 here is not checked by an eval</explanation>",
+                            ["question", "answer", "explanation"])
+    assert t.fields["question"] is None and t.fields["explanation"] is not None and not t.complete
+    assert t.flags == ["invalid_text:question"]
+    few = P.parse_fewshot_translation({"question": " Name IT.", "answer": " Ma\x1b[31mrs"}, ["question", "answer"])
+    assert few.fields["answer"] is None and few.flags == ["invalid_text:answer"]
+
+
 def test_a_tag_holding_the_russian_copied_back_is_no_translation() -> None:
     # the chat translation took any tag body as English: the Russian question and answer, copied back,
     # were exported as the item's English view (the few-shot translation already refused them)
