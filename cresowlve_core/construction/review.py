@@ -128,7 +128,8 @@ def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dic
 
 
 def review_card(c: Candidate) -> dict[str, Any]:
-    """What a reviewer sees of one item: Ru and En side by side, verdicts with reasons, flags."""
+    """What a reviewer sees of one item: Ru and En side by side, verdicts with reasons, flags (the
+    steps' and the pack parser's: a merged ``duplicate_field:answer`` is for a human to see)."""
     v = c.verdicts
     nm, rs, tr = v.get("needs_material") or {}, v.get("russian_specific") or {}, v.get("translate") or {}
     return {
@@ -137,7 +138,8 @@ def review_card(c: Candidate) -> dict[str, Any]:
         "needs_material": {"llm": nm.get("yes"), "reason": nm.get("reason"), "precheck": nm.get("precheck", [])},
         "russian_specific": {"llm": rs.get("yes"), "reason": rs.get("reason")},
         "translation_flags": list(tr.get("flags", [])) + [f"placeholder_lost:{p}" for p in tr.get("lost_placeholders", [])],
-        "review_flags": list(c.review_flags), "handout": c.handout, "provenance": c.provenance,
+        "review_flags": list(c.review_flags), "parser_flags": list(c.parser_flags), "handout": c.handout,
+        "provenance": c.provenance,
         "model_labels": {"reasoning_type": c.reasoning_type, "concepts": c.concepts, "domains": c.domains,
                          "cultures": c.cultures},
     }

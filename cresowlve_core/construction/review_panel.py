@@ -63,10 +63,11 @@ def card_html(card: dict[str, Any], *, verdicts: bool = True) -> str:
     if verdicts:
         nm = card.get("needs_material") or {}
         rs = card.get("russian_specific") or {}
+        flags = [*(card.get("review_flags") or []), *(f"parser:{f}" for f in card.get("parser_flags") or [])]
         parts.append(f"<p><b>Needs material</b>: LLM {_esc(nm.get('llm'))} — {_esc(nm.get('reason'))}; pre-check: "
                      f"{_esc(', '.join(nm.get('precheck') or []) or 'no markers')}</p>"
                      f"<p><b>Russian-specific</b>: LLM {_esc(rs.get('llm'))} — {_esc(rs.get('reason'))}</p>"
-                     f"<p><b>Flags</b>: {_esc(', '.join(card.get('review_flags') or []) or 'none')}</p>")
+                     f"<p><b>Flags</b>: {_esc(', '.join(flags) or 'none')}</p>")
         if synthetic:
             parts.append(synthetic_html(synthetic))
     parts.append("</div>")

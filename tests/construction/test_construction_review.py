@@ -396,3 +396,16 @@ def test_a_label_from_a_model_stays_one_cell_of_the_data_cards_tables() -> None:
     html = markdown2html_mistune(markdown(card))
     assert "<img" not in html and "<b>" not in html
     assert "<td>Russian | Soviet &lt;img src=x onerror=alert(1)&gt;</td>" in html
+
+
+def test_a_reviewer_sees_the_pack_parsers_flags(tmp_path: Path) -> None:
+    # a block with two "Ответ:" fields is read with both answers merged and flagged duplicate_field:answer;
+    # the queue and the card showed "Flags: none", so the merged answer went out unseen
+    from cresowlve_core.construction.review_panel import card_html
+
+    c = Candidate(id="chgk_dup", ru=ItemView(question="Назовите её.", answer="Марс.\nЮпитер."),
+                  parser_flags=["duplicate_field:answer"])
+    R.write_queue(tmp_path, [c])
+    card = R.ReviewSession(tmp_path, "alice").next_card()
+    assert card["parser_flags"] == ["duplicate_field:answer"]
+    assert "<b>Flags</b>: parser:duplicate_field:answer" in card_html(card)
