@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -24,6 +25,8 @@ from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import ChgkQuestion, ItemView
 from cresowlve_core.paths import shipped_data
+
+log = logging.getLogger(__name__)
 
 #: The shipped packs: the default input of a build.
 PACK_SUFFIXES = (".txt", ".4s")
@@ -153,6 +156,10 @@ def collect(sources: Sequence[str] | None = None, *, per_level: int | None = Non
             seen[c.id] = c
     unique = list(seen.values())
     sampled = stratified_sample(unique, per_level, seed)
+    n_unrated_sampled = sum(c.difficulty is None for c in sampled)
+    if per_level is not None and n_unrated_sampled:  # the sample does not cap these: said, not silent
+        log.warning("per_level=%d samples difficulty levels 1-5 only: %d of the %d sampled items have no difficulty "
+                    "and are all kept", per_level, n_unrated_sampled, len(sampled))
     limited = sampled
     if limit is not None and limit < len(sampled):
         keep = set(random.Random(seed).sample([c.id for c in sampled], limit))

@@ -106,3 +106,15 @@ def test_a_dataset_file_with_one_id_on_two_questions_is_refused_not_deduplicated
     path.write_text(json.dumps(PUBLISHED_ROW) + "\n" + json.dumps(other) + "\n", encoding="utf-8")
     with pytest.raises(ItemsFileError, match=r"1 duplicate item id\(s\): 'chgk_a' \(items 1, 2\)"):
         collect([str(path)])
+
+
+def test_a_stratified_sample_says_that_it_keeps_every_unrated_item(caplog: pytest.LogCaptureFixture) -> None:
+    # the shipped packs have no difficulty: --per-level 2 kept all 315 items (8 model calls each) without a word
+    import logging
+
+    with caplog.at_level(logging.WARNING, logger="cresowlve_core.construction.collect"):
+        out, _ = collect(None, per_level=2)
+    n = out.counts["n_sampled"]
+    assert out.counts["n_unrated"] == n > 10
+    said = f"per_level=2 samples difficulty levels 1-5 only: {n} of the {n} sampled items have no difficulty"
+    assert said in caplog.text
