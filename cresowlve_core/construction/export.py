@@ -277,7 +277,8 @@ def model_steps_section(steps: dict[str, dict[str, Any]]) -> str:
     return ("\n## Model steps: items without a usable answer\n\n"
             "A filter keeps an item it has no verdict for, and an annotation leaves its label unset; "
             "each such item carries a review flag naming why (`meta.review_flags` in `full.jsonl`). An answer cut off "
-            "at the token limit is read as it is and flagged `truncated`: its last label or fact may be cut.\n\n"
+            "at the token limit is read as it is and flagged `truncated`: its last label or fact may be cut (a "
+            "translated field cut mid-way is left unset, flagged `line_cut` or `missing_tag`).\n\n"
             + _md_table(rows))
 
 
