@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 
 #: The shipped packs: the default input of a build.
 PACK_SUFFIXES = (".txt", ".4s")
+#: how a build runs without the hub (the end of its error when hub:ru cannot be had)
+BUILD_OFFLINE_HINT = ("to build offline, pass local sources instead: --source PATH.parquet or PATH.jsonl (published "
+                      "schema, Russian rows), a pack file or a folder of packs")
 LEVELS = (1, 2, 3, 4, 5)
 
 
@@ -72,7 +75,7 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
         path = Path(spec)
         wheres = None  # file:line of each item (both JSONL readers keep one item per row)
         if spec == "hub:ru":
-            items = load_published("ru")
+            items = load_published("ru", offline_hint=BUILD_OFFLINE_HINT)
         elif path.suffix == ".jsonl" and _is_item_jsonl(path):
             items = read_items_jsonl(path)
         else:

@@ -346,11 +346,12 @@ def snapshot_download(**kwargs: Any) -> str:
     return str(download(**kwargs))
 
 
-def download_snapshot(cache_dir: str | Path | None = None) -> Path:
+def download_snapshot(cache_dir: str | Path | None = None, *, offline_hint: str = LOCAL_FILE_HINT) -> Path:
     """Local directory of the dataset snapshot; downloads only if nothing is cached.
 
     Tries the cache first (``local_files_only=True``). On a miss it downloads, unless
-    ``HF_HUB_OFFLINE`` is set, in which case :class:`HubUnavailableError` is raised.
+    ``HF_HUB_OFFLINE`` is set, in which case :class:`HubUnavailableError` is raised; its message
+    ends with ``offline_hint``, how the calling command runs from a local file instead.
     """
     cache = Path(cache_dir) if cache_dir is not None else _cache_dir() / "hub"
 
@@ -372,7 +373,7 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
         if _hub_offline():
             raise HubUnavailableError(
                 f"{REPO_ID} is not cached in {cache} and HF_HUB_OFFLINE is set, so it cannot be "
-                f"downloaded from the Hugging Face hub; unset HF_HUB_OFFLINE once to download, or {LOCAL_FILE_HINT}"
+                f"downloaded from the Hugging Face hub; unset HF_HUB_OFFLINE once to download, or {offline_hint}"
             ) from None
     except Exception as err:  # a corrupt cache or an unreachable hub while looking it up
         log.debug("cache lookup for %s failed: %r", REPO_ID, err)
@@ -383,7 +384,7 @@ def download_snapshot(cache_dir: str | Path | None = None) -> Path:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
         raise HubUnavailableError(
             f"could not download {REPO_ID} from the Hugging Face hub ({type(err).__name__}: {first}); "
-            f"{LOCAL_FILE_HINT}"
+            f"{offline_hint}"
         ) from err
 
 
@@ -393,18 +394,19 @@ def load_published(
     *,
     cache_dir: str | Path | None = None,
     local_path: str | Path | None = None,
+    offline_hint: str = LOCAL_FILE_HINT,
 ) -> list[Item]:
     """Items of the published ``lang`` config and ``split``.
 
     ``local_path`` may be a data file (.parquet/.jsonl, read as is) or a snapshot directory;
     either way the hub is not contacted. Otherwise the snapshot is taken from the cache or
-    downloaded (see :func:`download_snapshot`).
+    downloaded (see :func:`download_snapshot`; ``offline_hint`` ends its error).
     """
     if lang not in ("en", "ru"):
         raise InputError(f"lang must be 'en' or 'ru', got {lang!r}")
     if local_path is not None and Path(local_path).is_file():
         return read_published_file(local_path, lang)
-    root = Path(local_path) if local_path is not None else download_snapshot(cache_dir)
+    root = Path(local_path) if local_path is not None else download_snapshot(cache_dir, offline_hint=offline_hint)
     items: list[Item] = []
     for path in find_split_files(root, lang, split):
         items += read_published_file(path, lang)

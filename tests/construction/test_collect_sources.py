@@ -118,3 +118,21 @@ def test_a_stratified_sample_says_that_it_keeps_every_unrated_item(caplog: pytes
     assert out.counts["n_unrated"] == n > 10
     said = f"per_level=2 samples difficulty levels 1-5 only: {n} of the {n} sampled items have no difficulty"
     assert said in caplog.text
+
+
+def test_a_build_from_hub_ru_offline_names_the_builds_own_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the error ended "pass a local file instead: --items PATH.parquet ... or --items demo": options of
+    # `cresowlve eval` that `cresowlve build` refuses
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from cresowlve_core.sources import hub
+    from cresowlve_core.sources.hub import HubUnavailableError
+
+    def not_cached(**kwargs: object) -> str:
+        raise LocalEntryNotFoundError("not cached")
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub, "snapshot_download", not_cached)
+    with pytest.raises(HubUnavailableError) as err:
+        collect(["hub:ru"])
+    assert "--source PATH.parquet or PATH.jsonl" in str(err.value) and "--items" not in str(err.value)
