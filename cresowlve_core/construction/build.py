@@ -307,7 +307,8 @@ class Build:
                            "n_decisions_not_in_build": n_other})
         self.funnel["human_validation"] = len(out.removed)
         self.funnel["final"] = len(out.kept)
-        self.funnel["unreviewed"] = out.counts["by_code"].get("unreviewed", 0)  # kept, in "final", no decision yet
+        # kept, in "final", with no decision yet or one made on an English view it no longer has
+        self.funnel["unreviewed"] = out.counts["by_code"].get("unreviewed", 0) + out.counts["by_code"].get("stale", 0)
         return self._record(out)
 
     def annotate(self, step: str) -> dict[str, Any]:

@@ -303,6 +303,9 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
     decisions = build.get("review_codes") or {}
     parts.append("\n## Human validation decisions by code\n")
     parts.append(_md_table([{"code": k, "items": v} for k, v in sorted(decisions.items())]))
+    if stale := decisions.get("stale"):
+        parts.append(f"\n{stale} keep decision(s) were made on another English translation than the one exported "
+                     "(the translation was run again): not applied; those items count as not human-validated.\n")
     if conflicts := build.get("review_conflicts"):
         parts.append(f"\nReviewers disagreed on {conflicts} item(s); the latest decision was applied.\n")
     if other := build.get("review_not_in_build"):

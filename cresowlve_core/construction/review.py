@@ -16,6 +16,8 @@ fields, which are saved and applied); ``russian_specific``, ``needs_material``,
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
 import re
 from collections import Counter
@@ -29,6 +31,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
 from cresowlve_core.failures import InputError, MissingInput, UsageError, validation_problems
+from cresowlve_core.items import ItemView
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
 
@@ -60,6 +63,21 @@ class Decision(BaseModel):
     note: str | None = None
     fixes: dict[str, str | None] = Field(default_factory=dict, description="edited English fields")
     at: str = ""
+    en_digest: str | None = Field(None, description="the English view the reviewer saw (view_digest); a keep "
+                                                    "decision applies to that translation only")
+
+
+def is_stale(d: Decision, en_digest: str | None) -> bool:
+    """A keep (or fix) made on another English view than the item's now (``en_digest``); a decision
+    saved before decisions recorded their view is taken as it is."""
+    return d.code in KEEP_CODES and d.en_digest is not None and d.en_digest != en_digest
+
+
+def view_digest(view: ItemView | None) -> str | None:
+    """A short digest of an item view (None for no view): a decision records the English it was made on."""
+    if view is None:
+        return None
+    return hashlib.sha256(json.dumps(view.model_dump(), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 class Annotation(BaseModel):
@@ -134,7 +152,7 @@ def review_card(c: Candidate) -> dict[str, Any]:
     nm, rs, tr = v.get("needs_material") or {}, v.get("russian_specific") or {}, v.get("translate") or {}
     return {
         "id": c.id, "difficulty": c.difficulty,
-        "ru": c.ru.model_dump(), "en": c.en.model_dump() if c.en else None,
+        "ru": c.ru.model_dump(), "en": c.en.model_dump() if c.en else None, "en_digest": view_digest(c.en),
         "needs_material": {"llm": nm.get("yes"), "reason": nm.get("reason"), "precheck": nm.get("precheck", [])},
         "russian_specific": {"llm": rs.get("yes"), "reason": rs.get("reason")},
         "translation_flags": list(tr.get("flags", [])) + [f"placeholder_lost:{p}" for p in tr.get("lost_placeholders", [])],
@@ -213,7 +231,9 @@ class ReviewSession:
         self.cards = cards
         self._by_id = {c["id"]: c for c in cards}
         saved = read_review_file(self.run.path / self.file, Decision)
-        self.decisions: dict[str, Decision] = {k: d for k, d in saved.items() if k in self._by_id}
+        # a keep made on another English view than the card's is to be made again (the translation was re-run)
+        self.decisions: dict[str, Decision] = {k: d for k, d in saved.items() if k in self._by_id
+                                               and not is_stale(d, self._by_id[k].get("en_digest"))}
 
     @property
     def pending(self) -> list[dict[str, Any]]:
@@ -235,7 +255,8 @@ class ReviewSession:
             raise ReviewError(f"item {item_id!r} is not in this reviewer's queue")
         validate_decision(code, note, fixes)
         d = Decision(item_id=item_id, reviewer=self.reviewer, code=code, note=(note or "").strip() or None,
-                     fixes=dict(fixes or {}) if code == "fix_translation" else {}, at=now_iso())
+                     fixes=dict(fixes or {}) if code == "fix_translation" else {}, at=now_iso(),
+                     en_digest=self._by_id[item_id].get("en_digest"))
         self.run.append(self.file, d.model_dump())
         self.decisions[item_id] = d
         return d
@@ -266,9 +287,9 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
 def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) -> StepOutput:
     """Apply saved decisions: removal codes remove, ``fix_translation`` replaces the edited English
     fields (and clears the translation flags), ``keep`` keeps. Items without a decision are kept
-    and counted as ``unreviewed``. Never modifies the inputs."""
-    from cresowlve_core.items import ItemView
-
+    and counted as ``unreviewed``; so is an item whose English view is no longer the one a ``keep``
+    or ``fix_translation`` was made on (the translation was run again): counted ``stale``, flagged
+    ``human:stale_decision``. Never modifies the inputs."""
     kept, removed = [], []
     codes: Counter[str] = Counter()
     for c in cands:
@@ -276,6 +297,10 @@ def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) 
         if d is None:
             codes["unreviewed"] += 1
             kept.append(c)
+            continue
+        if is_stale(d, view_digest(c.en)):
+            codes["stale"] += 1
+            kept.append(c.model_copy(update={"review_flags": [*c.review_flags, "human:stale_decision"]}))
             continue
         codes[d.code] += 1
         verdict = {"code": d.code, "reviewer": d.reviewer, "note": d.note, "fixes": d.fixes}

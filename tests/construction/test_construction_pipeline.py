@@ -270,3 +270,32 @@ def test_a_broken_domain_mapping_is_one_error_before_any_model_call(tmp_path: Pa
         with pytest.raises(InputError, match=error):
             Build(cfg, progress=False).open().run_all()
         assert srv.total == 0
+
+
+def test_a_translation_run_again_is_not_counted_as_human_validated(tmp_path: Path, tmp_cache) -> None:
+    """Keep decisions were made on model A's translations; the build is run again on model B
+    (archive_changed): B's translations are not human-validated, and the funnel says so."""
+    def other_translation(req: FakeRequest) -> str:
+        text = scripted(req)
+        return text.replace("<question>", "<question>Retranslated: ") if _step_of(req.prompt) == "translate" else text
+
+    with FakeServer(answers=scripted) as srv:
+        cfg = _config(tmp_path, srv.base_url, limit=3)
+        with Build(cfg, progress=False) as b:
+            b.collect()
+            b.filter("needs_material")
+            b.filter("russian_specific")
+            b.translate()
+            b.review()
+        s = R.ReviewSession(cfg.path, "alice")
+        for card in s.cards:
+            s.decide(card["id"], "keep")
+    with FakeServer(answers=other_translation) as srv:
+        cfg2 = _config(tmp_path, srv.base_url, limit=3, archive_changed=True).model_copy(update={"model": "other"})
+        res = Build(cfg2, progress=False).open().run_all()
+    funnel = {r["step"]: r["this build"] for r in res["funnel"]}
+    assert funnel["of which not human-validated"] == funnel["=final"] == len(s.cards)
+    summary = json.loads((cfg.path / "steps_summary.json").read_text())
+    assert summary["human_validation"]["by_code"] == {"stale": len(s.cards)}
+    card = Path(res["data_card"]).read_text(encoding="utf-8")
+    assert f"{len(s.cards)} keep decision(s) were made on another English translation" in card

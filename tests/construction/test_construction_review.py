@@ -409,3 +409,25 @@ def test_a_reviewer_sees_the_pack_parsers_flags(tmp_path: Path) -> None:
     card = R.ReviewSession(tmp_path, "alice").next_card()
     assert card["parser_flags"] == ["duplicate_field:answer"]
     assert "<b>Flags</b>: parser:duplicate_field:answer" in card_html(card)
+
+
+def test_a_keep_made_on_another_translation_is_not_applied(tmp_path: Path) -> None:
+    # a reviewer kept an item after reading translation A; the translation was run again (another model,
+    # archive_changed) and B, which no human read, was exported as human-validated
+    cands = _cands()[:2]
+    R.write_queue(tmp_path, cands)
+    s = R.ReviewSession(tmp_path, "alice")
+    for c in cands:
+        s.decide(c.id, "keep")
+    retranslated = [cands[0].model_copy(update={"en": ItemView(question="Another question?", answer="Other")}),
+                    cands[1]]
+    decisions, _ = R.load_decisions(tmp_path)
+    out = R.apply_decisions(retranslated, decisions)
+    assert out.counts["by_code"] == {"stale": 1, "keep": 1} and len(out.kept) == 2
+    stale = next(c for c in out.kept if c.id == cands[0].id)
+    assert "human:stale_decision" in stale.review_flags and "human" not in stale.verdicts
+    R.write_queue(tmp_path, retranslated)  # the next build's queue: the item is to be decided again
+    assert [c["id"] for c in R.ReviewSession(tmp_path, "alice").pending] == [cands[0].id]
+    # a decision saved before decisions recorded their English view is applied as it is
+    old = {k: d.model_copy(update={"en_digest": None}) for k, d in decisions.items()}
+    assert R.apply_decisions(retranslated, old).counts["by_code"] == {"keep": 2}
