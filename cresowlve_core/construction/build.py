@@ -158,9 +158,12 @@ def _empty_message(report: dict[str, Any]) -> str:
         flags = sorted({f for r in files for f in (r.get("pack_flags") or [])})
         what = f"{src.get('n', 0)} blocks" + (f", pack flags: {', '.join(flags)}" if flags else "")
         parts.append(f"{src.get('source')} ({what})")
-    n_bad = len(report.get("unusable", []))
+    unusable = report.get("unusable", [])
+    reasons = Counter("not in Russian" if "not_russian" in flags else "no Russian view" if "no_ru_view" in flags
+                      else "no question or no answer" for flags in (u.get("flags") or [] for u in unusable))
+    why = ", ".join(f"{n} {reason}" for reason, n in reasons.most_common())
     return (f"no usable question in {'; '.join(parts) or 'the sources'}"
-            + (f"; {n_bad} unusable block(s) (no question or no answer)" if n_bad else "")
+            + (f"; {len(unusable)} unusable block(s) ({why})" if unusable else "")
             + ": nothing to build, nothing was sent")
 
 

@@ -6,6 +6,8 @@
   written out, never dropped silently. A dataset file is held to the rules of the items reader
   (:func:`~cresowlve_core.sources.sample.validate_items`): two rows with one id, or text that
   cannot be sent (a lone surrogate), are refused with one line naming the ids.
+- A question with no Cyrillic letter (a published file's English config, an English-language
+  pack) is set aside as unusable (``not_russian``) and counted: the build translates from Russian.
 - A stratified sample by difficulty: ``per_level`` items per level 1-5, seeded. Items without a
   difficulty are kept and reported as ``unrated``.
 - Every parser flag is carried on the candidate and counted. Blocks with no question or no answer
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +37,15 @@ PACK_SUFFIXES = (".txt", ".4s")
 BUILD_OFFLINE_HINT = ("to build offline, pass local sources instead: --source PATH.parquet or PATH.jsonl (published "
                       "schema, Russian rows), a pack file or a folder of packs")
 LEVELS = (1, 2, 3, 4, 5)
+
+
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+def is_russian(question: str) -> bool:
+    """The question has Cyrillic letters: the Russian source the build translates. One with none
+    (an English row or pack) is set aside as ``not_russian``, never translated from English as if Russian."""
+    return _CYRILLIC.search(question) is not None
 
 
 def _pack_files(spec: str) -> list[Path]:
@@ -88,6 +100,9 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
             if it.ru is None:  # e.g. an English-only item: nothing to build from, but counted
                 unusable.append({"id": it.id, "source_file": spec, "number": None, "flags": ["no_ru_view"]})
                 continue
+            if not is_russian(it.ru.question):  # a published file has no language: en/test.parquet reads as "ru"
+                unusable.append({"id": it.id, "source_file": spec, "number": None, "flags": ["not_russian"]})
+                continue
             cands.append(Candidate(id=it.id, difficulty=it.difficulty, ru=it.ru, en=None,
                                    provenance={"source_file": spec, **{k: v for k, v in it.meta.items()
                                                                        if isinstance(v, (str, int, float))}}))
@@ -99,6 +114,9 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
         for q in rep.questions:
             if "missing_question" in q.flags or "missing_answer" in q.flags:
                 unusable.append({"id": q.id, "source_file": q.source_file, "number": q.number, "flags": q.flags})
+            elif not is_russian(q.question):  # e.g. a pack of an English-language tournament
+                unusable.append({"id": q.id, "source_file": q.source_file, "number": q.number,
+                                 "flags": [*q.flags, "not_russian"]})
             else:
                 cands.append(question_to_candidate(q, url))
         reports.append({"source": str(f), "kind": rep.format, "encoding": rep.encoding, "n": rep.n_blocks,

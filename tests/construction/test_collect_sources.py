@@ -136,3 +136,22 @@ def test_a_build_from_hub_ru_offline_names_the_builds_own_option(monkeypatch: py
     with pytest.raises(HubUnavailableError) as err:
         collect(["hub:ru"])
     assert "--source PATH.parquet or PATH.jsonl" in str(err.value) and "--items" not in str(err.value)
+
+
+def test_a_question_with_no_cyrillic_is_set_aside_not_translated_as_if_russian(tmp_path: Path, capsys) -> None:
+    # a published file has no language: a build's own export/creative/en/test.jsonl read as Russian, and the
+    # English question was "translated" to English and exported as the item's Russian view
+    from cresowlve_core.cli import main
+
+    english = {**PUBLISHED_ROW, "id": "chgk_en", "question": "Name IT in English, X.", "answer": "Mars"}
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text(json.dumps(PUBLISHED_ROW) + "\n" + json.dumps(english) + "\n", encoding="utf-8")
+    out, report = collect([str(mixed)])
+    assert [c.id for c in out.kept] == ["chgk_a"]
+    assert report["unusable"] == [{"id": "chgk_en", "source_file": str(mixed), "number": None, "flags": ["not_russian"]}]
+    only_en = tmp_path / "en.jsonl"
+    only_en.write_text(json.dumps(english) + "\n", encoding="utf-8")
+    rc = main(["build", "--source", str(only_en), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+               "--build-dir", str(tmp_path / "b"), "--no-cache"])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert rc == 2 and err.endswith("1 unusable block(s) (1 not in Russian): nothing to build, nothing was sent"), err
