@@ -73,10 +73,15 @@ def is_stale(d: Decision, en_digest: str | None) -> bool:
     return d.code in KEEP_CODES and d.en_digest is not None and d.en_digest != en_digest
 
 
-def view_digest(view: ItemView | None) -> str | None:
-    """A short digest of an item view (None for no view): a decision records the English it was made on."""
+#: the digest of no view: a decision made while the item had no translation (None is a decision
+#: saved before decisions recorded their view)
+NO_VIEW = "none"
+
+
+def view_digest(view: ItemView | None) -> str:
+    """A short digest of an item view (:data:`NO_VIEW` for none): a decision records the English it was made on."""
     if view is None:
-        return None
+        return NO_VIEW
     return hashlib.sha256(json.dumps(view.model_dump(), sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 

@@ -428,6 +428,12 @@ def test_a_keep_made_on_another_translation_is_not_applied(tmp_path: Path) -> No
     assert "human:stale_decision" in stale.review_flags and "human" not in stale.verdicts
     R.write_queue(tmp_path, retranslated)  # the next build's queue: the item is to be decided again
     assert [c["id"] for c in R.ReviewSession(tmp_path, "alice").pending] == [cands[0].id]
+    # a fix made while there was no translation is not applied on top of one that came later
+    R.write_queue(tmp_path, [cands[1].model_copy(update={"en": None})])
+    R.ReviewSession(tmp_path, "bob").decide(cands[1].id, "fix_translation", fixes={"question": "Fixed?"})
+    bob = R.load_decisions(tmp_path)[0][cands[1].id]
+    assert bob.reviewer == "bob" and R.apply_decisions([cands[1]], {cands[1].id: bob}).counts["by_code"] == {
+        "stale": 1}
     # a decision saved before decisions recorded their English view is applied as it is
     old = {k: d.model_copy(update={"en_digest": None}) for k, d in decisions.items()}
     assert R.apply_decisions(retranslated, old).counts["by_code"] == {"keep": 2}
