@@ -52,8 +52,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation import roles
     from cresowlve_core.evaluation.runner import (
         EvalConfig,
+        eval_stages,
         evaluate,
-        over_budget,
         sent_now,
         summary_line,
         truncation_warning,
@@ -95,7 +95,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         step = batch_evaluate(cfg, resolved)
         print(step.line)
         if step.summary is not None:
-            return stage_exit(step.summary)
+            return exitcodes.report_exit({exitcodes.STAGES_RECORD: eval_stages(step.summary)})
         if step.last:
             print(step.last, file=sys.stderr)
         return step.code
@@ -112,7 +112,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     print(f"{summary_line(outcome.summary)} | {sent_now(outcome.summary)}")
     if (warning := truncation_warning(outcome.summary)) is not None:
         print(warning, file=sys.stderr)
-    return stage_exit({**outcome.summary, "over_budget": over_budget(outcome.summary)})
+    return exitcodes.report_exit({exitcodes.STAGES_RECORD: eval_stages(outcome.summary)})
 
 
 def default_run_dir(model: str, effort: str | None, lang: str) -> str:

@@ -33,9 +33,11 @@ class SummaryEntry:
     Attributes have the record's names (``usage`` is three token counts), and :meth:`get` reads
     them as a dict's ``get`` does, so the tests written for records (``needs_judge``) take entries.
     Values are those of :class:`~cresowlve_core.evaluation.records.ResponseRecord` (its defaults for
-    a field an older record lacks); ``error`` is the error's first line, cut to 160 characters."""
+    a field an older record lacks); ``error`` is the error's first line, cut to 160 characters, and
+    ``judge_error`` that of a judge call that errored (``judge_status: error``; its message is the record's
+    ``judge_raw``)."""
 
-    __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_outcome", "extraction",
+    __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
                  "cost", "judge_cost", "shows_reasoning")
 
@@ -48,6 +50,8 @@ class SummaryEntry:
         self.error: str | None = error_line(error) if error else None
         self.scores = _shared_scores(get("scores"))
         self.judge_status: str = get("judge_status") or "not_run"
+        judge_raw = get("judge_raw") if self.judge_status == "error" else None
+        self.judge_error: str | None = error_line(judge_raw) if judge_raw else None
         self.judge_outcome: str | None = get("judge_outcome")
         self.extraction: str | None = get("extraction")
         self.truncated: bool = bool(get("truncated"))

@@ -259,12 +259,19 @@ def cells(grid: GridConfig) -> list[Cell]:
 
 
 def cell_finished(cell: Cell) -> bool:
-    """A cell whose summary shows every item answered (no error, none left, not stopped)."""
+    """A cell whose summary shows every item answered (no error, none left, not stopped) and, for a
+    judged cell, every answer judged (no judge error, none left)."""
     path = cell.run_dir / SUMMARY
     if not path.exists():
         return False
     s = json.loads(path.read_text(encoding="utf-8"))
-    return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0
+    return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
+
+
+def work_left(summary: dict[str, Any]) -> bool:
+    """A cell's summary with items errored or not run, or answers its judge errored on or has not judged."""
+    return bool(summary.get("n_error") or summary.get("n_not_run") or summary.get("n_judge_error")
+                or summary.get("n_judge_not_run"))
 
 
 async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
@@ -344,7 +351,7 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
         res = results.get(c.name)
         summary = res.get("summary") if res else _read_summary(c)
         status = res["status"] if res else ("done" if summary else "not_run")
-        if summary and (summary.get("n_error") or summary.get("n_not_run")) and status == "done":
+        if summary and work_left(summary) and status == "done":
             status = "incomplete"
         rows.append({"cell": c.name, "config": config_name(c.model.model, c.effort, aliases), "model": c.model.model,
                      "label": c.model.label, "effort": c.effort, "lang": c.lang,

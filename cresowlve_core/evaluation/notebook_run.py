@@ -10,13 +10,13 @@ from typing import Any
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.runner import (
     EvalConfig,
+    eval_stages,
     evaluate_async,
     load_eval_items,
-    over_budget,
     refuse_incompatible,
     summary_line,
 )
-from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
+from cresowlve_core.exitcodes import STAGES_RECORD
 from cresowlve_core.notebook_records import record
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, run_coro
@@ -58,7 +58,7 @@ def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_d
                      api_key_env=endpoint.api_key_env, run_dir=run_dir, **options)
         outcome = run_coro(evaluate_async(cfg, load_eval_items(cfg), progress=False))
     # what `cresowlve eval` would exit with: `cresowlve report 02_evaluation` exits the same
-    record(STAGES_RECORD, [stage_record({**outcome.summary, "over_budget": over_budget(outcome.summary)})])
+    record(STAGES_RECORD, eval_stages(outcome.summary))
     return NotebookRun(endpoint.model, outcome.run_dir, outcome.summary, summary_line(outcome.summary),
                        outcome.records, embedded)
 

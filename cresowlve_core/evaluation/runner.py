@@ -339,8 +339,10 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     resolved = resolved or roles.resolve(cfg)
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
-    units = [it for it in items if completions is None or it.id in completions]
     index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
+    # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict
+    units = [it for it in items if completions is None or it.id in completions
+             or (cfg.judge_model is not None and needs_judge(index.get((it.id, cfg.lang), (None, None))[1]))]
     judge_bar = None
     if cfg.judge_model and progress:
         from tqdm.auto import tqdm
@@ -436,6 +438,7 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
 
     ok = [r for r in records if r.status == "ok"]
     errors = Counter(r.error or "error" for r in records if r.status == "error")
+    judge_errors = Counter(r.judge_error or "error" for r in ok if r.judge_status == "error")
     metrics = metric_summary(records, n_items)
     judge = metrics["judge"]
     if judged is None:
@@ -458,7 +461,11 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "judge_ci95": judge["ci95"],
         "n_unscored": sum(r.judge_status == "unscored" for r in ok),
         "n_judge_withheld": sum(r.judge_outcome in NOT_AN_ANSWER for r in ok),  # verdicts the judge refused
-        "n_judge_error": sum(r.judge_status == "error" for r in ok),
+        "n_judge_error": sum(judge_errors.values()),
+        # answers a judged run has not judged yet (a refusal or a filtered answer is never judged)
+        "n_judge_not_run": (sum(r.judge_status == "not_run" and r.outcome not in NOT_AN_ANSWER for r in ok)
+                            if judged else 0),
+        "top_judge_error": list(judge_errors.most_common(1)[0]) if judge_errors else None,
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
         "n_truncated": sum(r.truncated for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
@@ -503,6 +510,7 @@ def summary_line(s: dict[str, Any]) -> str:
         f"all items (Table 1: creative only): EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
         f"unscored {s['n_unscored']}"
         + (f" ({s['n_judge_withheld']} refused or filtered by the judge)" if s.get("n_judge_withheld") else "")
+        + (f" | judge errors {s['n_judge_error']}" if s.get("n_judge_error") else "")
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
@@ -511,6 +519,23 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
+
+
+def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The work of a run as ``exitcodes.report_exit`` reads it (what ``cresowlve eval`` exits with):
+    the answers and, for a judged run that was not stopped, the verdicts. An answer whose judge call
+    errored or was never made is unfinished work, as an errored answer is: exit 1, the last line naming
+    the judge's most common error; the next run asks the judge again for those answers only."""
+    from cresowlve_core.exitcodes import stage_record
+
+    stages = [stage_record({**summary, "over_budget": over_budget(summary)})]
+    if summary.get("judged") and not summary.get("stopped"):
+        n_error, n_not_run = summary.get("n_judge_error") or 0, summary.get("n_judge_not_run") or 0
+        to_judge = (summary.get("n_ok") or 0) - (summary.get("n_refused") or 0) - (summary.get("n_filtered") or 0)
+        stages.append(stage_record({"n_to_judge": to_judge, "n_judged": to_judge - n_error - n_not_run,
+                                    "n_judge_errors": n_error, "n_not_judged": n_not_run,
+                                    "top_error": summary.get("top_judge_error")}, "judge verdicts"))
+    return stages
 
 
 def over_budget(summary: dict[str, Any]) -> str | None:

@@ -205,3 +205,35 @@ def test_max_cost_with_an_unpriced_model_refuses_the_batch(tmp_path, capsys):
         code, out, err = Run(tmp_path, srv, capsys, "--max-cost", "100")()  # fake-model has no price
         assert code == 2 and srv._files == {} and srv._batches == {}
         assert "'fake-model' has no price, so the batch's cost cannot be bounded" in last_line(err)
+
+
+def test_answers_the_judge_errored_on_are_judged_by_the_next_batch_call(tmp_path, capsys, monkeypatch):
+    """The batch's answers are judged live; a judge that keeps answering 500 leaves them unjudged: exit 1,
+    the last line naming the judge's error. The next ``eval --batch`` has nothing to submit and asks the
+    judge again for those answers only. Before: both calls exited 0, and the second never asked the judge."""
+    from cresowlve_core.llm.client import LLMClient
+
+    monkeypatch.setattr(LLMClient, "_delay", lambda self, attempt, failure: 0.0)  # the judge's retries, at once
+    judge_down = True
+
+    def answer(req) -> str:
+        if "candidate_answer" in req.prompt:
+            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+            return f"Same.\nVERDICT-{nonce}: CORRECT"
+        return answer_for(req)
+
+    with FakeServer(answers=answer, batch_polls=0,
+                    faults=lambda req: "500" if judge_down and "candidate_answer" in req.prompt else None) as srv:
+        run = Run(tmp_path, srv, capsys, "--judge-model", "fake-judge")
+        assert run()[0] == 1  # submitted
+        code, out, err = run()  # collected; the judge errors on every answer
+        assert code == 1, err
+        assert last_line(err).startswith("incomplete: 5 errored, 0 not run of 5 judge verdicts; most common error (5x)")
+        assert all(r["judge_status"] == "error" for r in run.records().values())
+        judge_down, before = False, len(srv.requests)
+        code, out, err = run()
+        asked = srv.requests[before:]
+    assert code == 0, err
+    assert out.startswith("nothing to submit") and "judge 100.0%" in out
+    assert len(asked) == 5 and all("candidate_answer" in r.prompt for r in asked)  # the judge only, live
+    assert all(r["judge_status"] == "scored" for r in run.records().values())

@@ -290,3 +290,38 @@ def test_a_bad_option_effort_style_api_or_provider_is_a_config_error_before_any_
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines[0] == f"error: {path}: invalid grid config (1 problem(s)):" and lines[1].startswith(f"  {problem}")
     assert not (tmp_path / "runs").exists()  # nothing ran
+
+
+def test_a_cell_whose_judge_errored_is_incomplete_and_the_next_run_judges_it(tmp_path):
+    """The judge (llama.cpp) answers its prompts, longer than the solve prompts, with the recorded context
+    overflow: each cell's answers are kept but unjudged, so the cells are ``incomplete`` (exit 1), and
+    the next run does not skip them: it asks the judge again, and only the judge. Before: every cell
+    ``done``, exit 0, and the next run skipped them, so their answers were never judged."""
+    from replay.server import ReplayServer
+    from replay.test_replay_cli import demo_prompt_words
+
+    def config(srv: ReplayServer) -> Path:
+        cfg = {"name": "judge-left", "items": "demo", "langs": ["en"], "limit": 2, "runs_dir": str(tmp_path / "grid"),
+               "report": False, "options": {"concurrency": 1, "max_tokens": 32, "cache": False, "provider": "llama-cpp"},
+               "judge": {"model": "qwen3-8b", "provider": "llama-cpp"},
+               "models": [{"model": "qwen3-8b", "base_url": srv.base_url("llama-cpp")}]}
+        path = tmp_path / "grid.yaml"
+        path.write_text(yaml.safe_dump(cfg))
+        return path
+
+    def grid(srv: ReplayServer) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config(srv)), "--workers", "1"],
+                              capture_output=True, text=True, timeout=300)
+
+    with ReplayServer("llamacpp-overflow", context_limit=max(demo_prompt_words(2))) as srv:
+        first = grid(srv)
+    assert first.returncode == 1, first.stderr
+    assert first.stderr.strip().splitlines()[-1].startswith("incomplete: 1 of 1 cells not done (qwen3-8b__en)")
+    cell = json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"][0]
+    assert cell["status"] == "incomplete" and "judge errors 2" in cell["line"]
+    with ReplayServer() as srv:
+        again = grid(srv)
+        sent = srv.requests("llama-cpp")
+    assert again.returncode == 0, again.stderr
+    assert len(sent) == 2 and all("candidate_answer" in json.dumps(e["body"]) for e in sent)  # the judge only
+    assert json.loads((tmp_path / "grid" / "qwen3-8b__en" / "summary.json").read_text())["n_judged"] == 2

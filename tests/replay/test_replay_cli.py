@@ -540,3 +540,27 @@ def test_the_evaluation_report_exits_as_eval_would_when_its_items_errored(tmp_pa
         code, out = report(srv)
         assert len(srv.requests("llama-cpp")) == 3  # the errored items, asked again
     assert code == 0, out
+
+
+def test_answers_the_judge_errored_on_are_work_left_and_the_next_run_judges_only_them(tmp_path):
+    """The judge (llama.cpp with a smaller context than its prompts) answers every judge prompt with its
+    recorded context overflow: the answers are kept, but no verdict was given, so the run is not done
+    (exit 1, the last line naming the judge's error); the next run, with a judge whose context fits,
+    sends only the judge's calls and exits 0. Before: exit 0, the summary line silent about the errors."""
+    limit = max(demo_prompt_words(3))  # every solve prompt fits; the longer judge prompts do not
+    with ReplayServer("llamacpp-overflow", context_limit=limit) as srv:
+        code, out = run_eval(srv, "llama-cpp", tmp_path / "run", "--model", "qwen3-8b", "--judge-model", "qwen3-8b")
+        judge_calls = [e for e in srv.requests("llama-cpp") if "candidate_answer" in json.dumps(e["body"])]
+    assert code == 1, out
+    assert len(judge_calls) == 3 and {e["status"] for e in judge_calls} == {400}
+    assert [(r["status"], r["judge_status"]) for r in records(tmp_path / "run")] == [("ok", "error")] * 3
+    assert "judge errors 3" in next(ln for ln in out.splitlines() if ln.startswith("n="))
+    last = last_line(out)
+    assert last.startswith("incomplete: 3 errored, 0 not run of 3 judge verdicts"), last
+    assert "exceeds the available context size" in last
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "llama-cpp", tmp_path / "run", "--model", "qwen3-8b", "--judge-model", "qwen3-8b")
+        sent = srv.requests("llama-cpp")
+    assert code == 0, out
+    assert len(sent) == 3 and all("candidate_answer" in json.dumps(e["body"]) for e in sent)  # the judge only
+    assert summary(tmp_path / "run")["n_judged"] == 3
