@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,8 +35,9 @@ from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.openai_wire import FIELD_FLAGS
 from cresowlve_core.llm.pricing import CostMeter, PriceTable, cost_text, usd
-from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError
+from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError, LLMFatalError
 from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.runtime import (
     RESPONSES,
@@ -55,6 +56,7 @@ from cresowlve_core.runtime.mapping import progress_interval
 from cresowlve_core.runtime.outcomes import error_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
 from cresowlve_core.stats import wilson_interval
 from cresowlve_core.text import shown
+from cresowlve_core.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
@@ -208,12 +210,23 @@ def needs_judge(prev: dict[str, Any] | SummaryEntry | None) -> bool:
     return prev is not None and prev.get("status") == "ok" and prev.get("judge_status") in (None, "not_run", "error")
 
 
+#: the request fields that carry a reasoning effort (those the ``--effort`` flag sets)
+EFFORT_FIELDS = frozenset(field for field, flag in FIELD_FLAGS.items() if flag.startswith("--effort"))
+
+
+def refused_effort(adapted: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The adaptation by which a client stopped sending an effort field its provider refused, or None."""
+    return next((a for a in adapted if isinstance(a, dict) and a.get("field") in EFFORT_FIELDS), None)
+
+
 class _Evaluator:
     """The per-item call of the run: solve (unless answered already), persist, judge."""
 
     def __init__(self, cfg: EvalConfig, resolved: roles.Roles, run: RunDir,
-                 completions: dict[str, Completion | LLMError] | None, judge_bar: Any = None):
+                 completions: dict[str, Completion | LLMError] | None, judge_bar: Any = None,
+                 adapted: Sequence[dict[str, Any]] = ()):
         self.cfg, self.run, self.completions = cfg, run, completions or {}
+        self.adapted = adapted  # what earlier runs in this run directory adapted for the model under test
         self.judge_bar = judge_bar  # the judge's own phase of the progress display
         prices = PriceTable.load()
         cache = cfg.options.open_cache()
@@ -250,8 +263,10 @@ class _Evaluator:
             if isinstance(c, LLMError):  # the provider's per-request error from a batch
                 raise c
             if c is None:
+                self._refuse_unsent_effort()
                 c = await self.client.complete(self.answerer.messages(view), self.answerer.params,
                                                prompt_version=self.answerer.prompt.tag)
+                self._refuse_unsent_effort()
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
             if self.judge is not None and not is_withheld(c):
                 # the paid answer is queued for the disk before the judge is asked, and is on disk
@@ -283,6 +298,18 @@ class _Evaluator:
             out["extra"] = {"judge_repeat": again["judge_verdict"], "judge_repeat_raw": again["judge_raw"]}
             out["judge_cost"] = _add_costs(out["judge_cost"], again.get("judge_cost"))
         return out
+
+    def _refuse_unsent_effort(self) -> None:
+        """Stop the run once the provider has refused the effort of the model under test (in this run,
+        or in an earlier one in this run directory): the client would go on without it, and answers at
+        the provider's default effort would be recorded under the effort the run is labelled with."""
+        if self.cfg.effort is None:
+            return
+        if (a := refused_effort([*self.adapted, *self.client.adaptations])) is not None:
+            raise LLMFatalError(
+                f"{self.answerer.endpoint.describe()} refused the effort {self.cfg.effort!r} "
+                f"({a['field']}: {one_line(str(a.get('reason') or ''))}); no answer is recorded, as its effort "
+                "would be the provider's default, not the run's (set by --effort)")
 
     @property
     def _rule(self) -> JudgeRule:
@@ -352,7 +379,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
                          desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True,
                          mininterval=progress_interval())
         del judged
-    ev = _Evaluator(cfg, resolved, run, completions, judge_bar)
+    ev = _Evaluator(cfg, resolved, run, completions, judge_bar, adapted=manifest.adapted)
 
     def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
         return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc),

@@ -87,3 +87,81 @@ def test_the_manifest_names_the_provider_and_sent_matches_the_wire(tmp_path):
     assert m["provider"] == "gemini" and m["api"] == "chat" and srv.requests[0].path == "/chat/completions"
     assert m["sent"] == {k: v for k, v in body.items() if k not in ("model", "messages")}
     assert "seed" not in body and body["reasoning_effort"] == "minimal"
+
+
+#: the 400 a provider answered to ``reasoning_effort: "none"``, as quoted in Kilo-Org/cloud#3807 (Kimi Code
+#: behind an OpenAI-compatible endpoint); no recorded body of OpenAI's own wording was found
+#: (tests/replay/fixtures/SOURCES.md)
+EFFORT_NONE_REFUSED = {"error": {"message": "Unsupported value: 'reasoning_effort' does not support 'none' with this "
+                                            "model. Supported values are: 'minimal', 'low', 'medium', and 'high'.",
+                                 "type": "invalid_request_error"}}
+
+
+class _EffortRefusingServer:
+    """A chat endpoint that refuses ``reasoning_effort: "none"`` with :data:`EFFORT_NONE_REFUSED` and answers
+    any other request, reasoning at its default effort; ``efforts``: the effort of each request, in order."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        efforts: list[str | None] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                efforts.append(body.get("reasoning_effort"))
+                status, out = (400, EFFORT_NONE_REFUSED) if body.get("reasoning_effort") == "none" else (200, {
+                    "id": "c1", "object": "chat.completion", "model": body["model"],
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": "<Answer>Answer0</Answer>"}}],
+                    "usage": {"prompt_tokens": 40, "completion_tokens": 300,
+                              "completion_tokens_details": {"reasoning_tokens": 290}}})
+                data = json.dumps(out).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.efforts = efforts
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> _EffortRefusingServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_an_effort_the_provider_refuses_stops_the_run_before_any_answer_is_recorded(tmp_path):
+    """``--effort none`` refused by name: the client would drop the field and the model would answer at its
+    default effort, recorded under the label ``none``. The run stops instead (exit 3 in the CLI), naming
+    --effort, with no answer recorded, and a resume refuses again without a request. Before: 3 answers at
+    the default effort (290 reasoning tokens each) in a run labelled ``none``, exit 0."""
+    import pytest
+
+    from cresowlve_core.llm.types import LLMFatalError
+    from cresowlve_core.runtime import RESPONSES
+
+    items = make_items(3)
+    with _EffortRefusingServer() as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, effort="none", provider="generic", cache=False, concurrency=1)
+        with pytest.raises(LLMFatalError, match=r"refused the effort 'none' \(reasoning_effort: Unsupported value.*--effort"):
+            asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert srv.efforts[:2] == ["none", None]  # refused, then sent without it by the client: not recorded
+        path = tmp_path / "run" / RESPONSES
+        assert not path.exists() or not path.read_text().strip()
+        manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+        assert manifest["effort"] == "none" and [a["field"] for a in manifest["adapted"]] == ["reasoning_effort"]
+        assert json.loads((tmp_path / "run" / "summary.json").read_text())["n_not_run"] == 3
+        sent = len(srv.efforts)
+        with pytest.raises(LLMFatalError, match="refused the effort 'none'"):
+            asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert len(srv.efforts) == sent  # the resume knows it from the manifest: nothing sent
