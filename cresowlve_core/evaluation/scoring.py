@@ -327,7 +327,7 @@ def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
         if word is None:
             pos = tag.start() + 1
             continue
-        found.add(word.group(1).upper())
+        found.add(_label(word.group(1)))
         pos = word.end()
     if len(found) != 1:
         return None  # none, or both verdicts
@@ -339,6 +339,13 @@ _VERDICT_TAG = re.compile("VERDICT-", re.I)
 # (every optional part starts with its own character: no two quantifiers compete for a run of blanks)
 _VERDICT_WORD = re.compile(r"[ \t]*:[ \t]*(?:\*+[ \t]*)?(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?"
                            r"(CORRECT|INCORRECT)\b", re.I)
+
+
+def _label(word: str) -> Verdict:
+    """The label a verdict word matched case-insensitively spells: ``re.I`` also matches a Turkish
+    dotted capital ("İNCORRECT"), which ``str.upper`` leaves outside the label set. A match has as many
+    characters as the label it matched."""
+    return "CORRECT" if len(word) == len("CORRECT") else "INCORRECT"
 
 
 def _nonce_at(text: str, start: int, nonce: str) -> bool:

@@ -233,6 +233,16 @@ def test_judge_verdict_on_the_line_after_the_tag():
     assert parse_verdict(f"VERDICT-{nonce}:\n" + " " * 100_000, nonce) is None
 
 
+def test_a_verdict_word_matched_in_any_case_is_one_of_the_two_labels():
+    """re.I matches a Turkish dotted capital İ for I; the verdict is still one of the labels. Before:
+    parse_verdict returned 'İNCORRECT', and the record's validation stopped the eval with a traceback."""
+    nonce = "AB12CD34"
+    assert parse_verdict(f"Different person.\nVERDICT-{nonce}: İNCORRECT", nonce) == "INCORRECT"
+    assert parse_verdict(f"Same.\nVERDICT-{nonce}: ıncorrect", nonce) == "INCORRECT"
+    assert parse_verdict(f"Same.\nVERDICT-{nonce}: correct", nonce) == "CORRECT"
+    assert parse_verdict(f"VERDICT-{nonce}: İNCORRECT\nVERDICT-{nonce}: INCORRECT", nonce) == "INCORRECT"
+
+
 def test_manifest_facts_of_each_protocol():
     from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS
 
@@ -252,7 +262,7 @@ def _verdict_by_one_regex(judge_output: str | None, nonce: str) -> str | None:
         return None
     pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?"
                          r"(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?(CORRECT|INCORRECT)\b", re.I)
-    found = {m.group(1).upper() for m in pattern.finditer(text)}
+    found = {"CORRECT" if len(m.group(1)) == len("CORRECT") else "INCORRECT" for m in pattern.finditer(text)}
     return found.pop() if len(found) == 1 else None
 
 
