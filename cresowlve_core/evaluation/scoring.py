@@ -307,8 +307,10 @@ def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
     ``CORRECT``), in markdown bold or not.
 
     Unscored when there is no such line, when the output echoes the prompt (:data:`ECHO_MARKERS`),
-    or when it carries both verdicts. The prompt itself never shows a parseable verdict line, so a
-    copied prompt cannot vote. Linear in the output's length (capped; no nested quantifiers).
+    or when it carries both verdicts: two verdict lines, or one that names the other label after its
+    word in capitals as the prompt spells them (``VERDICT-<nonce>: CORRECT or INCORRECT``, a judge
+    restating the format). The prompt itself never shows a parseable verdict line, so a copied prompt
+    cannot vote. Linear in the output's length (capped; no nested quantifiers).
     """
     if not judge_output:
         return None
@@ -321,20 +323,31 @@ def parse_verdict(judge_output: str | None, nonce: str) -> Verdict | None:
     # per nonce (each verdict has its own, so re's cache never held them: a compile per judge call).
     found: set[str] = set()
     pos = 0
+    one_label_until = 0  # the verdict lines up to here name one label each (a line is searched once)
     while (tag := _VERDICT_TAG.search(text, pos)) is not None:
         after = tag.end() + len(nonce)
         word = _VERDICT_WORD.match(text, after) if _nonce_at(text, tag.end(), nonce) else None
         if word is None:
             pos = tag.start() + 1
             continue
-        found.add(_label(word.group(1)))
+        verdict = _label(word.group(1))
+        found.add(verdict)
         pos = word.end()
+        if pos >= one_label_until:
+            line_end = text.find("\n", pos)
+            line_end = len(text) if line_end < 0 else line_end
+            if _OTHER_LABEL[verdict].search(text, pos, line_end):  # "CORRECT or INCORRECT": no verdict
+                return None
+            one_label_until = line_end
     if len(found) != 1:
         return None  # none, or both verdicts
     return found.pop()  # type: ignore[return-value]
 
 
 _VERDICT_TAG = re.compile("VERDICT-", re.I)
+#: the other label, spelt as the prompt spells the labels, on the rest of a verdict's line: the line names
+#: both ("CORRECT or INCORRECT", "CORRECT/INCORRECT", the prompt's "CORRECT if ..., INCORRECT if ...")
+_OTHER_LABEL = {"CORRECT": re.compile(r"\bINCORRECT\b"), "INCORRECT": re.compile(r"\bCORRECT\b")}
 # the word after the tag on its line, or on the next line (one blank line in between at most)
 # (every optional part starts with its own character: no two quantifiers compete for a run of blanks)
 _VERDICT_WORD = re.compile(r"[ \t]*:[ \t]*(?:\*+[ \t]*)?(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?"

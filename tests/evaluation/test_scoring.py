@@ -243,6 +243,23 @@ def test_a_verdict_word_matched_in_any_case_is_one_of_the_two_labels():
     assert parse_verdict(f"VERDICT-{nonce}: İNCORRECT\nVERDICT-{nonce}: INCORRECT", nonce) == "INCORRECT"
 
 
+def test_a_verdict_line_naming_both_labels_is_unscored():
+    """A judge restating the format ("VERDICT-<nonce>: CORRECT or INCORRECT", the prompt's own "CORRECT if
+    ..., INCORRECT if ...") gives no verdict. Before: the first label counted, CORRECT for every one of these,
+    and a restatement beside a real CORRECT verdict made it CORRECT, beside a real INCORRECT one unscored."""
+    nonce = "AB12CD34"
+    for line in ("CORRECT/INCORRECT", "CORRECT or INCORRECT", "**CORRECT** | INCORRECT",
+                 "CORRECT if the candidate answer is right, INCORRECT if it is wrong.",
+                 "INCORRECT (though arguably CORRECT)"):
+        assert parse_verdict(f"Same person.\nVERDICT-{nonce}: {line}", nonce) is None, line
+        assert parse_verdict(f"I end with VERDICT-{nonce}: {line}\nSame person.\nVERDICT-{nonce}: CORRECT", nonce) is None
+    # the other label in prose, or on another line, is no second verdict
+    assert parse_verdict(f"VERDICT-{nonce}: INCORRECT. The correct answer is Copernicus.", nonce) == "INCORRECT"
+    assert parse_verdict(f"VERDICT-{nonce}: CORRECT\nNot INCORRECT: the same planet.", nonce) == "CORRECT"
+    assert parse_verdict(f"VERDICT-{nonce}:\nCORRECT\nINCORRECT would be wrong here.", nonce) == "CORRECT"
+    assert parse_verdict(f"VERDICT-{nonce}: CORRECT " * 5000, nonce) == "CORRECT"  # one long line, searched once
+
+
 def test_manifest_facts_of_each_protocol():
     from cresowlve_core.evaluation.scoring import JUDGE_PROTOCOLS
 
@@ -262,7 +279,13 @@ def _verdict_by_one_regex(judge_output: str | None, nonce: str) -> str | None:
         return None
     pattern = re.compile(rf"VERDICT-{re.escape(nonce)}[ \t]*:[ \t]*(?:\*+[ \t]*)?"
                          r"(?:\r?\n[ \t]*(?:\r?\n[ \t]*)?(?:\*+[ \t]*)?)?(CORRECT|INCORRECT)\b", re.I)
-    found = {"CORRECT" if len(m.group(1)) == len("CORRECT") else "INCORRECT" for m in pattern.finditer(text)}
+    found = set()
+    for m in pattern.finditer(text):
+        label = "CORRECT" if len(m.group(1)) == len("CORRECT") else "INCORRECT"
+        found.add(label)
+        rest_of_line = text[m.end():].split("\n", 1)[0]
+        if re.search(r"\bINCORRECT\b" if label == "CORRECT" else r"\bCORRECT\b", rest_of_line):
+            return None  # the verdict's line names both labels
     return found.pop() if len(found) == 1 else None
 
 
