@@ -559,10 +559,22 @@ def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
     if summary.get("judged") and not summary.get("stopped"):
         n_error, n_not_run = summary.get("n_judge_error") or 0, summary.get("n_judge_not_run") or 0
         to_judge = (summary.get("n_ok") or 0) - (summary.get("n_refused") or 0) - (summary.get("n_filtered") or 0)
-        stages.append(stage_record({"n_to_judge": to_judge, "n_judged": to_judge - n_error - n_not_run,
-                                    "n_judge_errors": n_error, "n_not_judged": n_not_run,
-                                    "top_error": summary.get("top_judge_error")}, "judge verdicts"))
+        replies = to_judge - n_error - n_not_run
+        stages.append(stage_record({"n_to_judge": to_judge, "n_judged": replies, "n_judge_errors": n_error,
+                                    "n_not_judged": n_not_run, "top_error": summary.get("top_judge_error")},
+                                   "judge verdicts", unparsed=no_verdict_parsed(summary, replies)))
     return stages
+
+
+def no_verdict_parsed(summary: dict[str, Any], replies: int) -> str | None:
+    """Why a judged run is incomplete although the judge replied to every answer it was asked about:
+    no reply gave a verdict (every one unscored: no verdict line, both labels, an echo, a judge refusal);
+    else None. A paper-protocol judge never leaves a reply unscored (anything but "yes" is wrong)."""
+    if not replies or (summary.get("n_unscored") or 0) < replies:
+        return None
+    withheld = summary.get("n_judge_withheld") or 0
+    return (f"no verdict parsed: 0 of {replies} judge replies gave one"
+            + (f" ({withheld} refused or filtered by the judge)" if withheld else ""))
 
 
 def over_budget(summary: dict[str, Any]) -> str | None:

@@ -445,3 +445,27 @@ def test_a_run_the_budget_stops_before_any_request_never_says_every_item_was_don
     assert code == 3
     assert out.strip().splitlines()[-1].endswith("| nothing sent"), out
     assert "max_cost reached" in err.strip().splitlines()[-1]
+
+
+def test_a_judge_that_gives_no_verdict_at_all_leaves_the_run_incomplete(tmp_path, capsys):
+    """Every judge reply is kept but none is a verdict (the judge answers in Russian, outside the label
+    set): exit 1, as every other stage whose model output parsed for no unit; the last line says why.
+    Before: exit 0 with "judge: no verdicts"."""
+    from cresowlve_core.cli import main
+
+    def answer(req) -> str:
+        if "candidate_answer" in req.prompt:
+            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+            return f"Ответ совпадает с эталоном.\nВЕРДИКТ-{nonce}: ВЕРНО"
+        return answer_for(req)
+
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
+    with FakeServer(answers=answer) as srv:
+        code = main(["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
+                     "--judge-model", "j", "--run-dir", str(tmp_path / "run"), "--no-cache"])
+        out, err = capsys.readouterr()
+    assert code == 1, err
+    assert "judge: no verdicts | unscored 3" in out
+    assert err.strip().splitlines()[-1].startswith("incomplete: no verdict parsed: 0 of 3 judge replies gave one")
+    assert [r["judge_status"] for r in latest_lines(tmp_path / "run")] == ["unscored"] * 3
