@@ -156,7 +156,7 @@ class RunDiff:
     disagreements: list[dict[str, Any]]
     p: float
     method: str
-    n_missing: int  # items scored in one run only
+    n_missing: int  # items answered in both runs, without a value of the metric in one or both (unscored)
     n_errored: int = 0  # items with no answer (errored, failed, not run) in A or B: left out, never wrong
     n_unknown: int = 0  # ... of them, items whose status or outcome this version does not know
 
@@ -180,15 +180,14 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
     if metric is None:
         judged = all(any((r.get("scores") or {}).get("judge") is not None for r in recs.values()) for recs in (ra, rb))
         metric = "judge" if judged else "em_strict"
-    shared = sorted(set(ra) & set(rb))
-    n_missing = len(set(ra) ^ set(rb))
     from cresowlve_core.analysis.loading import record_status_unknown, record_without_answer
 
-    rows, only_a, only_b, n_both, n_errored, n_unknown = [], 0, 0, 0, 0, 0
-    for item in shared:
-        if record_without_answer(ra[item]) or record_without_answer(rb[item]):
-            n_errored += 1  # no answer is no wrong answer: as in 03_analysis's paired tests
-            n_unknown += record_status_unknown(ra[item]) or record_status_unknown(rb[item])
+    rows, only_a, only_b, n_both, n_missing, n_errored, n_unknown = [], 0, 0, 0, 0, 0, 0
+    for item in sorted(set(ra) | set(rb)):
+        pair = [rec for rec in (ra.get(item), rb.get(item)) if rec is not None]
+        if len(pair) < 2 or any(record_without_answer(rec) for rec in pair):
+            n_errored += 1  # not run, or no answer, in A or B: no wrong answer, as in 03_analysis's paired tests
+            n_unknown += any(record_status_unknown(rec) for rec in pair)
             continue
         ca, cb = _correct(ra[item], metric), _correct(rb[item], metric)
         if ca is None or cb is None:
@@ -243,7 +242,7 @@ def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
              + (f"; {d.n_errored} without an answer in A or B (errored or not run: left out, never wrong)"
                 if d.n_errored else "")
              + (f", {d.n_unknown} with a status or outcome this version does not know" if d.n_unknown else "")
-             + (f"; {d.n_missing} scored in one run only (left out)" if d.n_missing else "")]
+             + (f"; {d.n_missing} answered in both but not scored in A or B (left out)" if d.n_missing else "")]
     for r in d.disagreements[:limit]:
         mark = lambda ok: "right" if ok else "wrong"  # noqa: E731
         lines.append(f"{one_line(r['id'])}  reference: {r['answer']!r}")

@@ -76,6 +76,25 @@ def test_diff_leaves_items_without_an_answer_out_of_mcnemar_never_counting_them_
     assert "McNemar (exact) p = 1.0000 over 4 items" in out.stdout
 
 
+def test_diff_counts_an_item_b_never_ran_as_without_an_answer_not_as_scored_in_one_run(tmp_path):
+    """B ran 4 of A's 6 items; A's sixth call failed. Neither missing item is scored in both runs, and the
+    sixth is scored in neither: both are items without an answer in A or B. Before: "2 scored in one run
+    only", and n_errored 0."""
+    items = make_items(6)
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path), items, progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, model="other"), items[:4], progress=False))
+    with (tmp_path / "a" / "responses.jsonl").open("a", encoding="utf-8") as f:
+        f.write(json.dumps({"id": items[5].id, "lang": "en", "status": "error", "outcome": "error",
+                            "error": "LLMError: HTTP 500"}) + "\n")
+    d = diff_runs(tmp_path / "a", tmp_path / "b")
+    assert (d.n_both, d.n_errored, d.n_missing) == (4, 2, 0)
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert "items scored in both: 4; 2 without an answer in A or B (errored or not run: left out, never wrong)" \
+        in out.stdout.splitlines()[2]
+    assert "scored in one run" not in out.stdout and "not scored in A or B" not in out.stdout
+
+
 def test_runs_names_configurations_as_the_analysis_does_and_marks_the_embedded_model(tmp_path, capsys):
     """A grid.json (as `report -p runs` takes it, relative to the project): the grid's label with the
     effort; refused/filtered counts read with defaults; the embedded model marked; diff warns En vs Ru."""
