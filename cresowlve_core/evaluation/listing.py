@@ -123,6 +123,9 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
         state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"
     elif done < planned:
         state = f"incomplete ({s.get('n_error', 0)} errored, {s.get('n_not_run', 0)} not run)"
+    elif s.get("n_judge_error") or s.get("n_judge_not_run"):  # every item answered, not every answer judged
+        state = (f"incomplete (judge: {s.get('n_judge_error') or 0} errored, {s.get('n_judge_not_run') or 0} "
+                 "not judged)")
     else:
         state = "done"
     from cresowlve_core.analysis.loading import config_name

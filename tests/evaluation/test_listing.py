@@ -17,7 +17,7 @@ from fakeserver import FakeServer
 from test_eval_run import answer_for, cfg_for, make_items
 
 from cresowlve_core.evaluation.listing import diff_runs, find_runs, run_row
-from cresowlve_core.evaluation.runner import evaluate_async
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -93,6 +93,20 @@ def test_diff_counts_an_item_b_never_ran_as_without_an_answer_not_as_scored_in_o
     assert "items scored in both: 4; 2 without an answer in A or B (errored or not run: left out, never wrong)" \
         in out.stdout.splitlines()[2]
     assert "scored in one run" not in out.stdout and "not scored in A or B" not in out.stdout
+
+
+def test_runs_lists_a_run_whose_judge_errored_as_incomplete(tmp_path):
+    """Every item answered, the judge errored on 2 of them (as `eval` exits 1 for): the run is not done.
+    Before: "done"."""
+    from replay.server import ReplayServer
+    from replay.test_replay_cli import demo_prompt_words
+
+    with ReplayServer("llamacpp-overflow", context_limit=max(demo_prompt_words(2))) as srv:
+        cfg = EvalConfig(model="qwen3-8b", base_url=srv.base_url("llama-cpp"), run_dir=str(tmp_path / "run"),
+                         items="demo", limit=2, judge_model="qwen3-8b", provider="llama-cpp", cache=False)
+        asyncio.run(evaluate_async(cfg, load_eval_items(cfg), progress=False))
+    row = run_row(tmp_path / "run")
+    assert (row.done, row.planned, row.state) == (2, 2, "incomplete (judge: 2 errored, 0 not judged)")
 
 
 def test_runs_names_configurations_as_the_analysis_does_and_marks_the_embedded_model(tmp_path, capsys):
