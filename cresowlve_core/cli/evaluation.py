@@ -124,7 +124,7 @@ def default_run_dir(model: str, effort: str | None, lang: str) -> str:
 
 
 def cmd_grid(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.grid import GridConfigError, default_workers
+    from cresowlve_core.evaluation.grid import NO_VERDICTS, GridConfigError, default_workers
     from cresowlve_core.evaluation.grid_run import run_grid
 
     try:
@@ -154,9 +154,14 @@ def cmd_grid(a: argparse.Namespace) -> int:
         print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}){also}: {done}; "
               "finished work is kept, run the same command again to resume", file=sys.stderr)
         return EXIT_STOPPED
-    if bad:
+    unjudged = [c["cell"] for c in bad if c["status"] == NO_VERDICTS]
+    if len(unjudged) < len(bad):
         print(f"incomplete: {len(bad)} of {out['n_cells']} cells not done ({', '.join(c['cell'] for c in bad[:5])}); "
               "run the same command again to resume", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if unjudged:  # a run again would judge nothing more: the judge's replies are there, none a verdict
+        print(f"incomplete: the judge gave no verdict in {len(unjudged)} of {out['n_cells']} cells "
+              f"({', '.join(unjudged[:5])}); its replies are kept in their run directories", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 0
 

@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
 from cresowlve_core import outfiles
-from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items, summary_line
+from cresowlve_core.evaluation.runner import EvalConfig, eval_stages, evaluate_async, load_eval_items, summary_line
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Item, Lang
@@ -268,6 +268,16 @@ def cell_finished(cell: Cell) -> bool:
     return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
 
 
+#: the status of a cell whose judge replied to every answer but gave no verdict: not resumable work, yet
+#: not done (``cresowlve eval`` exits 1 for it)
+NO_VERDICTS = "no verdicts"
+
+
+def judge_gave_no_verdict(summary: dict[str, Any]) -> bool:
+    """A judged cell whose every judge reply was unscored (:func:`~cresowlve_core.evaluation.runner.eval_stages`)."""
+    return any(stage.get("unparsed") for stage in eval_stages(summary))
+
+
 def work_left(summary: dict[str, Any]) -> bool:
     """A cell's summary with items errored or not run, or answers its judge errored on or has not judged."""
     return bool(summary.get("n_error") or summary.get("n_not_run") or summary.get("n_judge_error")
@@ -353,6 +363,8 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
         status = res["status"] if res else ("done" if summary else "not_run")
         if summary and work_left(summary) and status == "done":
             status = "incomplete"
+        elif summary and status == "done" and judge_gave_no_verdict(summary):
+            status = NO_VERDICTS
         rows.append({"cell": c.name, "config": config_name(c.model.model, c.effort, aliases), "model": c.model.model,
                      "label": c.model.label, "effort": c.effort, "lang": c.lang,
                      "run_dir": str(c.run_dir), "status": status, "skipped": res is None and summary is not None,

@@ -325,3 +325,27 @@ def test_a_cell_whose_judge_errored_is_incomplete_and_the_next_run_judges_it(tmp
     assert again.returncode == 0, again.stderr
     assert len(sent) == 2 and all("candidate_answer" in json.dumps(e["body"]) for e in sent)  # the judge only
     assert json.loads((tmp_path / "grid" / "qwen3-8b__en" / "summary.json").read_text())["n_judged"] == 2
+
+
+def test_a_cell_whose_judge_gave_no_verdict_is_not_done_and_not_run_again(tmp_path):
+    """The judge answers every prompt in Russian, outside the label set: `eval` exits 1 for such a run, so
+    the grid names the cell and exits 1 too; a second run asks nothing (the replies are final) and says the
+    same. Before: the cell was "done" and the grid exited 0."""
+    def judge_in_russian(req) -> str:
+        if "candidate_answer" in req.prompt:
+            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+            return f"Совпадает.\nВЕРДИКТ-{nonce}: ВЕРНО"
+        return "<Answer>Copernicus</Answer>"
+
+    with FakeServer(answers=judge_in_russian) as srv:
+        config = write_config(tmp_path, srv, langs=["en"], models=[{"model": "model-a", "base_url": srv.base_url}])
+        runs = [subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config), "--workers", "1"],
+                               capture_output=True, text=True, timeout=300) for _ in range(2)]
+        sent_by_the_second = srv.total - 4  # the first run: 2 answers and 2 judge replies
+    for proc in runs:
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.strip().splitlines()[-1] == ("incomplete: the judge gave no verdict in 1 of 1 cells "
+                                                        "(model-a__en); its replies are kept in their run directories")
+    assert sent_by_the_second == 0
+    cell = json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"][0]
+    assert cell["status"] == "no verdicts" and "judge: no verdicts | unscored 2" in cell["line"]
