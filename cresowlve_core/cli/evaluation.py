@@ -142,9 +142,10 @@ def cmd_grid(a: argparse.Namespace) -> int:
         print(exitcodes.interrupted_line(f"{done}; the report was skipped"), file=sys.stderr)
         return exitcodes.interrupt_code()
     refused = [c for c in out["cells"] if c["status"] == "refused"]
-    if refused:  # a run directory in use (docs/reliability.md): exit 2, as a single eval would
+    if refused:  # a run directory in use or of another configuration (docs/reliability.md): exit 2, as an eval's
+        # the reason says what to do: wait for the other run, or use another run directory
         print(f"error: {len(refused)} cell(s) refused ({refused[0]['cell']}: {refused[0]['error']}): {done}; "
-              "run the same command again when the other run has finished", file=sys.stderr)
+              "nothing was sent for them", file=sys.stderr)
         return EXIT_USAGE
     fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
     if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran

@@ -49,7 +49,7 @@ from cresowlve_core.items import Item, Lang
 from cresowlve_core.llm.profiles import get_profile
 from cresowlve_core.llm.types import EFFORTS
 from cresowlve_core.paths import runs_dir
-from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, RunDirError, now_iso, stop
+from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, ResumeError, RunDirError, now_iso, stop
 from cresowlve_core.runtime.provenance import read_git_sha
 from cresowlve_core.text import config_name, slug
 
@@ -293,7 +293,7 @@ async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
         out = await evaluate_async(cfg or cell.eval_config(grid), items, progress=False, on_record=on_record)
         status = "interrupted" if out.stopped == INTERRUPTED else "stopped" if out.stopped else "done"
         return {"status": status, "summary": out.summary}
-    except RunDirError as exc:  # in use by another process (or of another configuration): nothing sent
+    except (RunDirError, ResumeError) as exc:  # in use by another process, or of another configuration: nothing sent
         return {"status": "refused", "error": str(exc).splitlines()[0]}
     except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
         return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}

@@ -349,3 +349,34 @@ def test_a_cell_whose_judge_gave_no_verdict_is_not_done_and_not_run_again(tmp_pa
     assert sent_by_the_second == 0
     cell = json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"][0]
     assert cell["status"] == "no verdicts" and "judge: no verdicts | unscored 2" in cell["line"]
+
+
+def test_a_cell_of_another_configuration_is_refused_exit_2_not_stopped(tmp_path):
+    """The grid's options changed after a cell was left unfinished: its run directory holds another
+    configuration. As `eval` (exit 2, nothing sent), the cell is refused with the reason; before, it was
+    "failed", and the grid said "stopped early ... run the same command again to resume" (exit 3), which
+    gives the same again."""
+    calls = {"n": 0}
+
+    def second_call_fails(req):
+        calls["n"] += 1
+        return "404" if calls["n"] == 2 else None  # the model not found: a stop, the cell left unfinished
+
+    with FakeServer(answers=reply, faults=second_call_fails) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        first = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", "--workers", "1",
+                                str(write_config(tmp_path, srv, langs=["en"], judge=None, models=models))],
+                               capture_output=True, text=True, timeout=300)
+        assert first.returncode == 3, first.stderr
+        sent = srv.total
+        changed = write_config(tmp_path, srv, langs=["en"], judge=None, models=models,
+                               options={"concurrency": 2, "max_tokens": 64, "cache": False})
+        again = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", "--workers", "1", str(changed)],
+                               capture_output=True, text=True, timeout=300)
+        assert srv.total == sent  # nothing sent for the refused cell
+    assert again.returncode == 2, again.stderr
+    last = again.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: 1 cell(s) refused (model-a__en: the run directory holds another configuration "
+                           "(max_tokens: 32 → 64"), last
+    assert last.endswith("0 of 1 cells done; nothing was sent for them")
+    assert json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"][0]["status"] == "refused"
