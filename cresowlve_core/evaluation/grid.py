@@ -261,10 +261,9 @@ def cells(grid: GridConfig) -> list[Cell]:
 def cell_finished(cell: Cell) -> bool:
     """A cell whose summary shows every item answered (no error, none left, not stopped) and, for a
     judged cell, every answer judged (no judge error, none left)."""
-    path = cell.run_dir / SUMMARY
-    if not path.exists():
+    s = _read_summary(cell)
+    if s is None:
         return False
-    s = json.loads(path.read_text(encoding="utf-8"))
     return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
 
 
@@ -382,5 +381,10 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
 
 
 def _read_summary(cell: Cell) -> dict[str, Any] | None:
-    path = cell.run_dir / SUMMARY
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    """The cell's ``summary.json``, or None when it has none or none that can be read (cut short, edited
+    by hand: the cell is then run again, which writes it anew)."""
+    try:
+        summary = json.loads((cell.run_dir / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return summary if isinstance(summary, dict) else None

@@ -380,3 +380,20 @@ def test_a_cell_of_another_configuration_is_refused_exit_2_not_stopped(tmp_path)
                            "(max_tokens: 32 → 64"), last
     assert last.endswith("0 of 1 cells done; nothing was sent for them")
     assert json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"][0]["status"] == "refused"
+
+
+def test_a_cells_unreadable_summary_makes_it_run_again_not_a_traceback(tmp_path):
+    """A finished cell's summary.json cut short (or edited into a list): the grid takes the cell as not
+    finished and resumes it (nothing left to send), which writes the summary anew. Before: a
+    JSONDecodeError traceback ("bug"), before any cell ran."""
+    with FakeServer(answers=reply) as srv:
+        config = write_config(tmp_path, srv, langs=["en"], models=[{"model": "model-a", "base_url": srv.base_url}])
+        assert run_grid(config, progress=False)["n_done"] == 1
+        sent = srv.total
+        summary = tmp_path / "grid" / "model-a__en" / "summary.json"
+        for broken in ('{"n_items": 2, "n_ok"', "[]"):
+            summary.write_text(broken)
+            out = run_grid(config, progress=False)
+            assert out["n_done"] == 1 and not out["cells"][0]["skipped"]
+            assert json.loads(summary.read_text())["n_ok"] == 2
+        assert srv.total == sent  # every answer and verdict was on disk
