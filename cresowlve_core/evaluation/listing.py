@@ -167,7 +167,9 @@ class RunDiff:
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
     if not (path / "manifest.json").exists():
         raise MissingInput(f"{path}: no manifest.json, not a run directory")
-    return {r["id"]: r for r in RunDir(path).latest(RESPONSES, lambda r: (r["id"], r["lang"])).values()}
+    from cresowlve_core.evaluation.runner import latest_records
+
+    return {r["id"]: r for r in latest_records(RunDir(path)).values()}
 
 
 def _correct(rec: dict[str, Any], metric: str) -> bool | None:

@@ -11,6 +11,7 @@ failure never throws a paid answer away.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -44,6 +45,7 @@ from cresowlve_core.runtime import (
     Manifest,
     ResumeError,
     RunDir,
+    RunDirError,
     StopWithRecord,
     map_with_resume,
     new_manifest,
@@ -76,12 +78,31 @@ class EvalOutcome(BaseModel):
     def records(self) -> list[ResponseRecord]:
         """The latest record of every item, in item order, read from the run directory (a run does
         not keep its records in memory)."""
-        latest = RunDir(self.run_dir).latest(RESPONSES, record_key)
+        latest = latest_records(RunDir(self.run_dir))
         return [ResponseRecord(**latest[k]) for k in self._keys if k in latest]
 
 
+class RecordWithoutKey(RunDirError):
+    """A record of a run directory's ``responses.jsonl`` without ``id`` or ``lang`` (another tool's, or
+    edited by hand): the run cannot be resumed or read until it is mended."""
+
+
 def record_key(r: dict[str, Any]) -> tuple[str, str]:
-    return (r["id"], r["lang"])
+    """An evaluation record's key, ``(id, lang)``; :class:`RecordWithoutKey` names a record without one."""
+    try:
+        return (r["id"], r["lang"])
+    except KeyError as exc:
+        shown = one_line(json.dumps(r, ensure_ascii=False), 200)
+        raise RecordWithoutKey(f"a record without {exc.args[0]!r} (every evaluation record has 'id' and 'lang'): "
+                               f"{shown}") from None
+
+
+def latest_records(run: RunDir) -> dict[Any, dict[str, Any]]:
+    """The latest record of each item of ``run``; a record without a key is refused naming the file."""
+    try:
+        return run.latest(RESPONSES, record_key)
+    except RecordWithoutKey as exc:
+        raise RecordWithoutKey(f"{run.path / RESPONSES}: {exc}") from None
 
 
 def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None) -> Manifest:
@@ -366,7 +387,10 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     resolved = resolved or roles.resolve(cfg)
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
-    index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
+    try:
+        index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
+    except RecordWithoutKey as exc:
+        raise RecordWithoutKey(f"{run.path / RESPONSES}: {exc}") from None
     # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict
     units = [it for it in items if completions is None or it.id in completions
              or (cfg.judge_model is not None and needs_judge(index.get((it.id, cfg.lang), (None, None))[1]))]
@@ -607,7 +631,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     if manifest is None:
         raise MissingInput(f"{run_dir}: no manifest.json, not a run directory")
     with run.lock():
-        latest = run.latest(RESPONSES, record_key)
+        latest = latest_records(run)
         items = _items_for_rescore(manifest, latest)
         fewshot = is_fewshot(manifest.prompts)
         fresh = []
@@ -630,8 +654,6 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     n_items = manifest.n_items or len(fresh)
     old = {}
     if (run.path / "summary.json").exists():
-        import json
-
         old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
     summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
                         judged=manifest.judge is not None, thinking=manifest.thinking)

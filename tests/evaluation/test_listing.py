@@ -334,3 +334,30 @@ def test_diff_names_a_run_directory_of_a_hostile_name_on_one_plain_line(tmp_path
     out = _cli(["diff", str(tmp_path / "a"), str(hostile)])
     assert out.returncode == 0 and "\x1b" not in out.stdout
     assert out.stdout.splitlines()[1] == f"B = {tmp_path}/r [31mRED x"
+
+
+def test_a_record_without_its_language_is_one_line_naming_the_file_in_eval_and_diff(tmp_path, capsys):
+    """A line of responses.jsonl without ``lang`` (another tool's, or edited by hand): resuming the run and
+    diffing it are refused with one line naming the file, the field and the record (exit 2), nothing sent.
+    Before: KeyError: 'lang', a traceback and "bug"."""
+    from cresowlve_core.cli import main
+
+    items = make_items(2)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in items))
+    with FakeServer(answers=answer_for) as srv:
+        args = ["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
+                "--run-dir", str(tmp_path / "run"), "--no-cache"]
+        assert main(args) == 0
+        with (tmp_path / "run" / "responses.jsonl").open("a", encoding="utf-8") as f:
+            f.write(json.dumps({"id": items[0].id, "status": "ok"}) + "\n")
+        capsys.readouterr()
+        sent = srv.total
+        assert main(args) == 2
+        assert srv.total == sent
+        assert main(["diff", str(tmp_path / "run"), str(tmp_path / "run")]) == 2
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 2
+    for line in lines:
+        assert line == (f"error: {tmp_path / 'run' / 'responses.jsonl'}: a record without 'lang' (every evaluation "
+                        f"record has 'id' and 'lang'): {{\"id\": \"{items[0].id}\", \"status\": \"ok\"}}")
