@@ -62,6 +62,8 @@ from cresowlve_core.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
+#: the effort that asks a reasoning model not to reason (GPT-5.x ``none``): its answers should show none
+NO_REASONING = "none"
 #: above this share of truncated answers the CLI warns and names --max-tokens
 TRUNCATION_WARN_SHARE = 0.02
 
@@ -424,7 +426,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     del index
     summary = summarize([entries[k] for k in keys if k in entries], n_items=len(items), model_meter=ev.meter.summary(),
                         judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None,
-                        thinking=cfg.thinking)
+                        thinking=cfg.thinking, effort=cfg.effort)
     summary["stopped"] = result.stopped or stopped
     summary["repairs"] = result.repairs
     summary["n_sent"] = result.n_sent
@@ -476,16 +478,19 @@ def metric_summary(records: Sequence[SummaryEntry], n_items: int) -> dict[str, d
 
 def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dict[str, Any] | None = None,
               judge_meter: dict[str, Any] | None = None, judged: bool | None = None,
-              thinking: bool = False) -> dict[str, Any]:
+              thinking: bool = False, effort: str | None = None) -> dict[str, Any]:
     """Table-1 numbers for one run (every metric of the registry, with n, coverage and a Wilson
     95% CI), counts of errored and not-run items, the most common error, tokens and cost, from
     each item's :class:`~cresowlve_core.evaluation.entries.SummaryEntry`.
 
     For a run labelled thinking, ``n_no_reasoning`` counts answers that show no sign of reasoning
     (no reasoning tokens, no thoughts): a provider that silently ignored the effort shows up here.
-    For a run labelled non-thinking, ``n_unlabelled_reasoning`` counts answers that do show it: a
-    reasoning model asked with no effort reasons at its provider's default."""
+    For a run labelled non-thinking, or at ``effort`` ``none`` (which asks for no reasoning),
+    ``n_unlabelled_reasoning`` counts answers that do show it: a reasoning model asked with no
+    effort reasons at its provider's default, one that ignored ``none`` reasons anyway."""
     from collections import Counter
+
+    reasons = thinking and effort != NO_REASONING  # the run asked for reasoning
 
     ok = [r for r in records if r.status == "ok"]
     errors = Counter(r.error or "error" for r in records if r.status == "error")
@@ -521,10 +526,11 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "n_truncated": sum(r.truncated for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
         "thinking": thinking,
+        "effort": effort,
         "n_no_reasoning": (sum(not r.shows_reasoning for r in ok if r.outcome not in NOT_AN_ANSWER)
-                           if thinking else None),
-        # a run labelled non-thinking whose model reasoned anyway (a reasoning model at its default effort)
-        "n_unlabelled_reasoning": None if thinking else sum(r.shows_reasoning for r in ok),
+                           if reasons else None),
+        # a run that asked for no reasoning whose model reasoned anyway (a reasoning model at its default effort)
+        "n_unlabelled_reasoning": None if reasons else sum(r.shows_reasoning for r in ok),
         "input_tokens": usage("input_tokens"),
         "output_tokens": usage("output_tokens"),
         "reasoning_tokens": usage("reasoning_tokens"),
@@ -565,8 +571,9 @@ def summary_line(s: dict[str, Any]) -> str:
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
-        + (f" | WARNING: labelled non-thinking, but {s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: "
-           "the model reasoned anyway" if s.get("n_unlabelled_reasoning") else "")
+        + (f" | WARNING: labelled {'effort none' if s.get('effort') == NO_REASONING else 'non-thinking'}, but "
+           f"{s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: the model reasoned anyway"
+           if s.get("n_unlabelled_reasoning") else "")
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
@@ -656,7 +663,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     if (run.path / "summary.json").exists():
         old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
     summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
-                        judged=manifest.judge is not None, thinking=manifest.thinking)
+                        judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort)
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True

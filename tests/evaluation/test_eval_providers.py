@@ -165,3 +165,20 @@ def test_an_effort_the_provider_refuses_stops_the_run_before_any_answer_is_recor
         with pytest.raises(LLMFatalError, match="refused the effort 'none'"):
             asyncio.run(evaluate_async(cfg, items, progress=False))
         assert len(srv.efforts) == sent  # the resume knows it from the manifest: nothing sent
+
+
+def test_effort_none_expects_no_reasoning_and_flags_answers_that_show_it(tmp_path):
+    """``--effort none`` asks a reasoning model (GPT-5.x) not to reason: answers without reasoning are what
+    was asked, and answers with it mean the provider ignored ``none``. Before: every effort-none run warned
+    "labelled thinking, but 3/3 answers show no reasoning", and reasoning at ``none`` went unflagged."""
+    items = make_items(3)
+    with FakeServer(answers=lambda req: "<Answer>Answer0</Answer>") as srv:
+        quiet = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "quiet", tmp_path, effort="none", cache=False),
+                                           items, progress=False)).summary
+    with FakeServer(answers=lambda req: Reply("<Answer>Answer0</Answer>", reasoning="Let me think.")) as srv:
+        reasoned = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "reasoned", tmp_path, effort="none", cache=False),
+                                              items, progress=False)).summary
+    assert (quiet["n_no_reasoning"], quiet["n_unlabelled_reasoning"]) == (None, 0)
+    assert "WARNING" not in summary_line(quiet)
+    assert (reasoned["n_no_reasoning"], reasoned["n_unlabelled_reasoning"]) == (None, 3)
+    assert "WARNING: labelled effort none, but 3/3 answers show reasoning: the model reasoned anyway" in summary_line(reasoned)
