@@ -55,13 +55,22 @@ from cresowlve_core.runtime import (
 )
 from cresowlve_core.runtime.errors import STOP_ERRORS
 from cresowlve_core.runtime.mapping import progress_interval
-from cresowlve_core.runtime.outcomes import error_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
+from cresowlve_core.runtime.outcomes import (
+    call_outcome,
+    error_outcome,
+    is_withheld,
+    outcome_counts,
+    outcome_fields,
+    outcome_note,
+)
 from cresowlve_core.stats import wilson_interval
 from cresowlve_core.text import shown
 from cresowlve_core.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
+#: how a summary names judge replies cut off before their verdict, and the flag that gives more room
+JUDGE_CUT_OFF = "cut off at the judge's token limit before a verdict: --judge-max-tokens"
 #: the effort that asks a reasoning model not to reason (GPT-5.x ``none``): its answers should show none
 NO_REASONING = "none"
 #: above this share of truncated answers the CLI warns and names --max-tokens
@@ -354,7 +363,7 @@ class _Evaluator:
         # a judge that refused or was filtered gives no verdict: unscored, its text kept, the answer not made wrong
         verdict = None if is_withheld(c) else req.parse(c.text)
         return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict,
-                "judge_raw": c.refusal or c.text, "judge_outcome": c.outcome,
+                "judge_raw": c.refusal or c.text, "judge_outcome": call_outcome(c),
                 "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
 
 
@@ -517,6 +526,8 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "judge_ci95": judge["ci95"],
         "n_unscored": sum(r.judge_status == "unscored" for r in ok),
         "n_judge_withheld": sum(r.judge_outcome in NOT_AN_ANSWER for r in ok),  # verdicts the judge refused
+        # judge replies cut off at the judge's token limit before a verdict (--judge-max-tokens)
+        "n_judge_cut_off": sum(r.judge_status == "unscored" and r.judge_outcome == "truncated" for r in ok),
         "n_judge_error": sum(judge_errors.values()),
         # answers a judged run has not judged yet (a refusal or a filtered answer is never judged)
         "n_judge_not_run": (sum(r.judge_status == "not_run" and r.outcome not in NOT_AN_ANSWER for r in ok)
@@ -567,6 +578,7 @@ def summary_line(s: dict[str, Any]) -> str:
         f"all items (Table 1: creative only): EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
         f"unscored {s['n_unscored']}"
         + (f" ({s['n_judge_withheld']} refused or filtered by the judge)" if s.get("n_judge_withheld") else "")
+        + (f" ({s['n_judge_cut_off']} {JUDGE_CUT_OFF})" if s.get("n_judge_cut_off") else "")
         + (f" | judge errors {s['n_judge_error']}" if s.get("n_judge_error") else "")
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
@@ -603,9 +615,10 @@ def no_verdict_parsed(summary: dict[str, Any], replies: int) -> str | None:
     else None. A paper-protocol judge never leaves a reply unscored (anything but "yes" is wrong)."""
     if not replies or (summary.get("n_unscored") or 0) < replies:
         return None
-    withheld = summary.get("n_judge_withheld") or 0
+    withheld, cut_off = summary.get("n_judge_withheld") or 0, summary.get("n_judge_cut_off") or 0
     return (f"no verdict parsed: 0 of {replies} judge replies gave one"
-            + (f" ({withheld} refused or filtered by the judge)" if withheld else ""))
+            + (f" ({withheld} refused or filtered by the judge)" if withheld else "")
+            + (f" ({cut_off} {JUDGE_CUT_OFF})" if cut_off else ""))
 
 
 def over_budget(summary: dict[str, Any]) -> str | None:

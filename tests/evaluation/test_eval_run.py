@@ -469,3 +469,29 @@ def test_a_judge_that_gives_no_verdict_at_all_leaves_the_run_incomplete(tmp_path
     assert "judge: no verdicts | unscored 3" in out
     assert err.strip().splitlines()[-1].startswith("incomplete: no verdict parsed: 0 of 3 judge replies gave one")
     assert [r["judge_status"] for r in latest_lines(tmp_path / "run")] == ["unscored"] * 3
+
+
+def test_judge_replies_cut_off_before_their_verdict_are_named_with_the_flag(tmp_path, capsys):
+    """The judge's replies end at its token limit (finish_reason: length) before the verdict line: unscored,
+    and the summary line and the last line say they were cut off and name --judge-max-tokens. Before:
+    "unscored 3" and "0 of 3 judge replies gave one", the same as a judge that wrote no verdict line."""
+    from fakeserver import Reply
+
+    from cresowlve_core.cli import main
+
+    def answer(req):
+        if "candidate_answer" in req.prompt:
+            return Reply("The candidate names the same astronomer, so", finish_reason="length")
+        return answer_for(req)
+
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
+    with FakeServer(answers=answer) as srv:
+        code = main(["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
+                     "--judge-model", "j", "--run-dir", str(tmp_path / "run"), "--no-cache"])
+        out, err = capsys.readouterr()
+    assert code == 1, err
+    assert ("unscored 3 (3 cut off at the judge's token limit before a verdict: --judge-max-tokens)" in out), out
+    assert err.strip().splitlines()[-1].startswith(
+        "incomplete: no verdict parsed: 0 of 3 judge replies gave one (3 cut off at the judge's token limit")
+    assert {r["judge_outcome"] for r in latest_lines(tmp_path / "run")} == {"truncated"}
