@@ -581,6 +581,7 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" ({s['n_judge_cut_off']} {JUDGE_CUT_OFF})" if s.get("n_judge_cut_off") else "")
         + (f" | judge errors {s['n_judge_error']}" if s.get("n_judge_error") else "")
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
+        + unusable_note(s)
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
         + (f" | WARNING: labelled {'effort none' if s.get('effort') == NO_REASONING else 'non-thinking'}, but "
@@ -589,6 +590,17 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
+
+
+def unusable_note(s: dict[str, Any]) -> str:
+    """`` | 6 billed answers with no text, asked again ($0.0360, not in cost)`` when the model's
+    provider billed answers the client could not use (the model meter's ``n_unusable``), else ``""``."""
+    meter = (s.get("spent_now") or {}).get("model") or {}
+    n = meter.get("n_unusable") or 0
+    if not n:
+        return ""
+    return (f" | {n} billed answer(s) with no text, asked again ({usd(meter.get('unusable_cost') or 0.0)} known, "
+            "not in cost)")
 
 
 def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:

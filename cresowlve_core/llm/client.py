@@ -565,6 +565,20 @@ class LLMClient:
                         "holds its bound times %.2f of the budget", self.endpoint.describe(), reported, bound,
                         self._cost_scale)
 
+    def _charge_unusable(self, paid: Completion) -> None:
+        """Count what an answer the provider billed but the client could not use cost (a 200 with no
+        text, e.g. a reasoning model whose reasoning used the whole answer): spent money, with one
+        WARNING per client."""
+        cost = self._price(paid)
+        self.cost_meter.charge_unusable(cost)
+        if "unusable" not in self._warned:
+            self._warned.add("unusable")
+            log.warning("%s answered with no text (finish_reason %s, %s output token(s), %s of reasoning), billed at %s: "
+                        "retried, and each such attempt's cost counts as spent; if the reasoning uses the whole "
+                        "answer, raise --max-tokens", self.endpoint.describe(), paid.raw.get("finish_reason"),
+                        paid.usage.output_tokens, paid.usage.reasoning_tokens,
+                        "an unknown cost" if cost is None else usd(cost))
+
     def _note_over_budget(self) -> None:
         """One WARNING when this role's spending passes its budget (calls in flight when it stopped cost more than they held)."""
         over = self.cost_meter.over_budget
@@ -644,6 +658,8 @@ class LLMClient:
                 return completion
             if res.tpm is not None:
                 res.tpm.adjust(-est_tokens)
+            if last.paid is not None:
+                self._charge_unusable(last.paid)
             last.message = self._redact(last.message)
             self._note_failure(last)
             if last.kind == "fatal" and (adapted := self._adapt(last, body, tried)) is not None:
@@ -657,6 +673,8 @@ class LLMClient:
             if last.status == 429:  # a burst of rate limits is ridden out, not counted as a dead server
                 limit = max(limit, RATE_LIMIT_ATTEMPTS)
             if attempt < limit:
+                if last.paid is not None:  # the next attempt must fit the budget beside what this one cost
+                    self.cost_meter.reserve(0.0, self.max_cost)
                 delay = self._delay(attempt, last)
                 self.retries.note(ep.describe(), last, attempt, limit, delay)
                 await asyncio.sleep(delay)

@@ -82,7 +82,12 @@ RATE_LIMIT_ATTEMPTS = 10
 
 
 class BadResponse(CresowlveError):
-    """A 200 response that cannot be used (empty, unparseable, no choices, empty text)."""
+    """A 200 response that cannot be used (empty, unparseable, no choices, empty text). ``paid``:
+    the parsed answer when the provider billed it (an answer with no text: its usage says what it cost)."""
+
+    def __init__(self, message: str, *, paid: Completion | None = None) -> None:
+        super().__init__(message)
+        self.paid = paid
 
 
 # --------------------------------------------------------------------------- requests
@@ -548,7 +553,7 @@ def parse_success(path: str, content: bytes | str, profile: Profile | None = Non
     if invalid_utf8 or lone_surrogate:  # each replaced by U+FFFD, the answer kept
         completion.raw["invalid_utf8"] = True
     if completion.outcome == "answer" and not completion.text.strip():
-        raise BadResponse("response has empty text")
+        raise BadResponse("response has empty text", paid=completion)
     return completion
 
 
@@ -862,7 +867,7 @@ def interpret(path: str, status: int, headers: Any, content: bytes, profile: Pro
         except BadResponse as exc:
             not_json = str(exc).startswith(("unparseable", "empty response body", "response body is not"))
             raise AttemptFailed(Failure("retry", str(exc), status, dead_sign="not_json" if not_json else None,
-                                        reason="bad 200 answer")) from None
+                                        reason="bad 200 answer", paid=exc.paid)) from None
     filtered = filtered_request(status, content)
     if filtered is not None:
         filtered.raw["api"] = path.strip("/").split("/")[0]

@@ -173,6 +173,8 @@ class CostMeter:
     n_calls: int = 0
     n_cached: int = 0
     n_unknown_cost: int = 0
+    n_unusable: int = 0  # billed answers the client could not use (no text), retried
+    unusable_cost: float = 0.0  # their known cost (also in ``spent``)
     reserved: float = 0.0
     role: str | None = None  # named in the stop message when a run has several budgets ("judge")
     budget: float | None = None  # the role's max_cost, when it has one (set by the client)
@@ -202,6 +204,15 @@ class CostMeter:
         if not cached:
             self.spent += cost
 
+    def charge_unusable(self, cost: float | None) -> None:
+        """Account for an answer the provider billed that could not be used (and was asked again):
+        its cost is spent, though it is no call's answer."""
+        self.n_unusable += 1
+        if cost is not None:
+            self.spent += cost
+            self.run_cost += cost
+            self.unusable_cost += cost
+
     @property
     def over_budget(self) -> float:
         """How much more than its budget this role spent (0 within it): calls in flight when the
@@ -215,6 +226,8 @@ class CostMeter:
             "n_calls": self.n_calls,
             "n_cached": self.n_cached,
             "n_unknown_cost": self.n_unknown_cost,
+            "n_unusable": self.n_unusable,
+            "unusable_cost": self.unusable_cost,
             "max_cost": self.budget,
             "over_budget": self.over_budget,
         }

@@ -51,6 +51,8 @@ class Failure:
     #: a fatal 400 that names a request field the client can drop or rename and try once more:
     #: ``{field, action ("drop" | "rename"), to, reason}`` (the provider's message)
     adaptation: dict[str, Any] | None = None
+    #: a 200 answer the provider billed that could not be used (no text): what the attempt cost
+    paid: Completion | None = None
 
 
 class AttemptFailed(CresowlveError):

@@ -143,3 +143,11 @@ def test_cresowlve_eval_over_http_a_refusal_costs_one_request_and_a_filter_is_ne
         assert recs["2"]["judge_verdict"] == "INCORRECT" and recs["0"]["scores"]["judge"] is True
         srv.reset()
         assert main(args) == 0 and srv.total == 0  # resume: nothing re-sent
+
+
+def test_the_summary_line_names_billed_answers_with_no_text_and_their_cost():
+    """Answers the provider billed with no text are asked again; what they cost is spent, not in the answers' cost."""
+    meter = {"spent": 0.5, "n_calls": 1, "n_unusable": 6, "unusable_cost": 0.36}
+    line = summary_line(runner.summarize([], n_items=1, model_meter=meter))
+    assert "| 6 billed answer(s) with no text, asked again ($0.36" in line and "not in cost)" in line
+    assert "billed answer" not in summary_line(runner.summarize([], n_items=1, model_meter={**meter, "n_unusable": 0}))

@@ -18,7 +18,15 @@ from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.http import Response
 from cresowlve_core.llm.pricing import ModelPrice, PriceTable
 from cresowlve_core.llm.profiles import get_profile
-from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMError, LLMFatalError
+from cresowlve_core.llm.types import (
+    BudgetExceeded,
+    Completion,
+    Endpoint,
+    GenParams,
+    LLMConfigError,
+    LLMError,
+    LLMFatalError,
+)
 from cresowlve_core.llm.wire import AttemptFailed
 
 MSGS = [{"role": "user", "content": "q"}]
@@ -376,3 +384,45 @@ def test_a_budgeted_run_goes_on_past_a_request_the_provider_refused_with_its_fil
     script = Scripted(lambda n, b: filtered if n == 1 else (200, {}, chat({"content": "<Answer>Paris</Answer>"})))
     out = run(script, n=2, provider="azure", max_cost=1.0, prices=PriceTable({"m": ModelPrice(1.0, 2.0)}))
     assert [c.outcome for c in out if isinstance(c, Completion)] == ["filtered", "answer"] and len(script.bodies) == 2
+
+
+# ------------------------------------------------------------------ an answer billed with no text
+
+#: a reasoning model's answer with its reasoning and no content on a clean stop, as hermes-agent#109205
+#: quotes it (NVIDIA Nemotron on vLLM: finish_reason stop, content None, the answer in ``reasoning``,
+#: prompt_tokens 1017932). DOC-SHAPED: the issue gives these fields, not the whole body; completion_tokens
+#: is ours. kekzl/imp#1442 and lmstudio-bug-tracker#1602 report the same shape (content "", finish stop).
+REASONING_ONLY = {"id": "c1", "object": "chat.completion", "model": "m",
+                  "choices": [{"index": 0, "message": {"role": "assistant", "content": None,
+                                                       "reasoning": "VAULT-DELTA-77315"}, "finish_reason": "stop"}],
+                  "usage": {"prompt_tokens": 1017932, "completion_tokens": 9}}
+PER_ATTEMPT = 1017932 * 1.0 / 1e6 + 9 * 2.0 / 1e6
+
+
+def test_answers_billed_with_no_text_are_spent_money_and_a_budget_stops_them(caplog: pytest.LogCaptureFixture) -> None:
+    """Before: each of the 6 attempts was billed and none reached the meter (spent 0.0), so a budget
+    never stopped the retries."""
+    script = Scripted(lambda n, b: (200, {}, REASONING_ONLY))
+    prices = PriceTable({"m": ModelPrice(1.0, 2.0)})
+    client = LLMClient(Endpoint("http://127.0.0.1:9/v1", "m"), transport_factory=script.factory,
+                       backoff_base_s=0.001, prices=prices)
+
+    async def once(c: LLMClient) -> BaseException:
+        async with c:
+            with pytest.raises(LLMError) as exc:
+                await c.complete(MSGS, GenParams(), prompt_version="v1")
+        return exc.value
+
+    err = asyncio.run(once(client))
+    assert "response has empty text" in str(err) and len(script.bodies) == 6
+    meter = client.cost_meter.summary()
+    assert meter["n_unusable"] == 6 and meter["spent"] == pytest.approx(6 * PER_ATTEMPT)
+    assert meter["unusable_cost"] == pytest.approx(6 * PER_ATTEMPT) and meter["n_calls"] == 0
+    assert "answered with no text (finish_reason stop, 9 output token(s)" in caplog.text
+
+    budgeted = Scripted(lambda n, b: (200, {}, REASONING_ONLY))
+    client = LLMClient(Endpoint("http://127.0.0.1:9/v1", "m"), transport_factory=budgeted.factory,
+                       backoff_base_s=0.001, prices=prices, max_cost=3.0)
+    err = asyncio.run(once(client))
+    assert isinstance(err, BudgetExceeded) and len(budgeted.bodies) == 3  # 3 x $1.02 > $3: no fourth
+    assert client.cost_meter.spent == pytest.approx(3 * PER_ATTEMPT)
