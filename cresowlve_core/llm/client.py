@@ -467,6 +467,7 @@ class LLMClient:
         if self.cache is not None and key is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                self._learn_cached_adaptations(hit)
                 repriced = self._price(hit)
                 hit.cost = repriced if repriced is not None else hit.cost
                 self.cost_meter.record(hit.cost, cached=True)
@@ -481,8 +482,8 @@ class LLMClient:
                 f"max_cost is set but there is no price for {self.endpoint.describe()}, and provider "
                 f"{self.profile.name!r} reports no cost; add it to prices.csv or a CSV named by $CRESOWLVE_PRICES"
             )
-        path, body = self.wire.build_request(self.endpoint.model, messages, params, self.profile)
-        body = adapt_body(body, self.adaptations)
+        path, asked = self.wire.build_request(self.endpoint.model, messages, params, self.profile)
+        body = adapt_body(asked, self.adaptations)
         res = self._resources()
         async with res.sem:  # reserve only once admitted, so queued calls hold no budget
             alone = self._goes_alone(est_cost) and await self._alone_until_the_price_is_seen(res)
@@ -507,6 +508,8 @@ class LLMClient:
                     f"(usage {_usage_shown(completion)}), so its cost is unknown and the budget cannot be enforced: "
                     f"run without the budget (--max-cost, --judge-max-cost for the judge) to record such costs as unknown")
 
+        if made_without := [dict(a) for a in self.adaptations if has_field(asked, a["field"])]:
+            completion.raw["adapted"] = made_without  # kept with the answer in the cache, for a later hit
         self._note_odd(completion)
         self.cost_meter.record(completion.cost, cached=False)
         self._note_over_budget()
@@ -516,6 +519,17 @@ class LLMClient:
             self.cache.put(key, completion, model=self.endpoint.model, prompt_version=prompt_version,
                            secrets=secrets, deferred=True)  # written in groups; the rest at aclose
         return completion
+
+    def _learn_cached_adaptations(self, hit: Completion) -> None:
+        """Take on the adaptations a cached answer was made with (``raw["adapted"]``: fields the
+        provider refused and the client dropped or renamed), so that this run's manifest records
+        them as a run that sent the request would, with one WARNING per field."""
+        for a in hit.raw.get("adapted") or []:
+            if isinstance(a, dict) and a.get("field") and all(x["field"] != a["field"] for x in self.adaptations):
+                self.adaptations.append(dict(a))
+                log.warning("%s: an answer from the cache was made without %r, which the provider refused (%s); "
+                            "the manifest records it as 'adapted'", self.endpoint.describe(), a["field"],
+                            self._redact(str(a.get("reason") or "")))
 
     def _goes_alone(self, bound: float | None) -> bool:
         """Whether a budgeted call must wait for what the provider charges to be seen first: with no

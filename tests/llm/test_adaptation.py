@@ -114,3 +114,30 @@ def test_the_manifest_records_adaptations_outside_the_resume_identity() -> None:
     resumed = check_resumable(first, new_manifest("eval", model="m", judge={"model": "j"}))  # not refused
     assert resumed.judge is not None and resumed.judge["adapted"] == [a]  # a resumed run keeps what was learnt
     assert record_adaptations(resumed, [], [a]).judge["adapted"] == [a]  # one entry per field
+
+
+def test_an_answer_from_the_cache_brings_the_adaptation_it_was_made_with(tmp_path: Path,
+                                                                          caplog: pytest.LogCaptureFixture) -> None:
+    """Before: a second run answered from the cache recorded no adaptation (``adapted: []``), its
+    manifest saying the temperature was sent to a provider that refused it."""
+    from cresowlve_core.llm.cache import ResponseCache
+
+    script = refusing("temperature", "openai/err_400_temperature_unsupported_gpt5")
+    endpoint = Endpoint("http://127.0.0.1:9/v1", "my-gpt5-deployment")
+
+    def client() -> LLMClient:
+        return LLMClient(endpoint, transport_factory=script.factory, cache=ResponseCache(tmp_path / "c.sqlite"))
+
+    async def ask(c: LLMClient) -> Completion:
+        async with c:
+            return await c.complete([{"role": "user", "content": "q"}], GenParams(temperature=0.0), prompt_version="v1")
+
+    first = client()
+    asyncio.run(ask(first))
+    second = client()
+    with caplog.at_level("WARNING"):
+        hit = asyncio.run(ask(second))
+    assert hit.cached and hit.text == "Paris" and len(script.bodies) == 2  # nothing sent the second time
+    assert [(a["field"], a["action"]) for a in second.adaptations] == [("temperature", "drop")]
+    assert second.adaptations == first.adaptations
+    assert "an answer from the cache was made without 'temperature'" in caplog.text
