@@ -132,7 +132,13 @@ def test_export_runs_through_cresowlve_eval(tmp_path: Path, tmp_cache) -> None:
         with Build(cfg, progress=False) as b:
             res = b.run_all()
     export = res["paths"]["creative/en/parquet"]
-    with FakeServer(answers=lambda r: "VERDICT: CORRECT\nANSWER: Melody") as srv:
+
+    def answer_or_verdict(r: FakeRequest) -> str:  # the judge's verdict line carries the nonce its prompt names
+        if "VERDICT-" in r.prompt:
+            return f"VERDICT-{r.prompt.rsplit('VERDICT-', 1)[1].split(':')[0]}: CORRECT"
+        return "ANSWER: Melody"
+
+    with FakeServer(answers=answer_or_verdict) as srv:
         code = main(["eval", "--items", export, "--lang", "en", "--model", "m", "--base-url", srv.base_url,
                      "--judge-model", "m", "--run-dir", str(tmp_path / "run"), "--no-cache"])
     assert code == 0
@@ -140,6 +146,7 @@ def test_export_runs_through_cresowlve_eval(tmp_path: Path, tmp_cache) -> None:
     exported = {i.id for i in read_published_file(export, "en")}
     assert len(exported) == 6  # no review decisions in this build: unreviewed items are kept (and counted)
     assert {r["id"] for r in records} == exported and all(r["status"] == "ok" for r in records)
+    assert all(r["judge_verdict"] == "CORRECT" for r in records)  # the judge's verdicts were read
 
 
 _KILL_SCRIPT = """
