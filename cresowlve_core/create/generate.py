@@ -50,6 +50,7 @@ from cresowlve_core.create.records import (
 )
 from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.base_model import STOP, completion_params, one_line, user_message
+from cresowlve_core.llm.effort import refuse_unsent_effort
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint, GenParams
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import (
@@ -279,7 +280,9 @@ async def agenerate(
             messages, tag = req.messages, req.tag
         else:
             messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
+        refuse_unsent_effort(endpoint.describe(), effort, manifest.adapted, unit="path set")  # an earlier run's
         c = await client.complete(messages, params, prompt_version=tag)
+        refuse_unsent_effort(endpoint.describe(), effort, getattr(client, "adaptations", ()), unit="path set")
         outcomes = outcome_fields(c) | {"outcome": call_outcome(c)}
         rec = GenerationRecord(
             query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag, **outcomes,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,9 +36,9 @@ from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.client import LLMClient
-from cresowlve_core.llm.openai_wire import FIELD_FLAGS
+from cresowlve_core.llm.effort import refuse_unsent_effort
 from cresowlve_core.llm.pricing import CostMeter, PriceTable, cost_text, usd
-from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError, LLMFatalError
+from cresowlve_core.llm.types import NOT_AN_ANSWER, BudgetExceeded, Completion, LLMError
 from cresowlve_core.llm.wire import sent_fields
 from cresowlve_core.runtime import (
     RESPONSES,
@@ -242,15 +242,6 @@ def needs_judge(prev: dict[str, Any] | SummaryEntry | None) -> bool:
     return prev is not None and prev.get("status") == "ok" and prev.get("judge_status") in (None, "not_run", "error")
 
 
-#: the request fields that carry a reasoning effort (those the ``--effort`` flag sets)
-EFFORT_FIELDS = frozenset(field for field, flag in FIELD_FLAGS.items() if flag.startswith("--effort"))
-
-
-def refused_effort(adapted: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
-    """The adaptation by which a client stopped sending an effort field its provider refused, or None."""
-    return next((a for a in adapted if isinstance(a, dict) and a.get("field") in EFFORT_FIELDS), None)
-
-
 class _Evaluator:
     """The per-item call of the run: solve (unless answered already), persist, judge."""
 
@@ -335,13 +326,7 @@ class _Evaluator:
         """Stop the run once the provider has refused the effort of the model under test (in this run,
         or in an earlier one in this run directory): the client would go on without it, and answers at
         the provider's default effort would be recorded under the effort the run is labelled with."""
-        if self.cfg.effort is None:
-            return
-        if (a := refused_effort([*self.adapted, *self.client.adaptations])) is not None:
-            raise LLMFatalError(
-                f"{self.answerer.endpoint.describe()} refused the effort {self.cfg.effort!r} "
-                f"({a['field']}: {one_line(str(a.get('reason') or ''))}); no answer is recorded, as its effort "
-                "would be the provider's default, not the run's (set by --effort)")
+        refuse_unsent_effort(self.answerer.endpoint.describe(), self.cfg.effort, [*self.adapted, *self.client.adaptations])
 
     @property
     def _rule(self) -> JudgeRule:

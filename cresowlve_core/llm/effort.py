@@ -13,9 +13,13 @@ The old provider *presets* (``--preset vllm-qwen3`` and friends) are now profile
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from cresowlve_core.llm.profiles import PRESET_ALIASES as PRESETS
-from cresowlve_core.llm.types import Completion
+from cresowlve_core.llm.types import Completion, LLMFatalError
 from cresowlve_core.llm.wire import sent_fields
+from cresowlve_core.untrusted import one_line
 
 
 def shows_reasoning(completion: Completion) -> bool:
@@ -23,4 +27,24 @@ def shows_reasoning(completion: Completion) -> bool:
     return bool((completion.usage.reasoning_tokens or 0) > 0 or (completion.thoughts or "").strip())
 
 
-__all__ = ["PRESETS", "sent_fields", "shows_reasoning"]
+def refused_effort(adapted: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
+    """The adaptation by which a client stopped sending an effort field its provider refused, or None."""
+    from cresowlve_core.llm.openai_wire import FIELD_FLAGS  # deferred: the CLI's start-up imports this module
+
+    effort_fields = {field for field, flag in FIELD_FLAGS.items() if flag.startswith("--effort")}
+    return next((a for a in adapted if isinstance(a, dict) and a.get("field") in effort_fields), None)
+
+
+def refuse_unsent_effort(model: str, effort: str | None, adapted: Iterable[dict[str, Any]], unit: str = "answer") -> None:
+    """Raise :class:`LLMFatalError` when the model under test was asked at ``effort`` and its provider
+    refused the effort field (``adapted``: this run's and earlier runs' adaptations): the client would
+    go on without it, and answers at the provider's default effort would be recorded under the effort
+    the run is labelled with. ``model``: the endpoint as the message names it."""
+    if effort is None or (a := refused_effort(adapted)) is None:
+        return
+    raise LLMFatalError(f"{model} refused the effort {effort!r} ({a['field']}: {one_line(str(a.get('reason') or ''))}); "
+                        f"no {unit} is recorded, as its effort would be the provider's default, not the run's "
+                        "(set by --effort)")
+
+
+__all__ = ["PRESETS", "refuse_unsent_effort", "refused_effort", "sent_fields", "shows_reasoning"]

@@ -121,3 +121,26 @@ def test_a_partly_unknown_cost_is_a_lower_bound_with_its_count() -> None:
     assert _cost(CostTotal(usd=None, n_calls=3, n_unknown=3)) == "cost unknown"
     assert _cost(CostTotal(usd=0.0123, n_calls=6)) == "$0.0123"
     assert _cost(CostTotal(usd=0.0003, n_calls=6, n_unknown=4)) == "≥ $0.0003 (4 of 6 unknown)"
+
+
+def test_an_effort_the_provider_refuses_stops_generation_before_any_path_set_is_recorded(tmp_path):
+    """The client would drop the refused field and the model would answer at its default effort, recorded
+    under the run's effort. Before: 2 path sets at the provider's default in a run labelled ``none``."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "evaluation"))
+    from test_eval_providers import _EffortRefusingServer
+
+    from cresowlve_core.llm.types import Endpoint
+
+    options = cg.GENERATE_OPTIONS.model_copy(update={"cache": False, "concurrency": 1})
+    with _EffortRefusingServer() as srv:
+        ep = Endpoint(srv.base_url, "kimi-for-coding", provider="generic")
+        s = cg.generate(None, ep, tmp_path / "run", limit=2, effort="none", options=options, progress=False)
+        assert s.stopped and "refused the effort 'none' (reasoning_effort: Unsupported value" in s.stopped
+        assert "no path set is recorded" in s.stopped and srv.efforts == ["none", None]
+        assert not (tmp_path / "run" / "responses.jsonl").exists()
+        sent = len(srv.efforts)
+        again = cg.generate(None, ep, tmp_path / "run", limit=2, effort="none", options=options, progress=False)
+        assert again.stopped and "refused the effort 'none'" in again.stopped and len(srv.efforts) == sent
