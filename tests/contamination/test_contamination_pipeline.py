@@ -174,24 +174,28 @@ def test_nothing_tested_is_said_plainly():
     assert v.iloc[0]["reading"].startswith("no valid BDQ answers")
 
 
+def refused_quiz_taker(tmp_path, monkeypatch, fraction: float, **settings):
+    """A contamination run whose quiz-taker (behind the replay server, scenario refusal) gets OpenAI's
+    recorded refusal for ``fraction`` of its prompts; the perturber is the fake model."""
+    from replay.server import ReplayServer
+
+    items = make_items()
+    write_runs(tmp_path, items)
+    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
+    with FakeServer(answers=fake_model(items)) as fake, ReplayServer("refusal", refusal_fraction=fraction) as replay:
+        return run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
+                                 perturber=Role("fake", fake.base_url),
+                                 quiz_taker=Role("gpt-4o-mini", replay.base_url("openai"), "REPLAY_KEY"), **settings)
+
+
 def test_a_refused_quiz_answer_is_counted_withheld_not_invalid(tmp_path, monkeypatch):
     """The quiz-taker behind the replay server gets OpenAI's recorded refusal
     (``openai/chat_gpt4o_refusal``) for half its prompts; its other replies carry no option letter.
     The BDQ counts and the BCQ table called every refusal ``invalid``, as if the model had answered
     in a form the parser missed (the quiz step's own summary counts them apart)."""
-    from replay.server import ReplayServer
-
     from cresowlve_core.contamination.quiz import bcq_table
 
-    items = make_items()
-    write_runs(tmp_path, items)
-    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
-    with FakeServer(answers=fake_model(items)) as fake, ReplayServer("refusal", refusal_fraction=0.5) as replay:
-        c = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
-                              perturber=Role("fake", fake.base_url),
-                              quiz_taker=Role("gpt-4o-mini", replay.base_url("openai"), "REPLAY_KEY"),
-                              max_items_per_set=4, n_repeats=1)
-    (r,) = c.results
+    (r,) = refused_quiz_taker(tmp_path, monkeypatch, 0.5, max_items_per_set=4, n_repeats=1).results
     refused = int((r.bdq["outcome"] == "refused").sum())
     assert 0 < refused < len(r.bdq) and r.bdq["choice"].isna().all()
     assert r.bdq_counts == {"A": 0, "B": 0, "C": 0, "D": 0, "invalid": len(r.bdq) - refused, "withheld": refused}
@@ -208,16 +212,7 @@ def test_a_quiz_taker_that_refuses_everything_gives_no_verdict_of_no_evidence(tm
     refusal_fraction 1.0). Refusals counted as wrong choices and empty continuations made "0 of 22
     items right ... not above chance" and "overall: no evidence of contamination from these tests":
     a verdict from answers never given. A refusal is no answer: no test, and the reading says why."""
-    from replay.server import ReplayServer
-
-    items = make_items()
-    write_runs(tmp_path, items)
-    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
-    with FakeServer(answers=fake_model(items)) as fake, ReplayServer("refusal", refusal_fraction=1.0) as replay:
-        c = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
-                              perturber=Role("fake", fake.base_url),
-                              quiz_taker=Role("gpt-4o-mini", replay.base_url("openai"), "REPLAY_KEY"))
-    (r,) = c.results
+    (r,) = refused_quiz_taker(tmp_path, monkeypatch, 1.0).results
     assert (r.bcq["outcome"] == "refused").all() and len(r.bcq) == 3 * (N_TARGET + N_WRONG + N_RIGHT)
     v = verdict_table(r, n_boot=50).set_index("test")
     assert v.loc["overall", "signal"] is None

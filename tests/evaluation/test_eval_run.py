@@ -447,17 +447,9 @@ def test_a_run_the_budget_stops_before_any_request_never_says_every_item_was_don
     assert "max_cost reached" in err.strip().splitlines()[-1]
 
 
-def test_a_judge_that_gives_no_verdict_at_all_leaves_the_run_incomplete(tmp_path, capsys):
-    """Every judge reply is kept but none is a verdict (the judge answers in Russian, outside the label
-    set): exit 1, as every other stage whose model output parsed for no unit; the last line says why.
-    Before: exit 0 with "judge: no verdicts"."""
+def judged_eval(tmp_path, answer, capsys) -> tuple[int, str, str]:
+    """``cresowlve eval`` of 3 items with a judge, both served by ``answer``: (exit code, stdout, stderr)."""
     from cresowlve_core.cli import main
-
-    def answer(req) -> str:
-        if "candidate_answer" in req.prompt:
-            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
-            return f"Ответ совпадает с эталоном.\nВЕРДИКТ-{nonce}: ВЕРНО"
-        return answer_for(req)
 
     path = tmp_path / "items.jsonl"
     path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
@@ -465,6 +457,21 @@ def test_a_judge_that_gives_no_verdict_at_all_leaves_the_run_incomplete(tmp_path
         code = main(["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
                      "--judge-model", "j", "--run-dir", str(tmp_path / "run"), "--no-cache"])
         out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_judge_that_gives_no_verdict_at_all_leaves_the_run_incomplete(tmp_path, capsys):
+    """Every judge reply is kept but none is a verdict (the judge answers in Russian, outside the label
+    set): exit 1, as every other stage whose model output parsed for no unit; the last line says why.
+    Before: exit 0 with "judge: no verdicts"."""
+
+    def answer(req) -> str:
+        if "candidate_answer" in req.prompt:
+            nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+            return f"Ответ совпадает с эталоном.\nВЕРДИКТ-{nonce}: ВЕРНО"
+        return answer_for(req)
+
+    code, out, err = judged_eval(tmp_path, answer, capsys)
     assert code == 1, err
     assert "judge: no verdicts | unscored 3" in out
     assert err.strip().splitlines()[-1].startswith("incomplete: no verdict parsed: 0 of 3 judge replies gave one")
@@ -477,19 +484,13 @@ def test_judge_replies_cut_off_before_their_verdict_are_named_with_the_flag(tmp_
     "unscored 3" and "0 of 3 judge replies gave one", the same as a judge that wrote no verdict line."""
     from fakeserver import Reply
 
-    from cresowlve_core.cli import main
 
     def answer(req):
         if "candidate_answer" in req.prompt:
             return Reply("The candidate names the same astronomer, so", finish_reason="length")
         return answer_for(req)
 
-    path = tmp_path / "items.jsonl"
-    path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
-    with FakeServer(answers=answer) as srv:
-        code = main(["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
-                     "--judge-model", "j", "--run-dir", str(tmp_path / "run"), "--no-cache"])
-        out, err = capsys.readouterr()
+    code, out, err = judged_eval(tmp_path, answer, capsys)
     assert code == 1, err
     assert ("unscored 3 (3 cut off at the judge's token limit before a verdict: --judge-max-tokens)" in out), out
     assert err.strip().splitlines()[-1].startswith(
