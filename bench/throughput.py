@@ -61,6 +61,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -89,10 +90,24 @@ BODY = json.dumps({"id": "x", "object": "chat.completion", "model": "bench-model
 # --------------------------------------------------------------------------- the endpoint
 
 
+#: a judge's request: its prompt names the verdict line's nonce (``VERDICT-<nonce>:``)
+NONCE = re.compile(rb"VERDICT-([A-Za-z0-9]+):")
+
+
+def http_answer(body: bytes) -> bytes:
+    return (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)) + body
+
+
+def verdict_answer(nonce: bytes) -> bytes:
+    """The judge's answer to a request naming ``nonce``: :data:`BODY` with a verdict line for it."""
+    return http_answer(BODY.replace(b"<Answer>Venus</Answer>", b"VERDICT-" + nonce + b": CORRECT"))
+
+
 async def serve(latency: float) -> None:
-    """The asyncio endpoint: POST -> the chat answer after ``latency``; GET /_stats -> arrival times."""
+    """The asyncio endpoint: POST -> the chat answer (a judge's verdict to a judge's request) after
+    ``latency``; GET /_stats -> arrival times."""
     arrivals: list[float] = []
-    answer = (b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(BODY)) + BODY
+    answer = http_answer(BODY)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -100,8 +115,7 @@ async def serve(latency: float) -> None:
                 head = await reader.readuntil(b"\r\n\r\n")
                 i = head.lower().find(b"content-length:")
                 n = int(head[i + 15:head.index(b"\r\n", i)]) if i >= 0 else 0
-                if n:
-                    await reader.readexactly(n)
+                body = await reader.readexactly(n) if n else b""
                 if head.startswith(b"GET /_stats"):
                     stats = json.dumps(arrivals).encode()
                     arrivals.clear()
@@ -109,7 +123,8 @@ async def serve(latency: float) -> None:
                     continue
                 arrivals.append(time.monotonic())
                 await asyncio.sleep(latency)
-                writer.write(answer)
+                judged = NONCE.search(body)
+                writer.write(verdict_answer(judged.group(1)) if judged else answer)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
