@@ -282,7 +282,8 @@ async def agenerate(
             messages, tag = iterate_messages(u.query, answers[u.query.id][: u.round])
         refuse_unsent_effort(endpoint.describe(), effort, manifest.adapted, unit="path set")  # an earlier run's
         c = await client.complete(messages, params, prompt_version=tag)
-        refuse_unsent_effort(endpoint.describe(), effort, getattr(client, "adaptations", ()), unit="path set")
+        if adapted := getattr(client, "adaptations", None):
+            refuse_unsent_effort(endpoint.describe(), effort, adapted, unit="path set")
         outcomes = outcome_fields(c) | {"outcome": call_outcome(c)}
         rec = GenerationRecord(
             query_id=u.query.id, sample=u.sample, round=u.round, seed=params.seed, prompt=tag, **outcomes,

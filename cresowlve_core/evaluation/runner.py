@@ -326,7 +326,9 @@ class _Evaluator:
         """Stop the run once the provider has refused the effort of the model under test (in this run,
         or in an earlier one in this run directory): the client would go on without it, and answers at
         the provider's default effort would be recorded under the effort the run is labelled with."""
-        refuse_unsent_effort(self.answerer.endpoint.describe(), self.cfg.effort, [*self.adapted, *self.client.adaptations])
+        if self.cfg.effort is not None and (self.adapted or self.client.adaptations):
+            refuse_unsent_effort(self.answerer.endpoint.describe(), self.cfg.effort,
+                                 [*self.adapted, *self.client.adaptations])
 
     @property
     def _rule(self) -> JudgeRule:
