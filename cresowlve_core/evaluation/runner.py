@@ -11,9 +11,10 @@ failure never throws a paid answer away.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -108,12 +109,19 @@ def record_key(r: dict[str, Any]) -> tuple[str, str]:
                                f"{shown}") from None
 
 
-def latest_records(run: RunDir) -> dict[Any, dict[str, Any]]:
-    """The latest record of each item of ``run``; a record without a key is refused naming the file."""
+@contextlib.contextmanager
+def naming_the_records_file(run: RunDir) -> Iterator[None]:
+    """Reading ``run``'s records: a :class:`RecordWithoutKey` names the file it is in."""
     try:
-        return run.latest(RESPONSES, record_key)
+        yield
     except RecordWithoutKey as exc:
         raise RecordWithoutKey(f"{run.path / RESPONSES}: {exc}") from None
+
+
+def latest_records(run: RunDir) -> dict[Any, dict[str, Any]]:
+    """The latest record of each item of ``run``; a record without a key is refused naming the file."""
+    with naming_the_records_file(run):
+        return run.latest(RESPONSES, record_key)
 
 
 def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None) -> Manifest:
@@ -385,10 +393,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     resolved = resolved or roles.resolve(cfg)
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
-    try:
+    with naming_the_records_file(run):
         index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
-    except RecordWithoutKey as exc:
-        raise RecordWithoutKey(f"{run.path / RESPONSES}: {exc}") from None
     # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict
     units = [it for it in items if completions is None or it.id in completions
              or (cfg.judge_model is not None and needs_judge(index.get((it.id, cfg.lang), (None, None))[1]))]
