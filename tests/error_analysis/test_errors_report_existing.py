@@ -81,7 +81,8 @@ def test_a_stored_label_outside_the_taxonomy_is_other_with_its_text_and_counted_
     recs[1]["label"], recs[2]["label"] = "wrong_assumption", "Overthinking"
     f.write_text("".join(json.dumps(r) + "\n" for r in recs))
     ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
-    assert ea.labels["label"].tolist() == ["overthinking", "other: wrong_assumption", "overthinking"]
+    by_key = dict(zip(ea.labels["key"], ea.labels["label"]))  # the file's lines are in the labeller's finishing order
+    assert [by_key[r["key"]] for r in recs] == ["overthinking", "other: wrong_assumption", "overthinking"]
     rec = labels_section(ea)
     assert rec["other"] == 1 and headline(rec) == "3 wrong answers sent to the labeller: 3 labelled, 1 other, 0 unlabelled"
     shares = {r["category"]: r["k"] for r in distribution_section(ea)["distribution"] if r["k"]}
