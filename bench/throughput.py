@@ -37,7 +37,10 @@ pip-installs the rest into itself: the project's environment is never changed. W
 installed the line says why and the part goes on. Between the two, ``cresowlve eval`` with no HTTP
 at all (``--in-memory``: this script runs the command in its own process with a transport that
 answers from memory after the latency), measured the same way: the CPU of everything but HTTP (the
-client, scoring, the records), a floor no HTTP client can go under. Then, in this process, the
+client, scoring, the records), a floor no HTTP client can go under; and ``cresowlve eval`` on a
+minimal pyreqwest transport (``--on-pyreqwest``, in pyreqwest's throwaway venv, bench only: none of
+the default transport's guarantees), what the whole run would cost on the fastest maintained client
+measured here. Then, in this process, the
 same calls with no framework: keep-alive connections on ``asyncio.Protocol`` (the floor of any
 Python client), aiohttp's ``ClientSession``, httpx (``AsyncClient``) and the openai SDK
 (``AsyncOpenAI``), and last pyreqwest (``pyreqwest==0.15.1``, a maintained client written in Rust,
@@ -199,15 +202,16 @@ def timed_command(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[subpr
     return rc, time.monotonic() - t0, children_cpu() - c0
 
 
-def run_eval(tmp: str, c: int, latency: float, n: int,
-             http_workers: int = 0) -> tuple[subprocess.CompletedProcess[str], list[float], float, float]:
+def run_eval(tmp: str, c: int, latency: float, n: int, http_workers: int = 0,
+             cresowlve: tuple[str, ...] = (sys.executable, "-m", "cresowlve_core.cli"),
+             ) -> tuple[subprocess.CompletedProcess[str], list[float], float, float]:
     """``cresowlve eval --no-cache`` of ``n`` distinct items: (the command, arrival times, wall s, CPU s
-    of the command and its worker processes)."""
+    of the command and its worker processes). ``cresowlve``: how the command is started."""
     items = write_items(Path(tmp) / f"items-{c}-{n}.jsonl", n)
     with endpoint(latency) as url:
         rc, wall, cpu = timed_command(
-            [sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", str(items), "--model", "bench-model",
-             "--base-url", url, "--run-dir", f"{tmp}/run-{c}-{latency}-{n}-{http_workers}", "--concurrency", str(c),
+            [*cresowlve, "eval", "--items", str(items), "--model", "bench-model", "--base-url", url, "--run-dir",
+             f"{tmp}/run-{len(cresowlve)}-{c}-{latency}-{n}-{http_workers}", "--concurrency", str(c),
              "--http-workers", str(http_workers), "--max-tokens", "32", "--no-cache"], bench_env(tmp), REPO)
         times = arrivals(url)
     return rc, times, wall, cpu
@@ -232,13 +236,43 @@ class InMemoryTransport:
         pass
 
 
-def eval_in_memory(latency: float, argv: list[str]) -> int:
-    """``cresowlve <argv>`` in this process, its model answering through :class:`InMemoryTransport`."""
+class PyreqwestTransport:
+    """A minimal :class:`~cresowlve_core.llm.http.Transport` on pyreqwest (``--on-pyreqwest``, in the
+    throwaway venv of :data:`PYREQWEST`): what ``cresowlve eval`` would cost with the fastest
+    maintained client measured here. Bench only: it has none of the default transport's guarantees
+    (proxies, CA variables, the body cap, the desync guard, the error classes)."""
+
+    def __init__(self, base_url: str, *, concurrency: int = 8, **options: Any) -> None:
+        self.origin = "/".join(base_url.split("/", 3)[:3])
+        self.concurrency = concurrency
+        self.client: Any = None
+
+    async def post(self, target: str, headers: dict[str, str], body: bytes) -> Any:
+        from pyreqwest.client import ClientBuilder
+
+        from cresowlve_core.llm.http import Response
+
+        if self.client is None:
+            builder = ClientBuilder().max_connections(self.concurrency).follow_redirects(False)
+            self.client = await builder.build().__aenter__()
+        request = self.client.post(self.origin + target)
+        for name, value in headers.items():
+            request = request.header(name, value)
+        answer = await request.body_bytes(body).build().send()
+        content = bytes(await answer.bytes())
+        return Response(answer.status, {k.lower(): v for k, v in answer.headers.items()}, content)
+
+    async def aclose(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+
+
+def eval_with(transport: Any, argv: list[str]) -> int:
+    """``cresowlve <argv>`` in this process, its model answering through ``transport`` (a factory)."""
     from cresowlve_core import cli
     from cresowlve_core.llm import http
 
-    InMemoryTransport.latency = latency
-    http.open_transport = InMemoryTransport  # type: ignore[assignment]  # what worker_transport_factory(0) returns
+    http.open_transport = transport  # what worker_transport_factory(0) returns
     try:
         return cli.main(argv) or 0
     except SystemExit as exc:
@@ -246,7 +280,7 @@ def eval_in_memory(latency: float, argv: list[str]) -> int:
 
 
 def run_eval_in_memory(tmp: str, c: int, latency: float, n: int) -> tuple[subprocess.CompletedProcess[str], float, float]:
-    """``cresowlve eval --no-cache`` of ``n`` items with no HTTP (:func:`eval_in_memory`): (the
+    """``cresowlve eval --no-cache`` of ``n`` items with no HTTP (:func:`eval_with` :class:`InMemoryTransport`): (the
     command, wall s, CPU s)."""
     items = write_items(Path(tmp) / f"items-mem-{c}-{n}.jsonl", n)
     return timed_command(
@@ -433,6 +467,13 @@ def compare(c: int = 64, n: int = 1280, latency: float = 0.2) -> bool:
             print(f"  {name:<40} {ideal / wall_l:>6.2f} {cpu_l / large * 1000:>11.2f} "
                   f"{(cpu_l - cpu_s) / (large - small) * 1000:>6.2f}  {load()}  (in-memory answers: the cost of "
                   "everything but HTTP; ratio = ideal / wall)", flush=True)
+        py, how = throwaway_python(PYREQWEST, "pyreqwest")
+        name = "cresowlve eval on pyreqwest (bench only)"
+        if py is None:
+            print(f"  {name:<40} not measured: {how}", flush=True)
+        else:
+            on_pyreqwest = (str(py), __file__, "--on-pyreqwest", "--")
+            line(name, [run_eval(tmp, c, latency, k, cresowlve=on_pyreqwest) for k in (small, large)])
         py, how = throwaway_python(LM_EVAL, "lm_eval")
         if py is None:
             print(f"  {LM_EVAL + ' (local-chat-completions)':<40} not measured: {how}", flush=True)
@@ -661,9 +702,14 @@ def main() -> int:
     ap.add_argument("--serve", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--in-memory", type=float, default=None, help=argparse.SUPPRESS)
     ap.add_argument("--pyreqwest", nargs=3, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--on-pyreqwest", action="store_true", help=argparse.SUPPRESS)
     a, rest = ap.parse_known_args()
+    argv = rest[1:] if rest[:1] == ["--"] else rest
     if a.in_memory is not None:
-        return eval_in_memory(a.in_memory, rest[1:] if rest[:1] == ["--"] else rest)
+        InMemoryTransport.latency = a.in_memory
+        return eval_with(InMemoryTransport, argv)
+    if a.on_pyreqwest:
+        return eval_with(PyreqwestTransport, argv)
     if rest:
         ap.error(f"unrecognized arguments: {' '.join(rest)}")
     if a.pyreqwest is not None:
