@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from cresowlve_core.evaluation.records import repeat_fields, repeat_status
 from cresowlve_core.failures import error_line
 
 #: one shared read-only mapping per distinct set of scores (a run has only a handful of them)
@@ -35,11 +36,12 @@ class SummaryEntry:
     Values are those of :class:`~cresowlve_core.evaluation.records.ResponseRecord` (its defaults for
     a field an older record lacks); ``error`` is the error's first line, cut to 160 characters, and
     ``judge_error`` that of a judge call that errored (``judge_status: error``; its message is the record's
-    ``judge_raw``)."""
+    ``judge_raw``); ``judge_repeat_status`` and ``judge_repeat_error`` are those of the second verdict of a
+    ``--judge-repeat`` run (:func:`~cresowlve_core.evaluation.records.repeat_status`)."""
 
     __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
-                 "cost", "judge_cost", "shows_reasoning")
+                 "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -63,6 +65,9 @@ class SummaryEntry:
         self.cost: float | None = get("cost")
         self.judge_cost: float | None = get("judge_cost")
         self.shows_reasoning = (self.reasoning_tokens or 0) > 0 or bool((get("thoughts") or "").strip())
+        self.judge_repeat_status: str = repeat_status(rec)
+        repeat_raw = repeat_fields(rec).get("judge_repeat_raw") if self.judge_repeat_status == "error" else None
+        self.judge_repeat_error: str | None = error_line(repeat_raw) if repeat_raw else None
 
     def get(self, name: str, default: Any = None) -> Any:
         return getattr(self, name, default)

@@ -126,6 +126,9 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     elif s.get("n_judge_error") or s.get("n_judge_not_run"):  # every item answered, not every answer judged
         state = (f"incomplete (judge: {s.get('n_judge_error') or 0} errored, {s.get('n_judge_not_run') or 0} "
                  "not judged)")
+    elif s.get("n_judge_repeat_error") or s.get("n_judge_repeat_not_run"):  # a --judge-repeat run owes second verdicts
+        state = (f"incomplete (repeat verdicts: {s.get('n_judge_repeat_error') or 0} errored, "
+                 f"{s.get('n_judge_repeat_not_run') or 0} not asked)")
     else:
         state = "done"
     from cresowlve_core.analysis.loading import config_name

@@ -79,3 +79,20 @@ class ResponseRecord(BaseModel):
     def judge_correct(self) -> bool | None:
         return None if self.judge_verdict is None else self.judge_verdict == "CORRECT"
 
+
+def repeat_status(rec: dict[str, Any]) -> str:
+    """The status of a record's second verdict (``--judge-repeat``): ``scored``, ``unscored``, ``error``,
+    or ``not_run`` (never asked). A record written before the status was stored counts as ``scored``
+    when it holds a verdict, else ``error`` (whether its call errored or gave no verdict is unknown)."""
+    extra = repeat_fields(rec)
+    if "judge_repeat_status" in extra:
+        return str(extra["judge_repeat_status"])
+    if "judge_repeat" not in extra:
+        return "not_run"
+    return "scored" if extra["judge_repeat"] in ("CORRECT", "INCORRECT") else "error"
+
+
+def repeat_fields(rec: dict[str, Any]) -> dict[str, Any]:
+    """A record's ``extra`` (empty when it is not a mapping: a record edited by hand)."""
+    extra = rec.get("extra")
+    return extra if isinstance(extra, dict) else {}

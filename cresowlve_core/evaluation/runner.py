@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import json
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from cresowlve_core.evaluation import roles
 from cresowlve_core.evaluation.config import EvalConfig
 from cresowlve_core.evaluation.entries import SummaryEntry
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
-from cresowlve_core.evaluation.records import ResponseRecord
+from cresowlve_core.evaluation.records import ResponseRecord, repeat_status
 from cresowlve_core.evaluation.scoring import (
     JUDGE_PROTOCOLS,
     JudgeRule,
@@ -246,8 +247,20 @@ def cost_source(c: Completion) -> str | None:
     return "reported" if c.reported_cost is not None and c.cost == c.reported_cost else "price_table"
 
 
-def needs_judge(prev: dict[str, Any] | SummaryEntry | None) -> bool:
-    return prev is not None and prev.get("status") == "ok" and prev.get("judge_status") in (None, "not_run", "error")
+def needs_judge(prev: dict[str, Any] | SummaryEntry | None, *, repeat: bool = False) -> bool:
+    """An answer the judge still owes a verdict: its first one, or (``repeat``: a ``--judge-repeat`` run)
+    the second verdict of an answer whose first one the judge gave."""
+    if prev is None or prev.get("status") != "ok":
+        return False
+    if prev.get("judge_status") in (None, "not_run", "error"):
+        return True
+    return repeat and prev.get("judge_status") in ("scored", "unscored") and repeat_left(prev)
+
+
+def repeat_left(rec: dict[str, Any] | SummaryEntry) -> bool:
+    """The second verdict of ``rec`` is still to ask: never asked, or its call errored."""
+    status = rec.judge_repeat_status if isinstance(rec, SummaryEntry) else repeat_status(rec)
+    return status in ("not_run", "error")
 
 
 class _Evaluator:
@@ -281,7 +294,8 @@ class _Evaluator:
         return self.cfg.retry_truncated and bool(rec.get("truncated")) and (budget is None or had is None or budget > had)
 
     def done(self, rec: dict[str, Any] | SummaryEntry) -> bool:
-        return rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec)) and not self.reask(rec)
+        return (rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec, repeat=self.cfg.judge_repeat))
+                and not self.reask(rec))
 
     async def __call__(self, item: Item, previous: dict[str, Any] | None) -> dict[str, Any]:
         cfg = self.cfg
@@ -309,10 +323,20 @@ class _Evaluator:
                 if self.judge_bar is not None:
                     self.judge_bar.update(1)
             elif self.judge is not None:
+                prediction = judge_prediction(rec, self._rule, fewshot=self.fewshot)
+                first = needs_judge(rec)  # else only the second verdict is owed (an earlier one errored)
                 try:
-                    rec.update(await self._judge(item, judge_prediction(rec, self._rule, fewshot=self.fewshot)))
+                    if first:
+                        rec.update(await self._judge_once(item, prediction, cfg.seed))
+                        rec["extra"] = without_repeat(rec.get("extra") or {})  # a fresh first verdict, a fresh repeat
+                    if cfg.judge_repeat and rec["judge_status"] != "error" and (first or repeat_left(rec)):
+                        # a second, independent verdict (another seed, so not a cache hit) for repeatability
+                        rec = with_repeat(rec, await self._judge_once(item, prediction, cfg.seed + 1))
                 except STOP_ERRORS as exc:
-                    rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
+                    if rec.get("judge_status") in (None, "not_run", "error"):
+                        rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
+                    else:  # the first verdict is kept; the second is asked again on resume
+                        rec = with_repeat(rec, {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None})
                     raise StopWithRecord(exc, _with_judge_score(rec)) from exc
                 if self.judge_bar is not None:
                     self.judge_bar.update(1)
@@ -320,15 +344,6 @@ class _Evaluator:
             if written is not None:
                 await self.run.hurried(written)  # a failed write (a full disk) is raised here
         return _with_judge_score(rec)
-
-    async def _judge(self, item: Item, prediction: str) -> dict[str, Any]:
-        out = await self._judge_once(item, prediction, self.cfg.seed)
-        if self.cfg.judge_repeat and out["judge_status"] != "error":
-            # a second, independent verdict (another seed, so not a cache hit) for repeatability
-            again = await self._judge_once(item, prediction, self.cfg.seed + 1)
-            out["extra"] = {"judge_repeat": again["judge_verdict"], "judge_repeat_raw": again["judge_raw"]}
-            out["judge_cost"] = _add_costs(out["judge_cost"], again.get("judge_cost"))
-        return out
 
     def _refuse_unsent_effort(self) -> None:
         """Stop the run once the provider has refused the effort of the model under test (in this run,
@@ -382,6 +397,28 @@ def _add_costs(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a + b
 
 
+def without_repeat(extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` without a second verdict's fields."""
+    return {k: v for k, v in extra.items() if not k.startswith("judge_repeat")}
+
+
+def with_repeat(rec: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
+    """``rec`` with its second verdict ``again`` (a :meth:`_Evaluator._judge_once` result) in ``extra``.
+    ``judge_cost`` is the cost of the judge calls that replied (an errored second call adds nothing, and
+    the summary's judge cost is unknown while one is left); a record of an older run, whose judge cost
+    held an earlier second call's cost if it was billed, has its judge cost unknown."""
+    extra = rec.get("extra") or {}
+    cost = rec.get("judge_cost")
+    if "judge_repeat" in extra and "judge_repeat_status" not in extra:
+        cost = None  # an older record's judge_cost held its repeat's cost, if that call was billed
+    if again["judge_status"] != "error":
+        cost = _add_costs(cost, again.get("judge_cost"))
+    repeat = {"judge_repeat": again["judge_verdict"], "judge_repeat_raw": again["judge_raw"],
+              "judge_repeat_status": again["judge_status"], "judge_repeat_outcome": again.get("judge_outcome"),
+              "judge_repeat_cost": again.get("judge_cost")}
+    return {**rec, "extra": {**extra, **repeat}, "judge_cost": cost}
+
+
 async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool = True,
                          on_record: Callable[[dict[str, Any]], None] | None = None,
                          completions: dict[str, Completion | LLMError] | None = None,
@@ -397,12 +434,13 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
         index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
     # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict
     units = [it for it in items if completions is None or it.id in completions
-             or (cfg.judge_model is not None and needs_judge(index.get((it.id, cfg.lang), (None, None))[1]))]
+             or (cfg.judge_model is not None
+                 and needs_judge(index.get((it.id, cfg.lang), (None, None))[1], repeat=cfg.judge_repeat))]
     judge_bar = None
     if cfg.judge_model and progress:
         from tqdm.auto import tqdm
 
-        judged = {k for k, (_, e) in index.items() if e.status == "ok" and not needs_judge(e)}
+        judged = {k for k, (_, e) in index.items() if e.status == "ok" and not needs_judge(e, repeat=cfg.judge_repeat)}
         judge_bar = tqdm(total=len(units), initial=sum((it.id, cfg.lang) in judged for it in units),
                          desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True,
                          mininterval=progress_interval())
@@ -428,7 +466,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     del index
     summary = summarize([entries[k] for k in keys if k in entries], n_items=len(items), model_meter=ev.meter.summary(),
                         judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None,
-                        thinking=cfg.thinking, effort=cfg.effort)
+                        thinking=cfg.thinking, effort=cfg.effort, judge_repeat=cfg.judge_repeat)
     summary["stopped"] = result.stopped or stopped
     summary["repairs"] = result.repairs
     summary["n_sent"] = result.n_sent
@@ -480,7 +518,7 @@ def metric_summary(records: Sequence[SummaryEntry], n_items: int) -> dict[str, d
 
 def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dict[str, Any] | None = None,
               judge_meter: dict[str, Any] | None = None, judged: bool | None = None,
-              thinking: bool = False, effort: str | None = None) -> dict[str, Any]:
+              thinking: bool = False, effort: str | None = None, judge_repeat: bool = False) -> dict[str, Any]:
     """Table-1 numbers for one run (every metric of the registry, with n, coverage and a Wilson
     95% CI), counts of errored and not-run items, the most common error, tokens and cost, from
     each item's :class:`~cresowlve_core.evaluation.entries.SummaryEntry`.
@@ -489,9 +527,9 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
     (no reasoning tokens, no thoughts): a provider that silently ignored the effort shows up here.
     For a run labelled non-thinking, or at ``effort`` ``none`` (which asks for no reasoning),
     ``n_unlabelled_reasoning`` counts answers that do show it: a reasoning model asked with no
-    effort reasons at its provider's default, one that ignored ``none`` reasons anyway."""
-    from collections import Counter
+    effort reasons at its provider's default, one that ignored ``none`` reasons anyway.
 
+    For a ``judge_repeat`` run (``--judge-repeat``), :func:`repeat_summary` counts the second verdicts."""
     reasons = thinking and effort != NO_REASONING  # the run asked for reasoning
 
     ok = [r for r in records if r.status == "ok"]
@@ -502,6 +540,7 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
     if judged is None:
         judged = any(r.judge_status != "not_run" for r in ok)
     usage = lambda attr: _sum([getattr(r, attr) for r in ok])  # noqa: E731
+    repeats = repeat_summary(ok) if judge_repeat and judged else {"judge_repeat": False}
     return {
         "n_items": n_items,
         "n_ok": len(ok),
@@ -543,9 +582,25 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "cost_known": sum(r.cost for r in ok if r.cost is not None),
         "n_cost_unknown": sum(r.cost is None for r in ok),
         "judge_cost": (_costs([r.judge_cost for r in ok if r.judge_status not in ("not_run", "not_an_answer")])
-                       if judged else None),
+                       if judged and not repeats.get("n_judge_repeat_error") else None),
         "spent_now": {"model": model_meter, "judge": judge_meter},
+        **repeats,
     }
+
+
+def repeat_summary(ok: Sequence[SummaryEntry]) -> dict[str, Any]:
+    """The second verdicts of a ``--judge-repeat`` run, over the answers whose first verdict the judge
+    gave (scored or unscored; an errored first call is asked again with its repeat): how many gave a
+    verdict, none (unscored: unparsed, refused or filtered by the judge), errored or were not asked.
+    While one is errored or not asked the run is incomplete, and its judge cost is unknown."""
+    owed = [r for r in ok if r.judge_status in ("scored", "unscored")]
+    errors = Counter(r.judge_repeat_error or "error" for r in owed if r.judge_repeat_status == "error")
+    return {"judge_repeat": True, "n_judge_repeat_owed": len(owed),
+            "n_judge_repeat_scored": sum(r.judge_repeat_status == "scored" for r in owed),
+            "n_judge_repeat_unscored": sum(r.judge_repeat_status == "unscored" for r in owed),
+            "n_judge_repeat_error": sum(errors.values()),
+            "n_judge_repeat_not_run": sum(r.judge_repeat_status == "not_run" for r in owed),
+            "top_judge_repeat_error": list(errors.most_common(1)[0]) if errors else None}
 
 
 def summary_line(s: dict[str, Any]) -> str:
@@ -573,6 +628,7 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" ({s['n_judge_withheld']} refused or filtered by the judge)" if s.get("n_judge_withheld") else "")
         + (f" ({s['n_judge_cut_off']} {JUDGE_CUT_OFF})" if s.get("n_judge_cut_off") else "")
         + (f" | judge errors {s['n_judge_error']}" if s.get("n_judge_error") else "")
+        + repeat_note(s)
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + unusable_note(s)
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
@@ -583,6 +639,17 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
+
+
+def repeat_note(s: dict[str, Any]) -> str:
+    """`` | repeat verdicts 7 of 9 (1 unscored, 1 errored)`` for a ``--judge-repeat`` run: the second
+    verdicts given, of those owed, and what became of the others; else ``""``."""
+    if not s.get("judge_repeat"):
+        return ""
+    left = [f"{s[k]} {what}" for k, what in (("n_judge_repeat_unscored", "unscored"), ("n_judge_repeat_error", "errored"),
+                                              ("n_judge_repeat_not_run", "not asked")) if s.get(k)]
+    return (f" | repeat verdicts {s.get('n_judge_repeat_scored') or 0} of {s.get('n_judge_repeat_owed') or 0}"
+            + (f" ({', '.join(left)})" if left else ""))
 
 
 def unusable_note(s: dict[str, Any]) -> str:
@@ -611,6 +678,15 @@ def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
         stages.append(stage_record({"n_to_judge": to_judge, "n_judged": replies, "n_judge_errors": n_error,
                                     "n_not_judged": n_not_run, "top_error": summary.get("top_judge_error")},
                                    "judge verdicts", unparsed=no_verdict_parsed(summary, replies)))
+        if summary.get("judge_repeat"):
+            owed = summary.get("n_judge_repeat_owed") or 0
+            r_error, r_not_run = summary.get("n_judge_repeat_error") or 0, summary.get("n_judge_repeat_not_run") or 0
+            r_replies, r_unscored = owed - r_error - r_not_run, summary.get("n_judge_repeat_unscored") or 0
+            unparsed = (f"no repeat verdict parsed: 0 of {r_replies} second judge replies gave one"
+                        if r_replies and r_unscored >= r_replies else None)
+            stages.append(stage_record({"n_to_judge": owed, "n_judged": r_replies, "n_judge_errors": r_error,
+                                        "n_not_judged": r_not_run, "top_error": summary.get("top_judge_repeat_error")},
+                                       "repeat verdicts", unparsed=unparsed))
     return stages
 
 
@@ -681,7 +757,8 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     if (run.path / "summary.json").exists():
         old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
     summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
-                        judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort)
+                        judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort,
+                        judge_repeat=bool((manifest.judge or {}).get("repeat")))
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True

@@ -90,6 +90,7 @@ class Scenario:
     filter_fraction: float = 0.0  # solve prompts whose answer the provider's filter stops (every provider with a body)
     failed_fraction: float = 0.0  # openai /responses: solve prompts answered with status "failed"
     choice_error_fraction: float = 0.0  # openrouter: solve prompts answered with an error on the choice (HTTP 200)
+    judge_choice_error_fraction: float = 0.0  # openrouter: judge prompts answered with that error on the choice
     credits_exhausted: bool = False  # openrouter answers HTTP 200 carrying its 402 "Insufficient credits" error
     reasoning_aliases: tuple[str, ...] = ()  # model names openai/azure serve as reasoning models (a deployment, an alias)
     rate_limit_burst: int = 0  # the first N openai requests get the recorded TPM 429 with x-ratelimit-* headers
@@ -111,6 +112,7 @@ SCENARIOS: dict[str, Scenario] = {
     "filtered": Scenario("filtered", filter_fraction=0.5),
     "responses-failed": Scenario("responses-failed", failed_fraction=0.5),
     "choice-error": Scenario("choice-error", choice_error_fraction=0.5),
+    "judge-choice-error": Scenario("judge-choice-error", judge_choice_error_fraction=0.5),
     "credits": Scenario("credits", credits_exhausted=True),
     "deployment": Scenario("deployment", reasoning_aliases=("my-gpt5-deployment",)),
     "reset-headers": Scenario("reset-headers", rate_limit_burst=2, reset_tokens="0.3s"),
@@ -336,6 +338,13 @@ response_failed = _answered_with("failed_fraction", "/responses")
 choice_error = _answered_with("choice_error_fraction", "/chat/completions")
 
 
+def judge_choice_error(req: Request, sc: Scenario) -> Hit | None:
+    """A judge prompt (ours or the paper's) whose hash falls below ``judge_choice_error_fraction``: the
+    recorded error on the choice, as any call may get it."""
+    return Hit() if answer_text(req.prompt, {})[0] != "solve" and req.fraction() < sc.judge_choice_error_fraction \
+        else None
+
+
 def credits_exhausted(req: Request, sc: Scenario) -> Hit | None:
     return Hit() if sc.credits_exhausted else None
 
@@ -409,6 +418,8 @@ RULES: dict[str, tuple[Rule, ...]] = {
                         credits_exhausted),
                    Rule("finish_reason error on the choice (scenario)", "openrouter/chat_choice_error_502",
                         choice_error),
+                   Rule("finish_reason error on the choice, judge prompts (scenario)",
+                        "openrouter/chat_choice_error_502", judge_choice_error),
                    Rule("content_filter (scenario)", "openrouter/chat_gemini_content_filter",
                         filtered("/chat/completions"))),
     "vllm": (Rule("token limit below 1", "vllm/err_400_max_tokens_negative", vllm_bad_max_tokens),
