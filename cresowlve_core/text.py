@@ -80,6 +80,10 @@ def config_name(model: str, effort: Any, aliases: dict[str, str] | None = None) 
     return config_label((aliases or {}).get(str(model)) or str(model), effort)
 
 
+#: the effort that asks a reasoning model not to reason (GPT-5.x ``none``): its answers should show none
+NO_REASONING = "none"
+
+
 def normalise_effort(effort: Any) -> str:
     """Effort as a lowercase string; ``None``, NaN, ``""`` and ``"-"`` all mean no setting."""
     if effort is None or (isinstance(effort, float) and math.isnan(effort)):

@@ -68,7 +68,7 @@ from cresowlve_core.llm.types import NOT_AN_ANSWER, Outcome
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
 from cresowlve_core.runtime.rundir import RESPONSES
-from cresowlve_core.text import config_label, config_name, normalise_effort, plural  # noqa: F401 - named here too
+from cresowlve_core.text import NO_REASONING, config_label, config_name, normalise_effort, plural  # noqa: F401 - named here too
 from cresowlve_core.untrusted import one_line
 
 MANIFEST = "manifest.json"
@@ -362,6 +362,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
     model = one_line(m.get("model") or first.get("model") or run_dir.name)  # a name, never a line break
     effort = m.get("effort") if manifest is not None else first.get("effort")
     thinking = bool(m["thinking"]) if "thinking" in m else bool(normalise_effort(effort))
+    asked_reasoning = thinking and normalise_effort(effort) != NO_REASONING
     judge = m.get("judge") or {}
     planned = m.get("n_items")
     return {
@@ -384,8 +385,11 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "started_at": m.get("started_at"),
         "finished_at": m.get("finished_at"),
         "n_planned": int(planned) if planned is not None else None,
-        "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if thinking else None,
-        "n_unlabelled_reasoning": None if thinking else _summary_value(run_dir, "n_unlabelled_reasoning"),
+        # a run that asked for reasoning: answers that show none; else (non-thinking, or effort none, which asks
+        # for none): answers that show some, over the run's answers (the summary's n_ok)
+        "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if asked_reasoning else None,
+        "n_unlabelled_reasoning": None if asked_reasoning else _summary_value(run_dir, "n_unlabelled_reasoning"),
+        "n_reasoning_checked": None if asked_reasoning else _summary_value(run_dir, "n_ok"),
         "n_truncated": _summary_value(run_dir, "n_truncated"),
         "provider": m.get("provider"),
         "base_url": m.get("base_url"),

@@ -26,7 +26,7 @@ from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
 from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
-from cresowlve_core.text import plural
+from cresowlve_core.text import NO_REASONING, normalise_effort, plural
 from cresowlve_core.untrusted import one_line
 
 SKIPPED = {"skipped": "no runs"}
@@ -111,6 +111,20 @@ def seeds_section(rs: RunSet | None = None, **analysis_seeds: int) -> dict[str, 
 # ------------------------------------------------------------------ runs
 
 
+def unlabelled_reasoning_note(run: Any) -> str:
+    """The runs section's note on a run that asked for no reasoning (labelled non-thinking, or at effort
+    ``none``) whose answers show some (reasoning tokens or thoughts), over the run's answers."""
+    checked = getattr(run, "n_reasoning_checked", None)
+    of = f" of {int(checked)}" if checked is not None and not pd.isna(checked) else ""
+    shown = f"{int(run.n_unlabelled_reasoning)}{of} answers (refused and filtered ones included) show reasoning"
+    if normalise_effort(run.effort) == NO_REASONING:
+        return (f"- **Reasoning at effort none** for `{run.config}` ({run.lang}): effort none asks for no reasoning, "
+                f"but {shown}: the provider ignored `none`, or the model reasoned anyway.")
+    return (f"- **Thinking not declared** for `{run.config}` ({run.lang}): labelled non-thinking, but {shown} (a "
+            "reasoning model asked with no effort reasons at its provider's default): it sits among the non-thinking "
+            "models only by its label.")
+
+
 def runs_section(rs: RunSet) -> dict[str, Any]:
     """What was loaded: banner for synthetic data, the run list with items planned vs finished, notes."""
     if rs.runs.empty:
@@ -160,10 +174,7 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         say(f"- {note}")
     if "n_unlabelled_reasoning" in rs.runs:
         for r in rs.runs[rs.runs["n_unlabelled_reasoning"].fillna(0) > 0].itertuples():
-            say(f"- **Thinking not declared** for `{r.config}` ({r.lang}): labelled non-thinking, but "
-                f"{int(r.n_unlabelled_reasoning)} answers show reasoning (reasoning tokens or thoughts; a reasoning "
-                "model asked with no effort reasons at its provider's default): it sits among the non-thinking models "
-                "only by its label.")
+            say(unlabelled_reasoning_note(r))
     if "n_no_reasoning" in rs.runs:
         for r in rs.runs[rs.runs["n_no_reasoning"].fillna(0) > 0].itertuples():
             say(f"- **Thinking not verified** for `{r.config}` ({r.lang}): {int(r.n_no_reasoning)} answers show no "

@@ -66,15 +66,13 @@ from cresowlve_core.runtime.outcomes import (
     outcome_note,
 )
 from cresowlve_core.stats import wilson_interval
-from cresowlve_core.text import shown
+from cresowlve_core.text import NO_REASONING, shown
 from cresowlve_core.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
 #: how a summary names judge replies cut off before their verdict, and the flag that gives more room
 JUDGE_CUT_OFF = "cut off at the judge's token limit before a verdict: --judge-max-tokens"
-#: the effort that asks a reasoning model not to reason (GPT-5.x ``none``): its answers should show none
-NO_REASONING = "none"
 #: above this share of truncated answers the CLI warns and names --max-tokens
 TRUNCATION_WARN_SHARE = 0.02
 

@@ -439,7 +439,29 @@ def test_a_reasoning_model_asked_with_no_effort_is_named_as_reasoning_though_lab
     monkeypatch.setattr(report, "show", lambda obj: None)
     report.runs_section(load_runs(str(tmp_path / "runs" / "*")))
     notes = [s for s in said if "Thinking not declared" in s]
-    assert len(notes) == 1 and "`gpt-5-mini`" in notes[0] and "2 answers show reasoning" in notes[0]
+    assert len(notes) == 1 and "`gpt-5-mini`" in notes[0] and "2 of 2 answers" in notes[0]
+
+
+def test_a_run_at_effort_none_whose_model_reasoned_is_named_in_the_analysis(tmp_path, monkeypatch):
+    """gpt-5-mini at --effort none (filed as a thinking run; the recorded Responses body has reasoning): its
+    eval line warns, and the analysis's runs section names it with its n, never as "thinking not verified".
+    Before: the runs section read the count only for runs filed non-thinking, and said nothing."""
+    from cresowlve_core.analysis import load_runs, report
+
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "openai", tmp_path / "runs" / "none", "--model", "gpt-5-mini", "--effort", "none",
+                             limit=2)
+    assert code == 0, out
+    assert "WARNING: labelled effort none, but 2/2 answers show reasoning" in out
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda obj: None)
+    rs = load_runs(str(tmp_path / "runs" / "*"))
+    assert bool(rs.runs["thinking"].iloc[0]) and rs.runs["n_no_reasoning"].isna().all()
+    report.runs_section(rs)
+    notes = [s for s in said if "show reasoning" in s or "Thinking not" in s]
+    assert len(notes) == 1 and notes[0].startswith("- **Reasoning at effort none** for `gpt-5-mini (none)` (en)")
+    assert "2 of 2 answers (refused and filtered ones included) show reasoning" in notes[0]
 
 
 def test_the_evaluation_report_continues_a_run_made_with_provider_when_given_that_provider(tmp_path, monkeypatch):
