@@ -91,7 +91,10 @@ def _columns(responses: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 
 
 def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str], *, n_boot: int = 1000,
-                    seed: int = 0, n_error: pd.Series | None = None) -> pd.DataFrame:
+                    seed: int = 0, n_error: pd.Series | None = None,
+                    n_unpaired: pd.Series | None = None) -> pd.DataFrame:
+    """``n_error``: model errors per (config, lang), left out; ``n_unpaired``: answers with one verdict of
+    the two, left out (a column only when given)."""
     rows = []
     if "id" not in df:  # a frame without item ids: every row is its own item
         df = df.assign(id=np.arange(len(df)).astype(str))
@@ -103,6 +106,7 @@ def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str], *
         low, high, note = _interval(agr, table)
         rows.append({"config": config, "lang": lang, "n": agr.n, "n_items": int(grp["id"].astype(str).nunique()),
                      "n_error": int(n_error.get((config, lang), 0)) if n_error is not None else 0,
+                     **({"n_unpaired": int(n_unpaired.get((config, lang), 0))} if n_unpaired is not None else {}),
                      "both_correct": agr.both_yes, labels[0]: agr.a_yes_b_no, labels[1]: agr.a_no_b_yes,
                      "both_wrong": agr.both_no, "agreement": agr.observed, "kappa": agr.kappa,
                      "kappa_low": low, "kappa_high": high, "kappa_note": note})
@@ -112,7 +116,8 @@ def _agreement_rows(df: pd.DataFrame, a: str, b: str, labels: tuple[str, str], *
     runs = (df["config"].astype(str) + " / " + df["lang"].astype(str)).to_numpy()
     iv = mean_run_kappa(df[a].to_numpy(float), df[b].to_numpy(float), runs, df["id"].astype(str).to_numpy(),
                         n_boot=n_boot, rng=stable_seed(seed, "kappa-runs", a, b))
-    counts = per_run[["n", "n_error", "both_correct", labels[0], labels[1], "both_wrong"]].sum()
+    counts = per_run[["n", "n_error", *(["n_unpaired"] if n_unpaired is not None else []), "both_correct", labels[0],
+                      labels[1], "both_wrong"]].sum()
     rows.append({"config": "all runs", "lang": "all", **{k: int(v) for k, v in counts.items()},
                  "n_items": int(df["id"].astype(str).nunique()), "agreement": counts[["both_correct", "both_wrong"]].sum()
                  / counts["n"], "kappa": iv.value, "kappa_low": iv.low, "kappa_high": iv.high,
@@ -140,15 +145,24 @@ def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: b
 
 
 def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Judge verdict vs its repeat (``extra.judge_repeat``) per config × lang, plus ``all runs``."""
-    df = _columns(responses, ["config", "lang", "id", "judge", "judge_repeat", "status", "outcome"])
-    ok = df[df["judge"].notna() & df["judge_repeat"].notna() & ~no_answer(df)]
+    """Judge verdict vs its repeat (``extra.judge_repeat``) per config × lang, plus ``all runs``, over the
+    answers with both verdicts (``n``). Left out and counted: errored responses (``n_error``), and answers
+    the judge gave one verdict of the two (``n_unpaired``: the repeat call errored or gave no verdict, or
+    the first did; a missing verdict is never a disagreement). A refused or filtered answer, which the judge
+    is not asked about, is neither."""
+    df = _columns(responses, ["config", "lang", "id", "judge", "judge_repeat", "status", "outcome", "judge_status"])
+    missing = pd.Series(no_answer(df), index=df.index)
+    keys = [df["config"], df["lang"]]
+    asked = ~missing & (df["judge_status"] != "not_an_answer" if "judge_status" in df else True)
+    one_verdict = asked & (df["judge"].notna() != df["judge_repeat"].notna())
+    ok = df[df["judge"].notna() & df["judge_repeat"].notna() & ~missing]
     cols = [
         "config",
         "lang",
         "n",
         "n_items",
         "n_error",
+        "n_unpaired",
         "both_correct",
         "first_only",
         "repeat_only",
@@ -159,7 +173,8 @@ def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: in
         "kappa_high",
         "kappa_note",
     ]
-    out = _agreement_rows(ok, "judge", "judge_repeat", ("first_only", "repeat_only"), n_boot=n_boot, seed=seed)
+    out = _agreement_rows(ok, "judge", "judge_repeat", ("first_only", "repeat_only"), n_boot=n_boot, seed=seed,
+                          n_error=missing.groupby(keys).sum(), n_unpaired=one_verdict.groupby(keys).sum())
     return out.reindex(columns=cols) if not out.empty else pd.DataFrame(columns=cols)
 
 

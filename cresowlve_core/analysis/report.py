@@ -724,7 +724,9 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
     show(reliability.agreement_display(agree))
     pooled = agree[agree["config"] == "all runs"]
     kappa_em = float(pooled["kappa"].iloc[0]) if not pooled.empty else None
-    say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`):")
+    say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`), over the answers "
+        "with both verdicts (`n`); an answer with one of the two (`n_unpaired`: a judge call errored or gave no "
+        "verdict) is left out, never counted a disagreement:")
     rep = reliability.judge_repeatability(df, n_boot=n_boot, seed=seed)
     kappa_rep = None
     if rep.empty:
@@ -747,6 +749,7 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         else None,
         "kappa_repeat": _k(kappa_rep),
         "n_repeat_pairs": int(rep.loc[rep["config"] == "all runs", "n"].iloc[0]) if not rep.empty else 0,
+        "n_repeat_unpaired": int(rep.loc[rep["config"] == "all runs", "n_unpaired"].iloc[0]) if not rep.empty else 0,
     }
 
 

@@ -88,6 +88,22 @@ def test_judge_repeatability_from_repeat_verdicts():
     assert judge_repeatability(_frame([{"judge": 1.0}])).empty
 
 
+
+def test_judge_repeatability_leaves_an_answer_with_one_verdict_out_and_counts_it():
+    """A second verdict that errored or gave none is no disagreement: the pair is left out of n and κ and
+    counted (``n_unpaired``); a model error is counted in ``n_error`` (before: always 0 here); a refused
+    answer, never judged, is neither."""
+    rows = [{"judge": a, "judge_repeat": b, "judge_status": "scored"} for a, b in _wikipedia_pairs()]
+    rows += [{"judge": 1.0, "judge_status": "scored"}] * 3  # the repeat errored or was unscored
+    rows += [{"judge_repeat": 0.0, "judge_status": "unscored"}]  # the first gave no verdict
+    rows += [{"status": "error", "judge_status": "not_run"}, {"judge": 0.0, "judge_status": "not_an_answer",
+                                                             "outcome": "refused"}]
+    rep = judge_repeatability(_frame(rows)).set_index("config")
+    assert (rep.loc["m", "n"], rep.loc["m", "n_unpaired"], rep.loc["m", "n_error"]) == (50, 4, 1)
+    assert rep.loc["m", "kappa"] == pytest.approx(0.4)  # as with the 50 pairs alone
+    assert (rep.loc["all runs", "n"], rep.loc["all runs", "n_unpaired"]) == (50, 4)
+
+
 def test_coverage_counts():
     rows = [{"judge_status": "scored", "judge": 1.0}] * 3 + [{"judge_status": "unscored"}] * 2
     rows += [{"judge_status": "not_run", "status": "error"}]
