@@ -30,8 +30,8 @@ per cell).
 
 **Paper-comparable accuracy and Δ.** The paper's released code counts every response without a
 "yes" as wrong, so its accuracy is over all items. ``pct_comparable`` = ``k / n_all`` (every item
-without a value counted wrong; with ``--judge-protocol paper`` nothing is unscored and it equals
-``pct``) with its Wilson interval, shown beside ours. Δ = ``pct_comparable`` − paper, with
+without a value counted wrong; with ``--judge-protocol paper`` only a refused, filtered or cut-off judge
+reply is unscored, and without one it equals ``pct``) with its Wilson interval, shown beside ours. Δ = ``pct_comparable`` − paper, with
 Newcombe's interval for two **independent** proportions (the paper value taken as
 ``round(pct · paper_n / 100)`` of ``paper_n``): it treats our run and the paper's as independent
 samples, although both answer the same items; without the paper's per-item outcomes no paired

@@ -369,7 +369,7 @@ class _Evaluator:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
                     "judge_model": self.cfg.judge_model, "judge_cost": None}
         # a judge that refused or was filtered gives no verdict: unscored, its text kept, the answer not made wrong
-        verdict = None if is_withheld(c) else req.parse(c.text)
+        verdict = None if is_withheld(c) else req.parse(c.text, cut_off=c.truncated)
         return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict,
                 "judge_raw": c.refusal or c.text, "judge_outcome": call_outcome(c),
                 "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
@@ -691,7 +691,8 @@ def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
 def no_verdict_parsed(summary: dict[str, Any], replies: int) -> str | None:
     """Why a judged run is incomplete although the judge replied to every answer it was asked about:
     no reply gave a verdict (every one unscored: no verdict line, both labels, an echo, a judge refusal);
-    else None. A paper-protocol judge never leaves a reply unscored (anything but "yes" is wrong)."""
+    else None. A paper-protocol judge leaves a reply unscored only when it was refused, filtered or cut
+    off at its token limit before a bare yes or no (anything else but "yes" is wrong)."""
     if not replies or (summary.get("n_unscored") or 0) < replies:
         return None
     withheld, cut_off = summary.get("n_judge_withheld") or 0, summary.get("n_judge_cut_off") or 0

@@ -174,9 +174,13 @@ class JudgeRequest:
     prompt: Prompt
     protocol: JudgeRule = "nonce-verdict"
 
-    def parse(self, judge_output: str | None) -> Verdict | None:
-        """The verdict under this request's protocol, or None (unscored)."""
+    def parse(self, judge_output: str | None, *, cut_off: bool = False) -> Verdict | None:
+        """The verdict under this request's protocol, or None (unscored). ``cut_off``: the output ended at
+        the judge's token limit; under the paper's protocol it is a verdict only if it is a whole bare
+        yes or no (the rest of the reply was never written, so it is no "anything else": unscored)."""
         if self.protocol == "paper":
+            if cut_off and paper_normalize(judge_output) not in ("yes", "no"):
+                return None
             return parse_paper_verdict(judge_output)
         if self.protocol == FEWSHOT_PROTOCOL:
             return parse_yes_no(judge_output)
@@ -193,7 +197,8 @@ JUDGE_PROTOCOLS: dict[str, dict[str, str]] = {
     "paper": {
         "verdict_rule": "correct if and only if the judge output, normalised as the paper's exact match "
                         "(lower-case, strip, ё→е, a standalone «и» and punctuation to spaces, whitespace "
-                        "collapsed), equals \"yes\"; anything else is incorrect",
+                        "collapsed), equals \"yes\"; anything else is incorrect, except a reply cut off at the "
+                        "judge's token limit before a bare yes or no (unscored, counted as cut off)",
         "unparseable_counts_as": "wrong",
         "source": "mismayil/cresowlve src/cresowlve/evaluate_lm.py (judge match) and utils.py (normalize_string)",
     },

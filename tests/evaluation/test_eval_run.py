@@ -496,3 +496,32 @@ def test_judge_replies_cut_off_before_their_verdict_are_named_with_the_flag(tmp_
     assert err.strip().splitlines()[-1].startswith(
         "incomplete: no verdict parsed: 0 of 3 judge replies gave one (3 cut off at the judge's token limit")
     assert {r["judge_outcome"] for r in latest_lines(tmp_path / "run")} == {"truncated"}
+
+
+def test_paper_judge_replies_cut_off_before_a_yes_or_no_are_unscored_not_wrong(tmp_path, capsys):
+    """Under the paper's protocol anything but "yes" is wrong, but a reply cut off at the judge's token limit
+    (finish_reason: length; a thinking judge spent its budget on thought) was never written: unscored and
+    named as cut off, as under ours. A bare yes or no that hit the limit is still a verdict. Before: every
+    cut-off reply was scored INCORRECT, "judge 0.0% (n=3)" beside EM 100%, exit 0."""
+    from fakeserver import Reply
+
+    from cresowlve_core.cli import main
+
+    def answer(req):
+        if "Reply with only one word: yes or no" in req.prompt:
+            n = int(req.prompt.split("Puzzle number ")[1].split(":")[0])
+            return Reply(["", "The candidate", "Yes"][n], finish_reason="length")
+        return answer_for(req)
+
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
+    with FakeServer(answers=answer) as srv:
+        code = main(["eval", "--items", str(path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
+                     "--judge-model", "j", "--judge-protocol", "paper", "--run-dir", str(tmp_path / "run"), "--no-cache"])
+        out, err = capsys.readouterr()
+    recs = sorted(latest_lines(tmp_path / "run"), key=lambda r: r["id"])
+    assert [(r["judge_status"], r["judge_verdict"]) for r in recs] == [("unscored", None), ("unscored", None),
+                                                                      ("scored", "CORRECT")]
+    assert "judge 100.0%" in out and "(n=1)" in out, out
+    assert "unscored 2 (2 cut off at the judge's token limit before a verdict: --judge-max-tokens)" in out, out
+    assert code == 0, err  # one verdict was given: the others are counted and named, as under ours
