@@ -144,3 +144,15 @@ def test_the_main_jobs_provider_variables_are_checked_before_the_first_report(en
     assert cli.main(["run", "--quick", "--reports-dir", str(tmp_path / "reports")]) == 2
     assert capsys.readouterr().err.strip().endswith(line)
     assert not (tmp_path / "reports").exists()
+
+
+def test_judge_repeat_without_a_judge_is_refused(tmp_path, capsys):
+    """--judge-repeat with no --judge-model did nothing, yet the manifest's config said judge_repeat: true
+    and the run exited 0. Now refused before a run directory exists."""
+    code = cli.main(["eval", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--judge-repeat",
+                     "--run-dir", str(tmp_path / "run")])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: --judge-repeat asks the judge for a second verdict, and there is no judge: give --judge-model; "
+        "nothing was run")
+    assert not (tmp_path / "run").exists()

@@ -68,6 +68,9 @@ def cmd_eval(a: argparse.Namespace) -> int:
     if not a.model or not a.base_url:
         return _usage_error("--model and --base-url are required (or set CRESOWLVE_MODEL and CRESOWLVE_BASE_URL); "
                             "nothing was run")
+    if a.judge_repeat and not a.judge_model:
+        return _usage_error("--judge-repeat asks the judge for a second verdict, and there is no judge: give "
+                            "--judge-model; nothing was run")
     run_dir = a.run_dir
     if not run_dir:
         run_dir = default_run_dir(a.model, a.effort, a.lang)
