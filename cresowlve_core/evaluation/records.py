@@ -80,13 +80,19 @@ class ResponseRecord(BaseModel):
         return None if self.judge_verdict is None else self.judge_verdict == "CORRECT"
 
 
+#: what became of the second verdict of a ``--judge-repeat`` run (``extra.judge_repeat_status``)
+REPEAT_STATUSES = ("scored", "unscored", "error", "not_run")
+
+
 def repeat_status(rec: dict[str, Any]) -> str:
     """The status of a record's second verdict (``--judge-repeat``): ``scored``, ``unscored``, ``error``,
     or ``not_run`` (never asked). A record written before the status was stored counts as ``scored``
-    when it holds a verdict, else ``error`` (whether its call errored or gave no verdict is unknown)."""
+    when it holds a verdict, else ``error`` (whether its call errored or gave no verdict is unknown), and
+    so does a status that is none of these (a record edited by hand): asked again."""
     extra = repeat_fields(rec)
     if "judge_repeat_status" in extra:
-        return str(extra["judge_repeat_status"])
+        status = extra["judge_repeat_status"]
+        return status if status in REPEAT_STATUSES else "error"
     if "judge_repeat" not in extra:
         return "not_run"
     return "scored" if extra["judge_repeat"] in ("CORRECT", "INCORRECT") else "error"

@@ -97,3 +97,5 @@ def test_an_older_record_without_a_repeat_status_is_judged_again_only_without_a_
     given = {**first, "extra": {"judge_repeat": "CORRECT", "judge_repeat_raw": "VERDICT-X: CORRECT"}}
     assert needs_judge(lost, repeat=True) and not needs_judge(given, repeat=True)
     assert needs_judge(first, repeat=True) and not needs_judge(first)  # never asked: owed in a repeat run only
+    edited = {**first, "extra": {"judge_repeat": "CORRECT", "judge_repeat_status": 5}}
+    assert needs_judge(edited, repeat=True)  # a status outside the four: asked again, never left uncounted
