@@ -385,11 +385,11 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "started_at": m.get("started_at"),
         "finished_at": m.get("finished_at"),
         "n_planned": int(planned) if planned is not None else None,
-        # a run that asked for reasoning: answers that show none; else (non-thinking, or effort none, which asks
-        # for none): answers that show some, over the run's answers (the summary's n_ok)
+        # a run that asked for reasoning: answers that show none, over its answers less the refused and filtered
+        # ones; else (non-thinking, or effort none, which asks for none): answers that show some, over its answers
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if asked_reasoning else None,
         "n_unlabelled_reasoning": None if asked_reasoning else _summary_value(run_dir, "n_unlabelled_reasoning"),
-        "n_reasoning_checked": None if asked_reasoning else _summary_value(run_dir, "n_ok"),
+        "n_reasoning_checked": _reasoning_checked(run_dir, asked_reasoning),
         "n_truncated": _summary_value(run_dir, "n_truncated"),
         "provider": m.get("provider"),
         "base_url": m.get("base_url"),
@@ -421,6 +421,18 @@ def sent_temperature(m: dict[str, Any]) -> float | str | None:
     dropped = any(isinstance(a, dict) and a.get("field") == "temperature" and a.get("action") == "drop"
                   for a in m.get("adapted") or [])
     return PROVIDER_DEFAULT if dropped or "temperature" not in m["sent"] else m["sent"]["temperature"]
+
+
+def _reasoning_checked(run_dir: Path, asked_reasoning: bool) -> int | None:
+    """The answers the summary's reasoning check counted over (None when the summary does not say): every
+    answer (``n_ok``), less the refused and filtered ones for a run that asked for reasoning."""
+    n_ok = _summary_value(run_dir, "n_ok")
+    if not isinstance(n_ok, int):
+        return None
+    if not asked_reasoning:
+        return n_ok
+    withheld = [_summary_value(run_dir, k) or 0 for k in ("n_refused", "n_filtered")]
+    return n_ok - sum(w for w in withheld if isinstance(w, int))
 
 
 def _summary_value(run_dir: Path, key: str) -> Any:

@@ -177,7 +177,10 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
             say(unlabelled_reasoning_note(r))
     if "n_no_reasoning" in rs.runs:
         for r in rs.runs[rs.runs["n_no_reasoning"].fillna(0) > 0].itertuples():
-            say(f"- **Thinking not verified** for `{r.config}` ({r.lang}): {int(r.n_no_reasoning)} answers show no "
+            checked = getattr(r, "n_reasoning_checked", None)
+            of = f" of {int(checked)}" if checked is not None and not pd.isna(checked) else ""
+            say(f"- **Thinking not verified** for `{r.config}` ({r.lang}): {int(r.n_no_reasoning)}{of} answers (refused "
+                "and filtered ones left out) show no "
                 "reasoning (no reasoning tokens, no thoughts). The provider may have ignored the effort; the run is "
                 "labelled thinking only because of what was sent.")
     unfinished = rs.incomplete

@@ -115,6 +115,32 @@ def test_runs_section_warns_when_a_thinking_run_shows_no_reasoning(tmp_path, mon
     assert any("Thinking not verified" in s for s in said)
 
 
+
+def test_the_runs_sections_reasoning_notes_state_their_population_and_skip_effort_none(tmp_path, monkeypatch):
+    """"3 answers show no reasoning" named no population; and an effort-none run (filed thinking) whose
+    summary was written before effort none was checked for reasoning shown (n_no_reasoning 3) was
+    called "Thinking not verified", though no reasoning is what effort none asks for."""
+    import json
+
+    from test_analysis_fixtures import record, write_run
+
+    from cresowlve_core.analysis import load_runs, report
+
+    high = write_run(tmp_path / "runs" / "high", [record(f"i{i}") for i in range(4)], model="m", effort="high",
+                     thinking=True)
+    (high / "summary.json").write_text(json.dumps({"n_no_reasoning": 3, "n_ok": 4, "n_refused": 1, "n_filtered": 0}))
+    none = write_run(tmp_path / "runs" / "none", [record(f"i{i}") for i in range(4)], model="m", effort="none",
+                     thinking=True)
+    (none / "summary.json").write_text(json.dumps({"n_no_reasoning": 4, "n_ok": 4}))  # an older summary
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda obj: None)
+    report.runs_section(load_runs(str(tmp_path / "runs" / "*")))
+    notes = [s for s in said if "Thinking not verified" in s]
+    assert len(notes) == 1 and "`m (high)`" in notes[0]
+    assert "3 of 3 answers (refused and filtered ones left out) show no reasoning" in notes[0]
+
+
 def test_the_difficulty_breakdown_names_the_items_it_leaves_out_for_want_of_a_rating(tmp_path, shown):
     """An item without a difficulty rating counts in Table 1 but has no cell here: the section said
     "n = 4 items" while its cells summed to 3, and named none."""
