@@ -26,7 +26,7 @@ from cresowlve_core.evaluation import roles
 from cresowlve_core.evaluation.config import EvalConfig
 from cresowlve_core.evaluation.entries import SummaryEntry
 from cresowlve_core.evaluation.metrics import METRICS, Reference, formula_scores
-from cresowlve_core.evaluation.records import ResponseRecord, repeat_status
+from cresowlve_core.evaluation.records import ResponseRecord, repeat_fields, repeat_status
 from cresowlve_core.evaluation.scoring import (
     JUDGE_PROTOCOLS,
     JudgeRule,
@@ -326,7 +326,7 @@ class _Evaluator:
                 try:
                     if first:
                         rec.update(await self._judge_once(item, prediction, cfg.seed))
-                        rec["extra"] = without_repeat(rec.get("extra") or {})  # a fresh first verdict, a fresh repeat
+                        rec["extra"] = without_repeat(repeat_fields(rec))  # a fresh first verdict, a fresh repeat
                     if cfg.judge_repeat and rec["judge_status"] != "error" and (first or repeat_left(rec)):
                         # a second, independent verdict (another seed, so not a cache hit) for repeatability
                         rec = with_repeat(rec, await self._judge_once(item, prediction, cfg.seed + 1))
@@ -405,7 +405,7 @@ def with_repeat(rec: dict[str, Any], again: dict[str, Any]) -> dict[str, Any]:
     ``judge_cost`` is the cost of the judge calls that replied (an errored second call adds nothing, and
     the summary's judge cost is unknown while one is left); a record of an older run, whose judge cost
     held an earlier second call's cost if it was billed, has its judge cost unknown."""
-    extra = rec.get("extra") or {}
+    extra = repeat_fields(rec)
     cost = rec.get("judge_cost")
     if "judge_repeat" in extra and "judge_repeat_status" not in extra:
         cost = None  # an older record's judge_cost held its repeat's cost, if that call was billed

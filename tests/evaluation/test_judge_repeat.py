@@ -23,6 +23,7 @@ from cresowlve_core.evaluation.runner import (
     load_eval_items,
     needs_judge,
     summary_line,
+    with_repeat,
 )
 
 CHOICE_ERROR = "This model is currently experiencing high demand."
@@ -99,3 +100,15 @@ def test_an_older_record_without_a_repeat_status_is_judged_again_only_without_a_
     assert needs_judge(first, repeat=True) and not needs_judge(first)  # never asked: owed in a repeat run only
     edited = {**first, "extra": {"judge_repeat": "CORRECT", "judge_repeat_status": 5}}
     assert needs_judge(edited, repeat=True)  # a status outside the four: asked again, never left uncounted
+
+
+def test_a_record_whose_extra_is_not_a_mapping_gets_its_second_verdict():
+    """``extra`` edited by hand into a string: the second verdict is owed (none is recorded) and is stored
+    in a fresh mapping. Before: AttributeError on resume."""
+    rec = {"status": "ok", "judge_status": "scored", "judge_verdict": "INCORRECT", "judge_cost": 0.25,
+           "extra": "hand-edited"}
+    assert needs_judge(rec, repeat=True)
+    again = {"judge_status": "scored", "judge_verdict": "INCORRECT", "judge_raw": "VERDICT-X: INCORRECT",
+             "judge_outcome": "answer", "judge_cost": 0.25}
+    out = with_repeat(rec, again)
+    assert out["extra"]["judge_repeat_status"] == "scored" and out["judge_cost"] == 0.5
