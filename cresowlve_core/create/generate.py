@@ -334,7 +334,7 @@ async def agenerate(
         n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
         n_error=len(latest_all) - len(ok),
         n_missing=len(planned) - len(latest_all) - len(ended), n_not_asked=len(ended),
-        n_paths=sum(r.n_paths for r in ok),
+        **distinct_path_counts(ok),
         n_unparseable=sum(r.parse_status == "unparseable" for r in ok),
         n_truncated=sum(r.outcome == "truncated" for r in ok), n_sent=n_sent,
         generation_cost=records_cost(ok),
@@ -342,6 +342,30 @@ async def agenerate(
     )
     run.finish(record_adaptations(manifest, client), stopped=stopped, summary=summary.model_dump(mode="json"))
     return summary
+
+
+def path_identity(path: PathT) -> str:
+    """Two paths are the same path when their lower-cased, trimmed triples are equal; a query's
+    merged set keeps the first of them (the model's set U holds each path once)."""
+    return json.dumps(normalise_path(path), ensure_ascii=False)
+
+
+def distinct_path_counts(records: Sequence[GenerationRecord]) -> dict[str, int]:
+    """``n_paths``: the distinct paths per query of ``records`` (what scoring judges), and
+    ``n_duplicate_paths``: the paths listed again for the same query, within one answer or across
+    its samples and rounds, that :func:`load_generations` drops."""
+    seen: dict[str, set[str]] = {}
+    n_paths = n_duplicates = 0
+    for r in records:
+        keys = seen.setdefault(r.query_id, set())
+        for p in r.paths:
+            key = path_identity(p)
+            if key in keys:
+                n_duplicates += 1
+            else:
+                keys.add(key)
+                n_paths += 1
+    return {"n_paths": n_paths, "n_duplicate_paths": n_duplicates}
 
 
 def _ok_records(run: RunDir) -> dict[Any, GenerationRecord]:
@@ -428,7 +452,7 @@ def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
             if r.parse_status in ("unparseable", "partial", "empty"):
                 g.flags.append(f"parse_{r.parse_status}")
             for p in r.paths:
-                key = json.dumps(normalise_path(p), ensure_ascii=False)
+                key = path_identity(p)
                 if key in seen:
                     g.flags.append("duplicate_path_dropped")
                     continue

@@ -163,8 +163,9 @@ def generate_line(s: GenerateSummary) -> str:
     if s.n_not_asked:
         withheld += f" ({plural(s.n_not_asked, 'later round')} not asked after them)"
     cut_off = f", {s.n_truncated} {CUT_OFF} (--max-tokens)" if s.n_truncated else ""
+    repeated = f" (and {plural(s.n_duplicate_paths, 'duplicate')} dropped, as scoring does)" if s.n_duplicate_paths else ""
     return (f"create generate {s.model} ({s.variation}): {s.n_ok} of {s.n_calls} calls answered{withheld} "
-            f"for {s.n_queries} queries; {s.n_paths} paths, {s.n_unparseable} unparseable answers{cut_off}; "
+            f"for {s.n_queries} queries; {s.n_paths} distinct paths{repeated}, {s.n_unparseable} unparseable answers{cut_off}; "
             f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost)}; {s.run_dir}")
 
 
@@ -238,7 +239,9 @@ class GenerateSummary(BaseModel):
     n_missing: int = Field(description="planned calls with no record (not reached, or after a stop)")
     n_not_asked: int = Field(0, description="iterate: later rounds never asked, their conversation ended at a "
                              "refused or filtered round (not in n_missing: running again does not ask them)")
-    n_paths: int
+    n_paths: int = Field(description="distinct paths per query (lower-cased, trimmed): the paths scoring judges")
+    n_duplicate_paths: int = Field(0, description="paths listed again for the same query (in one answer, or across its "
+                                   "samples and rounds): not in n_paths, dropped before scoring")
     n_unparseable: int
     n_truncated: int = Field(0, description="answers cut off at the token limit (in n_ok; their paths read as far as "
                              "they go, the query flagged `truncated`)")

@@ -144,3 +144,26 @@ def test_an_effort_the_provider_refuses_stops_generation_before_any_path_set_is_
         sent = len(srv.efforts)
         again = cg.generate(None, ep, tmp_path / "run", limit=2, effort="none", options=options, progress=False)
         assert again.stopped and "refused the effort 'none'" in again.stopped and len(srv.efforts) == sent
+
+
+def test_summary_counts_distinct_paths_and_names_the_duplicates_scoring_drops(tmp_path, capsys):
+    """A path listed twice in one answer, once more in another case, and again in a later round
+    is one path of the set U that scoring judges. Before: "8 paths" for 3 distinct ones."""
+    from cresowlve_core.cli.create import _create_finish
+    from cresowlve_core.llm.types import Completion
+
+    class Repeating:
+        async def complete(self, messages, params, *, prompt_version):
+            q = next(q for q in Q if q.query in messages[0]["content"])
+            same = [[q.entity_a, "collaborated with", "Mid"], ["Mid", q.rel_b, q.entity_b]]
+            shouted = [[q.entity_a.upper(), "collaborated with", " MID "], ["Mid", q.rel_b, q.entity_b]]
+            other = [[q.entity_a, f"knows{len(messages)}", "X"], ["X", q.rel_b, q.entity_b]]
+            return Completion(text="<answer>" + json.dumps({"1": same, "2": same, "3": shouted, "4": other}) + "</answer>")
+
+    s = cg.generate(None, EP, tmp_path, variation="iterate", n_rounds=2, limit=1, client=Repeating(), progress=False)
+    assert (s.n_paths, s.n_duplicate_paths) == (3, 5)  # same + other in round 1, another other in round 2
+    (g,) = cg.load_generations(tmp_path)
+    assert len(g.paths) == s.n_paths and g.flags.count("duplicate_path_dropped") == s.n_duplicate_paths
+    assert json.loads((tmp_path / "summary.json").read_text())["n_duplicate_paths"] == 5
+    assert _create_finish(s, "calls") == 0
+    assert "; 3 distinct paths (and 5 duplicates dropped, as scoring does), 0 unparseable" in capsys.readouterr().out
