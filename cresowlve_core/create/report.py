@@ -665,13 +665,21 @@ def patience_section(rep: CreateReport, factuality_threshold: float = 1.0) -> di
     return {str(c): round(float(u), 4) for c, u in zip(at_one["config"], at_one["utility"])}
 
 
-def tradeoff_section(rep: CreateReport, patience: float = 0.9) -> None:
-    """Utility at ``patience`` per factuality threshold: a table (configurations × thresholds) and a chart."""
-    trade = rep.factuality_tradeoff(patience=patience)
+def tradeoff_section(rep: CreateReport, patience: float, factuality_threshold: float = 1.0) -> dict[str, object]:
+    """Utility at ``patience`` per factuality threshold (those of :data:`FACTUALITY_THRESHOLDS` and
+    the report's own ``factuality_threshold``): the values used, said in a sentence, a table
+    (configurations × thresholds) and a chart; returns the values used and the table."""
+    thresholds = sorted({*FACTUALITY_THRESHOLDS, float(factuality_threshold)})
+    trade = rep.factuality_tradeoff(thresholds, patience=patience)
+    say(f"Mean creative utility at patience p = {patience:g}; the other sections count a path as factual at "
+        f"t = {factuality_threshold:g}.")
     wide = trade.pivot(index="config", columns="threshold", values="utility")
     wide.columns = [f"t = {t:g}" for t in wide.columns]
     show(wide, 2)
     show(tradeoff_chart(trade, patience))
+    return {"patience": float(patience), "factuality_threshold": float(factuality_threshold),
+            "utility": {str(c): {f"{t:g}": round(float(u), 4) for t, u in row.items()}
+                        for c, row in trade.pivot(index="config", columns="threshold", values="utility").iterrows()}}
 
 
 def distinctiveness_section(rep: CreateReport, factuality_threshold: float = 1.0) -> dict[str, float]:

@@ -33,6 +33,11 @@ def test_notebook_07_default_run(tmp_path, monkeypatch, recorded_create_embeddin
     assert 0.9 < rec["validity_agreement"] < 1.0
     assert set(rec["distinctiveness"]) == set(at_09)
     assert rec["local_model"]["status"] == "skipped"
+    trade = rec["factuality_tradeoff"]  # computed at the last patience of the parameter, and says so
+    assert (trade["patience"], trade["factuality_threshold"]) == (0.9, 1.0) and set(trade["utility"]) == set(at_09)
+    assert all(trade["utility"][c]["1"] == pytest.approx(at_09[c], abs=1e-3) for c in at_09)
+    assert "Mean creative utility at patience p = 0.9; the other sections count a path as factual at t = 1." \
+        in result.ipynb.read_text()
     paired = rec["paired"]
     assert len(paired) == 14 and all(r["n_queries"] >= 2 for r in paired)
     first = [r for r in paired if r["patience"] == 0.9 and r["rank"] == 1][0]

@@ -111,6 +111,31 @@ def test_report_tables_with_stand_in_embedder(recorded):
     assert set(examples["config"]) <= {s.config for s in recorded} and len(examples) > 0
 
 
+def test_tradeoff_section_states_the_patience_and_threshold_it_used(recorded, monkeypatch):
+    """The quality-vs-factuality section says which patience it computed at and records it with the
+    report's factuality threshold (among the columns). Before: the report's text said p = 0.9 above a
+    table and chart computed at p = 0.8, and nothing recorded which."""
+    import json as _json
+
+    from cresowlve_core.create import report as cr
+
+    said: list[str] = []
+    monkeypatch.setattr(cr, "say", said.append)
+    monkeypatch.setattr(cr, "show", lambda *_a, **_k: None)
+    rep = analyse(recorded[:24], embedder=hashed_embedder)
+    rec = cr.tradeoff_section(rep, 0.8, factuality_threshold=0.75)
+    assert said == ["Mean creative utility at patience p = 0.8; the other sections count a path as factual at t = 0.75."]
+    assert (rec["patience"], rec["factuality_threshold"]) == (0.8, 0.75)
+    board = rep.leaderboard((0.8,), n_boot=10, factuality_threshold=0.75).set_index("config")["utility@0.8"]
+    assert {c: u["0.75"] for c, u in rec["utility"].items()} == pytest.approx(board.to_dict(), abs=1e-4)
+    _json.dumps(rec)
+    from cresowlve_core.paths import REPO_ROOT
+
+    nb = _json.loads((REPO_ROOT / "notebooks" / "07_create.ipynb").read_text())
+    (text,) = ["".join(c["source"]) for c in nb["cells"] if "".join(c["source"]).startswith("## Quality vs factuality")]
+    assert "p = 0." not in text  # the patience is the parameter's, stated by the section
+
+
 def test_threshold_zero_keeps_every_valid_path(recorded):
     s = max(recorded, key=lambda x: len(x.paths))
     lenient = creative_utility(
