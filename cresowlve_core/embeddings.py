@@ -7,7 +7,9 @@ lazily, on the first text that is not in the cache.
 
 The cache is one SQLite file (``CACHE_DIR/embeddings/minilm.sqlite``) holding one row per text:
 key = ``sha256(model_name + "\\x00" + text)``, value = the 384 float32s as a blob. The database
-runs in WAL mode so a notebook and a test run can share it.
+runs in WAL mode so a notebook and a test run can share it. A row that cannot be this model's vector
+(another dimension, as another model or a torn write leaves; NaN; not unit length) is never used:
+its text is encoded again and the row rewritten, with one WARNING naming the file and the first key.
 
 The model encodes with torch's own intra-op thread count (one per core) by default;
 ``CRESOWLVE_EMBED_THREADS=N`` sets another (``0``: torch's own). On a shared machine set it to 1:
@@ -21,6 +23,7 @@ depend on the thread count beyond float noise (max abs difference 2e-7).
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import sqlite3
 import threading
@@ -32,10 +35,15 @@ import numpy as np
 
 from cresowlve_core.extras import require
 from cresowlve_core.paths import cache_dir
+from cresowlve_core.text import plural
 
 MODEL_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 DIMENSION = 384
 THREADS_ENV = "CRESOWLVE_EMBED_THREADS"
+#: how far a cached row's length may be from 1 (the model writes float32 unit vectors)
+UNIT_NORM_TOLERANCE = 1e-3
+
+log = logging.getLogger(__name__)
 
 
 def default_cache_path() -> Path:
@@ -107,6 +115,19 @@ def _encode(texts: list[str], batch_size: int) -> np.ndarray:
     return np.asarray(vecs, dtype=np.float32).reshape(len(texts), DIMENSION)
 
 
+def cached_row_problem(vec: np.ndarray) -> str | None:
+    """Why a row read from the cache cannot be this model's vector (another model's dimension, a
+    torn write, NaN, not unit length), or None when it can."""
+    if vec.shape != (DIMENSION,):
+        return f"{vec.size} floats, not {DIMENSION}"
+    if not np.isfinite(vec).all():
+        return "NaN or infinity"
+    norm = float(np.linalg.norm(vec.astype(np.float64)))
+    if abs(norm - 1.0) > UNIT_NORM_TOLERANCE:
+        return f"length {norm:.4g}, not a unit vector"
+    return None
+
+
 class EmbeddingCache:
     """A text → vector store in SQLite (see module docstring)."""
 
@@ -159,6 +180,13 @@ def embed(
     store = EmbeddingCache(cache_path or default_cache_path()) if cache else None
     try:
         known = store.get_many(keys) if store else {}
+        damaged = {k: why for k, v in known.items() if (why := cached_row_problem(v)) is not None}
+        if damaged:  # never mixed in: recomputed by the model and written over
+            first = next(k for k in keys if k in damaged)  # in the order of the texts
+            log.warning("embedding cache %s: %s that cannot be %s vectors, not used: recomputed and rewritten "
+                        "(the first: key %s, %s)", store.path if store else "", plural(len(damaged), "row"), MODEL_NAME,
+                        first, damaged[first])
+            known = {k: v for k, v in known.items() if k not in damaged}
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in known))
         _stats["cache_hits"] += sum(1 for k in keys if k in known)
         if missing:

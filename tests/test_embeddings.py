@@ -98,3 +98,39 @@ def test_one_thread_encode_matches_the_models_default_encode(monkeypatch):
     assert seen == [1] and torch.get_num_threads() == 2
     assert float(np.abs(new - old).max()) <= 1e-5
     assert float((new * old).sum(axis=1).min()) >= 0.9999
+
+
+def test_a_damaged_cache_row_is_recomputed_with_one_warning_naming_it(tmp_path, monkeypatch, caplog):
+    """A cached row of another dimension (another model's vector), a torn write or a NaN row is never
+    used: its text is encoded again and the row rewritten, with one WARNING naming the file and the
+    first key. Before: ``ValueError: could not broadcast input array from shape (768,) into shape (384,)``."""
+    import sqlite3
+
+    calls: list[list[str]] = []
+
+    def fake_encode(texts: list[str], batch_size: int) -> np.ndarray:
+        calls.append(list(texts))
+        v = np.zeros((len(texts), embeddings.DIMENSION), dtype=np.float32)
+        for i, t in enumerate(texts):
+            v[i, len(t) % embeddings.DIMENSION] = 1.0
+        return v
+
+    monkeypatch.setattr(embeddings, "_encode", fake_encode)
+    path = tmp_path / "e.sqlite"
+    texts = ["a", "bb", "ccc", "dddd"]
+    good = embeddings.embed(texts, cache_path=path)
+    other_model = np.full(768, 768 ** -0.5, dtype=np.float32)
+    damage = {"bb": other_model.tobytes(), "ccc": good[2].tobytes()[:700], "dddd": np.full(384, np.nan, np.float32).tobytes()}
+    with sqlite3.connect(path) as db:
+        for text, blob in damage.items():
+            db.execute("UPDATE embeddings SET vec = ? WHERE key = ?", (blob, embeddings.text_key(text)))
+    with caplog.at_level("WARNING", logger="cresowlve_core.embeddings"):
+        again = embeddings.embed(texts, cache_path=path)
+    np.testing.assert_array_equal(again, good)
+    assert calls[-1] == ["bb", "ccc", "dddd"]
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning == (f"embedding cache {path}: 3 rows that cannot be {embeddings.MODEL_NAME} vectors, not used: "
+                       f"recomputed and rewritten (the first: key {embeddings.text_key('bb')}, 768 floats, not 384)")
+    caplog.clear()
+    embeddings.embed(texts, cache_path=path)
+    assert len(calls) == 2 and not caplog.records  # rewritten: read from the cache, nothing to warn about
