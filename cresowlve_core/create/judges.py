@@ -219,17 +219,18 @@ _VERDICT = re.compile(r"not\s+hallucinated|hallucinated", re.IGNORECASE)
 
 
 def _verdict(value: Any) -> float | None:
+    """1.0 (holds) / 0.0 (hallucinated) for one triple's verdict, or None (unscored). A bare
+    true/false or 0/1 says neither: the question is "hallucinated or not", so ``true`` may mean
+    either; only ``{"hallucinated": true}`` names what it answers."""
     if isinstance(value, dict):  # one object per triple, as the specificity judge answers
+        if isinstance(value.get("hallucinated"), bool):
+            return 0.0 if value["hallucinated"] else 1.0
         value = value.get("judgment", value.get("verdict"))
-    if isinstance(value, bool):
-        return 0.0 if value else 1.0  # "hallucinated: true"
-    if isinstance(value, (int, float)):
-        return float(value) if value in (0, 1) else None
     if isinstance(value, str):
         v = value.strip().lower().replace("_", " ").replace("-", " ")
-        if v.startswith("not hallucinated") or v in {"factual", "correct", "true"}:
+        if v.startswith("not hallucinated") or v in {"factual", "correct"}:
             return 1.0
-        if v.startswith("hallucinated") or v in {"incorrect", "false"}:
+        if v.startswith("hallucinated") or v == "incorrect":
             return 0.0
     return None
 

@@ -128,6 +128,19 @@ def test_factuality_verdicts_are_read_from_the_judgments_not_the_explanation():
     assert objects.verdicts == [1.0, 0.0] and objects.flags == []
 
 
+def test_a_bare_true_false_or_number_is_no_factuality_verdict():
+    """The judge is asked "hallucinated or not": a bare ``true``/``false``/``1``/``0`` says neither, so
+    it is unscored (flagged), not read one way or the other. Before: ``[true, false]`` read [0, 1]
+    and ``["true", "false"]`` or ``[1, 0]`` read [1, 0], all counted as scored verdicts."""
+    for judgments in ("[true, false]", '["true", "false"]', "[1, 0]", "[1.0, 0.0]"):
+        v = parse_factuality(f'{{"explanation": "e", "judgments": {judgments}}}', 2)
+        assert v.verdicts == [None, None] and v.scores == [0.0, 0.0] and v.flags == ["some_unparseable"], judgments
+    named = parse_factuality('{"judgments": [{"hallucinated": true}, {"hallucinated": false}]}', 2)
+    assert named.verdicts == [0.0, 1.0] and named.flags == []
+    words = parse_factuality('{"judgments": ["factual", "incorrect", "correct"]}', 3)
+    assert words.verdicts == [1.0, 0.0, 1.0] and words.flags == []
+
+
 def test_path_strength_reference_and_paper():
     assert path_strength([3, 5]) == 3
     assert path_strength([5, 2, 1]) == 2  # the last (constraint) triple is excluded
