@@ -15,11 +15,20 @@ from cresowlve_core.llm.types import EFFORTS
 
 def _create_finish(summary: Any, unit: str) -> int:
     """One summary line (summary.json has everything), then the exit code; a run in which every
-    call answered but nothing parsed exits 1."""
+    call answered but nothing parsed exits 1, and so does a scoring whose mean utility leaves out
+    queries the generation did not finish (a failed or missing call)."""
     from cresowlve_core.create.records import GenerateSummary, generate_line, score_line, unparsed_line
+    from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_OK
 
     print(generate_line(summary) if isinstance(summary, GenerateSummary) else score_line(summary))
-    return stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
+    code = stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
+    if code == EXIT_OK and not isinstance(summary, GenerateSummary) and summary.n_unfinished_queries:
+        # every path was judged, so what is left unfinished is the generation of those queries
+        print(f"incomplete: {summary.n_unfinished_queries} of {summary.n_queries} queries have no utility, their "
+              f"generation has a failed or missing call (flags in scores.json); run `cresowlve create generate` "
+              f"on {summary.run_dir} again, then `cresowlve create score`", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return code
 
 
 def _generation_options(a: argparse.Namespace, endpoint: Any) -> tuple[Any, int | None]:

@@ -292,6 +292,27 @@ def test_local_section_leaves_a_failed_query_out_of_its_mean_not_at_zero(tmp_pat
     assert math.isnan(row["utility@0.9"]) and row["flags"] == "call_failed"
 
 
+def test_create_score_exits_1_when_its_mean_leaves_out_a_query_whose_generation_failed(tmp_path, capsys):
+    """Every path judged, but one query's generation call failed: the mean utility is over 1 of 2
+    queries. Before: exit 0 with that mean; now exit 1, the last line says what is left and how to
+    finish it. Once the generation is finished, scoring exits 0."""
+    from cresowlve_core.cli.create import _create_finish
+
+    client = FakeClient(fail_first={Q[0].id})
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=client, progress=False)
+    s = cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False)
+    assert (s.n_judge_errors, s.n_not_judged, s.n_unfinished_queries) == (0, 0, 1)
+    assert _create_finish(s, "paths to judge") == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (f"incomplete: 1 of 2 queries have no utility, their generation has a failed or missing call "
+                    f"(flags in scores.json); run `cresowlve create generate` on {tmp_path / 'mine'} again, then "
+                    "`cresowlve create score`")
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=client, progress=False)
+    s = cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False)
+    assert s.n_unfinished_queries == 0 and _create_finish(s, "paths to judge") == 0
+    assert capsys.readouterr().err == ""
+
+
 def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_ranked_at_zero(tmp_path):
     """A failed call leaves the query with no paths: ranked, it would be a utility of 0. It is left
     out of the leaderboard, and the message and the runs table say so."""
