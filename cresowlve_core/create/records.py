@@ -157,14 +157,22 @@ def _cost(c: CostTotal) -> str:
     return f"cost {text}" if c.usd is None else text
 
 
+def calls_phrase(s: GenerateSummary) -> str:
+    """The generation calls done of those planned; when some were refused or filtered (done, final,
+    but no answer), how many of the done ones are answers: "6 of 6 calls done (2 answered, 4 refused,
+    0 filtered)", else "2 of 2 calls answered"."""
+    if not (s.n_refused or s.n_filtered):
+        return f"{s.n_ok} of {s.n_calls} calls answered"
+    not_asked = f"; {plural(s.n_not_asked, 'later round')} not asked after them" if s.n_not_asked else ""
+    return (f"{s.n_ok} of {s.n_calls} calls done ({s.n_ok - s.n_refused - s.n_filtered} answered, {s.n_refused} "
+            f"refused, {s.n_filtered} filtered{not_asked})")
+
+
 def generate_line(s: GenerateSummary) -> str:
     """``cresowlve create generate`` in one line."""
-    withheld = f", {s.n_refused} refused, {s.n_filtered} filtered" if s.n_refused or s.n_filtered else ""
-    if s.n_not_asked:
-        withheld += f" ({plural(s.n_not_asked, 'later round')} not asked after them)"
     cut_off = f", {s.n_truncated} {CUT_OFF} (--max-tokens)" if s.n_truncated else ""
     repeated = f" (and {plural(s.n_duplicate_paths, 'duplicate')} dropped, as scoring does)" if s.n_duplicate_paths else ""
-    return (f"create generate {s.model} ({s.variation}): {s.n_ok} of {s.n_calls} calls answered{withheld} "
+    return (f"create generate {s.model} ({s.variation}): {calls_phrase(s)} "
             f"for {s.n_queries} queries; {s.n_paths} distinct paths{repeated}, {s.n_unparseable} unparseable answers{cut_off}; "
             f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost)}; {s.run_dir}")
 

@@ -476,7 +476,7 @@ def local_section(
     import tempfile
 
     from cresowlve_core.create.generate import GENERATE, GENERATE_OPTIONS, generate, read_generation_manifest
-    from cresowlve_core.create.records import CUT_OFF, judge_outcome_notes, unparsed_line
+    from cresowlve_core.create.records import CUT_OFF, calls_phrase, judge_outcome_notes, unparsed_line
     from cresowlve_core.create.score import JUDGE_OPTIONS, JUDGES, score, scored_sets_from_run
     from cresowlve_core.exitcodes import stage_record
     from cresowlve_core.llm.types import Endpoint
@@ -547,7 +547,7 @@ def local_section(
         utility += (f" over {len(sets) - len(unfinished_ids)} of {len(sets)} queries ({len(unfinished_ids)} unfinished: "
                     "a generation call failed or a valid path is not judged; left out, not counted as 0)")
     message = (
-        f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {gen.n_ok} calls answered, "
+        f"Ran `{model}` at `{base_url}` on {len(sets)} queries: {calls_phrase(gen)}, "
         f"{rec['n_paths']} paths parsed on {rec['n_queries_with_paths']} queries ({gen.n_unparseable} answers "
         f"unparseable{cut_off}), {rec['n_valid']} structurally valid, {rec['n_factual']} judged factual by the same "
         f"model; {coverage}; {utility}. "

@@ -92,7 +92,7 @@ def test_iterate_after_a_refused_round_is_done_not_left_to_retry(tmp_path, capsy
         out = capsys.readouterr()
         assert (code, out.err) == (0, "")
         assert (s.n_calls, s.n_ok, s.n_refused, s.n_error, s.n_missing, s.n_not_asked) == (4, 3, 1, 0, 0, 1)
-        assert "3 of 4 calls answered, 1 refused, 0 filtered (1 later round not asked after them)" in out.out
+        assert "3 of 4 calls done (2 answered, 1 refused, 0 filtered; 1 later round not asked after them) for" in out.out
     assert model.calls == []
     (g0, g1) = cg.load_generations(tmp_path)
     assert g0.paths == [] and g0.flags == ["refused"] and len(g1.paths) == 3  # round 2 repeats round 1

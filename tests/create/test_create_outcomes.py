@@ -228,3 +228,18 @@ def test_a_run_with_nothing_read_says_why_in_its_last_line(tmp_path, capsys):
     assert f"; 8 judge answers refused or filtered (8 refused): {WITHHELD_LINE};" in line
     assert code == 1 and last.startswith("incomplete: no judgment parsed: 0 of 10 triples scored by either judge "
                                          "(8 judge answers refused or filtered)")
+
+
+# --------------------------------------------------------------------------- refused generations
+
+
+def test_the_generate_line_does_not_count_refused_calls_as_answered(tmp_path, key, capsys):
+    """OpenAI's recorded refusal on some generation calls: each is a call done, final, but no answer.
+    Before: "6 of 6 calls answered, 4 refused" above "no answer parsed: 2 of 2 answers"."""
+    with ReplayServer("refusal", answers=replay_answers(), refusal_fraction=0.5) as srv:
+        g = cg.generate(None, endpoint(srv), tmp_path, limit=5, options=GEN_OPTIONS, progress=False)
+    n_refused = sum(r["outcome"] == "refused" for r in records(tmp_path))
+    assert 0 < n_refused < 5 and (g.n_ok, g.n_refused) == (5, n_refused)
+    code, line, _ = last_line(capsys, g, "calls")
+    assert code == 0 and line == generate_line(g)
+    assert f": 5 of 5 calls done ({5 - n_refused} answered, {n_refused} refused, 0 filtered) for 5 queries; " in line
