@@ -125,8 +125,10 @@ def test_create_report_runs_no_planted_script(browser, tmp_path):
         cs.score(run_dir, Endpoint(srv.base_url, JUDGE), embedder=one_hot, progress=False)
         res = run_notebook("07_create", {
             "recorded_dir": str(recorded), "user_runs": [str(run_dir)], "n_boot": 50, "local_base_url": srv.base_url,
+            "discount": "paper",  # the run was scored at "reference": its name is in the "recomputed" note too
             "local_model": MODEL, "n_local_queries": 1, "local_run_dir": str(tmp_path / "local")},
             tmp_path / "reports")
+    assert "Recomputed at this report" in res.ipynb.read_text(encoding="utf-8")
     assert_inert(browser, res.html, MODEL, hostile_tooltips=True)
 
 

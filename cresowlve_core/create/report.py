@@ -376,11 +376,14 @@ def first_queries(sets: Sequence[ScoredSet], n_queries: int | None) -> list[Scor
 
 
 def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] | str | None = None,
-              n_queries: int | None = None) -> LoadedSets:
+              n_queries: int | None = None, *, factuality_threshold: float = 1.0,
+              discount: Discount = "reference") -> LoadedSets:
     """The authors' recorded sets (``recorded_dir``, default ``data/create/recorded``; with
     ``n_queries``, those of that many queries: :func:`first_queries`) plus the run directories
     matching ``user_runs`` (globs of scored ``cresowlve create score`` runs, kept whole), marked as
-    the user's."""
+    the user's. The message names each of the user's runs scored with another factuality threshold
+    or discount than the report's (``factuality_threshold``, ``discount``): the report recomputes
+    its utilities from the judgments at its own, so they differ from what ``create score`` printed."""
     from cresowlve_core.create.score import load_user_runs
     from cresowlve_core.create.scored import load_recorded
 
@@ -397,6 +400,13 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
               f"(n_queries = {n_queries}; None ranks all of them); " if len(recorded) < len(every) else "")
     message = (subset + f"{len(sets)} (configuration, query) sets, {sum(len(s.paths) for s in sets)} paths, "
                f"{plural(n_configs, 'configuration')}" + (f", of which {n_yours} are your runs." if yours else "."))
+    report_settings = {"factuality_threshold": float(factuality_threshold), "discount": discount}
+    rescored = sorted({f"`{config_display_name(s.config)}` ({_settings_text(s.scored_with)})" for s in every_yours
+                       if any(k in s.scored_with and s.scored_with[k] != v for k, v in report_settings.items())})
+    if rescored:
+        message += (f" **Recomputed at this report's settings ({_settings_text(report_settings)}):** "
+                    f"{', '.join(rescored)} {'was' if len(rescored) == 1 else 'were'} scored with other settings, "
+                    "so the utilities here differ from those `cresowlve create score` printed.")
     if left_out:
         message += (f" **Left out: {plural(left_out, '(configuration, query) set')} of your runs** whose generation "
                     "or judging is unfinished (a call failed, a query was not generated, a valid path was not "
@@ -404,6 +414,11 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
                     "Run `cresowlve create generate` and `cresowlve create score` again to finish them.")
     return LoadedSets(sets, yours, message, user_runs_table(every_yours) if every_yours else None,
                       any(is_embedded_model(s.model) for s in every_yours))
+
+
+def _settings_text(settings: dict[str, Any]) -> str:
+    """``factuality_threshold 0.5, discount paper`` (the utility settings a run was scored with)."""
+    return ", ".join(f"{k} {v:g}" if isinstance(v, float) else f"{k} {v}" for k, v in settings.items()) or "not recorded"
 
 
 def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
@@ -414,7 +429,7 @@ def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
         if s.origin != "yours":
             continue
         row = rows.setdefault(s.config, {"config": s.config, "model": s.model, "variation": s.variation,
-                                         "judge": s.judge, "n_queries": 0, "n_paths": 0, "n_valid": 0,
+                                         "judge": s.judge, "scored_with": _settings_text(s.scored_with), "n_queries": 0, "n_paths": 0, "n_valid": 0,
                                          "n_not_judged": 0, "incomplete": 0, "refused": 0, "filtered": 0})
         row["n_queries"] = int(row["n_queries"]) + 1  # type: ignore[call-overload]
         row["n_paths"] = int(row["n_paths"]) + len(s.paths)  # type: ignore[call-overload]
@@ -601,14 +616,15 @@ def display_named(sets: Sequence[ScoredSet]) -> list[ScoredSet]:
 
 
 def sets_section(recorded_dir: str | Path | None = None, user_runs: Sequence[str] | str | None = None, *,
-                 discount: Discount = "reference", n_queries: int | None = None) -> CreateReport:
+                 discount: Discount = "reference", n_queries: int | None = None,
+                 factuality_threshold: float = 1.0) -> CreateReport:
     """Load the recorded sets (of ``n_queries`` queries: :func:`load_sets`) and the user's scored
     runs under their configuration names, show the embedded-model banner when one of the user's runs
     is the embedded model's, record the counts, and embed every path (:func:`analyse`)."""
     from cresowlve_core.banners import show_banner
     from cresowlve_core.notebook_records import record
 
-    loaded = load_sets(recorded_dir, user_runs, n_queries)
+    loaded = load_sets(recorded_dir, user_runs, n_queries, factuality_threshold=factuality_threshold, discount=discount)
     if loaded.embedded:
         show_banner("embedded", "At least one of your runs was generated by the embedded model.")
     sets = display_named(loaded.sets)

@@ -379,6 +379,9 @@ def scored_sets_from_run(
     judged, score_manifest = _judgments_of(gen_dir, Path(score_dir) if score_dir else None)
     judge = (score_manifest.model if isinstance(score_manifest, Manifest)
              else (score_manifest or {}).get("model"))
+    settings = (score_manifest.config if isinstance(score_manifest, Manifest)
+                else (score_manifest or {}).get("config")) or {}
+    scored_with = {k: settings[k] for k in ("factuality_threshold", "discount") if k in settings}
     out: list[ScoredSet] = []
     for g in load_generations(gen_dir):
         spec, fact, valid, reasons = [], [], [], []
@@ -403,7 +406,7 @@ def scored_sets_from_run(
             config=name, query_id=g.query.id, query=g.query.query, entity_a=g.query.entity_a,
             entity_b=g.query.entity_b, rel_b=g.query.rel_b, paths=g.paths, specificity=spec, factuality=fact,
             validity=valid, validity_reasons=reasons, flags=flags, raw_response="\n\n".join(g.raw_outputs) or None,
-            origin=origin, judge=judge, model_name=gm.model, variation_name=variation,
+            origin=origin, judge=judge, model_name=gm.model, variation_name=variation, scored_with=scored_with,
         ))
     return out
 

@@ -69,6 +69,9 @@ class ScoredSet:
     judge: str | None = None  # the judge model of a scored run (None: recorded judgments)
     model_name: str | None = None  # explicit model / variation when ``config`` is a free label
     variation_name: str | None = None
+    #: the utility settings ``cresowlve create score`` used for a scored run (``factuality_threshold``,
+    #: ``discount``; empty: recorded, or not written down); a report recomputes at its own
+    scored_with: dict[str, Any] = field(default_factory=dict)
 
     @property
     def model(self) -> str:

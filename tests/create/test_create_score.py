@@ -173,6 +173,39 @@ def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     assert "your run" in json.dumps(chart)
 
 
+def test_a_user_run_scored_at_other_settings_is_named_as_recomputed_at_the_reports(tmp_path):
+    """`create score --factuality-threshold 0.5 --discount paper` printed utility@0.9 7.6; the report
+    recomputes from the judgments at its own 1.0 / reference (0.0 here, the last triple of each path
+    judged hallucinated). Before: nothing said so; now the table shows what each run was scored with,
+    and the message names the run whose settings differ."""
+    from cresowlve_core.create import report as cr
+    from cresowlve_core.llm.types import Completion
+
+    class LastTripleHallucinated(FakeClient):
+        async def complete(self, messages, params, *, prompt_version):
+            if prompt_version.startswith("create_factuality"):
+                n = len(json.loads(messages[-1]["content"].rsplit("Path: ", 1)[1]))
+                return Completion(text=json.dumps({"judgments": ["not hallucinated"] * (n - 1) + ["hallucinated"]}))
+            return await super().complete(messages, params, prompt_version=prompt_version)
+
+    client = LastTripleHallucinated()
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=client, progress=False)
+    s = cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False, factuality_threshold=0.5,
+                 discount="paper")
+    assert s.mean_utility["0.9"] == pytest.approx(7.6)
+    loaded = cr.load_sets(None, [str(tmp_path / "mine")], n_queries=1)
+    assert loaded.user_table is not None
+    assert loaded.user_table.iloc[0]["scored_with"] == "factuality_threshold 0.5, discount paper"
+    assert loaded.message.endswith(
+        "**Recomputed at this report's settings (factuality_threshold 1, discount reference):** `fake-model (yours: "
+        "mine)` (factuality_threshold 0.5, discount paper) was scored with other settings, so the utilities here "
+        "differ from those `cresowlve create score` printed.")
+    mine = cr.analyse(loaded.sets, embedder=one_hot).leaderboard(n_boot=10).set_index("origin").loc["yours"]
+    assert mine["utility@0.9"] == 0.0
+    same = cr.load_sets(None, [str(tmp_path / "mine")], n_queries=1, factuality_threshold=0.5, discount="paper")
+    assert "Recomputed" not in same.message
+
+
 @pytest.mark.embeddings
 def test_local_section_generates_and_self_judges_through_the_stages(tmp_path, tmp_cache):
     from create_fakes import server_reply
