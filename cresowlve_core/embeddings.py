@@ -7,7 +7,8 @@ lazily, on the first text that is not in the cache.
 
 The cache is one SQLite file (``CACHE_DIR/embeddings/minilm.sqlite``) holding one row per text:
 key = ``sha256(model_name + "\\x00" + text)``, value = the 384 float32s as a blob. The database
-runs in WAL mode so a notebook and a test run can share it. A row that cannot be this model's vector
+runs in WAL mode so a notebook and a test run can share it. A cache file that cannot be read or
+written (not a database, a full disk) is one WARNING naming it, and the texts are encoded anyway. A row that cannot be this model's vector
 (another dimension, as another model or a torn write leaves; NaN; not unit length) is never used:
 its text is encoded again and the row rewritten, with one WARNING naming the file and the first key.
 
@@ -159,6 +160,20 @@ class EmbeddingCache:
         self._conn.close()
 
 
+_unusable_warned: set[tuple[str, str]] = set()
+
+
+def _cache_unusable(path: Path, what: str, exc: BaseException) -> None:
+    """One WARNING per process naming the cache file that cannot be used, and why; the texts are
+    encoded anyway."""
+    if (str(path), what) in _unusable_warned:
+        return
+    _unusable_warned.add((str(path), what))
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    log.warning("embedding cache %s %s (%s); going on without it, every text encoded by the model "
+                "(delete or move the file to start a new cache)", path, what, detail)
+
+
 def embed(
     texts: Sequence[str],
     *,
@@ -177,9 +192,19 @@ def embed(
     if not texts:
         return out
     keys = [text_key(t) for t in texts]
-    store = EmbeddingCache(cache_path or default_cache_path()) if cache else None
+    store: EmbeddingCache | None = None
+    known: dict[str, np.ndarray] = {}
+    if cache:
+        path = Path(cache_path or default_cache_path())
+        try:
+            store = EmbeddingCache(path)
+            known = store.get_many(keys)
+        except (sqlite3.Error, OSError) as exc:  # not a database, unreadable: the model recomputes every text
+            _cache_unusable(path, "cannot be read", exc)
+            if store is not None:
+                store.close()
+            store = None
     try:
-        known = store.get_many(keys) if store else {}
         damaged = {k: why for k, v in known.items() if (why := cached_row_problem(v)) is not None}
         if damaged:  # never mixed in: recomputed by the model and written over
             first = next(k for k in keys if k in damaged)  # in the order of the texts
@@ -194,7 +219,10 @@ def embed(
             fresh = {text_key(t): v for t, v in zip(missing, vecs)}
             known.update(fresh)
             if store:
-                store.put_many(fresh)
+                try:
+                    store.put_many(fresh)
+                except (sqlite3.Error, OSError) as exc:  # a full disk, a read-only file: the vectors are still used
+                    _cache_unusable(store.path, "cannot be written", exc)
         for i, k in enumerate(keys):
             out[i] = known[k]
     finally:

@@ -134,3 +134,26 @@ def test_a_damaged_cache_row_is_recomputed_with_one_warning_naming_it(tmp_path, 
     caplog.clear()
     embeddings.embed(texts, cache_path=path)
     assert len(calls) == 2 and not caplog.records  # rewritten: read from the cache, nothing to warn about
+
+
+def test_a_cache_file_that_is_not_a_database_is_one_warning_and_the_texts_are_encoded(tmp_path, monkeypatch, caplog):
+    """Before: ``sqlite3.DatabaseError: file is not a database`` with a traceback and a "bug:" line
+    from `cresowlve create score`. The cache is derived data: the model encodes every text, and one
+    WARNING per process names the file and what to do with it."""
+    def fake_encode(texts: list[str], batch_size: int) -> np.ndarray:
+        v = np.zeros((len(texts), embeddings.DIMENSION), dtype=np.float32)
+        v[:, 0] = 1.0
+        return v
+
+    monkeypatch.setattr(embeddings, "_encode", fake_encode)
+    monkeypatch.setattr(embeddings, "_unusable_warned", set(), raising=False)  # a fresh process
+    path = tmp_path / "e.sqlite"
+    path.write_bytes(b"not a database, " * 400)
+    with caplog.at_level("WARNING", logger="cresowlve_core.embeddings"):
+        for _ in range(2):
+            out = embeddings.embed(["a", "b"], cache_path=path)
+            assert out.shape == (2, embeddings.DIMENSION) and (out[:, 0] == 1.0).all()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"embedding cache {path} cannot be read (file is not a database); going on without it, every text encoded "
+        "by the model (delete or move the file to start a new cache)"]
+    assert path.read_bytes().startswith(b"not a database")  # left as it was, for the user to look at
