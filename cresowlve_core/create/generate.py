@@ -423,10 +423,26 @@ class GeneratedSet(BaseModel):
     raw_outputs: list[str] = Field(default_factory=list)
 
 
+def _calls_not_run(recs: Sequence[GenerationRecord], variation: str, n_samples: int, n_rounds: int) -> int:
+    """How many of a query's planned calls (its samples, or its rounds) have no record, leaving out
+    ``iterate`` rounds after a refused or filtered round (never asked: the conversation ended)."""
+    done = {(r.sample, r.round): r for r in recs}
+    if variation == "resample":
+        planned = [(sample, 0) for sample in range(n_samples)]
+    elif variation == "iterate":
+        ended = min((rnd for (_, rnd), r in done.items() if r.outcome in NOT_AN_ANSWER), default=n_rounds)
+        planned = [(0, rnd) for rnd in range(min(n_rounds, ended + 1))]
+    else:
+        planned = [(0, 0)]
+    return sum(key not in done for key in planned)
+
+
 def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
     """Merge each query's successful calls (in (sample, round) order); a query without any record
-    is included with zero paths and the flag ``not_generated``. Reads old run directories too."""
+    is included with zero paths and the flag ``not_generated``, one with some of its planned calls
+    (samples, rounds) never run gets ``call_not_run``. Reads old run directories too."""
     m = read_generation_manifest(run_dir)
+    settings = generation_settings(m)
     latest = RunDir(run_dir).latest(RESPONSES, response_key)
     by_query: dict[str, list[GenerationRecord]] = {}
     for raw in latest.values():
@@ -460,5 +476,7 @@ def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
                 g.paths.append(p)
         if not recs:
             g.flags.append("not_generated")
+        elif _calls_not_run(recs, settings["variation"], settings["n_samples"], settings["n_rounds"]):
+            g.flags.append("call_not_run")  # e.g. a run stopped between samples: the set is not the configuration's yet
         out.append(g)
     return out

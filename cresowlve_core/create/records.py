@@ -286,7 +286,7 @@ class ScoreSummary(BaseModel):
     n_factuality_scored: int = 0
     mean_utility: dict[str, float | None]
     n_unfinished_queries: int = Field(0, description="queries left out of mean_utility: a generation call failed, "
-                                      "the query was not generated, or a valid path is not judged")
+                                      "the query was not generated or some of its samples/rounds not run, or a valid path is not judged")
     n_withheld_queries: int = Field(0, description="queries in mean_utility with no path because their generation was "
                                     "refused or filtered: each a utility of 0")
     factuality_threshold: float

@@ -409,7 +409,7 @@ def load_sets(recorded_dir: str | Path | None = None, user_runs: Sequence[str] |
                     "so the utilities here differ from those `cresowlve create score` printed.")
     if left_out:
         message += (f" **Left out: {plural(left_out, '(configuration, query) set')} of your runs** whose generation "
-                    "or judging is unfinished (a call failed, a query was not generated, a valid path was not "
+                    "or judging is unfinished (a call failed, a query or some of its samples/rounds was not generated, a valid path was not "
                     "judged; `incomplete` in the table below): a missing answer or judgment is not a utility of 0. "
                     "Run `cresowlve create generate` and `cresowlve create score` again to finish them.")
     return LoadedSets(sets, yours, message, user_runs_table(every_yours) if every_yours else None,

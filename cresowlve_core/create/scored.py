@@ -36,9 +36,10 @@ ValiditySource = Literal["recorded", "recomputed"]
 
 
 #: flags of a set whose utility cannot be computed yet: a generation call that failed, a query never
-#: generated, a valid path the judge did not score (an error, or not judged yet). Such a set is left
-#: out of means and rankings: a missing answer or judgment is not a utility of 0
-UNFINISHED_FLAGS = ("call_failed", "not_generated", "valid_path_not_judged", "judge_error")
+#: generated or with some of its planned calls (samples, rounds) never run, a valid path the judge did
+#: not score (an error, or not judged yet). Such a set is left out of means and rankings: a missing
+#: answer or judgment is not a utility of 0, nor is a part of a set its whole
+UNFINISHED_FLAGS = ("call_failed", "not_generated", "call_not_run", "valid_path_not_judged", "judge_error")
 
 
 def unfinished(flags: Sequence[str]) -> str | None:

@@ -346,6 +346,39 @@ def test_create_score_exits_1_when_its_mean_leaves_out_a_query_whose_generation_
     assert capsys.readouterr().err == ""
 
 
+def test_a_resample_set_missing_samples_after_a_stop_is_unfinished_not_scored_as_the_whole_set(tmp_path):
+    """A run stopped (max_cost) after 2 of a query's 3 samples: that set is not the configuration's
+    answer yet. Before: no flag, utility@0.9 14.84 from 2 samples counted as the query's resample
+    utility; now it is flagged ``call_not_run`` and left out until the run is finished."""
+    from cresowlve_core.llm.types import BudgetExceeded
+
+    class StopsAfterTwo(FakeClient):
+        generated = 0
+
+        async def complete(self, messages, params, *, prompt_version):
+            if prompt_version.startswith("create_generate"):
+                self.generated += 1
+                if self.generated > 2:
+                    raise BudgetExceeded("max_cost reached")
+            return await super().complete(messages, params, prompt_version=prompt_version)
+
+    options = cg.GENERATE_OPTIONS.model_copy(update={"concurrency": 1})
+    g = cg.generate(None, EP, tmp_path, variation="resample", n_samples=3, limit=1, client=StopsAfterTwo(),
+                    options=options, progress=False)
+    assert g.stopped and (g.n_ok, g.n_missing) == (2, 1)
+    (gen,) = cg.load_generations(tmp_path)
+    assert gen.n_calls_ok == 2 and "call_not_run" in gen.flags
+    s = cs.score(tmp_path, EP, client=FakeClient(), embedder=one_hot, progress=False)
+    assert s.n_unfinished_queries == 1 and s.mean_utility["0.9"] is None
+    (row,) = json.loads((tmp_path / "score" / "scores.json").read_text())
+    assert row["utility"] == {"0.7": None, "0.9": None}
+    cg.generate(None, EP, tmp_path, variation="resample", n_samples=3, limit=1, client=FakeClient(), options=options,
+                progress=False)  # the third sample
+    (gen,) = cg.load_generations(tmp_path)
+    assert gen.n_calls_ok == 3 and "call_not_run" not in gen.flags
+    assert cs.score(tmp_path, EP, client=FakeClient(), embedder=one_hot, progress=False).n_unfinished_queries == 0
+
+
 def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_ranked_at_zero(tmp_path):
     """A failed call leaves the query with no paths: ranked, it would be a utility of 0. It is left
     out of the leaderboard, and the message and the runs table say so."""
