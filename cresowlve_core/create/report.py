@@ -214,12 +214,15 @@ class CreateReport:
         """ν against the population: for each set, its valid, factual paths with strength
         ``> quality_floor`` (the paper's filter) against every valid path of the *other*
         configurations for the same query. Per configuration: mean ν(u) over those paths, mean
-        ν(U) over queries that have any, and how many paths/queries that covers."""
+        ν(U) over queries that have any, and how many paths/queries that covers. A query where no
+        other configuration has a valid path has no population to be distinct from: it gets no ν
+        (not the largest, 1) and is counted in ``n_queries_no_population``."""
         by_query: dict[str, list[ScoredSet]] = defaultdict(list)
         for s in self.sets:
             by_query[s.query_id].append(s)
         per_path: dict[str, list[float]] = defaultdict(list)
         per_set: dict[str, list[float]] = defaultdict(list)
+        alone: dict[str, int] = defaultdict(int)
         for _qid, group in by_query.items():
             for s in group:
                 b = self.breakdown(s, factuality_threshold)
@@ -229,12 +232,12 @@ class CreateReport:
                 others = [
                     self.vectors[_key(o)][[i for i, v in enumerate(o.validity) if v]] for o in group if o.config != s.config
                 ]
-                pop = np.concatenate([o for o in others if len(o)], axis=0) if any(len(o) for o in others) else None
-                if pop is None:
-                    nu = [1.0] * len(own)
-                else:
-                    d = np.asarray(transform_distance(cosine_distance(self.vectors[_key(s)][own], pop)))
-                    nu = [float(x) for x in d.min(axis=1)]
+                if not any(len(o) for o in others):  # e.g. a query of your run the recorded ones do not answer
+                    alone[s.config] += 1
+                    continue
+                pop = np.concatenate([o for o in others if len(o)], axis=0)
+                d = np.asarray(transform_distance(cosine_distance(self.vectors[_key(s)][own], pop)))
+                nu = [float(x) for x in d.min(axis=1)]
                 per_path[s.config].extend(nu)
                 per_set[s.config].append(max(nu))
         rows = [
@@ -244,6 +247,7 @@ class CreateReport:
                 "avg_nu_set": float(np.mean(per_set[c])) if per_set[c] else np.nan,
                 "n_paths": len(per_path[c]),
                 "n_queries": len(per_set[c]),
+                "n_queries_no_population": alone[c],
             }
             for c in self.configs()
         ]
@@ -698,13 +702,13 @@ def tradeoff_section(rep: CreateReport, patience: float, factuality_threshold: f
                         for c, row in trade.pivot(index="config", columns="threshold", values="utility").iterrows()}}
 
 
-def distinctiveness_section(rep: CreateReport, factuality_threshold: float = 1.0) -> dict[str, float]:
+def distinctiveness_section(rep: CreateReport, factuality_threshold: float = 1.0) -> dict[str, float | None]:
     """ν per configuration against the others, of the paths factual at ``factuality_threshold``;
     returns the mean set distinctiveness ν(U)."""
     dist = rep.distinctiveness(factuality_threshold=factuality_threshold)
     show(dist)
     show(distinctiveness_chart(dist))
-    return {str(r.config): round(float(r.avg_nu_set), 4) for r in dist.itertuples()}
+    return {str(r.config): None if pd.isna(r.avg_nu_set) else round(float(r.avg_nu_set), 4) for r in dist.itertuples()}
 
 
 def examples_section(rep: CreateReport, per_config: int = 2, factuality_threshold: float = 1.0) -> str:

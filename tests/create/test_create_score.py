@@ -173,6 +173,22 @@ def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     assert "your run" in json.dumps(chart)
 
 
+def test_a_query_no_other_configuration_answered_has_no_distinctiveness_not_the_largest(tmp_path):
+    """Your run answers 2 queries, the recorded sets ranked are those of the first 1: on the second
+    no other configuration has a path to be distinct from. Before: ν = 1 (the largest) for each of its
+    paths, averaged into your ν(U) over 2 queries; now that query has no ν and is counted apart."""
+    from cresowlve_core.create import report as cr
+
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=client, progress=False)
+    cs.score(tmp_path / "mine", EP, client=client, embedder=one_hot, progress=False)
+    loaded = cr.load_sets(None, [str(tmp_path / "mine")], n_queries=1)
+    dist = cr.analyse(loaded.sets, embedder=one_hot).distinctiveness().set_index("config")
+    mine = dist.loc["fake-model__original (yours: mine)"]
+    assert (mine.n_queries, mine.n_queries_no_population, mine.n_paths) == (1, 1, 2)
+    assert (dist.drop(index=mine.name).n_queries_no_population == 0).all()
+
+
 def test_a_user_run_scored_at_other_settings_is_named_as_recomputed_at_the_reports(tmp_path):
     """`create score --factuality-threshold 0.5 --discount paper` printed utility@0.9 7.6; the report
     recomputes from the judgments at its own 1.0 / reference (0.0 here, the last triple of each path
