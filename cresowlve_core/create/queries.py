@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import random
 import re
 from collections import defaultdict
@@ -45,9 +46,11 @@ from cresowlve_core.llm.types import GenParams, LLMError
 from cresowlve_core.paths import shipped_data
 from cresowlve_core.prompts import load_prompt
 from cresowlve_core.runtime import STOP_ERRORS, run_coro
-from cresowlve_core.runtime.outcomes import is_withheld
+from cresowlve_core.runtime.outcomes import call_outcome, is_withheld
 from cresowlve_core.sources.kg import KnowledgeGraph, load_kg
 from cresowlve_core.text import id_part
+
+log = logging.getLogger(__name__)
 
 
 def default_queries_path() -> Path:
@@ -89,6 +92,9 @@ class CreateQuery(BaseModel):
     description: str = ""
     source_triples_qid: list[list[str]] = Field(default_factory=list)
     source_path: list[list[str]] = Field(default_factory=list)
+    #: how a built query's text was written (:func:`build_queries`): ``llm``, ``template``, or the
+    #: template in place of the model's text, with why (``template (the model refused)``)
+    verbalisation: str | None = None
 
     def model_post_init(self, __context: Any) -> None:
         if not self.id:
@@ -281,22 +287,29 @@ def clean_verbalisation(text: str | None) -> str | None:
     return None
 
 
-async def verbalise_llm(client: Any, sp: SourcePath, kg: KnowledgeGraph, params: Any) -> tuple[str, bool]:
-    """Ask a model to verbalise; falls back to the template. Returns ``(query, used_llm)``."""
+async def verbalise_llm(client: Any, sp: SourcePath, kg: KnowledgeGraph, params: Any) -> tuple[str, str]:
+    """Ask a model to verbalise; falls back to the template. Returns ``(query, how)``: ``llm``, or
+    ``template (<why>)`` when the model refused, was filtered, failed or wrote no question."""
     messages, tag = verbalise_messages(sp, kg)
     try:
         c = await client.complete(messages, params, prompt_version=tag)
-        q = None if is_withheld(c) else clean_verbalisation(c.text)  # a refusal or a filter: the template
+        if is_withheld(c):  # a refusal or a filter: the template
+            why = "the model refused" if call_outcome(c) == "refused" else "the provider's filter"
+            q = None
+        else:
+            q = clean_verbalisation(c.text)
+            why = "no question in the model's text"
     except STOP_ERRORS:  # a wrong key or a spent budget stops the build
         raise
-    except LLMError:  # one failed call: the template is a safe fallback
-        q = None
-    return (q, True) if q else (verbalise_template(sp, kg), False)
+    except LLMError as exc:  # one failed call: the template is a safe fallback
+        q, why = None, f"the call failed: {type(exc).__name__}"
+    return (q, "llm") if q else (verbalise_template(sp, kg), f"template ({why})")
 
 
-def to_query(sp: SourcePath, kg: KnowledgeGraph, text: str) -> CreateQuery:
+def to_query(sp: SourcePath, kg: KnowledgeGraph, text: str, verbalisation: str | None = None) -> CreateQuery:
     return CreateQuery(
         query=text,
+        verbalisation=verbalisation,
         entity_a=kg.label(sp.entity_a),
         entity_b=kg.label(sp.entity_b),
         rel_b=kg.label(sp.rel_b),
@@ -331,14 +344,18 @@ def build_queries(
         max_target_degree=max_target_degree,
     )
     if verbalise == "template":
-        return [to_query(sp, kg, verbalise_template(sp, kg)) for sp in sources]
+        return [to_query(sp, kg, verbalise_template(sp, kg), "template") for sp in sources]
     if client is None:
         raise InputError("verbalise='llm' needs a client")
     if params is None:
         params = GenParams(temperature=0.0, seed=seed, max_tokens=200)
 
-    async def run() -> list[tuple[str, bool]]:
+    async def run() -> list[tuple[str, str]]:
         return await asyncio.gather(*(verbalise_llm(client, sp, kg, params) for sp in sources))
 
     texts = run_coro(run())
-    return [to_query(sp, kg, text) for sp, (text, _) in zip(sources, texts)]
+    templated = [how for _, how in texts if how != "llm"]
+    if templated:
+        log.warning("%d of %d queries verbalised by the template instead of the model (the first: %s); "
+                    "each query's `verbalisation` says how it was written", len(templated), len(texts), templated[0])
+    return [to_query(sp, kg, text, how) for sp, (text, how) in zip(sources, texts)]

@@ -131,3 +131,29 @@ def test_shipped_queries_and_recorded_runs_are_found_with_a_data_dir_elsewhere(t
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "CRESOWLVE_DATA_DIR": str(tmp_path / "empty")})
     assert out.stdout.split() == ["24", "True"], out.stderr[-1000:]
+
+
+def test_a_templated_query_says_so_when_the_model_was_asked(caplog):
+    """verbalise="llm" falls back to the template when the model refuses, fails or writes no question.
+    Before: the query carried the template's text with nothing saying the model did not write it;
+    now each query's ``verbalisation`` says how it was written, and one WARNING counts the fallbacks."""
+    from outcome_double import refused
+
+    class Refusing:
+        async def complete(self, messages, params, *, prompt_version):
+            return refused()
+
+    kg = tiny_kg()
+    kwargs = dict(relations=["P166"], per_relation=1, min_degree=1)
+    good = VerbaliseClient("What are different ways of connecting A1 and someone born in City?")
+    assert [q.verbalisation for q in build_queries(kg, verbalise="llm", client=good, **kwargs)] == ["llm"]
+    assert [q.verbalisation for q in build_queries(kg, **kwargs)] == ["template"]
+    for client, why in ((Refusing(), "the model refused"), (VerbaliseClient(None), "the call failed: LLMError"),
+                        (VerbaliseClient("Sure! Here it is."), "no question in the model's text")):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="cresowlve_core.create.queries"):
+            (q,) = build_queries(kg, verbalise="llm", client=client, **kwargs)
+        assert q.verbalisation == f"template ({why})" and "place of birth" in q.query
+        assert [r.getMessage() for r in caplog.records] == [
+            f"1 of 1 queries verbalised by the template instead of the model (the first: template ({why})); "
+            "each query's `verbalisation` says how it was written"]
