@@ -9,8 +9,8 @@
   two of the three perturbations (seeded) fill the other A–C positions, D is "none"; repeated
   ``n_repeats`` times with independent randomness per repeat, each repeat a layout of its own.
 
-Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first valid option letter
-of the reply; anything else is *invalid* and counted. A refused or filtered reply is not parsed: it is
+Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first option letter of the
+reply that stands as an option (never the article of ``A good question…``); anything else is *invalid* and counted. A refused or filtered reply is not parsed: it is
 *withheld*, counted apart from the invalid ones: both pick no option, but an invalid answer counts
 as wrong while a withheld one is no answer, left out of the accuracies. A base-model quiz-taker (provider profile
 ``base_model``: the embedded Gemma 3 270M) gets the few-shot completion prompt
@@ -54,10 +54,30 @@ NONE_OPTION = "None of the provided options."
 MAX_PARSE_CHARS = 4_000
 # possessive quantifiers (*+) where two runs of the same characters meet: backtracking between
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
-_LEAD = re.compile(r"^[\s*_`\"'«“(\[]*+(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+"
-                   r"[:：\-]?\s*+)?[\s*_`\"'«“(\[]*+([A-D])(?![A-Za-z0-9])", re.I)
-_ANYWHERE = re.compile(r"(?:answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?\s*+[*_`\"'«“(\[]*+\s*+([A-D])"
-                       r"(?![A-Za-z0-9])", re.I)
+_LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?"
+                   r"\s*+[:：\-]?\s*+)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
+_ANYWHERE = re.compile(r"(?:answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?\s*+([*_`\"'«“(\[]*+)\s*+([A-D])",
+                       re.I)
+#: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
+_CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
+#: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``
+#: (not the full stop of an abbreviation, ``A.I.``, nor the hyphen of a word, ``A-level``)
+_SEPARATOR = re.compile(r"\.(?![^\W\d_])|[,;!)\]]|\s*+[:：]|\s*+[-–—](?![^\W\d_])")
+#: after the letter: a second option letter (``A, B or C``, ``A/B``), a hedge that names no one option
+_ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+[,/&]\s*+[*_`\"'«“(\[]*+[A-D](?![^\W\d_])")
+#: after the letter: nothing more on its line but the closing marks, full stops and spaces
+_ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
+
+
+def _stands_as_option(opening: str, after: str) -> bool:
+    """Whether the letter followed by ``after`` (the rest of its line), wrapped in ``opening`` (the
+    marks before it), stands as an option rather than as the first word of a sentence: alone on its
+    line, closed by a mark it was opened with (``**B** is…``, ``(B) the…``), or followed by ``)``,
+    ``]``, ``.``, ``:``, ``-``, ``,`` and the like. ``A good question…``, ``A is…``, ``B because…``,
+    ``C'est…``, ``A or B``, ``A, B or C`` do not: the same rule for every letter, so no position gains
+    answers by its letter being an English word."""
+    closing = {_CLOSING[c] for c in opening if c in _CLOSING}
+    return not _ANOTHER.match(after) and bool(_ALONE.match(after) or (after[:1] and after[0] in closing) or _SEPARATOR.match(after))
 
 
 @dataclass(frozen=True)
@@ -78,11 +98,13 @@ class QuizUnit:
 
 
 def parse_choice(text: str | None) -> str | None:
-    """The first valid option letter of a quiz reply, else None (invalid).
+    """The option letter a quiz reply names, else None (invalid).
 
-    Accepted: ``B``, ``B)``, ``(B)``, ``B.``, ``**B**``, ``Answer: B``, ``Option B``,
-    ``The answer is B``, ``Ответ: B`` at the start of the reply; else the first
-    ``answer/option …: X`` phrase anywhere. Lower-case letters only count after such a word.
+    Accepted at the start of the reply: ``B``, ``B)``, ``(B)``, ``B.``, ``**B**``, ``Answer: B``,
+    ``Option B``, ``The answer is B``, ``Ответ: B``, ``B) the option's text``; else the first
+    ``answer/option …: X`` phrase anywhere. The letter must stand as an option
+    (:func:`_stands_as_option`): ``A good question, but I cannot tell.`` names none. Lower-case
+    letters only count after such a word.
     """
     if not text:
         return None
@@ -90,11 +112,14 @@ def parse_choice(text: str | None) -> str | None:
     for line in head.splitlines():
         if line.strip():
             m = _LEAD.match(line)
-            if m and (m.group(1).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)):
-                return m.group(1).upper()
+            if m and (m.group(3).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)) \
+                    and _stands_as_option(m.group(1) + m.group(2), line[m.end():]):
+                return m.group(3).upper()
             break
-    m = _ANYWHERE.search(head)
-    return m.group(1).upper() if m else None
+    for m in _ANYWHERE.finditer(head):
+        if _stands_as_option(m.group(1), head[m.end():].split("\n", 1)[0]):
+            return m.group(2).upper()
+    return None
 
 
 def bdq_options(perturbations: Sequence[str], rng: np.random.Generator) -> tuple[tuple[str, str, str, str], None]:

@@ -120,14 +120,18 @@ def test_without_out_dir_the_runs_go_under_the_data_directory_not_the_working_on
     assert "argument --out-dir: must not be empty" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("script, unparsed", [
-    ("perturber", "perturbation: 12 of 12 questions answered, none with three usable rewrites (nothing to quiz)"),
-    ("quiz-taker", "m BDQ: 12 replies answered, none naming an option"),
+@pytest.mark.parametrize("script, reply, unparsed", [
+    ("perturber", "Happy to help with that question!",
+     "perturbation: 12 of 12 questions answered, none with three usable rewrites (nothing to quiz)"),
+    ("quiz-taker", "Happy to help with that question!", "m BDQ: 12 replies answered, none naming an option"),
+    ("quiz-taker", "A good question, but I cannot tell.", "m BDQ: 12 replies answered, none naming an option"),
 ])
-def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monkeypatch, script, unparsed):
+def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monkeypatch, script, reply, unparsed):
     """A perturber whose replies are never three numbered rewrites (nothing quizzed), or a quiz-taker
     whose replies never name an option (the BCQ placed the original at positions the BDQ never
-    measured): every call answered, so the run exited 0 with "not tested" verdicts."""
+    measured): every call answered, so the run exited 0 with "not tested" verdicts. The article of
+    "A good question" is no option A: such replies were all read as A (a BDQ preferring A, a BCQ
+    quizzed at B and C)."""
     monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
     items = make_items()
     write_runs(tmp_path, items)
@@ -136,7 +140,7 @@ def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monke
     def answers(req) -> str:
         rewrite = "Rewrite the question below" in req.prompt
         if (script == "perturber" and rewrite) or (script == "quiz-taker" and "four-option quiz" in req.prompt):
-            return "Happy to help with that question!"
+            return reply
         return model(req)
 
     with FakeServer(answers=answers) as srv:
@@ -147,4 +151,8 @@ def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monke
     assert rc == 1, out.err
     last = out.err.strip().splitlines()[-1]
     assert last.startswith("incomplete: ") and unparsed in last, last
-    assert json.loads((tmp_path / "out" / "summary.json").read_text())["unparsed"].startswith(unparsed)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["unparsed"].startswith(unparsed)
+    if script == "quiz-taker":  # every reply invalid, none a choice
+        bdq = json.loads((tmp_path / "out" / "m" / "fake" / "bdq" / "summary.json").read_text())
+        assert bdq["n_invalid"] == bdq["n_done"] == 12

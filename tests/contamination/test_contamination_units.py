@@ -120,6 +120,30 @@ def test_parse_choice_invalid(reply):
     assert qz.parse_choice(reply) is None
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("A", "A"), ("(B)", "B"), ("**C**", "C"), ("Answer: D", "D"), ("B) the second text", "B"),
+    ("A. Name the instrument that has keys", "A"), ("D - none of them", "D"), ("C: after every move", "C"),
+    ("**A** is the original", "A"), ("(A) is the original wording", "A"), ("A, because the wording is exact", "A"),
+    ("A good question, but I cannot tell.\nAnswer: B", "B"), (" D\n\nA) Name the instrument", "D"),
+])
+def test_parse_choice_a_letter_standing_as_an_option(reply, letter):
+    assert qz.parse_choice(reply) == letter
+
+
+@pytest.mark.parametrize("reply", [
+    "A good question, but I cannot tell.", "A quiz like this is hard to answer.", "A is the original.",
+    "B is the original.", "B because the wording matches", "**A is the original**", "\"A good guess\" is all I have",
+    "C'est difficile à dire.", "A or B", "A, B or C", "**A**, **B**", "A/B", "A.I. models cannot tell which one",
+    "A-level quizzes are hard", "Answer: A good question, but I cannot tell.", "The answer is a matter of taste.",
+    "I cannot choose an option: a guess would not be honest.",
+])
+def test_parse_choice_a_letter_that_is_a_word_of_a_sentence_is_no_answer(reply):
+    """The letter as the first word of a sentence (the article of "A good question"), or one of
+    several letters, names no option: the reply is invalid (counted), never a choice. The same rule
+    for every letter, so no position gains answers by being an English word."""
+    assert qz.parse_choice(reply) is None
+
+
 def test_parse_perturbations_forms_and_malformed():
     ok = parse_perturbations("1. First one\n2) Second one\nOption 3: Third\n   continues here")
     assert ok == ["First one", "Second one", "Third continues here"]
