@@ -31,12 +31,13 @@ from typing import Any, cast
 
 import pandas as pd
 
-from cresowlve_core import outfiles
+from cresowlve_core import jsonl, outfiles
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
 from cresowlve_core.contamination.itemstats import withheld_mask
 from cresowlve_core.contamination.perturb import (
     CHAT_PROTOCOL,
+    PERTURBATIONS,
     QuizItem,
     Rejection,
     aperturb,
@@ -52,6 +53,7 @@ from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.runtime import (
     ClientOptions,
     MapResult,
+    ResumeError,
     RunDir,
     client_endpoint,
     endpoint_or_embedded,
@@ -282,18 +284,69 @@ def refuse_changed_steps(quiz_items: list[QuizItem], members: pd.DataFrame, work
     """Raise the :class:`~cresowlve_core.runtime.ResumeError` a step's run directory under ``work``
     would raise (another configuration there) before any model starts: the perturbation's, and every
     configuration's quizzes and completion test. A BCQ run keeps the non-preferred positions it
-    recorded (they come from the BDQ's answers; the BCQ checks them again when it begins)."""
+    recorded: they come from the BDQ's answers, so a BDQ that is to ask more questions (more items, or
+    a retried error) is refused here when their answers may move the positions (:func:`refuse_moved_placement`)."""
+    questions = {q.id: q.question for q in quiz_items}
     with planned_endpoint(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, _):
-        refuse_changed(perturb_dir(work, perturber, lang, p_ep),
-                       perturb_manifest(quiz_items, client_endpoint(p_ep, opts), opts))
+        pdir = perturb_dir(work, perturber, lang, p_ep)
+        refuse_changed(pdir, perturb_manifest(quiz_items, client_endpoint(p_ep, opts), opts))
         with planned_endpoint(quiz_taker.model, quiz_taker.base_url, quiz_taker.api_key_env) as (q_ep, _):
             quiz_ep = client_endpoint(q_ep, quiz_opts)
-            for config in sorted(set(members["config"])):
+            for config, part in members.groupby("config", sort=True):
                 cdir = config_dir(work, str(config), quiz_taker)
                 refuse_changed(cdir / "bdq", qz.quiz_manifest("bdq", quiz_ep, quiz_opts, 0))
-                bcq = {"non_preferred": _recorded_identity(cdir / "bcq").get("non_preferred"), "n_repeats": n_repeats}
+                recorded = _recorded_identity(cdir / "bcq").get("non_preferred")
+                bcq = {"non_preferred": recorded, "n_repeats": n_repeats}
                 refuse_changed(cdir / "bcq", qz.quiz_manifest("bcq", quiz_ep, quiz_opts, 0, bcq))
+                if recorded:
+                    refuse_moved_placement(cdir, sorted(set(part["id"])), questions, pdir, lang, recorded)
                 refuse_changed(cdir / "completion", comp.completion_manifest(client_endpoint(q_ep, opts), opts, 0))
+
+
+def refuse_moved_placement(cdir: Path, ids: Sequence[str], questions: dict[str, str], pdir: Path, lang: str,
+                           recorded: list[str]) -> None:
+    """Raise the :class:`~cresowlve_core.runtime.ResumeError` the BCQ run in ``cdir`` would raise once
+    the BDQ has asked the questions it still has to (of items ``ids``) unless the positions it
+    recorded (``recorded``) are certain to stay the non-preferred ones (:func:`~cresowlve_core.
+    contamination.quiz.settled_non_preferred`), from the records on disk, before any call. A
+    question is still to be asked when its item has no finished perturbation yet, or usable rewrites
+    and no finished BDQ answer."""
+    perturbed = _finished(pdir / PERTURBATIONS, lang)
+    answered = _finished(cdir / "bdq" / "bdq.jsonl", lang)
+    counted: list[dict[str, Any]] = []
+    n_more = 0
+    for i in ids:
+        if i not in perturbed:
+            n_more += 1
+        elif not _rejections(perturbed[i], questions[i]):
+            if i in answered:
+                counted.append(answered[i])
+            else:
+                n_more += 1
+    counts = qz.position_counts([r.get("choice") for r in counted], [r.get("outcome") for r in counted])
+    settled = qz.settled_non_preferred(counts, len(counted), n_more)
+    if settled == [] or settled == recorded:
+        return
+    now = (f"the BDQ's {len(counted)} answers for these items give {', '.join(settled)}" if settled is not None
+           else f"the BDQ has {len(counted)} answers for these items and is to ask up to {n_more} more, whose "
+                "answers may move them")
+    raise ResumeError(f"{cdir / 'bcq'}: the run directory holds another configuration (identity: the BCQ placed "
+                      f"the original at {', '.join(recorded)}, the non-preferred positions of its BDQ; {now}); "
+                      "use another run directory (resume only continues the same configuration: the same items)")
+
+
+def _finished(path: Path, lang: str) -> dict[str, dict[str, Any]]:
+    """Per item id, the last record in ``lang`` of a step's records file if it is finished (``status:
+    ok``: never asked again); nothing for a missing or unreadable file (the step itself says why)."""
+    last: dict[str, dict[str, Any]] = {}
+    try:
+        for _, r in jsonl.scan_jsonl(path, torn_tail_ok=True) if path.is_file() else ():
+            key = r.get("key")
+            if isinstance(key, list) and len(key) >= 2 and key[0] == lang and isinstance(key[1], str):
+                last[key[1]] = r
+    except (OSError, ValueError):
+        return {}
+    return {i: r for i, r in last.items() if r.get("status") == "ok"}
 
 
 def _recorded_identity(run_dir: Path) -> dict[str, Any]:

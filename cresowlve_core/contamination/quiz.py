@@ -184,6 +184,20 @@ def non_preferred_positions(counts: dict[str, int], n: int) -> tuple[list[str], 
     return [p for p in PLACEABLE if counts.get(p, 0) == least], False
 
 
+def settled_non_preferred(counts: dict[str, int], n: int, n_more: int) -> list[str] | None:
+    """The non-preferred positions (:func:`non_preferred_positions`) the BDQ will give once up to
+    ``n_more`` more questions are answered, ``counts`` and ``n`` being its answers so far, when no
+    answers to them can change the positions; else None. Settled: every position of A–C stays below
+    the ``N/4`` threshold whatever the new answers are (it stays so when all of them pick it), or stays
+    at or above it (when none picks it and all are answered); ``[]``: no answer at all, no BCQ."""
+    if n_more == 0:
+        return non_preferred_positions(counts, n)[0] if n else []
+    threshold = (n + n_more) / 4
+    below = [p for p in PLACEABLE if counts.get(p, 0) + n_more < threshold]
+    above = [p for p in PLACEABLE if counts.get(p, 0) >= threshold]
+    return below if below and len(below) + len(above) == len(PLACEABLE) else None
+
+
 def _options_text(prompt: Prompt, unit: QuizUnit, base_model: bool) -> list[dict[str, str]]:
     a, b, c, d = (" ".join(o.split()) for o in unit.options)
     return user_message(prompt.render(a=a, b=b, c=c, d=d), base_model)

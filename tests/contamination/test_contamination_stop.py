@@ -107,3 +107,64 @@ def test_runs_without_a_paired_configuration_are_refused(tmp_path, capsys, monke
     rc = main(args)
     err = capsys.readouterr().err
     assert rc == 2 and last_line(err).startswith("error: no configuration with paired En and Ru runs"), err
+
+
+def _bdq_prefers_b_on_the_first_four(items):
+    """``fake_model``, but a BDQ question (the rewrites only: no "однажды" of the original) of the first
+    four items of each set (in id order) is answered B, of the others A: with four items per set the
+    BDQ finds A and C non-preferred, with eight only C."""
+    model = fake_model(items)
+    first = {0, 1, 2, 3, 22, 23, 24, 25, 43, 44, 45, 46}
+
+    def answer(req) -> str:
+        if "four-option quiz" in req.prompt and "однажды" not in req.prompt:
+            return "B" if any(f"Вопрос номер {i}:" in req.prompt for i in first) else "A"
+        return model(req)
+
+    return answer
+
+
+def test_more_items_that_may_move_the_bcq_positions_are_refused_before_any_call(tmp_path, capsys, monkeypatch):
+    """The BCQ recorded the positions the BDQ of 4 items per set measured (A, C); resumed with 8 the
+    BDQ's new answers may move them. Before: the perturbation and the BDQ sent 24 calls, then the BCQ
+    refused "another configuration" (exit 2). Now the refusal comes first: nothing sent or written."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    with FakeServer(answers=_bdq_prefers_b_on_the_first_four(items)) as srv:
+        assert main(_args(tmp_path, srv.base_url, "--max-items", "4")) == 0, capsys.readouterr().err
+        bcq = json.loads((tmp_path / "out" / "m" / "fake" / "bcq" / "manifest.json").read_text())
+        assert bcq["identity"]["non_preferred"] == ["A", "C"]
+        files = {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file() and p.name != ".lock"}
+        srv.reset()
+        rc = main(_args(tmp_path, srv.base_url, "--max-items", "8"))
+        assert (rc, srv.total) == (2, 0), capsys.readouterr().err
+    last = last_line(capsys.readouterr().err)
+    assert last.startswith(f"error: {tmp_path / 'out' / 'm' / 'fake' / 'bcq'}: the run directory holds another "
+                           "configuration (identity: the BCQ placed the original at A, C"), last
+    assert "the BDQ has 12 answers for these items and is to ask up to 12 more, whose answers may move them" in last
+    assert files == {p: p.read_bytes() for p in (tmp_path / "out").rglob("*") if p.is_file() and p.name != ".lock"}
+
+
+def test_a_retried_bdq_error_that_cannot_move_the_bcq_positions_is_resumed(tmp_path, capsys, monkeypatch):
+    """One BDQ question errored (a per-item 400: the context length); the BCQ was placed by the other 11 answers (10 A,
+    one invalid: B and C non-preferred). One more answer cannot lift B or C to N/4 = 3, so the
+    resume asks that one question, and nothing else, and ends complete."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, "This model's maximum context length is 16 tokens")
+    fail = {"on": True}
+
+    def fault(req):
+        bdq = "four-option quiz" in req.prompt and "однажды" not in req.prompt
+        return "400" if fail["on"] and bdq and "Вопрос номер 0:" in req.prompt else None
+
+    with FakeServer(answers=fake_model(items), faults=fault) as srv:
+        assert main(_args(tmp_path, srv.base_url, "--max-items", "4")) == 1
+        bcq = json.loads((tmp_path / "out" / "m" / "fake" / "bcq" / "manifest.json").read_text())
+        assert bcq["identity"]["non_preferred"] == ["B", "C"]
+        fail["on"] = False
+        srv.reset()
+        rc = main(_args(tmp_path, srv.base_url, "--max-items", "4"))
+        assert (rc, srv.total) == (0, 1), capsys.readouterr().err

@@ -93,6 +93,23 @@ def test_non_preferred_positions_fallback_when_none_below_quarter():
     assert qz.non_preferred_positions(counts, 100) == (["C"], False)
 
 
+@pytest.mark.parametrize("counts, n, n_more, settled", [
+    ({"A": 11}, 12, 0, ["B", "C"]),  # nothing more to ask: the positions as measured
+    ({"A": 10}, 11, 1, ["B", "C"]),  # one more answer cannot lift B or C to (11 + 1)/4 = 3
+    ({"A": 11}, 12, 12, None),  # twelve more may put B or C at or above 24/4 = 6
+    ({"A": 5, "B": 5, "C": 1}, 12, 1, ["C"]),  # C stays below 13/4, A and B stay above it
+    ({"A": 3, "B": 3, "C": 3, "D": 3}, 12, 1, None),  # A-C at 3: one more answer decides where 13/4 falls
+    ({}, 0, 0, []),  # no answer: no BCQ
+])
+def test_settled_non_preferred_only_when_no_new_answers_can_move_them(counts, n, n_more, settled):
+    assert qz.settled_non_preferred(counts, n, n_more) == settled
+    if settled:  # every way the new answers can fall (one position each, or unanswered) keeps them
+        for pick in [*qz.LETTERS, None]:
+            for k in range(n_more + 1):
+                more = counts | ({pick: counts.get(pick, 0) + k} if pick else {})
+                assert qz.non_preferred_positions(more, n + k)[0] == settled
+
+
 def test_position_counts_and_uniform_gof_against_scipy():
     counts = qz.position_counts(["A"] * 187 + ["B"] * 60 + ["C"] * 47 + ["D"] * 273 + [None] * 13)
     assert counts == {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13, "withheld": 0}
