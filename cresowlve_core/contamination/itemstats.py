@@ -48,13 +48,26 @@ def withheld_mask(records: pd.DataFrame) -> pd.Series:
     return records["outcome"].isin(NOT_AN_ANSWER)
 
 
+def cut_off_mask(records: pd.DataFrame) -> pd.Series:
+    """Per quiz record: cut off at the token limit before naming an option (``outcome`` truncated, no
+    ``choice``): the quiz-taker stopped before an answer (False where records carry neither field)."""
+    if "outcome" not in records or "choice" not in records:
+        return pd.Series(False, index=records.index)
+    return (records["outcome"] == "truncated") & records["choice"].isna()
+
+
+def no_answer_mask(records: pd.DataFrame) -> pd.Series:
+    """Per quiz record: no answer, withheld (refused or filtered) or cut off before naming an option."""
+    return withheld_mask(records) | cut_off_mask(records)
+
+
 def bcq_items(bcq: pd.DataFrame) -> pd.DataFrame:
     """One row per (set, item): repeats answered, right, accuracy across repeats and whether the
     item was right in a strict majority of its repeats. Invalid answers count as wrong; withheld
-    ones (refused or filtered) are no answer: not among the repeats answered, and an item with no
-    answered repeat has no row."""
+    ones (refused or filtered) and replies cut off before naming an option are no answer: not among
+    the repeats answered, and an item with no answered repeat has no row."""
     cols = ["set", "id", "repeats", "right", "accuracy", "majority"]
-    bcq = bcq[~withheld_mask(bcq)]
+    bcq = bcq[~no_answer_mask(bcq)]
     if bcq.empty:
         return pd.DataFrame(columns=cols)
     ok = (bcq["choice"] == bcq["correct"]).astype(int)

@@ -34,7 +34,7 @@ import pandas as pd
 from cresowlve_core import jsonl, outfiles
 from cresowlve_core.contamination import completion as comp
 from cresowlve_core.contamination import quiz as qz
-from cresowlve_core.contamination.itemstats import withheld_mask
+from cresowlve_core.contamination.itemstats import cut_off_mask, no_answer_mask
 from cresowlve_core.contamination.perturb import (
     CHAT_PROTOCOL,
     PERTURBATIONS,
@@ -125,7 +125,9 @@ class Contamination:
     def unparsed(self) -> str | None:
         """The steps whose model answered but none of whose answers could be read, in a sentence (None:
         none): the perturbation when no question got three usable rewrites, a quiz when no reply named
-        an option. Refused and filtered calls are not answers (counted as such, never as unparsed)."""
+        an option, and a quiz any of whose replies was cut off at the token limit before naming one (no
+        answer, and no fault of the model's). Refused and filtered calls are not answers (counted as
+        such, never as unparsed)."""
         parts = []
         pert = next((s for s in self.steps if s["step"] == "perturbation"), None)
         usable = (self.perturbation or {}).get("n_usable")
@@ -136,9 +138,12 @@ class Contamination:
                              "none with three usable rewrites (nothing to quiz)")
         for r in self.results:
             for quiz, answers in (("BDQ", r.bdq), ("BCQ", r.bcq)):
-                answered = answers[~withheld_mask(answers)]
+                answered = answers[~no_answer_mask(answers)]
                 if len(answered) and answered["choice"].isna().all():
                     parts.append(f"{r.config} {quiz}: {len(answered)} replies answered, none naming an option")
+                if cut := int(cut_off_mask(answers).sum()):
+                    parts.append(f"{r.config} {quiz}: {cut} of {len(answers)} replies cut off at the token limit "
+                                 "before naming an option (no answer)")
         return "; ".join(parts) or None
 
 

@@ -12,7 +12,9 @@
 Each quiz is one ``map_with_resume`` run. :func:`parse_choice` takes the first option letter of the
 reply that stands as an option (never the article of ``A good question…``); anything else is *invalid* and counted. A refused or filtered reply is not parsed: it is
 *withheld*, counted apart from the invalid ones: both pick no option, but an invalid answer counts
-as wrong while a withheld one is no answer, left out of the accuracies. A base-model quiz-taker (provider profile
+as wrong while a withheld one is no answer, left out of the accuracies. So is a reply *cut off* at
+the token limit before it named an option (``outcome`` truncated): the quiz-taker stopped before
+an answer, which says nothing of what it recognises. A base-model quiz-taker (provider profile
 ``base_model``: the embedded Gemma 3 270M) gets the few-shot completion prompt
 ``contamination_quiz_fewshot`` over ``/completions``; its continuation is parsed the same way.
 """
@@ -28,7 +30,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from cresowlve_core.contamination.itemstats import CHANCE, MIN_ITEMS, bcq_items, majority_test, too_few, withheld_mask
+from cresowlve_core.contamination.itemstats import (
+    CHANCE,
+    MIN_ITEMS,
+    bcq_items,
+    cut_off_mask,
+    majority_test,
+    too_few,
+    withheld_mask,
+)
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
@@ -247,7 +257,9 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
     recs = [r for r in result.records.values() if r.get("status") == "ok"]
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
-        "n_invalid": sum(r.get("choice") is None and not record_withheld(r) for r in recs),
+        "n_invalid": sum(r.get("choice") is None and not record_withheld(r) and r.get("outcome") != "truncated"
+                         for r in recs),
+        "n_cut_off": sum(r.get("choice") is None and r.get("outcome") == "truncated" for r in recs),
         "stopped": result.stopped})
     return result
 
@@ -256,11 +268,13 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
 
 
 def position_counts(choices: Sequence[str | None], outcomes: Sequence[str | None] | None = None) -> dict[str, int]:
-    """Counts of A, B, C, D, ``invalid`` (a reply with no option letter) and ``withheld`` (the
-    quiz-taker refused or its provider's filter stopped it: ``outcomes``, one per choice, say which)."""
-    out = {p: 0 for p in LETTERS} | {"invalid": 0, "withheld": 0}
+    """Counts of A, B, C, D, ``invalid`` (a reply with no option letter), ``withheld`` (the
+    quiz-taker refused or its provider's filter stopped it) and ``cut_off`` (a reply cut off at the
+    token limit before naming an option); ``outcomes``, one per choice, say which."""
+    out = {p: 0 for p in LETTERS} | {"invalid": 0, "withheld": 0, "cut_off": 0}
     for c, outcome in zip(choices, outcomes if outcomes is not None else [None] * len(choices), strict=True):
-        out[c if c in LETTERS else "withheld" if outcome in NOT_AN_ANSWER else "invalid"] += 1
+        out[c if c in LETTERS else "withheld" if outcome in NOT_AN_ANSWER else "cut_off" if outcome == "truncated"
+            else "invalid"] += 1
     return out
 
 
@@ -291,30 +305,32 @@ def bcq_table(records: pd.DataFrame, n_repeats: int, min_items: int = MIN_ITEMS)
     itemstats.majority_test`), ``mean_item_accuracy`` beside it. Repeats are never pooled as
     independent trials (they share the items). With fewer than ``min_items`` items p is not given
     and ``test`` says so. Invalid answers (no option letter) count as wrong; withheld ones (refused or
-    filtered) are no answer: left out of ``k`` and ``n`` (and of the items' accuracies), counted apart."""
-    cols = ["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid", "withheld", "mean_item_accuracy",
-            "test"]
+    filtered) and ``cut_off`` ones (stopped at the token limit before naming an option) are no answer:
+    left out of ``k`` and ``n`` (and of the items' accuracies), counted apart."""
+    cols = ["set", "repeat", "k", "n", "accuracy", "low", "high", "p", "invalid", "withheld", "cut_off",
+            "mean_item_accuracy", "test"]
     if records.empty:
         return pd.DataFrame(columns=cols)
     rows = []
     items = bcq_items(records)
-    records = records.assign(_withheld=withheld_mask(records))
-    records = records.assign(_invalid=records["choice"].isna() & ~records["_withheld"])
+    records = records.assign(_withheld=withheld_mask(records), _cut_off=cut_off_mask(records))
+    records = records.assign(_invalid=records["choice"].isna() & ~records["_withheld"] & ~records["_cut_off"])
     for s, part in records.groupby("set", sort=True):
         for r in range(n_repeats):
             rep = part[part["repeat"] == r]
-            answered = rep[~rep["_withheld"]]
+            answered = rep[~rep["_withheld"] & ~rep["_cut_off"]]
             k = int((answered["choice"] == answered["correct"]).sum())
             a = accuracy_test(k, len(answered))
             rows.append({"set": s, "repeat": str(r + 1), "k": a["k"], "n": a["n"], "accuracy": a["accuracy"],
                          "low": a["low"], "high": a["high"], "p": float("nan"),
                          "invalid": int(rep["_invalid"].sum()), "withheld": int(rep["_withheld"].sum()),
-                         "mean_item_accuracy": float("nan"),
+                         "cut_off": int(rep["_cut_off"].sum()), "mean_item_accuracy": float("nan"),
                          "test": "descriptive (one repeat)"})
         m = majority_test(items[items["set"] == s])
         few = too_few(m["n"], min_items=min_items)
         rows.append({"set": s, "repeat": "items", "k": m["k"], "n": m["n"], "accuracy": m["share"], "low": m["low"],
                      "high": m["high"], "p": float("nan") if few else m["p"], "invalid": int(part["_invalid"].sum()),
-                     "withheld": int(part["_withheld"].sum()), "mean_item_accuracy": m["mean_accuracy"],
+                     "withheld": int(part["_withheld"].sum()), "cut_off": int(part["_cut_off"].sum()),
+                     "mean_item_accuracy": m["mean_accuracy"],
                      "test": few or "items right in a majority of repeats: exact binomial vs 25%, one-sided"})
     return pd.DataFrame(rows, columns=cols)

@@ -148,7 +148,7 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
     for r in c.results:
         pop = population(c, r)
         n = len(r.bdq)
-        counts = {k: r.bdq_counts.get(k, 0) for k in (*LETTERS, "invalid", "withheld")}
+        counts = {k: r.bdq_counts.get(k, 0) for k in (*LETTERS, "invalid", "withheld", "cut_off")}
         gof = uniform_gof(r.bdq_counts)
         few = too_few(int(gof["n_valid"]))
         chi = (f"χ² vs uniform: {few}" if few or not gof["n_valid"] else
@@ -187,7 +187,8 @@ def bcq_section(c: Contamination) -> dict[str, Any]:
             "Each repeat's accuracy is descriptive; the test is over **items**: those right in a majority of their "
             "repeats, exact one-sided binomial test against 25% (H0: the quiz's chance rate), Wilson 95% CI. "
             "Invalid answers (no option letter) count as wrong; withheld ones (refused, or stopped by the provider's "
-            "filter) are no answer: left out of k and n and of the items' accuracies, and counted apart.")
+            "filter) and cut-off ones (stopped at the token limit before naming an option) are no answer: left out "
+            "of k and n and of the items' accuracies, and counted apart.")
         not_quizzed = not_quizzed_note(r, "BCQ")
         if t.empty:
             say("No BCQ answers.")

@@ -36,6 +36,7 @@ from cresowlve_core.contamination.itemstats import (
     MIN_ITEMS,
     Matched,
     bcq_items,
+    cut_off_mask,
     majority_test,
     matched_diff,
     too_few,
@@ -191,9 +192,12 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
     withheld = {what: int(withheld_mask(frame).sum()) for what, frame in
                 (("BCQ answer(s)", res.bcq), ("continuation(s)", comp))}
-    if any(withheld.values()):  # no answers, so in no test: said, never dropped silently
-        overall += ("; left out as no answer: " + ", ".join(f"{n} {what}" for what, n in withheld.items())
-                    + " refused or filtered")
+    cut_off = int(cut_off_mask(res.bcq).sum())
+    if any(withheld.values()) or cut_off:  # no answers, so in no test: said, never dropped silently
+        overall += "; left out as no answer: " + "; ".join(
+            ([", ".join(f"{n} {what}" for what, n in withheld.items()) + " refused or filtered"]
+             if any(withheld.values()) else [])
+            + ([f"{cut_off} BCQ answer(s) cut off at the token limit before naming an option"] if cut_off else []))
     deciding = [r["p"] for r in rows if r["signal"] is not None]
     p_all = max(deciding) if signal is not None and len(deciding) == 4 else NAN
     rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, p_all, signal, overall))

@@ -6,7 +6,7 @@ import json
 import re
 
 import pytest
-from fakeserver import FakeServer
+from fakeserver import FakeServer, Reply
 from test_contamination_pipeline import fake_model, make_items, write_runs
 
 from cresowlve_core.cli import main
@@ -156,3 +156,36 @@ def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monke
     if script == "quiz-taker":  # every reply invalid, none a choice
         bdq = json.loads((tmp_path / "out" / "m" / "fake" / "bdq" / "summary.json").read_text())
         assert bdq["n_invalid"] == bdq["n_done"] == 12
+
+
+def test_quiz_replies_cut_off_before_naming_an_option_are_no_answer_and_exit_1(tmp_path, capsys, monkeypatch):
+    """A reasoning quiz-taker spends the quiz's 16-token budget thinking on items 0 and 1: empty text,
+    ``finish_reason: "length"`` (OpenAI's documented shape of a reasoning model cut off by its budget).
+    Before: those replies were invalid, counted as wrong (target: 2 of 4 items right), n_invalid in the
+    summaries, "84 of 84 answered" and exit 0. Now they are no answer, counted as cut off, and the run
+    exits 1 naming them."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req):
+        if "four-option quiz" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return Reply("", reasoning="Comparing the wordings", reasoning_tokens=16, finish_reason="length")
+        return model(req)
+
+    with FakeServer(answers=answers) as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1] == (
+        "incomplete: m BDQ: 2 of 12 replies cut off at the token limit before naming an option (no answer); "
+        "m BCQ: 6 of 36 replies cut off at the token limit before naming an option (no answer); "
+        "the model's output is kept in the run directory")
+    assert "2 of 2 items right in a majority of their 3 repeat(s)" in out.out
+    assert "left out as no answer: 6 BCQ answer(s) cut off at the token limit before naming an option" in out.out
+    for quiz, cut in (("bdq", 2), ("bcq", 6)):
+        summary = json.loads((tmp_path / "out" / "m" / "fake" / quiz / "summary.json").read_text())
+        assert (summary["n_cut_off"], summary["n_invalid"]) == (cut, 0), summary

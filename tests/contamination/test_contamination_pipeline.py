@@ -198,7 +198,8 @@ def test_a_refused_quiz_answer_is_counted_withheld_not_invalid(tmp_path, monkeyp
     (r,) = refused_quiz_taker(tmp_path, monkeypatch, 0.5, max_items_per_set=4, n_repeats=1).results
     refused = int((r.bdq["outcome"] == "refused").sum())
     assert 0 < refused < len(r.bdq) and r.bdq["choice"].isna().all()
-    assert r.bdq_counts == {"A": 0, "B": 0, "C": 0, "D": 0, "invalid": len(r.bdq) - refused, "withheld": refused}
+    assert r.bdq_counts == {"A": 0, "B": 0, "C": 0, "D": 0, "invalid": len(r.bdq) - refused, "withheld": refused,
+                            "cut_off": 0}
     summary = json.loads((tmp_path / "out" / "m" / "gpt-4o-mini" / "bdq" / "summary.json").read_text())
     assert (summary["n_refused"], summary["n_invalid"]) == (refused, len(r.bdq) - refused)
     items_row = bcq_table(r.bcq, 1).set_index(["set", "repeat"]).loc[("target", "items")]

@@ -173,7 +173,7 @@ def test_base_model_pipeline_swaps_words_records_every_call_quizzes_and_resumes(
     (r,) = c.results
     assert r.not_quizzable["id"].tolist() == [f"chgk_{N - 1:010x}"]
     assert r.not_quizzable["reason"].iloc[0].startswith("0 usable synonym(s) from 0 word(s) asked")
-    assert r.bdq_counts == {"A": 0, "B": N - 1, "C": 0, "D": 0, "invalid": 0, "withheld": 0}  # the quizzes were answered
+    assert r.bdq_counts == {"A": 0, "B": N - 1, "C": 0, "D": 0, "invalid": 0, "withheld": 0, "cut_off": 0}  # the quizzes were answered
     assert len(r.bcq) == 3 * (N - 1) and r.non_preferred == ["A", "C"]
     quizzes = (N - 1) + 3 * (N - 1)
     # a word asked for two questions is one request (the same prompt, cached); no completion test of the short one

@@ -112,7 +112,7 @@ def test_settled_non_preferred_only_when_no_new_answers_can_move_them(counts, n,
 
 def test_position_counts_and_uniform_gof_against_scipy():
     counts = qz.position_counts(["A"] * 187 + ["B"] * 60 + ["C"] * 47 + ["D"] * 273 + [None] * 13)
-    assert counts == {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13, "withheld": 0}
+    assert counts == {"A": 187, "B": 60, "C": 47, "D": 273, "invalid": 13, "withheld": 0, "cut_off": 0}
     gof = qz.uniform_gof(counts)
     ref = sps.chisquare([187, 60, 47, 273])
     assert gof["chi2"] == pytest.approx(ref.statistic) and gof["p"] == pytest.approx(ref.pvalue)
@@ -273,3 +273,25 @@ def test_a_withheld_bcq_answer_is_no_wrong_answer():
     t = qz.bcq_table(pd.DataFrame(rows), 3, min_items=1).set_index("repeat")
     assert (t.loc["3", "k"], t.loc["3", "n"], t.loc["3", "withheld"], t.loc["3", "invalid"]) == (0, 1, 2, 1)
     assert (t.loc["items", "k"], t.loc["items", "n"], t.loc["items", "withheld"]) == (1, 2, 4)
+
+
+def test_a_bcq_reply_cut_off_before_naming_an_option_is_no_wrong_answer():
+    """A reply stopped at the token limit before it named an option (a reasoning quiz-taker whose
+    16-token budget went to thinking: empty text, ``truncated``) says nothing of what the model
+    recognises: no answer, counted as ``cut_off``, never invalid (wrong). i0: right twice, cut off
+    once; i1: cut off every time; a cut-off reply that names an option counts as that option (i2)."""
+    import pandas as pd
+
+    rows = [{"set": "target", "id": "i0", "repeat": r, "correct": "B", "choice": c, "outcome": o}
+            for r, (c, o) in enumerate([("B", "answer"), ("B", "answer"), (None, "truncated")])]
+    rows += [{"set": "target", "id": "i1", "repeat": r, "correct": "C", "choice": None, "outcome": "truncated"}
+             for r in range(3)]
+    rows += [{"set": "target", "id": "i2", "repeat": r, "correct": "A", "choice": "A", "outcome": o}
+             for r, o in enumerate(["truncated", "answer", "answer"])]
+    items = qz.bcq_items(pd.DataFrame(rows))
+    assert items[["id", "repeats", "right", "majority"]].values.tolist() == [["i0", 2, 2, True], ["i2", 3, 3, True]]
+    t = qz.bcq_table(pd.DataFrame(rows), 3, min_items=1).set_index("repeat")
+    assert (t.loc["3", "k"], t.loc["3", "n"], t.loc["3", "cut_off"], t.loc["3", "invalid"]) == (1, 1, 2, 0)
+    assert (t.loc["items", "k"], t.loc["items", "n"], t.loc["items", "cut_off"]) == (2, 2, 4)
+    counts = qz.position_counts([r["choice"] for r in rows], [r["outcome"] for r in rows])
+    assert (counts["cut_off"], counts["invalid"], counts["A"]) == (4, 0, 3)
