@@ -328,7 +328,7 @@ def refuse_moved_placement(cdir: Path, ids: Sequence[str], questions: dict[str, 
                 counted.append(answered[i])
             else:
                 n_more += 1
-    counts = qz.position_counts([r.get("choice") for r in counted], [r.get("outcome") for r in counted])
+    counts = qz.position_counts([qz.recorded_choice(r) for r in counted], [r.get("outcome") for r in counted])
     settled = qz.settled_non_preferred(counts, len(counted), n_more)
     if settled == [] or settled == recorded:
         return

@@ -62,6 +62,8 @@ LETTERS = ("A", "B", "C", "D")
 PLACEABLE = ("A", "B", "C")
 NONE_OPTION = "None of the provided options."
 MAX_PARSE_CHARS = 4_000
+#: the characters of a reply a quiz record keeps (``raw``)
+RAW_CHARS = 2_000
 # possessive quantifiers (*+) where two runs of the same characters meet: backtracking between
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
 _LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?"
@@ -130,6 +132,17 @@ def parse_choice(text: str | None) -> str | None:
         if _stands_as_option(m.group(1), head[m.end():].split("\n", 1)[0]):
             return m.group(2).upper()
     return None
+
+
+def recorded_choice(record: dict[str, Any]) -> str | None:
+    """The option a stored quiz record names under the current :func:`parse_choice`: its ``raw``
+    text read again, so that a record made under an older rule meets the current one (the
+    article of ``A good question…`` is no option A), as the perturbations are re-validated. A
+    withheld reply names none; a reply longer than the record keeps keeps the choice it was given."""
+    if record_withheld(record):
+        return None
+    raw = record.get("raw")
+    return parse_choice(raw) if isinstance(raw, str) and len(raw) < RAW_CHARS else record.get("choice")
 
 
 def bdq_options(perturbations: Sequence[str], rng: np.random.Generator) -> tuple[tuple[str, str, str, str], None]:
@@ -250,10 +263,14 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
         return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
                 "id": unit.id, "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
                 "is_correct": None if unit.correct is None else choice == unit.correct,
-                "raw": c.text[:2000], "usage": c.usage.model_dump(), "cost": c.cost}
+                "raw": c.text[:RAW_CHARS], "usage": c.usage.model_dump(), "cost": c.cost}
 
     result = await map_with_resume(run, f"{quiz}.jsonl", units, key=lambda u: u.key, call=call,
                                    concurrency=options.concurrency, progress=progress, desc=quiz.upper())
+    for k, r in result.records.items():  # the records on disk stay as written; their choices are read again
+        if r.get("status") == "ok" and (choice := recorded_choice(r)) != r.get("choice"):
+            result.records[k] = {**r, "choice": choice,
+                                 "is_correct": None if r.get("correct") is None else choice == r.get("correct")}
     recs = [r for r in result.records.values() if r.get("status") == "ok"]
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -295,3 +297,33 @@ def test_a_bcq_reply_cut_off_before_naming_an_option_is_no_wrong_answer():
     assert (t.loc["items", "k"], t.loc["items", "n"], t.loc["items", "cut_off"]) == (2, 2, 4)
     counts = qz.position_counts([r["choice"] for r in rows], [r["outcome"] for r in rows])
     assert (counts["cut_off"], counts["invalid"], counts["A"]) == (4, 0, 3)
+
+
+def test_stored_quiz_replies_are_read_again_under_the_current_rule(tmp_path):
+    """Records written before the article of "A good question" stopped being option A kept choice A:
+    a resumed quiz (nothing asked again) counted them as answers. Their raw text is read again; the
+    file is left as written, and a reply longer than the record keeps keeps its choice."""
+    import asyncio
+
+    from outcome_double import OutcomeModel
+
+    from cresowlve_core.runtime import ClientOptions, RunDir
+
+    units = [qz.QuizUnit("bcq", "target", "ru", f"q{i}", 0, ("a", "b", "c", qz.NONE_OPTION), "A") for i in range(3)]
+    stored = [("A good question, but I cannot tell.", "A"), ("B) the second text", "B"),
+              ("A " + "x" * qz.RAW_CHARS, "A")]
+    lines = [json.dumps({"key": list(u.key), "status": "ok", "outcome": "answer", "refusal": None, "set": u.set,
+                         "lang": u.lang, "id": u.id, "repeat": 0, "correct": "A", "choice": choice,
+                         "is_correct": choice == "A", "raw": raw[:qz.RAW_CHARS], "usage": {}, "cost": 0.0})
+             for u, (raw, choice) in zip(units, stored, strict=True)]
+    run = tmp_path / "bcq"
+    run.mkdir()
+    (run / "bcq.jsonl").write_text("\n".join(lines) + "\n")
+    model = OutcomeModel(lambda prompt: "A")
+    res = asyncio.run(qz.aquiz("bcq", units, RunDir(run), model, ClientOptions(cache=False),  # type: ignore[arg-type]
+                               progress=False))
+    assert model.calls == []
+    got = {k[1]: (r["choice"], r["is_correct"]) for k, r in res.records.items()}
+    assert got == {"q0": (None, False), "q1": ("B", False), "q2": ("A", True)}
+    assert json.loads((run / "summary.json").read_text())["n_invalid"] == 1
+    assert (run / "bcq.jsonl").read_text() == "\n".join(lines) + "\n"
