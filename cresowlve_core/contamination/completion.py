@@ -10,7 +10,8 @@ continues the text, after a one-line db.chgk.info header (guided) or with none (
 the first blank line. The memorisation signal is a difference in differences: the per-item gain
 guided − general on the target set minus the same on the ``wrong_both`` control, matched on
 difficulty (:mod:`~cresowlve_core.contamination.verdict`), so how predictable a set's questions are
-cancels out; an item with a continuation refused or filtered (withheld) has no gain. Both modes are
+cancels out; an item with a continuation refused or filtered (withheld), or cut off at the token
+limit before any text (cut off), has no gain. Both modes are
 one ``map_with_resume`` run.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.contamination.itemstats import withheld_mask
+from cresowlve_core.contamination.itemstats import cut_off_mask, no_answer_mask
 from cresowlve_core.contamination.rouge import prefix_match, rouge_l, words
 from cresowlve_core.llm.base_model import completion_params, user_message
 from cresowlve_core.llm.client import LLMClient
@@ -150,6 +151,8 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
                                    concurrency=options.concurrency, progress=progress, desc="completion")
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
+        "n_cut_off": sum(r.get("status") == "ok" and r.get("outcome") == "truncated" and r.get("continuation") is None
+                         for r in result.records.values()),
         "n_error": result.n_error, "stopped": result.stopped})
     return result
 
@@ -170,23 +173,25 @@ def paired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int =
 
 def completion_table(records: pd.DataFrame) -> pd.DataFrame:
     """Per set and mode: n, mean ROUGE-L, share of exact-prefix matches, replies with no continuation
-    (``empty``) and continuations the model refused or its provider filtered (``withheld``: in n,
-    continuing nothing)."""
+    (``empty``), continuations the model refused or its provider filtered (``withheld``) and replies
+    cut off at the token limit before any text (``cut_off``); the last two in n, continuing nothing."""
     if records.empty:
-        return pd.DataFrame(columns=["set", "mode", "n", "rouge_l", "prefix_match", "empty", "withheld"])
+        return pd.DataFrame(columns=["set", "mode", "n", "rouge_l", "prefix_match", "empty", "withheld", "cut_off"])
     withheld = records["outcome"].isin(NOT_AN_ANSWER) if "outcome" in records else False
-    return (records.assign(_empty=records["continuation"].isna() & ~withheld, _withheld=withheld)
+    cut_off = cut_off_mask(records)
+    return (records.assign(_empty=records["continuation"].isna() & ~withheld & ~cut_off, _withheld=withheld,
+                           _cut_off=cut_off)
             .groupby(["set", "mode"], sort=True)
             .agg(n=("id", "size"), rouge_l=("rouge_l", "mean"), prefix_match=("prefix_match", "mean"),
-                 empty=("_empty", "sum"), withheld=("_withheld", "sum"))
+                 empty=("_empty", "sum"), withheld=("_withheld", "sum"), cut_off=("_cut_off", "sum"))
             .reset_index())
 
 
 def guided_vs_general(records: pd.DataFrame, set_name: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
     """Paired bootstrap CI of guided − general ROUGE-L over the items of one set, answered in both
-    modes (a withheld continuation is no answer: its item has no gain)."""
+    modes (a withheld or cut-off continuation is no answer: its item has no gain)."""
     part = records[records["set"] == set_name]
-    part = part[~withheld_mask(part)]
+    part = part[~no_answer_mask(part)]
     wide = part.pivot_table(index="id", columns="mode", values="rouge_l", aggfunc="last")
     if not {"guided", "general"} <= set(wide.columns):
         return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}

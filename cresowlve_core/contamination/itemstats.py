@@ -49,15 +49,18 @@ def withheld_mask(records: pd.DataFrame) -> pd.Series:
 
 
 def cut_off_mask(records: pd.DataFrame) -> pd.Series:
-    """Per quiz record: cut off at the token limit before naming an option (``outcome`` truncated, no
-    ``choice``): the quiz-taker stopped before an answer (False where records carry neither field)."""
-    if "outcome" not in records or "choice" not in records:
+    """Per quiz or completion record: cut off at the token limit before it named an option or
+    continued anything (``outcome`` truncated, no ``choice`` / ``continuation``): the model stopped
+    before an answer (False where records carry no such fields)."""
+    content = "choice" if "choice" in records else "continuation" if "continuation" in records else None
+    if "outcome" not in records or content is None:
         return pd.Series(False, index=records.index)
-    return (records["outcome"] == "truncated") & records["choice"].isna()
+    return (records["outcome"] == "truncated") & records[content].isna()
 
 
 def no_answer_mask(records: pd.DataFrame) -> pd.Series:
-    """Per quiz record: no answer, withheld (refused or filtered) or cut off before naming an option."""
+    """Per quiz or completion record: no answer, withheld (refused or filtered) or cut off before any
+    content (:func:`cut_off_mask`)."""
     return withheld_mask(records) | cut_off_mask(records)
 
 

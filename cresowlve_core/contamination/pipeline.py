@@ -125,8 +125,8 @@ class Contamination:
     def unparsed(self) -> str | None:
         """The steps whose model answered but none of whose answers could be read, in a sentence (None:
         none): the perturbation when no question got three usable rewrites, a quiz when no reply named
-        an option, and a quiz any of whose replies was cut off at the token limit before naming one (no
-        answer, and no fault of the model's). Refused and filtered calls are not answers (counted as
+        an option, and a quiz or completion test any of whose replies was cut off at the token limit
+        before naming an option or continuing anything (no answer). Refused and filtered calls are not answers (counted as
         such, never as unparsed)."""
         parts = []
         pert = next((s for s in self.steps if s["step"] == "perturbation"), None)
@@ -144,6 +144,9 @@ class Contamination:
                 if cut := int(cut_off_mask(answers).sum()):
                     parts.append(f"{r.config} {quiz}: {cut} of {len(answers)} replies cut off at the token limit "
                                  "before naming an option (no answer)")
+            if cut := int(cut_off_mask(r.completions).sum()):
+                parts.append(f"{r.config} completion: {cut} of {len(r.completions)} continuations cut off at the "
+                             "token limit before any text (no answer)")
         return "; ".join(parts) or None
 
 

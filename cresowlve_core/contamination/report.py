@@ -213,8 +213,9 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
             continue
         say("Mean ROUGE-L F1 (words) and share of continuations whose first words match exactly, per set and mode. "
             "`empty`: replies with no continuation; `withheld`: continuations the model refused or its provider's "
-            "filter stopped (in this table's n, continuing nothing: ROUGE-L 0; no answer for the gains below and the "
-            "verdict, which leave an item with a withheld continuation out).")
+            "filter stopped; `cut_off`: replies stopped at the token limit before any text (both in this table's n, "
+            "continuing nothing: ROUGE-L 0; no answer for the gains below and the verdict, which leave such an item "
+            "out).")
         show(t)
         diffs = {s: guided_vs_general(r.completions, s, n_boot=n_boot, seed=seed) for s in SETS}
         say(f"Guided − general ROUGE-L per set: mean over items, paired percentile bootstrap 95% CI over items "

@@ -39,6 +39,7 @@ from cresowlve_core.contamination.itemstats import (
     cut_off_mask,
     majority_test,
     matched_diff,
+    no_answer_mask,
     too_few,
     withheld_mask,
     zero_width,
@@ -95,9 +96,10 @@ def _both(a: bool | None, b: bool | None) -> bool | None:
 
 
 def _gains(comp: pd.DataFrame, set_name: str) -> pd.Series:
-    """Per item: guided − general ROUGE-L (items answered in both modes: a withheld continuation is no answer)."""
+    """Per item: guided − general ROUGE-L (items answered in both modes: a withheld or cut-off
+    continuation is no answer)."""
     part = comp[comp["set"] == set_name] if not comp.empty else comp
-    part = part[~withheld_mask(part)]
+    part = part[~no_answer_mask(part)]
     if part.empty:
         return pd.Series(dtype=float)
     wide = part.pivot_table(index="id", columns="mode", values="rouge_l", aggfunc="last")
@@ -179,7 +181,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     rows.extend(did_rows)
     comp_signal = _both(*did_signals)
     did_row = did_rows[0]
-    guided = comp[(comp["mode"] == "guided") & (comp["set"] == TARGET) & ~withheld_mask(comp)] if not comp.empty else comp
+    guided = (comp[(comp["mode"] == "guided") & (comp["set"] == TARGET) & ~no_answer_mask(comp)] if not comp.empty
+              else comp)
     if len(guided):
         kk, nn = int(guided["prefix_match"].sum()), len(guided)
         lo, hi = wilson_interval(kk, nn)
@@ -192,12 +195,14 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
     withheld = {what: int(withheld_mask(frame).sum()) for what, frame in
                 (("BCQ answer(s)", res.bcq), ("continuation(s)", comp))}
-    cut_off = int(cut_off_mask(res.bcq).sum())
-    if any(withheld.values()) or cut_off:  # no answers, so in no test: said, never dropped silently
+    cut_off = {what: int(cut_off_mask(frame).sum()) for what, frame in
+               (("BCQ answer(s)", res.bcq), ("continuation(s)", comp))}
+    if any(withheld.values()) or any(cut_off.values()):  # no answers, so in no test: said, never dropped silently
         overall += "; left out as no answer: " + "; ".join(
             ([", ".join(f"{n} {what}" for what, n in withheld.items()) + " refused or filtered"]
              if any(withheld.values()) else [])
-            + ([f"{cut_off} BCQ answer(s) cut off at the token limit before naming an option"] if cut_off else []))
+            + ([", ".join(f"{n} {what}" for what, n in cut_off.items() if n)
+                + " cut off at the token limit before any content"] if any(cut_off.values()) else []))
     deciding = [r["p"] for r in rows if r["signal"] is not None]
     p_all = max(deciding) if signal is not None and len(deciding) == 4 else NAN
     rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, p_all, signal, overall))

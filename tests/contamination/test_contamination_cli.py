@@ -185,7 +185,38 @@ def test_quiz_replies_cut_off_before_naming_an_option_are_no_answer_and_exit_1(t
         "m BCQ: 6 of 36 replies cut off at the token limit before naming an option (no answer); "
         "the model's output is kept in the run directory")
     assert "2 of 2 items right in a majority of their 3 repeat(s)" in out.out
-    assert "left out as no answer: 6 BCQ answer(s) cut off at the token limit before naming an option" in out.out
+    assert "left out as no answer: 6 BCQ answer(s) cut off at the token limit before any content" in out.out
     for quiz, cut in (("bdq", 2), ("bcq", 6)):
         summary = json.loads((tmp_path / "out" / "m" / "fake" / quiz / "summary.json").read_text())
         assert (summary["n_cut_off"], summary["n_invalid"]) == (cut, 0), summary
+
+
+def test_continuations_cut_off_before_any_text_are_no_answer_and_exit_1(tmp_path, capsys, monkeypatch):
+    """The guided continuations of target items 0 and 1 are cut off by the token limit before any text
+    (empty, ``finish_reason: "length"``, as for the quiz above). Before: ROUGE-L 0 in their items'
+    gains (target gain 0.5 over 4 items instead of 1.0 over 2), "2 of 4 continuations start with the
+    true words", exit 0. Now they are no answer, counted as cut off, and the run exits 1 naming them."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req):
+        if "Beginning:" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return Reply("", reasoning="Recalling the question", reasoning_tokens=256, finish_reason="length")
+        return model(req)
+
+    with FakeServer(answers=answers) as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1] == (
+        "incomplete: m completion: 2 of 24 continuations cut off at the token limit before any text (no answer); "
+        "the model's output is kept in the run directory")
+    assert "Completion guided − general ROUGE-L, target (paired): n = 2, 1.000" in out.out
+    assert "context: 2 of 2 continuations start with the true words" in out.out
+    assert "left out as no answer: 2 continuation(s) cut off at the token limit before any content" in out.out
+    summary = json.loads((tmp_path / "out" / "m" / "fake" / "completion" / "summary.json").read_text())
+    assert summary["n_cut_off"] == 2

@@ -327,3 +327,24 @@ def test_stored_quiz_replies_are_read_again_under_the_current_rule(tmp_path):
     assert got == {"q0": (None, False), "q1": ("B", False), "q2": ("A", True)}
     assert json.loads((run / "summary.json").read_text())["n_invalid"] == 1
     assert (run / "bcq.jsonl").read_text() == "\n".join(lines) + "\n"
+
+
+def test_a_continuation_cut_off_before_any_text_is_no_answer():
+    """A continuation stopped at the token limit before any text (a reasoning model's budget spent
+    thinking) continued nothing the model chose: its item has no guided − general gain, and the table
+    counts it as ``cut_off``, not ``empty``. A cut-off continuation with text is scored as that text."""
+    import pandas as pd
+
+    from cresowlve_core.contamination.completion import completion_table, guided_vs_general
+
+    def rec(item, mode, cont, rouge, outcome="answer"):
+        return {"set": "target", "id": item, "mode": mode, "continuation": cont, "rouge_l": rouge,
+                "prefix_match": rouge == 1.0, "outcome": outcome}
+
+    recs = pd.DataFrame([rec("a", "guided", "ends here", 1.0), rec("a", "general", "and so on", 0.0),
+                         rec("b", "guided", None, 0.0, "truncated"), rec("b", "general", "and so on", 0.0),
+                         rec("c", "guided", "ends", 0.5, "truncated"), rec("c", "general", "and so on", 0.0)])
+    gain = guided_vs_general(recs, "target", n_boot=50)
+    assert (gain["n"], gain["diff"]) == (2, pytest.approx(0.75))
+    row = completion_table(recs).set_index("mode").loc["guided"]
+    assert (row["n"], row["empty"], row["cut_off"]) == (3, 0, 1)
