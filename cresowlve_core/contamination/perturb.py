@@ -64,7 +64,7 @@ _PUNCT = re.compile(r"[^\w\s]")
 LENGTH_TOLERANCE_WORDS = 3
 LENGTH_TOLERANCE_SHARE = 0.2
 REJECTION_KINDS = ("unparsed", "too_few_synonyms", "same_as_original", "duplicate", "placeholder_lost", "punctuation_changed",
-                   "length_changed", "refused", "filtered")
+                   "length_changed", "refused", "filtered", "cut_off")
 
 
 @dataclass(frozen=True)
@@ -243,7 +243,10 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
             parsed, rej = None, [Rejection(None, c.outcome, f"the perturber's reply was {c.outcome}")]
         else:
             parsed = step.parse(c.text, unit.question)
-            rej = rejections(unit.question, parsed)
+            # stopped at the token limit before three rewrites: the budget's doing, not a reply in another form
+            rej = ([Rejection(None, "cut_off", "the perturber's reply was cut off at the token limit before three "
+                                               "rewrites")] if parsed is None and c.truncated
+                   else rejections(unit.question, parsed))
         return {"key": [unit.lang, unit.id], "status": "ok", **outcome_fields(c), "protocol": protocol,
                 "perturbations": parsed,
                 "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej], "raw": c.text,
@@ -256,6 +259,8 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
         "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
         **outcome_counts(recs),
         "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),
+        "n_cut_off": sum(r.get("status") == "ok" and any(x.get("kind") == "cut_off" for x in r.get("rejections") or [])
+                         for r in recs),
         "n_model_calls": sum(len(r.get("synonyms") or []) if protocol == sub.PROTOCOL else 1
                              for r in recs if r.get("status") == "ok"),
         "stopped": result.stopped})

@@ -125,17 +125,21 @@ class Contamination:
     def unparsed(self) -> str | None:
         """The steps whose model answered but none of whose answers could be read, in a sentence (None:
         none): the perturbation when no question got three usable rewrites, a quiz when no reply named
-        an option, and a quiz or completion test any of whose replies was cut off at the token limit
-        before naming an option or continuing anything (no answer). Refused and filtered calls are not answers (counted as
-        such, never as unparsed)."""
+        an option; and every step any of whose replies was cut off at the token limit before its content
+        (three rewrites, an option, any continuation): no answer. Refused and filtered calls are not
+        answers (counted as such, never as unparsed)."""
         parts = []
         pert = next((s for s in self.steps if s["step"] == "perturbation"), None)
         usable = (self.perturbation or {}).get("n_usable")
+        cut = (self.perturbation or {}).get("n_cut_off") or 0
         if pert is not None and usable == 0:
-            answered = pert["n_ok"] - pert.get("n_refused", 0) - pert.get("n_filtered", 0)
+            answered = pert["n_ok"] - pert.get("n_refused", 0) - pert.get("n_filtered", 0) - cut
             if answered:
                 parts.append(f"perturbation: {answered} of {pert['n_units']} questions answered, "
                              "none with three usable rewrites (nothing to quiz)")
+        if pert is not None and cut:
+            parts.append(f"perturbation: {cut} of {pert['n_units']} replies cut off at the token limit before three "
+                         "rewrites (those questions not quizzed)")
         for r in self.results:
             for quiz, answers in (("BDQ", r.bdq), ("BCQ", r.bcq)):
                 answered = answers[~no_answer_mask(answers)]
@@ -475,7 +479,7 @@ def _perturbation_info(run_dir: Path, protocol: str) -> dict[str, Any]:
     info: dict[str, Any] = {"protocol": protocol, "folder": str(run_dir)}
     try:
         done = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        info |= {k: done[k] for k in ("prompts", "n_units", "n_usable", "n_model_calls") if k in done}
+        info |= {k: done[k] for k in ("prompts", "n_units", "n_usable", "n_cut_off", "n_model_calls") if k in done}
     except (OSError, ValueError):
         pass
     return info

@@ -220,3 +220,33 @@ def test_continuations_cut_off_before_any_text_are_no_answer_and_exit_1(tmp_path
     assert "left out as no answer: 2 continuation(s) cut off at the token limit before any content" in out.out
     summary = json.loads((tmp_path / "out" / "m" / "fake" / "completion" / "summary.json").read_text())
     assert summary["n_cut_off"] == 2
+
+
+def test_perturbations_cut_off_before_three_rewrites_are_named_so_and_exit_1(tmp_path, capsys, monkeypatch):
+    """The perturber's replies for items 0 and 1 are cut off by the token limit before any rewrite
+    (empty, ``finish_reason: "length"``). Before: those questions were left out of the quizzes as
+    "no three numbered rewrites in the reply" (a reply in another form), exit 0. Now the reason is the
+    cut-off, counted (n_cut_off), and the run exits 1 naming it."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req):
+        if "Rewrite the question below" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return Reply("", reasoning="Choosing synonyms", reasoning_tokens=256, finish_reason="length")
+        return model(req)
+
+    with FakeServer(answers=answers) as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1] == (
+        "incomplete: perturbation: 2 of 12 replies cut off at the token limit before three rewrites (those questions "
+        "not quizzed); the model's output is kept in the run directory")
+    (pdir,) = (tmp_path / "out" / "perturb").iterdir()
+    recs = {json.loads(line)["key"][1]: json.loads(line) for line in (pdir / "perturbations.jsonl").open()}
+    assert [x["kind"] for x in recs[items[0].id]["rejections"]] == ["cut_off"]
+    assert json.loads((pdir / "summary.json").read_text())["n_cut_off"] == 2
