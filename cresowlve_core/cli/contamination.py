@@ -14,7 +14,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     import pandas as pd
 
     from cresowlve_core.banners import banner_text
-    from cresowlve_core.contamination.pipeline import Role, run_contamination
+    from cresowlve_core.contamination.pipeline import MAX_TOKENS, QUIZ_MAX_TOKENS, Role, run_contamination
     from cresowlve_core.contamination.select import NO_SET, SETS
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
@@ -29,6 +29,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
                           perturber=Role(a.perturber_model, a.perturber_base_url, a.perturber_api_key_env),
                           quiz_taker=Role(a.quiz_model, a.quiz_base_url, a.quiz_api_key_env),
                           n_repeats=a.repeats, max_items_per_set=a.max_items, seed=a.seed, make_demo=False,
+                          max_tokens=a.max_tokens or MAX_TOKENS, quiz_max_tokens=a.quiz_max_tokens or QUIZ_MAX_TOKENS,
                           concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars,
                           max_cost=a.max_cost, cache=not a.no_cache, on_start=banner)
     print(c.source)
@@ -69,7 +70,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
 
 def cmd_contamination_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress
-    from cresowlve_core.contamination.pipeline import MAX_TOKENS
+    from cresowlve_core.contamination.pipeline import MAX_TOKENS, QUIZ_MAX_TOKENS
     from cresowlve_core.exitcodes import report_exit
     from cresowlve_core.notebooks import run_notebook
 
@@ -78,7 +79,8 @@ def cmd_contamination_report(a: argparse.Namespace) -> int:
         "runs": a.runs, "out_dir": str(data_folder(a.out_dir, "contamination")), "lang": a.lang, "perturber_model": a.perturber_model,
         "perturber_base_url": a.perturber_base_url, "perturber_api_key_env": a.perturber_api_key_env,
         "quiz_model": a.quiz_model, "quiz_base_url": a.quiz_base_url, "quiz_api_key_env": a.quiz_api_key_env,
-        "n_repeats": a.repeats, "max_items_per_set": a.max_items, "max_tokens": MAX_TOKENS, "seed": a.seed,
+        "n_repeats": a.repeats, "max_items_per_set": a.max_items, "max_tokens": a.max_tokens or MAX_TOKENS,
+        "quiz_max_tokens": a.quiz_max_tokens or QUIZ_MAX_TOKENS, "seed": a.seed,
         "max_cost": a.max_cost}
     res = run_notebook("05_contamination", params, Path(a.reports_dir) if a.reports_dir else None,
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
@@ -109,6 +111,12 @@ def add_contamination_parser(sub: Any) -> None:
         role_args(p, "quiz", "quiz-taker")
         p.add_argument("--repeats", type=_positive_int, default=3, help="BCQ repeats")
         p.add_argument("--max-items", type=_positive_int, default=None, help="items per set and configuration")
+        p.add_argument("--max-tokens", type=_positive_int, default=None,
+                       help="output budget of a perturbation and of a continuation (default: pipeline.MAX_TOKENS, "
+                            "256); a reply cut off by it before its content is no answer")
+        p.add_argument("--quiz-max-tokens", type=_positive_int, default=None,
+                       help="output budget of a quiz reply (default: pipeline.QUIZ_MAX_TOKENS, 16; a reasoning "
+                            "quiz-taker needs room to think); a reply cut off before naming an option is no answer")
         help = {"seed": "seed of every placement, cut and model call",
                 "max_cost": "stop cleanly before a step (the perturbation, a configuration's quizzes or completion "
                             "test) spends more than this many USD"}

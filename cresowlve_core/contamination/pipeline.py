@@ -159,12 +159,14 @@ EMBEDDED = Role()  # no base URL: the embedded model
 
 #: the perturbation and completion budget of a run (``cresowlve contamination run`` and ``report``)
 MAX_TOKENS = 256
+#: the quiz budget of a run: a letter, with room for "Answer: " and markdown
+QUIZ_MAX_TOKENS = 16
 
 
 def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
                       lang: str = "ru", perturber: Role = EMBEDDED, quiz_taker: Role = EMBEDDED,
                       n_repeats: int = 3, max_items_per_set: int | None = None, seed: int = 0,
-                      make_demo: bool = True, max_tokens: int = MAX_TOKENS, quiz_max_tokens: int = 16,
+                      make_demo: bool = True, max_tokens: int = MAX_TOKENS, quiz_max_tokens: int = QUIZ_MAX_TOKENS,
                       concurrency: int = CONCURRENCY, configs: Sequence[str] | None = None,
                       progress: bool = False, max_input_chars: int | None = None,
                       max_cost: float | None = None, cache: bool = True,

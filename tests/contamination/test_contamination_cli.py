@@ -250,3 +250,34 @@ def test_perturbations_cut_off_before_three_rewrites_are_named_so_and_exit_1(tmp
     recs = {json.loads(line)["key"][1]: json.loads(line) for line in (pdir / "perturbations.jsonl").open()}
     assert [x["kind"] for x in recs[items[0].id]["rejections"]] == ["cut_off"]
     assert json.loads((pdir / "summary.json").read_text())["n_cut_off"] == 2
+
+
+def test_a_reasoning_quiz_taker_gets_its_budget_from_quiz_max_tokens(tmp_path, capsys, monkeypatch):
+    """A quiz-taker that needs more than the quiz's 16 tokens (its thinking counts against them) is cut
+    off before any letter: exit 1 naming it. `--quiz-max-tokens` is the remedy: the same run directory
+    refuses it before any call (its quizzes were asked with 16), a new one is answered in full."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req):
+        if "four-option quiz" in req.prompt and (req.body.get("max_tokens") or 0) < 64:
+            return Reply("", reasoning="Comparing the wordings", reasoning_tokens=16, finish_reason="length")
+        return model(req)
+
+    def run(srv, out: str, *extra: str) -> int:
+        return main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / out),
+                     "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                     "--quiz-base-url", srv.base_url, "--max-items", "4", *extra])
+
+    with FakeServer(answers=answers) as srv:
+        assert run(srv, "out") == 1
+        assert "m BDQ: 12 of 12 replies cut off at the token limit" in capsys.readouterr().err
+        srv.reset()
+        assert (run(srv, "out", "--quiz-max-tokens", "64"), srv.total) == (2, 0)
+        assert "another configuration (max_tokens: 16 → 64" in capsys.readouterr().err
+        assert run(srv, "out64", "--quiz-max-tokens", "64") == 0, capsys.readouterr().err
+        quiz = [r for r in srv.requests if "four-option quiz" in r.prompt]
+        assert quiz and {r.body["max_tokens"] for r in quiz} == {64}
+    assert json.loads((tmp_path / "out64" / "m" / "fake" / "bdq" / "manifest.json").read_text())["max_tokens"] == 64
