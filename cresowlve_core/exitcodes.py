@@ -16,7 +16,7 @@ from cresowlve_core.failures import EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT
 
 __all__ = ["EXIT_INCOMPLETE", "EXIT_OK", "EXIT_STOPPED", "EXIT_USAGE", "EXIT_SIGINT", "EXIT_SIGTERM",
            "EXIT_CODES_HELP", "STAGES_RECORD", "interrupt_code", "interrupted_line", "report_exit", "reports_exit",
-           "stage_exit", "stage_record"]
+           "resume_advice", "stage_exit", "stage_record", "stop_parts"]
 
 EXIT_SIGINT = 130  # Ctrl-C (128 + SIGINT)
 EXIT_SIGTERM = 143  # SIGTERM (128 + SIGTERM)
@@ -31,7 +31,9 @@ exit codes:
        run directory (a file, unwritable, in use by another process), a run directory of
        another configuration, a missing key variable
   3    stopped early: a fatal provider error (wrong key, model or endpoint; endpoint down),
-       --max-cost reached, or a full disk; finished work is kept, run again to resume
+       --max-cost reached, or a full disk; finished work is kept; the last line ends with
+       what to change first (a valid key, another --effort, a higher --max-cost) or, when
+       the endpoint was down, "run again to resume"
   130  interrupted by Ctrl-C (SIGINT); finished work, summary.json and finished_at are written
   143  terminated by SIGTERM; same as 130
 """
@@ -70,6 +72,23 @@ def sent_phrase(n_sent: int, n_left: int, already: str) -> str:
     return "nothing sent" if n_left else f"nothing sent ({already})"
 
 
+def stop_parts(stopped: str) -> tuple[str, str | None]:
+    """A stop reason (``summary["stopped"]``, :func:`~cresowlve_core.runtime.errors.stop_reason`) as
+    (why the run stopped, what to change before the same command can get further, or None when
+    running it again may be all it takes)."""
+    from cresowlve_core.runtime.errors import TO_GO_ON
+
+    reason, sep, remedy = stopped.rpartition(TO_GO_ON)
+    return (reason, remedy) if sep and remedy else (stopped, None)
+
+
+def resume_advice(remedy: str | None) -> str:
+    """The end of a stopped run's last line: the change a re-run needs first, else "run again to resume"."""
+    if remedy:
+        return f"finished work is kept; to go on: {remedy}"
+    return "finished work is kept, run again to resume"
+
+
 def stage_exit(summary: Any, *, unit: str = "items") -> int:
     """The exit code of a stage command, printing a last line to stderr unless all is done.
 
@@ -96,8 +115,9 @@ def stage_exit(summary: Any, *, unit: str = "items") -> int:
         return interrupt_code()
     if stopped:
         over = _field(summary, "over_budget")  # a sentence: spending that passed a budget (see runner.over_budget)
-        print(f"stopped early ({stopped}{'; ' + over if over else ''}): {done}, {left}{common}; finished work is kept, "
-              "run again to resume", file=sys.stderr)
+        reason, to_go_on = stop_parts(str(stopped))
+        print(f"stopped early ({reason}{'; ' + over if over else ''}): {done}, {left}{common}; "
+              f"{resume_advice(to_go_on)}", file=sys.stderr)
         return EXIT_STOPPED
     if n_error or n_not_run:
         print(f"incomplete: {left} of {n} {unit}{common}; run again to retry them", file=sys.stderr)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core import argtypes, exitcodes
-from cresowlve_core.cli.common import _one_line, _unset_key_var, _usage_error
+from cresowlve_core.cli.common import _unset_key_var, _usage_error
 from cresowlve_core.cli.options import add_client_options, add_reports_dir, client_options
 from cresowlve_core.exitcodes import EXIT_CODES_HELP, EXIT_INCOMPLETE, EXIT_OK, EXIT_STOPPED, EXIT_USAGE, stage_exit
 from cresowlve_core.inputs import add_max_input_chars
@@ -59,7 +59,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
         truncation_warning,
     )
     from cresowlve_core.llm.types import LLMFatalError
-    from cresowlve_core.runtime import SUMMARY
+    from cresowlve_core.runtime import SUMMARY, stop_reason
+    from cresowlve_core.untrusted import one_line
 
     try:
         _endpoint_from_env(a)
@@ -109,7 +110,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
         if not summary_file.exists():
             raise
         summary = json.loads(summary_file.read_text(encoding="utf-8"))
-        summary["stopped"] = summary.get("stopped") or f"fatal: {_one_line(exc)}"
+        summary["stopped"] = summary.get("stopped") or one_line(stop_reason(exc))
         print(summary_line(summary))
         return stage_exit(summary)
     print(f"{summary_line(outcome.summary)} | {sent_now(outcome.summary)}")
@@ -155,8 +156,12 @@ def cmd_grid(a: argparse.Namespace) -> int:
         why = next((line for line in (fatal[0]["error"], fatal[0]["line"]) if line), "")
         rest = [c["cell"] for c in bad if c not in fatal]  # errored or unrun items in cells that ran to the end
         also = f"; {len(rest)} more cell(s) incomplete ({', '.join(rest[:5])})" if rest else ""
-        print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}){also}: {done}; "
-              "finished work is kept, run the same command again to resume", file=sys.stderr)
+        # what to change first, named by the first cell that needs a change (a key, a model, an effort, a budget)
+        to_go_on = next(((c["cell"], r) for c in fatal if (r := exitcodes.stop_parts(c.get("stopped") or "")[1])), None)
+        advice = (f"finished work is kept; to go on: {to_go_on[1]} ({to_go_on[0]})" if to_go_on
+                  else "finished work is kept, run the same command again to resume")
+        print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}){also}: {done}; {advice}",
+              file=sys.stderr)
         return EXIT_STOPPED
     unjudged = [c["cell"] for c in bad if c["status"] == NO_VERDICTS]
     if len(unjudged) < len(bad):

@@ -49,9 +49,20 @@ from cresowlve_core.items import Item, Lang
 from cresowlve_core.llm.profiles import get_profile
 from cresowlve_core.llm.types import EFFORTS
 from cresowlve_core.paths import runs_dir
-from cresowlve_core.runtime import INTERRUPTED, SUMMARY, ClientOptions, ResumeError, RunDirError, now_iso, stop
+from cresowlve_core.runtime import (
+    INTERRUPTED,
+    STOP_ERRORS,
+    SUMMARY,
+    ClientOptions,
+    ResumeError,
+    RunDirError,
+    now_iso,
+    stop,
+    stop_reason,
+)
 from cresowlve_core.runtime.provenance import read_git_sha
 from cresowlve_core.text import config_name, slug
+from cresowlve_core.untrusted import one_line
 
 GRID_FILE = "grid.json"
 
@@ -295,7 +306,10 @@ async def run_cell(grid: GridConfig, cell: Cell, items: list[Item],
     except (RunDirError, ResumeError) as exc:  # in use by another process, or of another configuration: nothing sent
         return {"status": "refused", "error": str(exc).splitlines()[0]}
     except Exception as exc:  # noqa: BLE001 - one cell's fatal error must not stop the other cells
-        return {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+        failed = {"status": "failed", "error": f"{type(exc).__name__}: {str(exc).splitlines()[0]}"}
+        if isinstance(exc, STOP_ERRORS):  # a wrong key, model or effort: its stop reason says what to change
+            failed["stopped"] = one_line(stop_reason(exc))
+        return failed
 
 
 class CellItems:
@@ -368,6 +382,8 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
                      "label": c.model.label, "effort": c.effort, "lang": c.lang,
                      "run_dir": str(c.run_dir), "status": status, "skipped": res is None and summary is not None,
                      "error": res.get("error") if res else None,
+                     # why the cell stopped early and what to change (runtime.errors.stop_reason), if it did
+                     "stopped": (res or {}).get("stopped") or (summary or {}).get("stopped"),
                      # answers the model refused or its provider filtered (in n, never correct)
                      "n_refused": summary.get("n_refused", 0) if summary else None,
                      "n_filtered": summary.get("n_filtered", 0) if summary else None,

@@ -638,6 +638,22 @@ class LLMClient:
                         self.endpoint.describe(), a["field"], self._redact(str(a["reason"])), what)
         return adapt_body(body, [a])
 
+    def _remedy(self, failure: Failure) -> str | None:
+        """What to change before the same command can get past ``failure``, a fatal answer about the key,
+        the account or the model; None for the others, whose message says it (``set by --effort``)."""
+        ep = self.endpoint
+        key = f"the key in ${ep.api_key_env}" if ep.api_key_env else "the endpoint's key"
+        if failure.reason == "quota":
+            return f"add credit or quota to the account of {key}, or set another key"
+        if failure.status == 401:
+            return f"set a valid key in ${ep.api_key_env}" if ep.api_key_env else \
+                "name the variable that holds the endpoint's key (--api-key-env; --judge-api-key-env for a judge)"
+        if failure.status == 403:
+            return f"check that {key} may use model {ep.model!r}"
+        if failure.status == 404:
+            return f"check the model name {ep.model!r} and the base URL (the endpoint does not serve them)"
+        return None
+
     async def _with_retries(self, res: _Resources, path: str, body: dict[str, Any], est_tokens: int) -> Completion:
         ep = self.endpoint
         last: Failure | None = None
@@ -681,7 +697,7 @@ class LLMClient:
                 content = json.dumps(body, ensure_ascii=False).encode("utf-8")
                 continue
             if last.kind == "fatal":
-                raise LLMFatalError(f"{ep.describe()} failed with {last.message}")
+                raise LLMFatalError(f"{ep.describe()} failed with {last.message}", remedy=self._remedy(last))
             if last.kind == "item":
                 raise LLMError(f"{ep.describe()} rejected this request: {last.message}", outcome=last.outcome)
             if last.status == 429:  # a burst of rate limits is ridden out, not counted as a dead server

@@ -44,7 +44,7 @@ def refuse_unsent_effort(model: str, effort: str | None, adapted: Iterable[dict[
         return
     raise LLMFatalError(f"{model} refused the effort {effort!r} ({a['field']}: {one_line(str(a.get('reason') or ''))}); "
                         f"no {unit} is recorded, as its effort would be the provider's default, not the run's "
-                        "(set by --effort)")
+                        "(set by --effort)", remedy=f"choose another --effort ({model} refuses {effort!r})")
 
 
 __all__ = ["PRESETS", "refuse_unsent_effort", "refused_effort", "sent_fields", "shows_reasoning"]

@@ -184,9 +184,18 @@ class CostMeter:
         if max_cost is not None and self.spent + self.reserved + estimate > max_cost:
             raise BudgetExceeded(
                 f"{f'the {self.role} budget' if self.role else 'budget'} of {usd(max_cost)} would be exceeded: spent "
-                f"{usd(self.spent)}, in flight {usd(self.reserved)}, next call up to {usd(estimate)}"
+                f"{usd(self.spent)}, in flight {usd(self.reserved)}, next call up to {usd(estimate)}",
+                remedy=self._over_budget_remedy(estimate, max_cost),
             )
         self.reserved += estimate
+
+    def _over_budget_remedy(self, estimate: float, max_cost: float) -> str:
+        """What lets a run its budget stopped get further: the budget caps each invocation's new
+        spending, so running again spends it again, unless one call alone may cost more."""
+        flag = "--judge-max-cost" if self.role == "judge" else "--max-cost"
+        if estimate > max_cost:
+            return f"raise {flag} above {usd(estimate)}, what one call may cost"
+        return f"raise {flag}, or run again to spend up to {usd(max_cost)} more ({flag} caps each run's new spending)"
 
     def release(self, estimate: float) -> None:
         """Give back a reservation (the call finished or failed)."""

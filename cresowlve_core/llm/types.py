@@ -203,7 +203,14 @@ class LLMError(UsageError, RuntimeError):
 
 
 class LLMFatalError(StoppedError, LLMError):
-    """A non-retryable failure of the configuration (wrong key, model or endpoint): stops a run."""
+    """A non-retryable failure of the configuration (wrong key, model or endpoint): stops a run.
+
+    ``remedy``: what to change before the same command can get further (``"set a valid key in
+    $OPENAI_API_KEY"``), for the run's last line; None when the message itself says it."""
+
+    def __init__(self, message: str = "", *, remedy: str | None = None) -> None:
+        super().__init__(message)
+        self.remedy = remedy
 
 
 class LLMEndpointDown(LLMFatalError):
@@ -215,4 +222,9 @@ class LLMConfigError(LLMError):
 
 
 class BudgetExceeded(StoppedError, LLMError):
-    """``--max-cost`` would be exceeded by further calls."""
+    """``--max-cost`` would be exceeded by further calls. ``remedy``: what to change before the run can
+    get further (raise the budget; a re-run may also spend it again), for the run's last line."""
+
+    def __init__(self, message: str = "", *, remedy: str | None = None) -> None:
+        super().__init__(message)
+        self.remedy = remedy

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from cresowlve_core.exitcodes import stop_parts
 from cresowlve_core.llm.types import BudgetExceeded, LLMError, LLMFatalError
 from cresowlve_core.runtime import (
     ClientOptions,
@@ -134,7 +135,7 @@ def test_stop_with_record_keeps_the_record(tmp_path):
         raise StopWithRecord(LLMFatalError("judge key wrong"), {"key": u, "status": "ok", "judge": None})
 
     res = run_map(run, ["a"], call)
-    assert res.stopped == "fatal: judge key wrong" and lines(run.path / "out.jsonl")[0]["key"] == "a"
+    assert stop_parts(res.stopped)[0] == "fatal: judge key wrong" and lines(run.path / "out.jsonl")[0]["key"] == "a"
 
 
 def test_duplicate_units_are_an_error_naming_them(tmp_path):

@@ -1,0 +1,114 @@
+"""The last line of a stopped ``cresowlve eval``, against the replay server's recorded replies: a stop that
+the same command would hit again (a rejected key, an unknown model, a refused effort, an exhausted quota,
+a spent budget) ends with what to change; an endpoint that looked down keeps "run again to resume".
+
+Exit codes stay 3 (``exitcodes.EXIT_CODES_HELP``). Before: every one of them ended "finished work is kept,
+run again to resume", which invited the same command again, and the same stop.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from replay.server import ReplayServer
+
+REPO = Path(__file__).resolve().parents[2]
+CODE = Path(os.environ.get("REPLAY_CODE", REPO))
+RESUME = "finished work is kept, run again to resume"
+
+
+def run_eval(base_url: str, provider: str, run_dir: Path, *args: str, key: str = "replay-test-key") -> tuple[int, str]:
+    """``cresowlve eval`` on three demo items; (exit code, the last line of its output)."""
+    env = dict(os.environ, REPLAY_KEY=key, PYTHONPATH=str(CODE))
+    cmd = [sys.executable, "-m", "cresowlve_core.cli", "eval", "--items", "demo", "--limit", "3",
+           "--base-url", base_url, "--api-key-env", "REPLAY_KEY", "--provider", provider,
+           "--concurrency", "1", "--no-cache", "--run-dir", str(run_dir), *args]
+    proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+    lines = [line for line in (proc.stdout + proc.stderr).splitlines() if line.strip()]
+    return proc.returncode, lines[-1]
+
+
+def test_a_rejected_key_names_the_variable_to_set(tmp_path):
+    with ReplayServer(api_key="the-right-key") as srv:  # the recorded 401 invalid_api_key for any other key
+        code, line = run_eval(srv.base_url("openai"), "openai", tmp_path / "run", "--model", "gpt-4.1", key="sk-wrong")
+    assert code == 3, line
+    assert "HTTP 401: Incorrect API key provided" in line
+    assert line.endswith("; finished work is kept; to go on: set a valid key in $REPLAY_KEY"), line
+
+
+def test_an_unknown_model_names_the_model_to_check(tmp_path):
+    with ReplayServer() as srv:  # the recorded 404 model_not_found
+        code, line = run_eval(srv.base_url("openai"), "openai", tmp_path / "run", "--model", "gpt-no-such-model")
+    assert code == 3, line
+    assert "HTTP 404" in line and RESUME not in line
+    assert line.endswith("to go on: check the model name 'gpt-no-such-model' and the base URL "
+                         "(the endpoint does not serve them)"), line
+
+
+def test_a_refused_effort_says_to_choose_another_effort_on_the_run_and_on_its_resume(tmp_path):
+    # the OpenRouter profile sends the effort as a `reasoning` object, which Gemini refuses by name (recorded 400)
+    with ReplayServer() as srv:
+        args = ("--model", "gemini-3-flash-preview", "--effort", "high")
+        first = run_eval(srv.base_url("gemini"), "openrouter", tmp_path / "run", *args)
+        again = run_eval(srv.base_url("gemini"), "openrouter", tmp_path / "run", *args)
+    for code, line in (first, again):
+        assert code == 3, line
+        assert "refused the effort 'high'" in line and RESUME not in line
+        assert line.endswith("; to go on: choose another --effort (model 'gemini-3-flash-preview' at "
+                             f"{srv.base_url('gemini')} refuses 'high')"), line
+
+
+def test_an_exhausted_quota_says_to_add_credit_or_set_another_key(tmp_path):
+    with ReplayServer("quota") as srv:  # the recorded insufficient_quota 429
+        code, line = run_eval(srv.base_url("openai"), "openai", tmp_path / "run", "--model", "gpt-4.1")
+    assert code == 3, line
+    assert "You exceeded your current quota" in line
+    assert line.endswith("to go on: add credit or quota to the account of the key in $REPLAY_KEY, or set another key")
+
+
+def test_a_spent_budget_says_to_raise_it_and_what_running_again_spends(tmp_path):
+    with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer
+        code, line = run_eval(srv.base_url("openrouter"), "openrouter", tmp_path / "run",
+                              "--model", "qwen/qwen3-235b-a22b-2507", "--max-cost", "0.02")
+    assert code == 3, line
+    assert line.startswith("stopped early (max_cost reached: budget of $0.0200 would be exceeded")
+    assert line.endswith("; finished work is kept; to go on: raise --max-cost, or run again to spend up to $0.0200 "
+                         "more (--max-cost caps each run's new spending)"), line
+
+
+def test_a_budget_below_one_call_says_to_raise_it_above_that_call(tmp_path):
+    with ReplayServer("openrouter-cost") as srv:  # the first call goes alone (no price), then holds $0.0125
+        code, line = run_eval(srv.base_url("openrouter"), "openrouter", tmp_path / "run",
+                              "--model", "qwen/qwen3-235b-a22b-2507", "--max-cost", "0.01")
+    assert code == 3, line
+    assert line.endswith("; to go on: raise --max-cost above $0.0125, what one call may cost"), line
+
+
+def test_an_endpoint_that_looked_down_keeps_run_again_to_resume(tmp_path):
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code, line = run_eval(f"http://127.0.0.1:{port}/v1", "generic", tmp_path / "run", "--model", "m")
+    assert code == 3, line
+    assert "looks down (connection refused" in line and line.endswith(RESUME), line
+
+
+def test_a_grid_whose_cell_met_a_rejected_key_names_the_variable_to_set(tmp_path):
+    config = tmp_path / "g.yaml"
+    with ReplayServer(api_key="the-right-key") as srv:
+        config.write_text(
+            "name: g\nitems: demo\nlangs: [en]\nlimit: 2\nreport: false\n"
+            f"runs_dir: {tmp_path / 'runs'}\noptions: {{concurrency: 1, cache: false}}\n"
+            f"models:\n  - {{model: gpt-4.1, base_url: '{srv.base_url('openai')}', provider: openai, "
+            "api_key_env: REPLAY_KEY}\n")
+        env = dict(os.environ, REPLAY_KEY="sk-wrong", PYTHONPATH=str(CODE))
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config), "--workers", "1"],
+                              cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+    line = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 3, proc.stderr
+    assert "HTTP 401: Incorrect API key provided" in line
+    assert line.endswith("; finished work is kept; to go on: set a valid key in $REPLAY_KEY (gpt-4.1__en)"), line
