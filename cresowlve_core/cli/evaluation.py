@@ -20,7 +20,7 @@ from cresowlve_core.llm.types import EFFORTS
 
 def cmd_runs(a: argparse.Namespace) -> int:
     from cresowlve_core.analysis.loading import grid_aliases
-    from cresowlve_core.evaluation.listing import HEADER, find_runs, run_row
+    from cresowlve_core.evaluation.listing import HEADER, SUMMARY_DISAGREES, find_runs, run_row
 
     dirs = find_runs(a.glob)
     if not dirs:
@@ -30,9 +30,12 @@ def cmd_runs(a: argparse.Namespace) -> int:
         return EXIT_INCOMPLETE
     aliases = grid_aliases(a.glob, dirs)  # the grid's labels, as the analysis's tables name them
     print(HEADER)
-    for d in dirs:
-        print(run_row(d, aliases).line())
-    print(f"{len(dirs)} run(s)")
+    rows = [run_row(d, aliases) for d in dirs]
+    for row in rows:
+        print(row.line())
+    disagree = sum(row.state.startswith(SUMMARY_DISAGREES) for row in rows)
+    print(f"{len(dirs)} run(s)" + (f"; {disagree} whose summary.json disagrees with its records: `cresowlve rescore "
+                                   "--run-dir RUN_DIR` recomputes it from them" if disagree else ""))
     return 0
 
 

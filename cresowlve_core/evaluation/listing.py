@@ -2,7 +2,8 @@
 
 ``cresowlve runs [GLOB]`` prints a header, then one line per evaluation run directory
 (configuration name, effort, language, n, items done/planned, accuracy with its Wilson 95%
-interval, refused and filtered answers, an embedded/synthetic/over-budget mark, cost, state). ``cresowlve diff A B``
+interval, refused and filtered answers, an embedded/synthetic/over-budget mark, cost, state; a summary whose
+counts are not those of the records is flagged, :func:`summary_disagreement`). ``cresowlve diff A B``
 prints the items where two runs of the same items disagree, both answers, and McNemar's test over
 the items both scored.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import glob
 import json
+import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +101,70 @@ def find_runs(pattern: str | None = None) -> list[Path]:
     return sorted(out)
 
 
+#: the start of a record as the runner writes it (``ResponseRecord``'s first fields, ``json.dumps``' spacing):
+#: its key and status, read without parsing the rest of the line (the model's output, most of its bytes)
+_RECORD_HEAD = re.compile(rb'\{"id": ("(?:[^"\\]|\\.)*"), "lang": ("(?:[^"\\]|\\.)*"), "status": ("(?:[^"\\]|\\.)*")')
+#: a record's status counted by :func:`record_counts` when its line is not a JSON object with ``id`` and ``lang``
+UNREADABLE = "unreadable"
+#: how a run's state starts when its summary.json disagrees with its records (:func:`summary_disagreement`)
+SUMMARY_DISAGREES = "summary disagrees with records"
+
+
+def _token(value: Any) -> bytes:
+    """``value`` as the JSON token the runner writes for it (``json.dumps``, ``ensure_ascii=False``)."""
+    return json.dumps(value, ensure_ascii=False).encode("utf-8")
+
+
+def _canonical(token: bytes) -> bytes:
+    """A JSON string token from a record's head, spelled as :func:`_token` spells its text (only a token
+    with an escape can be spelled otherwise)."""
+    return _token(json.loads(token)) if b"\\" in token else token
+
+
+def record_counts(path: Path) -> Counter[str]:
+    """The latest record of each item (``id``, ``lang``) in ``path``'s ``responses.jsonl``, counted by
+    status, streamed: a line the runner wrote is read by its head (:data:`_RECORD_HEAD`), any other
+    line (hand-written, another key order) is parsed whole; a line that is not a record with ``id`` and
+    ``lang`` counts as :data:`UNREADABLE`, a torn last line (no line break, not JSON) not at all."""
+    latest: dict[tuple[bytes, bytes], bytes] = {}
+    unreadable = 0
+    with (path / RESPONSES).open("rb", buffering=1 << 20) as f:
+        for raw in f:
+            head = _RECORD_HEAD.match(raw)
+            try:
+                if head is not None and raw.endswith(b"\n"):
+                    key_id, lang, status = head.groups()
+                    latest[(_canonical(key_id), _canonical(lang))] = status
+                elif raw.strip():
+                    rec = json.loads(raw)
+                    latest[(_token(rec["id"]), _token(rec["lang"]))] = _token(rec.get("status"))
+            except (ValueError, KeyError, TypeError):
+                unreadable += raw.endswith(b"\n")  # a torn last line is skipped, as a resume skips it
+    counts = Counter({str(json.loads(status)): n for status, n in Counter(latest.values()).items()})
+    if unreadable:
+        counts[UNREADABLE] = unreadable
+    return counts
+
+
+def summary_disagreement(path: Path, summary: dict[str, Any]) -> str | None:
+    """How ``summary`` (a finished pass's ``summary.json``) disagrees with the records it was computed from
+    (answered, errored and recorded items; unreadable lines), or None when it agrees."""
+    try:
+        counts = record_counts(path) if (path / RESPONSES).exists() else Counter()
+    except OSError as exc:
+        return f"summary not checked: {RESPONSES} unreadable ({exc.strerror or exc})"
+    n_items = int(summary.get("n_items") or 0)
+    said = {"ok": int(summary.get("n_ok") or 0), "error": int(summary.get("n_error") or 0),
+            "with a record": n_items - int(summary.get("n_not_run") or 0)}
+    held = {"ok": counts["ok"], "error": counts["error"],
+            "with a record": sum(n for status, n in counts.items() if status != UNREADABLE)}
+    if said == held and not counts[UNREADABLE]:
+        return None
+    words = lambda c: ", ".join(f"{k} {v}" for k, v in c.items())  # noqa: E731
+    unreadable = f", {counts[UNREADABLE]} unreadable line(s)" if counts[UNREADABLE] else ""
+    return f"{SUMMARY_DISAGREES}: summary.json says {words(said)}; {RESPONSES} holds {words(held)}{unreadable}"
+
+
 def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     """The listing line of one run directory, from its manifest and summary (never a model call).
     ``aliases``: the grid's labels (model -> label, :func:`~cresowlve_core.analysis.loading.grid_aliases`);
@@ -119,6 +186,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
         state = ("running or killed (no summary yet: accuracy not computed)" if not earlier_pass else
                  f"running or killed (resumed {m.get('resumed_at') or 'at an unknown time'}, not finished: "
                  "summary.json is of an earlier pass; accuracy not computed)")
+    elif (disagreement := summary_disagreement(path, s)) is not None:  # hand-edited, or of other records
+        state = disagreement
     elif s.get("stopped"):
         state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"
     elif done < planned:

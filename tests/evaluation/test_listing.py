@@ -361,3 +361,63 @@ def test_a_record_without_its_language_is_one_line_naming_the_file_in_eval_and_d
     for line in lines:
         assert line == (f"error: {tmp_path / 'run' / 'responses.jsonl'}: a record without 'lang' (every evaluation "
                         f"record has 'id' and 'lang'): {{\"id\": \"{items[0].id}\", \"status\": \"ok\"}}")
+
+
+def _rewrite_records(run_dir: Path, edit) -> None:
+    """``responses.jsonl`` of ``run_dir`` with its records passed through ``edit`` (a list in, a list out)."""
+    path = run_dir / "responses.jsonl"
+    recs = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in edit(recs)))
+
+
+def test_runs_flags_a_summary_that_disagrees_with_the_records_it_describes(tmp_path):
+    """A co-author's run directory: summary.json says 6 answered, while responses.jsonl holds 4 records (cut)
+    or 2 errors in place of answers (records of another pass). Before: both listed "6/6 ... done"."""
+    import shutil
+
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "a", tmp_path), make_items(6), progress=False))
+    for name in ("cut", "errored"):
+        shutil.copytree(tmp_path / "runs" / "a", tmp_path / "runs" / name)
+    _rewrite_records(tmp_path / "runs" / "cut", lambda recs: recs[:4])
+    _rewrite_records(tmp_path / "runs" / "errored",
+                     lambda recs: [{**r, "status": "error", "error": "HTTP 500"} if i < 2 else r for i, r in enumerate(recs)])
+    rows = {d.name: run_row(d) for d in find_runs(str(tmp_path / "runs" / "*"))}
+    assert rows["a"].state == "done"
+    says = "summary disagrees with records: summary.json says ok 6, error 0, with a record 6; responses.jsonl holds "
+    assert rows["cut"].state == says + "ok 4, error 0, with a record 4"
+    assert rows["errored"].state == says + "ok 4, error 2, with a record 6"
+    out = _cli(["runs", str(tmp_path / "runs" / "*")])
+    assert out.returncode == 0 and out.stdout.count("summary disagrees with records") == 2, out.stdout
+    assert out.stdout.splitlines()[-1] == ("3 run(s); 2 whose summary.json disagrees with its records: "
+                                           "`cresowlve rescore --run-dir RUN_DIR` recomputes it from them")
+
+
+def test_the_record_count_of_runs_agrees_with_the_runs_own_reader(tmp_path):
+    """Records the runner appended over several passes (errors, then answers; the judge's verdicts), one
+    rewritten by hand in another key order with an escaped id, and a torn last line: ``runs`` counts each
+    item's latest record as the run reads them, and finds no disagreement with the summary."""
+    from collections import Counter
+
+    from cresowlve_core.evaluation.listing import record_counts
+    from cresowlve_core.evaluation.runner import latest_records
+    from cresowlve_core.runtime import RunDir
+
+    items = make_items(6)
+    items[0] = items[0].model_copy(update={"id": 'chgk_"quoted"\u00e9'})
+    first_pass = [True]
+    faults = lambda req: "500" if first_pass[0] and "Puzzle number 3:" in req.prompt else None  # noqa: E731
+    with FakeServer(answers=answer_for, faults=faults) as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, judge_model="fake-judge", max_attempts=1, cache=False)
+        asyncio.run(evaluate_async(cfg, items, progress=False))
+        assert Counter(r["status"] for r in latest_records(RunDir(tmp_path / "run")).values()) == Counter(ok=5, error=1)
+        first_pass[0] = False  # the resume answers item 3
+        asyncio.run(evaluate_async(cfg, items, progress=False))
+    _rewrite_records(tmp_path / "run", lambda recs: [dict(reversed(list(r.items()))) if i == 0 else r
+                                                     for i, r in enumerate(recs)])
+    with (tmp_path / "run" / "responses.jsonl").open("a", encoding="utf-8") as f:
+        f.write('{"id": "chgk_0000000004", "lang": "en", "status": "error", "err')  # a write cut by a kill
+    counts = record_counts(tmp_path / "run")
+    assert counts == Counter(r.get("status") for r in latest_records(RunDir(tmp_path / "run")).values())
+    assert counts == Counter(ok=6)
+    assert run_row(tmp_path / "run").state == "done"
