@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -165,6 +166,66 @@ def summary_disagreement(path: Path, summary: dict[str, Any]) -> str | None:
     return f"{SUMMARY_DISAGREES}: summary.json says {words(said)}; {RESPONSES} holds {words(held)}{unreadable}"
 
 
+#: the fields of summary.json the listing reads as counts, and as amounts of USD
+_SUMMARY_COUNTS = ("n_items", "n_ok", "n_error", "n_not_run", "n_refused", "n_filtered", "n_judge_error",
+                   "n_judge_not_run", "n_cost_reported", "n_cost_unknown")
+_SUMMARY_AMOUNTS = ("cost", "cost_known")
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_amount(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def summary_problem(summary: dict[str, Any]) -> str | None:
+    """The first field of ``summary`` the listing reads that is not what the runner writes there (a count, an
+    amount of USD, a metric's ``k``/``n``/``coverage``, a role's spending), named with its value; else None."""
+    def shown(value: Any) -> str:
+        return one_line(json.dumps(value, ensure_ascii=False), 40)
+
+    for name in _SUMMARY_COUNTS:
+        if summary.get(name) is not None and not _is_count(summary[name]):
+            return f"{name} is {shown(summary[name])}, not a count"
+    for name in _SUMMARY_AMOUNTS:
+        if summary.get(name) is not None and not _is_amount(summary[name]):
+            return f"{name} is {shown(summary[name])}, not an amount"
+    metrics = summary.get("metrics")
+    if metrics is not None and not isinstance(metrics, dict):
+        return f"metrics is {shown(metrics)}, not an object"
+    for metric in ("judge", "em_strict"):
+        values = (metrics or {}).get(metric)
+        if values is None:
+            continue
+        if not isinstance(values, dict):
+            return f"metrics.{metric} is {shown(values)}, not an object"
+        for name, ok in (("k", _is_count), ("n", _is_count), ("coverage", _is_amount)):
+            if values.get(name) is not None and not ok(values[name]):
+                return f"metrics.{metric}.{name} is {shown(values[name])}, not a {'count' if ok is _is_count else 'number'}"
+    spent = summary.get("spent_now")
+    if spent is not None and (not isinstance(spent, dict) or any(v is not None and not isinstance(v, dict)
+                                                                 for v in spent.values())):
+        return f"spent_now is {shown(spent)}, not an object of roles"
+    return None
+
+
+def manifest_problems(manifest: dict[str, Any]) -> dict[str, str]:
+    """The fields of ``manifest`` the listing reads that are not what the runner writes there (the number of
+    planned items, the judge's section), each with what is wrong with it."""
+    def shown(value: Any) -> str:
+        return one_line(json.dumps(value, ensure_ascii=False), 40)
+
+    n_items, judge = manifest.get("n_items"), manifest.get("judge")
+    problems = {}
+    if n_items is not None and not _is_count(n_items):
+        problems["n_items"] = f"n_items is {shown(n_items)}, not a count"
+    if judge is not None and not isinstance(judge, dict):
+        problems["judge"] = f"judge is {shown(judge)}, not an object"
+    return problems
+
+
 def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     """The listing line of one run directory, from its manifest and summary (never a model call).
     ``aliases``: the grid's labels (model -> label, :func:`~cresowlve_core.analysis.loading.grid_aliases`);
@@ -175,6 +236,16 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     earlier_pass = bool(s) and "finished_at" in m and not m["finished_at"]
     if earlier_pass:
         s = {}
+    if earlier_pass:
+        unusable: str | None = None
+    elif not s and (path / "summary.json").exists():
+        unusable = "not a JSON object"  # unreadable, cut, or another shape
+    else:
+        unusable = summary_problem(s)  # a hand-edited field: the summary's numbers are not used
+    if unusable is not None:
+        s = {}
+    bad_manifest = manifest_problems(m)  # hand-edited fields, left out
+    m = {k: v for k, v in m.items() if k not in bad_manifest}
     metrics = s.get("metrics") or {}
     judge = metrics.get("judge") or {}
     use_judge = bool(judge.get("n")) and (judge.get("coverage") or 0) >= JUDGE_COVERAGE
@@ -183,9 +254,13 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     done = int(s.get("n_ok") or 0)
     if not s:  # no summary yet: count the answers on disk (no accuracy without the summary's metrics)
         done = sum(r.get("status") == "ok" for r in _latest(path).values()) if (path / RESPONSES).exists() else 0
-        state = ("running or killed (no summary yet: accuracy not computed)" if not earlier_pass else
-                 f"running or killed (resumed {m.get('resumed_at') or 'at an unknown time'}, not finished: "
-                 "summary.json is of an earlier pass; accuracy not computed)")
+        if unusable is not None:
+            state = f"summary.json unusable ({unusable}): answers counted on disk, accuracy not computed"
+        elif earlier_pass:
+            state = (f"running or killed (resumed {m.get('resumed_at') or 'at an unknown time'}, not finished: "
+                     "summary.json is of an earlier pass; accuracy not computed)")
+        else:
+            state = "running or killed (no summary yet: accuracy not computed)"
     elif (disagreement := summary_disagreement(path, s)) is not None:  # hand-edited, or of other records
         state = disagreement
     elif s.get("stopped"):
@@ -200,6 +275,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
                  f"{s.get('n_judge_repeat_not_run') or 0} not asked)")
     else:
         state = "done"
+    if bad_manifest:
+        state = f"manifest.json unusable ({'; '.join(bad_manifest.values())}); {state}"
     from cresowlve_core.analysis.loading import config_name
 
     model = str(m.get("model") or "?")

@@ -421,3 +421,32 @@ def test_the_record_count_of_runs_agrees_with_the_runs_own_reader(tmp_path):
     assert counts == Counter(r.get("status") for r in latest_records(RunDir(tmp_path / "run")).values())
     assert counts == Counter(ok=6)
     assert run_row(tmp_path / "run").state == "done"
+
+
+def test_runs_lists_a_run_whose_summary_or_manifest_was_hand_edited_into_another_shape(tmp_path):
+    """A count that is not a number, a summary that is not a JSON object (cut by a failed copy), a judge section
+    that is not an object. Before: a traceback ("invalid literal for int()", "'str' object has no attribute
+    'get'") that ended the whole listing, or, for the cut summary, "running or killed (no summary yet)"."""
+    import shutil
+
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "a", tmp_path), make_items(4), progress=False))
+    edits = {"count": ("summary.json", {"n_items": "four"}), "metric": ("summary.json", {"metrics": {"em_strict": {"k": "x"}}}),
+             "judge": ("manifest.json", {"judge": "yes", "n_items": -1})}
+    for name, (file, fields) in edits.items():
+        shutil.copytree(tmp_path / "runs" / "a", tmp_path / "runs" / name)
+        path = tmp_path / "runs" / name / file
+        path.write_text(json.dumps({**json.loads(path.read_text()), **fields}))
+    shutil.copytree(tmp_path / "runs" / "a", tmp_path / "runs" / "cut")
+    summary = tmp_path / "runs" / "cut" / "summary.json"
+    summary.write_text(summary.read_text()[:40])
+    rows = {d.name: run_row(d) for d in find_runs(str(tmp_path / "runs" / "*"))}
+    on_disk = "answers counted on disk, accuracy not computed"
+    assert rows["count"].state == f'summary.json unusable (n_items is "four", not a count): {on_disk}'
+    assert rows["metric"].state == f'summary.json unusable (metrics.em_strict.k is "x", not a count): {on_disk}'
+    assert rows["cut"].state == f"summary.json unusable (not a JSON object): {on_disk}"
+    assert all((rows[n].done, rows[n].planned, rows[n].n) == (4, 4, 0) for n in ("count", "metric", "cut"))
+    assert rows["judge"].state == ('manifest.json unusable (n_items is -1, not a count; judge is "yes", not an '
+                                   "object); done")
+    out = _cli(["runs", str(tmp_path / "runs" / "*")])
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "5 run(s)", out.stdout + out.stderr
