@@ -105,8 +105,6 @@ def find_runs(pattern: str | None = None) -> list[Path]:
 #: the start of a record as the runner writes it (``ResponseRecord``'s first fields, ``json.dumps``' spacing):
 #: its key and status, read without parsing the rest of the line (the model's output, most of its bytes)
 _RECORD_HEAD = re.compile(rb'\{"id": ("(?:[^"\\]|\\.)*"), "lang": ("(?:[^"\\]|\\.)*"), "status": ("(?:[^"\\]|\\.)*")')
-#: a record's status counted by :func:`record_counts` when its line is not a JSON object with ``id`` and ``lang``
-UNREADABLE = "unreadable"
 #: how a run's state starts when its summary.json disagrees with its records (:func:`summary_disagreement`)
 SUMMARY_DISAGREES = "summary disagrees with records"
 
@@ -122,15 +120,36 @@ def _canonical(token: bytes) -> bytes:
     return _token(json.loads(token)) if b"\\" in token else token
 
 
-def record_counts(path: Path) -> Counter[str]:
-    """The latest record of each item (``id``, ``lang``) in ``path``'s ``responses.jsonl``, counted by
-    status, streamed: a line the runner wrote is read by its head (:data:`_RECORD_HEAD`), any other
-    line (hand-written, another key order) is parsed whole; a line that is not a record with ``id`` and
-    ``lang`` counts as :data:`UNREADABLE`, a torn last line (no line break, not JSON) not at all."""
+@dataclass(frozen=True)
+class RecordCounts:
+    """The records of a run directory as ``cresowlve runs`` counts them (:func:`record_counts`)."""
+
+    by_status: Counter[str]  # the latest record of each item (id, lang), by its status
+    unreadable: int = 0  # lines that are not a JSON object with an id and a lang
+    first_unreadable: int | None = None  # the line number of the first of them
+
+    @property
+    def n_items(self) -> int:
+        return sum(self.by_status.values())
+
+    def unreadable_note(self) -> str:
+        """``"; 2 unreadable line(s) in responses.jsonl (the first: line 3)"``, or "" when there is none."""
+        if not self.unreadable:
+            return ""
+        return f"; {self.unreadable} unreadable line(s) in {RESPONSES} (the first: line {self.first_unreadable})"
+
+
+def record_counts(path: Path) -> RecordCounts:
+    """The latest record of each item (``id``, ``lang``) in ``path``'s ``responses.jsonl`` (none when it does
+    not exist), counted by status, streamed: a line the runner wrote is read by its head (:data:`_RECORD_HEAD`),
+    any other line (hand-written, another key order) is parsed whole; a line that is not a record with ``id``
+    and ``lang`` is counted as unreadable, a torn last line (no line break, not JSON) not at all."""
+    if not (path / RESPONSES).exists():
+        return RecordCounts(Counter())
     latest: dict[tuple[bytes, bytes], bytes] = {}
-    unreadable = 0
+    unreadable, first = 0, None
     with (path / RESPONSES).open("rb", buffering=1 << 20) as f:
-        for raw in f:
+        for lineno, raw in enumerate(f, 1):
             head = _RECORD_HEAD.match(raw)
             try:
                 if head is not None and raw.endswith(b"\n"):
@@ -140,30 +159,24 @@ def record_counts(path: Path) -> Counter[str]:
                     rec = json.loads(raw)
                     latest[(_token(rec["id"]), _token(rec["lang"]))] = _token(rec.get("status"))
             except (ValueError, KeyError, TypeError):
-                unreadable += raw.endswith(b"\n")  # a torn last line is skipped, as a resume skips it
-    counts = Counter({str(json.loads(status)): n for status, n in Counter(latest.values()).items()})
-    if unreadable:
-        counts[UNREADABLE] = unreadable
-    return counts
+                if raw.endswith(b"\n"):  # a torn last line is skipped, as a resume skips it
+                    unreadable, first = unreadable + 1, first or lineno
+    by_status = Counter({str(json.loads(status)): n for status, n in Counter(latest.values()).items()})
+    return RecordCounts(by_status, unreadable, first)
 
 
-def summary_disagreement(path: Path, summary: dict[str, Any]) -> str | None:
+def summary_disagreement(summary: dict[str, Any], counts: RecordCounts) -> str | None:
     """How ``summary`` (a finished pass's ``summary.json``) disagrees with the records it was computed from
     (answered, errored and recorded items; unreadable lines), or None when it agrees."""
-    try:
-        counts = record_counts(path) if (path / RESPONSES).exists() else Counter()
-    except OSError as exc:
-        return f"summary not checked: {RESPONSES} unreadable ({exc.strerror or exc})"
     n_items = int(summary.get("n_items") or 0)
     said = {"ok": int(summary.get("n_ok") or 0), "error": int(summary.get("n_error") or 0),
             "with a record": n_items - int(summary.get("n_not_run") or 0)}
-    held = {"ok": counts["ok"], "error": counts["error"],
-            "with a record": sum(n for status, n in counts.items() if status != UNREADABLE)}
-    if said == held and not counts[UNREADABLE]:
+    held = {"ok": counts.by_status["ok"], "error": counts.by_status["error"], "with a record": counts.n_items}
+    if said == held and not counts.unreadable:
         return None
     words = lambda c: ", ".join(f"{k} {v}" for k, v in c.items())  # noqa: E731
-    unreadable = f", {counts[UNREADABLE]} unreadable line(s)" if counts[UNREADABLE] else ""
-    return f"{SUMMARY_DISAGREES}: summary.json says {words(said)}; {RESPONSES} holds {words(held)}{unreadable}"
+    return (f"{SUMMARY_DISAGREES}: summary.json says {words(said)}; {RESPONSES} holds {words(held)}"
+            f"{counts.unreadable_note()}")
 
 
 #: the fields of summary.json the listing reads as counts, and as amounts of USD
@@ -252,8 +265,14 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     chosen = judge if use_judge else (metrics.get("em_strict") or {})
     planned = int(s.get("n_items") or m.get("n_items") or 0)
     done = int(s.get("n_ok") or 0)
-    if not s:  # no summary yet: count the answers on disk (no accuracy without the summary's metrics)
-        done = sum(r.get("status") == "ok" for r in _latest(path).values()) if (path / RESPONSES).exists() else 0
+    try:
+        counts: RecordCounts | None = record_counts(path)
+    except OSError as exc:  # the listing goes on; the row says why its records were not counted
+        counts, unreadable_records = None, f"{RESPONSES} unreadable ({exc.strerror or exc})"
+    if counts is None:
+        state = f"{unreadable_records}: not counted" + ("" if s else "; no usable summary.json")
+    elif not s:  # no summary yet: count the answers on disk (no accuracy without the summary's metrics)
+        done = counts.by_status["ok"]
         if unusable is not None:
             state = f"summary.json unusable ({unusable}): answers counted on disk, accuracy not computed"
         elif earlier_pass:
@@ -261,7 +280,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
                      "summary.json is of an earlier pass; accuracy not computed)")
         else:
             state = "running or killed (no summary yet: accuracy not computed)"
-    elif (disagreement := summary_disagreement(path, s)) is not None:  # hand-edited, or of other records
+        state += counts.unreadable_note()
+    elif (disagreement := summary_disagreement(s, counts)) is not None:  # hand-edited, or of other records
         state = disagreement
     elif s.get("stopped"):
         state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"

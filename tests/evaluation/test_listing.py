@@ -418,8 +418,8 @@ def test_the_record_count_of_runs_agrees_with_the_runs_own_reader(tmp_path):
     with (tmp_path / "run" / "responses.jsonl").open("a", encoding="utf-8") as f:
         f.write('{"id": "chgk_0000000004", "lang": "en", "status": "error", "err')  # a write cut by a kill
     counts = record_counts(tmp_path / "run")
-    assert counts == Counter(r.get("status") for r in latest_records(RunDir(tmp_path / "run")).values())
-    assert counts == Counter(ok=6)
+    assert counts.by_status == Counter(r.get("status") for r in latest_records(RunDir(tmp_path / "run")).values())
+    assert (counts.by_status, counts.unreadable) == (Counter(ok=6), 0)
     assert run_row(tmp_path / "run").state == "done"
 
 
@@ -450,3 +450,23 @@ def test_runs_lists_a_run_whose_summary_or_manifest_was_hand_edited_into_another
                                    "object); done")
     out = _cli(["runs", str(tmp_path / "runs" / "*")])
     assert out.returncode == 0 and out.stdout.splitlines()[-1] == "5 run(s)", out.stdout + out.stderr
+
+
+def test_runs_names_an_unreadable_record_line_in_its_row_and_lists_the_other_runs(tmp_path):
+    """A run killed before its summary, whose responses.jsonl holds a line that is not JSON (a hand edit): before,
+    `runs` stopped after its header with "error: .../responses.jsonl:3: not JSON" (exit 2), listing no run."""
+    import shutil
+
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "a", tmp_path), make_items(4), progress=False))
+    shutil.copytree(tmp_path / "runs" / "a", tmp_path / "runs" / "b")
+    (tmp_path / "runs" / "b" / "summary.json").unlink()
+    records = tmp_path / "runs" / "b" / "responses.jsonl"
+    lines = records.read_text().splitlines(keepends=True)
+    records.write_text("".join(lines[:2] + ["{not json\n"] + lines[2:]))
+    row = run_row(tmp_path / "runs" / "b")
+    assert (row.done, row.planned) == (4, 4)
+    assert row.state == ("running or killed (no summary yet: accuracy not computed); 1 unreadable line(s) in "
+                         "responses.jsonl (the first: line 3)")
+    out = _cli(["runs", str(tmp_path / "runs" / "*")])
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "2 run(s)", out.stdout + out.stderr
