@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.exitcodes import stop_parts
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.llm.pricing import usd
 from cresowlve_core.paths import runs_dir
@@ -284,7 +285,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     elif (disagreement := summary_disagreement(s, counts)) is not None:  # hand-edited, or of other records
         state = disagreement
     elif s.get("stopped"):
-        state = f"stopped: {str(s['stopped']).splitlines()[0][:60]}"
+        reason, remedy = stop_parts(one_line(s["stopped"]))
+        state = f"stopped: {reason if len(reason) <= 60 else reason[:59] + '…'}" + (f"; to go on: {remedy}" if remedy else "")
     elif done < planned:
         state = f"incomplete ({s.get('n_error', 0)} errored, {s.get('n_not_run', 0)} not run)"
     elif s.get("n_judge_error") or s.get("n_judge_not_run"):  # every item answered, not every answer judged

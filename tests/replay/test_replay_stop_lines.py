@@ -40,6 +40,18 @@ def test_a_rejected_key_names_the_variable_to_set(tmp_path):
     assert line.endswith("; finished work is kept; to go on: set a valid key in $REPLAY_KEY"), line
 
 
+def test_runs_lists_a_stopped_run_with_what_to_change(tmp_path):
+    """`cresowlve runs` cut the reason at 60 characters, before its cause: "stopped: fatal: model 'gpt-4.1' at
+    http://127.0.0.1:PORT/openai/v1 f"; the row now ends with what to change."""
+    from cresowlve_core.evaluation.listing import run_row
+
+    with ReplayServer(api_key="the-right-key") as srv:
+        run_eval(srv.base_url("openai"), "openai", tmp_path / "run", "--model", "gpt-4.1", key="sk-wrong")
+    state = run_row(tmp_path / "run").state
+    assert state.startswith("stopped: fatal: model 'gpt-4.1' at ") and "…" in state
+    assert state.endswith("; to go on: set a valid key in $REPLAY_KEY"), state
+
+
 def test_an_unknown_model_names_the_model_to_check(tmp_path):
     with ReplayServer() as srv:  # the recorded 404 model_not_found
         code, line = run_eval(srv.base_url("openai"), "openai", tmp_path / "run", "--model", "gpt-no-such-model")
