@@ -640,7 +640,7 @@ class LLMClient:
 
     def _remedy(self, failure: Failure) -> str | None:
         """What to change before the same command can get past ``failure``, a fatal answer about the key,
-        the account or the model; None for the others, whose message says it (``set by --effort``)."""
+        the account or the model; None for the others (the wire format names theirs: ``Failure.remedy``)."""
         ep = self.endpoint
         key = f"the key in ${ep.api_key_env}" if ep.api_key_env else "the endpoint's key"
         if failure.reason == "quota":
@@ -697,7 +697,7 @@ class LLMClient:
                 content = json.dumps(body, ensure_ascii=False).encode("utf-8")
                 continue
             if last.kind == "fatal":
-                raise LLMFatalError(f"{ep.describe()} failed with {last.message}", remedy=self._remedy(last))
+                raise LLMFatalError(f"{ep.describe()} failed with {last.message}", remedy=last.remedy or self._remedy(last))
             if last.kind == "item":
                 raise LLMError(f"{ep.describe()} rejected this request: {last.message}", outcome=last.outcome)
             if last.status == 429:  # a burst of rate limits is ridden out, not counted as a dead server

@@ -707,7 +707,8 @@ def classify_status(status: int, headers: Any, content: bytes | str, *, label: s
     if status >= 500 and _CONTEXT_OVERFLOW.search(body.code):  # llama.cpp builds of 2025-09 sent a 500
         return Failure("item", shown, status, reason=f"HTTP {status}")
     if status == 501:  # not implemented: the path is not served (e.g. Gemini's base URL without /openai/)
-        return Failure("fatal", f"{shown} (check the base URL)", status, reason="HTTP 501")
+        return Failure("fatal", f"{shown} (check the base URL)", status, reason="HTTP 501",
+                       remedy="check the base URL (the endpoint does not serve this API path)")
     if status in RETRYABLE_STATUS or status >= 500:
         ra = parse_retry_after(headers) if status in (429, 503) else None
         ra = ra if ra is not None else body.retry_delay()
@@ -715,7 +716,9 @@ def classify_status(status: int, headers: Any, content: bytes | str, *, label: s
     if status in REQUEST_PROBLEM_STATUS and (budget := _budget_over_context(body.message)) is not None:
         return Failure("fatal", f"{shown} (the output budget alone {budget}: serve the model with a longer "
                        "context, or lower the budget where the command takes one: --max-tokens, --judge-max-tokens "
-                       "for eval's judge)", status, reason=f"HTTP {status}")
+                       "for eval's judge)", status, reason=f"HTTP {status}",
+                       remedy="lower --max-tokens (--judge-max-tokens for eval's judge) below the context length, "
+                              "or serve the model with a longer context")
     if status in REQUEST_PROBLEM_STATUS and _REQUEST_PROBLEM.search(f"{body.code} {body.message}"):
         return Failure("item", shown, status, reason=f"HTTP {status}")
     if status == 413:
@@ -723,7 +726,8 @@ def classify_status(status: int, headers: Any, content: bytes | str, *, label: s
     adaptation = refused_field(body) if status in REQUEST_PROBLEM_STATUS else None
     flag = FIELD_FLAGS.get(adaptation["field"] if adaptation else _named_field(body) or "")
     return Failure("fatal", f"{shown} (set by {flag})" if flag else shown, status,
-                   dead_sign=None if body.is_api else "not_json", reason=f"HTTP {status}", adaptation=adaptation)
+                   dead_sign=None if body.is_api else "not_json", reason=f"HTTP {status}", adaptation=adaptation,
+                   remedy=f"change the value the provider refuses, set by {flag}" if flag else None)
 
 
 # --------------------------------------------------------------------------- adapting to a refused field
@@ -880,13 +884,15 @@ def classify_exception(exc: BaseException) -> Failure:
     if isinstance(exc, ConnectFailed) and exc.proxy is not None:
         if exc.status == 407:
             return Failure("fatal", f"{exc}: put the credentials in the proxy URL (https://user:pass@proxy:port)",
-                           reason="proxy 407")
+                           reason="proxy 407", remedy="put the proxy's credentials in its URL (https://user:pass@proxy:port)")
         if exc.status is not None:
             return Failure("retry", str(exc), dead_sign="no_answer", reason=f"proxy HTTP {exc.status}")
         return Failure("retry", str(exc), dead_sign="unreachable", reason="proxy unreachable")
     if isinstance(exc, ConnectFailed) and exc.tls:
         return Failure("fatal", f"{exc} (check the https/http scheme and the certificate; extra CAs: "
-                       "REQUESTS_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR)", reason="TLS")
+                       "REQUESTS_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR)", reason="TLS",
+                       remedy="check the base URL's https/http scheme and the server's certificate (extra CAs: "
+                              "REQUESTS_CA_BUNDLE, SSL_CERT_FILE, SSL_CERT_DIR)")
     if isinstance(exc, ResponseTooLarge):
         return Failure("item", str(exc), reason="answer too large")
     if isinstance(exc, (ReadTimeout, asyncio.TimeoutError, TimeoutError)):

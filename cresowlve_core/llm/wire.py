@@ -53,6 +53,8 @@ class Failure:
     adaptation: dict[str, Any] | None = None
     #: a 200 answer the provider billed that could not be used (no text): what the attempt cost
     paid: Completion | None = None
+    #: a fatal failure's remedy: what to change before the same command can get past it (a run's last line)
+    remedy: str | None = None
 
 
 class AttemptFailed(CresowlveError):

@@ -82,6 +82,15 @@ def test_an_exhausted_quota_says_to_add_credit_or_set_another_key(tmp_path):
     assert line.endswith("to go on: add credit or quota to the account of the key in $REPLAY_KEY, or set another key")
 
 
+def test_a_token_budget_over_the_context_says_to_lower_it(tmp_path):
+    with ReplayServer("vllm-context") as srv:  # the recorded "cannot be greater than the model's maximum context length"
+        code, line = run_eval(srv.base_url("vllm"), "vllm", tmp_path / "run", "--model", "Qwen/Qwen3-8B")
+    assert code == 3, line
+    assert "cannot be greater than the model's maximum context length (2048)" in line
+    assert line.endswith("; to go on: lower --max-tokens (--judge-max-tokens for eval's judge) below the context "
+                         "length, or serve the model with a longer context"), line
+
+
 def test_a_spent_budget_says_to_raise_it_and_what_running_again_spends(tmp_path):
     with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer
         code, line = run_eval(srv.base_url("openrouter"), "openrouter", tmp_path / "run",
