@@ -349,6 +349,20 @@ def _correct(rec: dict[str, Any], metric: str) -> bool | None:
     return None if value is None else bool(value)
 
 
+def shown_answer(row: dict[str, Any], side: str) -> str:
+    """Run ``side``'s answer in a row of :attr:`RunDiff.disagreements` as ``diff`` prints it: the extracted
+    prediction (quoted, escaped), or what stands in its place, in brackets (a refusal with its text, the
+    provider's filter, an output from which no answer was extracted)."""
+    outcome, prediction, refusal = row.get(f"{side}_outcome"), row.get(side), row.get(f"{side}_refusal")
+    if outcome == "refused":
+        return f"[refused{': ' + one_line(refusal, 100) if isinstance(refusal, str) and refusal.strip() else ''}]"
+    if outcome == "filtered":
+        return "[filtered by the provider: no answer]"
+    if prediction is None:
+        return "[no answer extracted from the output]"
+    return repr(str(prediction)[:120])
+
+
 def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
     """Items where runs ``a`` and ``b`` disagree on ``metric`` (default: the judge when both runs
     were judged, else strict EM), with McNemar's test over the items both scored."""
@@ -374,7 +388,9 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
             only_a += ca
             only_b += cb
             rows.append({"id": item, "answer": ra[item].get("answer"), "a": ra[item].get("prediction"),
-                         "a_correct": ca, "b": rb[item].get("prediction"), "b_correct": cb})
+                         "a_correct": ca, "b": rb[item].get("prediction"), "b_correct": cb,
+                         **{f"{side}_{k}": rec.get(k) for side, rec in (("a", ra[item]), ("b", rb[item]))
+                            for k in ("outcome", "refusal")}})
     test = mcnemar(only_a, only_b, n_both)
     return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing, n_errored, n_unknown)
 
@@ -422,8 +438,8 @@ def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
     for r in d.disagreements[:limit]:
         mark = lambda ok: "right" if ok else "wrong"  # noqa: E731
         lines.append(f"{one_line(r['id'])}  reference: {r['answer']!r}")
-        lines.append(f"    A ({mark(r['a_correct'])}): {str(r['a'])[:120]!r}")
-        lines.append(f"    B ({mark(r['b_correct'])}): {str(r['b'])[:120]!r}")
+        lines.append(f"    A ({mark(r['a_correct'])}): {shown_answer(r, 'a')}")
+        lines.append(f"    B ({mark(r['b_correct'])}): {shown_answer(r, 'b')}")
     if len(d.disagreements) > limit:
         lines.append(f"... and {len(d.disagreements) - limit} more")
     lines.append(f"{len(d.disagreements)} disagreements: right only in A {d.only_a}, right only in B {d.only_b}; "

@@ -470,3 +470,31 @@ def test_runs_names_an_unreadable_record_line_in_its_row_and_lists_the_other_run
                          "responses.jsonl (the first: line 3)")
     out = _cli(["runs", str(tmp_path / "runs" / "*")])
     assert out.returncode == 0 and out.stdout.splitlines()[-1] == "2 run(s)", out.stdout + out.stderr
+
+
+def test_diff_shows_a_refusal_or_a_filtered_answer_as_what_it_is_not_as_the_answer_none(tmp_path):
+    """B's model refused (the recorded OpenAI refusal) or its provider's filter stopped the answer (the recorded
+    ``finish_reason: content_filter``): both are in n and not correct, and `diff` printed each as the answer
+    ``'None'``, as if the model had answered "None"."""
+    from replay.server import ReplayServer
+
+    from cresowlve_core.sources.sample import load_items
+
+    items = load_items("demo", "en")[:2]
+    right = {it.view("en").question: it.view("en").answer for it in items}  # the reference, as every answer
+
+    def run(scenario: str, name: str, model: str, **knobs) -> Path:
+        with ReplayServer(scenario, answers=right, **knobs) as srv:
+            cfg = EvalConfig(model=model, base_url=srv.base_url("openai"), run_dir=str(tmp_path / name), items="demo",
+                             limit=2, provider="openai", cache=False)
+            asyncio.run(evaluate_async(cfg, load_eval_items(cfg), progress=False))
+        return tmp_path / name
+
+    a = run("default", "a", "gpt-4.1")
+    refused, filtered = run("refusal", "r", "gpt-4o", refusal_fraction=1.0), run("filtered", "f", "gpt-4o", filter_fraction=1.0)
+    out = _cli(["diff", str(a), str(refused)]).stdout
+    assert "2 disagreements: right only in A 2" in out and "'None'" not in out
+    assert out.count("B (wrong): [refused: I'm sorry, but I can't assist with that request.]") == 2, out
+    out = _cli(["diff", str(a), str(filtered)]).stdout
+    assert "2 disagreements: right only in A 2" in out and "'None'" not in out
+    assert out.count("B (wrong): [filtered by the provider: no answer]") == 2, out
