@@ -168,8 +168,10 @@ def reports_exit(htmls: Sequence[Path]) -> int:
     import io
 
     from cresowlve_core.notebook_records import read_records
+    from cresowlve_core.runtime.mapping import INTERRUPTED
 
     worst, left = EXIT_OK, []
+    to_go_on: list[tuple[str, str]] = []  # (report, what to change) of each stop a re-run would meet again
     for html in htmls:
         ipynb = html.with_suffix(".ipynb")
         records = read_records(ipynb) if ipynb.exists() else {}
@@ -181,7 +183,12 @@ def reports_exit(htmls: Sequence[Path]) -> int:
             worst = max(worst, code, key=_severity)
             for line in lines.getvalue().splitlines():
                 print(f"{html.stem}: {line}", file=sys.stderr)
+        stops = (stop_parts(str(stage["stopped"]))[1] for stage in records.get(STAGES_RECORD) or []
+                 if stage.get("stopped") and stage["stopped"] != INTERRUPTED)
+        to_go_on += [(html.stem, remedy) for remedy in stops if remedy]
     if left:
+        advice = (f"to go on: {to_go_on[0][1]} ({to_go_on[0][0]})" if to_go_on  # the first; the others are above
+                  else "run again to retry it")
         print(f"incomplete: {len(left)} report(s) left model work errored, not run or unparsed ({', '.join(left)}; "
-              "their lines are above); run again to retry it", file=sys.stderr)
+              f"their lines are above); {advice}", file=sys.stderr)
     return worst

@@ -153,3 +153,30 @@ def test_the_main_job_exits_with_the_reports_whose_model_work_was_left_undone(tm
     assert lines[0] == ("02_evaluation_ru: incomplete: 2 errored, 0 not run of 3 items; most common error (2x): "
                         "HTTP 400; run again to retry them")
     assert lines[-1].startswith("incomplete: 1 report(s) left model work errored, not run or unparsed (02_evaluation_ru;")
+
+
+def test_the_main_jobs_last_line_names_what_to_change_when_a_reports_model_work_stopped(tmp_path, capsys):
+    """A report whose stage stopped on a rejected key: its own line ends with what to change, and the last line
+    of ``cresowlve run`` said "run again to retry it", which meets the same 401 again."""
+    import json
+
+    from cresowlve_core.exitcodes import EXIT_STOPPED, reports_exit, stage_record
+    from cresowlve_core.llm.types import LLMFatalError
+    from cresowlve_core.notebook_records import RECORD_MIME
+    from cresowlve_core.runtime.errors import stop_reason
+
+    def rendered(name: str, records: dict) -> Path:
+        cells = [{"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {RECORD_MIME: records}}]}]
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"cells": cells}), encoding="utf-8")
+        return tmp_path / f"{name}.html"
+
+    reason = stop_reason(LLMFatalError("HTTP 401: Incorrect API key provided", remedy="set a valid key in $OPENAI_API_KEY"))
+    stopped = stage_record({"n_items": 3, "n_ok": 0, "n_error": 0, "n_not_run": 3, "stopped": reason})
+    errored = stage_record({"n_items": 3, "n_ok": 1, "n_error": 2, "n_not_run": 0, "top_error": ("HTTP 400", 2)})
+    ru, en = rendered("02_evaluation_ru", {"stages": [errored]}), rendered("02_evaluation_en", {"stages": [stopped]})
+    assert reports_exit([ru, en]) == EXIT_STOPPED
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[1].endswith("; finished work is kept; to go on: set a valid key in $OPENAI_API_KEY")
+    assert lines[-1] == ("incomplete: 2 report(s) left model work errored, not run or unparsed (02_evaluation_ru, "
+                         "02_evaluation_en; their lines are above); to go on: set a valid key in $OPENAI_API_KEY "
+                         "(02_evaluation_en)")
