@@ -3,6 +3,7 @@ endpoint is given, evaluate (resuming), and return what the notebook displays.""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from cresowlve_core.evaluation.records import ResponseRecord
 from cresowlve_core.evaluation.runner import (
     EvalConfig,
+    EvalOutcome,
     eval_stages,
     evaluate_async,
     load_eval_items,
@@ -17,10 +19,13 @@ from cresowlve_core.evaluation.runner import (
     summary_line,
 )
 from cresowlve_core.exitcodes import STAGES_RECORD
+from cresowlve_core.items import Item
+from cresowlve_core.llm.types import LLMFatalError
 from cresowlve_core.notebook_records import record
 from cresowlve_core.paths import runs_dir
-from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, run_coro
+from cresowlve_core.runtime import SUMMARY, endpoint_or_embedded, planned_endpoint, run_coro, stop_reason
 from cresowlve_core.text import slug
+from cresowlve_core.untrusted import one_line
 
 
 @dataclass
@@ -56,11 +61,31 @@ def run(*, items: str, lang: str, model: str | None, base_url: str | None, run_d
             options = _local_judge(options, endpoint.model, endpoint.base_url)
         cfg = config(items=items, lang=lang, model=endpoint.model, base_url=endpoint.base_url,
                      api_key_env=endpoint.api_key_env, run_dir=run_dir, **options)
-        outcome = run_coro(evaluate_async(cfg, load_eval_items(cfg), progress=False))
+        to_run = load_eval_items(cfg)
+        try:
+            outcome = run_coro(evaluate_async(cfg, to_run, progress=False))
+        except LLMFatalError as exc:  # a wrong key, model or effort stopped the run: as eval, from its summary
+            if (stopped := stopped_outcome(cfg, to_run, exc)) is None:
+                raise
+            outcome = stopped
     # what `cresowlve eval` would exit with: `cresowlve report 02_evaluation` exits the same
     record(STAGES_RECORD, eval_stages(outcome.summary))
     return NotebookRun(endpoint.model, outcome.run_dir, outcome.summary, summary_line(outcome.summary),
                        outcome.records, embedded)
+
+
+def stopped_outcome(cfg: EvalConfig, items: list[Item], exc: LLMFatalError) -> EvalOutcome | None:
+    """The outcome of a run ``exc`` stopped (:func:`evaluate_async` raises it once the run's summary is
+    written), as ``cresowlve eval`` reads it: its summary, stopped by ``exc`` with what to change, and the
+    records it finished; None when there is no summary (the stop came before the run began)."""
+    path = Path(cfg.run_dir) / SUMMARY
+    if not path.exists():
+        return None
+    summary = json.loads(path.read_text(encoding="utf-8"))
+    summary["stopped"] = summary.get("stopped") or one_line(stop_reason(exc))
+    outcome = EvalOutcome(run_dir=Path(cfg.run_dir), summary=summary, stopped=summary["stopped"])
+    outcome._keys = [(it.id, cfg.lang) for it in items]
+    return outcome
 
 
 def _local_judge(options: dict[str, Any], model: str, base_url: str) -> dict[str, Any]:

@@ -133,3 +133,21 @@ def test_a_grid_whose_cell_met_a_rejected_key_names_the_variable_to_set(tmp_path
     assert proc.returncode == 3, proc.stderr
     assert "HTTP 401: Incorrect API key provided" in line
     assert line.endswith("; finished work is kept; to go on: set a valid key in $REPLAY_KEY (gpt-4.1__en)"), line
+
+
+def test_the_evaluation_report_stopped_by_a_rejected_key_exits_as_eval_does(tmp_path):
+    """`cresowlve report 02_evaluation` over the recorded 401: the notebook's cell raised the stop, and the report
+    "failed" (exit 1: "error: 02_evaluation failed: LLMFatalError: ..."), with no page and no remedy. It is
+    rendered and exits 3 with eval's last line, as a report that calls a model exits as its stage would."""
+    with ReplayServer(api_key="the-right-key") as srv:
+        env = dict(os.environ, REPLAY_KEY="sk-wrong", PYTHONPATH=str(CODE), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "report", "02_evaluation", "-p", "model", "gpt-4.1",
+               "-p", "base_url", srv.base_url("openai"), "-p", "provider", "openai", "-p", "api_key_env", "REPLAY_KEY",
+               "-p", "run_dir", str(tmp_path / "run"), "-p", "limit", "3", "--name", "r"]
+        proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=300)
+    line = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 3, proc.stderr
+    assert (tmp_path / "reports" / "r.html").exists()
+    assert line.startswith("stopped early (fatal: model 'gpt-4.1' at ") and "HTTP 401" in line
+    assert line.endswith("0 of 3 items done, 0 errored, 3 not run; finished work is kept; to go on: set a valid key "
+                         "in $REPLAY_KEY"), line
