@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -161,7 +162,7 @@ def cmd_grid(a: argparse.Namespace) -> int:
         also = f"; {len(rest)} more cell(s) incomplete ({', '.join(rest[:5])})" if rest else ""
         # what to change first, named by the first cell that needs a change (a key, a model, an effort, a budget)
         to_go_on = next(((c["cell"], r) for c in fatal if (r := exitcodes.stop_parts(c.get("stopped") or "")[1])), None)
-        advice = (f"finished work is kept; to go on: {to_go_on[1]} ({to_go_on[0]})" if to_go_on
+        advice = (f"finished work is kept; to go on: {grid_words(to_go_on[1])} ({to_go_on[0]})" if to_go_on
                   else "finished work is kept, run the same command again to resume")
         print(f"stopped early ({len(fatal)} cell(s) stopped; {fatal[0]['cell']}: {why}){also}: {done}; {advice}",
               file=sys.stderr)
@@ -176,6 +177,19 @@ def cmd_grid(a: argparse.Namespace) -> int:
               f"({', '.join(unjudged[:5])}); its replies are kept in their run directories", file=sys.stderr)
         return EXIT_INCOMPLETE
     return 0
+
+
+#: the command-line flags a stop's remedy names, as a grid's YAML sets them
+GRID_SETTINGS = {"--judge-max-cost": "the judge's max_cost", "--judge-max-tokens": "the judge's max_tokens",
+                 "--max-cost": "options.max_cost", "--max-tokens": "options.max_tokens",
+                 "--judge-effort": "the judge's effort", "--effort": "the model's efforts"}
+_FLAG = re.compile("|".join(re.escape(flag) for flag in GRID_SETTINGS))  # the longer flag of two is listed first
+
+
+def grid_words(remedy: str) -> str:
+    """A stop's remedy (:func:`~cresowlve_core.runtime.errors.stop_remedy`) in a grid's words: its YAML
+    settings instead of the flags of ``cresowlve eval`` (``--max-cost`` is ``options.max_cost``)."""
+    return _FLAG.sub(lambda m: GRID_SETTINGS[m.group(0)], remedy)
 
 
 def cmd_rescore(a: argparse.Namespace) -> int:

@@ -151,3 +151,24 @@ def test_the_evaluation_report_stopped_by_a_rejected_key_exits_as_eval_does(tmp_
     assert line.startswith("stopped early (fatal: model 'gpt-4.1' at ") and "HTTP 401" in line
     assert line.endswith("0 of 3 items done, 0 errored, 3 not run; finished work is kept; to go on: set a valid key "
                          "in $REPLAY_KEY"), line
+
+
+def test_a_grid_whose_cell_spent_its_budget_names_the_grids_setting_not_evals_flag(tmp_path):
+    """A grid sets the budget as `options.max_cost` in its YAML: its last line said "raise --max-cost", a flag
+    `cresowlve grid` does not take."""
+    config = tmp_path / "g.yaml"
+    with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer
+        config.write_text(
+            "name: g\nitems: demo\nlangs: [en]\nlimit: 3\nreport: false\n"
+            f"runs_dir: {tmp_path / 'runs'}\noptions: {{concurrency: 1, cache: false, max_cost: 0.02}}\n"
+            f"models:\n  - {{model: qwen/qwen3-235b-a22b-2507, base_url: '{srv.base_url('openrouter')}', "
+            "provider: openrouter, api_key_env: REPLAY_KEY}\n")
+        env = dict(os.environ, REPLAY_KEY="replay-test-key", PYTHONPATH=str(CODE))
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config), "--workers", "1"],
+                              cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+    line = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 3, proc.stderr
+    assert "--max-cost" not in line.rsplit("; finished work is kept", 1)[1]
+    assert line.endswith("; finished work is kept; to go on: raise options.max_cost, or run again to spend up to "
+                         "$0.0200 more (options.max_cost caps each run's new spending) "
+                         f"({next(d for d in (tmp_path / 'runs').iterdir() if d.is_dir()).name})"), line
