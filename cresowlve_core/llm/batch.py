@@ -216,9 +216,15 @@ def _errors_reason(errors: Any) -> str | None:
     return "; ".join(parts[:3]) + more
 
 
-def _read_lines(content: bytes | None) -> list[dict[str, Any]]:
+def _read_lines(content: bytes | None) -> list[tuple[dict[str, Any], bool]]:
+    """The file's lines that name a ``custom_id``, each with whether it held bytes that are not
+    UTF-8 (decoded as U+FFFD, as the live client decodes such a body, and flagged the same way)."""
     out = []
-    for n, raw in enumerate((content or b"").decode("utf-8", "replace").split("\n"), 1):  # "\n" only
+    for n, raw_bytes in enumerate((content or b"").split(b"\n"), 1):  # "\n" only
+        try:
+            raw, invalid_utf8 = raw_bytes.decode("utf-8"), False
+        except UnicodeDecodeError:
+            raw, invalid_utf8 = raw_bytes.decode("utf-8", "replace"), True
         if not raw.strip():
             continue
         try:
@@ -227,7 +233,7 @@ def _read_lines(content: bytes | None) -> list[dict[str, Any]]:
             log.warning("batch file line %d is not JSON; skipped (%s)", n, raw[:80])
             continue
         if isinstance(line, dict) and line.get("custom_id") is not None:
-            out.append(line)
+            out.append((line, invalid_utf8))
     return out
 
 
@@ -235,7 +241,7 @@ def _submitted_ids(run_dir: Path) -> list[str]:
     path = run_dir / INPUT_FILE
     if not path.exists():
         return []
-    return [str(line["custom_id"]) for line in _read_lines(path.read_bytes())]
+    return [str(line["custom_id"]) for line, _ in _read_lines(path.read_bytes())]
 
 
 def _download(client: openai.OpenAI, file_id: str | None) -> bytes | None:
@@ -301,14 +307,15 @@ def collect_batch(
     return result
 
 
-def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[dict[str, Any]], prices: PriceTable) -> BatchResult:
+def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict[str, Any], bool]],
+               prices: PriceTable) -> BatchResult:
     """Sort output and error lines into answers, per-request errors and requests never run, reading
     each response exactly as the live client reads an HTTP answer (the wire's ``interpret``)."""
     wire = get_wire(endpoint.wire)
     path = str(state.get("url") or "/v1/chat/completions").removeprefix("/v1")
     out = BatchResult(batch_id=str(state["batch_id"]), status="")
     fatal: list[str] = []
-    for line in lines:
+    for line, invalid_utf8 in lines:
         cid = str(line["custom_id"])
         if cid in out.answers:
             continue
@@ -329,6 +336,8 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[dict[str, 
                 completion.cost = prices.cost(endpoint.model, completion.usage, batch=True)
                 if completion.cost is None and completion.model:
                     completion.cost = prices.cost(completion.model, completion.usage, batch=True)
+            if invalid_utf8:  # the line's bytes, replaced before the wire read them: kept and flagged
+                completion.raw["invalid_utf8"] = True
             out.errors.pop(cid, None)
             out.answers[cid] = completion
         elif isinstance(err, dict) and err.get("code") in NOT_RUN_CODES:
@@ -338,6 +347,10 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[dict[str, 
             msg = " ".join(str(what.get("message") or "a batch line without a response").split())
             out.errors[cid] = f"batch: {msg}" + (f" [{what['code']}]" if what.get("code") else "")
     out.not_run = [cid for cid in dict.fromkeys(out.not_run) if cid not in out.answers and cid not in out.errors]
+    if flagged := sorted(cid for cid, c in out.answers.items() if c.raw.get("invalid_utf8")):
+        log.warning("%d batch answer(s) hold bytes that are not UTF-8 or a lone UTF-16 surrogate (%s): decoded with "
+                    "U+FFFD in their place, the answers kept and flagged (invalid_utf8)", len(flagged),
+                    ", ".join(flagged[:3]) + (", ..." if len(flagged) > 3 else ""))
     if fatal:
         top = max(set(fatal), key=fatal.count)
         out.reason = top + (f" ({fatal.count(top)} of {len(lines)} lines)" if len(fatal) > 1 else "")

@@ -16,6 +16,7 @@ from cresowlve_core.llm.batch import (
     BatchStateError,
     _errors_reason,
     _interpret,
+    _read_lines,
     archive_batch,
     batch_line,
     collect_batch,
@@ -154,7 +155,7 @@ def test_real_output_and_error_lines_are_read_like_live_answers() -> None:
     lines = fixture("output_lines_chat.jsonl") + fixture("error_lines_expired.jsonl") + fixture(
         "error_line_unsupported_parameter.jsonl")
     prices = PriceTable({"gpt-3.5-turbo-0125": ModelPrice(0.5, 1.5, batch_discount=0.5)})
-    out = _interpret(ep, state, lines, prices)
+    out = _interpret(ep, state, [(line, False) for line in lines], prices)
     assert sorted(out.answers) == ["request-1", "request-2"]
     a = out.answers["request-2"]
     assert a.text == "Hello." and (a.usage.input_tokens, a.usage.output_tokens) == (22, 2)
@@ -162,6 +163,20 @@ def test_real_output_and_error_lines_are_read_like_live_answers() -> None:
     assert out.not_run == ["request-3", "request-7", "request-5"] and out.errors == {}
     # a parameter the model refuses stops a live run: here it is the batch's reason, not an item error
     assert out.reason is not None and "Unsupported parameter: 'max_tokens' is not supported with this model" in out.reason
+
+
+def test_an_output_line_with_bytes_that_are_not_utf8_is_kept_and_flagged_as_a_live_answer_is() -> None:
+    """A byte that is not UTF-8 in the answer of a real output line: the answer is kept with U+FFFD in
+    its place and flagged ``invalid_utf8``, as the live client flags the same body. Before: the whole
+    file was decoded with U+FFFD first, so the answer was scored with the replacement, unflagged."""
+    ep = Endpoint("http://127.0.0.1:1/v1", "gpt-3.5-turbo-0125")
+    state = {"batch_id": "batch_abc123", "url": "/v1/chat/completions"}
+    content = (FIXTURES / "output_lines_chat.jsonl").read_bytes()
+    assert content.count(b'"Hello."') == 1
+    content = content.replace(b'"Hello."', b'"Hello.\xff"')
+    out = _interpret(ep, state, _read_lines(content), PriceTable({}))
+    assert out.answers["request-2"].text == "Hello.\ufffd" and out.answers["request-2"].raw.get("invalid_utf8") is True
+    assert not out.answers["request-1"].raw.get("invalid_utf8")  # only the line that held the byte
 
 
 def test_failed_batch_reason_is_the_providers_own_message() -> None:
