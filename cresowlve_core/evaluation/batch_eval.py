@@ -31,6 +31,7 @@ from cresowlve_core.evaluation.runner import (
     build_manifest,
     evaluate_async,
     load_eval_items,
+    reask_truncated,
     record_key,
     summary_line,
 )
@@ -78,7 +79,9 @@ def _submit(cfg: EvalConfig, items: list[Item], resolved: roles.Roles) -> BatchS
     with run.lock():
         run.begin(build_manifest(cfg, len(items), resolved))  # refuses a run directory of another configuration
         previous = run.latest(RESPONSES, record_key)
-        pending = [it for it in items if (previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"]
+        # without an answer, or (--retry-truncated) cut off at a smaller budget than this run's
+        pending = [it for it in items if (prev := previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"
+                   or reask_truncated(cfg, prev)]
         if pending:
             answerer = resolved.answerer
             requests = [(it.id, answerer.messages(it.view(cfg.lang)), answerer.params) for it in pending]

@@ -261,6 +261,12 @@ def repeat_left(rec: dict[str, Any] | SummaryEntry) -> bool:
     return status in ("not_run", "error")
 
 
+def reask_truncated(cfg: EvalConfig, rec: dict[str, Any] | SummaryEntry) -> bool:
+    """A truncated answer to ask again (``--retry-truncated``) with a larger budget than it had."""
+    budget, had = cfg.options.max_tokens, rec.get("max_tokens")
+    return cfg.retry_truncated and bool(rec.get("truncated")) and (budget is None or had is None or budget > had)
+
+
 class _Evaluator:
     """The per-item call of the run: solve (unless answered already), persist, judge."""
 
@@ -287,9 +293,7 @@ class _Evaluator:
             await self.judge.aclose()
 
     def reask(self, rec: dict[str, Any] | SummaryEntry) -> bool:
-        """A truncated answer to ask again (``--retry-truncated``) with a larger budget than it had."""
-        budget, had = self.cfg.options.max_tokens, rec.get("max_tokens")
-        return self.cfg.retry_truncated and bool(rec.get("truncated")) and (budget is None or had is None or budget > had)
+        return reask_truncated(self.cfg, rec)
 
     def done(self, rec: dict[str, Any] | SummaryEntry) -> bool:
         return (rec.get("status") == "ok" and not (self.judge is not None and needs_judge(rec, repeat=self.cfg.judge_repeat))

@@ -237,3 +237,33 @@ def test_answers_the_judge_errored_on_are_judged_by_the_next_batch_call(tmp_path
     assert out.startswith("nothing to submit") and "judge 100.0%" in out
     assert len(asked) == 5 and all("candidate_answer" in r.prompt for r in asked)  # the judge only, live
     assert all(r["judge_status"] == "scored" for r in run.records().values())
+
+
+def test_retry_truncated_submits_the_cut_off_answers_again_at_the_larger_budget(tmp_path, capsys):
+    """``--retry-truncated --max-tokens N`` re-asks the answers cut off at a smaller budget, as a live
+    run does: a batch of those items only, sent with the new budget. Before: "nothing to submit: every
+    item already has an answer", exit 0, the cut-off answer kept and scored wrong."""
+    from fakeserver import Reply
+
+    budget_of: dict[str, int] = {}
+
+    def answer(req) -> str | Reply:
+        if "Puzzle number 3:" in req.prompt and req.body.get("max_tokens") == 4096:
+            return Reply("<Answer>Ans", finish_reason="length")
+        return answer_for(req)
+
+    with FakeServer(answers=answer, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        code, out, err = run()
+        assert code == 0 and "truncated 1" in out and run.records()[run.ids[3]]["truncated"] is True
+        run.args += ["--retry-truncated", "--max-tokens", "8000"]
+        code, out, err = run()
+        assert code == 1 and "with 1 of 5 items" in out
+        budget_of.update({json.loads(x)["custom_id"]: json.loads(x)["body"]["max_tokens"]
+                          for x in (run.dir / "batch_input.jsonl").read_text().splitlines()})
+        code, out, err = run()
+    assert budget_of == {run.ids[3]: 8000}
+    assert code == 0 and "truncated 0" in out and "EM strict 100.0%" in out
+    rec = run.records()[run.ids[3]]
+    assert rec["truncated"] is False and rec["max_tokens"] == 8000 and rec["em_strict"] is True
