@@ -127,6 +127,8 @@ def _record(cfg: EvalConfig, items: list[Item], result: BatchResult, resolved: r
     archived = archive_batch(cfg.run_dir)
     kept = (f"batch {result.batch_id} {result.status}: {len(result.answers)} of {result.n_submitted} answers kept, "
             f"{len(result.errors)} errored, {len(result.not_run)} not run")
+    if result.unknown:
+        kept += f", {len(result.unknown)} line(s) for requests not in this batch ignored"
     if (result.errors or result.not_run) and not result.reason:
         kept += " (the next run submits only those)"
     where = f"; archived as {Path(archived).relative_to(cfg.run_dir)}" if archived else ""

@@ -17,7 +17,9 @@ the recorded id instead of submitting again, so re-running never pays twice.
 * ``not_run``: requests never run (``batch_expired``, ``batch_cancelled``, absent from both files,
   or refused for a reason that stops a live run, such as an unsupported parameter);
 * ``reason``: why nothing (more) can come from this batch: the provider's ``errors.data[].message``
-  of a failed batch, or the message of a line that a live run would stop on.
+  of a failed batch, or the message of a line that a live run would stop on;
+* ``unknown``: custom ids of lines for requests this batch was not sent (read from its input
+  file): never taken as answers, errors or requests not run, and named in a WARNING.
 
 The caller stores what it wants, then calls ``archive_batch``: ``batch.json`` and the input move to
 ``batches/<id>.json`` and ``batches/<id>.input.jsonl``, so the next submission sends only what is
@@ -71,6 +73,7 @@ class BatchResult:
     not_run: list[str] = field(default_factory=list)
     reason: str | None = None
     n_submitted: int = 0
+    unknown: list[str] = field(default_factory=list)
 
 
 def _client(endpoint: Endpoint) -> openai.OpenAI:
@@ -297,14 +300,32 @@ def collect_batch(
     result.batch_id, result.status = bid, batch.status
     submitted = _submitted_ids(run_dir)
     result.n_submitted = len(submitted) or int(state.get("n") or 0)
+    if submitted:
+        _set_aside_unknown(result, set(submitted))
     seen = result.answers.keys() | result.errors.keys() | set(result.not_run)
     result.not_run += [cid for cid in submitted if cid not in seen]
     if batch.status == "failed":
         result.reason = _errors_reason(batch_errors) or result.reason or "the provider gave no reason"
     state.update(collected_at=_now(), n_answers=len(result.answers), n_errors=len(result.errors),
-                 n_not_run=len(result.not_run), reason=result.reason, errors=batch_errors)
+                 n_not_run=len(result.not_run), n_unknown=len(result.unknown), reason=result.reason,
+                 errors=batch_errors)
     _write_state(run_dir, state)
     return result
+
+
+def _set_aside_unknown(result: BatchResult, submitted: set[str]) -> None:
+    """Move the lines for requests this batch was not sent out of ``result``'s answers, errors and
+    requests not run, into ``result.unknown``."""
+    result.unknown = sorted({*result.answers, *result.errors, *result.not_run} - submitted)
+    if not result.unknown:
+        return
+    for cid in result.unknown:
+        result.answers.pop(cid, None)
+        result.errors.pop(cid, None)
+    result.not_run = [cid for cid in result.not_run if cid in submitted]
+    shown = ", ".join(repr(cid) for cid in result.unknown[:3]) + (", ..." if len(result.unknown) > 3 else "")
+    log.warning("batch %s has %d line(s) for requests it was not sent (custom_id %s): not recorded",
+                result.batch_id, len(result.unknown), shown)
 
 
 def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict[str, Any], bool]],

@@ -267,3 +267,23 @@ def test_retry_truncated_submits_the_cut_off_answers_again_at_the_larger_budget(
     assert code == 0 and "truncated 0" in out and "EM strict 100.0%" in out
     rec = run.records()[run.ids[3]]
     assert rec["truncated"] is False and rec["max_tokens"] == 8000 and rec["em_strict"] is True
+
+
+def test_an_output_line_for_a_request_not_in_the_batch_is_not_counted_as_kept(tmp_path, capsys, caplog):
+    """The output file also holds a line for a request this batch was not sent (the OpenAI guide's own
+    output line, custom_id ``request-2``): it is not an answer of the run. Before: "6 of 5 answers kept"."""
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        finish = srv._finish_batch
+
+        def finish_with_a_stranger(b: dict[str, Any]) -> None:
+            finish(b)
+            content = srv._files[b["output_file_id"]]["content"]
+            srv._files[b["output_file_id"]]["content"] = content + (FIXTURES / "output_lines_chat.jsonl").read_bytes()
+
+        srv._finish_batch = finish_with_a_stranger  # type: ignore[method-assign]
+        code, out, err = run()
+    assert code == 0 and sorted(run.records()) == run.ids
+    assert "5 of 5 answers kept, 0 errored, 0 not run, 2 line(s) for requests not in this batch ignored" in out
+    assert "custom_id 'request-1', 'request-2'" in caplog.text
