@@ -39,7 +39,7 @@ from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 from cresowlve_core.items import Item
 from cresowlve_core.llm.batch import BatchRequest, BatchResult, archive_batch, collect_batch, read_state, submit_batch
 from cresowlve_core.llm.client import call_bound
-from cresowlve_core.llm.pricing import PRICES_ENV, PriceTable, usd
+from cresowlve_core.llm.pricing import PRICES_ENV, PriceTable, cost_text, usd
 from cresowlve_core.llm.types import Completion, LLMError
 from cresowlve_core.runtime import RESPONSES, RunDir, run_coro
 
@@ -125,8 +125,14 @@ def _record(cfg: EvalConfig, items: list[Item], result: BatchResult, resolved: r
     outcome = run_coro(evaluate_async(cfg, items, completions=completions, stopped=stopped, progress=False,
                                       resolved=resolved))
     archived = archive_batch(cfg.run_dir)
+    billed = ""
+    if result.unusable:  # as a live run's summary line names them (runner.unusable_note)
+        known = sum(c for c in result.unusable.values() if c is not None)
+        n_unknown = sum(c is None for c in result.unusable.values())
+        billed = (f" ({len(result.unusable)} billed with no text: "
+                  f"{cost_text(known, n_unknown, len(result.unusable))}, not in cost)")
     kept = (f"batch {result.batch_id} {result.status}: {len(result.answers)} of {result.n_submitted} answers kept, "
-            f"{len(result.errors)} errored, {len(result.not_run)} not run")
+            f"{len(result.errors)} errored{billed}, {len(result.not_run)} not run")
     if result.unknown:
         kept += f", {len(result.unknown)} line(s) for requests not in this batch ignored"
     if (result.errors or result.not_run) and not result.reason:

@@ -18,6 +18,8 @@ the recorded id instead of submitting again, so re-running never pays twice.
   or refused for a reason that stops a live run, such as an unsupported parameter);
 * ``reason``: why nothing (more) can come from this batch: the provider's ``errors.data[].message``
   of a failed batch, or the message of a line that a live run would stop on;
+* ``unusable``: requests answered with no text (also in ``errors``), which the provider billed all
+  the same: their cost at the Batch API's price (``None`` if unknown), not in any answer's cost;
 * ``unknown``: custom ids of lines for requests this batch was not sent (read from its input
   file): never taken as answers, errors or requests not run, and named in a WARNING.
 
@@ -32,6 +34,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -74,6 +77,7 @@ class BatchResult:
     reason: str | None = None
     n_submitted: int = 0
     unknown: list[str] = field(default_factory=list)
+    unusable: dict[str, float | None] = field(default_factory=dict)
 
 
 def _client(endpoint: Endpoint) -> openai.OpenAI:
@@ -307,10 +311,16 @@ def collect_batch(
     if batch.status == "failed":
         result.reason = _errors_reason(batch_errors) or result.reason or "the provider gave no reason"
     state.update(collected_at=_now(), n_answers=len(result.answers), n_errors=len(result.errors),
-                 n_not_run=len(result.not_run), n_unknown=len(result.unknown), reason=result.reason,
+                 n_not_run=len(result.not_run), n_unknown=len(result.unknown), n_unusable=len(result.unusable),
+                 unusable_cost=_known_sum(result.unusable.values()), reason=result.reason,
                  errors=batch_errors)
     _write_state(run_dir, state)
     return result
+
+
+def _known_sum(costs: Iterable[float | None]) -> float:
+    """The sum of the known costs."""
+    return sum(c for c in costs if c is not None)
 
 
 def _set_aside_unknown(result: BatchResult, submitted: set[str]) -> None:
@@ -322,10 +332,22 @@ def _set_aside_unknown(result: BatchResult, submitted: set[str]) -> None:
     for cid in result.unknown:
         result.answers.pop(cid, None)
         result.errors.pop(cid, None)
+        result.unusable.pop(cid, None)
     result.not_run = [cid for cid in result.not_run if cid in submitted]
     shown = ", ".join(repr(cid) for cid in result.unknown[:3]) + (", ..." if len(result.unknown) > 3 else "")
     log.warning("batch %s has %d line(s) for requests it was not sent (custom_id %s): not recorded",
                 result.batch_id, len(result.unknown), shown)
+
+
+def _batch_cost(endpoint: Endpoint, completion: Completion, prices: PriceTable) -> float | None:
+    """What the provider charged for ``completion``: its own figure, else its usage at the Batch API's
+    price of the model asked for (or of the model that answered)."""
+    if completion.cost is not None:
+        return completion.cost
+    cost = prices.cost(endpoint.model, completion.usage, batch=True)
+    if cost is None and completion.model:
+        cost = prices.cost(completion.model, completion.usage, batch=True)
+    return cost
 
 
 def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict[str, Any], bool]],
@@ -352,11 +374,10 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
                     out.not_run.append(cid)
                 else:
                     out.errors[cid] = exc.failure.message
+                    if exc.failure.paid is not None:  # no text, billed all the same
+                        out.unusable[cid] = _batch_cost(endpoint, exc.failure.paid, prices)
                 continue
-            if completion.cost is None:
-                completion.cost = prices.cost(endpoint.model, completion.usage, batch=True)
-                if completion.cost is None and completion.model:
-                    completion.cost = prices.cost(completion.model, completion.usage, batch=True)
+            completion.cost = _batch_cost(endpoint, completion, prices)
             if invalid_utf8:  # the line's bytes, replaced before the wire read them: kept and flagged
                 completion.raw["invalid_utf8"] = True
             out.errors.pop(cid, None)

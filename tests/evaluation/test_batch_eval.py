@@ -13,6 +13,8 @@ from fakeserver import FakeServer
 
 from cresowlve_core.cli import main
 from cresowlve_core.items import Item, ItemView
+from cresowlve_core.llm.pricing import PriceTable, usd
+from cresowlve_core.llm.types import Usage
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "batch"
 
@@ -287,3 +289,28 @@ def test_an_output_line_for_a_request_not_in_the_batch_is_not_counted_as_kept(tm
     assert code == 0 and sorted(run.records()) == run.ids
     assert "5 of 5 answers kept, 0 errored, 0 not run, 2 line(s) for requests not in this batch ignored" in out
     assert "custom_id 'request-1', 'request-2'" in caplog.text
+
+
+def test_answers_billed_with_no_text_are_errors_whose_cost_is_shown(tmp_path, capsys):
+    """A batch answer with no text (the fake's chat completion with empty content, finish_reason stop,
+    and its usage) is the item's error, retried by the next batch, as a live run retries it; what the
+    provider charged for it is named, as a live run's summary names it. Before: its cost was dropped."""
+    from fakeserver import Reply
+
+    def answer(req) -> str | Reply:
+        return Reply("") if "Puzzle number 2:" in req.prompt else answer_for(req)
+
+    with FakeServer(answers=answer, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys, "--model", "gpt-4o-mini")
+        run()
+        code, out, err = run()
+    recs = run.records()
+    assert recs[run.ids[2]]["status"] == "error" and recs[run.ids[2]]["error"] == "response has empty text"
+    # the fake's usage: the same prompt tokens as the other answers, no output token
+    billed = PriceTable.load().cost("gpt-4o-mini", Usage(input_tokens=recs[run.ids[0]]["usage"]["input_tokens"],
+                                                         output_tokens=0), batch=True)
+    assert billed is not None and billed > 0
+    assert f"4 of 5 answers kept, 1 errored (1 billed with no text: {usd(billed)}, not in cost), 0 not run" in out
+    assert code == 1 and "1 errored, 0 not run of 5 items" in last_line(err)
+    state = json.loads(next((run.dir / "batches").glob("batch-*.json")).read_text())
+    assert state["n_unusable"] == 1 and state["unusable_cost"] == pytest.approx(billed)
