@@ -13,7 +13,8 @@ the recorded id instead of submitting again, so re-running never pays twice.
 ``batches/<id>.errors.jsonl``) and returns a :class:`BatchResult`:
 
 * ``answers``: every finished answer, an expired or cancelled batch's partial output included;
-* ``errors``: requests the provider answered with a per-request error (its own message);
+* ``errors``: requests the provider answered with a per-request error (its own message), or whose
+  line is not JSON (cut off: it ran, but cannot be read);
 * ``not_run``: requests never run (``batch_expired``, ``batch_cancelled``, absent from both files,
   or refused for a reason that stops a live run, such as an unsupported parameter);
 * ``reason``: why nothing (more) can come from this batch: the provider's ``errors.data[].message``
@@ -34,6 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,7 @@ ARCHIVE_DIR = "batches"
 RUNNING_STATES = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 ENDED_STATES = frozenset({"completed", "expired", "cancelled", "failed"})
 NOT_RUN_CODES = frozenset({"batch_expired", "batch_cancelled"})  # the request was never executed
+_CUSTOM_ID = re.compile(r'"custom_id"\s*:\s*"((?:[^"\\]|\\.)*)"')  # the first one: the line's own
 
 BatchRequest = tuple[str, list[dict[str, Any]], GenParams]
 
@@ -237,11 +240,28 @@ def _read_lines(content: bytes | None) -> list[tuple[dict[str, Any], bool]]:
         try:
             line = json.loads(raw)
         except json.JSONDecodeError:
-            log.warning("batch file line %d is not JSON; skipped (%s)", n, raw[:80])
-            continue
+            cid = _CUSTOM_ID.search(raw)
+            log.warning("batch file line %d is not JSON (%s); %s", n, raw[:80],
+                        "skipped" if cid is None else "its request is recorded as errored")
+            if cid is None:
+                continue
+            # the provider ran (and billed) this request, but its line cannot be read: an error, asked again
+            line = {"custom_id": _json_string(cid[1]), "response": None,
+                    "error": {"message": f"line {n} of the provider's file is not JSON (cut off?); the file is kept "
+                                         "under batches/"}}
         if isinstance(line, dict) and line.get("custom_id") is not None:
             out.append((line, invalid_utf8))
+        else:
+            log.warning("batch file line %d names no custom_id; skipped (%s)", n, raw[:80])
     return out
+
+
+def _json_string(escaped: str) -> str:
+    """The string of a JSON string literal's inside (its escapes read), or the inside as it is."""
+    try:
+        return str(json.loads(f'"{escaped}"'))
+    except json.JSONDecodeError:
+        return escaped
 
 
 def _submitted_ids(run_dir: Path) -> list[str]:

@@ -179,6 +179,21 @@ def test_an_output_line_with_bytes_that_are_not_utf8_is_kept_and_flagged_as_a_li
     assert not out.answers["request-1"].raw.get("invalid_utf8")  # only the line that held the byte
 
 
+def test_a_torn_output_line_is_its_requests_error_not_a_request_never_run() -> None:
+    """The last line of a real output file cut off (a torn download): its request ran and was billed,
+    so it is an error (asked again), with the line number; not "not run". A line torn before its
+    custom_id is skipped, and its request then counts as not run (absent from the files)."""
+    ep = Endpoint("http://127.0.0.1:1/v1", "gpt-3.5-turbo-0125")
+    state = {"batch_id": "batch_abc123", "url": "/v1/chat/completions"}
+    content = (FIXTURES / "output_lines_chat.jsonl").read_bytes().rstrip(b"\n")
+    torn = content[: content.rindex(b'"choices"')]
+    out = _interpret(ep, state, _read_lines(torn), PriceTable({}))
+    assert sorted(out.answers) == ["request-2"] and out.not_run == []
+    assert out.errors == {"request-1": "batch: line 2 of the provider's file is not JSON (cut off?); the file is kept "
+                                       "under batches/"}
+    assert _read_lines(content[: content.rindex(b'"custom_id"')]) == _read_lines(content[: content.index(b"\n")])
+
+
 def test_failed_batch_reason_is_the_providers_own_message() -> None:
     reason = _errors_reason(fixture("batch_failed_token_limit.json")["errors"])
     assert reason is not None and reason.startswith("Enqueued token limit reached for gpt-4o-mini")
