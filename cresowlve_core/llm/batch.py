@@ -295,6 +295,7 @@ def collect_batch(
                 f"batch {bid} (recorded in {_state_path(run_dir)}) is not known at {endpoint.describe()} "
                 f"({exc.message}); collect it with the key and base URL it was submitted with, or move "
                 f"{BATCH_FILE} aside to submit the items without an answer as a new batch") from None
+        _refuse_another_runs_batch(client, batch, state, run_dir)
         counts = batch.request_counts.model_dump() if batch.request_counts is not None else None
         state.update(status=batch.status, checked_at=_now(), request_counts=counts)
         _write_state(run_dir, state)
@@ -357,6 +358,31 @@ def _set_aside_unknown(result: BatchResult, submitted: set[str]) -> None:
     shown = ", ".join(repr(cid) for cid in result.unknown[:3]) + (", ..." if len(result.unknown) > 3 else "")
     log.warning("batch %s has %d line(s) for requests it was not sent (custom_id %s): not recorded",
                 result.batch_id, len(result.unknown), shown)
+
+
+def _refuse_another_runs_batch(client: openai.OpenAI, batch: Any, state: dict[str, Any], run_dir: Path) -> None:
+    """Raise :class:`BatchStateError` when the batch named in ``batch.json`` (an id written back by
+    hand) was made from other requests than this run directory's ``batch_input.jsonl``: its answers
+    are another run's (another model, other items), not this run's."""
+    import openai
+
+    mine = run_dir / INPUT_FILE
+    if not batch.input_file_id or batch.input_file_id == state.get("input_file_id") or not mine.exists():
+        return  # the batch this run submitted, or nothing to compare with
+    try:
+        theirs = _download(client, batch.input_file_id)
+    except openai.NotFoundError:
+        log.warning("batch %s: its input file is gone at the provider, so it cannot be checked against %s",
+                    batch.id, mine)
+        return
+    if [line for line, _ in _read_lines(theirs)] == [line for line, _ in _read_lines(mine.read_bytes())]:
+        return
+    origin = (batch.metadata or {}).get("cresowlve_run")
+    raise BatchStateError(
+        f"batch {batch.id} (written in {_state_path(run_dir)}) was not made from this run directory's {INPUT_FILE}"
+        + (f" (it was submitted from {origin})" if origin else "")
+        + "; nothing was recorded from it. Write back the id of the batch submitted from this run directory, "
+        f"or move {BATCH_FILE} aside to submit the items without an answer as a new batch")
 
 
 def _batch_cost(endpoint: Endpoint, completion: Completion, prices: PriceTable) -> float | None:

@@ -314,3 +314,24 @@ def test_answers_billed_with_no_text_are_errors_whose_cost_is_shown(tmp_path, ca
     assert code == 1 and "1 errored, 0 not run of 5 items" in last_line(err)
     state = json.loads(next((run.dir / "batches").glob("batch-*.json")).read_text())
     assert state["n_unusable"] == 1 and state["unusable_cost"] == pytest.approx(billed)
+
+
+def test_a_batch_id_of_another_run_written_back_is_refused_not_recorded_as_this_runs_answers(tmp_path, capsys):
+    """The unreadable-state message says to write the batch id back; the id written is that of another
+    run directory's batch (here another model's, same items). Its answers are refused (exit 2, nothing
+    recorded), naming where it was submitted from. Before: recorded as this run's gpt-4o answers."""
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir()
+        mini = Run(tmp_path / "a", srv, capsys, "--model", "gpt-4o-mini")
+        full = Run(tmp_path / "b", srv, capsys, "--model", "gpt-4o")
+        mini(), full()
+        mine = json.loads((full.dir / "batch.json").read_text())["batch_id"]
+        other = json.loads((mini.dir / "batch.json").read_text())["batch_id"]
+        (full.dir / "batch.json").write_text(json.dumps({"batch_id": other}))
+        code, out, err = full()
+        assert code == 2 and full.records() == {}
+        assert f"batch {other} (written in {full.dir / 'batch.json'}) was not made from this run directory's " \
+               f"batch_input.jsonl (it was submitted from {mini.dir.resolve()})" in last_line(err)
+        (full.dir / "batch.json").write_text(json.dumps({"batch_id": mine}))  # the right id: collected
+        code, out, err = full()
+    assert code == 0 and f"batch {mine} completed: 5 of 5 answers kept" in out
