@@ -396,6 +396,11 @@ def _batch_cost(endpoint: Endpoint, completion: Completion, prices: PriceTable) 
     return cost
 
 
+def _some(ids: list[str]) -> str:
+    """The first three of ``ids``, and "..." if there are more."""
+    return ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+
+
 def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict[str, Any], bool]],
                prices: PriceTable) -> BatchResult:
     """Sort output and error lines into answers, per-request errors and requests never run, reading
@@ -437,8 +442,11 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
     out.not_run = [cid for cid in dict.fromkeys(out.not_run) if cid not in out.answers and cid not in out.errors]
     if flagged := sorted(cid for cid, c in out.answers.items() if c.raw.get("invalid_utf8")):
         log.warning("%d batch answer(s) hold bytes that are not UTF-8 or a lone UTF-16 surrogate (%s): decoded with "
-                    "U+FFFD in their place, the answers kept and flagged (invalid_utf8)", len(flagged),
-                    ", ".join(flagged[:3]) + (", ..." if len(flagged) > 3 else ""))
+                    "U+FFFD in their place, the answers kept and flagged (invalid_utf8)", len(flagged), _some(flagged))
+    if odd := sorted(cid for cid, c in out.answers.items() if c.raw.get("unusable_numbers")):
+        fields = sorted({str(f) for cid in odd for f in out.answers[cid].raw["unusable_numbers"]})
+        log.warning("%d batch answer(s) report usage that is not a usable number (%s; %s): recorded as unknown "
+                    "(null), so their cost is unknown", len(odd), ", ".join(fields), _some(odd))
     if fatal:
         top = max(set(fatal), key=fatal.count)
         out.reason = top + (f" ({fatal.count(top)} of {len(lines)} lines)" if len(fatal) > 1 else "")

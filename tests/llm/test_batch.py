@@ -194,6 +194,23 @@ def test_a_torn_output_line_is_its_requests_error_not_a_request_never_run() -> N
     assert _read_lines(content[: content.rindex(b'"custom_id"')]) == _read_lines(content[: content.index(b"\n")])
 
 
+def test_usage_that_is_not_a_usable_number_is_unknown_and_named_in_a_warning(caplog) -> None:
+    """A real output line whose usage holds a negative count and a string: recorded as unknown (so its
+    cost is unknown), with a WARNING naming the fields, as the live client names them. Before: silent."""
+    ep = Endpoint("http://127.0.0.1:1/v1", "gpt-3.5-turbo-0125")
+    state = {"batch_id": "batch_abc123", "url": "/v1/chat/completions"}
+    lines = fixture("output_lines_chat.jsonl")
+    lines[0]["response"]["body"]["usage"] = {"prompt_tokens": -22, "completion_tokens": "2", "total_tokens": 24}
+    prices = PriceTable({"gpt-3.5-turbo-0125": ModelPrice(0.5, 1.5, batch_discount=0.5)})
+    with caplog.at_level("WARNING", logger="cresowlve_core.llm.batch"):
+        out = _interpret(ep, state, [(line, False) for line in lines], prices)
+    odd = out.answers["request-2"]
+    assert (odd.usage.input_tokens, odd.usage.output_tokens, odd.cost) == (None, None, None)
+    assert out.answers["request-1"].cost is not None
+    assert "1 batch answer(s) report usage that is not a usable number (" in caplog.text
+    assert "prompt_tokens=-22" in caplog.text and "request-2)" in caplog.text
+
+
 def test_failed_batch_reason_is_the_providers_own_message() -> None:
     reason = _errors_reason(fixture("batch_failed_token_limit.json")["errors"])
     assert reason is not None and reason.startswith("Enqueued token limit reached for gpt-4o-mini")
