@@ -409,9 +409,11 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
     path = str(state.get("url") or "/v1/chat/completions").removeprefix("/v1")
     out = BatchResult(batch_id=str(state["batch_id"]), status="")
     fatal: list[str] = []
+    repeated: list[str] = []  # lines for a request already answered by an earlier line
     for line, invalid_utf8 in lines:
         cid = str(line["custom_id"])
         if cid in out.answers:
+            repeated.append(cid)
             continue
         resp, err = line.get("response"), line.get("error")
         if isinstance(resp, dict) and isinstance(resp.get("status_code"), int):
@@ -443,6 +445,9 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
     if flagged := sorted(cid for cid, c in out.answers.items() if c.raw.get("invalid_utf8")):
         log.warning("%d batch answer(s) hold bytes that are not UTF-8 or a lone UTF-16 surrogate (%s): decoded with "
                     "U+FFFD in their place, the answers kept and flagged (invalid_utf8)", len(flagged), _some(flagged))
+    if repeated:
+        log.warning("batch %s has %d more line(s) for requests already answered (%s): the first answer is kept, "
+                    "the others are in the provider's file", out.batch_id, len(repeated), _some(sorted(set(repeated))))
     if odd := sorted(cid for cid, c in out.answers.items() if c.raw.get("unusable_numbers")):
         fields = sorted({str(f) for cid in odd for f in out.answers[cid].raw["unusable_numbers"]})
         log.warning("%d batch answer(s) report usage that is not a usable number (%s; %s): recorded as unknown "

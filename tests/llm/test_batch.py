@@ -211,6 +211,20 @@ def test_usage_that_is_not_a_usable_number_is_unknown_and_named_in_a_warning(cap
     assert "prompt_tokens=-22" in caplog.text and "request-2)" in caplog.text
 
 
+def test_a_second_line_for_an_answered_request_is_named_not_dropped_silently(caplog) -> None:
+    """Two output lines for one custom_id (the guide's real line, then the same with another answer):
+    the first answer is kept and the other named in a WARNING. Before: dropped without a word."""
+    ep = Endpoint("http://127.0.0.1:1/v1", "gpt-3.5-turbo-0125")
+    state = {"batch_id": "batch_abc123", "url": "/v1/chat/completions"}
+    first = fixture("output_lines_chat.jsonl")[0]
+    again = json.loads(json.dumps(first))
+    again["response"]["body"]["choices"][0]["message"]["content"] = "Goodbye."
+    with caplog.at_level("WARNING", logger="cresowlve_core.llm.batch"):
+        out = _interpret(ep, state, [(first, False), (again, False)], PriceTable({}))
+    assert out.answers["request-2"].text == "Hello." and out.errors == {} and out.not_run == []
+    assert "batch batch_abc123 has 1 more line(s) for requests already answered (request-2)" in caplog.text
+
+
 def test_failed_batch_reason_is_the_providers_own_message() -> None:
     reason = _errors_reason(fixture("batch_failed_token_limit.json")["errors"])
     assert reason is not None and reason.startswith("Enqueued token limit reached for gpt-4o-mini")
