@@ -120,7 +120,8 @@ def _record(cfg: EvalConfig, items: list[Item], result: BatchResult, resolved: r
     """Persist what an ended batch produced, then free the run directory for the next batch."""
     wanted = {it.id for it in items}
     completions: dict[str, Completion | LLMError] = {cid: c for cid, c in result.answers.items() if cid in wanted}
-    completions.update({cid: LLMError(msg) for cid, msg in result.errors.items() if cid in wanted})
+    completions.update({cid: LLMError(msg, outcome="failed" if cid in result.failed else "error")
+                        for cid, msg in result.errors.items() if cid in wanted})
     stopped = f"batch {result.batch_id} {result.status}: {result.reason}" if result.reason else None
     outcome = run_coro(evaluate_async(cfg, items, completions=completions, stopped=stopped, progress=False,
                                       resolved=resolved))

@@ -14,7 +14,8 @@ the recorded id instead of submitting again, so re-running never pays twice.
 
 * ``answers``: every finished answer, an expired or cancelled batch's partial output included;
 * ``errors``: requests the provider answered with a per-request error (its own message), or whose
-  line is not JSON (cut off: it ran, but cannot be read);
+  line is not JSON (cut off: it ran, but cannot be read); ``failed``: those of them whose response the
+  provider itself said failed (a Responses body with ``status: "failed"``: outcome ``failed``, as live);
 * ``not_run``: requests never run (``batch_expired``, ``batch_cancelled``, absent from both files,
   or refused for a reason that stops a live run, such as an unsupported parameter);
 * ``reason``: why nothing (more) can come from this batch: the provider's ``errors.data[].message``
@@ -76,6 +77,7 @@ class BatchResult:
     status: str
     answers: dict[str, Completion] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    failed: set[str] = field(default_factory=set)
     not_run: list[str] = field(default_factory=list)
     reason: str | None = None
     n_submitted: int = 0
@@ -353,6 +355,7 @@ def _set_aside_unknown(result: BatchResult, submitted: set[str]) -> None:
     for cid in result.unknown:
         result.answers.pop(cid, None)
         result.errors.pop(cid, None)
+        result.failed.discard(cid)
         result.unusable.pop(cid, None)
     result.not_run = [cid for cid in result.not_run if cid in submitted]
     shown = ", ".join(repr(cid) for cid in result.unknown[:3]) + (", ..." if len(result.unknown) > 3 else "")
@@ -427,6 +430,8 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
                     out.not_run.append(cid)
                 else:
                     out.errors[cid] = exc.failure.message
+                    if exc.failure.outcome == "failed":
+                        out.failed.add(cid)
                     if exc.failure.paid is not None:  # no text, billed all the same
                         out.unusable[cid] = _batch_cost(endpoint, exc.failure.paid, prices)
                 continue
@@ -434,6 +439,7 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
             if invalid_utf8:  # the line's bytes, replaced before the wire read them: kept and flagged
                 completion.raw["invalid_utf8"] = True
             out.errors.pop(cid, None)
+            out.failed.discard(cid)
             out.answers[cid] = completion
         elif isinstance(err, dict) and err.get("code") in NOT_RUN_CODES:
             out.not_run.append(cid)

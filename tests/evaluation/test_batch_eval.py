@@ -335,3 +335,29 @@ def test_a_batch_id_of_another_run_written_back_is_refused_not_recorded_as_this_
         (full.dir / "batch.json").write_text(json.dumps({"batch_id": mine}))  # the right id: collected
         code, out, err = full()
     assert code == 0 and f"batch {mine} completed: 5 of 5 answers kept" in out
+
+
+def test_a_responses_body_the_provider_says_failed_is_recorded_as_failed_as_live(tmp_path, capsys):
+    """A batch line whose 200 body is a Responses object with ``status: "failed"`` (the replay
+    fixture openai/responses_failed_server_error.json, doc-shaped) is the item's error with outcome
+    ``failed``, as a live call records it. Before: outcome ``error``, like a transport failure."""
+    replay = Path(__file__).resolve().parents[1] / "replay" / "fixtures" / "openai" / "responses_failed_server_error.json"
+    failed_body = json.loads(replay.read_text())["body"]
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys, "--api", "responses")
+        run()
+        finish = srv._finish_batch
+
+        def finish_with_a_failed_response(b: dict[str, Any]) -> None:
+            finish(b)
+            lines = [json.loads(x) for x in srv._files[b["output_file_id"]]["content"].splitlines()]
+            for line in lines:
+                if line["custom_id"] == run.ids[1]:
+                    line["response"]["body"] = failed_body
+            srv._files[b["output_file_id"]]["content"] = "".join(json.dumps(x) + "\n" for x in lines).encode()
+
+        srv._finish_batch = finish_with_a_failed_response  # type: ignore[method-assign]
+        code, out, err = run()
+    rec = run.records()[run.ids[1]]
+    assert (rec["status"], rec["outcome"]) == ("error", "failed") and "The model produced invalid content" in rec["error"]
+    assert code == 1 and "1 errored, 0 not run of 5 items" in last_line(err)
