@@ -103,6 +103,8 @@ def cmd_eval(a: argparse.Namespace) -> int:
         step = batch_evaluate(cfg, resolved)
         print(step.line)
         if step.summary is not None:
+            if (warning := truncation_warning(step.summary)) is not None:
+                print(warning, file=sys.stderr)
             return exitcodes.report_exit({exitcodes.STAGES_RECORD: eval_stages(step.summary)})
         if step.last:
             print(step.last, file=sys.stderr)

@@ -259,6 +259,9 @@ def test_retry_truncated_submits_the_cut_off_answers_again_at_the_larger_budget(
         run()
         code, out, err = run()
         assert code == 0 and "truncated 1" in out and run.records()[run.ids[3]]["truncated"] is True
+        # the live run's warning, with the way forward (before: no warning on a batch collection)
+        assert err.startswith("warning: 1 of 5 answers (20.0%) were cut off by the token limit") and \
+            "--retry-truncated --max-tokens N" in err
         run.args += ["--retry-truncated", "--max-tokens", "8000"]
         code, out, err = run()
         assert code == 1 and "with 1 of 5 items" in out
