@@ -46,6 +46,7 @@ from cresowlve_core.notebook_records import record as record  # re-exported for 
 from cresowlve_core.outfiles import dumps_json
 from cresowlve_core.secrets import scrub
 from cresowlve_core.text import slug
+from cresowlve_core.untrusted import one_line
 from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (tests, renderers)
 from cresowlve_core.vega import VEGALITE_SCHEMA as VEGALITE_SCHEMA
 from cresowlve_core.vega import html_spec, javascript_bundle, portable_spec
@@ -274,9 +275,10 @@ def run_notebook(
         _scrub_secrets(out_ipynb)
         title = title or _first_heading(out_ipynb) or stem
         render_html(out_ipynb, stage / f"{stem}.html", title=title)
-    except BaseException:
+    except BaseException as exc:
         _scrub_secrets(out_ipynb)
         _keep_failed(stage, partial.parent)
+        mark_failed_render(reports, stem, exc, partial)
         raise
     finally:
         for k, v in saved.items():
@@ -634,6 +636,25 @@ def update_index(
     return out
 
 
+def mark_failed_render(reports: Path, stem: str, exc: BaseException, partial: Path) -> None:
+    """Note on the landing page's card of ``stem`` that its last render failed (when, why, where the
+    partial notebook is), so the earlier page it still links is not read as the latest; the next
+    successful render replaces the card. A report never rendered before has no card to mark. A
+    landing page that cannot be rewritten leaves the failure to the command's own error."""
+    reg_path = reports / _INDEX_JSON
+    try:
+        registry: dict[str, Any] = json.loads(reg_path.read_text(encoding="utf-8")) if reg_path.exists() else {}
+        if not isinstance(registry.get(stem), dict):
+            return
+        why = "interrupted" if isinstance(exc, KeyboardInterrupt) else (one_line(str(exc)) or type(exc).__name__)
+        registry[stem]["last_failure"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"),
+                                          "error": why[:400], "partial": os.path.relpath(partial, reports)}
+        reg_path.write_text(scrub(dumps_json(registry)), encoding="utf-8")
+        (reports / "index.html").write_text(scrub(index_page(registry)), encoding="utf-8")
+    except (OSError, ValueError) as err:
+        log.warning("could not mark %s's failed render on %s: %s", stem, reports / "index.html", err)
+
+
 _INDEX_TEMPLATE = "index.html.j2"
 
 
@@ -653,6 +674,7 @@ def index_page(registry: dict[str, Any]) -> str:
             kinds.setdefault(b, []).append(r["title"])
     banners = [Markup(banner_html(k, "Affected: " + "; ".join(titles) + "."))  # type: ignore[arg-type]
                for k, titles in kinds.items() if k in BANNER_KINDS]  # banner_html escapes its text
-    reports = [(k, {"banners": [], "exports": [], "models": [], "parameters": {}, "headline": None, **registry[k]})
+    reports = [(k, {"banners": [], "exports": [], "models": [], "parameters": {}, "headline": None, "last_failure": None,
+                     **registry[k]})
                for k in sorted(registry)]
     return env.get_template(_INDEX_TEMPLATE).render(banners=banners, reports=reports)

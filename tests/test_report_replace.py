@@ -28,7 +28,7 @@ def _notebook(path: Path) -> Path:
             "out = Path(os.environ['CRESOWLVE_REPORTS_DIR']) / (os.environ['CRESOWLVE_REPORT_STEM'] + '_t.csv')\n"
             "out.write_text('marker\\n' + marker + '\\n')\nprint('exported', out)"),
         nbformat.v4.new_code_cell("from tqdm.auto import tqdm\nfor _ in tqdm(range(3), disable=False):\n    pass"),
-        nbformat.v4.new_code_cell("time.sleep(pause)\nif fail:\n    raise ZeroDivisionError('on purpose')\nprint(marker)"),
+        nbformat.v4.new_code_cell("time.sleep(pause)\nif fail:\n    raise ZeroDivisionError('on purpose ' + marker)\nprint(marker)"),
     ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, str(path))
@@ -54,6 +54,29 @@ def test_a_failing_render_leaves_the_old_report_intact(tmp_path):
     run_notebook(str(nb), {"marker": "third"}, reports)  # a later good render replaces all three
     assert all(b"third" in v for v in _files(reports, "tiny").values())
     assert "/.render-" not in (reports / "tiny.html").read_text()  # printed paths point where the files are
+
+
+def test_the_landing_page_marks_a_report_whose_last_render_failed_until_one_succeeds(tmp_path):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    run_notebook(str(nb), {"marker": "first"}, reports)
+    assert 'class="failed"' not in (reports / "index.html").read_text()
+    with pytest.raises(ReportFailed):
+        run_notebook(str(nb), {"marker": "<b>second</b>", "fail": True}, reports)
+    page = (reports / "index.html").read_text()
+    card = page[page.index('id="tiny"'):]
+    assert "The last render of this report\nfailed" in card and "ZeroDivisionError: on purpose" in card
+    assert f'href="{FAILED_DIR}/tiny/tiny.ipynb"' in card
+    assert "on purpose &lt;b&gt;second&lt;/b&gt;" in card and "<b>second" not in page  # the error is text, escaped
+    assert (reports / "tiny.html").read_bytes().count(b"first")  # the earlier page is still the one linked
+    run_notebook(str(nb), {"marker": "third"}, reports)
+    assert 'class="failed"' not in (reports / "index.html").read_text()
+
+
+def test_a_first_render_that_fails_leaves_no_card(tmp_path):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    with pytest.raises(ReportFailed):
+        run_notebook(str(nb), {"fail": True}, reports)
+    assert not (reports / "index.html").exists()
 
 
 def test_the_cli_exits_non_zero_and_says_the_old_report_is_kept(tmp_path, capsys):
