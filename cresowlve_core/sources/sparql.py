@@ -125,6 +125,15 @@ def entity_query(qid: str) -> str:
             "}\n")
 
 
+def property_query(pid: str) -> str:
+    """English label and description of one property (a fact's relation, shown beside its object)."""
+    p = _pid(pid)
+    return (PREFIXES + "SELECT ?label ?description WHERE {\n"
+            f"  OPTIONAL {{ wd:{p} rdfs:label ?label . FILTER(LANG(?label) = \"en\") }}\n"
+            f"  OPTIONAL {{ wd:{p} schema:description ?description . FILTER(LANG(?description) = \"en\") }}\n"
+            "}\n")
+
+
 # --------------------------------------------------------------------------- responses
 
 
@@ -210,8 +219,12 @@ class WikidataSparql:
         }
 
     def english_label(self, qid: str) -> str | None:
+        """The English label of an item (``Q…``) or of a relation (``P…``), as the in-memory graph
+        gives both."""
         if qid in self._known:
             return self._known[qid]["label"]
+        if _PID.fullmatch(qid):
+            return next((r["label"] for r in self._rows(property_query(qid)) if r.get("label")), None)
         return self._entity(qid)["label"]
 
     def aliases_of(self, qid: str) -> list[str]:

@@ -80,6 +80,19 @@ def test_fact_choice_runs_on_the_sparql_source():
     assert got.notability == 24
 
 
+def test_a_candidate_record_names_its_relations_by_their_labels():
+    """``candidates.jsonl`` labels each fact's relation (a ``P…`` id) as the in-memory graph does:
+    the relation's label is asked for, never refused as "not a Wikidata item id"."""
+    fetch, sent = replay()
+    src = sparql.WikidataSparql(fetch)
+    got = choose_facts(src, "Q109847", "scientists", PERIPHERAL_RELATIONS, FactRules(max_answers=3), seed=0)
+    assert not isinstance(got, str)
+    rec = got.to_record(src)
+    assert rec["anchor_label"] == "Günther Wilke"
+    assert [p for p, _ in rec["fact_labels"]] == ["member of"] * 3
+    assert sparql.property_query("P463") in sent and src.english_label("P463") == "member of"
+
+
 def test_bad_response_is_a_clear_error():
     with pytest.raises(sparql.SparqlError, match="results.bindings"):
         sparql.bindings({"oops": 1})
