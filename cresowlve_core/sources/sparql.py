@@ -38,6 +38,9 @@ _QID = re.compile(r"Q[1-9][0-9]*")
 _PID = re.compile(r"P[1-9][0-9]*")
 _ENTITY_IRI = "http://www.wikidata.org/entity/"
 _DIRECT_IRI = "http://www.wikidata.org/prop/direct/"
+#: WDQS writes an "unknown value" (somevalue) as a skolem IRI under this base; before skolemisation,
+#: and on other endpoints, it is a blank node (``_:t123`` here)
+_SOME_VALUE_IRI = "http://www.wikidata.org/.well-known/genid/"
 
 Fetch = Callable[[str], dict[str, Any]]
 
@@ -143,7 +146,18 @@ def bindings(response: dict[str, Any]) -> list[dict[str, str]]:
         rows = response["results"]["bindings"]
     except (KeyError, TypeError) as exc:
         raise SparqlError(f"not a SPARQL JSON result (no results.bindings): {str(response)[:200]}") from exc
-    return [{k: v.get("value", "") for k, v in row.items()} for row in rows]
+    return [{k: _term(v) for k, v in row.items()} for row in rows]
+
+
+def _term(binding: dict[str, Any]) -> str:
+    """A bound value as text; a blank node keeps its ``_:`` prefix, so it is never read as an IRI or a literal."""
+    value = str(binding.get("value", ""))
+    return f"_:{value}" if binding.get("type") == "bnode" else value
+
+
+def _is_some_value(term: str) -> bool:
+    """Wikidata's "unknown value": a skolem IRI or a blank node, not an entity."""
+    return term.startswith((_SOME_VALUE_IRI, "_:"))
 
 
 def _local(iri: str, base: str) -> str:
@@ -214,7 +228,9 @@ class WikidataSparql:
             "label": first("label"),
             "description": first("description"),
             "aliases": list(dict.fromkeys(r["alias"] for r in rows if r.get("alias"))),
-            "types": frozenset(_local(r["type"], _ENTITY_IRI) for r in rows if r.get("type")),
+            # an "instance of: unknown value" names no class
+            "types": frozenset(_local(r["type"], _ENTITY_IRI) for r in rows
+                               if r.get("type") and not _is_some_value(r["type"])),
             "sitelinks": int(first("sitelinks") or 0),
         }
 

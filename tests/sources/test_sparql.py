@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -91,6 +92,21 @@ def test_a_candidate_record_names_its_relations_by_their_labels():
     assert rec["anchor_label"] == "Günther Wilke"
     assert [p for p, _ in rec["fact_labels"]] == ["member of"] * 3
     assert sparql.property_query("P463") in sent and src.english_label("P463") == "member of"
+
+
+@pytest.mark.parametrize("unknown", [
+    {"type": "uri", "value": "http://www.wikidata.org/.well-known/genid/a8d14fa93486370345412093add8f50c"},
+    {"type": "bnode", "value": "t9283749"},
+])
+def test_an_unknown_value_instance_of_names_no_class_and_stops_nothing(unknown):
+    """WDQS answers "instance of: unknown value" with a skolem IRI (a blank node before skolemisation;
+    both forms from mediawiki.org, Wikidata_Query_Service/Blank_Node_Skolemization): the entity's
+    label is still read and the unknown value is no class, where it used to stop the whole run."""
+    response = copy.deepcopy(fixture("entity_Q414188")["response"])
+    response["results"]["bindings"].append({"type": unknown})
+    src = sparql.WikidataSparql(lambda query: response)
+    assert src.english_label("Q414188") == "Göttingen Academy of Sciences"
+    assert src.types_of("Q414188") == frozenset({"Q1966910"})
 
 
 def test_bad_response_is_a_clear_error():
