@@ -13,7 +13,8 @@ Two formats are understood:
   ``- `` lines are list items.
 
 Nothing is dropped silently: every block becomes a record, and a block that could not be parsed
-cleanly carries ``flags`` naming why (``missing_answer``, ``unknown_field:…``, ...).
+cleanly carries ``flags`` naming why (``missing_answer``, ``unknown_field:…``, ...); a block whose
+text holds bytes that could not be decoded (U+FFFD in their place) is flagged ``undecodable_text``.
 
 Ids are :func:`~cresowlve_core.items.content_id` of question and answer. A block that lacks a
 question or an answer gets ``"chgk_"`` + 10 hex digits of SHA-256 over its whitespace-normalised
@@ -392,6 +393,10 @@ def _parse_difficulty(text: str) -> tuple[int | None, list[str]]:
     return (level, []) if level in DIFFICULTY_LEVELS else (None, ["invalid_difficulty"])
 
 
+#: what a decoding writes in place of bytes it cannot read
+_REPLACEMENT = "\ufffd"
+
+
 def _raw_id(raw: str) -> str:
     key = "raw\x1f" + " ".join(raw.split())
     return "chgk_" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:10]
@@ -445,6 +450,8 @@ def _make_question(
     if parts.difficulty is not None:
         difficulty, f = _parse_difficulty(parts.difficulty)
         flags += f
+    if _REPLACEMENT in raw:  # bytes the decoding could not read (or a file already written with them)
+        flags.append("undecodable_text")
     if not parts.question.strip():
         flags.append("missing_question")
     if not parts.answer.strip():

@@ -201,6 +201,27 @@ def test_encoding_edge_cases():
     assert report.encoding == "utf-8" and report.n_ok == 60
 
 
+def test_a_block_with_undecodable_bytes_is_flagged_and_counted_by_the_build(tmp_path):
+    """A UTF-8 pack with a few corrupt bytes in one answer (a truncated or mis-copied download): the
+    pack counts the bytes replaced, and the one block whose text holds U+FFFD in their place is
+    flagged ``undecodable_text``, a build's collect step carries and counts the flag; every other block is as read."""
+    from cresowlve_core.construction.collect import collect
+
+    text = _text(PACKS / "ingush16.txt")
+    clean = parse_pack(text.encode("utf-8"), name="x.txt")
+    answer = next(q.answer for q in clean.questions if q.number == "2")
+    data = text.encode("utf-8").replace(f"Ответ:\n{answer}".encode(), f"Ответ:\n{answer[0]}".encode() + b"\xed\xa0\x80", 1)
+    report = parse_pack(data, name="x.txt")
+    assert report.pack_flags == ["decode_errors:3"]
+    assert {q.number: q.flags for q in report.questions if q.flags} == {"2": ["undecodable_text"]}
+    assert report.n_flagged == 1 and sum(q.ok for q in report.questions) == 59
+    pack = tmp_path / "pack.txt"
+    pack.write_bytes(data)
+    out, _ = collect([str(pack)])
+    assert out.counts["parser_flags"] == {"undecodable_text": 1}
+    assert [c.provenance["number"] for c in out.kept if "undecodable_text" in c.parser_flags] == ["2"]
+
+
 def test_format_detection():
     db = _text(PACKS / "ingush16.txt")
     s4 = _text(PACK_4S)
