@@ -367,6 +367,9 @@ class Build:
             notes.append(banner_text("embedded"))
         if self.config.limit is not None:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
+        if collect_note := self.collect_note():
+            notes.append(f"Collected {self.funnel.get('collected')} of {collect_note}; the unusable and duplicate ones are "
+                         "listed in `collect/report.json`.")
         if calls_note := self.calls_note():
             notes.append(f"Incomplete build: {calls_note}; see the model steps below.")
         from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
@@ -445,11 +448,24 @@ class Build:
             return None
         return "; ".join(parts) + " (items without a verdict pass the filters unlabelled, flagged for review)"
 
+    def collect_note(self) -> str | None:
+        """The blocks read that did not become candidates (unusable: no question, no answer, not in
+        Russian; repeats of an id), or None when every block read was collected."""
+        c = self.steps.get("collect") or {}
+        unusable, duplicates = c.get("n_unusable", 0), c.get("n_duplicates", 0)
+        if not unusable and not duplicates:
+            return None
+        not_sampled = c.get("n_unique", 0) - c.get("n_out", 0)  # left out by --per-level or --limit
+        parts = [f"{n} {what}" for n, what in ((unusable, "unusable"), (duplicates, "duplicate"),
+                                               (not_sampled, "not sampled")) if n]
+        return f"{c.get('n_read')} read: {', '.join(parts)}"
+
     def summary_line(self) -> str:
         """The build in one line: the funnel, the unparseable outputs per step, the answers refused,
         filtered or with no usable label per step, the calls sent."""
         f, calls = self.funnel, self.calls()
-        funnel = " → ".join(f"{label} {f[key]}" for key, label in (
+        collected = f" ({note})" if (note := self.collect_note()) else ""
+        funnel = " → ".join(f"{label} {f[key]}" + (collected if key == "collected" else "") for key, label in (
             ("collected", "collected"), ("needs_material", "−needs material"), ("russian_specific", "−Russian-specific"),
             ("human_validation", "−review"), ("final", "final")) if key in f)
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""

@@ -40,7 +40,7 @@ def test_build_command_exports_and_a_rerun_sends_nothing(tmp_path: Path, constru
         assert second.returncode == 0, second.stderr[-2000:]
         assert srv.total == sent  # resumed from the step records: not one request more
     line, card_line = first.stdout.splitlines()
-    assert line.startswith("build ") and "collected 8 → −needs material 0 → −Russian-specific 1" in line
+    assert line.startswith("build ") and "collected 8 (15 read: 7 unusable) → −needs material 0 → −Russian-specific 1" in line
     assert "final 7" in line and "unparseable: none" in line and f"{sent} sent" in line
     assert "(7 not human-validated)" in line  # no decision saved: every final item is unreviewed, and said so
     again = second.stdout.splitlines()[0]

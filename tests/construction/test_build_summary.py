@@ -107,3 +107,51 @@ def test_an_annotation_with_nothing_usable_is_flagged_and_counted_not_labelled(t
     for it in final:
         assert it.reasoning_type is None and it.creative_domains == [] and it.atomic_facts is None
         assert {"reasoning:oov_only", "concepts:oov_only", "facts:no_usable_facts"} <= set(it.meta["review_flags"])
+
+
+PACK_WITH_UNUSABLE = """Чемпионат:
+Тестовый турнир
+
+Вопрос 1:
+Назовите столицу Ингушетии.
+
+Ответ:
+Магас.
+
+Вопрос 2:
+Вопрос без ответа, только с комментарием. Что это?
+
+Ответ:
+
+Комментарий:
+Ответ потерян при выгрузке.
+
+Вопрос 3:
+Назовите столицу Ингушетии.
+
+Ответ:
+Магас.
+
+Вопрос 4:
+ЕГО иначе называют бант жизни или ключ Нила. Назовите ЕГО одним словом.
+
+Ответ:
+Анх.
+"""
+
+
+def test_blocks_set_aside_at_collect_are_named_on_the_build_line_and_the_data_card(tmp_path, capsys, monkeypatch):
+    """A pack of 4 blocks, one without an answer and one repeated: the build line and the data card
+    said "collected 2" and nothing else (the 2 set aside were only in build.json and collect/report.json)."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    pack = tmp_path / "pack.txt"
+    pack.write_bytes(PACK_WITH_UNUSABLE.encode("koi8-r"))
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        rc = main(["build", "--source", str(pack), "--model", "fake", "--base-url", srv.base_url, "--build-dir",
+                   str(tmp_path / "build"), "--no-cache", "--agreement-n", "2"])
+    line = capsys.readouterr().out.splitlines()[0]
+    assert rc == 1, line  # nothing parsed from "no idea"
+    assert "collected 2 (4 read: 1 unusable, 1 duplicate) → −needs material" in line, line
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert "> Collected 2 of 4 read: 1 unusable, 1 duplicate; the unusable and duplicate ones are listed in " \
+           "`collect/report.json`." in card
