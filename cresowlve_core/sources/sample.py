@@ -174,7 +174,8 @@ def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> 
     """``Item`` rows as items. Beyond the model's own validation: the difficulty follows the published
     schema's rule (:func:`~cresowlve_core.sources.hub.difficulty_level`: ``true`` is not level 1, 7
     is no level), and a row must have an ``en`` or ``ru`` view (a published-schema row after an
-    ``Item`` first row, or a misspelt ``"En"``, would otherwise read as an item with no question)."""
+    ``Item`` first row, or a misspelt ``"En"``, would otherwise read as an item with no question), and a
+    key that is no field of an item or of a view is refused (:func:`_unknown_fields`)."""
     items = []
     rows = iter(rows)
     with file_errors_first(rows):
@@ -197,8 +198,23 @@ def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> 
                 raise ItemsFileError(
                     f"{path}:{lineno} (id={item.id!r}): no 'en' or 'ru' view (keys: {keys}); an Item row nests its "
                     "question and answer under 'en' or 'ru' (the file's first row is an Item row, so every row is one)")
+            if unknown := _unknown_fields(row):
+                raise ItemsFileError(
+                    f"{path}:{lineno} (id={row.get('id')!r}): unknown field(s) {', '.join(map(repr, unknown))}: an Item "
+                    f"row has {', '.join(Item.model_fields)} and each view {', '.join(ItemView.model_fields)}; "
+                    "anything else goes under 'meta'")
             items.append(item)
     return items
+
+
+def _unknown_fields(row: dict[str, Any]) -> list[str]:
+    """The keys of an ``Item`` row that are no field of an item or of its ``en``/``ru`` view (a misspelt
+    ``other_answer`` would otherwise be dropped, and the accepted answers with it), as ``key`` or ``en.key``."""
+    unknown = [key for key in row if key not in Item.model_fields]
+    for lang in LANGS:
+        if isinstance(view := row.get(lang), dict):
+            unknown += [f"{lang}.{key}" for key in view if key not in ItemView.model_fields]
+    return unknown
 
 
 def read_items_jsonl(path: str | Path) -> list[Item]:

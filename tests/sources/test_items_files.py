@@ -199,6 +199,22 @@ def test_an_item_row_with_no_language_view_is_refused_naming_its_line(tmp_path, 
     assert str(err.value).startswith(f"{path}:2 (id='p1'): no 'en' or 'ru' view (keys: {keys})")
 
 
+@pytest.mark.parametrize(("row", "named"), [
+    ({"id": "p1", "en": {"question": "Q?", "answer": "A", "other_answer": "B; C"}}, "'en.other_answer'"),
+    ({"id": "p1", "en": {"question": "Q?", "answer": "A"}, "dificulty": 3, "source": "pack.txt"}, "'dificulty', 'source'"),
+], ids=["misspelt-accepted-answers", "misspelt-and-extra-item-keys"])
+def test_an_item_row_with_an_unknown_field_is_refused_naming_it(tmp_path, row, named):
+    # a misspelt other_answers was dropped without a word: the run scored the item with no accepted
+    # alternative (exit 0), and a misspelt difficulty left it unrated
+    path = _write(tmp_path / "x.jsonl", [_item(0), row])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value).startswith(f"{path}:2 (id='p1'): unknown field(s) {named}: an Item row has id, difficulty, ")
+    assert str(err.value).endswith("anything else goes under 'meta'")
+    with_meta = {**_item(1), "meta": {"source": "pack.txt", "any": {"nested": 1}}}  # what 'meta' holds is free
+    assert load_items(str(_write(tmp_path / "y.jsonl", [_item(0), with_meta])), "en")[1].meta["source"] == "pack.txt"
+
+
 @pytest.mark.parametrize("value", [True, 0, 99, "3", 2.5])
 def test_an_item_rows_difficulty_follows_the_published_schema(tmp_path, value):
     path = _write(tmp_path / "x.jsonl", [_item(0), {**_item(1), "difficulty": value}])
