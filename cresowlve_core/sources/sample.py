@@ -266,7 +266,8 @@ _CHECK_CHUNK = 1000
 
 
 def validate_items(items: list[Item], source: str) -> None:
-    """Refuse an item set with duplicate ids or text that is not valid Unicode.
+    """Refuse an item set with duplicate ids (also ids that differ only in case or surrounding
+    whitespace) or text that is not valid Unicode.
 
     Raises :class:`ItemsFileError` naming every offending id (the first ten, with a count):
     ``source`` is the spec or file the items came from. Positions are 1-based in file order.
@@ -281,6 +282,17 @@ def validate_items(items: list[Item], source: str) -> None:
         raise ItemsFileError(
             f"{source}: {len(dupes)} duplicate item id(s): {shown}{more}. Ids must be unique "
             "(results are stored by id); remove or rename the repeats"
+        )
+    alike: dict[str, list[str]] = defaultdict(list)  # ids that only case or surrounding whitespace tell apart
+    for item_id in positions:
+        alike[item_id.strip().casefold()].append(item_id)
+    if groups := [ids for ids in alike.values() if len(ids) > 1]:
+        shown = "; ".join(" and ".join(f"{i!r} (item {positions[i][0]})" for i in ids) for ids in groups[:10])
+        more = f"; and {len(groups) - 10} more" if len(groups) > 10 else ""
+        raise ItemsFileError(
+            f"{source}: {len(groups)} set(s) of item ids that differ only in case or surrounding whitespace: "
+            f"{shown}{more}. To the eye (a report's table, a hand-written filter) they are one id; remove the repeats "
+            "or give them distinct ids"
         )
     bad: list[tuple[str, list[str]]] = []
     for start in range(0, len(items), _CHECK_CHUNK):  # a thousand dumps at a time, not all the items twice over

@@ -145,6 +145,16 @@ def test_duplicate_ids_are_an_error_naming_them(tmp_path):
     assert "'it0' (items 1, 5)" in msg and "'it1' (items 2, 4, 6)" in msg and "it2" not in msg
 
 
+@pytest.mark.parametrize("other", ["IT0", "it0 ", " it0"])
+def test_ids_that_differ_only_in_case_or_surrounding_whitespace_are_refused(tmp_path, other):
+    # 'it0' and 'it0 ' ran as two items that every report showed under one id
+    path = _write(tmp_path / "x.jsonl", [_item(0), _item(1), {**_item(2), "id": other}])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value).startswith(f"{path}: 1 set(s) of item ids that differ only in case or surrounding "
+                                     f"whitespace: 'it0' (item 1) and {other!r} (item 3). ")
+
+
 def test_duplicate_ids_in_published_jsonl(tmp_path):
     lines = (FIXTURES / "en.jsonl").read_text(encoding="utf-8").splitlines()
     path = _write(tmp_path / "pub.jsonl", [], raw="\n".join([*lines, lines[3]]) + "\n")
