@@ -17,6 +17,7 @@ implements it against the online Wikidata endpoint.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -149,13 +150,17 @@ class KnowledgeGraphError(InputError):
 def _lines(path: Path, max_chars: int | None = None) -> Iterator[tuple[int, str]]:
     """``(line number, line)`` of every non-blank line of a graph file (``.gz`` read through gzip).
 
-    The file is UTF-8 (a byte-order mark is dropped, never read as part of the first QID). Bytes
+    The file is UTF-8 (a byte-order mark is dropped, never read as part of the first QID). A ``.gz``
+    file that is truncated or not gzip, bytes
     that are not UTF-8, a control character other than tab and newline anywhere, or a line above the
     input size limit (``max_chars``, None: 64 KB), are refused with :class:`KnowledgeGraphError`
     naming ``file:line``."""
     opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rb") as f:
-        data = f.read()
+    try:
+        with opener(path, "rb") as f:
+            data = f.read()
+    except (EOFError, gzip.BadGzipFile, zlib.error) as exc:  # a truncated or corrupt download of a .gz table
+        raise KnowledgeGraphError(f"{path}: not a readable gzip file ({exc}); copy or download it again") from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

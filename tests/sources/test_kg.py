@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import re
 
 import pytest
 
@@ -107,3 +108,19 @@ def test_a_graph_file_that_is_not_utf8_is_one_error_naming_its_line(tmp_path, gz
     with pytest.raises(KnowledgeGraphError) as err:  # a UnicodeDecodeError and a traceback before
         load_kg(root)
     assert str(err.value) == f"{labels}:2: not UTF-8 (byte 0xff); save the file as UTF-8"
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not-gzip", "corrupt"])
+def test_a_damaged_gzip_table_is_one_error_naming_the_file(tmp_path, damage):
+    # a truncated download of entity_types.txt.gz ended `cresowlve synth` with a traceback and "bug: ..." (exit 1)
+    from cresowlve_core.sources.kg import KnowledgeGraphError
+
+    root = _graph_dir(tmp_path / "kg", b"Q1\tP1\tQ2\n", b"Q1\tOne\n")
+    whole = gzip.compress(b"".join(b"Q%d\tQ5\n" % i for i in range(2000)))
+    data = {"truncated": whole[: len(whole) // 2], "not-gzip": b"Q1\tQ5\n",
+            "corrupt": whole[:20] + bytes(b ^ 0xFF for b in whole[20:40]) + whole[40:]}[damage]
+    table = root / "Entities" / "entity_types.txt.gz"
+    table.write_bytes(data)
+    with pytest.raises(KnowledgeGraphError, match=rf"^{re.escape(str(table))}: not a readable gzip file \(.+\); copy or download it again$"):
+        load_kg(root)
+
