@@ -164,6 +164,17 @@ def decode_pack(data: bytes) -> tuple[str, str, int]:
     return text.removeprefix("\ufeff"), encoding, max(n_errors, 0)
 
 
+#: a byte-order mark at the start of a line: the start of another file appended to this one
+#: (``cat a.txt b.txt`` of packs saved with a BOM), where it would hide the header it precedes
+_INNER_BOM = re.compile("(?m)^\ufeff")
+
+
+def drop_inner_boms(text: str) -> tuple[str, int]:
+    """``text`` without the byte-order marks that start a line, and how many there were."""
+    text, n = _INNER_BOM.subn("", text)
+    return text, n
+
+
 def detect_format(text: str, suffix: str = "") -> PackFormat:
     """``"4s"`` or ``"db"``: the file extension decides unless the content clearly disagrees."""
     db_hits = len(re.findall(r"(?m)^Вопрос\s+\S+?:", text))
@@ -765,18 +776,22 @@ def parse_pack(data: bytes | str, *, name: str | None = None, fmt: PackFormat | 
     """Parse a pack from bytes (encoding detected) or from text.
 
     ``name`` is recorded as ``source_file`` and its extension guides the format guess; ``fmt``
-    forces the format.
+    forces the format. A byte-order mark at the start of a line (packs joined into one file) is
+    dropped and counted in a pack flag, ``inner_byte_order_marks:N``.
     """
     if isinstance(data, bytes):
         text, encoding, n_errors = decode_pack(data)
     else:
         text, encoding, n_errors = data.removeprefix("\ufeff"), "utf-8", 0
+    text, n_boms = drop_inner_boms(text)
     fmt = fmt or detect_format(text, Path(name).suffix if name else "")
     parser = parse_4s if fmt == "4s" else parse_db
     report = parser(text, source_file=name, encoding=encoding)
     report.n_decode_errors = n_errors
     if n_errors:
         report.pack_flags.insert(0, f"decode_errors:{n_errors}")
+    if n_boms:
+        report.pack_flags.append(f"inner_byte_order_marks:{n_boms}")
     if not report.questions:
         report.pack_flags.append("empty" if not text.strip() else "no_questions")
     return report
@@ -805,7 +820,7 @@ def read_pack_checked(path: str | Path, *, max_input_chars: int | None = None) -
     question or an answer stays a flagged record (``missing_question``, ``missing_answer``)."""
     path = Path(path)
     data = path.read_bytes()
-    text = decode_pack(data)[0]
+    text = drop_inner_boms(decode_pack(data)[0])[0]  # the text the parser reads, so a block's raw text is found
     if (bad := control_problem(text)) is not None:
         raise PackInputError(f"{path}:{bad[0]}: {bad[1]}")
     report = parse_pack(data, name=path.name)

@@ -61,3 +61,28 @@ def test_empty_pack_is_a_warning(tmp_path, caplog, content, flag):
     [rec] = caplog.records
     assert rec.levelno == logging.WARNING
     assert "0 blocks" in rec.getMessage() and flag in rec.getMessage()
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n"])
+def test_packs_joined_with_their_byte_order_marks_read_as_each_one_alone(ingush_text, line_end):
+    """``cat a.txt b.txt`` of two packs saved as UTF-8 with a BOM: the second BOM hid the second pack's
+    ``Чемпионат:`` line, which was read into the last answer of the first pack ("Магас.\\n\\ufeffЧемпионат:…"
+    style), and the second pack's questions kept the first one's tournament, all flagged ok."""
+    other = (PACKS / "rusch16.txt").read_bytes().decode("koi8-r")
+    bom = b"\xef\xbb\xbf"
+    parts = [text.replace("\n", line_end).encode("utf-8") for text in (ingush_text, other)]
+    joined = parse_pack(bom + parts[0] + bom + parts[1], name="all.txt")
+    alone = [parse_pack(bom + part, name="all.txt") for part in parts]
+    assert joined.pack_flags == ["inner_byte_order_marks:1"]
+    fields = ("id", "number", "question", "answer", "other_answers", "comment", "tournament", "flags")
+    assert [q.model_dump(include=set(fields)) for q in joined.questions] == [
+        q.model_dump(include=set(fields)) for report in alone for q in report.questions]
+    assert not any("\ufeff" in q.raw for q in joined.questions)
+
+
+def test_a_4s_pack_joined_after_another_keeps_its_own_header():
+    first = "### Турнир А\n\n? Назовите столицу Ингушетии.\n! Магас.\n"
+    second = "### Турнир Б\n\n? ЕГО называют ключом Нила. Назовите ЕГО.\n! Анх.\n"
+    report = parse_pack(("\ufeff" + first + "\ufeff" + second).encode("utf-8"), name="all.4s")
+    assert [(q.tournament, q.answer) for q in report.questions] == [("Турнир А", "Магас."), ("Турнир Б", "Анх.")]
+    assert report.pack_flags == ["inner_byte_order_marks:1"]
