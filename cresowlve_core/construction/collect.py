@@ -61,14 +61,16 @@ def _pack_files(spec: str) -> list[Path]:
 
 
 def question_to_candidate(q: ChgkQuestion, url: str | None = None) -> Candidate:
-    """A parsed pack question as a build candidate (its comment is the explanation)."""
+    """A parsed pack question as a build candidate (its comment is the explanation, its zachet the
+    other answers; its nezachet, which the published schema has no field for, stays in the provenance
+    a reviewer sees and ``full.jsonl`` keeps)."""
     return Candidate(
         id=q.id, difficulty=q.difficulty,
         ru=ItemView(question=q.question, answer=q.answer.strip(), explanation=q.comment, other_answers=q.other_answers),
         handout=q.handout, parser_flags=list(q.flags),
         provenance={"source_file": q.source_file, "tournament": q.tournament, "tour": q.tour, "number": q.number,
                     "date": q.date, "authors": q.authors, "sources": q.sources, "url": url,
-                    "take_rate": q.take_rate},
+                    "take_rate": q.take_rate, "rejected_answers": q.rejected_answers},
     )
 
 

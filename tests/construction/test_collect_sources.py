@@ -155,3 +155,35 @@ def test_a_question_with_no_cyrillic_is_set_aside_not_translated_as_if_russian(t
                "--build-dir", str(tmp_path / "b"), "--no-cache"])
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert rc == 2 and err.endswith("1 unusable block(s) (1 not in Russian): nothing to build, nothing was sent"), err
+
+
+PACK_WITH_ZACHET = """Вопрос 1:
+Назовите столицу Ингушетии.
+
+Ответ:
+Магас.
+
+Зачёт:
+Магас (город).
+
+Незачёт:
+Назрань.
+"""
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("zachet.txt", PACK_WITH_ZACHET),
+    ("zachet.4s", "? Назовите столицу Ингушетии.\n! Магас.\n= Магас (город).\n!= Назрань.\n"),
+], ids=["db", "4s"])
+def test_a_packs_nezachet_reaches_the_review_card_and_the_export(tmp_path: Path, name: str, text: str) -> None:
+    # the zachet became other_answers, but the nezachet (answers a judge must not accept) was dropped
+    # without a word: no field of the candidate, its review card or full.jsonl held it
+    from cresowlve_core.construction.review import review_card
+
+    pack = tmp_path / name
+    pack.write_text(text, encoding="utf-8")
+    out, _ = collect([str(pack)])
+    [cand] = out.kept
+    assert cand.ru.other_answers == "Магас (город)."
+    assert review_card(cand)["provenance"]["rejected_answers"] == "Назрань."
+    assert cand.to_item().meta["provenance"]["rejected_answers"] == "Назрань."
