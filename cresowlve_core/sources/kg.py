@@ -17,6 +17,7 @@ implements it against the online Wikidata endpoint.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -86,6 +87,10 @@ TRIPLE_FILES = (
 #: The aliases file joins a QID's aliases with this separator (an alias that itself contains
 #: ", " therefore comes back in pieces: the file format is lossy there).
 ALIAS_SEPARATOR = ", "
+
+#: the ids a triple line holds: an item, a property, an item (a literal object is no entity of this graph)
+_ITEM_ID = re.compile(r"Q[1-9][0-9]*")
+_PROPERTY_ID = re.compile(r"P[1-9][0-9]*")
 
 KGTriple = tuple[str, str, str]
 Fact = tuple[str, str]  # (relation PID, object QID)
@@ -338,7 +343,8 @@ def _load_kg(root: str, max_chars: int | None = None) -> KnowledgeGraph:
             continue
         for lineno, line in _lines(path, max_chars):
             parts = line.split()
-            if len(parts) != 3:
+            if len(parts) != 3 or not (_ITEM_ID.fullmatch(parts[0]) and _PROPERTY_ID.fullmatch(parts[1])
+                                       and _ITEM_ID.fullmatch(parts[2])):
                 raise KnowledgeGraphError(f"{path}:{lineno}: expected a triple QID PID QID, got {line[:80]!r}")
             triples.append((parts[0], parts[1], parts[2]))
     if not triples:

@@ -124,3 +124,17 @@ def test_a_damaged_gzip_table_is_one_error_naming_the_file(tmp_path, damage):
     with pytest.raises(KnowledgeGraphError, match=rf"^{re.escape(str(table))}: not a readable gzip file \(.+\); copy or download it again$"):
         load_kg(root)
 
+
+
+@pytest.mark.parametrize("line", [
+    b"\xef\xbb\xbfQ3\tP1\tQ2",  # a second file's byte-order mark (cat a.txt b.txt): entity '\ufeffQ3' beside Q3
+    b"Q4\tQ5\tP31",  # columns out of order
+    b'Q6\tP569\t"1952-03-11"^^xsd:date',  # a literal triple, no entity
+], ids=["inner-bom", "swapped", "literal"])
+def test_a_triple_line_that_is_not_qid_pid_qid_is_one_error_naming_its_line(tmp_path, line):
+    # each was read as a triple of the graph: the docstring promised "QID PID QID", only the count was checked
+    from cresowlve_core.sources.kg import KnowledgeGraphError
+
+    root = _graph_dir(tmp_path / "kg", b"Q1\tP1\tQ2\n" + line + b"\n", b"Q1\tOne\n")
+    with pytest.raises(KnowledgeGraphError, match=r"train\.txt:2: expected a triple QID PID QID, got "):
+        load_kg(root)
