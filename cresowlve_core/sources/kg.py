@@ -186,6 +186,8 @@ def _key_value(path: Path, lineno: int, line: str) -> tuple[str, str]:
     key, _, value = line.partition("\t")
     if not key.strip() or not value.strip():
         raise KnowledgeGraphError(f"{path}:{lineno}: expected KEY<TAB>VALUE with both non-empty, got {line[:80]!r}")
+    if not (_ITEM_ID.fullmatch(key) or _PROPERTY_ID.fullmatch(key)):  # e.g. '\ufeffQ1': a label Q1 would not have
+        raise KnowledgeGraphError(f"{path}:{lineno}: expected a QID or PID before the tab, got {key[:40]!r}")
     return key, value
 
 

@@ -138,3 +138,12 @@ def test_a_triple_line_that_is_not_qid_pid_qid_is_one_error_naming_its_line(tmp_
     root = _graph_dir(tmp_path / "kg", b"Q1\tP1\tQ2\n" + line + b"\n", b"Q1\tOne\n")
     with pytest.raises(KnowledgeGraphError, match=r"train\.txt:2: expected a triple QID PID QID, got "):
         load_kg(root)
+
+
+def test_a_table_key_that_is_not_an_id_is_one_error_naming_its_line(tmp_path):
+    # a second labels file joined with its byte-order mark keyed 'One' under '\ufeffQ1': Q1 had no label
+    from cresowlve_core.sources.kg import KnowledgeGraphError
+
+    root = _graph_dir(tmp_path / "kg", b"Q1\tP1\tQ2\n", b"Q2\tTwo\n\xef\xbb\xbfQ1\tOne\n")
+    with pytest.raises(KnowledgeGraphError, match=r"entity_labels_en\.txt:2: expected a QID or PID before the tab, got '\\ufeffQ1'"):
+        load_kg(root)
