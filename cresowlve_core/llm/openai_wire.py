@@ -247,9 +247,13 @@ MAX_CALL_COST_USD = 10_000.0
 
 def _usable_number(value: Any, limit: float, *, whole: bool) -> bool:
     """``value`` is a number a provider could mean: finite, from 0 to ``limit``, not a bool, and
-    (``whole``) with no fractional part."""
-    return (not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            and 0 <= value <= limit and (not whole or value == int(value)))
+    (``whole``) with no fractional part. An integer is compared as it is: one too large for a float
+    (``1`` and 400 zeros, which JSON allows) is out of range, not an ``OverflowError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, int):
+        return 0 <= value <= limit
+    return math.isfinite(value) and 0 <= value <= limit and (not whole or value.is_integer())
 
 
 def _count(value: Any, name: str, odd: list[str]) -> int | None:

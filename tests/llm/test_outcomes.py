@@ -290,7 +290,8 @@ def test_an_empty_answer_is_still_retried_and_is_an_error() -> None:
 # ------------------------------------------------------------------ bytes and numbers
 
 
-@pytest.mark.parametrize("value", [float("nan"), float("inf"), -3, True, "12", 1e999, 1e300, 2**32 - 1 + 10**10])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -3, True, "12", 1e999, 1e300, 2**32 - 1 + 10**10,
+                                   pytest.param(10**400, id="an integer no float holds")])
 def test_a_usage_count_or_cost_that_is_not_a_number_is_unknown(value: Any) -> None:
     body = chat({"content": "Paris"})
     body["usage"] = {"prompt_tokens": value, "completion_tokens": 2, "cost": value,
