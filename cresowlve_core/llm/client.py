@@ -12,7 +12,10 @@ parsing, error classification) belongs to the endpoint's wire format
 (:mod:`cresowlve_core.llm.wire`; the OpenAI one, with its API rules, is
 :mod:`cresowlve_core.llm.openai_wire`). It implements :class:`~cresowlve_core.llm.types.ChatModel`.
 
-Usage is recorded exactly as reported (``None`` where absent), never estimated. A count or a
+Usage is recorded exactly as reported (``None`` where absent), never estimated; the output count is
+every billed output token: a ``total_tokens`` above input + output (Gemini's thinking tokens, left out
+of its ``completion_tokens``) adds the difference to it (``raw["uncounted_output_tokens"]``, one
+WARNING per client). A count or a
 cost that is not a usable number (NaN, infinite, negative, a bool, a string) is unknown
 (``None``; named in ``raw["unusable_numbers"]``), with one WARNING per client. A body that is
 not valid UTF-8 is decoded with U+FFFD in place of the bad bytes, as is a lone UTF-16 surrogate
@@ -609,6 +612,13 @@ class LLMClient:
             self._warned.add("numbers")
             log.warning("%s reported usage that is not a usable number (%s): recorded as unknown (null); "
                         "further ones are not logged", self.endpoint.describe(), ", ".join(map(str, odd)))
+        uncounted = completion.raw.get("uncounted_output_tokens")
+        if uncounted and "uncounted" not in self._warned:
+            self._warned.add("uncounted")
+            log.warning("%s reported total_tokens above its input and output counts (%d output tokens, such as "
+                        "Gemini's thinking, left out of %d): they are counted as output tokens and priced as such "
+                        "(raw.uncounted_output_tokens); further ones are not logged", self.endpoint.describe(),
+                        uncounted, (completion.usage.output_tokens or 0) - uncounted)
         if completion.raw.get("invalid_utf8") and "utf8" not in self._warned:
             self._warned.add("utf8")
             log.warning("%s sent an answer holding bytes that are not UTF-8 or a lone UTF-16 surrogate: decoded with "

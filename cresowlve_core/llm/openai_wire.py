@@ -267,15 +267,29 @@ def _count(value: Any, name: str, odd: list[str]) -> int | None:
     return int(value)
 
 
-def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> Usage:
+def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> tuple[Usage, int | None]:
+    """The usage of a reply, and its output tokens left out of the output count (None: none).
+
+    Output tokens are every billed output token. Gemini's OpenAI-compatible endpoint leaves its
+    thinking tokens out of ``completion_tokens`` (and reports no ``reasoning_tokens``) but counts
+    them in ``total_tokens`` (recorded: 66 prompt, 6 completion, 100 total): when ``total_tokens``
+    is above input + output, the difference is counted as output, as it is billed."""
     if not isinstance(u, dict):
-        return Usage()
+        return Usage(), None
     d = u.get(details)
-    return Usage(
+    usage = Usage(
         input_tokens=_count(u.get(inp), inp, odd),
         output_tokens=_count(u.get(out), out, odd),
         reasoning_tokens=_count(d.get("reasoning_tokens"), "reasoning_tokens", odd) if isinstance(d, dict) else None,
     )
+    total = _count(u.get("total_tokens"), "total_tokens", odd)
+    if total is None or usage.input_tokens is None or usage.output_tokens is None:
+        return usage, None
+    uncounted = total - usage.input_tokens - usage.output_tokens
+    if uncounted <= 0:
+        return usage, None
+    usage.output_tokens += uncounted
+    return usage, uncounted
 
 
 def decode_body(content: bytes | str) -> tuple[str, bool]:
@@ -360,11 +374,14 @@ def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] 
 
 
 def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str,
-             details: str) -> tuple[Usage, float | None, list[str]]:
-    """(usage, reported cost, the reported numbers that were not usable and became unknown)."""
+             details: str) -> tuple[Usage, float | None, dict[str, Any]]:
+    """(usage, reported cost, the ``raw`` fields that flag its numbers: ``unusable_numbers``, those that
+    were not usable and became unknown; ``uncounted_output_tokens``, output tokens only ``total_tokens``
+    counted, added to the output count: see :func:`_usage`)."""
     odd: list[str] = []
-    usage = _usage(data.get("usage"), inp, out, details, odd)
-    return usage, reported_cost(data, profile, odd), odd
+    usage, uncounted = _usage(data.get("usage"), inp, out, details, odd)
+    cost = reported_cost(data, profile, odd)
+    return usage, cost, {"unusable_numbers": odd or None, "uncounted_output_tokens": uncounted}
 
 
 #: finish reasons that mean the provider's filter stopped the answer: OpenAI's ``content_filter`` and
@@ -432,14 +449,13 @@ def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completi
         reasoning = _reasoning_details(msg.get("reasoning_details"))
     refusal = _refusal(msg.get("refusal"))
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
-    usage, cost, odd = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
+    usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
     return Completion(
         text=text,
         thoughts=_join_thoughts(reasoning, think),
         usage=usage,
         model=str(data.get("model") or ""),
-        raw=_raw(data, "chat", finish_reason=finish, native_finish_reason=native, refusal=refusal,
-                 unusable_numbers=odd or None),
+        raw=_raw(data, "chat", finish_reason=finish, native_finish_reason=native, refusal=refusal, **flags),
         reported_cost=cost,
         outcome=_chat_outcome(finish, native, refusal),
         refusal=refusal,
@@ -461,13 +477,13 @@ def parse_completions(data: dict[str, Any], profile: Profile | None = None) -> C
     choice = _choice(data)
     text, think = split_think(_content_text(choice.get("text")))
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
-    usage, cost, odd = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
+    usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
     return Completion(
         text=text,
         thoughts=think,
         usage=usage,
         model=str(data.get("model") or ""),
-        raw=_raw(data, "completions", finish_reason=finish, native_finish_reason=native, unusable_numbers=odd or None),
+        raw=_raw(data, "completions", finish_reason=finish, native_finish_reason=native, **flags),
         reported_cost=cost,
         outcome=_chat_outcome(finish, native, None),
     )
@@ -527,14 +543,14 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
         outcome, finish = "filtered", "content_filter"
     elif status == "incomplete":
         outcome, finish = "truncated", "length"
-    usage, cost, odd = _numbers(data, profile, "input_tokens", "output_tokens", "output_tokens_details")
+    usage, cost, flags = _numbers(data, profile, "input_tokens", "output_tokens", "output_tokens_details")
     return Completion(
         text=text,
         thoughts=_join_thoughts("\n\n".join(summaries), think),
         usage=usage,
         model=str(data.get("model") or ""),
         raw=_raw(data, "responses", finish_reason=finish, status=status, incomplete_details=incomplete,
-                 refusal=refusal, unusable_numbers=odd or None),
+                 refusal=refusal, **flags),
         reported_cost=cost,
         outcome=outcome,
         refusal=refusal,

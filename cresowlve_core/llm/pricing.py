@@ -9,7 +9,10 @@ Rules:
 
 * An unknown model costs ``None`` ("unknown"), never 0.
 * Reasoning tokens are billed as output tokens. OpenAI already includes them in
-  ``output_tokens``/``completion_tokens``, so they are not added a second time.
+  ``output_tokens``/``completion_tokens``, so they are not added a second time; Gemini's
+  OpenAI-compatible endpoint leaves them out of ``completion_tokens`` but counts them in
+  ``total_tokens``, and the wire adds the difference to the output count
+  (:func:`~cresowlve_core.llm.openai_wire._usage`).
 * A dated snapshot name (``gpt-4.1-2025-04-14``) falls back to its base name (``gpt-4.1``), and a
   ``vendor/model`` id (OpenRouter) to ``model``; there is no other fuzzy matching
   (``gpt-4.1-mini`` never matches ``gpt-4.1``).

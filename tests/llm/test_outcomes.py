@@ -427,3 +427,17 @@ def test_answers_billed_with_no_text_are_spent_money_and_a_budget_stops_them(cap
     err = asyncio.run(once(client))
     assert isinstance(err, BudgetExceeded) and len(budgeted.bodies) == 3  # 3 x $1.02 > $3: no fourth
     assert client.cost_meter.spent == pytest.approx(3 * PER_ATTEMPT)
+
+
+def test_thinking_tokens_only_total_tokens_counts_are_spent_and_named_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Gemini's recorded usage (66 prompt, 6 completion, 100 total): the 28 thinking tokens left out of
+    ``completion_tokens`` are billed output, so they count against the budget, with one WARNING."""
+    fixture = Path(__file__).resolve().parents[1] / "replay" / "fixtures" / "gemini" / "chat_success.json"
+    body = json.loads(fixture.read_text(encoding="utf-8"))["body"]
+    script = Scripted(lambda n, b: (200, {}, body))
+    prices = PriceTable({"m": ModelPrice(input_per_mtok=1.0, output_per_mtok=10.0)})
+    with caplog.at_level("WARNING"):
+        out = run(script, n=2, provider="gemini", prices=prices, max_cost=1.0)
+    assert all(isinstance(c, Completion) and c.usage.output_tokens == 34 and c.cost == pytest.approx(406e-6)
+               for c in out)
+    assert len([r for r in caplog.records if "total_tokens above" in r.getMessage()]) == 1

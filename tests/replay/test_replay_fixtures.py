@@ -62,7 +62,8 @@ SUCCESSES = [
     ("openai/chat_gpt5_success", "Paris.", None, (13, 11, 0), "stop"),
     ("openai/responses_gpt5_reasoning_summary", "Here’s a simple, safe way to cross a street",
      "**Considering street crossing safety**", (13, 2199, 1920), "stop"),
-    ("gemini/chat_success", "The current time is Noon.", None, (66, 6, None), "stop"),
+    # completion_tokens 6, total_tokens 100: the 28 thinking tokens Gemini leaves out are output tokens
+    ("gemini/chat_success", "The current time is Noon.", None, (66, 34, None), "stop"),
     ("openrouter/chat_gpt5_mini_cost_reasoning", "Here’s a concise but thorough overview of Mars",
      "**Exploring Mars Overview**", (17, 2177, 960), "stop"),
     ("openrouter/chat_glm46_reasoning_text", "Of course. This is an excellent question",
@@ -190,6 +191,24 @@ def test_openrouter_reported_cost_is_read_from_usage_cost():
     # other providers report none
     assert wire.parse_success("/chat/completions", body_of("openai/chat_gpt5_success"),
                               get_profile("openai")).reported_cost is None
+
+
+def test_gemini_thinking_tokens_outside_completion_tokens_are_priced_as_output():
+    """Gemini's recorded usage (66 prompt, 6 completion, 100 total) leaves 28 thinking tokens out of
+    ``completion_tokens``; they are billed as output, so the price table's cost counts them."""
+    from cresowlve_core.llm.pricing import PriceTable
+    from cresowlve_core.llm.profiles import get_profile
+
+    completion = wire.parse_success("/chat/completions", body_of("gemini/chat_success"), get_profile("gemini"))
+    assert (completion.usage.output_tokens, completion.raw["uncounted_output_tokens"]) == (34, 28)
+    table = PriceTable.load()
+    price = table.get("gemini-3-flash-preview")
+    assert price is not None
+    assert table.cost("gemini-3-flash-preview", completion.usage) == pytest.approx(
+        (66 * price.input_per_mtok + 34 * price.output_per_mtok) / 1e6)
+    # a reply whose total is input + output (OpenAI's) is unchanged and unflagged
+    openai = wire.parse_success("/chat/completions", body_of("openai/chat_o3_mini_reasoning_tokens"))
+    assert openai.usage.output_tokens == 238 and "uncounted_output_tokens" not in openai.raw
 
 
 def test_truncation_is_visible_on_the_completion():
