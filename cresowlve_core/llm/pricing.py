@@ -67,7 +67,8 @@ def _price_value(row: dict[str, str | None], column: str, high: float = math.inf
 def _read_csv(path: Path) -> dict[str, ModelPrice]:
     """A price table (the bundled one, or the CSV that ``$CRESOWLVE_PRICES`` names): UTF-8, with or
     without a byte-order mark (a spreadsheet's "CSV UTF-8"); a file that cannot be read or a bad row
-    is one :class:`InputError` naming the file (and the row's line)."""
+    (among them a second row for a model, which would silently replace the first) is one
+    :class:`InputError` naming the file (and the row's line)."""
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
@@ -76,17 +77,21 @@ def _read_csv(path: Path) -> dict[str, ModelPrice]:
         raise InputError(f"price table {path}: not UTF-8 (byte 0x{exc.object[exc.start]:02x}); save it as UTF-8") from None
     numbered = [(n, ln) for n, ln in enumerate(text.splitlines(), 1) if ln.strip() and not ln.lstrip().startswith("#")]
     rows: dict[str, ModelPrice] = {}
+    line_of: dict[str, int | str] = {}  # the line each model's price is on (one price per model and file)
     reader = csv.DictReader(io.StringIO("\n".join(ln for _, ln in numbered)))
     for row in reader:
+        line = numbered[reader.line_num - 1][0] if 0 < reader.line_num <= len(numbered) else "?"
         try:
             model = row["model"].strip()
+            if model in line_of:
+                raise ValueError(f"{model!r} already has a price on line {line_of[model]}: keep one row per model")
+            line_of[model] = line
             rows[model] = ModelPrice(
                 input_per_mtok=_price_value(row, "input_per_mtok"),
                 output_per_mtok=_price_value(row, "output_per_mtok"),
                 batch_discount=_price_value(row, "batch_discount", 1.0) if row.get("batch_discount") else 0.0,
             )
         except (KeyError, ValueError, AttributeError) as exc:
-            line = numbered[reader.line_num - 1][0] if 0 < reader.line_num <= len(numbered) else "?"
             raise InputError(f"bad price row in {path}:{line}: {row!r} ({exc})") from exc
     return rows
 

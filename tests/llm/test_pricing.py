@@ -154,6 +154,17 @@ def test_a_price_that_is_not_a_finite_amount_is_refused_naming_file_and_line(tmp
     assert str(err.value).startswith(f"bad price row in {prices}:3: ") and str(err.value).endswith(f"({problem})")
 
 
+def test_a_second_row_for_a_model_is_refused_naming_both_lines(tmp_path: Path) -> None:
+    # the later row used to replace the earlier one silently: a model priced 200/800 then 0/0 was free,
+    # and --max-cost never stopped it
+    prices = tmp_path / "mine.csv"
+    prices.write_text(HEADER + "my-model,200,800,0\n# a free local row, pasted later\nmy-model,0,0,0\n")
+    with pytest.raises(InputError) as err:
+        PriceTable.load(prices)
+    assert str(err.value).startswith(f"bad price row in {prices}:4: ")
+    assert str(err.value).endswith("('my-model' already has a price on line 2: keep one row per model)")
+
+
 def test_a_spreadsheets_csv_with_a_byte_order_mark_and_crlf_is_read(tmp_path: Path) -> None:
     prices = tmp_path / "mine.csv"
     prices.write_bytes(b"\xef\xbb\xbf" + (HEADER + "my-model,3,4,0.5\n").replace("\n", "\r\n").encode())
