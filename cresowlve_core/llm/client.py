@@ -491,6 +491,8 @@ class LLMClient:
         async with res.sem:  # reserve only once admitted, so queued calls hold no budget
             alone = self._goes_alone(est_cost) and await self._alone_until_the_price_is_seen(res)
             try:
+                if self._unenforceable is not None:  # an answer seen while this call waited its turn
+                    raise LLMConfigError(self._unenforceable)
                 reserved = self._reservation(est_cost)
                 self.cost_meter.reserve(reserved, self.max_cost)
                 try:

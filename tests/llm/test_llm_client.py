@@ -344,6 +344,24 @@ def test_max_cost_with_no_price_stops_once_an_answer_reports_no_cost() -> None:
     assert stop is not None and "reported no cost" in str(stop) and "cannot be enforced" in str(stop)
 
 
+def test_max_cost_with_no_price_sends_no_call_that_waited_for_an_answer_reporting_no_cost() -> None:
+    """Calls sent at once go one at a time until the provider's charge is seen; when the first answer
+    reports no cost, the calls that waited for it are refused too (they were all sent, and the run
+    exited 0 with --max-cost set and every cost unknown)."""
+    with FakeServer() as srv:  # a generic body: no usage.cost
+        cl = LLMClient(Endpoint(srv.base_url, "vendor/unpriced", provider="openrouter"), max_cost=1.0,
+                       prices=PriceTable({}), backoff_base_s=0.001, concurrency=8)
+
+        async def go() -> list[Any]:
+            async with cl:
+                return await asyncio.gather(*(cl.complete(user(f"q{i}"), GenParams(), prompt_version="v")
+                                              for i in range(4)), return_exceptions=True)
+
+        out = asyncio.run(go())
+        assert srv.total == 1
+    assert sum(isinstance(o, LLMConfigError) and "cannot be enforced" in str(o) for o in out) == 3
+
+
 # ------------------------------------------------------------------ limits and loops
 
 
