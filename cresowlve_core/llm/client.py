@@ -612,8 +612,12 @@ class LLMClient:
         odd = completion.raw.get("unusable_numbers")
         if odd and "numbers" not in self._warned:
             self._warned.add("numbers")
-            log.warning("%s reported usage that is not a usable number (%s): recorded as unknown (null); "
-                        "further ones are not logged", self.endpoint.describe(), ", ".join(map(str, odd)))
+            field = self.profile.cost_field
+            priced = completion.cost is not None and any(str(o).startswith(f"{field}=") for o in odd)
+            log.warning("%s reported usage that is not a usable number (%s): recorded as unknown (null)%s; "
+                        "further ones are not logged", self.endpoint.describe(), ", ".join(map(str, odd)),
+                        f", and the cost is the price table's in place of {field} (cost_source price_table)"
+                        if priced else "")
         uncounted = completion.raw.get("uncounted_output_tokens")
         if uncounted and "uncounted" not in self._warned:
             self._warned.add("uncounted")

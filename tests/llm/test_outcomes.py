@@ -441,3 +441,16 @@ def test_thinking_tokens_only_total_tokens_counts_are_spent_and_named_once(caplo
     assert all(isinstance(c, Completion) and c.usage.output_tokens == 34 and c.cost == pytest.approx(406e-6)
                for c in out)
     assert len([r for r in caplog.records if "total_tokens above" in r.getMessage()]) == 1
+
+
+def test_an_unusable_reported_cost_replaced_by_the_price_tables_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    """OpenRouter's usage.cost as a string: the cost recorded is the price table's (cost_source
+    price_table), and the WARNING says so rather than that the cost is unknown."""
+    body = chat({"content": "Paris"})
+    body["usage"] = {"prompt_tokens": 10, "completion_tokens": 2, "cost": "0.004"}
+    script = Scripted(lambda n, b: (200, {}, body))
+    with caplog.at_level("WARNING"):
+        (c,) = run(script, provider="openrouter", prices=PriceTable({"m": ModelPrice(1.0, 2.0)}))
+    assert isinstance(c, Completion) and c.reported_cost is None and c.cost == pytest.approx(14e-6)
+    (warning,) = [r.getMessage() for r in caplog.records if "not a usable number" in r.getMessage()]
+    assert "usage.cost='0.004'" in warning and "the cost is the price table's in place of usage.cost" in warning
