@@ -25,6 +25,19 @@ def test_summary_line_has_no_none_in_token_counts():
     assert "tokens in/out/reasoning 1249/9/n/a" in line and "None" not in line
 
 
+def test_token_sums_over_some_answers_say_they_are_a_lower_bound():
+    from cresowlve_core.evaluation.entries import SummaryEntry
+    from cresowlve_core.evaluation.runner import summarize
+
+    known = {"status": "ok", "usage": {"input_tokens": 100, "output_tokens": 50}, "cost": 0.001}
+    unknown = {"status": "ok", "usage": {"input_tokens": None, "output_tokens": None}, "cost": None}
+    s = summarize([SummaryEntry(known), SummaryEntry(unknown)], n_items=2)
+    assert (s["input_tokens"], s["n_usage_unknown"]) == (100, 1)
+    assert "tokens in/out/reasoning 100/50/n/a (≥: 1 of 2 answers' counts unknown)" in summary_line(s)
+    every = summarize([SummaryEntry(unknown)], n_items=1)
+    assert "tokens in/out/reasoning n/a/n/a/n/a |" in summary_line(every)  # nothing known: n/a says it
+
+
 def test_headlines_count_configurations_and_candidates_as_numbers():
     import pandas as pd
 

@@ -579,6 +579,8 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "input_tokens": usage("input_tokens"),
         "output_tokens": usage("output_tokens"),
         "reasoning_tokens": usage("reasoning_tokens"),
+        # answers whose input or output count is unknown: the token sums are over the others (a lower bound)
+        "n_usage_unknown": sum(r.input_tokens is None or r.output_tokens is None for r in ok),
         "cost": _costs([r.cost for r in ok]),
         # the known part when some answers' cost is unknown (a line shows it as a lower bound)
         "cost_known": sum(r.cost for r in ok if r.cost is not None),
@@ -623,6 +625,8 @@ def summary_line(s: dict[str, Any]) -> str:
         cost += " (judge " + ("unknown" if s["judge_cost"] is None else usd(s["judge_cost"])) + ")"
     tok = "tokens in/out/reasoning " + "/".join(shown(s[k], "n/a") for k in ("input_tokens", "output_tokens",
                                                                               "reasoning_tokens"))
+    if s.get("n_usage_unknown") and s["n_usage_unknown"] < s["n_ok"]:
+        tok += f" (≥: {s['n_usage_unknown']} of {s['n_ok']} answers' counts unknown)"
     return (
         f"n={s['n_items']} ok={s['n_ok']}{outcome_note(s)} error={s['n_error']} not-run={s['n_not_run']} | "
         f"all items (Table 1: creative only): EM strict {pct(s['em_strict'])} lenient {pct(s['em_lenient'])} | {judge} | "
