@@ -273,7 +273,8 @@ def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> tuple[Us
     Output tokens are every billed output token. Gemini's OpenAI-compatible endpoint leaves its
     thinking tokens out of ``completion_tokens`` (and reports no ``reasoning_tokens``) but counts
     them in ``total_tokens`` (recorded: 66 prompt, 6 completion, 100 total): when ``total_tokens``
-    is above input + output, the difference is counted as output, as it is billed."""
+    is above input + output, the difference is counted as output, as it is billed, and, when the
+    reply gives no reasoning count, as its reasoning tokens (what the model thought)."""
     if not isinstance(u, dict):
         return Usage(), None
     d = u.get(details)
@@ -289,6 +290,8 @@ def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> tuple[Us
     if uncounted <= 0:
         return usage, None
     usage.output_tokens += uncounted
+    if usage.reasoning_tokens is None:
+        usage.reasoning_tokens = uncounted
     return usage, uncounted
 
 

@@ -586,3 +586,14 @@ def test_answers_the_judge_errored_on_are_work_left_and_the_next_run_judges_only
     assert code == 0, out
     assert len(sent) == 3 and all("candidate_answer" in json.dumps(e["body"]) for e in sent)  # the judge only
     assert summary(tmp_path / "run")["n_judged"] == 3
+
+
+def test_gemini_thinking_run_counts_its_hidden_thinking_as_reasoning(tmp_path):
+    """The recorded Gemini reply counts 28 thinking tokens in total_tokens only: a thinking run's answers
+    show that reasoning (no 'answers show no reasoning' warning) and pay for it as output."""
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "gemini", tmp_path / "run", "--model", "gemini-3-flash-preview", "--effort", "low")
+    assert code == 0, out
+    s = summary(tmp_path / "run")
+    assert (s["output_tokens"], s["reasoning_tokens"], s["n_no_reasoning"]) == (3 * 34, 3 * 28, 0)
+    assert "show no reasoning" not in last_line(out)

@@ -62,8 +62,8 @@ SUCCESSES = [
     ("openai/chat_gpt5_success", "Paris.", None, (13, 11, 0), "stop"),
     ("openai/responses_gpt5_reasoning_summary", "Here’s a simple, safe way to cross a street",
      "**Considering street crossing safety**", (13, 2199, 1920), "stop"),
-    # completion_tokens 6, total_tokens 100: the 28 thinking tokens Gemini leaves out are output tokens
-    ("gemini/chat_success", "The current time is Noon.", None, (66, 34, None), "stop"),
+    # completion_tokens 6, total_tokens 100: the 28 thinking tokens Gemini leaves out are output (and reasoning) tokens
+    ("gemini/chat_success", "The current time is Noon.", None, (66, 34, 28), "stop"),
     ("openrouter/chat_gpt5_mini_cost_reasoning", "Here’s a concise but thorough overview of Mars",
      "**Exploring Mars Overview**", (17, 2177, 960), "stop"),
     ("openrouter/chat_glm46_reasoning_text", "Of course. This is an excellent question",
