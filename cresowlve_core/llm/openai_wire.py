@@ -362,9 +362,10 @@ def _dotted(data: Any, path: str) -> Any:
 
 
 def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] | None = None) -> float | None:
-    """The USD cost a response reports at the profile's ``cost_field`` (OpenRouter: ``usage.cost``);
-    None when absent or not a usable cost (NaN, infinite, negative, above :data:`MAX_CALL_COST_USD`,
-    a bool, not a number: named in ``odd``)."""
+    """The USD cost a response reports at the profile's ``cost_field`` (OpenRouter: ``usage.cost``,
+    plus the upstream charge on a BYOK call: :func:`_with_upstream_cost`); None when absent or not a
+    usable cost (NaN, infinite, negative, above :data:`MAX_CALL_COST_USD`, a bool, not a number:
+    named in ``odd``)."""
     field = (profile or PROFILES["generic"]).cost_field
     value = _dotted(data, field) if field else None
     if value is None:
@@ -373,7 +374,26 @@ def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] 
         if odd is not None:
             odd.append(f"{field}={value!r}")
         return None
+    if field == OPENROUTER_COST and _dotted(data, "usage.is_byok") is True:
+        return _with_upstream_cost(data, float(value), odd)
     return float(value)
+
+
+#: OpenRouter's cost field; with your own provider key (BYOK, ``usage.is_byok: true``) it is only
+#: OpenRouter's fee, and what the provider billed to the key is ``usage.cost_details.upstream_inference_cost``
+OPENROUTER_COST = "usage.cost"
+_UPSTREAM_COST = "usage.cost_details.upstream_inference_cost"
+
+
+def _with_upstream_cost(data: dict[str, Any], fee: float, odd: list[str] | None) -> float | None:
+    """A BYOK call's cost: OpenRouter's fee and the upstream provider's charge to the key; None
+    (named in ``odd``) when the upstream charge is missing or not a usable cost."""
+    upstream = _dotted(data, _UPSTREAM_COST)
+    if not _usable_number(upstream, MAX_CALL_COST_USD, whole=False):
+        if odd is not None:
+            odd.append(f"{_UPSTREAM_COST}={upstream!r} (usage.is_byok=True)")
+        return None
+    return fee + float(upstream)
 
 
 def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str,

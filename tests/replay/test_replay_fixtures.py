@@ -211,6 +211,27 @@ def test_gemini_thinking_tokens_outside_completion_tokens_are_priced_as_output()
     assert openai.usage.output_tokens == 238 and "uncounted_output_tokens" not in openai.raw
 
 
+def test_openrouter_byok_cost_adds_the_upstream_charge_to_the_fee():
+    """DOC-SHAPED (OpenRouter's usage-accounting page: with your own key, ``usage.cost`` is OpenRouter's
+    fee and ``cost_details.upstream_inference_cost`` what the provider charged the key): the recorded
+    gpt-5-mini body, marked BYOK, costs the fee plus the upstream charge; a BYOK call without an upstream
+    charge has an unknown cost, named. Recorded non-BYOK bodies are unchanged (is_byok false)."""
+    from cresowlve_core.llm.profiles import get_profile
+
+    openrouter = get_profile("openrouter")
+    body = load("openrouter/chat_gpt5_mini_cost_reasoning")["body"]
+    body["usage"].update(is_byok=True, cost=0.0002179125)
+    body["usage"]["cost_details"]["upstream_inference_cost"] = 0.00435825
+    byok = wire.parse_success("/chat/completions", json.dumps(body), openrouter)
+    assert byok.reported_cost == pytest.approx(0.0002179125 + 0.00435825)
+    body["usage"]["cost_details"]["upstream_inference_cost"] = None
+    unknown = wire.parse_success("/chat/completions", json.dumps(body), openrouter)
+    assert unknown.reported_cost is None
+    assert unknown.raw["unusable_numbers"] == ["usage.cost_details.upstream_inference_cost=None (usage.is_byok=True)"]
+    recorded = wire.parse_success("/chat/completions", body_of("openrouter/chat_gemini_content_filter"), openrouter)
+    assert recorded.reported_cost == 0 and "unusable_numbers" not in recorded.raw
+
+
 def test_truncation_is_visible_on_the_completion():
     assert wire.parse_success("/chat/completions", body_of("openrouter/chat_length_with_cost")).truncated
     assert not wire.parse_success("/chat/completions", body_of("openrouter/chat_gpt5_mini_cost_reasoning")).truncated
