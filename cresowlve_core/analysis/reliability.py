@@ -221,9 +221,10 @@ def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
     """Tokens and cost per config × lang (sums over known values, with counts of unknowns).
 
     Columns: config, lang, n, n_cached, n_no_answer, input/output/reasoning tokens, cost,
-    cost_unknown, judge_input_tokens, judge_output_tokens, judge_cost, judge_cost_unknown. A sum is
-    NaN when every value is unknown; ``*_unknown`` counts answers without a cost. A call that
-    errored or was not run (``n_no_answer``) has no cost recorded, which is not an unknown price.
+    cost_unknown, judge_input_tokens, judge_output_tokens, judge_cost, judge_cost_unknown, and for
+    each token column ``<column>_unknown``. A sum is NaN when every value is unknown; ``*_unknown``
+    counts answers (judge verdicts, for the judge's columns) without that value. A call that errored
+    or was not run (``n_no_answer``) has no cost recorded, which is not an unknown price.
     """
     narrow = _columns(responses, ["config", "lang", "cached", "status", *_TOKENS, "cost", "judge_cost", "judge_status"])
     if narrow.empty:
@@ -234,11 +235,14 @@ def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
         _no_answer=~answered,
         _cost_unknown=answered & narrow["cost"].isna(),
         _judge_cost_unknown=judged & narrow["judge_cost"].isna(),  # no judge: its cost is not "unknown", there is none
+        **{f"_{col}_unknown": (judged if col.startswith("judge_") else answered) & narrow[col].isna()
+           for col in _TOKENS},
     ).groupby(["config", "lang"], sort=True)
     out = pd.DataFrame({"n": by_run.size(), "n_cached": by_run["cached"].sum().astype(int),
                         "n_no_answer": by_run["_no_answer"].sum().astype(int)})
     for col in _TOKENS:
         out[col] = by_run[col].sum(min_count=1).astype(float)
+        out[f"{col}_unknown"] = by_run[f"_{col}_unknown"].sum().astype(int)
     for col in ("cost", "judge_cost"):
         out[col] = by_run[col].sum(min_count=1).astype(float)
         out[f"{col}_unknown"] = by_run[f"_{col}_unknown"].sum().astype(int)
@@ -254,13 +258,22 @@ def format_cost(total: float, unknown: int, n: int) -> str:
     return f"${total:,.2f}"
 
 
+def format_tokens(total: float, unknown: int) -> str:
+    """``"1,234"``, ``"unknown"`` (no count at all) or ``"≥ 1,234 (5 unknown)"``: a sum over only some
+    answers is a lower bound."""
+    if pd.isna(total):
+        return "unknown"
+    return f"≥ {int(total):,} ({unknown} unknown)" if unknown else f"{int(total):,}"
+
+
 def cost_display(costs: pd.DataFrame) -> pd.DataFrame:
     """:func:`cost_table` with readable strings: tokens as integers, unknown costs as ``unknown``."""
     if costs.empty:
         return costs
     out = costs[["config", "lang", "n", "n_cached", "n_no_answer"]].copy()
-    for col in ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tokens", "judge_output_tokens"):
-        out[col] = costs[col].map(lambda v: "unknown" if pd.isna(v) else f"{int(v):,}")
+    for col in _TOKENS:
+        unknown = costs[f"{col}_unknown"] if f"{col}_unknown" in costs else pd.Series(0, index=costs.index)
+        out[col] = [format_tokens(v, u) for v, u in zip(costs[col], unknown, strict=True)]
     answered = costs["n"] - costs["n_no_answer"]
     out["cost"] = [format_cost(t, u, n) for t, u, n in zip(costs["cost"], costs["cost_unknown"], answered, strict=True)]
     out["judge_cost"] = [

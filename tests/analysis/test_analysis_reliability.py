@@ -142,6 +142,19 @@ def test_cost_unknown_is_never_zero():
     assert shown.loc["partly", "cost"] == "≥ $1.00 (1 of 2 unknown)"
     assert shown.loc["partly", "judge_cost"] == "no judge"
     assert shown.loc["partly", "reasoning_tokens"] == "unknown"
+    # neither answer has an output count; both have an input count
+    assert (shown.loc["partly", "input_tokens"], shown.loc["partly", "output_tokens"]) == ("10", "unknown")
+    assert shown.loc["priced", "output_tokens"] == "7"
+
+
+def test_a_token_sum_over_only_some_answers_is_shown_as_a_lower_bound():
+    rows = [{"config": "c", "cost": 0.5, "input_tokens": 10, "output_tokens": 3},
+            {"config": "c", "cost": np.nan, "input_tokens": np.nan, "output_tokens": np.nan},
+            {"config": "c", "status": "error", "cost": np.nan}]  # no answer: no count is missing
+    costs = cost_table(_frame(rows)).set_index("config")
+    assert (costs.loc["c", "input_tokens"], costs.loc["c", "input_tokens_unknown"]) == (10, 1)
+    shown = cost_display(costs.reset_index()).set_index("config")
+    assert (shown.loc["c", "input_tokens"], shown.loc["c", "output_tokens"]) == ("≥ 10 (1 unknown)", "≥ 3 (1 unknown)")
 
 
 def test_a_call_without_an_answer_is_no_unknown_cost():
