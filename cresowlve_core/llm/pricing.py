@@ -82,6 +82,9 @@ def _read_csv(path: Path) -> dict[str, ModelPrice]:
     for row in reader:
         line = numbered[reader.line_num - 1][0] if 0 < reader.line_num <= len(numbered) else "?"
         try:
+            if None in row:  # csv's key for the fields beyond the header's
+                raise ValueError(f"{len(row[None])} more field(s) than the header's {len(reader.fieldnames or [])}: "
+                                 "a decimal comma (write 2.50) or an unquoted comma in a note?")
             model = row["model"].strip()
             if model in line_of:
                 raise ValueError(f"{model!r} already has a price on line {line_of[model]}: keep one row per model")

@@ -154,6 +154,17 @@ def test_a_price_that_is_not_a_finite_amount_is_refused_naming_file_and_line(tmp
     assert str(err.value).startswith(f"bad price row in {prices}:3: ") and str(err.value).endswith(f"({problem})")
 
 
+def test_a_row_with_more_fields_than_the_header_is_refused(tmp_path: Path) -> None:
+    # decimal commas ("0,50" and "2,00") were read as input 0 and output 50, the rest dropped silently
+    prices = tmp_path / "mine.csv"
+    prices.write_text("model,input_per_mtok,output_per_mtok\nmy-model,0,50,2,00\n")
+    with pytest.raises(InputError) as err:
+        PriceTable.load(prices)
+    assert str(err.value).startswith(f"bad price row in {prices}:2: ")
+    assert str(err.value).endswith("(2 more field(s) than the header's 3: a decimal comma (write 2.50) or an "
+                                   "unquoted comma in a note?)")
+
+
 def test_a_second_row_for_a_model_is_refused_naming_both_lines(tmp_path: Path) -> None:
     # the later row used to replace the earlier one silently: a model priced 200/800 then 0/0 was free,
     # and --max-cost never stopped it
