@@ -8,12 +8,9 @@ import pytest
 from cresowlve_core import embeddings
 
 
-def test_empty_input_needs_no_model(tmp_path):
-    out = embeddings.embed([], cache_path=tmp_path / "e.sqlite")
-    assert out.shape == (0, embeddings.DIMENSION) and out.dtype == np.float32
-
-
-def test_cache_hit_avoids_recomputation(tmp_path, monkeypatch):
+def _fake_model(monkeypatch) -> list[list[str]]:
+    """Stand in for the model: each text becomes a unit vector picked by its length; returns the list
+    the texts of each encoding call are appended to."""
     calls: list[list[str]] = []
 
     def fake_encode(texts: list[str], batch_size: int) -> np.ndarray:
@@ -24,6 +21,16 @@ def test_cache_hit_avoids_recomputation(tmp_path, monkeypatch):
         return v
 
     monkeypatch.setattr(embeddings, "_encode", fake_encode)
+    return calls
+
+
+def test_empty_input_needs_no_model(tmp_path):
+    out = embeddings.embed([], cache_path=tmp_path / "e.sqlite")
+    assert out.shape == (0, embeddings.DIMENSION) and out.dtype == np.float32
+
+
+def test_cache_hit_avoids_recomputation(tmp_path, monkeypatch):
+    calls = _fake_model(monkeypatch)
     path = tmp_path / "e.sqlite"
     first = embeddings.embed(["ab", "abc", "ab"], cache_path=path)
     assert calls == [["ab", "abc"]]  # duplicates encoded once
@@ -106,16 +113,7 @@ def test_a_damaged_cache_row_is_recomputed_with_one_warning_naming_it(tmp_path, 
     first key. Before: ``ValueError: could not broadcast input array from shape (768,) into shape (384,)``."""
     import sqlite3
 
-    calls: list[list[str]] = []
-
-    def fake_encode(texts: list[str], batch_size: int) -> np.ndarray:
-        calls.append(list(texts))
-        v = np.zeros((len(texts), embeddings.DIMENSION), dtype=np.float32)
-        for i, t in enumerate(texts):
-            v[i, len(t) % embeddings.DIMENSION] = 1.0
-        return v
-
-    monkeypatch.setattr(embeddings, "_encode", fake_encode)
+    calls = _fake_model(monkeypatch)
     path = tmp_path / "e.sqlite"
     texts = ["a", "bb", "ccc", "dddd"]
     good = embeddings.embed(texts, cache_path=path)
@@ -140,19 +138,15 @@ def test_a_cache_file_that_is_not_a_database_is_one_warning_and_the_texts_are_en
     """Before: ``sqlite3.DatabaseError: file is not a database`` with a traceback and a "bug:" line
     from `cresowlve create score`. The cache is derived data: the model encodes every text, and one
     WARNING per process names the file and what to do with it."""
-    def fake_encode(texts: list[str], batch_size: int) -> np.ndarray:
-        v = np.zeros((len(texts), embeddings.DIMENSION), dtype=np.float32)
-        v[:, 0] = 1.0
-        return v
-
-    monkeypatch.setattr(embeddings, "_encode", fake_encode)
+    calls = _fake_model(monkeypatch)
     monkeypatch.setattr(embeddings, "_unusable_warned", set(), raising=False)  # a fresh process
     path = tmp_path / "e.sqlite"
     path.write_bytes(b"not a database, " * 400)
     with caplog.at_level("WARNING", logger="cresowlve_core.embeddings"):
         for _ in range(2):
             out = embeddings.embed(["a", "b"], cache_path=path)
-            assert out.shape == (2, embeddings.DIMENSION) and (out[:, 0] == 1.0).all()
+            assert out.shape == (2, embeddings.DIMENSION) and (out[:, 1] == 1.0).all()
+    assert calls == [["a", "b"], ["a", "b"]]  # encoded by the model each time, with no cache to read
     assert [r.getMessage() for r in caplog.records] == [
         f"embedding cache {path} cannot be read (file is not a database); going on without it, every text encoded "
         "by the model (delete or move the file to start a new cache)"]

@@ -158,27 +158,36 @@ def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monke
         assert bdq["n_invalid"] == bdq["n_done"] == 12
 
 
-def test_quiz_replies_cut_off_before_naming_an_option_are_no_answer_and_exit_1(tmp_path, capsys, monkeypatch):
-    """A reasoning quiz-taker spends the quiz's 16-token budget thinking on items 0 and 1: empty text,
-    ``finish_reason: "length"`` (OpenAI's documented shape of a reasoning model cut off by its budget).
-    Before: those replies were invalid, counted as wrong (target: 2 of 4 items right), n_invalid in the
-    summaries, "84 of 84 answered" and exit 0. Now they are no answer, counted as cut off, and the run
-    exits 1 naming them."""
+def _run_with_replies_cut_off(tmp_path, capsys, monkeypatch, prompt_marker: str, thinking: str,
+                              reasoning_tokens: int):
+    """``contamination run`` over four items per set, the replies to prompts holding ``prompt_marker``
+    for items 0 and 1 cut off by the token limit before any text (empty, ``finish_reason: "length"``:
+    OpenAI's documented shape of a reasoning model that spent its budget thinking): (exit code, output,
+    the items)."""
     monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
     items = make_items()
     write_runs(tmp_path, items)
     model = fake_model(items)
 
     def answers(req):
-        if "four-option quiz" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
-            return Reply("", reasoning="Comparing the wordings", reasoning_tokens=16, finish_reason="length")
+        if prompt_marker in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return Reply("", reasoning=thinking, reasoning_tokens=reasoning_tokens, finish_reason="length")
         return model(req)
 
     with FakeServer(answers=answers) as srv:
         rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
                    "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
                    "--quiz-base-url", srv.base_url, "--max-items", "4"])
-    out = capsys.readouterr()
+    return rc, capsys.readouterr(), items
+
+
+def test_quiz_replies_cut_off_before_naming_an_option_are_no_answer_and_exit_1(tmp_path, capsys, monkeypatch):
+    """A reasoning quiz-taker spends the quiz's 16-token budget thinking on items 0 and 1: empty text,
+    ``finish_reason: "length"`` (OpenAI's documented shape of a reasoning model cut off by its budget).
+    Before: those replies were invalid, counted as wrong (target: 2 of 4 items right), n_invalid in the
+    summaries, "84 of 84 answered" and exit 0. Now they are no answer, counted as cut off, and the run
+    exits 1 naming them."""
+    rc, out, items = _run_with_replies_cut_off(tmp_path, capsys, monkeypatch, "four-option quiz", "Comparing the wordings", 16)
     assert rc == 1, out.err
     assert out.err.strip().splitlines()[-1] == (
         "incomplete: m BDQ: 2 of 12 replies cut off at the token limit before naming an option (no answer); "
@@ -196,21 +205,7 @@ def test_continuations_cut_off_before_any_text_are_no_answer_and_exit_1(tmp_path
     (empty, ``finish_reason: "length"``, as for the quiz above). Before: ROUGE-L 0 in their items'
     gains (target gain 0.5 over 4 items instead of 1.0 over 2), "2 of 4 continuations start with the
     true words", exit 0. Now they are no answer, counted as cut off, and the run exits 1 naming them."""
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    items = make_items()
-    write_runs(tmp_path, items)
-    model = fake_model(items)
-
-    def answers(req):
-        if "Beginning:" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
-            return Reply("", reasoning="Recalling the question", reasoning_tokens=256, finish_reason="length")
-        return model(req)
-
-    with FakeServer(answers=answers) as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
-    out = capsys.readouterr()
+    rc, out, items = _run_with_replies_cut_off(tmp_path, capsys, monkeypatch, "Beginning:", "Recalling the question", 256)
     assert rc == 1, out.err
     assert out.err.strip().splitlines()[-1] == (
         "incomplete: m completion: 2 of 24 continuations cut off at the token limit before any text (no answer); "
@@ -227,21 +222,7 @@ def test_perturbations_cut_off_before_three_rewrites_are_named_so_and_exit_1(tmp
     (empty, ``finish_reason: "length"``). Before: those questions were left out of the quizzes as
     "no three numbered rewrites in the reply" (a reply in another form), exit 0. Now the reason is the
     cut-off, counted (n_cut_off), and the run exits 1 naming it."""
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    items = make_items()
-    write_runs(tmp_path, items)
-    model = fake_model(items)
-
-    def answers(req):
-        if "Rewrite the question below" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
-            return Reply("", reasoning="Choosing synonyms", reasoning_tokens=256, finish_reason="length")
-        return model(req)
-
-    with FakeServer(answers=answers) as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
-    out = capsys.readouterr()
+    rc, out, items = _run_with_replies_cut_off(tmp_path, capsys, monkeypatch, "Rewrite the question below", "Choosing synonyms", 256)
     assert rc == 1, out.err
     assert out.err.strip().splitlines()[-1] == (
         "incomplete: perturbation: 2 of 12 replies cut off at the token limit before three rewrites (those questions "

@@ -118,17 +118,21 @@ def test_an_endpoint_that_looked_down_keeps_run_again_to_resume(tmp_path):
     assert "looks down (connection refused" in line and line.endswith(RESUME), line
 
 
-def test_a_grid_whose_cell_met_a_rejected_key_names_the_variable_to_set(tmp_path):
+def _grid(tmp_path: Path, limit: int, options: str, model: str, key: str) -> subprocess.CompletedProcess[str]:
+    """``cresowlve grid`` (one worker) of one ``model`` (a YAML mapping) over ``limit`` demo items in
+    English, with ``options`` added to the grid's, its key variable ``REPLAY_KEY`` set to ``key``."""
     config = tmp_path / "g.yaml"
+    config.write_text(f"name: g\nitems: demo\nlangs: [en]\nlimit: {limit}\nreport: false\nruns_dir: {tmp_path / 'runs'}\n"
+                      f"options: {{concurrency: 1, cache: false{options}}}\nmodels:\n  - {model}\n")
+    env = dict(os.environ, REPLAY_KEY=key, PYTHONPATH=str(CODE))
+    return subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config), "--workers", "1"],
+                          cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_grid_whose_cell_met_a_rejected_key_names_the_variable_to_set(tmp_path):
     with ReplayServer(api_key="the-right-key") as srv:
-        config.write_text(
-            "name: g\nitems: demo\nlangs: [en]\nlimit: 2\nreport: false\n"
-            f"runs_dir: {tmp_path / 'runs'}\noptions: {{concurrency: 1, cache: false}}\n"
-            f"models:\n  - {{model: gpt-4.1, base_url: '{srv.base_url('openai')}', provider: openai, "
-            "api_key_env: REPLAY_KEY}\n")
-        env = dict(os.environ, REPLAY_KEY="sk-wrong", PYTHONPATH=str(CODE))
-        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config), "--workers", "1"],
-                              cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+        proc = _grid(tmp_path, 2, "", f"{{model: gpt-4.1, base_url: '{srv.base_url('openai')}', provider: openai, "
+                     "api_key_env: REPLAY_KEY}", "sk-wrong")
     line = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 3, proc.stderr
     assert "HTTP 401: Incorrect API key provided" in line
@@ -156,16 +160,9 @@ def test_the_evaluation_report_stopped_by_a_rejected_key_exits_as_eval_does(tmp_
 def test_a_grid_whose_cell_spent_its_budget_names_the_grids_setting_not_evals_flag(tmp_path):
     """A grid sets the budget as `options.max_cost` in its YAML: its last line said "raise --max-cost", a flag
     `cresowlve grid` does not take."""
-    config = tmp_path / "g.yaml"
     with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer
-        config.write_text(
-            "name: g\nitems: demo\nlangs: [en]\nlimit: 3\nreport: false\n"
-            f"runs_dir: {tmp_path / 'runs'}\noptions: {{concurrency: 1, cache: false, max_cost: 0.02}}\n"
-            f"models:\n  - {{model: qwen/qwen3-235b-a22b-2507, base_url: '{srv.base_url('openrouter')}', "
-            "provider: openrouter, api_key_env: REPLAY_KEY}\n")
-        env = dict(os.environ, REPLAY_KEY="replay-test-key", PYTHONPATH=str(CODE))
-        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "grid", str(config), "--workers", "1"],
-                              cwd=CODE, env=env, capture_output=True, text=True, timeout=120)
+        proc = _grid(tmp_path, 3, ", max_cost: 0.02", f"{{model: qwen/qwen3-235b-a22b-2507, base_url: "
+                     f"'{srv.base_url('openrouter')}', provider: openrouter, api_key_env: REPLAY_KEY}}", "replay-test-key")
     line = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 3, proc.stderr
     assert "--max-cost" not in line.rsplit("; finished work is kept", 1)[1]
