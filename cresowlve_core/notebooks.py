@@ -275,6 +275,7 @@ def run_notebook(
         _scrub_secrets(out_ipynb)
         title = title or _first_heading(out_ipynb) or stem
         render_html(out_ipynb, stage / f"{stem}.html", title=title)
+        refuse_empty_over_results(out_ipynb, reports / f"{stem}.ipynb", partial)
     except BaseException as exc:
         _scrub_secrets(out_ipynb)
         _keep_failed(stage, partial.parent)
@@ -291,6 +292,16 @@ def run_notebook(
     update_index(reports, stem, title, params, seconds)
     ipynb = reports / f"{stem}.ipynb"
     return RunResult(stem, ipynb, reports / f"{stem}.html", seconds, read_records(ipynb))
+
+
+def refuse_empty_over_results(staged: Path, published: Path, partial: Path) -> None:
+    """Raise :class:`ReportFailed` when the render in ``staged`` is an empty report (its inputs matched
+    nothing: the ``empty`` record) and ``published``, the report it would replace, is not: an empty
+    page never replaces one with results (the failed render is kept at ``partial``)."""
+    empty = read_records(staged).get("empty")
+    if empty and published.exists() and not read_records(published).get("empty"):
+        raise ReportFailed(f"{published.stem}: an empty report ({empty}) would replace the existing one; the old "
+                           f"report is left untouched; the empty one is kept at {partial}")
 
 
 def _publish(stage: Path, reports: Path) -> None:

@@ -18,7 +18,7 @@ def _notebook(path: Path) -> Path:
     """A small report: a parameters cell, an export into the reports dir, a tqdm bar, a slow cell that
     fails on request."""
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('marker = "v1"\nfail = False\nruns = "data/runs/demo/*"\npause = 0.0')
+    params = nbformat.v4.new_code_cell('marker = "v1"\nfail = False\nruns = "data/runs/demo/*"\npause = 0.0\nempty = False')
     params.metadata["tags"] = ["parameters"]
     nb.cells = [
         nbformat.v4.new_markdown_cell("# Tiny report"),
@@ -26,7 +26,8 @@ def _notebook(path: Path) -> Path:
         nbformat.v4.new_code_cell(
             "import os, time\nfrom pathlib import Path\n"
             "out = Path(os.environ['CRESOWLVE_REPORTS_DIR']) / (os.environ['CRESOWLVE_REPORT_STEM'] + '_t.csv')\n"
-            "out.write_text('marker\\n' + marker + '\\n')\nprint('exported', out)"),
+            "out.write_text('marker\\n' + marker + '\\n')\nprint('exported', out)\n"
+            "if empty:\n    from cresowlve_core.notebooks import record\n    record('empty', 'no runs found at ' + runs)"),
         nbformat.v4.new_code_cell("from tqdm.auto import tqdm\nfor _ in tqdm(range(3), disable=False):\n    pass"),
         nbformat.v4.new_code_cell("time.sleep(pause)\nif fail:\n    raise ZeroDivisionError('on purpose ' + marker)\nprint(marker)"),
     ]
@@ -70,6 +71,27 @@ def test_the_landing_page_marks_a_report_whose_last_render_failed_until_one_succ
     assert (reports / "tiny.html").read_bytes().count(b"first")  # the earlier page is still the one linked
     run_notebook(str(nb), {"marker": "third"}, reports)
     assert 'class="failed"' not in (reports / "index.html").read_text()
+
+
+def test_an_empty_report_never_replaces_one_with_results(tmp_path, capsys):
+    """`cresowlve report 03_analysis -p runs 'data/runs/nothing/*' --name 03_analysis` replaced the main
+    job's report with a page saying "no runs found" (exit 1). An empty render over a report with results
+    is a failed render: the old report stays, the card says why, the empty one is kept under .failed."""
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    run_notebook(str(nb), {"marker": "first"}, reports)
+    before = _files(reports, "tiny")
+    assert main(["report", str(nb), "-p", "runs", "data/runs/nothing/*", "-p", "empty", "true", "--name", "tiny",
+                 "--reports-dir", str(reports)]) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (f"error: tiny: an empty report (no runs found at data/runs/nothing/*) would replace the existing "
+                    f"one; the old report is left untouched; the empty one is kept at {reports / FAILED_DIR}/tiny/tiny.ipynb")
+    assert _files(reports, "tiny") == before
+    assert "an empty report (no runs found at data/runs/nothing/*)" in (reports / "index.html").read_text()
+    # an empty report where there was none, or over an empty one, is written as before (exit 1 saying so)
+    for _ in range(2):
+        assert main(["report", str(nb), "-p", "empty", "true", "--name", "tiny-empty", "--reports-dir", str(reports)]) == 1
+        assert capsys.readouterr().err.strip().splitlines()[-1] == "empty report: no runs found at data/runs/demo/*"
+    assert (reports / "tiny-empty.html").exists()
 
 
 def test_a_first_render_that_fails_leaves_no_card(tmp_path):
