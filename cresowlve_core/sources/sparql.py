@@ -146,7 +146,22 @@ def bindings(response: dict[str, Any]) -> list[dict[str, str]]:
         rows = response["results"]["bindings"]
     except (KeyError, TypeError) as exc:
         raise SparqlError(f"not a SPARQL JSON result (no results.bindings): {str(response)[:200]}") from exc
+    if not isinstance(rows, list):
+        raise SparqlError(f"not a SPARQL JSON result (results.bindings is not a list): {str(rows)[:200]}")
+    for i, row in enumerate(rows, 1):
+        if not isinstance(row, dict) or not all(isinstance(v, dict) for v in row.values()):
+            raise SparqlError(f"not a SPARQL JSON result (row {i} of results.bindings is not a mapping of "
+                              f"variables to terms): {str(row)[:200]}")
     return [{k: _term(v) for k, v in row.items()} for row in rows]
+
+
+def _with(rows: list[dict[str, str]], *names: str) -> list[dict[str, str]]:
+    """``rows``, each checked to bind ``names`` (the query's variables that are not OPTIONAL)."""
+    for i, row in enumerate(rows, 1):
+        if missing := [n for n in names if n not in row]:
+            raise SparqlError(f"the endpoint's row {i} binds no {', '.join(missing)} (a variable the query always "
+                              f"binds): {str(row)[:200]}")
+    return rows
 
 
 def _term(binding: dict[str, Any]) -> str:
@@ -260,23 +275,23 @@ class WikidataSparql:
         return int(self._entity(qid)["sitelinks"])
 
     def facts_of(self, qid: str, relations: Sequence[str] | None = None) -> list[Fact]:
-        rows = self._rows(facts_query(qid, relations or PERIPHERAL_RELATIONS))
+        rows = _with(self._rows(facts_query(qid, relations or PERIPHERAL_RELATIONS)), "p", "o")
         return sorted({(_local(r["p"], _DIRECT_IRI), _local(r["o"], _ENTITY_IRI)) for r in rows})
 
     def n_subjects_with(self, relation: str, obj: str) -> int:
-        rows = self._rows(count_query(relation, obj))
+        rows = _with(self._rows(count_query(relation, obj)), "n")
         return int(rows[0]["n"]) if rows else 0
 
     def subjects_with(self, relation: str, obj: str) -> list[str]:
         return self.subjects_with_all([(relation, obj)])
 
     def subjects_with_all(self, facts: Sequence[Fact]) -> list[str]:
-        rows = self._rows(subjects_query(facts, self.subject_limit))
+        rows = _with(self._rows(subjects_query(facts, self.subject_limit)), "s")
         return sorted({_local(r["s"], _ENTITY_IRI) for r in rows})
 
     def entities_of_types(self, types: Iterable[str]) -> list[str]:
         lo, hi = self.sitelinks_band
-        rows = self._rows(anchors_query(list(types), lo, hi, self.anchor_limit, self.seed))
+        rows = _with(self._rows(anchors_query(list(types), lo, hi, self.anchor_limit, self.seed)), "item")
         for r in rows:
             q = _local(r["item"], _ENTITY_IRI)
             self._known.setdefault(q, {"label": r.get("label") or None, "description": r.get("description") or None,

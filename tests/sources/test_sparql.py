@@ -114,6 +114,19 @@ def test_bad_response_is_a_clear_error():
         sparql.bindings({"oops": 1})
 
 
+@pytest.mark.parametrize(("bindings", "says"), [
+    ({"p": {"type": "uri", "value": "http://www.wikidata.org/prop/direct/P31"}}, "row 1 binds no o"),
+    ("P31 Q5", "row 1 of results.bindings is not a mapping"),
+    ({"p": "P31", "o": "Q5"}, "row 1 of results.bindings is not a mapping"),
+], ids=["a-variable-missing", "a-row-of-text", "terms-of-text"])
+def test_a_row_that_breaks_the_sparql_json_format_is_a_clear_error(bindings, says):
+    """An endpoint's row without a variable the query always binds, or rows that are not SPARQL JSON
+    terms, raised KeyError or AttributeError with a traceback; now the source's own error, naming the row."""
+    src = sparql.WikidataSparql(lambda query: {"head": {"vars": ["p", "o"]}, "results": {"bindings": [bindings]}})
+    with pytest.raises(sparql.SparqlError, match=says):
+        src.facts_of("Q42")
+
+
 def test_http_fetch_sends_json_get_and_retries(monkeypatch):
     calls = []
 
