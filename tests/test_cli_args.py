@@ -146,13 +146,19 @@ def test_the_main_jobs_provider_variables_are_checked_before_the_first_report(en
     assert not (tmp_path / "reports").exists()
 
 
-def test_judge_repeat_without_a_judge_is_refused(tmp_path, capsys):
-    """--judge-repeat with no --judge-model did nothing, yet the manifest's config said judge_repeat: true
-    and the run exited 0. Now refused before a run directory exists."""
-    code = cli.main(["eval", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--judge-repeat",
+@pytest.mark.parametrize(("options", "named"), [
+    (["--judge-repeat"], "--judge-repeat sets"),
+    (["--judge-max-tokens", "4096", "--judge-effort", "low"], "--judge-effort, --judge-max-tokens set"),
+    (["--judge-protocol", "paper"], "--judge-protocol sets"),
+    (["--judge-temperature", "0.5"], "--judge-temperature sets"),
+    (["--judge-base-url", "http://127.0.0.1:9/v1", "--judge-max-cost", "1"], "--judge-base-url, --judge-max-cost set"),
+], ids=["repeat", "budget-and-effort", "protocol", "temperature", "url-and-cost"])
+def test_a_judge_option_without_a_judge_is_refused(tmp_path, capsys, options, named):
+    """A judge option with no --judge-model did nothing (`--judge-repeat`: the manifest's config still said
+    judge_repeat: true), and the run exited 0 with no judge. Now refused before a run directory exists."""
+    code = cli.main(["eval", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", *options,
                      "--run-dir", str(tmp_path / "run")])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "error: --judge-repeat asks the judge for a second verdict, and there is no judge: give --judge-model; "
-        "nothing was run")
+        f"error: {named} the judge, and there is no judge: give --judge-model; nothing was run")
     assert not (tmp_path / "run").exists()

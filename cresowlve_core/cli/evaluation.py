@@ -73,9 +73,9 @@ def cmd_eval(a: argparse.Namespace) -> int:
     if not a.model or not a.base_url:
         return _usage_error("--model and --base-url are required (or set CRESOWLVE_MODEL and CRESOWLVE_BASE_URL); "
                             "nothing was run")
-    if a.judge_repeat and not a.judge_model:
-        return _usage_error("--judge-repeat asks the judge for a second verdict, and there is no judge: give "
-                            "--judge-model; nothing was run")
+    if not a.judge_model and (given := judge_options_given(a)):
+        return _usage_error(f"{', '.join(given)} set{'s' if len(given) == 1 else ''} the judge, and there is no "
+                            "judge: give --judge-model; nothing was run")
     run_dir = a.run_dir
     if not run_dir:
         run_dir = default_run_dir(a.model, a.effort, a.lang)
@@ -233,6 +233,16 @@ def _endpoint_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name,
                    help="NAME of the environment variable holding the key (default: $CRESOWLVE_API_KEY_ENV, "
                         "else none, for local servers)")
+
+
+#: the judge's options whose parser default is not None (an option given with its default is not told apart)
+_JUDGE_DEFAULTS = {"judge_protocol": "nonce-verdict", "judge_repeat": False}
+
+
+def judge_options_given(a: argparse.Namespace) -> list[str]:
+    """The ``--judge-*`` options of ``cresowlve eval`` given a value (other than ``--judge-model``), as flags."""
+    return ["--" + k.replace("_", "-") for k, v in vars(a).items()
+            if k.startswith("judge_") and k != "judge_model" and v != _JUDGE_DEFAULTS.get(k)]
 
 
 def _endpoint_from_env(a: argparse.Namespace) -> None:
