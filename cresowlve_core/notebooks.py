@@ -622,8 +622,7 @@ def update_index(
     reports: Path, stem: str, title: str, parameters: dict[str, Any], seconds: float
 ) -> Path:
     """Record this report in ``index.json`` and rewrite the landing page ``index.html``."""
-    reg_path = reports / _INDEX_JSON
-    registry: dict[str, Any] = json.loads(reg_path.read_text()) if reg_path.exists() else {}
+    registry = _read_index(reports)
     ipynb = reports / f"{stem}.ipynb"
     records = read_records(ipynb) if ipynb.exists() else {}
     headline_text = report_headline(records)
@@ -641,7 +640,18 @@ def update_index(
     for key, entry in registry.items():  # exports may appear after an earlier report was indexed
         rec = read_records(reports / entry["ipynb"]) if (reports / entry["ipynb"]).exists() else {}
         entry["exports"] = _exports(reports, key, list(registry), rec)
-    reg_path.write_text(scrub(dumps_json(registry)), encoding="utf-8")
+    return _write_index(reports, registry)
+
+
+def _read_index(reports: Path) -> dict[str, Any]:
+    """The registry of rendered reports (``index.json``; empty before the first report)."""
+    reg_path = reports / _INDEX_JSON
+    return json.loads(reg_path.read_text(encoding="utf-8")) if reg_path.exists() else {}
+
+
+def _write_index(reports: Path, registry: dict[str, Any]) -> Path:
+    """Write ``registry`` to ``index.json`` and the landing page ``index.html`` from it; the page's path."""
+    (reports / _INDEX_JSON).write_text(scrub(dumps_json(registry)), encoding="utf-8")
     out = reports / "index.html"
     out.write_text(scrub(index_page(registry)), encoding="utf-8")
     return out
@@ -652,16 +662,14 @@ def mark_failed_render(reports: Path, stem: str, exc: BaseException, partial: Pa
     partial notebook is), so the earlier page it still links is not read as the latest; the next
     successful render replaces the card. A report never rendered before has no card to mark. A
     landing page that cannot be rewritten leaves the failure to the command's own error."""
-    reg_path = reports / _INDEX_JSON
     try:
-        registry: dict[str, Any] = json.loads(reg_path.read_text(encoding="utf-8")) if reg_path.exists() else {}
+        registry = _read_index(reports)
         if not isinstance(registry.get(stem), dict):
             return
         why = "interrupted" if isinstance(exc, KeyboardInterrupt) else (one_line(str(exc)) or type(exc).__name__)
         registry[stem]["last_failure"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"),
                                           "error": why[:400], "partial": os.path.relpath(partial, reports)}
-        reg_path.write_text(scrub(dumps_json(registry)), encoding="utf-8")
-        (reports / "index.html").write_text(scrub(index_page(registry)), encoding="utf-8")
+        _write_index(reports, registry)
     except (OSError, ValueError) as err:
         log.warning("could not mark %s's failed render on %s: %s", stem, reports / "index.html", err)
 
