@@ -207,13 +207,17 @@ def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> 
     return items
 
 
+#: the field names of an item and of a view (pydantic's ``model_fields`` is a property, looked up per access)
+_ITEM_FIELDS, _VIEW_FIELDS = frozenset(Item.model_fields), frozenset(ItemView.model_fields)
+
+
 def _unknown_fields(row: dict[str, Any]) -> list[str]:
     """The keys of an ``Item`` row that are no field of an item or of its ``en``/``ru`` view (a misspelt
     ``other_answer`` would otherwise be dropped, and the accepted answers with it), as ``key`` or ``en.key``."""
-    unknown = [key for key in row if key not in Item.model_fields]
+    unknown = [key for key in row if key not in _ITEM_FIELDS]
     for lang in LANGS:
         if isinstance(view := row.get(lang), dict):
-            unknown += [f"{lang}.{key}" for key in view if key not in ItemView.model_fields]
+            unknown += [f"{lang}.{key}" for key in view if key not in _VIEW_FIELDS]
     return unknown
 
 
