@@ -407,17 +407,20 @@ def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str,
     return usage, cost, {"unusable_numbers": odd or None, "uncounted_output_tokens": uncounted}
 
 
-#: finish reasons that mean the provider's filter stopped the answer: OpenAI's ``content_filter`` and
+#: finish reasons that mean the provider's filter stopped the answer: OpenAI's ``content_filter``,
 #: Gemini's own finishReason values, which its OpenAI-compatible endpoint may pass through as
-#: ``finish_reason`` and OpenRouter reports as ``native_finish_reason`` (compared in lower case)
+#: ``finish_reason`` and OpenRouter reports as ``native_finish_reason`` (compared in lower case; ``language``:
+#: the text flagged for an unsupported language), Bedrock's stop reasons for its guardrails and filters
 _FILTER_NATIVE = frozenset({"content_filter", "safety", "recitation", "prohibited_content", "blocklist", "spii",
-                            "image_safety", "sensitive"})  # sensitive: Z.AI's
+                            "image_safety", "language", "sensitive",  # sensitive: Z.AI's
+                            "guardrail_intervened", "content_filtered"})  # Bedrock's
 #: finish reasons that mean the answer was cut off by a limit: the output budget, or the context window
 #: (``model_context_window_exceeded``: Anthropic's and Bedrock's through compatible layers, ``model_length``: Mistral's)
 _TRUNCATED_FINISH = frozenset({"length", "max_tokens", "model_context_window_exceeded", "model_length"})
 #: finish reasons that mean the provider failed part way through the answer: OpenRouter's ``error``,
-#: DeepSeek's ``insufficient_system_resource``, Z.AI's ``network_error`` (:func:`error_in_200`)
-_FAILED_FINISH = frozenset({"error", "insufficient_system_resource", "network_error"})
+#: DeepSeek's ``insufficient_system_resource``, Z.AI's ``network_error``, vLLM's ``abort`` (the engine
+#: ended the request: shut down, paused, scaled down) (:func:`error_in_200`)
+_FAILED_FINISH = frozenset({"error", "insufficient_system_resource", "network_error", "abort"})
 
 
 def _chat_outcome(finish: Any, native: Any, refusal: str | None) -> Outcome:
@@ -427,7 +430,7 @@ def _chat_outcome(finish: Any, native: Any, refusal: str | None) -> Outcome:
         return "refused"
     if finish in _FILTER_NATIVE or native in _FILTER_NATIVE:
         return "filtered"
-    if native == "refusal":  # Anthropic's stop_reason through OpenRouter: the model declined
+    if "refusal" in (finish, native):  # Anthropic's stop_reason, passed on as either: the model declined
         return "refused"
     if finish in _TRUNCATED_FINISH:
         return "truncated"

@@ -111,6 +111,9 @@ def test_an_error_on_the_choice_decides_only_where_the_choice_did_not_stop_clean
     ("sensitive", "filtered"),  # Z.AI's filter
     ("model_context_window_exceeded", "truncated"),  # the context window, through Anthropic- and Bedrock-compatible layers
     ("model_length", "truncated"),  # Mistral's
+    ("LANGUAGE", "filtered"),  # Gemini's: the text flagged for an unsupported language
+    ("guardrail_intervened", "filtered"), ("content_filtered", "filtered"),  # Bedrock's guardrail and filter
+    ("refusal", "refused"),  # Anthropic's stop reason passed on as the finish reason
 ])
 def test_other_providers_finish_reasons_give_their_outcome(finish, outcome) -> None:
     c = parse("/chat/completions", chat({"content": "The answer is"}, finish=finish))
@@ -118,7 +121,8 @@ def test_other_providers_finish_reasons_give_their_outcome(finish, outcome) -> N
     assert c.is_answer == (outcome == "truncated")  # a cut-off answer is scored as the text it is; a filtered one never
 
 
-@pytest.mark.parametrize("finish", ["insufficient_system_resource", "network_error"])  # DeepSeek's, Z.AI's
+@pytest.mark.parametrize("finish", ["insufficient_system_resource", "network_error",  # DeepSeek's, Z.AI's
+                                    "abort"])  # vLLM's: the engine ended the request (shut down, paused, scaled down)
 def test_an_answer_the_provider_interrupted_is_a_failed_attempt(finish) -> None:
     with pytest.raises(AttemptFailed) as exc:
         parse("/chat/completions", chat({"content": "The answer is"}, finish=finish))
