@@ -66,7 +66,7 @@ _REQUEST_PROBLEM = re.compile(
     r"context[_ ]length|context[_ ]window|context[_ ]size|maximum context|exceed_context|too many (?:input )?tokens"
     r"|prompt is too long|input is too long|input token count|string_above_max_length|content[_ ]?filter"
     r"|content[_ ]?policy|content management|responsible ?ai|safety|flagged|moderation|invalid[_ ]prompt"
-    r"|prompt[_ ]blocked",
+    r"|prompt[_ ]blocked|data_inspection_failed",
     re.IGNORECASE,
 )
 #: quota or billing exhausted: no retry can help, the run stops (OpenAI ``insufficient_quota``, OpenRouter's 402,
@@ -893,14 +893,19 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
     return failure
 
 
+#: error codes of a 400 that is the provider's content filter stopping this request: Azure's, and Alibaba
+#: Model Studio's (DashScope, Qwen: "Input data may contain inappropriate content.", the output's too)
+_FILTER_CODES = frozenset({"content_filter", "data_inspection_failed"})
+
+
 def filtered_request(status: int, content: bytes | str) -> Completion | None:
-    """A 400 that is the provider's content filter stopping this request (Azure's ``code:
-    "content_filter"``, ``ResponsibleAIPolicyViolation``): the ``filtered`` outcome, not an error."""
+    """A 400 that is the provider's content filter stopping this request (:data:`_FILTER_CODES`,
+    Azure's ``ResponsibleAIPolicyViolation``): the ``filtered`` outcome, not an error."""
     if status != 400:
         return None
     body = ErrorBody(content)
     inner = _obj(body.obj.get("innererror"))
-    if str(body.obj.get("code")) != "content_filter" and inner.get("code") != "ResponsibleAIPolicyViolation":
+    if str(body.obj.get("code")) not in _FILTER_CODES and inner.get("code") != "ResponsibleAIPolicyViolation":
         return None
     return Completion(text="", outcome="filtered",
                       raw={"api": None, "status_code": status, "finish_reason": "content_filter",

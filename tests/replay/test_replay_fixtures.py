@@ -113,6 +113,7 @@ ERRORS = [
     ("azure/err_400_content_filter", "item", "The response was filtered due to the prompt triggering Azure OpenAI"),
     ("azure/err_400_content_filter_innererror", "item", "The response was filtered due to the prompt triggering"),
     ("azure/err_400_temperature_unsupported_gpt5", "fatal", "Unsupported value: 'temperature' does not support 0"),
+    ("generic/err_400_data_inspection_failed", "item", "Input data may contain inappropriate content."),
     # 6048 tokens asked for the completion of a 6048-token context: no prompt fits, a wrong --max-tokens
     ("vllm/err_400_context_length", "fatal", "This model's maximum context length is 6048 tokens."),
     ("vllm/err_400_max_tokens_negative", "fatal", "max_tokens must be at least 1, got -186."),
@@ -284,6 +285,17 @@ def test_a_200_that_is_no_completion_is_classified_with_the_providers_message(na
         wire.interpret(fx["api"], fx["status"], fx["headers"], body_of(name).encode(), get_profile("openrouter"))
     f = exc.value.failure
     assert (f.kind, f.status) == (kind, status) and message in f.message and f.dead_sign is None
+
+
+@pytest.mark.parametrize("name", ["azure/err_400_content_filter_innererror", "generic/err_400_data_inspection_failed"])
+def test_a_400_from_the_providers_filter_is_filtered_not_an_error(name):
+    """Azure's and Alibaba Model Studio's moderation refusing one request: that item is filtered, the run goes on."""
+    from cresowlve_core.llm.profiles import get_profile
+
+    fx = load(name)
+    c = wire.interpret(fx["api"], fx["status"], fx["headers"], body_of(name).encode(), get_profile("generic"))
+    assert (c.outcome, c.text, c.raw["status_code"], c.raw["finish_reason"]) == ("filtered", "", 400, "content_filter")
+    assert json.loads(body_of(name))["error"]["message"].split(".")[0] in c.raw["error"] and not c.is_answer
 
 
 def test_vllm_budget_over_the_context_is_fatal_naming_max_tokens():
