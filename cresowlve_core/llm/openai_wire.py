@@ -684,7 +684,7 @@ class ErrorBody:
     """
 
     def __init__(self, content: bytes | str):
-        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        text = decode_body(content)[0].removeprefix("\ufeff")  # a byte-order mark, as on a 200 (decode_body)
         self.obj: dict[str, Any] = {}
         self.is_api = True
         try:

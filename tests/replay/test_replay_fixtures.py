@@ -298,6 +298,25 @@ def test_a_400_from_the_providers_filter_is_filtered_not_an_error(name):
     assert json.loads(body_of(name))["error"]["message"].split(".")[0] in c.raw["error"] and not c.is_answer
 
 
+@pytest.mark.parametrize(("name", "outcome"), [("azure/err_400_content_filter_innererror", "filtered"),
+                                               ("openai/err_429_insufficient_quota", "quota"),
+                                               ("openrouter/err_429_upstream_rate_limited", "rate limit")])
+def test_a_byte_order_mark_before_an_error_body_changes_nothing(name, outcome):
+    """An error body led by a UTF-8 byte-order mark is read as the same JSON (as a 200's is): its filter, quota
+    or rate limit, with the provider's own message, never the raw text of a body that is not the API's."""
+    from cresowlve_core.llm.wire import AttemptFailed
+
+    fx = load(name)
+    content = b"\xef\xbb\xbf" + body_of(name).encode()
+    try:
+        got = wire.interpret(fx["api"], fx["status"], fx["headers"], content).outcome
+    except AttemptFailed as exc:
+        failure = exc.failure
+        assert failure.dead_sign is None and "\ufeff" not in failure.message and '{"error"' not in failure.message
+        got = failure.reason
+    assert got == outcome
+
+
 def test_vllm_budget_over_the_context_is_fatal_naming_max_tokens():
     fx = load("vllm/err_400_max_tokens_over_context")
     f = wire.classify_status(fx["status"], fx["headers"], body_of("vllm/err_400_max_tokens_over_context"))
