@@ -458,6 +458,20 @@ def _choice(data: dict[str, Any]) -> dict[str, Any]:
     return choices[0]
 
 
+def _reply_text(content: Any, where: str) -> str:
+    """The text of a reply's ``content`` (``text`` of a legacy choice): a string, or the ``text`` strings of
+    its typed parts (a list of them, or one); None is no text. Anything else (a number, a boolean) is not
+    the model's text: :class:`BadResponse`, retried like any unusable answer, never scored as its repr."""
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = [content] if isinstance(content, dict) else content
+    if not isinstance(parts, list):
+        kind = "boolean" if isinstance(content, bool) else "number" if isinstance(content, (int, float)) else "value"
+        raise BadResponse(f"the answer's {where} is a JSON {kind}, not text")
+    texts = [p if isinstance(p, str) else p.get("text") if isinstance(p, dict) else None for p in parts]
+    return "".join(t for t in texts if isinstance(t, str))
+
+
 def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completion:
     """A chat-completions body → Completion (no latency). Raises BadResponse.
 
@@ -468,7 +482,7 @@ def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completi
     ``reasoning_details`` (``reasoning.text`` / ``reasoning.summary``) and a ``<think>`` block."""
     choice = _choice(data)
     msg = _obj(choice.get("message"))
-    text, think = split_think(_content_text(msg.get("content")))
+    text, think = split_think(_reply_text(msg.get("content"), "message.content"))
     fields = (profile or PROFILES["generic"]).reasoning_fields
     reasoning = next((msg[f] for f in fields if isinstance(msg.get(f), str) and msg[f].strip()), None)
     if reasoning is None:
@@ -501,7 +515,7 @@ def _reasoning_details(details: Any) -> str | None:
 def parse_completions(data: dict[str, Any], profile: Profile | None = None) -> Completion:
     """A legacy completions body → Completion (``content_filter`` and ``length`` as in chat). Raises BadResponse."""
     choice = _choice(data)
-    text, think = split_think(_content_text(choice.get("text")))
+    text, think = split_think(_reply_text(choice.get("text"), "text"))
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
     usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
     return Completion(

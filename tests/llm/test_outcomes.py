@@ -145,6 +145,25 @@ def test_a_response_not_finished_is_no_answer_and_says_its_status(status) -> Non
     assert f"the response is {status}, not completed" in exc.value.failure.message
 
 
+@pytest.mark.parametrize(("content", "text"), [
+    ([{"type": "text", "text": None}, {"type": "text", "text": "<Answer>Paris</Answer>"}], "<Answer>Paris</Answer>"),
+    ({"type": "text", "text": "<Answer>Paris</Answer>"}, "<Answer>Paris</Answer>"),  # one typed part, not in a list
+], ids=["a part with no text", "one part"])
+def test_typed_content_parts_give_their_text_strings_only(content: Any, text: str) -> None:
+    assert parse("/chat/completions", chat({"content": content})).text == text
+
+
+@pytest.mark.parametrize(("content", "kind"), [(1543, "number"), (True, "boolean")])
+def test_content_that_is_not_text_is_no_answer_never_its_repr(content: Any, kind: str) -> None:
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/chat/completions", chat({"content": content}))
+    f = exc.value.failure
+    assert (f.kind, f.reason, f.dead_sign) == ("retry", "bad 200 answer", None)
+    assert f.message == f"the answer's message.content is a JSON {kind}, not text"
+    with pytest.raises(AttemptFailed):
+        parse("/completions", {"id": "x", "choices": [{"text": content, "finish_reason": "stop"}]})
+
+
 def test_length_is_truncated_even_when_empty() -> None:
     c = parse("/chat/completions", chat({"content": ""}, finish="length"))
     assert c.outcome == "truncated" and c.truncated and c.is_answer
