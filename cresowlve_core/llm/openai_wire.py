@@ -194,6 +194,10 @@ def build_request(model: str, messages: list[dict[str, Any]], params: GenParams,
         body.update(extra)
     if extra_body:
         body = deep_merge(body, extra_body)
+    if body.get("n") not in (None, 1):  # from extra or extra_body
+        raise LLMConfigError(f"n={body['n']!r} asks for several answers per call, but one answer is read and recorded "
+                             "per call (the rest would be paid for and dropped): remove n from --extra-body "
+                             "(--judge-extra-body for the judge)")
     return path, _drop_nulls(body)
 
 

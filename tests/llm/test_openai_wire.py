@@ -61,6 +61,16 @@ def test_extra_body_is_merged_recursively_and_last() -> None:
     assert deep_merge({"a": {"b": 1}}, {"a": {"c": 2}}) == {"a": {"b": 1, "c": 2}}
 
 
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_several_answers_per_call_are_refused_before_sending(api: str) -> None:
+    """One answer is read per call: n > 1 would pay for answers that are dropped."""
+    with pytest.raises(LLMConfigError, match=r"n=3 asks for several answers per call.*--extra-body"):
+        build_request("m", MSGS, GenParams(api=api, extra_body={"n": 3}))
+    with pytest.raises(LLMConfigError, match="n=2"):
+        build_request("m", MSGS, GenParams(api=api, extra={"n": 2}))
+    assert build_request("m", MSGS, GenParams(api=api, extra_body={"n": 1}))[1]["n"] == 1
+
+
 def test_no_effort_chat_body_is_unchanged() -> None:
     _, body = build_request("m", MSGS, GenParams())
     assert body == {"model": "m", "messages": MSGS, "temperature": 0.0, "seed": 0, "max_tokens": 1024}
