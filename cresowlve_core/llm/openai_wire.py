@@ -881,7 +881,8 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
       ``{"object": "error", "message": ..., "code": 400}`` with 200), classified by its code exactly as
       that HTTP status would be (a code that is no status: as a 502);
     * on the first choice (a finish reason of :data:`_FAILED_FINISH`, or none with an ``error``
-      object, beside whatever text came first: OpenRouter's ``error`` when the upstream failed once
+      object, its own or one beside the choices, beside whatever text came first: OpenRouter's ``error`` when the
+      upstream failed once
       the answer had begun, DeepSeek's ``insufficient_system_resource``), classified by
       its code in the same way, except that it never stops the run for the configuration (the
       request was accepted): a 4xx there is this item's failure; quota or billing still stops.
@@ -895,8 +896,11 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
                                   label=f"an error inside HTTP 200 ({status or 'no status'})")
         failure.status = status or 502
         return failure
-    choice = choices[0] if isinstance(choices, list) and choices and isinstance(choices[0], dict) else {}
-    error, finish = choice.get("error"), str(choice.get("finish_reason") or "").lower()
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+        return None  # no choice to read (a Responses body's status says how it ended: parse_responses)
+    choice = choices[0]
+    # the choice's own error, else one beside the choices (the body OpenRouter says carries a failure mid-answer)
+    error, finish = choice.get("error") or data.get("error"), str(choice.get("finish_reason") or "").lower()
     # an error beside a clean stop (stop, length, a filter) leaves the answer as it finished
     if finish not in _FAILED_FINISH and not (not finish and isinstance(error, dict) and error):
         return None

@@ -107,6 +107,18 @@ def test_an_error_on_the_choice_decides_only_where_the_choice_did_not_stop_clean
     assert (c.outcome, c.text) == ("answer", "<Answer>Paris</Answer>")
 
 
+def test_an_error_beside_the_choices_decides_as_one_on_the_choice() -> None:
+    """OpenRouter: an error while the answer was produced is in the response body; at the top beside a choice that
+    never finished, the partial text is no answer; beside a clean stop the answer stands."""
+    body = {**chat({"content": "The answer is"}, finish=None), "error": {"code": 502, "message": "upstream failed"}}
+    with pytest.raises(AttemptFailed) as exc:
+        parse("/chat/completions", body, "openrouter")
+    f = exc.value.failure
+    assert (f.kind, f.status, f.outcome) == ("retry", 502, "failed") and "upstream failed" in f.message
+    body["choices"][0]["finish_reason"] = "stop"
+    assert parse("/chat/completions", body, "openrouter").outcome == "answer"
+
+
 @pytest.mark.parametrize(("finish", "outcome"), [
     ("sensitive", "filtered"),  # Z.AI's filter
     ("model_context_window_exceeded", "truncated"),  # the context window, through Anthropic- and Bedrock-compatible layers
