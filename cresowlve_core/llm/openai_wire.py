@@ -802,6 +802,9 @@ ADAPTABLE: dict[str, tuple[str, str | None]] = {
     "temperature": ("drop", None), "top_p": ("drop", None), "seed": ("drop", None),
     "max_tokens": ("rename", "max_completion_tokens"), "max_completion_tokens": ("rename", "max_tokens"),
     "reasoning_effort": ("drop", None), "reasoning.effort": ("drop", None), "reasoning": ("drop", None),
+    # the Responses API's reasoning summaries (the answer's thoughts), which OpenAI refuses to organizations
+    # it has not verified: the answer and its effort are the same without them
+    "reasoning.summary": ("drop", None),
 }
 #: the command-line flag that sets each request field (named when a refused value cannot be adapted)
 FIELD_FLAGS: dict[str, str] = {
@@ -813,6 +816,7 @@ FIELD_FLAGS: dict[str, str] = {
     "reasoning_effort": "--effort (--judge-effort for the judge)",
     "reasoning.effort": "--effort (--judge-effort for the judge)",
     "reasoning": "--effort (--judge-effort for the judge)",
+    "reasoning.summary": """--extra-body '{"reasoning": {"summary": null}}' (sends none)""",
 }
 _UNSUPPORTED = re.compile(r"unsupported|not supported|does not support|unknown name|unrecognized|not permitted",
                           re.IGNORECASE)
@@ -830,13 +834,15 @@ def _named_field(body: ErrorBody) -> str | None:
 
 
 def refused_field(body: ErrorBody) -> dict[str, Any] | None:
-    """``{field, action, to, reason}`` when a 400 says a field (or its value) is *unsupported* and
-    the field is one the client can drop or rename (:data:`ADAPTABLE`): OpenAI's "Unsupported
-    value: 'temperature' does not support 0 with this model", "Unsupported parameter: 'max_tokens'
-    ... Use 'max_completion_tokens' instead", Gemini's 'Unknown name "seed"'. A value that is merely
-    invalid ("Invalid 'temperature': decimal below minimum value") is not adapted."""
+    """``{field, action, to, reason}`` when a 400 says a field (or its value) is *unsupported*, in its
+    message or its code, and the field is one the client can drop or rename (:data:`ADAPTABLE`):
+    OpenAI's "Unsupported value: 'temperature' does not support 0 with this model", "Unsupported
+    parameter: 'max_tokens' ... Use 'max_completion_tokens' instead", its ``unsupported_value`` for
+    ``reasoning.summary`` ("Your organization must be verified to generate reasoning summaries"),
+    Gemini's 'Unknown name "seed"'. A value that is merely invalid ("Invalid 'temperature': decimal
+    below minimum value") is not adapted."""
     field = _named_field(body)
-    if field not in ADAPTABLE or not _UNSUPPORTED.search(body.message):
+    if field not in ADAPTABLE or not _UNSUPPORTED.search(f"{body.message} {body.code}"):
         return None
     action, to = ADAPTABLE[field]
     return {"field": field, "action": action, "to": to, "reason": body.message}

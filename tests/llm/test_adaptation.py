@@ -11,10 +11,11 @@ import json
 from pathlib import Path
 
 import pytest
-from test_outcomes import Scripted, chat, run
+from test_outcomes import Scripted, chat, message, responses, run
 
 from cresowlve_core.llm import openai_wire as wire
 from cresowlve_core.llm.client import LLMClient
+from cresowlve_core.llm.effort import refused_effort
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMFatalError
 from cresowlve_core.runtime.manifest import check_resumable, new_manifest, record_adaptations
 
@@ -64,6 +65,26 @@ def test_a_refused_max_tokens_is_renamed_to_max_completion_tokens() -> None:
     assert isinstance(c, Completion) and c.text == "Paris"
     assert script.bodies[0]["max_tokens"] == 321
     assert "max_tokens" not in script.bodies[1] and script.bodies[1]["max_completion_tokens"] == 321
+
+
+def test_a_refused_reasoning_summary_is_dropped_and_the_effort_kept() -> None:
+    """OpenAI refuses reasoning summaries to an organization it has not verified: the answer at the run's effort
+    comes without them (the manifest records the drop); the effort is never what is dropped."""
+    status, body = recorded("openai/err_400_reasoning_summary_unverified_org")
+    answer = responses("completed", [message({"type": "output_text", "text": "Paris"})])
+    script = Scripted(lambda n, b: (status, {}, body) if "summary" in b["reasoning"] else (200, {}, answer))
+    client = LLMClient(Endpoint("http://127.0.0.1:9/v1", "gpt-5", provider="openai"), transport_factory=script.factory)
+
+    async def go() -> Completion:
+        async with client:
+            return await client.complete([{"role": "user", "content": "q"}], GenParams(effort="low"), prompt_version="v1")
+
+    c = asyncio.run(go())
+    assert c.outcome == "answer" and len(script.bodies) == 2
+    assert script.bodies[0]["reasoning"] == {"effort": "low", "summary": "auto"}
+    assert script.bodies[1]["reasoning"] == {"effort": "low"}
+    assert [(a["field"], a["action"]) for a in client.adaptations] == [("reasoning.summary", "drop")]
+    assert refused_effort(client.adaptations) is None  # the run's effort was sent: nothing stops it
 
 
 def test_an_invalid_value_is_not_adapted_and_names_the_flag() -> None:

@@ -113,6 +113,7 @@ ERRORS = [
     ("azure/err_400_content_filter", "item", "The response was filtered due to the prompt triggering Azure OpenAI"),
     ("azure/err_400_content_filter_innererror", "item", "The response was filtered due to the prompt triggering"),
     ("azure/err_400_temperature_unsupported_gpt5", "fatal", "Unsupported value: 'temperature' does not support 0"),
+    ("openai/err_400_reasoning_summary_unverified_org", "fatal", "Your organization must be verified to generate"),
     ("generic/err_400_data_inspection_failed", "item", "Input data may contain inappropriate content."),
     # 6048 tokens asked for the completion of a 6048-token context: no prompt fits, a wrong --max-tokens
     ("vllm/err_400_context_length", "fatal", "This model's maximum context length is 6048 tokens."),
@@ -330,7 +331,9 @@ def test_the_recorded_unsupported_temperature_and_max_tokens_are_adaptable():
                                     ("openai/err_400_max_tokens_unsupported_gpt5", "max_tokens", "rename",
                                      "max_completion_tokens"),
                                     ("openai/err_400_max_tokens_unsupported_o1", "max_tokens", "rename",
-                                     "max_completion_tokens")):
+                                     "max_completion_tokens"),
+                                    ("openai/err_400_reasoning_summary_unverified_org", "reasoning.summary", "drop",
+                                     None)):
         f = wire.classify_status(400, {}, body_of(name))
         assert f.kind == "fatal" and f.adaptation is not None, name
         assert (f.adaptation["field"], f.adaptation["action"], f.adaptation["to"]) == (field, action, to), name
