@@ -921,19 +921,21 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
     return failure
 
 
-#: error codes of a 400 that is the provider's content filter stopping this request: Azure's, and Alibaba
-#: Model Studio's (DashScope, Qwen: "Input data may contain inappropriate content.", the output's too)
+#: error codes (or types) of a 400 that is the provider's content filter stopping this request: Azure's code,
+#: Moonshot's (Kimi) type with ``code: 400``, and Alibaba Model Studio's (DashScope, Qwen: "Input data may
+#: contain inappropriate content.", the output's too)
 _FILTER_CODES = frozenset({"content_filter", "data_inspection_failed"})
 
 
 def filtered_request(status: int, content: bytes | str) -> Completion | None:
-    """A 400 that is the provider's content filter stopping this request (:data:`_FILTER_CODES`,
-    Azure's ``ResponsibleAIPolicyViolation``): the ``filtered`` outcome, not an error."""
+    """A 400 that is the provider's content filter stopping this request (its code or type in
+    :data:`_FILTER_CODES`, Azure's ``ResponsibleAIPolicyViolation``): the ``filtered`` outcome, not an error."""
     if status != 400:
         return None
     body = ErrorBody(content)
     inner = _obj(body.obj.get("innererror"))
-    if str(body.obj.get("code")) not in _FILTER_CODES and inner.get("code") != "ResponsibleAIPolicyViolation":
+    named = {str(body.obj.get("code")), str(body.obj.get("type"))}
+    if not named & _FILTER_CODES and inner.get("code") != "ResponsibleAIPolicyViolation":
         return None
     return Completion(text="", outcome="filtered",
                       raw={"api": None, "status_code": status, "finish_reason": "content_filter",

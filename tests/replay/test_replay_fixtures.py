@@ -115,6 +115,7 @@ ERRORS = [
     ("azure/err_400_temperature_unsupported_gpt5", "fatal", "Unsupported value: 'temperature' does not support 0"),
     ("openai/err_400_reasoning_summary_unverified_org", "fatal", "Your organization must be verified to generate"),
     ("generic/err_400_data_inspection_failed", "item", "Input data may contain inappropriate content."),
+    ("generic/err_400_content_filter_type_moonshot", "item", "The request was rejected because it was considered"),
     # 6048 tokens asked for the completion of a 6048-token context: no prompt fits, a wrong --max-tokens
     ("vllm/err_400_context_length", "fatal", "This model's maximum context length is 6048 tokens."),
     ("vllm/err_400_max_tokens_negative", "fatal", "max_tokens must be at least 1, got -186."),
@@ -288,9 +289,11 @@ def test_a_200_that_is_no_completion_is_classified_with_the_providers_message(na
     assert (f.kind, f.status) == (kind, status) and message in f.message and f.dead_sign is None
 
 
-@pytest.mark.parametrize("name", ["azure/err_400_content_filter_innererror", "generic/err_400_data_inspection_failed"])
+@pytest.mark.parametrize("name", ["azure/err_400_content_filter_innererror", "generic/err_400_data_inspection_failed",
+                                  "generic/err_400_content_filter_type_moonshot"])
 def test_a_400_from_the_providers_filter_is_filtered_not_an_error(name):
-    """Azure's and Alibaba Model Studio's moderation refusing one request: that item is filtered, the run goes on."""
+    """Azure's, Alibaba Model Studio's and Moonshot's moderation refusing one request: that item is filtered, the run
+    goes on."""
     from cresowlve_core.llm.profiles import get_profile
 
     fx = load(name)
