@@ -927,15 +927,25 @@ def error_in_200(data: dict[str, Any], headers: Any, content: bytes | str) -> Fa
 _FILTER_CODES = frozenset({"content_filter", "data_inspection_failed"})
 
 
+def _filter_refusal(status: int, body: ErrorBody) -> bool:
+    """Whether an error is the provider's content filter refusing this request: a 400 whose code or type is
+    in :data:`_FILTER_CODES` (or Azure's ``ResponsibleAIPolicyViolation``), or OpenRouter's moderation 403,
+    whose ``metadata`` names the ``reasons`` and the ``flagged_input``."""
+    if status == 403:
+        meta = _obj(body.obj.get("metadata"))
+        return bool(meta.get("reasons") or meta.get("flagged_input"))
+    named = {str(body.obj.get("code")), str(body.obj.get("type"))}
+    return status == 400 and (bool(named & _FILTER_CODES)
+                              or _obj(body.obj.get("innererror")).get("code") == "ResponsibleAIPolicyViolation")
+
+
 def filtered_request(status: int, content: bytes | str) -> Completion | None:
-    """A 400 that is the provider's content filter stopping this request (its code or type in
-    :data:`_FILTER_CODES`, Azure's ``ResponsibleAIPolicyViolation``): the ``filtered`` outcome, not an error."""
-    if status != 400:
+    """A 400 or 403 that is the provider's content filter stopping this request (:func:`_filter_refusal`):
+    the ``filtered`` outcome, not an error."""
+    if status not in (400, 403):
         return None
     body = ErrorBody(content)
-    inner = _obj(body.obj.get("innererror"))
-    named = {str(body.obj.get("code")), str(body.obj.get("type"))}
-    if not named & _FILTER_CODES and inner.get("code") != "ResponsibleAIPolicyViolation":
+    if not _filter_refusal(status, body):
         return None
     return Completion(text="", outcome="filtered",
                       raw={"api": None, "status_code": status, "finish_reason": "content_filter",

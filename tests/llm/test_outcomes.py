@@ -227,6 +227,19 @@ def test_an_error_inside_a_200_is_classified_by_its_code(code: Any, kind: str, s
     assert f.message.startswith("quota or billing exhausted") == (code == 402)
 
 
+def test_only_a_403_naming_what_moderation_flagged_is_filtered() -> None:
+    """OpenRouter's moderation 403 names its reasons and the flagged input; any other 403 is the key's or the
+    model's (fatal)."""
+    flagged = {"error": {"code": 403, "message": "Your chosen model requires moderation and your input was flagged",
+                         "metadata": {"reasons": ["violence"], "flagged_input": "q", "provider_name": "OpenAI"}}}
+    c = wire.interpret("/chat/completions", 403, {}, json.dumps(flagged).encode(), get_profile("openrouter"))
+    assert (c.outcome, c.raw["status_code"]) == ("filtered", 403) and not c.is_answer
+    forbidden = {"error": {"code": 403, "message": "You are not allowed to use this model"}}
+    with pytest.raises(AttemptFailed) as exc:
+        wire.interpret("/chat/completions", 403, {}, json.dumps(forbidden).encode(), get_profile("openrouter"))
+    assert exc.value.failure.kind == "fatal"
+
+
 def test_azure_content_filter_400_is_filtered_not_an_error() -> None:
     body = {"error": {"message": "The response was filtered due to the prompt triggering Azure OpenAI's content "
                                  "management policy.", "code": "content_filter", "status": 400, "param": "prompt"}}
