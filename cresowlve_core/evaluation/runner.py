@@ -272,9 +272,10 @@ class _Evaluator:
 
     def __init__(self, cfg: EvalConfig, resolved: roles.Roles, run: RunDir,
                  completions: dict[str, Completion | LLMError] | None, judge_bar: Any = None,
-                 adapted: Sequence[dict[str, Any]] = ()):
+                 adapted: Sequence[dict[str, Any]] = (), judge_adapted: Sequence[dict[str, Any]] = ()):
         self.cfg, self.run, self.completions = cfg, run, completions or {}
-        self.adapted = adapted  # what earlier runs in this run directory adapted for the model under test
+        # what earlier runs in this run directory adapted for the model under test, and for the judge
+        self.adapted, self.judge_adapted = adapted, judge_adapted
         self.judge_bar = judge_bar  # the judge's own phase of the progress display
         prices = PriceTable.load()
         cache = cfg.options.open_cache()
@@ -355,6 +356,14 @@ class _Evaluator:
             refuse_unsent_effort(self.answerer.endpoint.describe(), self.cfg.effort,
                                  [*self.adapted, *self.client.adaptations])
 
+    def _refuse_unsent_judge_effort(self) -> None:
+        """The same for the judge's effort (``--judge-effort``): verdicts at the provider's default effort
+        would be recorded as the verdicts of the judge the run names."""
+        assert self.judge is not None and self.judge_role is not None
+        if self.cfg.judge_effort is not None and (self.judge_adapted or self.judge.adaptations):
+            refuse_unsent_effort(self.judge_role.endpoint.describe(), self.cfg.judge_effort,
+                                 [*self.judge_adapted, *self.judge.adaptations], unit="verdict", flag="--judge-effort")
+
     @property
     def _rule(self) -> JudgeRule:
         assert self.judge_role is not None and self.judge_role.rule is not None
@@ -365,8 +374,10 @@ class _Evaluator:
         view = item.view(self.cfg.lang)
         req = judge_request(item.id, view.question, view.answer, prediction, explanation=view.explanation,
                             other_answers=view.other_answers, seed=seed, protocol=self._rule)
+        self._refuse_unsent_judge_effort()
         try:
             c = await self.judge.complete(req.messages, self.judge_role.params_for(seed), prompt_version=req.prompt.tag)
+            self._refuse_unsent_judge_effort()  # a verdict the provider gave without the effort is not kept
         except STOP_ERRORS:
             raise
         except LLMError as exc:
@@ -447,7 +458,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
                          desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True,
                          mininterval=progress_interval())
         del judged
-    ev = _Evaluator(cfg, resolved, run, completions, judge_bar, adapted=manifest.adapted)
+    ev = _Evaluator(cfg, resolved, run, completions, judge_bar, adapted=manifest.adapted,
+                    judge_adapted=(manifest.judge or {}).get("adapted") or ())
 
     def on_error(item: Item, exc: BaseException) -> dict[str, Any]:
         return ResponseRecord(**record_base(item, cfg), status="error", error=str(exc),

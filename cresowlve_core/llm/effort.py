@@ -35,16 +35,18 @@ def refused_effort(adapted: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     return next((a for a in adapted if isinstance(a, dict) and a.get("field") in effort_fields), None)
 
 
-def refuse_unsent_effort(model: str, effort: str | None, adapted: Iterable[dict[str, Any]], unit: str = "answer") -> None:
-    """Raise :class:`LLMFatalError` when the model under test was asked at ``effort`` and its provider
-    refused the effort field (``adapted``: this run's and earlier runs' adaptations): the client would
-    go on without it, and answers at the provider's default effort would be recorded under the effort
-    the run is labelled with. ``model``: the endpoint as the message names it."""
+def refuse_unsent_effort(model: str, effort: str | None, adapted: Iterable[dict[str, Any]], unit: str = "answer",
+                         flag: str = "--effort") -> None:
+    """Raise :class:`LLMFatalError` when a model (the model under test, or the judge: ``flag``
+    ``--judge-effort``) was asked at ``effort`` and its provider refused the effort field (``adapted``:
+    this run's and earlier runs' adaptations of that model's client): the client would go on without it,
+    and ``unit`` s made at the provider's default effort would be recorded under the effort the run is
+    labelled with. ``model``: the endpoint as the message names it."""
     if effort is None or (a := refused_effort(adapted)) is None:
         return
     raise LLMFatalError(f"{model} refused the effort {effort!r} ({a['field']}: {one_line(str(a.get('reason') or ''))}); "
                         f"no {unit} is recorded, as its effort would be the provider's default, not the run's "
-                        "(set by --effort)", remedy=f"choose another --effort ({model} refuses {effort!r})")
+                        f"(set by {flag})", remedy=f"choose another {flag} ({model} refuses {effort!r})")
 
 
 __all__ = ["PRESETS", "refuse_unsent_effort", "refused_effort", "sent_fields", "shows_reasoning"]

@@ -8,6 +8,7 @@ run again to resume", which invited the same command again, and the same stop.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -72,6 +73,29 @@ def test_a_refused_effort_says_to_choose_another_effort_on_the_run_and_on_its_re
         assert "refused the effort 'high'" in line and RESUME not in line
         assert line.endswith("; to go on: choose another --effort (model 'gemini-3-flash-preview' at "
                              f"{srv.base_url('gemini')} refuses 'high')"), line
+
+
+def test_a_judge_effort_the_provider_refuses_stops_the_run_and_keeps_no_verdict(tmp_path):
+    """``--judge-effort high`` sent to Gemini as OpenRouter's ``reasoning`` object, which Gemini refuses by name
+    (recorded 400). Before: the judge's client dropped the field, the verdicts were given at the provider's
+    default effort and recorded as the verdicts of a judge at 'high' (exit 0). Now the run stops (exit 3) with
+    no verdict recorded, naming --judge-effort; its resume stops again before asking the judge."""
+    with ReplayServer() as srv:
+        url = srv.base_url("gemini")
+        args = ("--model", "gemini-3-flash-preview", "--judge-model", "gemini-3-flash-preview",
+                "--judge-provider", "openrouter", "--judge-effort", "high")
+        first = run_eval(url, "gemini", tmp_path / "run", *args)
+        asked = len(srv.requests("gemini", "chat"))
+        again = run_eval(url, "gemini", tmp_path / "run", *args)
+        assert len(srv.requests("gemini", "chat")) == asked  # the manifest holds the refusal: nothing sent
+    for code, line in (first, again):
+        assert code == 3, line
+        assert "refused the effort 'high'" in line and "set by --judge-effort" in line, line
+        assert line.endswith(f"; to go on: choose another --judge-effort (model 'gemini-3-flash-preview' at {url} "
+                             "refuses 'high')"), line
+    lines = [json.loads(x) for x in (tmp_path / "run" / "responses.jsonl").read_text().splitlines()]
+    latest = {r["id"]: r for r in lines}  # the answer is on disk before its judge is asked; the last line is the record
+    assert [(r["status"], r["judge_status"], r["judge_verdict"]) for r in latest.values()] == [("ok", "error", None)]
 
 
 def test_an_exhausted_quota_says_to_add_credit_or_set_another_key(tmp_path):
