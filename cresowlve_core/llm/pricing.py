@@ -186,6 +186,7 @@ class CostMeter:
     n_unknown_cost: int = 0
     n_unusable: int = 0  # billed answers the client could not use (no text), retried
     unusable_cost: float = 0.0  # their known cost (also in ``spent``)
+    n_unusable_unknown_cost: int = 0  # of them, those whose cost is unknown (no price, no reported cost)
     reserved: float = 0.0
     role: str | None = None  # named in the stop message when a run has several budgets ("judge")
     budget: float | None = None  # the role's max_cost, when it has one (set by the client)
@@ -228,7 +229,9 @@ class CostMeter:
         """Account for an answer the provider billed that could not be used (and was asked again):
         its cost is spent, though it is no call's answer."""
         self.n_unusable += 1
-        if cost is not None:
+        if cost is None:
+            self.n_unusable_unknown_cost += 1
+        else:
             self.spent += cost
             self.run_cost += cost
             self.unusable_cost += cost
@@ -248,6 +251,7 @@ class CostMeter:
             "n_unknown_cost": self.n_unknown_cost,
             "n_unusable": self.n_unusable,
             "unusable_cost": self.unusable_cost,
+            "n_unusable_unknown_cost": self.n_unusable_unknown_cost,
             "max_cost": self.budget,
             "over_budget": self.over_budget,
         }

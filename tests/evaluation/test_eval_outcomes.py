@@ -151,3 +151,20 @@ def test_the_summary_line_names_billed_answers_with_no_text_and_their_cost():
     line = summary_line(runner.summarize([], n_items=1, model_meter=meter))
     assert "| 6 billed answer(s) with no text, asked again ($0.36" in line and "not in cost)" in line
     assert "billed answer" not in summary_line(runner.summarize([], n_items=1, model_meter={**meter, "n_unusable": 0}))
+
+
+def test_billed_answers_with_no_text_whose_cost_is_unknown_are_never_shown_as_zero():
+    """An unpriced model's answers billed with no text: their cost is unknown, not $0. Before: "12 billed
+    answer(s) with no text, asked again ($0.0000 known, not in cost)" when none of their costs was known."""
+    from cresowlve_core.llm.pricing import CostMeter
+
+    meter = CostMeter()
+    for cost in (None, None, 0.25):
+        meter.charge_unusable(cost)
+    assert (meter.n_unusable, meter.n_unusable_unknown_cost, meter.unusable_cost) == (3, 2, 0.25)
+    line = summary_line(runner.summarize([], n_items=1, model_meter=meter.summary()))
+    assert "| 3 billed answer(s) with no text, asked again ($0.2500 for 1, 2 unknown, not in cost)" in line, line
+    unpriced = CostMeter()
+    unpriced.charge_unusable(None)
+    line = summary_line(runner.summarize([], n_items=1, model_meter=unpriced.summary()))
+    assert "| 1 billed answer(s) with no text, asked again (cost unknown, not in cost)" in line, line

@@ -69,7 +69,7 @@ def test_cost_meter_separates_spent_from_run_cost() -> None:
     m.record(2.0, cached=True)
     m.record(None, cached=False)
     assert m.summary() == {"spent": 1.5, "run_cost": 3.5, "n_calls": 3, "n_cached": 1, "n_unknown_cost": 1,
-                           "n_unusable": 0, "unusable_cost": 0.0, "max_cost": None, "over_budget": 0.0}
+                           "n_unusable": 0, "unusable_cost": 0.0, "n_unusable_unknown_cost": 0, "max_cost": None, "over_budget": 0.0}
     m.charge_unusable(0.25)  # billed with no text: spent, though no call's answer
     m.charge_unusable(None)
     assert (m.spent, m.run_cost, m.n_calls, m.n_unusable, m.unusable_cost) == (1.75, 3.75, 3, 2, 0.25)
