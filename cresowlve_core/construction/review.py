@@ -115,8 +115,11 @@ def review_dir(build_dir: str | Path) -> Path:
 
 
 def _check_decision(d: Decision) -> None:
+    """A saved decision holds to the rules a session saves it by (:func:`validate_decision`): a hand-edited
+    fix of a field that is not an English field (``Question``) would otherwise be applied as no fix at all."""
     if d.code not in DECISIONS:
         raise ReviewError(f"unknown decision {d.code!r} for {d.item_id!r}; one of {', '.join(DECISIONS)}")
+    validate_decision(d.code, d.note, d.fixes)
 
 
 def _check_annotation(a: Annotation) -> None:
