@@ -110,6 +110,10 @@ def _reviewer_of(file: Path, prefix: str, records: Iterable[Decision | Annotatio
     return next((r.reviewer for r in records if r.reviewer), file.name.removeprefix(prefix).removesuffix(".jsonl"))
 
 
+#: the start of each kind of review file's name: ``<prefix><reviewer>.jsonl`` (:func:`_safe_name`)
+REVIEW_FILE_PREFIX: dict[type[BaseModel], str] = {Decision: "decisions__", Annotation: "annotations__"}
+
+
 def review_dir(build_dir: str | Path) -> Path:
     return Path(build_dir) / "review"
 
@@ -135,12 +139,20 @@ def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dic
     if not path.exists():
         return latest
     check = _check_decision if kind is Decision else _check_annotation
+    prefix = REVIEW_FILE_PREFIX[kind]
+    owner = path.name.removeprefix(prefix).removesuffix(".jsonl")  # the reviewer's part of the name (_safe_name)
     for lineno, rec in jsonl.iter_jsonl_numbered(path, torn_tail_ok=True, error=InputError, what=kind.__name__.lower()):
         try:
             record = kind.model_validate(rec)
             if not record.item_id.strip():
                 raise ReviewError("empty item_id")
             check(record)  # type: ignore[arg-type]
+            if record.reviewer.strip() and _safe_name(record.reviewer) != owner:
+                # one file per reviewer: another reviewer's lines pasted in, or a copy of a reviewer's file,
+                # would be merged into one reviewer or counted twice
+                raise ReviewError(f"reviewer {record.reviewer!r} in a file of reviewer {owner!r}: each "
+                                  f"{prefix}<reviewer>.jsonl holds the {kind.__name__.lower()}s of the reviewer "
+                                  "it is named after")
         except (ValidationError, ReviewError) as exc:
             why = validation_problems(exc, "record") if isinstance(exc, ValidationError) else str(exc)
             raise InputError(f"{path}:{lineno}: not a saved {kind.__name__.lower()} ({why})") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -331,6 +332,34 @@ def test_a_hand_edited_review_line_is_one_error_naming_it(tmp_path: Path, file: 
         with pytest.raises(InputError) as err:
             load()
         assert str(err.value).startswith(where) and problem in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["decisions", "annotations"])
+def test_a_review_file_holds_the_lines_of_the_reviewer_it_is_named_after(tmp_path: Path, kind: str) -> None:
+    """Another reviewer's lines pasted into a file were merged into its reviewer (bob's decision on an
+    item superseded ann's, no conflict counted), and a copy of a reviewer's file replaced the
+    reviewer's annotations with the copy's (the agreement scored only those). Each is now one error
+    naming file:line."""
+    from cresowlve_core.failures import InputError
+
+    cands = _cands()
+    R.write_queue(tmp_path, cands)
+    R.write_queue(tmp_path, cands, R.AGREEMENT_QUEUE)
+    value = '"code": "keep"' if kind == "decisions" else '"reasoning_type": "creative"'
+    load = R.load_decisions if kind == "decisions" else R.load_annotations
+    review = tmp_path / "review"
+    pasted = review / f"{kind}__ann.jsonl"
+    pasted.write_text(f'{{"item_id": "chgk_0", "reviewer": "ann", {value}}}\n'
+                      f'{{"item_id": "chgk_0", "reviewer": "bob", {value}}}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=rf"^{re.escape(str(pasted))}:2: .*reviewer 'bob' in a file of reviewer 'ann'"):
+        load(tmp_path)
+    pasted.write_text(f'{{"item_id": "chgk_0", "reviewer": "ann", {value}}}\n', encoding="utf-8")
+    saved = R.load_decisions(tmp_path)[0] if kind == "decisions" else R.load_annotations(tmp_path)["ann"]
+    assert list(saved) == ["chgk_0"]  # the reviewer's own file alone is read
+    copy = review / f"{kind}__ann (copy).jsonl"
+    copy.write_text(pasted.read_text(encoding="utf-8"), encoding="utf-8")
+    with pytest.raises(InputError, match=rf"^{re.escape(str(copy))}:1: .*reviewer 'ann' in a file of reviewer 'ann \(copy\)'"):
+        load(tmp_path)
 
 
 def test_the_marimo_review_app_shows_a_review_file_it_cannot_read(tmp_path: Path) -> None:
