@@ -547,7 +547,9 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
         # an item the model gave no label set for (refused, filtered, unparseable, errored) is left out: an empty
         # set would claim the model saw no label apply
         labelled = [c for c in done if is_parsed(field, c.verdicts.get(field))]
-        sets = [[getattr(c, field), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in labelled]
+        # and one a reviewer's saved line has no such field for (None, unlike [] for "none applies")
+        rated = [c for c in labelled if all(getattr(annotations[r][c.id], field) is not None for r in reviewers)]
+        sets = [[getattr(c, field), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in rated]
         out[field] = {**A.multilabel_agreement(sets, vocab, n_boot=n_boot, seed=seed),
-                      "n_no_model_label": len(done) - len(labelled)}
+                      "n_no_model_label": len(done) - len(labelled), "n_no_human_label": len(labelled) - len(rated)}
     return out

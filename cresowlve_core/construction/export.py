@@ -245,6 +245,11 @@ def agreement_section(result: dict[str, Any] | None) -> str:
                      f"errored; an empty set would claim it saw none apply): {', '.join(missing)}.\n")
     if no_human := (result.get("reasoning_type") or {}).get("n_no_human_label"):
         lines.append(f"\nLeft out of the reasoning type's n: {no_human} item(s) a reviewer gave no reasoning type.\n")
+    unrated = [f"{title} {(result.get(key) or {}).get('n_no_human_label')}" for key, title in AGREEMENT_FIELDS
+               if (result.get(key) or {}).get("n_no_human_label")]
+    if unrated:
+        lines.append("\nLeft out of a field's n: items a reviewer's saved labels have no such field for (not labelled, "
+                     f"which is not \"none applies\"): {', '.join(unrated)}.\n")
     lines.append("\nAC1 per label (support = ratings marking the label present, a label counted once per rater "
                  "and item; labels nobody used are left out; undefined = fewer than two categories observed):\n")
     per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "95% CI": format_ci(v.get("ci")),

@@ -91,9 +91,10 @@ class Annotation(BaseModel):
     item_id: str
     reviewer: str
     reasoning_type: str | None = None
-    concepts: list[str] = Field(default_factory=list)
-    domains: list[str] = Field(default_factory=list)
-    cultures: list[str] = Field(default_factory=list)
+    # None: the field was not labelled (a line written without it), never "no label applies" ([])
+    concepts: list[str] | None = None
+    domains: list[str] | None = None
+    cultures: list[str] | None = None
     at: str = ""
 
 
@@ -127,7 +128,7 @@ def _check_decision(d: Decision) -> None:
 
 
 def _check_annotation(a: Annotation) -> None:
-    validate_annotation(a.reasoning_type, a.concepts, a.domains)
+    validate_annotation(a.reasoning_type, a.concepts or [], a.domains or [])
 
 
 def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dict[str, Any]:

@@ -192,3 +192,29 @@ def test_items_left_out_of_the_reasoning_types_n_are_counted_and_named() -> None
     card = agreement_section({**agreement_report(cands, {"ann": notes}, n_boot=20), "n_sample": 4})
     assert "the model gave no labels for" in card and "reasoning type 1" in card
     assert "Left out of the reasoning type's n: 1 item(s) a reviewer gave no reasoning type." in card
+
+
+def test_a_field_a_reviewers_saved_line_does_not_have_is_left_out_not_scored_as_none_applies(tmp_path) -> None:
+    """A hand-written annotation line with a reasoning type only was read as "no concept, domain or
+    culture applies", so each label the model gave that item counted as a disagreement (AC1 0.2 on two
+    items that agree wherever both rated). The field is now not rated for that item: left out of that
+    field's n and counted; an empty list saved by the session is still "none applies"."""
+    from cresowlve_core.construction import review as R
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.items import ItemView
+
+    cands = [Candidate(id=f"c{i}", ru=ItemView(question="q", answer="a"), reasoning_type="creative", concepts=["metaphor"])
+             .with_verdict("concepts", {"labels": ["metaphor"], "oov": []}) for i in range(3)]
+    R.write_queue(tmp_path, cands, R.AGREEMENT_QUEUE)
+    (tmp_path / "review" / "annotations__ann.jsonl").write_text(
+        '{"item_id": "c0", "reviewer": "ann", "reasoning_type": "creative", "concepts": ["metaphor"]}\n'
+        '{"item_id": "c1", "reviewer": "ann", "reasoning_type": "creative"}\n'
+        '{"item_id": "c2", "reviewer": "ann", "reasoning_type": "creative", "concepts": []}\n', encoding="utf-8")
+    out = agreement_report(cands, R.load_annotations(tmp_path), n_boot=20)
+    concepts = out["concepts"]
+    assert (concepts["n_items"], concepts["n_no_model_label"], concepts["n_no_human_label"]) == (2, 0, 1)
+    assert concepts["per_label"]["metaphor"]["support"] == 3  # c0 twice, c2 once (the model); c1 is not rated
+    assert "items a reviewer's saved labels have no such field for" in agreement_section({**out, "n_sample": 3})
+    assert "creative concepts 1" in agreement_section({**out, "n_sample": 3})
