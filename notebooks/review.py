@@ -16,8 +16,9 @@ def _():
     from cresowlve_core.construction.review_panel import MODES, card_html
     from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
     from cresowlve_core.discover import newest_build
+    from cresowlve_core.untrusted import markdown  # ids, names and file lines in a message are shown as text
 
-    return CONCEPTS, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, mo, newest_build
+    return CONCEPTS, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, markdown, mo, newest_build
 
 
 @app.cell
@@ -40,7 +41,7 @@ def _(MODES, found, mo):
 
 
 @app.cell
-def _(R, build_dir, found, mo, mode, reviewer):
+def _(R, build_dir, found, markdown, mo, mode, reviewer):
     get_saved, set_saved = mo.state(0)
     get_message, set_message = mo.state("")  # the last save's confirmation, kept across the next card
     session, problem = None, None
@@ -53,15 +54,15 @@ def _(R, build_dir, found, mo, mode, reviewer):
             session = R.ReviewSession(build_dir.value, reviewer.value)
     except (FileNotFoundError, R.UsageError) as exc:  # no queue, no reviewer name, a review file that cannot be read
         problem = str(exc)
-    mo.md(f"**{problem}**") if problem else None
+    mo.md(f"**{markdown(problem)}**") if problem else None
     return get_message, get_saved, session, set_message, set_saved
 
 
 @app.cell
-def _(R, card_html, get_message, get_saved, mo, session):
+def _(R, card_html, get_message, get_saved, markdown, mo, session):
     get_saved()
     last = get_message()
-    note_box = mo.callout(mo.md(last), kind="success" if last.startswith("saved") else "warn") if last else None
+    note_box = mo.callout(mo.md(markdown(last)), kind="success" if last.startswith("saved") else "warn") if last else None
     reviewing = isinstance(session, R.ReviewSession)
     card = session.next_card() if reviewing else None
     done, total = session.progress() if reviewing else (0, 0)
@@ -99,7 +100,7 @@ def _(R, card, code, edits, note, save, session, set_message, set_saved):
 
 
 @app.cell
-def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_message, get_saved, mo, session):
+def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_message, get_saved, markdown, mo, session):
     get_saved()
     a_last = get_message()
     labelling = isinstance(session, R.AnnotationSession)
@@ -115,7 +116,7 @@ def _(CONCEPTS, DOMAIN_GROUPS, R, REASONING_TYPES, card_html, get_message, get_s
               mo.md("All sampled items annotated. Run the build again to score the agreement.") if a_card is None else
               mo.vstack([mo.md(f"agreement sample: {a_done} / {a_total} annotated"),
                          mo.Html(card_html(a_card, verdicts=False)), reasoning, concepts, domains, cultures, a_save]))
-    a_box = mo.callout(mo.md(a_last), kind="success" if a_last.startswith("saved") else "warn") if a_last else None
+    a_box = mo.callout(mo.md(markdown(a_last)), kind="success" if a_last.startswith("saved") else "warn") if a_last else None
     mo.vstack([x for x in (a_box, a_view) if x is not None]) if labelling else None
     return a_card, a_save, concepts, cultures, domains, reasoning
 

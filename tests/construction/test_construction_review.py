@@ -378,6 +378,39 @@ def test_the_marimo_review_app_shows_a_review_file_it_cannot_read(tmp_path: Path
     assert any("decisions__carol.jsonl:1: not a saved decision" in str(getattr(o, "text", o)) for o in outputs)
 
 
+def test_the_marimo_review_app_shows_ids_and_names_in_its_messages_as_text(tmp_path: Path) -> None:
+    """The app put the save confirmation ("saved keep for <id>") and the error of opening a session (a
+    hand-edited line's item id) into mo.md as they were, and marimo's Markdown passes raw HTML
+    through: an item id from a dataset file such as <img src=x onerror=...> ran in the reviewer's
+    browser. Both are now shown as text (untrusted.markdown)."""
+    import html
+    import json
+    from types import SimpleNamespace
+
+    def message_html(outputs: list[Any], words: str) -> str:
+        """The HTML of the app's message holding ``words``: a Markdown output's own, or a callout's (the
+        data-html attribute, JSON-encoded)."""
+        texts = [str(getattr(o, "text", o)) for o in outputs]
+        texts += [json.loads(html.unescape(a)) for t in texts for a in re.findall(r"data-html='([^']*)'", t)]
+        return next(t for t in texts if words in t and "data-html" not in t)
+
+    evil = "<img src=x onerror=alert(1)>"
+    _, mod = _review_app()
+    R.write_queue(tmp_path, [Candidate(id=f"chgk_{evil}", ru=ItemView(question="Вопрос?", answer="Ответ"))])
+    dirs = {"build_dir": SimpleNamespace(value=str(tmp_path)), "reviewer": SimpleNamespace(value="carol"),
+            "mode": SimpleNamespace(value="review")}
+    session = R.ReviewSession(tmp_path, "carol")
+    outputs, _ = mod.app.run(defs={**dirs, "session": session, "problem": None, "get_saved": lambda: 0, "set_saved": lambda f: None,
+                                   "set_message": lambda m: None, "get_message": lambda: f"saved keep for chgk_{evil}"})
+    shown = message_html(outputs, "saved keep")
+    assert "saved keep for chgk_&lt;img" in shown and "<img" not in shown
+    (tmp_path / "review" / "decisions__carol.jsonl").write_text(
+        f'{{"item_id": "{evil}", "reviewer": "carol", "code": "kep"}}\n', encoding="utf-8")
+    outputs, defs = mod.app.run(defs=dirs)
+    shown = message_html(outputs, "unknown decision")
+    assert defs["session"] is None and "&lt;img" in shown and "<img" not in shown
+
+
 def test_final_items_no_reviewer_decided_on_are_counted_in_the_funnel() -> None:
     """A build nobody reviewed showed '−human validation 0 | =final 7' beside the paper's human-validated
     2,413, and '−review 0 → final 7' on its line; the unreviewed items were in 'final' without a word
