@@ -511,6 +511,11 @@ class Build:
             raise
 
 
+def domains_unmapped(c: Candidate) -> list[str]:
+    """The item's free-text domains that no group was found for (:func:`consolidate_domains`)."""
+    return list((c.verdicts.get("consolidate_domains") or {}).get("unmapped") or [])
+
+
 def run_build(config: BuildConfig, *, progress: bool = True) -> dict[str, Any]:
     """Run a whole build (``cresowlve build``); returns the export summary."""
     with Build(config, progress=progress) as b:
@@ -547,9 +552,14 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
         # an item the model gave no label set for (refused, filtered, unparseable, errored) is left out: an empty
         # set would claim the model saw no label apply
         labelled = [c for c in done if is_parsed(field, c.verdicts.get(field))]
+        # and, for domains, one with a free-text domain no group was found for: its set of groups is not known
+        unmapped = [c for c in labelled if field == "domains" and domains_unmapped(c)]
+        labelled = [c for c in labelled if c not in unmapped]
         # and one a reviewer's saved line has no such field for (None, unlike [] for "none applies")
         rated = [c for c in labelled if all(getattr(annotations[r][c.id], field) is not None for r in reviewers)]
         sets = [[getattr(c, field), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in rated]
         out[field] = {**A.multilabel_agreement(sets, vocab, n_boot=n_boot, seed=seed),
-                      "n_no_model_label": len(done) - len(labelled), "n_no_human_label": len(labelled) - len(rated)}
+                      "n_no_model_label": len(done) - len(labelled) - len(unmapped),
+                      "n_no_human_label": len(labelled) - len(rated),
+                      **({"n_unmapped": len(unmapped)} if field == "domains" else {})}
     return out

@@ -93,12 +93,18 @@ def consolidate_domains(cands: list[Candidate], mapping_path: str | Path | None 
     routes = route_domains([d for c in cands for d in c.domains_free], mapping, fallback=fallback,
                            min_similarity=min_similarity)
     out = []
+    n_unmapped_items = 0
     for c in cands:
         groups = list(dict.fromkeys(routes[d]["group"] for d in c.domains_free if routes[d]["group"]))
-        out.append(c.model_copy(update={"domains": groups}))
+        # a domain no group was found for: the item's groups are not all known (its `domains` alone would
+        # read as "no other group applies"), so it is recorded and flagged for review
+        unmapped = [d for d in c.domains_free if routes[d]["group"] is None]
+        n_unmapped_items += bool(unmapped)
+        out.append(c.with_verdict("consolidate_domains", {"groups": groups, "unmapped": unmapped},
+                                  review_flags=["unmapped"] if unmapped else [], domains=groups))
     per_value = Counter(r["route"] for r in routes.values())
     per_mention = Counter(routes[d]["route"] for c in cands for d in c.domains_free)
-    counts = {"n_free_values": len(routes), "routes_by_value": dict(per_value),
+    counts = {"n_free_values": len(routes), "routes_by_value": dict(per_value), "n_items_unmapped": n_unmapped_items,
               "routes_by_mention": dict(per_mention), "mapping_file": str(mapping_path or shipped_data("construction", "domain_mapping.json")),
               "min_similarity": min_similarity}
     return StepOutput("consolidate_domains", out, [], counts), routes

@@ -243,6 +243,9 @@ def agreement_section(result: dict[str, Any] | None) -> str:
     if missing:
         lines.append("\nLeft out of a field's n: items the model gave no labels for (refused, filtered, unparseable or "
                      f"errored; an empty set would claim it saw none apply): {', '.join(missing)}.\n")
+    if unmapped := (result.get("domains") or {}).get("n_unmapped"):
+        lines.append(f"\nLeft out of the knowledge domains' n: {unmapped} item(s) with a free-text domain the model gave "
+                     "that no group was found for (its groups are not all known; `steps/domain_routes.json`).\n")
     if no_human := (result.get("reasoning_type") or {}).get("n_no_human_label"):
         lines.append(f"\nLeft out of the reasoning type's n: {no_human} item(s) a reviewer gave no reasoning type.\n")
     unrated = [f"{title} {(result.get(key) or {}).get('n_no_human_label')}" for key, title in AGREEMENT_FIELDS

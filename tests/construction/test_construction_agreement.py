@@ -218,3 +218,32 @@ def test_a_field_a_reviewers_saved_line_does_not_have_is_left_out_not_scored_as_
     assert concepts["per_label"]["metaphor"]["support"] == 3  # c0 twice, c2 once (the model); c1 is not rated
     assert "items a reviewer's saved labels have no such field for" in agreement_section({**out, "n_sample": 3})
     assert "creative concepts 1" in agreement_section({**out, "n_sample": 3})
+
+
+def test_an_item_with_a_domain_no_group_was_found_for_is_flagged_and_left_out_of_the_domains_n() -> None:
+    """The model's free-text domain that neither the mapping file nor the embeddings route to a group
+    left the item with no group, unflagged, and the agreement scored it as the model saying no group
+    applies (a disagreement with every group a reviewer chose). It is now flagged
+    ``consolidate_domains:unmapped``, counted, and left out of the knowledge domains' n."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.domains import consolidate_domains
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    free = {"c0": ["literature"], "c1": ["zxqv blorfing"], "c2": ["music", "zxqv blorfing"]}
+    cands = [Candidate(id=i, ru=ItemView(question="q", answer="a")).with_verdict("domains", {"free": f}, domains_free=f)
+             for i, f in free.items()]
+    out, _ = consolidate_domains(cands, fallback=False)
+    assert [c.domains for c in out.kept] == [["Literature"], [], ["Music"]]
+    assert [c.review_flags for c in out.kept] == [[], ["consolidate_domains:unmapped"], ["consolidate_domains:unmapped"]]
+    assert out.counts["n_items_unmapped"] == 2
+    notes = {i: Annotation(item_id=i, reviewer="ann", domains=["Literature"] if i == "c0" else ["History"])
+             for i in free}
+    result = agreement_report(out.kept, {"ann": notes}, n_boot=20)
+    domains = result["domains"]
+    assert (domains["n_items"], domains["n_unmapped"], domains["n_no_model_label"]) == (1, 2, 0)
+    assert domains["per_label"]["Literature"]["support"] == 2 and "History" not in domains["per_label"]
+    assert "Left out of the knowledge domains' n: 2 item(s) with a free-text domain" in \
+        agreement_section({**result, "n_sample": 3})
