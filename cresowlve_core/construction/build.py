@@ -410,6 +410,7 @@ class Build:
         errors: Counter[str] = Counter()
         n_sent = 0
         unparsed = []  # steps whose model output parsed for no item (each "step n_done/n_units")
+        rerun = []  # steps that ran items again whose text changed since their record ("step k")
         for name in self.steps:
             path = self.path / "steps" / name / "summary.json"
             if name in LLM_STEPS and path.exists():
@@ -417,6 +418,8 @@ class Build:
                 errors.update(step.get("errors") or {})
                 n_sent += step.get("n_sent") or 0
                 answered = (step.get("n_done") or 0) - step.get("n_refused", 0) - step.get("n_filtered", 0)
+                if step.get("n_input_changed"):
+                    rerun.append(f"{name} {step['n_input_changed']}")
                 if answered > 0 and step.get("n_parsed") == 0:  # refusals are counted, never "unparseable"
                     unparsed.append(f"{name} 0 of {answered} answers parsed{outcome_note(step)}")
         stopped = None
@@ -431,7 +434,7 @@ class Build:
                 "top_error": list(top[0]) if top else None, "stopped": stopped, "n_sent": n_sent,
                 "unparsed": (f"no model output parsed in {len(unparsed)} of {len(model_steps)} model steps "
                              f"({', '.join(unparsed)})") if unparsed else None,
-                "n_unparsed_steps": len(unparsed), "n_model_steps": len(model_steps)}
+                "n_unparsed_steps": len(unparsed), "n_model_steps": len(model_steps), "input_changed": rerun}
 
     def calls_note(self) -> str | None:
         """The model calls that gave no verdict, for the report's headline and the data card: the
@@ -478,6 +481,8 @@ class Build:
                 withheld += f"; {word}: {', '.join(per_step)}"
         if unusable := [f"{name} {n_unusable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unusable(s)]:
             withheld += f"; no usable label: {', '.join(unusable)}"
+        if calls["input_changed"]:  # a source corrected under the same id, a translation a reviewer fixed
+            withheld += f"; run again for a changed text: {', '.join(calls['input_changed'])}"
         sent = sent_phrase(calls["n_sent"], calls["n_error"] + calls["n_not_run"],
                            "every call was already in the build directory")
         return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}{withheld}; "

@@ -28,13 +28,14 @@ import asyncio
 import contextlib
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from cresowlve_core.construction import parsers as P
 from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
+from cresowlve_core.construction.review import view_digest
 from cresowlve_core.construction.vocab import CONCEPTS, REASONING_TYPES
 from cresowlve_core.items import ItemView
 from cresowlve_core.llm.base_model import completion_params, one_line, user_message
@@ -55,7 +56,7 @@ from cresowlve_core.runtime import (
     refuse_changed,
 )
 from cresowlve_core.runtime import ModelRole as StepModel
-from cresowlve_core.runtime.mapping import error_counts
+from cresowlve_core.runtime.mapping import error_counts, is_ok
 from cresowlve_core.runtime.outcomes import (
     is_withheld,
     outcome_counts,
@@ -329,6 +330,14 @@ def is_parsed(step: str, verdict: dict[str, Any] | None) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
+def step_input_digest(step: str, c: Candidate) -> str:
+    """A digest of the text ``step`` reads of ``c`` (the Russian view for the filters and the translation,
+    :func:`annotation_view` for the annotations): a step record made from another text (a source
+    corrected under the same id, a translation a reviewer fixed) is run again, not reused."""
+    view = c.ru if step in ("needs_material", "russian_specific", "translate") else annotation_view(c)[1]
+    return view_digest(view)
+
+
 def step_dir(ctx: StepContext, step: str) -> Path:
     """The step's run directory: ``<build>/steps/<step>``."""
     return ctx.build_dir / "steps" / step
@@ -370,15 +379,26 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
     run = RunDir(step_dir(ctx, step), secret_names=secrets)
     manifest = run.begin(step_manifest(step, ctx, len(cands)), archive_changed=_archive_changed(ctx))
     params = bound.params
+    digests = {c.id: step_input_digest(step, c) for c in cands}
+    changed: set[str] = set()  # items whose record was made from another text than the item's now
+
+    def current(rec: dict[str, Any]) -> bool:
+        """The record was made from the item's text now (a record saved before records carried the
+        digest is taken as it is)."""
+        if rec.get("input_digest", digests.get(rec["key"])) == digests.get(rec["key"]):
+            return True
+        changed.add(rec["key"])
+        return False
 
     async def call(c: Candidate, previous: dict | None) -> dict[str, Any]:
         if bound.variant.protocol == "per-field":
             return await _fewshot_translate(c)
         comp = await sc.client.complete(bound.messages(c, prompt), params, prompt_version=prompt.tag)
         if is_withheld(comp):  # refused or filtered: final, flagged with its outcome, not parsed
-            return {"key": c.id, **withheld_record(comp), "verdict": None, "prompt": prompt.tag}
+            return {"key": c.id, **withheld_record(comp), "verdict": None, "prompt": prompt.tag,
+                    "input_digest": digests[c.id]}
         return {"key": c.id, "status": "ok", **outcome_fields(comp), "verdict": bound.parse(comp.text, c),
-                "raw": comp.text,
+                "raw": comp.text, "input_digest": digests[c.id],
                 "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
 
     async def _fewshot_translate(c: Candidate) -> dict[str, Any]:
@@ -393,6 +413,7 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         withheld = next((comp for comp in comps if is_withheld(comp)), None)  # one refused field withholds the item
         if withheld is not None:
             return {"key": c.id, "status": "ok", **outcome_fields(withheld), "verdict": None, "raw": raw,
+                    "input_digest": digests[c.id],
                     "usage": summed_usage([comp.usage for comp in comps]),
                     "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
         cut = cut_fields(c, by_field)
@@ -400,15 +421,19 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         # first line to the limit lost nothing: only that line is read)
         outcome = "truncated" if "line_cut" in cut.values() else "answer"
         return {"key": c.id, "status": "ok", "outcome": outcome, "verdict": fewshot_translate_verdict(c, raw, cut),
-                "raw": raw,
+                "raw": raw, "input_digest": digests[c.id],
                 "usage": summed_usage([comp.usage for comp in comps]),
                 "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
 
     try:
         result = await map_with_resume(run, "records.jsonl", cands, key=lambda c: c.id, call=call,
+                                       done=lambda rec: is_ok(rec) and current(rec),
                                        concurrency=opts.concurrency, progress=ctx.progress, desc=step)
     finally:  # each step runs on its own event loop: close this loop's connections before it ends
         await sc.client.aclose()
+    # a record of another text whose item this run did not reach (stopped) is no verdict on the text now
+    result = replace(result, records={k: r for k, r in result.records.items()
+                                                  if r.get("status") != "ok" or current(r)})
     n_parsed = sum(is_parsed(step, r.get("verdict")) for r in result.records.values() if r.get("status") == "ok")
     # every error message with its count, so that a build can sum one message over its steps
     errors = error_counts(result.records.values())
@@ -416,7 +441,7 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "errors": dict(errors.most_common()),
-        "stopped": result.stopped})
+        "n_input_changed": len(changed), "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
 
 

@@ -155,3 +155,42 @@ def test_blocks_set_aside_at_collect_are_named_on_the_build_line_and_the_data_ca
     card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
     assert "> Collected 2 of 4 read: 1 unusable, 1 duplicate; the unusable and duplicate ones are listed in " \
            "`collect/report.json`." in card
+
+
+def test_a_step_record_made_from_another_text_is_run_again_and_named(tmp_path, capsys, monkeypatch):
+    """A source corrected under the same id (or a translation a reviewer fixed): the resumed build reused
+    every step record by id, so the new Russian question went out with the old question's translation,
+    filter verdicts and labels, and the line said nothing was sent. Each step whose input text changed
+    now runs that item again, and the build line names the steps and counts."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "items.jsonl"
+
+    def write(question: str) -> None:
+        source.write_text(json.dumps({"id": "q1", "ru": {"question": question, "answer": "Ответ"}},
+                                     ensure_ascii=False) + "\n", encoding="utf-8")
+
+    replies = {"external material": "ANSWER: NO", "Russian language": "ANSWER: NO", "Classify": "TYPE: creative",
+               "creative language": "LABELS: metaphor", "knowledge domains": "DOMAINS: literature",
+               "cultures or languages": "CULTURES: russian", "atomic facts": "FACTS:\n1. What is a river?"}
+
+    def answer(req) -> str:
+        if "Translate this puzzle" in req.prompt:
+            english = "Which river?" if "реку" in req.prompt else "Which city?"
+            return f"<question>{english}</question>\n<answer>Answer</answer>"
+        return next(reply for marker, reply in replies.items() if marker in req.prompt)
+
+    def build() -> str:
+        assert main(["build", "--source", str(source), "--model", "fake", "--base-url", srv.base_url, "--build-dir",
+                     str(tmp_path / "build"), "--no-cache", "--agreement-n", "1"]) == 0
+        return capsys.readouterr().out.splitlines()[0]
+
+    with FakeServer(answers=answer) as srv:
+        write("Какой город?")
+        build()
+        write("Какую реку?")  # corrected under the same id
+        line = build()
+        assert srv.total == 16  # every step once more for the one item: its Russian and then its English changed
+    item = json.loads((tmp_path / "build" / "export" / "full.jsonl").read_text(encoding="utf-8"))
+    assert (item["ru"]["question"], item["en"]["question"]) == ("Какую реку?", "Which river?")
+    assert "; run again for a changed text: needs_material 1, russian_specific 1, translate 1, reasoning 1" in line
+    assert "8 sent" in line
