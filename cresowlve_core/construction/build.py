@@ -301,13 +301,14 @@ class Build:
         self._guard()
         R.write_queue(self.path, self.cands)
         decisions, report = R.load_decisions(self.path)
+        n_not_applied = 0 if self.config.apply_review else len(decisions)  # --no-review: saved, left unapplied
         if not self.config.apply_review:
             decisions = {}
         out = R.apply_decisions(self.cands, decisions)
         # decisions for items this build no longer has (a rebuilt build: other sources, sample or filter verdicts)
         n_other = len(set(decisions) - {c.id for c in self.cands})
         out.counts.update({"reviewers": report["reviewers"], "n_conflicts": report["n_conflicts"],
-                           "n_decisions_not_in_build": n_other})
+                           "n_decisions_not_in_build": n_other, "n_decisions_not_applied": n_not_applied})
         self.funnel["human_validation"] = len(out.removed)
         self.funnel["final"] = len(out.kept)
         # kept, in "final", with no decision yet or one made on an English view it no longer has
@@ -382,6 +383,7 @@ class Build:
         card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
                           "review_conflicts": review.get("n_conflicts", 0),
                           "review_not_in_build": review.get("n_decisions_not_in_build", 0),
+                          "review_not_applied": review.get("n_decisions_not_applied", 0),
                           "agreement": self.agreement_result, "model_steps": model_steps},
                          self.funnel, creative, notes)
         outfiles.write_text(self.path / "export" / "DATA_CARD.md", card)
@@ -474,6 +476,8 @@ class Build:
         split = f" (creative {f['creative']}, factual {f['factual']})" if "creative" in f else ""
         if f.get("unreviewed"):
             split += f" ({f['unreviewed']} not human-validated)"
+        if n_not_applied := (self.steps.get("human_validation") or {}).get("n_decisions_not_applied"):
+            split += f" ({n_not_applied} saved review decision(s) not applied: --no-review)"
         bad = [f"{name} {n_unparseable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unparseable(s)]
         withheld = ""
         for word in ("refused", "filtered"):

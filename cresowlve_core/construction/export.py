@@ -316,6 +316,9 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
                      "(the translation was run again): not applied; those items count as not human-validated.\n")
     if conflicts := build.get("review_conflicts"):
         parts.append(f"\nReviewers disagreed on {conflicts} item(s); the latest decision was applied.\n")
+    if not_applied := build.get("review_not_applied"):
+        parts.append(f"\n{not_applied} saved decision(s) were not applied (the build ran with `--no-review`): every "
+                     "final item counts as not human-validated.\n")
     if other := build.get("review_not_in_build"):
         parts.append(f"\n{other} saved decision(s) are for items not in this build (another sample, source or filter "
                      "verdict since they were saved): not applied, not counted above.\n")

@@ -442,6 +442,27 @@ def test_the_data_card_says_where_reviewers_disagreed_and_which_decisions_were_n
     assert "disagreed" not in quiet and "not in this build" not in quiet
 
 
+def test_decisions_a_build_did_not_apply_with_no_review_are_named_on_its_line_and_card(tmp_path: Path) -> None:
+    """With --no-review the saved decisions were dropped before they were counted: the card listed every
+    item as unreviewed and its decisions as none, and said nothing of the decisions left unapplied."""
+    from cresowlve_core.construction.build import Build, BuildConfig
+    from cresowlve_core.construction.export import data_card
+
+    build = Build(BuildConfig(build_dir=str(tmp_path), apply_review=False), progress=False, clients={}).open()
+    build.cands = _cands()
+    build.review()
+    session = R.ReviewSession(tmp_path, "ann")
+    session.decide("chgk_0", "keep")
+    session.decide("chgk_1", "outdated")
+    summary = build.review()
+    assert summary["by_code"] == {"unreviewed": 5} and summary["n_decisions_not_applied"] == 2
+    assert "(5 not human-validated) (2 saved review decision(s) not applied: --no-review)" in build.summary_line()
+    card = data_card({"name": "t", "review_codes": summary["by_code"],
+                      "review_not_applied": summary["n_decisions_not_applied"]}, build.funnel, [])
+    assert "2 saved decision(s) were not applied (the build ran with `--no-review`)" in card
+    build.close()
+
+
 def test_a_label_from_a_model_stays_one_cell_of_the_data_cards_tables() -> None:
     """Cultures and domains are written by the annotating model: a ``|`` in one used to end its cell
     (the row gained a column) and a tag went into the Markdown file as HTML."""
