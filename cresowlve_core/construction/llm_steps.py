@@ -45,6 +45,7 @@ from cresowlve_core.prompts import Prompt, load_prompt
 from cresowlve_core.runtime import (
     ClientOptions,
     Manifest,
+    ResumeError,
     RunDir,
     client_endpoint,
     endpoint_or_embedded,
@@ -365,7 +366,10 @@ def refuse_changed_steps(ctx: StepContext) -> None:
     """Raise the :class:`~cresowlve_core.runtime.ResumeError` that a step's run directory would raise
     (another configuration there) before any step runs; ``ctx`` may hold planned clients."""
     for step in LLM_STEPS:
-        refuse_changed(step_dir(ctx, step), step_manifest(step, ctx, 0), archive_changed=_archive_changed(ctx))
+        try:
+            refuse_changed(step_dir(ctx, step), step_manifest(step, ctx, 0), archive_changed=_archive_changed(ctx))
+        except ResumeError as exc:  # a build has eight run directories: say which one
+            raise ResumeError(f"{step_dir(ctx, step)}: {exc}") from None
 
 
 async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:

@@ -194,3 +194,19 @@ def test_a_step_record_made_from_another_text_is_run_again_and_named(tmp_path, c
     assert (item["ru"]["question"], item["en"]["question"]) == ("Какую реку?", "Which river?")
     assert "; run again for a changed text: needs_material 1, russian_specific 1, translate 1, reasoning 1" in line
     assert "8 sent" in line
+
+
+def test_a_step_run_of_another_model_is_refused_naming_the_step(tmp_path, capsys, monkeypatch):
+    """A resumed build with another model for one step was refused with 'the run directory holds another
+    configuration', without saying which of the build's eight step directories."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STEP_KEY", "k")
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        _build(tmp_path, srv.base_url)
+        capsys.readouterr()
+        rc = main(["build", "--source", DEMO, "--model", "fake", "--base-url", srv.base_url, "--build-dir",
+                   str(tmp_path / "build"), "--no-cache", "--step-model", "translate", "other", srv.base_url, "STEP_KEY"])
+        sent = srv.total
+    assert rc == 2 and sent == 64  # the first build's calls only
+    assert last_line(capsys.readouterr().err).startswith(
+        f"error: {tmp_path / 'build' / 'steps' / 'translate'}: the run directory holds another configuration (model: ")
