@@ -203,12 +203,13 @@ def agreement_coverage(result: dict[str, Any]) -> str:
     if not by:
         return ""
     n = result.get("n_sample", "?")
-    text = "Labelled per reviewer: " + ", ".join(f"{r} {k} of {n}" for r, k in by.items()) + "."
+    # reviewer names come from the review files: written as text (markdown_cell), as in the tables
+    text = "Labelled per reviewer: " + ", ".join(f"{markdown_cell(r)} {k} of {n}" for r, k in by.items()) + "."
     if any(k == 0 for k in by.values()):
         text += " A reviewer with no label in this sample is not one of \"every reviewer\"."
     if outside:
         text += (" Labels saved for items not in this sample (an earlier sample of a rebuilt build), left out: "
-                 + ", ".join(f"{r} {k}" for r, k in outside.items()) + ".")
+                 + ", ".join(f"{markdown_cell(r)} {k}" for r, k in outside.items()) + ".")
     return text
 
 
@@ -229,7 +230,7 @@ def agreement_section(result: dict[str, Any] | None) -> str:
                     f"({sample}; agreement is scored on the items every reviewer labelled). {coverage}\n")
         return (head + f"\nNot yet annotated: {sample}. Label it in the review panel or app (agreement mode), "
                 f"then run the build again. {coverage}".rstrip() + "\n")
-    reviewers = ", ".join(result.get("reviewers") or [])
+    reviewers = ", ".join(map(markdown_cell, result.get("reviewers") or []))
     raters = 1 + len(result.get("reviewers") or [])
     lines = [head, f"\n{result['n_items']} of {result.get('n_sample', '?')} sampled item(s) annotated by every "
              f"reviewer ({reviewers}); raters per item = the model + {raters - 1} human(s). Population: those items. "

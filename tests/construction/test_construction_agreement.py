@@ -7,6 +7,7 @@ Fleiss values listed), rounded by irrCAC to 5 decimals.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -247,3 +248,18 @@ def test_an_item_with_a_domain_no_group_was_found_for_is_flagged_and_left_out_of
     assert domains["per_label"]["Literature"]["support"] == 2 and "History" not in domains["per_label"]
     assert "Left out of the knowledge domains' n: 2 item(s) with a free-text domain" in \
         agreement_section({**result, "n_sample": 3})
+
+
+def test_reviewer_names_are_text_in_the_data_cards_agreement_section() -> None:
+    """A reviewer name (from a review file) went into the card's sentences as it was: a name holding
+    HTML became a tag in DATA_CARD.md, the card a dataset publishes."""
+    from cresowlve_core.construction.export import agreement_section
+
+    evil = "<img src=x onerror=alert(1)>"
+    waiting = {"reviewers": [evil], "n_items": 0, "annotated_by": {evil: 1, "bob": 0}, "n_sample": 3,
+               "outside_sample": {evil: 2}}
+    scored = {"reviewers": [evil], "n_items": 1, "annotated_by": {evil: 1}, "n_sample": 3, "reasoning_type": {"n": 0}}
+    for result in (waiting, scored):
+        card = agreement_section(result)
+        assert not re.search(r"(?<!\\)<img", card) and "\\<img src=x onerror=alert(1)\\> 1 of 3" in card
+    assert "(\\<img src=x onerror=alert(1)\\>); raters per item" in agreement_section(scored)
