@@ -31,6 +31,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
 from cresowlve_core.failures import InputError, MissingInput, UsageError, validation_problems
+from cresowlve_core.inputs import text_problem
 from cresowlve_core.items import ItemView
 from cresowlve_core.runtime import RunDir, now_iso
 from cresowlve_core.text import slug
@@ -131,6 +132,15 @@ def _check_annotation(a: Annotation) -> None:
     validate_annotation(a.reasoning_type, a.concepts or [], a.domains or [])
 
 
+def _utf8(value: Any) -> bool:
+    """Whether every string of a JSON value can be written as UTF-8 (JSON allows a lone surrogate escape)."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dict[str, Any]:
     """item id -> the latest :class:`Decision` (or :class:`Annotation`) of one reviewer's file, as
     the sessions save them (a torn last line is skipped). A line that is not one (not a JSON object,
@@ -144,6 +154,9 @@ def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dic
     owner = path.name.removeprefix(prefix).removesuffix(".jsonl")  # the reviewer's part of the name (_safe_name)
     for lineno, rec in jsonl.iter_jsonl_numbered(path, torn_tail_ok=True, error=InputError, what=kind.__name__.lower()):
         try:
+            if not _utf8(rec):
+                raise ReviewError("text that is not valid Unicode (a lone surrogate such as \\udcff, which cannot be "
+                                  "written as UTF-8)")
             record = kind.model_validate(rec)
             if not record.item_id.strip():
                 raise ReviewError("empty item_id")
@@ -232,6 +245,9 @@ def validate_decision(code: str, note: str | None = None, fixes: dict[str, str |
         for f in ("question", "answer"):
             if f in fixes and not (fixes[f] or "").strip():
                 raise ReviewError(f"the English {f} cannot be empty")
+        for f, value in fixes.items():  # an edited field is held to the rules of any input an eval reads
+            if value and value.strip() and (why := text_problem(value, f"the English {f}", size_limited=False)):
+                raise ReviewError(why)
 
 
 class ReviewSession:

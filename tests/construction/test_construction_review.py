@@ -306,6 +306,12 @@ def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) ->
      '"fixes": {"Question": "Fixed?"}}', "cannot edit field(s) ['Question']"),
     ("decisions__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "code": "fix_translation", '
      '"fixes": {"answer": " "}}', "the English answer cannot be empty"),
+    ("decisions__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "code": "fix_translation", '
+     '"fixes": {"answer": "Fixed\\u0007"}}', "the English answer: control character U+0007"),
+    ("decisions__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "code": "other", "note": "why \\udc80"}',
+     "not valid Unicode (a lone surrogate"),
+    ("annotations__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "cultures": ["russian\\udc80"]}',
+     "not valid Unicode (a lone surrogate"),
     ("annotations__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "reasoning_type": "Creative"}',
      "reasoning type must be one of"),
     ("annotations__ann.jsonl", '{"item_id": "chgk_1", "reviewer": "ann", "concepts": ["banana"]}', "unknown concept"),
@@ -313,8 +319,10 @@ def test_marimo_review_app_fix_fields_are_labelled_text_areas(tmp_path: Path) ->
 def test_a_hand_edited_review_line_is_one_error_naming_it(tmp_path: Path, file: str, line: str, problem: str) -> None:
     """A decision with a mistyped code was applied as a removal ('kep' is not a keep code) and counted
     under 'kep'; a record without a code was a pydantic traceback; a fix of a field that is not an
-    English field was counted as a fix and applied as none; an annotation label outside the
-    vocabulary was left out of the scoring. Each is now one error naming file:line."""
+    English field was counted as a fix and applied as none; a fixed field with a control character
+    was exported (an eval of the export refuses it); a lone surrogate escape (valid JSON) was a
+    UnicodeEncodeError traceback; an annotation label outside the vocabulary was left out of the
+    scoring. Each is now one error naming file:line."""
     from cresowlve_core.failures import InputError
 
     cands = _cands()
