@@ -369,8 +369,13 @@ class Build:
         if self.config.limit is not None:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
         if collect_note := self.collect_note():
-            notes.append(f"Collected {self.funnel.get('collected')} of {collect_note}; the unusable and duplicate ones are "
-                         "listed in `collect/report.json`.")
+            collected = self.steps.get("collect") or {}
+            sampled = (f" (a stratified sample of {self.config.per_level} per difficulty level, seed {self.config.seed})"
+                       if self.config.per_level is not None and collected.get("n_sampled", 0) < collected.get("n_unique", 0)
+                       else "")
+            listed = ("; the unusable and duplicate ones are listed in `collect/report.json`"
+                      if collected.get("n_unusable") or collected.get("n_duplicates") else "")
+            notes.append(f"Collected {self.funnel.get('collected')} of {collect_note}{sampled}{listed}.")
         if calls_note := self.calls_note():
             notes.append(f"Incomplete build: {calls_note}; see the model steps below.")
         from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
@@ -455,12 +460,13 @@ class Build:
 
     def collect_note(self) -> str | None:
         """The blocks read that did not become candidates (unusable: no question, no answer, not in
-        Russian; repeats of an id), or None when every block read was collected."""
+        Russian; repeats of an id; left out by ``per_level`` or ``limit``), or None when every block
+        read was collected."""
         c = self.steps.get("collect") or {}
         unusable, duplicates = c.get("n_unusable", 0), c.get("n_duplicates", 0)
-        if not unusable and not duplicates:
-            return None
         not_sampled = c.get("n_unique", 0) - c.get("n_out", 0)  # left out by --per-level or --limit
+        if not unusable and not duplicates and not not_sampled:
+            return None
         parts = [f"{n} {what}" for n, what in ((unusable, "unusable"), (duplicates, "duplicate"),
                                                (not_sampled, "not sampled")) if n]
         return f"{c.get('n_read')} read: {', '.join(parts)}"

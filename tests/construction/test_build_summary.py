@@ -210,3 +210,21 @@ def test_a_step_run_of_another_model_is_refused_naming_the_step(tmp_path, capsys
     assert rc == 2 and sent == 64  # the first build's calls only
     assert last_line(capsys.readouterr().err).startswith(
         f"error: {tmp_path / 'build' / 'steps' / 'translate'}: the run directory holds another configuration (model: ")
+
+
+def test_questions_left_out_by_the_stratified_sample_are_named_on_the_build_line_and_the_data_card(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    """--per-level 1 over 4 usable questions (2 per level) kept 2: the line and the card said "collected 2"
+    beside the paper's 3,789 and nothing said a sample was taken (only --limit had a note)."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    source = tmp_path / "items.jsonl"
+    source.write_text("".join(json.dumps({"id": f"q{i}", "difficulty": 1 + i // 2, "ru": {"question": f"Вопрос {i}?",
+                                                                                        "answer": "Ответ"}},
+                                         ensure_ascii=False) + "\n" for i in range(4)), encoding="utf-8")
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        main(["build", "--source", str(source), "--per-level", "1", "--model", "fake", "--base-url", srv.base_url,
+              "--build-dir", str(tmp_path / "build"), "--no-cache", "--agreement-n", "1"])
+    line = capsys.readouterr().out.splitlines()[0]
+    assert "collected 2 (4 read: 2 not sampled) → −needs material" in line, line
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert "> Collected 2 of 4 read: 2 not sampled (a stratified sample of 1 per difficulty level, seed 0).\n" in card
