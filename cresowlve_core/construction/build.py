@@ -43,6 +43,7 @@ from cresowlve_core.construction.llm_steps import (
     annotate_step,
     filter_step,
     is_parsed,
+    no_usable_value,
     open_step_clients,
     planned_step_clients,
     refuse_changed_steps,
@@ -566,7 +567,9 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
     for field, vocab in (("concepts", CONCEPTS), ("domains", DOMAIN_GROUPS), ("cultures", None)):
         # an item the model gave no label set for (refused, filtered, unparseable, errored) is left out: an empty
         # set would claim the model saw no label apply
-        labelled = [c for c in done if is_parsed(field, c.verdicts.get(field))]
+        # (or whose every label was outside the vocabulary: no_usable_value, flagged oov_only)
+        labelled = [c for c in done if is_parsed(field, c.verdicts.get(field))
+                    and no_usable_value(field, c.verdicts[field]) is None]
         # and, for domains, one with a free-text domain no group was found for: its set of groups is not known
         unmapped = [c for c in labelled if field == "domains" and domains_unmapped(c)]
         labelled = [c for c in labelled if c not in unmapped]

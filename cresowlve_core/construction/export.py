@@ -243,7 +243,8 @@ def agreement_section(result: dict[str, Any] | None) -> str:
                if (result.get(key) or {}).get("n_no_model_label")]
     if missing:
         lines.append("\nLeft out of a field's n: items the model gave no labels for (refused, filtered, unparseable or "
-                     f"errored; an empty set would claim it saw none apply): {', '.join(missing)}.\n")
+                     "errored, or every label outside the vocabulary; an empty set would claim it saw none apply): "
+                     f"{', '.join(missing)}.\n")
     if unmapped := (result.get("domains") or {}).get("n_unmapped"):
         lines.append(f"\nLeft out of the knowledge domains' n: {unmapped} item(s) with a free-text domain the model gave "
                      "that no group was found for (its groups are not all known; `steps/domain_routes.json`).\n")

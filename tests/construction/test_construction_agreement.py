@@ -263,3 +263,23 @@ def test_reviewer_names_are_text_in_the_data_cards_agreement_section() -> None:
         card = agreement_section(result)
         assert not re.search(r"(?<!\\)<img", card) and "\\<img src=x onerror=alert(1)\\> 1 of 3" in card
     assert "(\\<img src=x onerror=alert(1)\\>); raters per item" in agreement_section(scored)
+
+
+def test_an_item_whose_every_concept_was_outside_the_vocabulary_is_left_out_of_the_concepts_n() -> None:
+    """'LABELS: banana, irony' on every item: the build line said 'no usable label: concepts 4/4', yet the
+    agreement scored those items as the model saying no concept applies (n 2, AC1 0.2 against a reviewer's
+    metaphor and pun). They are now left out of the concepts' n and counted with the unlabelled ones."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    verdicts = {"c0": {"labels": [], "oov": ["banana", "irony"]}, "c1": {"labels": ["pun"], "oov": ["banana"]}}
+    cands = [Candidate(id=i, ru=ItemView(question="q", answer="a"), concepts=v["labels"]).with_verdict("concepts", v)
+             for i, v in verdicts.items()]
+    notes = {i: Annotation(item_id=i, reviewer="ann", concepts=["pun"]) for i in verdicts}
+    result = agreement_report(cands, {"ann": notes}, n_boot=20)
+    assert (result["concepts"]["n_items"], result["concepts"]["n_no_model_label"]) == (1, 1)
+    assert result["concepts"]["per_label"]["pun"]["support"] == 2  # c1 only: the model and the reviewer
+    assert "every label outside the vocabulary" in agreement_section({**result, "n_sample": 2})
