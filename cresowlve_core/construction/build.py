@@ -49,6 +49,7 @@ from cresowlve_core.construction.llm_steps import (
     refuse_changed_steps,
     translate_step,
 )
+from cresowlve_core.construction.parsers import check_cultures
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
 from cresowlve_core.exitcodes import sent_phrase
@@ -527,6 +528,14 @@ class Build:
             raise
 
 
+def human_labels(field: str, annotation: R.Annotation) -> list[str]:
+    """A reviewer's labels of ``field`` as the model's are compared: cultures normalised by the rule the
+    model's pass (:func:`~cresowlve_core.construction.parsers.check_cultures`: ``Russian culture`` is
+    ``russian``, ``none`` no culture), so that a spelling is no disagreement."""
+    labels = getattr(annotation, field) or []
+    return check_cultures(labels)[0] if field == "cultures" else labels
+
+
 def domains_unmapped(c: Candidate) -> list[str]:
     """The item's free-text domains that no group was found for (:func:`consolidate_domains`)."""
     return list((c.verdicts.get("consolidate_domains") or {}).get("unmapped") or [])
@@ -575,7 +584,7 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
         labelled = [c for c in labelled if c not in unmapped]
         # and one a reviewer's saved line has no such field for (None, unlike [] for "none applies")
         rated = [c for c in labelled if all(getattr(annotations[r][c.id], field) is not None for r in reviewers)]
-        sets = [[getattr(c, field), *(getattr(annotations[r][c.id], field) for r in reviewers)] for c in rated]
+        sets = [[getattr(c, field), *(human_labels(field, annotations[r][c.id]) for r in reviewers)] for c in rated]
         out[field] = {**A.multilabel_agreement(sets, vocab, n_boot=n_boot, seed=seed),
                       "n_no_model_label": len(done) - len(labelled) - len(unmapped),
                       "n_no_human_label": len(labelled) - len(rated),

@@ -283,3 +283,21 @@ def test_an_item_whose_every_concept_was_outside_the_vocabulary_is_left_out_of_t
     assert (result["concepts"]["n_items"], result["concepts"]["n_no_model_label"]) == (1, 1)
     assert result["concepts"]["per_label"]["pun"]["support"] == 2  # c1 only: the model and the reviewer
     assert "every label outside the vocabulary" in agreement_section({**result, "n_sample": 2})
+
+
+def test_a_reviewers_cultures_are_compared_as_the_models_are_normalised() -> None:
+    """The model's cultures are normalised (lower case, 'X culture' is X, 'general' is no culture); a
+    reviewer's were compared as saved, so 'Russian' in a hand-written line, or 'russian culture' typed
+    in the app, was a disagreement with the model's 'russian' (AC1 0.2 on two items that agree)."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    typed = {"c0": ["Russian"], "c1": ["russian culture", "general"], "c2": ["french"]}
+    cands = [Candidate(id=i, ru=ItemView(question="q", answer="a"), cultures=["russian"] if i != "c2" else ["french"])
+             .with_verdict("cultures", {"cultures": ["russian"], "not_cultures": [], "unrecognised": []})
+             for i in typed]
+    notes = {i: Annotation(item_id=i, reviewer="ann", cultures=v) for i, v in typed.items()}
+    cultures = agreement_report(cands, {"ann": notes}, n_boot=20)["cultures"]
+    assert sorted(cultures["per_label"]) == ["french", "russian"] and cultures["overall"] == 1.0
