@@ -310,6 +310,7 @@ class Build:
         # decisions for items this build no longer has (a rebuilt build: other sources, sample or filter verdicts)
         n_other = len(set(decisions) - {c.id for c in self.cands})
         out.counts.update({"reviewers": report["reviewers"], "n_conflicts": report["n_conflicts"],
+                           "n_undated_conflicts": report["n_undated_conflicts"],
                            "n_decisions_not_in_build": n_other, "n_decisions_not_applied": n_not_applied})
         self.funnel["human_validation"] = len(out.removed)
         self.funnel["final"] = len(out.kept)
@@ -389,6 +390,7 @@ class Build:
         model_steps = {name: s for name, s in self.steps.items() if name in LLM_STEPS}
         card = data_card({"name": self.config.name, "models": self.models(), "review_codes": human,
                           "review_conflicts": review.get("n_conflicts", 0),
+                          "review_undated_conflicts": review.get("n_undated_conflicts", 0),
                           "review_not_in_build": review.get("n_decisions_not_in_build", 0),
                           "review_not_applied": review.get("n_decisions_not_applied", 0),
                           "agreement": self.agreement_result, "model_steps": model_steps},

@@ -317,7 +317,10 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
         parts.append(f"\n{stale} keep decision(s) were made on another English translation than the one exported "
                      "(the translation was run again): not applied; those items count as not human-validated.\n")
     if conflicts := build.get("review_conflicts"):
-        parts.append(f"\nReviewers disagreed on {conflicts} item(s); the latest decision was applied.\n")
+        undated = build.get("review_undated_conflicts") or 0
+        parts.append(f"\nReviewers disagreed on {conflicts} item(s); the latest decision was applied"
+                     + (f" (on {undated} of them a decision has no time, `at`, as a hand-written line: it counts as the "
+                        "earliest, whenever it was written)" if undated else "") + ".\n")
     if not_applied := build.get("review_not_applied"):
         parts.append(f"\n{not_applied} saved decision(s) were not applied (the build ran with `--no-review`): every "
                      "final item counts as not human-validated.\n")

@@ -304,7 +304,7 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
     reviewers disagree (each conflict is counted). Returns ``(decisions, report)``."""
     rdir = review_dir(build_dir)
     if not rdir.exists():
-        return {}, {"reviewers": [], "n_conflicts": 0}
+        return {}, {"reviewers": [], "n_conflicts": 0, "n_undated_conflicts": 0}
     per_item: dict[str, list[Decision]] = {}
     reviewers = []
     for f in sorted(rdir.glob("decisions__*.jsonl")):
@@ -317,8 +317,11 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
         ds.sort(key=lambda d: d.at)
         merged[item] = ds[-1]
         if len({d.code for d in ds}) > 1:
-            conflicts.append({"item_id": item, "codes": {d.reviewer: d.code for d in ds}})
-    return merged, {"reviewers": reviewers, "n_conflicts": len(conflicts), "conflicts": conflicts}
+            # a decision with no time (a hand-written line without "at") sorts first: not "the latest" one
+            conflicts.append({"item_id": item, "codes": {d.reviewer: d.code for d in ds},
+                              "undated": any(not d.at for d in ds)})
+    return merged, {"reviewers": reviewers, "n_conflicts": len(conflicts), "conflicts": conflicts,
+                    "n_undated_conflicts": sum(c["undated"] for c in conflicts)}
 
 
 def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) -> StepOutput:

@@ -450,6 +450,21 @@ def test_the_data_card_says_where_reviewers_disagreed_and_which_decisions_were_n
     assert "disagreed" not in quiet and "not in this build" not in quiet
 
 
+def test_a_conflict_decided_against_a_decision_with_no_time_is_said_so(tmp_path: Path) -> None:
+    """A hand-written decision without 'at' sorts before every dated one, so it lost any conflict, and the
+    card said 'the latest decision was applied' of a decision whose time nobody knows."""
+    from cresowlve_core.construction.export import data_card
+
+    R.write_queue(tmp_path, _cands())
+    R.ReviewSession(tmp_path, "ann").decide("chgk_0", "keep")
+    (tmp_path / "review" / "decisions__bob.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "bob", "code": "outdated"}\n', encoding="utf-8")
+    decisions, report = R.load_decisions(tmp_path)
+    assert decisions["chgk_0"].code == "keep" and (report["n_conflicts"], report["n_undated_conflicts"]) == (1, 1)
+    card = data_card({"name": "t", "review_conflicts": 1, "review_undated_conflicts": 1}, {}, [])
+    assert "the latest decision was applied (on 1 of them a decision has no time, `at`" in card
+
+
 def test_decisions_a_build_did_not_apply_with_no_review_are_named_on_its_line_and_card(tmp_path: Path) -> None:
     """With --no-review the saved decisions were dropped before they were counted: the card listed every
     item as unreviewed and its decisions as none, and said nothing of the decisions left unapplied."""
