@@ -556,6 +556,12 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
     Fleiss' kappa and AC1 carry seeded item-bootstrap 95% intervals (``*_ci``: value, low, high,
     n, n_undefined of n_boot, note; see :mod:`cresowlve_core.construction.agreement`)."""
     sample = {c.id for c in cands}
+    # labels made on another English view than the item's now (its translation was run again or fixed) are
+    # not scored against the model's labels of this one: left out as not labelled, and counted
+    views = {c.id: R.view_digest(c.en) for c in cands}
+    stale = {r: {i for i, a in annotations[r].items() if i in views and R.is_stale_annotation(a, views[i])}
+             for r in annotations}
+    annotations = {r: {i: a for i, a in annotations[r].items() if i not in stale[r]} for r in annotations}
     annotated_by = {r: sum(c.id in annotations[r] for c in cands) for r in sorted(annotations)}
     # labels saved for items not in this sample (an earlier sample of a rebuilt build) are counted, not scored;
     # a reviewer with none in this sample is not one of "every reviewer"
@@ -563,7 +569,8 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
     reviewers = [r for r, k in annotated_by.items() if k]
     done = [c for c in cands if reviewers and all(c.id in annotations[r] for r in reviewers)]
     out: dict[str, Any] = {"reviewers": reviewers, "n_items": len(done), "annotated_by": annotated_by,
-                           "outside_sample": {r: k for r, k in outside.items() if k}}
+                           "outside_sample": {r: k for r, k in outside.items() if k},
+                           "stale": {r: len(ids) for r, ids in sorted(stale.items()) if ids}}
     if not done:
         return out
     typed = [c for c in done if c.reasoning_type and all(annotations[r][c.id].reasoning_type for r in reviewers)]

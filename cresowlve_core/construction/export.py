@@ -207,6 +207,9 @@ def agreement_coverage(result: dict[str, Any]) -> str:
     text = "Labelled per reviewer: " + ", ".join(f"{markdown_cell(r)} {k} of {n}" for r, k in by.items()) + "."
     if any(k == 0 for k in by.values()):
         text += " A reviewer with no label in this sample is not one of \"every reviewer\"."
+    if stale := result.get("stale"):
+        text += (" Labels made on another English translation than the item's now (run again or fixed since), left "
+                 "out until labelled again: " + ", ".join(f"{markdown_cell(r)} {k}" for r, k in stale.items()) + ".")
     if outside:
         text += (" Labels saved for items not in this sample (an earlier sample of a rebuilt build), left out: "
                  + ", ".join(f"{markdown_cell(r)} {k}" for r, k in outside.items()) + ".")

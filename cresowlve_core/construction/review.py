@@ -97,6 +97,14 @@ class Annotation(BaseModel):
     domains: list[str] | None = None
     cultures: list[str] | None = None
     at: str = ""
+    en_digest: str | None = Field(None, description="the English view the reviewer saw (view_digest); the labels are "
+                                                    "scored against the model's on that translation only")
+
+
+def is_stale_annotation(a: Annotation, en_digest: str | None) -> bool:
+    """Labels made on another English view than the item's now (``en_digest``: the translation was run
+    again or fixed); labels saved before annotations recorded their view are taken as they are."""
+    return a.en_digest is not None and a.en_digest != en_digest
 
 
 def _safe_name(reviewer: str) -> str:
@@ -400,9 +408,12 @@ class AnnotationSession:
         self.file = f"annotations__{_safe_name(reviewer)}.jsonl"
         self.cards = load_queue(build_dir, AGREEMENT_QUEUE)  # first: a missing queue creates no directory
         self.run = RunDir(review_dir(build_dir))
-        self._ids = {c["id"] for c in self.cards}
+        self._by_id = {c["id"]: c for c in self.cards}
+        self._ids = set(self._by_id)
         saved = read_review_file(self.run.path / self.file, Annotation)
-        self.annotations: dict[str, Annotation] = {k: a for k, a in saved.items() if k in self._ids}
+        # labels made on another English view than the card's are to be made again (the translation changed)
+        self.annotations: dict[str, Annotation] = {k: a for k, a in saved.items() if k in self._ids
+                                                   and not is_stale_annotation(a, self._by_id[k].get("en_digest"))}
 
     def next_card(self) -> dict[str, Any] | None:
         """The first sampled item this reviewer has not labelled (where a resumed session continues)."""
@@ -431,7 +442,7 @@ class AnnotationSession:
         validate_annotation(reasoning_type, concepts, domains)
         cultures = list(dict.fromkeys(" ".join(c.split()).lower() for c in cultures if c.strip()))
         a = Annotation(item_id=item_id, reviewer=self.reviewer, reasoning_type=reasoning_type, concepts=concepts,
-                       domains=domains, cultures=cultures, at=now_iso())
+                       domains=domains, cultures=cultures, at=now_iso(), en_digest=self._by_id[item_id].get("en_digest"))
         self.run.append(self.file, a.model_dump())
         self.annotations[item_id] = a
         return a

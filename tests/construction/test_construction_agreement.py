@@ -301,3 +301,30 @@ def test_a_reviewers_cultures_are_compared_as_the_models_are_normalised() -> Non
     notes = {i: Annotation(item_id=i, reviewer="ann", cultures=v) for i, v in typed.items()}
     cultures = agreement_report(cands, {"ann": notes}, n_boot=20)["cultures"]
     assert sorted(cultures["per_label"]) == ["french", "russian"] and cultures["overall"] == 1.0
+
+
+def test_labels_made_on_another_translation_are_left_out_and_asked_again(tmp_path) -> None:
+    """A reviewer labelled an item of the agreement sample; its translation then changed (run again, or a
+    reviewer's fix_translation, after which the model labels it again): the old labels were scored against
+    the model's labels of the new text. They are now left out and counted, and the session asks again."""
+    from cresowlve_core.construction import review as R
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.items import ItemView
+
+    def cands(english: str) -> list[Candidate]:
+        return [Candidate(id=f"c{i}", ru=ItemView(question="Вопрос?", answer="Ответ"), reasoning_type="creative",
+                          en=ItemView(question=english if i == 0 else "Same?", answer="A")) for i in range(2)]
+
+    R.write_queue(tmp_path, cands("Old?"), R.AGREEMENT_QUEUE)
+    session = R.AnnotationSession(tmp_path, "ann")
+    for i in ("c0", "c1"):
+        session.annotate_form(i, reasoning_type="creative", concepts=["metaphor"])
+    now = cands("New?")
+    result = agreement_report(now, R.load_annotations(tmp_path), n_boot=20)
+    assert (result["n_items"], result["annotated_by"], result["stale"]) == (1, {"ann": 1}, {"ann": 1})
+    assert "another English translation than the item's now (run again or fixed since), left out until labelled " \
+           "again: ann 1." in agreement_section({**result, "n_sample": 2})
+    R.write_queue(tmp_path, now, R.AGREEMENT_QUEUE)
+    assert R.AnnotationSession(tmp_path, "ann").next_card()["id"] == "c0"
