@@ -86,10 +86,14 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
 
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
-                              "limit": a.limit, "max_tokens": client_options(a, LABEL_OPTIONS).max_tokens, "label": bool(a.labeller_model)}  # no labeller: report what exists
+                              "limit": a.limit, "max_tokens": client_options(a, LABEL_OPTIONS).max_tokens, "label": bool(a.labeller_model),  # no labeller: report what exists
+                              "make_demo": False}  # runs that match nothing are an empty report, never a demo evaluation
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None,
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
+    if res.records.get("empty"):
+        print(f"empty report: {res.records['empty']}", file=sys.stderr)
+        return EXIT_INCOMPLETE
     return report_exit(res.records)  # the model calls the report made, as `errors label` would exit
 
 

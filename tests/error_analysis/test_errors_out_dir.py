@@ -51,3 +51,14 @@ def test_documented_errors_commands_write_where_the_apps_look(tmp_path, isolated
     monkeypatch.chdir(clone)
     assert discover.newest_error_sample().path == sample
     assert discover.newest_error_labels().path == clone / "data" / "errors"
+
+
+def test_errors_report_on_runs_that_match_nothing_is_an_empty_report_not_a_demo_evaluation(tmp_path):
+    """A mistyped ``--runs``: the report says nothing matched and exits 1. Before, the notebook's
+    ``make_demo`` default evaluated the demo items with the embedded model into OUT_DIR/eval and reported
+    those answers (no embedded banner, since nothing was labelled), exit 0."""
+    out = _cli(["errors", "report", "--runs", str(tmp_path / "typo" / "*"), "--out-dir", str(tmp_path / "errors"),
+                "--reports-dir", str(tmp_path / "r")], REPO)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert out.stderr.strip().splitlines()[-1].startswith("empty report: no runs found at ")
+    assert not (tmp_path / "errors" / "eval").exists()  # nothing was evaluated
