@@ -66,6 +66,7 @@ class ErrorAnalysis:
     left_by_limit: int = 0  # wrong answers to label that ``limit`` left out (not labelled, not in the counts)
     limit: int | None = None
     stages: list[dict[str, Any]] = field(default_factory=list)  # the labelling this report ran (label_stage)
+    out_dir: Path | None = None  # the labels' and annotations' folder (``labels/``, ``annotations/``)
 
 
 def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: str | Path | None = None,
@@ -102,7 +103,7 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
     left_by_limit = n_wrong - len(units)
     if not label:
         return replace(_existing_analysis(work, source, units, tally, notes), synthetic=data.synthetic,
-                       left_by_limit=left_by_limit, limit=limit)
+                       left_by_limit=left_by_limit, limit=limit, out_dir=work)
     labeller = labeller_model or "embedded"
     label_dir = work / "labels" / slug(labeller)
     options = ClientOptions(max_tokens=max_tokens, concurrency=concurrency, seed=seed,
@@ -117,7 +118,7 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
         stages.append(label_stage(json.loads((label_dir / "summary.json").read_text(encoding="utf-8")), res))
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,
                          embedded=labeller_base_url is None, stopped=stopped, notes=notes,
-                         synthetic=data.synthetic, left_by_limit=left_by_limit, limit=limit, stages=stages)
+                         synthetic=data.synthetic, left_by_limit=left_by_limit, limit=limit, stages=stages, out_dir=work)
 
 
 def existing_labels(work: Path) -> list[Path]:
@@ -275,7 +276,8 @@ def examples_section(ea: ErrorAnalysis, n_per_category: int = 2) -> dict[str, An
 def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = None, *, n_per_config: int = 50,
                        seed: int = 0, annotator: str | None = None, n_boot: int = 1000) -> dict[str, Any]:
     """The seeded annotation sample, the panel (when ``annotator`` is given) and agreement."""
-    folder = Path(annotations_dir) if annotations_dir else ea.label_dir.parent.parent / "annotations"
+    work = ea.out_dir or ea.label_dir.parent.parent  # label_dir is OUT_DIR/labels/<labeller>
+    folder = Path(annotations_dir) if annotations_dir else work / "annotations"
     sample = annotation_sample(ea.labels, n_per_config, seed)
     out: dict[str, Any] = {"n_sample": int(len(sample)), "sample_path": None}
     if sample.empty:

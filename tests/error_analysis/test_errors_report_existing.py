@@ -87,3 +87,19 @@ def test_a_stored_label_outside_the_taxonomy_is_other_with_its_text_and_counted_
     assert rec["other"] == 1 and headline(rec) == "3 wrong answers sent to the labeller: 3 labelled, 1 other, 0 unlabelled"
     shares = {r["category"]: r["k"] for r in distribution_section(ea)["distribution"] if r["k"]}
     assert shares == {"overthinking": 2, "other": 1}
+
+
+def test_the_annotation_sample_is_written_in_out_dir_when_nothing_is_labelled_yet(tmp_path):
+    """With no labels under OUT_DIR the sample goes to OUT_DIR/annotations, where the annotation app looks.
+    Before, it was derived from the labels folder (OUT_DIR/labels, no labeller below it) and landed one level
+    up, in OUT_DIR's parent: data/annotations/sample.jsonl for the default data/errors."""
+    from cresowlve_core.error_analysis.report import annotation_section
+
+    items = _items(2)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    ea = analyse(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False, label=False)
+    out = annotation_section(ea)
+    assert out["sample_path"] == str(tmp_path / "out" / "annotations" / "sample.jsonl")
+    assert (tmp_path / "out" / "annotations" / "sample.jsonl").is_file()
+    assert not (tmp_path / "annotations").exists()
