@@ -206,10 +206,16 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
 
 
 def headline(labels: dict[str, Any]) -> str:
-    """The error-analysis report's one line, from :func:`labels_section`'s record."""
-    return (f"{labels['n']} wrong answers sent to the labeller: {labels['labelled']} labelled, "
+    """The error-analysis report's one line, from :func:`labels_section`'s record: every wrong answer is
+    in one of its counts (a labeller error, or an answer with no label record, is named, never dropped)."""
+    not_run = labels.get("not_run", 0)
+    sent = (f"{labels['n']} wrong answers sent to the labeller" if not not_run
+            else f"{labels['n']} wrong answers, {labels['n'] - not_run} sent to the labeller")
+    return (f"{sent}: {labels['labelled']} labelled, "
             f"{labels.get('other', 0)} other, {labels.get('unlabelled', 0)} unlabelled"
             + (f", {labels['withheld']} refused or filtered by the labeller" if labels.get("withheld") else "")
+            + (f", {labels['error']} labeller errors" if labels.get("error") else "")
+            + (f"; {not_run} not labelled (no label record)" if not_run else "")
             + (f"; {labels['left_by_limit']} more left out by the limit per configuration" if labels.get("left_by_limit")
                else ""))
 

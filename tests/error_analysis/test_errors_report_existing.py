@@ -103,3 +103,18 @@ def test_the_annotation_sample_is_written_in_out_dir_when_nothing_is_labelled_ye
     assert out["sample_path"] == str(tmp_path / "out" / "annotations" / "sample.jsonl")
     assert (tmp_path / "out" / "annotations" / "sample.jsonl").is_file()
     assert not (tmp_path / "annotations").exists()
+
+
+def test_the_headline_names_labeller_errors_and_answers_never_sent():
+    """Every wrong answer is in one of the headline's counts. Before, a labeller error was in none
+    ("6 wrong answers sent to the labeller: 4 labelled, 2 other, 0 unlabelled, 1 refused or filtered by the
+    labeller": 5 of 6), and answers with no label record (``errors report`` before ``errors label``) were
+    called sent ("2 wrong answers sent to the labeller: 0 labelled, 0 other, 0 unlabelled")."""
+    from cresowlve_core.error_analysis.report import headline
+
+    rec = {"n": 6, "labelled": 4, "unlabelled": 0, "withheld": 1, "error": 1, "not_run": 0, "other": 2, "left_by_limit": 0}
+    assert headline(rec) == ("6 wrong answers sent to the labeller: 4 labelled, 2 other, 0 unlabelled, "
+                             "1 refused or filtered by the labeller, 1 labeller errors")
+    rec = {"n": 2, "labelled": 0, "unlabelled": 0, "withheld": 0, "error": 0, "not_run": 2, "other": 0, "left_by_limit": 0}
+    assert headline(rec) == ("2 wrong answers, 0 sent to the labeller: 0 labelled, 0 other, 0 unlabelled; "
+                             "2 not labelled (no label record)")
