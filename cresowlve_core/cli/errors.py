@@ -82,13 +82,15 @@ def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
 def cmd_errors_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress
     from cresowlve_core.exitcodes import report_exit
-    from cresowlve_core.notebooks import run_notebook
+    from cresowlve_core.notebooks import report_name, run_notebook
 
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
                               "limit": a.limit, "max_tokens": client_options(a, LABEL_OPTIONS).max_tokens, "label": bool(a.labeller_model),  # no labeller: report what exists
                               "make_demo": False}  # runs that match nothing are an empty report, never a demo evaluation
+    # named after its runs, as `cresowlve report` names it: a report on other runs never replaces the main job's
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None,
+                       output_name=report_name("04_error_analysis", {"runs": a.runs}),
                        progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     print(f"{res.html}  ({res.seconds:.1f}s)")
     if res.records.get("empty"):

@@ -62,3 +62,22 @@ def test_errors_report_on_runs_that_match_nothing_is_an_empty_report_not_a_demo_
     assert out.returncode == 1, out.stderr[-2000:]
     assert out.stderr.strip().splitlines()[-1].startswith("empty report: no runs found at ")
     assert not (tmp_path / "errors" / "eval").exists()  # nothing was evaluated
+
+
+def test_errors_report_on_other_runs_is_named_after_them_and_leaves_the_main_jobs_report(tmp_path):
+    """``errors report --runs .../mine/*`` writes ``04_error_analysis_mine``, as ``cresowlve report
+    04_error_analysis -p runs .../mine/*`` does. Before, it always wrote ``04_error_analysis``, replacing the
+    main job's error-analysis report (of the demo runs) with one of other runs."""
+    from test_errors_label import _items, write_run
+
+    items = _items(2)
+    (tmp_path / "mine").mkdir()
+    write_run(tmp_path / "mine", "en", items, {it.id: False for it in items})
+    reports = tmp_path / "r"
+    reports.mkdir()
+    (reports / "04_error_analysis.html").write_text("the main job's report")
+    out = _cli(["errors", "report", "--runs", str(tmp_path / "mine" / "m__*"), "--out-dir", str(tmp_path / "errors"),
+                "--reports-dir", str(reports)], REPO)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (reports / "04_error_analysis.html").read_text() == "the main job's report"
+    assert (reports / "04_error_analysis_mine.html").is_file()
