@@ -38,7 +38,11 @@ class ReportsHandler(http.server.SimpleHTTPRequestHandler):
         target = Path(self.translate_path(self.path))
         if target.is_dir():
             target = target / "index.html"
-        resolved = target.resolve()
+        try:
+            resolved = target.resolve()
+        except ValueError:  # a NUL byte (%00) names no file
+            self.send_error(404, "not found")
+            return None
         if not resolved.is_relative_to(self.root):
             self.send_error(403, "outside the reports folder")
             return None

@@ -65,3 +65,13 @@ def test_answers_only_loopback_host_names(served):
     for host in (f"evil.example:{port}", "127.0.0.1", "localhost", f"127.0.0.1:{port + 1}", "", None):
         status, body = get(port, "/index.html", host)
         assert status == 403 and b"the index" not in body, host
+
+
+def test_a_nul_byte_in_the_path_is_a_404_not_a_dropped_connection(served, capfd):
+    """``/index.html%00``: before, resolving the path raised ValueError (embedded null byte) in the handler,
+    the server printed a traceback and closed the connection without an answer."""
+    port, host = served, f"127.0.0.1:{served}"
+    for path in ("/%00", "/index.html%00", "/sub/%00a.csv"):
+        assert get(port, path, host)[0] == 404, path
+    assert "Traceback" not in capfd.readouterr().err
+    assert get(port, "/index.html", host)[0] == 200
