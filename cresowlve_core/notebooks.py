@@ -312,11 +312,24 @@ def _publish(stage: Path, reports: Path) -> None:
     for p in files:
         if p.parent == stage and p.suffix in (".ipynb", ".html"):
             text = p.read_text(encoding="utf-8")
-            p.write_text(text.replace(str(stage), str(reports)), encoding="utf-8")
+            for staged, published in zip(_spellings(stage), _spellings(reports), strict=True):
+                text = text.replace(staged, published)
+            p.write_text(text, encoding="utf-8")
         dest = reports / p.relative_to(stage)
         dest.parent.mkdir(parents=True, exist_ok=True)
         os.replace(p, dest)
     shutil.rmtree(stage, ignore_errors=True)
+
+
+def _spellings(folder: Path) -> tuple[str, str, str]:
+    """The ways a report writes a folder's path: as it is (printed, recorded), as a Markdown message writes
+    it in a code span (``say``: ``_`` by a ``-`` or ``/`` becomes ``&#95;``), and HTML-escaped (``&amp;``)."""
+    import html
+
+    from cresowlve_core.untrusted import markdown
+
+    text = str(folder)
+    return text, markdown(f"`{text}`").removeprefix("<code>").removesuffix("</code>"), html.escape(text, quote=False)
 
 
 def _keep_failed(stage: Path, failed: Path) -> None:

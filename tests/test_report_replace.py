@@ -189,3 +189,24 @@ def test_the_main_jobs_renders_share_one_child_and_each_sees_the_environment_of_
             seen.append(re.search(r"mark (\w+) renderer (\d+)", html.read_text()).groups())
     assert [m for m, _ in seen] == ["first", "second"]
     assert seen[0][1] == seen[1][1] != str(os.getpid())  # both kernels were started by the same child
+
+
+def test_paths_a_report_says_in_markdown_point_where_the_files_are_published(tmp_path):
+    """An export path shown with ``say`` (a code span) in a reports folder whose path Markdown escapes
+    (``_`` by a ``/``, ``&``): the published .ipynb named the staging folder, deleted after the render
+    ("Exported `/tmp/V/&#95;rep/.render-03_analysis_s1-kp9t40zy/03_analysis_s1_table1.csv`"), since only
+    the path as printed was rewritten."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# Says a path"), nbformat.v4.new_code_cell(
+        "import os\nfrom pathlib import Path\nfrom cresowlve_core.reporting import say\n"
+        "out = Path(os.environ['CRESOWLVE_REPORTS_DIR']) / 'x_table1.csv'\nout.write_text('x')\n"
+        "say(f'Exported `{out}`.')")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "says.ipynb"))
+    reports = tmp_path / "_reports & co"
+    run_notebook(str(tmp_path / "says.ipynb"), {}, reports)
+    for page in ("says.ipynb", "says.html"):
+        text = (reports / page).read_text()
+        assert ".render-" not in text, page
+    assert "_reports &amp; co/x_table1.csv" in (reports / "says.html").read_text()
+    assert (reports / "x_table1.csv").is_file()
