@@ -371,6 +371,54 @@ def spearman_exact_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.nd
     return float(counts[extreme].sum() / counts.sum())
 
 
+#: the most distinct arrangements :func:`pearson_exact_p` enumerates (a 0/1 outcome of 10 items has at most 252,
+#: difficulty levels 1-5 of 10 items at most 113,400); above it Pearson's p stays the asymptotic t test's
+EXACT_PEARSON_MAX_ARRANGEMENTS = 200_000
+
+
+def _arrangements(counts: np.ndarray) -> int:
+    """The number of distinct orders of a multiset with these value counts: n! / Π c!."""
+    return math.factorial(int(counts.sum())) // math.prod(math.factorial(int(c)) for c in counts)
+
+
+def pearson_exact_p(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float:
+    """Two-sided exact permutation p of Pearson's r: the share of all ``n!`` pairings whose |r| is at
+    least the observed |r|. Example: r = 1 with n = 3 gives 2/6 = 0.3333 (the t test gives 0).
+
+    Pearson's r is increasing in ``Σ x·y`` (the means and spreads do not change under a pairing), so the
+    distinct orders of the variable with more ties are enumerated (each stands for the same number of
+    pairings): a 0/1 outcome of 10 items has 252. NaN for a constant variable; a ``ValueError`` above
+    :data:`EXACT_PEARSON_MAX_ARRANGEMENTS` orders.
+    """
+    from itertools import combinations
+
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    n = int(a.size)
+    if n != b.size:
+        raise ValueError("x and y must have the same length")
+    if n < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float("nan")
+    if _arrangements(np.unique(a, return_counts=True)[1]) < _arrangements(np.unique(b, return_counts=True)[1]):
+        a, b = b, a  # permute the variable with fewer distinct orders
+    values, code, counts = np.unique(b, return_inverse=True, return_counts=True)
+    if _arrangements(counts) > EXACT_PEARSON_MAX_ARRANGEMENTS:
+        raise ValueError(f"exact Pearson p enumerates at most {EXACT_PEARSON_MAX_ARRANGEMENTS} orders, "
+                         f"got {_arrangements(counts)}")
+    rows = np.full((1, n), -1, dtype=np.int64)  # each row: one distinct order of b, as codes of its values
+    for value, count in enumerate(counts):
+        free = np.nonzero(rows < 0)[1].reshape(len(rows), -1)
+        picks = np.array(list(combinations(range(free.shape[1]), int(count))), dtype=np.int64)
+        grown = np.repeat(rows, len(picks), axis=0)
+        at = free[:, picks].reshape(len(grown), int(count))
+        grown[np.arange(len(grown))[:, None], at] = value
+        rows = grown
+    sums = values[rows] @ a
+    centre = n * a.mean() * b.mean()
+    observed = abs(float(values[code] @ a) - centre)
+    tolerance = 1e-9 * max(1.0, float(np.abs(sums).max()))
+    return float(np.mean(np.abs(sums - centre) >= observed - tolerance))
+
+
 def complete_pairs(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``x`` and ``y`` as float arrays, keeping only the positions where both are known (not NaN)."""
     a = np.asarray(x, dtype=float)
@@ -408,6 +456,7 @@ class Correlation:
     spearman_low: float = float("nan")
     spearman_high: float = float("nan")
     spearman_p_method: str = "asymptotic"  # "exact" (all pairings) for n <= EXACT_SPEARMAN_MAX_N
+    pearson_p_method: str = "asymptotic"  # "exact" (all pairings) for n <= EXACT_SPEARMAN_MAX_N, as far as enumerable
 
 
 def fisher_z_interval(r: float, n: int, confidence: float = 0.95, spearman: bool = False) -> tuple[float, float]:
@@ -433,7 +482,9 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     Fewer than 3 complete pairs, or a constant variable, give NaN coefficients rather than
     an exception, so a section over partial data still renders. Spearman's p is exact
     (:func:`spearman_exact_p`) for n ≤ 10, where the asymptotic t approximation fails (ρ = 1
-    with n = 3 gives p = 0 there; exactly it is 0.33); ``spearman_p_method`` says which.
+    with n = 3 gives p = 0 there; exactly it is 0.33); ``spearman_p_method`` says which. So is
+    Pearson's (:func:`pearson_exact_p`, the same failure: r = 1 with n = 3), where its distinct
+    orders can be enumerated (always for a 0/1 outcome); ``pearson_p_method`` says which.
     """
     a, b = complete_pairs(x, y)
     n = int(a.size)
@@ -448,7 +499,11 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
         s_p, method = spearman_exact_p(a, b), "exact"
     else:
         s_p, method = rho_p, "asymptotic"
-    return Correlation(n, r, r_p, rho, s_p, p_lo, p_hi, s_lo, s_hi, method)
+    r_method = "asymptotic"
+    if n <= EXACT_SPEARMAN_MAX_N and min(_arrangements(np.unique(v, return_counts=True)[1]) for v in (a, b)) \
+            <= EXACT_PEARSON_MAX_ARRANGEMENTS:
+        r_p, r_method = pearson_exact_p(a, b), "exact"
+    return Correlation(n, r, r_p, rho, s_p, p_lo, p_hi, s_lo, s_hi, method, r_method)
 
 
 @dataclass(frozen=True)

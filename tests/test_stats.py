@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 
@@ -27,6 +28,7 @@ from cresowlve_core.stats import (
     holm,
     kappa_interval,
     mcnemar,
+    pearson_exact_p,
     percentile_interval,
     permutation_homogeneity,
     permutation_homogeneity_shared,
@@ -175,6 +177,31 @@ def test_spearman_exact_p_at_tiny_n() -> None:
     assert big.spearman_p_method == "asymptotic"  # n > 10
     with pytest.raises(ValueError):
         spearman_exact_p(np.arange(11.0), np.arange(11.0))
+
+
+def test_pearson_exact_p_at_tiny_n() -> None:
+    """Pearson's p had the failure Spearman's had: r = ±1 with n = 3 gave p = 0 (the t test), printed
+    "< 0.0001" (and Holm "< 0.0001") in 03's complexity table next to "significant: no". Exactly it is
+    the share of the n! pairings with |r| at least as large."""
+    c = correlation([1.0, 2.0, 3.0], [10.0, 20.0, 30.0])
+    assert c.pearson_p_method == "exact" and c.pearson_p == pytest.approx(1 / 3)
+    c = correlation([3.0, 4.0, 4.0], [1.0, 0.0, 0.0])  # a 0/1 outcome: the point-biserial r = -1
+    assert c.pearson_r == pytest.approx(-1.0) and c.pearson_p == pytest.approx(1 / 3)
+    rng = np.random.default_rng(3)
+    for n in (5, 7, 8):
+        x, y = rng.normal(size=n), (rng.random(n) > 0.5).astype(float)
+        assert pearson_exact_p(x, y) == pytest.approx(_brute_pearson_p(x, y))
+        x, y = rng.integers(1, 6, size=n).astype(float), rng.normal(size=n)
+        assert pearson_exact_p(x, y) == pytest.approx(_brute_pearson_p(x, y))
+    assert correlation(np.arange(10.0), np.arange(10.0) ** 3).pearson_p_method == "asymptotic"  # 10! orders
+    assert correlation(np.arange(11.0), np.arange(11.0) ** 2).pearson_p_method == "asymptotic"  # n > 10
+
+
+def _brute_pearson_p(x: np.ndarray, y: np.ndarray) -> float:
+    """Share of all n! pairings with |Σ x·y − n x̄ ȳ| at least the observed (|r| at least the observed)."""
+    orders = np.array(list(itertools.permutations(range(len(y)))))
+    centre = len(x) * x.mean() * y.mean()
+    return float(np.mean(np.abs(y[orders] @ x - centre) >= abs(x @ y - centre) - 1e-9))
 
 
 def _brute_spearman_p(x: list[float], y: list[float]) -> float:

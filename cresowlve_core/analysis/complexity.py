@@ -114,6 +114,7 @@ CORR_COLUMNS = [
     "pearson_low",
     "pearson_high",
     "pearson_p",
+    "pearson_p_method",
     "pearson_p_holm",
     "spearman_rho",
     "spearman_low",
@@ -135,6 +136,7 @@ def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float | str]:
         "pearson_low": c.pearson_low,
         "pearson_high": c.pearson_high,
         "pearson_p": c.pearson_p,
+        "pearson_p_method": c.pearson_p_method,  # exact (all pairings) for n <= 10 where enumerable
         "spearman_rho": c.spearman_rho,
         "spearman_low": c.spearman_low,
         "spearman_high": c.spearman_high,
