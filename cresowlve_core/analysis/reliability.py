@@ -40,6 +40,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.loading import main_subset, no_answer
+from cresowlve_core.llm.pricing import usd
 from cresowlve_core.stats import binary_agreement, mean_run_kappa, one_rater_constant, stable_seed
 
 AGREEMENT_COLUMNS = [
@@ -250,12 +251,12 @@ def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
 
 
 def format_cost(total: float, unknown: int, n: int) -> str:
-    """``"$1.23"``, ``"unknown"`` (no price at all) or ``"≥ $1.23 (5 of 100 unknown)"``."""
+    """``"$1.23"``, ``"unknown"`` (no price at all) or ``"≥ $1.23 (5 of 100 unknown)"``; below a cent with the
+    digits it needs (``"$0.0006"``, never ``"$0.00"``, which reads as free)."""
     if unknown >= n or pd.isna(total):
         return "unknown" if unknown else "–"
-    if unknown:
-        return f"≥ ${total:,.2f} ({unknown} of {n} unknown)"
-    return f"${total:,.2f}"
+    text = f"${total:,.2f}" if total == 0 or abs(total) >= 0.01 else usd(total)
+    return f"≥ {text} ({unknown} of {n} unknown)" if unknown else text
 
 
 def format_tokens(total: float, unknown: int) -> str:

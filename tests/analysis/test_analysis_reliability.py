@@ -180,6 +180,14 @@ def test_format_cost():
     assert format_cost(0.0, 0, 3) == "$0.00"
 
 
+def test_a_cost_below_a_cent_is_not_shown_as_zero():
+    """03's cost table showed a run that cost $0.00059 (and its judge $0.00099) as "$0.00", as a free run reads."""
+    assert format_cost(0.000594, 0, 9) == "$0.0006"
+    assert format_cost(0.0000594, 0, 9) == "$0.0000594"
+    assert format_cost(0.00099, 2, 9) == "≥ $0.0010 (2 of 9 unknown)"
+    assert format_cost(0.01, 0, 9) == "$0.01"
+
+
 def test_judge_vs_em_one_rater_constant_has_no_interval():
     """The judge accepts all 8, EM 5 of them: κ = 0.0 (statsmodels too), but its
     test is NaN there; the interval was shown as 0.0 [0.0, 0.0], now NaN with a note."""
