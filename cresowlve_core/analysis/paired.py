@@ -92,6 +92,9 @@ CROSS_COLUMNS = [
 
 
 JUDGE_ELSE_EM = "judge_else_em"
+#: ``compare_configs(...).attrs`` key: the pairs asked for (or same-model pairs) with no language in common,
+#: as ``(a, b, languages of a, languages of b)``: they have no row
+NO_SHARED_LANGUAGE = "no_shared_language"
 
 
 def correctness(responses: pd.DataFrame) -> pd.DataFrame:
@@ -253,7 +256,8 @@ def compare_configs(
     ``pairs`` are (a, b) names as :func:`resolve_config` reads them: display names, model names or
     grid labels (``aliases``; default: those recorded with a :class:`RunSet`). With
     ``include_defaults`` the same-model pairs of :func:`default_pairs` are added.
-    ``diff`` = acc(a) − acc(b) in pp.
+    ``diff`` = acc(a) − acc(b) in pp. A pair with no language in common has no row; it is listed in
+    ``attrs[NO_SHARED_LANGUAGE]``.
     """
     if aliases is None and isinstance(data, RunSet):
         aliases = data.aliases
@@ -267,6 +271,8 @@ def compare_configs(
     langs: dict[str, set[str]] = {}
     for config, lang in runs:
         langs.setdefault(config, set()).add(lang)
+    no_shared = [(a, b, sorted(langs.get(a, set())), sorted(langs.get(b, set()))) for a, b in wanted
+                 if not langs.get(a, set()) & langs.get(b, set())]
     for a, b in wanted:
         for lang in sorted(langs.get(a, set()) & langs.get(b, set())):
             r = _pair(_outcomes(runs, a, lang), _outcomes(runs, b, lang), (a, b))
@@ -299,6 +305,7 @@ def compare_configs(
             )
     out = pd.DataFrame(rows, columns=PAIR_COLUMNS[:-1])
     out["p_holm"] = holm(out["p"].to_numpy(float)) if not out.empty else []
+    out.attrs[NO_SHARED_LANGUAGE] = no_shared
     return out
 
 

@@ -611,9 +611,14 @@ def paired_section(
     except ValueError as exc:
         say(f"**Comparison not possible:** {exc}")
         configs = paired.compare_configs(df, None, metric)
-    if configs.empty:
+    not_compared = configs.attrs.get(paired.NO_SHARED_LANGUAGE, [])
+    if not_compared:
+        say("**Not compared** (the two have no language in common, so no item was answered by both): "
+            + "; ".join(f"{a} ({', '.join(la) or 'no language'}) vs {b} ({', '.join(lb) or 'no language'})"
+                        for a, b, la, lb in not_compared) + ".")
+    if configs.empty and not not_compared:
         say("No two configurations to compare (only one effort level per model, and no `compare` pairs given).")
-    else:
+    elif not configs.empty:
         say("**Between configurations** (`diff` = a − b in pp, Bonett–Price 95% CI; exact McNemar below 25 discordant items):")
         show(configs)
     cross = paired.cross_lingual(df, metric)
@@ -633,6 +638,7 @@ def paired_section(
         "judge_coverage": cov,
         "metric": metric,
         "n_config_pairs": int(len(configs)),
+        "n_not_compared": len(not_compared),
         "n_config_significant": int((configs["p_holm"] < 0.05).sum()) if not configs.empty else 0,
         "cross_lingual": jsonable(cross[["config", "n", "n_shared", "n_error_en", "n_error_ru", "n_error_both",
                                          "n_unscored", "dropped", "mismatch", "diff", "low", "high", "p", "p_holm",

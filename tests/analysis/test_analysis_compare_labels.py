@@ -133,3 +133,21 @@ def test_a_pair_naming_one_configuration_twice_is_refused_not_tested(tmp_path):
         check_compare(g, [["GPT-4.1", "gpt-4.1"]])
     with pytest.raises(ValueError, match="name the same configuration"):
         compare_configs(load_runs(g), [("GPT-5.4 (medium)", "gpt-5.4 (medium)")])
+
+
+def test_a_pair_with_no_language_in_common_is_named_not_dropped(tmp_path, monkeypatch):
+    """``compare`` asked for gpt-4.1 (En only) vs qwen3 (Ru only): no row, and the section said "No two
+    configurations to compare (... and no `compare` pairs given)" although a pair was given."""
+    write_run(tmp_path / "a", [record("i1", model="gpt-4.1")], model="gpt-4.1")
+    write_run(tmp_path / "b", [record("i1", model="qwen3", lang="ru")], model="qwen3", lang="ru")
+    rs = load_runs(str(tmp_path / "*"))
+    assert compare_configs(rs, [("gpt-4.1", "qwen3")]).attrs["no_shared_language"] == [("gpt-4.1", "qwen3", ["en"], ["ru"])]
+    from cresowlve_core.analysis import report
+
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    out = paired_section(rs, compare=[["gpt-4.1", "qwen3"]])
+    text = "\n".join(said)
+    assert out["n_config_pairs"] == 0 and out["n_not_compared"] == 1
+    assert "**Not compared** (the two have no language in common" in text and "gpt-4.1 (en) vs qwen3 (ru)" in text
+    assert "no `compare` pairs given" not in text
