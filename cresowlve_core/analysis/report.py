@@ -25,6 +25,7 @@ from cresowlve_core.analysis.loading import main_subset as main_subset  # re-exp
 from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
 from cresowlve_core.reporting import jsonable, say, show
+from cresowlve_core.sources.chgk import DIFFICULTY_LEVELS
 from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
 from cresowlve_core.text import NO_REASONING, normalise_effort, plural
 from cresowlve_core.untrusted import one_line
@@ -348,8 +349,16 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         return SKIPPED
     df, _ = rs.creative()
     pop = _population(df, "creative items (Table 1's population)")
+    # a rating off the 1–5 scale (a hand edit, another dataset's scale) is no level of this chart or its trend
+    off_scale = df["difficulty"].notna() & ~df["difficulty"].isin(list(DIFFICULTY_LEVELS))
+    off = df[off_scale]
+    df = df[~off_scale]
+    off_note = (f" **Left out: {off['id'].nunique()} item(s) rated off the 1–5 scale** (difficulty "
+                + ", ".join(f"{v:g}" for v in sorted(off["difficulty"].unique())) + "; "
+                + ", ".join(f"`{one_line(i)}`" for i in sorted(off["id"].unique())[:5])
+                + (", ..." if off["id"].nunique() > 5 else "") + ")." if len(off) else "")
     if df["difficulty"].isna().all():
-        say("**No difficulty labels** in these runs: this breakdown needs `difficulty` (1–5) on the records.")
+        say("**No difficulty labels** in these runs: this breakdown needs `difficulty` (1–5) on the records." + off_note)
         return {"skipped": "no difficulty"}
     metrics = [m for m in table.PAPER_METRICS if df[m].notna().any()]
     if "judge" not in metrics:
@@ -362,7 +371,7 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         + (f" **Left out: {unrated.nunique()} item(s) without a difficulty rating** ({len(unrated)} response(s): "
            + ", ".join(f"`{one_line(i)}`" for i in sorted(unrated.unique())[:5])
            + (", ..." if unrated.nunique() > 5 else "") + "); they count in Table 1, not in this breakdown."
-           if len(unrated) else ""))
+           if len(unrated) else "") + off_note)
     show(charts.difficulty_chart(res))
     small = res[res["small"]]
     if not small.empty:
@@ -386,6 +395,7 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         "interval": "wilson",
         "n_small_cells": int(len(small)),
         "n_unrated_items": int(unrated.nunique()),
+        "n_off_scale_items": int(off["id"].nunique()),
         "trend_rows": int(len(trend)),
         "trend_falls": falls,
     }

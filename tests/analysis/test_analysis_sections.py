@@ -196,3 +196,25 @@ def test_example_errors_of_a_run_with_only_errored_items_say_nothing_is_answered
     assert out["m/en"]["n_error"] == 3
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert text == "**m / en** — no answered items; 3 errored item(s) (no answer, left out) not shown: nothing to show."
+
+
+def test_a_difficulty_off_the_1_to_5_scale_is_left_out_of_the_breakdown_and_named(tmp_path, monkeypatch):
+    """Hand-edited ratings 0 and 7 became levels of the chart and scores of the trend test, whose text
+    says "Cochran–Armitage over difficulty 1–5", without a word; the ChGK reader calls them invalid."""
+    import pandas as pd
+    from test_analysis_fixtures import record, write_run
+
+    from cresowlve_core.analysis import breakdowns, load_runs, report
+
+    recs = [record(f"i{k}", difficulty=d, em_strict=k % 2 == 0) for k, d in enumerate([1, 2, 3, 4, 5, 0, 7, 7])]
+    rs = load_runs(str(write_run(tmp_path / "r", recs)))
+    said: list[str] = []
+    shown: list[object] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda obj, *a: shown.append(obj))
+    trend: list[object] = []
+    monkeypatch.setattr(breakdowns, "difficulty_trend", lambda res: trend.append(res) or pd.DataFrame(columns=["falls"]))
+    out = report.difficulty_section(rs)
+    assert out["n_off_scale_items"] == 3
+    assert sorted(trend[0]["difficulty"].unique()) == [1, 2, 3, 4, 5]
+    assert any("**Left out: 3 item(s) rated off the 1–5 scale** (difficulty 0, 7; `i5`, `i6`, `i7`)" in s for s in said)
