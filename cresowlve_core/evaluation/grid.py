@@ -269,13 +269,38 @@ def cells(grid: GridConfig) -> list[Cell]:
     return out
 
 
-def cell_finished(cell: Cell) -> bool:
+def cell_finished(grid: GridConfig, cell: Cell) -> bool:
     """A cell whose summary shows every item answered (no error, none left, not stopped) and, for a
-    judged cell, every answer judged (no judge error, none left)."""
+    judged cell, every answer judged (no judge error, none left), run with the configuration the grid
+    config now gives it (:func:`holds_its_configuration`): a finished cell whose settings or limit
+    were edited since is run again, so that its evaluation continues it (a larger limit) or refuses
+    it naming what changed, never skipped as done."""
     s = _read_summary(cell)
     if s is None:
         return False
-    return not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
+    done = not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
+    return done and holds_its_configuration(grid, cell)
+
+
+def holds_its_configuration(grid: GridConfig, cell: Cell) -> bool:
+    """Whether the cell's run directory holds a run of the cell's configuration: its manifest has the
+    same resume identity (:func:`~cresowlve_core.runtime.manifest.identity_changes`: model, endpoint,
+    items, prompts, the settings that shape an answer, the judge) and the same item limit."""
+    from cresowlve_core.evaluation.runner import build_manifest
+    from cresowlve_core.runtime.manifest import Manifest, identity_changes
+
+    try:
+        old = Manifest.model_validate_json((cell.run_dir / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none, or one that cannot be read: the cell's evaluation says why
+        return False
+    cfg = cell.eval_config(grid)
+    if old.limit != cfg.limit:
+        return False
+    try:
+        new = build_manifest(cfg, old.n_items or 0)
+    except Exception:  # noqa: BLE001 - a configuration that cannot run: the cell's evaluation reports it
+        return False
+    return not identity_changes(old, new)
 
 
 #: the status of a cell whose judge replied to every answer but gave no verdict: not resumable work, yet
@@ -338,7 +363,7 @@ def default_workers() -> int:
 async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str, Any]:
     """Evaluate every unfinished cell (``grid.parallel`` at once) and write ``grid.json``."""
     all_cells = cells(grid)
-    todo = [c for c in all_cells if not cell_finished(c)]
+    todo = [c for c in all_cells if not cell_finished(grid, c)]
     items = CellItems()
     loaded = {c.name: items(c.eval_config(grid)) for c in todo}
     bar = tqdm(total=sum(len(v) for v in loaded.values()), desc=f"grid {grid.name} ({len(todo)} cells)",

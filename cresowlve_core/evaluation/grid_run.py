@@ -37,7 +37,7 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
     from cresowlve_core.runtime import run_coro
 
     grid = load_grid(path)
-    todo = [c for c in cells(grid) if not cell_finished(c)]
+    todo = [c for c in cells(grid) if not cell_finished(grid, c)]
     for note in temperatures_not_sent(grid, todo):
         print(f"warning: {note}", file=sys.stderr)
     if min(workers, grid.parallel, len(todo)) > 1:

@@ -397,3 +397,25 @@ def test_a_cells_unreadable_summary_makes_it_run_again_not_a_traceback(tmp_path)
             assert out["n_done"] == 1 and not out["cells"][0]["skipped"]
             assert json.loads(summary.read_text())["n_ok"] == 2
         assert srv.total == sent  # every answer and verdict was on disk
+
+
+def test_a_finished_cell_whose_config_was_edited_is_continued_or_refused_not_skipped_as_done(tmp_path):
+    """A finished cell, then the grid's YAML edited: a larger limit continues the cell (the new items are
+    answered), another max_tokens refuses it naming the change, nothing sent. Before: both skipped as
+    "done" (exit 0), grid.json listing the 2 answers of max_tokens 32 as the cell of the edited config."""
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        config = write_config(tmp_path, srv, langs=["en"], models=models)
+        assert run_grid(config, progress=False)["n_done"] == 1
+        sent = srv.total
+        config = write_config(tmp_path, srv, langs=["en"], models=models, limit=3)
+        (cell,) = run_grid(config, progress=False)["cells"]
+        assert (cell["status"], cell["skipped"]) == ("done", False) and cell["line"].startswith("n=3 ok=3")
+        assert srv.total == sent + 2  # the third item: its answer and its verdict
+        sent = srv.total
+        config = write_config(tmp_path, srv, langs=["en"], models=models, limit=3,
+                              options={"concurrency": 2, "max_tokens": 64, "cache_path": str(tmp_path / "cache.sqlite")})
+        (cell,) = run_grid(config, progress=False)["cells"]
+        assert srv.total == sent
+    assert cell["status"] == "refused" and "max_tokens: 32 → 64" in cell["error"]
+    assert json.loads((tmp_path / "grid" / GRID_FILE).read_text())["n_done"] == 0
