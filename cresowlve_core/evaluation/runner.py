@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
 
 from cresowlve_core import jsonl
 from cresowlve_core.evaluation import roles
@@ -35,8 +35,8 @@ from cresowlve_core.evaluation.scoring import (
 )
 from cresowlve_core.evaluation.solve import extract_answer, is_fewshot
 from cresowlve_core.exitcodes import sent_phrase
-from cresowlve_core.failures import MissingInput
-from cresowlve_core.items import Item, ItemView
+from cresowlve_core.failures import InputError, MissingInput
+from cresowlve_core.items import Item, ItemView, Lang
 from cresowlve_core.llm.client import LLMClient
 from cresowlve_core.llm.effort import refuse_unsent_effort
 from cresowlve_core.llm.pricing import CostMeter, PriceTable, cost_text, usd
@@ -759,16 +759,10 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         fewshot = is_fewshot(manifest.prompts)
         fresh = []
         for key, rec in latest.items():
-            if rec.get("status") == "ok" and rec.get("outcome") in NOT_AN_ANSWER:
-                rec = _with_judge_score({**rec, **not_an_answer_scores()})  # stays not correct, whatever its text
-            elif rec.get("status") == "ok":
-                other = rec.get("other_answers")
-                if other is None and key[0] in items:
-                    other = items[key[0]].view(key[1]).other_answers
-                rec = {**rec, "other_answers": other,
-                       **score_fields(rec.get("raw_output"), rec.get("answer") or "", other, fewshot=fewshot)}
-                rec = _with_judge_score(rec)
-            fresh.append(ResponseRecord(**rec))
+            try:
+                fresh.append(_rescored(key, rec, items, fewshot))
+            except ValidationError as exc:
+                raise unreadable_record(run.path / RESPONSES, rec, exc) from None
         path = run.path / RESPONSES
         tmp = path.with_suffix(".jsonl.tmp")
         jsonl.write_jsonl(tmp, (r.model_dump(mode="json") for r in fresh), transform=run.scrub)
@@ -786,6 +780,30 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["rescored"] = True
     run.write_summary(summary)
     return summary
+
+
+def _rescored(key: tuple[str, Lang], rec: dict[str, Any], items: dict[str, Item], fewshot: bool) -> ResponseRecord:
+    """``rec``, the latest record of item ``key``, with its answer extracted and scored again."""
+    rec = ResponseRecord(**rec).model_dump(mode="json")  # first: a record of another shape is refused as it is
+    if rec.get("status") == "ok" and rec.get("outcome") in NOT_AN_ANSWER:
+        rec = _with_judge_score({**rec, **not_an_answer_scores()})  # stays not correct, whatever its text
+    elif rec.get("status") == "ok":
+        other = rec.get("other_answers")
+        if other is None and key[0] in items:
+            other = items[key[0]].view(key[1]).other_answers
+        rec = {**rec, "other_answers": other,
+               **score_fields(rec.get("raw_output"), rec.get("answer") or "", other, fewshot=fewshot)}
+        rec = _with_judge_score(rec)
+    return ResponseRecord(**rec)
+
+
+def unreadable_record(path: Path, rec: dict[str, Any], exc: ValidationError) -> InputError:
+    """The error for ``rec``, a record of ``path`` edited into another shape (an outcome or status no run
+    writes, a field of the wrong type): the file, the item and the fields, each with what it holds."""
+    problems = "; ".join(f"{'.'.join(str(x) for x in e['loc'])}: {e['msg']} (it holds {one_line(repr(e.get('input')), 80)})"
+                         for e in exc.errors()[:3])
+    return InputError(f"{path}: the record of item {one_line(rec.get('id'), 80)!r} ({one_line(rec.get('lang'), 8)}) "
+                      f"cannot be read: {problems}; mend or remove it (nothing was rescored)")
 
 
 def _items_for_rescore(manifest: Manifest, latest: dict[Any, dict[str, Any]]) -> dict[str, Item]:

@@ -69,3 +69,29 @@ def test_rescore_keeps_a_thinking_runs_reasoning_checks(tmp_path):
     assert (out.summary["n_no_reasoning"], out.summary["n_unlabelled_reasoning"]) == (4, None)
     summary = rescore(run_dir)
     assert (summary["thinking"], summary["n_no_reasoning"], summary["n_unlabelled_reasoning"]) == (True, 4, None)
+
+
+def test_a_record_edited_into_another_shape_is_refused_naming_the_item_and_field(tmp_path):
+    """A record whose outcome, status or field type no run writes (edited by hand): one line naming the
+    file, the item, the field and what it holds, exit 2, the records and summary left as they were.
+    Before: a pydantic traceback ending "bug: ... not a problem with your input"."""
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        asyncio.run(evaluate_async(cfg, items(2), progress=False))
+    records = run_dir / "responses.jsonl"
+    lines = records.read_text().splitlines()
+    for field, value, problem in [("outcome", "blocked", "outcome: Input should be 'answer', 'truncated', 'refused', "
+                                   "'filtered', 'failed' or 'error' (it holds 'blocked')"),
+                                  ("raw_output", 5, "raw_output: Input should be a valid string (it holds 5)")]:
+        edited = {**json.loads(lines[1]), field: value}
+        records.write_text("\n".join([lines[0], json.dumps(edited)]) + "\n")
+        before = (records.read_text(), (run_dir / "summary.json").read_text())
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            f"error: {records}: the record of item {edited['id']!r} (en) cannot be read: {problem}; mend or remove it "
+            "(nothing was rescored)"]
+        assert (records.read_text(), (run_dir / "summary.json").read_text()) == before
