@@ -398,6 +398,8 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
     for c in all_cells:
         res = results.get(c.name)
         summary = res.get("summary") if res else _read_summary(c)
+        if res is None and summary is not None and not holds_its_configuration(grid, c):
+            summary = None  # not reached (a stop) and of another configuration: not this cell's work
         status = res["status"] if res else ("done" if summary else "not_run")
         if summary and work_left(summary) and status == "done":
             status = "incomplete"

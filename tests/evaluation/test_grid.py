@@ -419,3 +419,21 @@ def test_a_finished_cell_whose_config_was_edited_is_continued_or_refused_not_ski
         assert srv.total == sent
     assert cell["status"] == "refused" and "max_tokens: 32 → 64" in cell["error"]
     assert json.loads((tmp_path / "grid" / GRID_FILE).read_text())["n_done"] == 0
+
+
+def test_a_finished_cell_of_another_configuration_not_reached_before_a_stop_is_not_run_not_done(tmp_path, monkeypatch):
+    """A finished cell, its YAML edited (max_tokens), then the grid stopped before the cell started: grid.json
+    says it was not run. Before: "done" and "skipped", its line that of the run with the old max_tokens."""
+    import signal
+
+    from cresowlve_core.runtime import stop
+
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        assert run_grid(write_config(tmp_path, srv, langs=["en"], models=models), progress=False)["n_done"] == 1
+        edited = write_config(tmp_path, srv, langs=["en"], models=models,
+                              options={"concurrency": 2, "max_tokens": 64, "cache_path": str(tmp_path / "cache.sqlite")})
+        monkeypatch.setattr(stop, "requested", lambda: signal.SIGINT)  # stopped before any cell starts
+        out = run_grid(edited, progress=False)
+    assert out["stopped"] and out["n_done"] == 0
+    assert [(c["status"], c["skipped"], c["line"]) for c in out["cells"]] == [("not_run", False, None)]
