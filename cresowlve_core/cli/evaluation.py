@@ -197,8 +197,14 @@ def grid_words(remedy: str) -> str:
 def cmd_rescore(a: argparse.Namespace) -> int:
     from cresowlve_core.evaluation.runner import rescore, summary_line
 
-    print(summary_line(rescore(a.run_dir)) + " | rescored, 0 requests")
-    return 0
+    summary = rescore(a.run_dir)
+    print(summary_line(summary) + " | rescored, 0 requests")
+    if withdrawn := summary.get("n_verdicts_withdrawn"):  # answers the rescore left unjudged
+        print(f"incomplete: {withdrawn} judge verdict(s) withdrawn, each given on another candidate answer than "
+              "the rescored one (kept in the record's extra); the run's `cresowlve eval` command, run again, asks "
+              "the judge about the answers as they now stand", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return EXIT_OK
 
 
 def cmd_cache(a: argparse.Namespace) -> int:
@@ -350,7 +356,8 @@ def add_grid_parser(sub: Any) -> None:
 def add_rescore_parser(sub: Any) -> None:
     """Register ``cresowlve rescore``."""
     p = sub.add_parser("rescore", help="recompute answer extraction and every metric of a run from its stored "
-                       "raw outputs (no model call; judge verdicts kept)")
+                       "raw outputs (no model call; a judge verdict is kept while the candidate answer it judged is unchanged, "
+                       "else withdrawn, exit 1, for the run's next eval to ask again)")
     p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="an evaluation run directory (required)")
     p.set_defaults(fn=cmd_rescore)
 

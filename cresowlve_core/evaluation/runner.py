@@ -745,7 +745,8 @@ def sent_now(summary: dict[str, Any]) -> str:
 
 def rescore(run_dir: str | Path) -> dict[str, Any]:
     """Recompute answer extraction and every formula metric of a finished run from the stored
-    raw outputs, with no model call; judge verdicts are kept as they are. Rewrites
+    raw outputs, with no model call; a judge verdict is kept while the candidate answer it judged is
+    the same (else withdrawn: :func:`_rescored`, ``n_verdicts_withdrawn`` in the summary). Rewrites
     ``responses.jsonl`` atomically (the old file is kept as ``responses.jsonl.bak``) and the summary."""
     import os
 
@@ -757,10 +758,11 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         latest = latest_records(run)
         items = _items_for_rescore(manifest, latest)
         fewshot = is_fewshot(manifest.prompts)
+        rule = (manifest.judge or {}).get("protocol") if manifest.judge is not None else None
         fresh = []
         for key, rec in latest.items():
             try:
-                fresh.append(_rescored(key, rec, items, fewshot))
+                fresh.append(_rescored(key, rec, items, fewshot, rule))
             except ValidationError as exc:
                 raise unreadable_record(run.path / RESPONSES, rec, exc) from None
         path = run.path / RESPONSES
@@ -778,23 +780,58 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True
+    summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra for r in fresh)
     run.write_summary(summary)
     return summary
 
 
-def _rescored(key: tuple[str, Lang], rec: dict[str, Any], items: dict[str, Item], fewshot: bool) -> ResponseRecord:
-    """``rec``, the latest record of item ``key``, with its answer extracted and scored again."""
-    rec = ResponseRecord(**rec).model_dump(mode="json")  # first: a record of another shape is refused as it is
+#: ``extra`` of a rescored record whose judge verdict was withdrawn: the verdict, its status and why
+VERDICT_WITHDRAWN = "verdict_withdrawn_by_rescore"
+
+
+def _rescored(key: tuple[str, Lang], rec: dict[str, Any], items: dict[str, Item], fewshot: bool,
+              rule: JudgeRule | None) -> ResponseRecord:
+    """``rec``, the latest record of item ``key``, with its answer extracted and scored again (``rule``:
+    the run's judge protocol, None for a run without a judge). The judge's verdict is kept while the
+    candidate it was shown is the same; a verdict on another candidate (the raw output's extraction
+    changed) is withdrawn (:func:`_withdrawn_verdict`), and a refused or filtered answer of a judged
+    run has the verdict of one (not asked, not correct)."""
+    before = ResponseRecord(**rec).model_dump(mode="json")  # first: a record of another shape is refused as it is
+    rec = before
     if rec.get("status") == "ok" and rec.get("outcome") in NOT_AN_ANSWER:
-        rec = _with_judge_score({**rec, **not_an_answer_scores()})  # stays not correct, whatever its text
+        rec = {**rec, **not_an_answer_scores()}  # stays not correct, whatever its text
+        if rule is not None and rec.get("judge_status") != "not_an_answer":
+            rec = {**rec, **NOT_AN_ANSWER_VERDICT, "judge_usage": rec.get("judge_usage"),  # (a judge call paid is kept)
+                   "judge_cost": rec.get("judge_cost"), "extra": without_repeat(repeat_fields(rec))}
+        rec = _with_judge_score(rec)
     elif rec.get("status") == "ok":
         other = rec.get("other_answers")
         if other is None and key[0] in items:
             other = items[key[0]].view(key[1]).other_answers
         rec = {**rec, "other_answers": other,
                **score_fields(rec.get("raw_output"), rec.get("answer") or "", other, fewshot=fewshot)}
+        if rule is not None and (withdrawn := _withdrawn_verdict(before, rec, rule, fewshot)) is not None:
+            rec = {**rec, "judge_status": "not_run", "judge_verdict": None, "judge_raw": None, "judge_outcome": None,
+                   "extra": {**without_repeat(repeat_fields(rec)), VERDICT_WITHDRAWN: withdrawn}}
         rec = _with_judge_score(rec)
     return ResponseRecord(**rec)
+
+
+def _withdrawn_verdict(before: dict[str, Any], after: dict[str, Any], rule: JudgeRule,
+                       fewshot: bool) -> dict[str, Any] | None:
+    """The verdict of ``before`` that does not hold for ``after``, an answer rescored, else None: one
+    the judge gave on another candidate than the one it would now be shown, or the not-an-answer
+    verdict of a record that is now an answer. The next ``cresowlve eval`` of the run asks the judge
+    about the answer as it now stands."""
+    status = before.get("judge_status")
+    if status == "not_an_answer":
+        why = "the record was not an answer when it was judged"
+    elif status in ("scored", "unscored") and \
+            judge_prediction(before, rule, fewshot=fewshot) != judge_prediction(after, rule, fewshot=fewshot):
+        why = "the judge was shown another candidate answer than the rescored one"
+    else:
+        return None
+    return {"judge_status": status, "judge_verdict": before.get("judge_verdict"), "why": why}
 
 
 def unreadable_record(path: Path, rec: dict[str, Any], exc: ValidationError) -> InputError:

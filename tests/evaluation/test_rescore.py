@@ -95,3 +95,45 @@ def test_a_record_edited_into_another_shape_is_refused_naming_the_item_and_field
             f"error: {records}: the record of item {edited['id']!r} (en) cannot be read: {problem}; mend or remove it "
             "(nothing was rescored)"]
         assert (records.read_text(), (run_dir / "summary.json").read_text()) == before
+
+
+def judged_reply(req) -> str:
+    if "candidate_answer" in req.prompt:  # our judge: every candidate correct
+        nonce = req.prompt.rsplit("VERDICT-", 1)[1].split(":")[0]
+        return f"Fine.\nVERDICT-{nonce}: CORRECT"
+    return reply(req)
+
+
+def test_a_verdict_on_another_candidate_than_the_rescored_one_is_withdrawn_and_judged_again(tmp_path):
+    """A judged run whose raw output now extracts to another candidate (the extraction changed, or the
+    record was edited): the judge never saw that candidate, so its verdict is withdrawn (kept in extra),
+    the rescore exits 1 saying so, and the next eval asks the judge about that answer only. A record now
+    refused gets the verdict of a refusal. Before: the old verdict was kept for the new candidate, exit 0,
+    and a refusal kept the CORRECT of the answer it replaced."""
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=judged_reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, judge_model="fake-judge")
+        asyncio.run(evaluate_async(cfg, items(3), progress=False))
+        records = run_dir / "responses.jsonl"
+        latest = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
+        first, second, third = latest.values()
+        assert all(r["judge_verdict"] == "CORRECT" for r in latest.values())
+        edited = [{**first, "raw_output": "<Answer>Copernicus</Answer>"}, second, {**third, "outcome": "refused"}]
+        records.write_text("".join(json.dumps(r) + "\n" for r in edited))
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, proc.stderr
+        assert proc.stderr.strip().splitlines()[-1].startswith(
+            "incomplete: 1 judge verdict(s) withdrawn, each given on another candidate answer than the rescored one")
+        now = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
+        assert (now[first["id"]]["prediction"], now[first["id"]]["judge_status"], now[first["id"]]["scores"]["judge"]) \
+            == ("Copernicus", "not_run", None)
+        assert now[first["id"]]["extra"]["verdict_withdrawn_by_rescore"]["judge_verdict"] == "CORRECT"
+        assert now[second["id"]]["judge_verdict"] == "CORRECT"  # the same candidate: the verdict holds
+        assert (now[third["id"]]["judge_status"], now[third["id"]]["scores"]["judge"]) == ("not_an_answer", False)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert (summary["n_judge_not_run"], summary["n_verdicts_withdrawn"]) == (1, 1)
+        sent = srv.total
+        asyncio.run(evaluate_async(cfg, items(3), progress=False))
+        assert srv.total == sent + 1  # the judge, about the rescored answer only
