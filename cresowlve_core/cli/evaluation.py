@@ -182,10 +182,10 @@ def cmd_grid(a: argparse.Namespace) -> int:
 
 
 #: the command-line flags a stop's remedy names, as a grid's YAML sets them
-GRID_SETTINGS = {"--judge-max-cost": "the judge's max_cost", "--judge-max-tokens": "the judge's max_tokens",
+GRID_SETTINGS = {"another --effort": "another effort in the model's efforts", "--judge-max-cost": "the judge's max_cost", "--judge-max-tokens": "the judge's max_tokens",
                  "--max-cost": "options.max_cost", "--max-tokens": "options.max_tokens",
                  "--judge-effort": "the judge's effort", "--effort": "the model's efforts"}
-_FLAG = re.compile("|".join(re.escape(flag) for flag in GRID_SETTINGS))  # the longer flag of two is listed first
+_FLAG = re.compile("|".join(re.escape(flag) for flag in GRID_SETTINGS))  # the longer of two is listed first
 
 
 def grid_words(remedy: str) -> str:

@@ -437,3 +437,15 @@ def test_a_finished_cell_of_another_configuration_not_reached_before_a_stop_is_n
         out = run_grid(edited, progress=False)
     assert out["stopped"] and out["n_done"] == 0
     assert [(c["status"], c["skipped"], c["line"]) for c in out["cells"]] == [("not_run", False, None)]
+
+
+def test_a_refused_efforts_remedy_reads_in_the_grids_words():
+    """The remedy of a cell whose provider refused its effort (llm/effort.py) as the grid's last line gives it.
+    Before: "choose another the model's efforts"."""
+    from cresowlve_core.cli.evaluation import grid_words
+
+    assert grid_words("choose another --effort (model 'g' at http://x/v1 refuses 'high')") == \
+        "choose another effort in the model's efforts (model 'g' at http://x/v1 refuses 'high')"
+    assert grid_words("change the value the provider refuses, set by --effort") == \
+        "change the value the provider refuses, set by the model's efforts"
+    assert grid_words("raise --judge-max-cost or --max-cost") == "raise the judge's max_cost or options.max_cost"
