@@ -758,7 +758,9 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         latest = latest_records(run)
         items = _items_for_rescore(manifest, latest)
         fewshot = is_fewshot(manifest.prompts)
-        rule = (manifest.judge or {}).get("protocol") if manifest.judge is not None else None
+        # (a judge section without a protocol is older than the paper's protocol: ours)
+        rule: JudgeRule | None = (manifest.judge.get("protocol") or "nonce-verdict") if manifest.judge is not None \
+            else None
         fresh = []
         for key, rec in latest.items():
             try:

@@ -137,3 +137,22 @@ def test_a_verdict_on_another_candidate_than_the_rescored_one_is_withdrawn_and_j
         sent = srv.total
         asyncio.run(evaluate_async(cfg, items(3), progress=False))
         assert srv.total == sent + 1  # the judge, about the rescored answer only
+
+
+def test_an_older_runs_judge_without_a_recorded_protocol_has_its_verdicts_checked_too(tmp_path):
+    """A manifest whose judge section predates the recorded protocol (ours was the only one): a verdict on
+    another candidate is withdrawn as in a current run. Before the fix: kept, exit 0."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "run_id": "old", "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "test", "n_items": 1,
+        "prompt": {"name": "solve_cot_en", "version": "2"}, "judge": {"model": "gpt-4o", "prompt": "judge@1"}}))
+    old = {"id": "chgk_1", "lang": "en", "status": "ok", "model": "m", "answer": "Copernicus", "other_answers": None,
+           "prediction": "Galileo", "raw_output": "<Answer>Galileo</Answer> no, <Answer>Copernicus</Answer>",
+           "judge_status": "scored", "judge_verdict": "INCORRECT"}
+    (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    rec = json.loads((run_dir / "responses.jsonl").read_text().splitlines()[0])
+    assert (rec["prediction"], rec["judge_status"], rec["scores"]["judge"]) == ("Copernicus", "not_run", None)
