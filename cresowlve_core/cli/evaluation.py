@@ -41,10 +41,17 @@ def cmd_runs(a: argparse.Namespace) -> int:
 
 
 def cmd_diff(a: argparse.Namespace) -> int:
-    from cresowlve_core.evaluation.listing import diff_report, diff_runs, language_warning, settings_warnings
+    from cresowlve_core.evaluation.listing import (
+        diff_report,
+        diff_runs,
+        items_warning,
+        language_warning,
+        settings_warnings,
+    )
 
-    if (warning := language_warning(Path(a.run_a), Path(a.run_b))) is not None:
-        print(warning, file=sys.stderr)
+    for warning in (language_warning(Path(a.run_a), Path(a.run_b)), items_warning(Path(a.run_a), Path(a.run_b))):
+        if warning is not None:
+            print(warning, file=sys.stderr)
     d = diff_runs(Path(a.run_a), Path(a.run_b), a.metric)
     for warning in settings_warnings(Path(a.run_a), Path(a.run_b), d.metric):
         print(warning, file=sys.stderr)

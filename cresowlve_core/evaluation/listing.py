@@ -405,6 +405,19 @@ def language_warning(a: Path, b: Path) -> str | None:
     return None
 
 
+def items_warning(a: Path, b: Path) -> str | None:
+    """A warning when two runs in one language were asked another item set (``items`` of their manifests:
+    ``demo``, ``hub:en``, a path), or None: the items of one set only are counted without an answer in
+    the other run, which never asked them."""
+    ma, mb = _json(a / "manifest.json"), _json(b / "manifest.json")
+    ia, ib = ma.get("items"), mb.get("items")
+    if ia and ib and ia != ib and ma.get("lang") == mb.get("lang"):
+        return (f"warning: A and B were asked different item sets ({one_line(ia)!r}, {one_line(ib)!r}): only the "
+                "items of both are compared; an item of one set only counts as without an answer in the run that "
+                "never asked it")
+    return None
+
+
 def settings_warnings(a: Path, b: Path, metric: str) -> list[str]:
     """Warnings when A and B were judged differently (for the judge metric) or asked with another
     version of one prompt (:func:`~cresowlve_core.analysis.loading.setting_mixes`)."""

@@ -498,3 +498,21 @@ def test_diff_shows_a_refusal_or_a_filtered_answer_as_what_it_is_not_as_the_answ
     out = _cli(["diff", str(a), str(filtered)]).stdout
     assert "2 disagreements: right only in A 2" in out and "'None'" not in out
     assert out.count("B (wrong): [filtered by the provider: no answer]") == 2, out
+
+
+def test_diff_of_runs_asked_different_item_sets_says_so(tmp_path):
+    """Two English runs of other item sets (4 items each, none shared): nothing is compared, and a warning
+    says why instead of leaving the 8 items as "errored or not run" alone. Runs of one set: no warning."""
+    items = make_items(8)
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path, items="set-a.jsonl"), items[:4], progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, items="set-b.jsonl"), items[4:], progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "c", tmp_path, items="set-b.jsonl", model="other"),
+                                   items[4:], progress=False))
+    out = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert out.returncode == 0, out.stderr
+    assert "items scored in both: 0; 8 without an answer in A or B" in out.stdout
+    assert out.stderr.strip().splitlines() == [
+        "warning: A and B were asked different item sets ('set-a.jsonl', 'set-b.jsonl'): only the items of both are "
+        "compared; an item of one set only counts as without an answer in the run that never asked it"]
+    assert _cli(["diff", str(tmp_path / "b"), str(tmp_path / "c")]).stderr == ""
