@@ -11,10 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, get_args
 
-from cresowlve_core.evaluation.records import repeat_fields, repeat_status
+from cresowlve_core.evaluation.records import Status, repeat_fields, repeat_status
 from cresowlve_core.failures import error_line
+from cresowlve_core.llm.types import Outcome
+from cresowlve_core.untrusted import one_line
+
+_STATUSES = frozenset(get_args(Status))
+_OUTCOMES = frozenset(get_args(Outcome))
 
 #: one shared read-only mapping per distinct set of scores (a run has only a handful of them)
 _SCORES: dict[tuple[tuple[str, Any], ...], Mapping[str, bool | None]] = {}
@@ -68,6 +73,15 @@ class SummaryEntry:
         self.judge_repeat_status: str = repeat_status(rec)
         repeat_raw = repeat_fields(rec).get("judge_repeat_raw") if self.judge_repeat_status == "error" else None
         self.judge_repeat_error: str | None = error_line(repeat_raw) if repeat_raw else None
+
+    def unknown_value(self) -> str | None:
+        """``status 'x'`` or ``outcome 'x'`` when the record has a value this version does not write
+        (:data:`~cresowlve_core.evaluation.records.Status`, :data:`~cresowlve_core.llm.types.Outcome`), else None."""
+        if self.status not in _STATUSES:
+            return f"status {one_line(repr(self.status), 40)}"
+        if self.outcome not in _OUTCOMES:
+            return f"outcome {one_line(repr(self.outcome), 40)}"
+        return None
 
     def get(self, name: str, default: Any = None) -> Any:
         return getattr(self, name, default)

@@ -117,6 +117,22 @@ def naming_the_records_file(run: RunDir) -> Iterator[None]:
         raise RecordWithoutKey(f"{run.path / RESPONSES}: {exc}") from None
 
 
+class RecordOfUnknownValue(RunDirError):
+    """The latest record of an item of a run directory's ``responses.jsonl`` with a ``status`` or
+    ``outcome`` this version does not write (edited by hand, or by a newer cresowlve): it says nothing
+    this run can count, as an answer or otherwise, until it is mended."""
+
+
+def refuse_unknown_values(run: RunDir, index: dict[Any, tuple[int, SummaryEntry]]) -> None:
+    """Raise :class:`RecordOfUnknownValue` for the first item whose latest record (``index``:
+    :meth:`RunDir.index` of its records) has a status or outcome this version does not know."""
+    for (item, lang), (_, entry) in index.items():
+        if (odd := entry.unknown_value()) is not None:
+            raise RecordOfUnknownValue(f"{run.path / RESPONSES}: the record of item {one_line(item, 80)!r} "
+                                       f"({one_line(lang, 8)}) has {odd}, which this version does not write; "
+                                       "mend or remove it (nothing was sent)")
+
+
 def latest_records(run: RunDir) -> dict[Any, dict[str, Any]]:
     """The latest record of each item of ``run``; a record without a key is refused naming the file."""
     with naming_the_records_file(run):
@@ -443,8 +459,13 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     resolved = resolved or roles.resolve(cfg)
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
-    with naming_the_records_file(run):
-        index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
+    try:
+        with naming_the_records_file(run):
+            index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
+        refuse_unknown_values(run, index)
+    except RunDirError:
+        run.abandon()
+        raise
     # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict
     units = [it for it in items if completions is None or it.id in completions
              or (cfg.judge_model is not None

@@ -173,6 +173,11 @@ class RunDir:
             self._release()
         return manifest
 
+    def abandon(self) -> None:
+        """Release the lock :meth:`begin` took, without finishing: the run was refused after it began
+        (a record it cannot read), so that this process can use the directory again once it is mended."""
+        self._release()
+
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Write ``summary.json``, stamped with the run directory's ``format_version``."""
         self.write_json(SUMMARY, {"format_version": FORMAT_VERSION, **summary})

@@ -168,3 +168,40 @@ def test_billed_answers_with_no_text_whose_cost_is_unknown_are_never_shown_as_ze
     unpriced.charge_unusable(None)
     line = summary_line(runner.summarize([], n_items=1, model_meter=unpriced.summary()))
     assert "| 1 billed answer(s) with no text, asked again (cost unknown, not in cost)" in line, line
+
+
+def test_a_resumed_run_refuses_a_record_of_an_outcome_it_does_not_write(tmp_path):
+    """A refused answer's record edited to outcome "blocked": the resume says which record and stops
+    (exit 2 from the CLI, nothing sent). Before: the record was counted an answer (ok=5, no refusal), the
+    CLI exited 0, while 03_analysis counts the same record as no answer."""
+    import subprocess
+    import sys
+
+    import pytest
+    from fakeserver import FakeServer
+
+    from cresowlve_core.runtime import RunDirError
+
+    def fake(req) -> str:
+        return "<Answer>Answer0</Answer>"
+
+    run_dir, items_file = tmp_path / "run", tmp_path / "items.jsonl"
+    items_file.write_text("".join(it.model_dump_json() + "\n" for it in items()))
+    with FakeServer(answers=fake) as srv:
+        cfg = EvalConfig(model="m", base_url=srv.base_url, run_dir=str(run_dir), items=str(items_file),
+                         cache=False, max_tokens=32)
+        asyncio.run(evaluate_async(cfg, items(), progress=False))
+        records = run_dir / "responses.jsonl"
+        lines = records.read_text().splitlines()
+        odd = {**json.loads(lines[1]), "outcome": "blocked"}
+        records.write_text("\n".join([lines[0], json.dumps(odd), *lines[2:]]) + "\n")
+        sent = srv.total
+        with pytest.raises(RunDirError, match=f"the record of item '{odd['id']}' \\(en\\) has outcome "
+                                                       "'blocked', which this version does not write"):
+            asyncio.run(evaluate_async(cfg, items(), progress=False))
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "eval", "--model", "m", "--base-url",
+                               srv.base_url, "--items", str(items_file), "--max-tokens", "32", "--no-cache",
+                               "--run-dir", str(run_dir)], capture_output=True, text=True, timeout=120)
+        assert srv.total == sent
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1].endswith("mend or remove it (nothing was sent)")
