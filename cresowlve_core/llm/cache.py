@@ -41,7 +41,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from cresowlve_core.jsontext import dumps
 from cresowlve_core.llm.types import (
@@ -50,6 +50,7 @@ from cresowlve_core.llm.types import (
     Endpoint,
     GenParams,
     LLMConfigError,
+    Outcome,
     Usage,
 )
 from cresowlve_core.paths import cache_dir
@@ -83,6 +84,9 @@ def canonical_json(obj: Any) -> str:
     never ``NaN``/``Infinity``)."""
     return dumps(obj, sort_keys=True, separators=(",", ":"))
 
+
+#: the outcomes a stored completion may have (an entry with another is damaged: a miss)
+_OUTCOMES = frozenset(get_args(Outcome))
 
 _PARAM_FIELDS = tuple(f.name for f in dataclasses.fields(GenParams))
 
@@ -136,8 +140,12 @@ def _to_payload(c: Completion, secrets: list[str]) -> str:
 
 
 def _from_payload(payload: str) -> Completion:
+    """The completion of a stored payload; ``ValueError``, ``KeyError`` or ``TypeError`` for a damaged
+    one (not JSON, no text, an outcome this version does not write)."""
     d = json.loads(payload)
     raw = d.get("raw") or {}
+    if d.get("outcome") is not None and d["outcome"] not in _OUTCOMES:
+        raise ValueError(f"outcome {d['outcome']!r} is not one of {sorted(_OUTCOMES)}")
     return Completion(
         text=d["text"],
         thoughts=d.get("thoughts"),

@@ -337,6 +337,18 @@ def test_a_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     assert cache.get("k") is None
 
 
+def test_a_cache_entry_of_an_outcome_this_version_does_not_write_is_a_miss(tmp_path: Path) -> None:
+    """A stored answer whose outcome was damaged (or written by a newer version): a miss, the model asked
+    again. Before: returned, and the run's record of it failed validation: a 'bug' traceback, exit 1."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    payload = '{"text": "<Answer>x</Answer>", "usage": {}, "raw": {}, "outcome": "blocked"}'
+    cache._conn.execute("INSERT INTO responses VALUES ('k', 'm', 'v', 0, ?)", (payload,))
+    assert cache.get("k") is None
+    cache._conn.execute("UPDATE responses SET payload = ? WHERE key = 'k'", (payload.replace("blocked", "refused"),))
+    hit = cache.get("k")
+    assert hit is not None and hit.outcome == "refused"
+
+
 def test_a_key_with_a_line_break_is_refused_before_sending(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CRESOWLVE_TEST_KEY", "abc\r\nX-Injected: 1")
     with FakeServer() as srv:
