@@ -151,6 +151,9 @@ def cmd_grid(a: argparse.Namespace) -> int:
         return EXIT_USAGE
     for cell in out["cells"]:
         print(f"{cell['config'] + ' / ' + cell['lang']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
+    for cell in out["cells"]:
+        if warning := cell.get("truncation_warning"):  # more than 2% of the cell's answers cut off
+            print(warning.replace("warning: ", f"warning: {cell['cell']}: ", 1), file=sys.stderr)
     if out.get("report"):
         print(f"report: {out['report']}")
     bad = [c for c in out["cells"] if c["status"] != "done"]

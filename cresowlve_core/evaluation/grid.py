@@ -13,6 +13,7 @@ A config (see ``configs/paper_table1.yaml`` for the paper's 18 configurations)::
     items: demo                 # demo | hub:{lang} | a path; "{lang}" is replaced per language
     langs: [en, ru]
     parallel: 2                 # cells evaluated at once
+    retry_truncated: false      # true: re-ask the answers cut off by the token limit, if options.max_tokens is larger
     runs_dir: data/runs/grid/my-grid   # default: data/runs/grid/<name>
     options: {concurrency: 8, max_cost: 5}       # ClientOptions for every cell
     judge: {model: gpt-4o, base_url: https://api.openai.com/v1, api_key_env: OPENAI_API_KEY}
@@ -42,7 +43,14 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
 from cresowlve_core import outfiles
-from cresowlve_core.evaluation.runner import EvalConfig, eval_stages, evaluate_async, load_eval_items, summary_line
+from cresowlve_core.evaluation.runner import (
+    EvalConfig,
+    eval_stages,
+    evaluate_async,
+    load_eval_items,
+    summary_line,
+    truncation_warning,
+)
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Item, Lang
@@ -65,6 +73,8 @@ from cresowlve_core.text import config_name, slug
 from cresowlve_core.untrusted import one_line
 
 GRID_FILE = "grid.json"
+#: how a grid re-asks the answers cut off by the token limit (:func:`~cresowlve_core.evaluation.runner.truncation_warning`)
+TRUNCATED_RETRY = "a larger options.max_tokens and retry_truncated: true in the grid config"
 
 
 def _known_effort(effort: str | None) -> str | None:
@@ -129,6 +139,8 @@ class GridConfig(BaseModel):
     items: str = "demo"
     langs: list[Lang] = Field(default_factory=lambda: ["en", "ru"])  # type: ignore[arg-type]
     limit: int | None = Field(None, ge=1)
+    #: re-ask the answers cut off by the token limit with options.max_tokens, when it is larger than theirs
+    retry_truncated: bool = False
     parallel: int = Field(2, ge=1)
     runs_dir: str | None = None
     options: dict[str, Any] = Field(default_factory=dict)
@@ -178,6 +190,7 @@ class Cell(BaseModel):
             model=self.model.model, base_url=self.model.base_url, api_key_env=self.model.api_key_env,
             run_dir=str(self.run_dir), items=grid.items.replace("{lang}", self.lang), lang=self.lang,
             effort=self.effort, api=self.model.api, prompt_style=self.model.prompt_style, limit=grid.limit,
+            retry_truncated=grid.retry_truncated,
             judge_model=judge.model if judge else None, judge_protocol=judge.protocol if judge else "nonce-verdict",
             judge_base_url=(judge.base_url or self.model.base_url) if judge else None,
             judge_api_key_env=(judge.api_key_env if judge and judge.base_url else self.model.api_key_env) if judge else None,
@@ -279,6 +292,8 @@ def cell_finished(grid: GridConfig, cell: Cell) -> bool:
     if s is None:
         return False
     done = not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
+    if grid.retry_truncated and s.get("n_truncated"):  # its evaluation re-asks those a larger budget may finish
+        return False
     return done and holds_its_configuration(grid, cell)
 
 
@@ -414,6 +429,8 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
                      # answers the model refused or its provider filtered (in n, never correct)
                      "n_refused": summary.get("n_refused", 0) if summary else None,
                      "n_filtered": summary.get("n_filtered", 0) if summary else None,
+                     # more than 2% of its answers cut off by the token limit (scored as wrong), else None
+                     "truncation_warning": truncation_warning(summary, TRUNCATED_RETRY) if summary else None,
                      "line": summary_line(summary) if summary else None})
     out = {"name": grid.name, "written_at": now_iso(), "cells": rows,
            "aliases": aliases,

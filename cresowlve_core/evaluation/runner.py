@@ -406,14 +406,14 @@ class _Evaluator:
                 "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
 
 
-def truncation_warning(s: dict[str, Any]) -> str | None:
-    """A warning when more than 2% of the answers were cut off by the token limit."""
+def truncation_warning(s: dict[str, Any], retry: str = "the same command with --retry-truncated --max-tokens N") -> str | None:
+    """A warning when more than 2% of the answers were cut off by the token limit (``retry``: how to
+    re-ask them in the words of the command that ran them)."""
     n_trunc, n_ok = s.get("n_truncated") or 0, s.get("n_ok") or 0
     if not n_ok or n_trunc / n_ok <= TRUNCATION_WARN_SHARE:
         return None
     return (f"warning: {n_trunc} of {n_ok} answers ({100 * n_trunc / n_ok:.1f}%) were cut off by the token limit "
-            "and are scored as wrong; re-ask only those with a larger budget: the same command with "
-            "--retry-truncated --max-tokens N")
+            f"and are scored as wrong; re-ask only those with a larger budget: {retry}")
 
 
 def _with_judge_score(rec: dict[str, Any]) -> dict[str, Any]:

@@ -449,3 +449,36 @@ def test_a_refused_efforts_remedy_reads_in_the_grids_words():
     assert grid_words("change the value the provider refuses, set by --effort") == \
         "change the value the provider refuses, set by the model's efforts"
     assert grid_words("raise --judge-max-cost or --max-cost") == "raise the judge's max_cost or options.max_cost"
+
+
+def test_a_cells_cut_off_answers_are_warned_about_and_reasked_by_retry_truncated(tmp_path, capsys):
+    """Every answer cut off below a budget of 128: the grid warns per cell as `eval` does, in the grid's words
+    (before: no warning, only "truncated 2" inside the cell's line); then a larger options.max_tokens with
+    retry_truncated: true re-asks only those answers (before: the grid had no such key)."""
+    from fakeserver import Reply
+
+    from cresowlve_core.cli import main
+
+    def cut_below_128(req):
+        if "candidate_answer" in req.prompt:
+            return reply(req)
+        budget = req.body.get("max_tokens") or req.body.get("max_completion_tokens") or 0
+        return Reply("Thinking about it, the answer", finish_reason="length") if budget < 128 else reply(req)
+
+    with FakeServer(answers=cut_below_128) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        assert main(["grid", str(write_config(tmp_path, srv, langs=["en"], models=models)), "--workers", "1"]) == 0
+        warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning: ")]
+        assert warnings == ["warning: model-a__en: 2 of 2 answers (100.0%) were cut off by the token limit and are "
+                            "scored as wrong; re-ask only those with a larger budget: a larger options.max_tokens and "
+                            "retry_truncated: true in the grid config"]
+        sent = srv.total
+        options = {"concurrency": 2, "max_tokens": 256, "cache_path": str(tmp_path / "cache.sqlite")}
+        config = write_config(tmp_path, srv, langs=["en"], models=models, options=options, retry_truncated=True)
+        assert main(["grid", str(config), "--workers", "1"]) == 0
+        assert srv.total == sent + 4  # the 2 answers again, and their verdicts
+        assert main(["grid", str(config), "--workers", "1"]) == 0
+        assert srv.total == sent + 4  # nothing left to re-ask: the cell is skipped
+    summary = json.loads((tmp_path / "grid" / "model-a__en" / "summary.json").read_text())
+    assert (summary["n_truncated"], summary["n_ok"]) == (0, 2)
+    assert "warning: " not in capsys.readouterr().err
