@@ -164,8 +164,9 @@ def cmd_grid(a: argparse.Namespace) -> int:
     refused = [c for c in out["cells"] if c["status"] == "refused"]
     if refused:  # a run directory in use or of another configuration (docs/reliability.md): exit 2, as an eval's
         # the reason says what to do: wait for the other run, or use another run directory
+        skipped = "; the report was skipped" if out.get("report_skipped") else ""
         print(f"error: {len(refused)} cell(s) refused ({refused[0]['cell']}: {refused[0]['error']}): {done}; "
-              "nothing was sent for them", file=sys.stderr)
+              f"nothing was sent for them{skipped}", file=sys.stderr)
         return EXIT_USAGE
     fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
     if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran

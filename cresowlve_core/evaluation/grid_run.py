@@ -30,7 +30,9 @@ def temperatures_not_sent(grid: GridConfig, todo: list[Cell]) -> list[str]:
 
 def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None,
              workers: int = 1) -> dict[str, Any]:
-    """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``).
+    """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``, the
+    grid was stopped, or a cell was refused: its run directory is in use or holds another configuration,
+    which the report would show as this grid's cell; ``report_skipped`` says so).
 
     ``workers`` > 1 runs the cells in that many processes (never more than ``parallel`` or the cells
     left to run; see :mod:`~cresowlve_core.evaluation.grid_workers`); 1 runs them in this process."""
@@ -46,7 +48,10 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
         out = run_grid_in_workers(grid, min(workers, grid.parallel, len(todo)), progress=progress)
     else:
         out = run_coro(run_grid_async(grid, progress=progress))
-    if grid.report and not out.get("stopped"):  # an interrupted grid skips its report
+    refused = any(c["status"] == "refused" for c in out["cells"])  # a run directory in use or of another configuration
+    if grid.report and refused:
+        out["report_skipped"] = True
+    if grid.report and not out.get("stopped") and not refused:  # an interrupted grid skips its report
         from cresowlve_core import notebook_progress
         from cresowlve_core.notebooks import run_notebook
 

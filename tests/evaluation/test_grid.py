@@ -482,3 +482,22 @@ def test_a_cells_cut_off_answers_are_warned_about_and_reasked_by_retry_truncated
     summary = json.loads((tmp_path / "grid" / "model-a__en" / "summary.json").read_text())
     assert (summary["n_truncated"], summary["n_ok"]) == (0, 2)
     assert "warning: " not in capsys.readouterr().err
+
+
+def test_a_grid_with_a_refused_cell_skips_its_report_and_says_so(tmp_path, capsys):
+    """A finished cell, then the YAML's max_tokens edited: the cell is refused (its run directory holds the
+    run of max_tokens 32), and the report, which would show that run as the grid's cell, is skipped. Before:
+    03_analysis was rendered over it, its path printed, under a last line saying the cell was refused."""
+    from cresowlve_core.cli import main
+
+    reports = tmp_path / "reports"
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        assert run_grid(write_config(tmp_path, srv, langs=["en"], models=models), progress=False)["n_done"] == 1
+        edited = write_config(tmp_path, srv, langs=["en"], models=models, report=True,
+                              options={"concurrency": 2, "max_tokens": 64, "cache_path": str(tmp_path / "cache.sqlite")})
+        code = main(["grid", str(edited), "--workers", "1", "--reports-dir", str(reports)])
+    out, err = capsys.readouterr()
+    assert code == 2, err
+    assert err.strip().splitlines()[-1].endswith("0 of 1 cells done; nothing was sent for them; the report was skipped")
+    assert "report: " not in out and not list(reports.glob("03_analysis*"))
