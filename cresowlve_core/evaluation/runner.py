@@ -775,6 +775,12 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     manifest = run.read_manifest()
     if manifest is None:
         raise MissingInput(f"{run_dir}: no manifest.json, not a run directory")
+    if manifest.kind != "eval":  # another stage's records and summary, which rescoring would rewrite as an eval's
+        raise InputError(f"{run_dir}: a run directory of {one_line(manifest.kind, 40)!r}, not of `cresowlve eval`; "
+                         "rescore reads only evaluation runs (nothing was changed)")
+    if not (run.path / RESPONSES).is_file():
+        raise MissingInput(f"{run_dir}: no {RESPONSES}: the run recorded no answer, so there is nothing to rescore "
+                           "(nothing was changed)")
     with run.lock():
         latest = latest_records(run)
         items = _items_for_rescore(manifest, latest)

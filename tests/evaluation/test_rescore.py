@@ -156,3 +156,27 @@ def test_an_older_runs_judge_without_a_recorded_protocol_has_its_verdicts_checke
     assert proc.returncode == 1, proc.stderr
     rec = json.loads((run_dir / "responses.jsonl").read_text().splitlines()[0])
     assert (rec["prediction"], rec["judge_status"], rec["scores"]["judge"]) == ("Copernicus", "not_run", None)
+
+
+def test_rescore_refuses_another_stages_run_and_a_run_without_records_changing_nothing(tmp_path):
+    """A CREATE generation run (its own responses.jsonl and summary.json) and an eval run stopped before
+    its first answer (a manifest, no records): one line each, exit 2, the directory as it was. Before: the
+    first was rewritten as an evaluation (its summary.json replaced); the second ended in a FileNotFoundError
+    traceback ("bug"), leaving responses.jsonl.tmp behind."""
+    create, empty = tmp_path / "create", tmp_path / "empty"
+    for d, kind in ((create, "create_generate"), (empty, "eval")):
+        d.mkdir()
+        (d / "manifest.json").write_text(json.dumps({"kind": kind, "format_version": 2, "run_id": d.name, "model": "m",
+                                                     "lang": "en", "items": "test", "n_items": 1}))
+    (create / "responses.jsonl").write_text(json.dumps({"id": "q1", "lang": "en", "status": "ok", "model": "m",
+                                                        "raw_output": "a path"}) + "\n")
+    (create / "summary.json").write_text('{"n_paths": 1}')
+    before = {d: sorted((p.name, p.read_text()) for p in d.iterdir()) for d in (create, empty)}
+    for d, line in ((create, f"error: {create}: a run directory of 'create_generate', not of `cresowlve eval`; rescore "
+                               "reads only evaluation runs (nothing was changed)"),
+                    (empty, f"error: {empty}: no responses.jsonl: the run recorded no answer, so there is nothing to "
+                            "rescore (nothing was changed)")):
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(d)],
+                              capture_output=True, text=True, timeout=120)
+        assert (proc.returncode, proc.stderr.strip().splitlines()[-1]) == (2, line)
+        assert sorted((p.name, p.read_text()) for p in d.iterdir()) == before[d]
