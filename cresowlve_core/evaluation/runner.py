@@ -458,13 +458,14 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     ``resolved``: ``cfg``'s roles when the caller resolved them (:func:`roles.resolve`) already."""
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     resolved = resolved or roles.resolve(cfg)
+    before = run.read_manifest()
     manifest = run.begin(build_manifest(cfg, len(items), resolved))
     try:
         with naming_the_records_file(run):
             index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
         refuse_unknown_values(run, index)
     except RunDirError:
-        run.abandon()
+        run.abandon(before)
         raise
     # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict
     units = [it for it in items if completions is None or it.id in completions

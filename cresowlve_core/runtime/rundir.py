@@ -173,10 +173,16 @@ class RunDir:
             self._release()
         return manifest
 
-    def abandon(self) -> None:
-        """Release the lock :meth:`begin` took, without finishing: the run was refused after it began
-        (a record it cannot read), so that this process can use the directory again once it is mended."""
-        self._release()
+    def abandon(self, before: Manifest | None) -> None:
+        """Undo :meth:`begin` for a run refused after it began (a record it cannot read): the manifest
+        it replaced (``before``, :meth:`read_manifest` before it) written back, so the directory does not
+        claim a resume that did not happen, and the lock released, so this process can use the
+        directory again once it is mended."""
+        try:
+            if before is not None:
+                self.write_manifest(before)
+        finally:
+            self._release()
 
     def write_summary(self, summary: dict[str, Any]) -> None:
         """Write ``summary.json``, stamped with the run directory's ``format_version``."""

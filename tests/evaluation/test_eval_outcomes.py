@@ -172,7 +172,7 @@ def test_billed_answers_with_no_text_whose_cost_is_unknown_are_never_shown_as_ze
 
 def test_a_resumed_run_refuses_a_record_of_an_outcome_it_does_not_write(tmp_path):
     """A refused answer's record edited to outcome "blocked": the resume says which record and stops
-    (exit 2 from the CLI, nothing sent). Before: the record was counted an answer (ok=5, no refusal), the
+    (exit 2 from the CLI, nothing sent, the manifest as it was). Before: the record was counted an answer (ok=5, no refusal), the
     CLI exited 0, while 03_analysis counts the same record as no answer."""
     import subprocess
     import sys
@@ -195,7 +195,7 @@ def test_a_resumed_run_refuses_a_record_of_an_outcome_it_does_not_write(tmp_path
         lines = records.read_text().splitlines()
         odd = {**json.loads(lines[1]), "outcome": "blocked"}
         records.write_text("\n".join([lines[0], json.dumps(odd), *lines[2:]]) + "\n")
-        sent = srv.total
+        sent, manifest = srv.total, (run_dir / "manifest.json").read_text()
         with pytest.raises(RunDirError, match=f"the record of item '{odd['id']}' \\(en\\) has outcome "
                                                        "'blocked', which this version does not write"):
             asyncio.run(evaluate_async(cfg, items(), progress=False))
@@ -205,3 +205,4 @@ def test_a_resumed_run_refuses_a_record_of_an_outcome_it_does_not_write(tmp_path
         assert srv.total == sent
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].endswith("mend or remove it (nothing was sent)")
+    assert (run_dir / "manifest.json").read_text() == manifest  # no resume recorded: it did not happen
