@@ -193,7 +193,8 @@ class Cell(BaseModel):
             retry_truncated=grid.retry_truncated,
             judge_model=judge.model if judge else None, judge_protocol=judge.protocol if judge else "nonce-verdict",
             judge_base_url=(judge.base_url or self.model.base_url) if judge else None,
-            judge_api_key_env=(judge.api_key_env if judge and judge.base_url else self.model.api_key_env) if judge else None,
+            # the judge's own key variable; else the model's when the judge shares its base URL
+            judge_api_key_env=(judge.api_key_env or (None if judge.base_url else self.model.api_key_env)) if judge else None,
             options=options, **judge_opts,
         )
 

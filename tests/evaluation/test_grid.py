@@ -13,7 +13,7 @@ from fakeserver import FakeServer
 
 from cresowlve_core.analysis import load_runs
 from cresowlve_core.evaluation import roles
-from cresowlve_core.evaluation.grid import GRID_FILE, cells, load_grid
+from cresowlve_core.evaluation.grid import GRID_FILE, GridConfig, cells, load_grid
 from cresowlve_core.evaluation.grid_run import run_grid
 
 
@@ -501,3 +501,17 @@ def test_a_grid_with_a_refused_cell_skips_its_report_and_says_so(tmp_path, capsy
     assert code == 2, err
     assert err.strip().splitlines()[-1].endswith("0 of 1 cells done; nothing was sent for them; the report was skipped")
     assert "report: " not in out and not list(reports.glob("03_analysis*"))
+
+
+@pytest.mark.parametrize("judge, key", [({"api_key_env": "JUDGE_KEY"}, "JUDGE_KEY"), ({}, "MODEL_KEY"),
+                                        ({"base_url": "https://api.openai.com/v1"}, None),
+                                        ({"base_url": "https://api.openai.com/v1", "api_key_env": "JUDGE_KEY"},
+                                         "JUDGE_KEY")])
+def test_the_judges_key_variable_is_its_own_when_named_else_the_models_at_the_models_base_url(tmp_path, judge, key):
+    """`api_key_env` of the judge without its own base URL: before, the model's variable was used instead
+    (the judge's calls carried MODEL_KEY, and an unset JUDGE_KEY went unnoticed)."""
+    grid = GridConfig.model_validate({"name": "g", "langs": ["en"], "runs_dir": str(tmp_path / "g"),
+                                      "judge": {"model": "gpt-4o-mini", **judge},
+                                      "models": [{"model": "m", "base_url": "http://127.0.0.1:9/v1",
+                                                  "api_key_env": "MODEL_KEY"}]})
+    assert cells(grid)[0].eval_config(grid).judge_api_key_env == key
