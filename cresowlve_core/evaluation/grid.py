@@ -161,6 +161,22 @@ class GridConfig(BaseModel):
             raise InputError("a grid needs at least one model")
         return v
 
+    @field_validator("models")
+    @classmethod
+    def _one_name_per_configuration(cls, v: list[GridModel]) -> list[GridModel]:
+        """Two models whose configurations would have one name (a label shared, or a label that is another
+        model's name) would be one configuration in every table of the analysis and in ``cresowlve runs``."""
+        aliases = {m.model: m.label for m in v if m.label}
+        named: dict[str, set[str]] = {}
+        for m in v:
+            for effort in m.efforts:
+                named.setdefault(config_name(m.model, effort, aliases), set()).add(m.model)
+        if shared := {name: models for name, models in named.items() if len(models) > 1}:
+            name, models = next(iter(shared.items()))
+            raise ValueError(f"the configurations of {', '.join(sorted(models))} would all be named {name!r} "
+                             "(a label is the name of one model's configurations): give each its own label")
+        return v
+
     def directory(self) -> Path:
         return Path(self.runs_dir) if self.runs_dir else runs_dir() / "grid" / slug(self.name)
 

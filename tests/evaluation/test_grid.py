@@ -515,3 +515,22 @@ def test_the_judges_key_variable_is_its_own_when_named_else_the_models_at_the_mo
                                       "models": [{"model": "m", "base_url": "http://127.0.0.1:9/v1",
                                                   "api_key_env": "MODEL_KEY"}]})
     assert cells(grid)[0].eval_config(grid).judge_api_key_env == key
+
+
+@pytest.mark.parametrize("second", [{"model": "gpt-4o", "label": "GPT-4o"}, {"model": "GPT-4o"}])
+def test_two_models_whose_configurations_would_share_a_name_are_a_config_error(tmp_path, capsys, second):
+    """A label shared by two models, or a label that is another model's name: their cells would be one
+    configuration in every table of the analysis and in `cresowlve runs`. Before: accepted, exit 0, both
+    cells listed as "GPT-4o"."""
+    from cresowlve_core.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump({
+        "name": "g", "langs": ["en"], "runs_dir": str(tmp_path / "runs"), "report": False,
+        "models": [{"model": "gpt-4o-mini", "label": "GPT-4o", "base_url": "http://127.0.0.1:9/v1"},
+                   {**second, "base_url": "http://127.0.0.1:9/v1"}]}))
+    assert main(["grid", str(path), "--workers", "1"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[1].startswith(f"  models: Value error, the configurations of {', '.join(sorted(['gpt-4o-mini', second['model']]))} "
+                               "would all be named 'GPT-4o'"), lines
+    assert not (tmp_path / "runs").exists()
