@@ -21,13 +21,21 @@ from cresowlve_core.llm.types import EFFORTS
 
 def cmd_runs(a: argparse.Namespace) -> int:
     from cresowlve_core.analysis.loading import grid_aliases
-    from cresowlve_core.evaluation.listing import HEADER, SUMMARY_DISAGREES, find_runs, run_row
+    from cresowlve_core.evaluation.listing import (
+        HEADER,
+        SUMMARY_DISAGREES,
+        find_runs,
+        grid_cells_without_a_run,
+        run_row,
+    )
 
     dirs = find_runs(a.glob)
+    without = grid_cells_without_a_run(a.glob, dirs)
+    not_listed = f"; {len(without)} cell(s) of the grid without a run directory: {', '.join(without)}" if without else ""
     if not dirs:
         from cresowlve_core.paths import runs_dir
 
-        print(f"no evaluation runs found ({a.glob or runs_dir()})", file=sys.stderr)
+        print(f"no evaluation runs found ({a.glob or runs_dir()}){not_listed}", file=sys.stderr)
         return EXIT_INCOMPLETE
     aliases = grid_aliases(a.glob, dirs)  # the grid's labels, as the analysis's tables name them
     print(HEADER)
@@ -36,7 +44,7 @@ def cmd_runs(a: argparse.Namespace) -> int:
         print(row.line())
     disagree = sum(row.state.startswith(SUMMARY_DISAGREES) for row in rows)
     print(f"{len(dirs)} run(s)" + (f"; {disagree} whose summary.json disagrees with its records: `cresowlve rescore "
-                                   "--run-dir RUN_DIR` recomputes it from them" if disagree else ""))
+                                   "--run-dir RUN_DIR` recomputes it from them" if disagree else "") + not_listed)
     return 0
 
 

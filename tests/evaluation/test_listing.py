@@ -516,3 +516,18 @@ def test_diff_of_runs_asked_different_item_sets_says_so(tmp_path):
         "warning: A and B were asked different item sets ('set-a.jsonl', 'set-b.jsonl'): only the items of both are "
         "compared; an item of one set only counts as without an answer in the run that never asked it"]
     assert _cli(["diff", str(tmp_path / "b"), str(tmp_path / "c")]).stderr == ""
+
+
+def test_runs_of_a_grid_names_the_cells_without_a_run_directory(tmp_path):
+    """`cresowlve runs grid.json` of a grid stopped before its second cell started: the last line names that
+    cell. Before: "1 run(s)", the grid's other cell unmentioned."""
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "grid" / "model-a__en", tmp_path), make_items(2),
+                                   progress=False))
+    cells = [{"cell": "model-a__en", "run_dir": str(tmp_path / "grid" / "model-a__en"), "status": "done"},
+             {"cell": "model-b__en", "run_dir": str(tmp_path / "grid" / "model-b__en"), "status": "not_run"}]
+    (tmp_path / "grid" / "grid.json").write_text(json.dumps({"name": "g", "cells": cells, "aliases": {}}))
+    out = _cli(["runs", str(tmp_path / "grid" / "grid.json")])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "1 run(s); 1 cell(s) of the grid without a run directory: " \
+                                                  "model-b__en (not_run)"
