@@ -405,6 +405,28 @@ def test_cache_clear_needs_yes_when_not_at_a_terminal(tmp_path, capsys, monkeypa
     assert '"entries": 1' in run_main(capsys, ["cache", "stats", "--path", str(path)])[1]
 
 
+def test_cache_of_a_model_it_does_not_hold_is_refused_naming_the_models_it_holds(tmp_path, capsys):
+    """``--model`` names a model the cache holds, for ``stats`` (its entries only) and ``clear``. Before: ``cache
+    clear --model m3 --yes`` printed "removed 0 cached responses" (exit 0), and ``stats --model m1`` printed the
+    whole cache's counts."""
+    import json
+
+    from cresowlve_core.llm.cache import ResponseCache
+    from cresowlve_core.llm.types import Completion
+
+    path = tmp_path / "c.sqlite"
+    with ResponseCache(path) as cache:
+        for i, model in enumerate(["m1", "m1", "m2"]):
+            cache.put(f"key{i}", Completion(text=f"t{i}"), model=model)
+    for action in (["clear", "--yes"], ["stats"]):
+        code, out, err = run_main(capsys, ["cache", *action, "--path", str(path), "--model", "m3"])
+        assert code == 2 and "no cached responses of model 'm3'" in err and "(models cached: 'm1', 'm2')" in err, err
+    code, out, _ = run_main(capsys, ["cache", "stats", "--path", str(path), "--model", "m1"])
+    stats = json.loads(out)
+    assert code == 0 and (stats["entries"], stats["per_model"]) == (2, {"m1": 2})
+    assert json.loads(run_main(capsys, ["cache", "stats", "--path", str(path)])[1])["entries"] == 3  # nothing removed
+
+
 def test_cache_clear_asks_at_a_terminal(tmp_path, capsys, monkeypatch):
     from cresowlve_core.llm.cache import ResponseCache
 

@@ -232,11 +232,17 @@ def cmd_cache(a: argparse.Namespace) -> int:
     if a.path and not Path(a.path).exists():  # opening it would create an empty cache there
         return _usage_error(f"no response cache at {a.path}; nothing was {'read' if a.action == 'stats' else 'removed'}")
     cache = ResponseCache(Path(a.path)) if a.path else ResponseCache()
-    if a.action == "stats":
-        print(json.dumps(cache.stats(), indent=2))
-        return EXIT_OK
     stats = cache.stats()
-    n = stats["per_model"].get(a.model, 0) if a.model else stats["entries"]
+    if a.model and a.model not in stats["per_model"]:  # a misspelt name would read as an empty cache
+        known = ", ".join(map(repr, sorted(stats["per_model"]))) or "none"
+        return _usage_error(f"no cached responses of model {a.model!r} in {stats['path']} (models cached: {known}); "
+                            f"nothing was {'read' if a.action == 'stats' else 'removed'}")
+    if a.action == "stats":
+        if a.model:
+            stats = {**stats, "entries": stats["per_model"][a.model], "per_model": {a.model: stats["per_model"][a.model]}}
+        print(json.dumps(stats, indent=2))
+        return EXIT_OK
+    n = stats["per_model"][a.model] if a.model else stats["entries"]
     what = f"{n} cached responses" + (f" of model {a.model!r}" if a.model else "") + f" from {stats['path']}"
     if not a.yes:
         if not sys.stdin.isatty():
@@ -385,7 +391,8 @@ def add_cache_parser(sub: Any) -> None:
     """Register ``cresowlve cache``."""
     p = sub.add_parser("cache", help="the on-disk response cache")
     p.add_argument("action", choices=["stats", "clear"], help="stats: entries per model and size; clear: delete entries")
-    p.add_argument("--model", default=None, help="clear only this model's entries (default: all models)")
+    p.add_argument("--model", default=None, help="only this model's entries: their count (stats), or delete only them "
+                   "(clear); a model the cache does not hold is refused (default: all models)")
     p.add_argument("--path", default=None, type=argtypes.nonempty,
                    help="cache file (default: $CRESOWLVE_CACHE_DIR/responses.sqlite or <project>/data/cache/responses.sqlite)")
     p.add_argument("-y", "--yes", action="store_true",
