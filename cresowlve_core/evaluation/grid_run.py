@@ -7,11 +7,21 @@ both build on the first.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from cresowlve_core.evaluation.grid import GRID_FILE, Cell, GridConfig, cell_finished, cells, load_grid, run_grid_async
+from cresowlve_core.evaluation.grid import (
+    GRID_FILE,
+    Cell,
+    GridConfig,
+    GridConfigError,
+    cell_finished,
+    cells,
+    load_grid,
+    run_grid_async,
+)
 from cresowlve_core.text import slug
 
 
@@ -28,6 +38,30 @@ def temperatures_not_sent(grid: GridConfig, todo: list[Cell]) -> list[str]:
     return list(notes.values())
 
 
+def unrunnable_cells(grid: GridConfig, todo: list[Cell]) -> list[str]:
+    """Why a cell left to run could not start, one ``cell: why`` line each, as ``cresowlve eval`` refuses
+    the same configuration before any request: a configuration the client refuses (the Responses API on
+    a provider that does not serve it, ...) or an API-key variable (the model's or the judge's) not set."""
+    from cresowlve_core.evaluation import roles
+    from cresowlve_core.llm.types import LLMConfigError
+    from cresowlve_core.llm.wire import sent_fields
+
+    problems: list[str] = []
+    for cell in todo:
+        cfg = cell.eval_config(grid)
+        try:
+            resolved = roles.resolve(cfg)
+            for role in filter(None, resolved):  # each role's request, built as its calls build it
+                sent_fields(role.params, model=role.endpoint.model, profile=role.endpoint.profile)
+        except LLMConfigError as exc:
+            problems.append(f"{cell.name}: {exc}")
+            continue
+        names = [role.endpoint.api_key_env for role in (resolved.answerer, resolved.judge) if role is not None]
+        if (name := next((n for n in names if n and not os.environ.get(n)), None)) is not None:
+            problems.append(f"{cell.name}: environment variable {name!r} is not set (it should hold the API key)")
+    return problems
+
+
 def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path | None = None,
              workers: int = 1) -> dict[str, Any]:
     """Load the config, run the grid, then render ``03_analysis`` over it (unless ``report: false``, the
@@ -40,6 +74,8 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
 
     grid = load_grid(path)
     todo = [c for c in cells(grid) if not cell_finished(grid, c)]
+    if problems := unrunnable_cells(grid, todo):  # before any cell starts, so nothing is spent on the others
+        raise GridConfigError(Path(path), problems)
     for note in temperatures_not_sent(grid, todo):
         print(f"warning: {note}", file=sys.stderr)
     if min(workers, grid.parallel, len(todo)) > 1:

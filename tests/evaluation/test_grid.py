@@ -534,3 +534,26 @@ def test_two_models_whose_configurations_would_share_a_name_are_a_config_error(t
     assert lines[1].startswith(f"  models: Value error, the configurations of {', '.join(sorted(['gpt-4o-mini', second['model']]))} "
                                "would all be named 'GPT-4o'"), lines
     assert not (tmp_path / "runs").exists()
+
+
+def test_cells_that_could_not_start_refuse_the_grid_before_any_cell_runs(tmp_path, monkeypatch):
+    """A cell whose key variable is not set, or whose provider does not serve the API it names, is refused as
+    ``cresowlve eval`` refuses it, before any cell starts. Before: the other cells ran (and spent), and those
+    cells ended ``failed`` with exit 3 at run time."""
+    import pytest
+
+    from cresowlve_core.evaluation.grid import GridConfigError
+
+    monkeypatch.delenv("GRID_KEY_NOT_SET", raising=False)
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url},
+                  {"model": "model-b", "base_url": srv.base_url, "api_key_env": "GRID_KEY_NOT_SET"},
+                  {"model": "model-c", "base_url": srv.base_url, "provider": "gemini", "api": "responses"}]
+        config = write_config(tmp_path, srv, langs=["en"], models=models)
+        with pytest.raises(GridConfigError) as err:
+            run_grid(config, progress=False)
+        assert srv.total == 0
+    problems = err.value.problems
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("model-b") and "'GRID_KEY_NOT_SET' is not set" in problems[0]
+    assert problems[1].startswith("model-c") and "does not serve the Responses API" in problems[1]
