@@ -299,7 +299,7 @@ def cells(grid: GridConfig) -> list[Cell]:
     return out
 
 
-def cell_finished(grid: GridConfig, cell: Cell) -> bool:
+def cell_finished(grid: GridConfig, cell: Cell, items: CellItems | None = None) -> bool:
     """A cell whose summary shows every item answered (no error, none left, not stopped) and, for a
     judged cell, every answer judged (no judge error, none left), run with the configuration the grid
     config now gives it (:func:`holds_its_configuration`): a finished cell whose settings or limit
@@ -311,13 +311,15 @@ def cell_finished(grid: GridConfig, cell: Cell) -> bool:
     done = not s.get("stopped") and s.get("n_error") == 0 and s.get("n_not_run") == 0 and not work_left(s)
     if grid.retry_truncated and s.get("n_truncated"):  # its evaluation re-asks those a larger budget may finish
         return False
-    return done and holds_its_configuration(grid, cell)
+    return done and holds_its_configuration(grid, cell, items or CellItems())
 
 
-def holds_its_configuration(grid: GridConfig, cell: Cell) -> bool:
+def holds_its_configuration(grid: GridConfig, cell: Cell, items: CellItems) -> bool:
     """Whether the cell's run directory holds a run of the cell's configuration: its manifest has the
     same resume identity (:func:`~cresowlve_core.runtime.manifest.identity_changes`: model, endpoint,
-    items, prompts, the settings that shape an answer, the judge) and the same item limit."""
+    items, prompts, the settings that shape an answer, the judge), the same item limit and as many
+    items as its items file gives now (``items``: the grid's loader; a file that grew since is run again,
+    so that its evaluation asks the new items)."""
     from cresowlve_core.evaluation.runner import build_manifest
     from cresowlve_core.runtime.manifest import Manifest, identity_changes
 
@@ -329,6 +331,8 @@ def holds_its_configuration(grid: GridConfig, cell: Cell) -> bool:
     if old.limit != cfg.limit:
         return False
     try:
+        if old.n_items != len(items(cfg)):
+            return False
         new = build_manifest(cfg, old.n_items or 0)
     except Exception:  # noqa: BLE001 - a configuration that cannot run: the cell's evaluation reports it
         return False
@@ -395,8 +399,8 @@ def default_workers() -> int:
 async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str, Any]:
     """Evaluate every unfinished cell (``grid.parallel`` at once) and write ``grid.json``."""
     all_cells = cells(grid)
-    todo = [c for c in all_cells if not cell_finished(grid, c)]
     items = CellItems()
+    todo = [c for c in all_cells if not cell_finished(grid, c, items)]
     loaded = {c.name: items(c.eval_config(grid)) for c in todo}
     bar = tqdm(total=sum(len(v) for v in loaded.values()), desc=f"grid {grid.name} ({len(todo)} cells)",
                unit="item", disable=not progress, dynamic_ncols=True)
@@ -427,10 +431,11 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
 def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     aliases = {m.model: m.label for m in grid.models if m.label}
     rows = []
+    items = CellItems()
     for c in all_cells:
         res = results.get(c.name)
         summary = res.get("summary") if res else _read_summary(c)
-        if res is None and summary is not None and not holds_its_configuration(grid, c):
+        if res is None and summary is not None and not holds_its_configuration(grid, c, items):
             summary = None  # not reached (a stop) and of another configuration: not this cell's work
         status = res["status"] if res else ("done" if summary else "not_run")
         if summary and work_left(summary) and status == "done":

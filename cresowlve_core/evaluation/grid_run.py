@@ -15,6 +15,7 @@ from typing import Any
 from cresowlve_core.evaluation.grid import (
     GRID_FILE,
     Cell,
+    CellItems,
     GridConfig,
     GridConfigError,
     cell_finished,
@@ -73,7 +74,7 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
     from cresowlve_core.runtime import run_coro
 
     grid = load_grid(path)
-    todo = [c for c in cells(grid) if not cell_finished(grid, c)]
+    todo = [c for c in cells(grid) if not cell_finished(grid, c, CellItems())]
     if problems := unrunnable_cells(grid, todo):  # before any cell starts, so nothing is spent on the others
         raise GridConfigError(Path(path), problems)
     for note in temperatures_not_sent(grid, todo):

@@ -115,8 +115,8 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
     """Evaluate every unfinished cell in ``workers`` processes and write ``grid.json``."""
     grid = grid.model_copy(update={"runs_dir": str(grid.directory())})  # resolved here, the same in every worker
     all_cells = cells(grid)
-    todo = [c for c in all_cells if not cell_finished(grid, c)]
     items = CellItems()
+    todo = [c for c in all_cells if not cell_finished(grid, c, items)]
     total = sum(len(items(c.eval_config(grid))) for c in todo)  # also refuses bad items before any start
     method = start_method()
     if method == "fork":

@@ -557,3 +557,24 @@ def test_cells_that_could_not_start_refuse_the_grid_before_any_cell_runs(tmp_pat
     assert len(problems) == 2, problems
     assert problems[0].startswith("model-b") and "'GRID_KEY_NOT_SET' is not set" in problems[0]
     assert problems[1].startswith("model-c") and "does not serve the Responses API" in problems[1]
+
+
+def test_a_finished_cell_whose_items_file_grew_asks_the_new_items_not_skipped_as_done(tmp_path):
+    """A finished cell over a user's items file (no limit), then two items added to the file: the cell runs again
+    and its evaluation asks only the new items. Before: skipped as done (its summary and settings unchanged),
+    grid.json listing 2 items as the cell over a file of 4."""
+    from cresowlve_core.sources.sample import load_demo_items
+
+    demo = load_demo_items()
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(it.model_dump_json() + "\n" for it in demo[:2]), encoding="utf-8")
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        config = write_config(tmp_path, srv, langs=["en"], models=models, items=str(items), limit=None)
+        assert run_grid(config, progress=False)["n_done"] == 1
+        sent = srv.total
+        assert run_grid(config, progress=False)["cells"][0]["skipped"] and srv.total == sent  # unchanged: skipped
+        items.write_text("".join(it.model_dump_json() + "\n" for it in demo[:4]), encoding="utf-8")
+        (cell,) = run_grid(config, progress=False)["cells"]
+        assert srv.total == sent + 2 * 2  # the two new items: an answer and a verdict each
+    assert not cell["skipped"] and cell["line"].startswith("n=4 ok=4"), cell
