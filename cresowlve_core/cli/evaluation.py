@@ -201,7 +201,8 @@ def cmd_grid(a: argparse.Namespace) -> int:
 
 
 #: the command-line flags a stop's remedy names, as a grid's YAML sets them
-GRID_SETTINGS = {"another --effort": "another effort in the model's efforts", "--judge-max-cost": "the judge's max_cost", "--judge-max-tokens": "the judge's max_tokens",
+GRID_SETTINGS = {"another --judge-effort": "another value of the judge's effort",
+                 "another --effort": "another effort in the model's efforts", "--judge-max-cost": "the judge's max_cost", "--judge-max-tokens": "the judge's max_tokens",
                  "--max-cost": "options.max_cost", "--max-tokens": "options.max_tokens",
                  "--judge-effort": "the judge's effort", "--effort": "the model's efforts"}
 _FLAG = re.compile("|".join(re.escape(flag) for flag in GRID_SETTINGS))  # the longer of two is listed first

@@ -449,6 +449,8 @@ def test_a_refused_efforts_remedy_reads_in_the_grids_words():
     assert grid_words("change the value the provider refuses, set by --effort") == \
         "change the value the provider refuses, set by the model's efforts"
     assert grid_words("raise --judge-max-cost or --max-cost") == "raise the judge's max_cost or options.max_cost"
+    assert grid_words("choose another --judge-effort (model 'j' at http://x/v1 refuses 'high')") == \
+        "choose another value of the judge's effort (model 'j' at http://x/v1 refuses 'high')"
 
 
 def test_a_cells_cut_off_answers_are_warned_about_and_reasked_by_retry_truncated(tmp_path, capsys):
