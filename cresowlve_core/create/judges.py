@@ -128,12 +128,14 @@ _SIZE = (r"(?P<digits>\d[\d,]*(?:\.\d+)?)(?:\s*e\+?(?P<exp>\d+)|\s*\^\s*(?P<powe
 _SIZE_IN_TEXT = re.compile(_SIZE, re.IGNORECASE)
 _JUDGMENT_SIZE = re.compile(r'"?judgment"?\s*:\s*"?' + _SIZE, re.IGNORECASE)
 _MAGNITUDE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+#: what follows a number written as a rating ("7/10", "4 out of 5"): a score on a scale, no class size
+_RATING_AFTER = re.compile(r"\s*(?:/|out\s+of\b)\s*\d", re.IGNORECASE)
 
 
 def _size_of(m: re.Match[str] | None) -> float | None:
     """The class size a :data:`_SIZE` match writes, with its magnitude; None when it is no count
-    (NaN, infinity, negative: :func:`_count`)."""
-    if m is None:
+    (NaN, infinity, negative: :func:`_count`), or a rating ("7/10": :data:`_RATING_AFTER`)."""
+    if m is None or _RATING_AFTER.match(m.string, m.end()):
         return None
     try:
         base = float(m["digits"].replace(",", ""))
@@ -153,7 +155,7 @@ def _count(number: float) -> float | None:
 
 def _as_number(value: Any) -> float | None:
     """A judge's class size: a number, or the first size written in a string (:data:`_SIZE`); None
-    when there is none, or when it is NaN, infinite or negative."""
+    when there is none, when it is NaN, infinite or negative, or when it is a rating ("7/10")."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

@@ -105,6 +105,18 @@ def test_a_class_size_is_read_with_its_magnitude_and_a_size_that_is_no_count_sta
     assert [parse_size_line(t) for t in (" 2 million", " 1e5", " 12")] == [2e6, 1e5, 12]
 
 
+def test_a_rating_in_place_of_a_class_size_stays_unscored_not_read_as_its_numerator():
+    """A judge writing a score ("7/10", "4 out of 5") instead of the class size the prompt asks for
+    gave no size: unscored (score 0, flagged), not a class of 7 or 4 members (score 5, the most specific)."""
+    v = parse_specificity('[{"judgment": "7/10"}, {"judgment": "4 out of 5"}, {"judgment": "7.5 / 10"}, '
+                          '{"judgment": "about 3,000"}]', 4)
+    assert v.sizes == [None, None, None, 3000] and v.scores == [0, 0, 0, 2] and "some_unparseable" in v.flags
+    # the fallback for a list that does not parse, and a base model's line, read it the same way
+    broken = parse_specificity('[{"judgment": "7/10", "explanation": "a "quoted" word"}, {"judgment": 40}', 2)
+    assert "regex_fallback" in broken.flags and broken.sizes == [None, 40]
+    assert parse_size_line(" 8/10") is None
+
+
 def test_parse_factuality():
     v = parse_factuality('{"explanation": "x", "judgments": ["not hallucinated", "hallucinated", "Not Hallucinated"]}', 3)
     assert v.scores == [1.0, 0.0, 1.0] and v.flags == []
