@@ -10,7 +10,7 @@ output was cut off — it recovers every *complete* path value it can find. What
 listed in ``flags``; output with no recoverable path is ``status="unparseable"`` with zero paths.
 
 Validity (:func:`check_validity`) follows the CREATE authors' released scoring code, all
-comparisons lower-cased and by substring containment:
+comparisons lower-cased, of whitespace-trimmed entities, and by substring containment:
 
 * ``malformed_triple``: every triple has exactly three non-empty string parts;
 * ``entity_a_not_in_first``: ``entity_a`` is a substring of some part of the first triple;
@@ -254,7 +254,8 @@ def check_validity(path: Path, entity_a: str, entity_b: str) -> Validity:
     # an empty part is no entity: as a substring of every entity it would connect any two triples
     if any(len(t) != 3 or not all(isinstance(x, str) and x.strip() for x in t) for t in path):
         reasons.append("malformed_triple")
-    a, b = entity_a.lower(), entity_b.lower()
+    # the triples' parts are read stripped (:func:`_as_path`), so the entities are compared stripped too
+    a, b = entity_a.strip().lower(), entity_b.strip().lower()
     if not any(a in str(x).lower() for x in path[0]):
         reasons.append("entity_a_not_in_first")
     if not any(b in str(x).lower() for x in path[-1]):

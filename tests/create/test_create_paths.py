@@ -103,6 +103,24 @@ def test_substring_and_case_rules():
     assert check_validity(longer_next, "Kun Nong", "Des Moines").reasons == ("broken_chain_at_1",)
 
 
+def test_an_entity_with_surrounding_whitespace_in_the_queries_file_is_compared_trimmed(tmp_path):
+    """A triple's parts are read trimmed, so a query's ``"Morton Gould "`` (a trailing space in a
+    hand-made queries file) is compared trimmed too: its paths are valid, not all rejected with
+    entity_a_not_in_first / entity_b_not_in_last (a utility of 0 the file's whitespace caused)."""
+    from cresowlve_core.create.queries import load_queries
+
+    qfile = tmp_path / "queries.jsonl"
+    qfile.write_text(json.dumps({"query": "Connect them?", "entity_a": "Morton Gould ", "entity_b": "\tBenny Carter\n",
+                                 "rel_b": "discography"}) + "\n", encoding="utf-8")
+    q = load_queries(qfile)[0]
+    path = parse_answer(_answer({"1": [["Morton Gould", "award received", "Grammy Award"],
+                                       ["Benny Carter ", "award received", "Grammy Award"]]})).paths[0]
+    assert check_validity(path, q.entity_a, q.entity_b).valid
+    # a path that does not reach the entity is still rejected
+    assert check_validity([["Morton Gould", "r", "ASCAP"], ["ascap", "member", "Count Basie"]],
+                          q.entity_a, q.entity_b).reasons == ("entity_b_not_in_last",)
+
+
 def test_malformed_triples():
     v = check_validity([["a", "acted as", "examiner for", "c"], ["c", "r", "b"]], "a", "b")
     assert v.reasons == ("malformed_triple",)
