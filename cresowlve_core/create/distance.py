@@ -36,7 +36,7 @@ def path_text(path: Path) -> str:
     """The text embedded for a path (see module docstring)."""
     parts: list[str] = []
     for i, t in enumerate(path[:-1]):
-        head, tail = str(t[0]), str(t[-1])
+        head, tail = (str(t[0]), str(t[-1])) if t else ("", "")  # an empty triple (a malformed path) says nothing
         rel = " ".join(str(x) for x in t[1:-1])
         parts.append(f" [{rel}] {tail}" if i == 0 else f"{head} [{rel}] {tail}")
     return " | ".join(parts).lower()

@@ -129,7 +129,7 @@ def _as_path(value: Any) -> Path | None:
         return None
     triples: Path = []
     for t in value:
-        if not isinstance(t, (list, tuple)) or not t:
+        if not isinstance(t, (list, tuple)):  # an empty triple is kept: the path is malformed, not absent
             return None
         if any(isinstance(x, (list, tuple, dict)) for x in t):
             return None
@@ -242,8 +242,9 @@ class Validity:
     reasons: tuple[str, ...] = ()
 
 
-def _entities(t: Triple) -> tuple[str, str]:
-    return t[0].lower(), t[-1].lower()
+def _entities(t: Triple) -> tuple[str, ...]:
+    """A triple's head and tail, lower-cased (none for an empty triple, which connects nothing)."""
+    return (t[0].lower(), t[-1].lower()) if t else ()
 
 
 def check_validity(path: Path, entity_a: str, entity_b: str) -> Validity:

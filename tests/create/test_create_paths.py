@@ -61,6 +61,22 @@ def test_non_path_values_are_skipped_and_dict_paths_accepted():
     assert pa.paths == [P1, P2] and "skipped_non_path_value" in pa.flags
 
 
+def test_a_path_with_an_empty_triple_is_kept_as_a_malformed_path_not_dropped():
+    """A model's path with an empty triple was dropped like a value that is no path, so it left
+    n_paths and the validity rate (1 of 1 valid where the model wrote 2 paths); it is a path that
+    fails the structural check, as one with a two-part triple is."""
+    from cresowlve_core.create.distance import path_text
+
+    broken = [["Morton Gould", "knew", "X"], [], ["X", "discography", "Benny Carter discography"]]
+    fine = [["Morton Gould", "knew", "X"], ["X", "discography", "Benny Carter discography"]]
+    pa = parse_answer(_answer({"1": broken, "2": fine, "3": "no path"}))
+    assert pa.status == "ok" and pa.paths == [broken, fine] and pa.flags == ["skipped_non_path_value"]
+    assert [check_validity(p, "Morton Gould", "Benny Carter discography").valid for p in pa.paths] == [False, True]
+    assert "malformed_triple" in check_validity(broken, "Morton Gould", "Benny Carter discography").reasons
+    assert check_validity([[]], "a", "b").reasons == ("malformed_triple", "entity_a_not_in_first", "entity_b_not_in_last")
+    assert path_text(broken)  # the report embeds every path, a malformed one too
+
+
 def test_last_answer_block_wins():
     text = _answer({"1": P2}) + " revised: " + _answer({"1": P1})
     assert parse_answer(text).paths == [P1]
