@@ -214,10 +214,17 @@ def unparsed_line(s: GenerateSummary | ScoreSummary) -> str | None:
         cut_off = f" ({s.n_truncated} {CUT_OFF}: --max-tokens)" if s.n_truncated else ""
         return f"no answer parsed: {s.n_unparseable} of {answered} answers unparseable{cut_off}" if answered and \
             s.n_unparseable == answered else None
+    withheld = s.n_judge_refused + s.n_judge_filtered
+    why = f" ({plural(withheld, 'judge answer')} refused or filtered)" if withheld else ""
     if s.n_triples and not (s.n_specificity_scored or s.n_factuality_scored):
-        withheld = s.n_judge_refused + s.n_judge_filtered
-        why = f" ({plural(withheld, 'judge answer')} refused or filtered)" if withheld else ""
         return f"no judgment parsed: 0 of {s.n_triples} triples scored by either judge{why}"
+    # one judge with nothing read: its 0 for every triple decides every path's utility
+    silent = [(judge, counted) for judge, n, counted in (
+        ("specificity", s.n_specificity_scored, "every path's strength is 0"),
+        ("factuality", s.n_factuality_scored, "every triple counts as not factual")) if s.n_triples and not n]
+    if silent:
+        judge, counted = silent[0]
+        return f"no {judge} judgment parsed: 0 of {s.n_triples} triples scored by the {judge} judge{why}, so {counted}"
     return None
 
 

@@ -230,6 +230,21 @@ def test_a_run_with_nothing_read_says_why_in_its_last_line(tmp_path, capsys):
                                          "(8 judge answers refused or filtered)")
 
 
+def test_a_judge_that_scored_no_triple_makes_the_score_incomplete(tmp_path, key, capsys):
+    """A specificity judge whose every answer holds no class size (prose): every strength is 0, so
+    every utility is 0.000, and `create score` exited 0 because the factuality judge had read its
+    triples. The last line now names the judge that scored nothing, and the exit code is 1."""
+    answers = {**replay_answers(), "Class A": "These classes look fairly small to me."}
+    with ReplayServer("default", answers=answers) as srv:
+        cg.generate(None, endpoint(srv), tmp_path, limit=2, options=GEN_OPTIONS, progress=False)
+        s = cs.score(tmp_path, endpoint(srv), options=JUDGE_OPTIONS, embedder=one_hot, progress=False)
+    assert s.n_triples == 12 and (s.n_specificity_scored, s.n_factuality_scored) == (0, 12)
+    code, line, last = last_line(capsys, s, "paths to judge")
+    assert "utility@0.9 0.000" in line
+    assert code == 1 and last.startswith("incomplete: no specificity judgment parsed: 0 of 12 triples scored by the "
+                                         "specificity judge, so every path's strength is 0")
+
+
 # --------------------------------------------------------------------------- refused generations
 
 
