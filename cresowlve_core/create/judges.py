@@ -155,7 +155,8 @@ def _count(number: float) -> float | None:
 
 def _as_number(value: Any) -> float | None:
     """A judge's class size: a number, or the first size written in a string (:data:`_SIZE`); None
-    when there is none, when it is NaN, infinite or negative, or when it is a rating ("7/10")."""
+    when there is none, when it is NaN, infinite or negative, when it is a rating ("7/10"), or when
+    the string writes more than one size."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -164,7 +165,9 @@ def _as_number(value: Any) -> float | None:
         except OverflowError:  # an integer beyond any float
             return None
     if isinstance(value, str):
-        return _size_of(_SIZE_IN_TEXT.search(value))
+        # two different sizes ("Class A: 5, Class B: 1200", "between 100 and 500") name no one size
+        sizes = {_size_of(m) for m in _SIZE_IN_TEXT.finditer(value)}
+        return sizes.pop() if len(sizes) == 1 else None
     return None
 
 

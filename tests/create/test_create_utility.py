@@ -117,6 +117,16 @@ def test_a_rating_in_place_of_a_class_size_stays_unscored_not_read_as_its_numera
     assert parse_size_line(" 8/10") is None
 
 
+def test_a_judgment_writing_two_class_sizes_stays_unscored_not_read_as_the_first():
+    """The prompt asks for the size of the LARGER class as one integer. A judgment naming both
+    ("Class A: 5, Class B: 1200") or a range ("between 100 and 500") was read as its first number
+    (5: score 5, the most specific, where the larger class scores 2): it names no one size, so it is
+    unscored. One size written with its words or magnitude still reads."""
+    v = parse_specificity('[{"judgment": "Class A: 5, Class B: 1200"}, {"judgment": "between 100 and 500"}, '
+                          '{"judgment": "1200 (Class B)"}, {"judgment": "about 2 million people"}]', 4)
+    assert v.sizes == [None, None, 1200, 2e6] and v.scores == [0, 0, 2, 1] and "some_unparseable" in v.flags
+
+
 def test_parse_factuality():
     v = parse_factuality('{"explanation": "x", "judgments": ["not hallucinated", "hallucinated", "Not Hallucinated"]}', 3)
     assert v.scores == [1.0, 0.0, 1.0] and v.flags == []
