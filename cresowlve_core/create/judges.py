@@ -221,6 +221,8 @@ def parse_specificity(text: str, n_triples: int, *, cut_off: bool = False) -> Tr
 
 
 _VERDICT = re.compile(r"not\s+hallucinated|hallucinated", re.IGNORECASE)
+#: the factuality answer's list key, as the prompt's schema writes it: ``"judgments":``
+_JUDGMENTS_KEY = re.compile(r'"judgments?"\s*:', re.IGNORECASE)
 
 
 def _verdict(value: Any) -> float | None:
@@ -256,7 +258,8 @@ def parse_factuality(text: str, n_triples: int) -> TripleVerdicts:
     if raw is not None:
         verdicts = [_verdict(v) for v in raw]
     else:  # read after the judgments' key: an explanation before it ("none is hallucinated") holds no verdict
-        tail = (text or "").split("judgment", 1)[-1]
+        key = _JUDGMENTS_KEY.search(text)  # the quoted key, not the word in an explanation before it
+        tail = text[key.end():] if key else text.split("judgment", 1)[-1]
         verdicts = [_verdict(m.group(0)) for m in _VERDICT.finditer(tail)]
         flags.append("regex_fallback" if verdicts else "unparseable")
     verdicts = _fit(verdicts, n_triples, None, flags)

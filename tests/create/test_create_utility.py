@@ -150,6 +150,19 @@ def test_factuality_verdicts_are_read_from_the_judgments_not_the_explanation():
     assert objects.verdicts == [1.0, 0.0] and objects.flags == []
 
 
+def test_a_factuality_fallback_reads_after_the_judgments_key_not_the_word_judgment_in_the_explanation():
+    """A factuality answer that is not valid JSON (an unescaped quote in its explanation) is read after
+    its "judgments" key. It was read after the first word "judgment", so an explanation saying "in my
+    judgment the second triple is hallucinated" added a verdict in front: [0, 1, 0] for [1, 0, 1]."""
+    text = ('{"explanation": "In my judgment the second triple is hallucinated: "Prize" has no such winner.", '
+            '"judgments": ["not hallucinated", "hallucinated", "not hallucinated"]}')
+    v = parse_factuality(text, 3)
+    assert v.verdicts == [1.0, 0.0, 1.0] and v.flags == ["regex_fallback"]
+    objects = parse_factuality('{"explanation": "my "best" judgment", "judgments": [{"triple": 1, "judgment": '
+                               '"not hallucinated"}, {"triple": 2, "judgment": "hallucinated"}]}', 2)
+    assert objects.verdicts == [1.0, 0.0] and objects.flags == ["regex_fallback"]
+
+
 def test_a_bare_true_false_or_number_is_no_factuality_verdict():
     """The judge is asked "hallucinated or not": a bare ``true``/``false``/``1``/``0`` says neither, so
     it is unscored (flagged), not read one way or the other. Before: ``[true, false]`` read [0, 1]
