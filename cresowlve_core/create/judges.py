@@ -122,12 +122,15 @@ def _json_payload(text: str) -> Any:
 
 
 #: a class size as a judge writes it: digits (thousands commas, decimals allowed), then optionally a
-#: power of ten ("1e6", "1.5 x 10^6"), a power ("10^6") or a magnitude word ("2 million")
+#: power of ten ("1e6", "1.5 x 10^6"), a power ("10^6"), a magnitude word ("2 million") or its
+#: letter ("10k", "2M", "1.5bn")
 _SIZE = (r"(?P<digits>\d[\d,]*(?:\.\d+)?)(?:\s*e\+?(?P<exp>\d+)|\s*\^\s*(?P<power>\d+)"
-         r"|\s*[x×*]\s*10\s*\^\s*\+?(?P<times_ten>\d+)|\s+(?P<word>thousand|million|billion|trillion)\b)?")
+         r"|\s*[x×*]\s*10\s*\^\s*\+?(?P<times_ten>\d+)|\s+(?P<word>thousand|million|billion|trillion)\b"
+         r"|(?P<suffix>k|mn|m|bn|b)(?![a-z]))?")
 _SIZE_IN_TEXT = re.compile(_SIZE, re.IGNORECASE)
 _JUDGMENT_SIZE = re.compile(r'"?judgment"?\s*:\s*"?' + _SIZE, re.IGNORECASE)
 _MAGNITUDE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_SUFFIX_MAGNITUDE = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
 #: what follows a number written as a rating ("7/10", "4 out of 5"): a score on a scale, no class size
 _RATING_AFTER = re.compile(r"\s*(?:/|out\s+of\b)\s*\d", re.IGNORECASE)
 
@@ -145,6 +148,8 @@ def _size_of(m: re.Match[str] | None) -> float | None:
             return _count(float(base ** int(m["power"])))
     except (ValueError, OverflowError):
         return None
+    if m["suffix"]:  # "10k", "2M", "1.5bn"
+        return _count(base * _SUFFIX_MAGNITUDE[m["suffix"].lower()])
     return _count(base * _MAGNITUDE[m["word"].lower()] if m["word"] else base)
 
 

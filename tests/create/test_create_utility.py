@@ -105,6 +105,14 @@ def test_a_class_size_is_read_with_its_magnitude_and_a_size_that_is_no_count_sta
     assert [parse_size_line(t) for t in (" 2 million", " 1e5", " 12")] == [2e6, 1e5, 12]
 
 
+def test_a_class_size_with_a_magnitude_letter_is_read_with_it():
+    """"10k" or "2M" is a large class, not one of 10 or 2 members (score 5, the most specific)."""
+    v = parse_specificity('[{"judgment": "10k"}, {"judgment": "~2M people"}, {"judgment": "1.5bn"}, '
+                          '{"judgment": "10km"}]', 4)
+    assert v.sizes == [1e4, 2e6, 1.5e9, 10] and v.scores == [1, 1, 1, 5]
+    assert parse_size_line(" 10K") == 1e4
+
+
 def test_a_rating_in_place_of_a_class_size_stays_unscored_not_read_as_its_numerator():
     """A judge writing a score ("7/10", "4 out of 5") instead of the class size the prompt asks for
     gave no size: unscored (score 0, flagged), not a class of 7 or 4 members (score 5, the most specific)."""
