@@ -129,6 +129,9 @@ _SIZE = (r"(?P<digits>\d[\d,]*(?:\.\d+)?)(?:\s*e\+?(?P<exp>\d+)|\s*\^\s*(?P<powe
          r"|(?P<suffix>k|mn|m|bn|b)(?![a-z]))?")
 _SIZE_IN_TEXT = re.compile(_SIZE, re.IGNORECASE)
 _JUDGMENT_SIZE = re.compile(r'"?judgment"?\s*:\s*"?' + _SIZE, re.IGNORECASE)
+#: each quoted "judgment" key, with the size after it when there is one: a list that does not parse is
+#: read key by key, so the word in an explanation ("in my judgment: 5 ...") adds no size
+_JUDGMENT_KEY_SIZE = re.compile(r'"judgment"\s*:\s*"?(?:' + _SIZE + ")?", re.IGNORECASE)
 _MAGNITUDE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _SUFFIX_MAGNITUDE = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
 #: what follows a number written as a rating ("7/10", "4 out of 5"): a score on a scale, no class size
@@ -215,9 +218,9 @@ def parse_specificity(text: str, n_triples: int, *, cut_off: bool = False) -> Tr
     if items is not None:
         sizes = [_as_number(it.get("judgment")) if isinstance(it, dict) else _as_number(it) for it in items]
     else:
-        found = list(_JUDGMENT_SIZE.finditer(text))
+        found = list(_JUDGMENT_KEY_SIZE.finditer(text)) or list(_JUDGMENT_SIZE.finditer(text))
         end = len(text.rstrip())
-        sizes = [None if cut_off and m.end() >= end else _size_of(m) for m in found]
+        sizes = [None if m["digits"] is None or cut_off and m.end() >= end else _size_of(m) for m in found]
         flags.append("regex_fallback" if found else "unparseable")
     sizes = _fit(sizes, n_triples, None, flags)
     if any(s is None for s in sizes) and "unparseable" not in flags:

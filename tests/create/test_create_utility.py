@@ -135,6 +135,18 @@ def test_a_judgment_writing_two_class_sizes_stays_unscored_not_read_as_the_first
     assert v.sizes == [None, None, 1200, 2e6] and v.scores == [0, 0, 2, 1] and "some_unparseable" in v.flags
 
 
+def test_a_specificity_fallback_reads_each_judgment_key_not_the_word_in_an_explanation():
+    """A specificity list that is not valid JSON (an unescaped quote) is read key by key. The word
+    "judgment:" in an explanation added a size in front ([5, 1200] for [1200, 40]), and a key with
+    no number ("many") was skipped, so the next triple's size moved up to it ([40, None] for [None, 40])."""
+    text = ('[{"explanation": "In my judgment: 5 people share class "A", class B is larger", "judgment": 1200}, '
+            '{"explanation": "e", "judgment": 40}]')
+    v = parse_specificity(text, 2)
+    assert v.sizes == [1200, 40] and v.flags == ["regex_fallback"]
+    many = parse_specificity('[{"explanation": "a "b"", "judgment": "many"}, {"judgment": 40}]', 2)
+    assert many.sizes == [None, 40] and many.scores == [0, 4] and "some_unparseable" in many.flags
+
+
 def test_parse_factuality():
     v = parse_factuality('{"explanation": "x", "judgments": ["not hallucinated", "hallucinated", "Not Hallucinated"]}', 3)
     assert v.scores == [1.0, 0.0, 1.0] and v.flags == []
