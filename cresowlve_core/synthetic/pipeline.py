@@ -24,6 +24,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,9 +124,10 @@ class SynthConfig(BaseModel):
     def rules(self) -> FactRules:
         return FactRules(self.min_facts, self.max_facts, self.min_each, self.max_answers, self.max_pool)
 
-    def identity(self) -> dict[str, Any]:
-        """The settings a resumed build must share (``n_candidates`` may grow: same seed, same order)."""
-        return {"seed": self.seed, "band": [self.band_low, self.band_high], "notability": self.notability,
+    def identity(self, knowledge: str | None = None) -> dict[str, Any]:
+        """The settings a resumed build must share (``n_candidates`` may grow: same seed, same order);
+        ``knowledge``: the :func:`knowledge_digest` of the graph the build reads."""
+        return {"knowledge": knowledge, "seed": self.seed, "band": [self.band_low, self.band_high], "notability": self.notability,
                 "domains": self.domains, "rules": [self.min_facts, self.max_facts, self.min_each,
                                                    self.max_answers, self.max_pool],
                 "kg_dir": self.kg_dir, "knowledge_source": self.knowledge_source}
@@ -143,6 +146,27 @@ class SynthResult:
     summary: dict[str, Any]
     embedded: dict[str, bool]
     stopped: str | None = None
+
+
+_DIGESTS: dict[int, tuple[list[Any], str]] = {}
+
+
+def knowledge_digest(source: KnowledgeSource) -> str | None:
+    """A digest of everything a build reads from an in-memory graph (triples, labels, descriptions,
+    aliases, relation labels, types): another graph under the same settings (another data
+    directory, an edited label) changes the candidates' prompts and accepted answers, so a build
+    made on one is not resumed on the other. None for online Wikidata (not versioned)."""
+    if not isinstance(source, KnowledgeGraph):
+        return None
+    kept = _DIGESTS.get(id(source.triples))  # copies made for another notability measure share the triples
+    if kept is not None and kept[0] is source.triples:
+        return kept[1]
+    content = [source.triples, sorted(source.labels.items()), sorted(source.descriptions.items()),
+               sorted(source.relation_labels.items()), sorted((k, list(v)) for k, v in source.aliases.items()),
+               sorted((k, sorted(v)) for k, v in source.types.items())]
+    digest = hashlib.sha256(json.dumps(content, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+    _DIGESTS[id(source.triples)] = (source.triples, digest)
+    return digest
 
 
 def load_source(cfg: SynthConfig) -> KnowledgeSource:
@@ -186,7 +210,8 @@ def verbalise_manifest(source: KnowledgeSource, endpoint: Endpoint, cfg: SynthCo
         "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=n_candidates, seed=options.seed,
         temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(), sent=step.sent(endpoint),
-        identity=cfg.identity(), options=options.model_dump(mode="json"), config=cfg.model_dump(mode="json"),
+        identity=cfg.identity(knowledge_digest(source)), options=options.model_dump(mode="json"),
+        config=cfg.model_dump(mode="json"),
     )
 
 
@@ -246,7 +271,8 @@ def _plain(usage: Any) -> Any:
 # --------------------------------------------------------------------------- stage 4
 
 
-def solve_manifest(endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions, n_units: int) -> Manifest:
+def solve_manifest(source: KnowledgeSource, endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions,
+                   n_units: int) -> Manifest:
     """The manifest of the creative-leap filter's run directory."""
     thinking = cfg.solver_effort is not None
     step = solver_step(thinking).on(endpoint, options, effort=cfg.solver_effort)
@@ -254,7 +280,7 @@ def solve_manifest(endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions,
         "synth_solve", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
         items=str(Path(cfg.build_dir) / "verbalise"), n_items=n_units, seed=options.seed, effort=cfg.solver_effort,
         thinking=thinking, temperature=options.temperature, max_tokens=step.max_tokens, prompts=[step.prompt().tag],
-        sent=step.sent(endpoint), identity={**cfg.identity(), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
+        sent=step.sent(endpoint), identity={**cfg.identity(knowledge_digest(source)), "scoring": SCORING_BASIS}, options=options.model_dump(mode="json"),
         config=cfg.model_dump(mode="json"),
     )
 
@@ -264,7 +290,7 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
     """The creative-leap filter: the solver answers both versions (one ``map_with_resume`` call)."""
     step = solver_step(cfg.solver_effort is not None).on(endpoint, options, effort=cfg.solver_effort)
     prompt = step.prompt()
-    manifest = run.begin(solve_manifest(endpoint, cfg, options, len(units)))
+    manifest = run.begin(solve_manifest(source, endpoint, cfg, options, len(units)))
     others = other_labels(source)
 
     async def call(unit: tuple[Candidate, dict[str, Any]], _previous: dict[str, Any] | None) -> dict[str, Any]:
@@ -340,7 +366,7 @@ def refuse_changed_build(cfg: SynthConfig, source: KnowledgeSource) -> None:
     build_dir = Path(cfg.build_dir)
     with _endpoints(cfg, planned_endpoint) as (v, _, s, _):
         refuse_changed(build_dir / "verbalise", verbalise_manifest(source, v, cfg, _verbaliser_options(cfg), 0))
-        refuse_changed(build_dir / "solve", solve_manifest(s, cfg, _solver_options(cfg), 0))
+        refuse_changed(build_dir / "solve", solve_manifest(source, s, cfg, _solver_options(cfg), 0))
 
 
 def _secret_names(*names: str | None) -> list[str] | None:

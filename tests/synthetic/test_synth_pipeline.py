@@ -133,6 +133,26 @@ def test_resume_refuses_another_configuration(tmp_path):
             run_synth(cfg(tmp_path, seed=1), source=graph(), endpoints=(ep, ep), progress=False)
 
 
+def test_resume_refuses_another_graph_under_the_same_settings(tmp_path):
+    """A build resumed on another graph (another CRESOWLVE_DATA_DIR, an edited label) under the same
+    settings reused the first graph's verbalisations and solver verdicts: the identity held
+    ``kg_dir: None`` and never the graph itself."""
+    from cresowlve_core.runtime import ResumeError
+
+    relabelled = graph()
+    relabelled.labels["A1"] = "name a1 renamed"
+    with FakeServer(answers=answers) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        one = cfg(tmp_path, max_facts=2).model_copy(update={"n_candidates": 1})
+        run_synth(one, source=graph(), endpoints=(ep, ep), progress=False)
+        sent = srv.total
+        run_synth(one, source=graph(), endpoints=(ep, ep), progress=False)  # the same content: resumed
+        assert srv.total == sent
+        with pytest.raises(ResumeError, match="knowledge"):
+            run_synth(one, source=relabelled, endpoints=(ep, ep), progress=False)
+        assert srv.total == sent
+
+
 @pytest.mark.embeddings
 def test_fewer_candidates_than_asked_are_said_with_why(tmp_path):
     """The graph holds five writers: `--n 50` built 5 candidates and the line said "5 candidates",
