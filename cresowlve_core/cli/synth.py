@@ -18,6 +18,7 @@ from cresowlve_core.llm.types import EFFORTS
 def cmd_synth(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
     from cresowlve_core.synthetic.pipeline import (
+        TASKS,
         SynthConfig,
         candidate_build,
         load_source,
@@ -48,7 +49,7 @@ def cmd_synth(a: argparse.Namespace) -> int:
     if res.stopped:
         print(f"synth stopped at {res.summary['stopped_at']} ({res.stopped}); the later steps were skipped; "
               f"summary: {Path(cfg.build_dir) / 'summary.json'}", file=sys.stderr)
-    return stage_exit(synth_stage(res.summary), unit="calls")
+    return stage_exit(synth_stage(res.summary), unit=TASKS)
 
 
 def add_synth_parser(sub: Any) -> None:

@@ -79,6 +79,8 @@ from cresowlve_core.synthetic.verbalise import (
 SOLVER_STOP = ("\nPuzzle:",)
 #: solver call outcomes with no answer for reasons of their own (counted as such, never as unread)
 UNREAD_OUTCOMES = ("refused", "filtered", "truncated")
+#: the unit of a build's counts and exit code: a verbalisation (one call) or a puzzle put to the solver (two calls)
+TASKS = "model tasks"
 PAPER_YIELD = (7, 100)  # App. D: 7 of 100 candidates survived the creative-leap filter (Gemini-3-Flash)
 
 
@@ -429,7 +431,7 @@ def synth_stage(summary: dict[str, Any]) -> dict[str, Any]:
                 if st["verbalised"] and not st["parsed"] else
                 f"no solver answer read: {solver['unread']} answered version(s), none with an answer (a copy "
                 "of the prompt)" if solver.get("unread") and not solver.get("read") else None)
-    return stage_record(summary["calls"], "calls", unparsed=unparsed)
+    return stage_record(summary["calls"], TASKS, unparsed=unparsed)
 
 
 def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
@@ -450,10 +452,19 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     interval = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None else ""
     n_sent = int(summary.get("n_sent", 0))
     calls = summary["calls"]
-    sent = sent_phrase(n_sent, calls["n_error"] + calls["n_not_run"], "every call was already in the build directory")
+    sent = sent_phrase(n_sent, calls["n_error"] + calls["n_not_run"], "every task was already in the build directory")
     return (f"synth: {funnel} (paper: {y['paper_kept']} of {y['paper_of']}); difficulty AUC "
-            f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} (n={d.get('n', 0)}); {summary['calls']['n_items']} model "
-            f"calls, {sent}; {Path(build_dir) / 'summary.json'}")
+            f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} (n={d.get('n', 0)}); {calls['n_items']} {TASKS} "
+            f"({task_calls(summary)}), {sent}; {Path(build_dir) / 'summary.json'}")
+
+
+def task_calls(summary: dict[str, Any]) -> str:
+    """What a build's model tasks are in calls: a verbalisation is one call, a puzzle put to the solver two
+    (its literal and its obfuscated version)."""
+    units = {s["step"]: int(s.get("n_units") or 0) for s in summary.get("steps") or []}
+    n_verbalise, n_solve = units.get("verbalise", 0), units.get("solve", 0)
+    return (f"{n_verbalise} verbalisations and {n_solve} puzzles asked in both versions: "
+            f"{n_verbalise + 2 * n_solve} model calls")
 
 
 def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, vres: MapResult,

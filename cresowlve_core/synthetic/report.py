@@ -155,7 +155,7 @@ def yield_section(result: SynthResult) -> Section:
         msg += (f" {unread} solver replies held no answer to read (a copy of the prompt): their candidates "
                 "are unscored, never kept.")
     if errored := (result.summary.get("errors") or {}).get("solve"):
-        msg += (f" **{errored} solver calls errored**: their candidates have no solver answer and are not kept; "
+        msg += (f" **{errored} puzzles errored at the solver**: their candidates have no solver answer and are not kept; "
                 "run again to retry them.")
     return Section(result.summary["yield"], msg, table)
 
@@ -164,7 +164,7 @@ def headline(result: SynthResult) -> str:
     """The synthetic report's one line: candidates kept, beside the paper's yield."""
     kept = result.summary["yield"]
     calls = result.summary.get("calls") or {}
-    unfinished = [f"{calls[k]} model calls {word}" for k, word in (("n_error", "errored"), ("n_not_run", "not run"))
+    unfinished = [f"{calls[k]} model tasks {word}" for k, word in (("n_error", "errored"), ("n_not_run", "not run"))
                   if calls.get(k)]
     return (f"kept {shown(kept['kept'])} of {shown(kept.get('of_candidates'))} synthetic candidates "
             f"(the paper: {kept.get('paper_kept')} of {kept.get('paper_of')})"

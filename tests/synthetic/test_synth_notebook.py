@@ -32,7 +32,7 @@ def test_synthetic_notebook_renders(tmp_path):
     assert st["candidates"] == 3 and st["parsed"] == 3 and st["solved_literal"] == 0 and st["kept"] == 0
     assert rec["yield"] == {"kept": 0, "of_candidates": 3, "paper_kept": 7, "paper_of": 100}
     [stage] = rec["stages"]  # what `cresowlve report 06_synthetic` exits with, as `synth` would
-    assert stage["unit"] == "calls" and stage["n_error"] == stage["n_not_run"] == 0 and "unparsed" not in stage
+    assert stage["unit"] == "model tasks" and stage["n_error"] == stage["n_not_run"] == 0 and "unparsed" not in stage
     assert rec["n_examples"] == 3 and rec["difficulty"]["n"] == 0
     html = res.html.read_text()
     assert "7/100" in html and "EMBEDDED 270M" not in html  # no embedded banner for a configured endpoint

@@ -77,7 +77,7 @@ def test_per_item_errors_exit_1_with_a_last_line(tmp_path, capsys, monkeypatch):
         rc = main(_args(tmp_path, srv.base_url))
     err = capsys.readouterr().err
     assert rc == 1, err  # before: exit 0 and no stderr line
-    assert last_line(err).startswith("incomplete: 1 errored, 0 not run of 11 calls; most common error (1x): ")
+    assert last_line(err).startswith("incomplete: 1 errored, 0 not run of 11 model tasks; most common error (1x): ")
 
 
 def test_no_candidate_is_refused_and_says_why(tmp_path, capsys):
@@ -91,12 +91,18 @@ def test_synth_ends_with_one_summary_line_and_says_nothing_sent_on_a_rerun(tmp_p
     with FakeServer(answers=answer) as srv:
         assert main(_args(tmp_path, srv.base_url)) == 0
         first = capsys.readouterr().out.strip().splitlines()
+        n_calls = srv.total
         assert main(_args(tmp_path, srv.base_url)) == 0
         again = capsys.readouterr().out.strip().splitlines()
     summary = json.loads((tmp_path / "synth" / "summary.json").read_text())  # the JSON stays in its file
     assert len(first) == 1 and not first[0].lstrip().startswith("{"), first
     assert first[0].startswith(f"synth: {summary['stages']['candidates']} candidates → ")
-    assert f"{summary['calls']['n_items']} model calls, {summary['calls']['n_items']} sent" in first[0]
+    # a task is a verbalisation (one call) or a puzzle put to the solver in both versions (two calls): the line
+    # said "N model calls, N sent" with N the tasks, fewer than the requests the server answered
+    n_verbalise, n_solve = (s["n_units"] for s in summary["steps"])
+    assert n_calls == n_verbalise + 2 * n_solve and n_solve > 0
+    assert (f"{summary['calls']['n_items']} model tasks ({n_verbalise} verbalisations and {n_solve} puzzles asked "
+            f"in both versions: {n_calls} model calls), {summary['calls']['n_items']} sent") in first[0]
     assert first[0].endswith(str(tmp_path / "synth" / "summary.json"))
     assert len(again) == 1 and "nothing sent" in again[0], again
 
