@@ -70,6 +70,7 @@ from cresowlve_core.synthetic.verbalise import (
     FEWSHOT_PROMPT,
     FEWSHOT_STOP,
     PROMPT,
+    ends_in_explanation,
     parse_fewshot_verbalisation,
     parse_verbalisation,
     verbalise_messages,
@@ -230,6 +231,8 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
         out = await client.complete(messages, req.params, prompt_version=tag)
         # a refused or filtered verbalisation is final and yields no puzzle
         parsed = None if is_withheld(out) else step.parse(out.text, prompt=messages[-1]["content"])
+        if out.truncated and step.fewshot and ends_in_explanation(out.text):
+            parsed = None  # cut off at the token limit inside its explanation line: no puzzle (a chat reply's tags close)
         names = answer_names(source, c.answers)
         leaks = []
         if parsed is not None:
@@ -445,7 +448,10 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     if unread := (summary.get("solver_answers") or {}).get("unread"):
         solver_note += f" ({unread} replies with no answer to read: unscored)"
     short = summary.get("candidate_shortfall")
-    funnel = (f"{st['candidates']} candidates{f' ({short})' if short else ''} → {st['verbalised']} verbalised{outcome_note(withheld.get('verbalise') or {})} "
+    verbaliser_note = outcome_note(withheld.get("verbalise") or {})
+    if cut_verbalise := (summary.get("cut_off") or {}).get("verbalise"):
+        verbaliser_note += f" ({cut_verbalise} cut off at the token limit: no puzzle)"
+    funnel = (f"{st['candidates']} candidates{f' ({short})' if short else ''} → {st['verbalised']} verbalised{verbaliser_note} "
               f"({st['parsed']} parsed, {st['leak_free']} leak-free) → {st['solver_answered']} answered by the "
               f"solver{solver_note} → {st['kept']} kept")
     auc, lo, hi = d.get("auc"), d.get("auc_low"), d.get("auc_high")
@@ -511,7 +517,9 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
         },
         "withheld": withheld,  # calls refused or filtered: the verbaliser's by candidate, the solver's by side
         # solver answers cut off at the token limit (by side): unscored unless right, so never a failure to solve
-        "cut_off": {"solve": sum(r[side].get("outcome") == "truncated" for r in solved.values()
+        "cut_off": {"verbalise": sum(r.get("outcome") == "truncated" and r.get("parsed") is None
+                                     for r in verbalised.values()),
+                    "solve": sum(r[side].get("outcome") == "truncated" for r in solved.values()
                                  for side in ("literal", "obfuscated") if side in r)},
         # solver answers by side: an answer extracted (read), or a finished, uncut reply with none (unread:
         # a copy of the prompt or its placeholder), never a failure to solve

@@ -149,6 +149,14 @@ def parse_fewshot_verbalisation(text: str | None, prompt: str | None = None) -> 
     return checked(parts, prompt)
 
 
+def ends_in_explanation(text: str | None) -> bool:
+    """A few-shot continuation's last non-blank line is its ``Explanation:`` line: nothing followed it,
+    so a continuation cut off at the token limit may have cut the explanation mid-sentence."""
+    lines = [line for line in (text or "").splitlines() if line.strip()]
+    m = _LABEL_LINE.match(lines[-1][:MAX_LINE_CHARS]) if lines else None
+    return m is not None and m.group(1).lower() == "explanation"
+
+
 def _value(text: str) -> str | None:
     """A labelled line's text: one line, without the markdown emphasis around its label."""
     return " ".join(text.strip().strip("*_").split()) or None

@@ -10,7 +10,7 @@ import json
 import re
 
 import pytest
-from fakeserver import FakeServer
+from fakeserver import FakeServer, Reply
 from test_synth_pipeline import cfg, graph
 
 from cresowlve_core.llm.profiles import PROVIDERS_ENV
@@ -22,7 +22,7 @@ from cresowlve_core.synthetic.domains import domains_by_name
 from cresowlve_core.synthetic.facts import FactRules
 from cresowlve_core.synthetic.leap import extract, solver_prompt
 from cresowlve_core.synthetic.notability import NotabilityBand
-from cresowlve_core.synthetic.pipeline import run_synth
+from cresowlve_core.synthetic.pipeline import run_synth, summary_line
 from cresowlve_core.synthetic.verbalise import (
     parse_fewshot_verbalisation,
     parse_verbalisation,
@@ -160,3 +160,36 @@ def test_a_base_model_build_uses_completions_and_resumes_without_a_request(tmp_p
         again = run_synth(c, source=graph(), endpoints=(ep, ep), progress=False)
         assert srv.total == 0  # resume: every unit is already done
         assert again.summary["stages"] == st and again.summary["prompts"] == res.summary["prompts"]
+
+
+def cut_in_explanation(req):
+    """A base-model verbaliser cut off at the token limit inside its explanation line (or after it)."""
+    p = req.prompt
+    if p.endswith("\nLiteral:"):
+        anchor = re.search(r"\nAnswer: name (a\d) \(novelist\)", p).group(1)
+        text = f" X ({anchor}-lit) studied there. Who is X?\nObfuscated: THIS one ({anchor}-obf) is hidden.\nExplanation: the school is"
+        if anchor == "a1":  # the explanation line was finished: the cut came later
+            text += " S12.\nAnswer: name a9"
+        return Reply(text, finish_reason="length")
+    m = re.search(r"\nPuzzle: [^\n]*\((a\d)-(lit|obf)\)[^\n]*\nAnswer:$", p)
+    lit, obf = FEWSHOT_SOLVER.get(m.group(1), ("wrong", "nobody"))
+    return " " + (lit if m.group(2) == "lit" else obf)
+
+
+@pytest.mark.embeddings
+def test_a_verbalisation_cut_off_inside_its_explanation_is_no_puzzle(tmp_path, monkeypatch):
+    """Cut off at the token limit, each continuation parsed into a puzzle with the explanation
+    "the school is" and was exported as kept (5 of 5 kept); only one whose explanation line was
+    followed by more text is whole."""
+    with FakeServer(answers=cut_in_explanation) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        ep = Endpoint(srv.base_url, "gemma3-270m")
+        res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+    by_anchor = {r["anchor"]: r for r in res.verbalised.values()}
+    assert all(r["outcome"] == "truncated" for r in by_anchor.values())
+    assert by_anchor["A1"]["parsed"]["explanation"] == "the school is S12."
+    assert [a for a, r in sorted(by_anchor.items()) if r["parsed"] is None] == ["A2", "A3", "A4", "A5"]
+    assert res.summary["stages"]["parsed"] == 1 and res.summary["cut_off"]["verbalise"] == 4
+    assert "5 verbalised (4 cut off at the token limit: no puzzle) (1 parsed" in summary_line(res.summary, tmp_path)
+    rows = [json.loads(x) for x in (tmp_path / "build" / "synthetic_items.jsonl").read_text().splitlines()]
+    assert [r["explanation"] for r in rows] == ["the school is S12."]

@@ -84,7 +84,7 @@ def test_a_solver_answer_cut_off_at_the_token_limit_is_no_failure_to_solve(tmp_p
     assert (obf["outcome"], obf["correct"]) == ("truncated", None)
     assert records(tmp_path / "build", "solve")["A1"]["outcome"] == "unscored"
     assert all(s["candidate"].anchor != "A1" for s in res.survivors)
-    assert res.summary["cut_off"] == {"solve": 1}
+    assert res.summary["cut_off"] == {"verbalise": 0, "solve": 1}
     assert "(1 answers cut off at the token limit: unscored unless right)" in summary_line(res.summary, tmp_path)
     from cresowlve_core.synthetic.report import yield_section
 
