@@ -460,8 +460,16 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     calls = summary["calls"]
     sent = sent_phrase(n_sent, calls["n_error"] + calls["n_not_run"], "every task was already in the build directory")
     return (f"synth: {funnel} (paper: {y['paper_kept']} of {y['paper_of']}); difficulty AUC "
-            f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} (n={d.get('n', 0)}); {calls['n_items']} {TASKS} "
+            f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} ({auc_population(summary)}); {calls['n_items']} {TASKS} "
             f"({task_calls(summary)}), {sent}; {Path(build_dir) / 'summary.json'}")
+
+
+def auc_population(summary: dict[str, Any]) -> str:
+    """Who the difficulty AUC is over: the puzzles solved literally, of which those that failed the
+    obfuscated version; the unscored ones (a version refused, filtered, cut off or unread) are left out."""
+    d, unscored = summary["difficulty"], (summary.get("outcomes") or {}).get("unscored", 0)
+    return (f"n={d.get('n', 0)} solved literally, {d.get('n_failed', 0)} of them failed the obfuscated version"
+            + (f"; {unscored} unscored left out" if unscored else ""))
 
 
 def task_calls(summary: dict[str, Any]) -> str:

@@ -235,4 +235,7 @@ def difficulty_section(result: SynthResult) -> Section:
                f"AUC {fmt(pred['auc'])} [{fmt(pred['auc_low'])}, {fmt(pred['auc_high'])}] (bootstrap, "
                f"{pred['n_boot']} resamples); point-biserial r {fmt(pred['point_biserial'])} "
                f"[{fmt(pred['pb_low'])}, {fmt(pred['pb_high'])}] (Fisher z).")
+    if unscored := (result.summary.get("outcomes") or {}).get("unscored"):
+        msg += (f" {unscored} unscored puzzle(s) (a version refused, filtered, cut off or with no answer to read) "
+                "are left out.")
     return Section(pred, msg, table, chart)

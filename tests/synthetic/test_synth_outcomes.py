@@ -58,6 +58,13 @@ def test_refused_and_filtered_synthetic_calls(tmp_path):
             and "the solver refused 1 and was filtered on 0 versions" in yield_section(res).prose)
     line = summary_line(res.summary, build)
     assert "verbalised (1 filtered)" in line and "answered by the solver (1 refused answers)" in line, line
+    # the AUC's population: it said "(n=1)", silent on the refused puzzle it leaves out
+    assert "difficulty AUC n/a (n=1 solved literally, 0 of them failed the obfuscated version; 1 unscored left out)" \
+        in line, line
+    from cresowlve_core.synthetic.report import difficulty_section
+
+    assert "1 unscored puzzle(s) (a version refused, filtered, cut off or with no answer to read) are left out." \
+        in difficulty_section(res).prose
     vsum = json.loads((build / "verbalise" / "summary.json").read_text())
     ssum = json.loads((build / "solve" / "summary.json").read_text())
     assert (vsum["n_refused"], vsum["n_filtered"]) == (0, 1)
