@@ -67,7 +67,7 @@ MAX_LIST = 500  # rows shown in a browser's item list
 
 ITEM_COLUMNS = ["id", "lang", "in_items", "question", "answer", "explanation", "other_answers", "difficulty",
                 "reasoning_type", "knowledge_domains", "creative_domains", "cultures"]
-ANSWER_COLUMNS = ["run_id", "config", "model", "effort", "status", "prediction", "em_strict", "em_lenient", "judge",
+ANSWER_COLUMNS = ["run_id", "config", "model", "effort", "status", "outcome", "prediction", "em_strict", "em_lenient", "judge",
                   "judge_status", "judge_verdict", "judge_model", "correct", "basis", "cost", "output_tokens",
                   "reasoning_tokens", "synthetic", "error_categories"]
 LABEL_COLUMNS = ["labeller", "config", "lang", "id", "state", "label", "category", "rationale", "current", "path"]
@@ -115,7 +115,8 @@ class Explorer:
         if not self.has_runs:
             return text + f" No runs found at `{self.runs_spec}`: showing the items alone."
         a = self.frame[self.frame["config"].notna()]
-        withheld = a["judge_status"].eq("not_an_answer")  # refused or filtered: the judge was never asked
+        # refused or filtered (the record's outcome, with or without a judge): never correct, the judge never asked
+        withheld = a["outcome"].isin(NOT_AN_ANSWER) | a["judge_status"].eq("not_an_answer")
         basis = a.loc[~withheld, "basis"].value_counts()
         text += (f" Runs `{self.runs_spec}`: {len(self.runs)} run(s), {len(self.configs)} configuration(s), "
                  f"{len(a)} answers. Correct = the judge's verdict where it scored ({int(basis.get('judge', 0))} "

@@ -342,3 +342,14 @@ def test_a_record_whose_language_is_in_capitals_is_read_back(tmp_path):
     ex = X.load_explorer(str(tmp_path / "r"))
     (answer,) = X.item_detail(ex, EN[1], "en")["answers"]
     assert answer["prediction"] == "Kepler" and answer["thoughts"] == "astronomer? Kepler"
+
+
+def test_a_refusal_in_a_run_without_a_judge_is_counted_as_refused_not_as_strict_em(tmp_path):
+    """Without a judge a refused or filtered record carries ``judge_status`` not_run: the summary still
+    names it (from its ``outcome``) and does not count it among the strict-EM verdicts."""
+    recs = [record(EN[0], model="A", prediction=None, em_strict=False, outcome="refused", refusal="I can't help."),
+            record(EN[1], model="A", prediction=None, em_strict=False, outcome="filtered"),
+            record(EN[2], model="A", prediction="x", em_strict=False)]
+    write_run(tmp_path / "runs" / "a_en", recs, model="A")
+    ex = X.load_explorer(str(tmp_path / "runs" / "*"), labels="")
+    assert "else strict exact match (1); 2 refused or filtered (never correct, not judged)" in ex.summary()
