@@ -15,8 +15,9 @@ def _():
     from cresowlve_core.banners import banner_html, is_embedded_model
     from cresowlve_core.discover import newest_error_sample
     from cresowlve_core.error_analysis import annotation as A
+    from cresowlve_core.untrusted import markdown
 
-    return A, banner_html, is_embedded_model, mo, newest_error_sample
+    return A, banner_html, is_embedded_model, markdown, mo, newest_error_sample
 
 
 @app.cell
@@ -36,7 +37,7 @@ def _(found, mo):
 
 
 @app.cell
-def _(A, annotator, banner_html, found, is_embedded_model, mo, sample_path):
+def _(A, annotator, banner_html, found, is_embedded_model, markdown, mo, sample_path):
     from pathlib import Path
 
     get_saved, set_saved = mo.state(0)
@@ -62,12 +63,12 @@ def _(A, annotator, banner_html, found, is_embedded_model, mo, sample_path):
     # answers of the embedded 270M model (the main job's demo) are not results: say so on top
     embedded = sorted({str(r["config"]) for r in rows if is_embedded_model(str(r["config"]).split(" (")[0])})
     _banner = mo.Html(banner_html("embedded", f"Answers here come from {', '.join(embedded)}.")) if embedded else None
-    mo.vstack([x for x in (_banner, mo.md(f"**{problem}**") if problem else None) if x is not None])
+    mo.vstack([x for x in (_banner, mo.md(markdown(f"**{problem}**")) if problem else None) if x is not None])
     return embedded, get_message, get_saved, rows, set_message, set_saved, store
 
 
 @app.cell
-def _(A, get_message, get_saved, mo, rows, store):
+def _(A, get_message, get_saved, markdown, mo, rows, store):
     get_saved()
     last = get_message()
     keys = [str(r["key"]) for r in rows]
@@ -81,7 +82,8 @@ def _(A, get_message, get_saved, mo, rows, store):
     view = (mo.md(f"All {len(rows)} items labelled." if store else "") if row is None else
             mo.vstack([mo.md(f"Item {i + 1} of {len(rows)} · {done} labelled by you"), mo.Html(A.item_html(row)),
                        choice, note, save]))
-    mo.vstack([mo.callout(mo.md(last), kind="success" if last.startswith("saved") else "warn"), view]) if last else view
+    # the message names the item by its id, a string of the sample (from a run directory): rendered without raw HTML
+    mo.vstack([mo.callout(mo.md(markdown(last)), kind="success" if last.startswith("saved") else "warn"), view]) if last else view
     return choice, note, row, save
 
 

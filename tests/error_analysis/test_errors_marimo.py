@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import html
 import importlib.util
+import json
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -91,3 +94,25 @@ def test_an_annotator_named_like_the_sample_file_is_refused(tmp_path):
                                "annotator": SimpleNamespace(value="sample")})
     assert "choose another name" in defs["problem"] and defs["store"] is None and defs["row"] is None
     assert len(read_sample(path)) == 1
+
+
+def test_marimo_app_save_confirmation_shows_a_hostile_item_id_as_text(tmp_path):
+    """The confirmation 'saved <category> for <id>' was rendered by mo.md as written: an item id from a
+    run directory with an HTML tag became that tag in the page. It is shown as text now."""
+    hostile = '<img src=x onerror="alert(1)">'
+    sample = pd.DataFrame([{"key": f"k{i}", "config": "m", "lang": "en", "id": f"{hostile}{i}", "question": "q",
+                            "answer": "a", "prediction": "b", "reasoning": ""} for i in range(2)])
+    path = write_sample(sample, tmp_path / "ann" / "sample.jsonl")
+    store, rows = AnnotationStore(path.parent, "ann1"), sample.to_dict("records")
+    said: list[str] = []
+    state = {"embedded": [], "rows": rows, "store": store, "get_saved": lambda: 0, "set_saved": lambda f: None,
+             "Path": Path, "path": path, "problem": None}  # the loading cell's names
+    view = {"row": rows[0], "choice": SimpleNamespace(value="overthinking"), "note": SimpleNamespace(value=""),
+            "save": SimpleNamespace(value=True), "done": 0, "i": 0, "keys": ["k0", "k1"], "last": "", "view": None}
+    _app().run(defs={**state, **view, "get_message": lambda: "", "set_message": said.append})  # a click on "save"
+    assert said == [f"saved overthinking for {hostile}0"]
+    outputs, _ = _app().run(defs={**state, "get_message": lambda: said[0], "set_message": said.append})
+    # a callout carries its HTML as JSON in an attribute: read back as the HTML the page gets
+    page = "".join(str(getattr(o, "text", o)) for o in outputs)
+    callout = json.loads(html.unescape(re.search(r"<marimo-callout-output data-html='([^']*)'", page).group(1)))
+    assert "saved overthinking for &lt;img" in callout and "<img" not in callout
