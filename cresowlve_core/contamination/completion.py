@@ -1,7 +1,7 @@
 """The completion test (beyond the paper): can the model continue a question word for word?
 
 Each question is cut at a seeded word position into a prefix and a suffix; a question with fewer
-than ``min_words`` words is reported as too short. The model continues the prefix in *guided*
+than ``min_words`` words, or a cut with no word on one side, is reported as too short. The model continues the prefix in *guided*
 mode (told the text is a db.chgk.info question) and in *general* mode (just "continue"). The
 continuation is scored against the true suffix by ROUGE-L F1 on words and by an exact match of the
 first ``k`` words. A base-model endpoint (provider profile ``base_model``: the embedded Gemma 3
@@ -63,14 +63,17 @@ class Cut:
 
 def cut_question(question: str, seed: int, item_id: str, min_words: int = MIN_WORDS) -> Cut | None:
     """Cut at a seeded word position between 30% and 70% of the words (whitespace-separated,
-    so punctuation stays with its word); None when the question has fewer than ``min_words``."""
+    so punctuation stays with its word); None when the question has fewer than ``min_words``, or
+    when the cut leaves one side without a word ROUGE-L compares (only punctuation or symbols):
+    such a suffix scores every continuation 0, a measurement not taken."""
     toks = question.split()
     if len(toks) < min_words:
         return None
     lo, hi = max(1, int(np.ceil(0.3 * len(toks)))), max(1, int(np.floor(0.7 * len(toks))))
     rng = stable_seed(seed, "cut", item_id)
     pos = int(rng.integers(lo, hi + 1))
-    return Cut(" ".join(toks[:pos]), " ".join(toks[pos:]), pos)
+    cut = Cut(" ".join(toks[:pos]), " ".join(toks[pos:]), pos)
+    return cut if words(cut.prefix) and words(cut.suffix) else None
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
-from cresowlve_core.contamination.completion import completion_table, guided_vs_general
+from cresowlve_core.contamination.completion import MIN_WORDS, completion_table, guided_vs_general
 from cresowlve_core.contamination.itemstats import MIN_ITEMS, too_few
 from cresowlve_core.contamination.pipeline import ConfigResult, Contamination
 from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
@@ -206,7 +206,8 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
         pop = population(c, r)
         t = completion_table(r.completions)
         if r.too_short:
-            say(f"{len(r.too_short)} question(s) too short to cut: {', '.join(r.too_short)}")
+            say(f"{len(r.too_short)} question(s) too short to cut (fewer than {MIN_WORDS} words, or no word on one "
+                f"side of the cut), not in the completion test: {', '.join(f'`{i}`' for i in r.too_short)}")
         if t.empty:
             say("No completions.")
             out[r.config] = {"population": pop, "table": [], "guided_minus_general": {}}

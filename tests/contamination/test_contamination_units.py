@@ -194,6 +194,15 @@ def test_cut_question_seeded_and_too_short():
     assert cut_question("too short question", 0, "x") is None
 
 
+def test_a_cut_that_leaves_no_word_to_score_is_not_in_the_completion_test():
+    """A suffix of symbols only has no word ROUGE-L compares: even a word-for-word continuation scored
+    0, and the item entered both modes' n with a gain of 0. Such a question is not cut, as a short one."""
+    q = "Name the picture: ★ ☆ ✦ ✧ ✩ ✪ ✫ ✬ ✭ ✮"
+    assert all(cut_question(q, seed, "x") is None for seed in range(5))
+    words = "Name the picture by its ten parts: " + " ".join(f"w{i}" for i in range(10))
+    assert cut_question(words, 0, "x") is not None
+
+
 # ------------------------------------------------------------------ statistics
 
 
