@@ -219,11 +219,15 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
             "out).")
         show(t)
         diffs = {s: guided_vs_general(r.completions, s, n_boot=n_boot, seed=seed) for s in SETS}
+        # as in the verdict: below the floor of items a bootstrap interval is no interval (two alike items give [x, x])
+        notes = {s: too_few(int(d["n"])) for s, d in diffs.items()}
+        diffs = {s: {**d, "low": float("nan"), "high": float("nan")} if notes[s] else d for s, d in diffs.items()}
         say(f"Guided − general ROUGE-L per set: mean over items, paired percentile bootstrap 95% CI over items "
-            f"({n_boot} resamples, seed {seed}). The verdict compares these gains between the target and the "
-            "`wrong_both` control (difference in differences, matched on difficulty).")
+            f"({n_boot} resamples, seed {seed}); no interval with fewer than {MIN_ITEMS} items. The verdict "
+            "compares these gains between the target and the `wrong_both` control (difference in differences, "
+            "matched on difficulty).")
         show(pd.DataFrame([{"set": SET_LABELS[s], "n": d["n"], "guided − general": d["diff"], "low": d["low"],
-                            "high": d["high"]} for s, d in diffs.items()]))
+                            "high": d["high"], "interval": notes[s] or ""} for s, d in diffs.items()]))
         out[r.config] = {"population": pop, "table": jsonable(t), "guided_minus_general": jsonable(diffs)}
     return out
 

@@ -92,3 +92,23 @@ def test_verdicts_across_models_get_holm_and_their_basis():
     assert deciding["p_holm"].to_numpy() == pytest.approx(holm(deciding["p"].to_numpy()))
     assert dict(zip(out[out["test"] == "overall"]["config"], out[out["test"] == "overall"]["basis"], strict=True)) == \
         {"a": "judge", "b": "em_strict"}
+
+
+def test_the_reports_guided_minus_general_shows_no_interval_below_the_floor(monkeypatch):
+    """Two target items alike gave the completion section 'n 2, 1.0 [1.0, 1.0]': a percentile bootstrap
+    over two items, shown as a 95% CI of zero width while the verdict says 'not tested'. Below the
+    floor of items the section shows (and records) no interval, and says why."""
+    from types import SimpleNamespace
+
+    from cresowlve_core.contamination import report
+
+    shown: list[pd.DataFrame] = []
+    monkeypatch.setattr(report, "say", lambda md: None)
+    monkeypatch.setattr(report, "show", lambda obj, digits=3: shown.append(obj))
+    comp = completions("target", "t1", 1.0, 0.0) + completions("target", "t2", 1.0, 0.0)
+    out = report.completion_section(SimpleNamespace(results=[result([], comp)], lang="ru"), n_boot=200)
+    target = out["m"]["guided_minus_general"]["target"]
+    assert (target["n"], target["diff"], target["low"], target["high"]) == (2, 1.0, None, None)
+    table = shown[-1].set_index("set")
+    row = table.loc["right in Ru, wrong in En"]
+    assert np.isnan(row["low"]) and np.isnan(row["high"]) and row["interval"] == "too few items (n = 2): not tested"
