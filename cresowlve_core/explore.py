@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core import jsonl, paths
-from cresowlve_core.analysis.loading import language, load_runs
+from cresowlve_core.analysis.loading import KNOWN_OUTCOMES, KNOWN_STATUSES, language, load_runs, record_status_unknown
 from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
 from cresowlve_core.error_analysis.distribution import bucket
@@ -53,7 +53,7 @@ from cresowlve_core.items import LANGS
 from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.runtime.outcomes import record_withheld
 from cresowlve_core.runtime.rundir import RESPONSES
-from cresowlve_core.untrusted import html_text
+from cresowlve_core.untrusted import html_text, one_line
 
 log = logging.getLogger(__name__)
 
@@ -578,6 +578,7 @@ def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None 
         answers.append({
             "config": r.config, "model": r.model, "effort": _plain(r.effort) or None, "run_id": r.run_id,
             "status": _plain(r.status), "error": rec.get("error"), "outcome": rec.get("outcome") or "answer",
+            "unknown_status": _unknown_status(rec),
             "refusal": rec.get("refusal"), "prediction": rec.get("prediction", _plain(r.prediction)),
             "extraction": rec.get("extraction"), "thoughts": rec.get("thoughts"), "raw_output": rec.get("raw_output"),
             "correct": _bool(r.correct), "basis": _plain(r.basis),
@@ -590,6 +591,16 @@ def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None 
         })
     detail["answers"] = answers
     return detail
+
+
+def _unknown_status(rec: dict[str, Any]) -> str | None:
+    """``"status 'x'"`` / ``"outcome 'y'"`` when the record's status or outcome is one this version does
+    not know (:func:`~cresowlve_core.analysis.loading.record_status_unknown`), else None."""
+    if not record_status_unknown(rec):
+        return None
+    return " and ".join(f"{k} {one_line(rec[k], 80)!r}" for k, known in (("status", KNOWN_STATUSES),
+                                                                       ("outcome", KNOWN_OUTCOMES))
+                        if rec.get(k) is not None and rec[k] not in known)
 
 
 def _bool(v: Any) -> bool | None:
@@ -674,6 +685,9 @@ def answer_html(a: dict[str, Any]) -> str:
              _tf("strict EM", a["em_strict"]), _tf("lenient EM", a["em_lenient"]), judge_badge]
     if a["status"] == "error":
         parts.append(f"<div class='k'>call failed</div><pre>{_esc(a['error'])}</pre>")
+    elif a.get("unknown_status"):  # the analysis reads no metric of it (load_runs' note names the run)
+        parts.append(f"<div class='k'>{_esc(a['unknown_status'])} this version does not know: no value for any "
+                     "metric, never counted right or wrong</div>")
     elif (note := OUTCOME_NOTES.get(a.get("outcome") or "answer")) is not None:
         parts.append(f"<div class='k'>{_esc(note)}</div>")
         if a.get("refusal"):

@@ -353,3 +353,17 @@ def test_a_refusal_in_a_run_without_a_judge_is_counted_as_refused_not_as_strict_
     write_run(tmp_path / "runs" / "a_en", recs, model="A")
     ex = X.load_explorer(str(tmp_path / "runs" / "*"), labels="")
     assert "else strict exact match (1); 2 refused or filtered (never correct, not judged)" in ex.summary()
+
+
+def test_a_record_whose_status_or_outcome_is_unknown_says_so_in_its_card(tmp_path):
+    """A record with an outcome this version does not know had its strict EM (True in the file) shown as
+    '–' and the answer as 'unknown (no judge verdict, no strict EM)', with no word of why."""
+    recs = [record(EN[0], model="A", prediction="Melody", em_strict=True, outcome="pending_review"),
+            record(EN[1], model="A", prediction="x", em_strict=True, status="queued"),
+            record(EN[2], model="A", prediction="y", em_strict=False)]
+    write_run(tmp_path / "runs" / "a_en", recs, model="A")
+    ex = X.load_explorer(str(tmp_path / "runs" / "*"), labels="")
+    cards = [X.detail_html(X.item_detail(ex, i, "en")) for i in EN[:3]]
+    assert "outcome &#x27;pending_review&#x27; this version does not know: no value for any metric" in cards[0]
+    assert "status &#x27;queued&#x27; this version does not know" in cards[1]
+    assert "this version does not know" not in cards[2]
