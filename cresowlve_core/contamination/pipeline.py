@@ -338,7 +338,7 @@ def refuse_moved_placement(cdir: Path, ids: Sequence[str], questions: dict[str, 
             else:
                 n_more += 1
     counts = qz.position_counts([qz.recorded_choice(r) for r in counted], [r.get("outcome") for r in counted])
-    settled = qz.settled_non_preferred(counts, len(counted), n_more)
+    settled = qz.settled_non_preferred(counts, qz.n_answered(counts), n_more)
     if settled == [] or settled == recorded:
         return
     now = (f"the BDQ's {len(counted)} answers for these items give {', '.join(settled)}" if settled is not None
@@ -426,7 +426,8 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
         bdq_df = pd.DataFrame([r for r in bdq_res.records.values() if r.get("status") == "ok"],
                               columns=["set", "id", "choice", "outcome", "raw"])
         bdq_counts = qz.position_counts(bdq_df["choice"].tolist(), bdq_df["outcome"].tolist())
-        non_pref, truly = qz.non_preferred_positions(bdq_counts, len(bdq_df)) if len(bdq_df) else ([], False)
+        non_pref, truly = (qz.non_preferred_positions(bdq_counts, qz.n_answered(bdq_counts)) if len(bdq_df)
+                           else ([], False))
         if non_pref and not stopped:
             bcq_units: list[qz.QuizUnit] = []
             for s, i, p in usable:

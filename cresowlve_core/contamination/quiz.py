@@ -197,6 +197,12 @@ def bcq_rng(seed: int, repeat: int, lang: str, item_id: str) -> np.random.Genera
     return stable_seed(seed, "bcq", repeat, lang, item_id)
 
 
+def n_answered(counts: dict[str, int]) -> int:
+    """The BDQ's N: replies that name a position and replies with no option letter (``invalid``, as the
+    paper's k/4 counts them); withheld (refused or filtered) and cut-off replies are no answer, not in N."""
+    return sum(counts.get(p, 0) for p in LETTERS) + counts.get("invalid", 0)
+
+
 def non_preferred_positions(counts: dict[str, int], n: int) -> tuple[list[str], bool]:
     """Positions of A–C chosen fewer than ``n/4`` times. If none is, the least chosen of A–C
     (ties: all of them) and ``False`` for "no position is truly non-preferred"."""

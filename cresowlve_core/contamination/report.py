@@ -16,7 +16,7 @@ from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.completion import MIN_WORDS, completion_table, guided_vs_general
 from cresowlve_core.contamination.itemstats import MIN_ITEMS, too_few
 from cresowlve_core.contamination.pipeline import ConfigResult, Contamination
-from cresowlve_core.contamination.quiz import LETTERS, bcq_table, uniform_gof
+from cresowlve_core.contamination.quiz import LETTERS, bcq_table, n_answered, uniform_gof
 from cresowlve_core.contamination.select import SET_LABELS, SETS, basis_text
 from cresowlve_core.contamination.substitute import PROTOCOL as LEXICAL
 from cresowlve_core.contamination.verdict import holm_across_models, verdict_table
@@ -149,14 +149,16 @@ def bdq_section(c: Contamination) -> dict[str, Any]:
         pop = population(c, r)
         n = len(r.bdq)
         counts = {k: r.bdq_counts.get(k, 0) for k in (*LETTERS, "invalid", "withheld", "cut_off")}
+        answered = n_answered(r.bdq_counts)  # the N of N/4: withheld and cut-off replies are no answer
         gof = uniform_gof(r.bdq_counts)
         few = too_few(int(gof["n_valid"]))
         chi = (f"χ² vs uniform: {few}" if few or not gof["n_valid"] else
                f"χ² vs uniform = {gof['chi2']:.2f}, p {_p_phrase(gof['p'])}")
-        say(f"BDQ over all quizzed items of the three sets (N = {n}): "
+        say(f"BDQ over all quizzed items of the three sets ({n} replies, N = {answered} answers, invalid ones "
+            "included; withheld and cut-off replies are no answer): "
             + ", ".join(f"'{k}': {v}" for k, v in counts.items())
             + f". {chi} (n valid = {gof['n_valid']}). "
-            f"Non-preferred (chosen < N/4 = {n / 4:.1f}): **{', '.join(r.non_preferred) or 'none'}**"
+            f"Non-preferred (chosen < N/4 = {answered / 4:.1f}): **{', '.join(r.non_preferred) or 'none'}**"
             + (" — no valid answer: position bias not measured" if n and not gof["n_valid"] else
                "" if r.truly_non_preferred or not n else " — none below N/4, the least chosen is used"))
         if n:

@@ -119,7 +119,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     n_valid = int(gof["n_valid"])
     bdq_reading = ("no valid BDQ answers: the BCQ could not be placed" if not res.non_preferred else
                    f"no valid BDQ answer: position bias not measured; the BCQ placed the original at any of "
-                   f"{', '.join(res.non_preferred)} (each chosen 0 < N/4 times)" if not n_valid else
+                   f"{', '.join(res.non_preferred)} (no answer chose any of them)" if not n_valid else
                    f"non-preferred positions: {', '.join(res.non_preferred)}"
                    + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)"))
     few = too_few(n_valid, min_items=min_items) if n_valid else None

@@ -221,3 +221,38 @@ def test_a_quiz_taker_that_refuses_everything_gives_no_verdict_of_no_evidence(tm
     assert v.loc["overall", "reading"].endswith(
         f"left out as no answer: {len(r.bcq)} BCQ answer(s), {len(r.completions)} continuation(s) refused or filtered")
     assert v.loc[DID_TEST, "n"] == 0 and v.loc["BCQ per-item accuracy, target − wrong_both", "n"] == 0
+
+
+def test_refused_bdq_replies_are_not_in_the_n_of_the_non_preferred_threshold(tmp_path):
+    """A position is non-preferred when chosen fewer than N/4 times, N the answers (invalid ones
+    included, as the paper's k/4). N counted the refused replies too: 16 refusals of 63 replies raised
+    N/4 from 11.75 to 15.75, and B, chosen 13 times of 47 answers, became 'non-preferred'. The
+    refusal is OpenAI's documented shape (content null, message.refusal) with the recorded text of
+    tests/replay/fixtures/openai/chat_gpt4o_refusal.json."""
+    import threading
+
+    from fakeserver import Reply
+
+    items = make_items()
+    write_runs(tmp_path, items)
+    originals = {" ".join(ru_question(i).split()) for i in range(len(items))}
+    base, lock, bdq_calls = fake_model(items), threading.Lock(), [0]
+
+    def answer(req):
+        p = req.prompt
+        if "four-option quiz" in p and not set(re.findall(r"^[A-D]\) (.*)$", p, re.M)) & originals:  # the BDQ
+            with lock:
+                bdq_calls[0] += 1
+                k = bdq_calls[0]
+            if k <= 16:
+                return Reply("", refusal="I'm sorry, but I can't assist with that request.")
+            return "B" if k <= 16 + 13 else "A"
+        return base(req)
+
+    with FakeServer(answers=answer) as srv:
+        c = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
+                              perturber=Role("fake", srv.base_url), quiz_taker=Role("fake", srv.base_url),
+                              n_repeats=1)
+    (r,) = c.results
+    assert r.bdq_counts == {"A": 34, "B": 13, "C": 0, "D": 0, "invalid": 0, "withheld": 16, "cut_off": 0}
+    assert r.non_preferred == ["C"] and r.truly_non_preferred  # 13 ≥ 47/4: B is not non-preferred
