@@ -126,7 +126,8 @@ class Contamination:
         """The steps whose model answered but none of whose answers could be read, in a sentence (None:
         none): the perturbation when no question got three usable rewrites, a quiz when no reply named
         an option; and every step any of whose replies was cut off at the token limit before its content
-        (three rewrites, an option, any continuation): no answer. Refused and filtered calls are not
+        (three rewrites, an option, any continuation): no answer; the completion test when no reply
+        continued the text. Refused and filtered calls are not
         answers (counted as such, never as unparsed)."""
         parts = []
         pert = next((s for s in self.steps if s["step"] == "perturbation"), None)
@@ -148,6 +149,10 @@ class Contamination:
                 if cut := int(cut_off_mask(answers).sum()):
                     parts.append(f"{r.config} {quiz}: {cut} of {len(answers)} replies cut off at the token limit "
                                  "before naming an option (no answer)")
+            continued = r.completions[~no_answer_mask(r.completions)] if not r.completions.empty else r.completions
+            if len(continued) and continued["continuation"].isna().all():
+                parts.append(f"{r.config} completion: {len(continued)} replies answered, none continuing the text "
+                             "(empty, or the beginning repeated)")
             if cut := int(cut_off_mask(r.completions).sum()):
                 parts.append(f"{r.config} completion: {cut} of {len(r.completions)} continuations cut off at the "
                              "token limit before any text (no answer)")

@@ -262,3 +262,30 @@ def test_a_reasoning_quiz_taker_gets_its_budget_from_quiz_max_tokens(tmp_path, c
         quiz = [r for r in srv.requests if "four-option quiz" in r.prompt]
         assert quiz and {r.body["max_tokens"] for r in quiz} == {64}
     assert json.loads((tmp_path / "out64" / "m" / "fake" / "bdq" / "manifest.json").read_text())["max_tokens"] == 64
+
+
+def test_a_completion_test_where_no_reply_continued_the_text_exits_1_naming_it(tmp_path, capsys, monkeypatch):
+    """The quiz-taker answers every continuation prompt by repeating the beginning it was given: no
+    continuation at all (``empty``). Before: ROUGE-L 0 everywhere, 'no signal — no difference shown',
+    '128 of 128 answered' and exit 0, a completion test that measured nothing. Now, as a quiz with no
+    reply naming an option, the run exits 1 and its last line names the step."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    base = fake_model(items)
+
+    def echo_the_beginning(req) -> str:
+        for marker in ("Beginning:\n", "Text:\n"):  # the guided and the general prompt
+            if marker in req.prompt and "four-option quiz" not in req.prompt:
+                return req.prompt.split(marker, 1)[1].strip()
+        return base(req)
+
+    with FakeServer(answers=echo_the_beginning) as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1] == (
+        "incomplete: m completion: 24 replies answered, none continuing the text (empty, or the beginning "
+        "repeated); the model's output is kept in the run directory")
