@@ -123,7 +123,8 @@ class NotebookInputError(UsageError, ValueError):
 
 
 #: exceptions raised in a notebook cell that mean "bad input", not a bug in the notebook
-INPUT_ERRORS = ("FileNotFoundError", "ValueError", "InputError", "MissingInput")
+INPUT_ERRORS = ("FileNotFoundError", "ValueError", "InputError", "MissingInput",
+                "RunDirError", "ResumeError")  # an unusable run directory, one of another configuration
 
 
 @dataclass

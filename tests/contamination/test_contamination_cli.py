@@ -289,3 +289,23 @@ def test_a_completion_test_where_no_reply_continued_the_text_exits_1_naming_it(t
     assert out.err.strip().splitlines()[-1] == (
         "incomplete: m completion: 24 replies answered, none continuing the text (empty, or the beginning "
         "repeated); the model's output is kept in the run directory")
+
+
+@pytest.mark.parametrize("ename", ["RunDirError", "ResumeError"])
+def test_a_report_stopped_by_an_unusable_or_other_run_directory_is_an_input_error(tmp_path, monkeypatch, ename):
+    """`cresowlve contamination report` on an out-dir whose completion manifest.json was damaged failed
+    with 'error: 05_contamination failed: RunDirError: ...manifest.json: not a valid manifest' and exit 1
+    (`contamination run` on the same folder: exit 2). An unusable run directory, or one of another
+    configuration, is bad input: NotebookInputError, exit 2."""
+    import papermill as pm
+    from papermill.exceptions import PapermillExecutionError
+
+    from cresowlve_core.notebooks import NotebookInputError, _execute
+
+    def stopped(*args, **kwargs):
+        raise PapermillExecutionError(4, 4, "c = run_contamination(...)", ename, "/x/manifest.json: not a valid manifest", [])
+
+    monkeypatch.setattr(pm, "execute_notebook", stopped)
+    with pytest.raises(NotebookInputError, match=f"05_contamination: {ename}: /x/manifest.json") as exc:
+        _execute(str(tmp_path / "05_contamination.ipynb"), str(tmp_path / "out.ipynb"), tmp_path / "partial")
+    assert exc.value.exit_code == 2
