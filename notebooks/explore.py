@@ -48,8 +48,8 @@ def _(X, items_in, labels_found, labels_in, markdown, mo, runs_in):
     _labels = labels_in.value.strip() or (() if labels_found else None)
     try:
         ex = X.load_explorer(runs_in.value.strip() or None, items_in.value.strip() or "demo", labels=_labels)
-    except (OSError, ValueError) as exc:
-        ex, problem = X.load_explorer(runs_in.value.strip() or None, "demo"), f"{type(exc).__name__}: {exc}"
+    except (OSError, ValueError) as exc:  # the demo items alone: the runs or labels that failed are not read again
+        ex, problem = X.load_explorer([], "demo", labels=()), f"{type(exc).__name__}: {exc}"
     opt = X.options(ex)
     notes = "".join(f"\n* {n}" for n in ex.notes)
     mo.vstack([mo.Html(ex.banners_html()), mo.md(markdown(f"**{problem}** (showing the demo items)")) if problem else mo.md(""),

@@ -367,3 +367,19 @@ def test_a_record_whose_status_or_outcome_is_unknown_says_so_in_its_card(tmp_pat
     assert "outcome &#x27;pending_review&#x27; this version does not know: no value for any metric" in cards[0]
     assert "status &#x27;queued&#x27; this version does not know" in cards[1]
     assert "this version does not know" not in cards[2]
+
+
+def test_marimo_app_with_runs_it_cannot_read_shows_the_demo_items_and_the_problem(tmp_path):
+    """A damaged grid.json made load_explorer raise; the app's fallback read the same runs again and
+    raised again, so the cell showed a traceback instead of '**<the error>** (showing the
+    demo items)'."""
+    import importlib.util
+
+    grid = tmp_path / "grid.json"
+    grid.write_text("{not json")
+    spec = importlib.util.spec_from_file_location("explore_app", REPO / "notebooks" / "explore.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    _, defs = mod.app.run(defs={"runs_arg": str(grid), "labels_arg": None, "items_arg": "demo"})
+    assert defs["problem"]  # the error, whatever the loader calls it
+    assert not defs["ex"].has_runs and len(defs["listing"]) > 0
