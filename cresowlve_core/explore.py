@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from cresowlve_core import jsonl, paths
+from cresowlve_core import paths
 from cresowlve_core.analysis.loading import KNOWN_OUTCOMES, KNOWN_STATUSES, language, load_runs, record_status_unknown
 from cresowlve_core.analysis.paired import correctness
 from cresowlve_core.banners import banner_html, is_embedded_model
@@ -256,9 +256,11 @@ def read_labels(files: Sequence[Path], notes: list[str]) -> pd.DataFrame:
     for f in files:
         latest: dict[str, dict[str, Any]] = {}
         bad = 0
-        for _, line in jsonl.iter_lines(f.read_text(encoding="utf-8")):
+        for line in f.read_bytes().split(b"\n"):
+            if not line.strip():
+                continue
             try:
-                rec = json.loads(line)
+                rec = json.loads(line.decode("utf-8"))  # a line that is not UTF-8 is unreadable, as bad JSON is
             except ValueError:
                 bad += 1
                 continue

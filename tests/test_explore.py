@@ -383,3 +383,14 @@ def test_marimo_app_with_runs_it_cannot_read_shows_the_demo_items_and_the_proble
     _, defs = mod.app.run(defs={"runs_arg": str(grid), "labels_arg": None, "items_arg": "demo"})
     assert defs["problem"]  # the error, whatever the loader calls it
     assert not defs["ex"].has_runs and len(defs["listing"]) > 0
+
+
+def test_a_labels_line_that_is_not_utf8_is_skipped_as_unreadable(tmp_path):
+    """One undecodable line in labels.jsonl made load_explorer raise a UnicodeDecodeError naming no file;
+    it is now one of the unreadable lines the notes count, and the other labels load."""
+    runs, labels = _runs(tmp_path), _labels(tmp_path)
+    f = labels / "labels" / "gpt-4o" / "labels.jsonl"
+    f.write_bytes(f.read_bytes() + b'{"key": "A|en|x|\xff\xfe", "status": "ok"}\n')
+    ex = X.load_explorer(str(runs / "*"), labels=str(labels))
+    assert len(ex.labels) == 3
+    assert f"labels `{f.resolve()}`: skipped 1 unreadable line(s)." in ex.notes
