@@ -12,14 +12,20 @@ from test_contamination_pipeline import fake_model, make_items, write_runs
 from cresowlve_core.cli import main
 
 
+def run_on(tmp_path, answers) -> int:
+    """``cresowlve contamination run`` over ``tmp_path``'s runs, every role on one fake server answering with
+    ``answers``, the first four items, into ``tmp_path/out``: its exit code."""
+    with FakeServer(answers=answers) as srv:
+        return main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                     "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                     "--quiz-base-url", srv.base_url, "--max-items", "4"])
+
+
 def test_contamination_run_cli_prints_the_verdict(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
     items = make_items()
     write_runs(tmp_path, items)
-    with FakeServer(answers=fake_model(items)) as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    rc = run_on(tmp_path, fake_model(items))
     out = capsys.readouterr()
     assert rc == 0, out.err
     # 4 items per set (--max-items 4) are below the floor of 20: no signal is tested, no verdict is given
@@ -143,10 +149,7 @@ def test_answers_that_never_parse_exit_1_naming_the_step(tmp_path, capsys, monke
             return reply
         return model(req)
 
-    with FakeServer(answers=answers) as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    rc = run_on(tmp_path, answers)
     out = capsys.readouterr()
     assert rc == 1, out.err
     last = out.err.strip().splitlines()[-1]
@@ -174,10 +177,7 @@ def _run_with_replies_cut_off(tmp_path, capsys, monkeypatch, prompt_marker: str,
             return Reply("", reasoning=thinking, reasoning_tokens=reasoning_tokens, finish_reason="length")
         return model(req)
 
-    with FakeServer(answers=answers) as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    rc = run_on(tmp_path, answers)
     return rc, capsys.readouterr(), items
 
 
@@ -280,10 +280,7 @@ def test_a_completion_test_where_no_reply_continued_the_text_exits_1_naming_it(t
                 return req.prompt.split(marker, 1)[1].strip()
         return base(req)
 
-    with FakeServer(answers=echo_the_beginning) as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url, "--max-items", "4"])
+    rc = run_on(tmp_path, echo_the_beginning)
     out = capsys.readouterr()
     assert rc == 1, out.err
     assert out.err.strip().splitlines()[-1] == (
