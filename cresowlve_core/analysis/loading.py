@@ -213,8 +213,7 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
         if any(ch in str(entry) for ch in "*?["):
             candidates = [Path(m) for m in sorted(glob.glob(str(base)))]
         elif base.is_file() and base.suffix == ".json":  # a grid summary (cresowlve grid) lists its cells
-            cells = json.loads(base.read_text(encoding="utf-8")).get("cells", [])
-            candidates = [Path(c["run_dir"]) if Path(c["run_dir"]).is_absolute() else root / c["run_dir"] for c in cells]
+            candidates = [d if d.is_absolute() else root / d for d in _grid_run_dirs(base)]
         elif _is_run_dir(base):
             candidates = [base]
         elif base.is_dir():
@@ -223,6 +222,20 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
             candidates = []
         found.extend(c.resolve() for c in candidates if _is_run_dir(c))
     return list(dict.fromkeys(found))
+
+
+def _grid_run_dirs(path: Path) -> list[Path]:
+    """The run directory of each cell a grid summary (``grid.json``) lists. Raises :class:`InputError`
+    naming the file for one that is not such a summary (damaged, hand-edited, another JSON file)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(f"{path}: not a readable grid summary ({type(exc).__name__}: {exc})") from None
+    cells = data.get("cells") if isinstance(data, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and isinstance(c.get("run_dir"), str) for c in cells):
+        raise InputError(f"{path}: not a grid summary (a JSON object whose 'cells' each name a 'run_dir', as "
+                         "`cresowlve grid` writes it)")
+    return [Path(c["run_dir"]) for c in cells]
 
 
 # ------------------------------------------------------------------ reading one run

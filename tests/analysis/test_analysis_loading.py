@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import pandas as pd
 from test_analysis_fixtures import record, write_run
@@ -395,3 +396,19 @@ def test_a_verdict_without_a_judged_status_is_named_not_dropped_in_silence(tmp_p
     assert rs.responses["judge"].tolist()[0] == 1.0 and rs.responses["judge"].isna().sum() == 2
     assert rs.notes == ["`r`: 2 records with a `judge_verdict` but `judge_status` none, not scored or not_an_answer: "
                         "the verdict is not read (no judge value)."]
+
+
+def test_a_grid_summary_that_is_damaged_or_another_json_file_is_one_error_naming_it(tmp_path):
+    """``runs`` naming a ``grid.json`` that is torn, a list, or cells without a run directory: one InputError naming
+    the file (a report's exit 2). Before: a bare JSONDecodeError or AttributeError naming no file (exit 1)."""
+    import pytest
+
+    from cresowlve_core.failures import InputError
+
+    grid = tmp_path / "grid.json"
+    for text in ('{"cells": [{"run_dir": "a"', "[1, 2]", '{"cells": [{"status": "done"}]}', '{"cells": "a"}'):
+        grid.write_text(text, encoding="utf-8")
+        with pytest.raises(InputError, match=f"^{re.escape(str(grid))}: not a"):
+            resolve_run_dirs(str(grid), root=tmp_path)
+    grid.write_text('{"cells": [{"run_dir": "runs/x"}]}', encoding="utf-8")
+    assert resolve_run_dirs(str(grid), root=tmp_path) == []  # readable: its cells' directories, none of them a run
