@@ -467,8 +467,9 @@ def test_a_run_at_effort_none_whose_model_reasoned_is_named_in_the_analysis(tmp_
 def test_the_evaluation_report_continues_a_run_made_with_provider_when_given_that_provider(tmp_path, monkeypatch):
     """A loopback server selects no profile by itself: a run made with ``--provider openai`` is
     reported by ``02_evaluation`` with ``-p provider openai`` as the same configuration, nothing sent
-    again; without it the report refuses, naming the provider, and the run is left as it was."""
-    from cresowlve_core.notebooks import ReportFailed, run_notebook
+    again; without it the report refuses, naming the provider, as an input error (exit 2, as ``eval``'s refusal
+    of another configuration), and the run is left as it was."""
+    from cresowlve_core.notebooks import NotebookInputError, run_notebook
 
     monkeypatch.setenv("REPLAY_KEY", KEY)
     run = tmp_path / "run"
@@ -478,7 +479,7 @@ def test_the_evaluation_report_continues_a_run_made_with_provider_when_given_tha
         sent = len(srv.requests("openai"))
         params = {"model": "gpt-4o", "base_url": srv.base_url("openai"), "api_key_env": "REPLAY_KEY",
                   "run_dir": str(run), "limit": 3}
-        with pytest.raises(ReportFailed, match="provider: 'openai' → 'generic'"):
+        with pytest.raises(NotebookInputError, match="ResumeError: .*provider: 'openai' → 'generic'"):
             run_notebook("02_evaluation", params, tmp_path / "reports")
         result = run_notebook("02_evaluation", {**params, "provider": "openai"}, tmp_path / "reports")
         assert len(srv.requests("openai")) == sent == 3
