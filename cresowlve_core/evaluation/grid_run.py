@@ -7,7 +7,6 @@ both build on the first.
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,17 +48,12 @@ def unrunnable_cells(grid: GridConfig, todo: list[Cell]) -> list[str]:
 
     problems: list[str] = []
     for cell in todo:
-        cfg = cell.eval_config(grid)
         try:
-            resolved = roles.resolve(cfg)
-            for role in filter(None, resolved):  # each role's request, built as its calls build it
-                sent_fields(role.params, model=role.endpoint.model, profile=role.endpoint.profile)
+            for role in filter(None, roles.resolve(cell.eval_config(grid))):
+                sent_fields(role.params, model=role.endpoint.model, profile=role.endpoint.profile)  # as its calls build it
+                role.endpoint.api_key()  # its key variable, read as its calls read it
         except LLMConfigError as exc:
             problems.append(f"{cell.name}: {exc}")
-            continue
-        names = [role.endpoint.api_key_env for role in (resolved.answerer, resolved.judge) if role is not None]
-        if (name := next((n for n in names if n and not os.environ.get(n)), None)) is not None:
-            problems.append(f"{cell.name}: environment variable {name!r} is not set (it should hold the API key)")
     return problems
 
 
