@@ -160,6 +160,13 @@ def report_exit(records: Mapping[str, Any]) -> int:
     return max(codes, key=_severity, default=EXIT_OK)
 
 
+def _left_to_send(stage: Mapping[str, Any]) -> bool:
+    """Whether a stage left calls that a re-run sends again (errored, not run, stopped), unlike outputs
+    that were answered but did not parse (``unparsed``): those are kept and read the same way again."""
+    return bool(stage.get("stopped") or any(_field(stage, name) for name in (
+        "n_error", "n_judge_errors", "n_not_run", "n_missing", "n_not_judged")))
+
+
 def reports_exit(htmls: Sequence[Path]) -> int:
     """The exit code of ``cresowlve run``: :func:`report_exit` of each report it rendered (read from the
     executed notebook beside each HTML file), each line named by its report, then one last line listing
@@ -170,7 +177,7 @@ def reports_exit(htmls: Sequence[Path]) -> int:
     from cresowlve_core.notebook_records import read_records
     from cresowlve_core.runtime.mapping import INTERRUPTED
 
-    worst, left = EXIT_OK, []
+    worst, left, retried = EXIT_OK, [], False  # retried: some left work a re-run sends again
     to_go_on: list[tuple[str, str]] = []  # (report, what to change) of each stop a re-run would meet again
     for html in htmls:
         ipynb = html.with_suffix(".ipynb")
@@ -183,12 +190,14 @@ def reports_exit(htmls: Sequence[Path]) -> int:
             worst = max(worst, code, key=_severity)
             for line in lines.getvalue().splitlines():
                 print(f"{html.stem}: {line}", file=sys.stderr)
+            retried = retried or any(_left_to_send(stage) for stage in records.get(STAGES_RECORD) or [])
         stops = (stop_parts(str(stage["stopped"]))[1] for stage in records.get(STAGES_RECORD) or []
                  if stage.get("stopped") and stage["stopped"] != INTERRUPTED)
         to_go_on += [(html.stem, remedy) for remedy in stops if remedy]
     if left:
         advice = (f"to go on: {to_go_on[0][1]} ({to_go_on[0][0]})" if to_go_on  # the first; the others are above
-                  else "run again to retry it")
+                  else "run again to retry it" if retried
+                  else "a re-run sends nothing for it: the outputs that did not parse are kept and read the same way")
         print(f"incomplete: {len(left)} report(s) left model work errored, not run or unparsed ({', '.join(left)}; "
               f"their lines are above); {advice}", file=sys.stderr)
     return worst

@@ -180,3 +180,31 @@ def test_the_main_jobs_last_line_names_what_to_change_when_a_reports_model_work_
     assert lines[-1] == ("incomplete: 2 report(s) left model work errored, not run or unparsed (02_evaluation_ru, "
                          "02_evaluation_en; their lines are above); to go on: set a valid key in $OPENAI_API_KEY "
                          "(02_evaluation_en)")
+
+
+def test_the_main_jobs_last_line_does_not_promise_a_retry_when_only_unparsed_outputs_are_left(tmp_path, capsys):
+    """Reports whose calls all answered but whose outputs did not parse: a second ``cresowlve run`` sends
+    nothing for them (the outputs are kept and read again), so its last line must not say "run again to
+    retry it"; with an errored report beside them it still does."""
+    import json
+
+    from cresowlve_core.exitcodes import EXIT_INCOMPLETE, reports_exit, stage_record
+    from cresowlve_core.notebook_records import RECORD_MIME
+
+    def rendered(name: str, records: dict) -> Path:
+        cells = [{"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {RECORD_MIME: records}}]}]
+        (tmp_path / f"{name}.ipynb").write_text(json.dumps({"cells": cells}), encoding="utf-8")
+        return tmp_path / f"{name}.html"
+
+    unparsed = stage_record({"n_items": 4, "n_ok": 4, "n_error": 0, "n_not_run": 0},
+                            unparsed="no label parsed: 4 of 4 replies unlabelled")
+    errored = stage_record({"n_items": 3, "n_ok": 1, "n_error": 2, "n_not_run": 0, "top_error": ("HTTP 400", 2)})
+    errors, create = rendered("04_error_analysis", {"stages": [unparsed]}), rendered("07_create", {"stages": [unparsed]})
+    assert reports_exit([errors, create]) == EXIT_INCOMPLETE
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last == ("incomplete: 2 report(s) left model work errored, not run or unparsed (04_error_analysis, "
+                    "07_create; their lines are above); a re-run sends nothing for it: the outputs that did not "
+                    "parse are kept and read the same way")
+    ru = rendered("02_evaluation_ru", {"stages": [errored]})
+    assert reports_exit([errors, ru]) == EXIT_INCOMPLETE
+    assert capsys.readouterr().err.splitlines()[-1].endswith("; run again to retry it")
