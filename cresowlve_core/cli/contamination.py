@@ -33,6 +33,8 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
                           concurrency=a.concurrency, progress=True, max_input_chars=a.max_input_chars,
                           max_cost=a.max_cost, cache=not a.no_cache, on_start=banner)
     print(c.source)
+    for note in c.notes:  # a run left out (another run of its configuration kept), items without a question
+        print(f"note: {one_line(note)}", file=sys.stderr)
     counts = c.set_counts
     paired = counts[counts[[*SETS, *(k for k in NO_SET if k != "unpaired")]].sum(axis=1) > 0] if len(counts) else counts
     if not c.results and c.stopped is None and paired.empty:

@@ -26,8 +26,12 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     from cresowlve_core.error_analysis.wrong import NO_ANSWER_REASONS, collect_wrong
     from cresowlve_core.exitcodes import stage_exit
     from cresowlve_core.text import slug
+    from cresowlve_core.untrusted import one_line
 
-    units, tally = collect_wrong(load_runs(a.runs), max_input_chars=a.max_input_chars)
+    runs = load_runs(a.runs)
+    for note in runs.notes:  # a run left out (another run of its configuration kept), a file read in part
+        print(f"note: {one_line(note)}", file=sys.stderr)
+    units, tally = collect_wrong(runs, max_input_chars=a.max_input_chars)
     no_answer = int(tally["n_no_answer"].sum()) if len(tally) else 0
     skipped = ""
     if no_answer:

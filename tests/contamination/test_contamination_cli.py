@@ -306,3 +306,22 @@ def test_a_report_stopped_by_an_unusable_or_other_run_directory_is_an_input_erro
     with pytest.raises(NotebookInputError, match=f"05_contamination: {ename}: /x/manifest.json") as exc:
         _execute(str(tmp_path / "05_contamination.ipynb"), str(tmp_path / "out.ipynb"), tmp_path / "partial")
     assert exc.value.exit_code == 2
+
+
+def test_the_run_left_out_for_a_later_one_of_its_configuration_is_named(tmp_path, capsys, monkeypatch):
+    """A second En run of model m, finished earlier: only the later run is quizzed, as in
+    05_contamination, and the command names the one it left out (before: "2 run(s)" for the 3
+    matched, without a word)."""
+    import shutil
+
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    old = tmp_path / "runs" / "m_hot__en"
+    shutil.copytree(tmp_path / "runs" / "m__en", old)
+    manifest = json.loads((old / "manifest.json").read_text())
+    (old / "manifest.json").write_text(json.dumps(manifest | {"run_id": old.name, "finished_at": "2025-12-31T00:00:00Z"}))
+    rc = run_on(tmp_path, fake_model(items))
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    assert "note: `m_hot__en` duplicates m / en; kept the later run `m__en`." in out.err

@@ -121,3 +121,26 @@ def test_label_cli_does_not_call_answers_of_unknown_correctness_no_wrong_answers
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 0 and err.startswith("no wrong answers found in ")
     assert "4 answer(s) with no value on their configuration's basis (right or wrong unknown" in err
+
+
+def test_label_cli_names_the_run_it_leaves_out(tmp_path, capsys):
+    """Two runs of one model, effort and language at different temperatures: only the later one is
+    labelled, as in 04_error_analysis, and the command says which run it left out (before: 3 wrong
+    answers labelled out of the 6 given, without a word)."""
+    from cresowlve_core.cli import main
+
+    items = _items(3)
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    for name, temperature, finished in (("hot", 0.7, "2026-01-01T00:00:00Z"), ("cold", 0.0, "2026-01-02T00:00:00Z")):
+        d = write_run(runs, "en", items, {it.id: False for it in items})
+        manifest = json.loads((d / "manifest.json").read_text())
+        (d / "manifest.json").write_text(json.dumps(manifest | {"temperature": temperature, "finished_at": finished}))
+        d.rename(runs / name)
+    with FakeServer(answers=lambda req: "RATIONALE: r\nCATEGORY: Overthinking") as srv:
+        code = main(["errors", "label", "--runs", str(runs / "*"), "--out-dir", str(tmp_path / "out"),
+                     "--labeller-model", "fake-labeller", "--labeller-base-url", srv.base_url, "--no-cache"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out.startswith("labelled 3 of 3 wrong answers")
+    assert "note: `hot` has the model, effort and language of the later run `cold`" in err
+    assert "temperature 0.7 → 0.0" in err
