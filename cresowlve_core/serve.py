@@ -1,7 +1,8 @@
 """``cresowlve serve-reports``: the reports folder over HTTP on 127.0.0.1, and nothing else.
 
-- Only regular files whose resolved path lies inside the reports folder are served: ``..``, encoded
-  ``%2e%2e`` or ``%5c`` and symlinks pointing out of the folder get 403, anything else missing 404;
+- Only regular files whose resolved path lies inside the reports folder are served: symlinks pointing
+  out of the folder get 403; ``..`` (also encoded, ``%2e%2e``) is dropped from the path by
+  ``translate_path``, so it names a file inside the folder or nothing (404), as anything else missing;
   a directory is served as its ``index.html`` (no listings).
 - Only requests whose ``Host`` header is ``127.0.0.1:PORT`` or ``localhost:PORT`` are answered (403
   otherwise), so a web page elsewhere cannot read the reports through DNS rebinding.
