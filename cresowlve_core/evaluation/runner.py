@@ -352,10 +352,13 @@ class _Evaluator:
                         # a second, independent verdict (another seed, so not a cache hit) for repeatability
                         rec = with_repeat(rec, await self._judge_once(item, prediction, cfg.seed + 1))
                 except STOP_ERRORS as exc:
+                    # a verdict the budget kept from being asked was never sent: not run, not an error
+                    stopped = ({"judge_status": "not_run", "judge_raw": None} if isinstance(exc, BudgetExceeded)
+                               else {"judge_status": "error", "judge_raw": str(exc)})
                     if rec.get("judge_status") in (None, "not_run", "error"):
-                        rec.update(judge_status="error", judge_raw=str(exc), judge_verdict=None)
+                        rec.update(stopped, judge_verdict=None)
                     else:  # the first verdict is kept; the second is asked again on resume
-                        rec = with_repeat(rec, {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None})
+                        rec = with_repeat(rec, {**stopped, "judge_verdict": None})
                     raise StopWithRecord(exc, _with_judge_score(rec)) from exc
                 if self.judge_bar is not None:
                     self.judge_bar.update(1)
@@ -538,6 +541,13 @@ def _costs(values: list[float | None]) -> float | None:
     return None if not values or any(v is None for v in values) else sum(v for v in values if v is not None)
 
 
+def _judge_cost(ok: Sequence[SummaryEntry]) -> float | None:
+    """What the judge's calls cost: $0 when it was asked nothing (every verdict not run or owed no call),
+    else their total, unknown when any call's cost is."""
+    asked = [r.judge_cost for r in ok if r.judge_status not in ("not_run", "not_an_answer")]
+    return _costs(asked) if asked else 0.0
+
+
 def metric_summary(records: Sequence[SummaryEntry], n_items: int) -> dict[str, dict[str, Any]]:
     """Per metric of the registry: correct k over scored n, accuracy with a Wilson 95% CI, and
     coverage (scored / planned items). Errored and not-run items are not scored."""
@@ -619,8 +629,7 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         # the known part when some answers' cost is unknown (a line shows it as a lower bound)
         "cost_known": sum(r.cost for r in ok if r.cost is not None),
         "n_cost_unknown": sum(r.cost is None for r in ok),
-        "judge_cost": (_costs([r.judge_cost for r in ok if r.judge_status not in ("not_run", "not_an_answer")])
-                       if judged and not repeats.get("n_judge_repeat_error") else None),
+        "judge_cost": (_judge_cost(ok) if judged and not repeats.get("n_judge_repeat_error") else None),
         "spent_now": {"model": model_meter, "judge": judge_meter},
         **repeats,
     }
@@ -668,6 +677,7 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" ({s['n_judge_withheld']} refused or filtered by the judge)" if s.get("n_judge_withheld") else "")
         + (f" ({s['n_judge_cut_off']} {JUDGE_CUT_OFF})" if s.get("n_judge_cut_off") else "")
         + (f" | judge errors {s['n_judge_error']}" if s.get("n_judge_error") else "")
+        + (f" | judge not run {s['n_judge_not_run']}" if s.get("n_judge_not_run") else "")
         + repeat_note(s)
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + unusable_note(s)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from fakeserver import FakeServer
 
-from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async
+from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, summary_line
 from cresowlve_core.items import Item, ItemView
 from cresowlve_core.llm.types import LLMFatalError
 
@@ -293,9 +293,13 @@ def test_judge_max_cost_stops_the_judge_cleanly_keeps_answers_and_resume_only_ju
         kept = latest_lines(tmp_path / "run")
         judged = [r for r in kept if r["judge_status"] == "scored"]
         assert len(judged) == judge_srv.total  # every verdict paid for is on disk
-        stopped_at = [r for r in kept if r["judge_status"] == "error"]
+        stopped_at = [r for r in kept if r["judge_status"] != "scored"]
         assert len(stopped_at) == 1 and stopped_at[0]["status"] == "ok"  # the answer the judge stopped at is kept
+        assert stopped_at[0]["judge_status"] == "not_run"  # the budget kept its verdict from being asked: no error
         assert stopped_at[0]["scores"]["judge"] is None  # unjudged, not wrong
+        assert out.summary["n_judge_error"] == 0 and out.summary["n_judge_not_run"] == 1
+        assert "judge errors" not in summary_line(out.summary) and "| judge not run 1 |" in summary_line(out.summary)
+        assert out.summary["judge_cost"] is not None  # every call it sent has a price
         assert out.summary["n_not_run"] == 12 - len(kept)
         manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
         assert manifest["config"]["judge_max_cost"] == 2.0 and manifest["stopped"] == out.stopped
