@@ -357,6 +357,7 @@ class RunDiff:
     n_missing: int  # items answered in both runs, without a value of the metric in one or both (unscored)
     n_errored: int = 0  # items with no answer (errored, failed, not run) in A or B: left out, never wrong
     n_unknown: int = 0  # ... of them, items whose status or outcome this version does not know
+    n_one_run: int = 0  # ... of them, items with a record in one run only (not run in the other, or not in its set)
 
 
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
@@ -396,12 +397,13 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
         metric = "judge" if judged else "em_strict"
     from cresowlve_core.analysis.loading import record_status_unknown, record_without_answer
 
-    rows, only_a, only_b, n_both, n_missing, n_errored, n_unknown = [], 0, 0, 0, 0, 0, 0
+    rows, only_a, only_b, n_both, n_missing, n_errored, n_unknown, n_one_run = [], 0, 0, 0, 0, 0, 0, 0
     for item in sorted(set(ra) | set(rb)):
         pair = [rec for rec in (ra.get(item), rb.get(item)) if rec is not None]
         if len(pair) < 2 or any(record_without_answer(rec) for rec in pair):
             n_errored += 1  # not run, or no answer, in A or B: no wrong answer, as in 03_analysis's paired tests
             n_unknown += any(record_status_unknown(rec) for rec in pair)
+            n_one_run += len(pair) < 2
             continue
         ca, cb = _correct(ra[item], metric), _correct(rb[item], metric)
         if ca is None or cb is None:
@@ -416,15 +418,16 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
                          **{f"{side}_{k}": rec.get(k) for side, rec in (("a", ra[item]), ("b", rb[item]))
                             for k in ("outcome", "refusal")}})
     test = mcnemar(only_a, only_b, n_both)
-    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing, n_errored, n_unknown)
+    return RunDiff(metric, n_both, only_a, only_b, rows, test.p, test.method, n_missing, n_errored, n_unknown,
+                   n_one_run)
 
 
 def language_warning(a: Path, b: Path) -> str | None:
-    """A warning when two runs answered in different languages (the same items, so ``diff`` pairs
-    them, but the test then compares the languages as much as the runs), or None."""
+    """A warning when two runs answered in different languages (``diff`` pairs their items by id, but
+    the test then compares the languages as much as the runs), or None."""
     la, lb = _json(a / "manifest.json").get("lang"), _json(b / "manifest.json").get("lang")
     if la and lb and la != lb:
-        return (f"warning: A is {la!r} and B is {lb!r}: the same items in two languages; the disagreements and "
+        return (f"warning: A is {la!r} and B is {lb!r}: items paired across two languages; the disagreements and "
                 "McNemar's test compare the languages as well as the runs")
     return None
 
@@ -468,8 +471,9 @@ def settings_warnings(a: Path, b: Path, metric: str) -> list[str]:
 def diff_report(a: Path, b: Path, d: RunDiff, limit: int = 50) -> str:
     """The terminal text of :func:`diff_runs`."""
     lines = [f"A = {one_line(a)}", f"B = {one_line(b)}", f"metric: {d.metric}; items scored in both: {d.n_both}"
-             + (f"; {d.n_errored} without an answer in A or B (errored or not run: left out, never wrong)"
-                if d.n_errored else "")
+             + (f"; {d.n_errored} without an answer in A or B (errored or not run: left out, never wrong"
+                + (f"; {d.n_one_run} of them recorded in one run only: not run in the other, or not in its item set"
+                   if d.n_one_run else "") + ")" if d.n_errored else "")
              + (f", {d.n_unknown} with a status or outcome this version does not know" if d.n_unknown else "")
              + (f"; {d.n_missing} answered in both but not scored in A or B (left out)" if d.n_missing else "")]
     for r in d.disagreements[:limit]:
