@@ -547,11 +547,32 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
                     out.append(s)
             lines.append(" & ".join(out) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
+    left_out = left_out_counts(long, metrics)
+    if left_out:
+        lines.append(r"\par\smallskip{\footnotesize Accuracy over the items with a value, n of all items (the "
+                     "others, errored or unscored, are left out; the paper counted them wrong): "
+                     + "; ".join(latex_escape(w) for w in left_out) + ".}")
     withheld = refusal_counts(long)
     if withheld:
         lines.append(r"\par\smallskip{\footnotesize Refused / filtered answers (not correct, kept in n): "
                      + "; ".join(latex_escape(w) for w in withheld) + ".}")
     return "\n".join(lines) + "\n"
+
+
+def left_out_counts(long: pd.DataFrame, metrics: Sequence[str] = PAPER_METRICS) -> list[str]:
+    """``"GPT-4.1 / en: Exact Match n = 20 of 22, LLM Judge n = 18 of 22 (2 errored)"`` per configuration ×
+    language where one of ``metrics`` has a value for some but not all items (errored or unscored); a metric
+    with no value at all shows none ("--")."""
+    if long.empty:
+        return []
+    sub = long[long["metric"].isin(metrics) & (long["n"] > 0) & (long["n"] < long["n_all"])]  # a number shown
+    out = []
+    for (_config, _lang), g in sub.groupby(["config", "lang"], sort=False):
+        first = g.iloc[0]
+        cells = ", ".join(f"{HEADERS.get(r.metric, r.metric)} n = {int(r.n)} of {int(r.n_all)}" for r in g.itertuples())
+        errored = f" ({int(first['n_error'])} errored)" if first["n_error"] else ""
+        out.append(f"{first['config']} / {first['lang']}: {cells}{errored}")
+    return out
 
 
 def refusal_counts(long: pd.DataFrame) -> list[str]:

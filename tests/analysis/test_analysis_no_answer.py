@@ -178,3 +178,20 @@ def test_table1_upper_bound_never_counts_a_refusal_right(tmp_path):
     assert (long.at[("r", "judge"), "bound_low"], long.at[("r", "judge"), "bound_high"]) == (0.0, 0.0)
     assert (long.at[("h", "judge"), "bound_low"], long.at[("h", "judge"), "bound_high"]) == (0.0, 50.0)
     assert long.at[("j", "judge"), "bound_high"] == 100.0
+
+
+def test_latex_table1_says_how_many_items_each_accuracy_is_over(tmp_path):
+    # 2 of 22 items errored: coverage 91% (no †), so without a note the LaTeX cell read as an accuracy over
+    # all 22 items, beside the paper's value, which counts such items wrong
+    write_run(tmp_path / "r", [_rec(f"i{k}", k < 10) for k in range(20)] + [_rec("e1", None), _rec("e2", None)])
+    long = results_long(load_runs(tmp_path / "r"))
+    tex = table1_latex(long)
+    assert "50.00" in tex and r"$^\dagger$" not in tex
+    note = next(line for line in tex.splitlines() if "items with a value" in line)
+    assert "m / en: Exact Match n = 20 of 22, LLM Judge n = 20 of 22 (2 errored)" in note
+    full = [_rec(f"i{k}", k < 10) for k in range(20)]
+    write_run(tmp_path / "full", full)
+    assert "items with a value" not in table1_latex(results_long(load_runs(tmp_path / "full")))
+    unjudged = [record(f"i{k}", em_strict=k < 10) for k in range(20)]  # no judge: its column shows "--", no n
+    write_run(tmp_path / "unjudged", unjudged)
+    assert "items with a value" not in table1_latex(results_long(load_runs(tmp_path / "unjudged")))
