@@ -70,6 +70,9 @@ GROUPS = {False: "Non-thinking models", True: "Thinking models"}
 LOW_COVERAGE_MARK = "†"
 UNFINISHED_MARK = "‡"
 GREY = "color: #9e9e9e; font-style: italic"
+#: the columns of :func:`results_long` that tell one configuration from another (a model named ``m (low)``
+#: and the model ``m`` at effort ``low`` share the name ``m (low)``)
+CONFIG_KEY = ["config", "model", "effort"]
 
 #: API / hub model names -> the paper's names (keys and values are compared through model_key)
 MODEL_ALIASES: dict[str, str] = {
@@ -507,7 +510,8 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
     """Table 1 as a booktabs ``tabular``: accuracy % with its 95 % CI (and the paper value)."""
     langs = [lang for lang in ("en", "ru") if lang in set(long["lang"])] if not long.empty else []
     metrics = PAPER_METRICS
-    cells = {(r.config, r.lang, r.metric): r for r in long.itertuples(index=False) if r.metric in metrics}
+    # a row is one configuration: its name, and the model and effort behind it (two can share a name)
+    cells = {(r.config, r.model, r.effort, r.lang, r.metric): r for r in long.itertuples(index=False) if r.metric in metrics}
     lines = []
     if synthetic:
         lines.append("% SYNTHETIC DATA - NOT RESULTS")
@@ -523,7 +527,7 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
         "Model & Thinking Effort & " + " & ".join(" & ".join(HEADERS[m] for m in metrics) for _ in langs) + r" \\"
     )
     lines.append(r"\midrule")
-    configs = long.drop_duplicates("config") if not long.empty else long
+    configs = long.drop_duplicates(CONFIG_KEY) if not long.empty else long
     for thinking in (False, True):
         rows = configs[configs["thinking"] == thinking]
         if rows.empty:
@@ -533,7 +537,7 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
             out = [latex_escape(r.name), latex_escape(r.effort or "-")]
             for lang in langs:
                 for m in metrics:
-                    c = cells.get((r.config, lang, m))
+                    c = cells.get((r.config, r.model, r.effort, lang, m))
                     if c is None or pd.isna(c.pct):
                         out.append("--")
                         continue
@@ -567,7 +571,7 @@ def left_out_counts(long: pd.DataFrame, metrics: Sequence[str] = PAPER_METRICS) 
         return []
     sub = long[long["metric"].isin(metrics) & (long["n"] > 0) & (long["n"] < long["n_all"])]  # a number shown
     out = []
-    for (_config, _lang), g in sub.groupby(["config", "lang"], sort=False):
+    for _, g in sub.groupby([*CONFIG_KEY, "lang"], sort=False):
         first = g.iloc[0]
         cells = ", ".join(f"{HEADERS.get(r.metric, r.metric)} n = {int(r.n)} of {int(r.n_all)}" for r in g.itertuples())
         errored = f" ({int(first['n_error'])} errored)" if first["n_error"] else ""
@@ -579,7 +583,7 @@ def refusal_counts(long: pd.DataFrame) -> list[str]:
     """``"GPT-4.1 / ru: 58 refused, 23 filtered"`` per configuration × language that has any."""
     if long.empty or "n_refused" not in long:
         return []
-    runs = long.drop_duplicates(["config", "lang"])
+    runs = long.drop_duplicates([*CONFIG_KEY, "lang"])
     return [f"{r.config} / {r.lang}: {int(r.n_refused)} refused, {int(r.n_filtered)} filtered"
             for r in runs.itertuples(index=False) if r.n_refused or r.n_filtered]
 

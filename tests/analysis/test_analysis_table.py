@@ -126,6 +126,18 @@ def test_latex_escaping():
     assert latex_escape("A&B_50%#") == r"A\&B\_50\%\#"
 
 
+def test_latex_rows_of_two_configurations_sharing_a_name_keep_their_own_numbers(tmp_path):
+    # the model "m (low)" and the model "m" at effort low are both named "m (low)": the LaTeX showed one row,
+    # under the first one's name and effort, with the other's accuracy (33.33 for a run at 66.67)
+    write_run(tmp_path / "named_en", [record(f"i{k}", model="m (low)", em_strict=k < 2, outcome="refused" if k == 2
+                                             else "answer") for k in range(3)], model="m (low)")
+    write_run(tmp_path / "effort_en", [record(f"i{k}", model="m", effort="low", em_strict=k < 1) for k in range(3)],
+              model="m", effort="low", thinking=True)
+    tex = table1_latex(results_long(load_runs(str(tmp_path / "*_en"))))
+    assert r"m (low) & - & 66.67 {\scriptsize" in tex and r"m & low & 33.33 {\scriptsize" in tex
+    assert "m (low) / en: 1 refused" in tex
+
+
 def test_missing_paper_table_gives_a_message(tmp_path):
     df, msg = load_paper_table(tmp_path / "nope.csv")
     assert df is None and "not found" in msg
