@@ -657,6 +657,27 @@ def update_index(
     return _write_index(reports, registry)
 
 
+def replaced_parameters(reports: Path, name: str, stem: str, parameters: dict[str, Any]) -> dict[str, Any] | None:
+    """The parameters the report ``stem`` of ``reports`` was last rendered with (as ``index.json`` records
+    them) when they are not ``parameters`` of notebook ``name`` (either side's notebook defaults left out):
+    a render under that name replaces a report of other inputs and its exports. None when there is no
+    such report, or it had the same parameters."""
+    try:
+        entry = _read_index(reports).get(stem)
+    except (OSError, ValueError, AttributeError):  # an unreadable index: the render rewrites it
+        return None
+    before = entry.get("parameters") if isinstance(entry, dict) else None
+    if not isinstance(before, dict):
+        return None
+    defaults = {k: _literal(v) for k, v in notebook_parameters(notebook_path(name)).items()}
+
+    def given(params: dict[str, Any]) -> dict[str, Any]:
+        shown = {k: _relative(v, reports) for k, v in params.items()}  # as index.json records them
+        return {k: v for k, v in shown.items() if defaults.get(k) != v}
+
+    return before if given(before) != given(parameters) else None
+
+
 def _read_index(reports: Path) -> dict[str, Any]:
     """The registry of rendered reports (``index.json``; empty before the first report)."""
     reg_path = reports / _INDEX_JSON

@@ -124,6 +124,23 @@ def test_a_hand_run_and_the_main_jobs_coexist(tmp_path):
     assert 'href="tiny_mine_t.csv"' in page and 'href="tiny_t.csv"' in page
 
 
+def test_a_report_on_other_inputs_under_the_same_derived_name_says_it_replaces_it(tmp_path, capsys):
+    # data/runs/mine/gpt* and data/runs/mine/claude* are both "tiny_mine": the second render replaced the
+    # first report and its export without a word
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/gpt*", "--reports-dir", str(reports)]) == 0
+    assert "note:" not in capsys.readouterr().err
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/claude*", "--reports-dir", str(reports)]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert notes == ["note: tiny_mine was rendered with runs='data/runs/mine/gpt*'; this render "
+                     "(runs='data/runs/mine/claude*') replaces it and its exports: --name NAME keeps both"]
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/claude*", "--reports-dir", str(reports)]) == 0
+    assert "note:" not in capsys.readouterr().err  # the same inputs rendered again: nothing is lost
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/gpt*", "--name", "tiny_mine",
+                 "--reports-dir", str(reports)]) == 0
+    assert "note:" not in capsys.readouterr().err  # a name given by hand: the user chose to replace it
+
+
 def test_report_names_derive_from_the_inputs():
     assert report_name("03_analysis", {}) == "03_analysis"
     assert report_name("03_analysis", {"runs": "data/runs/demo/*"}) == "03_analysis"  # the default inputs

@@ -14,8 +14,8 @@ from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from cresowlve_core import notebook_progress
-    from cresowlve_core.notebooks import ReportFailed, report_headline, report_name, run_notebook
+    from cresowlve_core import notebook_progress, paths
+    from cresowlve_core.notebooks import ReportFailed, replaced_parameters, report_headline, report_name, run_notebook
 
     params = _params(a.param)
     if a.notebook == "03_analysis" and params.get("compare"):  # an unknown name is refused before rendering
@@ -29,10 +29,16 @@ def cmd_report(a: argparse.Namespace) -> int:
         except (ValueError, SyntaxError):
             default_runs = None
         check_compare(params.get("runs", default_runs), params["compare"], params.get("aliases"))
-    try:  # named by its inputs unless --name: a report on other runs never overwrites the main job's
+    stem = a.name or report_name(a.notebook, params)  # named by its inputs: never the main job's report
+    if a.name is None:  # a derived name two sets of inputs can share (data/runs/mine/gpt* and mine/claude*)
+        reports = Path(a.reports_dir or paths.reports_dir()).resolve()
+        if (before := replaced_parameters(reports, a.notebook, stem, params)) is not None:
+            print(f"note: {stem} was rendered with {_shown_parameters(before)}; this render "
+                  f"({_shown_parameters(params)}) replaces it and its exports: --name NAME keeps both",
+                  file=sys.stderr)
+    try:
         res = run_notebook(a.notebook, params, Path(a.reports_dir) if a.reports_dir else None,
-                           output_name=a.name or report_name(a.notebook, params),
-                           progress_every_s=notebook_progress.PROGRESS_EVERY_S)
+                           output_name=stem, progress_every_s=notebook_progress.PROGRESS_EVERY_S)
     except ReportFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -47,6 +53,13 @@ def cmd_report(a: argparse.Namespace) -> int:
         served = serve_reports(res.html.parent, a.port, open_page=res.html.name)
         return code or served
     return code
+
+
+def _shown_parameters(parameters: dict[str, Any]) -> str:
+    """``runs='data/runs/mine/gpt*'``: a report's parameters on one line."""
+    from cresowlve_core.untrusted import one_line
+
+    return one_line(", ".join(f"{k}={v!r}" for k, v in sorted(parameters.items())) or "the default parameters", 200)
 
 
 def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> int:
