@@ -674,7 +674,9 @@ def example_errors_section(
         say("Skipped: no runs.")
         return SKIPPED
     out: dict[str, Any] = {}
-    cols = [c for c in ("id", "difficulty", "answer", "prediction", "extraction", "em_strict", "em_lenient", "judge_status", "judge_verdict") if c in rs.responses]
+    # ``outcome``: a refused or filtered answer (not correct) is shown as what it is, not as an empty prediction
+    cols = [c for c in ("id", "difficulty", "outcome", "answer", "prediction", "extraction", "em_strict", "em_lenient",
+                        "judge_status", "judge_verdict") if c in rs.responses]
     for (config, lang), g in rs.responses.groupby(["config", "lang"], sort=False):
         answered = g[~no_answer(g)]
         n_err = int(len(g) - len(answered))
@@ -704,6 +706,11 @@ def example_errors_section(
             say(head + f". **No item is wrong by this measure** ({n_valued} of {len(answered)} answered items have a "
                 "value), so there is nothing to show.")
         else:
+            withheld = wrong["outcome"].value_counts() if "outcome" in wrong else pd.Series(dtype=int)
+            given = [f"{int(withheld[o])} {o}" for o in ("refused", "filtered") if withheld.get(o)]
+            if given:
+                head += (f"; of the {len(wrong)} not correct, {' and '.join(given)} (no answer given, counted not "
+                         "correct: `outcome`)")
             say(head + f": {min(n, len(wrong))} of {len(wrong)} shown.")
             sample = wrong.sample(n=min(n, len(wrong)), random_state=seed).sort_values("id")
             show(sample[cols].reset_index(drop=True))

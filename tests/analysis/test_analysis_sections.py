@@ -48,6 +48,21 @@ def test_example_errors_fall_back_to_em_when_the_judge_is_thin(tmp_path, shown):
     assert "1 errored item(s)" in text
 
 
+def test_example_errors_show_a_refusal_as_a_refusal(tmp_path, shown):
+    # as the replay server's recorded OpenAI refusal leaves it: no prediction, EM false, no judge. Before, the
+    # table showed the two refusals as wrong answers with an empty prediction and nothing saying they were refusals
+    recs = [record(f"i{k}", answer="Jaws", prediction=f"guess {k}", outcome="answer") for k in range(3)]
+    recs += [record(f"r{k}", answer="Jaws", prediction=None, outcome="refused", refusal="I can't help with that.")
+             for k in range(2)]
+    write_run(tmp_path / "r_en", recs)
+    out = report.example_errors_section(load_runs(tmp_path / "r_en"), n=5)
+    assert out["m/en"]["n_wrong"] == 5
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "of the 5 not correct, 2 refused (no answer given, counted not correct: `outcome`)" in text
+    table = next(s for s in shown if isinstance(s, str) and "<table" in s)
+    assert "<th>outcome</th>" in table and table.count('"t">refused<') == 2 and table.count('"t">answer<') == 3
+
+
 def test_example_errors_never_show_an_empty_table_without_saying_why(tmp_path, shown):
     write_run(tmp_path / "r_en", [record(f"i{k}", em_strict=True, em_lenient=True, judge="CORRECT") for k in range(5)])
     out = report.example_errors_section(load_runs(tmp_path / "r_en"))
