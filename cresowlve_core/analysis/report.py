@@ -677,6 +677,10 @@ def example_errors_section(
     # ``outcome``: a refused or filtered answer (not correct) is shown as what it is, not as an empty prediction
     cols = [c for c in ("id", "difficulty", "outcome", "answer", "prediction", "extraction", "em_strict", "em_lenient",
                         "judge_status", "judge_verdict") if c in rs.responses]
+    # runs whose manifest names a judge, or with a judge verdict (older runs): the others were never judged
+    judged_runs = set(rs.runs.loc[rs.runs["judge_model"].notna(), "run_id"]) if "judge_model" in rs.runs else set()
+    judged_runs |= set(rs.responses.loc[rs.responses["judge_status"].ne("not_run") & rs.responses["judge_status"].notna(),
+                                        "run_id"]) if "judge_status" in rs.responses else set()
     for (config, lang), g in rs.responses.groupby(["config", "lang"], sort=False):
         answered = g[~no_answer(g)]
         n_err = int(len(g) - len(answered))
@@ -684,6 +688,9 @@ def example_errors_section(
         share = scored / len(answered) if len(answered) else 0.0
         if scored and share >= coverage_threshold:
             metric, why = "judge", f"judged wrong by the LLM judge (it scored {scored} of {len(answered)} answers)"
+        elif not judged_runs.intersection(g["run_id"]):  # no judge was asked: none "scored only 0" answers
+            metric, why = "em_lenient", ("wrong by lenient exact match (this run has no LLM judge)" if len(answered)
+                                         else "no answered items")
         else:
             metric = "em_lenient"
             why = (

@@ -63,6 +63,17 @@ def test_example_errors_show_a_refusal_as_a_refusal(tmp_path, shown):
     assert "<th>outcome</th>" in table and table.count('"t">refused<') == 2 and table.count('"t">answer<') == 3
 
 
+def test_example_errors_of_a_run_without_a_judge_do_not_say_a_judge_scored_it(tmp_path, shown):
+    # before: "wrong by lenient exact match, because the LLM judge scored only 0 of 4 answers (0% < 90%)", of a
+    # run no judge was ever asked about
+    write_run(tmp_path / "r_en", [record(f"i{k}", em_lenient=k == 0) for k in range(4)])
+    out = report.example_errors_section(load_runs(tmp_path / "r_en"))
+    assert out["m/en"]["metric"] == "em_lenient" and out["m/en"]["n_wrong"] == 3
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "**m / en** — wrong by lenient exact match (this run has no LLM judge): 3 of 3 shown." in text
+    assert "judge scored" not in text
+
+
 def test_example_errors_never_show_an_empty_table_without_saying_why(tmp_path, shown):
     write_run(tmp_path / "r_en", [record(f"i{k}", em_strict=True, em_lenient=True, judge="CORRECT") for k in range(5)])
     out = report.example_errors_section(load_runs(tmp_path / "r_en"))
