@@ -52,6 +52,8 @@ class RunRow:
     n_filtered: int = 0
     mark: str = ""  # "embedded" and/or "synthetic": not a result; "over budget": spent past a max_cost
     cost_known: float | None = None  # with ``cost`` unknown: the answers whose cost is known, added up
+    judged: bool = False  # a judge was asked: its cost (``judge_cost``, None when unknown) is shown beside
+    judge_cost: float | None = None
 
     def line(self) -> str:
         if self.n:
@@ -63,6 +65,8 @@ class RunRow:
             cost = usd(self.cost) + (" reported" if self.cost_reported else "")
         else:
             cost = f"≥ {usd(self.cost_known)}" if self.cost_known else "unknown"
+        if self.judged:  # as the eval line says it: the answers' cost, then the judge's
+            cost += f" (judge {'unknown' if self.judge_cost is None else usd(self.judge_cost)})"
         name, effort, lang = (one_line(x) for x in (self.name or self.model, self.effort or "-", self.lang))
         return (f"{name:<30} {effort:<8} {lang:<4} {self.n:>5} "
                 f"{f'{self.done}/{self.planned}':<11} {acc:<30} {self.n_refused:>7} {self.n_filtered:>8} "
@@ -207,7 +211,7 @@ def summary_disagreement(summary: dict[str, Any], counts: RecordCounts) -> str |
 #: the fields of summary.json the listing reads as counts, and as amounts of USD
 _SUMMARY_COUNTS = ("n_items", "n_ok", "n_error", "n_not_run", "n_refused", "n_filtered", "n_judge_error",
                    "n_judge_not_run", "n_cost_reported", "n_cost_unknown")
-_SUMMARY_AMOUNTS = ("cost", "cost_known")
+_SUMMARY_AMOUNTS = ("cost", "cost_known", "judge_cost")
 
 
 def _is_count(value: Any) -> bool:
@@ -340,7 +344,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
                   cost_reported=bool(s.get("n_cost_reported")) and s.get("n_cost_reported") == s.get("n_ok"),
                   state=state, name=config_name(model, m.get("effort"), aliases),
                   cost_known=s.get("cost_known") if s.get("n_cost_unknown", 0) < done else None,
-                  n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark)
+                  n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark,
+                  judged=bool(s.get("judged")), judge_cost=s.get("judge_cost"))
 
 
 @dataclass(frozen=True)

@@ -532,3 +532,23 @@ def test_runs_of_a_grid_names_the_cells_without_a_run_directory(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "1 run(s); 1 cell(s) of the grid without a run directory: " \
                                                   "model-b__en (not_run)"
+
+
+def test_runs_shows_the_judges_cost_beside_the_answers(tmp_path):
+    """summary.json's ``cost`` is the answers' alone; the judge's is ``judge_cost`` (None: unknown, as when some
+    judge calls errored). Before, a judged run's cost column showed "$0.0392 reported" and nothing of the judge."""
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "manifest.json").write_text(json.dumps({"kind": "eval", "model": "m", "lang": "en", "n_items": 1,
+                                                   "finished_at": "2026-01-01T00:00:00"}))
+    (run / "responses.jsonl").write_text(json.dumps({"id": "a", "lang": "en", "status": "ok"}) + "\n")
+    summary = {"n_items": 1, "n_ok": 1, "n_error": 0, "n_not_run": 0, "cost": 0.0392, "n_cost_reported": 1}
+    for judge, shown in (({"judged": True, "judge_cost": None}, "$0.0392 reported (judge unknown)"),
+                         ({"judged": True, "judge_cost": 0.0131}, "$0.0392 reported (judge $0.0131)"),
+                         ({"judged": False, "judge_cost": None}, "$0.0392 reported ")):
+        (run / "summary.json").write_text(json.dumps({**summary, **judge}))
+        row = run_row(run)
+        assert row.state == "done" and shown in row.line(), row.line()
+    assert "(judge" not in run_row(run).line()
+    (run / "summary.json").write_text(json.dumps({**summary, "judged": True, "judge_cost": "free"}))
+    assert run_row(run).state.startswith("summary.json unusable (judge_cost is \"free\", not an amount)")
