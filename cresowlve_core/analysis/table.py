@@ -556,6 +556,10 @@ def table1_latex(long: pd.DataFrame, with_paper: bool = True, synthetic: bool = 
         lines.append(r"\par\smallskip{\footnotesize Accuracy over the items with a value, n of all items (the "
                      "others, errored or unscored, are left out; the paper counted them wrong): "
                      + "; ".join(latex_escape(w) for w in left_out) + ".}")
+    unfinished = unfinished_counts(long)
+    if unfinished:
+        lines.append(r"\par\smallskip{\footnotesize $^\ddagger$ The run did not finish; its numbers cover only the "
+                     "items done: " + "; ".join(latex_escape(u) for u in unfinished) + ".}")
     withheld = refusal_counts(long)
     if withheld:
         lines.append(r"\par\smallskip{\footnotesize Refused / filtered answers (not correct, kept in n): "
@@ -577,6 +581,15 @@ def left_out_counts(long: pd.DataFrame, metrics: Sequence[str] = PAPER_METRICS) 
         errored = f" ({int(first['n_error'])} errored)" if first["n_error"] else ""
         out.append(f"{first['config']} / {first['lang']}: {cells}{errored}")
     return out
+
+
+def unfinished_counts(long: pd.DataFrame) -> list[str]:
+    """``"GPT-4.1 / en: 10 of 2061 planned items"`` per configuration × language whose run did not finish (‡)."""
+    if long.empty:
+        return []
+    runs = long[~long["complete"]].drop_duplicates([*CONFIG_KEY, "lang"])
+    return [f"{r.config} / {r.lang}: {int(r.n_records)} of {'?' if pd.isna(r.n_planned) else int(r.n_planned)} "
+            "planned items" for r in runs.itertuples(index=False)]
 
 
 def refusal_counts(long: pd.DataFrame) -> list[str]:

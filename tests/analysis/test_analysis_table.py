@@ -288,3 +288,15 @@ def test_errored_items_count_against_coverage(tmp_path):
     assert judge["low_coverage"] and "1 errored items count against it" in table1_footnotes(
         results_long(load_runs(str(tmp_path / "r_en")))
     )[0]
+
+
+def test_latex_says_what_the_unfinished_mark_means_and_how_many_items_the_run_did(tmp_path):
+    # 10 of 2,061 planned items: the LaTeX showed "50.00 [23.7, 76.3]$^\ddagger$" and nothing else about the run
+    write_run(tmp_path / "a_en", [record(f"i{k}", model="gpt-4.1", em_strict=k < 5) for k in range(10)],
+              model="gpt-4.1", n_items=2061, finished_at=None)
+    tex = table1_latex(results_long(load_runs(str(tmp_path / "a_en"))))
+    assert r"50.00 {\scriptsize [23.7, 76.3]}$^\ddagger$" in tex
+    assert (r"\par\smallskip{\footnotesize $^\ddagger$ The run did not finish; its numbers cover only the items done: "
+            "gpt-4.1 / en: 10 of 2061 planned items.}") in tex
+    write_run(tmp_path / "b_en", [record(f"i{k}", model="gpt-4.1", em_strict=k < 5) for k in range(10)], model="gpt-4.1")
+    assert "did not finish" not in table1_latex(results_long(load_runs(str(tmp_path / "b_en"))))
