@@ -158,12 +158,21 @@ def nonempty(text: str) -> str:
     return text
 
 
+#: the longest report name: its staging folder (``.render-STEM-xxxxxxxx``) and its exports (``STEM_table1.csv``)
+#: must fit the 255 bytes of a file name
+MAX_FILE_STEM = 200
+
+
 def file_stem(text: str) -> str:
-    """A file name without folder or suffix (a report's name): letters, digits, ``.``, ``_`` and ``-``."""
+    """A file name without folder or suffix (a report's name): letters, digits, ``.``, ``_`` and ``-``, at most
+    :data:`MAX_FILE_STEM` of them."""
     import re
 
     if not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9._-]*", text):
         raise argparse.ArgumentTypeError(f"{text!r} is not a file name: use letters, digits, '.', '_' and '-'")
+    if len(text) > MAX_FILE_STEM:
+        raise argparse.ArgumentTypeError(f"a name of {len(text)} characters is too long for its files: at most "
+                                         f"{MAX_FILE_STEM}")
     return text
 
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core import paths
+from cresowlve_core.argtypes import MAX_FILE_STEM
 from cresowlve_core.banners import BANNER_KINDS, banner_html
 from cresowlve_core.failures import IncompleteError, InputError, MissingInput, UsageError
 from cresowlve_core.notebook_progress import render_progress
@@ -193,7 +194,10 @@ def report_name(name: str, parameters: dict[str, Any]) -> str:
     label = _input_label(changed[key]) if key else ""
     if not label:
         label = hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:8]
-    return f"{src.stem}_{slug(label)}"
+    stem = f"{src.stem}_{slug(label)}"
+    if len(stem) > MAX_FILE_STEM:  # a long list of runs: cut to fit a file name, the hash of the label keeps it apart
+        stem = f"{stem[:MAX_FILE_STEM - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
+    return stem
 
 
 #: parameters that name what a report shows, most telling first

@@ -141,6 +141,20 @@ def test_a_report_on_other_inputs_under_the_same_derived_name_says_it_replaces_i
     assert "note:" not in capsys.readouterr().err  # a name given by hand: the user chose to replace it
 
 
+def test_a_report_name_fits_a_file_name(tmp_path, capsys):
+    # before: a 300-character --name, or a derived name of four long run directories, crashed at the staging
+    # folder with "OSError: [Errno 36] File name too long" and the "bug:" line
+    runs = [f"data/runs/grid/paper/{'qwen-qwen3-235b-a22b-thinking-2507__adaptive__en-' * 2}{i}" for i in range(4)]
+    stems = {report_name("03_analysis", {"runs": r}) for r in (runs, runs[::-1], runs[:3])}
+    assert len(stems) == 3 and all(len(s) <= 200 for s in stems), stems
+    with pytest.raises(SystemExit) as exc:
+        main(["report", "03_analysis", "--name", "n" * 300, "--reports-dir", str(tmp_path / "reports")])
+    assert exc.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        "argument --name: a name of 300 characters is too long for its files: at most 200")
+    assert not (tmp_path / "reports").exists()
+
+
 def test_report_names_derive_from_the_inputs():
     assert report_name("03_analysis", {}) == "03_analysis"
     assert report_name("03_analysis", {"runs": "data/runs/demo/*"}) == "03_analysis"  # the default inputs
