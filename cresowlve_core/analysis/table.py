@@ -420,7 +420,7 @@ def table1_display(long: pd.DataFrame, metrics: Sequence[str] | None = None) -> 
                 )
             )
     table = pd.concat(pieces, axis=1)
-    order = sub.drop_duplicates("config").set_index(["group", "name", "effort"]).index
+    order = sub.drop_duplicates(CONFIG_KEY).set_index(["group", "name", "effort"]).index
     table = table.reindex(order).fillna("")
     table.index.names = ["", "Model", "Thinking Effort"]
     return table

@@ -300,3 +300,14 @@ def test_latex_says_what_the_unfinished_mark_means_and_how_many_items_the_run_di
             "gpt-4.1 / en: 10 of 2061 planned items.}") in tex
     write_run(tmp_path / "b_en", [record(f"i{k}", model="gpt-4.1", em_strict=k < 5) for k in range(10)], model="gpt-4.1")
     assert "did not finish" not in table1_latex(results_long(load_runs(str(tmp_path / "b_en"))))
+
+
+def test_the_notebooks_table1_keeps_both_configurations_sharing_a_name(tmp_path):
+    # the display's rows were the first configuration of each name: "m" at effort low vanished behind "m (low)"
+    write_run(tmp_path / "named_en", [record(f"i{k}", model="m (low)", em_strict=k < 2) for k in range(3)], model="m (low)")
+    write_run(tmp_path / "effort_en", [record(f"i{k}", model="m", effort="low", em_strict=k < 1) for k in range(3)],
+              model="m", effort="low", thinking=True)
+    display = table1_display(results_long(load_runs(str(tmp_path / "*_en"))))
+    cells = display[("CresOWLve-En", "Exact Match", "% [95% CI]")]
+    assert cells.to_dict() == {("Non-thinking models", "m (low)", "-"): "66.7 [20.8, 93.9]",
+                               ("Thinking models", "m", "low"): "33.3 [6.1, 79.2]"}
