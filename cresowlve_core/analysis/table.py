@@ -440,7 +440,7 @@ def table1_footnotes(long: pd.DataFrame, coverage_threshold: float = COVERAGE_TH
             + "); greyed out. If every unscored item "
             f"were wrong the accuracy would be {r.bound_low:.1f}%, if every one were right {r.bound_high:.1f}%."
         )
-    unfinished = long[~long["complete"]].drop_duplicates(["config", "lang"])
+    unfinished = long[~long["complete"]].drop_duplicates([*CONFIG_KEY, "lang"])
     for r in unfinished.itertuples(index=False):
         planned = "?" if pd.isna(r.n_planned) else int(r.n_planned)
         notes.append(

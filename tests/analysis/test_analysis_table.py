@@ -311,3 +311,14 @@ def test_the_notebooks_table1_keeps_both_configurations_sharing_a_name(tmp_path)
     cells = display[("CresOWLve-En", "Exact Match", "% [95% CI]")]
     assert cells.to_dict() == {("Non-thinking models", "m (low)", "-"): "66.7 [20.8, 93.9]",
                                ("Thinking models", "m", "low"): "33.3 [6.1, 79.2]"}
+
+
+def test_the_unfinished_footnote_names_each_configuration_sharing_a_name(tmp_path):
+    write_run(tmp_path / "named_en", [record(f"i{k}", model="m (low)") for k in range(3)], model="m (low)", n_items=9,
+              finished_at=None)
+    write_run(tmp_path / "effort_en", [record(f"i{k}", model="m", effort="low") for k in range(2)], model="m",
+              effort="low", thinking=True, n_items=8, finished_at=None)
+    notes = [n for n in table1_footnotes(results_long(load_runs(str(tmp_path / "*_en")))) if "did not finish" in n]
+    assert sorted(notes) == ["‡ m (low) / en: the run did not finish (2 of 8 planned items); its numbers cover only the "
+                             "items done so far.", "‡ m (low) / en: the run did not finish (3 of 9 planned items); its "
+                             "numbers cover only the items done so far."]
