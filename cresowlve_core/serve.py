@@ -36,21 +36,26 @@ class ReportsHandler(http.server.SimpleHTTPRequestHandler):
         if self.headers.get("Host", "").strip().lower() not in self.allowed_hosts:
             self.send_error(403, "unknown Host header (use http://127.0.0.1:PORT/ or http://localhost:PORT/)")
             return None
-        target = Path(self.translate_path(self.path))
-        if target.is_dir():
-            target = target / "index.html"
         try:
-            resolved = target.resolve()
-        except ValueError:  # a NUL byte (%00) names no file
+            resolved, is_file = self._resolve(Path(self.translate_path(self.path)))
+        except (ValueError, OSError, RuntimeError):  # a NUL byte (%00), a name too long, a symlink loop
             self.send_error(404, "not found")
             return None
         if not resolved.is_relative_to(self.root):
             self.send_error(403, "outside the reports folder")
             return None
-        if not resolved.is_file():
+        if not is_file:
             self.send_error(404, "not found")
             return None
         return super().send_head()
+
+    @staticmethod
+    def _resolve(target: Path) -> tuple[Path, bool]:
+        """The file a request path names (a directory's ``index.html``), resolved, and whether it is a regular file."""
+        if target.is_dir():
+            target = target / "index.html"
+        resolved = target.resolve()
+        return resolved, resolved.is_file()
 
 
 def make_server(directory: Path, port: int) -> http.server.ThreadingHTTPServer:

@@ -75,3 +75,17 @@ def test_a_nul_byte_in_the_path_is_a_404_not_a_dropped_connection(served, capfd)
         assert get(port, path, host)[0] == 404, path
     assert "Traceback" not in capfd.readouterr().err
     assert get(port, "/index.html", host)[0] == 200
+
+
+def test_a_name_too_long_or_a_symlink_loop_is_a_404_not_a_dropped_connection(served, capfd, tmp_path):
+    """A path segment longer than the file system allows (ENAMETOOLONG) or a symlink loop inside the folder:
+    before, ``is_dir``/``resolve`` raised in the handler, the server printed a traceback and closed the
+    connection without an answer."""
+    reports = tmp_path / "reports"
+    os.symlink("loop_b", reports / "loop_a")
+    os.symlink("loop_a", reports / "loop_b")
+    port, host = served, f"127.0.0.1:{served}"
+    for path in ("/" + "a" * 300, "/sub/" + "b" * 300, "/a/" * 2000, "/loop_a", "/loop_a/x.html"):
+        assert get(port, path, host)[0] == 404, path[:40]
+    assert "Traceback" not in capfd.readouterr().err
+    assert get(port, "/index.html", host)[0] == 200
