@@ -57,6 +57,7 @@ def _(A, annotator, banner_html, found, is_embedded_model, markdown, mo, sample_
     else:
         try:  # a name the store refuses, a sample file that cannot be read: said, not a traceback
             store = A.AnnotationStore(path.parent, annotator.value)
+            store.labels()  # the annotator's earlier labels, read before the first item is shown
             rows = A.read_sample(path).to_dict("records")
         except ValueError as exc:
             problem, store = str(exc), None

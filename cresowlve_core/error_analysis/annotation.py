@@ -88,8 +88,10 @@ class AnnotationStore:
         return rec
 
     def labels(self) -> dict[str, dict[str, Any]]:
-        """The latest record per item key."""
-        return self.run.latest(self.filename, lambda r: r["key"])
+        """The latest record per item key, read as :func:`read_annotations` reads it (a line it cannot
+        use is an :class:`InputError` naming ``file:line``)."""
+        path = self.run.path / self.filename
+        return _annotator_labels(path) if path.exists() else {}
 
     def next_index(self, keys: list[str]) -> int:
         """The first position in ``keys`` this annotator has not labelled (``len(keys)`` if all are)."""
@@ -116,18 +118,23 @@ def read_annotations(folder: str | Path) -> pd.DataFrame:
         for f in sorted(folder.glob("*.jsonl")):
             if f.name == SAMPLE_FILE:
                 continue
-            latest: dict[str, dict[str, Any]] = {}
-            for lineno, rec in jsonl.iter_jsonl_numbered(f, torn_tail_ok=True, error=InputError, what="label"):
-                for field in ("key", "annotator"):
-                    if not isinstance(rec.get(field), str) or not rec[field].strip():
-                        raise InputError(f"{f}:{lineno}: an annotation needs a {field!r} (a non-empty string), "
-                                         f"got {rec.get(field)!r}")
-                if rec.get("category") not in CHOICES:
-                    raise InputError(f"{f}:{lineno}: unknown category {rec.get('category')!r} for {rec['key']!r}; "
-                                     f"one of {', '.join(CHOICES)}")
-                latest[rec["key"]] = rec
-            rows.extend(latest.values())
+            rows.extend(_annotator_labels(f).values())
     return pd.DataFrame(rows, columns=["key", "annotator", "category", "note", "saved_at"])
+
+
+def _annotator_labels(f: Path) -> dict[str, dict[str, Any]]:
+    """The latest label per item key of one annotator's file (the rules of :func:`read_annotations`)."""
+    latest: dict[str, dict[str, Any]] = {}
+    for lineno, rec in jsonl.iter_jsonl_numbered(f, torn_tail_ok=True, error=InputError, what="label"):
+        for field in ("key", "annotator"):
+            if not isinstance(rec.get(field), str) or not rec[field].strip():
+                raise InputError(f"{f}:{lineno}: an annotation needs a {field!r} (a non-empty string), "
+                                 f"got {rec.get(field)!r}")
+        if rec.get("category") not in CHOICES:
+            raise InputError(f"{f}:{lineno}: unknown category {rec.get('category')!r} for {rec['key']!r}; "
+                             f"one of {', '.join(CHOICES)}")
+        latest[rec["key"]] = rec
+    return latest
 
 
 def clue_words(question: str) -> set[str]:

@@ -116,3 +116,18 @@ def test_marimo_app_save_confirmation_shows_a_hostile_item_id_as_text(tmp_path):
     page = "".join(str(getattr(o, "text", o)) for o in outputs)
     callout = json.loads(html.unescape(re.search(r"<marimo-callout-output data-html='([^']*)'", page).group(1)))
     assert "saved overthinking for &lt;img" in callout and "<img" not in callout
+
+
+def test_an_annotators_file_the_app_cannot_read_is_one_message_naming_its_line(tmp_path):
+    """A hand-edited line of the annotator's own labels file (no key, not JSON) made the app's cell raise
+    KeyError 'key' or RunDirError instead of saying which line of which file it cannot use."""
+    sample = pd.DataFrame([{"key": f"k{i}", "config": "m", "lang": "en", "id": f"i{i}", "question": "q",
+                            "answer": "a", "prediction": "b", "reasoning": ""} for i in range(2)])
+    path = write_sample(sample, tmp_path / "ann" / "sample.jsonl")
+    labels = path.parent / "ann1.jsonl"
+    for line, problem in (('{"annotator": "ann1", "category": "other"}', "needs a 'key'"), ("{nope", "not JSON")):
+        labels.write_text(line + '\n{"key": "k0", "annotator": "ann1", "category": "other"}\n')
+        _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(path)),
+                                   "annotator": SimpleNamespace(value="ann1")})
+        assert defs["problem"].startswith(f"{labels}:1: ") and problem in defs["problem"]
+        assert defs["row"] is None
