@@ -272,13 +272,13 @@ def _read_tolerant(path: Path) -> tuple[pa.Table, int, list[tuple[int, str, Any]
     rows: list[dict[str, Any]] = []
     lines: list[int] = []
     bad = 0
-    with path.open(encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
+    with path.open("rb") as fh:  # split on "\n" only, one line decoded at a time
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
+                obj = json.loads(raw.decode("utf-8"))
+            except ValueError:  # not JSON, or not UTF-8 (a torn or corrupted write): unreadable alike
                 bad += 1
                 continue
             if isinstance(obj, dict):
@@ -353,7 +353,9 @@ def read_responses(path: Path) -> tuple[pa.Table, list[str]]:
         return SCHEMA.empty_table(), notes
     opts = pj.ParseOptions(explicit_schema=SCHEMA, unexpected_field_behavior="ignore")
     try:
-        return pj.read_json(path, parse_options=opts), notes
+        table = pj.read_json(path, parse_options=opts)
+        table.validate(full=True)  # the JSON reader lets bytes that are not UTF-8 into string columns
+        return table, notes
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass
     table, bad, misfits = _read_tolerant(path)

@@ -412,3 +412,26 @@ def test_a_grid_summary_that_is_damaged_or_another_json_file_is_one_error_naming
             resolve_run_dirs(str(grid), root=tmp_path)
     grid.write_text('{"cells": [{"run_dir": "runs/x"}]}', encoding="utf-8")
     assert resolve_run_dirs(str(grid), root=tmp_path) == []  # readable: its cells' directories, none of them a run
+
+
+def test_a_line_that_is_not_utf8_is_a_skipped_malformed_line_not_a_decode_error(tmp_path):
+    """One corrupted byte in responses.jsonl made load_runs (and so 03_analysis and the explorer) raise
+    UnicodeDecodeError ('utf-8' codec can't decode byte 0xff in position ...), naming no file or line."""
+    d = write_run(tmp_path / "r", [record("a", em_strict=True), record("b")])
+    with (d / "responses.jsonl").open("ab") as fh:
+        fh.write(b'\xff\n')
+    rs = load_runs(d)
+    assert sorted(rs.responses["id"]) == ["a", "b"]
+    assert "`r`: skipped 1 malformed line(s) in responses.jsonl." in rs.notes
+
+
+def test_a_value_that_is_not_utf8_in_a_record_json_reads_is_a_skipped_malformed_line(tmp_path):
+    """pyarrow's JSON reader took a prediction holding the byte 0xff into the table: every later use of the
+    column raised (the explorer's text search: 'ArrowException: Unknown error: Wrapping ... failed')."""
+    d = write_run(tmp_path / "r", [record("a", em_strict=True), record("b")])
+    with (d / "responses.jsonl").open("ab") as fh:
+        fh.write(b'{"id": "c", "lang": "en", "status": "ok", "prediction": "Quar\xfftz"}\n')
+    rs = load_runs(d)
+    assert sorted(rs.responses["id"]) == ["a", "b"]
+    assert rs.responses["prediction"].fillna("").str.casefold().tolist()  # the column reads
+    assert "`r`: skipped 1 malformed line(s) in responses.jsonl." in rs.notes
