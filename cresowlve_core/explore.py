@@ -46,7 +46,7 @@ from cresowlve_core.banners import banner_html, is_embedded_model
 from cresowlve_core.error_analysis.distribution import bucket
 from cresowlve_core.error_analysis.label import LABELS, labeller_is_embedded
 from cresowlve_core.error_analysis.taxonomy import BY_SLUG
-from cresowlve_core.error_analysis.wrong import output_hash  # the labeller's key hash, one definition
+from cresowlve_core.error_analysis.wrong import no_answer, output_hash  # the labeller's rules, one definition
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.items import LANGS
@@ -63,6 +63,7 @@ UNLABELLED = "(unlabelled)"  # the labeller replied without a category line
 LABEL_WITHHELD = "(labeller refused or filtered)"  # nothing to read
 LABEL_ERROR = "(labeller error)"  # the labeller call failed
 NOT_LABELLED = "(not labelled)"  # a wrong answer no label record covers
+NO_ANSWER_TO_LABEL = "(no answer to label)"  # wrong by the rule, never sent: refused, filtered, cut off or empty
 MAX_LIST = 500  # rows shown in a browser's item list
 
 ITEM_COLUMNS = ["id", "lang", "in_items", "question", "answer", "explanation", "other_answers", "difficulty",
@@ -390,7 +391,8 @@ def _join(item_df: pd.DataFrame, answers: pd.DataFrame, label_df: pd.DataFrame) 
         out["error_categories"] = [[] for _ in range(len(out))]
         return out.reset_index(drop=True)
     ans = answers.copy()
-    # the error categories of each answer (current labels only; a wrong answer without one is "not labelled")
+    # the error categories of each answer (current labels only; a wrong answer without one is "not labelled",
+    # unless the labeller never gets it: a refused, filtered, cut-off or empty answer has nothing to label)
     cats: dict[tuple[str, str, str], list[str]] = {}
     if not label_df.empty:
         by_answer = {(c, lg, i): h for c, lg, i, h in zip(ans["config"], ans["lang"], ans["id"], ans["output_hash"])}
@@ -400,8 +402,10 @@ def _join(item_df: pd.DataFrame, answers: pd.DataFrame, label_df: pd.DataFrame) 
         for lab in label_df[label_df["current"]].itertuples():
             cats.setdefault((lab.config, lab.lang, lab.id), []).append(lab.category)
     ans["error_categories"] = [
-        sorted(set(cats.get((c, lg, i), []))) or ([NOT_LABELLED] if corr == 0 and not label_df.empty else [])
-        for c, lg, i, corr in zip(ans["config"], ans["lang"], ans["id"], ans["correct"])]
+        sorted(set(cats.get((c, lg, i), [])))
+        or ([NO_ANSWER_TO_LABEL if no_answer(st, pred, out) else NOT_LABELLED] if corr == 0 and not label_df.empty else [])
+        for c, lg, i, corr, st, pred, out in zip(ans["config"], ans["lang"], ans["id"], ans["correct"], ans["status"],
+                                                 ans["prediction"], ans["outcome"], strict=True)]
     for c in ANSWER_COLUMNS:
         if c not in ans.columns:
             ans[c] = None
@@ -436,7 +440,7 @@ class Filters:
     contains the value), ``text`` (case-insensitive, in question, answer or prediction). Answer
     fields: ``configs`` (configuration labels, model × effort), ``outcome`` (by the judge where it
     scored, else strict EM) and ``error_category`` (a label slug, ``other``, or one of
-    ``(unlabelled)``, ``(labeller error)``, ``(not labelled)``). Once any answer field is set,
+    ``(unlabelled)``, ``(labeller error)``, ``(not labelled)``, ``(no answer to label)``). Once any answer field is set,
     items without a matching answer drop out.
     """
 

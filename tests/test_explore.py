@@ -394,3 +394,23 @@ def test_a_labels_line_that_is_not_utf8_is_skipped_as_unreadable(tmp_path):
     ex = X.load_explorer(str(runs / "*"), labels=str(labels))
     assert len(ex.labels) == 3
     assert f"labels `{f.resolve()}`: skipped 1 unreadable line(s)." in ex.notes
+
+
+def test_a_refused_or_filtered_wrong_answer_is_no_answer_to_label_not_a_gap_in_the_labels(tmp_path):
+    """The labeller never gets a refused, filtered, cut-off or empty answer (docs/errors.md: no answer, counted,
+    not labelled), yet the explorer put each under '(not labelled)', the bucket of wrong answers a label
+    should cover: a refusal was listed as a gap in the labelling."""
+    recs = [record(EN[0], model="A", prediction=None, em_strict=False, outcome="refused", refusal="I can't help."),
+            record(EN[1], model="A", prediction=None, em_strict=False, outcome="filtered"),
+            record(EN[2], model="A", prediction="Kep", em_strict=False, outcome="truncated"),
+            record(EN[3], model="A", prediction="Kepler", em_strict=False, thoughts="astronomer? Kepler")]
+    write_run(tmp_path / "runs" / "a_en", recs, model="A")
+    d = tmp_path / "errors" / "labels" / "gpt-4o"
+    d.mkdir(parents=True)
+    (d / "labels.jsonl").write_text(json.dumps(  # a label of another answer: labels are loaded
+        {"key": "Z|en|x|0000000000", "status": "ok", "config": "Z", "lang": "en", "id": "x", "label": "overthinking"}) + "\n")
+    ex = X.load_explorer(str(tmp_path / "runs" / "*"), labels=str(tmp_path / "errors"))
+    cats = ex.frame[ex.frame["config"].notna()].set_index("id")["error_categories"]
+    assert [cats[i] for i in EN[:4]] == [[X.NO_ANSWER_TO_LABEL]] * 3 + [[X.NOT_LABELLED]]
+    assert set(X.filter_frame(ex.frame, X.Filters(error_category=X.NOT_LABELLED))["id"]) == {EN[3]}
+    assert ("(no answer to label) (3)", X.NO_ANSWER_TO_LABEL) in X.options(ex)["error_category"]
