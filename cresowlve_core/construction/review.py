@@ -217,7 +217,16 @@ def load_queue(build_dir: str | Path, name: str = QUEUE) -> list[dict[str, Any]]
     path = review_dir(build_dir) / name
     if not path.exists():
         raise MissingInput(f"{path}: no review queue; run the build up to the review step first")
-    return RunDir(path.parent).read(name)
+    cards = []
+    for lineno, card in jsonl.read_jsonl_numbered(path, error=InputError, what="review card"):
+        if not isinstance(card.get("id"), str) or not card["id"].strip():
+            raise InputError(f"{path}:{lineno}: a review card needs an 'id' (a non-empty string), got {card.get('id')!r}")
+        for view in ("ru", "en"):
+            if card.get(view) is not None and not isinstance(card[view], dict):
+                raise InputError(f"{path}:{lineno}: the card's {view!r} view is not an object (question, answer, ...), "
+                                 f"got {type(card[view]).__name__}")
+        cards.append(card)
+    return cards
 
 
 def split_queue(ids: Sequence[str], reviewers: Sequence[str], *, seed: int = 0) -> dict[str, list[str]]:

@@ -548,3 +548,27 @@ def test_a_keep_made_on_another_translation_is_not_applied(tmp_path: Path) -> No
     # a decision saved before decisions recorded their English view is applied as it is
     old = {k: d.model_copy(update={"en_digest": None}) for k, d in decisions.items()}
     assert R.apply_decisions(retranslated, old).counts["by_code"] == {"keep": 2}
+
+
+@pytest.mark.parametrize(("line", "problem"), [
+    ('{"en": {"question": "q", "answer": "a"}}', "a review card needs an 'id' (a non-empty string), got None"),
+    ('{"id": 5}', "a review card needs an 'id' (a non-empty string), got 5"),
+    ('{"id": "chgk_0", "en": "Question 0?"}', "the card's 'en' view is not an object"),
+    ('{"id": "chgk_0", "ru": ["Вопрос"]}', "the card's 'ru' view is not an object"),
+])
+def test_a_review_card_a_session_cannot_use_is_one_error_naming_its_line(tmp_path: Path, line: str,
+                                                                          problem: str) -> None:
+    """A queue card without an id, or with a view that is not an object, raised KeyError 'id' or
+    AttributeError ("'str' object has no attribute 'get'") in the review app's cells; a numeric id was
+    shown and its decision never matched a string id."""
+    from types import SimpleNamespace
+
+    R.write_queue(tmp_path, _cands())
+    queue = tmp_path / "review" / R.QUEUE
+    queue.write_text(queue.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    with pytest.raises(R.InputError, match=re.escape(f"{queue}:6: {problem}")):
+        R.ReviewSession(tmp_path, "carol")
+    _, mod = _review_app()
+    _, defs = mod.app.run(defs={"build_dir": SimpleNamespace(value=str(tmp_path)),
+                                "reviewer": SimpleNamespace(value="carol"), "mode": SimpleNamespace(value="review")})
+    assert defs["session"] is None and defs["card"] is None
