@@ -62,7 +62,14 @@ def write_sample(sample: pd.DataFrame, path: str | Path) -> Path:
 
 
 def read_sample(path: str | Path) -> pd.DataFrame:
-    return pd.DataFrame(jsonl.read_jsonl(path), columns=SAMPLE_COLUMNS)
+    """The annotation sample :func:`write_sample` wrote; a row without a ``key`` (the item a label is saved
+    for) is an :class:`InputError` naming ``file:line``."""
+    rows = []
+    for lineno, rec in jsonl.read_jsonl_numbered(path, error=InputError, what="sampled answer"):
+        if not isinstance(rec.get("key"), str) or not rec["key"].strip():
+            raise InputError(f"{path}:{lineno}: a sampled answer needs a 'key' (a non-empty string), got {rec.get('key')!r}")
+        rows.append(rec)
+    return pd.DataFrame(rows, columns=SAMPLE_COLUMNS)
 
 
 class AnnotationStore:

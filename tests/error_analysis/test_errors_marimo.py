@@ -131,3 +131,15 @@ def test_an_annotators_file_the_app_cannot_read_is_one_message_naming_its_line(t
                                    "annotator": SimpleNamespace(value="ann1")})
         assert defs["problem"].startswith(f"{labels}:1: ") and problem in defs["problem"]
         assert defs["row"] is None
+
+
+def test_a_sample_row_without_a_key_is_one_message_naming_its_line(tmp_path):
+    """Sample rows without a key were shown with the key NaN: every such row was keyed 'nan', so the first
+    label saved counted for all of them and the app went on to 'All N items labelled'."""
+    path = tmp_path / "ann" / "sample.jsonl"
+    path.parent.mkdir()
+    path.write_text('{"id": "i0", "question": "q"}\n{"id": "i1", "question": "q"}\n')
+    _, defs = _app().run(defs={"sample_path": SimpleNamespace(value=str(path)),
+                               "annotator": SimpleNamespace(value="ann1")})
+    assert defs["problem"] == f"{path}:1: a sampled answer needs a 'key' (a non-empty string), got None"
+    assert defs["row"] is None
