@@ -552,19 +552,22 @@ def _category_name(slug: str) -> str:
 
 
 def read_record(ex: Explorer, run_id: str, id: str, lang: str) -> dict[str, Any] | None:
-    """The full response record of one answer, read back from its run's ``responses.jsonl``."""
+    """The full response record of one answer, read back from its run's ``responses.jsonl``; None when
+    the line at its offset is not that answer's record any more (the file was rewritten since loading,
+    e.g. by ``cresowlve rescore``, or removed)."""
     off = ex._offsets.get(str(run_id), {}).get((str(id), str(lang)))
     if off is None:
         return None
     path = Path(ex.runs.set_index("run_id").at[run_id, "path"]) / RESPONSES
-    with path.open("rb") as fh:
-        fh.seek(off)
-        line = fh.readline()
     try:
-        rec = json.loads(line)
-    except ValueError:
+        with path.open("rb") as fh:
+            fh.seek(off)
+            rec = json.loads(fh.readline())
+    except (OSError, ValueError):
         return None
-    return rec if isinstance(rec, dict) else None
+    if not isinstance(rec, dict) or str(rec.get("id")) != str(id) or (language(rec.get("lang")) or lang) != lang:
+        return None
+    return rec
 
 
 def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None = None) -> dict[str, Any]:
@@ -579,11 +582,14 @@ def item_detail(ex: Explorer, id: str, lang: str, configs: Sequence[str] | None 
     for r in rows[rows["config"].notna()].itertuples():
         if configs and r.config not in configs:
             continue
-        rec = read_record(ex, str(r.run_id), id, lang) or {}
+        read = read_record(ex, str(r.run_id), id, lang)
+        rec = read or {}
         labs = ex.labels[(ex.labels["config"] == r.config) & (ex.labels["lang"] == lang) & (ex.labels["id"] == id)]
         answers.append({
             "config": r.config, "model": r.model, "effort": _plain(r.effort) or None, "run_id": r.run_id,
-            "status": _plain(r.status), "error": rec.get("error"), "outcome": rec.get("outcome") or "answer",
+            "record_unread": read is None,
+            "status": _plain(r.status), "error": rec.get("error"),
+            "outcome": rec.get("outcome") or _plain(r.outcome) or "answer",
             "unknown_status": _unknown_status(rec),
             "refusal": rec.get("refusal"), "prediction": rec.get("prediction", _plain(r.prediction)),
             "extraction": rec.get("extraction"), "thoughts": rec.get("thoughts"), "raw_output": rec.get("raw_output"),
@@ -710,7 +716,10 @@ def answer_html(a: dict[str, Any]) -> str:
         parts.append(f"<div class='k'>{_esc(' · '.join(t for t in tokens if t))}</div>")
     parts += [_fold("reasoning / thoughts", a["thoughts"], open_=True), _fold("raw output", a["raw_output"]),
               _fold("judge's reply", a["judge_raw"])]
-    if not a["thoughts"] and not a["raw_output"] and not a.get("refusal"):
+    if a.get("record_unread"):
+        parts.append("<div class='k'>the full record (reasoning, raw output, refusal, call error) could not be read "
+                     "back: the run's responses.jsonl changed since the explorer loaded it; load the runs again</div>")
+    elif not a["thoughts"] and not a["raw_output"] and not a.get("refusal"):
         parts.append("<div class='k'>no reasoning or raw output recorded</div>")
     return "".join(parts) + "</div>"
 

@@ -414,3 +414,25 @@ def test_a_refused_or_filtered_wrong_answer_is_no_answer_to_label_not_a_gap_in_t
     assert [cats[i] for i in EN[:4]] == [[X.NO_ANSWER_TO_LABEL]] * 3 + [[X.NOT_LABELLED]]
     assert set(X.filter_frame(ex.frame, X.Filters(error_category=X.NOT_LABELLED))["id"]) == {EN[3]}
     assert ("(no answer to label) (3)", X.NO_ANSWER_TO_LABEL) in X.options(ex)["error_category"]
+
+
+def test_an_answer_whose_record_moved_since_loading_is_not_shown_with_another_items_record(tmp_path):
+    """Records are read back by byte offset when an item is opened. After the run's responses.jsonl was
+    rewritten (``cresowlve rescore`` compacts it), an open explorer read whatever line now sat at the
+    offset: another item's record (its raw output under this item, a refusal shown as an answer judged
+    INCORRECT), or a partial line, shown as 'no reasoning or raw output recorded'."""
+    refused = record(EN[0], model="A", prediction=None, em_strict=False, judge=False, judge_status="not_an_answer",
+                     judge_verdict="INCORRECT", judge_model="j", outcome="refused", refusal="I can't help with that.")
+    answered = record(EN[1], model="A", prediction="Kepler", em_strict=False, raw_output="<Answer>Kepler</Answer>")
+    d = write_run(tmp_path / "runs" / "a_en", [refused, answered], model="A")
+    ex = X.load_explorer(str(d), labels="")
+    path = d / "responses.jsonl"
+    first, second = path.read_text().splitlines(keepends=True)
+    path.write_text(second + first)  # rewritten: the other item's record now starts at this one's offset
+    (card,) = X.item_detail(ex, EN[0], "en")["answers"]
+    assert card["raw_output"] is None and card["outcome"] == "refused" and card["record_unread"]
+    html = X.detail_html(X.item_detail(ex, EN[0], "en"))
+    assert "Kepler" not in html and "refused by the model" in html and "judge: not asked" in html
+    assert "could not be read back" in html and "no reasoning or raw output recorded" not in html
+    path.unlink()  # removed: said the same way, not a FileNotFoundError
+    assert "could not be read back" in X.detail_html(X.item_detail(ex, EN[1], "en"))
