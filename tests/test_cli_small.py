@@ -38,6 +38,7 @@ def test_a_busy_port_is_named(command, tmp_path, capsys, monkeypatch):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
+        (tmp_path / "index.html").write_text("<html>the index</html>")
         extra = ["--reports-dir", str(tmp_path)] if command == "serve-reports" else []
         rc = main([command, "--port", str(port), *extra])
     err = capsys.readouterr().err.strip()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import socket
 import threading
 
 import pytest
@@ -89,3 +90,23 @@ def test_a_name_too_long_or_a_symlink_loop_is_a_404_not_a_dropped_connection(ser
         assert get(port, path, host)[0] == 404, path[:40]
     assert "Traceback" not in capfd.readouterr().err
     assert get(port, "/index.html", host)[0] == 200
+
+
+@pytest.mark.parametrize("files", [[], [".gitkeep"]])
+def test_a_reports_folder_without_its_index_is_no_reports_not_a_served_404(tmp_path, capsys, monkeypatch, files):
+    """A fresh checkout's reports/ holds only .gitkeep: serve-reports printed 'serving reports at
+    http://127.0.0.1:8766/index.html', and that address answered 404."""
+    from cresowlve_core import serve
+    from cresowlve_core.cli import main
+
+    monkeypatch.setattr(serve, "make_server", lambda *a: pytest.fail("the server was started"))
+    for name in files:
+        (tmp_path / name).write_text("")
+    with socket.socket() as free:
+        free.bind((HOST, 0))
+        port = free.getsockname()[1]
+    rc = main(["serve-reports", "--port", str(port), "--reports-dir", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert rc == 2 and "serving" not in out
+    assert err.strip() == (f"error: no reports at {tmp_path} (no index.html): render one with `cresowlve report "
+                           "NOTEBOOK` or `cresowlve run`")

@@ -66,9 +66,10 @@ def serve_reports(directory: Path, port: int, open_page: str = "index.html") -> 
     """Serve ``directory`` on 127.0.0.1 until Ctrl-C (reports are static offline HTML; see serve.py)."""
     from cresowlve_core.serve import make_server
 
-    if not directory.is_dir():
-        print(f"error: no reports at {directory}: render one with `cresowlve report NOTEBOOK` or `cresowlve run`",
-              file=sys.stderr)
+    if not (directory / open_page).is_file():  # a fresh checkout's reports/ holds only .gitkeep
+        missing = f" (no {open_page})" if directory.is_dir() else ""
+        print(f"error: no reports at {directory}{missing}: render one with `cresowlve report NOTEBOOK` or "
+              "`cresowlve run`", file=sys.stderr)
         return EXIT_USAGE
     if (busy := _port_in_use(port)) is not None:
         return _usage_error(busy)
