@@ -572,6 +572,10 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
             notes.append(f"`{d.name}`: manifest.json could not be read ({_why_unreadable(exc)}); using the records: "
                          "its settings (judge, temperature, items planned) are unknown here.")
             manifest = None
+        if manifest is not None and manifest.get("kind", "eval") != "eval":  # a CREATE, synth, errors... run
+            notes.append(f"`{one_line(d.name)}`: a run directory of {one_line(manifest['kind'], 40)!r}, not of "
+                         "`cresowlve eval`: left out (its records are not answers to items).")
+            continue
         table, file_notes = read_responses(d / RESPONSES)
         notes.extend(file_notes)
         info = _run_info(d, manifest, table)

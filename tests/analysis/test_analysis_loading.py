@@ -435,3 +435,22 @@ def test_a_value_that_is_not_utf8_in_a_record_json_reads_is_a_skipped_malformed_
     assert sorted(rs.responses["id"]) == ["a", "b"]
     assert rs.responses["prediction"].fillna("").str.casefold().tolist()  # the column reads
     assert "`r`: skipped 1 malformed line(s) in responses.jsonl." in rs.notes
+
+
+def test_a_run_directory_of_another_stage_is_left_out_with_a_note(tmp_path):
+    """load_runs read any folder with a manifest as an evaluation run: a CREATE generation run's records
+    (here with an id and a language, the shape of the rescore test) were counted as answers to items, and
+    a synth run's records were noted as 'records without an item `id`' of a run with 'no response records yet'."""
+    import json
+
+    write_run(tmp_path / "eval", [record("a", em_strict=True)])
+    create = tmp_path / "create"
+    create.mkdir()
+    (create / "manifest.json").write_text(json.dumps({"kind": "create_generate", "format_version": 2, "run_id": "create",
+                                                      "model": "m", "lang": "en", "items": "test", "n_items": 1}))
+    (create / "responses.jsonl").write_text(json.dumps({"id": "q1", "lang": "en", "status": "ok", "model": "m",
+                                                        "raw_output": "a path"}) + "\n")
+    rs = load_runs(str(tmp_path / "*"))
+    assert rs.responses["id"].tolist() == ["a"] and rs.runs["run_id"].tolist() == ["eval"]
+    assert ("`create`: a run directory of 'create_generate', not of `cresowlve eval`: left out (its records are not "
+            "answers to items).") in rs.notes
