@@ -294,7 +294,10 @@ def run_notebook(
                 os.environ[k] = v
     _publish(stage, reports)
     seconds = time.monotonic() - t0
-    update_index(reports, stem, title, params, seconds)
+    try:
+        update_index(reports, stem, title, params, seconds)
+    except ReportFailed as exc:  # the report is in place; only its card on the landing page is missing
+        raise ReportFailed(f"{reports / stem}.html is written, but {exc}") from None
     ipynb = reports / f"{stem}.ipynb"
     return RunResult(stem, ipynb, reports / f"{stem}.html", seconds, read_records(ipynb))
 
@@ -668,7 +671,7 @@ def replaced_parameters(reports: Path, name: str, stem: str, parameters: dict[st
     such report, or it had the same parameters."""
     try:
         entry = _read_index(reports).get(stem)
-    except (OSError, ValueError, AttributeError):  # an unreadable index: the render rewrites it
+    except (OSError, ReportFailed):  # an unreadable index: the render names it
         return None
     before = entry.get("parameters") if isinstance(entry, dict) else None
     if not isinstance(before, dict):
@@ -682,10 +685,31 @@ def replaced_parameters(reports: Path, name: str, stem: str, parameters: dict[st
     return before if given(before) != given(parameters) else None
 
 
+#: what every report's entry in ``index.json`` holds (the landing page shows each)
+_INDEX_ENTRY_KEYS = ("title", "html", "ipynb", "rendered_at")
+
+
 def _read_index(reports: Path) -> dict[str, Any]:
-    """The registry of rendered reports (``index.json``; empty before the first report)."""
+    """The registry of rendered reports (``index.json``; empty before the first report). A registry that
+    is not one (damaged, hand-edited) is a :class:`ReportFailed` naming the file: its other reports' cards
+    are not dropped by rewriting it."""
     reg_path = reports / _INDEX_JSON
-    return json.loads(reg_path.read_text(encoding="utf-8")) if reg_path.exists() else {}
+    if not reg_path.exists():
+        return {}
+    try:
+        registry = json.loads(reg_path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        why = f"not JSON: {exc}"
+    else:
+        if not isinstance(registry, dict):
+            why = "not a JSON object"
+        elif (bad := next((k for k, e in registry.items() if not isinstance(e, dict) or "seconds" not in e
+                           or not all(isinstance(e.get(f), str) for f in _INDEX_ENTRY_KEYS)), None)) is not None:
+            why = f"entry {one_line(bad, 60)!r} lacks a report's {', '.join(_INDEX_ENTRY_KEYS)} or seconds"
+        else:
+            return registry
+    raise ReportFailed(f"{reg_path} is not a registry of reports ({one_line(why, 200)}): the landing page cannot be "
+                       f"updated from it; move {reg_path.name} away and the next report starts a new one")
 
 
 def _write_index(reports: Path, registry: dict[str, Any]) -> Path:
@@ -709,7 +733,7 @@ def mark_failed_render(reports: Path, stem: str, exc: BaseException, partial: Pa
         registry[stem]["last_failure"] = {"at": datetime.now(UTC).isoformat(timespec="seconds"),
                                           "error": why[:400], "partial": os.path.relpath(partial, reports)}
         _write_index(reports, registry)
-    except (OSError, ValueError) as err:
+    except (OSError, ValueError, ReportFailed) as err:
         log.warning("could not mark %s's failed render on %s: %s", stem, reports / "index.html", err)
 
 

@@ -163,3 +163,23 @@ def test_index_page_escapes_every_value_it_shows(tmp_path):
     assert "<script" not in page and "<img" not in page
     for shown in ("h", "m", "t", "p"):
         assert f"{shown}&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;" in page
+
+
+@pytest.mark.parametrize(("registry", "why"), [
+    ('{"r": {"title": 5', "not JSON: "),
+    ("[1, 2]", "not a JSON object"),
+    ('{"old": {"title": "t"}}', "entry 'old' lacks a report's title, html, ipynb, rendered_at or seconds"),
+])
+def test_a_damaged_registry_is_one_error_naming_it_and_is_left_as_it_is(tmp_path, registry, why):
+    """A damaged or hand-edited reports/index.json ended every `cresowlve report` in a JSONDecodeError,
+    TypeError or KeyError traceback and 'bug: ... not a problem with your input'."""
+    from cresowlve_core.notebooks import ReportFailed, mark_failed_render
+
+    _executed(tmp_path / "r.ipynb", {"headline": "h"})
+    (tmp_path / "index.json").write_text(registry)
+    with pytest.raises(ReportFailed) as exc:
+        update_index(tmp_path, "r", "t", {}, 1.0)
+    assert str(exc.value).startswith(f"{tmp_path / 'index.json'} is not a registry of reports ({why}")
+    assert str(exc.value).endswith("move index.json away and the next report starts a new one")
+    mark_failed_render(tmp_path, "r", RuntimeError("a cell raised"), tmp_path / "partial.ipynb")  # logged, not raised
+    assert (tmp_path / "index.json").read_text() == registry and not (tmp_path / "index.html").exists()
