@@ -141,6 +141,18 @@ def test_a_report_on_other_inputs_under_the_same_derived_name_says_it_replaces_i
     assert "note:" not in capsys.readouterr().err  # a name given by hand: the user chose to replace it
 
 
+def test_a_damaged_registry_is_named_by_the_render_not_raised_by_the_replace_check(tmp_path, capsys):
+    """The check for a replaced report reads index.json before the render: a damaged one must leave the
+    render to name it (exit 1, one error line), not raise from the check."""
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    reports.mkdir()
+    (reports / "index.json").write_text("[1, 2]", encoding="utf-8")
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/gpt*", "--reports-dir", str(reports)]) == 1
+    err = capsys.readouterr().err
+    assert "index.json is not a registry of reports (not a JSON object)" in err and "Traceback" not in err
+    assert (reports / "index.json").read_text(encoding="utf-8") == "[1, 2]"
+
+
 def test_a_report_name_fits_a_file_name(tmp_path, capsys):
     # before: a 300-character --name, or a derived name of four long run directories, crashed at the staging
     # folder with "OSError: [Errno 36] File name too long" and the "bug:" line
