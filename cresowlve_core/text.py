@@ -16,20 +16,25 @@ class UnsafeNameError(UsageError, ValueError):
     """A name that cannot name a directory (empty, ``.`` or ``..``): refused, exit 2."""
 
 
+#: the longest :func:`slug` (ASCII): a file name has 255 bytes, and a slug gets suffixes (``__en``, ``_table1.csv``)
+MAX_SLUG = 200
+
+
 def slug(text: str) -> str:
     """The one file-name-safe form of a name, for every run directory and export (case kept).
 
     A name made only of ``A-Z a-z 0-9 . _ -`` is kept as it is (``gpt-4.1``). Otherwise every other
     run of characters becomes ``-`` and 8 hex digits of the name's SHA-256 are appended, so the rule
     is injective: ``openai/gpt-4.1`` -> ``openai-gpt-4.1-<hash>``, and two names that differ only
-    in non-ASCII characters get two directories. Empty names, ``.`` and ``..`` raise
+    in non-ASCII characters get two directories. A longer one than :data:`MAX_SLUG` is cut to fit it, with
+    the hash. Empty names, ``.`` and ``..`` raise
     :class:`UnsafeNameError` (they would name the parent directory itself)."""
     if text.strip() in ("", ".", ".."):
         raise UnsafeNameError(f"{text!r} cannot name a directory (empty, '.' or '..'): choose another name")
     safe = _UNSAFE.sub("-", text).strip("-")
-    if safe == text:
+    if safe == text and len(safe) <= MAX_SLUG:
         return safe
-    return f"{safe.strip('.') or 'x'}-{_digest(text)}"
+    return f"{safe[:MAX_SLUG - 9].strip('.-') or 'x'}-{_digest(text)}"
 
 
 def _digest(text: str) -> str:

@@ -61,3 +61,21 @@ def test_query_ids_of_entities_that_differ_only_in_non_ascii_characters_differ()
     long_a, long_b = "a" * 45 + "1", "a" * 45 + "2"  # equal in their first 40 characters
     assert id_part(long_a) != id_part(long_b) and len(id_part(long_a)) <= 49
 
+
+
+def test_a_model_name_too_long_for_a_file_name_gets_a_run_directory_cut_to_fit(tmp_path, capsys, monkeypatch):
+    """``eval --model <300 characters>`` without ``--run-dir`` crashed with ``OSError: [Errno 36] File name
+    too long`` and the bug line: its default run directory was the whole name. A slug longer than MAX_SLUG
+    is cut, with the name's hash, so two long names that share their start get two directories."""
+    from cresowlve_core.text import MAX_SLUG
+
+    long_a, long_b = "m" * 300 + "-a", "m" * 300 + "-b"
+    assert len(slug(long_a)) <= MAX_SLUG and slug(long_a) != slug(long_b)
+    assert slug("x" * MAX_SLUG) == "x" * MAX_SLUG  # a name that fits keeps its directory
+    monkeypatch.setenv("CRESOWLVE_DATA_DIR", str(tmp_path / "data"))
+    with FakeServer(answers=lambda req: "<Answer>x</Answer>") as srv:
+        code = main(["eval", "--items", "demo", "--limit", "1", "--model", long_a, "--base-url", srv.base_url,
+                     "--no-cache"])
+    assert code in (0, 1), capsys.readouterr().err  # scored (the answer is wrong), not a crash
+    runs = list((tmp_path / "data" / "runs").iterdir())
+    assert [p.name for p in runs] == [f"{slug(long_a)}__en"] and (runs[0] / "responses.jsonl").exists()
