@@ -455,6 +455,11 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _list(value: Any) -> list[Any]:
+    """``value`` if it is a JSON array, else an empty one."""
+    return value if isinstance(value, list) else []
+
+
 def _choice(data: dict[str, Any]) -> dict[str, Any]:
     choices = data.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -562,19 +567,19 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
         if not isinstance(item, dict):
             continue
         if item.get("type") == "message":
-            for part in item.get("content") or []:
+            for part in _list(item.get("content")):
                 if isinstance(part, dict) and part.get("type") in ("output_text", "text"):
-                    texts.append(str(part.get("text") or ""))
+                    texts.append(_reply_text(part.get("text"), f"{part['type']} part's text"))
                 elif isinstance(part, dict) and part.get("type") == "refusal" and _refusal(part.get("refusal")):
                     refusals.append(str(part["refusal"]).strip())
         elif item.get("type") == "reasoning":
-            for part in item.get("summary") or []:
-                if isinstance(part, dict) and part.get("text"):
-                    summaries.append(str(part["text"]))
+            for part in _list(item.get("summary")):
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    summaries.append(part["text"])
             if not summaries:  # open-weight servers may return the raw reasoning text instead
-                for part in item.get("content") or []:
-                    if isinstance(part, dict) and part.get("text"):
-                        summaries.append(str(part["text"]))
+                for part in _list(item.get("content")):
+                    if isinstance(part, dict) and isinstance(part.get("text"), str):
+                        summaries.append(part["text"])
     text, think = split_think("".join(texts))
     incomplete = _obj(data.get("incomplete_details")) or None
     reason = str((incomplete or {}).get("reason") or "")

@@ -386,3 +386,32 @@ def test_a_lone_surrogate_in_an_error_message_is_replaced():
     failure = wire.classify_status(404, {}, text.encode())
     assert "does not exist \ufffd" in failure.message
     failure.message.encode("utf-8")
+
+
+@pytest.mark.parametrize(("value", "kind"), [(1543, "number"), (True, "boolean")])
+def test_a_responses_text_part_that_is_not_text_is_no_answer_never_its_repr(value, kind):
+    """The recorded gpt-5 Responses body with its ``output_text`` part's text (and a reasoning summary's) a JSON
+    number or boolean: before, the answer was its repr ("1543", "True"), scored as the model's answer,
+    while Chat Completions retried such a body; a message whose ``content`` is not a list raised a TypeError.
+    Now both are unusable answers (retried), and a summary that is no text is no thought."""
+    from cresowlve_core.llm.wire import AttemptFailed
+
+    body = load("openai/responses_gpt5_reasoning_summary")["body"]
+    message = next(o for o in body["output"] if o["type"] == "message")
+    message["content"][0]["text"] = value
+    with pytest.raises(AttemptFailed) as err:
+        wire.interpret("/responses", 200, {}, json.dumps(body).encode())
+    failure = err.value.failure
+    assert (failure.kind, failure.reason) == ("retry", "bad 200 answer")
+    assert failure.message == f"the answer's output_text part's text is a JSON {kind}, not text"
+
+    message["content"] = value
+    with pytest.raises(AttemptFailed) as err:
+        wire.interpret("/responses", 200, {}, json.dumps(body).encode())
+    assert err.value.failure.message == "response has empty text"
+
+    message["content"] = [{"type": "output_text", "text": "<Answer>Paris</Answer>"}]
+    reasoning = next(o for o in body["output"] if o["type"] == "reasoning")
+    reasoning["summary"] = [{"type": "summary_text", "text": value}]
+    c = wire.interpret("/responses", 200, {}, json.dumps(body).encode())
+    assert (c.outcome, c.text, c.thoughts) == ("answer", "<Answer>Paris</Answer>", None)
