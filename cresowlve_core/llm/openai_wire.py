@@ -738,7 +738,7 @@ class ErrorBody:
 
     def retry_delay(self) -> float | None:
         """Seconds from a Google ``RetryInfo`` detail (``"retryDelay": "20s"``), if any."""
-        for d in self.obj.get("details") or []:
+        for d in _list(self.obj.get("details")):
             delay = d.get("retryDelay") if isinstance(d, dict) else None
             if isinstance(delay, str) and re.fullmatch(r"\d+(\.\d+)?s", delay):
                 return float(delay[:-1])
@@ -748,8 +748,8 @@ class ErrorBody:
         """Quota or billing exhausted (not a rate limit)."""
         if status == 402 or _QUOTA_CODE.search(self.code):
             return True
-        quota_ids = " ".join(str(v.get("quotaId", "")) for d in self.obj.get("details") or [] if isinstance(d, dict)
-                             for v in (d.get("violations") or []) if isinstance(v, dict))
+        quota_ids = " ".join(str(v.get("quotaId", "")) for d in _list(self.obj.get("details")) if isinstance(d, dict)
+                             for v in _list(d.get("violations")) if isinstance(v, dict))
         return status == 429 and bool(_DAILY_QUOTA.search(quota_ids))
 
 

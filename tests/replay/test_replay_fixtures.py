@@ -415,3 +415,20 @@ def test_a_responses_text_part_that_is_not_text_is_no_answer_never_its_repr(valu
     reasoning["summary"] = [{"type": "summary_text", "text": value}]
     c = wire.interpret("/responses", 200, {}, json.dumps(body).encode())
     assert (c.outcome, c.text, c.thoughts) == ("answer", "<Answer>Paris</Answer>", None)
+
+
+@pytest.mark.parametrize("details", [5, True, [{"violations": 3}]], ids=["number", "boolean", "violations a number"])
+def test_an_error_whose_details_are_no_array_is_still_classified_by_its_status(details):
+    """Gemini's recorded list-wrapped 429 (and its recorded 400 for unknown fields, classified as recorded) with ``details`` (or a detail's
+    ``violations``) that is not an array: before, reading them raised a TypeError, which the client recorded as
+    the item's error ("rejected this request: TypeError: 'int' object is not iterable"), the rate limit never
+    retried. Now the details are read only when they are an array: the 429 is a rate limit, retried."""
+    fx = json.loads(body_of("gemini/err_429_resource_exhausted_try_later_list"))
+    fx[0]["error"]["details"] = details
+    failure = wire.classify_status(429, {}, json.dumps(fx).encode())
+    assert (failure.kind, failure.reason, failure.status) == ("retry", "rate limit", 429)
+    assert failure.message.startswith("HTTP 429: Resource exhausted. Please try again later.")
+    refused = json.loads(body_of("gemini/err_400_unknown_field_seed_list"))
+    as_recorded = wire.classify_status(400, {}, json.dumps(refused).encode())
+    refused[0]["error"]["details"] = details
+    assert wire.classify_status(400, {}, json.dumps(refused).encode()) == as_recorded
