@@ -441,7 +441,7 @@ def _interpret(endpoint: Endpoint, state: dict[str, Any], lines: list[tuple[dict
             out.errors.pop(cid, None)
             out.failed.discard(cid)
             out.answers[cid] = completion
-        elif isinstance(err, dict) and err.get("code") in NOT_RUN_CODES:
+        elif isinstance(err, dict) and isinstance(err.get("code"), str) and err["code"] in NOT_RUN_CODES:
             out.not_run.append(cid)
         else:
             what = err if isinstance(err, dict) else {}

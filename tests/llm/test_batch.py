@@ -311,3 +311,18 @@ def test_a_submission_killed_before_its_id_is_recorded_is_refused_not_repeated(t
         with pytest.raises(BatchStateError, match="submission was interrupted.*cresowlve_run=.*mv "):
             submit_batch(ep, reqs(2), tmp_path / "run")
         assert len(srv._batches) == 1  # never a silent second submission
+
+
+@pytest.mark.parametrize("code", [["batch_expired"], {"batch_expired": True}], ids=["a list", "an object"])
+def test_an_error_line_whose_code_is_not_a_string_is_that_requests_error(code: Any) -> None:
+    """A real expired error line with its ``code`` a JSON array or object: before, looking the code up among the
+    codes of requests never run raised "unhashable type", a traceback that stopped the whole collect. Now that
+    request is an error naming the provider's message; the other lines are read as ever."""
+    ep = Endpoint("http://127.0.0.1:1/v1", "gpt-3.5-turbo-0125")
+    expired = fixture("error_lines_expired.jsonl")
+    odd = {**expired[0], "error": {**expired[0]["error"], "code": code}}
+    out = _interpret(ep, {"batch_id": "batch_abc123", "url": "/v1/chat/completions"},
+                     [(odd, False), *((line, False) for line in expired[1:])], PRICES)
+    cid = str(odd["custom_id"])
+    assert out.errors[cid].startswith(f"batch: {expired[0]['error']['message']}")
+    assert sorted(out.not_run) == sorted(str(line["custom_id"]) for line in expired[1:])
