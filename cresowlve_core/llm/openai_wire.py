@@ -271,14 +271,20 @@ def _count(value: Any, name: str, odd: list[str]) -> int | None:
     return int(value)
 
 
-def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> tuple[Usage, int | None]:
+def _usage(u: Any, inp: str, out: str, details: str, odd: list[str], *, replied: bool) -> tuple[Usage, int | None]:
     """The usage of a reply, and its output tokens left out of the output count (None: none).
 
     Output tokens are every billed output token. Gemini's OpenAI-compatible endpoint leaves its
     thinking tokens out of ``completion_tokens`` (and reports no ``reasoning_tokens``) but counts
     them in ``total_tokens`` (recorded: 66 prompt, 6 completion, 100 total): when ``total_tokens``
     is above input + output, the difference is counted as output, as it is billed, and, when the
-    reply gives no reasoning count, as its reasoning tokens (what the model thought)."""
+    reply gives no reasoning count, as its reasoning tokens (what the model thought).
+
+    A count of 0 that cannot be what was billed is not usable either (named in ``odd``): 0 input
+    tokens (a prompt always has some), and 0 output tokens for a reply that ``replied`` with text,
+    thoughts or a refusal. Servers and gateways that do not count report such zeros (vLLM's Responses
+    API for gpt-oss answered with ``input_tokens`` and ``output_tokens`` 0); a filtered reply with no
+    text keeps its 0 output tokens."""
     if not isinstance(u, dict):
         return Usage(), None
     d = u.get(details)
@@ -287,6 +293,12 @@ def _usage(u: Any, inp: str, out: str, details: str, odd: list[str]) -> tuple[Us
         output_tokens=_count(u.get(out), out, odd),
         reasoning_tokens=_count(d.get("reasoning_tokens"), "reasoning_tokens", odd) if isinstance(d, dict) else None,
     )
+    if usage.input_tokens == 0:
+        odd.append(f"{inp}=0 (a prompt has tokens)")
+        usage.input_tokens = None
+    if usage.output_tokens == 0 and replied:
+        odd.append(f"{out}=0 (for a reply)")
+        usage.output_tokens = None
     total = _count(u.get("total_tokens"), "total_tokens", odd)
     if total is None or usage.input_tokens is None or usage.output_tokens is None:
         return usage, None
@@ -400,13 +412,13 @@ def _with_upstream_cost(data: dict[str, Any], fee: float, odd: list[str] | None)
     return fee + float(upstream)
 
 
-def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str,
-             details: str) -> tuple[Usage, float | None, dict[str, Any]]:
+def _numbers(data: dict[str, Any], profile: Profile | None, inp: str, out: str, details: str,
+             *, replied: bool) -> tuple[Usage, float | None, dict[str, Any]]:
     """(usage, reported cost, the ``raw`` fields that flag its numbers: ``unusable_numbers``, those that
     were not usable and became unknown; ``uncounted_output_tokens``, output tokens only ``total_tokens``
     counted, added to the output count: see :func:`_usage`)."""
     odd: list[str] = []
-    usage, uncounted = _usage(data.get("usage"), inp, out, details, odd)
+    usage, uncounted = _usage(data.get("usage"), inp, out, details, odd, replied=replied)
     cost = reported_cost(data, profile, odd)
     return usage, cost, {"unusable_numbers": odd or None, "uncounted_output_tokens": uncounted}
 
@@ -497,11 +509,13 @@ def parse_chat(data: dict[str, Any], profile: Profile | None = None) -> Completi
     if reasoning is None:
         reasoning = _reasoning_details(msg.get("reasoning_details"))
     refusal = _refusal(msg.get("refusal"))
+    thoughts = _join_thoughts(reasoning, think)
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
-    usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
+    usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details",
+                                  replied=bool(text.strip() or thoughts or refusal))
     return Completion(
         text=text,
-        thoughts=_join_thoughts(reasoning, think),
+        thoughts=thoughts,
         usage=usage,
         model=str(data.get("model") or ""),
         raw=_raw(data, "chat", finish_reason=finish, native_finish_reason=native, refusal=refusal, **flags),
@@ -526,7 +540,8 @@ def parse_completions(data: dict[str, Any], profile: Profile | None = None) -> C
     choice = _choice(data)
     text, think = split_think(_reply_text(choice.get("text"), "text"))
     finish, native = choice.get("finish_reason"), choice.get("native_finish_reason")
-    usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details")
+    usage, cost, flags = _numbers(data, profile, "prompt_tokens", "completion_tokens", "completion_tokens_details",
+                                  replied=bool(text.strip() or think))
     return Completion(
         text=text,
         thoughts=think,
@@ -592,10 +607,12 @@ def parse_responses(data: dict[str, Any], profile: Profile | None = None) -> Com
         outcome, finish = "filtered", "content_filter"
     elif status == "incomplete":
         outcome, finish = "truncated", "length"
-    usage, cost, flags = _numbers(data, profile, "input_tokens", "output_tokens", "output_tokens_details")
+    thoughts = _join_thoughts("\n\n".join(summaries), think)
+    usage, cost, flags = _numbers(data, profile, "input_tokens", "output_tokens", "output_tokens_details",
+                                  replied=bool(text.strip() or thoughts or refusal))
     return Completion(
         text=text,
-        thoughts=_join_thoughts("\n\n".join(summaries), think),
+        thoughts=thoughts,
         usage=usage,
         model=str(data.get("model") or ""),
         raw=_raw(data, "responses", finish_reason=finish, status=status, incomplete_details=incomplete,

@@ -413,7 +413,9 @@ def unpriced_usage(reply: dict[str, Any], usage: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("usage", [None, {"prompt_tokens": None, "completion_tokens": None},
-                                   {"prompt_tokens": "12", "completion_tokens": 7}])
+                                   {"prompt_tokens": "12", "completion_tokens": 7},
+                                   # a server that does not count (vllm-project/vllm#23007): before, $0 a call
+                                   {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}])
 def test_a_priced_answer_without_usable_token_counts_stops_a_budgeted_run(usage: Any) -> None:
     """Before: its cost was unknown, counted as nothing spent, and ``max_cost`` never stopped the run
     (3 of 3 answered under a budget below their bounds, exit 0, no word of it)."""

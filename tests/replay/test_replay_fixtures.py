@@ -432,3 +432,25 @@ def test_an_error_whose_details_are_no_array_is_still_classified_by_its_status(d
     as_recorded = wire.classify_status(400, {}, json.dumps(refused).encode())
     refused[0]["error"]["details"] = details
     assert wire.classify_status(400, {}, json.dumps(refused).encode()) == as_recorded
+
+
+def test_zero_token_counts_for_a_reply_with_text_are_unknown_not_free():
+    """The recorded gpt-5 Responses body with the usage vLLM's Responses API gave gpt-oss answers
+    (vllm-project/vllm#23007: ``input_tokens`` 0, ``output_tokens`` 0, the answer there): before, the
+    answer was 0 tokens and, priced, $0, so ``--max-cost`` could never be reached. Now both counts are
+    unknown and named; a filtered reply with no text keeps its recorded 0 output tokens."""
+    from cresowlve_core.llm.pricing import PriceTable
+
+    body = load("openai/responses_gpt5_reasoning_summary")["body"]
+    body["usage"] = {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0}
+    c = wire.interpret("/responses", 200, {}, json.dumps(body).encode())
+    assert c.outcome == "answer" and c.text
+    assert (c.usage.input_tokens, c.usage.output_tokens) == (None, None)
+    assert c.raw["unusable_numbers"] == ["input_tokens=0 (a prompt has tokens)", "output_tokens=0 (for a reply)"]
+    assert PriceTable.load().cost("gpt-5", c.usage) is None
+    chat = json.loads(body_of("openai/chat_gpt4o_mini_success"))
+    chat["usage"].update(completion_tokens=0)
+    assert wire.interpret("/chat/completions", 200, {}, json.dumps(chat).encode()).usage.output_tokens is None
+    filtered = wire.interpret("/chat/completions", 200, {}, body_of("gemini/chat_safety_block_content_filter").encode())
+    assert filtered.outcome == "filtered" and (filtered.usage.input_tokens, filtered.usage.output_tokens) == (66, 0)
+    assert "unusable_numbers" not in filtered.raw
