@@ -300,14 +300,19 @@ def _usage(u: Any, inp: str, out: str, details: str, odd: list[str], *, replied:
         odd.append(f"{out}=0 (for a reply)")
         usage.output_tokens = None
     total = _count(u.get("total_tokens"), "total_tokens", odd)
-    if total is None or usage.input_tokens is None or usage.output_tokens is None:
-        return usage, None
-    uncounted = total - usage.input_tokens - usage.output_tokens
-    if uncounted <= 0:
-        return usage, None
-    usage.output_tokens += uncounted
-    if usage.reasoning_tokens is None:
-        usage.reasoning_tokens = uncounted
+    uncounted = None
+    if total is not None and usage.input_tokens is not None and usage.output_tokens is not None \
+            and total > usage.input_tokens + usage.output_tokens:
+        uncounted = total - usage.input_tokens - usage.output_tokens
+        usage.output_tokens += uncounted
+        if usage.reasoning_tokens is None:
+            usage.reasoning_tokens = uncounted
+    if usage.output_tokens is not None and usage.reasoning_tokens is not None \
+            and usage.reasoning_tokens > usage.output_tokens:
+        # billed output holds the reasoning: an output count below it left the reasoning out (a proxy that
+        # counts them apart, as LiteLLM did for QwQ: BerriAI/litellm#10691), and priced it would under-count
+        odd.append(f"{out}={usage.output_tokens} (below its reasoning_tokens={usage.reasoning_tokens})")
+        usage.output_tokens, uncounted = None, None
     return usage, uncounted
 
 

@@ -454,3 +454,21 @@ def test_zero_token_counts_for_a_reply_with_text_are_unknown_not_free():
     filtered = wire.interpret("/chat/completions", 200, {}, body_of("gemini/chat_safety_block_content_filter").encode())
     assert filtered.outcome == "filtered" and (filtered.usage.input_tokens, filtered.usage.output_tokens) == (66, 0)
     assert "unusable_numbers" not in filtered.raw
+
+
+def test_an_output_count_below_its_reasoning_count_is_unknown_not_priced():
+    """The recorded DeepSeek reasoner body (789 completion tokens, 415 of them reasoning) with its output counted
+    apart from its reasoning, as LiteLLM did (BerriAI/litellm#10691: 374 completion, total 386): billed output
+    holds the reasoning, so 374 under-counts it. Before, the answer was priced at 374 output tokens; now
+    that count is unknown and named. The recorded counts are kept as they are."""
+    from cresowlve_core.llm.pricing import PriceTable
+
+    recorded = wire.interpret("/chat/completions", 200, {}, body_of("generic/chat_deepseek_reasoner_reasoning_content").encode())
+    assert (recorded.usage.output_tokens, recorded.usage.reasoning_tokens) == (789, 415)
+    assert "unusable_numbers" not in recorded.raw
+    body = load("generic/chat_deepseek_reasoner_reasoning_content")["body"]
+    body["usage"].update(completion_tokens=374, total_tokens=386)
+    c = wire.interpret("/chat/completions", 200, {}, json.dumps(body).encode())
+    assert (c.usage.input_tokens, c.usage.output_tokens, c.usage.reasoning_tokens) == (12, None, 415)
+    assert c.raw["unusable_numbers"] == ["completion_tokens=374 (below its reasoning_tokens=415)"]
+    assert PriceTable.load().cost("deepseek-reasoner", c.usage) is None
