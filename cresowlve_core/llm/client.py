@@ -124,6 +124,7 @@ from cresowlve_core.llm.openai_wire import (  # re-exported: callers import thes
     parse_completions,
     parse_responses,
     parse_retry_after,
+    recheck_stored_numbers,
     split_think,
 )
 from cresowlve_core.llm.pricing import PRICES_ENV, CostMeter, PriceTable, estimate_input_tokens, usd
@@ -471,6 +472,9 @@ class LLMClient:
             hit = self.cache.get(key)
             if hit is not None:
                 self._learn_cached_adaptations(hit)
+                stored_odd = hit.raw.get("unusable_numbers")
+                if recheck_stored_numbers(hit).raw.get("unusable_numbers") != stored_odd:
+                    self._note_odd(hit)  # numbers an earlier version stored, unusable by today's rules
                 repriced = self._price(hit)
                 hit.cost = repriced if repriced is not None else hit.cost
                 self.cost_meter.record(hit.cost, cached=True)

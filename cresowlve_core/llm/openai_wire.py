@@ -316,6 +316,25 @@ def _usage(u: Any, inp: str, out: str, details: str, odd: list[str], *, replied:
     return usage, uncounted
 
 
+def recheck_stored_numbers(c: Completion) -> Completion:
+    """``c``, an answer read back from the cache, with its token counts and reported cost held to the rules a
+    reply's are read by (:func:`_usage`, :data:`MAX_CALL_COST_USD`): an entry an earlier version stored keeps
+    numbers those rules now make unknown (0 tokens for a reply with text, a cost of 1e300). What is not usable
+    is unknown, named in ``raw["unusable_numbers"]``, and so is the cost stored with it."""
+    odd: list[str] = []
+    u = c.usage
+    c.usage, _ = _usage({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
+                         "details": {"reasoning_tokens": u.reasoning_tokens}}, "input_tokens", "output_tokens",
+                        "details", odd, replied=bool(c.text.strip() or c.thoughts or c.refusal))
+    if c.reported_cost is not None and not _usable_number(c.reported_cost, MAX_CALL_COST_USD, whole=False):
+        odd.append(f"reported_cost={c.reported_cost!r}")
+        c.reported_cost = None
+    if odd:
+        c.raw["unusable_numbers"] = [*(c.raw.get("unusable_numbers") or []), *odd]
+        c.cost = None
+    return c
+
+
 def decode_body(content: bytes | str) -> tuple[str, bool]:
     """The body as text, and whether it held bytes that are not UTF-8 (decoded as U+FFFD: a
     multi-byte character cut at the token limit must not cost the answer)."""

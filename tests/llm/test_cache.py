@@ -208,3 +208,28 @@ def test_two_processes_share_one_cache(tmp_path: Path) -> None:
     assert dict(out.get(timeout=5) for _ in procs) == {"A": n, "B": n}
     stats = ResponseCache(path).stats()
     assert stats["entries"] == 2 * n and stats["per_model"] == {"A": n, "B": n}
+
+
+@pytest.mark.parametrize(("usage", "reported", "named", "cost"), [
+    (Usage(input_tokens=0, output_tokens=0), None, ["input_tokens=0 (a prompt has tokens)", "output_tokens=0 (for a reply)"],
+     None),
+    (Usage(input_tokens=12, output_tokens=374, reasoning_tokens=415), None,
+     ["output_tokens=374 (below its reasoning_tokens=415)"], None),
+    (Usage(input_tokens=12, output_tokens=7), 1e300, ["reported_cost=1e+300"], 12 * 1.0 + 7 * 2.0),  # the price table's
+], ids=["zero counts", "output below reasoning", "a cost no call reaches"])
+def test_a_hit_holds_numbers_an_earlier_version_stored_to_todays_rules(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, usage: Usage, reported: float | None, named: list[str],
+        cost: float | None) -> None:
+    """An entry written before the wire made such numbers unknown (a server that reported 0 tokens for an answer,
+    an output count below its reasoning, a cost of 1e300): before, the hit replayed them, the answer priced $0 (or
+    $1e300) as the run's cost. Now they are unknown and named, as a reply's are, with one WARNING; the stored
+    cost goes with them (the price table prices what is left, as for a reply) and no request is sent."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    key = cache_key(EP, MSGS, GenParams(), prompt_version="v1")
+    cache.put(key, Completion(text="<Answer>Paris</Answer>", usage=usage, cost=0.0 if reported is None else reported,
+                              reported_cost=reported, model=MODEL, raw={"id": "c1", "api": "chat"}))
+    with caplog.at_level("WARNING"):
+        (hit,) = run(LLMClient(EP, cache=cache, prices=PRICES), ["q"])
+    assert hit.cached and hit.text == "<Answer>Paris</Answer>"
+    assert hit.cost == cost and hit.reported_cost is None and hit.raw["unusable_numbers"] == named
+    assert len([r for r in caplog.records if "not a usable number" in r.getMessage()]) == 1
