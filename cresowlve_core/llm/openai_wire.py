@@ -414,8 +414,13 @@ def reported_cost(data: dict[str, Any], profile: Profile | None, odd: list[str] 
         if odd is not None:
             odd.append(f"{field}={value!r}")
         return None
-    if field == OPENROUTER_COST and _dotted(data, "usage.is_byok") is True:
+    byok = _dotted(data, "usage.is_byok") if field == OPENROUTER_COST else None
+    if byok is True:
         return _with_upstream_cost(data, float(value), odd)
+    if byok not in (None, False):  # whether the cost is the fee alone is not known
+        if odd is not None:
+            odd.append(f"usage.is_byok={byok!r}")
+        return None
     return float(value)
 
 

@@ -236,6 +236,22 @@ def test_openrouter_byok_cost_adds_the_upstream_charge_to_the_fee():
     assert recorded.reported_cost == 0 and "unusable_numbers" not in recorded.raw
 
 
+@pytest.mark.parametrize("flag", ["true", 1, None], ids=["a string", "a number", "null"])
+def test_a_byok_flag_that_is_not_a_boolean_leaves_the_cost_unknown(flag):
+    """The recorded gpt-5-mini body with ``usage.is_byok`` not a boolean: before, only ``true`` counted, so "true" (a
+    string) or 1 read ``usage.cost`` as the whole cost though it may be OpenRouter's fee alone (the upstream charge
+    to the key left out). Now such a flag leaves the cost unknown, named; null (no flag) keeps the recorded cost."""
+    from cresowlve_core.llm.profiles import get_profile
+
+    body = load("openrouter/chat_gpt5_mini_cost_reasoning")["body"]
+    body["usage"]["is_byok"] = flag
+    c = wire.parse_success("/chat/completions", json.dumps(body), get_profile("openrouter"))
+    if flag is None:
+        assert c.reported_cost == 0.00435825 and "unusable_numbers" not in c.raw
+    else:
+        assert c.reported_cost is None and c.raw["unusable_numbers"] == [f"usage.is_byok={flag!r}"]
+
+
 def test_truncation_is_visible_on_the_completion():
     assert wire.parse_success("/chat/completions", body_of("openrouter/chat_length_with_cost")).truncated
     assert not wire.parse_success("/chat/completions", body_of("openrouter/chat_gpt5_mini_cost_reasoning")).truncated
