@@ -102,6 +102,8 @@ class RunDir:
             raise RunDirError(f"cannot create run directory {self.path}: a parent is a file") from exc
         except PermissionError as exc:
             raise RunDirError(f"cannot create run directory {self.path}: permission denied") from exc
+        except OSError as exc:  # a read-only file system, a full disk: said in one line, nothing created
+            raise RunDirError(f"cannot create run directory {self.path}: {exc.strerror or exc}") from exc
         if not os.access(self.path, os.W_OK):
             raise RunDirError(f"run directory {self.path} is not writable")
         self._lock = threading.Lock()

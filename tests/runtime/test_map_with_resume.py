@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
+import re
 from pathlib import Path
 
 import pytest
@@ -152,6 +155,24 @@ def test_a_second_writer_is_refused(tmp_path):
         with pytest.raises(RunDirError, match="in use by another process"):
             with RunDir(tmp_path / "run").lock():
                 pass
+
+
+def test_a_run_dir_on_a_read_only_file_system_is_one_line_and_creates_nothing(tmp_path, monkeypatch):
+    """Before: the mkdir's OSError (EROFS: neither a permission nor a file in the way) left RunDir
+    unexplained, so ``cresowlve errors label --out-dir`` on a read-only mount ended in a traceback and
+    "bug" (exit 1) instead of one line (exit 2)."""
+    target = tmp_path / "ro" / "run"
+    real_mkdir = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if self == target:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    with pytest.raises(RunDirError, match=rf"cannot create run directory {re.escape(str(target))}: Read-only file system"):
+        RunDir(target)
+    assert not target.exists()
 
 
 def test_run_dir_errors_are_one_line(tmp_path):
