@@ -23,6 +23,7 @@ Layout of ``out_dir``::
 from __future__ import annotations
 
 import json
+import os
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from cresowlve_core.runtime import (
     MapResult,
     ResumeError,
     RunDir,
+    RunDirError,
     client_endpoint,
     endpoint_or_embedded,
     open_client,
@@ -191,6 +193,7 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     from cresowlve_core.sources.sample import load_items
 
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-contamination-"))
+    _writable_folder(work)  # its summary is written even when there is nothing to test
     data, source = find_or_make_runs(runs, base_url=None, model=None, work_dir=work, make_demo=make_demo)
     members, counts = paired_sets(data)
     if configs:
@@ -244,6 +247,16 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     work.mkdir(parents=True, exist_ok=True)
     outfiles.write_json(work / "summary.json", out.summary())  # scrubbed and atomic, like every file a run writes
     return out
+
+
+def _writable_folder(work: Path) -> None:
+    """Create ``work``, or refuse it in one line (:class:`RunDirError`) when it cannot be created or written."""
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RunDirError(f"cannot create {work}: {exc.strerror or exc}") from exc
+    if not os.access(work, os.W_OK):
+        raise RunDirError(f"{work} is not writable")
 
 
 def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.DataFrame, questions: dict[str, str],

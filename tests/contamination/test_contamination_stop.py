@@ -7,8 +7,11 @@ gave "no evidence of contamination" and exit 0; per-item errors exited 0 with no
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import signal
+from pathlib import Path
 
 import fakeserver
 import pytest
@@ -168,3 +171,26 @@ def test_a_retried_bdq_error_that_cannot_move_the_bcq_positions_is_resumed(tmp_p
         srv.reset()
         rc = main(_args(tmp_path, srv.base_url, "--max-items", "4"))
         assert (rc, srv.total) == (0, 1), capsys.readouterr().err
+
+
+def test_an_out_dir_on_a_read_only_file_system_is_refused_in_one_line_with_nothing_to_quiz(tmp_path, capsys, monkeypatch):
+    """Before: with nothing to quiz, the summary's folder was made only at the end, and its mkdir's
+    OSError (EROFS) ended in a traceback and "bug" (exit 1); now the folder is made or refused first."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    write_runs(tmp_path, make_items())
+    out = tmp_path / "out"
+    real_mkdir = Path.mkdir
+
+    def read_only(self, *args, **kwargs):
+        if self == out or out in self.parents:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        return real_mkdir(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    args = _args(tmp_path, "http://127.0.0.1:9/v1")  # nothing is sent: the port is never connected to
+    args[3] = str(tmp_path / "runs" / "m__en")  # --runs: an English run without its Russian pair
+    rc = main(args)
+    err = capsys.readouterr().err
+    assert rc == 2 and last_line(err).startswith(f"error: cannot create {out}:"), err
+    assert "Read-only file system" in last_line(err) and "Traceback" not in err
+    assert not out.exists()
