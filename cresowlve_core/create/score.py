@@ -237,8 +237,20 @@ async def ascore(
     embedder: Embedder | None = None,
     progress: bool = True,
 ) -> ScoreSummary:
-    """Judge and score a generated run with an open client; see :func:`score`."""
+    """Judge and score a generated run with an open client; see :func:`score`. The generation's run
+    directory is held for reading throughout (:meth:`~cresowlve_core.runtime.RunDir.reading`): a
+    generation still being written is refused, and cannot resume while it is scored."""
     gen_dir = Path(run_dir)
+    with RunDir(gen_dir).reading():
+        return await _ascore(gen_dir, client, judge, score_dir=score_dir, effort=effort, judge_invalid=judge_invalid,
+                             patience=patience, factuality_threshold=factuality_threshold, discount=discount,
+                             options=options, embedder=embedder, progress=progress)
+
+
+async def _ascore(gen_dir: Path, client: CompletesChat, judge: Endpoint, *, score_dir: str | Path | None,
+                  effort: str | None, judge_invalid: bool, patience: Sequence[float], factuality_threshold: float,
+                  discount: Discount, options: ClientOptions, embedder: Embedder | None,
+                  progress: bool) -> ScoreSummary:
     gm = read_generation_manifest(gen_dir)
     gens = load_generations(gen_dir)
     run = RunDir(score_dir or default_score_dir(gen_dir), secret_names=[judge.api_key_env] if judge.api_key_env else None)

@@ -6,7 +6,8 @@ Readers take the *last* record per key, so a retried unit simply supersedes its 
 
 A torn last line (a kill or a full disk mid-write) is moved to ``<file>.torn`` before the next
 append, so the file stays valid JSONL and nothing is silently lost. One process at a time may
-write a run directory (:meth:`RunDir.lock`).
+write a run directory (:meth:`RunDir.lock`); a stage reading another's records holds the lock shared
+(:meth:`RunDir.reading`).
 """
 
 from __future__ import annotations
@@ -358,6 +359,23 @@ class RunDir:
             yield
         finally:
             self._release()
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[None]:
+        """Hold the run directory's lock shared while another stage reads its records (a generation
+        being scored): refused with a clear :class:`RunDirError` while a process writes the directory
+        (:meth:`lock`, :meth:`begin`), and no writer can begin until it is released. Readers share it."""
+        f = open(self.path / LOCK, "a+")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}), which is still writing it; "
+                              "wait for it to finish") from None
+        try:
+            yield
+        finally:
+            f.close()
 
     def _acquire(self) -> None:
         if self._held is not None:

@@ -13,6 +13,7 @@ from cresowlve_core.create import score as cs
 from cresowlve_core.create.records import score_line
 from cresowlve_core.create.utility import creative_utility
 from cresowlve_core.llm.types import Endpoint
+from cresowlve_core.runtime import RunDir, RunDirError
 
 
 def test_score_judges_valid_paths_and_computes_utility(tmp_path):
@@ -416,3 +417,35 @@ def test_a_query_whose_generation_failed_is_left_out_of_the_leaderboard_not_rank
     assert loaded.user_table is not None and loaded.user_table.iloc[0]["incomplete"] == 1
     board = cr.analyse(loaded.sets, embedder=one_hot).leaderboard(n_boot=50)
     assert board[board.origin == "yours"].iloc[0].n_queries == 1
+
+
+def test_a_generation_still_being_written_is_refused_and_cannot_resume_while_it_is_scored(tmp_path):
+    """Before: ``create score`` read a generation that ``create generate`` was still writing, twice (its
+    judge units at the start, its paths for the summary at the end), and its summary mixed them:
+    "2 of 2 paths judged (4 valid, 2 factual of 6)", n_to_judge 2 beside n_valid 4."""
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path, limit=2, client=client, progress=False)
+    n_gen = len(client.calls)
+    with RunDir(tmp_path).lock():  # a `create generate` still writing the run directory
+        with pytest.raises(RunDirError, match="in use by another process"):
+            cs.score(tmp_path, EP, client=client, embedder=one_hot, progress=False)
+    assert len(client.calls) == n_gen and not (tmp_path / "score").exists()
+
+    refused: list[str] = []
+
+    class GenerateMeanwhile(FakeClient):
+        async def complete(self, messages, params, *, prompt_version):
+            if not refused:  # a `create generate` started on the run while it is being judged
+                try:
+                    with RunDir(tmp_path).lock():
+                        refused.append("not refused")
+                except RunDirError as exc:
+                    refused.append(str(exc))
+            return await super().complete(messages, params, prompt_version=prompt_version)
+
+    with RunDir(tmp_path).reading():  # another judge reading the same generation: readers share it
+        s = cs.score(tmp_path, EP, client=GenerateMeanwhile(), embedder=one_hot, progress=False)
+    assert "in use by another process" in refused[0]
+    assert (s.n_to_judge, s.n_judged, s.n_valid) == (4, 4, 4)
+    with RunDir(tmp_path).lock():  # released once scored
+        pass
