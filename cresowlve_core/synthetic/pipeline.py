@@ -392,6 +392,15 @@ def run_synth(cfg: SynthConfig, *, progress: bool = True, source: KnowledgeSourc
     src = source if source is not None else load_source(cfg)
     build_dir = Path(cfg.build_dir)
     build = build if build is not None else candidate_build(cfg, src)
+    # one build at a time: a second one is refused before it rewrites the candidates or sends a call
+    with RunDir(build_dir).lock():
+        return _run_synth(cfg, src, build, endpoints, progress)
+
+
+def _run_synth(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild,
+               endpoints: tuple[Endpoint, Endpoint] | None, progress: bool) -> SynthResult:
+    """:func:`run_synth` once the build directory's lock is held."""
+    build_dir = Path(cfg.build_dir)
     if endpoints is None:  # another configuration in the build directory: refused before anything starts
         refuse_changed_build(cfg, src)
     write_build(build, src, build_dir)

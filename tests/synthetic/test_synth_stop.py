@@ -13,7 +13,7 @@ import signal
 import fakeserver
 import pytest
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli, wait_until
 
 from cresowlve_core.cli import main
 
@@ -113,3 +113,28 @@ def test_synth_whose_verbaliser_output_never_parses_exits_1(tmp_path, capsys):
     err = capsys.readouterr().err
     assert rc == 1, err  # before: exit 0 with "0 parsed" only in the summary line
     assert last_line(err).startswith("incomplete: no verbalisation parsed: 6 of 6 answered, 0 parsed")
+
+
+def test_a_second_synth_on_a_build_directory_in_use_is_refused_before_it_writes_or_sends(tmp_path, capsys):
+    """Before: only the step run directory in use refused it. A second synth with more candidates, started
+    while the first was solving, rewrote candidates.jsonl (8 lines), verbalised the 2 new candidates
+    (the verbaliser's manifest and summary rewritten to 8), and only then exited 2 "in use"; the first
+    build's summary.json said 6 candidates beside the 8 of candidates.jsonl."""
+    out = tmp_path / "synth"
+    with FakeServer(answers=answer, latency_s=0.3) as srv:
+        proc = spawn_cli(_args(tmp_path, srv.base_url))  # --n 6
+        try:
+            wait_until("a solve record", lambda: n_lines(out, "solve/responses.jsonl") >= 1, proc)
+            sent = srv.total
+            candidates = (out / "candidates.jsonl").read_text()
+            rc = main(_args(tmp_path, srv.base_url, "--n", "8"))
+            err = capsys.readouterr().err
+            assert rc == 2 and last_line(err) == (f"error: {out} is in use by another process (lock .lock); "
+                                                  "wait for it to finish, or use another run directory"), err
+            assert (out / "candidates.jsonl").read_text() == candidates
+            assert not [r for r in srv.requests[sent:] if is_verbaliser(r.prompt)]  # no verbaliser call of its own
+        finally:
+            proc.communicate(timeout=90)
+    assert proc.returncode == 0
+    assert n_lines(out, "verbalise/responses.jsonl") == 6
+    assert json.loads((out / "summary.json").read_text())["stages"]["candidates"] == 6
