@@ -16,6 +16,7 @@ from cresowlve_core.inputs import add_max_input_chars
 def cmd_build(a: argparse.Namespace) -> int:
     from cresowlve_core.construction.build import Build, BuildConfig, BuildStopped
     from cresowlve_core.failures import UsageError
+    from cresowlve_core.runtime import RunDir
 
     for step, model, url, _ in a.step_model or []:  # a step's model is never run on the embedded one instead
         try:
@@ -28,7 +29,8 @@ def cmd_build(a: argparse.Namespace) -> int:
                       apply_review=not a.no_review, agreement_n=a.agreement_n, max_input_chars=a.max_input_chars,
                       models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
     existed = cfg.path.exists()
-    with Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line naming the sources)
+    # one build at a time: a second one is refused before it collects, writes or sends anything
+    with RunDir(cfg.path).lock(), Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line)
         try:
             res = build.run_all()
         except UsageError:  # refused (no source, an empty one): leave no folder it made

@@ -55,7 +55,7 @@ from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS
 from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import InputError, StoppedError, UsageError
 from cresowlve_core.llm.types import CONCURRENCY
-from cresowlve_core.runtime import INTERRUPTED, ClientOptions, run_coro, stop
+from cresowlve_core.runtime import INTERRUPTED, ClientOptions, RunDir, run_coro, stop
 from cresowlve_core.runtime.outcomes import outcome_note
 from cresowlve_core.text import slug
 
@@ -544,8 +544,8 @@ def domains_unmapped(c: Candidate) -> list[str]:
 
 
 def run_build(config: BuildConfig, *, progress: bool = True) -> dict[str, Any]:
-    """Run a whole build (``cresowlve build``); returns the export summary."""
-    with Build(config, progress=progress) as b:
+    """Run a whole build (``cresowlve build``), one at a time in its directory; returns the export summary."""
+    with RunDir(config.path).lock(), Build(config, progress=progress) as b:
         return b.run_all()
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import fakeserver
 import pytest
 from fakeserver import FakeServer
-from stophelp import last_line, n_lines, signal_mid_step, spawn_cli
+from stophelp import last_line, n_lines, signal_mid_step, spawn_cli, wait_until
 from test_construction_pipeline import DEMO, scripted
 
 from cresowlve_core.cli import main
@@ -63,3 +63,27 @@ def test_a_build_from_an_empty_pack_is_refused_and_names_it(tmp_path, capsys, mo
     assert rc == 2, err  # before: exit 0, no warning
     assert last_line(err).startswith("error: no usable question in ") and "empty.txt" in last_line(err)
     assert "empty" in last_line(err).split("empty.txt", 1)[1]  # the pack flag says why
+
+
+def test_a_second_build_on_a_build_directory_in_use_is_refused_before_it_writes_or_sends(tmp_path, capsys):
+    """Before: only the step run directory in use refused it. A second build, started while the first was
+    on russian_specific, collected its own sample over the first's (collect/report.json, build.json),
+    ran the steps the first had left and was refused only at the step the first held (by hand, with
+    a larger --limit: 2 more needs_material and russian_specific calls, then exit 2 at translate)."""
+    build = tmp_path / "build"
+    with FakeServer(answers=scripted, latency_s=0.3) as srv:
+        proc = spawn_cli(_args(tmp_path, srv.base_url), env={"CRESOWLVE_CACHE_DIR": str(tmp_path / "cache")})
+        try:
+            wait_until("a russian_specific record", lambda: n_lines(build, "steps/russian_specific/records.jsonl") >= 1,
+                       proc)
+            sent = srv.total
+            written = {f: (build / f).read_bytes() for f in ("collect/report.json", "build.json")}
+            rc = main(_args(tmp_path, srv.base_url, "--limit", "4"))
+            err = capsys.readouterr().err
+            assert rc == 2 and last_line(err) == (f"error: {build} is in use by another process (lock .lock); "
+                                                  "wait for it to finish, or use another run directory"), err
+            assert {f: (build / f).read_bytes() for f in written} == written  # its own sample not written over
+            assert srv.total - sent <= 4  # the first build's calls meanwhile (concurrency 2)
+        finally:
+            proc.communicate(timeout=120)
+    assert proc.returncode in (0, 1)
