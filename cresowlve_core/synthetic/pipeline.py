@@ -44,6 +44,7 @@ from cresowlve_core.runtime import (
     ClientOptions,
     Manifest,
     MapResult,
+    ResumeError,
     RunDir,
     endpoint_or_embedded,
     map_with_resume,
@@ -370,8 +371,12 @@ def refuse_changed_build(cfg: SynthConfig, source: KnowledgeSource) -> None:
     directory of ``cfg.build_dir`` would raise (another configuration there), before any model starts."""
     build_dir = Path(cfg.build_dir)
     with _endpoints(cfg, planned_endpoint) as (v, _, s, _):
-        refuse_changed(build_dir / "verbalise", verbalise_manifest(source, v, cfg, _verbaliser_options(cfg), 0))
-        refuse_changed(build_dir / "solve", solve_manifest(source, s, cfg, _solver_options(cfg), 0))
+        for step, manifest in (("verbalise", verbalise_manifest(source, v, cfg, _verbaliser_options(cfg), 0)),
+                               ("solve", solve_manifest(source, s, cfg, _solver_options(cfg), 0))):
+            try:
+                refuse_changed(build_dir / step, manifest)
+            except ResumeError as exc:  # both steps have a max_tokens and a seed: say which one
+                raise ResumeError(f"{build_dir / step}: {exc}") from None
 
 
 def _secret_names(*names: str | None) -> list[str] | None:

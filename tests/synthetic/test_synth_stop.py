@@ -138,3 +138,18 @@ def test_a_second_synth_on_a_build_directory_in_use_is_refused_before_it_writes_
     assert proc.returncode == 0
     assert n_lines(out, "verbalise/responses.jsonl") == 6
     assert json.loads((out / "summary.json").read_text())["stages"]["candidates"] == 6
+
+
+@pytest.mark.parametrize("flag,step", [("--verbaliser-max-tokens", "verbalise"), ("--solver-max-tokens", "solve")])
+def test_a_changed_setting_is_refused_naming_the_step_it_belongs_to(tmp_path, capsys, flag, step):
+    """Before: both refusals read "error: the run directory holds another configuration (max_tokens: 1024 → 512;
+    ...)", without saying whether the verbaliser's or the solver's budget had changed."""
+    out = tmp_path / "synth"
+    with FakeServer(answers=answer) as srv:
+        assert main(_args(tmp_path, srv.base_url)) == 0
+        sent = srv.total
+        rc = main(_args(tmp_path, srv.base_url, flag, "512"))
+        assert srv.total == sent
+    err = capsys.readouterr().err
+    assert rc == 2 and last_line(err).startswith(
+        f"error: {out / step}: the run directory holds another configuration (max_tokens: 1024 → 512"), err
