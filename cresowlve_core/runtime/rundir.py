@@ -387,10 +387,15 @@ class RunDir:
             f.close()
             raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}); "
                               "wait for it to finish, or use another run directory") from None
-        f.seek(0)
-        f.truncate()
-        f.write(str(os.getpid()))
-        f.flush()
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(str(os.getpid()))
+            f.flush()
+        except OSError as exc:  # a full disk: stopped before anything starts, the lock file named
+            with contextlib.suppress(OSError):
+                f.close()
+            raise failed_write(exc, self.path / LOCK) from None
         self._held = f
 
     def _release(self) -> None:

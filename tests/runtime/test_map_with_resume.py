@@ -260,3 +260,32 @@ def test_the_index_reads_a_byte_order_mark_and_names_a_bad_line(tmp_path):
     (run.path / "out.jsonl").write_bytes(b'{"key": "a"}\n{"key": "\xff"}\n')
     with pytest.raises(RunDirError, match=r"out.jsonl:2: not UTF-8 \(byte 0xff\)"):
         run.latest("out.jsonl", lambda r: r["key"])
+
+
+def test_a_full_disk_when_the_lock_is_taken_stops_the_run_as_a_full_disk(tmp_path, monkeypatch):
+    """Before: the pid written into ``.lock`` on a full disk raised a bare OSError (ENOSPC), which the CLI
+    printed as a traceback and "bug" (exit 1), e.g. ``cresowlve synth`` reaching its solve step on a
+    full tmpfs; now it is a DiskFull naming the lock file (exit 3), and the lock is not held."""
+    import builtins
+
+    from cresowlve_core.failures import DiskFull
+    from cresowlve_core.runtime import rundir
+
+    class FullDisk:
+        def __init__(self, f):
+            self._f = f
+
+        def __getattr__(self, name):
+            return getattr(self._f, name)
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    real_open = builtins.open
+    monkeypatch.setattr(rundir, "open", lambda *a, **kw: FullDisk(real_open(*a, **kw)), raising=False)
+    run = RunDir(tmp_path / "run")
+    with pytest.raises(DiskFull, match=rf"disk full writing {re.escape(str(tmp_path / 'run' / '.lock'))}"):
+        run.begin(Manifest(kind="test"))
+    monkeypatch.undo()
+    with RunDir(tmp_path / "run").lock():  # released: another process may take it
+        pass
