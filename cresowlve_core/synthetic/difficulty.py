@@ -6,7 +6,9 @@ statement of the facts. Its predictive value is measured over the items the solv
 literally (it has the knowledge), with *failure on the obfuscated version* as the outcome:
 
 * **AUC** (probability that a failed item scores higher than a solved one; ties count 1/2),
-  with a seeded percentile-bootstrap 95 % interval (resamples with one class only are skipped);
+  with a seeded percentile-bootstrap 95 % interval (resamples with one class only are left out; no
+  interval when more than half are, or when every defined resample gives the same AUC, e.g. 1.0 at
+  perfect separation: a zero-width interval is not an interval);
 * **point-biserial r** (Pearson's r between the score and the 0/1 failure), with the Fisher-z
   95 % interval from :func:`cresowlve_core.stats.correlation`.
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from cresowlve_core.stats import correlation
+from cresowlve_core.stats import correlation, interval_from_replicates
 
 
 def difficulty_scores(literals: Sequence[str], obfuscated: Sequence[str], *, cache_path: str | None = None) -> list[float]:
@@ -72,12 +74,13 @@ def predictiveness(scores: Sequence[float], failed: Sequence[bool], *, n_boot: i
     lo = hi = float("nan")
     if 0 < k < n:
         rng = np.random.default_rng(seed)
-        reps = []
-        for _ in range(n_boot):
+        reps = np.full(n_boot, np.nan)  # a resample with one class only has no AUC: NaN, counted
+        for b in range(n_boot):
             idx = rng.integers(0, n, n)
             if 0 < y[idx].sum() < n:
-                reps.append(auc(s[idx], y[idx]))
-        if reps:
-            lo, hi = (float(v) for v in np.quantile(reps, [0.025, 0.975]))
+                reps[b] = auc(s[idx], y[idx])
+        # no interval when every defined resample gives the same AUC (1.0 at perfect separation)
+        iv = interval_from_replicates(point, reps, n)
+        lo, hi = iv.low, iv.high
     corr = correlation(s, y.astype(float))
     return Predictiveness(n, k, point, lo, hi, corr.pearson_r, corr.pearson_low, corr.pearson_high, n_boot)

@@ -45,3 +45,29 @@ def test_difficulty_score_is_a_cosine_distance(tmp_path):
     assert same == pytest.approx(0.0, abs=1e-5) and 0.5 < far <= 2.0
     with pytest.raises(ValueError):
         difficulty_scores(["a"], [])
+
+
+def test_perfect_separation_gives_no_zero_width_auc_interval():
+    """Failed items all score above solved ones: AUC = 1 (sklearn's roc_auc_score agrees) and every
+    resample with both classes gives 1 too. Before, the interval was reported as [1.00, 1.00]
+    (certainty from 6 items); a zero-width interval is not an interval."""
+    from sklearn.metrics import roc_auc_score
+
+    s, y = [0.1, 0.2, 0.3, 0.8, 0.9, 0.95], [False, False, False, True, True, True]
+    p = predictiveness(s, y, n_boot=500, seed=0)
+    assert p.auc == roc_auc_score(y, s) == 1.0
+    assert np.isnan(p.auc_low) and np.isnan(p.auc_high)
+    assert p.to_record()["auc_low"] is None
+
+
+def test_auc_interval_is_the_percentile_interval_of_the_resamples_with_both_classes():
+    rng = np.random.default_rng(2)
+    y = rng.random(30) < 0.3
+    s = y * 0.2 + rng.normal(scale=0.2, size=30)
+    p = predictiveness(s, y, n_boot=300, seed=4)
+    gen, reps = np.random.default_rng(4), []
+    for _ in range(300):
+        idx = gen.integers(0, 30, 30)
+        if 0 < y[idx].sum() < 30:
+            reps.append(auc(s[idx], y[idx]))
+    assert (p.auc_low, p.auc_high) == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
