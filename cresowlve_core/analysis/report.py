@@ -381,9 +381,13 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
         )
     trend = breakdowns.difficulty_trend(res)
     falls = int(trend["falls"].sum())
+    # Holm's family is the rows with a p (every answer alike, or one level, is no test and not in it)
+    tested = int(trend["p"].notna().sum()) if "p" in trend else len(trend)
+    untested = len(trend) - tested
     say(
-        f"**Trend test** (Cochran–Armitage over difficulty 1–5, Holm-corrected over {len(trend)} tests): accuracy "
-        f"falls significantly with difficulty in **{falls}** of {len(trend)} configuration × language × metric rows."
+        f"**Trend test** (Cochran–Armitage over difficulty 1–5, Holm-corrected over {tested} tests): accuracy "
+        f"falls significantly with difficulty in **{falls}** of {len(trend)} configuration × language × metric rows"
+        + (f" ({untested} not tested: every answer alike, or one difficulty level)." if untested else ".")
     )
     show(trend)
     show(res.drop(columns=["metric"]), 2)

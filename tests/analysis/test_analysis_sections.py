@@ -244,3 +244,27 @@ def test_a_difficulty_off_the_1_to_5_scale_is_left_out_of_the_breakdown_and_name
     assert out["n_off_scale_items"] == 3
     assert sorted(trend[0]["difficulty"].unique()) == [1, 2, 3, 4, 5]
     assert any("**Left out: 3 item(s) rated off the 1–5 scale** (difficulty 0, 7; `i5`, `i6`, `i7`)" in s for s in said)
+
+
+def test_the_trend_text_counts_only_the_rows_tested_in_holms_family(tmp_path, shown, monkeypatch):
+    """Strict EM wrong on every item has no Cochran–Armitage test (p NaN, out of Holm's family); the judge,
+    right on the easy items only, has one. Holm adjusts over 1 test (statsmodels' multipletests on the one
+    p gives it back unchanged); the text said "Holm-corrected over 2 tests"."""
+    from statsmodels.stats.multitest import multipletests
+
+    recs = [record(f"q{i}", difficulty=1 + i % 5, em_strict=False, em_lenient=False,
+                   judge="CORRECT" if i % 5 < 2 else "INCORRECT") for i in range(30)]
+    write_run(tmp_path / "r", recs)
+    from cresowlve_core.analysis import breakdowns
+
+    trends: list[pd.DataFrame] = []
+    real = breakdowns.difficulty_trend
+    monkeypatch.setattr(breakdowns, "difficulty_trend", lambda res: trends.append(real(res)) or trends[-1])
+    report.difficulty_section(load_runs(str(tmp_path / "r")))
+    trend = trends[0]
+    tested = trend[trend["p"].notna()]
+    assert len(tested) < len(trend)
+    assert tested["p_holm"].tolist() == pytest.approx(multipletests(tested["p"], method="holm")[1].tolist())
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert f"Holm-corrected over {len(tested)} tests" in text
+    assert f"({len(trend) - len(tested)} not tested: every answer alike, or one difficulty level)" in text
