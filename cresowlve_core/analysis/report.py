@@ -572,9 +572,13 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
     metric = "judge" if df["judge"].notna().any() else "em_lenient"
     cov = _coverage_note(df, metric)
     corr_p = complexity.performance_correlations(df, feats, metric)
+    # Holm's family: the rows with a p (a constant feature or outcome in a run is no test and not in it)
+    tested = int(corr_p["spearman_p"].notna().sum()) if not corr_p.empty else 0
+    untested = len(corr_p) - tested
     say(
         f"**Correlation with per-item correctness** ({METRIC_LABELS[metric]}), per model and language; 95% CIs, "
-        f"Holm over all {len(corr_p)} tests (outlined = significant):"
+        f"Holm over all {tested} tests" + (f" ({untested} row(s) not tested: a constant feature or outcome)"
+                                           if untested else "") + " (outlined = significant):"
     )
     if not corr_p.empty:
         show(charts.correlation_bars(corr_p, by_model=True))

@@ -268,3 +268,24 @@ def test_the_trend_text_counts_only_the_rows_tested_in_holms_family(tmp_path, sh
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert f"Holm-corrected over {len(tested)} tests" in text
     assert f"({len(trend) - len(tested)} not tested: every answer alike, or one difficulty level)" in text
+
+
+def test_the_correctness_correlation_text_counts_only_the_rows_tested_in_holms_family(tmp_path, shown, monkeypatch):
+    """Model b is right on every item: its correlation with correctness is undefined (constant outcome, p NaN),
+    out of Holm's family; model a's is tested. The text said "Holm over all 2 tests" where Holm adjusted over 1."""
+    from cresowlve_core.analysis import complexity
+
+    domains = [["History"], ["History", "Art"], ["History", "Art", "Music"]]
+    recs_a = [record(f"q{i}", model="a", knowledge_domains=domains[i % 3], judge="CORRECT" if i % 3 else "INCORRECT")
+              for i in range(12)]
+    recs_b = [record(f"q{i}", model="b", knowledge_domains=domains[i % 3], judge="CORRECT") for i in range(12)]
+    write_run(tmp_path / "a", recs_a, model="a")
+    write_run(tmp_path / "b", recs_b, model="b")
+    tables: list[pd.DataFrame] = []
+    real = complexity.performance_correlations
+    monkeypatch.setattr(complexity, "performance_correlations", lambda *a, **k: tables.append(real(*a, **k)) or tables[-1])
+    report.complexity_section(load_runs(str(tmp_path / "*")), semantic_distance=False)
+    corr = tables[0]
+    assert len(corr) == 2 and corr["spearman_p"].notna().sum() == 1
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "Holm over all 1 tests (1 row(s) not tested: a constant feature or outcome)" in text
