@@ -42,7 +42,7 @@ from cresowlve_core.runtime import (
 )
 from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
 from cresowlve_core.runtime.step import Step, Variant
-from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
+from cresowlve_core.stats import bootstrap_means, interval_from_replicates, stable_seed
 
 MODES = ("guided", "general")
 PROMPTS = {"guided": "contamination_complete_guided", "general": "contamination_complete_general"}
@@ -164,14 +164,17 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
 
 
 def paired_diff(x: np.ndarray, y: np.ndarray, *, n_boot: int = 1000, seed: int = 0,
-                key: str = "") -> dict[str, float]:
-    """Mean of ``x - y`` over pairs with a percentile-bootstrap 95% CI (pairs resampled together)."""
+                key: str = "") -> dict[str, Any]:
+    """Mean of ``x - y`` over pairs with a percentile-bootstrap 95% CI (pairs resampled together).
+    Every difference alike (e.g. the same ROUGE-L in both modes on every item) gives no interval, and
+    ``note`` says why: a zero-width interval is not an interval (:func:`~cresowlve_core.stats.interval_from_replicates`)."""
     d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
     d = d[~np.isnan(d)]
     if d.size == 0:
-        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0}
-    low, high = percentile_interval(bootstrap_means(d, n_boot, stable_seed(seed, "paired", key)))
-    return {"diff": float(d.mean()), "low": low, "high": high, "n": int(d.size)}
+        return {"diff": float("nan"), "low": float("nan"), "high": float("nan"), "n": 0, "note": "no pairs"}
+    iv = interval_from_replicates(float(d.mean()), bootstrap_means(d, n_boot, stable_seed(seed, "paired", key)),
+                                  int(d.size))
+    return {"diff": float(d.mean()), "low": iv.low, "high": iv.high, "n": int(d.size), "note": iv.note}
 
 
 def completion_table(records: pd.DataFrame) -> pd.DataFrame:
@@ -190,7 +193,7 @@ def completion_table(records: pd.DataFrame) -> pd.DataFrame:
             .reset_index())
 
 
-def guided_vs_general(records: pd.DataFrame, set_name: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, float]:
+def guided_vs_general(records: pd.DataFrame, set_name: str, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Paired bootstrap CI of guided − general ROUGE-L over the items of one set, answered in both
     modes (a withheld or cut-off continuation is no answer: its item has no gain)."""
     part = records[records["set"] == set_name]

@@ -229,7 +229,8 @@ def completion_section(c: Contamination, n_boot: int = 1000, seed: int = 0) -> d
             "compares these gains between the target and the `wrong_both` control (difference in differences, "
             "matched on difficulty).")
         show(pd.DataFrame([{"set": SET_LABELS[s], "n": d["n"], "guided − general": d["diff"], "low": d["low"],
-                            "high": d["high"], "interval": notes[s] or ""} for s, d in diffs.items()]))
+                            "high": d["high"], "interval": notes[s] or d.get("note") or ""}
+                           for s, d in diffs.items()]))
         out[r.config] = {"population": pop, "table": jsonable(t), "guided_minus_general": jsonable(diffs)}
     return out
 

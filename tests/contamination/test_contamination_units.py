@@ -238,6 +238,21 @@ def test_paired_diff_bootstrap_is_seeded():
     assert a == b and a["diff"] == pytest.approx(np.mean(x - y)) and a["low"] > 0 and a["n"] == 4
 
 
+def test_paired_diff_of_identical_differences_has_no_interval():
+    """25 items whose guided and general continuations score alike: every gain is 0, every resample's
+    mean is 0. The interval was [0.000, 0.000] (certainty from 25 items); a zero-width interval is not an
+    interval, and the note says why. An ordinary interval is the resamples' percentile interval, as before."""
+    from cresowlve_core.stats import bootstrap_means, percentile_interval, stable_seed
+
+    same = paired_diff(np.full(25, 0.4), np.full(25, 0.4), seed=0, key="target")
+    assert same["diff"] == 0.0 and same["n"] == 25
+    assert np.isnan(same["low"]) and np.isnan(same["high"]) and "zero-width" in same["note"]
+    x, y = np.linspace(0.2, 0.9, 25), np.linspace(0.1, 0.5, 25)[::-1]
+    iv = paired_diff(x, y, n_boot=500, seed=3, key="k")
+    assert (iv["low"], iv["high"]) == percentile_interval(bootstrap_means(x - y, 500, stable_seed(3, "paired", "k")))
+    assert iv["note"] == ""
+
+
 def test_bcq_repeats_of_one_item_are_distinct_questions():
     """Two repeats with the same layout were one question asked twice: the second came from the cache."""
     from cresowlve_core.contamination.quiz import bcq_repeats
