@@ -263,9 +263,12 @@ def compare_configs(
         aliases = data.aliases
     df = _frame(data)
     metric = metric or default_metric(df)
-    wanted = [resolve_pair(df, a, b, aliases) for a, b in (pairs or [])]
-    if include_defaults:
-        wanted += [p for p in default_pairs(df) if p not in wanted]
+    # one row per pair of configurations, in either order: a pair given twice, or as (b, a) beside the
+    # default (a, b), is one test (counted twice it would double its weight in the Holm family)
+    wanted: list[tuple[str, str]] = []
+    for pair in [resolve_pair(df, a, b, aliases) for a, b in (pairs or [])] + (default_pairs(df) if include_defaults else []):
+        if not any({*pair} == {*seen} for seen in wanted):
+            wanted.append(pair)
     rows = []
     runs = run_outcomes(df, metric)
     langs: dict[str, set[str]] = {}
