@@ -455,7 +455,7 @@ class Correlation:
     pearson_high: float = float("nan")
     spearman_low: float = float("nan")
     spearman_high: float = float("nan")
-    spearman_p_method: str = "asymptotic"  # "exact" (all pairings) for n <= EXACT_SPEARMAN_MAX_N
+    spearman_p_method: str = "asymptotic"  # "exact" (all pairings) for n <= EXACT_SPEARMAN_MAX_N; "not tested" (no p)
     pearson_p_method: str = "asymptotic"  # "exact" (all pairings) for n <= EXACT_SPEARMAN_MAX_N, as far as enumerable
 
 
@@ -489,8 +489,8 @@ def correlation(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
     a, b = complete_pairs(x, y)
     n = int(a.size)
     nan = float("nan")
-    if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return Correlation(n, nan, nan, nan, nan)
+    if n < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:  # no coefficient, so no p: neither method was used
+        return Correlation(n, nan, nan, nan, nan, spearman_p_method=NOT_TESTED, pearson_p_method=NOT_TESTED)
     r, r_p = _pearson(a, b)
     rho, rho_p = _spearman(a, b)
     p_lo, p_hi = fisher_z_interval(r, n)

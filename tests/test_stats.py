@@ -239,6 +239,19 @@ def test_correlation_degenerate_inputs_give_nan() -> None:
     assert c.n == 3 and c.pearson_r == pytest.approx(1.0)
 
 
+def test_a_correlation_with_no_p_names_no_method() -> None:
+    """A constant variable (scipy's pearsonr and spearmanr give NaN there) or fewer than 3 pairs: no p, so
+    neither "exact" nor "asymptotic"; the complexity tables printed "asymptotic" beside a missing p."""
+    from scipy import stats as sps
+
+    with pytest.warns(sps.ConstantInputWarning):
+        assert math.isnan(sps.pearsonr([1, 2, 3, 4], [1, 1, 1, 1]).pvalue)
+    for x, y in (([1, 2, 3, 4], [1, 1, 1, 1]), ([1, 2], [3, 4])):
+        c = correlation(x, y)
+        assert math.isnan(c.pearson_p) and math.isnan(c.spearman_p)
+        assert c.pearson_p_method == c.spearman_p_method == "not tested"
+
+
 # ---------------------------------------------------------------- Cohen's kappa
 
 
