@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.exitcodes import sent_phrase
-from cresowlve_core.llm.pricing import CostMeter, cost_text
+from cresowlve_core.llm.pricing import CostMeter, cost_text, usd
 from cresowlve_core.llm.types import Outcome, Usage
 from cresowlve_core.runtime.mapping import error_counts
 from cresowlve_core.text import plural
@@ -152,7 +152,10 @@ class CostTotal(BaseModel):
     n_cached: int = 0
 
 
-def _cost(c: CostTotal) -> str:
+def _cost(c: CostTotal, n_errored: int = 0) -> str:
+    """A cost for a summary line; no call at all (none answered, none errored) cost $0, not "unknown"."""
+    if not c.n_calls and not n_errored:
+        return usd(0.0)
     text = cost_text(c.usd, c.n_unknown, c.n_calls)
     return f"cost {text}" if c.usd is None else text
 
@@ -174,7 +177,7 @@ def generate_line(s: GenerateSummary) -> str:
     repeated = f" (and {plural(s.n_duplicate_paths, 'duplicate')} dropped, as scoring does)" if s.n_duplicate_paths else ""
     return (f"create generate {s.model} ({s.variation}): {calls_phrase(s)} "
             f"for {s.n_queries} queries; {s.n_paths} distinct paths{repeated}, {s.n_unparseable} unparseable answers{cut_off}; "
-            f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost)}; {s.run_dir}")
+            f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost, s.n_error)}; {s.run_dir}")
 
 
 def judge_outcome_notes(s: ScoreSummary) -> list[str]:
@@ -199,12 +202,15 @@ def score_line(s: ScoreSummary) -> str:
     if s.n_withheld_queries:
         util += (f" ({plural(s.n_withheld_queries, 'query', 'queries')} with no path, the generation refused or "
                  "filtered: each a utility of 0)")
+    if s.n_unparsed_queries:
+        util += (f" ({plural(s.n_unparsed_queries, 'query', 'queries')} with no path, no answer of the generation "
+                 "parsed: each a utility of 0)")
     notes = "".join(f"; {n}" for n in judge_outcome_notes(s))
     return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
             f"factuality {s.n_factuality_scored} of {s.n_triples}{notes}; {util}; "
-            f"{sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged')}; "
-            f"{_cost(s.judge_cost)}; {s.score_dir}")
+            f"{sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged' if s.n_to_judge else 'no path to judge')}; "
+            f"{_cost(s.judge_cost, s.n_judge_errors)}; {s.score_dir}")
 
 
 def unparsed_line(s: GenerateSummary | ScoreSummary) -> str | None:
@@ -214,6 +220,10 @@ def unparsed_line(s: GenerateSummary | ScoreSummary) -> str | None:
         cut_off = f" ({s.n_truncated} {CUT_OFF}: --max-tokens)" if s.n_truncated else ""
         return f"no answer parsed: {s.n_unparseable} of {answered} answers unparseable{cut_off}" if answered and \
             s.n_unparseable == answered else None
+    answered = s.n_queries - s.n_unfinished_queries - s.n_withheld_queries
+    if s.n_unparsed_queries and s.n_unparsed_queries == answered:  # every 0 is an answer nobody could read
+        return (f"no path to judge: {s.n_unparsed_queries} of {s.n_queries} queries have no parsed answer "
+                f"(`cresowlve create generate` reported them unparseable)")
     withheld = s.n_judge_refused + s.n_judge_filtered
     why = f" ({plural(withheld, 'judge answer')} refused or filtered)" if withheld else ""
     if s.n_triples and not (s.n_specificity_scored or s.n_factuality_scored):
@@ -296,6 +306,8 @@ class ScoreSummary(BaseModel):
                                       "the query was not generated or some of its samples/rounds not run, or a valid path is not judged")
     n_withheld_queries: int = Field(0, description="queries in mean_utility with no path because their generation was "
                                     "refused or filtered: each a utility of 0")
+    n_unparsed_queries: int = Field(0, description="queries in mean_utility with no path because no answer of their "
+                                    "generation could be parsed: each a utility of 0")
     factuality_threshold: float
     discount: str
     judge_cost: CostTotal

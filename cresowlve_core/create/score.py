@@ -301,6 +301,8 @@ async def _ascore(gen_dir: Path, client: CompletesChat, judge: Endpoint, *, scor
         mean_utility={str(p): _mean([u for r in finished if (u := r.utility[str(p)]) is not None]) for p in patience},
         n_unfinished_queries=len(rows) - len(finished),
         n_withheld_queries=sum(r.n_paths == 0 and not NOT_AN_ANSWER.isdisjoint(r.flags) for r in finished),
+        n_unparsed_queries=sum(r.n_paths == 0 and "parse_unparseable" in r.flags and NOT_AN_ANSWER.isdisjoint(r.flags)
+                               for r in finished),
         factuality_threshold=factuality_threshold, discount=discount, judge_cost=records_cost(ok),
         generation_cost=records_cost(gen_ok), stopped=result.stopped, top_error=top_error(judged),
         repairs=result.repairs,

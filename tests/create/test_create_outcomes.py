@@ -258,3 +258,18 @@ def test_the_generate_line_does_not_count_refused_calls_as_answered(tmp_path, ke
     code, line, _ = last_line(capsys, g, "calls")
     assert code == 0 and line == generate_line(g)
     assert f": 5 of 5 calls done ({5 - n_refused} answered, {n_refused} refused, 0 filtered) for 5 queries; " in line
+
+
+def test_a_score_of_a_generation_with_no_answer_parsed_names_its_zeros_and_exits_1(tmp_path, key, capsys):
+    """The replay server answers `<Answer>replay-…</Answer>` to every query: `create generate`
+    exits 1 naming the unparseable answers. `create score` printed "utility@0.7 0.000 …; nothing sent
+    (all already judged); cost unknown" and exited 0. The utility line now says what its 0s are
+    over, nothing sent is because there is no path to judge, no call costs $0, and it exits 1."""
+    with ReplayServer("default") as srv:
+        g = cg.generate(None, endpoint(srv), tmp_path, limit=2, options=GEN_OPTIONS, progress=False)
+        s = cs.score(tmp_path, endpoint(srv), options=JUDGE_OPTIONS, embedder=one_hot, progress=False)
+    assert (g.n_unparseable, s.n_to_judge, s.n_unparsed_queries) == (2, 0, 2)
+    code, line, last = last_line(capsys, s, "paths to judge")
+    assert ("utility@0.9 0.000 (2 queries with no path, no answer of the generation parsed: each a utility of 0); "
+            "nothing sent (no path to judge); $0.0000;") in line
+    assert code == 1 and last.startswith("incomplete: no path to judge: 2 of 2 queries have no parsed answer")
