@@ -320,6 +320,26 @@ def test_a_query_whose_generation_was_refused_is_named_beside_the_mean_it_counts
     assert table is not None and (table.iloc[0]["refused"], table.iloc[0]["filtered"]) == (1, 0)
 
 
+def test_a_query_whose_generation_did_not_parse_is_counted_in_the_table_of_your_runs(tmp_path):
+    """An answer that does not parse leaves the query no path: a utility of 0, ranked. The table
+    of your runs counted refused and filtered queries but showed nothing for it (`paths 0`,
+    `incomplete 0`, `refused 0`, `filtered 0` beside a run at 0.00); it is now `unparsed`."""
+    from outcome_double import OutcomeModel
+
+    from cresowlve_core.create import report as cr
+
+    def reply(prompt: str):
+        if "Path: " in prompt:
+            return judge_reply(prompt)
+        return "<answer>no paths, sorry</answer>" if Q[0].query in prompt else answer_for(prompt)
+
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=OutcomeModel(reply), progress=False)
+    cs.score(tmp_path / "mine", EP, client=OutcomeModel(reply), embedder=one_hot, progress=False)
+    table = cr.load_sets(None, [str(tmp_path / "mine")], n_queries=1).user_table
+    assert table is not None
+    assert table.iloc[0][["n_queries", "incomplete", "refused", "filtered", "unparsed"]].tolist() == [2, 0, 0, 0, 1]
+
+
 @pytest.mark.embeddings  # `score` embeds with the bundled model
 def test_local_section_leaves_a_failed_query_out_of_its_mean_not_at_zero(tmp_path, tmp_cache, monkeypatch):
     """The local section's mean utility averaged a query whose generation call failed as a 0 (4.00
