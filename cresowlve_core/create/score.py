@@ -456,6 +456,7 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
         if not dirs:
             raise MissingInput(f"user_runs: {pattern!r} matches no run directory")
         for d in dirs:
+            read_generation_manifest(d)  # another stage's run, or a folder of runs: said so, not "not scored yet"
             if judge_model_of(d) is None:
                 raise InputError(f"user_runs: {d} is not scored yet; run `cresowlve create score --run-dir {d} ...`")
             runs.setdefault(d.resolve(), d)

@@ -153,6 +153,23 @@ def test_user_runs_are_marked_and_unscored_ones_refused(tmp_path):
         cs.load_user_runs([str(tmp_path / "unscored")])
 
 
+def test_a_user_run_of_another_stage_or_a_score_dir_is_named_so_not_called_unscored(tmp_path):
+    """`user_runs` naming an evaluation run, a `create score` directory or a folder of runs said
+    "is not scored yet; run `cresowlve create score --run-dir <it>`", which then refuses it. Each
+    now says what it is."""
+    client = FakeClient()
+    cg.generate(None, EP, tmp_path / "runs" / "a", limit=1, client=client, progress=False)
+    cs.score(tmp_path / "runs" / "a", EP, client=client, embedder=one_hot, progress=False)
+    (tmp_path / "eval").mkdir()
+    (tmp_path / "eval" / "manifest.json").write_text(json.dumps({"kind": "eval", "model": "m"}))
+    for d, said in ((tmp_path / "eval", "holds a 'eval' run, not a CREATE generation run"),
+                    (tmp_path / "runs" / "a" / "score", "holds a 'create_score' run, not a CREATE generation run"),
+                    (tmp_path / "runs", "not a CREATE run directory (no manifest.json)")):
+        with pytest.raises((ValueError, FileNotFoundError)) as err:
+            cs.load_user_runs([str(d)])
+        assert said in str(err.value) and "not scored yet" not in str(err.value)
+
+
 def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     from cresowlve_core.create import report as cr
 
