@@ -56,6 +56,8 @@ HEADERS: dict[str, str] = {
     "n_error_en": "errors (En)", "n_error_ru": "errors (Ru)", "n_shared_items": "shared items",
     "n_eff": "effective n", "n_queries": "queries", "n_paths": "paths", "scored_with": "scored with", "n_queries_no_population": "queries with no population", "n_valid": "valid paths",
     "n_factual": "factual paths", "n_kept": "kept paths", "n_not_judged": "not judged",
+    "n_triples": "triples judged", "n_specificity_scored": "scored (specificity)",
+    "n_factuality_scored": "scored (factuality)",
     "n_a_only": "queries (a only)", "n_b_only": "queries (b only)", "not_run": "not run",
     # estimates
     "p": "p", "q": "q (BH)", "p_holm": "p (Holm)", "p_sign_flip": "p (sign-flip)", "diff": "difference",

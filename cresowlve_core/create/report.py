@@ -428,7 +428,9 @@ def _settings_text(settings: dict[str, Any]) -> str:
 def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
     """One row per configuration of the user's scored runs: model, variation, judge, queries, paths, and
     the queries with a generation call refused or filtered (with no path, a utility of 0), and those
-    with no path because no answer of their generation parsed (``unparsed``: a utility of 0 too)."""
+    with no path because no answer of their generation parsed (``unparsed``: a utility of 0 too); the
+    judges' coverage: triples of the judged paths, and how many each judge scored (an unscored
+    triple counts as 0, as `cresowlve create score` says)."""
     rows: dict[str, dict[str, object]] = {}
     for s in sets:
         if s.origin != "yours":
@@ -436,7 +438,8 @@ def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
         row = rows.setdefault(s.config, {"config": s.config, "model": s.model, "variation": s.variation,
                                          "judge": s.judge, "scored_with": _settings_text(s.scored_with), "n_queries": 0, "n_paths": 0, "n_valid": 0,
                                          "n_not_judged": 0, "incomplete": 0, "refused": 0, "filtered": 0,
-                                         "unparsed": 0})
+                                         "unparsed": 0, "n_triples": 0, "n_specificity_scored": 0,
+                                         "n_factuality_scored": 0})
         row["n_queries"] = int(row["n_queries"]) + 1  # type: ignore[call-overload]
         row["n_paths"] = int(row["n_paths"]) + len(s.paths)  # type: ignore[call-overload]
         row["n_valid"] = int(row["n_valid"]) + int(sum(s.validity))  # type: ignore[call-overload]
@@ -446,6 +449,9 @@ def user_runs_table(sets: Sequence[ScoredSet]) -> pd.DataFrame:
             row[outcome] = int(row[outcome]) + (outcome in s.flags)  # type: ignore[call-overload]
         unparsed = not s.paths and "parse_unparseable" in s.flags and not {"refused", "filtered"} & set(s.flags)
         row["unparsed"] = int(row["unparsed"]) + unparsed  # type: ignore[call-overload]
+        for col, n in zip(("n_triples", "n_specificity_scored", "n_factuality_scored"), s.judge_coverage or (0, 0, 0),
+                          strict=True):
+            row[col] = int(row[col]) + n  # type: ignore[call-overload]
     return pd.DataFrame(list(rows.values()))
 
 

@@ -399,6 +399,7 @@ def scored_sets_from_run(
     out: list[ScoredSet] = []
     for g in load_generations(gen_dir):
         spec, fact, valid, reasons = [], [], [], []
+        coverage = [0, 0, 0]  # triples of the judged paths, scored by each judge
         flags = list(g.flags)
         for p in g.paths:
             v = check_validity(p, g.query.entity_a, g.query.entity_b)
@@ -413,6 +414,7 @@ def scored_sets_from_run(
                 elif v.valid:
                     flags.append("valid_path_not_judged")
             else:
+                coverage = [a + b for a, b in zip(coverage, scored_counts(j), strict=True)]
                 spec.append([float(x) for x in j.specificity])
                 fact.append([float(x) for x in j.factuality])
                 flags.extend(f"judge_{f}" for f in j.specificity_flags + j.factuality_flags)
@@ -421,6 +423,7 @@ def scored_sets_from_run(
             entity_b=g.query.entity_b, rel_b=g.query.rel_b, paths=g.paths, specificity=spec, factuality=fact,
             validity=valid, validity_reasons=reasons, flags=flags, raw_response="\n\n".join(g.raw_outputs) or None,
             origin=origin, judge=judge, model_name=gm.model, variation_name=variation, scored_with=scored_with,
+            judge_coverage=(coverage[0], coverage[1], coverage[2]),
         ))
     return out
 

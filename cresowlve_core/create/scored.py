@@ -73,6 +73,9 @@ class ScoredSet:
     #: the utility settings ``cresowlve create score`` used for a scored run (``factuality_threshold``,
     #: ``discount``; empty: recorded, or not written down); a report recomputes at its own
     scored_with: dict[str, Any] = field(default_factory=dict)
+    #: a scored run's judge coverage over its judged paths: (triples, scored by the specificity judge,
+    #: scored by the factuality judge); an unscored triple counts as 0 (None: recorded judgments)
+    judge_coverage: tuple[int, int, int] | None = None
 
     @property
     def model(self) -> str:

@@ -357,6 +357,28 @@ def test_a_query_whose_generation_did_not_parse_is_counted_in_the_table_of_your_
     assert table.iloc[0][["n_queries", "incomplete", "refused", "filtered", "unparsed"]].tolist() == [2, 0, 0, 0, 1]
 
 
+def test_the_table_of_your_runs_shows_how_many_triples_each_judge_scored(tmp_path):
+    """A specificity judge that answers ratings ("4/5") scores no triple: `create score` exits 1
+    ("no specificity judgment parsed ... every path's strength is 0"), but 07_create ranked the
+    run at 0.00 with nothing in the table of your runs about its judge. The table now shows the
+    judges' coverage: triples of the judged paths, and how many each judge scored."""
+    from outcome_double import OutcomeModel
+
+    from cresowlve_core.create import report as cr
+
+    def reply(prompt: str):
+        if "Path: " in prompt and "Class A" in prompt:
+            return json.dumps([{"explanation": "e", "judgment": "4/5"}] * 5)
+        return judge_reply(prompt) if "Path: " in prompt else answer_for(prompt)
+
+    cg.generate(None, EP, tmp_path / "mine", limit=2, client=OutcomeModel(reply), progress=False)
+    s = cs.score(tmp_path / "mine", EP, client=OutcomeModel(reply), embedder=one_hot, progress=False)
+    assert (s.n_triples, s.n_specificity_scored, s.n_factuality_scored) == (10, 0, 10)
+    table = cr.load_sets(None, [str(tmp_path / "mine")], n_queries=1).user_table
+    assert table is not None
+    assert table.iloc[0][["n_triples", "n_specificity_scored", "n_factuality_scored"]].tolist() == [10, 0, 10]
+
+
 @pytest.mark.embeddings  # `score` embeds with the bundled model
 def test_local_section_leaves_a_failed_query_out_of_its_mean_not_at_zero(tmp_path, tmp_cache, monkeypatch):
     """The local section's mean utility averaged a query whose generation call failed as a 0 (4.00
