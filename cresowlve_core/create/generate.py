@@ -44,6 +44,7 @@ from cresowlve_core.create.queries import CreateQuery, load_queries
 from cresowlve_core.create.records import (
     GenerateSummary,
     GenerationRecord,
+    latest_records,
     records_cost,
     response_key,
     top_error,
@@ -322,7 +323,7 @@ async def agenerate(
             break
 
     planned = {u.key for units in rounds for u in units}
-    latest_all = {k: GenerationRecord.model_validate(r) for k, r in run.latest(RESPONSES, response_key).items()
+    latest_all = {k: r for k, r in latest_records(run, RESPONSES, response_key, GenerationRecord).items()
                   if k in planned}
     ok = [r for r in latest_all.values() if r.status == "ok"]
     # iterate: a conversation ends at a refused or filtered round, so its later rounds are never asked
@@ -369,8 +370,8 @@ def distinct_path_counts(records: Sequence[GenerationRecord]) -> dict[str, int]:
 
 
 def _ok_records(run: RunDir) -> dict[Any, GenerationRecord]:
-    return {k: rec for k, r in run.latest(RESPONSES, response_key).items()
-            if (rec := GenerationRecord.model_validate(r)).status == "ok"}
+    return {k: rec for k, rec in latest_records(run, RESPONSES, response_key, GenerationRecord).items()
+            if rec.status == "ok"}
 
 
 def generate(
@@ -443,10 +444,8 @@ def load_generations(run_dir: str | Path) -> list[GeneratedSet]:
     (samples, rounds) never run gets ``call_not_run``. Reads old run directories too."""
     m = read_generation_manifest(run_dir)
     settings = generation_settings(m)
-    latest = RunDir(run_dir).latest(RESPONSES, response_key)
     by_query: dict[str, list[GenerationRecord]] = {}
-    for raw in latest.values():
-        rec = GenerationRecord.model_validate(raw)
+    for rec in latest_records(RunDir(run_dir), RESPONSES, response_key, GenerationRecord).values():
         by_query.setdefault(rec.query_id, []).append(rec)
     out: list[GeneratedSet] = []
     for q in _queries_of(m):

@@ -15,18 +15,23 @@ validate: every model tolerates unknown fields and fills what is missing.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Hashable, Iterable
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from cresowlve_core.create.paths import ParseStatus
 from cresowlve_core.create.paths import Path as PathT
 from cresowlve_core.exitcodes import sent_phrase
+from cresowlve_core.failures import InputError
 from cresowlve_core.llm.pricing import CostMeter, cost_text, usd
 from cresowlve_core.llm.types import Outcome, Usage
 from cresowlve_core.runtime.mapping import error_counts
 from cresowlve_core.text import plural
+from cresowlve_core.untrusted import one_line
+
+if TYPE_CHECKING:
+    from cresowlve_core.runtime import RunDir
 
 JUDGMENTS = "judgments.jsonl"
 SCORES = "scores.json"
@@ -123,6 +128,38 @@ class JudgmentRecord(BaseModel):
 
 def judgment_key(record: dict[str, Any]) -> Hashable:
     return (record["query_id"], record["path_key"])
+
+
+R = TypeVar("R", bound=BaseModel)
+
+
+def latest_records(run: RunDir, filename: str, key: Callable[[dict[str, Any]], Hashable],
+                   model: type[R]) -> dict[Hashable, R]:
+    """The last record per key of ``filename`` in ``run``, read as ``model``. A record edited into
+    another shape (no key, a field of the wrong type) is one error naming the file, its line and
+    the fields, not a traceback."""
+    path = run.path / filename
+
+    def unreadable(offset: int, why: str) -> InputError:
+        with path.open("rb") as f:
+            line = f.read(offset).count(b"\n") + 1
+        return InputError(f"{path}:{line}: the record cannot be read ({why}); mend or remove it")
+
+    latest: dict[Hashable, tuple[int, dict[str, Any]]] = {}
+    for offset, raw in run.scan(filename):
+        try:
+            latest[key(raw)] = (offset, raw)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise unreadable(offset, f"no {exc}" if isinstance(exc, KeyError) else one_line(str(exc), 120)) from None
+    out: dict[Hashable, R] = {}
+    for k, (offset, raw) in latest.items():
+        try:
+            out[k] = model.model_validate(raw)
+        except ValidationError as exc:
+            raise unreadable(offset, "; ".join(
+                f"{'.'.join(map(str, e['loc']))}: {e['msg']} (it holds {one_line(repr(e.get('input')), 60)})"
+                for e in exc.errors()[:3])) from None
+    return out
 
 
 class QueryScore(BaseModel):

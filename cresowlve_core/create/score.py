@@ -57,6 +57,7 @@ from cresowlve_core.create.records import (
     QueryScore,
     ScoreSummary,
     judgment_key,
+    latest_records,
     records_cost,
     response_key,
     top_error,
@@ -281,11 +282,11 @@ async def _ascore(gen_dir: Path, client: CompletesChat, judge: Endpoint, *, scor
     rows = query_scores(sets, patience, factuality_threshold, discount, embedder)
     run.write_json(SCORES, [r.model_dump(mode="json") for r in rows])
     wanted = {u.key for u in units}
-    judged = [JudgmentRecord.model_validate(r) for k, r in run.latest(JUDGMENTS, judgment_key).items() if k in wanted]
+    judged = [j for k, j in latest_records(run, JUDGMENTS, judgment_key, JudgmentRecord).items() if k in wanted]
     ok = [j for j in judged if j.status == "ok"]
     counts = [scored_counts(j) for j in ok]
-    gen_ok = [g for r in RunDir(gen_dir).latest(RESPONSES, response_key).values()
-              if (g := GenerationRecord.model_validate(r)).status == "ok"]
+    gen_ok = [g for g in latest_records(RunDir(gen_dir), RESPONSES, response_key, GenerationRecord).values()
+              if g.status == "ok"]
     finished = [r for r in rows if unfinished(r.flags) is None]  # a failed call or judgment is no utility of 0
     judge_outcomes = [o for j in ok for o in (j.specificity_outcome, j.factuality_outcome)]
     summary = ScoreSummary(
@@ -359,12 +360,12 @@ def _judgments_of(run_dir: Path, score_dir: Path | None) -> tuple[dict[Any, Judg
     sd = score_dir or default_score_dir(run_dir)
     if (sd / "manifest.json").is_file():
         src = RunDir(sd)
-        return ({k: JudgmentRecord.model_validate(r) for k, r in src.latest(JUDGMENTS, judgment_key).items()},
+        return (latest_records(src, JUDGMENTS, judgment_key, JudgmentRecord),
                 src.read_manifest())
     if (run_dir / JUDGMENTS).is_file():
         legacy = run_dir / LEGACY_SCORE_MANIFEST
         old = json.loads(legacy.read_text(encoding="utf-8")) if legacy.is_file() else None
-        return ({k: JudgmentRecord.model_validate(r) for k, r in RunDir(run_dir).latest(JUDGMENTS, judgment_key).items()},
+        return (latest_records(RunDir(run_dir), JUDGMENTS, judgment_key, JudgmentRecord),
                 old)
     return {}, None
 

@@ -170,6 +170,36 @@ def test_a_user_run_of_another_stage_or_a_score_dir_is_named_so_not_called_unsco
         assert said in str(err.value) and "not scored yet" not in str(err.value)
 
 
+def test_a_record_edited_into_another_shape_is_one_error_naming_its_file_and_line(tmp_path):
+    """A judgment whose `specificity` is a string, or a response without `query_id` (valid JSON, the
+    wrong shape), ended `create score` and 07_create's `user_runs` in a pydantic traceback called a
+    bug. Each is now one error naming the file, the line and the field."""
+    from cresowlve_core.failures import InputError
+
+    client = FakeClient()
+    run = tmp_path / "mine"
+    cg.generate(None, EP, run, limit=2, client=client, progress=False)
+    cs.score(run, EP, client=client, embedder=one_hot, progress=False)
+
+    def damage(path, change):
+        lines = path.read_text().splitlines()
+        rec = json.loads(lines[1])
+        change(rec)
+        lines[1] = json.dumps(rec)
+        path.write_text("\n".join(lines) + "\n")
+
+    judgments = (run / "score" / "judgments.jsonl").read_text()
+    damage(run / "score" / "judgments.jsonl", lambda r: r.update(specificity="high"))
+    with pytest.raises(InputError, match=r"judgments\.jsonl:2: the record cannot be read \(specificity: .*'high'"):
+        cs.load_user_runs([str(run)])
+    with pytest.raises(InputError, match=r"judgments\.jsonl:2: "):
+        cs.score(run, EP, client=client, embedder=one_hot, progress=False)
+    (run / "score" / "judgments.jsonl").write_text(judgments)
+    damage(run / "responses.jsonl", lambda r: r.pop("query_id"))
+    with pytest.raises(InputError, match=r"responses\.jsonl:2: the record cannot be read \(no 'query_id'\)"):
+        cs.load_user_runs([str(run)])
+
+
 def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     from cresowlve_core.create import report as cr
 
