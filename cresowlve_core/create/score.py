@@ -182,6 +182,18 @@ async def judge_path(client: CompletesChat, unit: JudgeUnit, params: Any, base_m
     ).model_dump(mode="json")
 
 
+def _legacy_score_manifest(path: Path) -> dict[str, Any]:
+    """The ``score_manifest.json`` of a run scored before the runtime; a damaged one is an error naming it."""
+    try:
+        old = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a valid score manifest ({type(exc).__name__}: {exc}); mend or remove it") from None
+    if not isinstance(old, dict):
+        raise InputError(f"{path}: not a valid score manifest (a JSON {type(old).__name__}, not an object); "
+                         "mend or remove it")
+    return old
+
+
 def _adopt_legacy_judgments(run_dir: Path, run: RunDir, judge_model: str, prompts: list[str]) -> int:
     """Judgments of a run scored before the runtime, by the same judge model with the same
     prompts, are appended to the new score directory (once) instead of being paid for again."""
@@ -191,7 +203,7 @@ def _adopt_legacy_judgments(run_dir: Path, run: RunDir, judge_model: str, prompt
         return 0
     if not old_manifest.is_file():
         return 0
-    old = json.loads(old_manifest.read_text(encoding="utf-8"))
+    old = _legacy_score_manifest(old_manifest)
     if old.get("model") != judge_model or sorted(old.get("prompts") or []) != sorted(prompts):
         return 0
     n = 0
@@ -364,7 +376,7 @@ def _judgments_of(run_dir: Path, score_dir: Path | None) -> tuple[dict[Any, Judg
                 src.read_manifest())
     if (run_dir / JUDGMENTS).is_file():
         legacy = run_dir / LEGACY_SCORE_MANIFEST
-        old = json.loads(legacy.read_text(encoding="utf-8")) if legacy.is_file() else None
+        old = _legacy_score_manifest(legacy) if legacy.is_file() else None
         return (latest_records(RunDir(run_dir), JUDGMENTS, judgment_key, JudgmentRecord),
                 old)
     return {}, None

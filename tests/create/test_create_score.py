@@ -200,6 +200,21 @@ def test_a_record_edited_into_another_shape_is_one_error_naming_its_file_and_lin
         cs.load_user_runs([str(run)])
 
 
+def test_a_damaged_score_manifest_of_an_old_run_is_one_error_naming_it(tmp_path):
+    """A run scored before the runtime whose `score_manifest.json` is not JSON, or not an object,
+    ended `user_runs` (and `create score`) in a JSONDecodeError / AttributeError traceback. Now
+    one error names the file."""
+    from cresowlve_core.failures import InputError
+
+    for name, text in (("torn", "{not json"), ("list", "[1, 2]")):
+        _legacy_run(tmp_path / name)
+        (tmp_path / name / "score_manifest.json").write_text(text)
+        with pytest.raises(InputError, match=r"score_manifest\.json: not a valid score manifest"):
+            cs.load_user_runs([str(tmp_path / name)])
+    with pytest.raises(InputError, match=r"score_manifest\.json: not a valid score manifest"):
+        cs.score(tmp_path / "list", EP, client=FakeClient(), embedder=one_hot, progress=False)
+
+
 def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     from cresowlve_core.create import report as cr
 
