@@ -72,7 +72,7 @@ def cmd_create_generate(a: argparse.Namespace) -> int:
 def cmd_create_score(a: argparse.Namespace) -> int:
     from cresowlve_core.banners import banner_text
     from cresowlve_core.create.generate import read_generation_manifest
-    from cresowlve_core.create.score import JUDGE_OPTIONS, default_score_dir, score, score_manifest
+    from cresowlve_core.create.score import JUDGE_OPTIONS, JUDGES, default_score_dir, score, score_manifest
     from cresowlve_core.runtime import endpoint_or_embedded, planned_endpoint, refuse_changed
 
     gm = read_generation_manifest(a.run_dir)  # not a generation run: refused before any model starts
@@ -85,6 +85,10 @@ def cmd_create_score(a: argparse.Namespace) -> int:
     with endpoint_or_embedded(a.judge_model, a.judge_base_url, a.judge_api_key_env) as (endpoint, embedded):
         if embedded:
             print(banner_text("embedded"), file=sys.stderr)
+        budget = JUDGES.on(endpoint, options).max_tokens  # a base model's judges: a few tokens per triple, always
+        if a.max_tokens is not None and budget != a.max_tokens:
+            print(f"{endpoint.model} is a base model: its judges answer one triple per call with {budget} tokens; "
+                  f"--max-tokens {a.max_tokens} is not used", file=sys.stderr)
         summary = score(a.run_dir, endpoint, score_dir=a.score_dir, **settings)
     return _create_finish(summary, "paths to judge")
 

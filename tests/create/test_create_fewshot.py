@@ -130,3 +130,27 @@ def test_cli_generate_gives_a_base_model_a_small_budget_unless_told(tmp_path, tm
         assert code == 0 and [r.body["max_tokens"] for r in srv.requests] == [sent]
     err = capsys.readouterr().err
     assert (f"--max-tokens {cg.FEWSHOT_MAX_TOKENS}" in err) == (not given)
+
+
+def test_cli_score_says_a_base_model_judge_does_not_use_the_max_tokens_it_was_given(tmp_path, tmp_cache, monkeypatch,
+                                                                                   capsys):
+    """``create score --max-tokens 300`` on a base-model judge sent 12 tokens per triple (its
+    few-shot judges' budget) and said nothing: the option was silently another. It now says so."""
+    from fakeserver import FakeServer
+
+    from cresowlve_core.cli import main
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    with FakeServer(answers=_base_model_reply) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        run = str(tmp_path / "run")
+        assert main(["create", "generate", "--model", "gemma3-270m", "--base-url", srv.base_url,
+                     "--run-dir", run, "--limit", "1"]) == 0
+        n = srv.total
+        capsys.readouterr()
+        main(["create", "score", "--run-dir", run, "--judge-model", "gemma3-270m", "--judge-base-url", srv.base_url,
+              "--max-tokens", "300"])
+        assert {r.body["max_tokens"] for r in srv.requests[n:]} == {cj.FEWSHOT_JUDGE_MAX_TOKENS}
+    err = capsys.readouterr().err
+    assert (f"gemma3-270m is a base model: its judges answer one triple per call with {cj.FEWSHOT_JUDGE_MAX_TOKENS} "
+            "tokens; --max-tokens 300 is not used") in err
