@@ -62,7 +62,7 @@ from cresowlve_core.create.records import (
     response_key,
     top_error,
 )
-from cresowlve_core.create.scored import ScoredSet, unfinished
+from cresowlve_core.create.scored import ScoredSet, _judgment_problem, unfinished
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
@@ -431,13 +431,17 @@ def scored_sets_from_run(
                 spec.append([float(x) for x in j.specificity])
                 fact.append([float(x) for x in j.factuality])
                 flags.extend(f"judge_{f}" for f in j.specificity_flags + j.factuality_flags)
-        out.append(ScoredSet(
+        scored = ScoredSet(
             config=name, query_id=g.query.id, query=g.query.query, entity_a=g.query.entity_a,
             entity_b=g.query.entity_b, rel_b=g.query.rel_b, paths=g.paths, specificity=spec, factuality=fact,
             validity=valid, validity_reasons=reasons, flags=flags, raw_response="\n\n".join(g.raw_outputs) or None,
             origin=origin, judge=judge, model_name=gm.model, variation_name=variation, scored_with=scored_with,
             judge_coverage=(coverage[0], coverage[1], coverage[2]),
-        ))
+        )
+        if (problem := _judgment_problem(scored)) is not None:  # a judgments file edited off the judges' scale
+            raise InputError(f"{gen_dir}: the judgments of query {g.query.id} cannot be used ({problem}); "
+                             "mend or remove them and run `cresowlve create score` again")
+        out.append(scored)
     return out
 
 

@@ -215,6 +215,28 @@ def test_a_damaged_score_manifest_of_an_old_run_is_one_error_naming_it(tmp_path)
         cs.score(tmp_path / "list", EP, client=FakeClient(), embedder=one_hot, progress=False)
 
 
+def test_judgments_off_the_judges_scale_or_not_one_per_triple_are_refused_not_ranked(tmp_path):
+    """A judgments.jsonl edited to specificity 9 (the scale is 0-5) ranked the run at 18.0 instead of
+    8.0; one with a single specificity score for a 2-triple path ranked it at 0.0. The recorded sets
+    were checked for both; a scored run's are now too: one error naming the run and the query."""
+    from cresowlve_core.failures import InputError
+
+    client = FakeClient()
+    run = tmp_path / "mine"
+    cg.generate(None, EP, run, limit=2, client=client, progress=False)
+    cs.score(run, EP, client=client, embedder=one_hot, progress=False)
+    path = run / "score" / "judgments.jsonl"
+    good = path.read_text()
+    for change, said in ((lambda r: r.update(specificity=[9.0] * len(r["path"])), "specificity 9.0 is not a score 0-5"),
+                         (lambda r: r.update(specificity=r["specificity"][:1]), "1 specificity and")):
+        recs = [json.loads(x) for x in good.splitlines()]
+        for r in recs:
+            change(r)
+        path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+        with pytest.raises(InputError, match=f"the judgments of query .* cannot be used .*{said}"):
+            cs.load_user_runs([str(run)])
+
+
 def test_user_runs_rank_beside_the_recorded_configurations(tmp_path):
     from cresowlve_core.create import report as cr
 
