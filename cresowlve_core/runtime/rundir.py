@@ -365,28 +365,27 @@ class RunDir:
         """Hold the run directory's lock shared while another stage reads its records (a generation
         being scored): refused with a clear :class:`RunDirError` while a process writes the directory
         (:meth:`lock`, :meth:`begin`), and no writer can begin until it is released. Readers share it."""
-        f = open(self.path / LOCK, "a+")
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}), which is still writing it; "
-                              "wait for it to finish") from None
+        f = self._flocked(fcntl.LOCK_SH, ", which is still writing it; wait for it to finish")
         try:
             yield
         finally:
             f.close()
 
+    def _flocked(self, mode: int, busy: str) -> IO[str]:
+        """The lock file opened and locked with ``mode`` (shared or exclusive), without waiting: a
+        :class:`RunDirError` saying ``busy`` when another process holds it the other way."""
+        f = open(self.path / LOCK, "a+")
+        try:
+            fcntl.flock(f.fileno(), mode | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.close()
+            raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}){busy}") from None
+        return f
+
     def _acquire(self) -> None:
         if self._held is not None:
             return
-        f = open(self.path / LOCK, "a+")
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            raise RunDirError(f"{self.path} is in use by another process (lock {LOCK}); "
-                              "wait for it to finish, or use another run directory") from None
+        f = self._flocked(fcntl.LOCK_EX, "; wait for it to finish, or use another run directory")
         try:
             f.seek(0)
             f.truncate()
