@@ -57,7 +57,8 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         print(f"{len(units)} wrong answer(s) to label{skipped}", file=sys.stderr)
     if a.limit and a.limit < len(units):
         print(f"--limit {a.limit}: labelling {a.limit} of the {len(units)} wrong answers (the other "
-              f"{len(units) - a.limit} are not labelled)", file=sys.stderr)
+              f"{len(units) - a.limit} are left out of this run; labels an earlier run gave them are kept)",
+              file=sys.stderr)
         units = sorted(units, key=lambda u: u.key)[: a.limit]
     out = out_dir(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,

@@ -144,3 +144,23 @@ def test_label_cli_names_the_run_it_leaves_out(tmp_path, capsys):
     assert code == 0 and out.startswith("labelled 3 of 3 wrong answers")
     assert "note: `hot` has the model, effort and language of the later run `cold`" in err
     assert "temperature 0.7 → 0.0" in err
+
+
+def test_a_smaller_limit_does_not_say_answers_labelled_before_are_not_labelled(tmp_path, capsys):
+    """``errors label --limit 3`` after a run that labelled all 5 said "the other 2 are not labelled",
+    though their labels were in the labels file and stay there."""
+    from cresowlve_core.cli import main
+
+    items = _items(5)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    args = ["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+            "--labeller-model", "fake-labeller", "--no-cache"]
+    with FakeServer(answers=lambda req: "RATIONALE: r\nCATEGORY: Overthinking") as srv:
+        assert main([*args, "--labeller-base-url", srv.base_url]) == 0
+        capsys.readouterr()
+        assert main([*args, "--labeller-base-url", srv.base_url, "--limit", "3"]) == 0
+    err = capsys.readouterr().err
+    assert "--limit 3: labelling 3 of the 5 wrong answers (the other 2 are left out of this run; labels an " \
+           "earlier run gave them are kept)" in err and "are not labelled" not in err
+    assert len(_labels(tmp_path / "out" / "labels" / "fake-labeller" / "labels.jsonl")) == 5
