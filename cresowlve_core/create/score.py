@@ -478,7 +478,9 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
         for d in dirs:
             read_generation_manifest(d)  # another stage's run, or a folder of runs: said so, not "not scored yet"
             if judge_model_of(d) is None:
-                raise InputError(f"user_runs: {d} is not scored yet; run `cresowlve create score --run-dir {d} ...`")
+                raise InputError(f"user_runs: {d} is not scored yet (no judgments in {default_score_dir(d)}, where "
+                                 "`cresowlve create score` writes them; a run scored into another --score-dir is not "
+                                 f"read here); run `cresowlve create score --run-dir {d} ...`")
             runs.setdefault(d.resolve(), d)
     names = distinct_names(list(runs.values()))
     out: list[ScoredSet] = []

@@ -151,6 +151,13 @@ def test_user_runs_are_marked_and_unscored_ones_refused(tmp_path):
     _legacy_run(tmp_path / "unscored", judged=False)
     with pytest.raises(ValueError, match="not scored yet"):
         cs.load_user_runs([str(tmp_path / "unscored")])
+    # judged into a --score-dir of its own: the run is not called unjudged without saying where it looked
+    cg.generate(None, EP, tmp_path / "c", limit=2, client=client, progress=False)
+    cs.score(tmp_path / "c", EP, score_dir=tmp_path / "elsewhere", client=client, embedder=one_hot, progress=False)
+    with pytest.raises(ValueError) as err:
+        cs.load_user_runs([str(tmp_path / "c")])
+    assert f"no judgments in {tmp_path / 'c' / 'score'}" in str(err.value)
+    assert "a run scored into another --score-dir is not read here" in str(err.value)
 
 
 def test_a_user_run_of_another_stage_or_a_score_dir_is_named_so_not_called_unscored(tmp_path):
