@@ -16,13 +16,14 @@ from cresowlve_core.llm.types import EFFORTS
 def _create_finish(summary: Any, unit: str) -> int:
     """One summary line (summary.json has everything), then the exit code; a run in which every
     call answered but nothing parsed exits 1, and so does a scoring whose mean utility leaves out
-    queries the generation did not finish (a failed or missing call)."""
+    queries the generation did not finish (a failed or missing call: named last, since running the
+    generation again finishes them)."""
     from cresowlve_core.create.records import GenerateSummary, generate_line, score_line, unparsed_line
     from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_OK
 
     print(generate_line(summary) if isinstance(summary, GenerateSummary) else score_line(summary))
     code = stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
-    if code == EXIT_OK and not isinstance(summary, GenerateSummary) and summary.n_unfinished_queries:
+    if code in (EXIT_OK, EXIT_INCOMPLETE) and not isinstance(summary, GenerateSummary) and summary.n_unfinished_queries:
         # every path was judged, so what is left unfinished is the generation of those queries
         print(f"incomplete: {summary.n_unfinished_queries} of {summary.n_queries} queries have no utility, their "
               f"generation has a failed or missing call (flags in scores.json); run `cresowlve create generate` "

@@ -273,3 +273,10 @@ def test_a_score_of_a_generation_with_no_answer_parsed_names_its_zeros_and_exits
     assert ("utility@0.9 0.000 (2 queries with no path, no answer of the generation parsed: each a utility of 0); "
             "nothing sent (no path to judge); $0.0000;") in line
     assert code == 1 and last.startswith("incomplete: no path to judge: 2 of 2 queries have no parsed answer")
+    # beside a query whose generation call failed: both are said, the one a re-run can finish last
+    mixed = s.model_copy(update={"n_queries": 3, "n_unfinished_queries": 1})
+    capsys.readouterr()
+    assert _create_finish(mixed, "paths to judge") == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-2].startswith("incomplete: no path to judge: 2 of 3 queries have no parsed answer")
+    assert err[-1].startswith("incomplete: 1 of 3 queries have no utility, their generation has a failed or missing call")
