@@ -23,7 +23,8 @@ def _create_finish(summary: Any, unit: str) -> int:
 
     print(generate_line(summary) if isinstance(summary, GenerateSummary) else score_line(summary))
     code = stage_exit({**summary.model_dump(), "unparsed": unparsed_line(summary)}, unit=unit)
-    if code in (EXIT_OK, EXIT_INCOMPLETE) and not isinstance(summary, GenerateSummary) and summary.n_unfinished_queries:
+    if (code in (EXIT_OK, EXIT_INCOMPLETE) and not isinstance(summary, GenerateSummary) and summary.n_unfinished_queries
+            and not (summary.n_judge_errors or summary.n_not_judged)):
         # every path was judged, so what is left unfinished is the generation of those queries
         print(f"incomplete: {summary.n_unfinished_queries} of {summary.n_queries} queries have no utility, their "
               f"generation has a failed or missing call (flags in scores.json); run `cresowlve create generate` "
