@@ -558,6 +558,20 @@ def _empty_responses() -> pd.DataFrame:
     return _finish_columns(df)
 
 
+def _shared_names(infos: Sequence[dict[str, Any]]) -> list[str]:
+    """A note for each configuration name two kept runs of one language share with another model or effort
+    (the model ``m (low)`` and the model ``m`` at effort ``low`` are both ``m (low)``): Table 1 keeps their
+    rows apart, but every breakdown by configuration pools their answers."""
+    seen: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for info in infos:
+        key = (str(info["config"]), str(info["lang"]))
+        seen.setdefault(key, set()).add((str(info["model"]), normalise_effort(info["effort"]) or "-"))
+    return [f"`{one_line(name)}` ({one_line(lang)}) names {len(pairs)} configurations ("
+            + "; ".join(f"model {one_line(m)!r}, effort {one_line(e)}" for m, e in sorted(pairs))
+            + "): Table 1 gives each its row, but the breakdowns by configuration pool their answers; rename a "
+            "model (a grid's `label`) to keep them apart." for (name, lang), pairs in seen.items() if len(pairs) > 1]
+
+
 def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None = None) -> RunSet:
     """Load every run directory named by ``runs`` (see :func:`resolve_run_dirs`)."""
     searched = ", ".join(map(str, runs)) if isinstance(runs, (list, tuple)) else str(runs)
@@ -590,6 +604,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         return RunSet(_empty_responses(), _empty_runs(), notes, searched, aliases)
 
     keep = _pick_latest(runs_df, notes)
+    notes.extend(_shared_names([infos[i] for i in keep]))
     parts: list[pa.Table] = []
     for i in keep:
         t = tables[i]

@@ -454,3 +454,17 @@ def test_a_run_directory_of_another_stage_is_left_out_with_a_note(tmp_path):
     assert rs.responses["id"].tolist() == ["a"] and rs.runs["run_id"].tolist() == ["eval"]
     assert ("`create`: a run directory of 'create_generate', not of `cresowlve eval`: left out (its records are not "
             "answers to items).") in rs.notes
+
+
+def test_two_configurations_sharing_a_name_are_named_in_a_note(tmp_path):
+    """The model ``m (low)`` and the model ``m`` at effort low are both ``m (low)``: the breakdowns by
+    configuration pool their answers, which no note said."""
+    write_run(tmp_path / "named_en", [record(f"i{k}", model="m (low)") for k in range(3)], model="m (low)")
+    write_run(tmp_path / "effort_en", [record(f"i{k}", model="m", effort="low") for k in range(3)],
+              model="m", effort="low", thinking=True)
+    notes = [n for n in load_runs(str(tmp_path / "*_en")).notes if "names 2 configurations" in n]
+    assert notes == ["`m (low)` (en) names 2 configurations (model 'm', effort low; model 'm (low)', effort -): Table 1 "
+                     "gives each its row, but the breakdowns by configuration pool their answers; rename a model (a "
+                     "grid's `label`) to keep them apart."]
+    write_run(tmp_path / "other_en", [record(f"i{k}", model="n") for k in range(3)], model="n")
+    assert not [n for n in load_runs(str(tmp_path / "other_en")).notes if "configurations (" in n]
