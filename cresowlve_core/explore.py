@@ -86,6 +86,7 @@ class Explorer:
     runs_spec: str
     notes: list[str] = field(default_factory=list)
     _offsets: dict[str, dict[tuple[str, str], int]] = field(default_factory=dict, repr=False)
+    runs_given: bool = False  # runs named by the caller (not the newest found): matching none is bad input
 
     @property
     def has_runs(self) -> bool:
@@ -349,7 +350,8 @@ def load_explorer(runs: str | Path | Sequence[str | Path] | None = None, items: 
         notes.append(f"no error labels found at `{labels}`.")
     frame = _join(item_df, answers, label_df)
     return Explorer(frame=frame, runs=data.runs, labels=label_df.drop(columns=["hash"]),
-                    items_spec=", ".join(specs), runs_spec=runs_spec, notes=notes, _offsets=offsets)
+                    items_spec=", ".join(specs), runs_spec=runs_spec, notes=notes, _offsets=offsets,
+                    runs_given=runs is not None)
 
 
 def _default_labels(answers: pd.DataFrame, looked: list[str]) -> str | None:
@@ -854,6 +856,11 @@ def overview_section(ex: Explorer) -> dict[str, Any]:
     from cresowlve_core.banners import show_banner
     from cresowlve_core.reporting import say
 
+    if ex.runs_given and ex.runs.empty:  # as 03_analysis: an empty report never replaces one with answers
+        from cresowlve_core.notebook_records import record
+
+        record("empty", f"no runs found for runs = {ex.runs_spec} (0 run directories matched, relative paths "
+                        "resolve against the current project)")
     for kind, detail in ex.banners():
         show_banner(kind, detail)  # type: ignore[arg-type]
     say(ex.summary())

@@ -436,3 +436,15 @@ def test_an_answer_whose_record_moved_since_loading_is_not_shown_with_another_it
     assert "could not be read back" in html and "no reasoning or raw output recorded" not in html
     path.unlink()  # removed: said the same way, not a FileNotFoundError
     assert "could not be read back" in X.detail_html(X.item_detail(ex, EN[1], "en"))
+
+
+def test_report_explore_on_runs_that_match_nothing_is_an_empty_report_exit_1(tmp_path, capsys, monkeypatch):
+    """`report explore -p runs '<glob matching nothing>'` exited 0 with an explorer of no answers, where
+    `report 03_analysis` on the same glob says "empty report: no runs found" and exits 1."""
+    from cresowlve_core.cli import main
+
+    monkeypatch.setenv("CRESOWLVE_REPORTS_DIR", str(tmp_path / "reports"))
+    code = main(["report", "explore", "-p", "runs", str(tmp_path / "nothing" / "*")])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert f"empty report: no runs found for runs = {tmp_path / 'nothing' / '*'}" in err
