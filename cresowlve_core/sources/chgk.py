@@ -8,9 +8,10 @@ Two formats are understood:
   ``Автор(ы):``, ``Результат:`` and ``Сложность:`` fields. The site serves these files in KOI8-R
   and wraps prose greedily at 72 columns; paragraphs start with an indent.
 * ``4s``: the markup of chgksuite. One marker per line (``?`` question, ``!`` answer, ``=``
-  accepted, ``!=`` rejected, ``/`` comment, ``^`` sources, ``@`` authors, ``##`` tour, ``###``
-  title, ``#DATE``, ``#EDITOR``, ``#`` comment); unmarked lines continue the previous field and
-  ``- `` lines are list items.
+  accepted, ``!=`` rejected, ``/`` comment, ``^`` sources, ``@`` authors, ``>`` handout, ``##``
+  tour, ``###`` title, ``#DATE``, ``#EDITOR``, ``#`` comment); unmarked lines continue the previous
+  field and ``- `` lines are list items. chgksuite writes a question's handout before its ``?``
+  line; it is put in front of the question text as ``<раздатка>…</раздатка>``, as db packs have it.
 
 Nothing is dropped silently: every block becomes a record, and a block that could not be parsed
 cleanly carries ``flags`` naming why (``missing_answer``, ``unknown_field:…``, ...); a block whose
@@ -640,11 +641,11 @@ def parse_db(text: str, *, source_file: str | None = None, encoding: str = "utf-
 # chgksuite 4s markup
 # ---------------------------------------------------------------------------------------------
 
-_4S_LINE = re.compile(r"^(?P<m>###LJ|###|##|#EDITOR|#DATE|#|!=|№|[?!=/^@])(?=\s|$)\s?(?P<rest>.*)$")
+_4S_LINE = re.compile(r"^(?P<m>###LJ|###|##|#EDITOR|#DATE|#|!=|№|[?!=/^@>])(?=\s|$)\s?(?P<rest>.*)$")
 _4S_LIST_ITEM = re.compile(r"^-(?:\s+(?P<rest>.*)|$)")
 _4S_BLOCK_KEYS = {
     "?": "question", "!": "answer", "=": "accepted", "!=": "rejected", "/": "comment",
-    "^": "sources", "@": "authors",
+    "^": "sources", "@": "authors", ">": "handout",
 }  # fmt: skip
 _4S_HEADER_KEYS = {
     "###LJ": "lj_title", "###": "tournament", "##": "tour", "#DATE": "date",
@@ -671,8 +672,12 @@ def _4s_parts(block: _Block) -> _Parts:
     f = block.fields
     sources = [line.lstrip(_LIST_MARK).strip() for line in f.get("sources", [])]
     authors = [line.lstrip(_LIST_MARK).strip() for line in f.get("authors", [])]
+    question = _4s_render(f.get("question", []))
+    handout = _4s_render(f.get("handout", []))
+    if handout and question:  # read with its question, found by extract_handout (alone: missing_question)
+        question = f"<раздатка>\n{handout}\n</раздатка>\n{question}"
     return _Parts(
-        question=_4s_render(f.get("question", [])),
+        question=question,
         answer=_4s_render(f.get("answer", [])),
         accepted=_4s_render(f.get("accepted", [])),
         rejected=_4s_render(f.get("rejected", [])),
@@ -738,11 +743,18 @@ def parse_4s(text: str, *, source_file: str | None = None, encoding: str = "utf-
             target = None
             continue
         key = _4S_BLOCK_KEYS[marker]
-        if key == "question":
+        if key == "question" and block is not None and set(block.fields) == {"handout"}:
+            counter += 1  # the question of the handout just read: the same block
+            block.number = explicit_number or str(counter)
+            explicit_number = None
+        elif key == "question":
             close()
             counter += 1
             block = _Block(i, explicit_number or str(counter), dict(context))
             explicit_number = None
+        elif key == "handout" and (block is None or not set(block.fields) <= {"question", "handout"}):
+            close()  # chgksuite writes a handout before its "?": it starts the next question
+            block = _Block(i, None, dict(context))
         elif block is None:
             block = _Block(i, None, dict(context), flags=["missing_question_header"])
         block.add(key, [rest] if rest else [])

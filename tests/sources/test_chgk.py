@@ -106,6 +106,29 @@ def test_4s_concrete_values(reports):
     assert fisheye.tour == "Тур 2"
 
 
+def test_4s_handout_line_belongs_to_the_question_after_it(reports):
+    # chgksuite's own 4s writer (compose_4s) puts a handout on a "> " line before the question's "?";
+    # it was read as a continuation of the previous question's "@" line: the handout went into
+    # another question's authors, unflagged, and its own question had none. Two real questions of
+    # kubok_olgi_2015.4s (Тур 2), the second one's inline handout written the way chgksuite writes it.
+    lines = _text(PACK_4S).splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("? Дмитрий Чернышёв рассказывает"))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("- https://en.wikipedia.org/wiki/Periodic"))
+    block = lines[start : end + 1]
+    at = block.index("? [Раздаточный материал:")
+    assert block[at + 1 : at + 3] == ["IO(OH)5", "]"]
+    block[at : at + 3] = ["> IO(OH)5", "? " + block[at + 3]]
+    before, periodic = parse_pack("\n".join(["## Тур 2", "", *block]), name="x.4s").questions
+    assert before.authors == ["Артём Колесов"] and before.handout is None and before.ok
+    assert periodic.handout == "IO(OH)5" and periodic.ok
+    assert periodic.question.startswith("<раздатка>\nIO(OH)5\n</раздатка>\nВ статье англоязычной Википедии")
+    assert periodic.number == "2" and periodic.raw.startswith("> IO(OH)5\n? В статье")
+    # after its question's "?" the handout is that question's; alone, it is a block without a question
+    qs = parse_pack("? Вопрос.\n> (img a.png)\n! Ответ.\n\n> Раздатка без вопроса\n## Тур 3\n", name="y.4s").questions
+    assert qs[0].handout == "(img a.png)" and qs[0].ok
+    assert qs[1].raw == "> Раздатка без вопроса" and {"missing_question", "missing_answer"} <= set(qs[1].flags)
+
+
 def test_db_concrete_values(reports):
     qs = reports["ingush16.txt"].questions
     q1 = qs[0]
