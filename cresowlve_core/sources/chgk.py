@@ -641,7 +641,7 @@ def parse_db(text: str, *, source_file: str | None = None, encoding: str = "utf-
 # chgksuite 4s markup
 # ---------------------------------------------------------------------------------------------
 
-_4S_LINE = re.compile(r"^(?P<m>###LJ|###|##|#EDITOR|#DATE|#|!=|№|[?!=/^@>])(?=\s|$)\s?(?P<rest>.*)$")
+_4S_LINE = re.compile(r"^(?P<m>###LJ|###|##|#EDITOR|#DATE|#|!=|№№|№|[?!=/^@>])(?=\s|$)\s?(?P<rest>.*)$")
 _4S_LIST_ITEM = re.compile(r"^-(?:\s+(?P<rest>.*)|$)")
 _4S_BLOCK_KEYS = {
     "?": "question", "!": "answer", "=": "accepted", "!=": "rejected", "/": "comment",
@@ -690,7 +690,9 @@ def _4s_parts(block: _Block) -> _Parts:
 def parse_4s(text: str, *, source_file: str | None = None, encoding: str = "utf-8") -> PackReport:
     """Parse chgksuite 4s markup (already decoded).
 
-    Questions are numbered 1, 2, ... in file order unless a ``№`` line gives the number.
+    Questions are numbered 1, 2, ... in file order unless a ``№`` line gives the number; a ``№№ N``
+    line (chgksuite's counter) numbers the next question N and those after it N+1, ...; a value
+    that is not a number is a pack flag, ``unparsable_question_counter:LINE``.
     Header lines (``###``, ``##``, ``#DATE``, ``#EDITOR``, ``#``) close the current question;
     unmarked lines after them continue the header value.
     """
@@ -702,6 +704,7 @@ def parse_4s(text: str, *, source_file: str | None = None, encoding: str = "utf-
     target: list[str] | None = None  # where continuation lines go
     counter = 0
     explicit_number: str | None = None
+    pack_flags: list[str] = []
 
     def close() -> None:
         nonlocal block
@@ -737,6 +740,14 @@ def parse_4s(text: str, *, source_file: str | None = None, encoding: str = "utf-
             target = sections[-1].setdefault(key, [])
             target.append(rest)
             continue
+        if marker == "№№":
+            close()
+            if re.fullmatch(r"[0-9]{1,9}", rest):
+                counter = int(rest) - 1
+            else:
+                pack_flags.append(f"unparsable_question_counter:{i + 1}")
+            target = None
+            continue
         if marker == "№":
             close()
             explicit_number = rest or None
@@ -767,7 +778,7 @@ def parse_4s(text: str, *, source_file: str | None = None, encoding: str = "utf-
         for sec in sections
         if sec
     ]
-    return PackReport(questions, "4s", encoding, source_file, headers)
+    return PackReport(questions, "4s", encoding, source_file, headers, pack_flags)
 
 
 # ---------------------------------------------------------------------------------------------

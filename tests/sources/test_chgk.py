@@ -129,6 +129,19 @@ def test_4s_handout_line_belongs_to_the_question_after_it(reports):
     assert qs[1].raw == "> Раздатка без вопроса" and {"missing_question", "missing_answer"} <= set(qs[1].flags)
 
 
+def test_4s_counter_line_numbers_the_questions_and_is_not_text():
+    # chgksuite's 4s writer starts a pack whose first question is not 1 with "№№ N"; the reader
+    # did not know the marker: the line went into the tour's header value ('Тур 2\n№№ 16') or,
+    # after a question, into its authors (['Автор', '№№ 16']), and the questions were numbered 1, 2
+    text = "## Тур 2\n\n№№ 16\n? Вопрос.\n! Ответ.\n@ Автор\n\n№№ 20\n? Другой вопрос.\n! Другой ответ.\n"
+    report = parse_pack(text, name="x.4s")
+    assert report.headers == [{"tour": "Тур 2"}]
+    assert [(q.number, q.authors, q.ok) for q in report.questions] == [("16", ["Автор"], True), ("20", [], True)]
+    bad = parse_pack("№№ шестнадцать\n? Вопрос.\n! Ответ.\n", name="y.4s")
+    assert bad.pack_flags == ["unparsable_question_counter:1"] and bad.questions[0].number == "1"
+    assert "unparsable_question_counter:1" in bad.summary()
+
+
 def test_db_concrete_values(reports):
     qs = reports["ingush16.txt"].questions
     q1 = qs[0]
