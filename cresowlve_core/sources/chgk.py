@@ -651,6 +651,9 @@ _4S_HEADER_KEYS = {
     "###LJ": "lj_title", "###": "tournament", "##": "tour", "#DATE": "date",
     "#EDITOR": "editor", "#": "comment",
 }  # fmt: skip
+#: chgksuite's label override at the start of a field (``! !!Ответ~на~блиц 1. Кот.``): the label it
+#: prints instead of "Ответ:", ``~`` for spaces; a display label, not part of the answer or question
+_4S_LABEL_OVERRIDE = re.compile(r"^!!\S* ")
 _4S_ESCAPE = re.compile(r"\\([_*~\[\]\\])")
 _LIST_MARK = "\x00"  # prefix of a list item inside a collected field
 
@@ -768,6 +771,7 @@ def parse_4s(text: str, *, source_file: str | None = None, encoding: str = "utf-
             block = _Block(i, None, dict(context))
         elif block is None:
             block = _Block(i, None, dict(context), flags=["missing_question_header"])
+        rest = _4S_LABEL_OVERRIDE.sub("", rest, count=1)
         block.add(key, [rest] if rest else [])
         target = block.fields[key]
         block.end = i + 1

@@ -142,6 +142,15 @@ def test_4s_counter_line_numbers_the_questions_and_is_not_text():
     assert "unparsable_question_counter:1" in bad.summary()
 
 
+def test_4s_label_override_is_not_read_as_part_of_the_answer():
+    # chgksuite lets a field start with "!!Label" (the label printed instead of "Ответ:", "~" for a
+    # space; compose_4s writes it so); it was read as text: answer '!!Ответ~на~блиц 1. Кот. 2. Пёс.'
+    text = "? !!Вопрос~0 Назовите ИХ.\n! !!Ответ~на~блиц 1. Кот. 2. Пёс.\n= !!Зачёт: Котёнок.\n@ Автор\n"
+    (q,) = parse_pack(text, name="x.4s").questions
+    assert (q.question, q.answer, q.other_answers, q.authors) == ("Назовите ИХ.", "1. Кот. 2. Пёс.", "Котёнок.", ["Автор"])
+    assert q.id == content_id("Назовите ИХ.", "1. Кот. 2. Пёс.") and q.ok
+
+
 def test_db_concrete_values(reports):
     qs = reports["ingush16.txt"].questions
     q1 = qs[0]
