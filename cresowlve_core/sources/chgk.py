@@ -243,7 +243,7 @@ _NUMBERED_ITEM = re.compile(r"^\s*(\d+)[.)]\s+(.*)$")
 _URL_START = re.compile(r"^\(?(?:https?://|www\.)", re.I)
 _RESULT = re.compile(r"^\s*(\d+)\s*(?:/|из)\s*(\d+)\s*\.?\s*$", re.I)
 _INT = re.compile(r"^\s*(\d+)\s*\.?\s*$")
-_PIC = re.compile(r"\((?:pic|img):?\s+[^)\n]+\)", re.I)
+_PIC = re.compile(r"\((?:pic|img|aud):?\s+[^)\n]+\)", re.I)  # aud: db.chgk.info's audio handout
 _RAZDATKA_OPEN = re.compile(r"<раздатка>", re.I)
 _RAZDATKA_CLOSE = re.compile(r"</раздатка>", re.I)
 _BRACKET_HANDOUT = re.compile(r"\[\s*Раздаточный\s+материал\s*:?", re.I)
@@ -350,7 +350,7 @@ def extract_handout(text: str) -> tuple[str | None, list[str]]:
     """Find handouts in a question text; returns ``(handout or None, flags)``.
 
     Recognises ``<раздатка>…</раздатка>`` and ``[Раздаточный материал: …]`` (their inner text)
-    and ``(pic: file)`` / ``(img file)`` markers elsewhere (the marker itself). Several handouts
+    and ``(pic: file)`` / ``(img file)`` / ``(aud: file)`` markers elsewhere (the marker itself). Several handouts
     are joined with newlines. An unclosed handout runs to the end and is flagged.
     """
     spans: list[tuple[int, int, str]] = []

@@ -214,6 +214,22 @@ def test_extract_handout_variants():
     assert (handout, flags) == ("начало", ["unclosed_handout"])
 
 
+def test_an_audio_handout_is_a_handout(reports):
+    # db.chgk.info marks an audio handout "(aud: file)" as it marks a picture "(pic: file)" (chgksuite's
+    # db reader takes both; its 4s has "(aud file)"); ruch17st.txt, 4 тур, question 12 is played from
+    # a recording: its handout was None, and the needs-material pre-check, which reads the handout
+    # field and looks for "(pic"/"(img", found no marker
+    from cresowlve_core.construction.precheck import handout_markers
+
+    (q,) = [q for q in reports["ruch17st.txt"].questions if "(aud:" in q.question]
+    assert (q.tour, q.number, q.answer) == ("4 тур", "12", "ЗасЭмплил.")
+    assert q.handout == "(aud: 20170002.mp3)" and q.ok
+    assert "handout_field" in handout_markers(q.question, q.handout)
+    assert sum(1 for q in reports["ruch17st.txt"].questions if q.handout) == 15
+    (q4,) = parse_pack("? (aud a.mp3)\nНазовите автора.\n! Бах.\n", name="x.4s").questions
+    assert q4.handout == "(aud a.mp3)"
+
+
 # --- encodings ------------------------------------------------------------------------------------
 
 
