@@ -179,6 +179,9 @@ def cmd_grid(a: argparse.Namespace) -> int:
     fatal = [c for c in out["cells"] if c["status"] in ("stopped", "failed")]
     if fatal:  # a dead endpoint, key or model, or --max-cost, in some cells; the other cells ran
         why = next((line for line in (fatal[0]["error"], fatal[0]["line"]) if line), "")
+        # every stopped cell named (a budget in one, a dead worker process in another: each needs its own look)
+        more = [c["cell"] for c in fatal[1:]]
+        why += f"; also stopped: {', '.join(more[:5])}{', ...' if len(more) > 5 else ''}" if more else ""
         rest = [c["cell"] for c in bad if c not in fatal]  # errored or unrun items in cells that ran to the end
         also = f"; {len(rest)} more cell(s) incomplete ({', '.join(rest[:5])})" if rest else ""
         # what to change first, named by the first cell that needs a change (a key, a model, an effort, a budget)

@@ -240,3 +240,24 @@ def test_ctrl_c_stops_every_worker_and_writes_the_grid_summary(tmp_path):
     cells = {c["cell"]: c["status"] for c in json.loads((tmp_path / "stop" / GRID_FILE).read_text())["cells"]}
     assert sorted(cells.values()) == ["interrupted", "interrupted", "not_run", "not_run"], cells
     assert last_line(stderr) == "interrupted (Ctrl-C): 0 of 4 cells done; the report was skipped; run again to resume"
+
+
+def test_the_last_line_names_every_stopped_cell_a_dead_worker_s_too(tmp_path, monkeypatch, capsys):
+    """A budget stops one cell and a worker process is killed under another: the last line names both
+    (it named the first alone, so the cell of the dead worker was in no line on stderr)."""
+    import cresowlve_core.evaluation.grid_run as grid_run
+
+    def row(cell: str, status: str, error: str | None, line: str | None) -> dict:
+        return {"cell": cell, "config": cell, "lang": "en", "status": status, "error": error, "line": line,
+                "stopped": None}
+
+    out = {"cells": [row("costly__en", "stopped", None, "n=9 ok=4 | STOPPED: max_cost reached"),
+                     row("slow__en", "failed", "the worker process running this cell exited with code -9", None),
+                     row("fine__en", "done", None, "n=9 ok=9")],
+           "n_cells": 3, "n_done": 1, "aliases": {}}
+    monkeypatch.setattr(grid_run, "run_grid", lambda *a, **k: out)
+    rc = main(["grid", str(tmp_path / "g.yaml"), "--workers", "2"])
+    last = last_line(capsys.readouterr().err)
+    assert rc == 3, last
+    assert last.startswith("stopped early (2 cell(s) stopped; costly__en: n=9 ok=4"), last
+    assert "also stopped: slow__en" in last, last
