@@ -68,7 +68,8 @@ def run_grid(path: str | Path, *, progress: bool = True, reports_dir: str | Path
     from cresowlve_core.runtime import run_coro
 
     grid = load_grid(path)
-    todo = [c for c in cells(grid) if not cell_finished(grid, c, CellItems())]
+    items = CellItems()  # one load per items spec and language, shared by every cell's check
+    todo = [c for c in cells(grid) if not cell_finished(grid, c, items)]
     if problems := unrunnable_cells(grid, todo):  # before any cell starts, so nothing is spent on the others
         raise GridConfigError(Path(path), problems)
     for note in temperatures_not_sent(grid, todo):
