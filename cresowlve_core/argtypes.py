@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from cresowlve_core.text import MAX_SLUG
+
 
 def _int_at_least(text: str, minimum: int) -> int:
     try:
@@ -159,8 +161,8 @@ def nonempty(text: str) -> str:
 
 
 #: the longest report name: its staging folder (``.render-STEM-xxxxxxxx``) and its exports (``STEM_table1.csv``)
-#: must fit the 255 bytes of a file name
-MAX_FILE_STEM = 200
+#: must fit the 255 bytes of a file name (the slugs' limit)
+MAX_FILE_STEM = MAX_SLUG
 
 
 def file_stem(text: str) -> str:

@@ -46,7 +46,7 @@ from cresowlve_core.notebook_records import in_ipython_kernel as _in_ipython_ker
 from cresowlve_core.notebook_records import record as record  # re-exported for notebooks
 from cresowlve_core.outfiles import dumps_json
 from cresowlve_core.secrets import scrub
-from cresowlve_core.text import slug
+from cresowlve_core.text import hashed_name, slug
 from cresowlve_core.untrusted import one_line
 from cresowlve_core.vega import VEGALITE_MIME as VEGALITE_MIME  # re-exported (tests, renderers)
 from cresowlve_core.vega import VEGALITE_SCHEMA as VEGALITE_SCHEMA
@@ -195,9 +195,7 @@ def report_name(name: str, parameters: dict[str, Any]) -> str:
     if not label:
         label = hashlib.sha1(json.dumps(changed, sort_keys=True, default=str).encode()).hexdigest()[:8]
     stem = f"{src.stem}_{slug(label)}"
-    if len(stem) > MAX_FILE_STEM:  # a long list of runs: cut to fit a file name, the hash of the label keeps it apart
-        stem = f"{stem[:MAX_FILE_STEM - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
-    return stem
+    return stem if len(stem) <= MAX_FILE_STEM else hashed_name(stem, label, MAX_FILE_STEM)  # a long list of runs
 
 
 #: parameters that name what a report shows, most telling first

@@ -34,7 +34,13 @@ def slug(text: str) -> str:
     safe = _UNSAFE.sub("-", text).strip("-")
     if safe == text and len(safe) <= MAX_SLUG:
         return safe
-    return f"{safe[:MAX_SLUG - 9].strip('.-') or 'x'}-{_digest(text)}"
+    return hashed_name(safe, text)
+
+
+def hashed_name(name: str, whole: str, limit: int = MAX_SLUG) -> str:
+    """The start of ``name`` that leaves room in ``limit`` characters for ``-`` and 8 hex digits of the
+    SHA-256 of ``whole`` (what it was made from), which follow it: two names that share a start stay apart."""
+    return f"{name[:limit - 9].strip('.-') or 'x'}-{_digest(whole)}"
 
 
 def _digest(text: str) -> str:

@@ -62,7 +62,7 @@ from cresowlve_core.create.records import (
     response_key,
     top_error,
 )
-from cresowlve_core.create.scored import ScoredSet, _judgment_problem, unfinished
+from cresowlve_core.create.scored import ScoredSet, judgment_problem, unfinished
 from cresowlve_core.create.utility import Discount, utility_breakdown
 from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Endpoint
@@ -438,7 +438,7 @@ def scored_sets_from_run(
             origin=origin, judge=judge, model_name=gm.model, variation_name=variation, scored_with=scored_with,
             judge_coverage=(coverage[0], coverage[1], coverage[2]),
         )
-        if (problem := _judgment_problem(scored)) is not None:  # a judgments file edited off the judges' scale
+        if (problem := judgment_problem(scored)) is not None:  # a judgments file edited off the judges' scale
             raise InputError(f"{gen_dir}: the judgments of query {g.query.id} cannot be used ({problem}); "
                              "mend or remove them and run `cresowlve create score` again")
         out.append(scored)

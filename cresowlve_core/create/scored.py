@@ -131,12 +131,12 @@ def recorded_set(config: str, row: dict[str, Any], validity: ValiditySource = "r
     n = len(paths)
     if not (len(s.specificity) == len(s.factuality) == len(s.validity) == n):
         raise InputError(f"{config}: judgments do not line up with the {n} paths of {s.query_id}")
-    if (problem := _judgment_problem(s)) is not None:
+    if (problem := judgment_problem(s)) is not None:
         raise InputError(f"{config}: {problem} ({s.query_id})")
     return s
 
 
-def _judgment_problem(s: ScoredSet) -> str | None:
+def judgment_problem(s: ScoredSet) -> str | None:
     """What is wrong with a set's per-triple judgments, or None: one per triple, specificity a score
     0-5 and factuality 0-1 (NaN would make the utility NaN; 7 would pass any factuality threshold)."""
     for i, (path, spec, fact) in enumerate(zip(s.paths, s.specificity, s.factuality, strict=True), start=1):
