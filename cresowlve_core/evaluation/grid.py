@@ -48,6 +48,7 @@ from cresowlve_core.evaluation.runner import (
     eval_stages,
     evaluate_async,
     load_eval_items,
+    sent_now,
     summary_line,
     truncation_warning,
 )
@@ -428,6 +429,13 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
     return {**out, "stopped": INTERRUPTED} if stop.requested() is not None else out
 
 
+def cell_line(summary: dict[str, Any], *, ran_now: bool) -> str:
+    """A cell's summary line and what this grid run did for it. Its cost is the run directory's (answers
+    of earlier runs and the cache included), so the items sent now and the calls the cache answered are
+    named beside it; a cell finished before this grid run sent nothing."""
+    return f"{summary_line(summary)} | {sent_now(summary) if ran_now else 'finished before this grid run: nothing sent'}"
+
+
 def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[str, dict[str, Any]]) -> dict[str, Any]:
     aliases = {m.model: m.label for m in grid.models if m.label}
     rows = []
@@ -453,7 +461,7 @@ def write_grid_summary(grid: GridConfig, all_cells: list[Cell], results: dict[st
                      "n_filtered": summary.get("n_filtered", 0) if summary else None,
                      # more than 2% of its answers cut off by the token limit (scored as wrong), else None
                      "truncation_warning": truncation_warning(summary, TRUNCATED_RETRY) if summary else None,
-                     "line": summary_line(summary) if summary else None})
+                     "line": cell_line(summary, ran_now=res is not None) if summary else None})
     out = {"name": grid.name, "written_at": now_iso(), "cells": rows,
            "aliases": aliases,
            "n_cells": len(rows), "n_done": sum(r["status"] == "done" for r in rows)}

@@ -399,6 +399,27 @@ def test_a_cells_unreadable_summary_makes_it_run_again_not_a_traceback(tmp_path)
         assert srv.total == sent  # every answer and verdict was on disk
 
 
+def test_a_cell_line_says_what_this_grid_run_sent(tmp_path):
+    """A cell's cost is its run directory's, answers of earlier runs and the cache included, so its line
+    says what this grid run did: the items it ran and the calls the cache answered, or nothing for a
+    cell finished before. Before: the same line each time, a warm-cache cell's cost read as new spending."""
+    import shutil
+
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        config = write_config(tmp_path, srv, langs=["en"], models=models)
+        (first,) = run_grid(config, progress=False)["cells"]
+        (again,) = run_grid(config, progress=False)["cells"]
+        sent = srv.total
+        shutil.rmtree(first["run_dir"])  # the answers are gone from the run directory, not from the cache
+        (cached,) = run_grid(config, progress=False)["cells"]
+        assert srv.total == sent
+    assert first["line"].endswith(" | 2 item(s) run") and not first["skipped"]
+    assert again["skipped"] and again["line"].endswith(" | finished before this grid run: nothing sent")
+    assert cached["line"].endswith(" | 2 item(s) run, 4 call(s) answered from the cache")
+    assert json.loads((tmp_path / "grid" / GRID_FILE).read_text())["cells"][0]["line"] == cached["line"]
+
+
 def test_a_finished_cell_whose_config_was_edited_is_continued_or_refused_not_skipped_as_done(tmp_path):
     """A finished cell, then the grid's YAML edited: a larger limit continues the cell (the new items are
     answered), another max_tokens refuses it naming the change, nothing sent. Before: both skipped as
