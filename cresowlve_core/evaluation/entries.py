@@ -46,7 +46,7 @@ class SummaryEntry:
 
     __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
-                 "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error")
+                 "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error", "served_model")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -73,6 +73,8 @@ class SummaryEntry:
         self.judge_repeat_status: str = repeat_status(rec)
         repeat_raw = repeat_fields(rec).get("judge_repeat_raw") if self.judge_repeat_status == "error" else None
         self.judge_repeat_error: str | None = error_line(repeat_raw) if repeat_raw else None
+        served = get("served_model")
+        self.served_model: str | None = served if isinstance(served, str) else None
 
     def unknown_value(self) -> str | None:
         """``status 'x'`` or ``outcome 'x'`` when the record has a value this version does not write

@@ -36,6 +36,9 @@ class ResponseRecord(BaseModel):
     refusal: str | None = None  # the model's refusal text
     invalid_utf8: bool = False  # the body was not valid UTF-8: decoded with U+FFFD, kept and flagged
     model: str
+    #: the model the provider said answered (its reply's ``model``: a dated snapshot of an alias, the
+    #: model behind a deployment name or a router); None when the reply named none
+    served_model: str | None = None
     effort: str | None = None
     # item annotations, copied so a run dir is self-contained
     difficulty: int | None = None

@@ -249,7 +249,7 @@ def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None, 
     every metric, whatever that text says."""
     scored = not_an_answer_scores() if is_withheld(c) else score_fields(c.text, view.answer, view.other_answers,
                                                                         fewshot=fewshot)
-    return dict(status="ok", **outcome_fields(c), raw_output=c.text, thoughts=c.thoughts, usage=c.usage,
+    return dict(status="ok", **outcome_fields(c), served_model=c.model or None, raw_output=c.text, thoughts=c.thoughts, usage=c.usage,
                 cost=c.cost, cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
                 truncated=c.truncated, max_tokens=max_tokens, **scored)
 
@@ -614,6 +614,8 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
         "n_truncated": sum(r.truncated for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
+        # the models the provider said answered, with how many answers each (answers that named none left out)
+        "served_models": dict(sorted(Counter(r.served_model for r in ok if r.served_model).items())),
         "thinking": thinking,
         "effort": effort,
         "n_no_reasoning": (sum(not r.shows_reasoning for r in ok if r.outcome not in NOT_AN_ANSWER)
@@ -686,9 +688,22 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | WARNING: labelled {'effort none' if s.get('effort') == NO_REASONING else 'non-thinking'}, but "
            f"{s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: the model reasoned anyway"
            if s.get("n_unlabelled_reasoning") else "")
+        + served_note(s)
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
+
+
+def served_note(s: dict[str, Any]) -> str:
+    """`` | WARNING: answers from 2 models the provider named: a (3), b (2)`` when the replies named more
+    than one model (an alias that moved to another snapshot, a router's fallback): one label, two
+    models; else ``""``."""
+    served = s.get("served_models") or {}
+    if len(served) < 2:
+        return ""
+    shown_models = ", ".join(f"{one_line(str(name), 60)} ({n})" for name, n in list(served.items())[:4])
+    return (f" | WARNING: answers from {len(served)} models the provider named: {shown_models}"
+            + (", ..." if len(served) > 4 else ""))
 
 
 def repeat_note(s: dict[str, Any]) -> str:

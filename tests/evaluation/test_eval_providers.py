@@ -182,3 +182,82 @@ def test_effort_none_expects_no_reasoning_and_flags_answers_that_show_it(tmp_pat
     assert "WARNING" not in summary_line(quiet)
     assert (reasoned["n_no_reasoning"], reasoned["n_unlabelled_reasoning"]) == (None, 3)
     assert "WARNING: labelled effort none, but 3/3 answers show reasoning: the model reasoned anyway" in summary_line(reasoned)
+
+
+#: OpenAI's recorded Chat Completions success: asked for ``gpt-4o-mini``, it names the dated snapshot that
+#: answered, ``gpt-4o-mini-2024-07-18`` (tests/replay/fixtures/SOURCES.md)
+RECORDED_SNAPSHOT_REPLY = json.loads(
+    (__import__("pathlib").Path(__file__).resolve().parents[1] / "replay" / "fixtures" / "openai"
+     / "chat_gpt4o_mini_success.json").read_text(encoding="utf-8"))["body"]
+
+
+class _RecordedReplyServer:
+    """A chat endpoint answering every request with :data:`RECORDED_SNAPSHOT_REPLY`, its text the item's answer
+    and its ``model`` as recorded (or ``served(n)`` for item ``n``)."""
+
+    def __init__(self, served=None) -> None:
+        import copy
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                prompt = body["messages"][-1]["content"]
+                n = int(prompt.split("Puzzle number ")[1].split(":")[0])
+                out = copy.deepcopy(RECORDED_SNAPSHOT_REPLY)
+                out["choices"][0]["message"]["content"] = f"<Answer>Answer{n}</Answer>"
+                if served is not None:
+                    out["model"] = served(n)
+                data = json.dumps(out).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def __enter__(self) -> _RecordedReplyServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def test_the_model_the_provider_says_answered_is_recorded_with_each_answer_and_counted(tmp_path):
+    """Asked for the alias ``gpt-4o-mini``, OpenAI answers as ``gpt-4o-mini-2024-07-18`` (the recorded reply):
+    each record keeps it as ``served_model`` (also from the cache), and summary.json counts the models
+    that answered. Before: the reply's ``model`` was read (and priced) but written nowhere in the run."""
+    items = make_items(3)
+    with _RecordedReplyServer() as srv:
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, model="gpt-4o-mini", provider="openai")
+        out = asyncio.run(evaluate_async(cfg, items, progress=False))
+        cached = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "again", tmp_path, model="gpt-4o-mini",
+                                                    provider="openai"), items, progress=False))
+    for run in ("run", "again"):
+        records = [json.loads(x) for x in (tmp_path / run / "responses.jsonl").read_text().splitlines()]
+        assert [(r["model"], r["served_model"]) for r in records] == [("gpt-4o-mini", "gpt-4o-mini-2024-07-18")] * 3
+    assert all(r["cached"] for r in map(json.loads, (tmp_path / "again" / "responses.jsonl").read_text().splitlines()))
+    for s in (out.summary, cached.summary,
+              json.loads((tmp_path / "run" / "summary.json").read_text())):
+        assert s["served_models"] == {"gpt-4o-mini-2024-07-18": 3}
+    assert "models the provider named" not in summary_line(out.summary)
+
+
+def test_answers_from_two_models_under_one_label_are_counted_and_warned(tmp_path):
+    """An alias that moved to another snapshot during the run (or a router's fallback): the label is one model,
+    the answers come from two. summary.json counts each, the summary line warns and names them."""
+    items = make_items(4)
+    with _RecordedReplyServer(lambda n: "gpt-4o-mini-2024-07-18" if n < 3 else "gpt-4o-mini-2025-01-01") as srv:
+        out = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, model="gpt-4o-mini",
+                                                 provider="openai", cache=False), items, progress=False))
+    assert out.summary["served_models"] == {"gpt-4o-mini-2024-07-18": 3, "gpt-4o-mini-2025-01-01": 1}
+    assert ("WARNING: answers from 2 models the provider named: gpt-4o-mini-2024-07-18 (3), "
+            "gpt-4o-mini-2025-01-01 (1)") in summary_line(out.summary)
