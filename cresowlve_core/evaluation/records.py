@@ -59,6 +59,9 @@ class ResponseRecord(BaseModel):
     cost_source: Literal["reported", "price_table"] | None = None  # the provider's own figure, or our price table
     truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)
     max_tokens: int | None = None  # the output budget this answer had
+    #: the request fields this answer was asked without (the provider refused them by name and the client
+    #: dropped them: the manifest's ``adapted``); [] when it was asked with every field the run's settings send
+    dropped_fields: list[str] = Field(default_factory=list)
     latency_s: float | None = None
     cached: bool = False
     # every metric of the registry (evaluation/metrics.py): True, False or None (not scored)

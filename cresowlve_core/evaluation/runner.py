@@ -251,7 +251,14 @@ def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None, 
                                                                         fewshot=fewshot)
     return dict(status="ok", **outcome_fields(c), served_model=c.model or None, raw_output=c.text, thoughts=c.thoughts, usage=c.usage,
                 cost=c.cost, cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
-                truncated=c.truncated, max_tokens=max_tokens, **scored)
+                truncated=c.truncated, max_tokens=max_tokens, dropped_fields=dropped_fields(c), **scored)
+
+
+def dropped_fields(c: Completion) -> list[str]:
+    """The request fields ``c`` was asked without (dropped after the provider refused them; a renamed field
+    still carries its value)."""
+    return sorted({str(a["field"]) for a in c.raw.get("adapted") or []
+                   if isinstance(a, dict) and a.get("field") and a.get("action") == "drop"})
 
 
 def cost_source(c: Completion) -> str | None:
@@ -302,6 +309,11 @@ class _Evaluator:
         jr = self.judge_role
         self.judge: LLMClient | None = (
             open_client(jr.endpoint, jr.options, meter=self.judge_meter, prices=prices, cache=cache) if jr else None)
+        # a resume asks as the run asked before: without the fields the provider refused then
+        for client, earlier in ((self.client, adapted), (self.judge, judge_adapted)):
+            if client is not None:
+                client.adaptations.extend(dict(a) for a in earlier if isinstance(a, dict) and a.get("field")
+                                          and all(x["field"] != a["field"] for x in client.adaptations))
         self.fewshot = self.answerer.call.fewshot
 
     async def aclose(self) -> None:
@@ -614,6 +626,10 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
         "n_truncated": sum(r.truncated for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
+        # answers asked without a field the provider refused, per field (the others were asked with it)
+        "dropped_answers": dict(sorted(Counter(f for r in ok for f in r.dropped_fields or ()).items())),
+        # answers whose record says how they were asked (older versions did not write it)
+        "n_dropped_known": sum(r.dropped_fields is not None for r in ok),
         # the models the provider said answered, with how many answers each (answers that named none left out)
         "served_models": dict(sorted(Counter(r.served_model for r in ok if r.served_model).items())),
         "thinking": thinking,
@@ -689,9 +705,20 @@ def summary_line(s: dict[str, Any]) -> str:
            f"{s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: the model reasoned anyway"
            if s.get("n_unlabelled_reasoning") else "")
         + served_note(s)
+        + mixed_settings_note(s)
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
     )
+
+
+def mixed_settings_note(s: dict[str, Any]) -> str:
+    """`` | WARNING: 3 of 6 answers were asked without 'temperature' ...`` when some answers of the run were
+    asked without a field the provider refused and others with it (a resume against an endpoint that
+    refuses what the first run's accepted): two settings under one label; else ``""``."""
+    known = s.get("n_dropped_known") or 0
+    mixed = [(f, n) for f, n in (s.get("dropped_answers") or {}).items() if 0 < n < known]
+    return "".join(f" | WARNING: {n} of {known} answers were asked without {one_line(str(f), 40)!r} (the provider "
+                   "refused it), the others with it: two settings in one run" for f, n in mixed)
 
 
 def served_note(s: dict[str, Any]) -> str:

@@ -404,6 +404,38 @@ def test_a_temperature_the_requests_do_not_carry_is_never_the_runs_label(tmp_pat
     assert temps == {"gpt5": PROVIDER_DEFAULT, "gpt4o": 0.7, "deployment": PROVIDER_DEFAULT}
 
 
+def test_a_resume_asks_without_the_fields_the_run_dropped_before(tmp_path):
+    """A run whose deployment refused 'temperature' (the recorded 400; dropped: the run is at the provider's
+    default), resumed at another base URL that accepts it: the resume asks without it too, so every answer
+    of the run is at the provider's default its manifest says. Before: the resume sent temperature 0.5, and
+    3 answers at 0.5 joined 3 at the default under the label "provider default"."""
+    run = tmp_path / "run"
+    with ReplayServer("deployment", reasoning_aliases=("gpt-4o-mini",)) as refusing, ReplayServer() as accepting:
+        code, out = run_eval(refusing, "openai", run, "--model", "gpt-4o-mini", "--temperature", "0.5", limit=3)
+        code2, out2 = run_eval(accepting, "openai", run, "--model", "gpt-4o-mini", "--temperature", "0.5", limit=6)
+        resumed = [e["body"] for e in accepting.requests("openai")]
+    assert (code, code2) == (0, 0), out + out2
+    assert len(resumed) == 3 and all("temperature" not in b for b in resumed), resumed
+    assert [r["dropped_fields"] for r in records(run)] == [["temperature"]] * 6
+    assert "two settings" not in out2
+
+
+def test_a_resume_whose_endpoint_refuses_a_field_the_run_sent_says_the_run_mixes_two_settings(tmp_path):
+    """The reverse: a run at temperature 0.5, resumed where the deployment refuses it (the recorded 400: dropped
+    for the rest). Each record says which answers were asked without it, summary.json counts them and the
+    summary line warns. Before: nothing in the records or the summary told the 3 answers at 0.5 from the 3 at
+    the provider's default, and the manifest's 'adapted' labelled all 6 "provider default"."""
+    run = tmp_path / "run"
+    with ReplayServer() as accepting, ReplayServer("deployment", reasoning_aliases=("gpt-4o-mini",)) as refusing:
+        code, out = run_eval(accepting, "openai", run, "--model", "gpt-4o-mini", "--temperature", "0.5", limit=3)
+        code2, out2 = run_eval(refusing, "openai", run, "--model", "gpt-4o-mini", "--temperature", "0.5", limit=6)
+    assert (code, code2) == (0, 0), out + out2
+    assert [r["dropped_fields"] for r in records(run)] == [[]] * 3 + [["temperature"]] * 3
+    assert summary(run)["dropped_answers"] == {"temperature": 3} and summary(run)["n_dropped_known"] == 6
+    assert ("WARNING: 3 of 6 answers were asked without 'temperature' (the provider refused it), the others with "
+            "it: two settings in one run") in out2
+
+
 def test_create_generate_names_the_papers_temperature_a_reasoning_model_is_not_sent(tmp_path):
     env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"))
     outs = {}
