@@ -47,7 +47,7 @@ class SummaryEntry:
     __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
                  "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error", "served_model",
-                 "dropped_fields")
+                 "dropped_fields", "judge_served_model")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -76,6 +76,8 @@ class SummaryEntry:
         self.judge_repeat_error: str | None = error_line(repeat_raw) if repeat_raw else None
         served = get("served_model")
         self.served_model: str | None = served if isinstance(served, str) else None
+        judge_served = get("judge_served_model")
+        self.judge_served_model: str | None = judge_served if isinstance(judge_served, str) else None
         fields = get("dropped_fields")  # None: written by a version that did not record it
         self.dropped_fields: tuple[str, ...] | None = tuple(map(str, fields)) if isinstance(fields, list) else None
 

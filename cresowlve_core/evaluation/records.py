@@ -73,6 +73,8 @@ class ResponseRecord(BaseModel):
     judge_verdict: Literal["CORRECT", "INCORRECT"] | None = None
     judge_raw: str | None = None
     judge_model: str | None = None
+    judge_served_model: str | None = None  # the model the judge's reply said gave the verdict (as ``served_model``)
+    judge_dropped_fields: list[str] = Field(default_factory=list)  # the judge's request went without (as ``dropped_fields``)
     judge_usage: Usage | None = None
     judge_cost: float | None = None
     #: what the judge call came to; a judge that refused or was filtered leaves the verdict unscored

@@ -413,12 +413,14 @@ class _Evaluator:
             raise
         except LLMError as exc:
             return {"judge_status": "error", "judge_raw": str(exc), "judge_verdict": None,
-                    "judge_model": self.cfg.judge_model, "judge_cost": None}
+                    "judge_model": self.cfg.judge_model, "judge_served_model": None, "judge_dropped_fields": [],
+                    "judge_cost": None}
         # a judge that refused or was filtered gives no verdict: unscored, its text kept, the answer not made wrong
         verdict = None if is_withheld(c) else req.parse(c.text, cut_off=c.truncated)
         return {"judge_status": "scored" if verdict else "unscored", "judge_verdict": verdict,
                 "judge_raw": c.refusal or c.text, "judge_outcome": call_outcome(c),
-                "judge_model": self.cfg.judge_model, "judge_usage": c.usage, "judge_cost": c.cost}
+                "judge_model": self.cfg.judge_model, "judge_served_model": c.model or None,
+                "judge_dropped_fields": dropped_fields(c), "judge_usage": c.usage, "judge_cost": c.cost}
 
 
 def truncation_warning(s: dict[str, Any], retry: str = "the same command with --retry-truncated --max-tokens N") -> str | None:
@@ -632,6 +634,7 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "n_dropped_known": sum(r.dropped_fields is not None for r in ok),
         # the models the provider said answered, with how many answers each (answers that named none left out)
         "served_models": dict(sorted(Counter(r.served_model for r in ok if r.served_model).items())),
+        "judge_served_models": dict(sorted(Counter(r.judge_served_model for r in ok if r.judge_served_model).items())),
         "thinking": thinking,
         "effort": effort,
         "n_no_reasoning": (sum(not r.shows_reasoning for r in ok if r.outcome not in NOT_AN_ANSWER)

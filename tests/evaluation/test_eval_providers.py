@@ -209,7 +209,9 @@ class _RecordedReplyServer:
                 prompt = body["messages"][-1]["content"]
                 n = int(prompt.split("Puzzle number ")[1].split(":")[0])
                 out = copy.deepcopy(RECORDED_SNAPSHOT_REPLY)
-                out["choices"][0]["message"]["content"] = f"<Answer>Answer{n}</Answer>"
+                out["choices"][0]["message"]["content"] = (
+                    f"VERDICT-{prompt.rsplit('VERDICT-', 1)[1].split(':')[0]}: CORRECT" if "candidate_answer" in prompt
+                    else f"<Answer>Answer{n}</Answer>")
                 if served is not None:
                     out["model"] = served(n)
                 data = json.dumps(out).encode()
@@ -261,3 +263,18 @@ def test_answers_from_two_models_under_one_label_are_counted_and_warned(tmp_path
     assert out.summary["served_models"] == {"gpt-4o-mini-2024-07-18": 3, "gpt-4o-mini-2025-01-01": 1}
     assert ("WARNING: answers from 2 models the provider named: gpt-4o-mini-2024-07-18 (3), "
             "gpt-4o-mini-2025-01-01 (1)") in summary_line(out.summary)
+
+
+def test_the_model_the_judges_reply_names_is_recorded_with_each_verdict_and_counted(tmp_path):
+    """The judge ``gpt-4o-mini`` answers as ``gpt-4o-mini-2024-07-18`` (the recorded reply): each verdict's record
+    keeps it as ``judge_served_model``, and summary.json counts it. Before: written nowhere."""
+    items = make_items(2)
+    with _RecordedReplyServer() as srv:
+        out = asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, model="gpt-4o-mini", provider="openai",
+                                                 judge_model="gpt-4o-mini", cache=False), items, progress=False))
+    records = [json.loads(x) for x in (tmp_path / "run" / "responses.jsonl").read_text().splitlines()]
+    judged = {r["id"]: r for r in records if r["judge_status"] == "scored"}
+    assert len(judged) == 2, records
+    assert {(r["judge_model"], r["judge_served_model"], r["judge_dropped_fields"] == []) for r in judged.values()} == {
+        ("gpt-4o-mini", "gpt-4o-mini-2024-07-18", True)}
+    assert out.summary["judge_served_models"] == {"gpt-4o-mini-2024-07-18": 2}
