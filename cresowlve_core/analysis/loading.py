@@ -391,8 +391,8 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "lang": language(m.get("lang") or first.get("lang")),
         "judge_model": judge.get("model") if isinstance(judge, dict) else None,
         "judge_protocol": judge.get("protocol") if isinstance(judge, dict) else None,
-        "seed": m.get("seed"),
-        "judge_seed": judge.get("seed") if isinstance(judge, dict) else None,
+        "seed": sent_seed(m),
+        "judge_seed": sent_seed(judge) if isinstance(judge, dict) else None,
         "temperature": sent_temperature(m),
         "stopped": m.get("stopped"),
         "manifest": manifest is not None,
@@ -436,6 +436,18 @@ def sent_temperature(m: dict[str, Any]) -> float | str | None:
     dropped = any(isinstance(a, dict) and a.get("field") == "temperature" and a.get("action") == "drop"
                   for a in m.get("adapted") or [])
     return PROVIDER_DEFAULT if dropped or "temperature" not in m["sent"] else m["sent"]["temperature"]
+
+
+def sent_seed(m: dict[str, Any]) -> int | None:
+    """The seed the requests of a run (or of its judge: the manifest's ``judge`` section) carried: None when
+    they carried none (a profile that sends no seed, such as Gemini's; the Responses API; a seed the provider
+    refused and the client dropped), as :func:`sent_temperature`. A manifest that records no sent fields
+    gives its requested ``seed``."""
+    if not m.get("sent"):
+        return m.get("seed")
+    dropped = any(isinstance(a, dict) and a.get("field") == "seed" and a.get("action") == "drop"
+                  for a in m.get("adapted") or [])
+    return None if dropped else m["sent"].get("seed")
 
 
 def _reasoning_checked(run_dir: Path, asked_reasoning: bool) -> int | None:

@@ -103,7 +103,8 @@ def seeds_section(rs: RunSet | None = None, **analysis_seeds: int) -> dict[str, 
     say(
         "Seeds: "
         + ", ".join(f"`{k} = {v}`" for k, v in out["analysis"].items())
-        + (f"; run seeds: {', '.join(sorted({str(v['seed']) for v in runs.values()}))}" if runs else "")
+        + (f"; run seeds: {', '.join(sorted({'not sent' if v['seed'] is None else str(v['seed']) for v in runs.values()}))}"
+           if runs else "")
         + "."
     )
     return out

@@ -404,6 +404,30 @@ def test_a_temperature_the_requests_do_not_carry_is_never_the_runs_label(tmp_pat
     assert temps == {"gpt5": PROVIDER_DEFAULT, "gpt4o": 0.7, "deployment": PROVIDER_DEFAULT}
 
 
+def test_a_seed_the_requests_do_not_carry_is_never_the_runs_label(tmp_path, monkeypatch):
+    """Gemini's profile sends no seed (its endpoint refuses the field): a run with --seed 7 there has no seed in
+    its runs table row and "not sent" in the report's seeds line, as a temperature that is not sent is the
+    provider's default. Before: seed 7 in both, for requests that carried none."""
+    import pandas as pd
+
+    from cresowlve_core.analysis import report
+    from cresowlve_core.analysis.loading import load_runs
+
+    with ReplayServer() as srv:
+        code, out = run_eval(srv, "gemini", tmp_path / "gemini", "--model", "gemini-2.5-flash", "--seed", "7", limit=1)
+        code4, out4 = run_eval(srv, "openai", tmp_path / "gpt4o", "--model", "gpt-4o", "--seed", "7", limit=1)
+        bodies = {e["body"]["model"]: e["body"] for p in ("gemini", "openai") for e in srv.requests(p)}
+    assert (code, code4) == (0, 0), out + out4
+    assert "seed" not in bodies["gemini-2.5-flash"] and bodies["gpt-4o"]["seed"] == 7
+    rs = load_runs(str(tmp_path / "*"))
+    seeds = rs.runs.set_index("run_id")["seed"].to_dict()
+    assert seeds["gpt4o"] == 7 and pd.isna(seeds["gemini"]), seeds
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    assert report.seeds_section(rs, seed=0)["runs"]["gemini"]["seed"] is None
+    assert "run seeds: 7, not sent." in said[-1]
+
+
 def test_a_resume_asks_without_the_fields_the_run_dropped_before(tmp_path):
     """A run whose deployment refused 'temperature' (the recorded 400; dropped: the run is at the provider's
     default), resumed at another base URL that accepts it: the resume asks without it too, so every answer
