@@ -683,7 +683,20 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
                          + (f"(stopped: {one_line(stopped)})." if stopped else "yet."))
         elif not r["complete"]:
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
+        notes.extend(_mixed_request_notes(Path(r["path"])))
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+def _mixed_request_notes(run_dir: Path) -> list[str]:
+    """One note per field that some answers of the run were asked without (the provider refused it and the
+    client dropped it) and others with it (its summary's ``dropped_answers``): two settings under one run, whose
+    manifest labels them all by the drop."""
+    known, dropped = _summary_value(run_dir, "n_dropped_known"), _summary_value(run_dir, "dropped_answers")
+    if not isinstance(known, int) or not isinstance(dropped, dict):
+        return []
+    return [f"`{one_line(run_dir.name)}`: {n} of {known} answers were asked without `{one_line(field, 40)}` (the "
+            "provider refused it), the others with it: two settings in one run."
+            for field, n in dropped.items() if isinstance(n, int) and 0 < n < known]
 
 
 def _language_notes(runs_df: pd.DataFrame) -> list[str]:

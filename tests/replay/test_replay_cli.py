@@ -458,6 +458,11 @@ def test_a_resume_whose_endpoint_refuses_a_field_the_run_sent_says_the_run_mixes
     assert summary(run)["dropped_answers"] == {"temperature": 3} and summary(run)["n_dropped_known"] == 6
     assert ("WARNING: 3 of 6 answers were asked without 'temperature' (the provider refused it), the others with "
             "it: two settings in one run") in out2
+    from cresowlve_core.analysis.loading import load_runs
+
+    notes = load_runs(str(run)).notes
+    assert ("`run`: 3 of 6 answers were asked without `temperature` (the provider refused it), the others with it: "
+            "two settings in one run.") in notes, notes
 
 
 def test_create_generate_names_the_papers_temperature_a_reasoning_model_is_not_sent(tmp_path):
