@@ -355,6 +355,9 @@ class Build:
         """Write the exports and the data card; ``calls_note``: :meth:`calls_note` (the card opens with it)."""
         self._guard()
         res = export_build(self.cands, self.path / "export")
+        from cresowlve_core.construction.export import label_coverage, subsets
+
+        coverage = label_coverage([c.to_item() for c in subsets(self.cands)["creative"]])
         self.funnel["creative"] = res["counts"]["creative"]
         self.funnel["factual"] = res["counts"]["factual"]
         self.funnel["untranslated"] = res["counts"]["untranslated"]
@@ -393,7 +396,8 @@ class Build:
                           "review_undated_conflicts": review.get("n_undated_conflicts", 0),
                           "review_not_in_build": review.get("n_decisions_not_in_build", 0),
                           "review_not_applied": review.get("n_decisions_not_applied", 0),
-                          "agreement": self.agreement_result, "model_steps": model_steps},
+                          "agreement": self.agreement_result, "model_steps": model_steps,
+                          "label_coverage": coverage},
                          self.funnel, creative, notes)
         outfiles.write_text(self.path / "export" / "DATA_CARD.md", card)
         self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),

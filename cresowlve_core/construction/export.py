@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core import outfiles
+from cresowlve_core.construction.llm_steps import is_parsed, no_usable_value
 from cresowlve_core.construction.records import Candidate
 from cresowlve_core.items import LANGS, Item
 from cresowlve_core.sources.hub import write_published_file
@@ -160,6 +161,37 @@ def label_distribution(items: Sequence[Item], field: str, top: int = 20) -> list
     """How many items carry each label of ``field`` (the paper's Fig. 2), most common first."""
     counts = Counter(x for it in items for x in getattr(it, field))
     return [{"label": k, "items": v} for k, v in counts.most_common(top)]
+
+
+#: The Fig. 2 fields of an item and the annotation step that labels each.
+FIG2_STEPS: dict[str, str] = {"creative_domains": "concepts", "knowledge_domains": "domains", "cultures": "cultures"}
+
+
+def has_model_labels(item: Item, field: str) -> bool:
+    """Whether the item's ``field`` holds the labels its annotation step gave it. An item whose step
+    was refused, filtered, unparseable or errored, or named only labels outside the vocabulary, has an
+    empty list there that is no "none applies"; an item that records no such step (one not made by a
+    build) is taken with the labels it has."""
+    step = FIG2_STEPS[field]
+    verdicts = item.meta.get("verdicts") or {}
+    if step not in verdicts:
+        return True
+    verdict = verdicts[step]
+    return is_parsed(step, verdict) and no_usable_value(step, verdict) is None
+
+
+def label_coverage(items: Sequence[Item]) -> dict[str, int]:
+    """Per Fig. 2 field, how many of ``items`` carry the labels of their annotation step
+    (:func:`has_model_labels`): the n of that field's label counts."""
+    return {field: sum(has_model_labels(it, field) for it in items) for field in FIG2_STEPS}
+
+
+def label_population(n_labelled: int | None, n_items: int) -> str:
+    """The sentence under a Fig. 2 table: its n, and the items left out for want of a model label."""
+    if n_labelled is None or n_labelled == n_items:
+        return f"n = {n_items} items.\n"
+    return (f"n = {n_labelled} of {n_items} items; left out: {n_items - n_labelled} with no labels from the model "
+            "(refused, filtered, unparseable, errored or outside the vocabulary; flagged for review).\n")
 
 
 def _num(x: Any) -> str:
@@ -311,6 +343,7 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
     for field, title in (("knowledge_domains", "Knowledge domains"), ("creative_domains", "Creative concepts"),
                          ("cultures", "Cultures")):
         parts.append(f"\n## {title} (paper Fig. 2), creative subset\n")
+        parts.append(label_population((build.get("label_coverage") or {}).get(field), len(creative)))
         parts.append(_md_table(label_distribution(creative, field)))
     parts.append(model_steps_section(build.get("model_steps") or {}))
     decisions = build.get("review_codes") or {}

@@ -228,3 +228,48 @@ def test_questions_left_out_by_the_stratified_sample_are_named_on_the_build_line
     assert "collected 2 (4 read: 2 not sampled) → −needs material" in line, line
     card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
     assert "> Collected 2 of 4 read: 2 not sampled (a stratified sample of 1 per difficulty level, seed 0).\n" in card
+
+
+def test_a_creative_item_whose_labels_were_refused_is_left_out_of_the_fig2_counts_n(tmp_path, capsys, monkeypatch):
+    """One creative item's concepts, domains and cultures refused: the data card's Fig. 2 tables counted
+    labels over the creative subset with no n, so the refused item read as one no label applies to (5
+    items with "metaphor" of 6 creative); the notebook's charts divided by 6. The refusal is OpenAI's
+    documented shape (content null, message.refusal) with the recorded text of
+    tests/replay/fixtures/openai/chat_gpt4o_refusal.json."""
+    from fakeserver import Reply
+    from test_construction_pipeline import _item_of, _step_of, scripted
+
+    from cresowlve_core.construction.build import Build, BuildConfig
+    from cresowlve_core.construction.export import subsets
+
+    fixture = Path(__file__).parents[1] / "replay" / "fixtures" / "openai" / "chat_gpt4o_refusal.json"
+    refusal = json.loads(fixture.read_text(encoding="utf-8"))["body"]["choices"][0]["message"]["refusal"]
+    refused = "chgk_c97e6fd16d"  # typed creative by the scripted replies
+
+    def reply(req: fakeserver.FakeRequest) -> str | Reply:
+        if _step_of(req.prompt) in ("concepts", "domains", "cultures") and _item_of(req.prompt) == refused:
+            return Reply("", refusal=refusal)
+        return scripted(req)
+
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(answers=reply) as srv:
+        assert _build(tmp_path, srv.base_url) == 0
+        line = capsys.readouterr().out.splitlines()[0]
+        assert "; refused: concepts 1/7, domains 1/7, cultures 1/7;" in line, line
+        config = BuildConfig(build_dir=str(tmp_path / "build"), sources=[DEMO], model="fake", base_url=srv.base_url,
+                             cache=False, agreement_n=3)
+        with Build(config, progress=False) as b:  # the notebook's resumed build: nothing sent
+            b.run_all()
+            creative = subsets(b.cands)["creative"]
+            spec = b.label_charts().to_dict()
+    n = len(creative)
+    assert refused in {c.id for c in creative} and n > 1
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    for title in ("Knowledge domains", "Creative concepts", "Cultures"):
+        section = card.split(f"## {title} (paper Fig. 2), creative subset\n", 1)[1]
+        assert section.lstrip().startswith(f"n = {n - 1} of {n} items; left out: 1 with no labels from the model "
+                                           "(refused, "), section[:300]
+    assert f"| metaphor | {n - 1} |" in card
+    assert spec["hconcat"][0]["title"] == f"Creative concepts (creative subset, n = {n - 1} of {n} items labelled)"
+    rows = [r for data in spec["datasets"].values() for r in data]
+    assert {"field": "Creative concepts", "label": "metaphor", "items": n - 1, "share": 1.0} in rows
