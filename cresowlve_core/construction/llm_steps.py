@@ -401,7 +401,11 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         if is_withheld(comp):  # refused or filtered: final, flagged with its outcome, not parsed
             return {"key": c.id, **withheld_record(comp), "verdict": None, "prompt": prompt.tag,
                     "input_digest": digests[c.id]}
-        return {"key": c.id, "status": "ok", **outcome_fields(comp), "verdict": bound.parse(comp.text, c),
+        fields = outcome_fields(comp)
+        if is_fewshot(prompt) and comp.truncated and P.first_line_ended(comp.text):
+            # a base model runs on to the token limit, but only its first line is read, and that line ended
+            fields["outcome"] = "answer"
+        return {"key": c.id, "status": "ok", **fields, "verdict": bound.parse(comp.text, c),
                 "raw": comp.text, "input_digest": digests[c.id],
                 "usage": comp.usage, "cost": comp.cost, "prompt": prompt.tag}
 

@@ -286,3 +286,28 @@ def test_a_russian_question_longer_than_its_one_line_prompt_is_no_translation(tm
     assert by_id["long"].en is None and "translate:too_long:question" in by_id["long"].review_flags
     assert by_id["short"].en is not None and by_id["short"].en.question == "Name IT."
     assert summary["translated"] == 1 and summary["too_long"] == 1 and "truncated" not in summary
+
+
+def test_a_verdict_whose_line_ended_before_the_token_limit_is_not_flagged_truncated(tmp_path, tmp_cache, monkeypatch):
+    """A base model runs on past its one-line verdict to the token limit (finish_reason ``length``);
+    only the first line is read. Every such verdict was flagged ``truncated`` and counted in the data
+    card's "truncated" column (8 of 8 items of each one-call step), burying the answers whose line
+    the limit did cut: now only those are."""
+    from fakeserver import Reply
+
+    def reply(req: FakeRequest) -> Reply:
+        if req.prompt.splitlines()[-1] == "Concepts:":  # the line itself ends at the limit
+            return Reply(" pun, metaph", finish_reason="length")
+        return Reply(_base_model_reply(req) + "\nQuestion: the next example", finish_reason="length")
+
+    with FakeServer(answers=reply) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        cfg = BuildConfig(name="t", build_dir=str(tmp_path / "b"), sources=[DEMO], model="gemma3-270m",
+                          base_url=srv.base_url, cache=False)
+        out = _run_steps(cfg)
+    n = len(_demo_cands())
+    assert out["concepts"]["truncated"] == n
+    assert [s for s in LLM_STEPS if out[s].get("truncated")] == ["concepts"]
+    assert out["needs_material"]["n_out"] == out["reasoning"]["labelled"] == n  # read as before
+    records = [json.loads(x) for x in (cfg.path / "steps" / "reasoning" / "records.jsonl").read_text().splitlines()]
+    assert {r["outcome"] for r in records} == {"answer"}
