@@ -436,7 +436,11 @@ class Build:
                 if step.get("n_input_changed"):
                     rerun.append(f"{name} {step['n_input_changed']}")
                 if answered > 0 and step.get("n_parsed") == 0:  # refusals are counted, never "unparseable"
-                    unparsed.append(f"{name} 0 of {answered} answers parsed{outcome_note(step)}")
+                    note = outcome_note(step)
+                    # answers cut at the token limit: the step's budget, not the reply's format, may be why
+                    if cut := self.steps[name].get("truncated", 0):
+                        note = f"{note[:-1]}, {cut} cut at the token limit)" if note else f" ({cut} cut at the token limit)"
+                    unparsed.append(f"{name} 0 of {answered} answers parsed{note}")
         stopped = None
         if self.stopped is not None:
             reason = self.stopped.reason
@@ -494,7 +498,7 @@ class Build:
             split += f" ({n_not_applied} saved review decision(s) not applied: --no-review)"
         bad = [f"{name} {n_unparseable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unparseable(s)]
         withheld = ""
-        for word in ("refused", "filtered"):
+        for word in ("refused", "filtered", "truncated"):  # truncated: cut at the token limit, read as it is
             if per_step := [f"{name} {s[word]}/{s['n_in']}" for name, s in self.steps.items() if s.get(word)]:
                 withheld += f"; {word}: {', '.join(per_step)}"
         if unusable := [f"{name} {n_unusable(s)}/{s['n_in']}" for name, s in self.steps.items() if n_unusable(s)]:

@@ -90,6 +90,19 @@ def test_a_construction_answer_cut_off_at_the_token_limit_is_flagged_and_counted
         assert sum(f"{step}:truncated" in it["meta"]["review_flags"] for it in items) == k, step
 
 
+def test_construction_answers_cut_off_at_the_token_limit_are_named_on_the_build_line_and_the_last_line(tmp_path: Path) -> None:
+    """The recorded truncation on half the calls: the build line listed every step as unparseable and the
+    last line said "0 of 6 answers parsed", with no word of the token limit that cut them (only the data
+    card counted them). Both now say how many answers of each step were cut off."""
+    proc, build, _ = build_against(tmp_path, "truncate")
+    cut = {step: k for step, k in refused_records(build, "truncated").items() if k}
+    assert cut, proc.stdout + proc.stderr
+    line = proc.stdout.splitlines()[0]
+    assert "; truncated: " + ", ".join(f"{step} {k}/6" for step, k in cut.items()) + ";" in line, line
+    for step, k in cut.items():
+        assert f"{step} 0 of 6 answers parsed ({k} cut at the token limit)" in last_line(proc.stdout + proc.stderr)
+
+
 def test_each_construction_steps_manifest_records_what_was_sent_and_what_the_provider_refused(tmp_path: Path) -> None:
     """A deployment name hides a reasoning model that refuses a temperature: the first request of
     each step carries the temperature the step's manifest says it sends (``sent``), and the
