@@ -384,6 +384,9 @@ class Build:
             notes.append(f"Collected {self.funnel.get('collected')} of {collect_note}{sampled}{listed}.")
         if calls_note := self.calls_note():
             notes.append(f"Incomplete build: {calls_note}; see the model steps below.")
+        if withheld := self.withheld_note():
+            notes.append(f"No verdict: {withheld} (final answers, not asked again; those items pass the "
+                         "filters unlabelled, flagged for review); see the model steps below.")
         from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
         from cresowlve_core.notebook_records import record
 
@@ -404,7 +407,7 @@ class Build:
                                         "funnel": self.funnel, "steps": self.steps})
         res["data_card"] = str(self.path / "export" / "DATA_CARD.md")
         res["funnel"] = funnel_rows(self.funnel)
-        res["calls_note"] = calls_note
+        res["calls_note"] = "; ".join(note for note in (calls_note, withheld) if note) or None  # the report's headline
         _display(card)
         return res
 
@@ -469,6 +472,18 @@ class Build:
         if not parts:
             return None
         return "; ".join(parts) + " (items without a verdict pass the filters unlabelled, flagged for review)"
+
+    def withheld_note(self) -> str | None:
+        """The model calls the model refused or the provider filtered (``6 of 48 model calls refused, 4
+        filtered``), final answers that the funnel's filters and labels got no verdict from; None when there is none."""
+        model_steps = [s for name, s in self.steps.items() if name in LLM_STEPS]
+        counts = [(word, sum(s.get(word, 0) for s in model_steps)) for word in ("refused", "filtered")]
+        said = [(word, k) for word, k in counts if k]
+        if not said:
+            return None
+        n = sum(s["n_in"] for s in model_steps)
+        (first, k), rest = said[0], said[1:]
+        return f"{k} of {n} model calls {first}" + "".join(f", {k} {word}" for word, k in rest)
 
     def collect_note(self) -> str | None:
         """The blocks read that did not become candidates (unusable: no question, no answer, not in

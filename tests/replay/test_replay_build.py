@@ -134,3 +134,23 @@ def test_a_build_every_call_of_which_overflows_the_context_names_one_error_summe
     assert int(m[1]) > max(step[m[2]] for step in by_step)  # the message recurs across steps
     card = (build / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
     assert "> Incomplete build: 48 of 48 model calls errored (" in card
+
+
+def test_a_build_whose_calls_were_all_refused_says_so_above_its_funnel_and_in_the_reports_headline(
+        tmp_path: Path, monkeypatch) -> None:
+    """Every call refused (recorded refusal): the data card opened with a funnel of "−needs external material 0"
+    beside the paper's 295, and the report's headline read as a finished funnel, with no word that no filter or
+    label got a verdict (only the model steps table, further down, counted the refusals)."""
+    from cresowlve_core.construction.build import BuildConfig, run_build
+    from cresowlve_core.construction.export import funnel_headline
+
+    monkeypatch.setenv("REPLAY_KEY", KEY)
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with ReplayServer("refusal", refusal_fraction=1.0) as srv:
+        res = run_build(BuildConfig(build_dir=str(tmp_path / "build"), limit=6, model="gpt-4o",
+                                    base_url=srv.base_url("openai"), api_key_env="REPLAY_KEY", cache=False,
+                                    agreement_n=2), progress=False)
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    head, funnel = card.split("## Funnel", 1)
+    assert "> No verdict: 48 of 48 model calls refused (final answers, not asked again; " in head, head
+    assert funnel_headline(res["funnel"], res["calls_note"]).endswith(" — 48 of 48 model calls refused")
