@@ -79,8 +79,9 @@ def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
     withheld = "".join(f", {summary[k]} {k[2:]}" for k in ("n_refused", "n_filtered") if summary.get(k))
     sent = sent_phrase(n_sent, summary["n_error"] + summary.get("n_not_run", 0), "every wrong answer was already labelled")
     labelled = summary["n_done"] - sum(summary.get(k, 0) for k in ("n_unlabelled", "n_refused", "n_filtered"))
+    cut_off = f" ({summary['n_cut_off']} cut off at the token limit)" if summary.get("n_cut_off") else ""
     return (f"labelled {labelled} of {summary['n_units']} wrong answers "
-            f"({summary.get('n_unlabelled', 0)} unlabelled, {summary.get('n_other', 0)} other{withheld}, "
+            f"({summary.get('n_unlabelled', 0)} unlabelled{cut_off}, {summary.get('n_other', 0)} other{withheld}, "
             f"{summary['n_error']} errored); {sent}; labels: {labels}")
 
 

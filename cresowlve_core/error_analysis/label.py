@@ -4,6 +4,9 @@ The labeller reads the puzzle, the reference answer, its explanation, the accept
 model's reasoning (thoughts, else its raw output) and its prediction, writes a rationale and a
 category. Only the *last* ``CATEGORY:`` line counts; a category outside the taxonomy is kept as
 ``other: <text>``; output without a category line is *unlabelled* (``label = None``), never guessed.
+A reply cut off at the token limit inside its category line (the line runs to the end of the text) is
+unlabelled unless that line already names a category of the taxonomy: "CATEGORY: Over" is the start
+of a name, not a category of its own (``n_cut_off``).
 
 A base-model labeller (provider profile ``base_model``: the embedded Gemma 3 270M) gets the few-shot
 completion prompt ``error_label_fewshot`` (the worked examples as solved cases, then ``Category:``);
@@ -64,11 +67,13 @@ class Label:
         return not self.category.startswith(OTHER_PREFIX)
 
 
-def parse_label(text: str | None) -> Label | None:
+def parse_label(text: str | None, *, cut_off: bool = False) -> Label | None:
     """The last ``CATEGORY:`` line of ``text`` as a :class:`Label`, else ``None`` (unlabelled).
 
     Names, slugs and numbers 1–7 are accepted, with or without markdown; anything else on the
-    line is kept as ``other: <text>``. An empty category line is unlabelled.
+    line is kept as ``other: <text>``. An empty category line is unlabelled. ``cut_off``: the reply
+    ended at the token limit; a category line running to its very end may be a name cut short, and
+    is read only when it names a category of the taxonomy.
     """
     if not text:
         return None
@@ -89,6 +94,9 @@ def parse_label(text: str | None) -> Label | None:
     if not rationale:
         rationale = " ".join(x.strip() for x in lines[:cat_at] if x.strip())[-600:]
     slug = category_of(category) or category_of(re.sub(r"^\s*\d+\s*[.)]\s*", "", category))
+    line_cut_short = cut_off and cat_at == len(lines) - 1 and not text.endswith(("\n", "\r"))
+    if line_cut_short and not slug:
+        return None
     other = re.sub(r"^other\s*:\s*", "", category, flags=re.IGNORECASE) or category  # "other: X" named once
     return Label(slug if slug else OTHER_PREFIX + other[:120], rationale[:1000])
 
@@ -139,9 +147,11 @@ def _fewshot_messages(prompt: Prompt, unit: WrongAnswer) -> list[dict[str, str]]
     return user_message(text, base_model=True)
 
 
-def parse_fewshot_label(text: str | None) -> Label | None:
-    """A base model's continuation of ``error_label_fewshot``: its first line is the category."""
-    return parse_label("CATEGORY: " + first_line(text))
+def parse_fewshot_label(text: str | None, *, cut_off: bool = False) -> Label | None:
+    """A base model's continuation of ``error_label_fewshot``: its first line is the category
+    (``cut_off``: as :func:`parse_label`, when that line is all of a continuation cut off at the token limit)."""
+    only_line = "\n" not in (text or "").strip()
+    return parse_label("CATEGORY: " + first_line(text), cut_off=cut_off and only_line)
 
 
 #: the labeller's call: the chat prompt, or the few-shot completion prompt for a base model
@@ -181,7 +191,7 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
                 "labeller": client.endpoint.model, "prompt": tag}
         if is_withheld(c):  # refused or filtered: final, no label read from it
             return {**head, **withheld_record(c), "label": None, "rationale": None}
-        parsed = step.parse(c.text)
+        parsed = step.parse(c.text, cut_off=c.truncated)
         return {**head, "status": "ok", **outcome_fields(c),
                 "label": parsed.category if parsed else None, "rationale": parsed.rationale if parsed else None,
                 "raw": c.text, "usage": c.usage.model_dump(), "cost": c.cost}
@@ -194,6 +204,8 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
         "n_not_run": result.n_not_run, "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None and not record_withheld(r)
                             for r in recs),
         "n_other": sum(str(r.get("label") or "").startswith(OTHER_PREFIX) for r in recs),
+        "n_cut_off": sum(r.get("status") == "ok" and r.get("outcome") == "truncated" and r.get("label") is None
+                         for r in recs),
         "stopped": result.stopped})
     return result
 
@@ -254,4 +266,7 @@ def label_stage(summary: dict[str, Any], result: MapResult[Any]) -> dict[str, An
     answered = summary["n_done"] - summary.get("n_refused", 0) - summary.get("n_filtered", 0)
     unparsed = (f"no label parsed: {summary['n_unlabelled']} of {answered} replies unlabelled"
                 if answered and summary.get("n_unlabelled") == answered else None)
+    if not unparsed and (cut := summary.get("n_cut_off")):
+        unparsed = (f"{cut} of {answered} replies cut off at the token limit before their category (no label); "
+                    "a larger --max-tokens labels them in a new --out-dir")
     return stage_record({**summary, "top_error": result.top_error()}, "wrong answers", unparsed=unparsed)

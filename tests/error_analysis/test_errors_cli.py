@@ -164,3 +164,34 @@ def test_a_smaller_limit_does_not_say_answers_labelled_before_are_not_labelled(t
     assert "--limit 3: labelling 3 of the 5 wrong answers (the other 2 are left out of this run; labels an " \
            "earlier run gave them are kept)" in err and "are not labelled" not in err
     assert len(_labels(tmp_path / "out" / "labels" / "fake-labeller" / "labels.jsonl")) == 5
+
+
+def test_a_label_cut_off_inside_its_category_name_is_no_label_and_exits_1(tmp_path, capsys):
+    """The labeller's reply ends at the token limit in the middle of its category line, as the
+    recorded OpenRouter body ``openrouter/chat_length_with_cost`` ends mid-line ("7 + 3 + ", finish_reason
+    "length"; the fake server sends that Chat Completions shape). "CATEGORY: Over" was kept as the
+    label class ``other: Over``: "labelled 4 of 4 wrong answers (0 unlabelled, 2 other, ...)", exit 0.
+    A name cut short is no label: unlabelled, counted as cut off, and the run exits 1 saying so; a
+    cut-off reply whose category line is whole still counts."""
+    from fakeserver import Reply
+
+    from cresowlve_core.cli import main
+
+    items = _items(4)
+    (tmp_path / "runs").mkdir()
+    write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    replies = {0: Reply(text="RATIONALE: it kept going after the right idea.\nCATEGORY: Over", finish_reason="length"),
+               1: Reply(text="RATIONALE: it missed the link.\nCATEGORY: Missing creat", finish_reason="length"),
+               2: Reply(text="RATIONALE: r\nCATEGORY: Wrong reference\nThe model", finish_reason="length"),
+               3: "RATIONALE: r\nCATEGORY: Overthinking"}
+    with FakeServer(answers=lambda req: replies[_number(req.prompt)]) as srv:
+        code = main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                     "--labeller-model", "fake-labeller", "--labeller-base-url", srv.base_url, "--no-cache"])
+    out = capsys.readouterr()
+    labels = {r["id"]: r["label"] for r in _labels(tmp_path / "out" / "labels" / "fake-labeller" / "labels.jsonl")}
+    assert labels == {items[0].id: None, items[1].id: None, items[2].id: "wrong_reference",
+                      items[3].id: "overthinking"}
+    assert code == 1
+    assert "labelled 2 of 4 wrong answers (2 unlabelled (2 cut off at the token limit), 0 other, 0 errored)" in out.out
+    assert out.err.strip().splitlines()[-1].startswith(
+        "incomplete: 2 of 4 replies cut off at the token limit before their category (no label)")

@@ -225,3 +225,22 @@ def test_a_record_whose_language_is_the_runs_or_in_capitals_is_found_and_labelle
     wrong, tally = collect_wrong(load_runs(str(tmp_path / "m__*")))
     assert [(w.id, w.lang, w.prediction) for w in wrong] == [(it.id, "en", f"guess {it.id}") for it in items]
     assert (tally.iloc[0]["n_no_answer"], tally.iloc[0]["n_to_label"]) == (0, 3)
+
+
+@pytest.mark.parametrize("reply, cut_off, expected", [
+    ("RATIONALE: x\nCATEGORY: Over", True, None),  # a name cut short at the token limit
+    ("RATIONALE: x\nCATEGORY: Over", False, "other: Over"),  # a whole reply's own word
+    ("RATIONALE: x\nCATEGORY: Overthinking", True, "overthinking"),  # cut right after a whole name
+    ("RATIONALE: x\nCATEGORY: laziness\nbecause", True, "other: laziness"),  # the category line is whole
+])
+def test_a_category_line_cut_off_at_the_token_limit_names_a_category_or_nothing(reply, cut_off, expected):
+    label = parse_label(reply, cut_off=cut_off)
+    assert (label.category if label else None) == expected
+
+
+def test_a_base_model_label_cut_off_in_its_first_line_is_no_label():
+    from cresowlve_core.error_analysis.label import parse_fewshot_label
+
+    assert parse_fewshot_label(" Wrong hyp", cut_off=True) is None
+    assert parse_fewshot_label(" Wrong hypothesis", cut_off=True).category == "wrong_hypothesis"
+    assert parse_fewshot_label(" Wrong hyp\nPuzzle:", cut_off=True).category == "other: Wrong hyp"
