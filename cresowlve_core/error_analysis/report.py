@@ -196,7 +196,8 @@ def labels_section(ea: ErrorAnalysis) -> dict[str, Any]:
            "not_run": int(counts.get("not_run", 0)), "other": n_other, "left_by_limit": ea.left_by_limit,
            "stopped": ea.stopped}
     show(pd.DataFrame([out]).drop(columns=["stopped"]))
-    say("*unlabelled*: the labeller's reply had no category line (never guessed); *withheld*: the labeller "
+    say("*unlabelled*: the labeller's reply had no category line, or was cut off at the token limit inside it "
+        "(never guessed); *withheld*: the labeller "
         "refused or its provider's filter stopped it (nothing read; not asked again); *other*: a category outside "
         "the seven, kept with its text; *left_by_limit*: wrong answers the `limit` per configuration left out of "
         "this report.")
