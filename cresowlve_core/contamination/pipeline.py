@@ -94,6 +94,8 @@ class ConfigResult:
     basis: str = "em_strict"
     judge_coverage: dict[str, float] = field(default_factory=dict)
     steps: list[dict[str, Any]] = field(default_factory=list)  # the counts of every step that ran (MapResult.step_counts)
+    #: why the BCQ was not run yet: BDQ questions left to ask (errored) may move its positions; None: it ran or had no placement
+    bcq_waiting: str | None = None
 
 
 @dataclass
@@ -289,7 +291,7 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
                     break
                 cdir = config_dir(work, str(config), quiz_taker)
                 crow = counts[counts["config"] == config].iloc[0].to_dict() if len(counts) else {}
-                res = run_coro(_config(str(config), part, questions, pert, crow, cdir, q_ep, quiz_opts, opts,
+                res = run_coro(_config(str(config), part, questions, pert, crow, cdir, pdir, q_ep, quiz_opts, opts,
                                        lang, n_repeats, seed, progress))
                 results.append(res)
                 steps += res.steps
@@ -335,14 +337,13 @@ def refuse_changed_steps(quiz_items: list[QuizItem], members: pd.DataFrame, work
                 refuse_changed(cdir / "completion", comp.completion_manifest(client_endpoint(q_ep, opts), opts, 0))
 
 
-def refuse_moved_placement(cdir: Path, ids: Sequence[str], questions: dict[str, str], pdir: Path, lang: str,
-                           recorded: list[str]) -> None:
-    """Raise the :class:`~cresowlve_core.runtime.ResumeError` the BCQ run in ``cdir`` would raise once
-    the BDQ has asked the questions it still has to (of items ``ids``) unless the positions it
-    recorded (``recorded``) are certain to stay the non-preferred ones (:func:`~cresowlve_core.
-    contamination.quiz.settled_non_preferred`), from the records on disk, before any call. A
-    question is still to be asked when its item has no finished perturbation yet, or usable rewrites
-    and no finished BDQ answer."""
+def settled_placement(cdir: Path, ids: Sequence[str], questions: dict[str, str], pdir: Path,
+                      lang: str) -> tuple[list[str] | None, int, int]:
+    """The non-preferred positions the BDQ in ``cdir`` will give once it has asked the questions it
+    still has to (of items ``ids``), when no answers to them can move them (:func:`~cresowlve_core.
+    contamination.quiz.settled_non_preferred`; None: they may move), its finished answers for these
+    items and the questions still to ask, from the records on disk. A question is still to be asked
+    when its item has no finished perturbation yet, or usable rewrites and no finished BDQ answer."""
     perturbed = _finished(pdir / PERTURBATIONS, lang)
     answered = _finished(cdir / "bdq" / "bdq.jsonl", lang)
     counted: list[dict[str, Any]] = []
@@ -356,11 +357,20 @@ def refuse_moved_placement(cdir: Path, ids: Sequence[str], questions: dict[str, 
             else:
                 n_more += 1
     counts = qz.position_counts([qz.recorded_choice(r) for r in counted], [r.get("outcome") for r in counted])
-    settled = qz.settled_non_preferred(counts, qz.n_answered(counts), n_more)
+    return qz.settled_non_preferred(counts, qz.n_answered(counts), n_more), len(counted), n_more
+
+
+def refuse_moved_placement(cdir: Path, ids: Sequence[str], questions: dict[str, str], pdir: Path, lang: str,
+                           recorded: list[str]) -> None:
+    """Raise the :class:`~cresowlve_core.runtime.ResumeError` the BCQ run in ``cdir`` would raise once
+    the BDQ has asked the questions it still has to (of items ``ids``) unless the positions it
+    recorded (``recorded``) are certain to stay the non-preferred ones (:func:`settled_placement`),
+    before any call."""
+    settled, n_counted, n_more = settled_placement(cdir, ids, questions, pdir, lang)
     if settled == [] or settled == recorded:
         return
-    now = (f"the BDQ's {len(counted)} answers for these items give {', '.join(settled)}" if settled is not None
-           else f"the BDQ has {len(counted)} answers for these items and is to ask up to {n_more} more, whose "
+    now = (f"the BDQ's {n_counted} answers for these items give {', '.join(settled)}" if settled is not None
+           else f"the BDQ has {n_counted} answers for these items and is to ask up to {n_more} more, whose "
                 "answers may move them")
     raise ResumeError(f"{cdir / 'bcq'}: the run directory holds another configuration (identity: the BCQ placed "
                       f"the original at {', '.join(recorded)}, the non-preferred positions of its BDQ; {now}); "
@@ -414,8 +424,8 @@ async def _perturb(items: list[QuizItem], run_dir: Path, endpoint: Any, opts: Cl
 
 
 async def _config(config: str, members: pd.DataFrame, questions: dict[str, str], pert: dict[str, dict[str, Any]],
-                  counts: dict[str, Any], cdir: Path, endpoint: Any, quiz_opts: ClientOptions, opts: ClientOptions,
-                  lang: str, n_repeats: int, seed: int, progress: bool) -> ConfigResult:
+                  counts: dict[str, Any], cdir: Path, pdir: Path, endpoint: Any, quiz_opts: ClientOptions,
+                  opts: ClientOptions, lang: str, n_repeats: int, seed: int, progress: bool) -> ConfigResult:
     client = open_client(endpoint, quiz_opts)
     comp_client = open_client(endpoint, opts)
     stopped: list[str] = []
@@ -451,6 +461,19 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
             for s, i, p in usable:
                 layouts = qz.bcq_repeats(questions[i], p, non_pref, n_repeats, seed, lang, i)
                 bcq_units.extend(qz.QuizUnit("bcq", s, lang, i, rep, *layout) for rep, layout in enumerate(layouts))
+        # BDQ questions left to ask (an errored BDQ call or perturbation) whose answers may move the
+        # non-preferred positions: the BCQ waits for them (not run), as its placement is fixed once asked
+        bcq_waiting: str | None = None
+        if non_pref and not stopped:
+            settled, n_counted, n_more = settled_placement(cdir, sorted(set(members["id"])), questions, pdir, lang)
+            if n_more and settled != non_pref:
+                bcq_waiting = (f"not run: the BDQ has {n_counted} answers and {n_more} questions left to ask (errored), "
+                               "whose answers may move the non-preferred positions; run again to ask them")
+        if bcq_waiting:
+            steps.append({"step": f"{config} BCQ", "n_units": len(bcq_units), "n_ok": 0, "n_refused": 0,
+                          "n_filtered": 0, "n_error": 0, "n_not_run": len(bcq_units), "stopped": None,
+                          "top_error": None})
+        elif non_pref and not stopped:
             bcq_res = await qz.aquiz("bcq", bcq_units, RunDir(cdir / "bcq"), client, quiz_opts,
                                      identity={"non_preferred": non_pref, "n_repeats": n_repeats}, progress=progress)
             steps.append(bcq_res.step_counts(f"{config} BCQ"))
@@ -480,7 +503,7 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                         bdq_counts, non_pref, truly, bcq_df, comp_df, int(len(members)), stopped,
                         pd.DataFrame(rejected, columns=REJECTION_COLUMNS), members[["id", "set", "difficulty"]],
                         str(counts.get("basis", "em_strict")),
-                        {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")}, steps)
+                        {lg: float(counts.get(f"judge_coverage_{lg}", 0.0)) for lg in ("en", "ru")}, steps, bcq_waiting)
 
 
 SWAP_COLUMNS = ["id", "word", "synonym", "raw", "passed_over"]

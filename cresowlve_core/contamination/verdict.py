@@ -117,8 +117,10 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     rows = []
     gof = uniform_gof(res.bdq_counts)
     n_valid = int(gof["n_valid"])
+    bcq_waiting = getattr(res, "bcq_waiting", None)
+    placed = "is to place" if bcq_waiting else "placed"
     bdq_reading = ("no valid BDQ answers: the BCQ could not be placed" if not res.non_preferred else
-                   f"no valid BDQ answer: position bias not measured; the BCQ placed the original at any of "
+                   f"no valid BDQ answer: position bias not measured; the BCQ {placed} the original at any of "
                    f"{', '.join(res.non_preferred)} (no answer chose any of them)" if not n_valid else
                    f"non-preferred positions: {', '.join(res.non_preferred)}"
                    + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)"))
@@ -139,7 +141,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                      f"{TARGET} (n = {maj['n']})", maj["n"], NAN, maj["share"], NAN if few else maj["low"],
                      NAN if few else maj["high"],
                      NAN if few else maj["p"], maj_sig,
-                     (few or "") if not maj["n"] else
+                     (f"BCQ {bcq_waiting}" if bcq_waiting else few or "") if not maj["n"] else
                      (few + "; " + desc if few else
                       ("picks the original above chance: " if maj_sig else "not above chance: ") + desc)))
     acc = per_item.set_index("id")["accuracy"] if not per_item.empty else pd.Series(dtype=float)
@@ -203,6 +205,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
              if any(withheld.values()) else [])
             + ([", ".join(f"{n} {what}" for what, n in cut_off.items() if n)
                 + " cut off at the token limit before any content"] if any(cut_off.values()) else []))
+    if bcq_waiting:
+        overall += f"; the BCQ {bcq_waiting}"
     deciding = [r["p"] for r in rows if r["signal"] is not None]
     p_all = max(deciding) if signal is not None and len(deciding) == 4 else NAN
     rows.append(_row(c, "overall", compared, n_target, n_control, NAN, NAN, NAN, p_all, signal, overall))

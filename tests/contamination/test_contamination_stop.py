@@ -194,3 +194,32 @@ def test_an_out_dir_on_a_read_only_file_system_is_refused_in_one_line_with_nothi
     assert rc == 2 and last_line(err).startswith(f"error: cannot create {out}:"), err
     assert "Read-only file system" in last_line(err) and "Traceback" not in err
     assert not out.exists()
+
+
+def test_bdq_errors_that_may_move_the_bcq_positions_leave_the_bcq_to_the_rerun(tmp_path, capsys, monkeypatch):
+    """Three of the 12 BDQ questions errored (a per-item 400: the context length); the other 9 answers (all A)
+    make B and C non-preferred, but 3 more answers could lift B to N/4 = 3. Before: the BCQ was placed at
+    B, C from the 9 answers, the run exited 1 with "run again to retry them", and the re-run was refused
+    (exit 2, "the BDQ has 9 answers for these items and is to ask up to 3 more, whose answers may move
+    them; use another run directory"), nothing retried. Now the BCQ waits (its 36 questions not run, the
+    verdict says why) and the re-run asks exactly the 3 BDQ questions and the 36 BCQ ones."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, "This model's maximum context length is 16 tokens")
+    fail = {"on": True}
+
+    def fault(req):
+        bdq = "four-option quiz" in req.prompt and "однажды" not in req.prompt
+        return "400" if fail["on"] and bdq and any(f"Вопрос номер {i}:" in req.prompt for i in (0, 1, 2)) else None
+
+    with FakeServer(answers=fake_model(items), faults=fault) as srv:
+        assert main(_args(tmp_path, srv.base_url, "--max-items", "4")) == 1
+        out = capsys.readouterr()
+        assert last_line(out.err).startswith("incomplete: 3 errored, 36 not run of "), out.err
+        assert "BCQ not run: the BDQ has 9 answers and 3 questions left to ask (errored)" in out.out
+        assert not (tmp_path / "out" / "m" / "fake" / "bcq" / "manifest.json").exists()
+        fail["on"] = False
+        srv.reset()
+        rc = main(_args(tmp_path, srv.base_url, "--max-items", "4"))
+        assert (rc, srv.total) == (0, 3 + 36), capsys.readouterr().err
