@@ -148,6 +148,9 @@ def yield_section(result: SynthResult) -> Section:
                 f"{verb.get('n_filtered', 0)} candidates (no puzzle, not counted as answered); the solver refused "
                 f"{solve.get('n_refused', 0)} and was filtered on {solve.get('n_filtered', 0)} versions (their "
                 "candidates are unscored, never kept).")
+    if cut := (result.summary.get("cut_off") or {}).get("verbalise"):
+        msg += (f" {cut} verbalisations were cut off at the token limit (`verbaliser_max_tokens`) before a whole "
+                "puzzle: no puzzle, never kept.")
     if cut := (result.summary.get("cut_off") or {}).get("solve"):
         msg += (f" {cut} solver answers were cut off at the token limit (`solver_max_tokens`): a cut-off answer that "
                 "is not right leaves its candidate unscored, never kept as a creative leap.")

@@ -122,3 +122,26 @@ def test_a_solver_whose_replies_never_hold_an_answer_exits_1(tmp_path):
         from cresowlve_core.synthetic.report import yield_section
 
         assert f" {unread} solver replies held no answer to read" in yield_section(res).prose
+
+
+def test_a_verbalisation_cut_off_at_the_token_limit_is_named_in_the_yield(tmp_path):
+    """A chat verbaliser's reply stops at the budget inside its obfuscated version (finish_reason
+    "length", as the recorded ``openrouter/chat_length_with_cost`` body stops mid-line): no puzzle. The
+    command's line named it ("cut off at the token limit: no puzzle"), but the report's yield said only
+    "verbalisation parsed 4" of 5, as if the verbaliser had answered in another form."""
+    def cut_off_verbalisation(req):
+        p = req.prompt
+        if "Now the real task" in p and "Answer: name a3 (" in p.split("Now the real task")[1]:
+            return Reply(text="<literal>X (a3-lit) studied there. Who is X?</literal><obfuscated>THIS one (a3-o",
+                         finish_reason="length")
+        return answers(req)
+
+    with FakeServer(answers=cut_off_verbalisation) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+    assert records(tmp_path / "build", "verbalise")["A3"]["parsed"] is None
+    assert res.summary["cut_off"] == {"verbalise": 1, "solve": 0}
+    from cresowlve_core.synthetic.report import yield_section
+
+    assert ("1 verbalisations were cut off at the token limit (`verbaliser_max_tokens`) before a whole puzzle: "
+            "no puzzle, never kept") in yield_section(res).prose
