@@ -176,6 +176,20 @@ def rejections(original: str, perturbations: Sequence[str] | None) -> list[Rejec
     return sorted(out, key=lambda r: (r.rewrite or 0, REJECTION_KINDS.index(r.kind)))
 
 
+def reply_rejections(original: str, perturbations: Sequence[str] | None, cut_off: bool) -> list[Rejection]:
+    """:func:`rejections` of a perturber's reply; ``cut_off``: the reply ended at the token limit, so
+    a last rewrite that breaks the rules is one cut short (``cut_off``, the budget's doing), not a
+    rewrite in another form, and a reply without three rewrites stopped before them."""
+    if perturbations is None and cut_off:
+        return [Rejection(None, "cut_off", "the perturber's reply was cut off at the token limit before three rewrites")]
+    out = rejections(original, perturbations)
+    last = len(perturbations or ())
+    if cut_off and any(r.rewrite == last for r in out):
+        out = [r for r in out if r.rewrite != last]
+        out.append(Rejection(last, "cut_off", "cut off at the token limit"))
+    return out
+
+
 def problems(original: str, perturbations: Sequence[str] | None) -> list[str]:
     """The rejections as readable lines (``rewrite 2: punctuation changed (…)``); empty: usable."""
     return [str(r) for r in rejections(original, perturbations)]
@@ -243,10 +257,8 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
             parsed, rej = None, [Rejection(None, c.outcome, f"the perturber's reply was {c.outcome}")]
         else:
             parsed = step.parse(c.text, unit.question)
-            # stopped at the token limit before three rewrites: the budget's doing, not a reply in another form
-            rej = ([Rejection(None, "cut_off", "the perturber's reply was cut off at the token limit before three "
-                                               "rewrites")] if parsed is None and c.truncated
-                   else rejections(unit.question, parsed))
+            # stopped at the token limit before three whole rewrites: the budget's doing, not a reply in another form
+            rej = reply_rejections(unit.question, parsed, c.truncated)
         return {"key": [unit.lang, unit.id], "status": "ok", **outcome_fields(c), "protocol": protocol,
                 "perturbations": parsed,
                 "problems": [str(r) for r in rej], "rejections": [asdict(r) for r in rej], "raw": c.text,

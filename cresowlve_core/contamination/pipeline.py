@@ -44,7 +44,7 @@ from cresowlve_core.contamination.perturb import (
     aperturb,
     perturb_manifest,
     protocol_of,
-    rejections,
+    reply_rejections,
 )
 from cresowlve_core.contamination.select import SETS, paired_sets
 from cresowlve_core.error_analysis.wrong import find_or_make_runs
@@ -539,4 +539,4 @@ def _rejections(rec: dict[str, Any] | None, question: str) -> list[Rejection]:
         return [Rejection(None, "call_failed", f"perturbation call failed: {rec.get('error')}")]
     if rec.get("perturbations") is None and rec.get("rejections"):
         return [Rejection(**x) for x in rec["rejections"]]
-    return rejections(question, rec.get("perturbations"))
+    return reply_rejections(question, rec.get("perturbations"), rec.get("outcome") == "truncated")

@@ -325,3 +325,32 @@ def test_the_run_left_out_for_a_later_one_of_its_configuration_is_named(tmp_path
     out = capsys.readouterr()
     assert rc == 0, out.err
     assert "note: `m_hot__en` duplicates m / en; kept the later run `m__en`." in out.err
+
+
+def test_perturbations_cut_off_inside_the_third_rewrite_are_named_so_and_exit_1(tmp_path, capsys, monkeypatch):
+    """The perturber's replies for items 0 and 1 stop at the token limit in the middle of the third
+    rewrite (``finish_reason: "length"``, as the recorded ``openrouter/chat_length_with_cost`` body stops
+    mid-line). Before: the cut rewrite was read as a rewrite in another form ("rewrite 3: punctuation
+    changed", "length changed"), n_cut_off 0 and exit 0: the budget's doing reported as the perturber's.
+    Now it is a cut-off, counted (n_cut_off), and the run exits 1 naming it."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req):
+        text = model(req)
+        if "Rewrite the question below" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return Reply(text[:text.index("\n3. ") + 40], finish_reason="length")
+        return text
+
+    rc = run_on(tmp_path, answers)
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1] == (
+        "incomplete: perturbation: 2 of 12 replies cut off at the token limit before three rewrites (those questions "
+        "not quizzed); the model's output is kept in the run directory")
+    (pdir,) = (tmp_path / "out" / "perturb").iterdir()
+    recs = {json.loads(line)["key"][1]: json.loads(line) for line in (pdir / "perturbations.jsonl").open()}
+    assert [(x["rewrite"], x["kind"]) for x in recs[items[0].id]["rejections"]] == [(3, "cut_off")]
+    assert json.loads((pdir / "summary.json").read_text())["n_cut_off"] == 2

@@ -130,3 +130,18 @@ def test_rejection_counts_count_rewrites_and_questions_per_reason():
                                     {"kind": "length_changed", "rejections": 1, "questions": 1},
                                     {"kind": "unparsed", "rejections": 1, "questions": 1}]
     assert rejection_counts(df.iloc[:0]).empty
+
+
+def test_a_reply_cut_off_in_its_last_rewrite_is_rejected_as_cut_off_and_keeps_the_others_reasons():
+    from cresowlve_core.contamination.perturb import reply_rejections
+
+    cut = [*RU_OK[:2], RU_OK[2][:20]]
+    assert [(r.rewrite, r.kind) for r in reply_rejections(RU, cut, cut_off=True)] == [(3, "cut_off")]
+    assert {r.kind for r in reply_rejections(RU, cut, cut_off=False)} >= {"punctuation_changed"}  # a whole reply's own
+    assert reply_rejections(RU, RU_OK, cut_off=True) == []  # cut after three whole rewrites: usable
+    broken = [RU, *RU_OK[1:2], RU_OK[2][:20]]  # rewrite 1 equals the original: its reason stays
+    assert [(r.rewrite, r.kind) for r in reply_rejections(RU, broken, cut_off=True)] == [(1, "same_as_original"),
+                                                                                          (3, "cut_off")]
+    # the pipeline re-reads a stored record of a cut-off reply the same way
+    rec = {"status": "ok", "outcome": "truncated", "perturbations": cut, "rejections": []}
+    assert [(r.rewrite, r.kind) for r in _rejections(rec, RU)] == [(3, "cut_off")]
