@@ -193,7 +193,7 @@ def bcq_section(c: Contamination) -> dict[str, Any]:
             "of k and n and of the items' accuracies, and counted apart.")
         not_quizzed = not_quizzed_note(r, "BCQ")
         if t.empty:
-            say("No BCQ answers.")
+            say(f"No BCQ answers: the BCQ {r.bcq_waiting}." if r.bcq_waiting else "No BCQ answers.")
         else:
             show(t.assign(set=t["set"].map(lambda s: SET_LABELS.get(s, s))))
         out[r.config] = {"population": pop, "table": jsonable(t), "not_quizzed": jsonable(not_quizzed)}

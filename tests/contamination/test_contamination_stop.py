@@ -223,3 +223,28 @@ def test_bdq_errors_that_may_move_the_bcq_positions_leave_the_bcq_to_the_rerun(t
         srv.reset()
         rc = main(_args(tmp_path, srv.base_url, "--max-items", "4"))
         assert (rc, srv.total) == (0, 3 + 36), capsys.readouterr().err
+
+
+def test_the_reports_bcq_section_says_why_the_bcq_waits(tmp_path, monkeypatch):
+    """The BCQ left to the re-run (above): the 05 report's BCQ section said only "No BCQ answers."."""
+    from cresowlve_core.contamination import report
+    from cresowlve_core.contamination.pipeline import Role, run_contamination
+
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    monkeypatch.setitem(fakeserver.STATUS_TEXT, 400, "This model's maximum context length is 16 tokens")
+
+    def fault(req):
+        bdq = "four-option quiz" in req.prompt and "однажды" not in req.prompt
+        return "400" if bdq and any(f"Вопрос номер {i}:" in req.prompt for i in (0, 1, 2)) else None
+
+    with FakeServer(answers=fake_model(items), faults=fault) as srv:
+        res = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", make_demo=False,
+                                perturber=Role("fake", srv.base_url), quiz_taker=Role("fake", srv.base_url),
+                                max_items_per_set=4)
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda *a, **k: None)
+    report.bcq_section(res)
+    assert "No BCQ answers: the BCQ not run: the BDQ has 9 answers and 3 questions left to ask (errored)" in said[-1]
