@@ -439,15 +439,20 @@ def _run_synth(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild,
 
 def synth_stage(summary: dict[str, Any]) -> dict[str, Any]:
     """A build's model calls as ``exitcodes.stage_exit`` reads them (:func:`~cresowlve_core.exitcodes.stage_record`),
-    ``unparsed`` when the verbaliser answered but no puzzle parsed: how ``cresowlve synth`` and the 06 report exit."""
+    ``unparsed`` when the verbaliser answered but no puzzle parsed, or the solver answered but no puzzle was
+    scored because its answers were cut off at the token limit: how ``cresowlve synth`` and the 06 report exit."""
     from cresowlve_core.exitcodes import stage_record
 
     st = summary["stages"]
     solver = summary.get("solver_answers") or {}
+    cut_solve = (summary.get("cut_off") or {}).get("solve")
     unparsed = (f"no verbalisation parsed: {st['verbalised']} of {st['candidates']} answered, 0 parsed"
                 if st["verbalised"] and not st["parsed"] else
                 f"no solver answer read: {solver['unread']} answered version(s), none with an answer (a copy "
-                "of the prompt)" if solver.get("unread") and not solver.get("read") else None)
+                "of the prompt)" if solver.get("unread") and not solver.get("read") else
+                f"no puzzle scored: {cut_solve} solver answers cut off at the token limit; a larger "
+                "--solver-max-tokens scores them in a new --build-dir"
+                if cut_solve and st.get("solver_answered") and not st.get("scored_both") else None)
     return stage_record(summary["calls"], TASKS, unparsed=unparsed)
 
 

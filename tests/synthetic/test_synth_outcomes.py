@@ -145,3 +145,25 @@ def test_a_verbalisation_cut_off_at_the_token_limit_is_named_in_the_yield(tmp_pa
 
     assert ("1 verbalisations were cut off at the token limit (`verbaliser_max_tokens`) before a whole puzzle: "
             "no puzzle, never kept") in yield_section(res).prose
+
+
+def test_a_build_whose_solver_answers_are_all_cut_off_scores_no_puzzle_and_exits_1(tmp_path, capsys):
+    """Every solver answer stops at the budget before a right answer (finish_reason "length", as in the
+    replay's truncate scenario): every candidate is unscored, 0 kept. Before: exit 0, no last line, as if
+    the creative-leap filter had run. Now the build exits 1 naming the cut-offs and the remedy."""
+    from cresowlve_core.exitcodes import stage_exit
+    from cresowlve_core.synthetic.pipeline import synth_stage
+
+    def cut_off_solver(req):
+        if "Now the real task" in req.prompt:
+            return answers(req)
+        return Reply(text="Let me think about the clues one by one", finish_reason="length")
+
+    with FakeServer(answers=cut_off_solver) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        res = run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+    assert res.summary["stages"]["scored_both"] == 0 and res.summary["cut_off"]["solve"] > 0
+    assert stage_exit(synth_stage(res.summary), unit="model tasks") == 1
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
+        f"incomplete: no puzzle scored: {res.summary['cut_off']['solve']} solver answers cut off at the token limit; "
+        "a larger --solver-max-tokens scores them in a new --build-dir")
