@@ -355,3 +355,23 @@ def test_the_error_labeller_reads_a_runs_items_under_the_limit_the_run_was_made_
     assert sorted(w.id for w in wrong) == ["chgk_0000000000", "chgk_0000000001"]
     with pytest.raises(ItemsFileError, match="70,000 characters"):  # a flag given still decides
         collect_wrong(load_runs(str(run)), max_input_chars=DEFAULT_MAX_INPUT_CHARS)
+
+
+@pytest.mark.parametrize("field", ["other_answers", "explanation"])
+def test_eval_refuses_a_nul_in_what_the_judge_is_shown_and_sends_nothing(tmp_path, capsys, field):
+    items = S.eval_items()
+    view = ItemView(question="Puzzle number 2: who?", answer="Answer2", **{field: "Answer\x00Two"})
+    items[2] = Item(id=items[2].id, en=view)
+    path = S.write_items(tmp_path / "eval_items.jsonl", items)
+    with FakeServer(answers=S.eval_answers) as srv:
+        assert run_eval(srv, tmp_path, path) == 2
+        assert srv.total == 0
+    assert f"{path}:3 (id='chgk_0000000002'): en.{field}: control character U+0000" in capsys.readouterr().err
+
+
+def test_an_empty_explanation_or_alternative_is_still_accepted(tmp_path):
+    items = S.eval_items()
+    items[2] = Item(id=items[2].id, en=ItemView(question="Puzzle number 2: who?", answer="Answer2",
+                                                explanation="", other_answers=" "))
+    path = S.write_items(tmp_path / "eval_items.jsonl", items)
+    assert len(load_items(str(path), "en")) == len(items)

@@ -316,7 +316,9 @@ def validate_items(items: list[Item], source: str) -> None:
 def check_input_limits(items: list[Item], lang: Lang, wheres: Sequence[str] | _FileLines | None, source: str,
                        max_input_chars: int | None = None) -> None:
     """Refuse an item whose ``lang`` question or answer breaks the input limits of
-    :mod:`cresowlve_core.inputs` (empty, a control character, a question above the size limit).
+    :mod:`cresowlve_core.inputs` (empty, a control character, a question above the size limit), or
+    whose explanation or accepted alternatives (optional, but sent to the judge with the answer) hold
+    a control character.
 
     ``wheres`` (parallel to ``items``) names each item's ``file:line``; without it the item is
     named by ``source`` and its id. Raises :class:`ItemsFileError` (exit 2) before anything is sent.
@@ -328,6 +330,11 @@ def check_input_limits(items: list[Item], lang: Lang, wheres: Sequence[str] | _F
         for field, text, sized in (("question", view.question, True), ("answer", view.answer, False)):
             problem = text_problem(text, f"{lang}.{field}", max_chars=max_input_chars, size_limited=sized)
             if problem is not None:
+                where = wheres[n] if wheres is not None else source
+                raise ItemsFileError(f"{where} (id={item.id!r}): {problem}")
+        for field, optional in (("explanation", view.explanation), ("other_answers", view.other_answers)):
+            if optional and optional.strip() and (problem := text_problem(optional, f"{lang}.{field}",
+                                                                          size_limited=False)) is not None:
                 where = wheres[n] if wheres is not None else source
                 raise ItemsFileError(f"{where} (id={item.id!r}): {problem}")
 
