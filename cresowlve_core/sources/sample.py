@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import logging
+import unicodedata
 from array import array
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
@@ -270,7 +271,7 @@ _CHECK_CHUNK = 1000
 
 
 def validate_items(items: list[Item], source: str) -> None:
-    """Refuse an item set with duplicate ids (also ids that differ only in case or surrounding
+    """Refuse an item set with duplicate ids (also ids that differ only in case, Unicode normalisation or surrounding
     whitespace) or text that is not valid Unicode.
 
     Raises :class:`ItemsFileError` naming every offending id (the first ten, with a count):
@@ -287,15 +288,17 @@ def validate_items(items: list[Item], source: str) -> None:
             f"{source}: {len(dupes)} duplicate item id(s): {shown}{more}. Ids must be unique "
             "(results are stored by id); remove or rename the repeats"
         )
-    alike: dict[str, list[str]] = defaultdict(list)  # ids that only case or surrounding whitespace tell apart
+    # ids that only case, surrounding whitespace or Unicode normalisation (a precomposed "é" against "e" and a
+    # combining accent, drawn alike) tell apart
+    alike: dict[str, list[str]] = defaultdict(list)
     for item_id in positions:
-        alike[item_id.strip().casefold()].append(item_id)
+        alike[unicodedata.normalize("NFC", item_id.strip()).casefold()].append(item_id)
     if groups := [ids for ids in alike.values() if len(ids) > 1]:
-        shown = "; ".join(" and ".join(f"{i!r} (item {positions[i][0]})" for i in ids) for ids in groups[:10])
+        shown = "; ".join(" and ".join(f"{_shown_id(i)} (item {positions[i][0]})" for i in ids) for ids in groups[:10])
         more = f"; and {len(groups) - 10} more" if len(groups) > 10 else ""
         raise ItemsFileError(
-            f"{source}: {len(groups)} set(s) of item ids that differ only in case or surrounding whitespace: "
-            f"{shown}{more}. To the eye (a report's table, a hand-written filter) they are one id; remove the repeats "
+            f"{source}: {len(groups)} set(s) of item ids that differ only in case, Unicode normalisation or "
+            f"surrounding whitespace: {shown}{more}. To the eye (a report's table, a hand-written filter) they are one id; remove the repeats "
             "or give them distinct ids"
         )
     bad: list[tuple[str, list[str]]] = []
@@ -311,6 +314,14 @@ def validate_items(items: list[Item], source: str) -> None:
             f"{source}: {len(bad)} item(s) with text that is not valid Unicode (a lone surrogate "
             f"such as \\udcff, which cannot be sent as UTF-8): {shown}{more}; fix or remove them"
         )
+
+
+def _shown_id(item_id: str) -> str:
+    """An id as an error names it: its repr, with its code points beside it when it is not in NFC (two ids
+    that differ only in normalisation look the same in a repr)."""
+    if unicodedata.normalize("NFC", item_id) == item_id:
+        return repr(item_id)
+    return f"{item_id!r} (as code points {ascii(item_id)})"
 
 
 def check_input_limits(items: list[Item], lang: Lang, wheres: Sequence[str] | _FileLines | None, source: str,

@@ -151,8 +151,18 @@ def test_ids_that_differ_only_in_case_or_surrounding_whitespace_are_refused(tmp_
     path = _write(tmp_path / "x.jsonl", [_item(0), _item(1), {**_item(2), "id": other}])
     with pytest.raises(ItemsFileError) as err:
         load_items(str(path), "en")
-    assert str(err.value).startswith(f"{path}: 1 set(s) of item ids that differ only in case or surrounding "
-                                     f"whitespace: 'it0' (item 1) and {other!r} (item 3). ")
+    assert str(err.value).startswith(f"{path}: 1 set(s) of item ids that differ only in case, Unicode "
+                                     f"normalisation or surrounding whitespace: 'it0' (item 1) and {other!r} (item 3). ")
+
+
+def test_ids_that_differ_only_in_unicode_normalisation_are_refused_naming_the_code_points(tmp_path):
+    # 'café' precomposed (NFC) and 'cafe' + a combining acute (NFD) ran as two items drawn alike in every report
+    path = _write(tmp_path / "x.jsonl", [{**_item(0), "id": "caf\u00e9"}, _item(1), {**_item(2), "id": "cafe\u0301"}])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value).startswith(f"{path}: 1 set(s) of item ids that differ only in case, Unicode normalisation "
+                                     "or surrounding whitespace: 'caf\u00e9' (item 1) and 'cafe\u0301' (as code points "
+                                     "'cafe\\u0301') (item 3). ")
 
 
 def test_duplicate_ids_in_published_jsonl(tmp_path):
