@@ -26,11 +26,13 @@ class ClientOptions(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_tokens: int | None = Field(4096, description="output budget per call; thinking models need room")
+    max_tokens: int | None = Field(4096, ge=1, description="output budget per call; thinking models need room")
     temperature: float | None = Field(0.0, ge=0, allow_inf_nan=False, description="sampling temperature, finite and "
                                       ">= 0 (0 is as repeatable as the provider allows), or none ('default' on the "
                                       "command line): the provider's default decoding, as in the paper")
-    seed: int = Field(0, description="sampling seed sent to the provider (where supported)")
+    # 0 .. 2**63-1, as --seed takes it (argtypes.MAX_SEED): providers take a signed 64-bit seed, and the
+    # stages' own draws a non-negative one
+    seed: int = Field(0, ge=0, le=2**63 - 1, description="sampling seed sent to the provider (where supported)")
     concurrency: int = Field(CONCURRENCY, ge=1, description="calls in flight at once")
     http_workers: int = Field(0, ge=0, description="processes that make the HTTP calls (0: the run's own event "
                               "loop); 1 or 2 lift the ceiling of one core against a fast local server (hundreds of "
@@ -56,7 +58,7 @@ class ClientOptions(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict, description="JSON object merged into every request body, "
                                        "last; {\"field\": null} removes a field the profile would send; part of the "
                                        "cache key, recorded in the manifest's 'sent'")
-    max_cost: float | None = Field(None, ge=0, description="stop cleanly before spending more than this many USD")
+    max_cost: float | None = Field(None, ge=0, allow_inf_nan=False, description="stop cleanly before spending more than this many USD")
     cache: bool = Field(True, description="use the SQLite response cache")
     cache_path: str | None = Field(None, description="cache file (None: data/cache/responses.sqlite)")
 

@@ -265,6 +265,11 @@ BAD_GRID_KEYS = [
     ({"options": {"concurency": 4}}, {}, "options.concurency: unknown key (did you mean 'concurrency'?)"),
     ({"options": {"concurrency": "many"}}, {}, "options.concurrency: Input should be a valid integer"),
     ({"options": {"temperature": float("nan")}}, {}, "options.temperature: Input should be a finite number"),
+    # sent as they stood (max_tokens -5, seed -1), or written to the manifest as null, "no cap" (max_cost .inf)
+    ({"options": {"max_tokens": 0}}, {}, "options.max_tokens: Input should be greater than or equal to 1"),
+    ({}, {"options": {"seed": -1}}, "models.0.options.seed: Input should be greater than or equal to 0"),
+    ({"options": {"seed": 2**63}}, {}, "options.seed: Input should be less than or equal to 9223372036854775807"),
+    ({"options": {"max_cost": float("inf")}}, {}, "options.max_cost: Input should be a finite number"),
     ({}, {"options": {"max_token": 5}}, "models.0.options.max_token: unknown key (did you mean 'max_tokens'?)"),
     ({}, {"efforts": ["hgih"]}, "models.0.efforts: Value error, unknown effort 'hgih'"),
     ({}, {"prompt_style": "cto"}, "models.0.prompt_style: Input should be 'cot' or 'plain'"),
