@@ -3,13 +3,22 @@ judge) and their options are resolved from it in :mod:`cresowlve_core.evaluation
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
 from cresowlve_core.runtime import ClientOptions
+
+
+def finite_temperature(value: float | str | None) -> float | str | None:
+    """A judge's temperature as given: a number must be finite and >= 0, as the model's
+    (``ClientOptions.temperature``); a word (``protocol``, ``default``) or None passes."""
+    if isinstance(value, float) and not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"must be a finite number >= 0, got {value!r}")
+    return value
 
 
 class EvalConfig(BaseModel):
@@ -42,11 +51,13 @@ class EvalConfig(BaseModel):
     judge_effort: str | None = None
     judge_temperature: float | Literal["protocol"] | None = "protocol"  # protocol: 0 (ours), none sent (paper)
     judge_extra_body: dict[str, Any] = Field(default_factory=dict)
-    judge_max_cost: float | None = Field(None, ge=0)  # USD of new judge calls; None: no cap (max_cost is the model's)
+    judge_max_cost: float | None = Field(None, ge=0, allow_inf_nan=False)  # USD of new judge calls; None: no cap (max_cost is the model's)
     retry_truncated: bool = False  # re-ask the items whose answer was cut off (with this run's --max-tokens)
     limit: int | None = Field(None, ge=1)
     max_input_chars: int | None = Field(None, ge=1)  # None: the 64 KB question limit (cresowlve_core/inputs.py)
     options: ClientOptions = Field(default_factory=ClientOptions)
+
+    _judge_temperature = field_validator("judge_temperature")(finite_temperature)
 
     @model_validator(mode="before")
     @classmethod

@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
 from cresowlve_core import outfiles
+from cresowlve_core.evaluation.config import finite_temperature
 from cresowlve_core.evaluation.runner import (
     EvalConfig,
     eval_stages,
@@ -108,10 +109,11 @@ class GridJudge(BaseModel):
     max_tokens: int | None = Field(None, ge=1)  # default: 512, or 8192 for a thinking judge
     temperature: float | Literal["protocol", "default"] | None = "protocol"  # "default": none sent
     extra_body: dict[str, Any] = Field(default_factory=dict)
-    max_cost: float | None = Field(None, ge=0)  # USD of new judge calls per cell; options.max_cost caps the model
+    max_cost: float | None = Field(None, ge=0, allow_inf_nan=False)  # USD of new judge calls per cell; options.max_cost caps the model
 
     _effort = field_validator("effort")(_known_effort)
     _provider = field_validator("provider")(_known_provider)
+    _temperature = field_validator("temperature")(finite_temperature)
 
 
 class GridModel(BaseModel):

@@ -277,6 +277,10 @@ BAD_GRID_KEYS = [
     ({}, {"provider": "opnai"}, "models.0.provider: Value error, unknown provider 'opnai'"),
     ({"judge": {"model": "j", "effort": "hgih"}}, {}, "judge.effort: Value error, unknown effort 'hgih'"),
     ({"judge": {"model": "j", "provider": "opnai"}}, {}, "judge.provider: Value error, unknown provider 'opnai'"),
+    # sent as NaN (not JSON) or -1, and the manifest's judge recorded temperature null (the provider's default)
+    ({"judge": {"model": "j", "temperature": float("nan")}}, {}, "judge.temperature: Value error, must be a finite number >= 0, got nan"),
+    ({"judge": {"model": "j", "temperature": -1}}, {}, "judge.temperature: Value error, must be a finite number >= 0, got -1.0"),
+    ({"judge": {"model": "j", "max_cost": float("inf")}}, {}, "judge.max_cost: Input should be a finite number"),
     ({1: 2}, {}, "1: Keys should be strings"),
 ]
 
