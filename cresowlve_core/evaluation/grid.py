@@ -31,6 +31,7 @@ A config (see ``configs/paper_table1.yaml`` for the paper's 18 configurations)::
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
@@ -42,7 +43,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tqdm.auto import tqdm
 
-from cresowlve_core import outfiles
+from cresowlve_core import argtypes, outfiles
 from cresowlve_core.evaluation.config import finite_temperature
 from cresowlve_core.evaluation.runner import (
     EvalConfig,
@@ -89,6 +90,17 @@ def _known_effort(effort: str | None) -> str | None:
     return effort.lower()
 
 
+def _base_url(url: str | None) -> str | None:
+    """A base URL as ``--base-url`` takes it (:func:`~cresowlve_core.argtypes.http_url`): http(s) with a host,
+    without an API path the client appends, surrounding whitespace stripped; never echoed with its credentials."""
+    if url is None:
+        return None
+    try:
+        return argtypes.http_url(url)
+    except argparse.ArgumentTypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _known_provider(provider: str | None) -> str | None:
     if provider is not None:
         get_profile(provider)  # UnknownProvider (a ValueError) names the known ones
@@ -114,6 +126,7 @@ class GridJudge(BaseModel):
     _effort = field_validator("effort")(_known_effort)
     _provider = field_validator("provider")(_known_provider)
     _temperature = field_validator("temperature")(finite_temperature)
+    _base_url = field_validator("base_url")(_base_url)
 
 
 class GridModel(BaseModel):
@@ -129,6 +142,7 @@ class GridModel(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)  # read as ClientOptions by load_grid
 
     _provider = field_validator("provider")(_known_provider)
+    _base_url = field_validator("base_url")(_base_url)
 
     @field_validator("efforts")
     @classmethod

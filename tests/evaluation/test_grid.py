@@ -281,8 +281,23 @@ BAD_GRID_KEYS = [
     ({"judge": {"model": "j", "temperature": float("nan")}}, {}, "judge.temperature: Value error, must be a finite number >= 0, got nan"),
     ({"judge": {"model": "j", "temperature": -1}}, {}, "judge.temperature: Value error, must be a finite number >= 0, got -1.0"),
     ({"judge": {"model": "j", "max_cost": float("inf")}}, {}, "judge.max_cost: Input should be a finite number"),
+    # each cell failed at its start instead, exit 3 ("change what stopped the run"), or was answered 404
+    ({}, {"base_url": "127.0.0.1:8000/v1"}, "models.0.base_url: Value error, must be an http(s) URL such as"),
+    ({"judge": {"model": "j", "base_url": "http://127.0.0.1:9/v1/chat/completions"}}, {},
+     "judge.base_url: Value error, must be the base URL without the API path /chat/completions"),
     ({1: 2}, {}, "1: Keys should be strings"),
 ]
+
+
+def test_a_base_url_is_read_as_base_url_reads_it_surrounding_whitespace_stripped(tmp_path):
+    # " http://host/v1 " was sent as it stood: every request of the cell a malformed HTTP line, exit 3
+    from cresowlve_core.evaluation.grid import load_grid
+
+    path = tmp_path / "g.yaml"
+    path.write_text(yaml.safe_dump({"name": "g", "langs": ["en"], "judge": {"model": "j", "base_url": " http://j/v1\n"},
+                                    "models": [{"model": "m", "base_url": " http://127.0.0.1:9/v1 "}]}))
+    grid = load_grid(path)
+    assert grid.models[0].base_url == "http://127.0.0.1:9/v1" and grid.judge and grid.judge.base_url == "http://j/v1"
 
 
 @pytest.mark.parametrize("top, model, problem", BAD_GRID_KEYS, ids=[p.split(":")[0] for _, _, p in BAD_GRID_KEYS])
