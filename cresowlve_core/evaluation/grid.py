@@ -136,7 +136,8 @@ class GridModel(BaseModel):
     base_url: str
     api_key_env: str | None = None
     provider: str | None = None  # profile (llm/profiles.py); default: detected from the base URL
-    efforts: list[str | None] = Field(default_factory=lambda: list[str | None]([None]))
+    # at least one (null: no effort): an empty list would leave the model out of the grid
+    efforts: list[str | None] = Field(default_factory=lambda: list[str | None]([None]), min_length=1)
     api: Literal["chat", "responses", "completions"] | None = None
     prompt_style: Literal["cot", "plain"] | None = None
     options: dict[str, Any] = Field(default_factory=dict)  # read as ClientOptions by load_grid
@@ -154,7 +155,7 @@ class GridConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str
     items: str = "demo"
-    langs: list[Lang] = Field(default_factory=lambda: ["en", "ru"])  # type: ignore[arg-type]
+    langs: list[Lang] = Field(default_factory=lambda: ["en", "ru"], min_length=1)  # type: ignore[arg-type]
     limit: int | None = Field(None, ge=1)
     #: re-ask the answers cut off by the token limit with options.max_tokens, when it is larger than theirs
     retry_truncated: bool = False

@@ -285,6 +285,9 @@ BAD_GRID_KEYS = [
     ({}, {"base_url": "127.0.0.1:8000/v1"}, "models.0.base_url: Value error, must be an http(s) URL such as"),
     ({"judge": {"model": "j", "base_url": "http://127.0.0.1:9/v1/chat/completions"}}, {},
      "judge.base_url: Value error, must be the base URL without the API path /chat/completions"),
+    # a grid of no cell: "grid g (0 cells)", nothing run, exit 0
+    ({"langs": []}, {}, "langs: List should have at least 1 item"),
+    ({}, {"efforts": []}, "models.0.efforts: List should have at least 1 item"),
     ({1: 2}, {}, "1: Keys should be strings"),
 ]
 
