@@ -101,6 +101,19 @@ def _base_url(url: str | None) -> str | None:
         raise ValueError(str(exc)) from None
 
 
+def _named_model(model: str) -> str:
+    """A model name that can name its run directories (:func:`~cresowlve_core.text.slug`)."""
+    slug(model)  # UnsafeNameError (a ValueError) for "", blank, "." and ".."
+    return model
+
+
+def _named_judge(model: str) -> str:
+    """A judge's model name that is not blank (a blank one would leave every cell unjudged, run after run)."""
+    if not model.strip():
+        raise ValueError("must not be empty (leave out judge: for a grid without a judge)")
+    return model
+
+
 def _known_provider(provider: str | None) -> str | None:
     if provider is not None:
         get_profile(provider)  # UnknownProvider (a ValueError) names the known ones
@@ -126,6 +139,7 @@ class GridJudge(BaseModel):
     _effort = field_validator("effort")(_known_effort)
     _provider = field_validator("provider")(_known_provider)
     _temperature = field_validator("temperature")(finite_temperature)
+    _model = field_validator("model")(_named_judge)
     _base_url = field_validator("base_url")(_base_url)
 
 
@@ -144,6 +158,7 @@ class GridModel(BaseModel):
 
     _provider = field_validator("provider")(_known_provider)
     _base_url = field_validator("base_url")(_base_url)
+    _model = field_validator("model")(_named_model)
 
     @field_validator("efforts")
     @classmethod

@@ -288,6 +288,10 @@ BAD_GRID_KEYS = [
     # a grid of no cell: "grid g (0 cells)", nothing run, exit 0
     ({"langs": []}, {}, "langs: List should have at least 1 item"),
     ({}, {"efforts": []}, "models.0.efforts: List should have at least 1 item"),
+    # a blank judge: every cell "incomplete", its judge never run, "run the same command again", run after run
+    ({"judge": {"model": " "}}, {}, "judge.model: Value error, must not be empty"),
+    # a model that cannot name a directory: a line naming neither the file nor the key
+    ({}, {"model": ".."}, "models.0.model: Value error, '..' cannot name a directory"),
     ({1: 2}, {}, "1: Keys should be strings"),
 ]
 
