@@ -70,6 +70,18 @@ def test_an_unset_key_variable_is_refused_before_any_model_starts(tmp_path, caps
     assert not out.exists()
 
 
+def test_a_key_given_as_step_models_key_env_is_refused_without_repeating_it(tmp_path, capsys, no_embedded):
+    # it was echoed whole: "environment variable 'sk-proj-...' is not set (--step-model translate; ...)"
+    key = "sk-proj-" + "Ab3" * 12
+    out = tmp_path / "out"
+    assert main(["build", "--build-dir", str(out), "--step-model", "translate", "m", "http://127.0.0.1:9/v1", key]) == 2
+    err = capsys.readouterr().err
+    assert key not in err and not out.exists()
+    assert err.strip().splitlines()[-1] == (f"error: --step-model translate: KEY_ENV takes the NAME of an environment variable (e.g. "
+                    f"OPENAI_API_KEY), not the key; the value given ({len(key)} characters) looks like a key and was "
+                    "not used; nothing was run")
+
+
 def test_errors_label_of_no_runs_is_refused_before_the_embedded_model(tmp_path, capsys, no_embedded):
     line = _refused(["errors", "label", "--runs", str(tmp_path / "none" / "*"), "--out-dir", str(tmp_path / "e")],
                     capsys)

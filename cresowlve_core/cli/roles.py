@@ -50,7 +50,8 @@ def _is_http_url(value: str) -> bool:
 
 def unset_role_key(a: argparse.Namespace) -> str | None:
     """Why the command is refused when a role served at a base URL names a key variable that is not
-    set (``--ROLE-api-key-env``, ``--step-model``'s KEY_ENV), or None; checked before any model starts."""
+    set (``--ROLE-api-key-env``, ``--step-model``'s KEY_ENV), or gives what looks like the key itself
+    instead of its variable's name, or None; checked before any model starts."""
     given = vars(a)
     named = [(f"--{dest.replace('_', '-')}", name) for dest, name in given.items()
              if dest.endswith("api_key_env") and isinstance(name, str) and name
@@ -58,6 +59,10 @@ def unset_role_key(a: argparse.Namespace) -> str | None:
     named += [(f"--step-model {step}", key) for step, _, url, key in given.get("step_model") or []
               if key and _is_http_url(url)]  # a bad BASE_URL is the command's own refusal
     for flag, name in named:
+        try:
+            argtypes.env_name(name)  # --step-model's KEY_ENV has no argparse type of its own
+        except argparse.ArgumentTypeError as exc:  # never repeats a value that looks like the key itself
+            return f"{flag}: KEY_ENV {exc}; nothing was run"
         if _unset_key_var(name) is not None:
             return f"environment variable {name!r} is not set ({flag}; it should hold the API key); nothing was run"
     return None
