@@ -67,6 +67,12 @@ def iter_lines(text: str) -> Iterator[tuple[int, str]]:
             yield lineno, line
 
 
+def not_json(exc: json.JSONDecodeError) -> str:
+    """``not JSON (PROBLEM at column N)``: the decoder's message without its own trailing "at" (its
+    ``Unterminated string starting at`` and ``Invalid control character at`` end with one)."""
+    return f"not JSON ({exc.msg.removesuffix(' at')} at column {exc.colno})"
+
+
 def _object(line: str, where: str | Path, lineno: int, torn_tail: bool, error: type[Exception],
             what: str) -> dict[str, Any] | None:
     """The JSON object on one line; None for a torn last line (``torn_tail``: skipped with a warning)."""
@@ -76,7 +82,7 @@ def _object(line: str, where: str | Path, lineno: int, torn_tail: bool, error: t
         if torn_tail:
             log.warning("%s: ignoring a torn last line (the run was killed mid-write)", where)
             return None
-        raise error(f"{where}:{lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+        raise error(f"{where}:{lineno}: {not_json(exc)}") from None
     if not isinstance(row, dict):
         shown = line.strip()
         shown = shown if len(shown) <= 40 else shown[:40] + "..."

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core import jsonl
 from cresowlve_core.construction.parsers import normalise_label
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.vocab import DOMAIN_GROUPS
@@ -33,7 +34,7 @@ def load_mapping(path: str | Path | None = None) -> dict[str, str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}:{exc.lineno}: not JSON ({exc.msg} at column {exc.colno})") from None
+        raise InputError(f"{path}:{exc.lineno}: {jsonl.not_json(exc)}") from None
     groups = data.get("groups") if isinstance(data, dict) else None
     if not isinstance(groups, dict):
         raise InputError(f"{path}: expected {{'groups': {{group: [domain, ...]}}}}")

@@ -95,6 +95,14 @@ def test_a_line_that_is_not_json_is_named_before_an_invalid_item_above_it(tmp_pa
         load_items(str(path), "en")
 
 
+def test_a_truncated_last_line_is_named_in_one_readable_phrase(tmp_path):
+    # the decoder's message ends in "at" itself: the line read "Unterminated string starting at at column 9"
+    path = _write(tmp_path / "x.jsonl", [], raw=json.dumps(_item(0)) + '\n{"id": "it1')
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value) == f"{path}:2: not JSON (Unterminated string starting at column 8)"
+
+
 def test_line_numbers_of_a_jsonl_file_name_the_item_that_breaks_a_limit(tmp_path):
     path = _write(tmp_path / "x.jsonl", [], raw="\n".join(json.dumps(_item(i, "x" * (50 if i == 3 else 5)))
                                                            for i in range(5)) + "\n")
