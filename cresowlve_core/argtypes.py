@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from cresowlve_core.jsontext import non_finite_at
 from cresowlve_core.text import MAX_SLUG
 
 
@@ -113,6 +114,8 @@ def json_object(text: str) -> dict[str, Any]:
         raise argparse.ArgumentTypeError(f"not JSON ({exc.msg.removesuffix(' at')} at character {exc.pos})") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_p\": 0.95}'")
+    if (at := non_finite_at(value)) is not None:  # Python's reader takes NaN, Infinity and 1e999; JSON has none
+        raise argparse.ArgumentTypeError(f"{at}: must be a finite number (NaN and Infinity are not JSON)")
     return value
 
 

@@ -27,6 +27,20 @@ def finite(value: Any) -> Any:
     return value
 
 
+def non_finite_at(value: Any, where: str = "") -> str | None:
+    """Where in ``value`` the first float that is not finite is (``top_p``, ``a.b[2]``; ``value`` for the
+    value itself), or None: what is sent to a provider must be strict JSON, which has no NaN or Infinity."""
+    if isinstance(value, float):
+        return None if math.isfinite(value) else (where or "value")
+    if isinstance(value, dict):
+        items: Any = ((f"{where}.{k}" if where else str(k), v) for k, v in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{where}[{i}]", v) for i, v in enumerate(value))
+    else:
+        return None
+    return next((at for key, v in items if (at := non_finite_at(v, key)) is not None), None)
+
+
 def _default(value: Any) -> Any:
     """Values JSON cannot hold: numpy scalars and arrays as their Python values, others (paths,
     dates) as ``str``."""

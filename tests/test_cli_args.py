@@ -40,6 +40,15 @@ def test_every_seed_flag_takes_only_a_seed_numpy_and_the_providers_accept(capsys
 
 
 
+@pytest.mark.parametrize("flag", ["--extra-body", "--judge-extra-body"])
+@pytest.mark.parametrize("body,where", [('{"top_p": NaN}', "top_p"), ('{"a": {"b": [1, -Infinity]}}', "a.b[1]"),
+                                        ('{"top_p": 1e999}', "top_p")])
+def test_an_extra_body_with_a_number_json_has_not_is_refused(capsys, flag, body, where):
+    # Python's reader took them: the requests carried NaN (not JSON) and the manifest recorded null
+    line = _refused(capsys, ["eval", flag, body])
+    assert line.endswith(f"argument {flag}: {where}: must be a finite number (NaN and Infinity are not JSON)")
+
+
 @pytest.mark.parametrize("extra,fragment", [
     (["--n", "0"], "argument --n: must be an integer >= 1, got 0"),
     (["--n", "-3"], "argument --n: must be an integer >= 1, got -3"),

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.items import Lang
+from cresowlve_core.llm.options import finite_extra_body
 from cresowlve_core.runtime import ClientOptions
 
 
@@ -58,6 +59,7 @@ class EvalConfig(BaseModel):
     options: ClientOptions = Field(default_factory=ClientOptions)
 
     _judge_temperature = field_validator("judge_temperature")(finite_temperature)
+    _judge_extra_body = field_validator("judge_extra_body")(finite_extra_body)
 
     @model_validator(mode="before")
     @classmethod

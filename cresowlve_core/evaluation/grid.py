@@ -57,6 +57,7 @@ from cresowlve_core.evaluation.runner import (
 from cresowlve_core.evaluation.scoring import JudgeProtocol
 from cresowlve_core.failures import InputError, UsageError
 from cresowlve_core.items import Item, Lang
+from cresowlve_core.llm.options import finite_extra_body
 from cresowlve_core.llm.profiles import get_profile
 from cresowlve_core.llm.types import EFFORTS
 from cresowlve_core.paths import runs_dir
@@ -139,6 +140,7 @@ class GridJudge(BaseModel):
     _effort = field_validator("effort")(_known_effort)
     _provider = field_validator("provider")(_known_provider)
     _temperature = field_validator("temperature")(finite_temperature)
+    _extra_body = field_validator("extra_body")(finite_extra_body)
     _model = field_validator("model")(_named_judge)
     _base_url = field_validator("base_url")(_base_url)
 

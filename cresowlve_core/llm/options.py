@@ -14,11 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from cresowlve_core.jsontext import non_finite_at
 from cresowlve_core.llm.profiles import get_profile
 from cresowlve_core.llm.types import CONCURRENCY, Endpoint, GenParams
 
 if TYPE_CHECKING:
     from cresowlve_core.llm.cache import ResponseCache
+
+
+def finite_extra_body(body: dict[str, Any]) -> dict[str, Any]:
+    """An extra body that is strict JSON: a NaN or Infinity (YAML's ``.nan``) would be sent as is and
+    recorded in the manifest as null, so it raises ``ValueError`` naming where it is."""
+    if (at := non_finite_at(body)) is not None:
+        raise ValueError(f"{at}: must be a finite number (NaN and Infinity are not JSON)")
+    return body
 
 
 class ClientOptions(BaseModel):
@@ -61,6 +70,11 @@ class ClientOptions(BaseModel):
     max_cost: float | None = Field(None, ge=0, allow_inf_nan=False, description="stop cleanly before spending more than this many USD")
     cache: bool = Field(True, description="use the SQLite response cache")
     cache_path: str | None = Field(None, description="cache file (None: data/cache/responses.sqlite)")
+
+    @field_validator("extra_body")
+    @classmethod
+    def _strict_json(cls, v: dict[str, Any]) -> dict[str, Any]:
+        return finite_extra_body(v)
 
     @field_validator("provider", "provider_preset")
     @classmethod

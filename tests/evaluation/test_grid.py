@@ -292,6 +292,11 @@ BAD_GRID_KEYS = [
     ({"judge": {"model": " "}}, {}, "judge.model: Value error, must not be empty"),
     # a model that cannot name a directory: a line naming neither the file nor the key
     ({}, {"model": ".."}, "models.0.model: Value error, '..' cannot name a directory"),
+    # sent as NaN (not JSON), recorded in the manifest as null
+    ({}, {"options": {"extra_body": {"top_p": float("nan")}}},
+     "models.0.options.extra_body: Value error, top_p: must be a finite number"),
+    ({"judge": {"model": "j", "extra_body": {"top_p": float("inf")}}}, {},
+     "judge.extra_body: Value error, top_p: must be a finite number"),
     ({1: 2}, {}, "1: Keys should be strings"),
 ]
 
