@@ -17,6 +17,9 @@ from pydantic import BaseModel, Field
 Lang = Literal["en", "ru"]
 LANGS: tuple[Lang, ...] = ("en", "ru")
 
+#: an item's annotated reasoning types: the analysis leaves ``factual`` items out of Table 1's creative subset
+REASONING_TYPES = ("creative", "factual")
+
 PUBLISHED_FIELDS = (
     "id",
     "question",
@@ -92,7 +95,7 @@ class Item(BaseModel):
     knowledge_domains: list[str] = Field(default_factory=list)
     creative_domains: list[str] = Field(default_factory=list)
     cultures: list[str] = Field(default_factory=list)
-    reasoning_type: str | None = None  # "creative" | "factual" where annotated
+    reasoning_type: str | None = None  # one of REASONING_TYPES (any case) where annotated
     atomic_facts: list[str] | None = None
     en: ItemView | None = None
     ru: ItemView | None = None

@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from cresowlve_core import jsonl, outfiles
 from cresowlve_core.failures import InputError, MissingInput, UsageError
 from cresowlve_core.inputs import text_problem
-from cresowlve_core.items import LANGS, Item, ItemView, Lang
+from cresowlve_core.items import LANGS, REASONING_TYPES, Item, ItemView, Lang
 from cresowlve_core.paths import data_dir, shipped_data
 from cresowlve_core.sources.hub import (
     ItemsFileError,
@@ -174,9 +174,10 @@ def _read_jsonl_items(path: Path, lang: Lang) -> tuple[list[Item], _FileLines]:
 def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> list[Item]:
     """``Item`` rows as items. Beyond the model's own validation: the difficulty follows the published
     schema's rule (:func:`~cresowlve_core.sources.hub.difficulty_level`: ``true`` is not level 1, 7
-    is no level), and a row must have an ``en`` or ``ru`` view (a published-schema row after an
-    ``Item`` first row, or a misspelt ``"En"``, would otherwise read as an item with no question), and a
-    key that is no field of an item or of a view is refused (:func:`_unknown_fields`)."""
+    is no level), a ``reasoning_type`` is ``creative`` or ``factual`` (any case) or null, a row must have
+    an ``en`` or ``ru`` view (a published-schema row after an ``Item`` first row, or a misspelt ``"En"``,
+    would otherwise read as an item with no question), and a key that is no field of an item or of a
+    view is refused (:func:`_unknown_fields`)."""
     items = []
     rows = iter(rows)
     with file_errors_first(rows):
@@ -194,6 +195,10 @@ def _items_from_rows(path: Path, rows: Iterable[tuple[int, dict[str, Any]]]) -> 
                 raise ItemsFileError(f"{path}:{lineno} (id={row.get('id')!r}): {loc}: {first['msg']}{more}") from None
             if not item.id.strip():
                 raise ItemsFileError(f"{path}:{lineno}: id must be a non-empty string")
+            if item.reasoning_type is not None and item.reasoning_type.strip().lower() not in REASONING_TYPES:
+                # another word would count a factual item in the creative subset the analysis reports on
+                raise ItemsFileError(f"{path}:{lineno} (id={item.id!r}): reasoning_type: must be "
+                                     f"{' or '.join(map(repr, REASONING_TYPES))} or null, got {item.reasoning_type!r}")
             if item.en is None and item.ru is None:
                 keys = ", ".join(map(repr, list(row)[:5])) + (", ..." if len(row) > 5 else "")
                 raise ItemsFileError(

@@ -103,6 +103,22 @@ def test_a_truncated_last_line_is_named_in_one_readable_phrase(tmp_path):
     assert str(err.value) == f"{path}:2: not JSON (Unterminated string starting at column 8)"
 
 
+@pytest.mark.parametrize("value", ["factal", "creative_", "unknown", ""])
+def test_a_reasoning_type_other_than_creative_or_factual_is_refused(tmp_path, value):
+    # 'factal' ran, and the analysis counted the factual item in Table 1's creative subset
+    path = _write(tmp_path / "x.jsonl", [_item(0), {**_item(1), "reasoning_type": value}])
+    with pytest.raises(ItemsFileError) as err:
+        load_items(str(path), "en")
+    assert str(err.value) == (f"{path}:2 (id='it1'): reasoning_type: must be 'creative' or 'factual' or null, "
+                              f"got {value!r}")
+
+
+def test_a_reasoning_type_in_any_case_or_null_is_read(tmp_path):
+    rows = [{**_item(0), "reasoning_type": "Factual "}, {**_item(1), "reasoning_type": None}, _item(2)]
+    items = load_items(str(_write(tmp_path / "x.jsonl", rows)), "en")
+    assert [it.reasoning_type for it in items] == ["Factual ", None, None]
+
+
 def test_line_numbers_of_a_jsonl_file_name_the_item_that_breaks_a_limit(tmp_path):
     path = _write(tmp_path / "x.jsonl", [], raw="\n".join(json.dumps(_item(i, "x" * (50 if i == 3 else 5)))
                                                            for i in range(5)) + "\n")
