@@ -48,16 +48,16 @@ class ClientOptions(BaseModel):
                               "calls per second), and cost a little more CPU per call")
     rpm: int | None = Field(None, ge=1, description="requests-per-minute limit")
     tpm: int | None = Field(None, ge=1, description="tokens-per-minute limit")
-    timeout_s: float = Field(300.0, gt=0, description="read timeout of one HTTP attempt, seconds")
-    deadline_s: float | None = Field(600.0, gt=0, description="total deadline of one HTTP attempt, seconds, on top of "
+    timeout_s: float = Field(300.0, gt=0, allow_inf_nan=False, description="read timeout of one HTTP attempt, seconds")
+    deadline_s: float | None = Field(600.0, gt=0, allow_inf_nan=False, description="total deadline of one HTTP attempt, seconds, on top of "
                                      "the read timeout: a server dripping bytes is cut off")
     max_attempts: int = Field(6, ge=1, description="HTTP attempts per call, first one included")
-    backoff_base_s: float = Field(0.5, ge=0, description="first retry delay; doubles per attempt, jittered")
+    backoff_base_s: float = Field(0.5, ge=0, allow_inf_nan=False, description="first retry delay; doubles per attempt, jittered")
     down_after: int = Field(5, ge=1, description="consecutive dead-endpoint signs (refused, DNS, connect timeout, "
                             "non-JSON/HTML answers) that stop the run; the first three before any answer stop at once")
-    down_window_s: float = Field(10.0, ge=0, description="connection-level silence (accepted then closed, no "
+    down_window_s: float = Field(10.0, ge=0, allow_inf_nan=False, description="connection-level silence (accepted then closed, no "
                                  "first byte in time) stops the run only after down_after signs spanning this long")
-    first_byte_timeout_s: float | None = Field(None, gt=0, description="give up an attempt when no byte of the "
+    first_byte_timeout_s: float | None = Field(None, gt=0, allow_inf_nan=False, description="give up an attempt when no byte of the "
                                                "answer arrives within this (None: timeout_s); counts as a dead sign")
     provider: str | None = Field(None, description="provider profile: which fields are sent and how the effort, "
                                  "cost and reasoning are read (llm/profiles.py, docs/providers.md; none: detected "

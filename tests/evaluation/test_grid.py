@@ -270,6 +270,9 @@ BAD_GRID_KEYS = [
     ({}, {"options": {"seed": -1}}, "models.0.options.seed: Input should be greater than or equal to 0"),
     ({"options": {"seed": 2**63}}, {}, "options.seed: Input should be less than or equal to 9223372036854775807"),
     ({"options": {"max_cost": float("inf")}}, {}, "options.max_cost: Input should be a finite number"),
+    # recorded in the manifest as null, which no option of these takes (a timeout) or means "none"
+    ({"options": {"timeout_s": float("inf")}}, {}, "options.timeout_s: Input should be a finite number"),
+    ({}, {"options": {"backoff_base_s": float("inf")}}, "models.0.options.backoff_base_s: Input should be a finite"),
     ({}, {"options": {"max_token": 5}}, "models.0.options.max_token: unknown key (did you mean 'max_tokens'?)"),
     ({}, {"efforts": ["hgih"]}, "models.0.efforts: Value error, unknown effort 'hgih'"),
     ({}, {"prompt_style": "cto"}, "models.0.prompt_style: Input should be 'cot' or 'plain'"),
