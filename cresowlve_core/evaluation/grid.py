@@ -255,6 +255,9 @@ def load_grid(path: str | Path) -> GridConfig:
     p = Path(path)
     try:
         raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{p}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte {exc.start}); "
+                         "save the grid config as UTF-8") from None
     except (OSError, yaml.YAMLError) as exc:
         raise InputError(f"{p}: cannot read the grid config: {str(exc).splitlines()[0]}") from exc
     if not isinstance(raw, dict):

@@ -304,6 +304,17 @@ BAD_GRID_KEYS = [
 ]
 
 
+def test_a_grid_config_that_is_not_utf8_is_one_line_not_a_traceback(tmp_path, capsys):
+    # a UTF-16 file (Windows Notepad's "Unicode") ended in UnicodeDecodeError and "bug: ... please report it", exit 1
+    from cresowlve_core.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text("name: g\nmodels: []\n", encoding="utf-16")
+    assert main(["grid", str(path)]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {path}: not UTF-8 (byte 0xff at byte 0); save the grid config as UTF-8")
+
+
 def test_a_base_url_is_read_as_base_url_reads_it_surrounding_whitespace_stripped(tmp_path):
     # " http://host/v1 " was sent as it stood: every request of the cell a malformed HTTP line, exit 3
     from cresowlve_core.evaluation.grid import load_grid
