@@ -250,11 +250,36 @@ class Cell(BaseModel):
         )
 
 
+class _GridLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping: PyYAML keeps the last one and drops
+    the first without a word (a second ``options:`` would drop the first one's ``max_cost``)."""
+
+
+def _mapping_once(loader: _GridLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    lines: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":  # "<<: *defaults": keys written beside it override its keys
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        line = key_node.start_mark.line + 1
+        try:
+            if key in lines:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice (lines {lines[key]} and {line}); keep one", key_node.start_mark)
+        except TypeError:  # an unhashable key: construct_mapping says so
+            continue
+        lines[key] = line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_GridLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping_once)
+
+
 def load_grid(path: str | Path) -> GridConfig:
     """Read and validate a grid config (one clear error naming the file otherwise)."""
     p = Path(path)
     try:
-        raw = yaml.safe_load(p.read_text(encoding="utf-8"))
+        raw = yaml.load(p.read_text(encoding="utf-8"), Loader=_GridLoader)  # a SafeLoader
     except UnicodeDecodeError as exc:
         raise InputError(f"{p}: not UTF-8 (byte 0x{exc.object[exc.start]:02x} at byte {exc.start}); "
                          "save the grid config as UTF-8") from None

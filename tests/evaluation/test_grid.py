@@ -304,6 +304,27 @@ BAD_GRID_KEYS = [
 ]
 
 
+def test_a_key_given_twice_is_refused_naming_both_lines(tmp_path, capsys):
+    # YAML kept the second options: and dropped the first one's max_cost: the grid ran without its budget, exit 0
+    from cresowlve_core.cli import main
+
+    path = tmp_path / "g.yaml"
+    path.write_text("name: g\noptions: {max_cost: 0.000001}\nmodels:\n  - {model: m, base_url: 'http://127.0.0.1:9/v1'}\n"
+                    "options: {concurrency: 4}\n")
+    assert main(["grid", str(path), "--workers", "1"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: {path}: cannot read the grid config: key 'options' is given twice (lines 2 and 5); keep one")
+
+
+def test_a_merge_key_may_still_be_overridden_beside_it(tmp_path):
+    from cresowlve_core.evaluation.grid import load_grid
+
+    path = tmp_path / "g.yaml"
+    path.write_text("name: g\nmodels:\n  - &m {model: a, base_url: 'http://127.0.0.1:9/v1'}\n  - {<<: *m, model: b}\n")
+    assert [(m.model, m.base_url) for m in load_grid(path).models] == [("a", "http://127.0.0.1:9/v1"),
+                                                                        ("b", "http://127.0.0.1:9/v1")]
+
+
 def test_a_grid_config_that_is_not_utf8_is_one_line_not_a_traceback(tmp_path, capsys):
     # a UTF-16 file (Windows Notepad's "Unicode") ended in UnicodeDecodeError and "bug: ... please report it", exit 1
     from cresowlve_core.cli import main
