@@ -115,6 +115,13 @@ def _named_judge(model: str) -> str:
     return model
 
 
+def _key_variable(name: str | None) -> str | None:
+    """A key variable's name, not blank: an empty one was read as none, and the requests went without a key."""
+    if name is not None and not name.strip():
+        raise ValueError("must not be empty (leave it out for a server that takes no key)")
+    return name
+
+
 def _known_provider(provider: str | None) -> str | None:
     if provider is not None:
         get_profile(provider)  # UnknownProvider (a ValueError) names the known ones
@@ -140,6 +147,7 @@ class GridJudge(BaseModel):
     _effort = field_validator("effort")(_known_effort)
     _provider = field_validator("provider")(_known_provider)
     _temperature = field_validator("temperature")(finite_temperature)
+    _api_key_env = field_validator("api_key_env")(_key_variable)
     _extra_body = field_validator("extra_body")(finite_extra_body)
     _model = field_validator("model")(_named_judge)
     _base_url = field_validator("base_url")(_base_url)
@@ -161,6 +169,7 @@ class GridModel(BaseModel):
     _provider = field_validator("provider")(_known_provider)
     _base_url = field_validator("base_url")(_base_url)
     _model = field_validator("model")(_named_model)
+    _api_key_env = field_validator("api_key_env")(_key_variable)
 
     @field_validator("efforts")
     @classmethod

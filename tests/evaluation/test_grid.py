@@ -300,6 +300,9 @@ BAD_GRID_KEYS = [
      "models.0.options.extra_body: Value error, top_p: must be a finite number"),
     ({"judge": {"model": "j", "extra_body": {"top_p": float("inf")}}}, {},
      "judge.extra_body: Value error, top_p: must be a finite number"),
+    # read as no key variable: the requests went without a key (the judge's: with the model's key, on its base URL)
+    ({}, {"api_key_env": ""}, "models.0.api_key_env: Value error, must not be empty"),
+    ({"judge": {"model": "j", "api_key_env": " "}}, {}, "judge.api_key_env: Value error, must not be empty"),
     ({1: 2}, {}, "1: Keys should be strings"),
 ]
 
