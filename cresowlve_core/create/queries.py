@@ -129,6 +129,9 @@ def load_queries(path: Path | str | None = None, limit: int | None = None, *,
     queries: list[CreateQuery] = []
     lines: dict[str, list[int]] = defaultdict(list)
     for lineno, row in jsonl.read_jsonl_numbered(p, error=QueriesFileError, what="query"):
+        if unknown := [key for key in row if key not in CreateQuery.model_fields]:  # a misspelt key would be dropped
+            raise QueriesFileError(f"{p}:{lineno}: unknown field(s) {', '.join(map(repr, unknown))}: a CREATE query "
+                                   f"has {', '.join(CreateQuery.model_fields)}")
         try:
             q = CreateQuery(**row)
         except ValidationError as exc:

@@ -36,6 +36,10 @@ def _generate(base_url: str, queries, run_dir) -> int:
     (lambda r: [json.dumps(r[0]), json.dumps(r[1]), json.dumps(r[0])],
      r"q\.jsonl: 1 duplicate query id\(s\): '.+' \(lines 1, 3\); ids must be unique"),
     (lambda r: ["", "  "], r"q\.jsonl: no queries in the file"),
+    # a misspelt key was dropped: 'descripton' left the query without its category, and its id without it
+    (lambda r: [json.dumps(r[0]), json.dumps({**r[1], "descripton": "Q1__P166"})],
+     r"q\.jsonl:2: unknown field\(s\) 'descripton': a CREATE query has id, query, entity_a, entity_b, rel_b, "
+     r"description, "),
 ])
 def test_queries_file_errors_name_the_file_and_line(tmp_path, lines, message):
     path = _write(tmp_path / "q.jsonl", lines(_rows()))
