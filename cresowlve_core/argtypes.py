@@ -131,6 +131,7 @@ def http_url(text: str) -> str:
     try:
         parts = urlsplit(text.strip())
         ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        parts.port  # noqa: B018 (a port that is not a number 0-65535 raises ValueError when read)
     except ValueError:
         ok = False
     if not ok:
