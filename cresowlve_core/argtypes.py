@@ -134,6 +134,7 @@ def http_url(text: str) -> str:
         parts.port  # noqa: B018 (a port that is not a number 0-65535 raises ValueError when read)
     except ValueError:
         ok = False
+    ok = ok and not any(c.isspace() for c in text.strip())  # a host or path with a space is no URL a server takes
     if not ok:
         raise argparse.ArgumentTypeError(
             f"must be an http(s) URL such as https://api.openai.com/v1, got {strip_url_credentials(text)!r}")

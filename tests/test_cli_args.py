@@ -130,6 +130,14 @@ def test_a_base_url_with_the_api_path_is_refused_with_the_base_url_to_give(url, 
     assert cli.build_parser().parse_args(["eval", "--base-url", base + "/"]).base_url == base + "/"
 
 
+@pytest.mark.parametrize("url", ["http://127.0.0.1 :9/v1", "http://127.0.0.1:9/open ai/v1", "http://127.0.0.1:9/v1\t/x"])
+def test_a_base_url_with_a_space_inside_is_refused(url, capsys):
+    # it was sent as written: "looks down (DNS lookup failed for 127.0.0.1 )" or the server's "Bad request syntax",
+    # exit 3 after the run directory was made
+    line = _refused(capsys, ["eval", "--base-url", url])
+    assert line.endswith(f"argument --base-url: must be an http(s) URL such as https://api.openai.com/v1, got {url!r}")
+
+
 @pytest.mark.parametrize("url", ["http://127.0.0.1:99999/v1", "http://127.0.0.1:abc/v1"])
 def test_a_base_url_with_a_port_that_is_no_port_is_refused_not_a_traceback(url, capsys):
     # urlsplit raises only when the port is read: the client read it, and the run ended in "bug: ...", exit 1
