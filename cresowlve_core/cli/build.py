@@ -18,16 +18,18 @@ def cmd_build(a: argparse.Namespace) -> int:
     from cresowlve_core.failures import UsageError
     from cresowlve_core.runtime import RunDir
 
-    for step, model, url, _ in a.step_model or []:  # a step's model is never run on the embedded one instead
+    step_models: dict[str, dict[str, str | None]] = {}
+    for step, model, url, key_env in a.step_model or []:  # a step's model is never run on the embedded one instead
         try:
-            argtypes.http_url(url)
+            url = argtypes.http_url(url)  # as --base-url reads it: surrounding whitespace stripped
         except argparse.ArgumentTypeError as exc:
             return _usage_error(f"--step-model {step} {model}: BASE_URL {exc}; nothing was run")
+        step_models[step] = {"model": model, "base_url": url, "api_key_env": key_env}
     cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
                       limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
                       concurrency=a.concurrency, max_cost=a.max_cost, cache=not a.no_cache,
                       apply_review=not a.no_review, agreement_n=a.agreement_n, max_input_chars=a.max_input_chars,
-                      models={s: {"model": m, "base_url": u, "api_key_env": k} for s, m, u, k in (a.step_model or [])})
+                      models=step_models)
     existed = cfg.path.exists()
     # one build at a time: a second one is refused before it collects, writes or sends anything
     with RunDir(cfg.path).lock(), Build(cfg) as build:  # an empty source raises BuildEmpty (exit 2, one line)

@@ -273,3 +273,20 @@ def test_a_creative_item_whose_labels_were_refused_is_left_out_of_the_fig2_count
     assert spec["hconcat"][0]["title"] == f"Creative concepts (creative subset, n = {n - 1} of {n} items labelled)"
     rows = [r for data in spec["datasets"].values() for r in data]
     assert {"field": "Creative concepts", "label": "metaphor", "items": n - 1, "share": 1.0} in rows
+
+
+def test_a_step_models_base_url_is_read_as_base_url_reads_it_surrounding_whitespace_stripped(tmp_path, capsys,
+                                                                                             monkeypatch):
+    """--step-model's BASE_URL was checked stripped but used as typed: " http://host/v1 " went into every
+    request line of the step (the server's 400 "Bad request syntax"), and the build stopped at that step, exit 3."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("STEP_KEY", "k")
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        rc = main(["build", "--source", DEMO, "--model", "fake", "--base-url", srv.base_url, "--build-dir",
+                   str(tmp_path / "build"), "--no-cache", "--agreement-n", "3",
+                   "--step-model", "translate", "other", f" {srv.base_url} ", "STEP_KEY"])
+        translated = [r for r in srv.requests if r.body.get("model") == "other"]
+    assert rc != 3, last_line(capsys.readouterr().err)
+    assert translated  # the translate step reached the server
+    build = json.loads((tmp_path / "build" / "build.json").read_text(encoding="utf-8"))
+    assert build["config"]["models"]["translate"]["base_url"] == srv.base_url
