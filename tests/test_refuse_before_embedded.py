@@ -82,6 +82,17 @@ def test_a_key_given_as_step_models_key_env_is_refused_without_repeating_it(tmp_
                     "not used; nothing was run")
 
 
+def test_a_step_given_twice_to_step_model_is_refused(tmp_path, capsys, no_embedded, monkeypatch):
+    # the later --step-model replaced the earlier without a word
+    monkeypatch.setenv("STEP_KEY", "k")
+    out, url = tmp_path / "out", "http://127.0.0.1:9/v1"
+    line = _refused(["build", "--build-dir", str(out), "--model", "m", "--base-url", url, "--step-model",
+                     "translate", "a", url, "STEP_KEY", "--step-model", "translate", "b", url, "STEP_KEY"], capsys)
+    assert line == ("error: --step-model translate is given twice (a and b); give each step one model; "
+                    "nothing was run")
+    assert not out.exists()
+
+
 def test_errors_label_of_no_runs_is_refused_before_the_embedded_model(tmp_path, capsys, no_embedded):
     line = _refused(["errors", "label", "--runs", str(tmp_path / "none" / "*"), "--out-dir", str(tmp_path / "e")],
                     capsys)

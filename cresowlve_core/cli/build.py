@@ -24,6 +24,9 @@ def cmd_build(a: argparse.Namespace) -> int:
             url = argtypes.http_url(url)  # as --base-url reads it: surrounding whitespace stripped
         except argparse.ArgumentTypeError as exc:
             return _usage_error(f"--step-model {step} {model}: BASE_URL {exc}; nothing was run")
+        if step in step_models:  # the later one would replace the earlier without a word
+            return _usage_error(f"--step-model {step} is given twice ({step_models[step]['model']} and {model}); "
+                                "give each step one model; nothing was run")
         step_models[step] = {"model": model, "base_url": url, "api_key_env": key_env}
     cfg = BuildConfig(name=a.name, build_dir=a.build_dir, sources=a.source or None, per_level=a.per_level,
                       limit=a.limit, seed=a.seed, model=a.model, base_url=a.base_url, api_key_env=a.api_key_env,
