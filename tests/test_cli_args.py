@@ -145,6 +145,21 @@ def test_a_base_url_with_a_port_that_is_no_port_is_refused_not_a_traceback(url, 
     assert line.endswith(f"argument --base-url: must be an http(s) URL such as https://api.openai.com/v1, got {url!r}")
 
 
+@pytest.mark.parametrize("var,value,why", [
+    ("CRESOWLVE_MODEL", " ", "must not be empty"),
+    ("CRESOWLVE_BASE_URL", "127.0.0.1:9/v1", "must be an http(s) URL such as https://api.openai.com/v1, got '127.0.0.1:9/v1'"),
+])
+def test_evals_defaults_from_the_main_jobs_variables_are_checked_naming_the_variable(var, value, why, tmp_path, capsys,
+                                                                                     monkeypatch):
+    # CRESOWLVE_MODEL=" " was sent as the model (exit 3 after the run directory was made, where --model " " is
+    # refused), and a bad CRESOWLVE_BASE_URL was named "CRESOWLVE_BASE_URL / CRESOWLVE_API_KEY_ENV"
+    monkeypatch.setenv(var, value)
+    given = {"CRESOWLVE_MODEL": ["--base-url", "http://127.0.0.1:9/v1"], "CRESOWLVE_BASE_URL": ["--model", "m"]}[var]
+    assert cli.main(["eval", *given, "--run-dir", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == f"error: {var}: {why}; nothing was run"
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.mark.parametrize("env,line", [
     ({"CRESOWLVE_BASE_URL": "127.0.0.1:9/v1"},
      "error: CRESOWLVE_BASE_URL: must be an http(s) URL such as https://api.openai.com/v1, got '127.0.0.1:9/v1'; "

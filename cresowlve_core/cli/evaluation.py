@@ -84,7 +84,7 @@ def cmd_eval(a: argparse.Namespace) -> int:
     try:
         _endpoint_from_env(a)
     except argparse.ArgumentTypeError as exc:
-        return _usage_error(f"CRESOWLVE_BASE_URL / CRESOWLVE_API_KEY_ENV: {exc}")
+        return _usage_error(f"{exc}; nothing was run")
     if not a.model or not a.base_url:
         return _usage_error("--model and --base-url are required (or set CRESOWLVE_MODEL and CRESOWLVE_BASE_URL); "
                             "nothing was run")
@@ -281,12 +281,16 @@ def judge_options_given(a: argparse.Namespace) -> list[str]:
 
 
 def _endpoint_from_env(a: argparse.Namespace) -> None:
-    """``--model``/``--base-url``/``--api-key-env`` default to the main job's variables."""
-    a.model = a.model or os.environ.get("CRESOWLVE_MODEL") or None
-    if not a.base_url and os.environ.get("CRESOWLVE_BASE_URL"):
-        a.base_url = argtypes.http_url(os.environ["CRESOWLVE_BASE_URL"])
-    if not a.api_key_env and os.environ.get("CRESOWLVE_API_KEY_ENV"):
-        a.api_key_env = argtypes.env_name(os.environ["CRESOWLVE_API_KEY_ENV"])
+    """``--model``/``--base-url``/``--api-key-env`` default to the main job's variables, each checked as its flag
+    is (an ``ArgumentTypeError`` naming the variable)."""
+    for dest, var, check in (("model", "CRESOWLVE_MODEL", argtypes.nonempty),
+                             ("base_url", "CRESOWLVE_BASE_URL", argtypes.http_url),
+                             ("api_key_env", "CRESOWLVE_API_KEY_ENV", argtypes.env_name)):
+        if not getattr(a, dest) and os.environ.get(var):
+            try:
+                setattr(a, dest, check(os.environ[var]))
+            except argparse.ArgumentTypeError as exc:
+                raise argparse.ArgumentTypeError(f"{var}: {exc}") from None
 
 
 def add_runs_parser(sub: Any) -> None:
