@@ -204,13 +204,14 @@ def check_target_env() -> tuple[str | None, str | None]:
 
 
 def _check_endpoint_env() -> None:
-    """Refuse (InputError) a base URL variable that is not a base URL, and a key variable that names
-    no set variable (requests would go without a key)."""
+    """Refuse (InputError) a blank model variable, a base URL variable that is not a base URL, and a key
+    variable that names no set variable (requests would go without a key)."""
     import argparse
 
     from cresowlve_core import argtypes
 
-    for var, check in (("CRESOWLVE_BASE_URL", argtypes.http_url), ("CRESOWLVE_JUDGE_BASE_URL", argtypes.http_url),
+    for var, check in (("CRESOWLVE_MODEL", argtypes.nonempty), ("CRESOWLVE_JUDGE_MODEL", argtypes.nonempty),
+                       ("CRESOWLVE_BASE_URL", argtypes.http_url), ("CRESOWLVE_JUDGE_BASE_URL", argtypes.http_url),
                        ("CRESOWLVE_API_KEY_ENV", argtypes.env_name), ("CRESOWLVE_JUDGE_API_KEY_ENV", argtypes.env_name)):
         if value := os.environ.get(var):
             try:

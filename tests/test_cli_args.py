@@ -167,6 +167,9 @@ def test_evals_defaults_from_the_main_jobs_variables_are_checked_naming_the_vari
     ({"CRESOWLVE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1/chat/completions"},
      "error: CRESOWLVE_JUDGE_BASE_URL: must be the base URL without the API path /chat/completions (appended to "
      "every request), e.g. http://127.0.0.1:9/v1; nothing was run"),
+    # a blank model name was sent as the model to answer (or judge) every question
+    ({"CRESOWLVE_MODEL": " "}, "error: CRESOWLVE_MODEL: must not be empty; nothing was run"),
+    ({"CRESOWLVE_JUDGE_MODEL": "\t"}, "error: CRESOWLVE_JUDGE_MODEL: must not be empty; nothing was run"),
     ({"CRESOWLVE_API_KEY_ENV": "CRESOWLVE_TEST_NO_SUCH_KEY"},
      "is not set (CRESOWLVE_API_KEY_ENV; it should hold the API key); nothing was run"),
 ])
