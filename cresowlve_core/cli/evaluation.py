@@ -17,6 +17,7 @@ from cresowlve_core.exitcodes import EXIT_CODES_HELP, EXIT_INCOMPLETE, EXIT_OK, 
 from cresowlve_core.inputs import add_max_input_chars
 from cresowlve_core.llm.profiles import PROFILES
 from cresowlve_core.llm.types import EFFORTS
+from cresowlve_core.untrusted import one_line
 
 
 def cmd_runs(a: argparse.Namespace) -> int:
@@ -157,8 +158,9 @@ def cmd_grid(a: argparse.Namespace) -> int:
     except GridConfigError as exc:  # one line per bad key, before anything starts
         print("error: " + "\n".join(exc.lines()), file=sys.stderr)
         return EXIT_USAGE
-    for cell in out["cells"]:
-        print(f"{cell['config'] + ' / ' + cell['lang']:<40} {cell['status']:<10} {cell['line'] or cell['error'] or ''}")
+    for cell in out["cells"]:  # the configuration's name comes from the grid's YAML: no terminal escape
+        name = one_line(f"{cell['config']} / {cell['lang']}")
+        print(f"{name:<40} {cell['status']:<10} {one_line(cell['line'] or cell['error'] or '')}")
     for cell in out["cells"]:
         if warning := cell.get("truncation_warning"):  # more than 2% of the cell's answers cut off
             print(warning.replace("warning: ", f"warning: {cell['cell']}: ", 1), file=sys.stderr)

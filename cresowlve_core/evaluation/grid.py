@@ -474,7 +474,7 @@ async def run_grid_async(grid: GridConfig, *, progress: bool = True) -> dict[str
     items = CellItems()
     todo = [c for c in all_cells if not cell_finished(grid, c, items)]
     loaded = {c.name: items(c.eval_config(grid)) for c in todo}
-    bar = tqdm(total=sum(len(v) for v in loaded.values()), desc=f"grid {grid.name} ({len(todo)} cells)",
+    bar = tqdm(total=sum(len(v) for v in loaded.values()), desc=f"grid {one_line(grid.name)} ({len(todo)} cells)",
                unit="item", disable=not progress, dynamic_ncols=True)
     slots = asyncio.Semaphore(grid.parallel)
     results: dict[str, dict[str, Any]] = {}

@@ -61,6 +61,7 @@ from cresowlve_core.evaluation.grid import (
     write_grid_summary,
 )
 from cresowlve_core.runtime import INTERRUPTED, stop
+from cresowlve_core.untrusted import one_line
 
 POLL_S = 0.2  # how often the parent and the workers look at the queues and the stop event
 FLUSH_S = 0.25  # how often a worker sends its item count to the progress bar
@@ -146,7 +147,7 @@ def run_grid_in_workers(grid: GridConfig, workers: int, *, progress: bool = True
             tasks.put(c.name)
         for _ in range(workers):
             tasks.put(None)  # one end mark per worker
-        bar = tqdm(total=total, desc=f"grid {grid.name} ({len(todo)} cells, {workers} workers)", unit="item",
+        bar = tqdm(total=total, desc=f"grid {one_line(grid.name)} ({len(todo)} cells, {workers} workers)", unit="item",
                    disable=not progress, dynamic_ncols=True)
         while len(ended) < len(procs):
             if stop.requested() is not None and not stopping.value:

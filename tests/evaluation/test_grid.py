@@ -675,3 +675,18 @@ def test_a_finished_cell_whose_items_file_grew_asks_the_new_items_not_skipped_as
         (cell,) = run_grid(config, progress=False)["cells"]
         assert srv.total == sent + 2 * 2  # the two new items: an answer and a verdict each
     assert not cell["skipped"] and cell["line"].startswith("n=4 ok=4"), cell
+
+
+def test_a_hostile_model_and_grid_name_print_no_terminal_escape(tmp_path, capsys):
+    """The grid's console lines and progress bar name a configuration from the YAML: an ANSI or OSC escape,
+    a bell or a carriage return in a model name or the grid's name reaches the terminal as spaces."""
+    from cresowlve_core.cli import main
+
+    hostile = "\x1b[2J\x1b]0;pwned\x07\rOVR"
+    with FakeServer(answers=reply) as srv:
+        config = write_config(tmp_path, srv, name="g" + hostile, langs=["en"],
+                              models=[{"model": "m" + hostile, "base_url": srv.base_url}])
+        assert main(["grid", str(config)]) == 0
+    out, err = capsys.readouterr()
+    assert not any(c in out + err for c in "\x1b\x07"), (out, err)
+    assert out.splitlines()[0].startswith("m [2J ]0;pwned OVR / en ")
