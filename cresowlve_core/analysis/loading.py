@@ -174,7 +174,8 @@ class RunSet:
         ``openai/gpt-4.1 (high)``): the labels recorded in ``grid.json`` and ``aliases``. The model
         column keeps the run's model name (Table 1 matches on it). A label two models share, or one
         that would merge two configurations, is not used."""
-        merged = {**self.aliases, **(aliases or {})}
+        # keyed by the model name as the runs hold it (one line: :func:`_run_info`)
+        merged = {one_line(k): v for k, v in {**self.aliases, **(aliases or {})}.items()}
         names = display_labels(self.runs, merged)
         if not names:
             return self
@@ -848,7 +849,7 @@ def grid_aliases(runs: str | Path | Sequence[str | Path] | None, dirs: Sequence[
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(recorded, dict):
-            out.update({str(k): str(v) for k, v in recorded.items() if v})
+            out.update({one_line(k): str(v) for k, v in recorded.items() if v})  # as _run_info reads the model
     return out
 
 

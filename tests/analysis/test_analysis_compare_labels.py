@@ -151,3 +151,19 @@ def test_a_pair_with_no_language_in_common_is_named_not_dropped(tmp_path, monkey
     assert out["n_config_pairs"] == 0 and out["n_not_compared"] == 1
     assert "**Not compared** (the two have no language in common" in text and "gpt-4.1 (en) vs qwen3 (ru)" in text
     assert "no `compare` pairs given" not in text
+
+
+def test_a_label_names_a_model_whose_name_holds_a_control_character(tmp_path):
+    """The runs hold a model name as one line (a terminal escape's ESC as a space); its grid label,
+    recorded in grid.json under the name as written, still names it, as ``cresowlve runs`` does."""
+    d = tmp_path / "grid" / "g"
+    model = "m\x1b[2J"
+    write_run(d / "m__en", [record(f"i{k}", model=model, effort=None, em_strict=True) for k in range(3)],
+              model=model, effort=None, thinking=False)
+    (d / "grid.json").write_text(json.dumps({"name": "g", "aliases": {model: "GPT-X"}, "cells": [
+        {"cell": "m__en", "model": model, "label": "GPT-X", "effort": None, "lang": "en", "run_dir": str(d / "m__en"),
+         "status": "done"}]}))
+    rs = load_runs(str(d / "grid.json"))
+    assert rs.runs["model"].tolist() == ["m [2J"]
+    assert rs.labelled().runs["config"].tolist() == ["GPT-X"]
+    assert rs.labelled({model: "GPT-Y"}).runs["config"].tolist() == ["GPT-Y"]  # the notebook's aliases
