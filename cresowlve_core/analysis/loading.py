@@ -174,8 +174,8 @@ class RunSet:
         ``openai/gpt-4.1 (high)``): the labels recorded in ``grid.json`` and ``aliases``. The model
         column keeps the run's model name (Table 1 matches on it). A label two models share, or one
         that would merge two configurations, is not used."""
-        # keyed by the model name as the runs hold it (one line: :func:`_run_info`)
-        merged = {one_line(k): v for k, v in {**self.aliases, **(aliases or {})}.items()}
+        # keyed by the model name as the runs hold it (one line: :func:`_run_info`); a label is a name too
+        merged = {one_line(k): one_line(v) for k, v in {**self.aliases, **(aliases or {})}.items()}
         names = display_labels(self.runs, merged)
         if not names:
             return self
@@ -849,7 +849,7 @@ def grid_aliases(runs: str | Path | Sequence[str | Path] | None, dirs: Sequence[
         except (OSError, ValueError, AttributeError):
             continue
         if isinstance(recorded, dict):
-            out.update({one_line(k): str(v) for k, v in recorded.items() if v})  # as _run_info reads the model
+            out.update({one_line(k): one_line(v) for k, v in recorded.items() if v})  # names: one line, as _run_info's
     return out
 
 

@@ -167,3 +167,20 @@ def test_a_label_names_a_model_whose_name_holds_a_control_character(tmp_path):
     assert rs.runs["model"].tolist() == ["m [2J"]
     assert rs.labelled().runs["config"].tolist() == ["GPT-X"]
     assert rs.labelled({model: "GPT-Y"}).runs["config"].tolist() == ["GPT-Y"]  # the notebook's aliases
+
+
+def test_a_grid_label_is_one_line_like_the_model_name_it_replaces(tmp_path):
+    """A label with line breaks (a YAML block string) would start a heading or a list in every Markdown
+    sentence of 03 that names the configuration, and a terminal escape would reach Table 1's CSV: a label
+    is a name, so it is one line, as the model name is."""
+    d = tmp_path / "grid" / "g"
+    write_run(d / "m__en", [record(f"i{k}", model="m", effort=None, em_strict=True) for k in range(3)],
+              model="m", effort=None, thinking=False)
+    label = "GPT\n\n# FAKE HEADING\n\n- fake bullet\x1b[31m"
+    (d / "grid.json").write_text(json.dumps({"name": "g", "aliases": {"m": label}, "cells": [
+        {"cell": "m__en", "model": "m", "label": label, "effort": None, "lang": "en", "run_dir": str(d / "m__en"),
+         "status": "done"}]}))
+    rs = load_runs(str(d / "grid.json"))
+    assert rs.labelled().runs["config"].tolist() == ["GPT # FAKE HEADING - fake bullet [31m"]
+    assert rs.labelled().runs["name"].tolist() == ["GPT # FAKE HEADING - fake bullet [31m"]
+    assert load_runs(str(d / "m__en")).labelled({"m": label}).runs["config"].tolist()[0].startswith("GPT # FAKE")
