@@ -253,3 +253,21 @@ def test_paths_a_report_says_in_markdown_point_where_the_files_are_published(tmp
         assert ".render-" not in text, page
     assert "_reports &amp; co/x_table1.csv" in (reports / "says.html").read_text()
     assert (reports / "x_table1.csv").is_file()
+
+
+def test_the_printed_headline_is_one_plain_line(tmp_path, capsys):
+    """A report's headline can name a configuration from someone's run directory (07's top configuration):
+    ``cresowlve report`` prints it with no terminal escape and no line break."""
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('name = "x"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "from cresowlve_core.notebook_records import headline\nheadline('highest: ' + name + ' 1.0');")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, str(tmp_path / "head.ipynb"))
+    hostile = "m\x1b[2J\x1b]0;pwned\x07\n\n# FAKE"
+    assert main(["report", str(tmp_path / "head.ipynb"), "-p", "name", hostile, "--name", "head",
+                 "--reports-dir", str(tmp_path / "reports")]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert out.splitlines()[-1] == "highest: m [2J ]0;pwned # FAKE 1.0"

@@ -16,6 +16,7 @@ from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 def cmd_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress, paths
     from cresowlve_core.notebooks import ReportFailed, replaced_parameters, report_headline, report_name, run_notebook
+    from cresowlve_core.untrusted import one_line
 
     params = _params(a.param)
     if a.notebook == "03_analysis" and params.get("compare"):  # an unknown name is refused before rendering
@@ -43,8 +44,8 @@ def cmd_report(a: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"{res.html}  ({res.seconds:.1f}s)")
-    if (head := report_headline(res.records)) is not None:
-        print(head)
+    if (head := report_headline(res.records)) is not None:  # it may name a configuration from a run directory
+        print(one_line(head))
     if res.records.get("empty"):
         print(f"empty report: {res.records['empty']}", file=sys.stderr)
         return EXIT_INCOMPLETE
