@@ -494,7 +494,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
 
         judged = {k for k, (_, e) in index.items() if e.status == "ok" and not needs_judge(e, repeat=cfg.judge_repeat)}
         judge_bar = tqdm(total=len(units), initial=sum((it.id, cfg.lang) in judged for it in units),
-                         desc=f"judge {cfg.judge_model}", unit="verdict", position=1, dynamic_ncols=True, leave=True,
+                         desc=f"judge {one_line(cfg.judge_model)}", unit="verdict", position=1, dynamic_ncols=True, leave=True,
                          mininterval=progress_interval())
         del judged
     ev = _Evaluator(cfg, resolved, run, completions, judge_bar, adapted=manifest.adapted,

@@ -40,6 +40,7 @@ from cresowlve_core.llm.types import CONCURRENCY, LLMError
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
 from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts
 from cresowlve_core.runtime.rundir import RunDir
+from cresowlve_core.untrusted import one_line
 
 U = TypeVar("U")
 Record = dict[str, Any]
@@ -174,7 +175,8 @@ async def map_with_resume(
         previous = {k: v for k, v in found.items() if k in wanted}  # key -> (offset, record or entry)
         del found
         todo = [(u, k) for u, k in zip(units, keys) if not (k in previous and done(previous[k][1]))]
-        bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc or records_file,
+        # the description names a model: one line, no terminal escape
+        bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=one_line(desc or records_file),
                    unit="unit", disable=not progress, dynamic_ncols=True, mininterval=progress_interval())
         queue: asyncio.Queue[tuple[U, Hashable]] = asyncio.Queue()
         for pair in todo:
