@@ -212,7 +212,7 @@ def generate_line(s: GenerateSummary) -> str:
     """``cresowlve create generate`` in one line."""
     cut_off = f", {s.n_truncated} {CUT_OFF} (--max-tokens)" if s.n_truncated else ""
     repeated = f" (and {plural(s.n_duplicate_paths, 'duplicate')} dropped, as scoring does)" if s.n_duplicate_paths else ""
-    return (f"create generate {s.model} ({s.variation}): {calls_phrase(s)} "
+    return (f"create generate {one_line(s.model)} ({s.variation}): {calls_phrase(s)} "
             f"for {s.n_queries} queries; {s.n_paths} distinct paths{repeated}, {s.n_unparseable} unparseable answers{cut_off}; "
             f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost, s.n_error)}; {s.run_dir}")
 
@@ -243,7 +243,7 @@ def score_line(s: ScoreSummary) -> str:
         util += (f" ({plural(s.n_unparsed_queries, 'query', 'queries')} with no path, no answer of the generation "
                  "parsed: each a utility of 0)")
     notes = "".join(f"; {n}" for n in judge_outcome_notes(s))
-    return (f"create score by {s.judge_model}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
+    return (f"create score by {one_line(s.judge_model)}: {s.n_judged} of {s.n_to_judge} paths judged ({s.n_valid} valid, "
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
             f"factuality {s.n_factuality_scored} of {s.n_triples}{notes}; {util}; "
             f"{sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged' if s.n_to_judge else 'no path to judge')}; "

@@ -59,3 +59,21 @@ def test_create_generate_stops_on_a_wrong_key_with_exit_code_3(tmp_path):
     assert gen.returncode == 3, gen.stderr
     assert "stopped early" in gen.stderr and "sk-test-WRONG-123" not in gen.stdout + gen.stderr
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["stopped"].startswith("fatal")
+
+
+def test_the_generate_and_score_lines_print_no_terminal_escape_from_a_model_name(tmp_path, capsys):
+    """The one line of ``create generate`` names the model, that of ``create score`` the judge: an ANSI or
+    OSC escape in either reaches the terminal as spaces."""
+    from cresowlve_core.cli import main
+    from cresowlve_core.create.records import CostTotal, ScoreSummary, score_line
+
+    hostile = "\x1b[2J\x1b]0;pwned\x07"
+    with FakeServer(answers=server_reply) as srv:
+        assert main(["create", "generate", "--model", "m" + hostile, "--base-url", srv.base_url, "--limit", "1",
+                     "--max-tokens", "512", "--run-dir", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("create generate m [2J ]0;pwned (original): 1 of 1 calls answered"), out
+    fields = {name: 0 for name, f in ScoreSummary.model_fields.items() if f.annotation is int}
+    line = score_line(ScoreSummary.model_construct(**fields, judge_model="j" + hostile, mean_utility={},
+                                                   judge_cost=CostTotal(), score_dir=str(tmp_path)))
+    assert line.startswith("create score by j [2J ]0;pwned: ") and "\x1b" not in line and "\x07" not in line
