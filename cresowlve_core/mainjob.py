@@ -186,9 +186,14 @@ class Target:
     local: bool
 
 
+#: the variables that configure the demo runs' judge (the main job's ``--judge-*``)
+JUDGE_ENV = ("CRESOWLVE_JUDGE_MODEL", "CRESOWLVE_JUDGE_BASE_URL", "CRESOWLVE_JUDGE_API_KEY_ENV")
+
+
 def check_target_env() -> tuple[str | None, str | None]:
-    """``(CRESOWLVE_BASE_URL, CRESOWLVE_MODEL)``; a model (or judge) named without a base URL, or a
-    base URL without a model, is refused (ValueError): the embedded model runs only when none is named."""
+    """``(CRESOWLVE_BASE_URL, CRESOWLVE_MODEL)``; a model (or judge) named without a base URL, a
+    base URL without a model, and a judge's variables without a provider or without
+    ``CRESOWLVE_JUDGE_MODEL`` are refused (ValueError): the embedded model runs only when none is named."""
     from cresowlve_core.runtime import check_served
 
     base_url, model = os.environ.get("CRESOWLVE_BASE_URL"), os.environ.get("CRESOWLVE_MODEL")
@@ -198,8 +203,16 @@ def check_target_env() -> tuple[str | None, str | None]:
     if base_url and not model:
         raise InputError("CRESOWLVE_BASE_URL is set without CRESOWLVE_MODEL: name the model it serves "
                          "(or unset both for the embedded model); nothing was run")
+    judge_vars = [var for var in JUDGE_ENV if os.environ.get(var)]
+    if judge_vars and not base_url:  # on the embedded model, the embedded model judges: these would be ignored
+        raise InputError(f"{', '.join(judge_vars)} set{'s' if len(judge_vars) == 1 else ''} the judge, and no "
+                         "provider is configured: set CRESOWLVE_BASE_URL and CRESOWLVE_MODEL too (or unset them "
+                         "for the embedded model, which judges itself); nothing was run")
     if base_url:  # a provider's endpoints and keys, checked as `cresowlve eval` checks its flags
         _check_endpoint_env()
+    if judge_vars and not os.environ.get("CRESOWLVE_JUDGE_MODEL"):
+        raise InputError(f"{', '.join(judge_vars)} set{'s' if len(judge_vars) == 1 else ''} the judge, and there "
+                         "is no judge: set CRESOWLVE_JUDGE_MODEL; nothing was run")
     return base_url, model
 
 

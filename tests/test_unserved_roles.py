@@ -94,3 +94,31 @@ def test_the_main_job_refuses_a_half_configured_provider(env, tmp_path, capsys, 
     assert rc == 2, err
     assert "CRESOWLVE_" in err and "nothing was run" in err
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("env", [
+    # a judge on its own endpoint, and no provider for the model: the embedded model would judge instead
+    {"CRESOWLVE_JUDGE_MODEL": "gpt-4o", "CRESOWLVE_JUDGE_BASE_URL": "http://127.0.0.1:9/v1"},
+    {"CRESOWLVE_JUDGE_API_KEY_ENV": "JUDGE_KEY"},
+    # a judge's endpoint with no judge model: the runs would go unjudged
+    {"CRESOWLVE_BASE_URL": "http://127.0.0.1:9/v1", "CRESOWLVE_MODEL": "m",
+     "CRESOWLVE_JUDGE_BASE_URL": "http://127.0.0.1:8/v1"},
+], ids=["judge-on-embedded", "judge-key-on-embedded", "judge-url-without-judge-model"])
+def test_the_main_job_refuses_judge_variables_it_would_ignore(env, tmp_path, capsys, monkeypatch, no_embedded):
+    from cresowlve_core import mainjob
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("a report was rendered")
+
+    monkeypatch.setattr(mainjob.Renderer, "render", no_render)
+    monkeypatch.setenv("JUDGE_KEY", "sk-judge")
+    for var in ("CRESOWLVE_API_KEY_ENV", "CRESOWLVE_JUDGE_API_KEY_ENV"):
+        monkeypatch.delenv(var, raising=False)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    rc = main(["run", "--reports-dir", str(tmp_path / "reports")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2, lines
+    judge_vars = [k for k in env if k.startswith("CRESOWLVE_JUDGE_")]
+    assert len(lines) == 1 and all(k in lines[0] for k in judge_vars) and "nothing was run" in lines[0], lines
+    assert not (tmp_path / "reports").exists()
