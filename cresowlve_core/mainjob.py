@@ -194,8 +194,13 @@ def check_target_env() -> tuple[str | None, str | None]:
     """``(CRESOWLVE_BASE_URL, CRESOWLVE_MODEL)``; a model (or judge) named without a base URL, a
     base URL without a model, and a judge's variables without a provider or without
     ``CRESOWLVE_JUDGE_MODEL`` are refused (ValueError): the embedded model runs only when none is named."""
+    from cresowlve_core.llm import profiles
     from cresowlve_core.runtime import check_served
 
+    try:  # every stage's endpoints read it, the embedded model's too
+        profiles.check_env()
+    except profiles.UnknownProvider as exc:
+        raise InputError(f"{exc}; nothing was run") from None
     base_url, model = os.environ.get("CRESOWLVE_BASE_URL"), os.environ.get("CRESOWLVE_MODEL")
     check_served(model, base_url, "CRESOWLVE_BASE_URL")
     check_served(os.environ.get("CRESOWLVE_JUDGE_MODEL"), os.environ.get("CRESOWLVE_JUDGE_BASE_URL") or base_url,

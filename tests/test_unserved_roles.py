@@ -122,3 +122,25 @@ def test_the_main_job_refuses_judge_variables_it_would_ignore(env, tmp_path, cap
     judge_vars = [k for k in env if k.startswith("CRESOWLVE_JUDGE_")]
     assert len(lines) == 1 and all(k in lines[0] for k in judge_vars) and "nothing was run" in lines[0], lines
     assert not (tmp_path / "reports").exists()
+
+
+@pytest.mark.parametrize("setting", ["127.0.0.1:9=opneai", "127.0.0.1:9"], ids=["unknown-profile", "no-profile"])
+@pytest.mark.parametrize("provider", [True, False], ids=["provider", "embedded"])
+def test_the_main_job_refuses_a_bad_providers_variable_before_the_first_report(setting, provider, tmp_path, capsys,
+                                                                               monkeypatch, no_embedded):
+    from cresowlve_core import mainjob
+
+    def no_render(*args, **kwargs):
+        raise AssertionError("a report was rendered")
+
+    monkeypatch.setattr(mainjob.Renderer, "render", no_render)
+    monkeypatch.setenv("CRESOWLVE_PROVIDERS", setting)
+    if provider:
+        monkeypatch.setenv("CRESOWLVE_BASE_URL", "http://127.0.0.1:9/v1")
+        monkeypatch.setenv("CRESOWLVE_MODEL", "m")
+    rc = main(["run", "--reports-dir", str(tmp_path / "reports")])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2, lines
+    assert len(lines) == 1 and lines[0].count("CRESOWLVE_PROVIDERS") == 1 and setting.split("=")[-1] in lines[0], lines
+    assert "nothing was run" in lines[0]
+    assert not (tmp_path / "reports").exists()

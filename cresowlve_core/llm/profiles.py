@@ -137,6 +137,17 @@ def _env_map(setting: str) -> dict[str, str]:
     return out
 
 
+def check_env() -> None:
+    """Refuse (:class:`UnknownProvider`) a ``CRESOWLVE_PROVIDERS`` with an entry that is not
+    ``host[:port]=profile`` of a known profile (the message names the variable): what every request
+    would meet, found before the first."""
+    try:
+        _env_map(os.environ.get(PROVIDERS_ENV, ""))
+    except UnknownProvider as exc:
+        message = str(exc)
+        raise UnknownProvider(message if message.startswith(PROVIDERS_ENV) else f"{PROVIDERS_ENV}: {message}") from None
+
+
 def detect(base_url: str) -> Profile:
     """The profile of ``base_url``'s host (``CRESOWLVE_PROVIDERS`` first); ``generic`` when none claims it.
 
@@ -164,4 +175,4 @@ def resolve(provider: str | None, base_url: str) -> Profile:
     return get_profile(provider) if provider else detect(base_url)
 
 
-__all__ = ["PRESET_ALIASES", "PROFILES", "PROVIDERS_ENV", "Profile", "UnknownProvider", "detect", "get_profile", "resolve"]
+__all__ = ["PRESET_ALIASES", "PROFILES", "PROVIDERS_ENV", "Profile", "UnknownProvider", "check_env", "detect", "get_profile", "resolve"]
