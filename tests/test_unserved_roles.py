@@ -144,3 +144,33 @@ def test_the_main_job_refuses_a_bad_providers_variable_before_the_first_report(s
     assert len(lines) == 1 and lines[0].count("CRESOWLVE_PROVIDERS") == 1 and setting.split("=")[-1] in lines[0], lines
     assert "nothing was run" in lines[0]
     assert not (tmp_path / "reports").exists()
+
+
+# (command line with a role's base URL and no model for it, the flags the error must name)
+BASE_URL_ONLY = [
+    (["errors", "label", "--runs", "RUNS/*", "--out-dir", "OUT", "--labeller-base-url", "URL"],
+     ("--labeller-base-url", "--labeller-model")),
+    (["contamination", "run", "--runs", "RUNS/*", "--out-dir", "OUT", "--quiz-base-url", "URL"],
+     ("--quiz-base-url", "--quiz-model")),
+    (["build", "--build-dir", "OUT", "--base-url", "URL"], ("--base-url", "--model")),
+    (["create", "generate", "--run-dir", "OUT", "--base-url", "URL"], ("--base-url", "--model")),
+    (["create", "score", "--run-dir", "RUNS", "--score-dir", "OUT", "--judge-base-url", "URL"],
+     ("--judge-base-url", "--judge-model")),
+    (["synth", "--build-dir", "OUT", "--verbaliser-model", "m", "--verbaliser-base-url", "URL",
+      "--solver-base-url", "URL"], ("--solver-base-url", "--solver-model")),
+]
+
+
+@pytest.mark.parametrize(("argv", "flags"), BASE_URL_ONLY, ids=lambda v: "-".join(v[:2]) if isinstance(v, list) else "")
+def test_a_base_url_without_its_model_is_refused_naming_the_role(argv, flags, tmp_path, capsys, monkeypatch,
+                                                                 no_embedded):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "RUNS").mkdir()
+    url = "http://user:pw-SECRET@127.0.0.1:9/v1"
+    rc = main([a.replace("OUT", str(tmp_path / "OUT")).replace("RUNS", str(tmp_path / "RUNS")).replace("URL", url)
+               for a in argv])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2, lines
+    assert len(lines) == 1 and all(f in lines[0] for f in flags) and "nothing was run" in lines[0], lines
+    assert "SECRET" not in lines[0]
+    assert not (tmp_path / "OUT").exists()

@@ -20,7 +20,8 @@ def unserved_role(a: argparse.Namespace) -> str | None:
     for the command's own). A role with no base URL runs the embedded model, which must then not be
     filed under the model asked for; so a model named without one is refused before anything starts,
     unless the command gives that base URL a default (``base_url_defaults``: argument names, or
-    environment variables in capitals)."""
+    environment variables in capitals). A base URL given without its role's model is refused too,
+    naming the flags (the command's own model defaults are its to check)."""
     given = vars(a)
     defaults: dict[str, tuple[str, ...]] = given.get("base_url_defaults") or {}
     for dest, model in given.items():
@@ -37,6 +38,14 @@ def unserved_role(a: argparse.Namespace) -> str | None:
         return (f"--{dest.replace('_', '-')} {model} is given without {flag}{alt}: refusing to run the embedded "
                 f"model in its place (give {flag}, or no --{dest.replace('_', '-')} for the embedded model); "
                 "nothing was run")
+    for dest, base_url in given.items():  # the converse: a base URL with no model to ask it for
+        if not dest.endswith("base_url") or not isinstance(base_url, str) or not base_url or dest in defaults:
+            continue  # a command that defaults a role's base URL resolves that role's model itself (eval)
+        model_dest = f"{dest[: -len('base_url')]}model"
+        if model_dest in given and not given[model_dest]:
+            flag, model_flag = "--" + dest.replace("_", "-"), "--" + model_dest.replace("_", "-")
+            return (f"{flag} is given without {model_flag}: name the model it serves (or give neither "
+                    "for the embedded model); nothing was run")
     return None
 
 
