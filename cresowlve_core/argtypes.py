@@ -213,7 +213,7 @@ def _usable_dir(text: str, what: str) -> str:
 def role_args(p: argparse.ArgumentParser, role: str, what: str) -> None:
     """The three flags of a command's model role: ``--ROLE-model``, ``--ROLE-base-url``, ``--ROLE-api-key-env``
     (``what`` names the role in their help)."""
-    p.add_argument(f"--{role}-model", default=None, help=f"{what} model name (required with --{role}-base-url)")
+    p.add_argument(f"--{role}-model", default=None, type=nonempty, help=f"{what} model name (required with --{role}-base-url)")
     p.add_argument(f"--{role}-base-url", default=None, type=http_url,
                    help=f"{what}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M: demo only)")
     p.add_argument(f"--{role}-api-key-env", default=None, type=env_name,

@@ -174,3 +174,26 @@ def test_a_base_url_without_its_model_is_refused_naming_the_role(argv, flags, tm
     assert len(lines) == 1 and all(f in lines[0] for f in flags) and "nothing was run" in lines[0], lines
     assert "SECRET" not in lines[0]
     assert not (tmp_path / "OUT").exists()
+
+
+# (command line with a role's model given empty, as `--labeller-model "$MODEL"` with MODEL unset gives it)
+EMPTY_MODEL = [
+    ["errors", "label", "--runs", "RUNS/*", "--out-dir", "OUT", "--labeller-model", ""],
+    ["contamination", "run", "--runs", "RUNS/*", "--out-dir", "OUT", "--quiz-model", " "],
+    ["build", "--build-dir", "OUT", "--model", ""],
+    ["create", "generate", "--run-dir", "OUT", "--model", ""],
+    ["create", "score", "--run-dir", "RUNS", "--score-dir", "OUT", "--judge-model", ""],
+    ["synth", "--build-dir", "OUT", "--solver-model", ""],
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY_MODEL, ids=lambda v: "-".join(v[:2]) + v[-2])
+def test_an_empty_model_is_refused_not_replaced_by_the_embedded_one(argv, tmp_path, capsys, monkeypatch, no_embedded):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "RUNS").mkdir()
+    with pytest.raises(SystemExit) as stopped:
+        main([a.replace("OUT", str(tmp_path / "OUT")).replace("RUNS", str(tmp_path / "RUNS")) for a in argv])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2, err
+    assert err.strip().endswith(f"error: argument {argv[-2]}: must not be empty"), err
+    assert not (tmp_path / "OUT").exists()

@@ -64,7 +64,7 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
     add_client_options(p, "seed", help={"seed": "seed of every sample and model call"})
-    p.add_argument("--model", default=None, help="model of every step (required with --base-url)")
+    p.add_argument("--model", default=None, type=argtypes.nonempty, help="model of every step (required with --base-url)")
     p.add_argument("--base-url", default=None, type=argtypes.http_url, help="OpenAI-compatible base URL (default: the embedded "
                    "Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
