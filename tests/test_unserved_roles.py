@@ -197,3 +197,13 @@ def test_an_empty_model_is_refused_not_replaced_by_the_embedded_one(argv, tmp_pa
     assert stopped.value.code == 2, err
     assert err.strip().endswith(f"error: argument {argv[-2]}: must not be empty"), err
     assert not (tmp_path / "OUT").exists()
+
+
+def test_a_build_steps_empty_model_is_refused_naming_the_step(tmp_path, capsys, monkeypatch, no_embedded):
+    monkeypatch.setenv("STEP_KEY", "sk-step")
+    rc = main(["build", "--build-dir", str(tmp_path / "OUT"),
+               "--step-model", "translate", "", "http://127.0.0.1:9/v1", "STEP_KEY"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2, lines
+    assert lines == ["error: --step-model translate: MODEL must not be empty; nothing was run"], lines
+    assert not (tmp_path / "OUT").exists()

@@ -20,6 +20,8 @@ def cmd_build(a: argparse.Namespace) -> int:
 
     step_models: dict[str, dict[str, str | None]] = {}
     for step, model, url, key_env in a.step_model or []:  # a step's model is never run on the embedded one instead
+        if not model.strip():
+            return _usage_error(f"--step-model {step}: MODEL must not be empty; nothing was run")
         try:
             url = argtypes.http_url(url)  # as --base-url reads it: surrounding whitespace stripped
         except argparse.ArgumentTypeError as exc:
