@@ -107,20 +107,25 @@ def answerer(cfg: EvalConfig) -> Role:
     return Role.of("answerer", endpoint, call)
 
 
+def judge_shares_model_endpoint(cfg: EvalConfig) -> bool:
+    """The judge is served at the model's base URL (given or defaulted; a trailing ``/`` is no other
+    endpoint: requests go to the same path), so it takes the model's provider and key by default."""
+    return (cfg.judge_base_url or cfg.base_url).rstrip("/") == cfg.base_url.rstrip("/")
+
+
 def judge_thinks(cfg: EvalConfig) -> bool:
     """A thinking judge: an effort is set, or its profile names it a reasoning model."""
     if cfg.judge_effort not in (None, "none"):
         return True
     base = cfg.judge_base_url or cfg.base_url
-    provider = cfg.judge_provider or (cfg.options.provider if base == cfg.base_url else None)
+    provider = cfg.judge_provider or (cfg.options.provider if judge_shares_model_endpoint(cfg) else None)
     return bool(cfg.judge_model) and resolve_profile(provider, base).is_reasoning_model(cfg.judge_model or "")
 
 
 def judge_options(cfg: EvalConfig) -> ClientOptions:
     """The judge's client options: its own provider, token budget, temperature, extra body and cost
     cap (``judge_max_cost``; the model's ``max_cost`` caps the model under test only)."""
-    base = cfg.judge_base_url or cfg.base_url
-    provider = cfg.judge_provider or (cfg.options.provider if base == cfg.base_url else None)
+    provider = cfg.judge_provider or (cfg.options.provider if judge_shares_model_endpoint(cfg) else None)
     if cfg.judge_temperature == "protocol":
         temperature = None if cfg.judge_protocol == "paper" else 0.0
     else:
@@ -136,7 +141,7 @@ def judge(cfg: EvalConfig) -> Role | None:
     if not cfg.judge_model:
         return None
     base = cfg.judge_base_url or cfg.base_url
-    key = cfg.judge_api_key_env or (cfg.api_key_env if base == cfg.base_url else None)
+    key = cfg.judge_api_key_env or (cfg.api_key_env if judge_shares_model_endpoint(cfg) else None)
     options = judge_options(cfg)
     endpoint = options.endpoint(base, cfg.judge_model, key)
     call = judge_step(cfg.judge_protocol).on(endpoint, options, effort=cfg.judge_effort, api=cfg.judge_api)

@@ -33,6 +33,14 @@ def test_the_judge_shares_the_answerers_server_key_and_provider_and_has_its_own_
     assert roles.judge(_cfg()) is None
 
 
+def test_a_judge_at_the_models_base_url_spelt_with_a_trailing_slash_shares_its_key_and_provider():
+    """`--judge-base-url URL/` beside `--base-url URL`: before, the judge went with no key (a 401
+    stopped the run, exit 3) and the detected profile instead of the model's --provider."""
+    judge = roles.judge(_cfg(api_key_env="KEY", provider="vllm", judge_model="j", judge_base_url=LOCAL + "/"))
+    assert judge is not None
+    assert (judge.endpoint.api_key_env, judge.endpoint.profile.name) == ("KEY", "vllm")
+
+
 def test_a_thinking_judge_gets_the_larger_budget():
     assert roles.judge(_cfg(judge_model="j", judge_effort="low")).options.max_tokens == 8192  # type: ignore[union-attr]
     openai = EvalConfig(model="m", base_url="https://api.openai.com/v1", run_dir="unused", judge_model="o3-mini")
