@@ -172,7 +172,9 @@ def _empty_message(report: dict[str, Any]) -> str:
 class Build:
     """One build in progress (see the module docstring). Use as a context manager, or call
     :meth:`open` / :meth:`close` (a notebook keeps it open across cells). After a step stops
-    early (:attr:`stopped`), the later steps raise :class:`BuildStopped`."""
+    early (:attr:`stopped`), :meth:`run_all` raises :class:`BuildStopped`; a later step called on
+    its own (a notebook's cell) is skipped and says so, and :meth:`export` records where the build
+    stopped instead of exporting it (the report then exits as ``cresowlve build`` would)."""
 
     def __init__(self, config: BuildConfig, *, progress: bool = True, clients: dict | None = None):
         self.config = config
@@ -265,6 +267,13 @@ class Build:
         _display(_summary_table(summary))
         return summary
 
+    def _skipped(self, step: str) -> dict[str, Any] | None:
+        """After a stop, the summary of ``step`` called on its own: skipped (None: not stopped)."""
+        if self.stopped is None:
+            return None
+        _display(f"**{step}**: skipped — the build stopped at step {self.stopped.step!r}")
+        return {"skipped": True, "stopped_at": self.stopped.step}
+
     def _need_ctx(self) -> StepContext:
         self._guard()
         if self.ctx is None:
@@ -291,16 +300,21 @@ class Build:
 
     def filter(self, step: str) -> dict[str, Any]:
         """Step 2 (``needs_material``) or the Russian-specific filter."""
+        if (skipped := self._skipped(step)) is not None:
+            return skipped
         out = run_coro(filter_step(step, self.cands, self._need_ctx()))
         self.funnel[step] = len(out.removed)
         return self._record(out)
 
     def translate(self) -> dict[str, Any]:
+        if (skipped := self._skipped("translate")) is not None:
+            return skipped
         return self._record(run_coro(translate_step(self.cands, self._need_ctx())))
 
     def review(self) -> dict[str, Any]:
         """Write the review queue; apply the decisions saved so far (if ``apply_review``)."""
-        self._guard()
+        if (skipped := self._skipped("human_validation")) is not None:
+            return skipped
         R.write_queue(self.path, self.cands)
         decisions, report = R.load_decisions(self.path)
         n_not_applied = 0 if self.config.apply_review else len(decisions)  # --no-review: saved, left unapplied
@@ -321,10 +335,13 @@ class Build:
     def annotate(self, step: str) -> dict[str, Any]:
         if step not in ANNOTATION_STEPS:
             raise InputError(f"unknown annotation {step!r}; one of {ANNOTATION_STEPS}")
+        if (skipped := self._skipped(step)) is not None:
+            return skipped
         return self._record(run_coro(annotate_step(step, self.cands, self._need_ctx())))
 
     def consolidate_domains(self) -> dict[str, Any]:
-        self._guard()
+        if (skipped := self._skipped("consolidate_domains")) is not None:
+            return skipped
         out, routes = consolidate_domains(self.cands, self.config.mapping_file,
                                           min_similarity=self.config.min_similarity)
         self._write_json("steps/domain_routes.json", routes)
@@ -333,7 +350,8 @@ class Build:
     def agreement(self) -> dict[str, Any]:
         """Write the seeded agreement sample's queue; score the human annotations saved so far
         against the model's labels (App. B)."""
-        self._guard()
+        if (skipped := self._skipped("agreement")) is not None:
+            return skipped
         ids = R.agreement_sample([c.id for c in self.cands], self.config.agreement_n, seed=self.config.seed)
         chosen = [c for c in self.cands if c.id in set(ids)]
         R.write_queue(self.path, chosen, R.AGREEMENT_QUEUE)
@@ -352,8 +370,11 @@ class Build:
         return result
 
     def export(self) -> dict[str, Any]:
-        """Write the exports and the data card; ``calls_note``: :meth:`calls_note` (the card opens with it)."""
-        self._guard()
+        """Write the exports and the data card; ``calls_note``: :meth:`calls_note` (the card opens with it).
+        A stopped build exports nothing: it writes ``build.json`` with where it stopped, as :meth:`run_all`
+        does, and records its calls for the report's exit code."""
+        if self.stopped is not None:
+            return self._stopped_export(self.stopped)
         res = export_build(self.cands, self.path / "export")
         from cresowlve_core.construction.export import label_coverage, subsets
 
@@ -410,6 +431,22 @@ class Build:
         res["calls_note"] = "; ".join(note for note in (calls_note, withheld) if note) or None  # the report's headline
         _display(card)
         return res
+
+    def _stopped_export(self, exc: BuildStopped) -> dict[str, Any]:
+        from cresowlve_core.exitcodes import STAGES_RECORD, stage_record
+        from cresowlve_core.notebook_records import record
+
+        self._write_stopped(exc)
+        record(STAGES_RECORD, [stage_record(self.calls(), "calls")])  # exits 3 (or 130/143), naming the stop
+        _display(f"**export**: skipped — {exc}")
+        return {"counts": {}, "funnel": funnel_rows(self.funnel), "stopped": str(exc),
+                "calls_note": "; ".join(note for note in (str(exc), self.calls_note()) if note)}
+
+    def _write_stopped(self, exc: BuildStopped) -> None:
+        """``build.json`` of a build that stopped: the steps so far and where it stopped."""
+        self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
+                                        "funnel": self.funnel, "steps": self.steps,
+                                        "stopped": exc.reason, "stopped_at": exc.step})
 
     def label_charts(self, top: int = 20) -> Any:
         """The paper's Fig. 2 for the creative subset of the items so far: bar charts of concept,
@@ -547,9 +584,7 @@ class Build:
                 run_step()
             return self.export()
         except BuildStopped as exc:
-            self._write_json("build.json", {"config": self.config.model_dump(), "models": self.models(),
-                                            "funnel": self.funnel, "steps": self.steps,
-                                            "stopped": exc.reason, "stopped_at": exc.step})
+            self._write_stopped(exc)
             raise
 
 

@@ -77,3 +77,24 @@ def test_build_command_stops_with_exit_3_on_a_rejected_key(tmp_path: Path) -> No
     assert last.startswith("stopped early (needs_material: fatal: ") and "401" in last
     assert "Traceback" not in res.stderr and res.stdout == ""
     assert not (tmp_path / "build" / "export").exists()  # stopped: no card from an unfiltered build
+
+
+def test_the_construction_report_of_a_build_stopped_by_a_rejected_key_exits_3_as_build_does(tmp_path: Path) -> None:
+    """`cresowlve report 01_construction` (and so `cresowlve run`, which renders it) on a wrong key: before,
+    the cell after the stopped step raised BuildStopped, the render failed with a traceback (exit 1) and
+    the main job skipped its remaining reports."""
+    env = {**os.environ, "CRESOWLVE_CACHE_DIR": str(tmp_path / "cache"), "CRESOWLVE_DATA_DIR": str(tmp_path / "data"),
+           "CRESOWLVE_REPORTS_DIR": str(tmp_path / "reports")}
+    build_dir = tmp_path / "build"
+    with FakeServer(answers=scripted, api_key="the-right-key") as srv:
+        cmd = [sys.executable, "-m", "cresowlve_core.cli", "report", "01_construction", "-p", "model", "fake",
+               "-p", "base_url", srv.base_url, "-p", "build_dir", str(build_dir), "-p", "limit", "2",
+               "--reports-dir", str(tmp_path / "reports")]
+        res = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == EXIT_STOPPED, res.stderr[-3000:]
+    assert "Traceback" not in res.stderr
+    last = [line for line in res.stderr.splitlines() if line.strip()][-1]
+    assert last.startswith("stopped early (needs_material: fatal: ") and "401" in last, last
+    assert list((tmp_path / "reports").glob("01_construction*.html"))  # the report is rendered
+    assert not (build_dir / "export").exists()  # stopped: nothing exported as if the build were done
+    assert '"stopped_at": "needs_material"' in (build_dir / "build.json").read_text()
