@@ -18,9 +18,20 @@ MIN_SECRET_LEN = 8
 REDACTED = "***REDACTED***"
 
 
+#: ``CRESOWLVE_API_KEY_ENV``, ``CRESOWLVE_JUDGE_API_KEY_ENV``: the *name* of the variable holding a key
+_KEY_NAME_VARIABLE = re.compile(r"_KEY_ENV$", re.I)
+
+
+def _names_a_set_variable(name: str) -> bool:
+    """``name`` (``*_KEY_ENV``) holds the name of a variable that is set: a name the manifests record,
+    not a key (a key put there by mistake names no variable, and stays a secret)."""
+    return bool(_KEY_NAME_VARIABLE.search(name)) and os.environ.get(name, "") in os.environ
+
+
 def find_secret_values(extra_names: list[str] | None = None) -> list[str]:
-    """Values of environment variables whose names look like credentials (longest first)."""
-    names = {n for n in os.environ if _SECRET_NAME.search(n)}
+    """Values of environment variables whose names look like credentials (longest first), but for
+    the names of key variables (:func:`_names_a_set_variable`)."""
+    names = {n for n in os.environ if _SECRET_NAME.search(n) and not _names_a_set_variable(n)}
     names.update(extra_names or [])
     values = {os.environ[n] for n in names if len(os.environ.get(n, "")) >= MIN_SECRET_LEN}
     return sorted(values, key=len, reverse=True)

@@ -131,3 +131,20 @@ def test_a_short_url_password_does_not_blank_that_word_out_of_later_messages():
     # a long one is still stripped wherever it reappears, even after a short one was seen inside it
     assert scrub("https://me:pass-s3cr3t-long@h/v1") == "https://h/v1"
     assert scrub("bare pass-s3cr3t-long here") == f"bare {REDACTED} here"
+
+
+def test_the_main_jobs_key_variable_name_is_not_redacted_but_its_key_is(monkeypatch):
+    """`CRESOWLVE_API_KEY_ENV=OPENAI_API_KEY cresowlve run`: the variable's name looked like a credential
+    (its own name holds KEY), so every manifest recorded `"api_key_env": "***REDACTED***"` and a wrong
+    key's stop said `to go on: set a valid key in $***REDACTED***`."""
+    from cresowlve_core.secrets import REDACTED, scrub
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-canary-0123456789")
+    monkeypatch.setenv("CRESOWLVE_API_KEY_ENV", "OPENAI_API_KEY")
+    monkeypatch.setenv("CRESOWLVE_JUDGE_API_KEY_ENV", "JUDGE_PROVIDER_KEY")
+    monkeypatch.setenv("JUDGE_PROVIDER_KEY", "judge-canary-0123456789")
+    text = '{"api_key_env": "OPENAI_API_KEY", "judge": "JUDGE_PROVIDER_KEY"} sent sk-canary-0123456789'
+    assert scrub(text) == f'{{"api_key_env": "OPENAI_API_KEY", "judge": "JUDGE_PROVIDER_KEY"}} sent {REDACTED}'
+    # a key put in the variable by mistake names no variable: it stays a secret
+    monkeypatch.setenv("CRESOWLVE_API_KEY_ENV", "a1b2c3d4e5f6a7b8c9d0")
+    assert scrub("environment variable 'a1b2c3d4e5f6a7b8c9d0' is not set") == f"environment variable '{REDACTED}' is not set"
