@@ -9,6 +9,7 @@ to (the judge pass of a resumed run: :func:`~cresowlve_core.runtime.mapping.map_
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, get_args
@@ -74,12 +75,12 @@ class SummaryEntry:
         self.judge_repeat_status: str = repeat_status(rec)
         repeat_raw = repeat_fields(rec).get("judge_repeat_raw") if self.judge_repeat_status == "error" else None
         self.judge_repeat_error: str | None = error_line(repeat_raw) if repeat_raw else None
-        served = get("served_model")
-        self.served_model: str | None = served if isinstance(served, str) else None
-        judge_served = get("judge_served_model")
-        self.judge_served_model: str | None = judge_served if isinstance(judge_served, str) else None
+        # a run's few model names and field names, interned: one string each, not one per entry
+        self.served_model: str | None = _interned(get("served_model"))
+        self.judge_served_model: str | None = _interned(get("judge_served_model"))
         fields = get("dropped_fields")  # None: written by a version that did not record it
-        self.dropped_fields: tuple[str, ...] | None = tuple(map(str, fields)) if isinstance(fields, list) else None
+        self.dropped_fields: tuple[str, ...] | None = (tuple(sys.intern(str(f)) for f in fields)
+                                                       if isinstance(fields, list) else None)
 
     def unknown_value(self) -> str | None:
         """``status 'x'`` or ``outcome 'x'`` when the record has a value this version does not write
@@ -95,6 +96,11 @@ class SummaryEntry:
 
     def __repr__(self) -> str:
         return f"SummaryEntry({', '.join(f'{n}={getattr(self, n)!r}' for n in self.__slots__)})"
+
+
+def _interned(value: Any) -> str | None:
+    """A string field's value as one shared string object (None when it is not a string)."""
+    return sys.intern(value) if isinstance(value, str) else None
 
 
 __all__ = ["SummaryEntry"]
