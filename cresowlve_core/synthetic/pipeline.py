@@ -208,11 +208,13 @@ def solver_step(thinking: bool) -> Step[Any]:
 
 def verbalise_manifest(source: KnowledgeSource, endpoint: Endpoint, cfg: SynthConfig, options: ClientOptions,
                        n_candidates: int) -> Manifest:
-    """The manifest of the verbaliser's run directory."""
+    """The manifest of the verbaliser's run directory: its units are the ``n_candidates`` candidates
+    built for ``cfg.n_candidates`` (recorded as its ``limit``: a smaller one is refused on resume)."""
     step = verbalise_step(source).on(endpoint, options)
     return new_manifest(
         "synth_verbalise", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
-        items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=n_candidates, seed=options.seed,
+        items=str(Path(cfg.build_dir) / "candidates.jsonl"), n_items=n_candidates, limit=cfg.n_candidates,
+        seed=options.seed,
         temperature=options.temperature, max_tokens=step.max_tokens, prompts=step.tags(), sent=step.sent(endpoint),
         identity=cfg.identity(knowledge_digest(source)), options=options.model_dump(mode="json"),
         config=cfg.model_dump(mode="json"),
@@ -366,12 +368,14 @@ def _endpoints(cfg: SynthConfig, serve: Any = endpoint_or_embedded):  # type: ig
         yield v, v_emb, s, s_emb
 
 
-def refuse_changed_build(cfg: SynthConfig, source: KnowledgeSource) -> None:
+def refuse_changed_build(cfg: SynthConfig, source: KnowledgeSource, n_candidates: int) -> None:
     """Raise the :class:`~cresowlve_core.runtime.ResumeError` the verbaliser's or the solver's run
-    directory of ``cfg.build_dir`` would raise (another configuration there), before any model starts."""
+    directory of ``cfg.build_dir`` would raise (another configuration there, or fewer than the
+    candidates it verbalised: ``n_candidates`` built), before any model starts or a file is written."""
     build_dir = Path(cfg.build_dir)
     with _endpoints(cfg, planned_endpoint) as (v, _, s, _):
-        for step, manifest in (("verbalise", verbalise_manifest(source, v, cfg, _verbaliser_options(cfg), 0)),
+        for step, manifest in (("verbalise", verbalise_manifest(source, v, cfg, _verbaliser_options(cfg),
+                                                                n_candidates)),
                                ("solve", solve_manifest(source, s, cfg, _solver_options(cfg), 0))):
             try:
                 refuse_changed(build_dir / step, manifest)
@@ -407,7 +411,7 @@ def _run_synth(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild,
     """:func:`run_synth` once the build directory's lock is held."""
     build_dir = Path(cfg.build_dir)
     if endpoints is None:  # another configuration in the build directory: refused before anything starts
-        refuse_changed_build(cfg, src)
+        refuse_changed_build(cfg, src, len(build.candidates))
     write_build(build, src, build_dir)
 
     async def main(v: Endpoint, s: Endpoint) -> tuple[MapResult, MapResult | None]:

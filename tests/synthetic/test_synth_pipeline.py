@@ -176,3 +176,31 @@ def test_fewer_candidates_than_asked_are_said_with_why(tmp_path):
     capped = build_candidates(graph(), domains_by_name(["writers"]), cfg(tmp_path).band(), cfg(tmp_path).rules(), 5, 0,
                               max_tries=2)
     assert capped.shortfall() == "2 of 5 asked: the limit of 2 anchors tried was reached"
+
+
+def test_a_smaller_n_is_refused_before_anything_is_written_and_a_larger_one_continues(tmp_path):
+    """``synth --n 3`` then ``--n 2`` on one build directory was accepted: candidates.jsonl was rewritten
+    with 2 candidates and the verbaliser's summary counted 2 while its records held 3 (its manifest
+    recorded no limit). The verbaliser's manifest records ``--n`` as its limit, so a smaller one is
+    refused before a file is written or a call sent; a larger one continues the build."""
+    from cresowlve_core.runtime import ResumeError
+
+    def at(n: int) -> SynthConfig:  # the CLI's path: the build's own endpoints, checked before anything starts
+        return cfg(tmp_path).model_copy(update={"n_candidates": n, "verbaliser_model": "fake", "solver_model": "fake",
+                                                "verbaliser_base_url": srv.base_url, "solver_base_url": srv.base_url})
+
+    with FakeServer(answers=lambda req: "I cannot do this.") as srv:
+        run_synth(at(3), source=graph(), progress=False)
+        build = tmp_path / "build"
+        before = {f: (build / f).read_text() for f in ("candidates.jsonl", "verbalise/manifest.json",
+                                                       "verbalise/summary.json", "summary.json")}
+        sent = srv.total
+        with pytest.raises(ResumeError, match=r"verbalise: .*limit: 3 → 2 \(plans 2 of the 3 units"):
+            run_synth(at(2), source=graph(), progress=False)
+        assert srv.total == sent
+        assert {f: (build / f).read_text() for f in before} == before
+        res = run_synth(at(4), source=graph(), progress=False)
+        assert srv.total == sent + 1  # only the new candidate is verbalised
+    summary = json.loads((build / "verbalise" / "summary.json").read_text())
+    assert summary["n_candidates"] == res.summary["stages"]["candidates"] == 4
+    assert len((build / "verbalise" / "responses.jsonl").read_text().splitlines()) == 4
