@@ -47,6 +47,7 @@ from cresowlve_core.construction.llm_steps import (
     open_step_clients,
     planned_step_clients,
     refuse_changed_steps,
+    refuse_narrowed_collection,
     translate_step,
 )
 from cresowlve_core.construction.parsers import check_cultures
@@ -209,7 +210,7 @@ class Build:
 
     def _context(self, clients: dict[str, StepClient]) -> StepContext:
         return StepContext(self.path, clients, self.config.client_options(), dict(self.config.max_tokens),
-                           items_tag=f"build:{self.config.name}", progress=self.progress,
+                           items_tag=f"build:{self.config.name}", limit=self.config.limit, progress=self.progress,
                            archive_changed=self.config.archive_changed)
 
     def _open_clients(self) -> StepContext:
@@ -291,6 +292,7 @@ class Build:
         load_mapping(c.mapping_file)
         out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit,
                               max_input_chars=c.max_input_chars)
+        refuse_narrowed_collection(self.path, c.limit, len(out.kept), c.archive_changed)
         self._write_json("collect/report.json", report)
         self.funnel["collected"] = len(out.kept)
         summary = self._record(out)

@@ -70,6 +70,8 @@ from cresowlve_core.runtime.step import Step, Variant, asks_fewshot
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
 ANNOTATION_STEPS: tuple[str, ...] = ("reasoning", "concepts", "domains", "cultures", "facts")
+#: the step whose units are the collected items: its manifest records the build's ``limit``
+COLLECTED_STEP = LLM_STEPS[0]
 
 #: Output budget per step (tokens): short verdicts need little; translation needs room.
 DEFAULT_MAX_TOKENS: dict[str, int] = {"needs_material": 128, "russian_specific": 128, "translate": 768,
@@ -113,6 +115,8 @@ class StepContext:
     options: ClientOptions = field(default_factory=ClientOptions)
     max_tokens: dict[str, int] = field(default_factory=dict)
     items_tag: str = "build"
+    #: the build's ``limit`` (a seeded subset of the collected items), recorded by :data:`COLLECTED_STEP`
+    limit: int | None = None
     progress: bool = True
     #: a step run directory of another configuration (prompt version, model) is moved to
     #: ``steps/archive/`` and the step runs afresh, instead of being refused (the main job's demo build)
@@ -344,14 +348,16 @@ def step_dir(ctx: StepContext, step: str) -> Path:
     return ctx.build_dir / "steps" / step
 
 
-def step_manifest(step: str, ctx: StepContext, n_items: int) -> Manifest:
-    """The manifest of ``step``'s run directory on ``ctx``'s client for it."""
+def step_manifest(step: str, ctx: StepContext, n_items: int | None) -> Manifest:
+    """The manifest of ``step``'s run directory on ``ctx``'s client for it (``n_items``: its units, None
+    while they are not known); :data:`COLLECTED_STEP`'s records the build's limit."""
     sc = ctx.clients[step]
     bound = STEPS[step].on(sc.endpoint, ctx.step_options(step))
     opts = bound.options
     return new_manifest(
         f"construction_{step}", model=sc.model, base_url=sc.base_url, api_key_env=sc.api_key_env,
-        items=ctx.items_tag, n_items=n_items, prompts=[bound.prompt().tag], seed=opts.seed,
+        items=ctx.items_tag, n_items=n_items, limit=ctx.limit if step == COLLECTED_STEP else None,
+        prompts=[bound.prompt().tag], seed=opts.seed,
         temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(), sent=bound.sent(sc.endpoint),
     )
 
@@ -367,9 +373,27 @@ def refuse_changed_steps(ctx: StepContext) -> None:
     (another configuration there) before any step runs; ``ctx`` may hold planned clients."""
     for step in LLM_STEPS:
         try:
-            refuse_changed(step_dir(ctx, step), step_manifest(step, ctx, 0), archive_changed=_archive_changed(ctx))
+            refuse_changed(step_dir(ctx, step), step_manifest(step, ctx, None), archive_changed=_archive_changed(ctx))
         except ResumeError as exc:  # a build has eight run directories: say which one
             raise ResumeError(f"{step_dir(ctx, step)}: {exc}") from None
+
+
+def refuse_narrowed_collection(build_dir: Path, limit: int | None, n_collected: int,
+                               archive_changed: bool = False) -> None:
+    """Raise the :class:`~cresowlve_core.runtime.ResumeError` that :data:`COLLECTED_STEP`'s run directory
+    would raise for ``n_collected`` items collected under ``limit``: fewer than it planned because of a
+    smaller limit (:func:`~cresowlve_core.runtime.manifest.narrowed_by_limit`); checked after collecting,
+    before anything is written or a model starts. Nothing under the archive-on-change rule."""
+    path = build_dir / "steps" / COLLECTED_STEP
+    try:
+        old = Manifest.model_validate_json((path / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none yet, or unreadable: the step's own begin says why
+        return
+    try:
+        refuse_changed(path, old.model_copy(update={"limit": limit, "n_items": n_collected}),
+                       archive_changed=True if archive_changed else None)
+    except ResumeError as exc:
+        raise ResumeError(f"{path}: {exc}") from None
 
 
 async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:

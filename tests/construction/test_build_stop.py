@@ -87,3 +87,30 @@ def test_a_second_build_on_a_build_directory_in_use_is_refused_before_it_writes_
         finally:
             proc.communicate(timeout=120)
     assert proc.returncode in (0, 1)
+
+
+def test_a_smaller_limit_is_refused_before_it_collects_over_the_build_and_a_larger_one_continues(tmp_path, capsys,
+                                                                                                  monkeypatch):
+    """``build --limit 4`` then ``--limit 2`` on one build directory was accepted: collect/report.json,
+    build.json and the export were written for 2 items and every step's summary counted 2 while its
+    records held 4 (no step manifest recorded the limit). The first step's manifest records it, and a
+    smaller one is refused after collecting, before anything is written or sent (exit 2, naming it)."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    build = tmp_path / "build"
+    with FakeServer(answers=lambda req: "I cannot say.") as srv:  # nothing parses: no embedding model needed
+        assert main(_args(tmp_path, srv.base_url, "--limit", "4")) == 1
+        written = {f: (build / f).read_bytes() for f in ("collect/report.json", "build.json", "export/full.jsonl",
+                                                          "steps/needs_material/manifest.json",
+                                                          "steps/translate/summary.json")}
+        sent = srv.total
+        capsys.readouterr()
+        rc = main(_args(tmp_path, srv.base_url, "--limit", "2"))
+        err = capsys.readouterr().err
+        assert rc == 2 and last_line(err).startswith(
+            f"error: {build / 'steps' / 'needs_material'}: the run directory holds another configuration "
+            "(limit: 4 → 2 (plans 2 of the 4 units it planned"), err
+        assert srv.total == sent
+        assert {f: (build / f).read_bytes() for f in written} == written
+        assert main(_args(tmp_path, srv.base_url, "--limit", "5")) == 1
+    summary = json.loads((build / "steps" / "needs_material" / "summary.json").read_text())
+    assert summary["n_units"] == n_lines(build, "steps/needs_material/records.jsonl") == 5
