@@ -55,7 +55,8 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
         return 0 if len(tally) else 2
     if skipped:
         print(f"{len(units)} wrong answer(s) to label{skipped}", file=sys.stderr)
-    if a.limit and a.limit < len(units):
+    limited = a.limit is not None and a.limit < len(units)  # the limit leaves wrong answers out
+    if limited:
         print(f"--limit {a.limit}: labelling {a.limit} of the {len(units)} wrong answers (the other "
               f"{len(units) - a.limit} are left out of this run; labels an earlier run gave them are kept)",
               file=sys.stderr)
@@ -63,6 +64,7 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
     out = out_dir(a.out_dir) / "labels" / slug(a.labeller_model or "embedded")
     res = label_errors(units, out, model=a.labeller_model, base_url=a.labeller_base_url,
                        api_key_env=a.labeller_api_key_env, options=client_options(a, LABEL_OPTIONS),
+                       limit=a.limit if limited else None,
                        on_start=(lambda: print(banner_text("embedded"), file=sys.stderr))  # once the folder is checked
                        if a.labeller_base_url is None else None)
     summary = json.loads((out / "summary.json").read_text())

@@ -31,6 +31,7 @@ from cresowlve_core.runtime import (
     ClientOptions,
     Manifest,
     MapResult,
+    ResumeError,
     RunDir,
     map_with_resume,
     new_manifest,
@@ -167,21 +168,23 @@ def label_messages(unit: WrongAnswer, base_model: bool = False) -> tuple[list[di
     return variant.messages(prompt, unit), prompt.tag
 
 
-def label_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int) -> Manifest:
-    """The manifest of a labels folder labelled by ``endpoint`` (its client's) with ``options``."""
+def label_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int, limit: int | None = None) -> Manifest:
+    """The manifest of a labels folder labelled by ``endpoint`` (its client's) with ``options``;
+    ``limit``: the limit that left wrong answers out of the ``n_units`` (a smaller one is refused on resume)."""
     step = LABEL.on(endpoint, options)
     return new_manifest(
         "error_label", model=endpoint.model, base_url=endpoint.base_url, api_key_env=endpoint.api_key_env,
-        n_items=n_units, prompts=step.tags(), seed=options.seed, temperature=options.temperature,
+        n_items=n_units, limit=limit, prompts=step.tags(), seed=options.seed, temperature=options.temperature,
         max_tokens=step.max_tokens, options=options.model_dump(), sent=step.sent(endpoint),
         identity={"taxonomy": [c.slug for c in CATEGORIES]})
 
 
 async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, options: ClientOptions, *,
-                 progress: bool = True) -> MapResult[WrongAnswer]:
-    """Label every wrong answer in ``units`` into ``run/labels.jsonl`` (resumable, one record each)."""
+                 progress: bool = True, limit: int | None = None) -> MapResult[WrongAnswer]:
+    """Label every wrong answer in ``units`` into ``run/labels.jsonl`` (resumable, one record each);
+    ``limit``: the limit that left the others out (:func:`label_manifest`)."""
     step = LABEL.on(client.endpoint, options)
-    manifest = run.begin(label_manifest(client.endpoint, options, len(units)))
+    manifest = run.begin(label_manifest(client.endpoint, options, len(units), limit))
 
     async def call(unit: WrongAnswer, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)
@@ -226,11 +229,13 @@ def labeller_is_embedded(label_dir: Path) -> bool:
 
 def label_errors(units: Sequence[WrongAnswer], run_dir: str | Path, *, model: str | None = None,
                  base_url: str | None = None, api_key_env: str | None = None,
-                 options: ClientOptions | None = None, progress: bool = True,
+                 options: ClientOptions | None = None, progress: bool = True, limit: int | None = None,
                  on_start: Callable[[], None] | None = None) -> MapResult[WrongAnswer]:
     """Synchronous entry point: label ``units`` with the labeller (embedded model if no base URL).
-    A labels folder of another configuration is refused before any model starts; ``on_start`` is
-    called after that check, before the labeller starts (the command line's embedded banner)."""
+    ``limit``: the limit that left the other wrong answers out of ``units`` (None when none did).
+    A labels folder of another configuration, or one that labelled more wrong answers than a smaller
+    limit leaves, is refused before any model starts; ``on_start`` is called after that check,
+    before the labeller starts (the command line's embedded banner)."""
     from cresowlve_core.runtime import (
         client_endpoint,
         endpoint_or_embedded,
@@ -242,14 +247,17 @@ def label_errors(units: Sequence[WrongAnswer], run_dir: str | Path, *, model: st
 
     opts = options or ClientOptions()
     with planned_endpoint(model, base_url, api_key_env) as (planned, _):  # refused before any model starts
-        refuse_changed(run_dir, label_manifest(client_endpoint(planned, opts), opts, len(units)))
+        try:
+            refuse_changed(run_dir, label_manifest(client_endpoint(planned, opts), opts, len(units), limit))
+        except ResumeError as exc:  # the labels folder is OUT_DIR/labels/LABELLER: say which one
+            raise ResumeError(f"{run_dir}: {exc}") from None
     if on_start is not None:
         on_start()
 
     async def go(endpoint: Any) -> MapResult[WrongAnswer]:
         client = open_client(endpoint, opts)
         try:
-            return await alabel(units, RunDir(run_dir), client, opts, progress=progress)
+            return await alabel(units, RunDir(run_dir), client, opts, progress=progress, limit=limit)
         finally:
             await client.aclose()
 

@@ -113,7 +113,8 @@ def analyse(runs: str | Sequence[str] | None = "data/runs/demo/*", *, out_dir: s
     stages = []
     if units:
         res = label_errors(units, label_dir, model=labeller_model, base_url=labeller_base_url,
-                           api_key_env=labeller_api_key_env, options=options, progress=progress)
+                           api_key_env=labeller_api_key_env, options=options, progress=progress,
+                           limit=limit if left_by_limit else None)
         records, stopped = res.records, res.stopped
         stages.append(label_stage(json.loads((label_dir / "summary.json").read_text(encoding="utf-8")), res))
     return ErrorAnalysis(source, tally, label_frame(units, records), label_dir, labeller,

@@ -146,24 +146,33 @@ def test_label_cli_names_the_run_it_leaves_out(tmp_path, capsys):
     assert "temperature 0.7 → 0.0" in err
 
 
-def test_a_smaller_limit_does_not_say_answers_labelled_before_are_not_labelled(tmp_path, capsys):
-    """``errors label --limit 3`` after a run that labelled all 5 said "the other 2 are not labelled",
-    though their labels were in the labels file and stay there."""
+def test_a_smaller_limit_is_refused_naming_it_and_a_larger_one_continues(tmp_path, capsys):
+    """``errors label --limit 3`` after a run that labelled all 5 was accepted: the labels folder's
+    summary.json then said n_units 3 ("labelled 3 of 3 wrong answers") while labels.jsonl held 5, and its
+    manifest recorded no limit. A limit that leaves wrong answers out is recorded; a smaller one is
+    refused before anything is sent, naming the folder and the change; a larger one (or none) continues."""
     from cresowlve_core.cli import main
 
     items = _items(5)
     (tmp_path / "runs").mkdir()
     write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    labels = tmp_path / "out" / "labels" / "fake-labeller"
     args = ["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
             "--labeller-model", "fake-labeller", "--no-cache"]
     with FakeServer(answers=lambda req: "RATIONALE: r\nCATEGORY: Overthinking") as srv:
-        assert main([*args, "--labeller-base-url", srv.base_url]) == 0
+        assert main([*args, "--labeller-base-url", srv.base_url, "--limit", "4"]) == 0
         capsys.readouterr()
-        assert main([*args, "--labeller-base-url", srv.base_url, "--limit", "3"]) == 0
-    err = capsys.readouterr().err
-    assert "--limit 3: labelling 3 of the 5 wrong answers (the other 2 are left out of this run; labels an " \
-           "earlier run gave them are kept)" in err and "are not labelled" not in err
-    assert len(_labels(tmp_path / "out" / "labels" / "fake-labeller" / "labels.jsonl")) == 5
+        before = {f: (labels / f).read_bytes() for f in ("manifest.json", "summary.json", "labels.jsonl")}
+        sent = srv.total
+        assert main([*args, "--labeller-base-url", srv.base_url, "--limit", "3"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert err.startswith(f"error: {labels}: the run directory holds another configuration (limit: 4 → 3 "
+                              "(plans 3 of the 4 units it planned"), err
+        assert srv.total == sent and {f: (labels / f).read_bytes() for f in before} == before
+        assert main([*args, "--labeller-base-url", srv.base_url]) == 0
+    assert capsys.readouterr().out.startswith("labelled 5 of 5 wrong answers")
+    assert srv.total == sent + 1
+    assert json.loads((labels / "summary.json").read_text())["n_units"] == len(_labels(labels / "labels.jsonl")) == 5
 
 
 def test_a_label_cut_off_inside_its_category_name_is_no_label_and_exits_1(tmp_path, capsys):
