@@ -46,8 +46,8 @@ from cresowlve_core.construction.llm_steps import (
     no_usable_value,
     open_step_clients,
     planned_step_clients,
+    refuse_changed_collection,
     refuse_changed_steps,
-    refuse_narrowed_collection,
     translate_step,
 )
 from cresowlve_core.construction.parsers import check_cultures
@@ -292,7 +292,7 @@ class Build:
         load_mapping(c.mapping_file)
         out, report = collect(c.sources, per_level=c.per_level, seed=c.seed, limit=c.limit,
                               max_input_chars=c.max_input_chars)
-        refuse_narrowed_collection(self.path, c.limit, len(out.kept), c.archive_changed)
+        refuse_changed_collection(self.path, c.limit, [k.id for k in out.kept], c.archive_changed)
         self._write_json("collect/report.json", report)
         self.funnel["collected"] = len(out.kept)
         summary = self._record(out)

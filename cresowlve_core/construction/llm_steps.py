@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,9 @@ from cresowlve_core.runtime.outcomes import (
     record_withheld,
     withheld_record,
 )
+from cresowlve_core.runtime.rundir import archive_changed_from_env, read_jsonl
 from cresowlve_core.runtime.step import Step, Variant, asks_fewshot
+from cresowlve_core.untrusted import one_line as untrusted_line
 
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
@@ -378,22 +380,33 @@ def refuse_changed_steps(ctx: StepContext) -> None:
             raise ResumeError(f"{step_dir(ctx, step)}: {exc}") from None
 
 
-def refuse_narrowed_collection(build_dir: Path, limit: int | None, n_collected: int,
-                               archive_changed: bool = False) -> None:
-    """Raise the :class:`~cresowlve_core.runtime.ResumeError` that :data:`COLLECTED_STEP`'s run directory
-    would raise for ``n_collected`` items collected under ``limit``: fewer than it planned because of a
-    smaller limit (:func:`~cresowlve_core.runtime.manifest.narrowed_by_limit`); checked after collecting,
-    before anything is written or a model starts. Nothing under the archive-on-change rule."""
+def refuse_changed_collection(build_dir: Path, limit: int | None, collected: Sequence[str],
+                              archive_changed: bool = False) -> None:
+    """Raise a :class:`~cresowlve_core.runtime.ResumeError` naming :data:`COLLECTED_STEP`'s run directory
+    when the ``collected`` item ids (under ``limit``) would leave items it holds records of out of the
+    build: fewer than it planned because of a smaller limit (the change named,
+    :func:`~cresowlve_core.runtime.manifest.narrowed_by_limit`), or other items (another source,
+    ``per_level`` or sample), whose records would stay in the step directories while the build's
+    summaries and export leave them out. Checked after collecting, before anything is written or a
+    model starts; nothing under the archive-on-change rule."""
     path = build_dir / "steps" / COLLECTED_STEP
     try:
         old = Manifest.model_validate_json((path / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):  # none yet, or unreadable: the step's own begin says why
         return
+    archived = True if archive_changed else None
     try:
-        refuse_changed(path, old.model_copy(update={"limit": limit, "n_items": n_collected}),
-                       archive_changed=True if archive_changed else None)
+        refuse_changed(path, old.model_copy(update={"limit": limit, "n_items": len(collected)}), archive_changed=archived)
     except ResumeError as exc:
         raise ResumeError(f"{path}: {exc}") from None
+    if archive_changed or archive_changed_from_env():
+        return
+    left_out = sorted({str(r.get("key")) for r in read_jsonl(path / "records.jsonl")} - set(collected))
+    if left_out:
+        shown = ", ".join(untrusted_line(k, 40) for k in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
+        raise ResumeError(f"{path}: holds the records of {len(left_out)} item(s) this build does not collect "
+                          f"({shown}): another --source, --per-level or --limit than the build it continues; "
+                          "use another build directory (resume only continues the same collection)")
 
 
 async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:

@@ -114,3 +114,30 @@ def test_a_smaller_limit_is_refused_before_it_collects_over_the_build_and_a_larg
         assert main(_args(tmp_path, srv.base_url, "--limit", "5")) == 1
     summary = json.loads((build / "steps" / "needs_material" / "summary.json").read_text())
     assert summary["n_units"] == n_lines(build, "steps/needs_material/records.jsonl") == 5
+
+
+def test_a_collection_of_other_items_is_refused_before_it_collects_over_the_build(tmp_path, capsys, monkeypatch):
+    """A build resumed with another --source (or --per-level) collected other items into the same step
+    directories: a source holding 5 of the demo's 8 Russian items, after a build of all 8, made every
+    step's summary count 5 while its records held 8, and wrote the export without the 3 (no step manifest
+    records the sources or the sample). A collection that leaves out items the first step holds records
+    of is refused before anything is written or sent, naming the directory and how many."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    build = tmp_path / "build"
+    lines = Path(DEMO).read_text(encoding="utf-8").splitlines(keepends=True)
+    russian = [line for line in lines if json.loads(line).get("ru")]
+    fewer = tmp_path / "fewer.jsonl"
+    fewer.write_text("".join(russian[:5]), encoding="utf-8")
+    with FakeServer(answers=lambda req: "I cannot say.") as srv:  # nothing parses: no embedding model needed
+        assert main(_args(tmp_path, srv.base_url)) == 1
+        written = {f: (build / f).read_bytes() for f in ("collect/report.json", "build.json", "export/full.jsonl",
+                                                          "steps/needs_material/summary.json")}
+        sent = srv.total
+        capsys.readouterr()
+        rc = main(["build", "--source", str(fewer), *_args(tmp_path, srv.base_url)[3:]])  # DEMO's place
+        err = capsys.readouterr().err
+        assert srv.total == sent
+    assert rc == 2 and last_line(err).startswith(
+        f"error: {build / 'steps' / 'needs_material'}: holds the records of 3 item(s) this build does not collect ("), err
+    assert "another --source, --per-level or --limit" in last_line(err)
+    assert {f: (build / f).read_bytes() for f in written} == written
