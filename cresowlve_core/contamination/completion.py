@@ -122,21 +122,24 @@ def completion_messages(unit: CompletionUnit, base_model: bool = False) -> tuple
     return variant.messages(prompt, unit), prompt.tag
 
 
-def completion_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int, k: int = PREFIX_K) -> Manifest:
-    """The manifest of the completion test's run by ``endpoint`` (its client's)."""
+def completion_manifest(endpoint: Endpoint, options: ClientOptions, n_units: int, k: int = PREFIX_K,
+                        limit: int | None = None) -> Manifest:
+    """The manifest of the completion test's run by ``endpoint`` (its client's); ``limit``: the items
+    per set its configuration was limited to (a smaller one is refused on resume)."""
     step = COMPLETE.on(endpoint, options)
     return new_manifest(
         "contamination_completion", model=endpoint.model, base_url=endpoint.base_url,
-        api_key_env=endpoint.api_key_env, n_items=n_units, prompts=step.tags(), seed=options.seed,
+        api_key_env=endpoint.api_key_env, n_items=n_units, limit=limit, prompts=step.tags(), seed=options.seed,
         temperature=options.temperature, max_tokens=step.max_tokens, options=options.model_dump(),
         sent=step.sent(endpoint), identity={"prefix_k": k, "min_words": MIN_WORDS})
 
 
 async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMClient, options: ClientOptions, *,
-                    k: int = PREFIX_K, progress: bool = True) -> MapResult[CompletionUnit]:
-    """Ask for every continuation (both modes) into ``run/completions.jsonl`` and score it."""
+                    k: int = PREFIX_K, progress: bool = True, limit: int | None = None) -> MapResult[CompletionUnit]:
+    """Ask for every continuation (both modes) into ``run/completions.jsonl`` and score it (``limit``:
+    :func:`completion_manifest`'s)."""
     step = COMPLETE.on(client.endpoint, options)
-    manifest = run.begin(completion_manifest(client.endpoint, options, len(units), k))
+    manifest = run.begin(completion_manifest(client.endpoint, options, len(units), k, limit))
 
     async def call(unit: CompletionUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)

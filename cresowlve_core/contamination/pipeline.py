@@ -242,7 +242,7 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     if quiz_items:  # nothing to test: no endpoint is opened (nor the embedded model started)
         stopped, stopped_at = _run_steps(quiz_items, members, counts, questions, work, perturber, quiz_taker, lang,
                                          n_repeats, seed, opts, quiz_opts, progress, results, steps, perturbation,
-                                         on_start)
+                                         on_start, max_items_per_set)
     out = Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
                         n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at, perturbation or None,
                         data.synthetic)
@@ -265,12 +265,14 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
                work: Path, perturber: Role, quiz_taker: Role, lang: str, n_repeats: int, seed: int,
                opts: ClientOptions, quiz_opts: ClientOptions, progress: bool, results: list[ConfigResult],
                steps: list[dict[str, Any]], perturbation: dict[str, Any],
-               on_start: Callable[[], None] | None = None) -> tuple[str | None, str | None]:
+               on_start: Callable[[], None] | None = None,
+               max_items_per_set: int | None = None) -> tuple[str | None, str | None]:
     """Perturb, then every configuration's quizzes; the first step that stops skips the rest.
     Appends to ``results`` and ``steps``, fills ``perturbation`` (protocol, prompts, folder); returns
     why and where it stopped (None, None: it did not)."""
     stopped = stopped_at = None
-    refuse_changed_steps(quiz_items, members, work, perturber, quiz_taker, lang, n_repeats, opts, quiz_opts)
+    refuse_changed_steps(quiz_items, members, work, perturber, quiz_taker, lang, n_repeats, opts, quiz_opts,
+                         questions, seed, max_items_per_set)
     if on_start is not None:
         on_start()
     with endpoint_or_embedded(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, p_emb):
@@ -292,7 +294,7 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
                 cdir = config_dir(work, str(config), quiz_taker)
                 crow = counts[counts["config"] == config].iloc[0].to_dict() if len(counts) else {}
                 res = run_coro(_config(str(config), part, questions, pert, crow, cdir, pdir, q_ep, quiz_opts, opts,
-                                       lang, n_repeats, seed, progress))
+                                       lang, n_repeats, seed, progress, max_items_per_set))
                 results.append(res)
                 steps += res.steps
                 stopping = next((s for s in res.steps if s["stopped"]), None)
@@ -314,13 +316,14 @@ def config_dir(work: Path, config: str, quiz_taker: Role) -> Path:
 
 def refuse_changed_steps(quiz_items: list[QuizItem], members: pd.DataFrame, work: Path, perturber: Role,
                          quiz_taker: Role, lang: str, n_repeats: int, opts: ClientOptions,
-                         quiz_opts: ClientOptions) -> None:
+                         quiz_opts: ClientOptions, questions: dict[str, str], seed: int,
+                         max_items_per_set: int | None = None) -> None:
     """Raise the :class:`~cresowlve_core.runtime.ResumeError` a step's run directory under ``work``
     would raise (another configuration there) before any model starts: the perturbation's, and every
-    configuration's quizzes and completion test. A BCQ run keeps the non-preferred positions it
+    configuration's quizzes and completion test (whose units a smaller ``max_items_per_set`` than it
+    was run with would narrow). A BCQ run keeps the non-preferred positions it
     recorded: they come from the BDQ's answers, so a BDQ that is to ask more questions (more items, or
     a retried error) is refused here when their answers may move the positions (:func:`refuse_moved_placement`)."""
-    questions = {q.id: q.question for q in quiz_items}
     with planned_endpoint(perturber.model, perturber.base_url, perturber.api_key_env) as (p_ep, _):
         pdir = perturb_dir(work, perturber, lang, p_ep)
         refuse_changed(pdir, perturb_manifest(quiz_items, client_endpoint(p_ep, opts), opts))
@@ -334,7 +337,12 @@ def refuse_changed_steps(quiz_items: list[QuizItem], members: pd.DataFrame, work
                 refuse_changed(cdir / "bcq", qz.quiz_manifest("bcq", quiz_ep, quiz_opts, 0, bcq))
                 if recorded:
                     refuse_moved_placement(cdir, sorted(set(part["id"])), questions, pdir, lang, recorded)
-                refuse_changed(cdir / "completion", comp.completion_manifest(client_endpoint(q_ep, opts), opts, 0))
+                cunits, _ = completion_units(part, questions, lang, seed)
+                try:
+                    refuse_changed(cdir / "completion", comp.completion_manifest(
+                        client_endpoint(q_ep, opts), opts, len(cunits), limit=max_items_per_set))
+                except ResumeError as exc:  # every configuration has one: say which
+                    raise ResumeError(f"{cdir / 'completion'}: {exc}") from None
 
 
 def settled_placement(cdir: Path, ids: Sequence[str], questions: dict[str, str], pdir: Path,
@@ -423,9 +431,25 @@ async def _perturb(items: list[QuizItem], run_dir: Path, endpoint: Any, opts: Cl
     return {cast(tuple, k)[1]: r for k, r in res.records.items()}, res  # keys are (set, id)
 
 
+def completion_units(members: pd.DataFrame, questions: dict[str, str], lang: str,
+                     seed: int) -> tuple[list[comp.CompletionUnit], list[str]]:
+    """One configuration's completion units (both modes of every member, by set and id) and the
+    members too short to cut."""
+    units: list[comp.CompletionUnit] = []
+    too_short: list[str] = []
+    for r in members.sort_values(["set", "id"]).itertuples():
+        cut = comp.cut_question(questions[r.id], seed, r.id)
+        if cut is None:
+            too_short.append(r.id)
+            continue
+        units.extend(comp.CompletionUnit(r.set, lang, r.id, m, cut) for m in comp.MODES)
+    return units, too_short
+
+
 async def _config(config: str, members: pd.DataFrame, questions: dict[str, str], pert: dict[str, dict[str, Any]],
                   counts: dict[str, Any], cdir: Path, pdir: Path, endpoint: Any, quiz_opts: ClientOptions,
-                  opts: ClientOptions, lang: str, n_repeats: int, seed: int, progress: bool) -> ConfigResult:
+                  opts: ClientOptions, lang: str, n_repeats: int, seed: int, progress: bool,
+                  max_items_per_set: int | None = None) -> ConfigResult:
     client = open_client(endpoint, quiz_opts)
     comp_client = open_client(endpoint, opts)
     stopped: list[str] = []
@@ -481,15 +505,10 @@ async def _config(config: str, members: pd.DataFrame, questions: dict[str, str],
                 stopped.append(f"BCQ: {bcq_res.stopped}")
             bcq_df = pd.DataFrame([r for r in bcq_res.records.values() if r.get("status") == "ok"],
                                   columns=["set", "id", "repeat", "choice", "correct", "outcome", "raw"])
-        cunits: list[comp.CompletionUnit] = []
-        for r in members.sort_values(["set", "id"]).itertuples():
-            cut = comp.cut_question(questions[r.id], seed, r.id)
-            if cut is None:
-                too_short.append(r.id)
-                continue
-            cunits.extend(comp.CompletionUnit(r.set, lang, r.id, m, cut) for m in comp.MODES)
+        cunits, too_short = completion_units(members, questions, lang, seed)
         if not stopped:  # a stopped quiz stops the configuration: its completion test is not run
-            comp_res = await comp.acomplete(cunits, RunDir(cdir / "completion"), comp_client, opts, progress=progress)
+            comp_res = await comp.acomplete(cunits, RunDir(cdir / "completion"), comp_client, opts, progress=progress,
+                                            limit=max_items_per_set)
             steps.append(comp_res.step_counts(f"{config} completion"))
             if comp_res.stopped:
                 stopped.append(f"completion: {comp_res.stopped}")

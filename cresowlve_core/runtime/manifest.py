@@ -221,8 +221,11 @@ def narrowed_by_limit(old: Manifest, new: Manifest) -> str | None:
     if new.limit is None or old.items != new.items or old.n_items is None or new.n_items is None \
             or new.n_items >= old.n_items:
         return None
+    # a limit of the old one, or of as many as the old units, plans them again (a limit may count fewer
+    # than the units: items per set of a contamination configuration, each with two completions)
+    enough = old.n_items if old.limit is None else min(old.limit, old.n_items)
     return (f"limit: {old.limit!r} → {new.limit!r} (plans {new.n_items} of the {old.n_items} units it planned, "
-            f"leaving the others' answers out of its summary; a limit of {old.n_items} or more continues it)")
+            f"leaving the others' answers out of its summary; a limit of {enough} or more continues it)")
 
 
 def check_resumable(old: Manifest, new: Manifest) -> Manifest:

@@ -354,3 +354,29 @@ def test_perturbations_cut_off_inside_the_third_rewrite_are_named_so_and_exit_1(
     recs = {json.loads(line)["key"][1]: json.loads(line) for line in (pdir / "perturbations.jsonl").open()}
     assert [(x["rewrite"], x["kind"]) for x in recs[items[0].id]["rejections"]] == [(3, "cut_off")]
     assert json.loads((pdir / "summary.json").read_text())["n_cut_off"] == 2
+
+
+def test_a_smaller_max_items_is_refused_naming_it_and_a_larger_one_continues(tmp_path, capsys, monkeypatch):
+    """``contamination run --max-items 4`` then ``--max-items 2`` into one out dir was accepted: every
+    configuration's completion test then counted the continuations of 2 items per set while its records
+    held those of 4 ("model calls: N of N answered"), and nothing recorded the limit. The completion
+    test's manifest records it: a smaller one is refused before any model starts, naming the folder
+    and the change; a larger one continues."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    with FakeServer(answers=fake_model(items)) as srv:
+        opts = ["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                "--quiz-base-url", srv.base_url]
+        assert main([*opts, "--max-items", "4"]) == 0
+        summary = (tmp_path / "out" / "summary.json").read_bytes()
+        sent = srv.total
+        capsys.readouterr()
+        assert main([*opts, "--max-items", "2"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert srv.total == sent and (tmp_path / "out" / "summary.json").read_bytes() == summary
+        assert re.match(r"error: .*/completion: the run directory holds another configuration \(limit: 4 → 2 "
+                        r"\(plans \d+ of the \d+ units it planned, .*; a limit of 4 or more continues it\)", err), err
+        assert main([*opts, "--max-items", "5"]) == 0
+    assert srv.total > sent
