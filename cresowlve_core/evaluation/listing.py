@@ -23,7 +23,7 @@ from cresowlve_core.exitcodes import stop_parts
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.llm.pricing import usd
 from cresowlve_core.paths import runs_dir
-from cresowlve_core.runtime import RESPONSES, RunDir
+from cresowlve_core.runtime import RESPONSES
 from cresowlve_core.stats import format_p, mcnemar, wilson_interval
 from cresowlve_core.untrusted import one_line
 
@@ -368,9 +368,9 @@ class RunDiff:
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
     if not (path / "manifest.json").exists():
         raise MissingInput(f"{path}: no manifest.json, not a run directory")
-    from cresowlve_core.evaluation.runner import latest_records
+    from cresowlve_core.evaluation.runner import read_latest_records
 
-    return {r["id"]: r for r in latest_records(RunDir(path)).values()}
+    return {r["id"]: r for r in read_latest_records(path).values()}
 
 
 def _correct(rec: dict[str, Any], metric: str) -> bool | None:

@@ -139,6 +139,18 @@ def latest_records(run: RunDir) -> dict[Any, dict[str, Any]]:
         return run.latest(RESPONSES, record_key)
 
 
+def read_latest_records(run_dir: Path) -> dict[Any, dict[str, Any]]:
+    """:func:`latest_records` of the run directory at ``run_dir``, read without opening it for writing, as a
+    reader of another's run reads it (a copy on a read-only mount, or one this user may not write)."""
+    path = run_dir / RESPONSES
+    if not path.exists():
+        return {}
+    try:
+        return {record_key(r): r for _, r in jsonl.scan_jsonl(path, torn_tail_ok=True, error=RunDirError)}
+    except RecordWithoutKey as exc:
+        raise RecordWithoutKey(f"{path}: {exc}") from None
+
+
 def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None) -> Manifest:
     """The manifest of ``cfg``'s run (``resolved``: its roles, when the run has resolved them)."""
     answerer, judge = resolved or roles.resolve(cfg)

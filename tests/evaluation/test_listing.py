@@ -552,3 +552,21 @@ def test_runs_shows_the_judges_cost_beside_the_answers(tmp_path):
     assert "(judge" not in run_row(run).line()
     (run / "summary.json").write_text(json.dumps({**summary, "judged": True, "judge_cost": "free"}))
     assert run_row(run).state.startswith("summary.json unusable (judge_cost is \"free\", not an amount)")
+
+
+def test_diff_reads_runs_this_user_may_not_write(tmp_path, monkeypatch, capsys):
+    """A colleague's runs copied read-only (chmod -R a-w, a read-only mount): `diff` only reads them.
+    Before: "error: run directory .../a is not writable", exit 2 (it opened A as a run to write)."""
+    from cresowlve_core.cli import main
+
+    items = make_items(4)
+    with FakeServer(answers=answer_for) as srv:  # even items right: 2/4
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "a", tmp_path), items, progress=False))
+    with FakeServer(answers=_everything_wrong) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "b", tmp_path, model="other"), items, progress=False))
+    real_access = os.access
+    # what a read-only copy answers (the suite may run as root, whom chmod does not stop)
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: False if mode & os.W_OK else real_access(p, mode, **kw))
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr()
+    assert "2 disagreements: right only in A 2, right only in B 0" in out.out and "not writable" not in out.err
