@@ -487,6 +487,18 @@ def _legacy_score(df: pd.DataFrame, name: str) -> np.ndarray:
 JUDGED_STATUSES = ("scored", "not_an_answer")
 
 
+def legacy_record_score(rec: dict[str, Any], name: str) -> bool | None:
+    """:func:`_legacy_score` for one record read as a dict: a metric's value from the fields runs wrote
+    before ``scores`` existed (a top-level ``em_strict`` / ``em_lenient`` boolean; the judge's
+    ``judge_verdict`` of a record its ``judge_status`` calls judged); None when it has none."""
+    if name in _LEGACY_BOOL:
+        value = rec.get(name)
+        return value if isinstance(value, bool) else None
+    if name == "judge" and rec.get("judge_status") in JUDGED_STATUSES:
+        return {"CORRECT": True, "INCORRECT": False}.get(str(rec.get("judge_verdict")).strip().upper())
+    return None
+
+
 def judge_verdicts(df: pd.DataFrame) -> np.ndarray:
     """``judge_verdict`` as 1.0 (``CORRECT``) / 0.0 (``INCORRECT``), compared case- and space-insensitively,
     as ``extra.judge_repeat`` is; NaN for no verdict or any other text (``"maybe"`` is no verdict, never a

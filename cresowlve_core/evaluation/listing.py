@@ -374,8 +374,14 @@ def _latest(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _correct(rec: dict[str, Any], metric: str) -> bool | None:
-    """Whether ``rec`` is right by ``metric``; None when it has no score (unscored by the judge)."""
+    """Whether ``rec`` is right by ``metric``; None when it has no score (unscored by the judge). A record
+    written before ``scores`` existed is read by the fields it has, as ``03_analysis`` reads it
+    (:func:`~cresowlve_core.analysis.loading.legacy_record_score`)."""
+    from cresowlve_core.analysis.loading import legacy_record_score
+
     value = (rec.get("scores") or {}).get(metric)
+    if value is None:
+        value = legacy_record_score(rec, metric)
     return None if value is None else bool(value)
 
 
@@ -398,7 +404,7 @@ def diff_runs(a: Path, b: Path, metric: str | None = None) -> RunDiff:
     were judged, else strict EM), with McNemar's test over the items both scored."""
     ra, rb = _latest(a), _latest(b)
     if metric is None:
-        judged = all(any((r.get("scores") or {}).get("judge") is not None for r in recs.values()) for recs in (ra, rb))
+        judged = all(any(_correct(r, "judge") is not None for r in recs.values()) for recs in (ra, rb))
         metric = "judge" if judged else "em_strict"
     from cresowlve_core.analysis.loading import record_status_unknown, record_without_answer
 

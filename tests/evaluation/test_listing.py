@@ -570,3 +570,33 @@ def test_diff_reads_runs_this_user_may_not_write(tmp_path, monkeypatch, capsys):
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
     out = capsys.readouterr()
     assert "2 disagreements: right only in A 2, right only in B 0" in out.out and "not writable" not in out.err
+
+
+def _layout_1_run(path: Path, model: str, right: list[bool]) -> None:
+    """A run directory as cresowlve wrote it before ``scores`` (layout 1: no ``kind``, ``prompt`` instead of
+    ``prompts``, each record's formula metrics as top-level booleans and the judge's verdict alone)."""
+    path.mkdir()
+    (path / "manifest.json").write_text(json.dumps({
+        "run_id": path.name, "model": model, "base_url": "http://x/v1", "lang": "en", "items": "demo",
+        "n_items": len(right), "prompt": {"name": "solve_cot_en", "version": "1"},
+        "judge": {"model": "judge-model", "prompt_version": "1", "seed": 0}}))
+    (path / "responses.jsonl").write_text("".join(json.dumps({
+        "id": f"chgk_{i}", "lang": "en", "status": "ok", "model": model, "answer": "Copernicus",
+        "prediction": "Copernicus" if ok else "Galileo", "em_strict": ok, "em_lenient": ok,
+        "judge_status": "scored", "judge_verdict": "CORRECT" if ok else "INCORRECT"}) + "\n"
+        for i, ok in enumerate(right)))
+
+
+def test_diff_reads_the_scores_of_runs_written_before_scores_existed_as_03_does(tmp_path):
+    """Two layout-1 runs (manifest.py's FORMAT_VERSION 1), a colleague's older copies: their answers are
+    scored by their top-level em_strict and judge verdict, as 03_analysis reads them. Before: "items scored
+    in both: 0; 4 answered in both but not scored in A or B (left out)"."""
+    from cresowlve_core.analysis.loading import load_runs
+
+    _layout_1_run(tmp_path / "a", "old-a", [True, True, False, True])
+    _layout_1_run(tmp_path / "b", "old-b", [False, False, False, True])
+    loaded = load_runs(str(tmp_path / "*")).responses.groupby("model")[["judge", "em_strict"]].sum()
+    assert loaded.loc["old-a"].tolist() == [3, 3] and loaded.loc["old-b"].tolist() == [1, 1]
+    for metric in ("judge", "em_strict"):
+        d = diff_runs(tmp_path / "a", tmp_path / "b", None if metric == "judge" else metric)
+        assert (d.metric, d.n_both, d.only_a, d.only_b, d.n_missing) == (metric, 4, 2, 0, 0)
