@@ -214,7 +214,7 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
         if any(ch in str(entry) for ch in "*?["):
             candidates = [Path(m) for m in sorted(glob.glob(str(base)))]
         elif base.is_file() and base.suffix == ".json":  # a grid summary (cresowlve grid) lists its cells
-            candidates = [d if d.is_absolute() else root / d for d in _grid_run_dirs(base)]
+            candidates = [cell_run_dir(base, d, root) for d in _grid_run_dirs(base)]
         elif _is_run_dir(base):
             candidates = [base]
         elif base.is_dir():
@@ -223,6 +223,17 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
             candidates = []
         found.extend(c.resolve() for c in candidates if _is_run_dir(c))
     return list(dict.fromkeys(found))
+
+
+def cell_run_dir(grid_file: Path, recorded: str | Path, root: Path) -> Path:
+    """Where the cell of the grid summary ``grid_file`` whose ``run_dir`` is ``recorded`` lies: that path
+    (a relative one against ``root``), or, when nothing is there (a grid copied from another machine or
+    moved), the folder of its name beside ``grid_file``, where ``cresowlve grid`` writes every cell."""
+    path = Path(recorded)
+    path = path if path.is_absolute() else root / path
+    if not path.exists() and (beside := grid_file.parent / path.name).is_dir():
+        return beside
+    return path
 
 
 def _grid_run_dirs(path: Path) -> list[Path]:

@@ -111,6 +111,7 @@ def grid_cells_without_a_run(pattern: str | None, dirs: list[Path]) -> list[str]
     """``cell (status)`` of each cell of the grid summary ``pattern`` names (a ``grid.json``) that has no
     run directory among ``dirs``: a cell not run yet (stopped before it, or added since), whose absence
     from the listing would otherwise go unsaid."""
+    from cresowlve_core.analysis.loading import cell_run_dir
     from cresowlve_core.paths import project_root
 
     if pattern is None or any(ch in pattern for ch in "*?["):
@@ -125,8 +126,8 @@ def grid_cells_without_a_run(pattern: str | None, dirs: list[Path]) -> list[str]
     for cell in _json(path).get("cells") or []:
         if not isinstance(cell, dict) or not cell.get("run_dir"):
             continue
-        run_dir = Path(str(cell["run_dir"]))
-        if (run_dir if run_dir.is_absolute() else root / run_dir).resolve() not in listed:
+        run_dir = cell_run_dir(path, str(cell["run_dir"]), root)
+        if run_dir.resolve() not in listed:
             out.append(f"{one_line(cell.get('cell') or run_dir.name)} ({one_line(cell.get('status') or 'not_run')})")
     return out
 

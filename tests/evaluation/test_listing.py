@@ -600,3 +600,26 @@ def test_diff_reads_the_scores_of_runs_written_before_scores_existed_as_03_does(
     for metric in ("judge", "em_strict"):
         d = diff_runs(tmp_path / "a", tmp_path / "b", None if metric == "judge" else metric)
         assert (d.metric, d.n_both, d.only_a, d.only_b, d.n_missing) == (metric, 4, 2, 0, 0)
+
+
+def test_a_grid_copied_from_another_machine_finds_its_cells_beside_its_grid_json(tmp_path):
+    """A colleague's grid folder: grid.json names each cell by its absolute path on their machine, which does
+    not exist here; the cells sit beside grid.json, where `cresowlve grid` writes them. `runs` and the analysis
+    read them there; a cell the copy left out is still named as without a run directory. Before: "no evaluation
+    runs found (.../grid.json); 2 cell(s) of the grid without a run directory: model-a__en (done), ...", exit 1."""
+    from cresowlve_core.analysis.loading import load_runs
+
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "copy" / "model-a__en", tmp_path), make_items(2),
+                                   progress=False))
+    theirs = "/home/alice/cresowlve/data/runs/grid/g"
+    cells = [{"cell": name, "run_dir": f"{theirs}/{name}", "status": "done"} for name in ("model-a__en", "model-b__en")]
+    (tmp_path / "copy" / "grid.json").write_text(json.dumps({"name": "g", "cells": cells, "aliases": {}}))
+    out = _cli(["runs", str(tmp_path / "copy" / "grid.json")])
+    assert out.returncode == 0, out.stderr
+    assert str(tmp_path / "copy" / "model-a__en") in out.stdout.splitlines()[1]
+    assert out.stdout.strip().splitlines()[-1] == "1 run(s); 1 cell(s) of the grid without a run directory: " \
+                                                  "model-b__en (done)"
+    runs = load_runs(str(tmp_path / "copy" / "grid.json"))
+    assert runs.runs["path"].tolist() == [str((tmp_path / "copy" / "model-a__en").resolve())]
+    assert len(runs.responses) == 2
