@@ -66,7 +66,7 @@ from cresowlve_core.runtime.outcomes import (
     outcome_note,
 )
 from cresowlve_core.stats import wilson_interval
-from cresowlve_core.text import NO_REASONING, shown
+from cresowlve_core.text import NO_REASONING, plural, shown
 from cresowlve_core.untrusted import one_line
 
 log = logging.getLogger(__name__)
@@ -851,7 +851,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
                            "(nothing was changed)")
     with run.lock():
         latest = latest_records(run)
-        items = _items_for_rescore(manifest, latest)
+        items = _items_for_rescore(run.path, manifest, latest)
         fewshot = is_fewshot(manifest.prompts)
         # (a judge section without a protocol is older than the paper's protocol: ours)
         rule: JudgeRule | None = (manifest.judge.get("protocol") or "nonce-verdict") if manifest.judge is not None \
@@ -940,15 +940,30 @@ def unreadable_record(path: Path, rec: dict[str, Any], exc: ValidationError) -> 
                       f"cannot be read: {problems}; mend or remove it (nothing was rescored)")
 
 
-def _items_for_rescore(manifest: Manifest, latest: dict[Any, dict[str, Any]]) -> dict[str, Item]:
-    """The run's items, for records written before ``other_answers`` was stored in each record."""
-    if all("other_answers" in r for r in latest.values()) or not manifest.items:
+def _items_for_rescore(run_dir: Path, manifest: Manifest, latest: dict[Any, dict[str, Any]]) -> dict[str, Item]:
+    """The run's items, for its answers recorded before ``other_answers`` was stored in each record: their
+    lenient EM needs the item's accepted answers. Refused (:class:`InputError`, nothing rescored) when the
+    items cannot be loaded or do not hold those answers' items (a run copied from another machine, whose
+    manifest names a file that is not here or another one): their lenient EM would be scored against the
+    reference alone, and the rewritten records would say the items accept no other answer."""
+    without = [item for (item, _), r in latest.items()
+               if "other_answers" not in r and r.get("status") == "ok" and r.get("outcome") not in NOT_AN_ANSWER]
+    if not without:
         return {}
+    older = f"{run_dir}: {plural(len(without), 'answer')} recorded before records kept the item's accepted answers"
+    after = ("their lenient EM would be scored against the reference alone; make the run's items available "
+             "as its manifest names them (nothing was rescored)")
+    if not manifest.items:
+        raise InputError(f"{older}, and its manifest names no items file: {after}")
     from cresowlve_core.sources.sample import load_items
 
     try:
-        return {it.id: it for it in load_items(manifest.items, manifest.lang or "en")}  # type: ignore[arg-type]
+        items = {it.id: it for it in load_items(manifest.items, manifest.lang or "en")}  # type: ignore[arg-type]
     except (OSError, ValueError) as exc:
-        log.warning("rescore: cannot load the run's items (%s); lenient EM of records without stored "
-                    "accepted answers uses the reference alone", str(exc).splitlines()[0])
-        return {}
+        raise InputError(f"{older}, and its items ({one_line(manifest.items, 200)!r}) cannot be loaded "
+                         f"({one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 200)}): {after}"
+                         ) from None
+    if missing := [item for item in without if item not in items]:
+        raise InputError(f"{older}, and its items ({one_line(manifest.items, 200)!r}) do not hold "
+                         f"{len(missing)} of them (the first: {one_line(missing[0], 80)!r}): {after}")
+    return items

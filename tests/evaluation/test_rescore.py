@@ -180,3 +180,46 @@ def test_rescore_refuses_another_stages_run_and_a_run_without_records_changing_n
                               capture_output=True, text=True, timeout=120)
         assert (proc.returncode, proc.stderr.strip().splitlines()[-1]) == (2, line)
         assert sorted((p.name, p.read_text()) for p in d.iterdir()) == before[d]
+
+
+def test_an_older_run_whose_items_are_not_here_is_refused_not_scored_against_the_reference_alone(tmp_path):
+    """A colleague's run from before records kept the item's accepted answers (``other_answers``), its manifest
+    naming an items file on their machine: exit 2, one line naming the items and why, the run as it was.
+    Before: a logged warning, exit 0, the answer "Kopernik" (accepted by the item) rescored wrong by lenient
+    EM, and every record rewritten with ``other_answers: null``, so no later rescore looked for the items again."""
+    from cresowlve_core.items import Item, ItemView
+
+    items_file = tmp_path / "items.jsonl"
+    items_file.write_text(Item(id="chgk_1", difficulty=1, en=ItemView(
+        question="Who?", answer="Copernicus", other_answers="Kopernik")).model_dump_json() + "\n")
+    old = {"id": "chgk_1", "lang": "en", "status": "ok", "model": "m", "answer": "Copernicus",
+           "prediction": "stale", "raw_output": "I think <Answer>Kopernik</Answer>", "em_strict": False, "em_lenient": False}
+
+    def run_with_items(name: str, items: str):
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        (run_dir / "manifest.json").write_text(json.dumps({
+            "run_id": name, "model": "m", "base_url": "http://x/v1", "lang": "en", "items": items, "n_items": 1,
+            "prompt": {"name": "solve_cot_en", "version": "2"}}))
+        (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
+        proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                              capture_output=True, text=True, timeout=120)
+        return run_dir, proc
+
+    here, proc = run_with_items("here", str(items_file))  # the items at hand: the accepted answer counts
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((here / "responses.jsonl").read_text())["scores"]["em_lenient"] is True
+
+    theirs = "/home/alice/cresowlve/data/items/mine.jsonl"
+    run_dir, proc = run_with_items("copied", theirs)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {run_dir}: 1 answer recorded before records kept the item's accepted answers, "
+                           f"and its items ('{theirs}') cannot be loaded (") and last.endswith("(nothing was rescored)")
+    assert (run_dir / "responses.jsonl").read_text() == json.dumps(old) + "\n"
+    assert not (run_dir / "responses.jsonl.bak").exists() and not (run_dir / "summary.json").exists()
+
+    other = tmp_path / "other.jsonl"  # a file of that name here, holding other items
+    other.write_text(items_file.read_text().replace("chgk_1", "chgk_2"))
+    run_dir, proc = run_with_items("other", str(other))
+    assert proc.returncode == 2 and "do not hold 1 of them (the first: 'chgk_1')" in proc.stderr
