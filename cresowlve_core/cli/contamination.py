@@ -17,7 +17,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     from cresowlve_core.contamination.pipeline import MAX_TOKENS, QUIZ_MAX_TOKENS, Role, run_contamination
     from cresowlve_core.contamination.select import NO_SET, SETS
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
-    from cresowlve_core.exitcodes import EXIT_USAGE, stage_exit
+    from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE, stage_exit
     from cresowlve_core.runtime.outcomes import outcome_note
     from cresowlve_core.untrusted import one_line
 
@@ -56,7 +56,12 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         if row.config not in tested and not any(getattr(row, k) for k in SETS):  # say why, never drop it silently
             why = ", ".join(f"{getattr(row, k)} {k.replace('_', ' ')}" for k in NO_SET if getattr(row, k))
             print(f"== {one_line(row.config)}: not tested (no item in any set{f'; {why}' if why else ''})")
+    left_out = (f"{c.n_without_question} item(s) of the sets not quizzed: no {a.lang} question could be read for "
+                "them (their runs' items, the notes above)")
     if not c.results and c.stopped is None:
+        if c.n_without_question:
+            print(f"incomplete: {left_out}; nothing was asked", file=sys.stderr)
+            return EXIT_INCOMPLETE
         print("no verdict: no configuration has an item in any set (the reasons above); nothing was asked",
               file=sys.stderr)
         return 0
@@ -67,7 +72,11 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         skipped = "; the later steps were skipped, no verdict for the configuration that stopped"
         print(f"contamination stopped at {c.stopped_at} ({c.stopped}){skipped}; summary: {c.out_dir / 'summary.json'}",
               file=sys.stderr)
-    return stage_exit(summary, unit="calls")
+    code = stage_exit(summary, unit="calls")
+    if c.n_without_question and code == 0:
+        print(f"incomplete: {left_out}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return code
 
 
 def cmd_contamination_report(a: argparse.Namespace) -> int:

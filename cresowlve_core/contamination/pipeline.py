@@ -117,6 +117,9 @@ class Contamination:
     #: substitution every word→synonym call (``swaps``, :func:`synonym_calls`); None: nothing perturbed
     perturbation: dict[str, Any] | None = None
     synthetic: bool = False  # any input run was written by write_synthetic_runs
+    #: items of the sets left out because their question could not be read here (their runs' items file
+    #: missing or another one): never quizzed
+    n_without_question: int = 0
 
     def summary(self) -> dict[str, Any]:
         """The pipeline's counts over every step that ran, in the form of ``exitcodes.stage_exit``
@@ -245,7 +248,7 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
                                          on_start, max_items_per_set)
     out = Contamination(source, lang, perturber.name, quiz_taker.name, quiz_taker.base_url is None, counts, results,
                         n_repeats, work, notes + list(data.notes), steps, stopped, stopped_at, perturbation or None,
-                        data.synthetic)
+                        data.synthetic, len(missing))
     work.mkdir(parents=True, exist_ok=True)
     outfiles.write_json(work / "summary.json", out.summary())  # scrubbed and atomic, like every file a run writes
     return out

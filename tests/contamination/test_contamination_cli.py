@@ -380,3 +380,25 @@ def test_a_smaller_max_items_is_refused_naming_it_and_a_larger_one_continues(tmp
                         r"\(plans \d+ of the \d+ units it planned, .*; a limit of 4 or more continues it\)", err), err
         assert main([*opts, "--max-items", "5"]) == 0
     assert srv.total > sent
+
+
+def test_runs_whose_items_file_is_not_here_are_not_quizzed_and_exit_1_saying_so(tmp_path, capsys, monkeypatch):
+    """A colleague's En and Ru runs whose manifests name an items file on their machine: the items of the sets
+    have no question here, so nothing can be quizzed. The last line says so, exit 1. Before: "no verdict: no
+    configuration has an item in any set (the reasons above); nothing was asked", exit 0."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()[:5]
+    write_runs(tmp_path, items, ["target"] * 5)
+    for lang in ("en", "ru"):
+        manifest = tmp_path / "runs" / f"m__{lang}" / "manifest.json"
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "items": "/home/alice/items.jsonl"}))
+    with FakeServer() as srv:
+        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
+                   "--quiz-base-url", srv.base_url])
+        sent = srv.total
+    out = capsys.readouterr()
+    assert (rc, sent) == (1, 0), out.err
+    assert "note: items '/home/alice/items.jsonl' (ru) could not be loaded" in out.err
+    assert out.err.strip().splitlines()[-1] == ("incomplete: 5 item(s) of the sets not quizzed: no ru question could "
+                                                "be read for them (their runs' items, the notes above); nothing was asked")
