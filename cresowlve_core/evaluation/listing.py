@@ -17,7 +17,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from cresowlve_core.exitcodes import stop_parts
 from cresowlve_core.failures import MissingInput
@@ -215,11 +215,11 @@ _SUMMARY_COUNTS = ("n_items", "n_ok", "n_error", "n_not_run", "n_refused", "n_fi
 _SUMMARY_AMOUNTS = ("cost", "cost_known", "judge_cost")
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _is_amount(value: Any) -> bool:
+def _is_amount(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
@@ -252,6 +252,20 @@ def summary_problem(summary: dict[str, Any]) -> str | None:
                                                                  for v in spent.values())):
         return f"spent_now is {shown(spent)}, not an object of roles"
     return None
+
+
+def layout_1_metrics(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The ``metrics`` of a summary.json written before it had them (layout 1, manifest.py's
+    ``FORMAT_VERSION``): strict EM over the answered items (its ``em_strict`` fraction of ``n_ok``) and the
+    judge's accuracy over the judged ones (``judge_accuracy`` of ``n_judged``), each with its coverage of
+    the answered items; a metric it gives no fraction for is left out."""
+    out: dict[str, dict[str, Any]] = {}
+    n_ok = summary.get("n_ok")
+    for metric, share, of in (("em_strict", "em_strict", "n_ok"), ("judge", "judge_accuracy", "n_judged")):
+        value, n = summary.get(share), summary.get(of)
+        if _is_amount(value) and _is_count(n) and _is_count(n_ok) and value <= 1 and n <= n_ok:
+            out[metric] = {"k": round(value * n), "n": n, "coverage": n / n_ok if n_ok else 0.0}
+    return out
 
 
 def manifest_problems(manifest: dict[str, Any]) -> dict[str, str]:
@@ -289,7 +303,7 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
         s = {}
     bad_manifest = manifest_problems(m)  # hand-edited fields, left out
     m = {k: v for k, v in m.items() if k not in bad_manifest}
-    metrics = s.get("metrics") or {}
+    metrics = s.get("metrics") or layout_1_metrics(s)
     judge = metrics.get("judge") or {}
     use_judge = bool(judge.get("n")) and (judge.get("coverage") or 0) >= JUDGE_COVERAGE
     chosen = judge if use_judge else (metrics.get("em_strict") or {})

@@ -623,3 +623,19 @@ def test_a_grid_copied_from_another_machine_finds_its_cells_beside_its_grid_json
     runs = load_runs(str(tmp_path / "copy" / "grid.json"))
     assert runs.runs["path"].tolist() == [str((tmp_path / "copy" / "model-a__en").resolve())]
     assert len(runs.responses) == 2
+
+
+def test_runs_shows_the_accuracy_of_a_summary_written_before_it_had_metrics(tmp_path):
+    """A layout-1 run (records and summary.json from before ``metrics``): strict EM from the summary's
+    ``em_strict`` fraction of the answered items, the judge's from ``judge_accuracy`` of the judged ones when it
+    covers them. Before: "n 0", "EM –" beside "done 4/4", as if nothing had been scored."""
+    _layout_1_run(tmp_path / "a", "old-a", [True, True, False, True])
+    old = {"n_items": 4, "n_ok": 4, "n_error": 0, "n_not_run": 0, "em_strict": 0.75, "em_lenient": 0.75,
+           "n_judged": 4, "judge_accuracy": 0.75, "judge_ci95": [0.3, 0.95], "cost": None, "judge_cost": None}
+    (tmp_path / "a" / "summary.json").write_text(json.dumps(old))
+    row = run_row(tmp_path / "a")
+    assert (row.metric, row.k, row.n, row.done, row.state) == ("judge", 3, 4, 4, "done")
+    assert "judge  75.0% [30.1, 95.4]" in row.line()
+    (tmp_path / "a" / "summary.json").write_text(json.dumps({**old, "n_judged": 2, "judge_accuracy": 1.0}))
+    row = run_row(tmp_path / "a")  # the judge covers half the answers: strict EM, as Table 1 falls back to it
+    assert (row.metric, row.k, row.n) == ("EM", 3, 4)
