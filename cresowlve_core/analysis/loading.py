@@ -417,7 +417,6 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if asked_reasoning else None,
         "n_unlabelled_reasoning": None if asked_reasoning else _summary_value(run_dir, "n_unlabelled_reasoning"),
         "n_reasoning_checked": _reasoning_checked(run_dir, asked_reasoning),
-        "n_truncated": _summary_value(run_dir, "n_truncated"),
         "provider": m.get("provider"),
         "base_url": m.get("base_url"),
         "api": m.get("api"),
@@ -693,6 +692,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     runs_df = runs_df.join(counts, on="run_id")
     for c in ("n_records", "n_error", "n_refused", "n_filtered", "n_judged"):
         runs_df[c] = runs_df[c].fillna(0).astype(int)
+    runs_df["n_truncated"] = runs_df["run_id"].map(truncated_answers(responses)).astype(object)
     runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
     notes.extend(mixed_settings(runs_df))
     runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(
@@ -709,6 +709,16 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
         notes.extend(_mixed_request_notes(Path(r["path"])))
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+def truncated_answers(responses: pd.DataFrame) -> dict[str, int | None]:
+    """Per run, its answers cut off by the token limit, counted on its records (as its summary counts them
+    when it is of these records; one of an earlier pass is not); None for a run none of whose records says
+    (written before truncation was flagged)."""
+    flagged = responses["truncated"]
+    cut = responses.assign(_cut=flagged.eq(True).to_numpy(dtype=bool) & ~no_answer(responses),
+                           _said=flagged.notna()).groupby("run_id").agg(n=("_cut", "sum"), said=("_said", "any"))
+    return {str(run_id): int(r.n) if r.said else None for run_id, r in cut.iterrows()}
 
 
 def _mixed_request_notes(run_dir: Path) -> list[str]:

@@ -468,3 +468,39 @@ def test_two_configurations_sharing_a_name_are_named_in_a_note(tmp_path):
                      "grid's `label`) to keep them apart."]
     write_run(tmp_path / "other_en", [record(f"i{k}", model="n") for k in range(3)], model="n")
     assert not [n for n in load_runs(str(tmp_path / "other_en")).notes if "configurations (" in n]
+
+
+def test_truncated_answers_are_counted_on_the_records_not_on_a_summary_of_an_earlier_pass(tmp_path):
+    """A colleague's run: 3 answers finished, then resumed to 6 on a server that cut every new answer off at the
+    token limit, and killed before its summary was written (summary.json of the first pass, manifest unfinished).
+    03_analysis counts the 3 cut-off answers on the records. Before: "Truncated answers (cut off by the token
+    limit): none.", from the first pass's summary.json."""
+    import asyncio
+    import json
+
+    from replay.server import ReplayServer
+
+    from cresowlve_core.analysis.report import truncation_note
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items
+
+    run = tmp_path / "run"
+
+    def evaluate(srv: ReplayServer, limit: int) -> None:
+        cfg = EvalConfig(model="qwen3-8b", base_url=srv.base_url("llama-cpp"), run_dir=str(run), items="demo",
+                         limit=limit, max_tokens=100, provider="llama-cpp", cache=False)
+        asyncio.run(evaluate_async(cfg, load_eval_items(cfg), progress=False))
+
+    with ReplayServer("default") as srv:
+        evaluate(srv, 3)
+    first_pass = (run / "summary.json").read_text()
+    with ReplayServer("truncate", truncate_fraction=1.0) as srv:
+        evaluate(srv, 6)
+    assert json.loads((run / "summary.json").read_text())["n_truncated"] == 3
+    (run / "summary.json").write_text(first_pass)  # what a kill before the end of the second pass leaves
+    manifest = json.loads((run / "manifest.json").read_text())
+    (run / "manifest.json").write_text(json.dumps({**manifest, "finished_at": None}))
+
+    rs = load_runs(str(run))
+    assert rs.runs.loc[0, "n_truncated"] == 3 and int(rs.responses["truncated"].sum()) == 3
+    assert truncation_note(rs).startswith("**Truncated answers** (cut off by the token limit, scored wrong as in the "
+                                          "paper): `qwen3-8b` (en) 3.")
