@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from cresowlve_core.exitcodes import stop_parts
-from cresowlve_core.failures import MissingInput
+from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.pricing import usd
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import RESPONSES
+from cresowlve_core.runtime.manifest import FORMAT_VERSION
 from cresowlve_core.stats import format_p, mcnemar, wilson_interval
 from cresowlve_core.untrusted import one_line
 
@@ -223,12 +224,26 @@ def _is_amount(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
 
 
+def newer_layout(data: dict[str, Any]) -> str | None:
+    """Why a manifest or summary.json of a layout this version does not read (``format_version`` above
+    :data:`~cresowlve_core.runtime.manifest.FORMAT_VERSION`: a newer cresowlve's) is not read as one of its own;
+    else None."""
+    version = data.get("format_version", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and version <= FORMAT_VERSION:
+        return None
+    return (f"format_version {one_line(json.dumps(version, ensure_ascii=False), 40)} is newer than this cresowlve "
+            f"reads ({FORMAT_VERSION}); upgrade cresowlve to read it")
+
+
 def summary_problem(summary: dict[str, Any]) -> str | None:
     """The first field of ``summary`` the listing reads that is not what the runner writes there (a count, an
-    amount of USD, a metric's ``k``/``n``/``coverage``, a role's spending), named with its value; else None."""
+    amount of USD, a metric's ``k``/``n``/``coverage``, a role's spending; a layout newer than this version
+    reads), named with its value; else None."""
     def shown(value: Any) -> str:
         return one_line(json.dumps(value, ensure_ascii=False), 40)
 
+    if (newer := newer_layout(summary)) is not None:
+        return newer
     for name in _SUMMARY_COUNTS:
         if summary.get(name) is not None and not _is_count(summary[name]):
             return f"{name} is {shown(summary[name])}, not a count"
@@ -276,6 +291,8 @@ def manifest_problems(manifest: dict[str, Any]) -> dict[str, str]:
 
     n_items, judge = manifest.get("n_items"), manifest.get("judge")
     problems = {}
+    if (newer := newer_layout(manifest)) is not None:
+        problems["format_version"] = newer
     if n_items is not None and not _is_count(n_items):
         problems["n_items"] = f"n_items is {shown(n_items)}, not a count"
     if judge is not None and not isinstance(judge, dict):
@@ -383,6 +400,8 @@ class RunDiff:
 def _latest(path: Path) -> dict[str, dict[str, Any]]:
     if not (path / "manifest.json").exists():
         raise MissingInput(f"{path}: no manifest.json, not a run directory")
+    if (newer := newer_layout(_json(path / "manifest.json"))) is not None:  # its records may mean something else
+        raise InputError(f"{path}: a run directory of a newer layout ({newer}); nothing was compared")
     from cresowlve_core.evaluation.runner import read_latest_records
 
     return {r["id"]: r for r in read_latest_records(path).values()}

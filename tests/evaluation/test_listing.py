@@ -639,3 +639,25 @@ def test_runs_shows_the_accuracy_of_a_summary_written_before_it_had_metrics(tmp_
     (tmp_path / "a" / "summary.json").write_text(json.dumps({**old, "n_judged": 2, "judge_accuracy": 1.0}))
     row = run_row(tmp_path / "a")  # the judge covers half the answers: strict EM, as Table 1 falls back to it
     assert (row.metric, row.k, row.n) == ("EM", 3, 4)
+
+
+def test_runs_and_diff_do_not_read_a_newer_layouts_run_as_their_own(tmp_path, capsys):
+    """A colleague's run written by a newer cresowlve (``format_version`` 3, which manifest.py refuses):
+    `runs` says so and computes no accuracy from its summary; `diff` refuses it in one line, exit 2. Before:
+    listed as "done" with its summary's accuracy, and compared as if its records were of this layout."""
+    from cresowlve_core.cli import main
+
+    items = make_items(2)
+    with FakeServer(answers=answer_for) as srv:
+        for name in ("a", "b"):
+            asyncio.run(evaluate_async(cfg_for(srv, tmp_path / name, tmp_path, model=name), items, progress=False))
+    for name in ("manifest.json", "summary.json"):
+        path = tmp_path / "a" / name
+        path.write_text(json.dumps({**json.loads(path.read_text()), "format_version": 3}))
+    newer = "format_version 3 is newer than this cresowlve reads (2); upgrade cresowlve to read it"
+    row = run_row(tmp_path / "a")
+    assert row.state == (f"manifest.json unusable ({newer}); summary.json unusable ({newer}): answers counted on "
+                         "disk, accuracy not computed") and (row.n, row.done) == (0, 2)
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
+    assert capsys.readouterr().err.strip() == (f"error: {tmp_path / 'a'}: a run directory of a newer layout ({newer}); "
+                                               "nothing was compared")
