@@ -850,6 +850,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         raise MissingInput(f"{run_dir}: no {RESPONSES}: the run recorded no answer, so there is nothing to rescore "
                            "(nothing was changed)")
     with run.lock():
+        run.repair_tail(RESPONSES)  # a torn last line is kept aside, not lost with the rewritten file
         latest = latest_records(run)
         items = _items_for_rescore(run.path, manifest, latest)
         fewshot = is_fewshot(manifest.prompts)
@@ -877,6 +878,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["spent_now"] = old.get("spent_now")
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True
+    summary["repairs"] = run.repairs
     summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra for r in fresh)
     run.write_summary(summary)
     return summary

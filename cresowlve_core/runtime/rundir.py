@@ -274,6 +274,12 @@ class RunDir:
             for filename in list(self._files):
                 self._close_file(filename)
 
+    def repair_tail(self, filename: str) -> None:
+        """Make ``filename`` end on a complete line before it is read to be rewritten whole (a rescore): a torn
+        tail goes to ``<file>.torn`` (:meth:`_repair_tail`), as it does before the next append."""
+        with self._lock:
+            self._repair_tail(filename)
+
     def _repair_tail(self, filename: str) -> None:
         """Make the file end on a complete line: a torn tail goes to ``<file>.torn``."""
         path = self.path / filename

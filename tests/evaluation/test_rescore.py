@@ -223,3 +223,23 @@ def test_an_older_run_whose_items_are_not_here_is_refused_not_scored_against_the
     other.write_text(items_file.read_text().replace("chgk_1", "chgk_2"))
     run_dir, proc = run_with_items("other", str(other))
     assert proc.returncode == 2 and "do not hold 1 of them (the first: 'chgk_1')" in proc.stderr
+
+
+def test_a_torn_last_line_is_kept_aside_not_lost_with_the_rewritten_records(tmp_path):
+    """A run killed mid-write (a torn last line), rescored twice: the torn line goes to responses.jsonl.torn, as
+    before the next append, and the summary names the repair. Before: the rescore rewrote the file without it,
+    keeping it only in responses.jsonl.bak, which the second rescore replaced: the line was gone."""
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        asyncio.run(evaluate_async(cfg, items(2), progress=False))
+    torn = '{"id": "chgk_00000000ff", "lang": "en", "status": "ok", "raw_out'
+    with (run_dir / "responses.jsonl").open("a", encoding="utf-8") as f:
+        f.write(torn)
+    first = rescore(run_dir)
+    rescore(run_dir)
+    assert (run_dir / "responses.jsonl.torn").read_text() == torn + "\n"
+    assert [r.endswith("moved a torn last line (64 bytes) to responses.jsonl.torn; its unit will be re-run")
+            for r in first["repairs"]] == [True]
+    assert all(torn not in (run_dir / name).read_text() for name in ("responses.jsonl", "responses.jsonl.bak"))
