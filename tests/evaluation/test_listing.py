@@ -661,3 +661,19 @@ def test_runs_and_diff_do_not_read_a_newer_layouts_run_as_their_own(tmp_path, ca
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b")]) == 2
     assert capsys.readouterr().err.strip() == (f"error: {tmp_path / 'a'}: a run directory of a newer layout ({newer}); "
                                                "nothing was compared")
+
+
+def test_runs_names_a_manifest_it_cannot_read(tmp_path):
+    """A colleague's manifest.json cut by a failed copy, or saved with a byte-order mark by an editor: the row
+    says the manifest is unusable (its model, language and plan are unknown: "?"). Before: a row of "?" whose
+    state was "done", the manifest not named."""
+    items = make_items(2)
+    with FakeServer(answers=answer_for) as srv:
+        for name in ("cut", "bom"):
+            asyncio.run(evaluate_async(cfg_for(srv, tmp_path / name, tmp_path), items, progress=False))
+    manifest = (tmp_path / "cut" / "manifest.json").read_text()
+    (tmp_path / "cut" / "manifest.json").write_text(manifest[:40])
+    (tmp_path / "bom" / "manifest.json").write_text(manifest, encoding="utf-8-sig")
+    for name in ("cut", "bom"):
+        row = run_row(tmp_path / name)
+        assert (row.model, row.lang, row.state) == ("?", "?", "manifest.json unusable (not a JSON object); done")
