@@ -253,7 +253,7 @@ def _grid_run_dirs(path: Path) -> list[Path]:
 # ------------------------------------------------------------------ reading one run
 
 
-def _why_unreadable(exc: ValueError) -> str:
+def why_unreadable(exc: ValueError) -> str:
     """One line on why a manifest could not be read: the JSON error, or the first field refused."""
     from pydantic import ValidationError
 
@@ -618,7 +618,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         try:
             manifest = read_manifest(d)
         except ValueError as exc:  # json.JSONDecodeError and pydantic's ValidationError among them
-            notes.append(f"`{d.name}`: manifest.json could not be read ({_why_unreadable(exc)}); using the records: "
+            notes.append(f"`{d.name}`: manifest.json could not be read ({why_unreadable(exc)}); using the records: "
                          "its settings (judge, temperature, items planned) are unknown here.")
             manifest = None
         if manifest is not None and manifest.get("kind", "eval") != "eval":  # a CREATE, synth, errors... run

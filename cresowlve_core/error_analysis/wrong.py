@@ -29,11 +29,12 @@ import numpy as np
 import pandas as pd
 
 from cresowlve_core.analysis.coverage import judge_coverage_by_run
-from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest
+from cresowlve_core.analysis.loading import RunSet, load_runs, read_manifest, why_unreadable
 from cresowlve_core.analysis.loading import language as record_language
 from cresowlve_core.analysis.loading import no_answer as loading_no_answer
 from cresowlve_core.analysis.table import COVERAGE_THRESHOLD
 from cresowlve_core.contamination.select import EM, JUDGE
+from cresowlve_core.failures import InputError
 from cresowlve_core.inputs import run_input_limit
 from cresowlve_core.runtime.outcomes import NOT_AN_ANSWER
 from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
@@ -142,7 +143,12 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
     tally = []
     for _, run in data.runs.iterrows():
         part = df[df["run_id"] == run["run_id"]]
-        manifest = read_manifest(Path(run["path"])) or {}
+        try:
+            manifest = read_manifest(Path(run["path"])) or {}
+        except ValueError as exc:  # not JSON, a newer layout, a field of another shape: the run's items are unknown
+            raise InputError(f"{Path(run['path']) / 'manifest.json'}: cannot be read ({why_unreadable(exc)}): the "
+                             "items of the run's answers are unknown, so they cannot be labelled; mend it, or leave "
+                             "the run out (nothing was labelled)") from None
         spec = manifest.get("items") or "demo"
         limit = run_input_limit(manifest, max_input_chars)
         records = read_records(run["path"], run["lang"])

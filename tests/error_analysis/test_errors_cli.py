@@ -204,3 +204,24 @@ def test_a_label_cut_off_inside_its_category_name_is_no_label_and_exits_1(tmp_pa
     assert "labelled 2 of 4 wrong answers (2 unlabelled (2 cut off at the token limit), 0 other, 0 errored)" in out.out
     assert out.err.strip().splitlines()[-1].startswith(
         "incomplete: 2 of 4 replies cut off at the token limit before their category (no label)")
+
+
+def test_label_cli_refuses_a_run_whose_manifest_it_cannot_read_in_one_line(tmp_path, capsys):
+    """A colleague's run whose manifest.json this version cannot read (saved with a byte-order mark, or written by
+    a newer cresowlve): the items of its answers are unknown. One line naming the file, exit 2, nothing labelled.
+    Before: a JSONDecodeError / ValidationError traceback ending "bug: this is an unexpected error in cresowlve"."""
+    from cresowlve_core.cli import main
+
+    items = _items(3)
+    (tmp_path / "runs").mkdir()
+    run = write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
+    manifest = json.loads((run / "manifest.json").read_text())
+    for text, why in ((json.dumps(manifest), "not JSON (Unexpected UTF-8 BOM"),
+                      (json.dumps({**manifest, "format_version": 3}), "format_version 3 is newer than this cresowlve")):
+        (run / "manifest.json").write_text(text, encoding="utf-8-sig" if "BOM" in why else "utf-8")
+        code = main(["errors", "label", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+                     "--labeller-model", "fake-labeller", "--labeller-base-url", "http://127.0.0.1:9/v1", "--no-cache"])
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert code == 2 and last.startswith(f"error: {run / 'manifest.json'}: cannot be read (") and why in last
+        assert last.endswith("so they cannot be labelled; mend it, or leave the run out (nothing was labelled)")
+        assert not (tmp_path / "out").exists()
