@@ -226,13 +226,14 @@ def resolve_run_dirs(runs: str | Path | Sequence[str | Path] | None, root: Path 
 
 
 def cell_run_dir(grid_file: Path, recorded: str | Path, root: Path) -> Path:
-    """Where the cell of the grid summary ``grid_file`` whose ``run_dir`` is ``recorded`` lies: that path
-    (a relative one against ``root``), or, when nothing is there (a grid copied from another machine or
-    moved), the folder of its name beside ``grid_file``, where ``cresowlve grid`` writes every cell."""
+    """Where the cell of the grid summary ``grid_file`` whose ``run_dir`` is ``recorded`` lies. ``cresowlve grid``
+    writes every cell beside its ``grid.json``: a cell recorded in another folder belongs to a grid that was
+    copied or moved since (from another machine, where that path may name another run here), and is the
+    folder of its name beside ``grid_file``; else the recorded path (a relative one against ``root``)."""
     path = Path(recorded)
     path = path if path.is_absolute() else root / path
-    if not path.exists() and (beside := grid_file.parent / path.name).is_dir():
-        return beside
+    if path.parent.resolve() != grid_file.parent.resolve():
+        return grid_file.parent / path.name
     return path
 
 

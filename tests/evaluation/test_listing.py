@@ -677,3 +677,30 @@ def test_runs_names_a_manifest_it_cannot_read(tmp_path):
     for name in ("cut", "bom"):
         row = run_row(tmp_path / name)
         assert (row.model, row.lang, row.state) == ("?", "?", "manifest.json unusable (not a JSON object); done")
+
+
+def test_a_copied_grid_never_reads_the_runs_its_recorded_paths_name_here(tmp_path):
+    """The same grid run on two machines at the same path (two clones in one place, a container): the colleague's
+    copy, elsewhere here, records the paths of this machine's own cells. Its listing and analysis read the cells
+    beside it, and name the one the copy lacks. Before: this machine's runs, all four, under the copy's grid.json."""
+    import shutil
+
+    from cresowlve_core.analysis.loading import load_runs
+
+    mine = tmp_path / "data" / "runs" / "grid" / "g"
+    with FakeServer(answers=answer_for) as srv:
+        for name in ("model-a__en", "model-b__en"):
+            asyncio.run(evaluate_async(cfg_for(srv, mine / name, tmp_path, model=name[:7]), make_items(2),
+                                       progress=False))
+    cells = [{"cell": name, "run_dir": str(mine / name), "status": "done"} for name in ("model-a__en", "model-b__en")]
+    (mine / "grid.json").write_text(json.dumps({"name": "g", "cells": cells, "aliases": {}}))
+    theirs = tmp_path / "from-alice" / "g"
+    shutil.copytree(mine, theirs)
+    shutil.rmtree(theirs / "model-b__en")  # the copy lacks one cell
+    out = _cli(["runs", str(theirs / "grid.json")])
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 3 and str(theirs / "model-a__en") in lines[1] and str(mine) not in out.stdout
+    assert lines[-1] == "1 run(s); 1 cell(s) of the grid without a run directory: model-b__en (done)"
+    assert load_runs(str(theirs / "grid.json")).runs["path"].tolist() == [str((theirs / "model-a__en").resolve())]
+    assert len(load_runs(str(mine / "grid.json")).runs) == 2  # a grid where it was run reads its own cells
