@@ -695,6 +695,7 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         runs_df[c] = runs_df[c].fillna(0).astype(int)
     runs_df["n_truncated"] = runs_df["run_id"].map(truncated_answers(responses)).astype(object)
     runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
+    notes.extend(_summaries_of_other_answers(runs_df, responses))
     notes.extend(mixed_settings(runs_df))
     runs_df["synthetic"] = runs_df["synthetic_manifest"] | runs_df["any_synthetic"].astype("boolean").fillna(
         False
@@ -710,6 +711,28 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
             notes.append(f"`{Path(r['path']).name}` did not finish: {unfinished_reason(r)}.")
         notes.extend(_mixed_request_notes(Path(r["path"])))
     return RunSet(responses, runs_df, notes, searched, aliases)
+
+
+#: the runs table's columns read from a run's summary.json (its reasoning check), not from its records
+SUMMARY_COLUMNS = ("n_no_reasoning", "n_unlabelled_reasoning", "n_reasoning_checked")
+
+
+def _summaries_of_other_answers(runs_df: pd.DataFrame, responses: pd.DataFrame) -> list[str]:
+    """Clear the :data:`SUMMARY_COLUMNS` of each run whose summary.json counts another number of answers than
+    its records hold (the summary of an earlier pass: a resumed run stopped before it wrote its own; or
+    records appended since), with a note naming the run: they describe other answers than the tables count."""
+    answered = responses["status"].eq("ok").groupby(responses["run_id"]).sum()
+    notes = []
+    for i in runs_df.index:
+        run_dir = Path(str(runs_df.at[i, "path"]))
+        said, held = _summary_value(run_dir, "n_ok"), int(answered.get(runs_df.at[i, "run_id"], 0))
+        if not isinstance(said, int) or said == held or runs_df.loc[i, list(SUMMARY_COLUMNS)].isna().all():
+            continue
+        runs_df.loc[i, list(SUMMARY_COLUMNS)] = None
+        notes.append(f"`{one_line(run_dir.name)}`: its summary.json counts {plural(said, 'answer')}, its records "
+                     f"{held} (a summary of an earlier pass, or records added since): its reasoning check is not "
+                     f"shown; `cresowlve rescore --run-dir {one_line(str(run_dir))}` recomputes it from the records.")
+    return notes
 
 
 def truncated_answers(responses: pd.DataFrame) -> dict[str, int | None]:

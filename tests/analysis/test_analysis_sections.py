@@ -289,3 +289,28 @@ def test_the_correctness_correlation_text_counts_only_the_rows_tested_in_holms_f
     assert len(corr) == 2 and corr["spearman_p"].notna().sum() == 1
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert "Holm over all 1 tests (1 row(s) not tested: a constant feature or outcome)" in text
+
+
+def test_a_reasoning_check_of_an_earlier_pass_is_not_shown_as_the_runs(tmp_path, monkeypatch):
+    """A colleague's thinking run resumed from 3 to 6 answers and stopped before its summary was written: the
+    summary.json of the first pass says 3 of 3 answers show no reasoning. The runs section does not give that as
+    the run's (6 answers); a note names the run and how to recompute it. Before: "Thinking not verified for
+    `m (high)`: 3 of 3 answers ... show no reasoning"."""
+    import json
+
+    from test_analysis_fixtures import record, write_run
+
+    from cresowlve_core.analysis import load_runs, report
+
+    run = write_run(tmp_path / "r", [record(f"i{i}") for i in range(6)], model="m", effort="high", thinking=True,
+                    finished_at=None)
+    (run / "summary.json").write_text(json.dumps({"n_items": 3, "n_ok": 3, "n_no_reasoning": 3, "n_refused": 0}))
+    rs = load_runs(str(run))
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda obj: None)
+    report.runs_section(rs)
+    assert not [s for s in said if "Thinking not verified" in s]
+    assert (f"- `r`: its summary.json counts 3 answers, its records 6 (a summary of an earlier pass, or records added "
+            f"since): its reasoning check is not shown; `cresowlve rescore --run-dir {run.resolve()}` recomputes it "
+            "from the records.") in said
