@@ -319,8 +319,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
     if unusable is not None:
         s = {}
     bad_manifest = manifest_problems(m)  # hand-edited fields, left out
-    if not m and (path / "manifest.json").exists():  # unreadable, cut, or another shape: no setting of the run known
-        bad_manifest["manifest.json"] = "not a JSON object"
+    if not m:  # missing, unreadable, cut, or another shape: no setting of the run known
+        bad_manifest["manifest.json"] = "not a JSON object" if (path / "manifest.json").exists() else "missing"
     m = {k: v for k, v in m.items() if k not in bad_manifest}
     metrics = s.get("metrics") or layout_1_metrics(s)
     judge = metrics.get("judge") or {}

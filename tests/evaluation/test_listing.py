@@ -677,6 +677,8 @@ def test_runs_names_a_manifest_it_cannot_read(tmp_path):
     for name in ("cut", "bom"):
         row = run_row(tmp_path / name)
         assert (row.model, row.lang, row.state) == ("?", "?", "manifest.json unusable (not a JSON object); done")
+    (tmp_path / "bom" / "manifest.json").unlink()  # sent without it: a run no command can resume or diff
+    assert run_row(tmp_path / "bom").state == "manifest.json unusable (missing); done"
 
 
 def test_a_copied_grid_never_reads_the_runs_its_recorded_paths_name_here(tmp_path):
