@@ -237,6 +237,33 @@ def cell_run_dir(grid_file: Path, recorded: str | Path, root: Path) -> Path:
     return path
 
 
+def grid_cells_missing(runs: str | Path | Sequence[str | Path] | None, dirs: Sequence[Path],
+                       root: Path | None = None) -> list[str]:
+    """``cell (status)`` of each cell of a grid summary (``grid.json``) named in ``runs`` that has no run
+    directory among ``dirs``: a cell not run yet (the grid stopped before it, or it was added since), or one a
+    copy of the grid's folder lacks."""
+    root = root if root is not None else project_root()
+    entries: Sequence[str | Path] = [] if runs is None else [runs] if isinstance(runs, (str, Path)) else list(runs)
+    listed = {d.resolve() for d in dirs}
+    out = []
+    for entry in entries:
+        path = Path(entry).expanduser()
+        path = path if path.is_absolute() else root / path
+        if any(ch in str(entry) for ch in "*?[") or not (path.is_file() and path.suffix == ".json"):
+            continue
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8")).get("cells") or []
+        except (OSError, ValueError, AttributeError):
+            continue
+        for cell in cells if isinstance(cells, list) else []:
+            if not isinstance(cell, dict) or not cell.get("run_dir"):
+                continue
+            run_dir = cell_run_dir(path, str(cell["run_dir"]), root)
+            if run_dir.resolve() not in listed:
+                out.append(f"{one_line(cell.get('cell') or run_dir.name)} ({one_line(cell.get('status') or 'not_run')})")
+    return out
+
+
 def _grid_run_dirs(path: Path) -> list[Path]:
     """The run directory of each cell a grid summary (``grid.json``) lists. Raises :class:`InputError`
     naming the file for one that is not such a summary (damaged, hand-edited, another JSON file)."""
@@ -633,6 +660,9 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         infos.append(info)
         tables.append(table)
 
+    if without := grid_cells_missing(runs, dirs, root):
+        notes.append(f"{plural(len(without), 'cell')} of the grid without a run directory, so not in any table "
+                     f"below: {', '.join(without)}.")
     _tell_apart_run_ids(infos, notes)
     runs_df = pd.DataFrame(infos)
     aliases = grid_aliases(runs, dirs, root)

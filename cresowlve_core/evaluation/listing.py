@@ -111,26 +111,12 @@ def find_runs(pattern: str | None = None) -> list[Path]:
 def grid_cells_without_a_run(pattern: str | None, dirs: list[Path]) -> list[str]:
     """``cell (status)`` of each cell of the grid summary ``pattern`` names (a ``grid.json``) that has no
     run directory among ``dirs``: a cell not run yet (stopped before it, or added since), whose absence
-    from the listing would otherwise go unsaid."""
-    from cresowlve_core.analysis.loading import cell_run_dir
-    from cresowlve_core.paths import project_root
+    from the listing would otherwise go unsaid (:func:`~cresowlve_core.analysis.loading.grid_cells_missing`)."""
+    from cresowlve_core.analysis.loading import grid_cells_missing
 
     if pattern is None or any(ch in pattern for ch in "*?["):
         return []
-    root = project_root()
-    path = Path(pattern).expanduser()
-    path = path if path.is_absolute() else root / path
-    if not (path.is_file() and path.suffix == ".json"):
-        return []
-    listed = {d.resolve() for d in dirs}
-    out = []
-    for cell in _json(path).get("cells") or []:
-        if not isinstance(cell, dict) or not cell.get("run_dir"):
-            continue
-        run_dir = cell_run_dir(path, str(cell["run_dir"]), root)
-        if run_dir.resolve() not in listed:
-            out.append(f"{one_line(cell.get('cell') or run_dir.name)} ({one_line(cell.get('status') or 'not_run')})")
-    return out
+    return grid_cells_missing(pattern, dirs)
 
 
 #: the start of a record as the runner writes it (``ResponseRecord``'s first fields, ``json.dumps``' spacing):

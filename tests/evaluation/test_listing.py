@@ -706,3 +706,19 @@ def test_a_copied_grid_never_reads_the_runs_its_recorded_paths_name_here(tmp_pat
     assert lines[-1] == "1 run(s); 1 cell(s) of the grid without a run directory: model-b__en (done)"
     assert load_runs(str(theirs / "grid.json")).runs["path"].tolist() == [str((theirs / "model-a__en").resolve())]
     assert len(load_runs(str(mine / "grid.json")).runs) == 2  # a grid where it was run reads its own cells
+
+
+def test_the_analysis_names_a_grid_cell_without_a_run_directory(tmp_path):
+    """03_analysis (and errors, contamination, explore: load_runs) over a grid.json one of whose cells has no run
+    directory (the grid stopped before it, or a copy of its folder lacks it): a note names the cell, as `runs`
+    does. Before: the cell was left out of every table without a word."""
+    from cresowlve_core.analysis.loading import load_runs
+
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "grid" / "model-a__en", tmp_path), make_items(2),
+                                   progress=False))
+    cells = [{"cell": "model-a__en", "run_dir": str(tmp_path / "grid" / "model-a__en"), "status": "done"},
+             {"cell": "model-b__en", "run_dir": str(tmp_path / "grid" / "model-b__en"), "status": "not_run"}]
+    (tmp_path / "grid" / "grid.json").write_text(json.dumps({"name": "g", "cells": cells, "aliases": {}}))
+    notes = load_runs(str(tmp_path / "grid" / "grid.json")).notes
+    assert "1 cell of the grid without a run directory, so not in any table below: model-b__en (not_run)." in notes
