@@ -165,6 +165,27 @@ def nonempty(text: str) -> str:
     return text
 
 
+def model_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a model's name, or None: blank, white space around it, or a character that
+    prints as nothing or moves the text (a line break, a tab, an escape, a zero-width or bidirectional mark).
+    It is sent in every request and is the label of every record, table and report: a provider knows no
+    such name, and the label would not show what was sent."""
+    if not name.strip():
+        return "must not be empty"
+    if bad := next((ch for ch in name if not ch.isprintable()), None):
+        return f"must be printable text: U+{ord(bad):04X} at position {name.index(bad) + 1} of {name!r}"
+    if name != name.strip():
+        return f"must not begin or end with white space ({name!r})"
+    return None
+
+
+def model_name(text: str) -> str:
+    """A model's name (:func:`model_name_problem`)."""
+    if (problem := model_name_problem(text)) is not None:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
 #: the longest report name: its staging folder (``.render-STEM-xxxxxxxx``) and its exports (``STEM_table1.csv``)
 #: must fit the 255 bytes of a file name (the slugs' limit)
 MAX_FILE_STEM = MAX_SLUG
@@ -213,7 +234,7 @@ def _usable_dir(text: str, what: str) -> str:
 def role_args(p: argparse.ArgumentParser, role: str, what: str) -> None:
     """The three flags of a command's model role: ``--ROLE-model``, ``--ROLE-base-url``, ``--ROLE-api-key-env``
     (``what`` names the role in their help)."""
-    p.add_argument(f"--{role}-model", default=None, type=nonempty, help=f"{what} model name (required with --{role}-base-url)")
+    p.add_argument(f"--{role}-model", default=None, type=model_name, help=f"{what} model name (required with --{role}-base-url)")
     p.add_argument(f"--{role}-base-url", default=None, type=http_url,
                    help=f"{what}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M: demo only)")
     p.add_argument(f"--{role}-api-key-env", default=None, type=env_name,

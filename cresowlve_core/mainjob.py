@@ -228,7 +228,7 @@ def _check_endpoint_env() -> None:
 
     from cresowlve_core import argtypes
 
-    for var, check in (("CRESOWLVE_MODEL", argtypes.nonempty), ("CRESOWLVE_JUDGE_MODEL", argtypes.nonempty),
+    for var, check in (("CRESOWLVE_MODEL", argtypes.model_name), ("CRESOWLVE_JUDGE_MODEL", argtypes.model_name),
                        ("CRESOWLVE_BASE_URL", argtypes.http_url), ("CRESOWLVE_JUDGE_BASE_URL", argtypes.http_url),
                        ("CRESOWLVE_API_KEY_ENV", argtypes.env_name), ("CRESOWLVE_JUDGE_API_KEY_ENV", argtypes.env_name)):
         if value := os.environ.get(var):

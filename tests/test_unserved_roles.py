@@ -207,3 +207,37 @@ def test_a_build_steps_empty_model_is_refused_naming_the_step(tmp_path, capsys, 
     assert rc == 2, lines
     assert lines == ["error: --step-model translate: MODEL must not be empty; nothing was run"], lines
     assert not (tmp_path / "OUT").exists()
+
+
+# a model name with what prints as nothing or moves the text: a line break pasted with the name, a tab, an
+# escape, a zero-width space, a bidirectional override; and white space around it
+UNPRINTABLE_MODELS = [("gpt-4o-mini\n", "U+000A at position 12"), ("gpt\t4o", "U+0009 at position 4"),
+                      ("m\x1b[2J", "U+001B at position 2"), ("gpt\u200b-4o", "U+200B at position 4"),
+                      ("gpt-\u202e4o", "U+202E at position 5"), (" gpt-4o", "must not begin or end with white space")]
+
+
+@pytest.mark.parametrize(("model", "why"), UNPRINTABLE_MODELS, ids=[w.split(" at")[0] for _, w in UNPRINTABLE_MODELS])
+def test_a_model_name_that_does_not_print_as_it_is_sent_is_refused(model, why, tmp_path, capsys, monkeypatch,
+                                                                    no_embedded):
+    """A model's name is sent in every request and labels every record and report. Before, `eval --model
+    $'gpt-4o-mini\\n'` was sent as written (a provider that trims it answered) and its summary line broke in
+    two; an escape or a zero-width space labelled the run with a name that does not show what was sent."""
+    flags = [["eval", "--items", "demo", "--run-dir", "OUT", "--base-url", "http://127.0.0.1:9/v1", "--model"],
+             ["eval", "--items", "demo", "--run-dir", "OUT", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+              "--judge-model"],
+             ["errors", "label", "--runs", "RUNS/*", "--out-dir", "OUT", "--labeller-base-url",
+              "http://127.0.0.1:9/v1", "--labeller-model"]]
+    (tmp_path / "RUNS").mkdir()
+    for argv in flags:
+        with pytest.raises(SystemExit) as stopped:
+            main([a.replace("OUT", str(tmp_path / "OUT")).replace("RUNS", str(tmp_path / "RUNS")) for a in argv]
+                 + [model])
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert stopped.value.code == 2 and f"error: argument {argv[-1]}: " in err and why in err, err
+    assert not (tmp_path / "OUT").exists()
+    monkeypatch.setenv("STEP_KEY", "sk-step")
+    rc = main(["build", "--build-dir", str(tmp_path / "OUT"), "--step-model", "translate", model,
+               "http://127.0.0.1:9/v1", "STEP_KEY"])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2 and lines[-1].startswith("error: --step-model translate: MODEL ") and why in lines[-1], lines
+    assert not (tmp_path / "OUT").exists()

@@ -20,8 +20,8 @@ def cmd_build(a: argparse.Namespace) -> int:
 
     step_models: dict[str, dict[str, str | None]] = {}
     for step, model, url, key_env in a.step_model or []:  # a step's model is never run on the embedded one instead
-        if not model.strip():
-            return _usage_error(f"--step-model {step}: MODEL must not be empty; nothing was run")
+        if (problem := argtypes.model_name_problem(model)) is not None:
+            return _usage_error(f"--step-model {step}: MODEL {problem}; nothing was run")
         try:
             url = argtypes.http_url(url)  # as --base-url reads it: surrounding whitespace stripped
         except argparse.ArgumentTypeError as exc:
@@ -66,7 +66,7 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
     p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
     add_client_options(p, "seed", help={"seed": "seed of every sample and model call"})
-    p.add_argument("--model", default=None, type=argtypes.nonempty, help="model of every step (required with --base-url)")
+    p.add_argument("--model", default=None, type=argtypes.model_name, help="model of every step (required with --base-url)")
     p.add_argument("--base-url", default=None, type=argtypes.http_url, help="OpenAI-compatible base URL (default: the embedded "
                    "Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")

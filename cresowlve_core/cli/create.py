@@ -115,7 +115,7 @@ def add_create_parser(sub: Any) -> None:
     """Register ``cresowlve create``."""
     create = sub.add_parser("create", help="CREATE: associative creativity").add_subparsers(dest="create_cmd", required=True)
     p = create.add_parser("generate", help="ask a model for paths between entities (resumable run directory)")
-    p.add_argument("--model", default=None, type=argtypes.nonempty, help="model name as the endpoint knows it (required with --base-url)")
+    p.add_argument("--model", default=None, type=argtypes.model_name, help="model name as the endpoint knows it (required with --base-url)")
     p.add_argument("--base-url", default=None, type=argtypes.http_url,
                    help="OpenAI-compatible base URL (default: the embedded Gemma 3 270M, a base model: pipeline demo only)")
     p.add_argument("--api-key-env", default=None, type=argtypes.env_name, help="NAME of the environment variable holding the key")
@@ -136,7 +136,7 @@ def add_create_parser(sub: Any) -> None:
     p.add_argument("--run-dir", required=True, type=argtypes.nonempty, help="a run directory of `cresowlve create generate`")
     p.add_argument("--score-dir", default=None, type=argtypes.run_dir, help="where the judgments go (default: RUN_DIR/score; "
                                                      "one per judge configuration)")
-    p.add_argument("--judge-model", default=None, type=argtypes.nonempty, help="judge model name (required with --judge-base-url)")
+    p.add_argument("--judge-model", default=None, type=argtypes.model_name, help="judge model name (required with --judge-base-url)")
     p.add_argument("--judge-base-url", default=None, type=argtypes.http_url,
                    help="judge's OpenAI-compatible base URL (default: the embedded Gemma 3 270M: pipeline demo only)")
     p.add_argument("--judge-api-key-env", default=None, type=argtypes.env_name,

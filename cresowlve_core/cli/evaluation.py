@@ -262,7 +262,7 @@ def cmd_cache(a: argparse.Namespace) -> int:
 
 
 def _endpoint_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=None, type=argtypes.nonempty,
+    p.add_argument("--model", default=None, type=argtypes.model_name,
                    help="model name as the endpoint knows it (default: $CRESOWLVE_MODEL; one of them is required)")
     p.add_argument("--base-url", default=None, type=argtypes.http_url,
                    help="OpenAI-compatible http(s) base URL, e.g. https://api.openai.com/v1 "
@@ -285,7 +285,7 @@ def judge_options_given(a: argparse.Namespace) -> list[str]:
 def _endpoint_from_env(a: argparse.Namespace) -> None:
     """``--model``/``--base-url``/``--api-key-env`` default to the main job's variables, each checked as its flag
     is (an ``ArgumentTypeError`` naming the variable)."""
-    for dest, var, check in (("model", "CRESOWLVE_MODEL", argtypes.nonempty),
+    for dest, var, check in (("model", "CRESOWLVE_MODEL", argtypes.model_name),
                              ("base_url", "CRESOWLVE_BASE_URL", argtypes.http_url),
                              ("api_key_env", "CRESOWLVE_API_KEY_ENV", argtypes.env_name)):
         if not getattr(a, dest) and os.environ.get(var):
@@ -330,7 +330,7 @@ def add_eval_parser(sub: Any) -> None:
                    help="cot for non-thinking models, plain for thinking ones (default: plain iff --effort)")
     p.add_argument("--api", choices=["chat", "responses", "completions"], default=None,
                    help="force an API style (default: chat; responses when --effort is given)")
-    p.add_argument("--judge-model", default=None, type=argtypes.nonempty,
+    p.add_argument("--judge-model", default=None, type=argtypes.model_name,
                    help="LLM judge model; without one only exact match is scored (default: no judge)")
     p.add_argument("--judge-base-url", default=None, type=argtypes.http_url, help="judge's base URL (default: --base-url)")
     p.add_argument("--judge-api-key-env", default=None, type=argtypes.env_name,

@@ -67,7 +67,7 @@ def add_synth_parser(sub: Any) -> None:
                    help="kg: the shipped subset (default); wikidata-sparql: online Wikidata (needs network)")
     add_client_options(p, "seed", help={"seed": "seed of every sample and model call"})
     for role in ("verbaliser", "solver"):
-        p.add_argument(f"--{role}-model", default=None, type=argtypes.nonempty, help=f"{role} model name")
+        p.add_argument(f"--{role}-model", default=None, type=argtypes.model_name, help=f"{role} model name")
         p.add_argument(f"--{role}-base-url", default=None, type=argtypes.http_url,
                        help=f"{role}'s OpenAI-compatible base URL (default: the embedded Gemma 3 270M)")
         p.add_argument(f"--{role}-api-key-env", default=None, type=argtypes.env_name,

@@ -103,15 +103,18 @@ def _base_url(url: str | None) -> str | None:
 
 
 def _named_model(model: str) -> str:
-    """A model name that can name its run directories (:func:`~cresowlve_core.text.slug`)."""
-    slug(model)  # UnsafeNameError (a ValueError) for "", blank, "." and ".."
+    """A model's name (:func:`~cresowlve_core.argtypes.model_name_problem`) that can name its run
+    directories (:func:`~cresowlve_core.text.slug`)."""
+    if (problem := argtypes.model_name_problem(model)) is not None:
+        raise ValueError(problem)
+    slug(model)  # UnsafeNameError (a ValueError) for "." and ".."
     return model
 
 
 def _named_judge(model: str) -> str:
-    """A judge's model name that is not blank (a blank one would leave every cell unjudged, run after run)."""
-    if not model.strip():
-        raise ValueError("must not be empty (leave out judge: for a grid without a judge)")
+    """A judge's model name (a blank one would leave every cell unjudged, run after run)."""
+    if (problem := argtypes.model_name_problem(model)) is not None:
+        raise ValueError(problem + (" (leave out judge: for a grid without a judge)" if not model.strip() else ""))
     return model
 
 

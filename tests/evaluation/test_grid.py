@@ -295,6 +295,9 @@ BAD_GRID_KEYS = [
     ({"judge": {"model": " "}}, {}, "judge.model: Value error, must not be empty"),
     # a model that cannot name a directory: a line naming neither the file nor the key
     ({}, {"model": ".."}, "models.0.model: Value error, '..' cannot name a directory"),
+    # a name that does not print as it is sent: the label of every record and report, sent in every request
+    ({}, {"model": "gpt-4o\t"}, "models.0.model: Value error, must be printable text: U+0009 at position 7"),
+    ({"judge": {"model": "j\u200b"}}, {}, "judge.model: Value error, must be printable text: U+200B at position 2"),
     # sent as NaN (not JSON), recorded in the manifest as null
     ({}, {"options": {"extra_body": {"top_p": float("nan")}}},
      "models.0.options.extra_body: Value error, top_p: must be a finite number"),
@@ -679,13 +682,14 @@ def test_a_finished_cell_whose_items_file_grew_asks_the_new_items_not_skipped_as
 
 def test_a_hostile_model_and_grid_name_print_no_terminal_escape(tmp_path, capsys):
     """The grid's console lines and progress bar name a configuration from the YAML: an ANSI or OSC escape,
-    a bell or a carriage return in a model name or the grid's name reaches the terminal as spaces."""
+    a bell or a carriage return in a model's label or the grid's name reaches the terminal as spaces (a
+    model's own name with one is refused: test_a_bad_option_effort_style_api_or_provider_...)."""
     from cresowlve_core.cli import main
 
     hostile = "\x1b[2J\x1b]0;pwned\x07\rOVR"
     with FakeServer(answers=reply) as srv:
         config = write_config(tmp_path, srv, name="g" + hostile, langs=["en"],
-                              models=[{"model": "m" + hostile, "base_url": srv.base_url}])
+                              models=[{"model": "m", "label": "m" + hostile, "base_url": srv.base_url}])
         assert main(["grid", str(config)]) == 0
     out, err = capsys.readouterr()
     assert not any(c in out + err for c in "\x1b\x07"), (out, err)
