@@ -366,6 +366,26 @@ def mismatch_notes(cross: pd.DataFrame) -> list[str]:
     ]
 
 
+def item_set_notes(data: RunSet | pd.DataFrame, shown: int = 6) -> list[str]:
+    """One line per language whose configurations hold records of different item sets (a run with
+    ``--limit``, on another items file, or not run to the end): their accuracies side by side in one
+    table are not over the same items. Names each configuration's item count (the first ``shown``) and
+    how many items all of them share."""
+    df = _frame(data)
+    notes = []
+    for lang, g in df.groupby("lang", sort=True):
+        sets = {str(c): frozenset(ids) for c, ids in g.groupby("config", sort=False)["id"]}
+        if len(sets) < 2 or len(set(sets.values())) == 1:
+            continue
+        shared = frozenset.intersection(*sets.values())
+        counts = ", ".join(f"{c} {len(ids)}" for c, ids in list(sets.items())[:shown])
+        more = f", and {len(sets) - shown} more" if len(sets) > shown else ""
+        notes.append(f"{str(lang).capitalize()}: the configurations hold records of different items ({counts}{more}; "
+                     f"{len(shared)} in all of them), so their rows are not over the same items; the paired "
+                     "section compares them on shared items.")
+    return notes
+
+
 def _config_of(df: pd.DataFrame, model: str, effort: str | None) -> str:
     eff = normalise_effort(effort)
     sel = df[(df["model"].str.casefold() == str(model).casefold()) & (df["effort"].map(normalise_effort) == eff)]

@@ -293,8 +293,11 @@ def table1_section(
         say(f"**No {', '.join(m.capitalize() for m in missing)} runs**: those columns are empty.")
     if not rs.has_judge():
         say("**No LLM-judge scores**: the LLM Judge columns are empty.")
-    for note in paired.mismatch_notes(paired.cross_lingual(rs.creative()[0])):
+    creative = rs.creative()[0]
+    for note in paired.mismatch_notes(paired.cross_lingual(creative)):
         say(f"**En and Ru cover different items.** {note} See the paired section for the comparison on shared items.")
+    for note in paired.item_set_notes(creative):
+        say(f"**Different item sets across configurations.** {note}")
     matched = long.loc[long["paper"].notna(), "config"].nunique()
     unmatched = sorted(set(long["config"]) - set(long.loc[long["paper_order"].notna(), "config"]))
     if unmatched:

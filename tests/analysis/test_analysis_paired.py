@@ -90,3 +90,19 @@ def test_a_pair_asked_in_the_other_order_or_twice_is_one_test_in_holms_family(tm
         out = compare_configs(rs, pairs=pairs)
         assert len(out) == 1 and (out["a"].iloc[0], out["b"].iloc[0]) == pairs[0]
         assert out["p_holm"].iloc[0] == pytest.approx(multipletests(out["p"], method="holm")[1][0]) == out["p"].iloc[0]
+
+
+def test_configurations_over_different_item_sets_are_named_with_their_counts(tmp_path):
+    """Two configurations in one language, one run on 30 items and one on 20 of them plus 5 others: Table 1
+    put their accuracies side by side with no word that they are not over the same items (each row's n
+    only). Runs over the same items give no note; En and Ru are compared apart (mismatch_notes)."""
+    from cresowlve_core.analysis.paired import item_set_notes
+
+    _write(tmp_path, "a_en", {f"i{k}": True for k in range(30)}, model="a")
+    _write(tmp_path, "b_en", {f"i{k}": True for k in range(10, 35)}, model="b")
+    _write(tmp_path, "a_ru", {f"i{k}": True for k in range(30)}, model="a", lang="ru")
+    _write(tmp_path, "b_ru", {f"i{k}": False for k in range(30)}, model="b", lang="ru")
+    (note,) = item_set_notes(load_runs(str(tmp_path / "*")))
+    assert note == ("En: the configurations hold records of different items (a 30, b 25; 20 in all of them), so their "
+                    "rows are not over the same items; the paired section compares them on shared items.")
+    assert item_set_notes(load_runs(str(tmp_path / "*_ru"))) == []
