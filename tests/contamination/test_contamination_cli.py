@@ -12,13 +12,18 @@ from test_contamination_pipeline import fake_model, make_items, write_runs
 from cresowlve_core.cli import main
 
 
+def run_args(tmp_path, base_url: str) -> list[str]:
+    """``contamination run`` over ``tmp_path``'s runs into ``tmp_path/out``, every role the model ``fake`` at ``base_url``."""
+    return ["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
+            "--perturber-model", "fake", "--perturber-base-url", base_url, "--quiz-model", "fake",
+            "--quiz-base-url", base_url]
+
+
 def run_on(tmp_path, answers) -> int:
     """``cresowlve contamination run`` over ``tmp_path``'s runs, every role on one fake server answering with
     ``answers``, the first four items, into ``tmp_path/out``: its exit code."""
     with FakeServer(answers=answers) as srv:
-        return main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                     "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                     "--quiz-base-url", srv.base_url, "--max-items", "4"])
+        return main([*run_args(tmp_path, srv.base_url), "--max-items", "4"])
 
 
 def test_contamination_run_cli_prints_the_verdict(tmp_path, capsys, monkeypatch):
@@ -75,9 +80,7 @@ def test_a_paired_configuration_with_no_item_in_any_set_is_named_with_why_not_dr
     en.write_text("".join(json.dumps({**json.loads(line), "outcome": "refused", "prediction": ""}) + "\n"
                           for line in en.read_text().splitlines()))
     with FakeServer() as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url])
+        rc = main(run_args(tmp_path, srv.base_url))
         sent = srv.total
     out = capsys.readouterr()
     assert (rc, sent) == (0, 0), out.err
@@ -393,9 +396,7 @@ def test_runs_whose_items_file_is_not_here_are_not_quizzed_and_exit_1_saying_so(
         manifest = tmp_path / "runs" / f"m__{lang}" / "manifest.json"
         manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "items": "/home/alice/items.jsonl"}))
     with FakeServer() as srv:
-        rc = main(["contamination", "run", "--runs", str(tmp_path / "runs" / "*"), "--out-dir", str(tmp_path / "out"),
-                   "--perturber-model", "fake", "--perturber-base-url", srv.base_url, "--quiz-model", "fake",
-                   "--quiz-base-url", srv.base_url])
+        rc = main(run_args(tmp_path, srv.base_url))
         sent = srv.total
     out = capsys.readouterr()
     assert (rc, sent) == (1, 0), out.err
