@@ -18,7 +18,7 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
     from cresowlve_core.contamination.select import NO_SET, SETS
     from cresowlve_core.contamination.verdict import holm_across_models, verdict_lines, verdict_table
     from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE, stage_exit
-    from cresowlve_core.runtime.outcomes import outcome_note
+    from cresowlve_core.runtime.outcomes import outcome_note, served_note
     from cresowlve_core.untrusted import one_line
 
     def banner() -> None:  # once the run directories are checked, before a model starts
@@ -67,7 +67,8 @@ def cmd_contamination_run(a: argparse.Namespace) -> int:
         return 0
     summary = c.summary()
     print(f"model calls: {summary['n_ok']} of {summary['n_items']} answered{outcome_note(summary)}, "
-          f"{summary['n_error']} errored, {summary['n_not_run']} not run; {c.out_dir / 'summary.json'}")
+          f"{summary['n_error']} errored, {summary['n_not_run']} not run; {c.out_dir / 'summary.json'}"
+          + "".join(served_note(s.get("served_models"), f"{one_line(s['step'], 80)} answers") for s in summary["steps"]))
     if c.stopped:
         skipped = "; the later steps were skipped, no verdict for the configuration that stopped"
         print(f"contamination stopped at {c.stopped_at} ({c.stopped}){skipped}; summary: {c.out_dir / 'summary.json'}",

@@ -78,13 +78,15 @@ def cmd_errors_label(a: argparse.Namespace) -> int:
 
 def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
     """``cresowlve errors label`` in one line (summary.json has every count)."""
+    from cresowlve_core.runtime.outcomes import served_note
+
     withheld = "".join(f", {summary[k]} {k[2:]}" for k in ("n_refused", "n_filtered") if summary.get(k))
     sent = sent_phrase(n_sent, summary["n_error"] + summary.get("n_not_run", 0), "every wrong answer was already labelled")
     labelled = summary["n_done"] - sum(summary.get(k, 0) for k in ("n_unlabelled", "n_refused", "n_filtered"))
     cut_off = f" ({summary['n_cut_off']} cut off at the token limit)" if summary.get("n_cut_off") else ""
     return (f"labelled {labelled} of {summary['n_units']} wrong answers "
             f"({summary.get('n_unlabelled', 0)} unlabelled{cut_off}, {summary.get('n_other', 0)} other{withheld}, "
-            f"{summary['n_error']} errored); {sent}; labels: {labels}")
+            f"{summary['n_error']} errored); {sent}; labels: {labels}{served_note(summary.get('served_models'))}")
 
 
 def cmd_errors_report(a: argparse.Namespace) -> int:

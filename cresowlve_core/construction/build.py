@@ -57,7 +57,7 @@ from cresowlve_core.exitcodes import sent_phrase
 from cresowlve_core.failures import InputError, StoppedError, UsageError
 from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.runtime import INTERRUPTED, ClientOptions, RunDir, run_coro, stop
-from cresowlve_core.runtime.outcomes import outcome_note
+from cresowlve_core.runtime.outcomes import outcome_note, served_note
 from cresowlve_core.text import slug
 
 
@@ -468,12 +468,14 @@ class Build:
         n_sent = 0
         unparsed = []  # steps whose model output parsed for no item (each "step n_done/n_units")
         rerun = []  # steps that ran items again whose text changed since their record ("step k")
+        served: dict[str, dict[str, int]] = {}  # the models the provider said answered, per step (step summary.json's served_models)
         for name in self.steps:
             path = self.path / "steps" / name / "summary.json"
             if name in LLM_STEPS and path.exists():
                 step = json.loads(path.read_text(encoding="utf-8"))
                 errors.update(step.get("errors") or {})
                 n_sent += step.get("n_sent") or 0
+                served[name] = step.get("served_models") or {}
                 answered = (step.get("n_done") or 0) - step.get("n_refused", 0) - step.get("n_filtered", 0)
                 if step.get("n_input_changed"):
                     rerun.append(f"{name} {step['n_input_changed']}")
@@ -495,7 +497,8 @@ class Build:
                 "top_error": list(top[0]) if top else None, "stopped": stopped, "n_sent": n_sent,
                 "unparsed": (f"no model output parsed in {len(unparsed)} of {len(model_steps)} model steps "
                              f"({', '.join(unparsed)})") if unparsed else None,
-                "n_unparsed_steps": len(unparsed), "n_model_steps": len(model_steps), "input_changed": rerun}
+                "n_unparsed_steps": len(unparsed), "n_model_steps": len(model_steps), "input_changed": rerun,
+                "served_models": served}
 
     def calls_note(self) -> str | None:
         """The model calls that gave no verdict, for the report's headline and the data card: the
@@ -561,8 +564,9 @@ class Build:
             withheld += f"; run again for a changed text: {', '.join(calls['input_changed'])}"
         sent = sent_phrase(calls["n_sent"], calls["n_error"] + calls["n_not_run"],
                            "every call was already in the build directory")
+        mixed = "".join(served_note(s, f"{name} answers") for name, s in calls["served_models"].items())
         return (f"build {self.config.name}: {funnel}{split}; unparseable: {', '.join(bad) or 'none'}{withheld}; "
-                f"{calls['n_items']} model calls, {sent}; {self.path / 'build.json'}")
+                f"{calls['n_items']} model calls, {sent}; {self.path / 'build.json'}{mixed}")
 
     def run_all(self) -> dict[str, Any]:
         """Every step in order; returns the export summary with the funnel. Raises

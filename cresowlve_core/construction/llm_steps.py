@@ -63,6 +63,7 @@ from cresowlve_core.runtime.outcomes import (
     outcome_counts,
     outcome_fields,
     record_withheld,
+    served_models,
     withheld_record,
 )
 from cresowlve_core.runtime.rundir import archive_changed_from_env, read_jsonl
@@ -486,7 +487,8 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "errors": dict(errors.most_common()),
-        "n_input_changed": len(changed), "stopped": result.stopped})
+        "n_input_changed": len(changed), "served_models": served_models(result.records.values()),
+        "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
 
 

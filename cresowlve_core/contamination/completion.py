@@ -40,7 +40,7 @@ from cresowlve_core.runtime import (
     new_manifest,
     record_adaptations,
 )
-from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, served_models
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import bootstrap_means, interval_from_replicates, stable_seed
 
@@ -157,6 +157,7 @@ async def acomplete(units: Sequence[CompletionUnit], run: RunDir, client: LLMCli
                                    concurrency=options.concurrency, progress=progress, desc="completion")
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
+        "served_models": served_models(result.records.values()),
         "n_cut_off": sum(r.get("status") == "ok" and r.get("outcome") == "truncated" and r.get("continuation") is None
                          for r in result.records.values()),
         "n_error": result.n_error, "stopped": result.stopped})

@@ -46,7 +46,7 @@ from cresowlve_core.runtime import (
     new_manifest,
     record_adaptations,
 )
-from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, served_models
 from cresowlve_core.runtime.step import Step, Variant
 
 PROMPT = "contamination_perturb"
@@ -269,7 +269,7 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
     recs = list(result.records.values())
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
-        **outcome_counts(recs),
+        **outcome_counts(recs), "served_models": served_models(recs),
         "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),
         "n_cut_off": sum(r.get("status") == "ok" and any(x.get("kind") == "cut_off" for x in r.get("rejections") or [])
                          for r in recs),

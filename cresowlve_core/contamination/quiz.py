@@ -52,7 +52,7 @@ from cresowlve_core.runtime import (
     new_manifest,
     record_adaptations,
 )
-from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, record_withheld
+from cresowlve_core.runtime.outcomes import is_withheld, outcome_counts, outcome_fields, record_withheld, served_models
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.stats import stable_seed, wilson_interval
 
@@ -280,6 +280,7 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
     recs = [r for r in result.records.values() if r.get("status") == "ok"]
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
+        "served_models": served_models(recs),
         "n_invalid": sum(r.get("choice") is None and not record_withheld(r) and r.get("outcome") != "truncated"
                          for r in recs),
         "n_cut_off": sum(r.get("choice") is None and r.get("outcome") == "truncated" for r in recs),

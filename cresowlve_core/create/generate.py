@@ -65,7 +65,14 @@ from cresowlve_core.runtime import (
     record_adaptations,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import call_outcome, error_outcome, is_withheld, outcome_counts, outcome_fields
+from cresowlve_core.runtime.outcomes import (
+    call_outcome,
+    error_outcome,
+    is_withheld,
+    outcome_counts,
+    outcome_fields,
+    served_models,
+)
 from cresowlve_core.runtime.step import Step, Variant
 
 Variation = Literal["original", "iterate", "resample"]
@@ -333,6 +340,7 @@ async def agenerate(
     summary = GenerateSummary(
         run_dir=str(run.path), model=endpoint.model, variation=variation, n_queries=len(queries),
         n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
+        served_models=served_models(r.model_dump() for r in ok),
         n_error=len(latest_all) - len(ok),
         n_missing=len(planned) - len(latest_all) - len(ended), n_not_asked=len(ended),
         **distinct_path_counts(ok),

@@ -350,6 +350,8 @@ class JudgeCall:
     cached: bool = False
     #: refused/filtered: nothing was read from ``raw``, the triples are unscored; truncated: read as far as it goes
     outcome: Outcome = "answer"
+    #: the model each of its calls' replies says answered (calls naming none left out)
+    served_models: list[str] = field(default_factory=list)
 
 
 async def _per_triple(client: CompletesChat, prompt_name: str, path: Path,
@@ -379,7 +381,8 @@ def _combined(completions: list[Completion], verdicts: TripleVerdicts, tag: str)
     outcome = _outcome_of(completions)
     return JudgeCall(_flag_outcome(verdicts, outcome), json.dumps([c.text for c in completions], ensure_ascii=False),
                      tag, summed_cost([c.cost for c in completions]), summed_usage([c.usage for c in completions]),
-                     bool(completions) and all(c.cached for c in completions), outcome)
+                     bool(completions) and all(c.cached for c in completions), outcome,
+                     [c.model for c in completions if c.model])
 
 
 def _judged_text(c: Completion) -> str:
@@ -399,7 +402,7 @@ def _single(c: Completion, read: Callable[[str, int], TripleVerdicts], n_triples
     verdicts = unread_verdicts(n_triples) if is_withheld(c) else read(c.text, n_triples)
     outcome = call_outcome(c)
     return JudgeCall(_flag_outcome(verdicts, outcome), c.refusal or c.text, tag, c.cost, c.usage, bool(c.cached),
-                     outcome)
+                     outcome, [c.model] if c.model else [])
 
 
 async def judge_specificity(client: CompletesChat, path: Path, params: GenParams, *,

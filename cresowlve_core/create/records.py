@@ -27,6 +27,7 @@ from cresowlve_core.failures import InputError
 from cresowlve_core.llm.pricing import CostMeter, cost_text, usd
 from cresowlve_core.llm.types import Outcome, Usage
 from cresowlve_core.runtime.mapping import error_counts
+from cresowlve_core.runtime.outcomes import served_note
 from cresowlve_core.text import plural
 from cresowlve_core.untrusted import one_line
 
@@ -65,6 +66,7 @@ class GenerationRecord(BaseModel):
     #: (``status: ok``, not asked again), its text kept in ``raw_output``, no path read from it
     outcome: Outcome = "answer"
     refusal: str | None = None
+    served_model: str | None = Field(None, description="the model the provider's reply says answered (None: it names none)")
     prompt: str | None = Field(None, description="name@version of the prompt of this call")
     raw_output: str | None = None
     thoughts: str | None = None
@@ -112,6 +114,8 @@ class JudgmentRecord(BaseModel):
     #: what each judge's call came to; a refused or filtered judgment leaves that judge's triples unscored
     specificity_outcome: Outcome = "answer"
     factuality_outcome: Outcome = "answer"
+    #: the model each judge call's reply says answered, specificity's calls first (calls naming none left out)
+    judge_served_models: list[str] = Field(default_factory=list)
     prompts: list[str] = Field(default_factory=list)
     usage: dict[str, Usage] = Field(default_factory=dict)
     cost: float | None = None
@@ -214,7 +218,8 @@ def generate_line(s: GenerateSummary) -> str:
     repeated = f" (and {plural(s.n_duplicate_paths, 'duplicate')} dropped, as scoring does)" if s.n_duplicate_paths else ""
     return (f"create generate {one_line(s.model)} ({s.variation}): {calls_phrase(s)} "
             f"for {s.n_queries} queries; {s.n_paths} distinct paths{repeated}, {s.n_unparseable} unparseable answers{cut_off}; "
-            f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost, s.n_error)}; {s.run_dir}")
+            f"{sent_phrase(s.n_sent, s.n_missing + s.n_error, 'all already in the run directory')}; {_cost(s.generation_cost, s.n_error)}; {s.run_dir}"
+            f"{served_note(s.served_models)}")
 
 
 def judge_outcome_notes(s: ScoreSummary) -> list[str]:
@@ -247,7 +252,7 @@ def score_line(s: ScoreSummary) -> str:
             f"{s.n_factual} factual of {s.n_paths}); triples scored: specificity {s.n_specificity_scored}, "
             f"factuality {s.n_factuality_scored} of {s.n_triples}{notes}; {util}; "
             f"{sent_phrase(s.n_sent, s.n_not_judged + s.n_judge_errors, 'all already judged' if s.n_to_judge else 'no path to judge')}; "
-            f"{_cost(s.judge_cost, s.n_judge_errors)}; {s.score_dir}")
+            f"{_cost(s.judge_cost, s.n_judge_errors)}; {s.score_dir}{served_note(s.judge_served_models, 'judge answers')}")
 
 
 def unparsed_line(s: GenerateSummary | ScoreSummary) -> str | None:
@@ -308,6 +313,8 @@ class GenerateSummary(BaseModel):
     n_truncated: int = Field(0, description="answers cut off at the token limit (in n_ok; their paths read as far as "
                              "they go, the query flagged `truncated`)")
     n_sent: int = Field(0, description="calls sent by this run (0 with none missing: every call was already in the run directory)")
+    served_models: dict[str, int] = Field(default_factory=dict, description="the models the provider said answered, "
+                                          "with how many calls each (calls naming none left out)")
     generation_cost: CostTotal
     stopped: str | None = None
     top_error: tuple[str, int] | None = Field(None, description="the most common error of the errored calls, and its count")
@@ -334,6 +341,8 @@ class ScoreSummary(BaseModel):
     n_judge_truncated: int = Field(0, description="judge answers cut off at the token limit (read as far as they go)")
     n_not_judged: int
     n_sent: int = Field(0, description="paths sent to the judges by this run (0 with none left: all were already judged)")
+    judge_served_models: dict[str, int] = Field(default_factory=dict, description="the models the provider said gave "
+                                                "the judge answers, with how many answers each (answers naming none left out)")
     #: triples of the judged paths, and how many of them each judge actually scored (coverage)
     n_triples: int = 0
     n_specificity_scored: int = 0

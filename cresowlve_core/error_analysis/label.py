@@ -42,6 +42,7 @@ from cresowlve_core.runtime.outcomes import (
     outcome_counts,
     outcome_fields,
     record_withheld,
+    served_models,
     withheld_record,
 )
 from cresowlve_core.runtime.rundir import RunDirError
@@ -204,6 +205,7 @@ async def alabel(units: Sequence[WrongAnswer], run: RunDir, client: LLMClient, o
     recs = list(result.records.values())
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
+        "served_models": served_models(recs),
         "n_not_run": result.n_not_run, "n_unlabelled": sum(r.get("status") == "ok" and r.get("label") is None and not record_withheld(r)
                             for r in recs),
         "n_other": sum(str(r.get("label") or "").startswith(OTHER_PREFIX) for r in recs),

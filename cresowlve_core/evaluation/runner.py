@@ -64,6 +64,8 @@ from cresowlve_core.runtime.outcomes import (
     outcome_counts,
     outcome_fields,
     outcome_note,
+    served_models,
+    served_note,
 )
 from cresowlve_core.stats import wilson_interval
 from cresowlve_core.text import NO_REASONING, plural, shown
@@ -261,7 +263,7 @@ def answer_fields(view: ItemView, c: Completion, max_tokens: int | None = None, 
     every metric, whatever that text says."""
     scored = not_an_answer_scores() if is_withheld(c) else score_fields(c.text, view.answer, view.other_answers,
                                                                         fewshot=fewshot)
-    return dict(status="ok", **outcome_fields(c), served_model=c.model or None, raw_output=c.text, thoughts=c.thoughts, usage=c.usage,
+    return dict(status="ok", **outcome_fields(c), raw_output=c.text, thoughts=c.thoughts, usage=c.usage,
                 cost=c.cost, cost_source=cost_source(c), latency_s=round(c.latency_s, 3), cached=c.cached,
                 truncated=c.truncated, max_tokens=max_tokens, dropped_fields=dropped_fields(c), **scored)
 
@@ -645,7 +647,7 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         # answers whose record says how they were asked (older versions did not write it)
         "n_dropped_known": sum(r.dropped_fields is not None for r in ok),
         # the models the provider said answered, with how many answers each (answers that named none left out)
-        "served_models": dict(sorted(Counter(r.served_model for r in ok if r.served_model).items())),
+        "served_models": served_models({"status": r.status, "served_model": r.served_model} for r in ok),
         "judge_served_models": dict(sorted(Counter(r.judge_served_model for r in ok if r.judge_served_model).items())),
         "thinking": thinking,
         "effort": effort,
@@ -719,7 +721,7 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | WARNING: labelled {'effort none' if s.get('effort') == NO_REASONING else 'non-thinking'}, but "
            f"{s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: the model reasoned anyway"
            if s.get("n_unlabelled_reasoning") else "")
-        + served_note(s)
+        + served_note(s.get("served_models"))
         + mixed_settings_note(s)
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")
         + (f" | OVER BUDGET: {over}" if (over := over_budget(s)) else "")
@@ -734,18 +736,6 @@ def mixed_settings_note(s: dict[str, Any]) -> str:
     mixed = [(f, n) for f, n in (s.get("dropped_answers") or {}).items() if 0 < n < known]
     return "".join(f" | WARNING: {n} of {known} answers were asked without {one_line(str(f), 40)!r} (the provider "
                    "refused it), the others with it: two settings in one run" for f, n in mixed)
-
-
-def served_note(s: dict[str, Any]) -> str:
-    """`` | WARNING: answers from 2 models the provider named: a (3), b (2)`` when the replies named more
-    than one model (an alias that moved to another snapshot, a router's fallback): one label, two
-    models; else ``""``."""
-    served = s.get("served_models") or {}
-    if len(served) < 2:
-        return ""
-    shown_models = ", ".join(f"{one_line(str(name), 60)} ({n})" for name, n in list(served.items())[:4])
-    return (f" | WARNING: answers from {len(served)} models the provider named: {shown_models}"
-            + (", ..." if len(served) > 4 else ""))
 
 
 def repeat_note(s: dict[str, Any]) -> str:

@@ -38,7 +38,7 @@ import cresowlve_core.runtime.stop as stop_request
 from cresowlve_core.failures import InputError, error_line
 from cresowlve_core.llm.types import CONCURRENCY, LLMError
 from cresowlve_core.runtime.errors import STOP_ERRORS, StopWithRecord, stop_reason
-from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts
+from cresowlve_core.runtime.outcomes import error_outcome, outcome_counts, served_models
 from cresowlve_core.runtime.rundir import RunDir
 from cresowlve_core.untrusted import one_line
 
@@ -101,11 +101,11 @@ class MapResult(Generic[U]):
 
     def step_counts(self, step: str) -> dict[str, Any]:
         """This run as one step of a pipeline: units, done (of which refused, filtered), errored, not run,
-        why it stopped, top error."""
+        why it stopped, top error, the models the provider said answered."""
         top = self.top_error()
         return {"step": step, "n_units": self.n_units, "n_ok": self.n_done, **outcome_counts(self.records.values()),
                 "n_error": self.n_error, "n_not_run": self.n_not_run, "stopped": self.stopped,
-                "top_error": [top[0], top[1]] if top else None}
+                "top_error": [top[0], top[1]] if top else None, "served_models": served_models(self.records.values())}
 
 
 def pipeline_summary(steps: Sequence[Record]) -> Record:

@@ -11,16 +11,19 @@ it (:func:`outcome_counts`). A call that raised (:class:`~cresowlve_core.llm.typ
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Completion, Outcome
+from cresowlve_core.untrusted import one_line
 
 
 def outcome_fields(c: Completion) -> dict[str, Any]:
-    """The outcome fields of a record made from ``c``: ``outcome`` and ``refusal``, and
-    ``invalid_utf8: true`` when the body was not valid UTF-8 (decoded with U+FFFD, kept)."""
-    fields: dict[str, Any] = {"outcome": c.outcome, "refusal": c.refusal}
+    """The outcome fields of a record made from ``c``: ``outcome``, ``refusal``, ``served_model`` (the
+    model the provider's reply says answered, ``None`` when it names none), and ``invalid_utf8: true``
+    when the body was not valid UTF-8 (decoded with U+FFFD, kept)."""
+    fields: dict[str, Any] = {"outcome": c.outcome, "refusal": c.refusal, "served_model": c.model or None}
     if c.raw.get("invalid_utf8"):
         fields["invalid_utf8"] = True
     return fields
@@ -66,3 +69,21 @@ def outcome_note(counts: Mapping[str, Any]) -> str:
     parts = [f"{counts[k]} {word}" for k, word in (("n_refused", "refused"), ("n_filtered", "filtered"))
              if counts.get(k)]
     return f" ({', '.join(parts)})" if parts else ""
+
+
+def served_models(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The models the provider said answered the finished ``records`` (``status: ok``), with how many
+    records each; records that name none (older records, replies without a model) are left out."""
+    return dict(sorted(Counter(str(r["served_model"]) for r in records
+                               if r.get("status") == "ok" and r.get("served_model")).items()))
+
+
+def served_note(served: Mapping[str, int] | None, what: str = "answers") -> str:
+    """`` | WARNING: answers from 2 models the provider named: a (3), b (2)`` when ``served``
+    (:func:`served_models`) names more than one model (an alias that moved to another snapshot, a
+    router's fallback): one label, two models; else ``""``."""
+    if not served or len(served) < 2:
+        return ""
+    shown = ", ".join(f"{one_line(str(name), 60)} ({n})" for name, n in list(served.items())[:4])
+    return (f" | WARNING: {what} from {len(served)} models the provider named: {shown}"
+            + (", ..." if len(served) > 4 else ""))

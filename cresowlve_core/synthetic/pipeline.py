@@ -56,7 +56,15 @@ from cresowlve_core.runtime import (
     refuse_changed,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import call_outcome, is_withheld, outcome_counts, outcome_fields, outcome_note
+from cresowlve_core.runtime.outcomes import (
+    call_outcome,
+    is_withheld,
+    outcome_counts,
+    outcome_fields,
+    outcome_note,
+    served_models,
+    served_note,
+)
 from cresowlve_core.runtime.step import Step, Variant
 from cresowlve_core.sources.kg import KnowledgeGraph, KnowledgeSource, load_kg
 from cresowlve_core.synthetic.answers import accepted_names, answer_names, find_leaks, match_answer, other_labels
@@ -251,6 +259,7 @@ async def averbalise(cands: Sequence[Candidate], source: KnowledgeSource, run: R
     recs = result.records.values()
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_candidates": len(cands), "n_ok": result.n_done, **outcome_counts(recs), "n_error": result.n_error,
+        "served_models": served_models(recs),
         "n_parsed": sum(r.get("parsed") is not None for r in recs if r.get("status") == "ok"),
         "n_leak_free": sum(r.get("parsed") is not None and not r.get("leaks") for r in recs if r.get("status") == "ok"),
     })
@@ -333,6 +342,7 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "n_units": len(units), "n_ok": result.n_done, "n_error": result.n_error,
         **{f"{k}_answers": v for k, v in outcome_counts(sides).items()},  # solver answers refused or filtered
+        "served_models": served_models(sides),  # the models the provider said gave the solver answers
         **{f"n_{o}": outcomes.count(o) for o in ("kept", "failed_literal", "solved_obfuscated", "unscored")},
     })
     return result
@@ -484,7 +494,8 @@ def summary_line(summary: dict[str, Any], build_dir: str | Path) -> str:
     sent = sent_phrase(n_sent, calls["n_error"] + calls["n_not_run"], "every task was already in the build directory")
     return (f"synth: {funnel} (paper: {y['paper_kept']} of {y['paper_of']}); difficulty AUC "
             f"{'n/a' if auc is None else f'{auc:.2f}'}{interval} ({auc_population(summary)}); {calls['n_items']} {TASKS} "
-            f"({task_calls(summary)}), {sent}; {Path(build_dir) / 'summary.json'}")
+            f"({task_calls(summary)}), {sent}; {Path(build_dir) / 'summary.json'}"
+            + "".join(served_note(s, f"{role} answers") for role, s in (summary.get("served_models") or {}).items()))
 
 
 def auc_population(summary: dict[str, Any]) -> str:
@@ -531,7 +542,12 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
     withheld = {"verbalise": outcome_counts(verbalised.values()),
                 "solve": outcome_counts({"status": "ok", **r[side]} for r in solved.values()
                                         for side in ("literal", "obfuscated") if side in r)}
-    steps = [vres.step_counts("verbalise")] + ([sres.step_counts("solve")] if sres else [])
+    # the solver's calls are the two sides of a record: the models that answered are named there
+    served = {"verbalise": served_models(verbalised.values()),
+              "solve": served_models({"status": "ok", **r[side]} for r in solved.values()
+                                     for side in ("literal", "obfuscated") if side in r)}
+    steps = [vres.step_counts("verbalise")] + ([sres.step_counts("solve") | {"served_models": served["solve"]}]
+                                               if sres else [])
     counts = pipeline_summary(steps)  # a stopped verbaliser skips the solver: its step is not listed
     stopped = vres.stopped or (sres.stopped if sres else None)
     summary = {
@@ -546,6 +562,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
             "solved_literal": len(literal_ok),
             "kept": outcomes.count("kept"),
         },
+        "served_models": served,  # the models the provider said answered, per role (calls naming none left out)
         "withheld": withheld,  # calls refused or filtered: the verbaliser's by candidate, the solver's by side
         # solver answers cut off at the token limit (by side): unscored unless right, so never a failure to solve
         "cut_off": {"verbalise": sum(r.get("outcome") == "truncated" and r.get("parsed") is None

@@ -10,7 +10,7 @@ from cresowlve_core.runtime.outcomes import outcome_fields
 def test_an_invalid_utf8_body_is_flagged_in_the_record() -> None:
     cut = Completion(text="Ответ: Моск\ufffd", raw={"finish_reason": "stop", "invalid_utf8": True})
     fields = outcome_fields(cut)
-    assert fields == {"outcome": "answer", "refusal": None, "invalid_utf8": True}
+    assert fields == {"outcome": "answer", "refusal": None, "served_model": None, "invalid_utf8": True}
     rec = ResponseRecord(id="q1", lang="ru", status="ok", model="m", **fields)
     assert rec.invalid_utf8 is True and rec.model_dump()["invalid_utf8"] is True
 
