@@ -122,3 +122,25 @@ def test_answers_from_two_models_under_one_label_are_counted_and_warned(stage, t
     assert set(served_in_records(out)) == {SNAPSHOT, LATER}
     assert any(set(s) == {SNAPSHOT, LATER} for s in served)
     assert "from 2 models the provider named: gpt-4o-mini-2024-07-18 (" in line
+
+
+def test_a_base_model_perturbers_synonym_calls_are_counted(tmp_path, monkeypatch):
+    """Lexical substitution (a base-model perturber): the record is one question, its calls are the synonym
+    calls inside it; each names the model that answered, and the perturbation step counts every one."""
+    from test_contamination_substitute import base_model_answer, write_runs
+
+    from cresowlve_core.contamination.pipeline import Role, run_contamination
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    write_runs(tmp_path)
+    with FakeServer(answers=base_model_answer, model=SNAPSHOT) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        role = Role("gemma3-270m", srv.base_url)
+        c = run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", perturber=role,
+                              quiz_taker=role, make_demo=False, concurrency=1, progress=False)
+    (folder,) = (tmp_path / "out" / "perturb").iterdir()
+    calls = [s for r in jsonl.read_jsonl(folder / "perturbations.jsonl") for s in r["synonyms"]]
+    assert calls and {s["served_model"] for s in calls} == {SNAPSHOT}
+    (step,) = [s for s in c.summary()["steps"] if s["step"] == "perturbation"]
+    assert step["served_models"] == {SNAPSHOT: len(calls)}
+    assert json.loads((folder / "summary.json").read_text(encoding="utf-8"))["served_models"] == {SNAPSHOT: len(calls)}

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -222,6 +222,13 @@ def protocol_of(endpoint: Any) -> str:
     return str(PERTURB.variant(endpoint).protocol)
 
 
+def perturber_served(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """The models the provider said answered the perturber's calls: a rewrite record's one call, or each
+    synonym call of a lexical-substitution record (the record itself names none)."""
+    return served_models(call for r in records if r.get("status") == "ok"
+                         for call in [r, *({"status": "ok", **s} for s in r.get("synonyms") or [])])
+
+
 def perturb_manifest(units: Sequence[QuizItem], endpoint: Endpoint, options: ClientOptions) -> Manifest:
     """The manifest of the perturbation run of ``units`` by ``endpoint`` (its client's)."""
     step = PERTURB.on(endpoint, options)
@@ -269,7 +276,7 @@ async def aperturb(units: Sequence[QuizItem], run: RunDir, client: LLMClient, op
     recs = list(result.records.values())
     run.finish(record_adaptations(manifest, client), stopped=result.stopped, summary={
         "protocol": protocol, "prompts": tags, "n_units": result.n_units, "n_done": result.n_done,
-        **outcome_counts(recs), "served_models": served_models(recs),
+        **outcome_counts(recs), "served_models": perturber_served(recs),
         "n_error": result.n_error, "n_usable": sum(r.get("status") == "ok" and not r.get("problems") for r in recs),
         "n_cut_off": sum(r.get("status") == "ok" and any(x.get("kind") == "cut_off" for x in r.get("rejections") or [])
                          for r in recs),

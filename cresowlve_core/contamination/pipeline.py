@@ -43,6 +43,7 @@ from cresowlve_core.contamination.perturb import (
     Rejection,
     aperturb,
     perturb_manifest,
+    perturber_served,
     protocol_of,
     reply_rejections,
 )
@@ -286,7 +287,7 @@ def _run_steps(quiz_items: list[QuizItem], members: pd.DataFrame, counts: pd.Dat
         if protocol != CHAT_PROTOCOL:
             perturbation["swaps"] = synonym_calls(pert)
         if pres is not None:
-            steps.append(pres.step_counts("perturbation"))
+            steps.append(pres.step_counts("perturbation") | {"served_models": perturber_served(pres.records.values())})
             stopped, stopped_at = pres.stopped, "perturbation" if pres.stopped else None
         same = quiz_taker == perturber
         with (endpoint_or_embedded(quiz_taker.model, quiz_taker.base_url, quiz_taker.api_key_env) if not same
