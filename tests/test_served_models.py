@@ -144,3 +144,22 @@ def test_a_base_model_perturbers_synonym_calls_are_counted(tmp_path, monkeypatch
     (step,) = [s for s in c.summary()["steps"] if s["step"] == "perturbation"]
     assert step["served_models"] == {SNAPSHOT: len(calls)}
     assert json.loads((folder / "summary.json").read_text(encoding="utf-8"))["served_models"] == {SNAPSHOT: len(calls)}
+
+
+def test_a_base_model_translations_field_calls_are_counted(tmp_path, tmp_cache, monkeypatch):
+    """A base model translates one field per call: each field's call names the model that answered, and the
+    translate step counts every call (question + answer + accepted answers per item)."""
+    from test_construction_fewshot import DEMO, BuildConfig, _base_model_reply, _run_steps
+
+    from cresowlve_core.llm.profiles import PROVIDERS_ENV
+
+    with FakeServer(answers=_base_model_reply, model=SNAPSHOT) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        cfg = BuildConfig(name="t", build_dir=str(tmp_path / "b"), sources=[DEMO], model="gemma3-270m",
+                          base_url=srv.base_url, cache=False)
+        _run_steps(cfg)
+    recs = jsonl.read_jsonl(cfg.path / "steps" / "translate" / "records.jsonl")
+    calls = [m for r in recs for m in r["field_served_models"].values()]
+    assert len(calls) > len(recs) and set(calls) == {SNAPSHOT}
+    summary = json.loads((cfg.path / "steps" / "translate" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["served_models"] == {SNAPSHOT: len(calls)}

@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -456,9 +456,11 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
             prompt_version=prompt.tag) for f in fields))
         by_field = dict(zip(fields, comps, strict=True))
         raw = {f: comp.text for f, comp in by_field.items()}
+        # the model each field's reply says answered (one call per field: counted per call in the summary)
+        served = {"field_served_models": {f: comp.model or None for f, comp in by_field.items()}}
         withheld = next((comp for comp in comps if is_withheld(comp)), None)  # one refused field withholds the item
         if withheld is not None:
-            return {"key": c.id, "status": "ok", **outcome_fields(withheld), "verdict": None, "raw": raw,
+            return {"key": c.id, "status": "ok", **outcome_fields(withheld), **served, "verdict": None, "raw": raw,
                     "input_digest": digests[c.id],
                     "usage": summed_usage([comp.usage for comp in comps]),
                     "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
@@ -466,7 +468,8 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         # truncated: a field's line was cut at the token limit (a continuation that ran on past its
         # first line to the limit lost nothing: only that line is read)
         outcome = "truncated" if "line_cut" in cut.values() else "answer"
-        return {"key": c.id, "status": "ok", "outcome": outcome, "verdict": fewshot_translate_verdict(c, raw, cut),
+        return {"key": c.id, "status": "ok", "outcome": outcome, **served,
+                "verdict": fewshot_translate_verdict(c, raw, cut),
                 "raw": raw, "input_digest": digests[c.id],
                 "usage": summed_usage([comp.usage for comp in comps]),
                 "cost": summed_cost([comp.cost for comp in comps]), "prompt": prompt.tag}
@@ -487,7 +490,7 @@ async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) 
         "n_units": result.n_units, "n_done": result.n_done, **outcome_counts(result.records.values()),
         "n_error": result.n_error, "n_parsed": n_parsed, "n_sent": result.n_sent,
         "n_not_run": result.n_not_run, "top_error": result.top_error(), "errors": dict(errors.most_common()),
-        "n_input_changed": len(changed), "served_models": served_models(result.records.values()),
+        "n_input_changed": len(changed), "served_models": step_served(result.records.values()),
         "stopped": result.stopped})
     return {str(k): v for k, v in result.records.items()}, result.stopped
 
@@ -503,6 +506,16 @@ def _verdict(records: dict[str, dict], cid: str) -> tuple[dict | None, str | Non
     if record_withheld(rec):
         return None, str(rec["outcome"])
     return rec.get("verdict"), None
+
+
+def step_served(records: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """The models the provider said answered a step's calls: a record's one call, or each field's call of a
+    base model's translation (``field_served_models``; the record's own ``served_model`` then is the
+    refusing field's, already among them)."""
+    return served_models(
+        call for r in records
+        for call in ([{"status": r.get("status"), "served_model": m} for m in r["field_served_models"].values()]
+                     if "field_served_models" in r else [r]))
 
 
 def _truncation(records: dict[str, dict], cid: str, counts: Counter[str]) -> list[str]:
