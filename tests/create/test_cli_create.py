@@ -61,18 +61,17 @@ def test_create_generate_stops_on_a_wrong_key_with_exit_code_3(tmp_path):
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["stopped"].startswith("fatal")
 
 
-def test_the_generate_and_score_lines_print_no_terminal_escape_from_a_model_name(tmp_path, capsys):
+def test_the_generate_and_score_lines_print_no_terminal_escape_from_a_model_name(tmp_path):
     """The one line of ``create generate`` names the model, that of ``create score`` the judge: an ANSI or
-    OSC escape in either reaches the terminal as spaces."""
-    from cresowlve_core.cli import main
-    from cresowlve_core.create.records import CostTotal, ScoreSummary, score_line
+    OSC escape in either (a name the command line refuses: argtypes.model_name; a caller of the library
+    may pass one) reaches the terminal as spaces."""
+    from cresowlve_core.create.records import CostTotal, GenerateSummary, ScoreSummary, generate_line, score_line
 
     hostile = "\x1b[2J\x1b]0;pwned\x07"
-    with FakeServer(answers=server_reply) as srv:
-        assert main(["create", "generate", "--model", "m" + hostile, "--base-url", srv.base_url, "--limit", "1",
-                     "--max-tokens", "512", "--run-dir", str(tmp_path / "run")]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("create generate m [2J ]0;pwned (original): 1 of 1 calls answered"), out
+    counts = {name: 0 for name, f in GenerateSummary.model_fields.items() if f.annotation is int}
+    line = generate_line(GenerateSummary.model_construct(**counts, model="m" + hostile, variation="original",
+                                                         generation_cost=CostTotal(), run_dir=str(tmp_path)))
+    assert line.startswith("create generate m [2J ]0;pwned (original): ") and "\x1b" not in line and "\x07" not in line
     fields = {name: 0 for name, f in ScoreSummary.model_fields.items() if f.annotation is int}
     line = score_line(ScoreSummary.model_construct(**fields, judge_model="j" + hostile, mean_utility={},
                                                    judge_cost=CostTotal(), score_dir=str(tmp_path)))
