@@ -532,17 +532,14 @@ def test_paper_judge_replies_cut_off_before_a_yes_or_no_are_unscored_not_wrong(t
 
 
 def test_the_progress_bars_print_no_terminal_escape_from_a_model_name(tmp_path, capsys):
-    """The answers' and the judge's progress bars name the model and the judge (``CRESOWLVE_MODEL`` in the
-    main job, a grid cell's model): an ANSI or OSC escape in either reaches the terminal as spaces."""
-    from cresowlve_core.cli import main
-
+    """The answers' and the judge's progress bars name the model and the judge: an ANSI or OSC escape in
+    either (a name the command line refuses, argtypes.model_name; a caller of the library may pass one)
+    reaches the terminal as spaces."""
     hostile = "\x1b[2J\x1b]0;pwned\x07"
-    path = tmp_path / "items.jsonl"
-    path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(2)))
     with FakeServer(answers=answer_for) as srv:
-        assert main(["eval", "--items", str(path), "--lang", "en", "--model", "m" + hostile, "--base-url", srv.base_url,
-                     "--judge-model", "j" + hostile, "--judge-base-url", srv.base_url,
-                     "--run-dir", str(tmp_path / "run")]) == 0
+        cfg = cfg_for(srv, tmp_path / "run", tmp_path, model="m" + hostile, judge_model="j" + hostile,
+                      judge_base_url=srv.base_url)
+        asyncio.run(evaluate_async(cfg, make_items(2), progress=True))
     err = capsys.readouterr().err
     assert "m [2J ]0;pwned [en]" in err and "judge j [2J ]0;pwned" in err, err
     assert "\x1b[2J" not in err and "\x1b]0;" not in err and "\x07" not in err  # tqdm's own cursor moves stay
