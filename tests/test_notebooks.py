@@ -82,6 +82,20 @@ def test_unknown_notebook_parameter_is_an_error(tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # nothing rendered over an existing report
 
 
+@pytest.mark.parametrize("notebook", sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb")))
+def test_every_name_a_parameters_cell_assigns_is_a_parameter_the_report_accepts(notebook):
+    import ast
+
+    from cresowlve_core.notebooks import notebook_parameters
+
+    src = REPO / "notebooks" / f"{notebook}.ipynb"
+    cells = json.loads(src.read_text(encoding="utf-8"))["cells"]
+    [cell] = [c for c in cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assigned = {n.id for node in ast.parse("".join(cell["source"])).body if isinstance(node, ast.Assign)
+                for target in node.targets for n in ast.walk(target) if isinstance(n, ast.Name)}
+    assert assigned == set(notebook_parameters(src))  # e.g. 06's band_low: `-p band_low 5` is accepted
+
+
 def test_report_html_drops_progress_bars_and_records(tmp_path):
     import nbformat
 
