@@ -158,7 +158,8 @@ def notebook_parameters(src: Path) -> dict[str, Any]:
 
 
 def check_parameters(src: Path, parameters: dict[str, Any]) -> None:
-    """Raise ``ValueError`` (one line, naming the known parameters) on any unknown name."""
+    """Raise ``ValueError`` (one line) on any unknown name, naming the known parameters, or on a value
+    not of the kind of the parameter's default (:func:`_kind_problem`)."""
     known = notebook_parameters(src)
     unknown = sorted(set(parameters) - set(known))
     if unknown:
@@ -166,6 +167,34 @@ def check_parameters(src: Path, parameters: dict[str, Any]) -> None:
             f"{src.stem}: unknown parameter{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
             f"known: {', '.join(known) or '(none)'}"
         )
+    for key, value in parameters.items():
+        if (problem := _kind_problem(known[key], value)) is not None:
+            raise InputError(f"{src.stem}: parameter {key} {problem}, got {one_line(json.dumps(value, default=str), 80)}")
+
+
+def _kind_problem(default_text: Any, value: Any) -> str | None:
+    """What is wrong with ``value`` for a parameter whose default is ``default_text`` (its source text), or
+    None. A ``True``/``False`` default takes only true or false (the string "False" would read as true),
+    a number a number or null (``limit = None``: all items), a dict a JSON object, a string or list a
+    string or a list (``runs``: a glob or a list of run directories). A ``None`` default takes anything."""
+    import ast
+
+    try:
+        default = ast.literal_eval(str(default_text))
+    except (ValueError, SyntaxError):
+        return None
+    if isinstance(default, bool):
+        return None if isinstance(value, bool) else "takes true or false"
+    if isinstance(default, (int, float)):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if isinstance(default, int) and isinstance(value, float):
+            return "takes a whole number or null"
+        return None if value is None or number else f"takes a {'whole ' if isinstance(default, int) else ''}number or null"
+    if isinstance(default, dict):
+        return None if isinstance(value, dict) else "takes a JSON object"
+    if isinstance(default, (str, list)):
+        return None if isinstance(value, (str, list)) else "takes a string or a list"
+    return None
 
 
 class ReportFailed(IncompleteError, RuntimeError):

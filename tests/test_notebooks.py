@@ -82,6 +82,22 @@ def test_unknown_notebook_parameter_is_an_error(tmp_path, capsys):
     assert not any(tmp_path.iterdir())  # nothing rendered over an existing report
 
 
+@pytest.mark.parametrize(("notebook", "key", "value", "why"), [
+    ("00_data_overview", "include_removed", "False", 'takes true or false, got "False"'),  # a string: true in Python
+    ("03_analysis", "min_group_size", "abc", 'takes a whole number or null, got "abc"'),
+    ("03_analysis", "n_boot", "2.5", "takes a whole number or null, got 2.5"),
+    ("03_analysis", "coverage_threshold", "[0.9]", "takes a number or null, got [0.9]"),
+    ("03_analysis", "aliases", "GPT-4.1", 'takes a JSON object, got "GPT-4.1"'),
+    ("07_create", "discount", "1", "takes a string or a list, got 1"),
+])
+def test_a_parameter_value_not_of_its_defaults_kind_is_an_error(tmp_path, capsys, notebook, key, value, why):
+    from cresowlve_core.cli import main
+
+    assert main(["report", notebook, "-p", key, value, "--reports-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"error: {notebook}: parameter {key} {why}"
+    assert not any(tmp_path.iterdir())  # nothing rendered
+
+
 @pytest.mark.parametrize("notebook", sorted(p.stem for p in (REPO / "notebooks").glob("0*.ipynb")))
 def test_every_name_a_parameters_cell_assigns_is_a_parameter_the_report_accepts(notebook):
     import ast
