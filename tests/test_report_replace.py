@@ -141,6 +141,18 @@ def test_a_report_on_other_inputs_under_the_same_derived_name_says_it_replaces_i
     assert "note:" not in capsys.readouterr().err  # a name given by hand: the user chose to replace it
 
 
+def test_a_refused_parameter_says_nothing_of_replacing_the_report(tmp_path, capsys):
+    nb, reports = _notebook(tmp_path / "tiny.ipynb"), tmp_path / "reports"
+    assert main(["report", str(nb), "-p", "runs", "data/runs/mine/gpt*", "--reports-dir", str(reports)]) == 0
+    capsys.readouterr()
+    before = _files(reports, "tiny_mine")
+    for typo in (["-p", "pase", "1"], ["-p", "fail", "False"]):  # an unknown name; a string where true/false is due
+        assert main(["report", str(nb), "-p", "runs", "data/runs/mine/claude*", *typo, "--reports-dir", str(reports)]) == 2
+        [line] = capsys.readouterr().err.splitlines()  # the error alone: no "this render replaces it" note
+        assert line.startswith("error: tiny: ")
+    assert _files(reports, "tiny_mine") == before
+
+
 def test_a_damaged_registry_is_named_by_the_render_not_raised_by_the_replace_check(tmp_path, capsys):
     """The check for a replaced report reads index.json before the render: a damaged one must leave the
     render to name it (exit 1, one error line), not raise from the check."""

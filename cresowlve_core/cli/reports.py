@@ -15,15 +15,24 @@ from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
 
 def cmd_report(a: argparse.Namespace) -> int:
     from cresowlve_core import notebook_progress, paths
-    from cresowlve_core.notebooks import ReportFailed, replaced_parameters, report_headline, report_name, run_notebook
+    from cresowlve_core.notebooks import (
+        ReportFailed,
+        check_parameters,
+        notebook_path,
+        replaced_parameters,
+        report_headline,
+        report_name,
+        run_notebook,
+    )
     from cresowlve_core.untrusted import one_line
 
     params = _params(a.param)
+    check_parameters(notebook_path(a.notebook), params)  # a refused parameter renders nothing and replaces nothing
     if a.notebook == "03_analysis" and params.get("compare"):  # an unknown name is refused before rendering
         import ast
 
         from cresowlve_core.analysis.paired import check_compare
-        from cresowlve_core.notebooks import notebook_parameters, notebook_path
+        from cresowlve_core.notebooks import notebook_parameters
 
         try:
             default_runs = ast.literal_eval(str(notebook_parameters(notebook_path(a.notebook)).get("runs")))
