@@ -248,8 +248,13 @@ def table1_section(
 
     Cells of a metric that scored fewer than ``coverage_threshold`` of the items are greyed out
     and footnoted (†); unfinished runs are marked (‡). With ``export`` the CSV and LaTeX go to
-    ``export_dir`` (default ``reports/``).
+    ``export_dir`` (default ``reports/``). A ``paper_path`` given must be a file (the shipped table, when
+    none is given, may be missing: the table then says the published numbers are not overlaid).
     """
+    if paper_path is not None and not Path(paper_path).is_file():
+        from cresowlve_core.failures import MissingInput
+
+        raise MissingInput(f"paper_table: {one_line(str(paper_path))!r} is not a file (the published Table 1 CSV)")
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
@@ -258,7 +263,7 @@ def table1_section(
 
         display(HTML(synthetic_banner()))
     long, notes = table.results_table(
-        rs, Path(paper_path) if paper_path else None, coverage_threshold=coverage_threshold, aliases=aliases
+        rs, Path(paper_path) if paper_path is not None else None, coverage_threshold=coverage_threshold, aliases=aliases
     )
     for n in notes:
         say(n)

@@ -82,6 +82,16 @@ def test_example_errors_never_show_an_empty_table_without_saying_why(tmp_path, s
     assert not any("<table" in s for s in shown if isinstance(s, str))
 
 
+@pytest.mark.parametrize("paper", ["nope.csv", ""])
+def test_a_paper_table_given_that_is_no_file_is_an_input_error(tmp_path, shown, paper):
+    from cresowlve_core.failures import MissingInput
+
+    rs = load_runs(_thin_judge_run(tmp_path))
+    given = str(tmp_path / paper) if paper else paper
+    with pytest.raises(MissingInput, match="^paper_table: .* is not a file"):  # never Table 1 without the paper's numbers
+        report.table1_section(rs, given, export=False)
+
+
 def test_single_run_sections_for_notebook_02(tmp_path, shown):
     rs = load_runs(_thin_judge_run(tmp_path))
     t = report.table1_section(rs, export=False)
