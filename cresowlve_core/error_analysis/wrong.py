@@ -203,12 +203,19 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
     return wrong, pd.DataFrame(tally, columns=TALLY_COLUMNS)
 
 
+#: the main job's demo runs, the default ``runs`` of 04 and 05: the only runs a demo evaluation stands in for
+DEMO_RUNS = "data/runs/demo/*"
+
+
 def find_or_make_runs(runs: str | Sequence[str] | None, *, base_url: str | None, model: str | None,
                       work_dir: Path, make_demo: bool = True, max_tokens: int = 64) -> tuple[RunSet, str]:
-    """The runs named by ``runs``; if there are none and ``make_demo``, a tiny evaluation of the
-    bilingual demo items (En and Ru) into ``work_dir/eval`` with the given model (embedded when
-    ``base_url`` is None). Returns the runs and a sentence saying where they came from."""
+    """The runs named by ``runs``; if there are none, ``runs`` are the demo runs (:data:`DEMO_RUNS`) and
+    ``make_demo``, a tiny evaluation of the bilingual demo items (En and Ru) into ``work_dir/eval`` with
+    the given model (embedded when ``base_url`` is None). Other runs that match nothing are an empty
+    report (the ``empty`` record), never the demo's answers. Returns the runs and a sentence saying
+    where they came from."""
     data = load_runs(runs)
+    make_demo = make_demo and runs in (None, DEMO_RUNS)
     if data.empty and not make_demo:
         from cresowlve_core.notebook_records import record
 

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fakeserver import FakeServer
 
 from cresowlve_core import discover
@@ -81,3 +82,22 @@ def test_errors_report_on_other_runs_is_named_after_them_and_leaves_the_main_job
     assert out.returncode == 0, out.stderr[-2000:]
     assert (reports / "04_error_analysis.html").read_text() == "the main job's report"
     assert (reports / "04_error_analysis_mine.html").is_file()
+
+
+@pytest.mark.parametrize("runs", ["typo/*", ["typo/a__en", "typo/a__ru"]])
+def test_make_demo_stands_in_for_the_demo_runs_only_never_for_runs_that_match_nothing(tmp_path, monkeypatch, runs):
+    """``cresowlve report 04_error_analysis -p runs data/runs/mien/*`` (and 05, which loads its runs the
+    same way): the notebooks' ``make_demo`` default evaluated the demo items with the embedded model and
+    reported on those answers, exit 0, as ``errors report`` did before it passed ``make_demo=False``."""
+    from cresowlve_core import runtime
+    from cresowlve_core.error_analysis.wrong import find_or_make_runs
+
+    monkeypatch.setattr(runtime, "endpoint_or_embedded", lambda *a, **k: pytest.fail("a demo evaluation was made"))
+    recorded: dict = {}
+    monkeypatch.setattr("cresowlve_core.notebook_records.record",
+                        lambda key, value: recorded.setdefault(key, value))
+    given = str(tmp_path / runs) if isinstance(runs, str) else [str(tmp_path / r) for r in runs]
+    data, source = find_or_make_runs(given, base_url=None, model=None, work_dir=tmp_path / "work", make_demo=True)
+    assert data.empty and source.startswith("no runs found at ")
+    assert recorded["empty"].startswith("no runs found at ")  # the empty report: exit 1, naming the runs
+    assert not (tmp_path / "work").exists()
