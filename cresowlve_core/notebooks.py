@@ -168,8 +168,26 @@ def check_parameters(src: Path, parameters: dict[str, Any]) -> None:
             f"known: {', '.join(known) or '(none)'}"
         )
     for key, value in parameters.items():
-        if (problem := _kind_problem(known[key], value)) is not None:
+        if (problem := _kind_problem(known[key], value) or _range_problem(key, value)) is not None:
             raise InputError(f"{src.stem}: parameter {key} {problem}, got {one_line(json.dumps(value, default=str), 80)}")
+
+
+#: parameters that mean the same in every report notebook, with the values they take (as the stage
+#: commands' ``argtypes`` check them): a share of the items, never a percentage; seeds and bootstrap
+#: iterations, never negative (numpy refuses them, deep in a cell)
+_FRACTIONS = ("coverage_threshold", "factuality_threshold")
+_NON_NEGATIVE = ("seed", "n_boot")
+
+
+def _range_problem(key: str, value: Any) -> str | None:
+    """What is wrong with ``value`` for ``key`` by :data:`_FRACTIONS` and :data:`_NON_NEGATIVE`, or None."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    if key in _FRACTIONS and not 0 <= value <= 1:
+        return "is a fraction 0..1 (0.9: 90 %)"
+    if key in _NON_NEGATIVE and value < 0:
+        return "takes a whole number >= 0"
+    return None
 
 
 def _kind_problem(default_text: Any, value: Any) -> str | None:

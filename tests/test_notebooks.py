@@ -89,8 +89,12 @@ def test_unknown_notebook_parameter_is_an_error(tmp_path, capsys):
     ("03_analysis", "coverage_threshold", "[0.9]", "takes a number or null, got [0.9]"),
     ("03_analysis", "aliases", "GPT-4.1", 'takes a JSON object, got "GPT-4.1"'),
     ("07_create", "discount", "1", "takes a string or a list, got 1"),
+    ("03_analysis", "coverage_threshold", "90", "is a fraction 0..1 (0.9: 90 %), got 90"),  # greyed out every metric
+    ("07_create", "factuality_threshold", "-0.5", "is a fraction 0..1 (0.9: 90 %), got -0.5"),
+    ("03_analysis", "n_boot", "-1", "takes a whole number >= 0, got -1"),  # numpy's error, naming no parameter
+    ("04_error_analysis", "seed", "-1", "takes a whole number >= 0, got -1"),
 ])
-def test_a_parameter_value_not_of_its_defaults_kind_is_an_error(tmp_path, capsys, notebook, key, value, why):
+def test_a_parameter_value_the_notebook_cannot_take_is_an_error(tmp_path, capsys, notebook, key, value, why):
     from cresowlve_core.cli import main
 
     assert main(["report", notebook, "-p", key, value, "--reports-dir", str(tmp_path)]) == 2
