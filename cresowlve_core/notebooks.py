@@ -125,7 +125,8 @@ class NotebookInputError(UsageError, ValueError):
 
 #: exceptions raised in a notebook cell that mean "bad input", not a bug in the notebook
 INPUT_ERRORS = ("FileNotFoundError", "ValueError", "InputError", "MissingInput",
-                "RunDirError", "ResumeError")  # an unusable run directory, one of another configuration
+                "RunDirError", "ResumeError",  # an unusable run directory, one of another configuration
+                "ValidationError")  # a stage's configuration (pydantic) refusing a parameter, e.g. 02's lang
 
 
 @dataclass
@@ -420,12 +421,28 @@ def _execute(src: str, out: str, partial: Path, **kwargs: Any) -> None:
                             Path(src).stem, exc, attempt + 1, KERNEL_START_ATTEMPTS)
     except PapermillExecutionError as exc:
         if exc.ename in INPUT_ERRORS:
-            raise NotebookInputError(f"{Path(src).stem}: {exc.ename}: {exc.evalue} (cell {exc.exec_count}; "
-                                     f"{kept})") from exc
+            raise NotebookInputError(f"{Path(src).stem}: {exc.ename}: {_cell_error_line(exc.evalue)} "
+                                     f"(cell {exc.exec_count}; {kept})") from exc
         raise ReportFailed(f"{Path(src).stem} failed: {exc.ename}: {exc.evalue} (cell {exc.exec_count}); "
                            f"{kept}") from exc
     except Exception as exc:  # the kernel died, a cell timed out, ...
         raise ReportFailed(f"{Path(src).stem} failed: {type(exc).__name__}: {exc}; {kept}") from exc
+
+
+def _cell_error_line(evalue: str) -> str:
+    """A cell's error text as one line. A pydantic ``ValidationError``'s text (a header, then per problem
+    the field on a line of its own, the message indented under it and a line with pydantic's URL) becomes
+    ``HEADER: field: message; ...``, without the URLs."""
+    lines = [ln for ln in evalue.splitlines() if ln.strip() and not ln.strip().startswith("For further information")]
+    if len(lines) > 1 and re.match(r"\d+ validation errors? for ", lines[0]):
+        problems, field = [], ""
+        for ln in lines[1:]:
+            if ln.startswith(" "):
+                problems.append(f"{field}: {ln.strip()}" if field else ln.strip())
+            else:
+                field = ln.strip()
+        return one_line(f"{lines[0]}: {'; '.join(problems)}")
+    return one_line(evalue)
 
 
 def _scrub_secrets(path: Path) -> None:

@@ -27,3 +27,17 @@ def test_a_notebook_stopped_by_its_input_is_one_line_and_exit_2(tmp_path):
     assert last.startswith("error: 07_create: MissingInput: user_runs: 'data/runs/create/*' matches no run")
     assert "the old report is left untouched" in last
     assert str(tmp_path / "reports" / ".failed" / "07_create_create" / "07_create_create.ipynb") in last  # the partial one
+
+
+def test_a_parameter_the_stage_config_refuses_is_one_line_and_exit_2(tmp_path, capsys):
+    """``-p lang de``: the notebook's EvalConfig (pydantic) refuses it in a cell. Before, that was "02_evaluation
+    failed: ValidationError: 1 validation error for EvalConfig" and pydantic's lines, with its URL, exit 1."""
+    from cresowlve_core.cli import main
+
+    code = main(["report", "02_evaluation", "-p", "model", "x", "-p", "base_url", "http://127.0.0.1:9/v1",
+                 "-p", "run_dir", str(tmp_path / "run"), "-p", "lang", "de", "--reports-dir", str(tmp_path / "reports")])
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert code == 2
+    assert line.startswith("error: 02_evaluation: ValidationError: 1 validation error for EvalConfig: lang: "
+                           "Input should be 'en' or 'ru' [type=literal_error, input_value='de', input_type=str] (cell ")
+    assert "errors.pydantic.dev" not in line and "the old report is left untouched" in line
