@@ -70,8 +70,8 @@ class BuildConfig(BaseModel):
     build_dir: str | None = Field(None, description="default: data/builds/<name>")
     sources: list[str] | None = Field(None, description="packs, folders of packs, dataset files or hub:ru; "
                                                         "default: the shipped packs")
-    per_level: int | None = Field(None, description="stratified sample: items per difficulty 1-5 (None: all)")
-    limit: int | None = Field(None, description="keep a seeded subset of this many after sampling (demo builds)")
+    per_level: int | None = Field(None, ge=1, description="stratified sample: items per difficulty 1-5 (None: all)")
+    limit: int | None = Field(None, ge=1, description="keep a seeded subset of this many after sampling (demo builds)")
     seed: int = 0
     model: str | None = Field(None, description="model of every step unless `models` names another")
     base_url: str | None = Field(None, description="None: the embedded Gemma 3 270M")
