@@ -195,9 +195,13 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     ``max_cost`` (USD) caps each step's new spending (the perturbation, each configuration's quizzes
     and completion test), as a build's steps are capped: a step that reaches it stops cleanly and the
     later steps are skipped; ``cache=False`` bypasses the response cache."""
+    from cresowlve_core.failures import InputError
+    from cresowlve_core.items import LANGS
     from cresowlve_core.sources.hub import ItemsFileError
     from cresowlve_core.sources.sample import load_items
 
+    if lang not in LANGS:  # no run would match it: every configuration "not tested"
+        raise InputError(f"lang: {lang!r} is not a language of the benchmark ({', '.join(LANGS)})")
     work = Path(out_dir) if out_dir else Path(tempfile.mkdtemp(prefix="cresowlve-contamination-"))
     _writable_folder(work)  # its summary is written even when there is nothing to test
     data, source = find_or_make_runs(runs, base_url=None, model=None, work_dir=work, make_demo=make_demo)

@@ -256,3 +256,20 @@ def test_refused_bdq_replies_are_not_in_the_n_of_the_non_preferred_threshold(tmp
     (r,) = c.results
     assert r.bdq_counts == {"A": 34, "B": 13, "C": 0, "D": 0, "invalid": 0, "withheld": 16, "cut_off": 0}
     assert r.non_preferred == ["C"] and r.truly_non_preferred  # 13 ≥ 47/4: B is not non-preferred
+
+
+def test_a_language_other_than_en_or_ru_is_refused_before_anything_is_sent(tmp_path):
+    """``cresowlve report 05_contamination -p lang de`` (``contamination run --lang`` takes only ru/en):
+    before, no run matched the language, so every configuration was "not tested", exit 0."""
+    import pytest
+
+    from cresowlve_core.failures import InputError
+
+    items = make_items()
+    write_runs(tmp_path, items)
+    with FakeServer(answers=fake_model(items)) as srv:
+        role = Role("fake", srv.base_url)
+        with pytest.raises(InputError, match=r"^lang: 'de' is not a language of the benchmark \(en, ru\)$"):
+            run_contamination(str(tmp_path / "runs" / "*"), out_dir=tmp_path / "out", lang="de", perturber=role,
+                              quiz_taker=role, make_demo=False)
+        assert srv.total == 0
