@@ -94,8 +94,8 @@ def test_unknown_notebook_parameter_is_an_error(tmp_path, capsys):
     ("03_analysis", "n_boot", "-1", "takes a whole number >= 0, got -1"),  # numpy's error, naming no parameter
     ("04_error_analysis", "seed", "-1", "takes a whole number >= 0, got -1"),
     # an empty string: `out_dir or tempfile.mkdtemp()` put the labels in a temporary folder, `build_dir` the same
-    ("04_error_analysis", "out_dir", '""', "is empty: give a value, or null for the notebook's default"),
-    ("06_synthetic", "build_dir", " ", "is empty: give a value, or null for the notebook's default"),
+    ("04_error_analysis", "out_dir", '""', "is empty: give a value, or leave it out for the notebook's default"),
+    ("06_synthetic", "build_dir", " ", "is empty: give a value, or leave it out for the notebook's default"),
 ])
 def test_a_parameter_value_the_notebook_cannot_take_is_an_error(tmp_path, capsys, notebook, key, value, why):
     from cresowlve_core.cli import main

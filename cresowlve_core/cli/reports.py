@@ -30,7 +30,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     check_parameters(notebook_path(a.notebook), params)  # a refused parameter renders nothing and replaces nothing
     if (empty := next((k for k, v in params.items() if isinstance(v, str) and not v.strip()), None)) is not None:
         # a notebook reads "" as not given (`out_dir or tempfile.mkdtemp()`): the default, not what was asked
-        return _usage_error(f"{a.notebook}: parameter {empty} is empty: give a value, or null for the notebook's default")
+        return _usage_error(f"{a.notebook}: parameter {empty} is empty: give a value, or leave it out for the notebook's default")
     if a.notebook == "03_analysis" and params.get("compare"):  # an unknown name is refused before rendering
         import ast
 
