@@ -24,7 +24,7 @@ from cresowlve_core.failures import InputError, MissingInput
 from cresowlve_core.llm.pricing import usd
 from cresowlve_core.paths import runs_dir
 from cresowlve_core.runtime import RESPONSES
-from cresowlve_core.runtime.manifest import FORMAT_VERSION
+from cresowlve_core.runtime.manifest import newer_layout
 from cresowlve_core.stats import format_p, mcnemar, wilson_interval
 from cresowlve_core.untrusted import one_line
 
@@ -208,17 +208,6 @@ def _is_count(value: Any) -> TypeGuard[int]:
 
 def _is_amount(value: Any) -> TypeGuard[float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
-
-
-def newer_layout(data: dict[str, Any]) -> str | None:
-    """Why a manifest or summary.json of a layout this version does not read (``format_version`` above
-    :data:`~cresowlve_core.runtime.manifest.FORMAT_VERSION`: a newer cresowlve's) is not read as one of its own;
-    else None."""
-    version = data.get("format_version", 1)
-    if isinstance(version, int) and not isinstance(version, bool) and version <= FORMAT_VERSION:
-        return None
-    return (f"format_version {one_line(json.dumps(version, ensure_ascii=False), 40)} is newer than this cresowlve "
-            f"reads ({FORMAT_VERSION}); upgrade cresowlve to read it")
 
 
 def summary_problem(summary: dict[str, Any]) -> str | None:

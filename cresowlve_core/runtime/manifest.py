@@ -15,6 +15,7 @@ directory is read through one function, :func:`upgrade_manifest`; a newer one is
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +27,7 @@ from cresowlve_core.paths import shipped_data
 from cresowlve_core.runtime.aio import event_loop_name
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.secrets import strip_url_credentials
+from cresowlve_core.untrusted import one_line
 
 #: The manifest fields that must match for a run directory to be resumed (with the answer-shaping
 #: client options and the judge's, :func:`resume_identity`).
@@ -52,16 +54,25 @@ class ResumeError(UsageError, ValueError):
     """The run directory holds a run of another configuration."""
 
 
+def newer_layout(data: dict[str, Any]) -> str | None:
+    """Why a manifest or summary.json (``data``) is of a layout this version does not read (``format_version``
+    above :data:`FORMAT_VERSION`, or not a version: a newer cresowlve's), else None."""
+    version = data.get("format_version", 1)
+    if isinstance(version, int) and not isinstance(version, bool) and version <= FORMAT_VERSION:
+        return None
+    return (f"format_version {one_line(json.dumps(version, ensure_ascii=False), 40)} is newer than this cresowlve "
+            f"reads ({FORMAT_VERSION}); upgrade cresowlve to read it")
+
+
 def upgrade_manifest(data: dict[str, Any]) -> dict[str, Any]:
     """The manifest of a run directory of an older layout (``format_version`` below
     :data:`FORMAT_VERSION`, or none) in this layout; a current one unchanged. Refuses (``ValueError``,
     which :meth:`~cresowlve_core.runtime.RunDir.read_manifest` reports as an unusable run directory)
     a layout newer than this code reads."""
+    if (newer := newer_layout(data)) is not None:
+        raise ValueError(newer)
     data = dict(data)
     version = data.get("format_version", 1)
-    if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ValueError(f"format_version {version!r} is newer than this cresowlve reads ({FORMAT_VERSION}); "
-                         "upgrade cresowlve to read this run directory")
     if version < 2:
         data.setdefault("kind", "eval")
         old = data.get("prompt")
