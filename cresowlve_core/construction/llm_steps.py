@@ -59,11 +59,11 @@ from cresowlve_core.runtime import (
 from cresowlve_core.runtime import ModelRole as StepModel
 from cresowlve_core.runtime.mapping import error_counts, is_ok
 from cresowlve_core.runtime.outcomes import (
+    count_models,
     is_withheld,
     outcome_counts,
     outcome_fields,
     record_withheld,
-    served_models,
     withheld_record,
 )
 from cresowlve_core.runtime.rundir import archive_changed_from_env, read_jsonl
@@ -512,10 +512,9 @@ def step_served(records: Iterable[dict[str, Any]]) -> dict[str, int]:
     """The models the provider said answered a step's calls: a record's one call, or each field's call of a
     base model's translation (``field_served_models``; the record's own ``served_model`` then is the
     refusing field's, already among them)."""
-    return served_models(
-        call for r in records
-        for call in ([{"status": r.get("status"), "served_model": m} for m in r["field_served_models"].values()]
-                     if "field_served_models" in r else [r]))
+    return count_models(m for r in records if r.get("status") == "ok"
+                        for m in (r["field_served_models"].values() if "field_served_models" in r
+                                  else [r.get("served_model")]))
 
 
 def _truncation(records: dict[str, dict], cid: str, counts: Counter[str]) -> list[str]:

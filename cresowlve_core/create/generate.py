@@ -67,11 +67,11 @@ from cresowlve_core.runtime import (
 )
 from cresowlve_core.runtime.outcomes import (
     call_outcome,
+    count_models,
     error_outcome,
     is_withheld,
     outcome_counts,
     outcome_fields,
-    served_models,
 )
 from cresowlve_core.runtime.step import Step, Variant
 
@@ -340,7 +340,7 @@ async def agenerate(
     summary = GenerateSummary(
         run_dir=str(run.path), model=endpoint.model, variation=variation, n_queries=len(queries),
         n_calls=len(planned), n_ok=len(ok), **outcome_counts(r.model_dump() for r in ok),
-        served_models=served_models(r.model_dump() for r in ok),
+        served_models=count_models(r.served_model for r in ok),
         n_error=len(latest_all) - len(ok),
         n_missing=len(planned) - len(latest_all) - len(ended), n_not_asked=len(ended),
         **distinct_path_counts(ok),

@@ -79,7 +79,7 @@ from cresowlve_core.runtime import (
     record_adaptations,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import error_outcome, served_models
+from cresowlve_core.runtime.outcomes import count_models, error_outcome
 from cresowlve_core.runtime.step import Step, Variant
 
 KIND = "create_score"
@@ -309,7 +309,7 @@ async def _ascore(gen_dir: Path, client: CompletesChat, judge: Endpoint, *, scor
         n_judge_withheld=sum(NOT_AN_ANSWER & {j.specificity_outcome, j.factuality_outcome} != set() for j in ok),
         n_judge_refused=judge_outcomes.count("refused"), n_judge_filtered=judge_outcomes.count("filtered"),
         n_judge_truncated=judge_outcomes.count("truncated"),
-        judge_served_models=served_models({"status": "ok", "served_model": m} for j in ok for m in j.judge_served_models),
+        judge_served_models=count_models(m for j in ok for m in j.judge_served_models),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),
         mean_utility={str(p): _mean([u for r in finished if (u := r.utility[str(p)]) is not None]) for p in patience},

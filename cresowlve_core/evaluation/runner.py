@@ -59,12 +59,12 @@ from cresowlve_core.runtime.errors import STOP_ERRORS
 from cresowlve_core.runtime.mapping import progress_interval
 from cresowlve_core.runtime.outcomes import (
     call_outcome,
+    count_models,
     error_outcome,
     is_withheld,
     outcome_counts,
     outcome_fields,
     outcome_note,
-    served_models,
     served_note,
 )
 from cresowlve_core.stats import wilson_interval
@@ -647,8 +647,8 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         # answers whose record says how they were asked (older versions did not write it)
         "n_dropped_known": sum(r.dropped_fields is not None for r in ok),
         # the models the provider said answered, with how many answers each (answers that named none left out)
-        "served_models": served_models({"status": r.status, "served_model": r.served_model} for r in ok),
-        "judge_served_models": dict(sorted(Counter(r.judge_served_model for r in ok if r.judge_served_model).items())),
+        "served_models": count_models(r.served_model for r in ok),
+        "judge_served_models": count_models(r.judge_served_model for r in ok),
         "thinking": thinking,
         "effort": effort,
         "n_no_reasoning": (sum(not r.shows_reasoning for r in ok if r.outcome not in NOT_AN_ANSWER)

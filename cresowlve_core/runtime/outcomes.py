@@ -71,11 +71,16 @@ def outcome_note(counts: Mapping[str, Any]) -> str:
     return f" ({', '.join(parts)})" if parts else ""
 
 
+def count_models(names: Iterable[str | None]) -> dict[str, int]:
+    """How many calls each model the provider named answered (``names``: one per call; None, a call whose
+    reply named none, left out), by name."""
+    return dict(sorted(Counter(str(name) for name in names if name).items()))
+
+
 def served_models(records: Iterable[Mapping[str, Any]]) -> dict[str, int]:
-    """The models the provider said answered the finished ``records`` (``status: ok``), with how many
-    records each; records that name none (older records, replies without a model) are left out."""
-    return dict(sorted(Counter(str(r["served_model"]) for r in records
-                               if r.get("status") == "ok" and r.get("served_model")).items()))
+    """:func:`count_models` of the finished ``records`` (``status: ok``) by their ``served_model``; records
+    that name none (older records, replies without a model) are left out."""
+    return count_models(r.get("served_model") for r in records if r.get("status") == "ok")
 
 
 def served_note(served: Mapping[str, int] | None, what: str = "answers") -> str:

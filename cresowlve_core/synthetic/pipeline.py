@@ -58,6 +58,7 @@ from cresowlve_core.runtime import (
 )
 from cresowlve_core.runtime.outcomes import (
     call_outcome,
+    count_models,
     is_withheld,
     outcome_counts,
     outcome_fields,
@@ -544,8 +545,7 @@ def finish_build(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild, 
                                         for side in ("literal", "obfuscated") if side in r)}
     # the solver's calls are the two sides of a record: the models that answered are named there
     served = {"verbalise": served_models(verbalised.values()),
-              "solve": served_models({"status": "ok", **r[side]} for r in solved.values()
-                                     for side in ("literal", "obfuscated") if side in r)}
+              "solve": count_models(s.get("served_model") for s in sides if s.get("status", "ok") == "ok")}
     steps = [vres.step_counts("verbalise")] + ([sres.step_counts("solve") | {"served_models": served["solve"]}]
                                                if sres else [])
     counts = pipeline_summary(steps)  # a stopped verbaliser skips the solver: its step is not listed
