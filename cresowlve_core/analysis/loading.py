@@ -47,6 +47,7 @@ a note names the lines of both.
 
 from __future__ import annotations
 
+import functools
 import glob
 import json
 import os
@@ -505,7 +506,19 @@ def _summary_value(run_dir: Path, key: str) -> Any:
     """One value of the run's ``summary.json`` (None when absent or unreadable)."""
     path = run_dir / "summary.json"
     try:
-        return json.loads(path.read_text(encoding="utf-8")).get(key) if path.exists() else None
+        stat = path.stat()
+    except OSError:
+        return None
+    summary = _read_summary(str(path), stat.st_mtime_ns, stat.st_size)
+    return summary.get(key) if isinstance(summary, dict) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _read_summary(path: str, mtime_ns: int, size: int) -> Any:
+    """A ``summary.json`` parsed once per version of the file (its path, modification time and size: a
+    rewritten summary is read again); None when unreadable. Callers only read it."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
 
