@@ -136,12 +136,22 @@ _MAGNITUDE = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
 _SUFFIX_MAGNITUDE = {"k": 1e3, "m": 1e6, "mn": 1e6, "b": 1e9, "bn": 1e9}
 #: what follows a number written as a rating ("7/10", "4 out of 5"): a score on a scale, no class size
 _RATING_AFTER = re.compile(r"\s*(?:/|out\s+of\b)\s*\d", re.IGNORECASE)
+#: the minus signs a judge writes before a number: ASCII hyphen-minus and U+2212
+_MINUS_SIGNS = "-−"
+
+
+def _signed_negative(m: re.Match[str]) -> bool:
+    """Whether a minus sign is written just before the digits of ``m`` ("-50", "−50"): a
+    negative number. A hyphen after a word or a number ("10-20", "COVID-19") is no sign."""
+    start = m.start()
+    return start > 0 and m.string[start - 1] in _MINUS_SIGNS and (start == 1 or not m.string[start - 2].isalnum())
 
 
 def _size_of(m: re.Match[str] | None) -> float | None:
     """The class size a :data:`_SIZE` match writes, with its magnitude; None when it is no count
-    (NaN, infinity, negative: :func:`_count`), or a rating ("7/10": :data:`_RATING_AFTER`)."""
-    if m is None or _RATING_AFTER.match(m.string, m.end()):
+    (NaN, infinity, negative: :func:`_count`, :func:`_signed_negative`), or a rating ("7/10":
+    :data:`_RATING_AFTER`)."""
+    if m is None or _RATING_AFTER.match(m.string, m.end()) or _signed_negative(m):
         return None
     try:
         base = float(m["digits"].replace(",", ""))

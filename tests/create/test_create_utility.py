@@ -105,6 +105,16 @@ def test_a_class_size_is_read_with_its_magnitude_and_a_size_that_is_no_count_sta
     assert [parse_size_line(t) for t in (" 2 million", " 1e5", " 12")] == [2e6, 1e5, 12]
 
 
+def test_a_negative_class_size_written_as_a_string_stays_unscored_not_read_as_its_digits():
+    """A judgment "-50" (or with U+2212, "−50") was read as a class of 50 members (score 4), scored and
+    unflagged, while the number -50 was unscored: a negative size is no count, written either way.
+    A hyphen between two numbers or after a word is no sign ("COVID-19")."""
+    v = parse_specificity('[{"judgment": "-50"}, {"judgment": "−3000"}, {"judgment": "about -7 people"}, '
+                          '{"judgment": "COVID-19 patients: 19"}]', 4)
+    assert v.sizes == [None, None, None, 19] and v.scores == [0, 0, 0, 4] and "some_unparseable" in v.flags
+    assert [parse_size_line(t) for t in (" -5", " −12", " 12")] == [None, None, 12]
+
+
 def test_a_class_size_with_a_magnitude_letter_is_read_with_it():
     """"10k" or "2M" is a large class, not one of 10 or 2 members (score 5, the most specific)."""
     v = parse_specificity('[{"judgment": "10k"}, {"judgment": "~2M people"}, {"judgment": "1.5bn"}, '
