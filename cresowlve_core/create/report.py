@@ -122,7 +122,7 @@ class CreateReport:
         factuality_threshold: float = 1.0,
     ) -> pd.DataFrame:
         """Per configuration: mean utility at each patience with a 95% bootstrap CI over queries
-        (none over a single query) and the standard deviation over queries (``sd@p``, the paper's Table 1 parentheses), mean
+        (none over a single query, nor over queries that all have the same utility) and the standard deviation over queries (``sd@p``, the paper's Table 1 parentheses), mean
         paths per query, valid rate (of all paths), factual rate (of valid paths), |U| (valid
         and factual paths per query), mean max strength, mean pairwise distance. Sorted by the
         utility at the last patience."""
@@ -133,9 +133,11 @@ class CreateReport:
             for p in patience:
                 est = bootstrap_mean_ci(g[f"utility@{p}"].to_numpy(), n_boot=n_boot, seed=seed)
                 row[f"utility@{p}"] = est.value
-                # one query gives no interval over queries (every resample is that query), as no sd
-                row[f"ci_low@{p}"] = est.low if len(g) > 1 else np.nan
-                row[f"ci_high@{p}"] = est.high if len(g) > 1 else np.nan
+                # one query gives no interval over queries (every resample is that query), as no sd;
+                # nor do queries of one utility each: every resample gives it, a zero width no sample has
+                spread = len(g) > 1 and est.high - est.low > 1e-12
+                row[f"ci_low@{p}"] = est.low if spread else np.nan
+                row[f"ci_high@{p}"] = est.high if spread else np.nan
                 row[f"sd@{p}"] = float(g[f"utility@{p}"].std(ddof=1)) if len(g) > 1 else np.nan
             n_paths, n_valid = g["n_paths"].sum(), g["n_valid"].sum()
             row.update(

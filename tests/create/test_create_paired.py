@@ -93,8 +93,22 @@ def test_a_configuration_of_one_query_has_no_interval_over_queries():
     sets = [_set("a__original", 0, 5)] + [_set("b__original", q, 3) for q in range(3)]
     board = analyse(sets, embedder=one_hot).leaderboard((0.9,), n_boot=50).set_index("config")
     assert math.isnan(board.loc["a__original", "ci_low@0.9"]) and math.isnan(board.loc["a__original", "sd@0.9"])
-    assert board.loc["b__original", "ci_low@0.9"] == 3.0  # three queries: an interval, here of width 0
+    assert math.isnan(board.loc["b__original", "ci_low@0.9"])  # three queries of one utility: no spread to bound
     shown = leaderboard_display(board.reset_index(), (0.9,)).set_index("config")
     assert shown.loc["a__original", "95% CI (p = 0.9)"] == "–"
     assert headline(board.reset_index(), (0.9,)).startswith("highest mean creative utility@0.9: a__original 5.000 over 1 query")
 
+
+
+def test_queries_of_one_utility_give_no_zero_width_interval_shown_as_certain():
+    """Three queries each of utility 3.0: every resample's mean is 3.0, and the leaderboard showed
+    "[3.00, 3.00]" (in the headline too) as if three queries pinned the mean down. No interval
+    ("–"), as for one query; a configuration whose queries differ keeps its interval."""
+    from cresowlve_core.create.report import headline, leaderboard_display
+
+    sets = [_set("a__original", q, 3) for q in range(3)] + [_set("b__original", q, s) for q, s in enumerate((2, 4))]
+    board = analyse(sets, embedder=one_hot).leaderboard((0.9,), n_boot=200)
+    shown = leaderboard_display(board, (0.9,)).set_index("config")
+    assert shown.loc["a__original", "95% CI (p = 0.9)"] == "–" and shown.loc["a__original", "utility (p = 0.9)"] == 3.0
+    assert shown.loc["b__original", "95% CI (p = 0.9)"] == "[2.00, 4.00]"
+    assert headline(board, (0.9,)) == "highest mean creative utility@0.9: a__original 3.000 over 3 queries; 2 configurations"
