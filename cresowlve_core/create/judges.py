@@ -302,11 +302,16 @@ def parse_size_line(text: str | None) -> float | None:
     return _as_number(first_line(text))
 
 
+#: the words after "no" that make it a phrase of not knowing ("no idea", "no clue"), no verdict
+_UNKNOWING_AFTER_NO = frozenset({"idea", "clue", "answer", "information", "comment"})
+
+
 def parse_holds_line(text: str | None) -> float | None:
     """A base-model factuality continuation: the first word of its first line, ``yes`` → 1.0
-    (not hallucinated), ``no`` → 0.0 (hallucinated), anything else None (unscored)."""
+    (not hallucinated), ``no`` → 0.0 (hallucinated), anything else None (unscored); so is a
+    ``no`` that opens a phrase of not knowing (:data:`_UNKNOWING_AFTER_NO`: "no idea")."""
     words = re.findall(r"[a-z]+", first_line(text).lower())
-    if not words:
+    if not words or words[0] == "no" and words[1:2] and words[1] in _UNKNOWING_AFTER_NO:
         return None
     return 1.0 if words[0] == "yes" else 0.0 if words[0] == "no" else None
 

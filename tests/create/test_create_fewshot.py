@@ -43,6 +43,14 @@ def test_judge_lines_parse_or_stay_unscored():
     assert cj.triple_for_prompt(["A\nTriple: (x", "r", "B"]) == "(A Triple: (x, r, B)"
 
 
+def test_a_base_model_judge_saying_no_idea_leaves_the_triple_unscored_not_hallucinated():
+    """" no idea" after "Holds:" was read by its first word as the verdict "no": the triple scored
+    hallucinated and counted as scored ("factuality 10 of 10", exit 0) although the judge said it
+    does not know, as " not sure" (unscored) does. "No, ..." and "no" stay verdicts."""
+    assert [cj.parse_holds_line(t) for t in (" no idea", " No clue.", " no answer")] == [None] * 3
+    assert [cj.parse_holds_line(t) for t in (" no", " No, Paris is not his birthplace", " no it does not")] == [0.0] * 3
+
+
 def test_prompt_choice_follows_the_profile():
     embedded = Endpoint("http://127.0.0.1:9/v1", "gemma3-270m", provider="embedded")
     assert is_base_model(embedded) and not is_base_model(EP)
