@@ -121,12 +121,16 @@ def _json_payload(text: str) -> Any:
         return None
 
 
+#: the superscript digits a power is written with ("10⁶", "2×10⁵"), and their plain digits
+_SUPERSCRIPT_DIGITS = "⁰¹²³⁴⁵⁶⁷⁸⁹"
+_FROM_SUPERSCRIPT = str.maketrans(_SUPERSCRIPT_DIGITS, "0123456789")
 #: a class size as a judge writes it: digits (thousands commas, decimals allowed), then optionally a
-#: power of ten ("1e6", "1.5 x 10^6"), a power ("10^6"), a magnitude word ("2 million") or its
-#: letter ("10k", "2M", "1.5bn")
+#: power of ten ("1e6", "1.5 x 10^6", "2×10⁵"), a power ("10^6", "10⁶"), a magnitude word
+#: ("2 million") or its letter ("10k", "2M", "1.5bn")
 _SIZE = (r"(?P<digits>\d[\d,]*(?:\.\d+)?)(?:\s*e\+?(?P<exp>\d+)|\s*\^\s*(?P<power>\d+)"
-         r"|\s*[x×*]\s*10\s*\^\s*\+?(?P<times_ten>\d+)|\s+(?P<word>thousand|million|billion|trillion)\b"
-         r"|(?P<suffix>k|mn|m|bn|b)(?![a-z]))?")
+         rf"|(?P<superscript_power>[{_SUPERSCRIPT_DIGITS}]+)"
+         rf"|\s*[x×*]\s*10\s*(?:\^\s*\+?(?P<times_ten>\d+)|(?P<times_ten_superscript>[{_SUPERSCRIPT_DIGITS}]+))"
+         r"|\s+(?P<word>thousand|million|billion|trillion)\b|(?P<suffix>k|mn|m|bn|b)(?![a-z]))?")
 _SIZE_IN_TEXT = re.compile(_SIZE, re.IGNORECASE)
 _JUDGMENT_SIZE = re.compile(r'"?judgment"?\s*:\s*"?' + _SIZE, re.IGNORECASE)
 #: each quoted "judgment" key, with the size after it when there is one: a list that does not parse is
@@ -155,10 +159,12 @@ def _size_of(m: re.Match[str] | None) -> float | None:
         return None
     try:
         base = float(m["digits"].replace(",", ""))
-        if m["exp"] or m["times_ten"]:
-            return _count(base * 10.0 ** int(m["exp"] or m["times_ten"]))
-        if m["power"]:
-            return _count(float(base ** int(m["power"])))
+        times_ten = m["exp"] or m["times_ten"] or (m["times_ten_superscript"] or "").translate(_FROM_SUPERSCRIPT)
+        if times_ten:
+            return _count(base * 10.0 ** int(times_ten))
+        power = m["power"] or (m["superscript_power"] or "").translate(_FROM_SUPERSCRIPT)
+        if power:
+            return _count(float(base ** int(power)))
     except (ValueError, OverflowError):
         return None
     if m["suffix"]:  # "10k", "2M", "1.5bn"

@@ -115,6 +115,14 @@ def test_a_negative_class_size_written_as_a_string_stays_unscored_not_read_as_it
     assert [parse_size_line(t) for t in (" -5", " −12", " 12")] == [None, None, 12]
 
 
+def test_a_power_written_in_superscript_digits_is_read_as_a_power():
+    """"10⁶" (a million members, score 1) was read as 10 (score 5, the most specific), the superscript
+    dropped; "2×10⁵" named two sizes and was unscored. Both are read as "10^6" and "2 x 10^5" are."""
+    v = parse_specificity('[{"judgment": "10⁶"}, {"judgment": "about 2×10⁵ people"}, {"judgment": "10²"}]', 3)
+    assert v.sizes == [1e6, 2e5, 100] and v.scores == [1, 1, 3]
+    assert parse_size_line(" 10⁶") == 1e6
+
+
 def test_a_class_size_with_a_magnitude_letter_is_read_with_it():
     """"10k" or "2M" is a large class, not one of 10 or 2 members (score 5, the most specific)."""
     v = parse_specificity('[{"judgment": "10k"}, {"judgment": "~2M people"}, {"judgment": "1.5bn"}, '
