@@ -36,6 +36,9 @@ _MD_PUNCT = re.compile(r"[\\`*\[\]~<>&$]|(?<![^\W_])_|_(?![^\W_])")
 # outside code spans: no HTML tag, no entity, no link (nbconvert's Markdown renderer allows
 # javascript: links, so a name must not be able to open one)
 _OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;"}
+# the ":" of a bare URL's "://": the renderer's autolink (mistune's url plugin, GFM's) matches the
+# written characters, so as an entity it is shown as ":" and no longer makes the URL a link
+_URL_COLON = re.compile(r":(?=//)")
 # what a Markdown table cell escapes with a backslash (CommonMark escapes any ASCII punctuation this way)
 _CELL_MARKUP = re.compile(r"[\\`\[\]<>&|$]")
 # what may stand before a blockquote's ">" on its line: indentation and the markers of outer quotes
@@ -73,7 +76,8 @@ def markdown(md: str) -> str:
     """A Markdown message with no raw HTML left in it, whatever the names interpolated into it.
 
     Outside code spans ``&``, ``<``, ``>`` and ``[`` become entities (Markdown shows them as the characters),
-    but a ``>`` that starts a line's blockquote stays one;
+    but a ``>`` that starts a line's blockquote stays one, and so does the ``:`` of a bare URL's ``://``, which
+    the renderer would otherwise make a link (cutting the name at an entity it took into the URL);
     a code span (``` `name` ```, any number of backticks, found as CommonMark finds it) becomes
     ``<code>`` with its text written as entities, so the Markdown renderer neither runs nor
     reinterprets it. Emphasis, lists and headings written by the caller keep working.
@@ -87,7 +91,12 @@ def markdown(md: str) -> str:
             continue
         m = _TICKS.match(md, i) if md[i] == "`" else None
         if m is None:
-            out.append(">" if md[i] == ">" and _opens_blockquote(md, i) else _OUTSIDE.get(md[i], md[i]))
+            if md[i] == ">" and _opens_blockquote(md, i):
+                out.append(">")
+            elif _URL_COLON.match(md, i):
+                out.append("&#58;")
+            else:
+                out.append(_OUTSIDE.get(md[i], md[i]))
             i += 1
             continue
         run = m.group(0)

@@ -82,3 +82,15 @@ def test_a_blockquote_stays_a_blockquote_and_every_other_angle_bracket_is_text()
     assert markdown(md) == ("> WARNING: a &lt;b&gt;name&lt;/b&gt; &gt; here\n  > > nested\ntext &gt; not a quote")
     html = rendered(md)
     assert html.startswith("<blockquote>") and "<b>" not in html and "&lt;b&gt;name" in html
+
+
+def test_a_url_in_a_name_is_shown_whole_and_makes_no_link():
+    """A model named ``=HYPERLINK("http://x")|<b>x</b>`` in the judge-coverage sentence of 03_analysis was
+    rendered as a link to ``http://x%22)%7C%3Cb%3Ex%3C/b&amp;gt`` whose text ended in a literal ``&gt``:
+    the renderer's autolink took the escaper's ``&gt`` into the URL."""
+    for name, shown in [('=HYPERLINK("http://x")|<b>x</b>', "=HYPERLINK(&quot;http://x&quot;)|&lt;b&gt;x&lt;/b&gt;"),
+                        ("https://evil.example/a?b=1&c=<d>", "https://evil.example/a?b=1&amp;c=&lt;d&gt;")]:
+        html = rendered(f"lowest {name} / en")
+        assert "<a " not in html and "href" not in html, html
+        assert html == f"<p>lowest {shown} / en</p>\n"
+    assert rendered("`http://x`") == "<p><code>http://x</code></p>\n"
