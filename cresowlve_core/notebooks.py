@@ -687,14 +687,17 @@ def _recorded_paths(value: Any) -> list[str]:
 
 
 def _exports(reports: Path, stem: str, stems: list[str], records: dict[str, Any]) -> list[str]:
-    """CSV/LaTeX files of a report: recorded paths that exist, and ``STEM_*.csv|tex`` beside it."""
+    """CSV/LaTeX files of a report: the recorded paths that exist when its render records any (a render
+    that wrote elsewhere, ``export_dir``, does not own the ``STEM_*`` an earlier render left beside it),
+    else ``STEM_*.csv|tex`` beside it."""
     found: list[Path] = []
-    for s in _recorded_paths(records):
+    recorded = _recorded_paths(records)
+    for s in recorded:
         p = Path(s)
         p = p if p.is_absolute() else reports / p
         if p.exists():
             found.append(p.resolve())
-    for p in sorted(reports.glob(f"{stem}_*")):
+    for p in [] if recorded else sorted(reports.glob(f"{stem}_*")):
         owner = max((s for s in stems if p.name.startswith(s + "_")), key=len, default=stem)
         if p.suffix in EXPORT_SUFFIXES and owner == stem:
             found.append(p.resolve())

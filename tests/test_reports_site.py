@@ -56,6 +56,23 @@ def test_index_is_a_landing_page_with_headline_models_banner_params_and_exports(
     assert "cdn" not in page.lower() and "<script" not in page
 
 
+def test_a_render_that_exported_elsewhere_does_not_claim_the_exports_an_earlier_render_left(tmp_path):
+    """``report 03_analysis -p export_dir DIR --name X`` over an earlier X: the card listed DIR's Table 1 and
+    the earlier render's ``X_table1.*`` in reports/ (other runs) as this render's exports."""
+    reports, elsewhere = tmp_path / "reports", tmp_path / "exp"
+    reports.mkdir()
+    elsewhere.mkdir()
+    for folder in (reports, elsewhere):  # reports/: the earlier render's; exp/: this render's
+        (folder / "03_analysis_runs_table1.csv").write_text("x\n")
+        (folder / "03_analysis_runs_table1.tex").write_text("x\n")
+    _executed(reports / "03_analysis_runs.ipynb", {"table1": {"csv": str(elsewhere / "03_analysis_runs_table1.csv"),
+                                                              "tex": str(elsewhere / "03_analysis_runs_table1.tex")}})
+    update_index(reports, "03_analysis_runs", "Analysis", {"export_dir": str(elsewhere)}, 2.0)
+    reg = json.loads((reports / "index.json").read_text())
+    assert reg["03_analysis_runs"]["exports"] == ["../exp/03_analysis_runs_table1.csv", "../exp/03_analysis_runs_table1.tex"]
+    assert 'href="03_analysis_runs_table1.csv"' not in (reports / "index.html").read_text()
+
+
 def test_banners_are_found_by_markup_and_by_record(tmp_path):
     a = _executed(tmp_path / "a.ipynb", {}, (banner_html("synthetic", "detail"),))
     b = _executed(tmp_path / "b.ipynb", {"banners": ["embedded"]})
