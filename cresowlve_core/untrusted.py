@@ -34,8 +34,9 @@ _TICKS = re.compile(r"`+")
 # entities inside <code>; "_" only where it could start or end emphasis (never between two letters)
 _MD_PUNCT = re.compile(r"[\\`*\[\]~<>&$]|(?<![^\W_])_|_(?![^\W_])")
 # outside code spans: no HTML tag, no entity, no link (nbconvert's Markdown renderer allows
-# javascript: links, so a name must not be able to open one)
-_OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;"}
+# javascript: links, so a name must not be able to open one), no math (nbconvert's renderer escapes
+# the text between two "$" a second time, so an entity written for a "<" there was shown as "&lt;")
+_OUTSIDE = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "[": "&#91;", "$": "&#36;"}
 # the ":" of a bare URL's "://": the renderer's autolink (mistune's url plugin, GFM's) matches the
 # written characters, so as an entity it is shown as ":" and no longer makes the URL a link
 _URL_COLON = re.compile(r":(?=//)")
@@ -75,7 +76,7 @@ def _opens_blockquote(md: str, i: int) -> bool:
 def markdown(md: str) -> str:
     """A Markdown message with no raw HTML left in it, whatever the names interpolated into it.
 
-    Outside code spans ``&``, ``<``, ``>`` and ``[`` become entities (Markdown shows them as the characters),
+    Outside code spans ``&``, ``<``, ``>``, ``[`` and ``$`` become entities (Markdown shows them as the characters),
     but a ``>`` that starts a line's blockquote stays one, and so does the ``:`` of a bare URL's ``://``, which
     the renderer would otherwise make a link (cutting the name at an entity it took into the URL);
     a code span (``` `name` ```, any number of backticks, found as CommonMark finds it) becomes

@@ -94,3 +94,11 @@ def test_a_url_in_a_name_is_shown_whole_and_makes_no_link():
         assert "<a " not in html and "href" not in html, html
         assert html == f"<p>lowest {shown} / en</p>\n"
     assert rendered("`http://x`") == "<p><code>http://x</code></p>\n"
+
+
+def test_a_name_between_two_dollars_is_shown_as_it_is():
+    """``No published row for: m $a<b>&c$ x`` in 03_analysis showed ``m $a&lt;b&gt;&amp;c$ x``: the
+    renderer read ``$...$`` as math and escaped the escaped text again."""
+    assert rendered("No published row for: m $a<b>&c$ x, y $5") == (
+        "<p>No published row for: m $a&lt;b&gt;&amp;c$ x, y $5</p>\n")
+    assert rendered("$$`a`$$") == "<p>$$<code>a</code>$$</p>\n"
