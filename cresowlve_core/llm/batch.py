@@ -48,6 +48,7 @@ from cresowlve_core.llm.pricing import PriceTable
 from cresowlve_core.llm.types import Completion, Endpoint, GenParams, LLMConfigError, LLMFatalError
 from cresowlve_core.llm.wire import AttemptFailed, get_wire
 from cresowlve_core.outfiles import write_json
+from cresowlve_core.text import hashed_name, slug
 
 if TYPE_CHECKING:
     import openai
@@ -138,6 +139,13 @@ def _write_state(run_dir: Path, state: dict[str, Any]) -> None:
     write_json(_state_path(run_dir), state)
 
 
+def _archive_stem(batch_id: str) -> str:
+    """The file name stem of a batch's files in ``batches/``: its id when that is a safe file name
+    (``batch_abc123``), else the id's :func:`~cresowlve_core.text.slug`. The id comes from the provider or a
+    hand-edited ``batch.json``; written as it is, ``../x`` or ``a/b`` put the files outside ``batches/``."""
+    return slug(batch_id) if batch_id.strip(" .") else hashed_name("batch", batch_id)
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
@@ -151,10 +159,10 @@ def archive_batch(run_dir: str | Path) -> Path | None:
         return None
     archive = run_dir / ARCHIVE_DIR
     archive.mkdir(exist_ok=True)
-    bid = state["batch_id"]
+    stem = _archive_stem(state["batch_id"])
     if (run_dir / INPUT_FILE).exists():
-        (run_dir / INPUT_FILE).replace(archive / f"{bid}.input.jsonl")
-    target = archive / f"{bid}.json"
+        (run_dir / INPUT_FILE).replace(archive / f"{stem}.input.jsonl")
+    target = archive / f"{stem}.json"
     _state_path(run_dir).replace(target)
     return target
 
@@ -321,7 +329,7 @@ def collect_batch(
     archive.mkdir(exist_ok=True)
     for content, suffix in ((output, "output"), (errors, "errors")):
         if content is not None:
-            (archive / f"{bid}.{suffix}.jsonl").write_bytes(content)  # the provider's own record, kept
+            (archive / f"{_archive_stem(bid)}.{suffix}.jsonl").write_bytes(content)  # the provider's own record, kept
     batch_errors = batch.errors.model_dump() if batch.errors is not None else None
     result = _interpret(endpoint, state, _read_lines(output) + _read_lines(errors), prices or PriceTable.load())
     result.batch_id, result.status = bid, batch.status

@@ -326,3 +326,18 @@ def test_an_error_line_whose_code_is_not_a_string_is_that_requests_error(code: A
     cid = str(odd["custom_id"])
     assert out.errors[cid].startswith(f"batch: {expired[0]['error']['message']}")
     assert sorted(out.not_run) == sorted(str(line["custom_id"]) for line in expired[1:])
+
+
+def test_a_batch_id_that_is_no_file_name_keeps_the_archive_in_batches(tmp_path: Path) -> None:
+    """A batch id written back by hand into batch.json (or returned by a proxy) as ``../../outside-batch-2``:
+    archive_batch wrote ``outside-batch-2.json`` and ``.input.jsonl`` two folders above the run directory."""
+    run = tmp_path / "a" / "run"
+    with FakeServer() as srv:
+        submit_batch(Endpoint(srv.base_url, "batch-model", None), reqs(1), run)
+    state = json.loads((run / "batch.json").read_text())
+    (run / "batch.json").write_text(json.dumps({**state, "batch_id": "../../outside-batch-2"}))
+    archived = archive_batch(run)
+    assert archived is not None and archived.parent == run / "batches"
+    assert {p.name for p in tmp_path.rglob("*") if p.is_file()} == {
+        archived.name, archived.name.replace(".json", ".input.jsonl")}
+    assert json.loads(archived.read_text())["batch_id"] == "../../outside-batch-2"  # the id itself is kept

@@ -10,7 +10,8 @@ import cresowlve_core.llm
 ALLOWED = ("cresowlve_core.llm", "cresowlve_core.paths", "cresowlve_core.secrets",
            "cresowlve_core.jsonl", "cresowlve_core.jsontext", "cresowlve_core.outfiles",
            "cresowlve_core.lazy", "cresowlve_core.extras", "cresowlve_core.failures",
-           "cresowlve_core.eventloop", "cresowlve_core.untrusted")  # leaf utilities: stdlib and secrets only (eventloop: uvloop)
+           "cresowlve_core.eventloop", "cresowlve_core.untrusted",
+           "cresowlve_core.text")  # leaf utilities: stdlib and secrets only (eventloop: uvloop; text: failures)
 
 
 def project_imports(path: Path) -> set[str]:
