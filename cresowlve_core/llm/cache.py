@@ -139,10 +139,27 @@ def _to_payload(c: Completion, secrets: list[str]) -> str:
     return payload
 
 
+#: the fields of a stored payload that must have one type when present and not null (``text``: always
+#: a string); a stored answer of another shape is damaged: a miss
+_PAYLOAD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "thoughts": str, "refusal": str, "model": str, "raw": dict, "usage": dict,
+    "cost": (int, float), "reported_cost": (int, float), "latency_s": (int, float),
+}
+
+
 def _from_payload(payload: str) -> Completion:
     """The completion of a stored payload; ``ValueError``, ``KeyError`` or ``TypeError`` for a damaged
-    one (not JSON, no text, an outcome this version does not write)."""
+    one (not JSON, not a JSON object, no text, a field of another type, an outcome this version does not
+    write)."""
     d = json.loads(payload)
+    if not isinstance(d, dict):
+        raise TypeError(f"a stored answer must be a JSON object, not {type(d).__name__}")
+    if not isinstance(d["text"], str):
+        raise TypeError(f"text is {type(d['text']).__name__}")
+    for name, kind in _PAYLOAD_TYPES.items():
+        value = d.get(name)
+        if value is not None and (not isinstance(value, kind) or isinstance(value, bool)):
+            raise TypeError(f"{name} is {type(value).__name__}")
     raw = d.get("raw") or {}
     if d.get("outcome") is not None and d["outcome"] not in _OUTCOMES:
         raise ValueError(f"outcome {d['outcome']!r} is not one of {sorted(_OUTCOMES)}")

@@ -337,6 +337,32 @@ def test_a_damaged_cache_entry_is_a_miss_not_a_crash(tmp_path: Path) -> None:
     assert cache.get("k") is None
 
 
+_STORED = {"text": "<Answer>x</Answer>", "thoughts": None, "usage": {"input_tokens": 8, "output_tokens": 9},
+           "cost": 6.6e-06, "reported_cost": None, "latency_s": 0.01, "model": "gpt-4o-mini",
+           "raw": {"api": "chat", "finish_reason": "stop"}, "outcome": "answer", "refusal": None}
+
+
+@pytest.mark.parametrize("damaged", [[1, 2], "text", {**_STORED, "text": None}, {**_STORED, "text": 5},
+                                     {**_STORED, "raw": "x"}, {**_STORED, "thoughts": 3},
+                                     {**_STORED, "refusal": ["no"]}, {**_STORED, "cost": "x"}],
+                         ids=["list", "string", "text-null", "text-number", "raw-string", "thoughts-number",
+                              "refusal-list", "cost-string"])
+def test_a_cache_entry_of_another_shape_is_a_miss_not_a_crash(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                              damaged: Any) -> None:
+    """A stored answer that is JSON but not of the shape this version writes (damaged, hand-edited, another
+    version's): a miss with a WARNING, the model asked again. Before: a list payload or a raw that is no
+    object raised AttributeError, a text that is no string ('NoneType' object has no attribute 'strip') was
+    returned and crashed the run later: `cresowlve eval` ended in a 'bug' traceback, exit 1."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    cache._conn.execute("INSERT INTO responses VALUES ('ok', 'm', 'v', 0, ?)", (json.dumps(_STORED),))
+    cache._conn.execute("INSERT INTO responses VALUES ('k', 'm', 'v', 0, ?)", (json.dumps(damaged),))
+    hit = cache.get("ok")
+    assert hit is not None and hit.text == _STORED["text"]  # the shape written today is a hit
+    with caplog.at_level(logging.WARNING):
+        assert cache.get("k") is None
+    assert any("entry k is damaged; treated as a miss" in r.getMessage() for r in caplog.records)
+
+
 def test_a_cache_entry_of_an_outcome_this_version_does_not_write_is_a_miss(tmp_path: Path) -> None:
     """A stored answer whose outcome was damaged (or written by a newer version): a miss, the model asked
     again. Before: returned, and the run's record of it failed validation: a 'bug' traceback, exit 1."""
