@@ -19,6 +19,9 @@ EXIT_STOPPED = 3  # stopped early: fatal provider error, --max-cost, a full disk
 
 #: the errno values of a write that failed because the disk is full or failing
 DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EIO)
+#: the errno values of a write the system refused: the file or its directory is not writable (its
+#: permissions changed, or its file system was made read-only, after the run began)
+WRITE_DENIED_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
 class CresowlveError(Exception):
@@ -63,17 +66,34 @@ class DiskFull(StoppedError, OSError):
         return f"{what}{where} ({self.strerror}); finished work is kept, free space and run again"
 
 
+class WriteDenied(StoppedError, OSError):
+    """A write the system refused (permission denied, a read-only file system): the run stops,
+    finished work is kept. An ``OSError`` too, like :class:`DiskFull`."""
+
+    def __str__(self) -> str:
+        where = f" {self.filename}" if self.filename else ""
+        return f"cannot write{where} ({self.strerror}); finished work is kept, make it writable and run again"
+
+
 def failed_write(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     """The exception to raise for ``exc``, a failed write of ``path``: :class:`DiskFull` (caused by
-    ``exc``) when the disk is full or failing, else ``exc`` itself, naming ``path`` when it named no
-    file (a failed ``write()`` or ``fsync()`` names none)."""
+    ``exc``) when the disk is full or failing, :class:`WriteDenied` (caused by ``exc``) when the
+    system refused the write, else ``exc`` itself; each names ``path`` when ``exc`` named no file
+    (a failed ``write()`` or ``fsync()`` names none)."""
     if exc.filename is None:
         exc.filename = os.fspath(path)
-    if isinstance(exc, DiskFull) or exc.errno not in DISK_FULL_ERRNOS:
+    if isinstance(exc, (DiskFull, WriteDenied)):
         return exc
-    full = DiskFull(exc.errno, exc.strerror or os.strerror(exc.errno), exc.filename)
-    full.__cause__ = exc
-    return full
+    kind: type[OSError]
+    if exc.errno in DISK_FULL_ERRNOS:
+        kind = DiskFull
+    elif exc.errno in WRITE_DENIED_ERRNOS:
+        kind = WriteDenied
+    else:
+        return exc
+    stop = kind(exc.errno, exc.strerror or os.strerror(exc.errno or 0), exc.filename)
+    stop.__cause__ = exc
+    return stop
 
 
 class InputError(UsageError, ValueError):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import importlib
 import inspect
+import os
 import pkgutil
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from cresowlve_core.failures import (
     MissingInput,
     StoppedError,
     UsageError,
+    WriteDenied,
     failed_write,
 )
 from cresowlve_core.llm.http import TransportError
@@ -76,6 +78,7 @@ def test_anything_but_a_project_error_with_an_exit_code_is_a_bug(tmp_path, monke
     (StoppedError("stopped"), 3), (LLMFatalError("wrong key"), 3), (LLMEndpointDown("down"), 3),
     (BudgetExceeded("max cost"), 3), (BuildStopped("solve", "max cost"), 3), (SparqlError("endpoint failed"), 3),
     (DiskFull(errno.ENOSPC, "No space left on device", "/run/responses.jsonl"), 3),
+    (WriteDenied(errno.EACCES, "Permission denied", "/run/manifest.json.tmp"), 3),
     (IncompleteError("half done"), 1), (ReportFailed("01 failed"), 1),
 ], ids=lambda x: type(x).__name__ if isinstance(x, BaseException) else str(x))
 def test_each_project_error_exits_with_its_code_after_one_line(tmp_path, monkeypatch, capsys, exc, code):
@@ -90,8 +93,21 @@ def test_a_full_disk_is_stopped_and_names_the_file():
     assert isinstance(full, DiskFull) and isinstance(full, OSError) and full.__cause__ is exc
     assert full.exit_code == 3 and full.filename == "/run/responses.jsonl"
     assert str(full).startswith("disk full writing /run/responses.jsonl (No space left on device)")
-    other = OSError(errno.EACCES, "Permission denied")
+    other = OSError(errno.ENAMETOOLONG, "File name too long")
     assert failed_write(other, "/run/x.json") is other and other.filename == "/run/x.json"
+
+
+@pytest.mark.parametrize("code", [errno.EACCES, errno.EPERM, errno.EROFS], ids=errno.errorcode.get)
+def test_a_refused_write_is_stopped_and_names_the_file(code):
+    """A run directory made unwritable after the run began (its permissions, a file system remounted
+    read-only): a stop naming the file and the reason, not a bug. Before: the PermissionError reached
+    the CLI as is, a 'bug:' traceback and exit 1."""
+    exc = OSError(code, os.strerror(code), "/run/manifest.json.tmp")
+    stop = failed_write(exc, "/run/manifest.json")
+    assert isinstance(stop, WriteDenied) and isinstance(stop, OSError) and stop.__cause__ is exc
+    assert stop.exit_code == 3 and stop.filename == "/run/manifest.json.tmp"
+    assert str(stop) == (f"cannot write /run/manifest.json.tmp ({os.strerror(code)}); finished work is kept, "
+                         "make it writable and run again")
 
 
 def _project_exception_classes() -> list[type[Exception]]:

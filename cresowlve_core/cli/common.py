@@ -28,11 +28,11 @@ def _one_line(exc: BaseException) -> str:
     """An exception as one line (pydantic errors as ``field: message; ...``)."""
     from pydantic import ValidationError
 
-    from cresowlve_core.failures import DiskFull, validation_problems
+    from cresowlve_core.failures import DiskFull, WriteDenied, validation_problems
 
     if isinstance(exc, ValidationError):
         return validation_problems(exc)
-    if isinstance(exc, DiskFull):
+    if isinstance(exc, (DiskFull, WriteDenied)):
         return str(exc)
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror

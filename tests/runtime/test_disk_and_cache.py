@@ -105,6 +105,34 @@ def test_a_full_run_directory_exits_3_naming_the_file(tmp_path, monkeypatch, cap
     assert code == 3 and err.startswith("error: disk full writing ") and str(target) in err, err
 
 
+def test_a_run_directory_made_unwritable_mid_run_exits_3_naming_the_file(tmp_path, monkeypatch, capsys):
+    """Every answer recorded, then the run directory refuses the manifest's rewrite (its permissions changed,
+    or its file system was remounted read-only, after the run began). Before: a PermissionError traceback,
+    'bug: this is an unexpected error in cresowlve', exit 1; now one line naming the file and the reason,
+    exit 3, and a resume sends nothing again."""
+    real_open = open
+    finished = tmp_path / "run" / "manifest.json.tmp"
+
+    def refusing_open(file, mode="r", *a, **kw):  # the manifest's rewrite at finish, after every record
+        if Path(file) == finished and "w" in mode and (tmp_path / "run" / "responses.jsonl").exists():
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(file))
+        return real_open(file, mode, *a, **kw)
+
+    monkeypatch.setattr("builtins.open", refusing_open)
+    with FakeServer(answers=S.eval_answers) as srv:
+        code = _eval(srv.base_url, tmp_path, "--no-cache")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 3, err
+        assert err[-1] == (f"error: cannot write {finished} (Permission denied); finished work is kept, "
+                           "make it writable and run again")
+        assert not any("Traceback" in line or line.startswith("bug:") for line in err)
+        monkeypatch.setattr("builtins.open", real_open)
+        assert _eval(srv.base_url, tmp_path, "--no-cache") == 0
+        assert srv.total == 4  # every answer was on disk: the resume sent nothing
+    recs = jsonl.read_jsonl(tmp_path / "run" / "responses.jsonl")
+    assert sorted(r["id"] for r in recs if r["status"] == "ok") == [it.id for it in S.eval_items()]
+
+
 def test_records_are_fsynced_off_the_event_loop_and_on_disk_when_reported_done(tmp_path, monkeypatch):
     run = RunDir(tmp_path / "run")
     loop_thread = threading.get_ident()
