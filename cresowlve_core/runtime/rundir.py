@@ -309,16 +309,21 @@ class RunDir:
             complete = True
         except ValueError:
             complete = False
-        if complete:  # a whole record missing only its newline
-            with open(path, "ab") as f:
-                f.write(b"\n")
-            return
-        with open(path.with_name(path.name + ".torn"), "ab") as side:
-            side.write(tail + b"\n")
-        with open(path, "r+b") as f:
-            f.truncate(cut)
-            f.flush()
-            os.fsync(f.fileno())
+        writing = path.with_name(path.name + ".torn") if not complete else path
+        try:
+            if complete:  # a whole record missing only its newline
+                with open(path, "ab") as f:
+                    f.write(b"\n")
+                return
+            with open(writing, "ab") as side:
+                side.write(tail + b"\n")
+            writing = path
+            with open(path, "r+b") as f:
+                f.truncate(cut)
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError as exc:  # a full disk stops the run (DiskFull), naming the file it could not write
+            raise failed_write(exc, writing)  # noqa: B904 (its cause is set when it is a new exception)
         msg = f"{path}: moved a torn last line ({len(tail)} bytes) to {path.name}.torn; its unit will be re-run"
         self.repairs.append(msg)
         log.warning(msg)

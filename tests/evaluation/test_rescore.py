@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
+import os
 import subprocess
 import sys
 
@@ -243,3 +245,36 @@ def test_a_torn_last_line_is_kept_aside_not_lost_with_the_rewritten_records(tmp_
     assert [r.endswith("moved a torn last line (64 bytes) to responses.jsonl.torn; its unit will be re-run")
             for r in first["repairs"]] == [True]
     assert all(torn not in (run_dir / name).read_text() for name in ("responses.jsonl", "responses.jsonl.bak"))
+
+
+def test_a_full_disk_while_setting_a_torn_line_aside_exits_3_naming_the_file(tmp_path, monkeypatch, capsys):
+    """`cresowlve rescore` of a run with a torn last line on a full disk: the side file cannot be written.
+    Before: the OSError (No space left on device) reached the CLI as is, a 'bug:' traceback and exit 1;
+    now the stop of a full disk (exit 3) naming responses.jsonl.torn, and the torn line is still in place."""
+    from cresowlve_core.cli import main
+    from cresowlve_core.runtime import rundir
+
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        asyncio.run(evaluate_async(cfg, items(2), progress=False))
+    torn = '{"id": "chgk_00000000ff", "lang": "en", "status": "ok", "raw_out'
+    with (run_dir / "responses.jsonl").open("a", encoding="utf-8") as f:
+        f.write(torn)
+
+    def full_open(file, mode="r", *a, **kw):  # the side file's bytes do not fit (a failed write names no file)
+        if str(file).endswith(".torn"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return open(file, mode, *a, **kw)
+
+    monkeypatch.setattr(rundir, "open", full_open, raising=False)
+    assert main(["rescore", "--run-dir", str(run_dir)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (f"error: disk full writing {run_dir / 'responses.jsonl.torn'} (No space left on device); "
+                       "finished work is kept, free space and run again")
+    assert not any(line.startswith("bug:") for line in err)
+    assert (run_dir / "responses.jsonl").read_text().endswith(torn)  # nothing cut off without a copy aside
+    monkeypatch.delattr(rundir, "open")
+    assert main(["rescore", "--run-dir", str(run_dir)]) == 0
+    assert (run_dir / "responses.jsonl.torn").read_text() == torn + "\n"
