@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import json
 import logging
@@ -29,7 +30,7 @@ from typing import IO, Any, TypeVar
 from pydantic import ValidationError
 
 from cresowlve_core import jsonl
-from cresowlve_core.failures import UsageError, failed_write
+from cresowlve_core.failures import StoppedError, UsageError, failed_write
 from cresowlve_core.jsonl import dumps_line
 from cresowlve_core.outfiles import write_json
 from cresowlve_core.runtime.manifest import FORMAT_VERSION, Manifest, ResumeError, check_resumable
@@ -86,6 +87,11 @@ def archive_run(path: Path) -> Path:
 
 class RunDirError(UsageError, RuntimeError):
     """The run directory cannot be used (not a directory, unwritable, locked, corrupt)."""
+
+
+class RunDirGone(StoppedError):
+    """The run directory was moved or removed while the run wrote it: the run stops (exit 3); what it
+    wrote before is wherever the directory went."""
 
 
 class RunDir:
@@ -193,7 +199,21 @@ class RunDir:
 
     def write_json(self, filename: str, data: Any) -> None:
         """Write a whole JSON file atomically (manifest, summary)."""
-        write_json(self.path / filename, data, secrets=self._secrets)
+        try:
+            write_json(self.path / filename, data, secrets=self._secrets)
+        except OSError as exc:
+            raise self._failed_write(exc, self.path / filename)  # noqa: B904 (its cause is set when it is new)
+
+    def _failed_write(self, exc: OSError, path: Path) -> BaseException:
+        """The exception to raise for a failed write of ``path`` in this run directory: :class:`RunDirGone`
+        when the directory itself is no longer there, else :func:`~cresowlve_core.failures.failed_write`'s."""
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not self.path.is_dir():
+            gone = RunDirGone(f"run directory {self.path} was moved or removed while the run wrote it "
+                              f"({exc.strerror}: {exc.filename or path}); what it wrote before is wherever it went: "
+                              "put it back and run again to resume")
+            gone.__cause__ = exc
+            return gone
+        return failed_write(exc, path)
 
     # ---- records
 
@@ -237,7 +257,7 @@ class RunDir:
                 os.fsync(fd)
             except OSError as exc:  # a full disk stops the run (DiskFull); the file is named either way
                 self._close_file(filename)  # the next write opens it again and checks its tail first
-                raise failed_write(exc, path)  # noqa: B904 (its cause is set when it is a new exception)
+                raise self._failed_write(exc, path)  # noqa: B904 (its cause is set when it is a new exception)
 
     def _append_fd(self, filename: str, path: Path) -> int:
         """The descriptor ``filename``'s records are appended through, opened (``O_APPEND``) once and

@@ -133,6 +133,30 @@ def test_a_run_directory_made_unwritable_mid_run_exits_3_naming_the_file(tmp_pat
     assert sorted(r["id"] for r in recs if r["status"] == "ok") == [it.id for it in S.eval_items()]
 
 
+def test_a_run_directory_moved_mid_run_exits_3_naming_it(tmp_path, capsys):
+    """The run directory renamed while the run writes it (a tidy-up of data/runs/): the next record has
+    nowhere to go. Before: FileNotFoundError on .../run/responses.jsonl, a 'bug:' traceback, exit 1; now
+    one line saying the directory was moved or removed, exit 3; nothing is written anew at the old path."""
+    run, moved = tmp_path / "run", tmp_path / "moved"
+    asked = []
+
+    def answers(req):
+        asked.append(req)
+        if len(asked) == 3:
+            run.rename(moved)
+        return S.eval_answers(req)
+
+    with FakeServer(answers=answers) as srv:
+        code = _eval(srv.base_url, tmp_path, "--no-cache")
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 3, err
+        assert err[-1].startswith(f"error: run directory {run} was moved or removed while the run wrote it "
+                                  "(No such file or directory: ")
+        assert err[-1].endswith("put it back and run again to resume")
+        assert not any(line.startswith("bug:") or "Traceback" in line for line in err)
+    assert not run.exists() and (moved / "manifest.json").is_file()  # nothing written anew at the old path
+
+
 def test_records_are_fsynced_off_the_event_loop_and_on_disk_when_reported_done(tmp_path, monkeypatch):
     run = RunDir(tmp_path / "run")
     loop_thread = threading.get_ident()
