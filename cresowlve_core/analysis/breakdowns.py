@@ -27,6 +27,7 @@ import pandas as pd
 
 from cresowlve_core.analysis.loading import METRIC_LABELS, reasoning_is
 from cresowlve_core.stats import (
+    NOT_TESTED,
     Homogeneity,
     asymptotic_homogeneity_applies,
     asymptotic_homogeneity_shared,
@@ -199,7 +200,8 @@ def by_group(
     is at least 5 (:func:`~cresowlve_core.stats.asymptotic_homogeneity_shared`) and from ``n_perm``
     seeded permutations elsewhere, or from permutations everywhere with
     ``homogeneity_test="permutation"``. The runs of one language share one set of permutations (see
-    :func:`_homogeneity`).
+    :func:`_homogeneity`). A run with fewer than two shown groups, or every answer alike, is
+    ``"not tested"`` (no p, no q, no permutations).
     """
     if homogeneity_test not in HOMOGENEITY_TESTS:
         raise ValueError(f"homogeneity_test must be one of {', '.join(HOMOGENEITY_TESTS)}, not {homogeneity_test!r}")
@@ -301,9 +303,11 @@ def _homogeneity(keep: pd.DataFrame, metric: str, n_perm: int, seed: int, column
                 tests.update(zip(batch, permutation_homogeneity_shared(outcomes[batch], member, perms), strict=True))
         for c, config in enumerate(configs):
             h = tests[c]
+            # fewer than two groups, or every answer alike: no statistic, so neither test was run
+            method = NOT_TESTED if np.isnan(h.p) else h.method
             rows.append({"config": config, "lang": lang, "n_items": int(has[c].sum()),
                          "groups": int(labels[c].any(axis=0).sum()), "chi2": h.statistic, "df": h.df, "p": h.p,
-                         "test": h.method, "n_perm": n_perm if h.method == "permutation" else None})
+                         "test": method, "n_perm": n_perm if method == "permutation" else None})
     out = pd.DataFrame(rows, columns=["config", "lang", "n_items", "groups", "chi2", "df", "p", "test", "n_perm"])
     out.insert(7, "q", benjamini_hochberg(out["p"].to_numpy()) if not out.empty else [])
     out["n_perm"] = out["n_perm"].astype("Int64")

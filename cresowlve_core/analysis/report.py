@@ -26,7 +26,7 @@ from cresowlve_core.banners import banner_html
 from cresowlve_core.paths import reports_dir
 from cresowlve_core.reporting import jsonable, say, show
 from cresowlve_core.sources.chgk import DIFFICULTY_LEVELS
-from cresowlve_core.stats import cohen_kappa, correlation, diff_proportions, wilson_interval
+from cresowlve_core.stats import NOT_TESTED, cohen_kappa, correlation, diff_proportions, wilson_interval
 from cresowlve_core.text import NO_REASONING, normalise_effort, plural
 from cresowlve_core.untrusted import one_line
 
@@ -455,9 +455,12 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
         show(res.table, 2)
         h = res.homogeneity
         n_het = int((h["q"] < 0.05).sum())
+        untested = int((h["test"] == NOT_TESTED).sum())
         say(
-            f"**Homogeneity per model** (χ² over the shown groups, BH over models): the groups differ beyond chance "
-            f"for **{n_het}** of {len(h)} model × language rows. {_homogeneity_tests(h, n_perm)}"
+            f"**Homogeneity per model** (χ² over the shown groups, BH over the tested models): the groups differ "
+            f"beyond chance for **{n_het}** of {len(h) - untested} tested model × language rows"
+            + (f" ({untested} not tested: fewer than two groups with a value, or every answer alike)" if untested
+               else "") + f". {_homogeneity_tests(h[h['test'] != NOT_TESTED], n_perm)}"
         )
         show(h)
         out[column] = {
@@ -475,6 +478,8 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
 
 def _homogeneity_tests(h: pd.DataFrame, n_perm: int) -> str:
     """Which test gave the homogeneity p-values of these rows (column ``test``), in words."""
+    if h.empty:
+        return ""
     n_asym = int((h["test"] == "asymptotic").sum())
     n_rest = len(h) - n_asym
     lead = "Groups overlap, so the plain χ² distribution does not apply; p is the permutation test's, "

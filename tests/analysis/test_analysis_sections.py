@@ -324,3 +324,32 @@ def test_a_reasoning_check_of_an_earlier_pass_is_not_shown_as_the_runs(tmp_path,
     assert (f"- `r`: its summary.json counts 3 answers, its records 6 (a summary of an earlier pass, or records added "
             f"since): its reasoning check is not shown; `cresowlve rescore --run-dir {run.resolve()}` recomputes it "
             "from the records.") in said
+
+
+def test_a_homogeneity_row_without_two_groups_is_not_tested_and_not_counted_as_a_test(tmp_path, shown, monkeypatch):
+    """Model a errored on every Music item, so only History has a value for it: no χ² over one group, and
+    no permutation was drawn for it. Its row said ``test = permutation, n_perm = 1000`` and the text counted
+    it among the rows tested "from 1000 seeded permutations"; model b (both groups) is the one test."""
+    def rec(i: str, model: str, domain: str, right: bool | None):
+        if right is None:
+            return record(i, model=model, status="error", outcome="error", em_strict=None, em_lenient=None,
+                          knowledge_domains=[domain])
+        return record(i, model=model, knowledge_domains=[domain], judge="CORRECT" if right else "INCORRECT")
+
+    write_run(tmp_path / "a", [rec(f"h{k}", "a", "History", k % 2 == 0) for k in range(40)]
+              + [rec(f"m{k}", "a", "Music", None) for k in range(40)], model="a")
+    write_run(tmp_path / "b", [rec(f"h{k}", "b", "History", k % 3 == 0) for k in range(40)]
+              + [rec(f"m{k}", "b", "Music", k % 4 == 0) for k in range(40)], model="b")
+    from cresowlve_core.analysis import breakdowns
+
+    got: list[breakdowns.GroupBreakdown] = []
+    real = breakdowns.by_group
+    monkeypatch.setattr(breakdowns, "by_group", lambda *a, **k: got.append(real(*a, **k)) or got[-1])
+    recorded = report.groups_section(load_runs(str(tmp_path / "*")), min_group_size=30)
+    h = got[0].homogeneity.set_index("config")
+    assert h.loc["a", "test"] == "not tested" and pd.isna(h.loc["a", "n_perm"]) and pd.isna(h.loc["a", "p"])
+    assert h.loc["b", "test"] == "asymptotic" and h.loc["b", "p"] == pytest.approx(h.loc["b", "q"])
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "of 1 tested model × language rows (1 not tested: fewer than two groups with a value" in text
+    assert "permutations of the items" not in text
+    assert recorded["knowledge_domains"]["homogeneity_tests"] == {"asymptotic": 1, "not tested": 1}
