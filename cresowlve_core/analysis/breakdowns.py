@@ -41,6 +41,7 @@ from cresowlve_core.stats import (
     two_proportion_z,
     wilson_interval,
 )
+from cresowlve_core.untrusted import one_line
 
 MIN_CELL_N = 30  # below this many items a cell's interval is flagged as small-sample
 ALPHA = 0.05
@@ -243,8 +244,30 @@ def by_group(
     table["p"] = two_proportion_z(tot["k"], tot["n"], tot["sum"] - tot["k"], tot["size"] - tot["n"])
     table["q"] = benjamini_hochberg(table["p"].to_numpy())
     table["flagged"] = table["q"] <= fdr
+    notes.extend(_cells_without_value(responses, sub, table, big, column))
     homogeneity = _homogeneity(keep, metric, n_perm, seed, column, homogeneity_test == "auto")
     return GroupBreakdown(table, metric, column, notes, homogeneity)
+
+
+def _cells_without_value(responses: pd.DataFrame, sub: pd.DataFrame, table: pd.DataFrame, big: pd.Series,
+                         column: str, shown: int = 6) -> list[str]:
+    """A note naming each run × shown group without a cell: the run has values (``sub``), but none on an
+    item of that group (every one errored or unscored, or the run has no item of it), so its heatmap cell
+    is blank, which is no accuracy at all (not 0 %)."""
+    expected = sub[["config", "lang"]].drop_duplicates().merge(big.reset_index()[["lang", "group"]], on="lang")
+    cells = expected.merge(table[["config", "lang", "group"]], on=["config", "lang", "group"], how="left",
+                           indicator=True)
+    blank = cells[cells["_merge"] == "left_only"].sort_values(["config", "lang", "group"])
+    if blank.empty:
+        return []
+    records = (responses[["config", "lang", "id", column]].explode(column).dropna(subset=[column])
+               .drop_duplicates(["config", "lang", "id", column]))
+    held = records.groupby(["config", "lang", column])["id"].size()
+    parts = [f"{one_line(c)} / {lang} × {one_line(g)} ({int(held.get((c, lang, g), 0))} item(s) of the group, none "
+             "with a value)" for c, lang, g in blank[["config", "lang", "group"]].itertuples(index=False)]
+    more = f", and {len(parts) - shown} more" if len(parts) > shown else ""
+    return [f"**No cell** for {len(parts)} run × group pair(s) (blank in the chart, absent from the table; no "
+            f"accuracy, not 0 %): {'; '.join(parts[:shown])}{more}. Errored and unscored items have no value."]
 
 
 #: how :func:`by_group` computes the homogeneity p-values: ``auto`` (large-sample where every expected

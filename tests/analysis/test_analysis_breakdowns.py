@@ -251,3 +251,18 @@ def test_homogeneity_is_large_sample_where_counts_allow_and_permutation_elsewher
     assert (both["p"] < 0.01).all()  # the group effect is found either way
     with pytest.raises(ValueError, match="homogeneity_test"):
         by_group(df, "knowledge_domains", homogeneity_test="chi2")
+
+
+def test_a_run_without_a_value_in_a_shown_group_is_named_not_left_a_silent_blank():
+    """Model a errored on all 40 Music items (no value), model b answered them: the Music × a cell had no row
+    and no note, a blank in the heatmap that reads as nothing at all rather than "no answer here"."""
+    rows = [{"id": f"h{k}", "config": c, "knowledge_domains": ["History"], "judge": float(k % 2)}
+            for c in ("a", "b") for k in range(40)]
+    rows += [{"id": f"m{k}", "config": "a", "knowledge_domains": ["Music"], "status": "error"} for k in range(40)]
+    rows += [{"id": f"m{k}", "config": "b", "knowledge_domains": ["Music"], "judge": float(k % 4 == 0)}
+             for k in range(40)]
+    res = by_group(_frame(rows), "knowledge_domains", min_group_size=30, metric="judge", n_perm=20)
+    assert set(zip(res.table["config"], res.table["group"])) == {("a", "History"), ("b", "History"), ("b", "Music")}
+    assert res.notes == ["**No cell** for 1 run × group pair(s) (blank in the chart, absent from the table; no "
+                         "accuracy, not 0 %): a / en × Music (40 item(s) of the group, none with a value). Errored "
+                         "and unscored items have no value."]
