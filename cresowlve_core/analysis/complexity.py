@@ -128,18 +128,27 @@ CORR_COLUMNS = [
 _ROW_COLUMNS = [c for c in CORR_COLUMNS if c not in ("pearson_p_holm", "spearman_p_holm", "significant")]
 
 
+def _interval(low: float, high: float) -> tuple[float, float]:
+    """A Fisher-z interval as the table shows it: NaN where it has no width (|ρ| = 1 gives (ρ, ρ), which is
+    no 95 % interval: the p-value of 4 items in perfect order is 0.08), as below 4 items."""
+    nan = float("nan")
+    return (nan, nan) if pd.isna(low) or pd.isna(high) or high - low <= 1e-12 else (low, high)
+
+
 def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float | str]:
     c = correlation(x.to_numpy(float), y.to_numpy(float))
+    pearson_low, pearson_high = _interval(c.pearson_low, c.pearson_high)
+    spearman_low, spearman_high = _interval(c.spearman_low, c.spearman_high)
     return {
         "n": c.n,
         "pearson_r": c.pearson_r,
-        "pearson_low": c.pearson_low,
-        "pearson_high": c.pearson_high,
+        "pearson_low": pearson_low,
+        "pearson_high": pearson_high,
         "pearson_p": c.pearson_p,
         "pearson_p_method": c.pearson_p_method,  # exact (all pairings) for n <= 10 where enumerable
         "spearman_rho": c.spearman_rho,
-        "spearman_low": c.spearman_low,
-        "spearman_high": c.spearman_high,
+        "spearman_low": spearman_low,
+        "spearman_high": spearman_high,
         "spearman_p": c.spearman_p,
         "spearman_p_method": c.spearman_p_method,  # exact (all pairings) for n <= 10
     }
@@ -167,7 +176,7 @@ def correlation_verdict(row: pd.Series | dict, what: str = "difficulty") -> str:
         return f"not computable (n = {n})."
     if pd.isna(lo) or pd.isna(hi) or hi - lo <= 1e-9:
         # Fisher's z gives no interval below 4 items, and a zero-width one at |ρ| = 1: nothing to bound ρ with
-        why = f"n = {n} is too few for an interval" if pd.isna(lo) or pd.isna(hi) else "no interval at |ρ| = 1"
+        why = f"n = {n} is too few for an interval" if n < 4 else "no interval at |ρ| = 1"
         ci = f"ρ = {rho:+.2f}, n = {n} ({why})"
         if row["significant"]:
             return (f"{ci}: a {'positive' if rho > 0 else 'negative'} correlation with {what} "

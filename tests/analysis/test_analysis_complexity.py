@@ -213,3 +213,18 @@ def test_a_domain_named_twice_on_an_item_counts_once():
                      {"id": "none", "knowledge_domains": []}])
     f = item_features(df, embed_fn=fake_embed)[0].set_index("id")
     assert f.loc["dup", "n_domains"] == 1.0 and f.loc["two", "n_domains"] == 2.0 and math.isnan(f.loc["none", "n_domains"])
+
+
+def test_a_perfect_order_has_no_interval_in_the_table_not_a_zero_width_one():
+    """Four items with domains and difficulty in the same order: ρ = r = 1, p = 0.083 (exact). The table and the
+    report's record showed the 95% interval as [1.0, 1.0], certainty that 4 items do not give; the verdict
+    already said "no interval at |ρ| = 1"."""
+    feats = pd.DataFrame({"id": [f"i{i}" for i in range(4)], "difficulty": np.arange(1.0, 5.0),
+                          "n_domains": np.arange(1.0, 5.0), "max_domain_distance": np.nan, "n_atomic_facts": np.nan})
+    row = difficulty_correlations(feats).iloc[0]
+    assert row["spearman_rho"] == pytest.approx(1.0) and row["spearman_p"] == pytest.approx(1 / 12)
+    assert all(math.isnan(row[c]) for c in ("pearson_low", "pearson_high", "spearman_low", "spearman_high"))
+    assert correlation_verdict(row).startswith("ρ = +1.00, n = 4 (no interval at |ρ| = 1)")
+    feats["n_domains"] = [1.0, 3.0, 2.0, 4.0]  # ρ = 0.8: an interval with width, kept
+    row = difficulty_correlations(feats).iloc[0]
+    assert -1.0 < row["spearman_low"] < row["spearman_rho"] < row["spearman_high"] <= 1.0
