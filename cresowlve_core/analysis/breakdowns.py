@@ -96,6 +96,29 @@ def by_difficulty(
     return out
 
 
+def difficulty_cells_without_value(responses: pd.DataFrame, by_diff: pd.DataFrame, metrics: Sequence[str],
+                                   shown: int = 6) -> list[str]:
+    """A note naming each run × metric × difficulty level without a cell of :func:`by_difficulty`: the run has
+    values of the metric, and items rated at that level, but no value on any of them (every one errored or
+    unscored), so its line has a gap there, which is no accuracy at all (not 0 %)."""
+    rated = responses[responses["difficulty"].notna()]
+    held = rated.groupby(["config", "lang", "difficulty"], sort=True)["id"].nunique()
+    parts = []
+    for metric in metrics:
+        valued = set(map(tuple, rated.loc[rated[metric].notna(), ["config", "lang"]].drop_duplicates().to_numpy()))
+        cells = by_diff[by_diff["metric"] == metric]
+        have = set(zip(cells["config"], cells["lang"], cells["difficulty"].astype(int), strict=True))
+        parts += [f"{one_line(c)} / {lang} / {METRIC_LABELS.get(metric, metric)} at difficulty {int(d)} ({int(k)} "
+                  "item(s), none with a value)"
+                  for (c, lang, d), k in held.items() if (c, lang) in valued and (c, lang, int(d)) not in have]
+    if not parts:
+        return []
+    more = f", and {len(parts) - shown} more" if len(parts) > shown else ""
+    return [f"**No cell** for {len(parts)} run × metric × difficulty level(s) (a gap in the line, absent from the "
+            f"table and the trend test; no accuracy, not 0 %): {'; '.join(parts[:shown])}{more}. Errored and unscored "
+            "items have no value."]
+
+
 def difficulty_trend(by_diff: pd.DataFrame) -> pd.DataFrame:
     """Cochran–Armitage trend of accuracy over difficulty (scores 1–5) per config × lang × metric.
 

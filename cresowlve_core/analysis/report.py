@@ -381,6 +381,8 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
            + ", ".join(f"`{one_line(i)}`" for i in sorted(unrated.unique())[:5])
            + (", ..." if unrated.nunique() > 5 else "") + "); they count in Table 1, not in this breakdown."
            if len(unrated) else "") + off_note)
+    for note in breakdowns.difficulty_cells_without_value(df, res, metrics):
+        say(note)
     show(charts.difficulty_chart(res))
     small = res[res["small"]]
     if not small.empty:

@@ -10,6 +10,7 @@ from cresowlve_core.analysis.breakdowns import (
     by_difficulty,
     by_group,
     creative_vs_factual,
+    difficulty_cells_without_value,
     difficulty_distribution,
     difficulty_trend,
 )
@@ -266,3 +267,22 @@ def test_a_run_without_a_value_in_a_shown_group_is_named_not_left_a_silent_blank
     assert res.notes == ["**No cell** for 1 run × group pair(s) (blank in the chart, absent from the table; no "
                          "accuracy, not 0 %): a / en × Music (40 item(s) of the group, none with a value). Errored "
                          "and unscored items have no value."]
+
+
+def test_a_difficulty_level_without_a_value_is_named_not_left_a_silent_gap():
+    """Model a errored on its 10 items at difficulty 5: by_difficulty has no a × 5 cell, so the line stopped at 4
+    and the trend ran over 4 levels beside a text saying "over difficulty 1–5", with nothing naming the gap."""
+    rows = [{"id": f"i{k}", "config": c, "difficulty": float(1 + k % 5), "judge": float(k % 2)}
+            for c in ("a", "b") for k in range(50)]
+    for r in rows:
+        if r["config"] == "a" and r["difficulty"] == 5.0:
+            r.update(status="error", judge=np.nan)
+    df = _frame(rows)
+    res = by_difficulty(df, ["judge"])
+    assert sorted(res.loc[res["config"] == "a", "difficulty"]) == [1, 2, 3, 4]
+    assert difficulty_cells_without_value(df, res, ["judge"]) == [
+        "**No cell** for 1 run × metric × difficulty level(s) (a gap in the line, absent from the table and the trend "
+        "test; no accuracy, not 0 %): a / en / LLM judge at difficulty 5 (10 item(s), none with a value). Errored and "
+        "unscored items have no value."]
+    # a run without any value of the metric is not listed level by level (the section says it has no judge)
+    assert difficulty_cells_without_value(df, by_difficulty(df, ["judge"]), ["em_strict"]) == []

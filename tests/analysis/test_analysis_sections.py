@@ -353,3 +353,15 @@ def test_a_homogeneity_row_without_two_groups_is_not_tested_and_not_counted_as_a
     assert "of 1 tested model × language rows (1 not tested: fewer than two groups with a value" in text
     assert "permutations of the items" not in text
     assert recorded["knowledge_domains"]["homogeneity_tests"] == {"asymptotic": 1, "not tested": 1}
+
+
+def test_the_difficulty_section_names_a_level_a_run_has_no_value_at(tmp_path, shown):
+    """Model a errored on its 10 items at difficulty 5: its line stopped at 4 with no word of why."""
+    recs = [record(f"i{k}", model="a", difficulty=1 + k % 5, judge="CORRECT" if k % 2 else "INCORRECT")
+            if k % 5 != 4 else record(f"i{k}", model="a", difficulty=5, status="error", outcome="error",
+                                      em_strict=None, em_lenient=None) for k in range(50)]
+    write_run(tmp_path / "a", recs, model="a")
+    report.difficulty_section(load_runs(str(tmp_path / "a")))
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert ("a / en / Exact match (strict) at difficulty 5 (10 item(s), none with a value); a / en / LLM judge at "
+            "difficulty 5 (10 item(s), none with a value)") in text
