@@ -18,19 +18,24 @@ import pandas as pd
 from cresowlve_core.analysis.loading import no_answer
 
 COVERAGE_COLUMNS = ["config", "lang", "n_items", "n_verdict", "n_error", "coverage"]
+#: the ``judge_status`` of a record the judge was called on (with a verdict or not)
+JUDGE_ASKED = ("scored", "unscored", "error")
 
 
 def judge_coverage_by_run(responses: pd.DataFrame) -> pd.DataFrame:
     """Per config × lang: ``n_items`` (all), ``n_verdict`` (answered and judged), ``n_error``
-    (errored), ``coverage`` = n_verdict / n_items. Runs that were never judged are left out."""
+    (errored), ``coverage`` = n_verdict / n_items. Runs the judge was never asked about are left out;
+    a run it was asked about and gave no verdict on (every call errored or unscored) stays, at 0 %."""
     if responses.empty or "judge" not in responses:
         return pd.DataFrame(columns=COVERAGE_COLUMNS)
     err = pd.Series(no_answer(responses), index=responses.index)
-    df = responses.assign(_err=err, _verdict=~err & responses["judge"].notna())
+    asked = (responses["judge_status"].isin(JUDGE_ASKED) if "judge_status" in responses
+             else pd.Series(False, index=responses.index))
+    df = responses.assign(_err=err, _verdict=~err & responses["judge"].notna(), _asked=asked)
     g = df.groupby(["config", "lang"], sort=True).agg(
-        n_items=("id", "size"), n_verdict=("_verdict", "sum"), n_error=("_err", "sum")
+        n_items=("id", "size"), n_verdict=("_verdict", "sum"), n_error=("_err", "sum"), n_asked=("_asked", "sum")
     )
-    g = g[g["n_verdict"] > 0].reset_index()
+    g = g[(g["n_verdict"] > 0) | (g["n_asked"] > 0)].reset_index()
     for c in ("n_items", "n_verdict", "n_error"):
         g[c] = g[c].astype(int)
     g["coverage"] = g["n_verdict"] / g["n_items"]

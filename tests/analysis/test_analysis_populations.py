@@ -86,6 +86,20 @@ def test_coverage_counts_errored_items_against_it(tmp_path):
     assert "90.0%" in coverage_line(rs.responses) and "2 errored item(s) count against it" in coverage_line(rs.responses)
 
 
+def test_a_run_whose_judge_gave_no_verdict_is_in_the_coverage_at_zero(tmp_path):
+    """The judge errored on all 50 answers of run c: the coverage sentence left c out as "never judged" and read
+    "100.0% (50 verdicts of 50 responses over 1 judged runs ...); lowest a / en 100.0%". A run the judge was
+    never asked about (``not_run``) is still left out."""
+    write_run(tmp_path / "a", [record(f"i{k}", model="a", judge="CORRECT") for k in range(50)], model="a")
+    write_run(tmp_path / "c", [record(f"i{k}", model="c", judge_status="error") for k in range(50)], model="c")
+    write_run(tmp_path / "n", [record(f"i{k}", model="n") for k in range(50)], model="n")  # no judge
+    rs = load_runs(str(tmp_path / "*"))
+    cov = judge_coverage_by_run(rs.responses).set_index("config")
+    assert sorted(cov.index) == ["a", "c"] and (cov.loc["c", "n_verdict"], cov.loc["c", "coverage"]) == (0, 0.0)
+    line = coverage_line(rs.responses)
+    assert "50 verdicts of 100 responses over 2 judged runs" in line and "lowest c / en 0.0% (0 of 50)" in line
+
+
 def test_tiny_p_values_and_missing_values_in_section_tables(tmp_path, shown):
     # a steep fall over difficulty: the trend p is about 1e-30; it printed as 0.0
     recs = [record(f"d{d}_{i}", difficulty=d, judge="CORRECT" if i < 100 - 20 * d else "INCORRECT")
