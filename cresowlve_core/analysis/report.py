@@ -372,6 +372,9 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
     metrics = [m for m in table.PAPER_METRICS if df[m].notna().any()]
     if "judge" not in metrics:
         say("**No LLM-judge scores**: showing exact match only.")
+    else:  # the runs without a judge value have exact-match cells only: name them
+        for note in breakdowns.choose_metric(df)[1]:
+            say(note)
     cov = _coverage_note(df, metrics)
     res = breakdowns.by_difficulty(df, metrics, min_cell_n=min_cell_n)
     unrated = df.loc[df["difficulty"].isna(), "id"]

@@ -365,3 +365,14 @@ def test_the_difficulty_section_names_a_level_a_run_has_no_value_at(tmp_path, sh
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert ("a / en / Exact match (strict) at difficulty 5 (10 item(s), none with a value); a / en / LLM judge at "
             "difficulty 5 (10 item(s), none with a value)") in text
+
+
+def test_the_difficulty_section_names_a_run_without_judge_values(tmp_path, shown):
+    """Run c was never judged: its LLM-judge cells were absent from the chart, the table and the trend with no
+    word, beside a coverage line over "1 judged runs" (the group breakdowns already named it)."""
+    write_run(tmp_path / "a", [record(f"i{k}", model="a", difficulty=1 + k % 5, judge="CORRECT" if k % 2 else "INCORRECT")
+                               for k in range(50)], model="a")
+    write_run(tmp_path / "c", [record(f"i{k}", model="c", difficulty=1 + k % 5, em_strict=k % 3 == 0)
+                               for k in range(50)], model="c")
+    report.difficulty_section(load_runs(str(tmp_path / "*")))
+    assert "No LLM-judge scores for c / en; left out of the judge-based breakdowns." in shown
