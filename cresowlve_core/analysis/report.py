@@ -590,6 +590,9 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
         corr_d = pd.DataFrame()
     metric = "judge" if df["judge"].notna().any() else "em_lenient"
     cov = _coverage_note(df, metric)
+    if metric == "judge":  # the runs without a judge value have no row here: name them
+        for note in breakdowns.choose_metric(df)[1]:
+            say(note)
     corr_p = complexity.performance_correlations(df, feats, metric)
     # Holm's family: the rows with a p (a constant feature or outcome in a run is no test and not in it)
     tested = int(corr_p["spearman_p"].notna().sum()) if not corr_p.empty else 0

@@ -375,4 +375,19 @@ def test_the_difficulty_section_names_a_run_without_judge_values(tmp_path, shown
     write_run(tmp_path / "c", [record(f"i{k}", model="c", difficulty=1 + k % 5, em_strict=k % 3 == 0)
                                for k in range(50)], model="c")
     report.difficulty_section(load_runs(str(tmp_path / "*")))
-    assert "No LLM-judge scores for c / en; left out of the judge-based breakdowns." in shown
+    assert "No LLM-judge scores for c / en; left out of the judge-based breakdowns." in [
+        s for s in shown if isinstance(s, str)]
+
+
+def test_the_correctness_correlations_name_a_run_without_judge_values(tmp_path, shown):
+    """Run c was never judged: it had no row among the correlations with per-item correctness (LLM judge), and
+    nothing said so."""
+    domains = [["A"], ["A", "B"], ["A", "B", "C"]]
+    write_run(tmp_path / "a", [record(f"i{k}", model="a", knowledge_domains=domains[k % 3],
+                                      judge="CORRECT" if k % 2 else "INCORRECT") for k in range(30)], model="a")
+    write_run(tmp_path / "c", [record(f"i{k}", model="c", knowledge_domains=domains[k % 3], em_strict=k % 3 == 0)
+                               for k in range(30)], model="c")
+    out = report.complexity_section(load_runs(str(tmp_path / "*")), semantic_distance=False)
+    assert out["metric"] == "judge" and out["n_performance_rows"] == 1
+    assert "No LLM-judge scores for c / en; left out of the judge-based breakdowns." in [
+        s for s in shown if isinstance(s, str)]
