@@ -527,6 +527,9 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
         "Negative = creative items are harder."
     )
     cov = _coverage_note(df, metrics)
+    if "judge" in metrics:  # the runs without a judge value have exact-match rows only: name them
+        for note in breakdowns.choose_metric(df)[1]:
+            say(note)
     show(charts.difficulty_share_chart(breakdowns.difficulty_distribution(df)))
     if res.empty:
         say("No configuration has both creative and factual items at a common difficulty level.")

@@ -391,3 +391,18 @@ def test_the_correctness_correlations_name_a_run_without_judge_values(tmp_path, 
     assert out["metric"] == "judge" and out["n_performance_rows"] == 1
     assert "No LLM-judge scores for c / en; left out of the judge-based breakdowns." in [
         s for s in shown if isinstance(s, str)]
+
+
+def test_creative_vs_factual_names_a_run_without_judge_values(tmp_path, shown):
+    """Run c was never judged: its gap had an exact-match row and no LLM-judge row, and nothing said why (the
+    "Not in this comparison" line names only runs with no row at all)."""
+    kind = ["factual", "creative", "creative", "creative"]
+    write_run(tmp_path / "a", [record(f"i{k}", model="a", difficulty=1 + k % 3, reasoning_type=kind[k % 4],
+                                      judge="CORRECT" if k % 2 else "INCORRECT") for k in range(40)], model="a")
+    write_run(tmp_path / "c", [record(f"i{k}", model="c", difficulty=1 + k % 3, reasoning_type=kind[k % 4],
+                                      em_strict=k % 3 == 0) for k in range(40)], model="c")
+    out = report.creative_factual_section(load_runs(str(tmp_path / "*")))
+    assert sorted((g["config"], g["metric"]) for g in out["gaps"]) == [("a", "em_strict"), ("a", "judge"),
+                                                                       ("c", "em_strict")]
+    assert "No LLM-judge scores for c / en; left out of the judge-based breakdowns." in [
+        s for s in shown if isinstance(s, str)]
