@@ -51,6 +51,34 @@ ARCHIVE_CHANGED_ENV = "CRESOWLVE_ARCHIVE_CHANGED"
 _TAIL_BLOCK = 1 << 16
 
 
+#: the run directories whose lock this process holds, by resolved path: the holder and the asyncio task
+#: that took the lock (None when it was taken outside a task), so that a stage of this process that
+#: ended with an exception between :meth:`RunDir.begin` and :meth:`RunDir.finish` does not keep the
+#: next stage of this process (a notebook's next cell) out of the directory
+_HOLDERS: dict[Path, tuple[weakref.ref[RunDir], weakref.ref[asyncio.Task[Any]] | None]] = {}
+
+
+def _take_over_if_ended(path: Path) -> None:
+    """Release the lock an earlier :class:`RunDir` of this process holds on ``path`` when the asyncio
+    task that took it has ended (its stage raised before :meth:`RunDir.finish`: nothing writes there any
+    more). A holder still in its task, or one that took the lock outside a task, keeps it."""
+    holder, task = _HOLDERS.get(path, (None, None))
+    run = holder() if holder is not None else None
+    taker = task() if task is not None else None
+    ended = task is not None and (taker is None or taker.done())
+    if run is not None and run._held is not None and ended:
+        log.info("%s: released the lock of an earlier run in this process that stopped with an error", path)
+        run._release()
+
+
+def _current_task() -> weakref.ref[asyncio.Task[Any]] | None:
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running event loop
+        return None
+    return weakref.ref(task) if task is not None else None
+
+
 def archive_changed_from_env() -> bool:
     """Whether :data:`ARCHIVE_CHANGED_ENV` asks to archive run directories of another configuration."""
     return os.environ.get(ARCHIVE_CHANGED_ENV, "").strip() not in ("", "0")
@@ -115,6 +143,7 @@ class RunDir:
             raise RunDirError(f"run directory {self.path} is not writable")
         self._lock = threading.Lock()
         self._held: IO[str] | None = None  # the open lock file while this process holds the lock
+        self._key = self.path  # the resolved path it was locked under (_HOLDERS)
         self._secrets = find_secret_values(secret_names)
         self._checked: set[str] = set()
         #: per file written: (descriptor open for appending, st_dev, st_ino of the file it opened)
@@ -416,6 +445,8 @@ class RunDir:
     def _acquire(self) -> None:
         if self._held is not None:
             return
+        self._key = key = self.path.resolve()
+        _take_over_if_ended(key)
         f = self._flocked(fcntl.LOCK_EX, "; wait for it to finish, or use another run directory")
         try:
             f.seek(0)
@@ -427,12 +458,16 @@ class RunDir:
                 f.close()
             raise failed_write(exc, self.path / LOCK) from None
         self._held = f
+        _HOLDERS[key] = (weakref.ref(self), _current_task())
 
     def _release(self) -> None:
         self._close_files()  # another process may write the files once the lock is released
         held, self._held = self._held, None
         if held is not None:
             held.close()
+            holder, _ = _HOLDERS.get(self._key, (None, None))
+            if holder is not None and holder() is self:
+                del _HOLDERS[self._key]
 
     def scrub(self, text: str) -> str:
         """``text`` through the redaction choke point (:func:`cresowlve_core.secrets.scrub`) with

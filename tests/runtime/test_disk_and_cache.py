@@ -222,3 +222,54 @@ def test_kill_9_keeps_every_record_that_was_reported_done(tmp_path):
     on_disk = {r["key"] for r in jsonl.read_jsonl(tmp_path / "run" / "out.jsonl", torn_tail_ok=True)}
     missing = [k for k in reported if k not in on_disk]
     assert len(reported) >= 300 and missing == []
+
+
+def test_a_run_stopped_by_a_full_disk_can_be_run_again_in_the_same_process(tmp_path, monkeypatch, capsys):
+    """A notebook kernel that ran ``eval`` onto a full disk, and runs it again once space is freed. Before:
+    the stopped run's RunDir, still referenced (here: kept in a list; in a kernel: the last traceback),
+    held the directory's lock, so the second run was refused with "is in use by another process"."""
+    kept: list[RunDir] = []
+    real_init = RunDir.__init__
+
+    def init(self, *a, **kw):
+        real_init(self, *a, **kw)
+        kept.append(self)
+
+    monkeypatch.setattr(RunDir, "__init__", init)
+    with FakeServer(answers=S.eval_answers) as srv:
+        with monkeypatch.context() as full:
+            _enospc_on(full, "responses.jsonl")
+            assert _eval(srv.base_url, tmp_path, "--no-cache") == 3
+        capsys.readouterr()
+        code = _eval(srv.base_url, tmp_path, "--no-cache")
+    err = capsys.readouterr().err
+    assert code == 0 and "in use" not in err, err
+    records = jsonl.read_jsonl(tmp_path / "run" / "responses.jsonl")
+    assert len({r["id"] for r in records}) == len(S.eval_items()) and all(r["status"] == "ok" for r in records)
+    assert kept[0]._held is None  # the stopped run's lock was released when the second run began
+
+
+def test_a_run_still_going_in_this_process_keeps_its_lock(tmp_path):
+    """Only a holder whose task has ended gives the lock up: a stage still running in another task of
+    this process keeps the directory, and a second writer is refused."""
+    async def both() -> str:
+        first = RunDir(tmp_path / "run")
+        holding, release = asyncio.Event(), asyncio.Event()
+
+        async def hold() -> None:
+            with first.lock():
+                holding.set()
+                await release.wait()
+
+        task = asyncio.create_task(hold())
+        await holding.wait()
+        try:
+            with RunDir(tmp_path / "run").lock():
+                return "not refused"
+        except Exception as exc:  # noqa: BLE001
+            return str(exc)
+        finally:
+            release.set()
+            await task
+
+    assert "is in use by another process" in asyncio.run(both())
