@@ -227,10 +227,9 @@ def test_an_older_run_whose_items_are_not_here_is_refused_not_scored_against_the
     assert proc.returncode == 2 and "do not hold 1 of them (the first: 'chgk_1')" in proc.stderr
 
 
-def test_a_torn_last_line_is_kept_aside_not_lost_with_the_rewritten_records(tmp_path):
-    """A run killed mid-write (a torn last line), rescored twice: the torn line goes to responses.jsonl.torn, as
-    before the next append, and the summary names the repair. Before: the rescore rewrote the file without it,
-    keeping it only in responses.jsonl.bak, which the second rescore replaced: the line was gone."""
+def run_with_a_torn_last_line(tmp_path):
+    """A two-item run directory whose responses.jsonl ends in a torn line (a kill mid-write): (its path,
+    the torn line)."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=reply) as srv:
         cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
@@ -239,6 +238,14 @@ def test_a_torn_last_line_is_kept_aside_not_lost_with_the_rewritten_records(tmp_
     torn = '{"id": "chgk_00000000ff", "lang": "en", "status": "ok", "raw_out'
     with (run_dir / "responses.jsonl").open("a", encoding="utf-8") as f:
         f.write(torn)
+    return run_dir, torn
+
+
+def test_a_torn_last_line_is_kept_aside_not_lost_with_the_rewritten_records(tmp_path):
+    """A run killed mid-write (a torn last line), rescored twice: the torn line goes to responses.jsonl.torn, as
+    before the next append, and the summary names the repair. Before: the rescore rewrote the file without it,
+    keeping it only in responses.jsonl.bak, which the second rescore replaced: the line was gone."""
+    run_dir, torn = run_with_a_torn_last_line(tmp_path)
     first = rescore(run_dir)
     rescore(run_dir)
     assert (run_dir / "responses.jsonl.torn").read_text() == torn + "\n"
@@ -254,14 +261,7 @@ def test_a_full_disk_while_setting_a_torn_line_aside_exits_3_naming_the_file(tmp
     from cresowlve_core.cli import main
     from cresowlve_core.runtime import rundir
 
-    run_dir = tmp_path / "run"
-    with FakeServer(answers=reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
-        asyncio.run(evaluate_async(cfg, items(2), progress=False))
-    torn = '{"id": "chgk_00000000ff", "lang": "en", "status": "ok", "raw_out'
-    with (run_dir / "responses.jsonl").open("a", encoding="utf-8") as f:
-        f.write(torn)
+    run_dir, torn = run_with_a_torn_last_line(tmp_path)
 
     def full_open(file, mode="r", *a, **kw):  # the side file's bytes do not fit (a failed write names no file)
         if str(file).endswith(".torn"):
