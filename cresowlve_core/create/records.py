@@ -233,6 +233,9 @@ def judge_outcome_notes(s: ScoreSummary) -> list[str]:
         notes.append(f"{plural(withheld, 'judge answer')} refused or filtered ({kinds}): {WITHHELD_RULE}")
     if s.n_judge_truncated:
         notes.append(f"{plural(s.n_judge_truncated, 'judge answer')} {CUT_OFF}: read as far as they go")
+    if s.n_judge_length_mismatch:
+        notes.append(f"{plural(s.n_judge_length_mismatch, 'judge answer')} listing another number of triples than "
+                     "its path has: verdicts taken in order, those missing unscored (flag length_mismatch)")
     return notes
 
 
@@ -339,6 +342,8 @@ class ScoreSummary(BaseModel):
     n_judge_refused: int = Field(0, description="judge answers the judge refused (their triples score 0)")
     n_judge_filtered: int = Field(0, description="judge answers its provider's filter stopped (their triples score 0)")
     n_judge_truncated: int = Field(0, description="judge answers cut off at the token limit (read as far as they go)")
+    n_judge_length_mismatch: int = Field(0, description="judge answers that listed another number of verdicts than "
+                                         "their path has triples: taken in order, the missing ones unscored, extra ones left out")
     n_not_judged: int
     n_sent: int = Field(0, description="paths sent to the judges by this run (0 with none left: all were already judged)")
     judge_served_models: dict[str, int] = Field(default_factory=dict, description="the models the provider said gave "

@@ -309,6 +309,8 @@ async def _ascore(gen_dir: Path, client: CompletesChat, judge: Endpoint, *, scor
         n_judge_withheld=sum(NOT_AN_ANSWER & {j.specificity_outcome, j.factuality_outcome} != set() for j in ok),
         n_judge_refused=judge_outcomes.count("refused"), n_judge_filtered=judge_outcomes.count("filtered"),
         n_judge_truncated=judge_outcomes.count("truncated"),
+        n_judge_length_mismatch=sum(f.startswith("length_mismatch") for j in ok
+                                    for f in j.specificity_flags + j.factuality_flags),
         judge_served_models=count_models(m for j in ok for m in j.judge_served_models),
         n_triples=sum(c[0] for c in counts), n_specificity_scored=sum(c[1] for c in counts),
         n_factuality_scored=sum(c[2] for c in counts),

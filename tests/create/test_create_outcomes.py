@@ -280,3 +280,22 @@ def test_a_score_of_a_generation_with_no_answer_parsed_names_its_zeros_and_exits
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-2].startswith("incomplete: no path to judge: 2 of 3 queries have no parsed answer")
     assert err[-1].startswith("incomplete: 1 of 3 queries have no utility, their generation has a failed or missing call")
+
+
+def test_a_judge_listing_another_number_of_triples_is_counted_and_named(tmp_path, key, capsys):
+    """The specificity judge lists four verdicts for each three-triple path. Its verdicts are taken in order
+    (the extra one left out), and each judgment is flagged; before, nothing outside judgments.jsonl said so,
+    though a verdict added at the front would put every verdict on the wrong triple."""
+    answers = replay_answers()
+    answers["Class A"] = json.dumps([{"explanation": "e", "judgment": 50}] * 4)
+    with ReplayServer("default", answers=answers) as srv:
+        ep = endpoint(srv)
+        cg.generate(None, ep, tmp_path, limit=2, options=GEN_OPTIONS, progress=False)
+        s = cs.score(tmp_path, ep, options=JUDGE_OPTIONS, embedder=one_hot, progress=False)
+    judgments = records(tmp_path / "score", "judgments.jsonl")
+    flagged = [j for j in judgments if "length_mismatch_4_for_3" in j["specificity_flags"]]
+    assert len(flagged) == len(judgments) == s.n_judged == s.n_judge_length_mismatch == 4
+    assert json.loads((tmp_path / "score" / "summary.json").read_text())["n_judge_length_mismatch"] == 4
+    code, line, _ = last_line(capsys, s, "paths to judge")
+    assert code == 0 and ("4 judge answers listing another number of triples than its path has: verdicts taken in "
+                          "order, those missing unscored (flag length_mismatch)") in line
