@@ -26,6 +26,7 @@ from cresowlve_core.error_analysis.taxonomy import BY_SLUG, SLUGS
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.runtime import RunDir, now_iso
+from cresowlve_core.stats import stable_seed
 from cresowlve_core.text import slug
 
 SAMPLE_COLUMNS = ["key", "config", "lang", "id", "question", "answer", "prediction", "reasoning"]
@@ -41,14 +42,16 @@ name write these those where when whom whose than then also only such other afte
 def annotation_sample(labels: pd.DataFrame, n_per_config: int = 50, seed: int = 0) -> pd.DataFrame:
     """A seeded sample of at most ``n_per_config`` wrong answers per configuration.
 
-    Rows are sorted by key before drawing, so the same inputs and seed give the same sample.
+    Rows are sorted by key before drawing, so the same inputs and seed give the same sample. Each
+    configuration draws from its own stream (the seed and its name), so adding or removing another
+    configuration's runs leaves its sample, and the annotations saved for it, as they were.
     """
     if labels.empty:
         return pd.DataFrame(columns=SAMPLE_COLUMNS)
     parts = []
-    for i, (_config, part) in enumerate(sorted(labels.groupby("config"), key=lambda kv: str(kv[0]))):
+    for config, part in sorted(labels.groupby("config"), key=lambda kv: str(kv[0])):
         part = part.sort_values("key")
-        rng = np.random.default_rng([seed, i, len(part)])
+        rng = stable_seed(seed, "annotation", config, len(part))
         take = rng.choice(len(part), size=min(n_per_config, len(part)), replace=False)
         parts.append(part.iloc[np.sort(take)])
     return pd.concat(parts, ignore_index=True)[SAMPLE_COLUMNS]

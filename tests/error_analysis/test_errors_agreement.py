@@ -130,6 +130,21 @@ def test_annotation_sample_is_seeded_per_config():
     assert annotation_sample(lf, 10, seed=2)["key"].tolist() != s1["key"].tolist()
 
 
+def test_a_configurations_annotation_sample_stays_when_another_configuration_is_added():
+    """Annotators' saved labels count only for answers in the sample: adding a model's runs (a
+    configuration sorted before "b") must not redraw the sample of "b" they already annotated."""
+    def labels(configs: list[str]) -> pd.DataFrame:
+        lf = pd.concat([_labels(c, ["overthinking"] * 20) for c in configs])
+        for col in ("lang", "id", "question", "answer", "prediction", "reasoning"):
+            lf[col] = "x"
+        return lf
+
+    before = annotation_sample(labels(["b", "c"]), 5, seed=0)
+    after = annotation_sample(labels(["a", "b", "c"]), 5, seed=0)
+    for config in ("b", "c"):
+        assert after.loc[after["config"] == config, "key"].tolist() == before.loc[before["config"] == config, "key"].tolist()
+
+
 def test_clue_highlighting_escapes_and_handles_cyrillic():
     words = clue_words("Назовите ИКС: учёный <однажды> сказал")
     assert {"учёный", "однажды", "сказал", "икс"} <= words and "назовите" not in words
