@@ -752,7 +752,9 @@ def example_errors_section(
                 head += (f"; of the {len(wrong)} not correct, {' and '.join(given)} (no answer given, counted not "
                          "correct: `outcome`)")
             say(head + f": {min(n, len(wrong))} of {len(wrong)} shown.")
-            sample = wrong.sample(n=min(n, len(wrong)), random_state=seed).sort_values("id")
+            # drawn from the answers in id order, not in file order (the order the calls finished in), so
+            # two runs with the same answers and seed show the same examples
+            sample = wrong.sort_values("id").sample(n=min(n, len(wrong)), random_state=seed).sort_values("id")
             show(sample[cols].reset_index(drop=True))
         out[f"{config}/{lang}"] = {"metric": metric, "n_wrong": int(len(wrong)), "n_error": n_err, "judge_coverage": round(share, 4)}
     return out

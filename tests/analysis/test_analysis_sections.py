@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 from test_analysis_fixtures import record, write_run
@@ -72,6 +74,22 @@ def test_example_errors_of_a_run_without_a_judge_do_not_say_a_judge_scored_it(tm
     text = "\n".join(s for s in shown if isinstance(s, str))
     assert "**m / en** — wrong by lenient exact match (this run has no LLM judge): 3 of 3 shown." in text
     assert "judge scored" not in text
+
+
+def test_example_errors_are_the_same_whatever_order_the_answers_finished_in(tmp_path, shown):
+    """responses.jsonl is in the order the calls finished (concurrency): two evaluations with the same
+    answers and seed write it in different orders. Before, each showed other wrong answers (four evals
+    of the demo items against the replay server, seed 0: four different sets of 5 of 9)."""
+    recs = [record(f"i{k:02d}", answer="Jaws", prediction=f"guess {k}") for k in range(20)]
+    write_run(tmp_path / "a" / "r_en", recs)
+    write_run(tmp_path / "b" / "r_en", recs[::-1])
+    ids = []
+    for folder in ("a", "b"):
+        shown.clear()
+        report.example_errors_section(load_runs(tmp_path / folder / "r_en"), n=5, seed=0)
+        table = next(s for s in shown if isinstance(s, str) and "<table" in s)
+        ids.append(re.findall(r">(i\d\d)<", table))
+    assert len(ids[0]) == 5 and ids[0] == ids[1]
 
 
 def test_example_errors_never_show_an_empty_table_without_saying_why(tmp_path, shown):
