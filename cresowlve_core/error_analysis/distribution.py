@@ -155,6 +155,9 @@ def chi2_between(labels: pd.DataFrame, a: str, b: str, by: str = "config", *, n_
     within each item (module text). Categories with no errors in either are dropped;
     ``min_expected`` is reported."""
     lab = _answers(labels[(labels["state"] == "labelled") & labels[by].isin([a, b])])
+    # one answer per row in a fixed order (item, group, language), not the order the runs' calls finished
+    # in: the seeded permutations are drawn per row, so the p-value depends on it
+    lab = lab.sort_values(list(dict.fromkeys(c for c in ("id", by, "lang") if c in lab)), kind="stable")
     side = (lab[by] == b).to_numpy(dtype=int)
     cats, cat = np.unique(lab["bucket"].astype(str).to_numpy(), return_inverse=True)
     items = lab["id"].astype(str).to_numpy() if "id" in lab else np.arange(len(lab)).astype(str)
