@@ -94,9 +94,11 @@ def cmd_errors_report(a: argparse.Namespace) -> int:
     from cresowlve_core.exitcodes import report_exit
     from cresowlve_core.notebooks import report_name, run_notebook
 
+    options = client_options(a, LABEL_OPTIONS)
     params: dict[str, Any] = {"runs": a.runs, "out_dir": str(out_dir(a.out_dir)), "labeller_model": a.labeller_model,
                               "labeller_base_url": a.labeller_base_url, "labeller_api_key_env": a.labeller_api_key_env,
-                              "limit": a.limit, "max_tokens": client_options(a, LABEL_OPTIONS).max_tokens, "label": bool(a.labeller_model),  # no labeller: report what exists
+                              "limit": a.limit, "max_tokens": options.max_tokens, "seed": options.seed,
+                              "label": bool(a.labeller_model),  # no labeller: report what exists
                               "make_demo": False}  # runs that match nothing are an empty report, never a demo evaluation
     # named after its runs, as `cresowlve report` names it: a report on other runs never replaces the main job's
     res = run_notebook("04_error_analysis", params, Path(a.reports_dir) if a.reports_dir else None,
@@ -137,6 +139,9 @@ def add_errors_parser(sub: Any) -> None:
     p.add_argument("--out-dir", default=None, type=nonempty, help="labels and annotations folder (default: data/errors)")
     role_args(p, "labeller", "labeller")
     p.add_argument("--limit", type=_positive_int, default=None, help="wrong answers labelled per configuration")
-    add_client_options(p, "max_tokens", stage=LABEL_OPTIONS, help={"max_tokens": "output budget per label"})
+    add_client_options(p, "max_tokens", "seed", stage=LABEL_OPTIONS,
+                       help={"max_tokens": "output budget per label",
+                             "seed": "the labeller's seed (as `errors label --seed`), the annotation sample's and the "
+                                     "permutation tests'"})
     add_reports_dir(p)
     p.set_defaults(fn=cmd_errors_report)

@@ -101,3 +101,25 @@ def test_make_demo_stands_in_for_the_demo_runs_only_never_for_runs_that_match_no
     assert data.empty and source.startswith("no runs found at ")
     assert recorded["empty"].startswith("no runs found at ")  # the empty report: exit 1, naming the runs
     assert not (tmp_path / "work").exists()
+
+
+def test_errors_report_labels_with_the_seed_the_labels_were_made_with(tmp_path):
+    """`errors label --seed 5`, then `errors report --seed 5` with the same labeller: the report resumes those
+    labels (nothing asked again). Before, `errors report` had no --seed: it labelled with seed 0 and was refused,
+    "holds another configuration (seed: 5 → 0)", exit 2, with no flag to give it the labels' seed."""
+    def answer(req) -> str:
+        return "RATIONALE: r\nCATEGORY: Overthinking" if "CATEGORY" in str(req) else "Some thoughts. <Answer>Galileo</Answer>"
+
+    runs, errors = tmp_path / "runs", str(tmp_path / "errors")
+    with FakeServer(answers=answer) as srv:
+        out = _cli(["eval", "--items", "demo", "--lang", "en", "--limit", "2", "--model", "m", "--base-url",
+                    srv.base_url, "--run-dir", str(runs / "m__en")], REPO)
+        assert out.returncode == 0, out.stderr[-2000:]
+        label = ["--runs", str(runs / "*"), "--labeller-model", "lab", "--labeller-base-url", srv.base_url,
+                 "--out-dir", errors, "--seed", "5"]
+        out = _cli(["errors", "label", *label], REPO)
+        assert out.returncode == 0, out.stderr[-2000:]
+        asked = srv.total
+        out = _cli(["errors", "report", *label, "--reports-dir", str(tmp_path / "r")], REPO)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert srv.total == asked  # the labels of seed 5 resumed: nothing labelled again
