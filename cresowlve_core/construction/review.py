@@ -22,6 +22,7 @@ import random
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -128,12 +129,33 @@ def review_dir(build_dir: str | Path) -> Path:
     return Path(build_dir) / "review"
 
 
+#: when a decision with no time (``at``: a hand-written line without one) was made: before every dated one
+UNDATED = datetime.min.replace(tzinfo=UTC)
+
+
+def decision_time(at: str) -> datetime:
+    """The moment a decision's ``at`` names (:data:`UNDATED` for none), comparable across time zones: the
+    latest decision wins a conflict between reviewers (:func:`load_decisions`)."""
+    if not at:
+        return UNDATED
+    try:
+        when = datetime.fromisoformat(at)
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise ReviewError(f"'at' must be an ISO 8601 time with a time zone, as the sessions save it "
+                          f"(2026-01-31T09:00:00+00:00), got {at!r}")
+    return when
+
+
 def _check_decision(d: Decision) -> None:
     """A saved decision holds to the rules a session saves it by (:func:`validate_decision`): a hand-edited
-    fix of a field that is not an English field (``Question``) would otherwise be applied as no fix at all."""
+    fix of a field that is not an English field (``Question``) would otherwise be applied as no fix at all;
+    an ``at`` that is not a time would decide which reviewer's decision is the latest."""
     if d.code not in DECISIONS:
         raise ReviewError(f"unknown decision {d.code!r} for {d.item_id!r}; one of {', '.join(DECISIONS)}")
     validate_decision(d.code, d.note, d.fixes)
+    decision_time(d.at)
 
 
 def _check_annotation(a: Annotation) -> None:
@@ -331,7 +353,7 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
             per_item.setdefault(d.item_id, []).append(d)
     merged, conflicts = {}, []
     for item, ds in per_item.items():
-        ds.sort(key=lambda d: d.at)
+        ds.sort(key=lambda d: decision_time(d.at))
         merged[item] = ds[-1]
         if len({d.code for d in ds}) > 1:
             # a decision with no time (a hand-written line without "at") sorts first: not "the latest" one

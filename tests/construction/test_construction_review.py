@@ -465,6 +465,35 @@ def test_a_conflict_decided_against_a_decision_with_no_time_is_said_so(tmp_path:
     assert "the latest decision was applied (on 1 of them a decision has no time, `at`" in card
 
 
+def test_the_latest_decision_wins_across_time_zones_and_an_at_that_is_no_time_is_an_error(tmp_path: Path) -> None:
+    """Conflicts were settled by sorting ``at`` as text: bob's 23:30+05:00 (18:30 UTC) beat ann's 20:00 UTC
+    keep, and a hand-written ``"at": "yesterday"`` beat every dated decision, while the card said "the latest
+    decision was applied"."""
+    from cresowlve_core.failures import InputError
+
+    R.write_queue(tmp_path, _cands())
+    review = tmp_path / "review"
+    (review / "decisions__ann.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "ann", "code": "keep", "at": "2026-12-07T20:00:00+00:00"}\n', encoding="utf-8")
+    (review / "decisions__bob.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "bob", "code": "outdated", "at": "2026-12-07T23:30:00+05:00"}\n',
+        encoding="utf-8")
+    decisions, report = R.load_decisions(tmp_path)
+    assert decisions["chgk_0"].reviewer == "ann" and decisions["chgk_0"].code == "keep"
+    assert report["n_conflicts"] == 1
+
+    (review / "decisions__bob.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "bob", "code": "keep", "at": "2026-12-07T23:30:00+05:00"}\n'
+        '{"item_id": "chgk_0", "reviewer": "bob", "code": "outdated", "at": "yesterday"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"decisions__bob\.jsonl:2: not a saved decision \('at' must be an ISO 8601 "
+                                         r"time with a time zone.*got 'yesterday'\)"):
+        R.load_decisions(tmp_path)
+    (review / "decisions__bob.jsonl").write_text(  # a time with no zone could be anyone's 09:00
+        '{"item_id": "chgk_0", "reviewer": "bob", "code": "outdated", "at": "2026-12-07 09:00"}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"decisions__bob\.jsonl:1: .*got '2026-12-07 09:00'"):
+        R.load_decisions(tmp_path)
+
+
 def test_decisions_a_build_did_not_apply_with_no_review_are_named_on_its_line_and_card(tmp_path: Path) -> None:
     """With --no-review the saved decisions were dropped before they were counted: the card listed every
     item as unreviewed and its decisions as none, and said nothing of the decisions left unapplied."""
