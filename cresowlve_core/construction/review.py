@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from cresowlve_core import jsonl
 from cresowlve_core.construction.records import Candidate, StepOutput
@@ -59,6 +59,9 @@ class ReviewError(UsageError, ValueError):
 class Decision(BaseModel):
     """One reviewer's decision on one item."""
 
+    # a field under another name (``fix``, ``notes``) is no fix or note to apply as none
+    model_config = ConfigDict(extra="forbid")
+
     item_id: str
     reviewer: str
     code: str
@@ -89,6 +92,9 @@ def view_digest(view: ItemView | None) -> str:
 
 class Annotation(BaseModel):
     """One reviewer's labels for one item of the agreement sample (App. B)."""
+
+    # a field under another name (``concept``, ``reasoning``) is no label to leave out as "not labelled"
+    model_config = ConfigDict(extra="forbid")
 
     item_id: str
     reviewer: str

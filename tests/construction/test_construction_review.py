@@ -494,6 +494,25 @@ def test_the_latest_decision_wins_across_time_zones_and_an_at_that_is_no_time_is
         R.load_decisions(tmp_path)
 
 
+@pytest.mark.parametrize("kind, line, field", [
+    # the reviewer's concepts under another name were read as "not labelled", and the card said so
+    (R.Annotation, '{"item_id": "chgk_0", "reviewer": "ann", "reasoning_type": "creative", "concept": ["metaphor"]}',
+     "concept"),
+    # the reviewer's reasoning type under another name: "a reviewer gave no reasoning type"
+    (R.Annotation, '{"item_id": "chgk_0", "reviewer": "ann", "reasoning": "creative", "concepts": []}', "reasoning"),
+    # the fix under another name: applied as a keep of the translation the reviewer meant to fix
+    (R.Decision, '{"item_id": "chgk_0", "reviewer": "ann", "code": "keep", "fix": {"answer": "Answer zero"}}', "fix"),
+])
+def test_a_review_line_with_a_field_under_another_name_is_an_error_naming_it(tmp_path: Path, kind: Any, line: str,
+                                                                             field: str) -> None:
+    from cresowlve_core.failures import InputError
+
+    path = tmp_path / f"{R.REVIEW_FILE_PREFIX[kind]}ann.jsonl"
+    path.write_text(line + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match=rf"ann\.jsonl:1: not a saved {kind.__name__.lower()} \({field}: Extra inputs"):
+        R.read_review_file(path, kind)
+
+
 def test_decisions_a_build_did_not_apply_with_no_review_are_named_on_its_line_and_card(tmp_path: Path) -> None:
     """With --no-review the saved decisions were dropped before they were counted: the card listed every
     item as unreviewed and its decisions as none, and said nothing of the decisions left unapplied."""
