@@ -275,12 +275,15 @@ def split_queue(ids: Sequence[str], reviewers: Sequence[str], *, seed: int = 0) 
 
 
 def validate_decision(code: str, note: str | None = None, fixes: dict[str, str | None] | None = None) -> None:
-    """Raise :class:`ReviewError` for an unknown code, ``other`` without a note, or
-    ``fix_translation`` without any edited English field."""
+    """Raise :class:`ReviewError` for an unknown code, ``other`` without a note, edited English fields
+    with another code than ``fix_translation``, or ``fix_translation`` without any."""
     if code not in DECISIONS:
         raise ReviewError(f"unknown decision {code!r}; use one of {', '.join(DECISIONS)}")
     if code == "other" and not (note or "").strip():
         raise ReviewError("decision 'other' needs a note saying why")
+    if fixes and code != "fix_translation":  # only a fix_translation applies edited English fields
+        raise ReviewError(f"decision {code!r} with edited English field(s) {sorted(fixes)}: an edit is applied only "
+                          "with the decision 'fix_translation'")
     if code == "fix_translation":
         bad = sorted(set(fixes or {}) - set(EDITABLE_FIELDS))
         if bad:

@@ -513,6 +513,20 @@ def test_a_review_line_with_a_field_under_another_name_is_an_error_naming_it(tmp
         R.read_review_file(path, kind)
 
 
+def test_edited_english_fields_with_another_decision_than_fix_translation_are_an_error(tmp_path: Path) -> None:
+    """A keep carrying edited English fields was applied as a plain keep: the edit was dropped without a
+    word and the item counted as human-validated with the translation the reviewer had corrected."""
+    from cresowlve_core.failures import InputError
+
+    R.write_queue(tmp_path, _cands())
+    with pytest.raises(R.ReviewError, match=r"decision 'keep' with edited English field\(s\) \['answer'\]"):
+        R.ReviewSession(tmp_path, "ann").decide("chgk_0", "keep", fixes={"answer": "Answer zero"})
+    (tmp_path / "review" / "decisions__ann.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "ann", "code": "keep", "fixes": {"answer": "Answer zero"}}\n', encoding="utf-8")
+    with pytest.raises(InputError, match=r"decisions__ann\.jsonl:1: not a saved decision \(decision 'keep' with edited"):
+        R.load_decisions(tmp_path)
+
+
 def test_decisions_a_build_did_not_apply_with_no_review_are_named_on_its_line_and_card(tmp_path: Path) -> None:
     """With --no-review the saved decisions were dropped before they were counted: the card listed every
     item as unreviewed and its decisions as none, and said nothing of the decisions left unapplied."""
