@@ -662,4 +662,10 @@ def agreement_report(cands: list[Candidate], annotations: dict[str, dict[str, R.
                       "n_no_model_label": len(done) - len(labelled) - len(unmapped),
                       "n_no_human_label": len(labelled) - len(rated),
                       **({"n_unmapped": len(unmapped)} if field == "domains" else {})}
+        if field == "cultures":
+            # free text, scored as typed: a culture not in the known list (a misspelling) is its own label,
+            # a disagreement with the model's spelling; named per reviewer, as the model's step counts its own
+            unrecognised = {r: sorted({x for c in rated for x in check_cultures(annotations[r][c.id].cultures or [])[2]})
+                            for r in reviewers}
+            out[field]["unrecognised"] = {r: names for r, names in unrecognised.items() if names}
     return out

@@ -290,6 +290,11 @@ def agreement_section(result: dict[str, Any] | None) -> str:
     if unrated:
         lines.append("\nLeft out of a field's n: items a reviewer's saved labels have no such field for (not labelled, "
                      f"which is not \"none applies\"): {', '.join(unrated)}.\n")
+    if unrecognised := (result.get("cultures") or {}).get("unrecognised"):
+        lines.append("\nCultures a reviewer gave that are not in the list of known cultures, scored as given (a "
+                     "misspelling is a label of its own, in disagreement with the model's): "
+                     + "; ".join(f"{markdown_cell(r)}: {', '.join(map(markdown_cell, names))}"
+                                 for r, names in unrecognised.items()) + ".\n")
     lines.append("\nAC1 per label (support = ratings marking the label present, a label counted once per rater "
                  "and item; labels nobody used are left out; undefined = fewer than two categories observed):\n")
     per = [{"field": title, "label": lab, "AC1": _num(v.get("ac1")), "95% CI": format_ci(v.get("ci")),

@@ -303,6 +303,29 @@ def test_a_reviewers_cultures_are_compared_as_the_models_are_normalised() -> Non
     assert sorted(cultures["per_label"]) == ["french", "russian"] and cultures["overall"] == 1.0
 
 
+def test_a_culture_a_reviewer_misspelled_is_named_not_only_scored_as_a_disagreement() -> None:
+    """'russain' typed by a reviewer was scored as a label of its own against the model's 'russian' (AC1
+    0.538 on two labels) with nothing saying it is no known culture; the model's own are counted by its step."""
+    from cresowlve_core.construction.build import agreement_report
+    from cresowlve_core.construction.export import agreement_section
+    from cresowlve_core.construction.records import Candidate
+    from cresowlve_core.construction.review import Annotation
+    from cresowlve_core.items import ItemView
+
+    typed = {"c0": ["russain"], "c1": ["Russian"], "c2": ["russian"]}
+    cands = [Candidate(id=i, ru=ItemView(question="q", answer="a"), cultures=["russian"])
+             .with_verdict("cultures", {"cultures": ["russian"], "not_cultures": [], "unrecognised": []})
+             for i in typed]
+    out = agreement_report(cands, {"ann": {i: Annotation(item_id=i, reviewer="ann", reasoning_type="creative",
+                                                       cultures=v) for i, v in typed.items()},
+                                   "bob": {i: Annotation(item_id=i, reviewer="bob", cultures=["russian"])
+                                           for i in typed}}, n_boot=20)
+    assert out["cultures"]["unrecognised"] == {"ann": ["russain"]}
+    assert "russain" in out["cultures"]["per_label"]  # still scored as given
+    card = agreement_section({**out, "n_sample": 3})
+    assert "Cultures a reviewer gave that are not in the list of known cultures" in card and "ann: russain." in card
+
+
 def test_labels_made_on_another_translation_are_left_out_and_asked_again(tmp_path) -> None:
     """A reviewer labelled an item of the agreement sample; its translation then changed (run again, or a
     reviewer's fix_translation, after which the model labels it again): the old labels were scored against
