@@ -138,6 +138,21 @@ def test_parse_cultures(text, expected) -> None:
     assert R.parse_cultures(text) == expected
 
 
+def test_the_agreement_sample_stays_when_a_later_build_has_an_item_fewer() -> None:
+    """The sample was random.sample over the build's item list: a decision removing one item that was not
+    in it (2413 -> 2412 items) replaced 48 of the 50 sampled items, and the labels reviewers had saved for
+    them were left out as "an earlier sample" (a 3-item demo build: ann 1 of 3 left, 2 outside)."""
+    ids = [f"chgk_{k:05d}" for k in range(2413)]
+    sample = R.agreement_sample(ids, 50, seed=0)
+    assert len(sample) == 50 and sample == [i for i in ids if i in set(sample)]  # input order
+    unsampled = next(i for i in ids if i not in sample)
+    assert R.agreement_sample([i for i in ids if i != unsampled], 50, seed=0) == sample
+    gone = sample[7]  # removed in human validation: replaced by one item, the rest stay
+    again = R.agreement_sample([i for i in ids if i != gone], 50, seed=0)
+    assert len(again) == 50 and len(set(again) & set(sample)) == 49
+    assert R.agreement_sample(ids, 50, seed=1) != sample
+
+
 def test_annotation_form_core_saves_at_once_validates_and_resumes(tmp_path: Path) -> None:
     _agreement_build(tmp_path)
     s = R.AnnotationSession(tmp_path, "ann")
