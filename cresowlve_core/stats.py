@@ -26,6 +26,7 @@ All functions are plain numpy and scipy.special (not scipy.stats: its import cos
 
 from __future__ import annotations
 
+import hashlib
 import math
 import zlib
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -168,6 +169,14 @@ def stable_seed(seed: int, *key: object) -> np.random.Generator:
     """
     digest = zlib.crc32("\x1f".join(map(str, key)).encode("utf-8"))
     return np.random.default_rng([int(seed), digest])
+
+
+def seeded_rank(seed: int, *key: object) -> str:
+    """A unit's place in a seeded draw without replacement (sort by it, take the first n): a digest of the
+    seed and the unit's own key alone. Unlike a draw from a generator over the list, a unit's place does not
+    depend on the other units, so a sample stays as it is when the list grows or loses units (only a
+    sampled unit that left is replaced, by the next in rank)."""
+    return hashlib.sha256("\0".join(map(str, (seed, *key))).encode()).hexdigest()
 
 
 def bootstrap_means(values: np.ndarray, n_boot: int = 1000, rng: np.random.Generator | int = 0) -> np.ndarray:

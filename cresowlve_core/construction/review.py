@@ -35,6 +35,7 @@ from cresowlve_core.failures import InputError, MissingInput, UsageError, valida
 from cresowlve_core.inputs import text_problem
 from cresowlve_core.items import ItemView
 from cresowlve_core.runtime import RunDir, now_iso
+from cresowlve_core.stats import seeded_rank
 from cresowlve_core.text import slug
 
 DECISIONS: dict[str, str] = {
@@ -415,17 +416,12 @@ def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) 
 # ---------------------------------------------------------------------------------------------
 
 
-def sample_rank(item_id: str, seed: int) -> str:
-    """An item's seeded place in the agreement sample's draw: a digest of the seed and its id alone."""
-    return hashlib.sha256(f"{seed}\0{item_id}".encode()).hexdigest()
-
-
 def agreement_sample(ids: Sequence[str], n: int = 50, *, seed: int = 0) -> list[str]:
     """A seeded sample of ``n`` ids (all of them if fewer), in input order: the ``n`` of lowest
-    :func:`sample_rank`. An item's place depends on its id only, so the sample that reviewers are
+    :func:`~cresowlve_core.stats.seeded_rank` of the seed and the id. An item's place depends on its id only, so the sample that reviewers are
     labelling stays as it is when a later build has other items (one removed in human validation:
     only a sampled item that left is replaced, by the next in rank)."""
-    chosen = set(sorted(set(ids), key=lambda i: sample_rank(i, seed))[:n])
+    chosen = set(sorted(set(ids), key=lambda i: seeded_rank(seed, i))[:n])
     return [i for i in ids if i in chosen]
 
 

@@ -16,7 +16,6 @@ import unicodedata
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from cresowlve_core import jsonl
@@ -26,7 +25,7 @@ from cresowlve_core.error_analysis.taxonomy import BY_SLUG, SLUGS
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
 from cresowlve_core.runtime import RunDir, now_iso
-from cresowlve_core.stats import stable_seed
+from cresowlve_core.stats import seeded_rank
 from cresowlve_core.text import slug
 
 SAMPLE_COLUMNS = ["key", "config", "lang", "id", "question", "answer", "prediction", "reasoning"]
@@ -42,18 +41,17 @@ name write these those where when whom whose than then also only such other afte
 def annotation_sample(labels: pd.DataFrame, n_per_config: int = 50, seed: int = 0) -> pd.DataFrame:
     """A seeded sample of at most ``n_per_config`` wrong answers per configuration.
 
-    Rows are sorted by key before drawing, so the same inputs and seed give the same sample. Each
-    configuration draws from its own stream (the seed and its name), so adding or removing another
-    configuration's runs leaves its sample, and the annotations saved for it, as they were.
+    Per configuration, the ``n_per_config`` answers of lowest :func:`~cresowlve_core.stats.seeded_rank` of
+    the seed and their key, in key order. An answer's place depends on its key alone, so adding or removing
+    other runs or answers (another configuration's, a re-run that turned an answer right) leaves the sample,
+    and the annotations saved for it, as they were; only a sampled answer that left is replaced.
     """
     if labels.empty:
         return pd.DataFrame(columns=SAMPLE_COLUMNS)
     parts = []
-    for config, part in sorted(labels.groupby("config"), key=lambda kv: str(kv[0])):
-        part = part.sort_values("key")
-        rng = stable_seed(seed, "annotation", config, len(part))
-        take = rng.choice(len(part), size=min(n_per_config, len(part)), replace=False)
-        parts.append(part.iloc[np.sort(take)])
+    for _config, part in sorted(labels.groupby("config"), key=lambda kv: str(kv[0])):
+        ranks = part["key"].astype(str).map(lambda key: seeded_rank(seed, "annotation", key))
+        parts.append(part.loc[ranks.sort_values(kind="stable").index[:n_per_config]].sort_values("key"))
     return pd.concat(parts, ignore_index=True)[SAMPLE_COLUMNS]
 
 

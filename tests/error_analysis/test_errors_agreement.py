@@ -159,6 +159,21 @@ def test_a_configurations_annotation_sample_stays_when_another_configuration_is_
         assert after.loc[after["config"] == config, "key"].tolist() == before.loc[before["config"] == config, "key"].tolist()
 
 
+def test_an_answer_leaving_a_configuration_replaces_only_itself_in_its_sample():
+    """A re-run turned one wrong answer right (it leaves the labels): an answer outside the sample leaves the
+    sample as it was; a sampled one is replaced by one other answer. Before, the configuration's stream was
+    seeded by its number of answers, so either redrew most of the sample."""
+    lf = _labels("b", ["overthinking"] * 40)
+    for col in ("lang", "id", "question", "answer", "prediction", "reasoning"):
+        lf[col] = "x"
+    before = annotation_sample(lf, 5, seed=0)["key"].tolist()
+    outside = next(k for k in lf["key"] if k not in before)
+    assert annotation_sample(lf[lf["key"] != outside], 5, seed=0)["key"].tolist() == before
+    after = annotation_sample(lf[lf["key"] != before[0]], 5, seed=0)["key"].tolist()
+    assert len(after) == 5 and len(set(after) & set(before)) == 4 and before[0] not in after
+    assert after == sorted(after)  # in key order
+
+
 def test_clue_highlighting_escapes_and_handles_cyrillic():
     words = clue_words("Назовите ИКС: учёный <однажды> сказал")
     assert {"учёный", "однажды", "сказал", "икс"} <= words and "назовите" not in words
