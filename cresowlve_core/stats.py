@@ -1115,7 +1115,11 @@ class BootstrapInterval:
     note: str = ""
 
 
-MAX_UNDEFINED_SHARE = 0.5  # above this share of undefined resamples the interval is not shown
+#: above this share of undefined resamples no interval is shown: the share a 95 % percentile interval
+#: leaves outside itself. The undefined resamples are not random: κ is undefined where every rater used
+#: one category, which is perfect agreement, so leaving out more than a tail's worth of them moves the
+#: interval (Fleiss' κ on 5 items: 88 of 1,000 undefined gave [−0.36, −0.07] around −0.15)
+MAX_UNDEFINED_SHARE = 0.05
 
 
 def interval_from_replicates(value: float, replicates: np.ndarray, n: int, *, confidence: float = 0.95,

@@ -206,20 +206,21 @@ def test_cohen_kappa_perfect_agreement_with_a_rare_label_is_not_shown_as_certain
     k = agr.cohen_kappa_ci(a, a, n_boot=1000, seed=0)
     assert k.value == cohen_kappa_score(a, a) == 1.0
     assert np.isnan(k.low) and np.isnan(k.high) and (k.n_undefined, k.n_boot) == (347, 1000)
-    assert "347 of 1000 resamples undefined" in k.note and "zero-width" in k.note
-    assert agr.format_interval(k).startswith("1.000 (no interval; n = 10) — every defined resample gives 1")
+    assert k.note == "347 of 1000 resamples undefined: no interval"  # more than the 5 % a 95 % interval leaves out
+    assert agr.format_interval(k).startswith("1.000 (no interval; n = 10) — 347 of 1000 resamples undefined")
 
 
 def test_cohen_kappa_interval_counts_undefined_resamples():
-    """18 × x and 2 items where the raters differ on y: κ = 0.643 [0.0, 1.0], and the 115 of 1000
-    resamples with no y at all (expected ≈ 1000 · 0.9²⁰ ≈ 122) are counted, not silently dropped."""
+    """18 × x and 2 items where the raters differ on y: κ = 0.643, and the 115 of 1000 resamples with no y
+    at all (expected ≈ 1000 · 0.9²⁰ ≈ 122) are counted, not silently dropped. They are more than the 5 % a
+    95 % interval leaves outside, so there is no interval (over the other 885 it was [0.0, 1.0])."""
     from sklearn.metrics import cohen_kappa_score
 
     a, b = ["x"] * 18 + ["y", "y"], ["x"] * 18 + ["y", "x"]
     k = agr.cohen_kappa_ci(a, b, n_boot=1000, seed=0)
     assert k.value == pytest.approx(cohen_kappa_score(a, b)) and k.value == pytest.approx(0.6429, abs=1e-4)
-    assert (k.low, k.high) == (0.0, 1.0) and k.n_undefined == 115
-    assert k.note == "115 of 1000 resamples undefined (left out)"
+    assert np.isnan(k.low) and np.isnan(k.high) and k.n_undefined == 115
+    assert k.note == "115 of 1000 resamples undefined: no interval"
     one = agr.cohen_kappa_ci(["x"] * 5, ["x"] * 5, n_boot=50)
     assert np.isnan(one.value) and one.note == "undefined: both raters used one identical label"
 
