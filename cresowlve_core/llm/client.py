@@ -74,7 +74,8 @@ bound (the table's price of the tokens asked for) scales every later call's boun
 (a WARNING the first time); with no price at all, each call holds the largest reported cost so far
 (one WARNING: an estimate, not a bound), and an answer that then reports no cost stops the run
 (``LLMConfigError``: the budget cannot be enforced); so does an answer of a priced model without
-usable token counts (no ``usage``, or counts that are not numbers), whose cost is unknown too. A
+usable token counts (no ``usage``, or counts that are not numbers), whose cost is unknown too, and
+so does an answer billed with no text whose cost is unknown (it was spent). A
 request the provider refused with an HTTP error (Azure's content-filter 400) generated nothing and
 stops nothing. Spending that still passes the budget (calls
 in flight cost more than they held) is logged once and kept in ``CostMeter.over_budget``.
@@ -594,6 +595,12 @@ class LLMClient:
         WARNING per client."""
         cost = self._price(paid)
         self.cost_meter.charge_unusable(cost)
+        if self.max_cost is not None and cost is None:  # spent, but how much is not known: the budget cannot hold it
+            self._unenforceable = (
+                f"max_cost is set and {self.endpoint.describe()} billed an answer with no text whose cost is unknown "
+                f"(usage {_usage_shown(paid)}), so the budget cannot be enforced: run without the budget (--max-cost, "
+                "--judge-max-cost for the judge) to record such costs as unknown")
+            raise LLMConfigError(self._unenforceable)
         if "unusable" not in self._warned:
             self._warned.add("unusable")
             log.warning("%s answered with no text (finish_reason %s, %s output token(s), %s of reasoning), billed at %s: "

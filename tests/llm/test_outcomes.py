@@ -479,6 +479,24 @@ def test_answers_billed_with_no_text_are_spent_money_and_a_budget_stops_them(cap
     assert client.cost_meter.spent == pytest.approx(3 * PER_ATTEMPT)
 
 
+#: the same answer with the usage Gemini reports for an empty answer: prompt and total counts, no output count
+#: (google/generative-ai-docs#235 quotes ``usageMetadata: {promptTokenCount: 171, totalTokenCount: 171}`` and no
+#: ``candidatesTokenCount``). DOC-SHAPED: that body is Gemini's own API, put in the Chat Completions names.
+REASONING_ONLY_UNCOUNTED = {**REASONING_ONLY, "usage": {"prompt_tokens": 171, "total_tokens": 171}}
+
+
+def test_an_answer_billed_with_no_text_at_an_unknown_cost_stops_a_budgeted_run() -> None:
+    """Before: each attempt was billed at an unknown cost (no output count), the meter counted it as unknown
+    and spent nothing, and ``max_cost`` went on admitting attempts (a 9-item eval under a $1 budget: 12 billed, exit 1); an
+    answer with text and no usable counts stops the run. Now the first such attempt stops it, as that answer
+    does: the budget cannot hold what it cost."""
+    script = Scripted(lambda n, b: (200, {}, REASONING_ONLY_UNCOUNTED))
+    out = run(script, n=2, max_cost=1.0, prices=PriceTable({"m": ModelPrice(1.0, 2.0)}))
+    assert len(script.bodies) == 1
+    assert all(isinstance(e, LLMConfigError) and "billed an answer with no text whose cost is unknown" in str(e)
+               and "input_tokens=171, output_tokens=None" in str(e) for e in out)
+
+
 def test_thinking_tokens_only_total_tokens_counts_are_spent_and_named_once(caplog: pytest.LogCaptureFixture) -> None:
     """Gemini's recorded usage (66 prompt, 6 completion, 100 total): the 28 thinking tokens left out of
     ``completion_tokens`` are billed output, so they count against the budget, with one WARNING."""
