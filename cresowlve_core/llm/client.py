@@ -73,7 +73,7 @@ time until the first answer shows what the provider charges. A reported cost abo
 bound (the table's price of the tokens asked for) scales every later call's bound by that ratio
 (a WARNING the first time); with no price at all, each call holds the largest reported cost so far
 (one WARNING: an estimate, not a bound), and an answer that then reports no cost stops the run
-(``LLMConfigError``: the budget cannot be enforced); so does an answer of a priced model without
+(``BudgetUnenforceable``, exit 3: the budget cannot be enforced); so does an answer of a priced model without
 usable token counts (no ``usage``, or counts that are not numbers), whose cost is unknown too, and
 so does an answer billed with no text whose cost is unknown (it was spent). A
 request the provider refused with an HTTP error (Azure's content-filter 400) generated nothing and
@@ -133,6 +133,7 @@ from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
     CONCURRENCY,
     BudgetExceeded,
+    BudgetUnenforceable,
     Completion,
     Endpoint,
     GenParams,
@@ -174,6 +175,11 @@ def _refused_request(c: Completion) -> bool:
     read as ``filtered``): no answer was generated, so no cost is missing."""
     status = c.raw.get("status_code")
     return isinstance(status, int) and status >= 400
+
+
+#: what lets a budgeted run get past an answer whose cost is not known
+_WITHOUT_THE_BUDGET = ("run without the budget (--max-cost, --judge-max-cost for the judge) to record such costs "
+                       "as unknown")
 
 
 def _usage_shown(c: Completion) -> str:
@@ -302,7 +308,8 @@ class LLMClient:
         #: the largest cost the provider reported for one call: what a call holds when there is no price
         self._largest_reported = 0.0
         self._price_seen = False  # an answer showed what the provider charges (see _goes_alone)
-        self._unenforceable: str | None = None  # why no further call may be sent under the budget
+        #: why no further call may be sent under the budget, and what lets a run get further (None: it may)
+        self._unenforceable: tuple[str, str] | None = None
         self.backoff_base_s = backoff_base_s
         self.backoff_cap_s = backoff_cap_s
         self.requests_sent = 0  # HTTP attempts made by this client (all loops)
@@ -483,7 +490,7 @@ class LLMClient:
 
         self._check_up()
         if self._unenforceable is not None:
-            raise LLMConfigError(self._unenforceable)
+            raise BudgetUnenforceable(*self._unenforceable)
         est_tokens, est_cost = self._estimate(messages, params)
         if self.max_cost is not None and est_cost is None and self.profile.cost_field is None:
             raise LLMConfigError(
@@ -497,7 +504,7 @@ class LLMClient:
             alone = self._goes_alone(est_cost) and await self._alone_until_the_price_is_seen(res)
             try:
                 if self._unenforceable is not None:  # an answer seen while this call waited its turn
-                    raise LLMConfigError(self._unenforceable)
+                    raise BudgetUnenforceable(*self._unenforceable)
                 reserved = self._reservation(est_cost)
                 self.cost_meter.reserve(reserved, self.max_cost)
                 try:
@@ -512,11 +519,11 @@ class LLMClient:
                     res.uncosted.release()
             if self.max_cost is not None and completion.cost is None and not _refused_request(completion):
                 self._unenforceable = (
-                    f"max_cost is set, {self.endpoint.describe()} has no price and it reported no cost for an answer, "
-                    f"so the budget cannot be enforced: add its price to a CSV named by ${PRICES_ENV}" if est_cost is None
-                    else f"max_cost is set and {self.endpoint.describe()} reported no usable token counts for an answer "
-                    f"(usage {_usage_shown(completion)}), so its cost is unknown and the budget cannot be enforced: "
-                    f"run without the budget (--max-cost, --judge-max-cost for the judge) to record such costs as unknown")
+                    (f"max_cost is set, {self.endpoint.describe()} has no price and it reported no cost for an answer, "
+                     "so the budget cannot be enforced", f"add its price to a CSV named by ${PRICES_ENV}") if est_cost is None
+                    else (f"max_cost is set and {self.endpoint.describe()} reported no usable token counts for an answer "
+                          f"(usage {_usage_shown(completion)}), so its cost is unknown and the budget cannot be enforced",
+                          _WITHOUT_THE_BUDGET))
 
         if made_without := [dict(a) for a in self.adaptations if has_field(asked, a["field"])]:
             completion.raw["adapted"] = made_without  # kept with the answer in the cache, for a later hit
@@ -598,9 +605,8 @@ class LLMClient:
         if self.max_cost is not None and cost is None:  # spent, but how much is not known: the budget cannot hold it
             self._unenforceable = (
                 f"max_cost is set and {self.endpoint.describe()} billed an answer with no text whose cost is unknown "
-                f"(usage {_usage_shown(paid)}), so the budget cannot be enforced: run without the budget (--max-cost, "
-                "--judge-max-cost for the judge) to record such costs as unknown")
-            raise LLMConfigError(self._unenforceable)
+                f"(usage {_usage_shown(paid)}), so the budget cannot be enforced", _WITHOUT_THE_BUDGET)
+            raise BudgetUnenforceable(*self._unenforceable)
         if "unusable" not in self._warned:
             self._warned.add("unusable")
             log.warning("%s answered with no text (finish_reason %s, %s output token(s), %s of reasoning), billed at %s: "

@@ -221,6 +221,15 @@ class LLMConfigError(LLMError):
     """The call could not be made as configured (e.g. a missing API-key variable)."""
 
 
+class BudgetUnenforceable(LLMFatalError, LLMConfigError):
+    """``max_cost`` is set and an answer came back whose cost is not known (no price, no reported cost, no
+    usable token counts): the budget cannot hold it, so the run stops (exit 3), its finished work kept.
+    ``remedy``: what to change before the same command can get further."""
+
+    def __init__(self, message: str, remedy: str) -> None:
+        super().__init__(message, remedy=remedy)
+
+
 class BudgetExceeded(StoppedError, LLMError):
     """``--max-cost`` would be exceeded by further calls. ``remedy``: what to change before the run can
     get further (raise the budget; a re-run may also spend it again), for the run's last line."""

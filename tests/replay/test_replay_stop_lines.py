@@ -133,6 +133,19 @@ def test_a_budget_below_one_call_says_to_raise_it_above_that_call(tmp_path):
     assert line.endswith("; to go on: raise --max-cost above $0.0125, what one call may cost"), line
 
 
+def test_a_budget_that_an_answer_of_unknown_cost_cannot_hold_stops_as_a_stop_with_what_to_change(tmp_path):
+    """OpenRouter's recorded answer with its ``usage.cost`` a string (not a usable cost) for a model with no price:
+    the first answer is kept, the budget cannot be enforced and the run stops. Before: exit 2 ("refused before any
+    request") with one ``error:`` line and no summary line, though a request was sent and its answer kept."""
+    with ReplayServer("openrouter-cost", cost="0.0125") as srv:
+        code, line = run_eval(srv.base_url("openrouter"), "openrouter", tmp_path / "run",
+                              "--model", "z-ai/glm-4.6", "--max-cost", "1")
+    assert code == 3, line
+    assert line.startswith("stopped early (fatal: max_cost is set, model 'z-ai/glm-4.6' at "), line
+    assert "has no price and it reported no cost for an answer, so the budget cannot be enforced): 1 of 3 items done" in line
+    assert line.endswith("; finished work is kept; to go on: add its price to a CSV named by $CRESOWLVE_PRICES"), line
+
+
 def test_an_endpoint_that_looked_down_keeps_run_again_to_resume(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
