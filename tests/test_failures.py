@@ -28,7 +28,14 @@ from cresowlve_core.failures import (
     failed_write,
 )
 from cresowlve_core.llm.http import TransportError
-from cresowlve_core.llm.types import BudgetExceeded, LLMConfigError, LLMEndpointDown, LLMError, LLMFatalError
+from cresowlve_core.llm.types import (
+    BudgetExceeded,
+    BudgetUnenforceable,
+    LLMConfigError,
+    LLMEndpointDown,
+    LLMError,
+    LLMFatalError,
+)
 from cresowlve_core.notebooks import ReportFailed
 from cresowlve_core.runtime.manifest import ResumeError
 from cresowlve_core.runtime.rundir import RunDirError
@@ -76,7 +83,8 @@ def test_anything_but_a_project_error_with_an_exit_code_is_a_bug(tmp_path, monke
     (ItemsFileError("items.jsonl: line 3: not JSON"), 2), (ResumeError("another configuration"), 2),
     (RunDirError("locked"), 2), (LLMConfigError("no key"), 2), (LLMError("gave up"), 2),
     (StoppedError("stopped"), 3), (LLMFatalError("wrong key"), 3), (LLMEndpointDown("down"), 3),
-    (BudgetExceeded("max cost"), 3), (BuildStopped("solve", "max cost"), 3), (SparqlError("endpoint failed"), 3),
+    (BudgetExceeded("max cost"), 3), (BudgetUnenforceable("no price", "add a price"), 3),
+    (BuildStopped("solve", "max cost"), 3), (SparqlError("endpoint failed"), 3),
     (DiskFull(errno.ENOSPC, "No space left on device", "/run/responses.jsonl"), 3),
     (WriteDenied(errno.EACCES, "Permission denied", "/run/manifest.json.tmp"), 3),
     (IncompleteError("half done"), 1), (ReportFailed("01 failed"), 1),

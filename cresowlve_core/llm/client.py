@@ -67,7 +67,7 @@ cost of the run and what was spent now (``CostMeter.spent`` counts only calls se
 ``max_cost`` is checked against new spending: before each call, ``spent + in-flight
 reservations + this call's upper bound`` (input ≈ characters/3, output = ``max_tokens``,
 or 4096 when unset) must fit, otherwise ``BudgetExceeded``. With ``max_cost`` set, a model
-without a price raises ``LLMConfigError`` (the budget could not be enforced), unless its provider
+without a price stops the run at its first call (``BudgetUnenforceable``, exit 3), unless its provider
 reports each call's cost. On such a provider, or with no price, a budgeted run's calls go one at a
 time until the first answer shows what the provider charges. A reported cost above its call's
 bound (the table's price of the tokens asked for) scales every later call's bound by that ratio
@@ -493,10 +493,9 @@ class LLMClient:
             raise BudgetUnenforceable(*self._unenforceable)
         est_tokens, est_cost = self._estimate(messages, params)
         if self.max_cost is not None and est_cost is None and self.profile.cost_field is None:
-            raise LLMConfigError(
-                f"max_cost is set but there is no price for {self.endpoint.describe()}, and provider "
-                f"{self.profile.name!r} reports no cost; add it to prices.csv or a CSV named by $CRESOWLVE_PRICES"
-            )
+            raise BudgetUnenforceable(f"max_cost is set but there is no price for {self.endpoint.describe()}, and "
+                                      f"provider {self.profile.name!r} reports no cost",
+                                      f"add its price to prices.csv or a CSV named by ${PRICES_ENV}")
         path, asked = self.wire.build_request(self.endpoint.model, messages, params, self.profile)
         body = adapt_body(asked, self.adaptations)
         res = self._resources()

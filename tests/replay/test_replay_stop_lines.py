@@ -146,6 +146,18 @@ def test_a_budget_that_an_answer_of_unknown_cost_cannot_hold_stops_as_a_stop_wit
     assert line.endswith("; finished work is kept; to go on: add its price to a CSV named by $CRESOWLVE_PRICES"), line
 
 
+def test_a_judge_budget_on_a_judge_with_no_price_stops_after_the_answers_it_let_through(tmp_path):
+    """The judge's price is first needed at its first call, after the model's answer was sent and kept. Before:
+    exit 2 ("refused before any request") with one ``error:`` line; now the run's stop, exit 3, with what to change."""
+    with ReplayServer() as srv:
+        code, line = run_eval(srv.base_url("vllm"), "vllm", tmp_path / "run", "--model", "Qwen/Qwen3-8B",
+                              "--judge-model", "Qwen/Qwen3-32B", "--judge-max-cost", "1")
+    assert code == 3, line
+    assert line.startswith("stopped early (fatal: max_cost is set but there is no price for model 'Qwen/Qwen3-32B' "), line
+    assert "reports no cost): 1 of 3 items done, 0 errored, 2 not run" in line, line
+    assert line.endswith("; to go on: add its price to prices.csv or a CSV named by $CRESOWLVE_PRICES"), line
+
+
 def test_an_endpoint_that_looked_down_keeps_run_again_to_resume(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
