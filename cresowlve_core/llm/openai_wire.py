@@ -319,8 +319,9 @@ def _usage(u: Any, inp: str, out: str, details: str, odd: list[str], *, replied:
 def recheck_stored_numbers(c: Completion) -> Completion:
     """``c``, an answer read back from the cache, with its token counts and reported cost held to the rules a
     reply's are read by (:func:`_usage`, :data:`MAX_CALL_COST_USD`): an entry an earlier version stored keeps
-    numbers those rules now make unknown (0 tokens for a reply with text, a cost of 1e300). What is not usable
-    is unknown, named in ``raw["unusable_numbers"]``, and so is the cost stored with it."""
+    numbers those rules now make unknown (0 tokens for a reply with text, a cost of 1e300, a stored cost that is
+    negative or NaN). What is not usable is unknown, named in ``raw["unusable_numbers"]``, and so is the cost
+    stored with it."""
     odd: list[str] = []
     u = c.usage
     c.usage, _ = _usage({"input_tokens": u.input_tokens, "output_tokens": u.output_tokens,
@@ -329,6 +330,8 @@ def recheck_stored_numbers(c: Completion) -> Completion:
     if c.reported_cost is not None and not _usable_number(c.reported_cost, MAX_CALL_COST_USD, whole=False):
         odd.append(f"reported_cost={c.reported_cost!r}")
         c.reported_cost = None
+    elif c.cost is not None and not _usable_number(c.cost, MAX_CALL_COST_USD, whole=False):
+        odd.append(f"cost={c.cost!r}")  # priced by a table no longer read (a negative price an earlier version took)
     if odd:
         c.raw["unusable_numbers"] = [*(c.raw.get("unusable_numbers") or []), *odd]
         c.cost = None

@@ -233,3 +233,18 @@ def test_a_hit_holds_numbers_an_earlier_version_stored_to_todays_rules(
     assert hit.cached and hit.text == "<Answer>Paris</Answer>"
     assert hit.cost == cost and hit.reported_cost is None and hit.raw["unusable_numbers"] == named
     assert len([r for r in caplog.records if "not a usable number" in r.getMessage()]) == 1
+
+
+@pytest.mark.parametrize("stored", [-5.0, 1e300], ids=["negative", "no call reaches it"])
+def test_a_hit_of_a_model_no_longer_priced_does_not_replay_a_stored_cost_that_is_not_a_cost(
+        tmp_path: Path, stored: float) -> None:
+    """An entry priced by a table an earlier version read (before prices were held to finite amounts >= 0, a
+    negative one in $CRESOWLVE_PRICES priced calls below $0), replayed where the model has no price: before, the
+    hit kept the stored cost, and a 3-item eval of such hits printed 'cost $-15.0000'. Now that cost is unknown
+    and named, as a stored reported cost that is not a cost is."""
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    key = cache_key(EP, MSGS, GenParams(), prompt_version="v1")
+    cache.put(key, Completion(text="<Answer>Paris</Answer>", usage=Usage(input_tokens=12, output_tokens=7), cost=stored,
+                              model=MODEL, raw={"id": "c1", "api": "chat"}))
+    (hit,) = run(LLMClient(EP, cache=cache, prices=PriceTable({})), ["q"])
+    assert hit.cached and hit.cost is None and hit.raw["unusable_numbers"] == [f"cost={stored!r}"]
