@@ -751,16 +751,20 @@ def repeat_note(s: dict[str, Any]) -> str:
 
 def unusable_note(s: dict[str, Any]) -> str:
     """`` | 6 billed answer(s) with no text, asked again ($0.0360, not in cost)`` when the model's
-    provider billed answers the client could not use (the model meter's ``n_unusable``), else ``""``;
-    those whose cost is unknown (an unpriced model) are counted, never shown as $0."""
-    meter = (s.get("spent_now") or {}).get("model") or {}
-    n = meter.get("n_unusable") or 0
-    if not n:
-        return ""
-    unknown = meter.get("n_unusable_unknown_cost") or 0
-    cost = ("cost unknown" if unknown >= n else usd(meter.get("unusable_cost") or 0.0)
-            + (f" for {n - unknown}, {unknown} unknown" if unknown else ""))
-    return f" | {n} billed answer(s) with no text, asked again ({cost}, not in cost)"
+    provider billed answers the client could not use (the model meter's ``n_unusable``), and
+    `` | judge: 2 billed ... (..., not in judge cost)`` for the judge's, else ``""``; those whose cost is
+    unknown (an unpriced model) are counted, never shown as $0."""
+    notes = []
+    for role, prefix, total in (("model", "", "cost"), ("judge", "judge: ", "judge cost")):
+        meter = (s.get("spent_now") or {}).get(role) or {}
+        n = meter.get("n_unusable") or 0
+        if not n:
+            continue
+        unknown = meter.get("n_unusable_unknown_cost") or 0
+        cost = ("cost unknown" if unknown >= n else usd(meter.get("unusable_cost") or 0.0)
+                + (f" for {n - unknown}, {unknown} unknown" if unknown else ""))
+        notes.append(f" | {prefix}{n} billed answer(s) with no text, asked again ({cost}, not in {total})")
+    return "".join(notes)
 
 
 def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:

@@ -153,6 +153,15 @@ def test_the_summary_line_names_billed_answers_with_no_text_and_their_cost():
     assert "billed answer" not in summary_line(runner.summarize([], n_items=1, model_meter={**meter, "n_unusable": 0}))
 
 
+def test_the_summary_line_names_the_judges_billed_answers_with_no_text_too():
+    """A judge whose replies came back billed with no text (6 attempts over 3 verdicts, $0.0013): before, the line
+    said only "cost $0.0013 (judge $0.0019)", the judge's spending on them in summary.json alone."""
+    judge = {"spent": 0.003206, "n_calls": 3, "n_unusable": 6, "unusable_cost": 0.00128, "n_unusable_unknown_cost": 0}
+    line = summary_line(runner.summarize([], n_items=1, model_meter={"spent": 0.0013, "n_calls": 3}, judge_meter=judge))
+    assert "| judge: 6 billed answer(s) with no text, asked again ($0.0013, not in judge cost)" in line, line
+    assert line.count("billed answer") == 1
+
+
 def test_billed_answers_with_no_text_whose_cost_is_unknown_are_never_shown_as_zero():
     """An unpriced model's answers billed with no text: their cost is unknown, not $0. Before: "12 billed
     answer(s) with no text, asked again ($0.0000 known, not in cost)" when none of their costs was known."""
