@@ -9,6 +9,7 @@ to (the judge pass of a resumed run: :func:`~cresowlve_core.runtime.mapping.map_
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -21,6 +22,14 @@ from cresowlve_core.untrusted import one_line
 
 _STATUSES = frozenset(get_args(Status))
 _OUTCOMES = frozenset(get_args(Outcome))
+
+def _is_amount(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
 
 #: one shared read-only mapping per distinct set of scores (a run has only a handful of them)
 _SCORES: dict[tuple[tuple[str, Any], ...], Mapping[str, bool | None]] = {}
@@ -83,12 +92,20 @@ class SummaryEntry:
                                                        if isinstance(fields, list) else None)
 
     def unknown_value(self) -> str | None:
-        """``status 'x'`` or ``outcome 'x'`` when the record has a value this version does not write
-        (:data:`~cresowlve_core.evaluation.records.Status`, :data:`~cresowlve_core.llm.types.Outcome`), else None."""
+        """``status 'x'``, ``outcome 'x'``, ``cost -5.0`` or ``usage.input_tokens '12'`` when the record has a value
+        this version does not write (:data:`~cresowlve_core.evaluation.records.Status`,
+        :data:`~cresowlve_core.llm.types.Outcome`; a cost that is not an amount of USD >= 0, a token count that is not
+        a count: an earlier version priced by a negative price, a hand edit), else None."""
         if self.status not in _STATUSES:
             return f"status {one_line(repr(self.status), 40)}"
         if self.outcome not in _OUTCOMES:
             return f"outcome {one_line(repr(self.outcome), 40)}"
+        for name in ("cost", "judge_cost"):  # what the client records: unknown (null), or an amount of USD
+            if (value := getattr(self, name)) is not None and not _is_amount(value):
+                return f"{name} {one_line(repr(value), 40)}"
+        for name in ("input_tokens", "output_tokens", "reasoning_tokens"):  # unknown (null), or a count
+            if (value := getattr(self, name)) is not None and not _is_count(value):
+                return f"usage.{name} {one_line(repr(value), 40)}"
         return None
 
     def get(self, name: str, default: Any = None) -> Any:

@@ -55,7 +55,7 @@ class ResponseRecord(BaseModel):
     raw_output: str | None = None
     thoughts: str | None = None
     usage: Usage = Field(default_factory=Usage)
-    cost: float | None = None  # USD; None = unknown price
+    cost: float | None = Field(None, ge=0, allow_inf_nan=False)  # USD; None = unknown price
     cost_source: Literal["reported", "price_table"] | None = None  # the provider's own figure, or our price table
     truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)
     max_tokens: int | None = None  # the output budget this answer had
@@ -76,7 +76,7 @@ class ResponseRecord(BaseModel):
     judge_served_model: str | None = None  # the model the judge's reply said gave the verdict (as ``served_model``)
     judge_dropped_fields: list[str] = Field(default_factory=list)  # the judge's request went without (as ``dropped_fields``)
     judge_usage: Usage | None = None
-    judge_cost: float | None = None
+    judge_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
     #: what the judge call came to; a judge that refused or was filtered leaves the verdict unscored
     #: (``judge_status: unscored``, its text in ``judge_raw``): the answer is not made wrong by it
     judge_outcome: Outcome | None = None

@@ -215,3 +215,34 @@ def test_a_resumed_run_refuses_a_record_of_an_outcome_it_does_not_write(tmp_path
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines()[-1].endswith("mend or remove it (nothing was sent)")
     assert (run_dir / "manifest.json").read_text() == manifest  # no resume recorded: it did not happen
+
+
+def test_a_record_whose_cost_or_token_count_is_not_one_is_refused_not_added_up(tmp_path):
+    """A record priced by a negative price (an earlier version took one from $CRESOWLVE_PRICES) or with a count
+    below 0. Before: the resume and rescore added them up, 'tokens in/out/reasoning 179/425/n/a | cost $-4.9992'.
+    Now the resume names the record and stops (nothing sent), and rescore refuses it (nothing rescored)."""
+    import pytest
+    from fakeserver import FakeServer
+
+    from cresowlve_core.failures import InputError
+    from cresowlve_core.runtime import RunDirError
+
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=lambda req: "<Answer>Answer0</Answer>") as srv:
+        cfg = EvalConfig(model="m", base_url=srv.base_url, run_dir=str(run_dir), cache=False, max_tokens=32)
+        asyncio.run(evaluate_async(cfg, items(), progress=False))
+        records = run_dir / "responses.jsonl"
+        lines = records.read_text().splitlines()
+        for edit, named in ((lambda r: {**r, "cost": -5.0}, "cost -5.0"),
+                            (lambda r: {**r, "usage": {**r["usage"], "input_tokens": -100}}, "usage.input_tokens -100")):
+            odd = edit(json.loads(lines[1]))
+            records.write_text("\n".join([lines[0], json.dumps(odd), *lines[2:]]) + "\n")
+            sent = srv.total
+            with pytest.raises(RunDirError, match=f"the record of item '{odd['id']}' \\(en\\) has {named}, which this "
+                                                  "version does not write"):
+                asyncio.run(evaluate_async(cfg, items(), progress=False))
+            assert srv.total == sent
+        records.write_text("\n".join([lines[0], json.dumps({**json.loads(lines[1]), "cost": -5.0}), *lines[2:]]) + "\n")
+        with pytest.raises(InputError, match=r"cannot be read: cost: Input should be greater than or equal to 0 "
+                                             r"\(it holds -5.0\); mend or remove it \(nothing was rescored\)"):
+            rescore(str(run_dir))
