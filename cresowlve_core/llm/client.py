@@ -132,6 +132,7 @@ from cresowlve_core.llm.pricing import PRICES_ENV, CostMeter, PriceTable, estima
 from cresowlve_core.llm.ratelimit import AsyncTokenBucket
 from cresowlve_core.llm.types import (
     CONCURRENCY,
+    NOT_AN_ANSWER,
     BudgetExceeded,
     BudgetUnenforceable,
     Completion,
@@ -512,7 +513,9 @@ class LLMClient:
                     self.cost_meter.release(reserved)
                 completion.cost = self._price(completion)
                 self._learn_reported_cost(completion, est_cost)
-                self._price_seen = self._price_seen or completion.reported_cost is not None or est_cost is not None
+                # a refused or filtered reply (OpenRouter's filter reports cost 0) shows nothing of what an answer costs
+                self._price_seen = self._price_seen or est_cost is not None or (
+                    completion.reported_cost is not None and completion.outcome not in NOT_AN_ANSWER)
             finally:
                 if alone:
                     res.uncosted.release()

@@ -14,7 +14,7 @@ from replay.server import ReplayServer
 from cresowlve_core.evaluation.runner import over_budget, summarize, summary_line
 from cresowlve_core.exitcodes import EXIT_STOPPED, stage_exit
 from cresowlve_core.llm import Endpoint, GenParams, LLMClient
-from cresowlve_core.llm.pricing import CostMeter
+from cresowlve_core.llm.pricing import CostMeter, PriceTable
 from cresowlve_core.llm.types import BudgetExceeded
 
 
@@ -64,3 +64,28 @@ def test_a_stopped_stage_names_the_spending_past_its_budget_in_its_last_line(cap
     assert stage_exit(summary) == EXIT_STOPPED
     last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("stopped early (max_cost reached: ...; the judge spent $0.2000 against its budget of $0.1500")
+
+
+def test_a_filtered_reply_at_no_cost_does_not_let_the_calls_of_an_unpriced_model_go_at_once(monkeypatch):
+    """OpenRouter's recorded filtered reply reports ``usage.cost: 0``. Before: that $0 counted as the provider's
+    charge seen, so the 8 calls that followed went at once, each holding $0 of a $0.03 budget, and spent $0.10
+    at $0.0125 a call. Now a refused or filtered reply shows nothing of what an answer costs: the calls go one at
+    a time until an answer's cost is reported, then each holds it, and the budget stops them within it."""
+    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
+    meter = CostMeter()
+    with ReplayServer("openrouter-cost", filter_fraction=1.0, cost=0.0125) as srv:  # every solve prompt filtered, at cost 0
+        client = LLMClient(Endpoint(srv.base_url("openrouter"), "z-ai/glm-4.6", "REPLAY_KEY", provider="openrouter"),
+                           concurrency=8, max_cost=0.03, cost_meter=meter, backoff_base_s=0.001, prices=PriceTable({}))
+
+        async def go() -> tuple[Any, list[Any]]:
+            async with client:
+                first = await client.complete(ask("first"), GenParams(), prompt_version="v")
+                srv.scenario.filter_fraction = 0.0  # then answers, at usage.cost 0.0125
+                return first, await asyncio.gather(*(client.complete(ask(f"q{i}"), GenParams(), prompt_version="v")
+                                                     for i in range(8)), return_exceptions=True)
+
+        first, out = asyncio.run(go())
+        answered = [e.get("cost") for e in srv.requests("openrouter")][1:]
+    assert first.outcome == "filtered" and first.reported_cost == 0.0
+    assert answered == [0.0125, 0.0125] and sum(isinstance(o, BudgetExceeded) for o in out) == 6
+    assert meter.spent == pytest.approx(0.025) and meter.over_budget == 0.0
