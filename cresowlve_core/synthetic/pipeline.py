@@ -331,7 +331,8 @@ async def asolve(units: Sequence[tuple[Candidate, dict[str, Any]]], source: Know
             # each side's call has its outcome; the record's own ``outcome`` is the creative-leap outcome
             rec[side] = {"raw": out.text, **outcome_fields(out), "outcome": call_outcome(out), "answer": answer,
                          "extraction": how, "correct": correct[side], "basis": basis, "usage": _plain(out.usage)}
-            rec["cost"] = (rec["cost"] or 0.0) + (out.cost or 0.0)
+            # the two calls' cost, unknown (None) when either's is: an unpriced call is no call at $0
+            rec["cost"] = None if rec["cost"] is None or out.cost is None else rec["cost"] + out.cost
         rec["outcome"] = leap_outcome(correct["literal"], correct["obfuscated"])
         return rec
 

@@ -167,3 +167,13 @@ def test_a_build_whose_solver_answers_are_all_cut_off_scores_no_puzzle_and_exits
     assert capsys.readouterr().err.strip().splitlines()[-1].startswith(
         f"incomplete: no puzzle scored: {res.summary['cut_off']['solve']} solver answers cut off at the token limit; "
         "a larger --solver-max-tokens scores them in a new --build-dir")
+
+
+def test_a_solver_with_no_price_leaves_the_cost_unknown_not_zero(tmp_path):
+    """The solver ``fake`` has no price and its provider reports none: each solve record's cost (its two calls)
+    is unknown. Before, an unknown cost was added as 0, so every record said it cost $0."""
+    with FakeServer(answers=answers) as srv:
+        ep = Endpoint(srv.base_url, "fake")
+        run_synth(cfg(tmp_path), source=graph(), endpoints=(ep, ep), progress=False)
+    solve = records(tmp_path / "build", "solve")
+    assert solve and all(r["cost"] is None for r in solve.values()), {a: r["cost"] for a, r in solve.items()}
