@@ -560,7 +560,7 @@ class ReplayServer:
     def __init__(self, scenario: Scenario | str = "default", port: int = 0, answers: dict[str, str] | None = None,
                  **knobs: Any):
         base = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
-        self.scenario = replace(base, **knobs) if knobs else base
+        self.scenario = replace(base, **knobs)  # a copy: a test that changes a knob mid-run changes only its server
         self.answers = dict(answers or {})
         self.log: list[dict[str, Any]] = []
         self._lock = threading.Lock()
