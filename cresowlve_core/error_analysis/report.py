@@ -43,6 +43,7 @@ from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.notebook_records import record
 from cresowlve_core.reporting import jsonable, say, say_where_from, show
 from cresowlve_core.runtime import ClientOptions, RunDir
+from cresowlve_core.stats import MAX_UNDEFINED_SHARE
 from cresowlve_core.text import slug
 
 
@@ -319,7 +320,7 @@ def annotation_section(ea: ErrorAnalysis, annotations_dir: str | Path | None = N
         say(f"**Between annotators** (population: the annotation sample; Cohen's κ per pair over the items both "
             f"labelled, Fleiss' κ over the items every annotator labelled; seeded item-bootstrap 95% CIs, {n_boot} "
             "resamples; resamples where κ is undefined are counted, and no interval is shown when κ is undefined, "
-            "the interval has zero width or most resamples are undefined):")
+            f"the interval has zero width or more than {MAX_UNDEFINED_SHARE:.0%} of the resamples are undefined):")
         show(among["pairs"])
         f = among["fleiss"]
         say(f"Fleiss' κ = {agr.format_interval(f)}.")

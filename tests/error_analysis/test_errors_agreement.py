@@ -355,3 +355,22 @@ def test_an_example_whose_labeller_gave_no_rationale_says_so():
 
     assert _rationale_html("") == _rationale_html("  ") == _rationale_html(None) == _rationale_html(math.nan)
     assert _rationale_html(None) == "<i>none given</i>" and _rationale_html("a <b>") == "a &lt;b&gt;"
+
+
+def test_the_agreement_section_states_the_undefined_resample_rule_it_applies(tmp_path, monkeypatch):
+    """The section said no interval is shown when "most resamples are undefined", but the rule is more
+    than 5 % of them (stats.MAX_UNDEFINED_SHARE): a report could show no interval with 88 of 1,000
+    undefined and describe a rule under which it would have shown one."""
+    from cresowlve_core.error_analysis import report
+    from cresowlve_core.stats import MAX_UNDEFINED_SHARE
+
+    said: list[str] = []
+    monkeypatch.setattr(report, "say", said.append)
+    monkeypatch.setattr(report, "show", lambda *a, **k: None)
+    folder = tmp_path / "annotations"
+    AnnotationStore(folder, "ann").save("m|0", "overthinking")
+    AnnotationStore(folder, "bob").save("m|0", "wrong_reference")
+    report.annotation_section(_analysis(tmp_path), folder, n_boot=20)
+    rule = next(line for line in said if line.startswith("**Between annotators**"))
+    assert MAX_UNDEFINED_SHARE == 0.05 and "more than 5% of the resamples are undefined" in rule
+    assert "most resamples" not in rule
