@@ -81,7 +81,7 @@ def label_line(summary: dict[str, Any], n_sent: int, labels: Path) -> str:
     from cresowlve_core.runtime.outcomes import served_note
 
     withheld = "".join(f", {summary[k]} {k[2:]}" for k in ("n_refused", "n_filtered") if summary.get(k))
-    sent = sent_phrase(n_sent, summary["n_error"] + summary.get("n_not_run", 0), "every wrong answer was already labelled")
+    sent = sent_phrase(n_sent, summary["n_error"] + summary.get("n_not_run", 0), "every wrong answer already had its labeller's reply")
     labelled = summary["n_done"] - sum(summary.get(k, 0) for k in ("n_unlabelled", "n_refused", "n_filtered"))
     cut_off = f" ({summary['n_cut_off']} cut off at the token limit)" if summary.get("n_cut_off") else ""
     return (f"labelled {labelled} of {summary['n_units']} wrong answers "

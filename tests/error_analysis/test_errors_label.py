@@ -153,6 +153,27 @@ def test_label_run_labels_counts_other_and_unlabelled(tmp_path):
     assert manifest["kind"] == "error_label" and manifest["prompts"] == ["error_label@1"]
 
 
+def test_a_resume_of_unlabelled_replies_is_not_called_labelled(tmp_path):
+    """A re-run after a labeller whose replies named no category sends nothing, and its line read
+    'labelled 0 of 2 wrong answers (2 unlabelled, ...); nothing sent (every wrong answer was already
+    labelled)': the replies are in hand, not labels."""
+    from cresowlve_core.cli.errors import label_line
+    from cresowlve_core.error_analysis.label import label_errors
+
+    items = _items(2)
+    write_run(tmp_path, "en", items, {it.id: False for it in items})
+    wrong, _ = collect_wrong(load_runs(str(tmp_path / "m__*")))
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        for _ in range(2):  # the second run resumes: every reply is already recorded
+            res = label_errors(wrong, tmp_path / "labels", model="labeller", base_url=srv.base_url,
+                               options=ClientOptions(cache=False, max_attempts=1), progress=False)
+        assert srv.total == 2 and res.n_sent == 0
+    summary = json.loads((tmp_path / "labels" / "summary.json").read_text())
+    line = label_line(summary, res.n_sent, tmp_path / "labels" / "labels.jsonl")
+    assert line.startswith("labelled 0 of 2 wrong answers (2 unlabelled,")
+    assert "already labelled" not in line and "nothing sent (every wrong answer already had its labeller's reply)" in line
+
+
 def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
     from cresowlve_core.error_analysis.label import label_errors
 
@@ -170,7 +191,7 @@ def test_a_stop_error_stops_the_labelling_run_cleanly(tmp_path, monkeypatch):
     from cresowlve_core.cli.errors import label_line
 
     summary = json.loads((tmp_path / "labels" / "summary.json").read_text())
-    assert summary["n_not_run"] == 3  # never "nothing sent (every wrong answer was already labelled)"
+    assert summary["n_not_run"] == 3  # never "nothing sent (every wrong answer already had its labeller's reply)"
     assert "; nothing sent; " in label_line(summary, 0, tmp_path / "labels" / "labels.jsonl")
 
 
