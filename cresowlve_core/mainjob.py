@@ -270,7 +270,7 @@ def target_from_env() -> Iterator[Target]:
 def demo_params(tgt: Target, lang: str, run_dir: Path, quick: bool) -> dict[str, Any]:
     """Every parameter of the ``02_evaluation`` notebook for one demo run, the defaults included,
     so that :func:`demo_config` and the notebook build the same configuration.
-    ``docs/main-job.md`` shows the same settings as one ``cresowlve eval`` command."""
+    ``docs/llm.md`` ("A main-job evaluation run by hand") shows the same settings as one ``cresowlve eval`` command."""
     return {
         "items": "demo", "lang": lang, "model": tgt.model, "base_url": tgt.base_url,
         "api_key_env": tgt.api_key_env, "judge_model": tgt.judge_model,
