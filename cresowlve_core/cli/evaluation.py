@@ -233,12 +233,15 @@ def cmd_rescore(a: argparse.Namespace) -> int:
 
 
 def cmd_cache(a: argparse.Namespace) -> int:
-    from cresowlve_core.llm.cache import ResponseCache
+    from cresowlve_core.llm.cache import WITHOUT_CACHE_HINT, CacheError, ResponseCache
 
     if a.path and not Path(a.path).exists():  # opening it would create an empty cache there
         return _usage_error(f"no response cache at {a.path}; nothing was {'read' if a.action == 'stats' else 'removed'}")
-    cache = ResponseCache(Path(a.path)) if a.path else ResponseCache()
-    stats = cache.stats()
+    try:
+        cache = ResponseCache(Path(a.path)) if a.path else ResponseCache()
+        stats = cache.stats()
+    except CacheError as exc:  # the cache command has no --no-cache to offer
+        return _usage_error(str(exc).removesuffix(WITHOUT_CACHE_HINT))
     if a.model and a.model not in stats["per_model"]:  # a misspelt name would read as an empty cache
         known = ", ".join(map(repr, sorted(stats["per_model"]))) or "none"
         return _usage_error(f"no cached responses of model {a.model!r} in {stats['path']} (models cached: {known}); "

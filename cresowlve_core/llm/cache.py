@@ -79,6 +79,11 @@ class CacheError(LLMConfigError):
     """The response cache file cannot be used (unwritable, corrupt, not a database)."""
 
 
+#: the way round an unusable cache for a command that calls a model; ``cresowlve cache`` has no model
+#: call to make without it, so it leaves this out of its message
+WITHOUT_CACHE_HINT = ", or run without the cache (--no-cache)"
+
+
 def canonical_json(obj: Any) -> str:
     """Deterministic JSON: sorted keys, no whitespace, unicode kept (the project's writer:
     never ``NaN``/``Infinity``)."""
@@ -228,8 +233,7 @@ class ResponseCache:
         detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         hint = "delete or move the file" if "not a database" in detail or "malformed" in detail else \
             "check its permissions and free space"
-        return CacheError(f"response cache {self.path} {what} ({detail}); {hint}, "
-                          "or run without the cache (--no-cache)")
+        return CacheError(f"response cache {self.path} {what} ({detail}); {hint}{WITHOUT_CACHE_HINT}")
 
     @staticmethod
     def _retry_locked(fn: Any, attempts: int = 50) -> Any:

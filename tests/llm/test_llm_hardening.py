@@ -290,6 +290,23 @@ def test_cache_stats_on_a_corrupt_file_prints_one_line(tmp_path: Path, capsys: p
     assert err.count("\n") == 0 and str(path) in err and err.startswith("error:")
 
 
+@pytest.mark.parametrize("action", [["stats"], ["clear", "--yes"]])
+def test_cache_command_on_a_corrupt_file_offers_no_flag_it_lacks(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   action: list[str]) -> None:
+    """`cresowlve cache stats|clear` on a corrupt file ended "... delete or move the file, or run without
+    the cache (--no-cache)": the cache command has no --no-cache. Its line now ends at the way out it has;
+    a command that calls a model keeps the hint."""
+    from cresowlve_core.cli import main
+
+    path = tmp_path / "responses.sqlite"
+    path.write_bytes(b"garbage" * 500)
+    assert main(["cache", *action, "--path", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: response cache {path} cannot be opened (file is not a database); delete or move the file"
+    with pytest.raises(CacheError, match=r"or run without the cache \(--no-cache\)$"):
+        ResponseCache(path)
+
+
 # ------------------------------------------------------------------ 16: quiet retry logs
 
 
