@@ -163,6 +163,24 @@ def test_parse_choice_a_letter_that_is_a_word_of_a_sentence_is_no_answer(reply):
     assert qz.parse_choice(reply) is None
 
 
+@pytest.mark.parametrize("reply", [
+    "(B) or (C)", "**B** or **C**", "**B** and **C**", "B) or C)", "\"B\" or \"C\"", "B; C", "(B) или (C)",
+    "Answer: (B) or (C)", "The answer is **B** or **C**", "(A) and (B) are rewordings; C is the original",
+])
+def test_parse_choice_two_letters_in_marks_are_a_hedge_not_the_first(reply):
+    """Two option letters joined by ``or``, ``and`` or ``;`` name no one option, wrapped in marks or
+    not (``A or B`` already was invalid): ``(B) or (C)`` was read as B, and ``(A) and (B) are
+    rewordings; C is the original`` as A."""
+    assert qz.parse_choice(reply) is None
+
+
+@pytest.mark.parametrize("reply, letter", [
+    ("**C** and not **B**", "C"), ("B; the rest are rewordings", "B"), ("B) or else", "B"), ("(D) and nothing else", "D"),
+])
+def test_parse_choice_one_letter_then_words_is_still_that_option(reply, letter):
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_perturbations_forms_and_malformed():
     ok = parse_perturbations("1. First one\n2) Second one\nOption 3: Third\n   continues here")
     assert ok == ["First one", "Second one", "Third continues here"]
