@@ -68,8 +68,11 @@ RAW_CHARS = 2_000
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
 _LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?"
                    r"\s*+[:：\-]?\s*+)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
-_ANYWHERE = re.compile(r"(?:answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?\s*+([*_`\"'«“(\[]*+)\s*+([A-D])",
+_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?\s*+([*_`\"'«“(\[]*+)\s*+([A-D])",
                        re.I)
+#: the words of an ``_ANYWHERE`` phrase that state the reply's answer (``option B``, ``choice B``
+#: may name an option the reply only discusses: ``Option A - reworded. Answer: C``)
+_ANSWER_WORDS = ("answer", "ответ")
 #: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
 _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
 #: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``
@@ -114,25 +117,32 @@ def parse_choice(text: str | None) -> str | None:
     """The option letter a quiz reply names, else None (invalid).
 
     Accepted at the start of the reply: ``B``, ``B)``, ``(B)``, ``B.``, ``**B**``, ``Answer: B``,
-    ``Option B``, ``The answer is B``, ``Ответ: B``, ``B) the option's text``; else the first
+    ``Option B``, ``The answer is B``, ``Ответ: B``, ``B) the option's text``; else an
     ``answer/option …: X`` phrase anywhere. The letter must stand as an option
     (:func:`_stands_as_option`): ``A good question, but I cannot tell.`` names none. Lower-case
-    letters only count after such a word.
+    letters only count after such a word. The reply must name one option: every ``answer …: X``
+    phrase names the same letter (and the one at the start); without one, every ``option/choice X``
+    phrase does. ``Option A - reworded. Option B - reworded. Answer: C`` names C, ``Answer: B
+    … the answer is C`` none.
     """
     if not text:
         return None
     head = text[:MAX_PARSE_CHARS]
+    lead = None
     for line in head.splitlines():
         if line.strip():
             m = _LEAD.match(line)
             if m and (m.group(3).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)) \
                     and _stands_as_option(m.group(1) + m.group(2), line[m.end():]):
-                return m.group(3).upper()
+                lead = m.group(3).upper()
             break
-    for m in _ANYWHERE.finditer(head):
-        if _stands_as_option(m.group(1), head[m.end():].split("\n", 1)[0]):
-            return m.group(2).upper()
-    return None
+    stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in _ANYWHERE.finditer(head)
+              if _stands_as_option(m.group(2), head[m.end():].split("\n", 1)[0])]
+    answers = {letter for is_answer, letter in stated if is_answer}
+    if lead is not None:
+        return lead if answers <= {lead} else None
+    named = answers or {letter for _, letter in stated}
+    return named.pop() if len(named) == 1 else None
 
 
 def recorded_choice(record: dict[str, Any]) -> str | None:

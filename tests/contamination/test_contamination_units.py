@@ -181,6 +181,22 @@ def test_parse_choice_one_letter_then_words_is_still_that_option(reply, letter):
     assert qz.parse_choice(reply) == letter
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("Looking at each:\n- Option A - reworded\n- Option B - reworded\n\nAnswer: C", "C"),
+    ("Let me compare the wordings.\nOption A, with \"как-то\", is a reworded copy.\nThe answer is C.", "C"),
+    ("Comparing them, option A: \"как-то\" replaces a word. So the answer is C.", "C"),
+    ("Answer: B\nAnswer: C", None), ("B) the second text\n\nWait, actually the answer is C.", None),
+    ("Ответ: B\nОтвет: C", None), ("Looking at each:\n- Option A - reworded\n- Option B - reworded", None),
+    ("B\nOption A, by contrast, is reworded.", "B"), ("The answer is C. Option A, by contrast, is reworded.", "C"),
+])
+def test_parse_choice_reads_the_answer_not_the_first_option_a_reply_discusses(reply, letter):
+    """A reply that goes through the options before its answer was read as the first option it
+    discussed (``Option A - reworded … Answer: C`` as A), and one stating two answers as the first.
+    The answer phrase names the choice; two different answers, or options discussed with no answer,
+    name none (invalid, counted)."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_perturbations_forms_and_malformed():
     ok = parse_perturbations("1. First one\n2) Second one\nOption 3: Third\n   continues here")
     assert ok == ["First one", "Second one", "Third continues here"]
