@@ -44,7 +44,7 @@ from cresowlve_core.contamination.itemstats import (
     withheld_mask,
     zero_width,
 )
-from cresowlve_core.contamination.quiz import uniform_gof
+from cresowlve_core.contamination.quiz import n_answered, uniform_gof
 from cresowlve_core.contamination.select import RIGHT_BOTH, TARGET, WRONG_BOTH
 from cresowlve_core.stats import holm, wilson_interval
 
@@ -124,6 +124,9 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                    f"{', '.join(res.non_preferred)} (no answer chose any of them)" if not n_valid else
                    f"non-preferred positions: {', '.join(res.non_preferred)}"
                    + ("" if res.truly_non_preferred else " (none below N/4: the least chosen used)"))
+    if n_invalid_bdq := int(res.bdq_counts.get("invalid", 0)):  # in N, not in the χ²: named, never hidden in n
+        bdq_reading += (f"; {n_invalid_bdq} of N = {n_answered(res.bdq_counts)} answers named no option "
+                        "(in N, not in the χ²)")
     few = too_few(n_valid, min_items=min_items) if n_valid else None
     rows.append(_row(c, "BDQ position bias (χ² vs uniform)", "all quizzed items (no original shown)", n_valid, NAN,
                      NAN if few else gof["chi2"], NAN, NAN, NAN if few else gof["p"], None,
@@ -205,6 +208,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
              if any(withheld.values()) else [])
             + ([", ".join(f"{n} {what}" for what, n in cut_off.items() if n)
                 + " cut off at the token limit before any content"] if any(cut_off.values()) else []))
+    if "choice" in res.bcq and (n_invalid := int((res.bcq["choice"].isna() & ~no_answer_mask(res.bcq)).sum())):
+        overall += f"; counted as wrong: {n_invalid} BCQ answer(s) naming no option (invalid)"
     if bcq_waiting:
         overall += f"; the BCQ {bcq_waiting}"
     deciding = [r["p"] for r in rows if r["signal"] is not None]

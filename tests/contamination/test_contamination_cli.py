@@ -403,3 +403,28 @@ def test_runs_whose_items_file_is_not_here_are_not_quizzed_and_exit_1_saying_so(
     assert "note: items '/home/alice/items.jsonl' (ru) could not be loaded" in out.err
     assert out.err.strip().splitlines()[-1] == ("incomplete: 5 item(s) of the sets not quizzed: no ru question could "
                                                 "be read for them (their runs' items, the notes above); nothing was asked")
+
+
+def test_quiz_replies_naming_no_option_are_named_in_the_verdict(tmp_path, capsys, monkeypatch):
+    """The quiz-taker answers the quiz questions of items 0 and 1 (targets) with no option letter.
+    Invalid answers count as wrong (the paper's rule), so the BCQ line read "2 of 4 items right"
+    and the BDQ line "n = 10" with the N = 12 of its N/4 threshold unsaid: the 8 replies naming no
+    option were in no line of the output. Now the BDQ row and the overall reading name them."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req) -> str:
+        if "four-option quiz" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return "I cannot tell which one."
+        return model(req)
+
+    rc = run_on(tmp_path, answers)
+    out = capsys.readouterr()
+    assert rc == 0, out.err  # some replies name an option: the quizzes measured something
+    assert "2 of 4 items right in a majority of their 3 repeat(s)" in out.out
+    bdq = next(line for line in out.out.splitlines() if line.startswith("BDQ position bias"))
+    assert "2 of N = 12 answers named no option (in N, not in the χ²)" in bdq, bdq
+    overall = next(line for line in out.out.splitlines() if line.startswith("overall: "))
+    assert "counted as wrong: 6 BCQ answer(s) naming no option (invalid)" in overall, overall
