@@ -132,7 +132,12 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                      NAN if few else gof["chi2"], NAN, NAN, NAN if few else gof["p"], None,
                      bdq_reading + ("; χ² " + few if few else "") + "; calibrates the BCQ, not a contamination test"))
 
-    per_item = bcq_items(res.bcq)
+    # every BCQ reply that is an answer named no option: its accuracies (all 0, invalid answers counting
+    # as wrong) measure nothing, so the quiz tests nothing
+    answers = res.bcq[~no_answer_mask(res.bcq)] if "choice" in res.bcq else res.bcq.iloc[0:0]
+    quiz_unread = (f"not tested: none of the {len(answers)} BCQ replies named an option"
+                   if len(answers) and answers["choice"].isna().all() else None)
+    per_item = bcq_items(res.bcq.iloc[0:0] if quiz_unread else res.bcq)
     tgt_items = per_item[per_item["set"] == TARGET]
     maj = majority_test(tgt_items)
     few = too_few(maj["n"], min_items=min_items)
@@ -144,7 +149,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                      f"{TARGET} (n = {maj['n']})", maj["n"], NAN, maj["share"], NAN if few else maj["low"],
                      NAN if few else maj["high"],
                      NAN if few else maj["p"], maj_sig,
-                     (f"BCQ {bcq_waiting}" if bcq_waiting else few or "") if not maj["n"] else
+                     (f"BCQ {bcq_waiting}" if bcq_waiting else quiz_unread or few or "") if not maj["n"] else
                      (few + "; " + desc if few else
                       ("picks the original above chance: " if maj_sig else "not above chance: ") + desc)))
     acc = per_item.set_index("id")["accuracy"] if not per_item.empty else pd.Series(dtype=float)
@@ -155,7 +160,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
                                 acc[sets_of == ctrl], ctrl, levels, decides=ctrl == WRONG_BOTH, n_boot=n_boot,
                                 seed=seed, key=f"bcq-{ctrl}", min_items=min_items,
                                 what="target recognised more often than the control")
-        rows.append(row)
+        rows.append(row | ({"reading": quiz_unread} if quiz_unread else {}))
         if ctrl == WRONG_BOTH:
             bcq_diff_sig = sig
     quiz_signal = _both(maj_sig, bcq_diff_sig)
@@ -197,7 +202,8 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
     compared = did_row["sets"] if did_row["n"] else rows[2]["sets"]
     n_target = max(maj["n"], len(_gains(comp, TARGET)))  # target items that reached a test
     n_control = max(int((sets_of == WRONG_BOTH).sum()), len(_gains(comp, WRONG_BOTH)))
-    overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items)
+    overall, signal = _overall(quiz_signal, comp_signal, n_target, min(n_target, n_control), min_items,
+                               quiz_why="no BCQ reply named an option" if quiz_unread else "too few items")
     withheld = {what: int(withheld_mask(frame).sum()) for what, frame in
                 (("BCQ answer(s)", res.bcq), ("continuation(s)", comp))}
     cut_off = {what: int(cut_off_mask(frame).sum()) for what, frame in
@@ -208,7 +214,7 @@ def verdict_table(res: Any, *, n_boot: int = 1000, seed: int = 0, min_items: int
              if any(withheld.values()) else [])
             + ([", ".join(f"{n} {what}" for what, n in cut_off.items() if n)
                 + " cut off at the token limit before any content"] if any(cut_off.values()) else []))
-    if "choice" in res.bcq and (n_invalid := int((res.bcq["choice"].isna() & ~no_answer_mask(res.bcq)).sum())):
+    if not quiz_unread and (n_invalid := int(answers["choice"].isna().sum()) if len(answers) else 0):
         overall += f"; counted as wrong: {n_invalid} BCQ answer(s) naming no option (invalid)"
     if bcq_waiting:
         overall += f"; the BCQ {bcq_waiting}"
@@ -240,7 +246,11 @@ def holm_across_models(verdicts: pd.DataFrame, alpha: float = ALPHA) -> pd.DataF
 
 
 def _overall(quiz: bool | None, comp: bool | None, n_target: int, smallest: int,
-             min_items: int) -> tuple[str, bool | None]:
+             min_items: int, quiz_why: str = "too few items") -> tuple[str, bool | None]:
+    """The overall reading and signal; ``quiz_why``: why the quiz is not tested when it is not."""
+    untested_why = {"the quiz": quiz_why, "the completion test": "too few items"}
+    if quiz is None and comp is None and quiz_why != "too few items":
+        return f"not tested: {quiz_why}; the completion test: too few items (n = {smallest})", None
     if quiz is None and comp is None:
         why = "" if n_target else ": no target item reached the quiz or the completion test"
         return f"not tested: too few items (n = {smallest}; at least {min_items} per set){why}", None
@@ -250,11 +260,11 @@ def _overall(quiz: bool | None, comp: bool | None, n_target: int, smallest: int,
     shown = [k for k, v in parts.items() if v is True]
     untested = [k for k, v in parts.items() if v is None]
     if shown:
-        other = ("the other was not tested (too few items)" if untested else "the other does not")
+        other = (f"the other was not tested ({untested_why[untested[0]]})" if untested else "the other does not")
         return f"inconclusive: {shown[0]} shows a signal, {other}", False
     if untested:
         return (f"no evidence from {[k for k, v in parts.items() if v is False][0]}; {untested[0]} not tested "
-                "(too few items)"), False
+                f"({untested_why[untested[0]]})"), False
     return "no evidence of contamination from these tests (absence of evidence; with small n it is weak)", False
 
 

@@ -280,3 +280,22 @@ def test_a_bdq_without_a_valid_answer_measured_no_position_bias():
     row = verdict_table(res, n_boot=50).iloc[0]
     assert row["n"] == 0 and row["reading"].startswith(
         "no valid BDQ answer: position bias not measured; the BCQ placed the original at any of A, B, C")
+
+
+def test_a_bcq_none_of_whose_replies_named_an_option_tests_nothing():
+    """Every BCQ reply names no option (invalid), the completion test signals. Invalid answers count
+    as wrong, so the quiz read "not above chance: 0 of 22 items right", "no signal", and the overall
+    "inconclusive: the completion test shows a signal, the other does not", a quiz result from
+    replies none of which was a choice. Now the quiz is not tested and the rows say why."""
+    sizes = (("target", 22), ("wrong_both", 21), ("right_both", 20))
+    bcq = [{"set": s, "id": f"{s}{i}", "repeat": r, "correct": "B", "choice": None}
+           for s, n in sizes for i in range(n) for r in range(3)]
+    comp = [c for s, n in sizes for i in range(n)
+            for c in completions(s, f"{s}{i}", 0.5 if s == "target" else 0.1, 0.1 + 0.001 * i)]
+    v = verdict_table(result(bcq, comp), n_boot=200).set_index("test")
+    for test in (MAJORITY, "BCQ per-item accuracy, target − wrong_both", "BCQ per-item accuracy, target − right_both"):
+        assert v.loc[test, "reading"] == "not tested: none of the 189 BCQ replies named an option"
+        assert v.loc[test, "signal"] is None and np.isnan(v.loc[test, "p"])
+    assert v.loc[DID, "signal"] is True
+    assert v.loc["overall", "reading"].startswith(
+        "inconclusive: the completion test shows a signal, the other was not tested (no BCQ reply named an option)")
