@@ -73,6 +73,7 @@ _ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)\s*+(?:
 #: the words of an ``_ANYWHERE`` phrase that state the reply's answer (``option B``, ``choice B``
 #: may name an option the reply only discusses: ``Option A - reworded. Answer: C``)
 _ANSWER_WORDS = ("answer", "ответ")
+_MENTION_WORD = re.compile(r"option|choice|вариант", re.I)
 #: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
 _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
 #: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``
@@ -113,7 +114,7 @@ class QuizUnit:
         return (self.lang, self.id, self.repeat)
 
 
-def parse_choice(text: str | None) -> str | None:
+def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     """The option letter a quiz reply names, else None (invalid).
 
     Accepted at the start of the reply: ``B``, ``B)``, ``(B)``, ``B.``, ``**B**``, ``Answer: B``,
@@ -121,9 +122,11 @@ def parse_choice(text: str | None) -> str | None:
     ``answer/option …: X`` phrase anywhere. The letter must stand as an option
     (:func:`_stands_as_option`): ``A good question, but I cannot tell.`` names none. Lower-case
     letters only count after such a word. The reply must name one option: every ``answer …: X``
-    phrase names the same letter (and the one at the start); without one, every ``option/choice X``
-    phrase does. ``Option A - reworded. Option B - reworded. Answer: C`` names C, ``Answer: B
-    … the answer is C`` none.
+    phrase names the same letter (and a bare letter at the start); without one, every
+    ``option/choice X`` phrase does, the one at the start too. ``Option A - reworded. Option B -
+    reworded. Answer: C`` names C; ``Answer: B … the answer is C`` and ``Option A - reworded\nOption
+    C - the original`` none. A reply ``cut_off`` at the token limit with no answer phrase nor bare
+    letter stopped before its answer: ``Looking at each:\n- Option A - reworded`` names none.
     """
     if not text:
         return None
@@ -133,7 +136,8 @@ def parse_choice(text: str | None) -> str | None:
         if line.strip():
             m = _LEAD.match(line)
             if m and (m.group(3).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)) \
-                    and _stands_as_option(m.group(1) + m.group(2), line[m.end():]):
+                    and _stands_as_option(m.group(1) + m.group(2), line[m.end():]) \
+                    and not _MENTION_WORD.search(m.group(0)):  # ``Option A - reworded`` is read below
                 lead = m.group(3).upper()
             break
     stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in _ANYWHERE.finditer(head)
@@ -141,6 +145,8 @@ def parse_choice(text: str | None) -> str | None:
     answers = {letter for is_answer, letter in stated if is_answer}
     if lead is not None:
         return lead if answers <= {lead} else None
+    if cut_off and not answers:
+        return None
     named = answers or {letter for _, letter in stated}
     return named.pop() if len(named) == 1 else None
 
@@ -153,7 +159,8 @@ def recorded_choice(record: dict[str, Any]) -> str | None:
     if record_withheld(record):
         return None
     raw = record.get("raw")
-    return parse_choice(raw) if isinstance(raw, str) and len(raw) < RAW_CHARS else record.get("choice")
+    return (parse_choice(raw, cut_off=record.get("outcome") == "truncated") if isinstance(raw, str)
+            and len(raw) < RAW_CHARS else record.get("choice"))
 
 
 def bdq_options(perturbations: Sequence[str], rng: np.random.Generator) -> tuple[tuple[str, str, str, str], None]:
@@ -276,7 +283,8 @@ async def aquiz(quiz: str, units: Sequence[QuizUnit], run: RunDir, client: LLMCl
     async def call(unit: QuizUnit, previous: dict[str, Any] | None) -> dict[str, Any]:
         req = step.request(unit)
         c = await client.complete(req.messages, req.params, prompt_version=req.tag)
-        choice = None if is_withheld(c) else step.parse(c.text)  # a refusal picks no option: no answer
+        # a refusal picks no option: no answer
+        choice = None if is_withheld(c) else step.parse(c.text, cut_off=c.outcome == "truncated")
         return {"key": list(unit.key), "status": "ok", **outcome_fields(c), "set": unit.set, "lang": unit.lang,
                 "id": unit.id, "repeat": unit.repeat, "correct": unit.correct, "choice": choice,
                 "is_correct": None if unit.correct is None else choice == unit.correct,

@@ -428,3 +428,30 @@ def test_quiz_replies_naming_no_option_are_named_in_the_verdict(tmp_path, capsys
     assert "2 of N = 12 answers named no option (in N, not in the χ²)" in bdq, bdq
     overall = next(line for line in out.out.splitlines() if line.startswith("overall: "))
     assert "counted as wrong: 6 BCQ answer(s) naming no option (invalid)" in overall, overall
+
+
+def test_a_quiz_reply_cut_off_while_going_through_the_options_is_no_answer(tmp_path, capsys, monkeypatch):
+    """A verbose quiz-taker goes through the options and its 16-token budget ends before an answer
+    on items 0 and 1 (``finish_reason: "length"``). Its first "Option A - reworded" was read as the
+    choice A: 2 BDQ and 6 BCQ answers of A from replies that stopped before answering, exit 0. Now
+    they are cut off before naming an option: no answer, counted, exit 1 naming them."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    items = make_items()
+    write_runs(tmp_path, items)
+    model = fake_model(items)
+
+    def answers(req):
+        if "four-option quiz" in req.prompt and re.search(r"Вопрос номер [01]:", req.prompt):
+            return Reply("Looking at each option:\n- Option A - reworded (uses", finish_reason="length")
+        return model(req)
+
+    rc = run_on(tmp_path, answers)
+    out = capsys.readouterr()
+    assert rc == 1, out.err
+    assert out.err.strip().splitlines()[-1] == (
+        "incomplete: m BDQ: 2 of 12 replies cut off at the token limit before naming an option (no answer); "
+        "m BCQ: 6 of 36 replies cut off at the token limit before naming an option (no answer); "
+        "the model's output is kept in the run directory")
+    for quiz, cut in (("bdq", 2), ("bcq", 6)):
+        summary = json.loads((tmp_path / "out" / "m" / "fake" / quiz / "summary.json").read_text())
+        assert (summary["n_cut_off"], summary["n_invalid"]) == (cut, 0), summary

@@ -188,6 +188,8 @@ def test_parse_choice_one_letter_then_words_is_still_that_option(reply, letter):
     ("Answer: B\nAnswer: C", None), ("B) the second text\n\nWait, actually the answer is C.", None),
     ("Ответ: B\nОтвет: C", None), ("Looking at each:\n- Option A - reworded\n- Option B - reworded", None),
     ("B\nOption A, by contrast, is reworded.", "B"), ("The answer is C. Option A, by contrast, is reworded.", "C"),
+    ("Option A - reworded\nOption B - reworded\nOption C - the original", None), ("Option B", "B"),
+    ("Option A - reworded\nAnswer: C", "C"),
 ])
 def test_parse_choice_reads_the_answer_not_the_first_option_a_reply_discusses(reply, letter):
     """A reply that goes through the options before its answer was read as the first option it
@@ -195,6 +197,14 @@ def test_parse_choice_reads_the_answer_not_the_first_option_a_reply_discusses(re
     The answer phrase names the choice; two different answers, or options discussed with no answer,
     name none (invalid, counted)."""
     assert qz.parse_choice(reply) == letter
+
+
+def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
+    """Cut off at the token limit, a reply that only went through options stopped before its answer;
+    one that states its answer, or starts with a bare letter, named it."""
+    assert qz.parse_choice("Looking at each option:\n- Option A - reworded (uses", cut_off=True) is None
+    assert qz.parse_choice("Answer: B. The wording of", cut_off=True) == "B"
+    assert qz.parse_choice("B) the second", cut_off=True) == "B"
 
 
 def test_parse_perturbations_forms_and_malformed():
