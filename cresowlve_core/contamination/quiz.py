@@ -76,12 +76,13 @@ _ANSWER_WORDS = ("answer", "ответ")
 _MENTION_WORD = re.compile(r"option|choice|вариант", re.I)
 #: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
 _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
-#: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``
-#: (not the full stop of an abbreviation, ``A.I.``, nor the hyphen of a word, ``A-level``)
-_SEPARATOR = re.compile(r"\.(?![^\W\d_])|[,;!)\]]|\s*+[:：]|\s*+[-–—](?![^\W\d_])")
+#: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``,
+#: ``D (none of the provided options)`` (not the full stop of an abbreviation, ``A.I.``, nor the hyphen
+#: of a word, ``A-level``)
+_SEPARATOR = re.compile(r"\.(?![^\W\d_])|[,;!)\]]|\s*+[:：]|\s*+[-–—](?![^\W\d_])|\s++\(")
 #: after the letter: a second option letter (``A, B or C``, ``A/B``, ``(B) or (C)``, ``**B** and **C**``,
 #: ``B; C``), a hedge that names no one option
-_ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:[,/&;]|(?i:or|and|или|и)\b)\s*+[*_`\"'«“(\[]*+[A-D](?![^\W\d_])")
+_ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+\(?(?:[,/&;]|(?i:or|and|или|и)\b)\s*+[*_`\"'«“(\[]*+[A-D](?![^\W\d_])")
 #: after the letter: nothing more on its line but the closing marks, full stops and spaces
 _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 

@@ -207,6 +207,17 @@ def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     assert qz.parse_choice("B) the second", cut_off=True) == "B"
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("D (none of the provided options)", "D"), ("Answer: D (none of the provided options)", "D"),
+    ("B (the second one)", "B"), ("Ответ: B (второй)", "B"), ("Answer: B (option C, by contrast, is reworded)", "B"),
+    ("B (or C)", None), ("B (and C)", None),
+])
+def test_parse_choice_a_letter_then_a_parenthesis_stands_as_an_option(reply, letter):
+    """``D (none of the provided options)`` was invalid (counted as wrong), and ``Answer: B (option C,
+    by contrast, is reworded)`` read as C, the option the parenthesis discussed."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_perturbations_forms_and_malformed():
     ok = parse_perturbations("1. First one\n2) Second one\nOption 3: Third\n   continues here")
     assert ok == ["First one", "Second one", "Third continues here"]
