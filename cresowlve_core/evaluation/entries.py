@@ -57,7 +57,7 @@ class SummaryEntry:
     __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
                  "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error", "served_model",
-                 "dropped_fields", "judge_served_model")
+                 "dropped_fields", "judge_served_model", "n_replaced", "replaced_cost")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -80,6 +80,8 @@ class SummaryEntry:
         self.reasoning_tokens: int | None = usage.get("reasoning_tokens")
         self.cost: float | None = get("cost")
         self.judge_cost: float | None = get("judge_cost")
+        self.n_replaced: int = get("n_replaced") or 0
+        self.replaced_cost: float | None = get("replaced_cost")
         self.shows_reasoning = (self.reasoning_tokens or 0) > 0 or bool((get("thoughts") or "").strip())
         self.judge_repeat_status: str = repeat_status(rec)
         repeat_raw = repeat_fields(rec).get("judge_repeat_raw") if self.judge_repeat_status == "error" else None

@@ -56,6 +56,11 @@ class ResponseRecord(BaseModel):
     thoughts: str | None = None
     usage: Usage = Field(default_factory=Usage)
     cost: float | None = Field(None, ge=0, allow_inf_nan=False)  # USD; None = unknown price
+    #: earlier answers of this item that this one replaced (``--retry-truncated``), and what they and their
+    #: verdicts cost (USD; None: unknown, or nothing replaced): money spent that the run's ``cost``, the
+    #: cost of the answers it keeps, leaves out
+    n_replaced: int = Field(0, ge=0)
+    replaced_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
     cost_source: Literal["reported", "price_table"] | None = None  # the provider's own figure, or our price table
     truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)
     max_tokens: int | None = None  # the output budget this answer had

@@ -298,6 +298,19 @@ def repeat_left(rec: dict[str, Any] | SummaryEntry) -> bool:
     return status in ("not_run", "error")
 
 
+def replaced_fields(previous: dict[str, Any]) -> dict[str, Any]:
+    """``n_replaced`` and ``replaced_cost`` of an answer that replaces ``previous`` (``--retry-truncated``):
+    the earlier answers and what they and their verdicts cost, unknown (None) when any of those costs is
+    (a verdict that was never asked costs nothing)."""
+    earlier = previous.get("replaced_cost") if previous.get("n_replaced") else 0.0
+    judge = previous.get("judge_cost")
+    if judge is None and previous.get("judge_status") in (None, "not_run", "not_an_answer"):
+        judge = 0.0
+    parts = (earlier, previous.get("cost"), judge)
+    return {"n_replaced": (previous.get("n_replaced") or 0) + 1,
+            "replaced_cost": None if any(p is None for p in parts) else sum(p for p in parts if p is not None)}
+
+
 def reask_truncated(cfg: EvalConfig, rec: dict[str, Any] | SummaryEntry) -> bool:
     """A truncated answer to ask again (``--retry-truncated``) with a larger budget than it had."""
     budget, had = cfg.options.max_tokens, rec.get("max_tokens")
@@ -358,6 +371,8 @@ class _Evaluator:
                                                prompt_version=self.answerer.prompt.tag)
                 self._refuse_unsent_effort()
             rec = {**record_base(item, cfg), **answer_fields(view, c, cfg.options.max_tokens, fewshot=self.fewshot)}
+            if previous is not None and previous.get("status") == "ok":  # a truncated answer asked again
+                rec.update(replaced_fields(previous))
             if self.judge is not None and not is_withheld(c):
                 # the paid answer is queued for the disk before the judge is asked, and is on disk
                 # before this item's verdict is returned, whatever the judge does
@@ -665,6 +680,9 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "cost_known": sum(r.cost for r in ok if r.cost is not None),
         "n_cost_unknown": sum(r.cost is None for r in ok),
         "judge_cost": (_judge_cost(ok) if judged and not repeats.get("n_judge_repeat_error") else None),
+        # answers replaced by the ones kept (--retry-truncated), and what they and their verdicts cost
+        "n_replaced": sum(r.n_replaced for r in ok),
+        "replaced_cost": _costs([r.replaced_cost for r in ok if r.n_replaced]),
         "spent_now": {"model": model_meter, "judge": judge_meter},
         **repeats,
     }
@@ -716,6 +734,7 @@ def summary_line(s: dict[str, Any]) -> str:
         + repeat_note(s)
         + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
         + unusable_note(s)
+        + replaced_note(s)
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"
            if s.get("n_no_reasoning") else "")
         + (f" | WARNING: labelled {'effort none' if s.get('effort') == NO_REASONING else 'non-thinking'}, but "
@@ -765,6 +784,16 @@ def unusable_note(s: dict[str, Any]) -> str:
                 + (f" for {n - unknown}, {unknown} unknown" if unknown else ""))
         notes.append(f" | {prefix}{n} billed answer(s) with no text, asked again ({cost}, not in {total})")
     return "".join(notes)
+
+
+def replaced_note(s: dict[str, Any]) -> str:
+    """`` | 4 answer(s) replaced by answers asked again (--retry-truncated): $0.0004 spent on them, not in
+    cost`` when the run's answers replaced earlier ones, else ``""``."""
+    n = s.get("n_replaced") or 0
+    if not n:
+        return ""
+    cost = "cost unknown" if s.get("replaced_cost") is None else f"{usd(s['replaced_cost'])} spent on them"
+    return f" | {n} answer(s) replaced by answers asked again (--retry-truncated): {cost}, not in cost"
 
 
 def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:

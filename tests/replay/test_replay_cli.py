@@ -198,6 +198,7 @@ def test_retry_truncated_reasks_only_the_cut_answers_with_a_larger_budget(tmp_pa
         code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", "--max-tokens", "200", limit=6)
         assert code == 0, out
         n_cut = summary(tmp_path / "run")["n_truncated"]
+        cut_cost = {r["id"]: r["cost"] for r in records(tmp_path / "run") if r["truncated"]}
         first = len(srv.log)
         code, out = run_eval(srv, "openai", tmp_path / "run", "--model", "gpt-4.1", "--max-tokens", "2000",
                              "--retry-truncated", limit=6)
@@ -208,6 +209,14 @@ def test_retry_truncated_reasks_only_the_cut_answers_with_a_larger_budget(tmp_pa
     assert {e["body"].get("max_completion_tokens", e["body"].get("max_tokens")) for e in again} == {2000}
     assert summary(tmp_path / "run")["n_truncated"] == 0
     assert not any(r["truncated"] for r in records(tmp_path / "run"))
+    # the cut-off answers were paid for: the run's cost keeps the answers it has, and names the ones replaced
+    replaced = {r["id"]: r for r in records(tmp_path / "run") if r["n_replaced"]}
+    assert set(replaced) == set(cut_cost) and all(r["n_replaced"] == 1 for r in replaced.values())
+    assert all(replaced[i]["replaced_cost"] == pytest.approx(c) for i, c in cut_cost.items())
+    s = summary(tmp_path / "run")
+    assert s["n_replaced"] == n_cut and s["replaced_cost"] == pytest.approx(sum(cut_cost.values())) and s["replaced_cost"] > 0
+    assert (f"| {n_cut} answer(s) replaced by answers asked again (--retry-truncated): "
+            f"${s['replaced_cost']:.4f} spent on them, not in cost") in out, out
 
 
 def test_azure_sends_the_key_in_api_key_and_a_content_filter_is_filtered_once(tmp_path):
