@@ -519,15 +519,20 @@ def test_diff_of_runs_asked_different_item_sets_says_so(tmp_path):
     assert _cli(["diff", str(tmp_path / "b"), str(tmp_path / "c")]).stderr == ""
 
 
-def test_runs_of_a_grid_names_the_cells_without_a_run_directory(tmp_path):
-    """`cresowlve runs grid.json` of a grid stopped before its second cell started: the last line names that
-    cell. Before: "1 run(s)", the grid's other cell unmentioned."""
+def grid_stopped_before_its_second_cell(tmp_path):
+    """tmp_path/grid/grid.json of two cells: model-a__en run (2 items), model-b__en not run, no run directory."""
     with FakeServer(answers=answer_for) as srv:
         asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "grid" / "model-a__en", tmp_path), make_items(2),
                                    progress=False))
     cells = [{"cell": "model-a__en", "run_dir": str(tmp_path / "grid" / "model-a__en"), "status": "done"},
              {"cell": "model-b__en", "run_dir": str(tmp_path / "grid" / "model-b__en"), "status": "not_run"}]
     (tmp_path / "grid" / "grid.json").write_text(json.dumps({"name": "g", "cells": cells, "aliases": {}}))
+
+
+def test_runs_of_a_grid_names_the_cells_without_a_run_directory(tmp_path):
+    """`cresowlve runs grid.json` of a grid stopped before its second cell started: the last line names that
+    cell. Before: "1 run(s)", the grid's other cell unmentioned."""
+    grid_stopped_before_its_second_cell(tmp_path)
     out = _cli(["runs", str(tmp_path / "grid" / "grid.json")])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "1 run(s); 1 cell(s) of the grid without a run directory: " \
@@ -714,11 +719,6 @@ def test_the_analysis_names_a_grid_cell_without_a_run_directory(tmp_path):
     does. Before: the cell was left out of every table without a word."""
     from cresowlve_core.analysis.loading import load_runs
 
-    with FakeServer(answers=answer_for) as srv:
-        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "grid" / "model-a__en", tmp_path), make_items(2),
-                                   progress=False))
-    cells = [{"cell": "model-a__en", "run_dir": str(tmp_path / "grid" / "model-a__en"), "status": "done"},
-             {"cell": "model-b__en", "run_dir": str(tmp_path / "grid" / "model-b__en"), "status": "not_run"}]
-    (tmp_path / "grid" / "grid.json").write_text(json.dumps({"name": "g", "cells": cells, "aliases": {}}))
+    grid_stopped_before_its_second_cell(tmp_path)
     notes = load_runs(str(tmp_path / "grid" / "grid.json")).notes
     assert "1 cell of the grid without a run directory, so not in any table below: model-b__en (not_run)." in notes
