@@ -171,6 +171,12 @@ def stable_seed(seed: int, *key: object) -> np.random.Generator:
     return np.random.default_rng([int(seed), digest])
 
 
+def zero_width(low: float, high: float) -> bool:
+    """True when an interval has zero width or is undefined: no interval to show, and it cannot decide
+    a signal (every resample gave one value, or |ρ| = 1 under Fisher's z)."""
+    return bool(math.isnan(low) or math.isnan(high) or high - low <= 1e-12)
+
+
 def seeded_rank(seed: int, *key: object) -> str:
     """A unit's place in a seeded draw without replacement (sort by it, take the first n): a digest of the
     seed and the unit's own key alone. Unlike a draw from a generator over the list, a unit's place does not

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.stats import correlation, format_p, holm
+from cresowlve_core.stats import correlation, format_p, holm, zero_width
 
 FEATURES = {
     "n_domains": "Number of knowledge domains",
@@ -132,7 +132,7 @@ def _interval(low: float, high: float) -> tuple[float, float]:
     """A Fisher-z interval as the table shows it: NaN where it has no width (|ρ| = 1 gives (ρ, ρ), which is
     no 95 % interval: the p-value of 4 items in perfect order is 0.08), as below 4 items."""
     nan = float("nan")
-    return (nan, nan) if pd.isna(low) or pd.isna(high) or high - low <= 1e-12 else (low, high)
+    return (nan, nan) if zero_width(low, high) else (low, high)
 
 
 def _corr_row(x: pd.Series, y: pd.Series) -> dict[str, float | str]:

@@ -7,7 +7,7 @@
 * :func:`matched_diff` — a difference of set means matched on difficulty (the paper's levels
   1–5), with a stratified t interval whose variance is pooled within each set (so a 1-item level
   keeps its width) and a stratified permutation p-value;
-* :func:`zero_width` — an interval of zero width decides nothing.
+* :func:`~cresowlve_core.stats.zero_width` — an interval of zero width decides nothing.
 """
 
 from __future__ import annotations
@@ -35,10 +35,6 @@ def too_few(*ns: int, min_items: int = MIN_ITEMS) -> str | None:
     low = [n for n in ns if n < min_items]
     return f"too few items (n = {min(low)}): not tested" if low else None
 
-
-def zero_width(low: float, high: float) -> bool:
-    """True when an interval has zero width (or is undefined): it cannot decide a signal."""
-    return bool(np.isnan(low) or np.isnan(high) or high - low <= 1e-12)
 
 
 def withheld_mask(records: pd.DataFrame) -> pd.Series:

@@ -42,11 +42,10 @@ from cresowlve_core.contamination.itemstats import (
     no_answer_mask,
     too_few,
     withheld_mask,
-    zero_width,
 )
 from cresowlve_core.contamination.quiz import n_answered, uniform_gof
 from cresowlve_core.contamination.select import RIGHT_BOTH, TARGET, WRONG_BOTH
-from cresowlve_core.stats import holm, wilson_interval
+from cresowlve_core.stats import holm, wilson_interval, zero_width
 
 ALPHA = 0.05
 COLUMNS = ["config", "basis", "test", "sets", "n", "n_control", "statistic", "low", "high", "p", "signal", "reading"]

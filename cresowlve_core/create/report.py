@@ -42,7 +42,7 @@ from cresowlve_core.create.utility import (
 )
 from cresowlve_core.llm.types import CONCURRENCY
 from cresowlve_core.reporting import MISSING, jsonable, say, show
-from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed
+from cresowlve_core.stats import bootstrap_mean_ci, format_p, holm, paired_difference, stable_seed, zero_width
 from cresowlve_core.text import plural
 
 FACTUALITY_THRESHOLDS: tuple[float, ...] = (0.0, 0.25, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
@@ -135,7 +135,7 @@ class CreateReport:
                 row[f"utility@{p}"] = est.value
                 # one query gives no interval over queries (every resample is that query), as no sd;
                 # nor do queries of one utility each: every resample gives it, a zero width no sample has
-                spread = len(g) > 1 and est.high - est.low > 1e-12
+                spread = len(g) > 1 and not zero_width(est.low, est.high)
                 row[f"ci_low@{p}"] = est.low if spread else np.nan
                 row[f"ci_high@{p}"] = est.high if spread else np.nan
                 row[f"sd@{p}"] = float(g[f"utility@{p}"].std(ddof=1)) if len(g) > 1 else np.nan

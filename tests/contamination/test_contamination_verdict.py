@@ -11,12 +11,13 @@ import pytest
 from scipy import stats as sps
 
 from cresowlve_core.analysis.loading import load_runs
-from cresowlve_core.contamination.itemstats import MIN_ITEMS, bcq_items, majority_test, matched_diff, zero_width
+from cresowlve_core.contamination.itemstats import MIN_ITEMS, bcq_items, majority_test, matched_diff
 from cresowlve_core.contamination.pipeline import ConfigResult
 from cresowlve_core.contamination.quiz import bcq_table
 from cresowlve_core.contamination.select import paired_sets
 from cresowlve_core.contamination.verdict import verdict_lines, verdict_table
 from cresowlve_core.reporting import jsonable, table
+from cresowlve_core.stats import zero_width
 
 BDQ = {"A": 40, "B": 5, "C": 5, "D": 50, "invalid": 0}
 COMP_COLUMNS = ["set", "id", "mode", "rouge_l", "prefix_match", "continuation"]
