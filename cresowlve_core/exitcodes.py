@@ -26,6 +26,11 @@ exit codes:
   0    done: every item (unit) finished
   1    finished, but some items errored or were not run; the last line says how many
        and names the most common error with its count; run again to retry them.
+       Also: a step's model answered but none of its output could be read (no verdict,
+       no option, no label), or replies were cut off at the token limit before it: the
+       output is kept, the last line says which step and what would read it. Output
+       that could not be read for only some items is counted and named on the stage's
+       line and in its report.
        Also a bug: its traceback is printed and the last line asks for a report
   2    refused before any request: a bad argument, an unreadable items file, an unusable
        run directory (a file, unwritable, in use by another process), a run directory of
