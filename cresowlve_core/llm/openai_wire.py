@@ -45,6 +45,7 @@ an answer over 64 MB after decompression is an error of that item.
 from __future__ import annotations
 
 import asyncio
+import codecs
 import email.utils
 import json
 import math
@@ -347,6 +348,48 @@ def decode_body(content: bytes | str) -> tuple[str, bool]:
         return content.decode("utf-8-sig"), False
     except UnicodeDecodeError:
         return content.decode("utf-8-sig", "replace"), True
+
+
+#: the ``charset`` parameter of a Content-Type header (``application/json; charset="windows-1251"``)
+#: (a token of ASCII letters, digits and ``.:+-_``: aiohttp hands a header's bytes that are not UTF-8 on as lone surrogates)
+_CHARSET = re.compile(r';\s*charset\s*=\s*"?([\w.:+-]+)', re.IGNORECASE | re.ASCII)
+
+
+def _mostly_utf8(content: bytes) -> bool:
+    """Whether ``content`` is UTF-8 but for a few bad bytes (a character cut at the token limit): more of its
+    non-ASCII characters decode as UTF-8 than not. Text in a single-byte charset (Latin-1, windows-1251) almost
+    never forms a valid UTF-8 sequence."""
+    try:
+        content.decode("utf-8")
+        return True
+    except UnicodeDecodeError:
+        text = content.decode("utf-8", "replace")
+    bad = text.count("\ufffd") - content.count("\ufffd".encode())
+    return sum(ch > "\x7f" for ch in text) - bad > bad
+
+
+def body_in_utf8(content: bytes, headers: Any) -> bytes:
+    """``content`` as UTF-8 bytes. A body that is UTF-8 (with no NUL byte; :func:`_mostly_utf8`) stays as it is,
+    whatever charset it declares (RFC 8259: JSON is UTF-8, and servers that label a UTF-8 body ``ISO-8859-1`` exist);
+    one that is not is decoded by the charset its Content-Type declares (``windows-1251`` from a proxy,
+    ``iso-8859-1``, ``utf-16``). A body that does not decode by its charset either, or declares one Python does not
+    know, stays as it is. What stays is read by :func:`decode_body`: its bad bytes U+FFFD, flagged."""
+    found = _CHARSET.search(str(headers.get("content-type") or "")) if headers else None
+    if found is None or not isinstance(content, bytes):
+        return content
+    charset = found.group(1)
+    try:
+        if codecs.lookup(charset).name in ("utf-8", "utf-8-sig"):
+            return content
+        # JSON in UTF-8 has no NUL byte; UTF-16 without a byte-order mark has many
+        if b"\x00" not in content and _mostly_utf8(content):
+            return content  # UTF-8, whatever it declares
+    except LookupError:  # a charset Python does not know
+        return content
+    try:
+        return content.decode(charset).encode("utf-8", "surrogatepass")
+    except (LookupError, ValueError):  # unknown or no text encoding (base64, rot13); undecodable (Python's "undefined")
+        return content
 
 
 #: a JSON escape of a UTF-16 surrogate (backslash, ``ud83d``): ``json.loads`` joins a valid pair into one
@@ -1008,6 +1051,7 @@ def filtered_request(status: int, content: bytes | str) -> Completion | None:
 
 def interpret(path: str, status: int, headers: Any, content: bytes, profile: Profile | None = None) -> Completion:
     """The completion of one HTTP response (whatever its outcome), or :class:`AttemptFailed`."""
+    content = body_in_utf8(content, headers)
     if 200 <= status < 300:
         try:
             return parse_success(path, content, profile, headers)

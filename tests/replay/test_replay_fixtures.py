@@ -397,6 +397,52 @@ def test_a_lone_surrogate_is_replaced_kept_flagged_and_can_be_written(tmp_path):
     assert c.text.endswith("}\U0001f600") and "invalid_utf8" not in c.raw
 
 
+@pytest.mark.parametrize(("charset", "answer"), [("windows-1251", "Москва"), ("iso-8859-1", "Café"),
+                                                ("utf-16", "Москва"), ("utf-16-le", "Москва")])
+def test_a_body_in_its_declared_charset_is_read_by_it(charset, answer):
+    """The recorded gpt-4o-mini answer, its text ``answer``, sent in ``charset`` with ``Content-Type: application/json;
+    charset=...`` (a Russian proxy's windows-1251). Before: read as UTF-8, "Москва" became "������" (kept, flagged
+    invalid_utf8, scored as a wrong answer); a UTF-16 body was "unparseable" until the endpoint "looked down"."""
+    body = load("openai/chat_gpt4o_mini_success")["body"]
+    body["choices"][0]["message"]["content"] = f"<Answer>{answer}</Answer>"
+    sent = json.dumps(body, ensure_ascii=False).encode(charset)
+    c = wire.interpret("/chat/completions", 200, {"content-type": f"application/json; charset={charset}"}, sent)
+    assert (c.outcome, c.text, "invalid_utf8" in c.raw) == ("answer", f"<Answer>{answer}</Answer>", False)
+
+
+@pytest.mark.parametrize("charset", ["ISO-8859-1", "no-such-charset", "undefined", "\udce9\udce9"])
+def test_a_utf8_body_labelled_otherwise_stays_utf8(charset):
+    """JSON is UTF-8 (RFC 8259): a UTF-8 body some server labels ISO-8859-1 is not read as Latin-1 ("ÐœÐ¾..."), and
+    a label Python knows no charset by (or its "undefined", which decodes nothing; or bytes that are not UTF-8, which
+    aiohttp hands on as lone surrogates) leaves the answer as it is, never an error of the item."""
+    body = load("openai/chat_gpt4o_mini_success")["body"]
+    body["choices"][0]["message"]["content"] = "<Answer>Москва</Answer>"
+    sent = json.dumps(body, ensure_ascii=False).encode("utf-8")
+    c = wire.interpret("/chat/completions", 200, {"content-type": f"application/json; charset={charset}"}, sent)
+    assert (c.text, "invalid_utf8" in c.raw) == ("<Answer>Москва</Answer>", False)
+
+
+def test_a_utf8_body_with_a_character_cut_and_labelled_latin1_is_kept_flagged_never_read_as_latin1():
+    """A UTF-8 answer whose last Cyrillic letter is cut in half, labelled ISO-8859-1: not Latin-1 as a whole
+    ("ÐœÐ¾ÑÐºÐ²..." unflagged), but UTF-8 with the cut byte U+FFFD, flagged, as with no label."""
+    body = load("openai/chat_gpt4o_mini_success")["body"]
+    body["choices"][0]["message"]["content"] = "<Answer>Москва</Answer>"
+    sent = json.dumps(body, ensure_ascii=False).encode("utf-8").replace("а<".encode(), "а<".encode()[:1] + b"<")
+    c = wire.interpret("/chat/completions", 200, {"content-type": "application/json; charset=ISO-8859-1"}, sent)
+    assert (c.text, c.raw["invalid_utf8"]) == ("<Answer>Москв\ufffd</Answer>", True)
+
+
+@pytest.mark.parametrize("charset", ["undefined", "no-such-charset", "base64"])
+def test_a_body_neither_utf8_nor_in_a_charset_python_decodes_is_kept_flagged(charset):
+    """A Latin-1 body labelled with a charset Python cannot decode it by (its "undefined" codec raises a bare
+    UnicodeError; base64 is no text encoding): read as UTF-8 as before, the bad byte U+FFFD, flagged; never an error."""
+    body = load("openai/chat_gpt4o_mini_success")["body"]
+    body["choices"][0]["message"]["content"] = "<Answer>Café</Answer>"
+    sent = json.dumps(body, ensure_ascii=False).encode("latin-1")
+    c = wire.interpret("/chat/completions", 200, {"content-type": f"application/json; charset={charset}"}, sent)
+    assert (c.text, c.raw["invalid_utf8"]) == ("<Answer>Caf\ufffd</Answer>", True)
+
+
 def test_a_lone_surrogate_in_an_error_message_is_replaced():
     text = body_of("openai/err_404_model_not_found").replace("does not exist", "does not exist \\ud800")
     failure = wire.classify_status(404, {}, text.encode())
