@@ -32,7 +32,7 @@ def load_mapping(path: str | Path | None = None) -> dict[str, str]:
     is an :class:`InputError` naming the file and the group."""
     path = Path(path or shipped_data("construction", "domain_mapping.json"))
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(jsonl.read_text(path, error=InputError))  # UTF-8, a byte-order mark accepted
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: {jsonl.not_json(exc)}") from None
     groups = data.get("groups") if isinstance(data, dict) else None

@@ -280,6 +280,24 @@ def test_a_broken_domain_mapping_is_one_error_before_any_model_call(tmp_path: Pa
         assert srv.total == 0
 
 
+def test_a_domain_mapping_not_in_utf8_is_one_error_naming_its_line_and_one_with_a_bom_is_read(tmp_path: Path) -> None:
+    """A mapping saved in Latin-1 (or UTF-16) was a UnicodeDecodeError traceback; one saved as "UTF-8 with BOM"
+    (Notepad, a spreadsheet) was refused as "not JSON (Unexpected UTF-8 BOM ...)"."""
+    from cresowlve_core.construction.domains import load_mapping
+    from cresowlve_core.failures import InputError
+
+    text = '{"groups": {\n  "Music": ["café-concert"]}}\n'
+    latin1, utf16, bom = tmp_path / "latin1.json", tmp_path / "utf16.json", tmp_path / "bom.json"
+    latin1.write_bytes(text.encode("latin-1"))
+    utf16.write_bytes(text.encode("utf-16"))
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))
+    with pytest.raises(InputError, match=r"latin1\.json:2: not UTF-8 \(byte 0xe9\); save the file as UTF-8"):
+        load_mapping(latin1)
+    with pytest.raises(InputError, match=r"utf16\.json:1: not UTF-8 \(byte 0xff\)"):
+        load_mapping(utf16)
+    assert load_mapping(bom)["café concert"] == "Music"  # keys normalised (normalise_label)
+
+
 def test_a_translation_run_again_is_not_counted_as_human_validated(tmp_path: Path, tmp_cache) -> None:
     """Keep decisions were made on model A's translations; the build is run again on model B
     (archive_changed): B's translations are not human-validated, and the funnel says so."""
