@@ -57,7 +57,7 @@ class SummaryEntry:
     __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
                  "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error", "served_model",
-                 "dropped_fields", "judge_served_model", "n_replaced", "replaced_cost")
+                 "dropped_fields", "judge_served_model", "n_replaced", "replaced_cost", "invalid_utf8")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -73,6 +73,7 @@ class SummaryEntry:
         self.judge_outcome: str | None = get("judge_outcome")
         self.extraction: str | None = get("extraction")
         self.truncated: bool = bool(get("truncated"))
+        self.invalid_utf8: bool = bool(get("invalid_utf8"))
         self.max_tokens: int | None = get("max_tokens")
         self.cost_source: str | None = get("cost_source")
         self.input_tokens: int | None = usage.get("input_tokens")

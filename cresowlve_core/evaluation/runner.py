@@ -656,6 +656,8 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "top_judge_error": list(judge_errors.most_common(1)[0]) if judge_errors else None,
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
         "n_truncated": sum(r.truncated for r in ok),
+        # answers whose body had bytes that were not UTF-8: U+FFFD in their place, kept and scored as they read
+        "n_invalid_utf8": sum(r.invalid_utf8 for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
         # answers asked without a field the provider refused, per field (the others were asked with it)
         "dropped_answers": dict(sorted(Counter(f for r in ok for f in r.dropped_fields or ()).items())),
@@ -740,6 +742,8 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | WARNING: labelled {'effort none' if s.get('effort') == NO_REASONING else 'non-thinking'}, but "
            f"{s['n_unlabelled_reasoning']}/{s['n_ok']} answers show reasoning: the model reasoned anyway"
            if s.get("n_unlabelled_reasoning") else "")
+        + (f" | WARNING: {s['n_invalid_utf8']} answer(s) had bytes that were not UTF-8 (U+FFFD in their place, "
+           "scored as they read; invalid_utf8 in their records)" if s.get("n_invalid_utf8") else "")
         + served_note(s.get("served_models"))
         + mixed_settings_note(s)
         + (f" | STOPPED: {s['stopped']}" if s.get("stopped") else "")

@@ -534,3 +534,29 @@ def test_an_output_count_below_its_reasoning_count_is_unknown_not_priced():
     assert (c.usage.input_tokens, c.usage.output_tokens, c.usage.reasoning_tokens) == (12, None, 415)
     assert c.raw["unusable_numbers"] == ["completion_tokens=374 (below its reasoning_tokens=415)"]
     assert PriceTable.load().cost("deepseek-reasoner", c.usage) is None
+
+
+def test_answers_with_bytes_that_are_not_utf8_are_counted_in_the_summary_and_named_on_its_line(tmp_path, capsys):
+    """The recorded Ollama answer with a lone surrogate, served to ``cresowlve eval`` for two items: each
+    answer is kept with U+FFFD and scored. Before, only the record's ``invalid_utf8`` said so: the summary and
+    its line read like those of clean answers."""
+    from hostile import Conn, HostileServer, http_response
+
+    from cresowlve_core import cli
+    from cresowlve_core.items import Item, ItemView
+
+    body = body_of("ollama/chat_lone_surrogate").encode()
+
+    async def handle(conn: Conn) -> None:
+        while await conn.request() is not None:
+            await conn.write(http_response(body))
+
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(json.dumps(Item(id=f"chgk_{i:010x}", en=ItemView(question=f"Puzzle {i}?", answer="Paris"))
+                                        .model_dump()) + "\n" for i in range(2)), encoding="utf-8")
+    with HostileServer(handle) as srv:
+        code = cli.main(["eval", "--items", str(items), "--model", "m", "--base-url", srv.url, "--provider", "ollama",
+                         "--no-cache", "--run-dir", str(tmp_path / "run")])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert (code, summary["n_ok"], summary["n_invalid_utf8"]) == (0, 2, 2)
+    assert "WARNING: 2 answer(s) had bytes that were not UTF-8 (U+FFFD in their place" in capsys.readouterr().out
