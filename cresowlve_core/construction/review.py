@@ -20,6 +20,7 @@ import hashlib
 import json
 import random
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
@@ -132,6 +133,12 @@ def _reviewer_of(file: Path, prefix: str, records: Iterable[Decision | Annotatio
 REVIEW_FILE_PREFIX: dict[type[BaseModel], str] = {Decision: "decisions__", Annotation: "annotations__"}
 
 
+def reviewer_key(name: str) -> str:
+    """Who a reviewer's name names: names that differ only in letter case, Unicode normalisation form
+    (``José`` with é as one character or as ``e`` and a combining accent) or spacing name one reviewer."""
+    return unicodedata.normalize("NFC", unicodedata.normalize("NFC", " ".join(name.split())).casefold())
+
+
 def review_dir(build_dir: str | Path) -> Path:
     return Path(build_dir) / "review"
 
@@ -209,6 +216,41 @@ def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dic
             raise InputError(f"{path}:{lineno}: not a saved {kind.__name__.lower()} ({why})") from None
         latest[record.item_id] = record
     return latest
+
+
+def _same_name(name: str, other: str) -> str:
+    """``'name' is reviewer 'other'``, saying so when the two look alike but are written with other code points."""
+    looks_alike = name != other and unicodedata.normalize("NFC", name) == unicodedata.normalize("NFC", other)
+    return f"reviewer {name!r} is reviewer {other!r}" + (f" ({ascii(name)} and {ascii(other)})" if looks_alike else "")
+
+
+def read_reviewers(rdir: Path, kind: type[Decision] | type[Annotation]) -> dict[str, tuple[str, Path, dict[str, Any]]]:
+    """:func:`reviewer_key` -> (the reviewer's name, their file, :func:`read_review_file` of it) for every
+    review file of ``kind`` in the review folder ``rdir``. Two files of one reviewer (``Dan`` and ``dan``)
+    are an :class:`InputError` naming both: each would count as a reviewer of its own."""
+    prefix = REVIEW_FILE_PREFIX[kind]
+    out: dict[str, tuple[str, Path, dict[str, Any]]] = {}
+    for f in sorted(rdir.glob(f"{prefix}*.jsonl")):
+        latest = read_review_file(f, kind)
+        name = _reviewer_of(f, prefix, latest.values())
+        if (key := reviewer_key(name)) in out:
+            other, other_file, _ = out[key]
+            raise InputError(f"{f}: {_same_name(name, other)} of {other_file}: names that differ only in "
+                             "letter case, Unicode normalisation form or spacing are one reviewer, whose "
+                             f"{kind.__name__.lower()}s are one file; keep one of the two files (copy the other's lines "
+                             "into it, with its reviewer's name)")
+        out[key] = (name, f, latest)
+    return out
+
+
+def _refuse_another_file_of(rdir: Path, kind: type[Decision] | type[Annotation], reviewer: str, file: str) -> None:
+    """Raise :class:`ReviewError` when the review folder holds ``reviewer``'s ``kind`` file under another
+    spelling of their name (:func:`reviewer_key`) than ``file``: a session would start a second one."""
+    saved = read_reviewers(rdir, kind).get(reviewer_key(reviewer)) if rdir.is_dir() else None
+    if saved is not None and saved[1].name != file:
+        raise ReviewError(f"{_same_name(reviewer, saved[0])} of {saved[1]} (names that differ only in "
+                          f"letter case, Unicode normalisation form or spacing are one reviewer): open the session "
+                          f"as {saved[0]!r}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -316,6 +358,7 @@ class ReviewSession:
             cards = [c for c in cards if c["id"] in wanted]
         self.cards = cards
         self._by_id = {c["id"]: c for c in cards}
+        _refuse_another_file_of(self.run.path, Decision, self.reviewer, self.file)
         saved = read_review_file(self.run.path / self.file, Decision)
         # a keep made on another English view than the card's is to be made again (the translation was re-run)
         self.decisions: dict[str, Decision] = {k: d for k, d in saved.items() if k in self._by_id
@@ -356,9 +399,8 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
         return {}, {"reviewers": [], "n_conflicts": 0, "n_undated_conflicts": 0}
     per_item: dict[str, list[Decision]] = {}
     reviewers = []
-    for f in sorted(rdir.glob("decisions__*.jsonl")):
-        latest: dict[str, Decision] = read_review_file(f, Decision)
-        reviewers.append(_reviewer_of(f, "decisions__", latest.values()))
+    for name, _, latest in read_reviewers(rdir, Decision).values():
+        reviewers.append(name)
         for d in latest.values():
             per_item.setdefault(d.item_id, []).append(d)
     merged, conflicts = {}, []
@@ -454,6 +496,7 @@ class AnnotationSession:
         self.run = RunDir(review_dir(build_dir))
         self._by_id = {c["id"]: c for c in self.cards}
         self._ids = set(self._by_id)
+        _refuse_another_file_of(self.run.path, Annotation, self.reviewer, self.file)
         saved = read_review_file(self.run.path / self.file, Annotation)
         # labels made on another English view than the card's are to be made again (the translation changed)
         self.annotations: dict[str, Annotation] = {k: a for k, a in saved.items() if k in self._ids
@@ -498,7 +541,6 @@ def load_annotations(build_dir: str | Path) -> dict[str, dict[str, Annotation]]:
     out: dict[str, dict[str, Annotation]] = {}
     if not rdir.exists():
         return out
-    for f in sorted(rdir.glob("annotations__*.jsonl")):
-        latest: dict[str, Annotation] = read_review_file(f, Annotation)
-        out[_reviewer_of(f, "annotations__", latest.values())] = latest
+    for name, _, latest in read_reviewers(rdir, Annotation).values():
+        out[name] = latest
     return out

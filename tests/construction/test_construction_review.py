@@ -649,3 +649,39 @@ def test_a_review_card_a_session_cannot_use_is_one_error_naming_its_line(tmp_pat
     _, defs = mod.app.run(defs={"build_dir": SimpleNamespace(value=str(tmp_path)),
                                 "reviewer": SimpleNamespace(value="carol"), "mode": SimpleNamespace(value="review")})
     assert defs["session"] is None and defs["card"] is None
+
+
+@pytest.mark.parametrize("kind", ["decisions", "annotations"])
+@pytest.mark.parametrize("first, second", [("Dan", "dan"), ("Jos\u00e9", "Jose\u0301"), ("Ann Lee", "ann  lee")])
+def test_two_spellings_of_one_reviewer_are_one_reviewer_never_two(tmp_path: Path, kind: str, first: str,
+                                                                    second: str) -> None:
+    """Names that differ only in letter case, Unicode normalisation form (é as one character or as e
+    and a combining accent) or spacing were two reviewers, each with a file: the agreement counted
+    "Dan" and "dan" as two raters of every item and scored only the items both labelled, and the
+    decisions listed both as reviewers. A session under the second spelling is now refused, naming
+    the first's file; a folder holding both files is one error naming both."""
+    from cresowlve_core.failures import InputError
+
+    cands = _cands()
+    R.write_queue(tmp_path, cands)
+    R.write_queue(tmp_path, cands, R.AGREEMENT_QUEUE)
+    if kind == "decisions":
+        open_session: Any = R.ReviewSession
+        load: Any = R.load_decisions
+        R.ReviewSession(tmp_path, first).decide("chgk_0", "keep")
+    else:
+        open_session, load = R.AnnotationSession, R.load_annotations
+        R.AnnotationSession(tmp_path, first).annotate("chgk_0", reasoning_type="creative")
+    saved = tmp_path / "review" / f"{kind}__{slug(first)}.jsonl"
+    with pytest.raises(R.ReviewError, match=rf"is reviewer {re.escape(repr(first))}( \(.*\))? of {re.escape(str(saved))} "
+                                            r"\(names that differ only in letter case"):
+        open_session(tmp_path, second)
+    assert sorted(p.name for p in (tmp_path / "review").iterdir() if p.name.startswith(kind)) == [saved.name]
+    value = '"code": "keep"' if kind == "decisions" else '"reasoning_type": "factual"'
+    other = tmp_path / "review" / f"{kind}__{slug(second)}.jsonl"  # the second file, written by hand
+    other.write_text(f'{{"item_id": "chgk_0", "reviewer": "{second}", {value}}}\n', encoding="utf-8")
+    for loader in (lambda: load(tmp_path), lambda: open_session(tmp_path, first)):
+        with pytest.raises(InputError, match=r"is reviewer .* of .*: names that differ only in letter case, Unicode "
+                                             r"normalisation form or spacing are one reviewer") as err:
+            loader()
+        assert {str(saved), str(other)} <= set(re.findall(r"/\S+\.jsonl", str(err.value)))
