@@ -243,6 +243,26 @@ def read_reviewers(rdir: Path, kind: type[Decision] | type[Annotation]) -> dict[
     return out
 
 
+def is_review_folder_file(name: str) -> bool:
+    """Whether a file of the review folder is one the build writes or reads: a queue, a review file
+    (``<prefix><reviewer>.jsonl``), or either's ``.torn`` (a torn last line set aside,
+    :mod:`cresowlve_core.runtime.rundir`) or ``.tmp`` (a write that was stopped, :func:`jsonl.write_jsonl`)."""
+    name = name.removesuffix(".torn").removesuffix(".tmp")
+    return name in (QUEUE, AGREEMENT_QUEUE) or any(name.startswith(prefix) and name.endswith(".jsonl")
+                                                   for prefix in REVIEW_FILE_PREFIX.values())
+
+
+def refuse_unread_files(rdir: Path) -> None:
+    """Raise :class:`InputError` naming the first file of the review folder that the build would not read
+    (``annotations_dan.jsonl``, ``dan.json``, ``decisions__dan.jsonl.bak``): a reviewer's work there would
+    be left out without a word. Hidden files and folders are not looked at."""
+    for f in sorted(rdir.iterdir()) if rdir.is_dir() else ():
+        if f.is_file() and not f.name.startswith(".") and not is_review_folder_file(f.name):
+            raise InputError(f"{f}: not a review file, so not read: decisions are read from "
+                             f"{REVIEW_FILE_PREFIX[Decision]}<reviewer>.jsonl and agreement labels from "
+                             f"{REVIEW_FILE_PREFIX[Annotation]}<reviewer>.jsonl; rename it so, or move it out of {rdir}")
+
+
 def _refuse_another_file_of(rdir: Path, kind: type[Decision] | type[Annotation], reviewer: str, file: str) -> None:
     """Raise :class:`ReviewError` when the review folder holds ``reviewer``'s ``kind`` file under another
     spelling of their name (:func:`reviewer_key`) than ``file``: a session would start a second one."""
@@ -397,6 +417,7 @@ def load_decisions(build_dir: str | Path) -> tuple[dict[str, Decision], dict[str
     rdir = review_dir(build_dir)
     if not rdir.exists():
         return {}, {"reviewers": [], "n_conflicts": 0, "n_undated_conflicts": 0}
+    refuse_unread_files(rdir)
     per_item: dict[str, list[Decision]] = {}
     reviewers = []
     for name, _, latest in read_reviewers(rdir, Decision).values():
@@ -541,6 +562,7 @@ def load_annotations(build_dir: str | Path) -> dict[str, dict[str, Annotation]]:
     out: dict[str, dict[str, Annotation]] = {}
     if not rdir.exists():
         return out
+    refuse_unread_files(rdir)
     for name, _, latest in read_reviewers(rdir, Annotation).values():
         out[name] = latest
     return out

@@ -685,3 +685,30 @@ def test_two_spellings_of_one_reviewer_are_one_reviewer_never_two(tmp_path: Path
                                              r"normalisation form or spacing are one reviewer") as err:
             loader()
         assert {str(saved), str(other)} <= set(re.findall(r"/\S+\.jsonl", str(err.value)))
+
+
+@pytest.mark.parametrize("name", ["annotations_dan.jsonl", "dan.json", "decisions__dan.jsonl.bak",
+                                  "Decisions__dan.jsonl", "decisions__dan.json"])
+def test_a_file_in_the_review_folder_the_build_would_not_read_is_an_error_naming_it(tmp_path: Path, name: str) -> None:
+    """A reviewer's labels saved as annotations_dan.jsonl (one underscore) or dan.json were left out of the
+    agreement without a word: the build scored the other reviewers alone. Now the loaders the build calls
+    raise one error naming the file; the files a build itself leaves there (a queue's .tmp, a review file's
+    .torn), hidden files and folders are not looked at."""
+    from cresowlve_core.failures import InputError
+
+    cands = _cands()
+    R.write_queue(tmp_path, cands)
+    R.write_queue(tmp_path, cands, R.AGREEMENT_QUEUE)
+    R.AnnotationSession(tmp_path, "ann").annotate("chgk_0", reasoning_type="creative")
+    R.ReviewSession(tmp_path, "ann").decide("chgk_0", "keep")
+    review = tmp_path / "review"
+    for left in ("queue.jsonl.tmp", "decisions__ann.jsonl.torn", ".annotations__ann.jsonl.swp", "old/dan.json"):
+        (review / left).parent.mkdir(exist_ok=True)
+        (review / left).write_text("{}\n", encoding="utf-8")
+    assert list(R.load_annotations(tmp_path)) == ["ann"] and list(R.load_decisions(tmp_path)[0]) == ["chgk_0"]
+    stray = review / name
+    stray.write_text('{"item_id": "chgk_1", "reviewer": "dan", "reasoning_type": "factual"}\n', encoding="utf-8")
+    for load in (R.load_annotations, R.load_decisions):
+        with pytest.raises(InputError, match=rf"^{re.escape(str(stray))}: not a review file, so not read: .*"
+                                             r"annotations__<reviewer>\.jsonl; rename it so"):
+            load(tmp_path)
