@@ -321,9 +321,16 @@ def load_queue(build_dir: str | Path, name: str = QUEUE) -> list[dict[str, Any]]
 
 
 def split_queue(ids: Sequence[str], reviewers: Sequence[str], *, seed: int = 0) -> dict[str, list[str]]:
-    """Share items among reviewers: a seeded shuffle dealt round-robin (sizes differ by at most one)."""
+    """Share items among reviewers: a seeded shuffle dealt round-robin (sizes differ by at most one). A
+    reviewer named twice (:func:`reviewer_key`: ``ann`` and ``Ann``) is a :class:`ReviewError`: they would get two shares."""
     if not reviewers:
         raise ReviewError("at least one reviewer is required")
+    seen: dict[str, str] = {}
+    for r in reviewers:
+        if (first := seen.get(reviewer_key(r))) is not None:
+            raise ReviewError(f"reviewer {r!r} is named twice ({first!r} and {r!r}; names that differ only in letter "
+                              "case, Unicode normalisation form or spacing are one reviewer): each would get a share")
+        seen[reviewer_key(r)] = r
     order = list(ids)
     random.Random(seed).shuffle(order)
     out: dict[str, list[str]] = {r: [] for r in reviewers}

@@ -712,3 +712,12 @@ def test_a_file_in_the_review_folder_the_build_would_not_read_is_an_error_naming
         with pytest.raises(InputError, match=rf"^{re.escape(str(stray))}: not a review file, so not read: .*"
                                              r"annotations__<reviewer>\.jsonl; rename it so"):
             load(tmp_path)
+
+
+@pytest.mark.parametrize("reviewers", [["ann", "bob", "ann"], ["Dan", "bob", "dan"]])
+def test_a_reviewer_named_twice_in_a_split_is_an_error_not_two_shares(reviewers: list[str]) -> None:
+    """split_queue(9 ids, ["ann", "bob", "ann"]) gave ann 6 items and bob 3 (its sizes "differ by at most
+    one"), and ["Dan", "bob", "dan"] gave one reviewer two shares, the second under a name whose session is
+    refused. Each is now an error naming the reviewer."""
+    with pytest.raises(R.ReviewError, match=rf"reviewer {reviewers[2]!r} is named twice \({reviewers[0]!r} and"):
+        R.split_queue([f"chgk_{i}" for i in range(9)], reviewers)
