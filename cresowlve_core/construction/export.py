@@ -357,6 +357,9 @@ def data_card(build: dict[str, Any], funnel: dict[str, int], creative: Sequence[
     if stale := decisions.get("stale"):
         parts.append(f"\n{stale} keep decision(s) were made on another English translation than the one exported "
                      "(the translation was run again): not applied; those items count as not human-validated.\n")
+    if incomplete := decisions.get("fix_incomplete"):
+        parts.append(f"\n{incomplete} fix_translation decision(s) left the English question or answer empty (an item "
+                     "with no translation, fixed in some fields only): not applied, flagged `human:fix_incomplete`.\n")
     if conflicts := build.get("review_conflicts"):
         undated = build.get("review_undated_conflicts") or 0
         parts.append(f"\nReviewers disagreed on {conflicts} item(s); the latest decision was applied"

@@ -448,7 +448,9 @@ def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) 
     fields (and clears the translation flags), ``keep`` keeps. Items without a decision are kept
     and counted as ``unreviewed``; so is an item whose English view is no longer the one a ``keep``
     or ``fix_translation`` was made on (the translation was run again): counted ``stale``, flagged
-    ``human:stale_decision``. Never modifies the inputs."""
+    ``human:stale_decision``. A ``fix_translation`` that leaves the English question or answer empty (an item
+    with no translation, fixed in some fields only) is not applied: counted ``fix_incomplete`` instead, flagged
+    ``human:fix_incomplete``. Never modifies the inputs."""
     kept, removed = [], []
     codes: Counter[str] = Counter()
     for c in cands:
@@ -461,21 +463,23 @@ def apply_decisions(cands: Sequence[Candidate], decisions: dict[str, Decision]) 
             codes["stale"] += 1
             kept.append(c.model_copy(update={"review_flags": [*c.review_flags, "human:stale_decision"]}))
             continue
-        codes[d.code] += 1
         verdict = {"code": d.code, "reviewer": d.reviewer, "note": d.note, "fixes": d.fixes}
         if d.code not in KEEP_CODES:
+            codes[d.code] += 1
             removed.append(c.with_verdict("human", verdict))
             continue
         update: dict[str, Any] = {}
+        applied = d.code  # by_code counts what was done to the item: each item under one code
         if d.code == "fix_translation":
             base: dict[str, Any] = c.en.model_dump() if c.en else {f: None for f in EDITABLE_FIELDS}
             base.update({k: (v if (v or "").strip() else None) for k, v in d.fixes.items()})
             if not base.get("question") or not base.get("answer"):
-                codes["fix_incomplete"] += 1
+                applied = "fix_incomplete"
                 update["review_flags"] = [*c.review_flags, "human:fix_incomplete"]
             else:
                 update["en"] = ItemView(**base)
                 update["review_flags"] = [f for f in c.review_flags if not f.startswith("translate:")]
+        codes[applied] += 1
         new = c.with_verdict("human", verdict)
         kept.append(new.model_copy(update=update))
     return StepOutput("human_validation", kept, removed, {"by_code": dict(codes)})

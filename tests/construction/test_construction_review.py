@@ -721,3 +721,25 @@ def test_a_reviewer_named_twice_in_a_split_is_an_error_not_two_shares(reviewers:
     refused. Each is now an error naming the reviewer."""
     with pytest.raises(R.ReviewError, match=rf"reviewer {reviewers[2]!r} is named twice \({reviewers[0]!r} and"):
         R.split_queue([f"chgk_{i}" for i in range(9)], reviewers)
+
+
+def test_a_fix_that_leaves_no_english_question_is_counted_as_not_applied_once(tmp_path: Path) -> None:
+    """An item with no translation, fixed in its answer only: the fix was not applied (no English question),
+    yet the card's "decisions by code" counted it under fix_translation and again under fix_incomplete (2 + 1
+    rows for 2 items). Each item is now under one code, what was done to it, and the card says why."""
+    from cresowlve_core.construction.export import data_card
+
+    cands = _cands()
+    cands[0] = cands[0].model_copy(update={"en": None})
+    R.write_queue(tmp_path, cands)
+    s = R.ReviewSession(tmp_path, "ann")
+    s.decide("chgk_0", "fix_translation", fixes={"answer": "Switzerland"})
+    s.decide("chgk_1", "fix_translation", fixes={"answer": "Fixed answer"})
+    out = R.apply_decisions(cands, R.load_decisions(tmp_path)[0])
+    assert out.counts["by_code"] == {"fix_incomplete": 1, "fix_translation": 1, "unreviewed": 3}
+    assert sum(out.counts["by_code"].values()) == len(cands)
+    assert out.kept[0].en is None and "human:fix_incomplete" in out.kept[0].review_flags
+    assert out.kept[1].en is not None and out.kept[1].en.answer == "Fixed answer"
+    card = data_card({"name": "t", "review_codes": out.counts["by_code"]}, {}, [])
+    assert "| fix_translation | 1 |" in card and "| fix_incomplete | 1 |" in card
+    assert "1 fix_translation decision(s) left the English question or answer empty" in card
