@@ -210,7 +210,8 @@ def read_review_file(path: Path, kind: type[Decision] | type[Annotation]) -> dic
                 # would be merged into one reviewer or counted twice
                 raise ReviewError(f"reviewer {record.reviewer!r} in a file of reviewer {owner!r}: each "
                                   f"{prefix}<reviewer>.jsonl holds the {kind.__name__.lower()}s of the reviewer "
-                                  "it is named after")
+                                  f"it is named after; the file of reviewer {record.reviewer!r} is "
+                                  f"{prefix}{_safe_name(record.reviewer)}.jsonl")
         except (ValidationError, ReviewError) as exc:
             why = validation_problems(exc, "record") if isinstance(exc, ValidationError) else str(exc)
             raise InputError(f"{path}:{lineno}: not a saved {kind.__name__.lower()} ({why})") from None

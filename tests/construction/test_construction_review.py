@@ -743,3 +743,16 @@ def test_a_fix_that_leaves_no_english_question_is_counted_as_not_applied_once(tm
     card = data_card({"name": "t", "review_codes": out.counts["by_code"]}, {}, [])
     assert "| fix_translation | 1 |" in card and "| fix_incomplete | 1 |" in card
     assert "1 fix_translation decision(s) left the English question or answer empty" in card
+
+
+def test_a_review_file_named_by_hand_after_a_non_ascii_reviewer_names_the_file_the_reviewer_has(tmp_path: Path) -> None:
+    """decisions__José.jsonl written by hand for reviewer José was "reviewer 'José' in a file of reviewer
+    'José'", an error that named no way out (a non-ASCII name's file carries a hash). It now names the file."""
+    from cresowlve_core.failures import InputError
+
+    R.write_queue(tmp_path, _cands())
+    (tmp_path / "review" / "decisions__José.jsonl").write_text(
+        '{"item_id": "chgk_0", "reviewer": "José", "code": "keep"}\n', encoding="utf-8")
+    expected = re.escape(f"decisions__{slug('José')}.jsonl")
+    with pytest.raises(InputError, match=rf"the file of reviewer 'José' is {expected}\)$"):
+        R.load_decisions(tmp_path)
