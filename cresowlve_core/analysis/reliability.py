@@ -2,10 +2,13 @@
 
 * :func:`judge_vs_em` — agreement between the judge verdict and **strict** exact match per run
   (confusion counts, raw agreement, Cohen's κ with its 95 % interval) and summarised over runs,
-  over **Table 1's population of answered items**: the creative subset, every answered item the
-  judge column has a value for, so judge % − EM % in Table 1 = (judge_only − em_only) / n here.
-  Errored responses are left out (neither rater saw an answer, so their "agreement" measures
-  nothing; ``n_error`` says how many); refused and filtered answers stay (wrong in both);
+  over the **answers both graders graded**: the creative subset (Table 1's population), every
+  answer the judge gave a verdict on. Left out and counted: errored responses (``n_error``: neither
+  rater saw an answer), refused and filtered answers (``n_refused``, ``n_filtered``: the model gave
+  nothing to grade; loading sets them not correct for both, and counting them "both wrong" would
+  inflate agreement and κ) and answers without a judge verdict (``n_unjudged``: unscored, judge
+  error, never judged); ``left_out`` names them. Refusals stay wrong in Table 1, whose judge % − EM %
+  = (judge_only − em_only) / (n + n_refused + n_filtered) where the judge graded every answer;
 * :func:`judge_repeatability` — agreement + κ between the judge verdict and a second,
   independent verdict of the **same response**.
 
@@ -39,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from cresowlve_core.analysis.loading import main_subset, no_answer
+from cresowlve_core.analysis.loading import main_subset, no_answer, not_an_answer
 from cresowlve_core.llm.pricing import usd
 from cresowlve_core.stats import binary_agreement, mean_run_kappa, one_rater_constant, stable_seed
 
@@ -49,6 +52,10 @@ AGREEMENT_COLUMNS = [
     "n",
     "n_items",
     "n_error",
+    "n_refused",
+    "n_filtered",
+    "n_unjudged",
+    "left_out",
     "both_correct",
     "judge_only",
     "em_only",
@@ -130,19 +137,57 @@ def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: b
                 seed: int = 0) -> pd.DataFrame:
     """Judge vs exact match (strict by default) per config × lang, plus the ``all runs`` summary.
 
-    The population is Table 1's judge cell over answered items: the creative subset
-    (``creative_only``) and every answered response with a judge value; errored ones are left
-    out and counted in ``n_error``. ``judge_only`` = judge says correct, EM says wrong (typical:
-    paraphrased answers); ``em_only`` = EM matched but the judge rejected. Empty when nothing
-    was judged.
+    The population is the answers both graders graded: the creative subset (``creative_only``),
+    every answer with a judge verdict and an EM value. Left out and counted per row: errored
+    responses (``n_error``), refused and filtered answers (``n_refused``, ``n_filtered``: not
+    correct in Table 1, but nothing either grader graded) and answers without a judge verdict or
+    that the judge was not asked about (``n_unjudged``); ``left_out`` says it in words.
+    ``judge_only`` = judge says correct, EM says wrong (typical: paraphrased answers); ``em_only``
+    = EM matched but the judge rejected. Empty when nothing was judged.
     """
-    df = _columns(responses, ["config", "lang", "id", "judge", em, "status", "outcome", "reasoning_type"])
+    df = _columns(responses, ["config", "lang", "id", "judge", em, "status", "outcome", "reasoning_type",
+                              "judge_status"])
     df = main_subset(df)[0] if creative_only and "reasoning_type" in df else df
     missing = pd.Series(no_answer(df), index=df.index)
-    n_error = missing.groupby([df["config"], df["lang"]]).sum()
-    ok = df[~missing & df["judge"].notna() & df[em].notna()]
-    out = _agreement_rows(ok, "judge", em, ("judge_only", "em_only"), n_boot=n_boot, seed=seed, n_error=n_error)
-    return out.reindex(columns=AGREEMENT_COLUMNS) if not out.empty else pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    withheld = pd.Series(not_an_answer(df), index=df.index)  # refused or filtered by the model or provider
+    outcome = df["outcome"] if "outcome" in df else pd.Series(None, index=df.index, dtype=object)
+    not_asked = df["judge_status"].eq("not_an_answer") if "judge_status" in df else False
+    graded = ~missing & ~withheld & ~not_asked & df["judge"].notna() & df[em].notna()
+    keys = [df["config"], df["lang"]]
+    left_out = {"n_error": missing.groupby(keys).sum(),
+                "n_refused": (withheld & outcome.eq("refused")).groupby(keys).sum(),
+                "n_filtered": (withheld & outcome.eq("filtered")).groupby(keys).sum(),
+                "n_unjudged": (~missing & ~withheld & ~graded).groupby(keys).sum()}
+    out = _agreement_rows(df[graded], "judge", em, ("judge_only", "em_only"), n_boot=n_boot, seed=seed,
+                          n_error=left_out["n_error"])
+    if out.empty:
+        return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    per_run, summary = out[out["config"] != "all runs"], out[out["config"] == "all runs"]
+    shown = set(zip(per_run["config"], per_run["lang"], strict=True))
+    ungraded = pd.DataFrame([  # a run none of whose answers both graders graded keeps its row and its counts
+        {"config": c, "lang": lang, "n": 0, "n_items": 0, "n_error": int(left_out["n_error"].get((c, lang), 0)),
+         "both_correct": 0, "judge_only": 0, "em_only": 0, "both_wrong": 0, "agreement": float("nan"),
+         "kappa": float("nan"), "kappa_low": float("nan"), "kappa_high": float("nan"),
+         "kappa_note": "no answer both graders graded"}
+        for c, lang in left_out["n_error"].index if (c, lang) not in shown])
+    per_run = pd.concat([per_run, ungraded], ignore_index=True) if not ungraded.empty else per_run.copy()
+    per_run = per_run.sort_values(["config", "lang"], kind="stable").reset_index(drop=True)
+    summary = summary.copy()
+    for col in ("n_error", "n_refused", "n_filtered", "n_unjudged"):
+        per_run[col] = [int(left_out[col].get(key, 0)) for key in zip(per_run["config"], per_run["lang"], strict=True)]
+        summary[col] = int(per_run[col].sum())
+    out = pd.concat([per_run, summary], ignore_index=True)
+    out["left_out"] = [_left_out_text(row) for _, row in out.iterrows()]
+    return out.reindex(columns=AGREEMENT_COLUMNS)
+
+
+def _left_out_text(row: pd.Series) -> str:
+    """``"3 refused, 1 unjudged answer(s) and 2 errored response(s) left out"``; ``""`` when none was."""
+    parts = [f"{int(row[col])} {name}" for col, name in (("n_refused", "refused"), ("n_filtered", "filtered"),
+                                                         ("n_unjudged", "unjudged")) if row[col]]
+    answers = f"{', '.join(parts)} answer(s)" if parts else ""
+    errored = f"{int(row['n_error'])} errored response(s)" if row["n_error"] else ""
+    return " and ".join(x for x in (answers, errored) if x) + " left out" if answers or errored else ""
 
 
 def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:

@@ -195,7 +195,8 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         "agreement below, never counted wrong, in this report and in each run's own report alike; they are "
         "counted (`n_error`), count against coverage, and widen Table 1's bounds (wrong at the lower, right at the "
         "upper). Refused and filtered answers (`n_refused`, `n_filtered`) are the model's own behaviour: counted "
-        "**not correct** everywhere and kept in n."
+        "**not correct** and kept in n everywhere but in the judge's agreement with exact match, which covers only "
+        "the answers both graders graded and counts them as left out."
     )
     langs = rs.langs
     if len(langs) == 1:
@@ -781,9 +782,13 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         say("**No LLM-judge scores** in these runs: agreement and repeatability need a judged run.")
         return {"n_unscored": n_unscored, "kappa_em": None, "kappa_repeat": None}
     say(
-        "**Judge vs strict exact match** per run, on Table 1's answered items (creative subset, every answered item "
-        "with a judge value; errored responses are left out, `n_error`, since neither rater saw an answer; refused "
-        "and filtered answers stay, wrong in both; `judge_only` = judge accepts, EM does not). κ with its 95% CI "
+        "**Judge vs strict exact match** per run, on the answers both graders graded (creative subset, every answer "
+        "with a judge verdict). Left out and counted (`left_out`): errored responses (`n_error`), since neither rater "
+        "saw an answer; refused and filtered answers (`n_refused`, `n_filtered`), which the judge is not asked about "
+        "and which Table 1 counts not correct in both columns, so counting them as agreement would inflate it; answers "
+        "without a judge verdict (`n_unjudged`). Table 1's judge % − EM % is therefore (judge_only − em_only) / "
+        "(n + n_refused + n_filtered) where the judge graded every answer. `judge_only` = judge accepts, EM does not. "
+        "κ with its 95% CI "
         "(asymptotic per run); `undefined` when chance agreement is 1. The `all runs` row is a **summary of the "
         "per-run values**: the mean of the per-run κ (range in the note), with a two-level bootstrap interval "
         "that resamples runs and items, so it speaks of models and items in general; its counts are sums over runs:"
@@ -815,6 +820,9 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         "kappa_em_ci": [_k(float(pooled["kappa_low"].iloc[0])), _k(float(pooled["kappa_high"].iloc[0]))]
         if not pooled.empty
         else None,
+        "n_em_pairs": int(pooled["n"].iloc[0]) if not pooled.empty else 0,
+        "em_pairs_left_out": {col: int(pooled[col].iloc[0]) if not pooled.empty else 0
+                              for col in ("n_error", "n_refused", "n_filtered", "n_unjudged")},
         "kappa_repeat": _k(kappa_rep),
         "n_repeat_pairs": int(rep.loc[rep["config"] == "all runs", "n"].iloc[0]) if not rep.empty else 0,
         "n_repeat_unpaired": int(rep.loc[rep["config"] == "all runs", "n_unpaired"].iloc[0]) if not rep.empty else 0,

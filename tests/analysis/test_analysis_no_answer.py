@@ -195,3 +195,32 @@ def test_latex_table1_says_how_many_items_each_accuracy_is_over(tmp_path):
     unjudged = [record(f"i{k}", em_strict=k < 10) for k in range(20)]  # no judge: its column shows "--", no n
     write_run(tmp_path / "unjudged", unjudged)
     assert "items with a value" not in table1_latex(results_long(load_runs(tmp_path / "unjudged")))
+
+
+def _graded(i: str, judge: bool, em: bool, model: str = "m"):
+    return record(i, model=model, em_strict=em, em_lenient=em, judge="CORRECT" if judge else "INCORRECT",
+                  outcome="answer", scores={"em_strict": em, "em_lenient": em, "judge": judge})
+
+
+def test_judge_vs_em_covers_only_answers_both_graders_graded(tmp_path):
+    """Refused and filtered answers (the judge is not asked; loading sets both graders' value to not correct)
+    and answers without a verdict are no agreement: left out of n and κ, counted, and named. Before: the
+    10 refusals and 2 filtered answers below were 12 more "both wrong", n = 62, agreement 0.758, κ 0.51
+    instead of n = 50, 0.70 and 0.40 (the Wikipedia example)."""
+    pairs = [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10 + [(False, False)] * 15
+    recs = [_graded(f"i{k}", j, e) for k, (j, e) in enumerate(pairs)]
+    recs += [_refused(f"r{k}") for k in range(10)] + [_refused(f"f{k}", outcome="filtered") for k in range(2)]
+    recs += [record("u", outcome="answer", em_strict=True, judge_status="unscored"), _rec("e", None)]
+    write_run(tmp_path / "m_en", recs)
+    write_run(tmp_path / "all_refused_en", [_refused(f"i{k}", model="x") for k in range(4)], model="x")
+    out = judge_vs_em(load_runs(str(tmp_path / "*")).responses, n_boot=200).set_index("config")
+    m = out.loc["m"]
+    assert (m["n"], m["both_wrong"], m["agreement"]) == (50, 15, pytest.approx(0.7))
+    assert m["kappa"] == pytest.approx(0.4)
+    assert (m["n_refused"], m["n_filtered"], m["n_unjudged"], m["n_error"]) == (10, 2, 1, 1)
+    assert m["left_out"] == "10 refused, 2 filtered, 1 unjudged answer(s) and 1 errored response(s) left out"
+    x = out.loc["x"]  # a run of refusals keeps its row: nothing graded, nothing agreed on
+    assert (x["n"], x["n_refused"], x["both_wrong"]) == (0, 4, 0) and math.isnan(x["kappa"])
+    summary = out.loc["all runs"]
+    assert (summary["n"], summary["n_refused"], summary["n_filtered"]) == (50, 14, 2)
+    assert summary["kappa"] == pytest.approx(0.4)
