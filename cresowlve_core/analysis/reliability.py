@@ -162,29 +162,36 @@ def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: b
                           n_error=left_out["n_error"])
     if out.empty:
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
-    per_run, summary = out[out["config"] != "all runs"], out[out["config"] == "all runs"]
+    return _count_left_out(out, left_out, ("judge_only", "em_only"), keep_ungraded_runs=True)[AGREEMENT_COLUMNS]
+
+
+def _count_left_out(out: pd.DataFrame, left_out: dict[str, pd.Series], labels: tuple[str, str], *,
+                    keep_ungraded_runs: bool) -> pd.DataFrame:
+    """``out`` of :func:`_agreement_rows` with the counts of ``left_out`` (per config × lang) in each row, their
+    sums in ``all runs``, and ``left_out`` in words. ``keep_ungraded_runs``: a run none of whose answers both
+    graders graded keeps its row (n = 0) and its counts."""
+    per_run, summary = out[out["config"] != "all runs"], out[out["config"] == "all runs"].copy()
     shown = set(zip(per_run["config"], per_run["lang"], strict=True))
-    ungraded = pd.DataFrame([  # a run none of whose answers both graders graded keeps its row and its counts
-        {"config": c, "lang": lang, "n": 0, "n_items": 0, "n_error": int(left_out["n_error"].get((c, lang), 0)),
-         "both_correct": 0, "judge_only": 0, "em_only": 0, "both_wrong": 0, "agreement": float("nan"),
-         "kappa": float("nan"), "kappa_low": float("nan"), "kappa_high": float("nan"),
-         "kappa_note": "no answer both graders graded"}
-        for c, lang in left_out["n_error"].index if (c, lang) not in shown])
+    ungraded = pd.DataFrame([
+        {"config": c, "lang": lang, "n": 0, "n_items": 0, "both_correct": 0, labels[0]: 0, labels[1]: 0,
+         "both_wrong": 0, "agreement": float("nan"), "kappa": float("nan"), "kappa_low": float("nan"),
+         "kappa_high": float("nan"), "kappa_note": "no answer both graders graded"}
+        for c, lang in left_out["n_error"].index if (c, lang) not in shown and keep_ungraded_runs])
     per_run = pd.concat([per_run, ungraded], ignore_index=True) if not ungraded.empty else per_run.copy()
     per_run = per_run.sort_values(["config", "lang"], kind="stable").reset_index(drop=True)
-    summary = summary.copy()
-    for col in ("n_error", "n_refused", "n_filtered", "n_unjudged"):
-        per_run[col] = [int(left_out[col].get(key, 0)) for key in zip(per_run["config"], per_run["lang"], strict=True)]
+    for col, counts in left_out.items():
+        per_run[col] = [int(counts.get(key, 0)) for key in zip(per_run["config"], per_run["lang"], strict=True)]
         summary[col] = int(per_run[col].sum())
     out = pd.concat([per_run, summary], ignore_index=True)
     out["left_out"] = [_left_out_text(row) for _, row in out.iterrows()]
-    return out.reindex(columns=AGREEMENT_COLUMNS)
+    return out
 
 
 def _left_out_text(row: pd.Series) -> str:
     """``"3 refused, 1 unjudged answer(s) and 2 errored response(s) left out"``; ``""`` when none was."""
     parts = [f"{int(row[col])} {name}" for col, name in (("n_refused", "refused"), ("n_filtered", "filtered"),
-                                                         ("n_unjudged", "unjudged")) if row[col]]
+                                                         ("n_unjudged", "unjudged"), ("n_unpaired", "unpaired"))
+             if row.get(col)]
     answers = f"{', '.join(parts)} answer(s)" if parts else ""
     errored = f"{int(row['n_error'])} errored response(s)" if row["n_error"] else ""
     return " and ".join(x for x in (answers, errored) if x) + " left out" if answers or errored else ""
@@ -192,23 +199,31 @@ def _left_out_text(row: pd.Series) -> str:
 
 def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Judge verdict vs its repeat (``extra.judge_repeat``) per config × lang, plus ``all runs``, over the
-    answers with both verdicts (``n``). Left out and counted: errored responses (``n_error``), and answers
-    the judge gave one verdict of the two (``n_unpaired``: the repeat call errored or gave no verdict, or
-    the first did; a missing verdict is never a disagreement). A refused or filtered answer, which the judge
-    is not asked about, is neither."""
+    answers with both verdicts (``n``). Left out, counted and named in ``left_out``: errored responses
+    (``n_error``), refused and filtered answers, which the judge is not asked about (``n_refused``,
+    ``n_filtered``), answers with neither verdict (``n_unjudged``: the first judge call errored or gave
+    none, and no repeat was made) and answers the judge gave one verdict of the two (``n_unpaired``: the
+    repeat call errored or gave no verdict, or the first did; a missing verdict is never a disagreement).
+    Only runs with a repeat verdict have a row."""
     df = _columns(responses, ["config", "lang", "id", "judge", "judge_repeat", "status", "outcome", "judge_status"])
     missing = pd.Series(no_answer(df), index=df.index)
+    withheld = pd.Series(not_an_answer(df), index=df.index)
+    outcome = df["outcome"] if "outcome" in df else pd.Series(None, index=df.index, dtype=object)
     keys = [df["config"], df["lang"]]
-    asked = ~missing & (df["judge_status"] != "not_an_answer" if "judge_status" in df else True)
+    asked = ~missing & ~withheld & (df["judge_status"] != "not_an_answer" if "judge_status" in df else True)
     one_verdict = asked & (df["judge"].notna() != df["judge_repeat"].notna())
-    ok = df[df["judge"].notna() & df["judge_repeat"].notna() & ~missing]
+    ok = df[asked & df["judge"].notna() & df["judge_repeat"].notna()]
     cols = [
         "config",
         "lang",
         "n",
         "n_items",
         "n_error",
+        "n_refused",
+        "n_filtered",
+        "n_unjudged",
         "n_unpaired",
+        "left_out",
         "both_correct",
         "first_only",
         "repeat_only",
@@ -219,9 +234,16 @@ def judge_repeatability(responses: pd.DataFrame, *, n_boot: int = 1000, seed: in
         "kappa_high",
         "kappa_note",
     ]
+    left_out = {"n_error": missing.groupby(keys).sum(),
+                "n_refused": (withheld & outcome.eq("refused")).groupby(keys).sum(),
+                "n_filtered": (withheld & outcome.eq("filtered")).groupby(keys).sum(),
+                "n_unjudged": (asked & df["judge"].isna() & df["judge_repeat"].isna()).groupby(keys).sum(),
+                "n_unpaired": one_verdict.groupby(keys).sum()}
     out = _agreement_rows(ok, "judge", "judge_repeat", ("first_only", "repeat_only"), n_boot=n_boot, seed=seed,
-                          n_error=missing.groupby(keys).sum(), n_unpaired=one_verdict.groupby(keys).sum())
-    return out.reindex(columns=cols) if not out.empty else pd.DataFrame(columns=cols)
+                          n_error=left_out["n_error"], n_unpaired=left_out["n_unpaired"])
+    if out.empty:
+        return pd.DataFrame(columns=cols)
+    return _count_left_out(out, left_out, ("first_only", "repeat_only"), keep_ungraded_runs=False)[cols]
 
 
 def format_kappa(kappa: float, low: float, high: float, note: str = "") -> str:

@@ -15,7 +15,7 @@ from test_analysis_fixtures import record, write_run
 
 from cresowlve_core.analysis.loading import load_runs
 from cresowlve_core.analysis.paired import compare_configs, cross_lingual
-from cresowlve_core.analysis.reliability import judge_coverage, judge_vs_em
+from cresowlve_core.analysis.reliability import judge_coverage, judge_repeatability, judge_vs_em
 from cresowlve_core.analysis.table import (
     results_long,
     table1_display,
@@ -224,3 +224,20 @@ def test_judge_vs_em_covers_only_answers_both_graders_graded(tmp_path):
     summary = out.loc["all runs"]
     assert (summary["n"], summary["n_refused"], summary["n_filtered"]) == (50, 14, 2)
     assert summary["kappa"] == pytest.approx(0.4)
+
+
+def test_judge_repeatability_counts_every_answer_it_leaves_out(tmp_path):
+    """Shapes as a replayed ``--judge-repeat`` run writes them (judge-choice-error scenario): an answer whose
+    first judge call errored gets no repeat, so it has neither verdict. Before, such answers and the refused
+    ones were in no column (9 answers of a replayed run: n = 2, n_unpaired = 3, the other 4 nowhere)."""
+    pairs = [(True, True)] * 20 + [(True, False)] * 5 + [(False, True)] * 10 + [(False, False)] * 15
+    recs = [_graded(f"i{k}", a, True) | {"extra": {"judge_repeat": "CORRECT" if b else "INCORRECT"}}
+            for k, (a, b) in enumerate(pairs)]
+    recs += [record(f"e{k}", outcome="answer", judge_status="error") for k in range(4)]  # the first judge call errored
+    recs += [_graded("u", True, True) | {"extra": {"judge_repeat": None, "judge_repeat_status": "error"}}]
+    recs += [_refused("r0"), _refused("r1"), _rec("x", None)]
+    write_run(tmp_path / "m_en", recs)
+    row = judge_repeatability(load_runs(tmp_path / "m_en").responses, n_boot=100).set_index("config").loc["m"]
+    assert (row["n"], row["kappa"]) == (50, pytest.approx(0.4))
+    assert (row["n_unjudged"], row["n_unpaired"], row["n_refused"], row["n_error"]) == (4, 1, 2, 1)
+    assert row["left_out"] == "2 refused, 4 unjudged, 1 unpaired answer(s) and 1 errored response(s) left out"
