@@ -6,7 +6,8 @@
   verdict (no answer, so no value, see :mod:`~cresowlve_core.analysis.loading`), so a run
   with 10 % errors has at most 90 % coverage.
 * :func:`coverage_line` — that table as one sentence for a report section (overall coverage,
-  the lowest run, how many runs fall below the threshold).
+  the lowest run, how many runs fall below the threshold). Refused and filtered answers have a
+  value (not correct) but no judge verdict: the sentence counts them apart from the verdicts.
 * :func:`population_line` — "Population: creative items (Table 1's): n = … responses, … items,
   … runs", so a reader can tell which sections compare like with like.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from cresowlve_core.analysis.loading import no_answer
+from cresowlve_core.analysis.loading import no_answer, not_an_answer
 
 COVERAGE_COLUMNS = ["config", "lang", "n_items", "n_verdict", "n_error", "coverage"]
 #: the ``judge_status`` of a record the judge was called on (with a verdict or not)
@@ -50,9 +51,13 @@ def coverage_line(responses: pd.DataFrame, threshold: float = 0.9) -> str | None
     total, verdicts, errors = int(cov["n_items"].sum()), int(cov["n_verdict"].sum()), int(cov["n_error"].sum())
     low = cov.loc[cov["coverage"].idxmin()]
     below = cov[cov["coverage"] < threshold]
+    judged_runs = responses.set_index(["config", "lang"]).index.isin(cov.set_index(["config", "lang"]).index)
+    withheld = int((not_an_answer(responses) & judged_runs & responses["judge"].notna().to_numpy(bool)).sum())
+    counted = (f"{verdicts:,} values of {total:,} responses: {verdicts - withheld:,} judge verdicts and {withheld:,} "
+               "refused or filtered answers counted not correct," if withheld else f"{verdicts:,} verdicts of {total:,} responses")
     text = (
-        f"Judge coverage: **{100 * verdicts / total:.1f}%** ({verdicts:,} verdicts of {total:,} responses over "
-        f"{len(cov)} judged runs; {errors:,} errored item(s) count against it); lowest "
+        f"Judge coverage: **{100 * verdicts / total:.1f}%** ({counted} over {len(cov)} judged runs; {errors:,} "
+        f"errored item(s) count against it); lowest "
         f"{low['config']} / {low['lang']} {100 * low['coverage']:.1f}% ({int(low['n_verdict'])} of {int(low['n_items'])})"
     )
     if len(below):

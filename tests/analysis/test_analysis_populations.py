@@ -100,6 +100,19 @@ def test_a_run_whose_judge_gave_no_verdict_is_in_the_coverage_at_zero(tmp_path):
     assert "50 verdicts of 100 responses over 2 judged runs" in line and "lowest c / en 0.0% (0 of 50)" in line
 
 
+def test_the_coverage_sentence_does_not_call_refusals_judge_verdicts(tmp_path):
+    """Refused and filtered answers have a judge value (not correct) without a judge call (``not_an_answer``,
+    as a replayed refusal-scenario run writes them). Before, 6 judged and 4 withheld answers read "10 verdicts
+    of 10 responses" beside a judge-vs-EM agreement over 6."""
+    recs = [record(f"i{k}", judge="CORRECT", outcome="answer") for k in range(6)]
+    recs += [record(f"r{k}", outcome="refused", judge="INCORRECT", judge_status="not_an_answer") for k in range(3)]
+    recs += [record("f", outcome="filtered", judge="INCORRECT", judge_status="not_an_answer")]
+    write_run(tmp_path / "r_en", recs)
+    line = coverage_line(load_runs(str(tmp_path / "r_en")).responses)
+    assert ("100.0%** (10 values of 10 responses: 6 judge verdicts and 4 refused or filtered answers counted not "
+            "correct, over 1 judged runs;") in line
+
+
 def test_tiny_p_values_and_missing_values_in_section_tables(tmp_path, shown):
     # a steep fall over difficulty: the trend p is about 1e-30; it printed as 0.0
     recs = [record(f"d{d}_{i}", difficulty=d, judge="CORRECT" if i < 100 - 20 * d else "INCORRECT")
