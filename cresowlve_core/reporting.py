@@ -52,6 +52,7 @@ HEADERS: dict[str, str] = {
     "n_no_answer_empty": "no answer: empty",
     "n_wrong_judge": "wrong (judge)", "n_wrong_em": "wrong (EM)",
     "n_no_item": "item missing", "n_to_label": "to label", "n_unknown": "unknown", "n_unscored": "unscored",
+    "n_unjudged": "unjudged", "n_unpaired": "unpaired",
     "n_error_a": "errors (a)", "n_error_b": "errors (b)", "n_error_both": "errors (both)",
     "n_error_en": "errors (En)", "n_error_ru": "errors (Ru)", "n_shared_items": "shared items",
     "n_eff": "effective n", "n_queries": "queries", "n_paths": "paths", "scored_with": "scored with", "n_queries_no_population": "queries with no population", "n_valid": "valid paths",
