@@ -627,6 +627,11 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
 # ------------------------------------------------------------------ paired
 
 
+#: the paired table's items run by one side only, by what they are here (the shared header of ``n_a_only``
+#: is CREATE's "queries (a only)")
+NOT_RUN_HEADERS = {"n_a_only": "not run in b", "n_b_only": "not run in a"}
+
+
 def paired_section(
     rs: RunSet, compare: list[tuple[str, str]] | list[list[str]] | None = None, metric: str | None = None,
     aliases: dict[str, str] | None = None,
@@ -664,7 +669,7 @@ def paired_section(
         say("No two configurations to compare (only one effort level per model, and no `compare` pairs given).")
     elif not configs.empty:
         say("**Between configurations** (`diff` = a − b in pp, Bonett–Price 95% CI; exact McNemar below 25 discordant items):")
-        show(configs)
+        show(configs.rename(columns=NOT_RUN_HEADERS))
     cross = paired.cross_lingual(df, metric)
     if cross.empty:
         say("**En vs Ru:** no configuration has runs in both languages.")

@@ -136,3 +136,15 @@ def test_creative_vs_factual_counts_items_under_item_headers(tmp_path, shown):
     report.creative_factual_section(_en_ru(tmp_path))
     html = "\n".join(s for s in map(str, shown) if "<table" in s)
     assert ">creative items<" in html and ">factual items<" in html and "factual paths" not in html
+
+
+def test_the_paired_table_names_items_not_run_on_one_side_as_items(tmp_path, shown):
+    """``n_a_only`` / ``n_b_only`` are items one configuration ran and the other did not; the table headed them
+    "queries (a only)" / "queries (b only)", the CREATE report's header for the same field names."""
+    write_run(tmp_path / "a", [record(f"i{k}", model="m", effort="low", judge="CORRECT") for k in range(6)],
+              model="m", effort="low")
+    write_run(tmp_path / "b", [record(f"i{k}", model="m", effort="high", judge="INCORRECT") for k in range(4)],
+              model="m", effort="high")
+    report.paired_section(load_runs(str(tmp_path / "*")))
+    html = next(s for s in shown if isinstance(s, str) and "<table" in s and "dropped" in s)
+    assert "<th>not run in b</th>" in html and "<th>not run in a</th>" in html and "queries" not in html
