@@ -270,14 +270,19 @@ def agreement_display(df: pd.DataFrame) -> pd.DataFrame:
 
 def judge_coverage(responses: pd.DataFrame) -> pd.DataFrame:
     """Per config × lang: records by ``judge_status`` (``not_an_answer``: a refused or filtered
-    answer the judge was not asked about, counted INCORRECT) and model errors."""
+    answer the judge was not asked about, counted INCORRECT) and model errors. A status this version
+    does not write (a hand edit, a newer cresowlve) is counted in ``unknown_status``, a column only
+    when there is one, so every record is in one column."""
     counts = pd.crosstab([responses["config"], responses["lang"]], responses["judge_status"].fillna("not_run"))
     statuses = ("scored", "not_an_answer", "unscored", "error", "not_run")
     for c in statuses:
         if c not in counts.columns:
             counts[c] = 0
+    unknown = counts.drop(columns=list(statuses)).sum(axis=1)
     counts = counts[list(statuses)]
     counts.columns = ["scored", "not_an_answer", "unscored", "judge_error", "not_run"]
+    if unknown.any():
+        counts["unknown_status"] = unknown
     counts["model_error"] = responses.groupby(["config", "lang"])["status"].apply(lambda s: int(s.eq("error").sum()))
     return counts.reset_index()
 

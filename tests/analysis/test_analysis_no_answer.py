@@ -241,3 +241,12 @@ def test_judge_repeatability_counts_every_answer_it_leaves_out(tmp_path):
     assert (row["n"], row["kappa"]) == (50, pytest.approx(0.4))
     assert (row["n_unjudged"], row["n_unpaired"], row["n_refused"], row["n_error"]) == (4, 1, 2, 1)
     assert row["left_out"] == "2 refused, 4 unjudged, 1 unpaired answer(s) and 1 errored response(s) left out"
+
+
+def test_judge_coverage_counts_a_judge_status_it_does_not_know(tmp_path):
+    """A hand-edited ``judge_status`` ("pending") was in no column of "Judge calls by status": 4 records read
+    as 1 scored and 1 not run."""
+    write_run(tmp_path / "r", [_rec("a", True), record("b", judge_status="pending"),
+                               record("c", judge_status="pending", judge="CORRECT"), record("d")])
+    cov = judge_coverage(load_runs(tmp_path / "r").responses).iloc[0]
+    assert (cov["scored"], cov["not_run"], cov["unknown_status"]) == (1, 1, 2)
