@@ -160,8 +160,10 @@ def judge_vs_em(responses: pd.DataFrame, em: str = "em_strict", creative_only: b
                 "n_unjudged": (~missing & ~withheld & ~graded).groupby(keys).sum()}
     out = _agreement_rows(df[graded], "judge", em, ("judge_only", "em_only"), n_boot=n_boot, seed=seed,
                           n_error=left_out["n_error"])
-    if out.empty:
+    if out.empty and not df["judge"].notna().any():
         return pd.DataFrame(columns=AGREEMENT_COLUMNS)
+    if out.empty:  # judge values, but none on an answer EM graded too (every answer refused, say): rows of n = 0
+        out = pd.DataFrame(columns=["config", "lang"])
     return _count_left_out(out, left_out, ("judge_only", "em_only"), keep_ungraded_runs=True)[AGREEMENT_COLUMNS]
 
 
@@ -182,7 +184,7 @@ def _count_left_out(out: pd.DataFrame, left_out: dict[str, pd.Series], labels: t
     for col, counts in left_out.items():
         per_run[col] = [int(counts.get(key, 0)) for key in zip(per_run["config"], per_run["lang"], strict=True)]
         summary[col] = int(per_run[col].sum())
-    out = pd.concat([per_run, summary], ignore_index=True)
+    out = pd.concat([per_run, summary], ignore_index=True) if not summary.empty else per_run
     out["left_out"] = [_left_out_text(row) for _, row in out.iterrows()]
     return out
 

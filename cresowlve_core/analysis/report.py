@@ -800,6 +800,8 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
     )
     agree = reliability.judge_vs_em(df, n_boot=n_boot, seed=seed)
     show(reliability.agreement_display(agree))
+    if not agree.empty and not agree["n"].any():
+        say("**No answer was graded by both** the judge and exact match (see `left_out`): no agreement to report.")
     pooled = agree[agree["config"] == "all runs"]
     kappa_em = float(pooled["kappa"].iloc[0]) if not pooled.empty else None
     say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`), over the answers "

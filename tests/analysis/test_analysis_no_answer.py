@@ -250,3 +250,10 @@ def test_judge_coverage_counts_a_judge_status_it_does_not_know(tmp_path):
                                record("c", judge_status="pending", judge="CORRECT"), record("d")])
     cov = judge_coverage(load_runs(tmp_path / "r").responses).iloc[0]
     assert (cov["scored"], cov["not_run"], cov["unknown_status"]) == (1, 1, 2)
+
+
+def test_judge_vs_em_of_runs_with_nothing_graded_names_what_it_left_out(tmp_path):
+    """Every answer refused: no agreement, but a row that says why (n = 0, 5 refused), never an empty table."""
+    write_run(tmp_path / "r_en", [_refused(f"r{k}") for k in range(5)])
+    out = judge_vs_em(load_runs(tmp_path / "r_en").responses)
+    assert out[["config", "n", "n_refused", "left_out"]].values.tolist() == [["m", 0, 5, "5 refused answer(s) left out"]]
