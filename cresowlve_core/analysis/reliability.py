@@ -29,7 +29,8 @@ category), never 1.0. The repeatability table leaves errored records out (nothin
 Intervals, honest at the edges: per run, the asymptotic interval of Fleiss, Cohen & Everitt
 (the one statsmodels' ``cohens_kappa`` reports). Where it is degenerate it is NaN with a note
 (``kappa_note``): one rater used a single category (κ = 0 by construction; statsmodels' test is
-NaN), or a zero-width interval (perfect agreement). The pooled ``all runs`` row pools responses
+NaN), or a zero-width interval (perfect agreement).
+
 Reliability is per run. The ``all runs`` row is a **summary of the per-run values**: its κ is
 the mean of the per-run κ (a pooled table would mix runs of different accuracy and inflate κ),
 with the range in ``kappa_note``, and its interval is a seeded two-level bootstrap that resamples
