@@ -804,8 +804,8 @@ def reliability_section(rs: RunSet, n_boot: int = 1000, seed: int = 0) -> dict[s
         say("**No answer was graded by both** the judge and exact match (see `left_out`): no agreement to report.")
     pooled = agree[agree["config"] == "all runs"]
     kappa_em = float(pooled["kappa"].iloc[0]) if not pooled.empty else None
-    say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`), over the answers "
-        "with both verdicts (`n`); an answer with one of the two (`n_unpaired`: a judge call errored or gave no "
+    say("**Judge repeatability** (a second verdict of the same response, `extra.judge_repeat`), over all responses "
+        "(creative and factual: the judge's consistency, not Table 1's population) with both verdicts (`n`); an answer with one of the two (`n_unpaired`: a judge call errored or gave no "
         "verdict) is left out, never counted a disagreement, as are answers with neither (`n_unjudged`), refused "
         "and filtered answers the judge is not asked about and errored responses, each counted (`left_out`):")
     rep = reliability.judge_repeatability(df, n_boot=n_boot, seed=seed)

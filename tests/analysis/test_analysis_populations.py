@@ -148,3 +148,17 @@ def test_the_paired_table_names_items_not_run_on_one_side_as_items(tmp_path, sho
     report.paired_section(load_runs(str(tmp_path / "*")))
     html = next(s for s in shown if isinstance(s, str) and "<table" in s and "dropped" in s)
     assert "<th>not run in b</th>" in html and "<th>not run in a</th>" in html and "queries" not in html
+
+
+def test_the_repeatability_table_says_it_counts_factual_items_too(tmp_path, shown):
+    """The line above the agreement tables names the creative items (Table 1's population); the repeatability
+    table below counts every response with two verdicts, factual ones included (n = 6 here, 4 creative), and
+    did not say so."""
+    recs = [record(f"c{k}", judge="CORRECT", extra={"judge_repeat": "CORRECT"}) for k in range(4)]
+    recs += [record(f"f{k}", reasoning_type="factual", judge="CORRECT", extra={"judge_repeat": "INCORRECT"})
+             for k in range(2)]
+    write_run(tmp_path / "r_en", recs)
+    out = report.reliability_section(load_runs(str(tmp_path / "r_en")), n_boot=20)
+    assert out["n_repeat_pairs"] == 6
+    text = "\n".join(s for s in shown if isinstance(s, str) and "Judge repeatability" in s)
+    assert "over all responses (creative and factual" in text
