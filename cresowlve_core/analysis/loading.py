@@ -51,6 +51,7 @@ import functools
 import glob
 import json
 import os
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,7 @@ from cresowlve_core.items import LANGS
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Outcome
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
+from cresowlve_core.runtime.outcomes import count_models, served_as
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.text import NO_REASONING, config_label, config_name, normalise_effort, plural  # noqa: F401 - named here too
 from cresowlve_core.untrusted import one_line
@@ -117,8 +119,13 @@ SCHEMA = pa.schema(
         ("judge_cost", pa.float64()),
         ("synthetic", pa.bool_()),
         ("extra", pa.struct([("judge_repeat", pa.string())])),
+        ("served_model", pa.string()),
+        ("judge_served_model", pa.string()),
     ]
 )
+#: the models the provider's replies named (for the answer, for the verdict): counted per run into the runs'
+#: ``served_models`` / ``judge_served_models``, never kept per response
+SERVED_COLUMNS = ("served_model", "judge_served_model")
 
 
 @dataclass
@@ -164,6 +171,19 @@ class RunSet:
     def metrics(self) -> list[str]:
         """Metric names of the registry, in order (each one a column of ``responses``)."""
         return list(METRIC_LABELS)
+
+    def served_notes(self) -> dict[str, str]:
+        """Configuration -> :func:`served_as` of the models the provider's replies named for its answers,
+        over its runs of every language (``""`` when they named only the requested model, or none)."""
+        if self.runs.empty or "served_models" not in self.runs:
+            return {}
+        out: dict[str, str] = {}
+        for config, g in self.runs.groupby("config", sort=False):
+            served: Counter[str] = Counter()
+            for counts in g["served_models"]:
+                served.update(counts)
+            out[str(config)] = served_as(str(g["model"].iloc[0]), dict(sorted(served.items())))
+        return out
 
     @property
     def incomplete(self) -> pd.DataFrame:
@@ -627,7 +647,7 @@ def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _empty_responses() -> pd.DataFrame:
-    table = SCHEMA.empty_table().flatten()
+    table = SCHEMA.empty_table().drop_columns(list(SERVED_COLUMNS)).flatten()
     df = table.to_pandas()
     for c in ("run_id", "config", "thinking"):
         df[c] = pd.Series(dtype=object)
@@ -707,6 +727,10 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         awaiting_judge = earlier & _equals(t["status"], "ok") & _equals(t["judge_status"], "not_run")
         infos[i]["n_superseded"] = int(earlier.sum() - awaiting_judge.sum())
         t = t.filter(pa.array(~earlier))
+        finished = pa.array(_equals(t["status"], "ok"))
+        for column in SERVED_COLUMNS:
+            info[f"{column}s"] = count_models(t[column].filter(finished).to_pylist())
+        t = t.drop_columns(list(SERVED_COLUMNS))
         run_columns = {"run_id": info["run_id"], "config": info["config"], "thinking": info["thinking"],
                        "model": info["model"], "effort": info["effort"]}
         for name, value in run_columns.items():
@@ -737,6 +761,11 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     for c in ("n_records", "n_error", "n_refused", "n_filtered", "n_judged"):
         runs_df[c] = runs_df[c].fillna(0).astype(int)
     runs_df["n_truncated"] = runs_df["run_id"].map(truncated_answers(responses)).astype(object)
+    for column in SERVED_COLUMNS:  # a run without records: no reply named a model
+        runs_df[f"{column}s"] = [s if isinstance(s, dict) else {} for s in runs_df.get(f"{column}s", [None] * len(runs_df))]
+    runs_df["served_as"] = [served_as(m, s) for m, s in zip(runs_df["model"], runs_df["served_models"], strict=True)]
+    runs_df["judge_served_as"] = [served_as(m, s) for m, s in zip(runs_df["judge_model"], runs_df["judge_served_models"],
+                                                                   strict=True)]
     runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
     notes.extend(_summaries_of_other_answers(runs_df, responses))
     notes.extend(mixed_settings(runs_df))

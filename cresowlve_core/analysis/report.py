@@ -143,7 +143,9 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
     from cresowlve_core.banners import is_embedded_model, show_banner
     from cresowlve_core.notebook_records import record
 
-    record("models", sorted(rs.runs["config"].dropna().astype(str).unique().tolist()))  # for the index page
+    served = rs.served_notes()
+    configs = sorted(rs.runs["config"].dropna().astype(str).unique().tolist())
+    record("models", [f"{c} ({served[c]})" if served.get(c) else c for c in configs])  # for the index page
     if rs.synthetic:
         show_banner("synthetic")
     embedded = sorted({str(m) for m in rs.runs["model"].dropna() if is_embedded_model(m)}) if "model" in rs.runs else []
@@ -171,6 +173,10 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
         "run_id",
     ]
     runs = rs.runs.reindex(columns=cols)
+    # each label as requested, with the models the provider's replies named when they named others
+    for label, note in (("config", "served_as"), ("judge_model", "judge_served_as")):
+        if note in rs.runs:
+            runs[label] = [f"{c} ({s})" if s else c for c, s in zip(runs[label], rs.runs[note], strict=True)]
     show(runs.rename(columns={"n_planned": "items planned", "n_records": "items finished", "complete": "finished"}))
     for note in rs.notes:
         say(f"- {note}")

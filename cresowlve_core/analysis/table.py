@@ -262,6 +262,8 @@ def results_long(
     names = runs["name"] if "name" in runs else runs["model"]
     long["name"] = long["run_id"].map(names).fillna(long["model"]).astype(str)  # the grid's label, else the model
     _overlay_paper(long, paper, paper_n, aliases)
+    served = rs.served_notes()  # after the overlay: the paper is matched on the name as requested
+    long["name"] = [f"{n} ({served[c]})" if served.get(c) else n for n, c in zip(long["name"], long["config"], strict=True)]
     return _order_rows(long)[LONG_COLUMNS]
 
 

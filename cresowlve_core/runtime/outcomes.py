@@ -92,3 +92,24 @@ def served_note(served: Mapping[str, int] | None, what: str = "answers") -> str:
     shown = ", ".join(f"{one_line(str(name), 60)} ({n})" for name, n in list(served.items())[:4])
     return (f" | WARNING: {what} from {len(served)} models the provider named: {shown}"
             + (", ..." if len(served) > 4 else ""))
+
+
+def served_as(requested: str | None, served: Mapping[str, int] | None) -> str:
+    """What a report writes next to the label ``requested`` when the provider named other models
+    (``served``: :func:`count_models`): ``"served as gpt-4o-2024-08-06"``, or with several
+    ``"served as a (3), b (6)"``; ``""`` when its replies named only ``requested`` or none. Each name
+    is one line (:func:`one_line`); the caller escapes it for HTML or Markdown."""
+    names = dict(served or {})
+    if not names or set(names) == {requested}:
+        return ""
+    if len(names) == 1:
+        return f"served as {one_line(next(iter(names)), 60)}"
+    shown = ", ".join(f"{one_line(name, 60)} ({n})" for name, n in list(names.items())[:4])
+    return f"served as {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+
+
+def served_label(label: str, requested: str | None, served: Mapping[str, int] | None) -> str:
+    """``label`` with :func:`served_as` in brackets after it when there is one:
+    ``"gpt-4o (served as gpt-4o-2024-08-06)"``."""
+    note = served_as(requested, served)
+    return f"{label} ({note})" if note else label
