@@ -79,7 +79,7 @@ from cresowlve_core.runtime import (
     record_adaptations,
     run_coro,
 )
-from cresowlve_core.runtime.outcomes import count_models, error_outcome
+from cresowlve_core.runtime.outcomes import count_models, error_outcome, served_as, served_label
 from cresowlve_core.runtime.step import Step, Variant
 
 KIND = "create_score"
@@ -409,6 +409,9 @@ def scored_sets_from_run(
     judged, score_manifest = _judgments_of(gen_dir, Path(score_dir) if score_dir else None)
     judge = (score_manifest.model if isinstance(score_manifest, Manifest)
              else (score_manifest or {}).get("model"))
+    if judge is not None:  # with the models the judge's replies named, when they named others
+        judge = served_label(judge, judge, count_models(m for j in judged.values() if j.status == "ok"
+                                                        for m in j.judge_served_models))
     settings = (score_manifest.config if isinstance(score_manifest, Manifest)
                 else (score_manifest or {}).get("config")) or {}
     scored_with = {k: settings[k] for k in ("factuality_threshold", "discount") if k in settings}
@@ -489,7 +492,9 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
     out: list[ScoredSet] = []
     for d in runs.values():
         gm = read_generation_manifest(d)
-        label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {names[d]})"
+        served = served_as(gm.model, count_models(r.served_model for r in latest_records(
+            RunDir(d), RESPONSES, response_key, GenerationRecord).values() if r.status == "ok"))
+        label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {names[d]}{f'; {served}' if served else ''})"
         out.extend(scored_sets_from_run(d, label, origin="yours"))
     return out
 
