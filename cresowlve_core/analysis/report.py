@@ -127,6 +127,15 @@ def unlabelled_reasoning_note(run: Any) -> str:
             "models only by its label.")
 
 
+def served_named(df: pd.DataFrame, rs: RunSet) -> pd.DataFrame:
+    """``df`` with each configuration named with the models the provider's replies named for it when
+    they named others (:meth:`RunSet.served_notes`): what a chart's legend or axis shows."""
+    served = {c: f"{c} ({note})" for c, note in rs.served_notes().items() if note}
+    if not served or "config" not in df:
+        return df
+    return df.assign(config=df["config"].map(lambda c: served.get(c, c)))
+
+
 def runs_section(rs: RunSet) -> dict[str, Any]:
     """What was loaded: banner for synthetic data, the run list with items planned vs finished, notes."""
     if rs.runs.empty:
@@ -393,7 +402,7 @@ def difficulty_section(rs: RunSet, min_cell_n: int = breakdowns.MIN_CELL_N) -> d
            if len(unrated) else "") + off_note)
     for note in breakdowns.difficulty_cells_without_value(df, res, metrics):
         say(note)
-    show(charts.difficulty_chart(res))
+    show(charts.difficulty_chart(served_named(res, rs)))
     small = res[res["small"]]
     if not small.empty:
         say(
@@ -462,7 +471,7 @@ def groups_section(rs: RunSet, min_group_size: int = 30, n_perm: int = 1000, see
             f"Metric: **{res.metric_label}**; groups with at least {min_group_size} items (an item counts once per "
             f"label it carries). {figure}"
         )
-        show(charts.group_heatmap(res.table, title, res.metric_label))
+        show(charts.group_heatmap(served_named(res.table, rs), title, res.metric_label))
         say(res.chance_text())
         show(res.table, 2)
         h = res.homogeneity
@@ -550,7 +559,7 @@ def creative_factual_section(rs: RunSet) -> dict[str, Any]:
     small = res.loc[res["n_matched"] < 30, "config"].unique().tolist()
     if small:
         say(f"Fewer than 30 items in the smaller group for: {', '.join(small)}; read those intervals with care.")
-    show(charts.gap_chart(res))
+    show(charts.gap_chart(served_named(res, rs)))
     # n_factual counts factual *items* here (the shared column labels read it as CREATE's factual paths)
     show(res.drop(columns=["metric"]).rename(columns={"n_creative": "creative items", "n_factual": "factual items"}), 2)
     return {
@@ -613,7 +622,7 @@ def complexity_section(rs: RunSet, semantic_distance: bool = True) -> dict[str, 
                                            if untested else "") + " (outlined = significant):"
     )
     if not corr_p.empty:
-        show(charts.correlation_bars(corr_p, by_model=True))
+        show(charts.correlation_bars(served_named(corr_p, rs), by_model=True))
         show(corr_p.drop(columns=["feature"]))
     return {
         **pop,

@@ -37,7 +37,7 @@ def _run(path: Path, model: str, served: list[str | None], judge_served: str | N
 def shown(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     out: list[Any] = []
     monkeypatch.setattr(report, "say", out.append)
-    monkeypatch.setattr(report, "show", out.append)
+    monkeypatch.setattr(report, "show", lambda obj, *_: out.append(obj))
     import cresowlve_core.notebook_records as records
 
     monkeypatch.setattr(records, "record", lambda key, value: out.append({key: value}))
@@ -78,3 +78,18 @@ def test_the_index_cards_models_name_the_served_model(tmp_path, shown):
     _run(tmp_path / "runs" / "mini", "gpt-4o-mini", [MINI_SNAPSHOT] * 2)
     report.runs_section(load_runs(str(tmp_path / "runs" / "*")))
     assert [x for x in shown if isinstance(x, dict)] == [{"models": ["gpt-4o-mini (served as gpt-4o-mini-2024-07-18)"]}]
+
+
+def test_the_charts_name_the_served_model_in_their_legend(tmp_path, shown):
+    """The accuracy-by-difficulty chart's legend said gpt-4o-mini for answers the provider said came from
+    gpt-4o-mini-2024-07-18. The records keep the requested name, so the legend's click-to-highlight still
+    selects by configuration."""
+    _run(tmp_path / "runs" / "mini", "gpt-4o-mini", [MINI_SNAPSHOT] * 3)
+    rs = load_runs(str(tmp_path / "runs" / "*"))
+    report.difficulty_section(rs)
+    import altair as alt
+
+    (chart,) = [x for x in shown if isinstance(x, alt.TopLevelMixin)]
+    spec = json.dumps(chart.to_dict())
+    assert f"gpt-4o-mini (served as {MINI_SNAPSHOT})" in spec
+    assert set(rs.responses["config"]) == {"gpt-4o-mini"}
