@@ -69,7 +69,7 @@ from cresowlve_core.items import LANGS
 from cresowlve_core.llm.types import NOT_AN_ANSWER, Outcome
 from cresowlve_core.paths import project_root
 from cresowlve_core.runtime.manifest import Manifest
-from cresowlve_core.runtime.outcomes import count_models, served_as
+from cresowlve_core.runtime.outcomes import served_as
 from cresowlve_core.runtime.rundir import RESPONSES
 from cresowlve_core.text import NO_REASONING, config_label, config_name, normalise_effort, plural  # noqa: F401 - named here too
 from cresowlve_core.untrusted import one_line
@@ -728,8 +728,9 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         infos[i]["n_superseded"] = int(earlier.sum() - awaiting_judge.sum())
         t = t.filter(pa.array(~earlier))
         finished = pa.array(_equals(t["status"], "ok"))
-        for column in SERVED_COLUMNS:
-            info[f"{column}s"] = count_models(t[column].filter(finished).to_pylist())
+        for column in SERVED_COLUMNS:  # counted in Arrow: one name per distinct value, not one per record
+            counts = pc.value_counts(t[column].filter(finished)).flatten()
+            info[f"{column}s"] = dict(sorted((k, n) for k, n in zip(counts[0].to_pylist(), counts[1].to_pylist()) if k))
         t = t.drop_columns(list(SERVED_COLUMNS))
         run_columns = {"run_id": info["run_id"], "config": info["config"], "thinking": info["thinking"],
                        "model": info["model"], "effort": info["effort"]}
