@@ -673,8 +673,12 @@ def _models(records: dict[str, Any], parameters: dict[str, Any]) -> list[str]:
     found = [str(m) for m in explicit] if isinstance(explicit, list) else []
     for key, value in parameters.items():  # model, judge_model, labeller_model, quiz_model, ...
         if (key == "model" or key.endswith("_model")) and value and isinstance(value, str):
-            role = key.removesuffix("_model")
-            found.append(value + (f" ({role})" if key not in ("model", "local_model") else ""))
+            role = None if key in ("model", "local_model") else key.removesuffix("_model")
+            # a recorded name that says more of the same model stands for it: "gpt-4o (served as ...)"
+            # for the model, "gpt-4o (judge; served as ...)" for the judge
+            more = f"{value} ({role}; served as " if role else f"{value} (served as "
+            if not any(m.startswith(more) for m in found):
+                found.append(value + (f" ({role})" if role else ""))
     return list(dict.fromkeys(found))
 
 

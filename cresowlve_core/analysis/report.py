@@ -154,7 +154,9 @@ def runs_section(rs: RunSet) -> dict[str, Any]:
 
     served = rs.served_notes()
     configs = sorted(rs.runs["config"].dropna().astype(str).unique().tolist())
-    record("models", [f"{c} ({served[c]})" if served.get(c) else c for c in configs])  # for the index page
+    judges = [f"{j} (judge; {note})" for j, note in rs.runs.reindex(columns=["judge_model", "judge_served_as"])
+              .dropna().drop_duplicates().itertuples(index=False) if note]  # a judge served under another name
+    record("models", [f"{c} ({served[c]})" if served.get(c) else c for c in configs] + sorted(judges))  # for the index page
     if rs.synthetic:
         show_banner("synthetic")
     embedded = sorted({str(m) for m in rs.runs["model"].dropna() if is_embedded_model(m)}) if "model" in rs.runs else []

@@ -74,10 +74,18 @@ def test_table1_names_every_model_that_answered_and_still_matches_the_paper_on_t
     assert HTML_TAG not in html and "gpt-4.1-2025-04-14 (2))" in html
 
 
-def test_the_index_cards_models_name_the_served_model(tmp_path, shown):
+def test_the_index_cards_models_name_the_served_model_and_judge(tmp_path, shown):
+    """02's card said "gpt-4o-mini, gpt-4o (judge)" (its records and parameters) for answers and verdicts the
+    provider said came from the dated snapshots; now the recorded names say so, and stand for the parameters."""
+    from cresowlve_core.notebooks import _models
+
     _run(tmp_path / "runs" / "mini", "gpt-4o-mini", [MINI_SNAPSHOT] * 2)
     report.runs_section(load_runs(str(tmp_path / "runs" / "*")))
-    assert [x for x in shown if isinstance(x, dict)] == [{"models": ["gpt-4o-mini (served as gpt-4o-mini-2024-07-18)"]}]
+    records = [x for x in shown if isinstance(x, dict)]
+    assert records == [{"models": [f"gpt-4o-mini (served as {MINI_SNAPSHOT})", f"gpt-4o (judge; served as {JUDGE_SNAPSHOT})"]}]
+    assert _models(records[0], {"model": "gpt-4o-mini", "judge_model": "gpt-4o", "items": "demo"}) == records[0]["models"]
+    assert _models({"models": ["gpt-4o-mini"]}, {"model": "gpt-4o-mini", "judge_model": "gpt-4o"}) == [
+        "gpt-4o-mini", "gpt-4o (judge)"]
 
 
 def test_the_charts_name_the_served_model_in_their_legend(tmp_path, shown):
