@@ -64,7 +64,7 @@ def add_build_parser(sub: Any) -> None:
     p.add_argument("--source", action="append", type=argtypes.nonempty, help="pack file, folder of packs, dataset file or hub:ru "
                    "(repeatable; default: the shipped packs)")
     p.add_argument("--per-level", type=argtypes.positive_int, default=None, help="stratified sample: items per difficulty (default: all)")
-    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep a seeded subset of N items (small demo builds)")
+    p.add_argument("--limit", type=argtypes.positive_int, default=None, help="keep the N items of lowest seeded rank (small demo builds; a larger N with the same --seed keeps them)")
     add_client_options(p, "seed", help={"seed": "seed of every sample and model call"})
     p.add_argument("--model", default=None, type=argtypes.model_name, help="model of every step (required with --base-url)")
     p.add_argument("--base-url", default=None, type=argtypes.http_url, help="OpenAI-compatible base URL (default: the embedded "

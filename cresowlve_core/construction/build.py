@@ -396,7 +396,8 @@ class Build:
 
             notes.append(banner_text("embedded"))
         if self.config.limit is not None:
-            notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}).")
+            notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}: the "
+                         "items of lowest seeded rank, which a larger limit with this seed keeps).")
         if collect_note := self.collect_note():
             collected = self.steps.get("collect") or {}
             sampled = (f" (a stratified sample of {self.config.per_level} per difficulty level, seed {self.config.seed})"

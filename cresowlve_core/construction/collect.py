@@ -10,6 +10,10 @@
   pack) is set aside as unusable (``not_russian``) and counted: the build translates from Russian.
 - A stratified sample by difficulty: ``per_level`` items per level 1-5, seeded. Items without a
   difficulty are kept and reported as ``unrated``.
+- ``per_level`` and ``limit`` keep the items of lowest seeded rank (:data:`SAMPLE_RULE`): a digest of the
+  seed and the item's id alone, so the samples of one seed are nested: the items of ``limit=10`` are
+  among those of ``limit=20`` (and of ``per_level=5`` among those of ``per_level=10``), and a pilot build
+  extended with a larger limit keeps its items.
 - Every parser flag is carried on the candidate and counted. Blocks with no question or no answer
   cannot enter the benchmark: they are set aside as ``unusable`` and counted.
 """
@@ -17,7 +21,6 @@
 from __future__ import annotations
 
 import logging
-import random
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -28,6 +31,7 @@ from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.failures import MissingInput
 from cresowlve_core.items import ChgkQuestion, ItemView
 from cresowlve_core.paths import shipped_data
+from cresowlve_core.stats import seeded_rank
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +41,10 @@ PACK_SUFFIXES = (".txt", ".4s")
 BUILD_OFFLINE_HINT = ("to build offline, pass local sources instead: --source PATH.parquet or PATH.jsonl (published "
                       "schema, Russian rows), a pack file or a folder of packs")
 LEVELS = (1, 2, 3, 4, 5)
+#: How ``per_level`` and ``limit`` choose items, recorded in the collected step's manifest and the collect
+#: report: the items of lowest :func:`seeded_rank` of the seed and their id (nested samples). Builds
+#: written before it recorded none: they drew with ``random.Random(seed).sample``, not nested.
+SAMPLE_RULE = "seeded-rank"
 
 
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -137,16 +145,20 @@ def _is_item_jsonl(path: Path) -> bool:
     return first is None or "question" not in first[1]
 
 
+def lowest_ranked(cands: Sequence[Candidate], n: int, seed: int) -> set[str]:
+    """The ids of the ``n`` candidates of lowest seeded rank (all of them if fewer): a candidate's
+    rank depends on the seed and its id alone, so the ``n`` chosen are among the ``n + 1`` chosen."""
+    return set(sorted((c.id for c in cands), key=lambda i: seeded_rank(seed, "sample", i))[:n])
+
+
 def stratified_sample(cands: Sequence[Candidate], per_level: int | None, seed: int) -> list[Candidate]:
-    """Up to ``per_level`` candidates of each difficulty 1-5 (seeded), plus every unrated one.
-    ``per_level=None`` keeps everything. Input order is kept."""
+    """Up to ``per_level`` candidates of each difficulty 1-5 (the lowest in seeded rank), plus every
+    unrated one. ``per_level=None`` keeps everything. Input order is kept."""
     if per_level is None:
         return list(cands)
-    rng = random.Random(seed)
     chosen: set[str] = set()
     for level in LEVELS:
-        ids = [c.id for c in cands if c.difficulty == level]
-        chosen.update(rng.sample(ids, min(per_level, len(ids))))
+        chosen |= lowest_ranked([c for c in cands if c.difficulty == level], per_level, seed)
     return [c for c in cands if c.difficulty is None or c.id in chosen]
 
 
@@ -154,8 +166,8 @@ def collect(sources: Sequence[str] | None = None, *, per_level: int | None = Non
             limit: int | None = None, max_input_chars: int | None = None) -> tuple[StepOutput, dict[str, Any]]:
     """Read, deduplicate and sample (see the module docstring).
 
-    ``limit`` keeps a seeded random subset of that many after sampling (small demo builds; the
-    data card says so). Returns the step output (``removed`` holds nothing: duplicates and
+    ``limit`` keeps that many of lowest seeded rank after sampling (small demo builds; the data card
+    says so): the items of a smaller limit are among those of a larger one. Returns the step output (``removed`` holds nothing: duplicates and
     unusable blocks are in the report) and a report with the per-source counts, the duplicates
     and the unusable blocks.
     """
@@ -185,7 +197,7 @@ def collect(sources: Sequence[str] | None = None, *, per_level: int | None = Non
                     "and are all kept", per_level, n_unrated_sampled, len(sampled))
     limited = sampled
     if limit is not None and limit < len(sampled):
-        keep = set(random.Random(seed).sample([c.id for c in sampled], limit))
+        keep = lowest_ranked(sampled, limit, seed)
         limited = [c for c in sampled if c.id in keep]
     by_level = Counter(str(c.difficulty) if c.difficulty else "unrated" for c in limited)
     flags = Counter(f for c in limited for f in c.parser_flags)
@@ -195,5 +207,5 @@ def collect(sources: Sequence[str] | None = None, *, per_level: int | None = Non
               "n_unrated": by_level.get("unrated", 0), "parser_flags": dict(flags)}
     out = StepOutput("collect", kept=limited, counts=counts)
     report = {"sources": per_source, "duplicates": duplicates, "unusable": unusable, "per_level": per_level,
-              "seed": seed}
+              "seed": seed, "sample": SAMPLE_RULE}
     return out, report

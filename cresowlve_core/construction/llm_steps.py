@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from cresowlve_core.construction import parsers as P
+from cresowlve_core.construction.collect import SAMPLE_RULE
 from cresowlve_core.construction.precheck import handout_markers
 from cresowlve_core.construction.records import Candidate, StepOutput
 from cresowlve_core.construction.review import view_digest
@@ -73,7 +74,8 @@ from cresowlve_core.untrusted import one_line as untrusted_line
 LLM_STEPS: tuple[str, ...] = ("needs_material", "russian_specific", "translate", "reasoning", "concepts",
                               "domains", "cultures", "facts")
 ANNOTATION_STEPS: tuple[str, ...] = ("reasoning", "concepts", "domains", "cultures", "facts")
-#: the step whose units are the collected items: its manifest records the build's ``limit``
+#: the step whose units are the collected items: its manifest records the build's ``limit`` and
+#: how its sample was drawn (``sample``: :data:`~cresowlve_core.construction.collect.SAMPLE_RULE`)
 COLLECTED_STEP = LLM_STEPS[0]
 
 #: Output budget per step (tokens): short verdicts need little; translation needs room.
@@ -353,7 +355,7 @@ def step_dir(ctx: StepContext, step: str) -> Path:
 
 def step_manifest(step: str, ctx: StepContext, n_items: int | None) -> Manifest:
     """The manifest of ``step``'s run directory on ``ctx``'s client for it (``n_items``: its units, None
-    while they are not known); :data:`COLLECTED_STEP`'s records the build's limit."""
+    while they are not known); :data:`COLLECTED_STEP`'s records the build's limit and sampling rule."""
     sc = ctx.clients[step]
     bound = STEPS[step].on(sc.endpoint, ctx.step_options(step))
     opts = bound.options
@@ -362,6 +364,7 @@ def step_manifest(step: str, ctx: StepContext, n_items: int | None) -> Manifest:
         items=ctx.items_tag, n_items=n_items, limit=ctx.limit if step == COLLECTED_STEP else None,
         prompts=[bound.prompt().tag], seed=opts.seed,
         temperature=opts.temperature, max_tokens=opts.max_tokens, options=opts.model_dump(), sent=bound.sent(sc.endpoint),
+        **({"sample": SAMPLE_RULE} if step == COLLECTED_STEP else {}),
     )
 
 
@@ -405,9 +408,13 @@ def refuse_changed_collection(build_dir: Path, limit: int | None, collected: Seq
     left_out = sorted({str(r.get("key")) for r in read_jsonl(path / "records.jsonl")} - set(collected))
     if left_out:
         shown = ", ".join(untrusted_line(k, 40) for k in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
+        why = "another --source, --per-level or --limit than the build it continues"
+        old_rule = (old.model_extra or {}).get("sample")
+        if old_rule != SAMPLE_RULE:  # the same options draw other items under another rule
+            was = "none recorded: an older cresowlve's random draw" if old_rule is None else untrusted_line(str(old_rule), 40)
+            why = f"its items were sampled by another rule (sample: {was} → {SAMPLE_RULE}), or {why}"
         raise ResumeError(f"{path}: holds the records of {len(left_out)} item(s) this build does not collect "
-                          f"({shown}): another --source, --per-level or --limit than the build it continues; "
-                          "use another build directory (resume only continues the same collection)")
+                          f"({shown}): {why}; use another build directory (resume only continues the same collection)")
 
 
 async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:

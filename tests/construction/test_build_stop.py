@@ -18,6 +18,10 @@ from stophelp import last_line, n_lines, signal_mid_step, spawn_cli, wait_until
 from test_construction_pipeline import DEMO, scripted
 
 from cresowlve_core.cli import main
+from cresowlve_core.construction.collect import SAMPLE_RULE
+from cresowlve_core.construction.llm_steps import LLM_STEPS, refuse_changed_collection
+from cresowlve_core.paths import shipped_data
+from cresowlve_core.runtime.manifest import ResumeError, new_manifest
 
 
 def _args(tmp_path: Path, base_url: str, *extra: str) -> list[str]:
@@ -141,3 +145,47 @@ def test_a_collection_of_other_items_is_refused_before_it_collects_over_the_buil
         f"error: {build / 'steps' / 'needs_material'}: holds the records of 3 item(s) this build does not collect ("), err
     assert "another --source, --per-level or --limit" in last_line(err)
     assert {f: (build / f).read_bytes() for f in written} == written
+
+
+def test_a_pilot_build_extended_with_a_larger_limit_continues_and_sends_only_the_new_items(tmp_path, capsys,
+                                                                                           monkeypatch):
+    """A fresh random draw per --limit: on the shipped rusch16 pack, ``--limit 17`` then ``--limit 22`` in
+    one build directory was refused (exit 2, "holds the records of 1 item(s) this build does not collect
+    ... another --source, --per-level or --limit"), though only the limit grew. The samples of one seed
+    are nested: the larger build keeps the pilot's 17 items and asks the model about the 5 new ones only."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    build = tmp_path / "build"
+    pack = str(shipped_data("chgk") / "rusch16.txt")
+    with FakeServer(answers=lambda req: "I cannot say.") as srv:  # nothing parses: no embedding model needed
+        assert main(["build", "--source", pack, *_args(tmp_path, srv.base_url, "--limit", "17")[3:]]) == 1
+        pilot = {json.loads(line)["key"] for line in
+                 (build / "steps" / "needs_material" / "records.jsonl").read_text(encoding="utf-8").splitlines()}
+        sent = srv.total
+        capsys.readouterr()
+        rc = main(["build", "--source", pack, *_args(tmp_path, srv.base_url, "--limit", "22")[3:]])
+        err = capsys.readouterr().err
+        assert rc == 1, err  # nothing parses, as in the pilot: not refused
+        assert srv.total - sent == 5 * len(LLM_STEPS)
+    manifest = json.loads((build / "steps" / "needs_material" / "manifest.json").read_text(encoding="utf-8"))
+    assert (manifest["limit"], manifest["n_items"], manifest["seed"], manifest["sample"]) == (22, 22, 0, SAMPLE_RULE)
+    records = (build / "steps" / "needs_material" / "records.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(pilot) == 17 and pilot < {json.loads(line)["key"] for line in records}
+
+
+@pytest.mark.parametrize("recorded", [None, SAMPLE_RULE], ids=["older-cresowlve", "same-rule"])
+def test_a_build_directory_sampled_by_an_older_rule_is_refused_naming_the_rule(tmp_path, recorded):
+    """A build directory of an older cresowlve recorded no sampling rule: its --limit sample was another
+    random draw, so resuming it with the same options collects other items. Refused (never mixed), and
+    the error says the sampling rule changed, not only that an option did."""
+    step = tmp_path / "build" / "steps" / "needs_material"
+    step.mkdir(parents=True)
+    extra = {} if recorded is None else {"sample": recorded}
+    manifest = new_manifest("construction_needs_material", items="build:demo", n_items=2, limit=2, **extra)
+    (step / "manifest.json").write_text(manifest.model_dump_json(), encoding="utf-8")
+    (step / "records.jsonl").write_text('{"key": "chgk_a"}\n{"key": "chgk_b"}\n', encoding="utf-8")
+    with pytest.raises(ResumeError) as exc:
+        refuse_changed_collection(tmp_path / "build", 2, ["chgk_a", "chgk_c"])
+    said = str(exc.value)
+    assert "holds the records of 1 item(s) this build does not collect (chgk_b)" in said
+    assert ("sample: none recorded: an older cresowlve's random draw → seeded-rank" in said) == (recorded is None)
+    assert "another --source, --per-level or --limit" in said

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from cresowlve_core.construction.collect import collect
+from cresowlve_core.paths import shipped_data
 from cresowlve_core.sources.hub import ItemsFileError
 
 PUBLISHED_ROW = {"id": "chgk_a", "question": "Кто это?", "answer": "Он", "difficulty": 2, "explanation": None,
@@ -187,3 +188,23 @@ def test_a_packs_nezachet_reaches_the_review_card_and_the_export(tmp_path: Path,
     assert cand.ru.other_answers == "Магас (город)."
     assert review_card(cand)["provenance"]["rejected_answers"] == "Назрань."
     assert cand.to_item().meta["provenance"]["rejected_answers"] == "Назрань."
+
+
+def test_the_items_of_a_smaller_limit_are_among_those_of_a_larger_one_with_the_same_seed() -> None:
+    # a fresh random draw per limit: on the shipped rusch16 pack, --limit 17 kept an item --limit 22 did
+    # not, so a pilot build could not be extended (or compared with the larger build) item for item
+    pack = [str(shipped_data("chgk") / "rusch16.txt")]
+    limits = (5, 16, 17, 22, 30)
+    kept = {n: {c.id for c in collect(pack, limit=n)[0].kept} for n in limits}
+    assert all(len(kept[n]) == n and kept[n] < kept[m] for n, m in zip(limits, limits[1:]))
+    assert {c.id for c in collect(pack, limit=17, seed=1)[0].kept} != kept[17]  # the seed still chooses
+
+
+def test_the_items_of_a_smaller_per_level_sample_are_among_those_of_a_larger_one(tmp_path: Path) -> None:
+    # one generator drew every level: a larger sample of level 1 moved the draws of the levels after it
+    rows = [{**PUBLISHED_ROW, "id": f"chgk_{i:02d}", "question": f"Вопрос номер {i}?", "difficulty": 1 + i % 5}
+            for i in range(60)]
+    path = tmp_path / "ru.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    kept = {n: {c.id for c in collect([str(path)], per_level=n)[0].kept} for n in range(1, 13)}
+    assert all(len(kept[n]) == 5 * n and kept[n] < kept[n + 1] for n in range(1, 12))

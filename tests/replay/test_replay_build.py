@@ -20,9 +20,9 @@ from cresowlve_core.failures import error_line
 
 
 def build_against(tmp_path: Path, scenario: str = "refusal", model: str = "gpt-4o", provider: str = "openai",
-                  **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
-    """``cresowlve build`` of 6 items on a replay scenario, on ``provider``'s route (named with
-    ``--provider`` when it is openai): (the command, the build directory, how many recorded
+                  seed: int = 0, **knobs: float) -> tuple[subprocess.CompletedProcess[str], Path, int]:
+    """``cresowlve build`` of 6 items (the sample of ``seed``) on a replay scenario, on ``provider``'s route
+    (named with ``--provider`` when it is openai): (the command, the build directory, how many recorded
     refusals the server sent)."""
     env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_DATA_DIR=str(tmp_path / "data"),
                CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"), CRESOWLVE_REPORTS_DIR=str(tmp_path / "reports"))
@@ -31,7 +31,7 @@ def build_against(tmp_path: Path, scenario: str = "refusal", model: str = "gpt-4
         cmd = [sys.executable, "-m", "cresowlve_core.cli", "build", "--limit", "6", "--model", model,
                "--base-url", srv.base_url(provider), "--api-key-env", "REPLAY_KEY",
                *(["--provider", "openai"] if provider == "openai" else []),
-               "--build-dir", str(build), "--no-cache", "--agreement-n", "2"]
+               "--build-dir", str(build), "--no-cache", "--agreement-n", "2", "--seed", str(seed)]
         proc = subprocess.run(cmd, cwd=CODE, env=env, capture_output=True, text=True, timeout=600)
         served = [e for e in srv.requests("openai") if e["rule"] == "refusal (scenario)"]
     return proc, build, len(served)
@@ -120,8 +120,9 @@ def test_each_construction_steps_manifest_records_what_was_sent_and_what_the_pro
 def test_a_build_every_call_of_which_overflows_the_context_names_one_error_summed_over_the_steps(tmp_path: Path) -> None:
     """llama.cpp's recorded context overflow on every call: the last line's most common error is one
     message counted over every step (before: its count in one step), and the data card says that
-    every model call errored, so the funnel is not read as a result."""
-    proc, build, _ = build_against(tmp_path, "llamacpp-overflow", model="gpt-oss", provider="llama-cpp")
+    every model call errored, so the funnel is not read as a result. Seed 7: a sample of 6 items whose
+    prompts overflow by the same counts in more than one step (the message names the counts)."""
+    proc, build, _ = build_against(tmp_path, "llamacpp-overflow", model="gpt-oss", provider="llama-cpp", seed=7)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     by_step = [Counter(error_line(r["error"]) for r in map(json.loads, (build / "steps" / step / "records.jsonl")
