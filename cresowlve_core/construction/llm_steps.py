@@ -67,7 +67,7 @@ from cresowlve_core.runtime.outcomes import (
     record_withheld,
     withheld_record,
 )
-from cresowlve_core.runtime.rundir import archive_changed_from_env, read_jsonl
+from cresowlve_core.runtime.rundir import archive_changed_from_env, archive_run, read_jsonl
 from cresowlve_core.runtime.step import Step, Variant, asks_fewshot
 from cresowlve_core.untrusted import one_line as untrusted_line
 
@@ -392,29 +392,33 @@ def refuse_changed_collection(build_dir: Path, limit: int | None, collected: Seq
     :func:`~cresowlve_core.runtime.manifest.narrowed_by_limit`), or other items (another source,
     ``per_level`` or sample), whose records would stay in the step directories while the build's
     summaries and export leave them out. Checked after collecting, before anything is written or a
-    model starts; nothing under the archive-on-change rule."""
+    model starts. Under the archive-on-change rule (``archive_changed``, else the main job's variable)
+    every step directory is moved to ``steps/archive/`` instead, and the build starts afresh."""
     path = build_dir / "steps" / COLLECTED_STEP
     try:
         old = Manifest.model_validate_json((path / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):  # none yet, or unreadable: the step's own begin says why
         return
-    archived = True if archive_changed else None
+    archive = archive_changed or archive_changed_from_env()
     try:
-        refuse_changed(path, old.model_copy(update={"limit": limit, "n_items": len(collected)}), archive_changed=archived)
+        refuse_changed(path, old.model_copy(update={"limit": limit, "n_items": len(collected)}), archive_changed=archive)
     except ResumeError as exc:
         raise ResumeError(f"{path}: {exc}") from None
-    if archive_changed or archive_changed_from_env():
-        return
     left_out = sorted({str(r.get("key")) for r in read_jsonl(path / "records.jsonl")} - set(collected))
-    if left_out:
-        shown = ", ".join(untrusted_line(k, 40) for k in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
-        why = "another --source, --per-level or --limit than the build it continues"
-        old_rule = (old.model_extra or {}).get("sample")
-        if old_rule != SAMPLE_RULE:  # the same options draw other items under another rule
-            was = "none recorded: an older cresowlve's random draw" if old_rule is None else untrusted_line(str(old_rule), 40)
-            why = f"its items were sampled by another rule (sample: {was} → {SAMPLE_RULE}), or {why}"
-        raise ResumeError(f"{path}: holds the records of {len(left_out)} item(s) this build does not collect "
-                          f"({shown}): {why}; use another build directory (resume only continues the same collection)")
+    if not left_out:
+        return
+    shown = ", ".join(untrusted_line(k, 40) for k in left_out[:3]) + (", ..." if len(left_out) > 3 else "")
+    why = "another --source, --per-level or --limit than the build it continues"
+    old_rule = (old.model_extra or {}).get("sample")
+    if old_rule != SAMPLE_RULE:  # the same options draw other items under another rule
+        was = "none recorded: an older cresowlve's random draw" if old_rule is None else untrusted_line(str(old_rule), 40)
+        why = f"its items were sampled by another rule (sample: {was} → {SAMPLE_RULE}), or {why}"
+    held = f"{path}: holds the records of {len(left_out)} item(s) this build does not collect ({shown}): {why}"
+    if not archive:
+        raise ResumeError(f"{held}; use another build directory (resume only continues the same collection)")
+    # every step holds records of the items left out
+    moved = [archive_run(d) for step in LLM_STEPS if (d := build_dir / "steps" / step).is_dir()]
+    print(f"{held}; moved the build's {len(moved)} step directories to {moved[0].parent} and starting afresh", flush=True)
 
 
 async def run_step_records(step: str, cands: list[Candidate], ctx: StepContext) -> tuple[dict[str, dict], str | None]:

@@ -189,3 +189,22 @@ def test_a_build_directory_sampled_by_an_older_rule_is_refused_naming_the_rule(t
     assert "holds the records of 1 item(s) this build does not collect (chgk_b)" in said
     assert ("sample: none recorded: an older cresowlve's random draw → seeded-rank" in said) == (recorded is None)
     assert "another --source, --per-level or --limit" in said
+
+
+def test_a_smaller_collection_under_the_archive_rule_moves_every_step_directory_aside(tmp_path, capsys, monkeypatch):
+    """Under the archive-on-change rule (the main job: its --quick demo build of 2 items after one of 3)
+    a smaller --limit archived the first step's directory only: the seven later steps kept the records
+    of the items left out while their summaries and the export counted the others. Every step directory
+    is moved to steps/archive/ and the build starts afresh, said in one line."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    build = tmp_path / "build"
+    with FakeServer(answers=lambda req: "I cannot say.") as srv:  # nothing parses: no embedding model needed
+        assert main(_args(tmp_path, srv.base_url, "--limit", "4")) == 1
+        capsys.readouterr()
+        monkeypatch.setenv("CRESOWLVE_ARCHIVE_CHANGED", "1")
+        assert main(_args(tmp_path, srv.base_url, "--limit", "2")) == 1
+    out = capsys.readouterr().out
+    for step in LLM_STEPS:
+        assert n_lines(build, f"steps/{step}/records.jsonl") == 2, step
+    assert len(list((build / "steps" / "archive").iterdir())) == len(LLM_STEPS)
+    assert f"moved the build's {len(LLM_STEPS)} step directories to {build / 'steps' / 'archive'} and starting afresh" in out
