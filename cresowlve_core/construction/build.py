@@ -395,7 +395,10 @@ class Build:
             from cresowlve_core.banners import banner_text
 
             notes.append(banner_text("embedded"))
-        if self.config.limit is not None:
+        n_sampled = (self.steps.get("collect") or {}).get("n_sampled")
+        if self.config.limit is not None and n_sampled is not None and self.config.limit >= n_sampled:
+            notes.append(f"Limit {self.config.limit} at or above the {n_sampled} items sampled: it left none out.")
+        elif self.config.limit is not None:
             notes.append(f"Small build: limited to {self.config.limit} items after sampling (seed {self.config.seed}: the "
                          "items of lowest seeded rank, which a larger limit with this seed keeps).")
         if collect_note := self.collect_note():

@@ -290,3 +290,15 @@ def test_a_step_models_base_url_is_read_as_base_url_reads_it_surrounding_whitesp
     assert translated  # the translate step reached the server
     build = json.loads((tmp_path / "build" / "build.json").read_text(encoding="utf-8"))
     assert build["config"]["models"]["translate"]["base_url"] == srv.base_url
+
+
+def test_a_limit_above_the_items_sampled_is_not_called_a_small_build_on_the_data_card(tmp_path, capsys, monkeypatch):
+    """--limit 100 over the demo's 8 usable questions kept all 8, but the card's first note read "Small build:
+    limited to 100 items after sampling", as if items had been left out."""
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    with FakeServer(answers=lambda req: "no idea") as srv:
+        main(["build", "--source", DEMO, "--limit", "100", "--model", "fake", "--base-url", srv.base_url,
+              "--build-dir", str(tmp_path / "build"), "--no-cache", "--agreement-n", "1"])
+    assert "collected 8 (15 read: 7 unusable) → " in capsys.readouterr().out.splitlines()[0]
+    card = (tmp_path / "build" / "export" / "DATA_CARD.md").read_text(encoding="utf-8")
+    assert "> Limit 100 at or above the 8 items sampled: it left none out.\n" in card and "Small build" not in card
