@@ -57,7 +57,8 @@ class SummaryEntry:
     __slots__ = ("status", "outcome", "error", "scores", "judge_status", "judge_error", "judge_outcome", "extraction",
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
                  "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error", "served_model",
-                 "dropped_fields", "judge_served_model", "n_replaced", "replaced_cost", "invalid_utf8")
+                 "dropped_fields", "judge_served_model", "n_replaced", "n_verdicts_replaced", "replaced_cost",
+                 "invalid_utf8")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -82,6 +83,7 @@ class SummaryEntry:
         self.cost: float | None = get("cost")
         self.judge_cost: float | None = get("judge_cost")
         self.n_replaced: int = get("n_replaced") or 0
+        self.n_verdicts_replaced: int = get("n_verdicts_replaced") or 0
         self.replaced_cost: float | None = get("replaced_cost")
         self.shows_reasoning = (self.reasoning_tokens or 0) > 0 or bool((get("thoughts") or "").strip())
         self.judge_repeat_status: str = repeat_status(rec)

@@ -56,10 +56,12 @@ class ResponseRecord(BaseModel):
     thoughts: str | None = None
     usage: Usage = Field(default_factory=Usage)
     cost: float | None = Field(None, ge=0, allow_inf_nan=False)  # USD; None = unknown price
-    #: earlier answers of this item that this one replaced (``--retry-truncated``), and what they and their
-    #: verdicts cost (USD; None: unknown, or nothing replaced): money spent that the run's ``cost``, the
-    #: cost of the answers it keeps, leaves out
+    #: earlier answers of this item that this one replaced (``--retry-truncated``), the judge verdicts of
+    #: this item that ``cresowlve rescore`` withdrew after the judge was paid for them, and what they cost
+    #: (USD; None: unknown, or nothing replaced): money spent that the run's ``cost`` and ``judge_cost``,
+    #: the costs of the answers and verdicts it keeps, leave out
     n_replaced: int = Field(0, ge=0)
+    n_verdicts_replaced: int = Field(0, ge=0)
     replaced_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
     cost_source: Literal["reported", "price_table"] | None = None  # the provider's own figure, or our price table
     truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)

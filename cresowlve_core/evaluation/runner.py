@@ -302,13 +302,32 @@ def replaced_fields(previous: dict[str, Any]) -> dict[str, Any]:
     """``n_replaced`` and ``replaced_cost`` of an answer that replaces ``previous`` (``--retry-truncated``):
     the earlier answers and what they and their verdicts cost, unknown (None) when any of those costs is
     (a verdict that was never asked costs nothing)."""
-    earlier = previous.get("replaced_cost") if previous.get("n_replaced") else 0.0
     judge = previous.get("judge_cost")
     if judge is None and previous.get("judge_status") in (None, "not_run", "not_an_answer"):
         judge = 0.0
-    parts = (earlier, previous.get("cost"), judge)
     return {"n_replaced": (previous.get("n_replaced") or 0) + 1,
-            "replaced_cost": None if any(p is None for p in parts) else sum(p for p in parts if p is not None)}
+            "n_verdicts_replaced": previous.get("n_verdicts_replaced") or 0,
+            "replaced_cost": _costs([earlier_replaced_cost(previous), previous.get("cost"), judge])}
+
+
+def verdict_replaced_fields(previous: dict[str, Any]) -> dict[str, Any]:
+    """``n_verdicts_replaced`` and ``replaced_cost`` of a record whose paid judge verdict (:func:`paid_verdict`)
+    ``cresowlve rescore`` withdraws: the verdict's calls (its repeat's included) join what was replaced
+    before, unknown (None) when any of those costs is; its own judge cost and usage are cleared, so that
+    the verdict asked next is what the run's judge cost counts."""
+    return {"n_verdicts_replaced": (previous.get("n_verdicts_replaced") or 0) + 1,
+            "replaced_cost": _costs([earlier_replaced_cost(previous), previous.get("judge_cost")]),
+            "judge_cost": None, "judge_usage": None}
+
+
+def earlier_replaced_cost(rec: dict[str, Any]) -> float | None:
+    """What the answers and verdicts ``rec`` replaced cost ($0 when it replaced none; None: unknown)."""
+    return rec.get("replaced_cost") if rec.get("n_replaced") or rec.get("n_verdicts_replaced") else 0.0
+
+
+def paid_verdict(rec: dict[str, Any]) -> bool:
+    """``rec`` holds a verdict the judge was asked for (it replied, or a cost was recorded for it)."""
+    return rec.get("judge_status") in ("scored", "unscored") or rec.get("judge_cost") is not None
 
 
 def reask_truncated(cfg: EvalConfig, rec: dict[str, Any] | SummaryEntry) -> bool:
@@ -682,9 +701,11 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
         "cost_known": sum(r.cost for r in ok if r.cost is not None),
         "n_cost_unknown": sum(r.cost is None for r in ok),
         "judge_cost": (_judge_cost(ok) if judged and not repeats.get("n_judge_repeat_error") else None),
-        # answers replaced by the ones kept (--retry-truncated), and what they and their verdicts cost
+        # answers replaced by the ones kept (--retry-truncated), paid verdicts withdrawn by rescore, and what
+        # they cost
         "n_replaced": sum(r.n_replaced for r in ok),
-        "replaced_cost": _costs([r.replaced_cost for r in ok if r.n_replaced]),
+        "n_verdicts_replaced": sum(r.n_verdicts_replaced for r in ok),
+        "replaced_cost": _costs([r.replaced_cost for r in ok if r.n_replaced or r.n_verdicts_replaced]),
         "spent_now": {"model": model_meter, "judge": judge_meter},
         **repeats,
     }
@@ -792,12 +813,17 @@ def unusable_note(s: dict[str, Any]) -> str:
 
 def replaced_note(s: dict[str, Any]) -> str:
     """`` | 4 answer(s) replaced by answers asked again (--retry-truncated): $0.0004 spent on them, not in
-    cost`` when the run's answers replaced earlier ones, else ``""``."""
-    n = s.get("n_replaced") or 0
-    if not n:
+    cost`` when the run's answers replaced earlier ones, `` | 1 paid judge verdict(s) withdrawn by rescore:
+    $0.0125 spent on them, not in judge cost`` when ``cresowlve rescore`` withdrew verdicts the judge was
+    paid for (both, joined, when both), else ``""``."""
+    n, n_verdicts = s.get("n_replaced") or 0, s.get("n_verdicts_replaced") or 0
+    if not n and not n_verdicts:
         return ""
+    what = ([f"{n} answer(s) replaced by answers asked again (--retry-truncated)"] if n else []) \
+        + ([f"{n_verdicts} paid judge verdict(s) withdrawn by rescore"] if n_verdicts else [])
+    left_out = "judge cost" if not n else "cost or judge cost" if n_verdicts else "cost"
     cost = "cost unknown" if s.get("replaced_cost") is None else f"{usd(s['replaced_cost'])} spent on them"
-    return f" | {n} answer(s) replaced by answers asked again (--retry-truncated): {cost}, not in cost"
+    return f" | {' and '.join(what)}: {cost}, not in {left_out}"
 
 
 def eval_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -927,8 +953,8 @@ def _rescored(key: tuple[str, Lang], rec: dict[str, Any], items: dict[str, Item]
     if rec.get("status") == "ok" and rec.get("outcome") in NOT_AN_ANSWER:
         rec = {**rec, **not_an_answer_scores()}  # stays not correct, whatever its text
         if rule is not None and rec.get("judge_status") != "not_an_answer":
-            rec = {**rec, **NOT_AN_ANSWER_VERDICT, "judge_usage": rec.get("judge_usage"),  # (a judge call paid is kept)
-                   "judge_cost": rec.get("judge_cost"), "extra": without_repeat(repeat_fields(rec))}
+            rec = {**rec, **NOT_AN_ANSWER_VERDICT, "extra": without_repeat(repeat_fields(rec)),
+                   **(verdict_replaced_fields(before) if paid_verdict(before) else {})}
         rec = _with_judge_score(rec)
     elif rec.get("status") == "ok":
         other = rec.get("other_answers")
@@ -938,7 +964,8 @@ def _rescored(key: tuple[str, Lang], rec: dict[str, Any], items: dict[str, Item]
                **score_fields(rec.get("raw_output"), rec.get("answer") or "", other, fewshot=fewshot)}
         if rule is not None and (withdrawn := _withdrawn_verdict(before, rec, rule, fewshot)) is not None:
             rec = {**rec, "judge_status": "not_run", "judge_verdict": None, "judge_raw": None, "judge_outcome": None,
-                   "extra": {**without_repeat(repeat_fields(rec)), VERDICT_WITHDRAWN: withdrawn}}
+                   "extra": {**without_repeat(repeat_fields(rec)), VERDICT_WITHDRAWN: withdrawn},
+                   **(verdict_replaced_fields(before) if paid_verdict(before) else {})}
         rec = _with_judge_score(rec)
     return ResponseRecord(**rec)
 

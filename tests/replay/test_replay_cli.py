@@ -219,6 +219,48 @@ def test_retry_truncated_reasks_only_the_cut_answers_with_a_larger_budget(tmp_pa
             f"${s['replaced_cost']:.4f} spent on them, not in cost") in out, out
 
 
+def run_rescore(run_dir: Path) -> tuple[int, str]:
+    """``cresowlve rescore`` of ``run_dir``; (exit code, output)."""
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)], cwd=CODE,
+                          env=dict(os.environ, PYTHONPATH=str(CODE)), capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_judge_verdicts_withdrawn_by_rescore_keep_their_cost_when_the_judge_is_asked_again(tmp_path):
+    """A judged run (OpenRouter's reported usage.cost, a second verdict each) whose first record's raw
+    output now extracts another candidate and whose second is now a refusal: rescore withdraws both
+    verdicts, and the next eval asks the judge again about the first. The withdrawn verdicts were paid
+    for: the run's judge cost and the replaced cost add up to what the judge was paid, and both lines
+    name them. Before: their cost vanished from every total, and summary.json counted nothing replaced."""
+    run = tmp_path / "run"
+    args = ("--model", "openai/gpt-5-mini", "--judge-model", "openai/gpt-5-mini", "--judge-repeat")
+    with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer and verdict
+        code, out = run_eval(srv, "openrouter", run, *args)
+        assert code == 0, out
+        judged = records(run)
+        first, second = judged[0]["id"], judged[1]["id"]
+        edited = [{**judged[0], "raw_output": "<Answer>Copernicus</Answer>"}, {**judged[1], "outcome": "refused"}]
+        with (run / "responses.jsonl").open("a") as f:  # the latest record of an item is the one read
+            f.write("".join(json.dumps(r) + "\n" for r in edited))
+        code, rescored = run_rescore(run)
+        assert code == 1, rescored
+        s = summary(run)
+        assert (s["judge_cost"], s["n_verdicts_replaced"], s["replaced_cost"]) == pytest.approx((0.025, 2, 0.05))
+        assert "| 2 paid judge verdict(s) withdrawn by rescore: $0.0500 spent on them, not in judge cost" in rescored
+        code, out = run_eval(srv, "openrouter", run, *args)
+        judge_paid = [e["cost"] for e in srv.requests("openrouter") if "candidate_answer" in json.dumps(e["body"])]
+    assert code == 0, out
+    assert len(judge_paid) == 8 and sum(judge_paid) == pytest.approx(0.1)  # 3 answers × 2 verdicts, then 2 again
+    s = summary(run)
+    assert s["judge_cost"] + s["replaced_cost"] == pytest.approx(sum(judge_paid))
+    recs = {r["id"]: r for r in records(run)}
+    assert (recs[first]["n_verdicts_replaced"], recs[first]["replaced_cost"]) == (1, pytest.approx(0.025))
+    assert (recs[second]["judge_status"], recs[second]["judge_cost"]) == ("not_an_answer", None)
+    assert "| 2 paid judge verdict(s) withdrawn by rescore: $0.0500 spent on them, not in judge cost" in out, out
+    code, again = run_rescore(run)  # a rescore of the rescored run withdraws nothing more
+    assert summary(run)["replaced_cost"] == pytest.approx(0.05), again
+
+
 def test_azure_sends_the_key_in_api_key_and_a_content_filter_is_filtered_once(tmp_path):
     with ReplayServer(content_filter_fraction=0.5) as srv:  # half the prompts (by hash) hit the recorded filter 400
         code, out = run_eval(srv, "azure", tmp_path / "run", "--model", "gpt-4o", limit=6)
