@@ -889,7 +889,9 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     """Recompute answer extraction and every formula metric of a finished run from the stored
     raw outputs, with no model call; a judge verdict is kept while the candidate answer it judged is
     the same (else withdrawn: :func:`_rescored`, ``n_verdicts_withdrawn`` in the summary). Rewrites
-    ``responses.jsonl`` atomically (the old file is kept as ``responses.jsonl.bak``) and the summary."""
+    ``responses.jsonl`` atomically, unless it is rescored as it stands (the old file is kept beside it:
+    :func:`unused_backup`), and the summary."""
+    import filecmp
     import os
 
     run = RunDir(run_dir)
@@ -919,8 +921,11 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         path = run.path / RESPONSES
         tmp = path.with_suffix(".jsonl.tmp")
         jsonl.write_jsonl(tmp, (r.model_dump(mode="json") for r in fresh), transform=run.scrub)
-        os.replace(path, path.with_suffix(".jsonl.bak"))
-        os.replace(tmp, path)
+        if filecmp.cmp(tmp, path, shallow=False):  # nothing changed: the file and its backups stay as they are
+            tmp.unlink()
+        else:
+            os.replace(path, unused_backup(path))
+            os.replace(tmp, path)
     n_items = manifest.n_items or len(fresh)
     old = {}
     if (run.path / "summary.json").exists():
@@ -935,6 +940,17 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra for r in fresh)
     run.write_summary(summary)
     return summary
+
+
+def unused_backup(path: Path) -> Path:
+    """Where a rescore keeps the records file ``path`` it replaces: ``responses.jsonl.bak``, or, when an
+    earlier rescore kept its own there, the first of ``responses.jsonl.bak2``, ``.bak3``, ... not taken:
+    the records as the run wrote them (its withdrawn verdicts' replies, its answers' earlier extraction)
+    are never replaced by a later rescore's."""
+    backup, n = path.with_suffix(".jsonl.bak"), 2
+    while backup.exists():
+        backup, n = path.with_suffix(f".jsonl.bak{n}"), n + 1
+    return backup
 
 
 #: ``extra`` of a rescored record whose judge verdict was withdrawn: the verdict, its status and why

@@ -251,7 +251,8 @@ def test_a_torn_last_line_is_kept_aside_not_lost_with_the_rewritten_records(tmp_
     assert (run_dir / "responses.jsonl.torn").read_text() == torn + "\n"
     assert [r.endswith("moved a torn last line (64 bytes) to responses.jsonl.torn; its unit will be re-run")
             for r in first["repairs"]] == [True]
-    assert all(torn not in (run_dir / name).read_text() for name in ("responses.jsonl", "responses.jsonl.bak"))
+    assert all(torn not in (run_dir / name).read_text() for name in ("responses.jsonl", "responses.jsonl.bak")
+               if (run_dir / name).exists())  # (records rescored as they stand are not rewritten: no backup)
 
 
 def test_a_full_disk_while_setting_a_torn_line_aside_exits_3_naming_the_file(tmp_path, monkeypatch, capsys):
@@ -278,3 +279,30 @@ def test_a_full_disk_while_setting_a_torn_line_aside_exits_3_naming_the_file(tmp
     monkeypatch.delattr(rundir, "open")
     assert main(["rescore", "--run-dir", str(run_dir)]) == 0
     assert (run_dir / "responses.jsonl.torn").read_text() == torn + "\n"
+
+
+def test_rescoring_again_never_replaces_the_records_the_run_wrote(tmp_path):
+    """A judged run whose first answer now extracts another candidate: rescored twice, judged again, rescored
+    again. The records as the run wrote them (the withdrawn verdict's reply among them) stay in
+    responses.jsonl.bak; a rescore that changes nothing writes nothing, and one after the judge's new
+    verdicts keeps the file it replaces as responses.jsonl.bak2. Before: each rescore replaced
+    responses.jsonl.bak, so the second one, which changed nothing, left only copies of its own output."""
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=judged_reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, judge_model="fake-judge")
+        asyncio.run(evaluate_async(cfg, items(3), progress=False))
+        records = run_dir / "responses.jsonl"
+        lines = records.read_text().splitlines()
+        edited = {**json.loads(lines[-1]), "raw_output": "<Answer>Copernicus</Answer>"}
+        written = "".join(line + "\n" for line in lines) + json.dumps(edited) + "\n"
+        records.write_text(written)
+        assert rescore(run_dir)["n_verdicts_withdrawn"] == 1
+        rescored = records.read_text()
+        rescore(run_dir)
+        assert records.read_text() == rescored and (run_dir / "responses.jsonl.bak").read_text() == written
+        asyncio.run(evaluate_async(cfg, items(3), progress=False))  # the judge, about the rescored answer
+        judged_again = records.read_text()
+        rescore(run_dir)
+    assert (run_dir / "responses.jsonl.bak").read_text() == written
+    assert (run_dir / "responses.jsonl.bak2").read_text() == judged_again
