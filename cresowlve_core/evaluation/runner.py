@@ -330,6 +330,15 @@ def paid_verdict(rec: dict[str, Any]) -> bool:
     return rec.get("judge_status") in ("scored", "unscored") or rec.get("judge_cost") is not None
 
 
+def with_withdrawn_cost_moved(rec: dict[str, Any]) -> dict[str, Any]:
+    """``rec``, or, when it holds no verdict (not run, not an answer) but a judge cost (a verdict withdrawn
+    by a rescore of a version that left its cost there, where no total counts it), ``rec`` with that cost
+    moved to ``replaced_cost`` (:func:`verdict_replaced_fields`)."""
+    if rec.get("judge_status") in ("not_run", "not_an_answer") and rec.get("judge_cost") is not None:
+        return {**rec, **verdict_replaced_fields(rec)}
+    return rec
+
+
 def reask_truncated(cfg: EvalConfig, rec: dict[str, Any] | SummaryEntry) -> bool:
     """A truncated answer to ask again (``--retry-truncated``) with a larger budget than it had."""
     budget, had = cfg.options.max_tokens, rec.get("max_tokens")
@@ -406,6 +415,7 @@ class _Evaluator:
                 first = needs_judge(rec)  # else only the second verdict is owed (an earlier one errored)
                 try:
                     if first:
+                        rec = with_withdrawn_cost_moved(rec)
                         rec.update(await self._judge_once(item, prediction, cfg.seed))
                         rec["extra"] = without_repeat(repeat_fields(rec))  # a fresh first verdict, a fresh repeat
                     if cfg.judge_repeat and rec["judge_status"] != "error" and (first or repeat_left(rec)):
@@ -983,7 +993,7 @@ def _rescored(key: tuple[str, Lang], rec: dict[str, Any], items: dict[str, Item]
                    "extra": {**without_repeat(repeat_fields(rec)), VERDICT_WITHDRAWN: withdrawn},
                    **(verdict_replaced_fields(before) if paid_verdict(before) else {})}
         rec = _with_judge_score(rec)
-    return ResponseRecord(**rec)
+    return ResponseRecord(**with_withdrawn_cost_moved(rec))
 
 
 def _withdrawn_verdict(before: dict[str, Any], after: dict[str, Any], rule: JudgeRule,

@@ -261,6 +261,36 @@ def test_judge_verdicts_withdrawn_by_rescore_keep_their_cost_when_the_judge_is_a
     assert summary(run)["replaced_cost"] == pytest.approx(0.05), again
 
 
+@pytest.mark.parametrize("rescored_again", [True, False], ids=["rescore-then-eval", "eval"])
+def test_a_verdict_an_older_rescore_withdrew_keeps_its_cost(tmp_path, rescored_again):
+    """A run rescored by a version that withdrew a verdict but left its judge cost on the record (judge_status
+    not_run, judge_cost $0.0125, as its rescore wrote it), then rescored by this one, or evaluated again at
+    once: the cost is moved to replaced_cost and the judge's totals add up to what it was paid. Before:
+    the cost stayed where no total counts it, and the new verdict's cost replaced it."""
+    run = tmp_path / "run"
+    args = ("--model", "openai/gpt-5-mini", "--judge-model", "openai/gpt-5-mini")
+    with ReplayServer("openrouter-cost") as srv:  # usage.cost = 0.0125 on every answer and verdict
+        code, out = run_eval(srv, "openrouter", run, *args)
+        assert code == 0, out
+        judged = records(run)[0]
+        withdrawn = {**judged, "raw_output": "<Answer>Copernicus</Answer>", "prediction": "Copernicus",
+                     "judge_status": "not_run", "judge_verdict": None, "judge_raw": None,
+                     "extra": {"verdict_withdrawn_by_rescore": {"judge_status": "scored", "judge_verdict": "INCORRECT",
+                                                                "why": "the judge was shown another candidate answer "
+                                                                       "than the rescored one"}}}
+        with (run / "responses.jsonl").open("a") as f:
+            f.write(json.dumps(withdrawn) + "\n")
+        if rescored_again:
+            code, rescored = run_rescore(run)
+            assert code == 1 and summary(run)["replaced_cost"] == pytest.approx(0.0125), rescored
+        code, out = run_eval(srv, "openrouter", run, *args)
+        judge_paid = [e["cost"] for e in srv.requests("openrouter") if "candidate_answer" in json.dumps(e["body"])]
+    assert code == 0, out
+    s = summary(run)
+    assert len(judge_paid) == 4 and s["judge_cost"] + s["replaced_cost"] == pytest.approx(sum(judge_paid))
+    assert "| 1 paid judge verdict(s) withdrawn by rescore: $0.0125 spent on them, not in judge cost" in out, out
+
+
 def test_azure_sends_the_key_in_api_key_and_a_content_filter_is_filtered_once(tmp_path):
     with ReplayServer(content_filter_fraction=0.5) as srv:  # half the prompts (by hash) hit the recorded filter 400
         code, out = run_eval(srv, "azure", tmp_path / "run", "--model", "gpt-4o", limit=6)
