@@ -915,6 +915,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         raise MissingInput(f"{run_dir}: no {RESPONSES}: the run recorded no answer, so there is nothing to rescore "
                            "(nothing was changed)")
     with run.lock():
+        old = _earlier_summary(run.path / "summary.json")
         run.repair_tail(RESPONSES)  # a torn last line is kept aside, not lost with the rewritten file
         latest = latest_records(run)
         items = _items_for_rescore(run.path, manifest, latest)
@@ -937,9 +938,6 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
             os.replace(path, unused_backup(path))
             os.replace(tmp, path)
     n_items = manifest.n_items or len(fresh)
-    old = {}
-    if (run.path / "summary.json").exists():
-        old = json.loads((run.path / "summary.json").read_text(encoding="utf-8"))
     summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
                         judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort,
                         judge_repeat=bool((manifest.judge or {}).get("repeat")))
@@ -950,6 +948,23 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra for r in fresh)
     run.write_summary(summary)
     return summary
+
+
+def _earlier_summary(path: Path) -> dict[str, Any]:
+    """The run's ``summary.json`` at ``path``, whose stop and spending a rescore keeps ({} when there is
+    none); refused (:class:`InputError`, nothing rescored) when it is not a JSON object."""
+    if not path.exists():
+        return {}
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        why = one_line(str(exc), 120)
+    else:
+        if isinstance(summary, dict):
+            return summary
+        why = f"a JSON {type(summary).__name__}, not an object"
+    raise InputError(f"{path}: cannot be read ({why}); the rescore keeps its stop and spending: mend or remove it "
+                     "(nothing was rescored)")
 
 
 def unused_backup(path: Path) -> Path:

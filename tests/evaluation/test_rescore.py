@@ -306,3 +306,28 @@ def test_rescoring_again_never_replaces_the_records_the_run_wrote(tmp_path):
         rescore(run_dir)
     assert (run_dir / "responses.jsonl.bak").read_text() == written
     assert (run_dir / "responses.jsonl.bak2").read_text() == judged_again
+
+
+def test_an_unreadable_summary_is_refused_before_the_records_are_rewritten(tmp_path):
+    """A run whose summary.json was cut short (copied while written, edited by hand): `cresowlve rescore`
+    exits 2 with one line naming it, the records as they were. Before: the records were rewritten, then
+    the summary's JSONDecodeError reached the CLI as a 'bug:' traceback, exit 1, summary.json stale."""
+    run_dir = tmp_path / "run"
+    with FakeServer(answers=reply) as srv:
+        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        asyncio.run(evaluate_async(cfg, items(2), progress=False))
+    records = run_dir / "responses.jsonl"
+    first = json.loads(records.read_text().splitlines()[0])
+    with records.open("a") as f:  # its answer now extracts another candidate: the rescore would rewrite it
+        f.write(json.dumps({**first, "raw_output": "<Answer>Copernicus</Answer>"}) + "\n")
+    written = records.read_text()
+    summary = run_dir / "summary.json"
+    summary.write_text(summary.read_text()[:100])
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(f"error: {summary}: cannot be read (Unterminated string") and line.endswith(
+        "the rescore keeps its stop and spending: mend or remove it (nothing was rescored)"), line
+    assert records.read_text() == written and not (run_dir / "responses.jsonl.bak").exists()
