@@ -105,8 +105,11 @@ class SummaryEntry:
             return f"status {one_line(repr(self.status), 40)}"
         if self.outcome not in _OUTCOMES:
             return f"outcome {one_line(repr(self.outcome), 40)}"
-        for name in ("cost", "judge_cost"):  # what the client records: unknown (null), or an amount of USD
+        for name in ("cost", "judge_cost", "replaced_cost"):  # what the client records: unknown (null), or an amount of USD
             if (value := getattr(self, name)) is not None and not _is_amount(value):
+                return f"{name} {one_line(repr(value), 40)}"
+        for name in ("n_replaced", "n_verdicts_replaced"):
+            if not _is_count(value := getattr(self, name)):
                 return f"{name} {one_line(repr(value), 40)}"
         for name in ("input_tokens", "output_tokens", "reasoning_tokens"):  # unknown (null), or a count
             if (value := getattr(self, name)) is not None and not _is_count(value):

@@ -234,7 +234,10 @@ def test_a_record_whose_cost_or_token_count_is_not_one_is_refused_not_added_up(t
         records = run_dir / "responses.jsonl"
         lines = records.read_text().splitlines()
         for edit, named in ((lambda r: {**r, "cost": -5.0}, "cost -5.0"),
-                            (lambda r: {**r, "usage": {**r["usage"], "input_tokens": -100}}, "usage.input_tokens -100")):
+                            (lambda r: {**r, "usage": {**r["usage"], "input_tokens": -100}}, "usage.input_tokens -100"),
+                            # replaced answers' and verdicts' cost and counts, hand-edited (before: a TypeError traceback)
+                            (lambda r: {**r, "n_replaced": 1, "replaced_cost": "0.01"}, "replaced_cost '0.01'"),
+                            (lambda r: {**r, "n_verdicts_replaced": "1"}, "n_verdicts_replaced '1'")):
             odd = edit(json.loads(lines[1]))
             records.write_text("\n".join([lines[0], json.dumps(odd), *lines[2:]]) + "\n")
             sent = srv.total
