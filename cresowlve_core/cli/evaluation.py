@@ -229,7 +229,26 @@ def cmd_rescore(a: argparse.Namespace) -> int:
               "the rescored one (kept in the record's extra); the run's `cresowlve eval` command, run again, asks "
               "the judge about the answers as they now stand", file=sys.stderr)
         return EXIT_INCOMPLETE
-    return EXIT_OK
+    return run_left_incomplete(summary)
+
+
+def run_left_incomplete(summary: dict[str, Any]) -> int:
+    """Exit 1, with the run's own last lines, when the rescored run has work its eval left errored, not run,
+    stopped or unparsed (rescore sends nothing: the run's ``cresowlve eval``, run again, goes on); else 0."""
+    import contextlib
+    import io
+
+    from cresowlve_core.evaluation.runner import eval_stages
+
+    lines = io.StringIO()
+    with contextlib.redirect_stderr(lines):
+        code = exitcodes.report_exit({exitcodes.STAGES_RECORD: eval_stages(summary)})
+    if code == EXIT_OK:
+        return EXIT_OK
+    for line in lines.getvalue().splitlines():
+        print(f"{line} (the run as its eval left it: rescore sends nothing; run the run's `cresowlve eval` "
+              "command again)", file=sys.stderr)
+    return EXIT_INCOMPLETE
 
 
 def cmd_cache(a: argparse.Namespace) -> int:

@@ -945,7 +945,8 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
     summary["stopped"] = old.get("stopped")
     summary["rescored"] = True
     summary["repairs"] = run.repairs
-    summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra for r in fresh)
+    # withdrawn and not yet asked again (the mark stays in extra after the next eval's verdict)
+    summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra and r.judge_status == "not_run" for r in fresh)
     run.write_summary(summary)
     return summary
 

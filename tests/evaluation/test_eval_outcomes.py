@@ -249,3 +249,20 @@ def test_a_record_whose_cost_or_token_count_is_not_one_is_refused_not_added_up(t
         with pytest.raises(InputError, match=r"cannot be read: cost: Input should be greater than or equal to 0 "
                                              r"\(it holds -5.0\); mend or remove it \(nothing was rescored\)"):
             rescore(str(run_dir))
+
+
+def test_rescore_of_a_run_with_an_errored_item_exits_1_naming_it(tmp_path, monkeypatch, capsys):
+    """Rescoring sends nothing, so the run stays as its eval left it: one item errored. Before, rescore printed
+    'error=1' and exited 0, as if the run were complete; now it exits 1 with the eval's last line. After the
+    eval retries that item, rescore exits 0."""
+    from cresowlve_core import cli
+
+    patch_clients(monkeypatch, OutcomeModel(reply()), runner)
+    asyncio.run(evaluate_async(config(tmp_path, judge=False), items(), progress=False))
+    code = cli.main(["rescore", "--run-dir", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and err[-1].startswith("incomplete: 1 errored, 0 not run of 5 items"), err
+    assert "rescore sends nothing" in err[-1]
+    patch_clients(monkeypatch, OutcomeModel(reply(fail=False)), runner)
+    asyncio.run(evaluate_async(config(tmp_path, judge=False), items(), progress=False))
+    assert cli.main(["rescore", "--run-dir", str(tmp_path / "run")]) == 0

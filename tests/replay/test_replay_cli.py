@@ -259,6 +259,8 @@ def test_judge_verdicts_withdrawn_by_rescore_keep_their_cost_when_the_judge_is_a
     assert "| 2 paid judge verdict(s) withdrawn by rescore: $0.0500 spent on them, not in judge cost" in out, out
     code, again = run_rescore(run)  # a rescore of the rescored run withdraws nothing more
     assert summary(run)["replaced_cost"] == pytest.approx(0.05), again
+    # the judge has answered again: nothing is left withdrawn (before: exit 1, "1 judge verdict(s) withdrawn", forever)
+    assert (code, summary(run)["n_verdicts_withdrawn"]) == (0, 0), again
 
 
 @pytest.mark.parametrize("rescored_again", [True, False], ids=["rescore-then-eval", "eval"])
