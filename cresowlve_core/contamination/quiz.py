@@ -81,8 +81,12 @@ _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“":
 #: of a word, ``A-level``)
 _SEPARATOR = re.compile(r"\.(?![^\W\d_])|[,;!)\]]|\s*+[:：]|\s*+[-–—](?![^\W\d_])|\s++\(")
 #: after the letter: a second option letter (``A, B or C``, ``A/B``, ``(B) or (C)``, ``**B** and **C**``,
-#: ``B; C``), a hedge that names no one option
-_ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+\(?(?:[,/&;]|(?i:or|and|или|и)\b)\s*+[*_`\"'«“(\[]*+[A-D](?![^\W\d_])")
+#: ``B; C``, ``B, maybe C``, ``B (perhaps C)``), or one in marks of its own right after it (``(B)(C)``,
+#: ``(B) (C)``, ``**B****C**``): a hedge that names no one option
+_HEDGE_WORD = r"(?i:or|and|maybe|perhaps|possibly|или|и|либо)\b\s*+"
+_ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:\(?(?:[,/&;]\s*+(?:" + _HEDGE_WORD + r")*+|(?:" + _HEDGE_WORD + r")++)"
+                      r"[*_`\"'«“(\[]*+[A-D]"
+                      r"|[*_`\"'«“(\[]*+(?<=[*_`\"'«“(\[])[A-D][*_`\"'»”)\]])(?![^\W\d_])")
 #: after the letter: nothing more on its line but the closing marks, full stops and spaces
 _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 

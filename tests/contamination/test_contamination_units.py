@@ -174,6 +174,17 @@ def test_parse_choice_two_letters_in_marks_are_a_hedge_not_the_first(reply):
     assert qz.parse_choice(reply) is None
 
 
+@pytest.mark.parametrize("reply", [
+    "(B)(C)", "(B) (C)", "**B****C**", "Answer: (B)(C)", "[A][D]", "B, or C", "B, maybe C", "B (perhaps C)",
+    "Answer: B, or maybe C",
+])
+def test_parse_choice_a_second_letter_right_after_the_first_is_a_hedge(reply):
+    """Two option letters each in marks of their own with nothing between (``(B)(C)``), or joined by
+    a comma and ``or``/``maybe`` (``B, maybe C``), name no one option: they were read as the first
+    (a quiz-taker replying ``(B)(C)`` to all 12 BDQ questions: every choice B, n_invalid 0)."""
+    assert qz.parse_choice(reply) is None
+
+
 @pytest.mark.parametrize("reply, letter", [
     ("**C** and not **B**", "C"), ("B; the rest are rewordings", "B"), ("B) or else", "B"), ("(D) and nothing else", "D"),
 ])
