@@ -89,6 +89,12 @@ _ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:\(?(?:[,/&;]\s*+(?:" + _HEDGE_W
                       r"|[*_`\"'«“(\[]*+(?<=[*_`\"'«“(\[])[A-D][*_`\"'»”)\]])(?![^\W\d_])")
 #: after the letter: nothing more on its line but the closing marks, full stops and spaces
 _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
+#: a letter that ends its line as a statement of a choice (``B\nC``, ``A... no, C``, ``A\nActually,
+#: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's
+#: punctuation or after ``it's``, ``is``, ``actually``, ``rather``, ``no``; not after any other
+#: word (``not C``, ``vitamin C``, ``Option C``)
+_RESTATED = re.compile(r"(?:^[^\S\n]*+|[.,;:!?…—–-][^\S\n]*+|\b(?i:it[’']?s|it is|is|actually|rather|no)[^\S\n]++)"
+                       r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
 
 
 def _stands_as_option(opening: str, after: str) -> bool:
@@ -131,29 +137,43 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     ``option/choice X`` phrase does, the one at the start too. ``Option A - reworded. Option B -
     reworded. Answer: C`` names C; ``Answer: B … the answer is C`` and ``Option A - reworded\nOption
     C - the original`` none. A reply ``cut_off`` at the token limit with no answer phrase nor bare
-    letter stopped before its answer: ``Looking at each:\n- Option A - reworded`` names none.
+    letter stopped before its answer: ``Looking at each:\n- Option A - reworded`` names none. A reply
+    that repeats the options (``A) text\nB) text…``, ``A. B. C. D.``) or ends a line with another
+    letter (:data:`_RESTATED`: ``A... no, C``, ``B\nC``) names none either.
     """
     if not text:
         return None
     head = text[:MAX_PARSE_CHARS]
     lead = None
-    for line in head.splitlines():
-        if line.strip():
-            m = _LEAD.match(line)
-            if m and (m.group(3).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)) \
-                    and _stands_as_option(m.group(1) + m.group(2), line[m.end():]) \
-                    and not _MENTION_WORD.search(m.group(0)):  # ``Option A - reworded`` is read below
-                lead = m.group(3).upper()
-            break
+    lines = [line for line in head.splitlines() if line.strip()]
+    if lines and (first := _line_option(lines[0])) is not None:
+        lead, lead_alone = first
+        # the reply repeats the options (``A) text\nB) text…``): it names none of them
+        if not lead_alone and any(o is not None and o[0] != lead and not o[1] for o in map(_line_option, lines[1:])):
+            return None
     stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in _ANYWHERE.finditer(head)
               if _stands_as_option(m.group(2), head[m.end():].split("\n", 1)[0])]
     answers = {letter for is_answer, letter in stated if is_answer}
     if lead is not None:
-        return lead if answers <= {lead} else None
-    if cut_off and not answers:
+        named = {lead} if answers <= {lead} else set()
+    elif cut_off and not answers:
         return None
-    named = answers or {letter for _, letter in stated}
+    else:
+        named = answers or {letter for _, letter in stated}
+    # a reply that ends a line with another letter changed its mind or hedged: it names no one option
+    named |= {m.group(1) for m in _RESTATED.finditer(head)} if len(named) == 1 else set()
     return named.pop() if len(named) == 1 else None
+
+
+def _line_option(line: str) -> tuple[str, bool] | None:
+    """The option letter a reply's line starts with (``B``, ``(B)``, ``Answer: B``, ``B) text``) when it
+    stands as an option, not in an ``Option A - …`` phrase, and whether it is alone on its line."""
+    m = _LEAD.match(line)
+    if m and (m.group(3).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)) \
+            and _stands_as_option(m.group(1) + m.group(2), line[m.end():]) \
+            and not _MENTION_WORD.search(m.group(0)):  # ``Option A - reworded`` is read in parse_choice
+        return m.group(3).upper(), bool(_ALONE.match(line[m.end():]))
+    return None
 
 
 def recorded_choice(record: dict[str, Any]) -> str | None:

@@ -210,6 +210,32 @@ def test_parse_choice_reads_the_answer_not_the_first_option_a_reply_discusses(re
     assert qz.parse_choice(reply) == letter
 
 
+@pytest.mark.parametrize("reply", [
+    "A. B. C. D.", "A.\nB.\nC.\nD.", "(A)\n(B)\n(C)\n(D)",
+    "A) Name the instrument that has keys\nB) Name the instrument with keys\nC) Name the musical instrument\n"
+    "D) None of the provided options.",
+])
+def test_parse_choice_a_reply_listing_the_options_names_none(reply):
+    """A reply that repeats the options (their letters, or their lines) names none of them: it was
+    read as A, the first it listed."""
+    assert qz.parse_choice(reply) is None
+
+
+@pytest.mark.parametrize("reply, letter", [
+    ("A... no, C", None), ("A... no wait, actually it's C", None), ("A\nWait, no. C", None), ("A\nActually, C.", None),
+    ("B\nC", None), ("B) the second text\n\nActually, C.", None), ("Answer: B. Hmm, no: C.", None),
+    ("The answer is B... or rather C.", None), ("I'd go with the answer B... no, actually C", None),
+    ("I think it's A... no wait, actually it's C", None),
+    # another letter that does not end a line as a choice: still the one option named
+    ("B, not C", "B"), ("**C** and not **B**", "C"), ("B\nThe original is about vitamin C.", "B"),
+    ("B\n\nA: reworded; C: reworded", "B"), ("C\n\nA) x\nB) y\nC) z\nD) None of the provided options.", "C"),
+])
+def test_parse_choice_a_change_of_mind_without_an_answer_word_names_none(reply, letter):
+    """A reply that names a letter, then ends a line with another (``A... no, C``, ``A\nActually, C.``)
+    changed its mind or hedged: it was read as the first letter. It names no one option now."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     """Cut off at the token limit, a reply that only went through options stopped before its answer;
     one that states its answer, or starts with a bare letter, named it."""
