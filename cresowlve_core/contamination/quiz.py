@@ -68,12 +68,16 @@ RAW_CHARS = 2_000
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
 _LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?"
                    r"\s*+[:：\-]?\s*+)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
-_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?\s*+([*_`\"'«“(\[]*+)\s*+([A-D])",
+#: an ``answer/option …: X`` phrase anywhere in the reply (``Answer: option B`` is one answer phrase)
+_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?"
+                       r"(?:[\s*_`\"'«“(\[]*+(?:option|choice|вариант)(?=\s))?([\s*_`\"'«“(\[]*+)([A-D])",
                        re.I)
 #: the words of an ``_ANYWHERE`` phrase that state the reply's answer (``option B``, ``choice B``
 #: may name an option the reply only discusses: ``Option A - reworded. Answer: C``)
 _ANSWER_WORDS = ("answer", "ответ")
 _MENTION_WORD = re.compile(r"option|choice|вариант", re.I)
+#: a label stating the reply's answer (``Answer:``, ``**Answer:**``, ``Ответ:``)
+_ANSWER_LABEL = re.compile(r"\b(?:answer|ответ)[*_]*+\s*+[:：]", re.I)
 #: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
 _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
 #: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``,
@@ -139,7 +143,8 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     C - the original`` none. A reply ``cut_off`` at the token limit with no answer phrase nor bare
     letter stopped before its answer: ``Looking at each:\n- Option A - reworded`` names none. A reply
     that repeats the options (``A) text\nB) text…``, ``A. B. C. D.``) or ends a line with another
-    letter (:data:`_RESTATED`: ``A... no, C``, ``B\nC``) names none either.
+    letter (:data:`_RESTATED`: ``A... no, C``, ``B\nC``) names none either, and so does one whose
+    ``Answer:`` names no option letter (``Option A - reworded. Answer: none of them``).
     """
     if not text:
         return None
@@ -151,8 +156,12 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
         # the reply repeats the options (``A) text\nB) text…``): it names none of them
         if not lead_alone and any(o is not None and o[0] != lead and not o[1] for o in map(_line_option, lines[1:])):
             return None
-    stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in _ANYWHERE.finditer(head)
-              if _stands_as_option(m.group(2), head[m.end():].split("\n", 1)[0])]
+    standing = [m for m in _ANYWHERE.finditer(head) if _stands_as_option(m.group(2), head[m.end():].split("\n", 1)[0])]
+    # an answer label naming no option (``Answer: none of them``, ``Ответ: В`` in Cyrillic): the reply's
+    # answer is no option, whatever other options it names or discusses
+    if {m.start() for m in _ANSWER_LABEL.finditer(head)} - {m.start() for m in standing}:
+        return None
+    stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in standing]
     answers = {letter for is_answer, letter in stated if is_answer}
     if lead is not None:
         named = {lead} if answers <= {lead} else set()

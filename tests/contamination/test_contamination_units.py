@@ -236,6 +236,20 @@ def test_parse_choice_a_change_of_mind_without_an_answer_word_names_none(reply, 
     assert qz.parse_choice(reply) == letter
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("Option A - reworded. Answer: none of them", None), ("Option A - reworded\nAnswer: I cannot tell", None),
+    ("Вариант A — перефразировка. Ответ: В", None),  # the answer in a Cyrillic letter, the option in a Latin one
+    ("Option C.\n\nAnswer: none", None), ("B\nAnswer: none of these", None),
+    ("**Answer:** (c)", "C"), ("Option A - reworded. **Answer:** C", "C"), ("Answer:\nB", "B"),
+    ("Answer: none; option A is reworded", None), ("Answer: Option B", "B"), ("Ответ: вариант B", "B"),
+])
+def test_parse_choice_an_answer_label_naming_no_option_makes_the_reply_name_none(reply, letter):
+    """``Answer:`` followed by no option letter (``none of them``, a Cyrillic ``В``) states an answer that
+    is no option: the reply was read as the option it only discussed (``Option A - reworded. Answer:
+    none of them`` as A)."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     """Cut off at the token limit, a reply that only went through options stopped before its answer;
     one that states its answer, or starts with a bare letter, named it."""
