@@ -95,9 +95,11 @@ _ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:\(?(?:[,/&;]\s*+(?:" + _HEDGE_W
 _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 #: a letter that ends its line as a statement of a choice (``B\nC``, ``A... no, C``, ``A\nActually,
 #: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's
-#: punctuation or after ``it's``, ``is``, ``actually``, ``rather``, ``no``; not after any other
-#: word (``not C``, ``vitamin C``, ``Option C``)
-_RESTATED = re.compile(r"(?:^[^\S\n]*+|[.,;:!?…—–-][^\S\n]*+|\b(?i:it[’']?s|it is|is|actually|rather|no)[^\S\n]++)"
+#: punctuation or an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``,
+#: or a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``); not after any other word (``not C``,
+#: ``vitamin C``, ``Option C``)
+_RESTATED = re.compile(r"(?:^[^\S\n]*+|[.,;:!?…—–>→-][^\S\n]*+"
+                       r"|\b(?i:it[’']?s|it is|is|actually|rather|no|or|also|maybe|perhaps|possibly)[^\S\n]++)"
                        r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
 
 

@@ -225,7 +225,8 @@ def test_parse_choice_a_reply_listing_the_options_names_none(reply):
     ("A... no, C", None), ("A... no wait, actually it's C", None), ("A\nWait, no. C", None), ("A\nActually, C.", None),
     ("B\nC", None), ("B) the second text\n\nActually, C.", None), ("Answer: B. Hmm, no: C.", None),
     ("The answer is B... or rather C.", None), ("I'd go with the answer B... no, actually C", None),
-    ("I think it's A... no wait, actually it's C", None),
+    ("I think it's A... no wait, actually it's C", None), ("B. Or C", None), ("B.\n\nAlso C.", None),
+    ("B, but maybe C", None), ("B -> C", None),
     # another letter that does not end a line as a choice: still the one option named
     ("B, not C", "B"), ("**C** and not **B**", "C"), ("B\nThe original is about vitamin C.", "B"),
     ("B\n\nA: reworded; C: reworded", "B"), ("C\n\nA) x\nB) y\nC) z\nD) None of the provided options.", "C"),
