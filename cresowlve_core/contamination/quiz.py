@@ -66,18 +66,19 @@ MAX_PARSE_CHARS = 4_000
 RAW_CHARS = 2_000
 # possessive quantifiers (*+) where two runs of the same characters meet: backtracking between
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
-_LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)\s*+(?:is)?"
+_LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?"
                    r"\s*+[:：\-]?\s*+)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
-#: an ``answer/option …: X`` phrase anywhere in the reply (``Answer: option B`` is one answer phrase)
-_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)\s*+(?:is)?\s*+[:：\-]?"
+#: an ``answer/option …: X`` phrase anywhere in the reply (``Answer: option B`` is one answer phrase;
+#: the word may be closed by marks: ``**Answer**: B``, the JSON ``{"answer": "B"}``)
+_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?"
                        r"(?:[\s*_`\"'«“(\[]*+(?:option|choice|вариант)(?=\s))?([\s*_`\"'«“(\[]*+)([A-D])",
                        re.I)
 #: the words of an ``_ANYWHERE`` phrase that state the reply's answer (``option B``, ``choice B``
 #: may name an option the reply only discusses: ``Option A - reworded. Answer: C``)
 _ANSWER_WORDS = ("answer", "ответ")
 _MENTION_WORD = re.compile(r"option|choice|вариант", re.I)
-#: a label stating the reply's answer (``Answer:``, ``**Answer:**``, ``Ответ:``)
-_ANSWER_LABEL = re.compile(r"\b(?:answer|ответ)[*_]*+\s*+[:：]", re.I)
+#: a label stating the reply's answer (``Answer:``, ``**Answer:**``, ``**Answer**:``, ``"answer":``, ``Ответ:``)
+_ANSWER_LABEL = re.compile(r"\b(?:answer|ответ)[*_`\"']*+\s*+[:：]", re.I)
 #: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
 _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
 #: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``,

@@ -251,6 +251,18 @@ def test_parse_choice_an_answer_label_naming_no_option_makes_the_reply_name_none
     assert qz.parse_choice(reply) == letter
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("**Answer**: B", "B"), ('{"answer": "B"}', "B"), ('```json\n{\n  "answer": "C"\n}\n```', "C"),
+    ('{"answer": "B", "reason": "option A is reworded"}', "B"), ("{'answer': 'D'}", "D"),
+    ('{"answer": "E"}', None), ('{"answer": null}', None), ('{"answer": ["B", "C"]}', None),
+    ('{"answer": "B or C"}', None),
+])
+def test_parse_choice_an_answer_word_closed_by_marks_names_its_option(reply, letter):
+    """``**Answer**: B`` and the JSON ``{"answer": "B"}`` name one option: they were invalid (counted as
+    wrong in the BCQ). A JSON answer naming no option, or two, names none."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     """Cut off at the token limit, a reply that only went through options stopped before its answer;
     one that states its answer, or starts with a bare letter, named it."""
