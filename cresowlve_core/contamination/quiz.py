@@ -95,12 +95,13 @@ _ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:\(?(?:[,/&;]\s*+(?:" + _HEDGE_W
 #: after the letter: nothing more on its line but the closing marks, full stops and spaces
 _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 #: a letter that ends its line as a statement of a choice (``B\nC``, ``A... no, C``, ``A\nActually,
-#: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's
-#: punctuation or an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``,
-#: or a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``); not after any other word (``not C``,
-#: ``vitamin C``, ``Option C``)
-_RESTATED = re.compile(r"(?:^[^\S\n]*+|[.,;:!?…—–>→-][^\S\n]*+"
-                       r"|\b(?i:it[’']?s|it is|is|actually|rather|no|or|also|maybe|perhaps|possibly)[^\S\n]++)"
+#: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's punctuation or
+#: an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``, ``wait``, ``hmm``,
+#: ``instead`` or a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``); not after any other word
+#: (``not C``, ``vitamin C``, ``Option C``), nor after the comma of a list of letters (``Rewordings: A, C.``)
+_RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A-D][*_`\"'»”)\]]),)[^\S\n]*+"
+                       r"|\b(?i:it[’']?s|it is|is|actually|rather|no|wait|hmm|instead"
+                       r"|or|also|maybe|perhaps|possibly)[,:]?[^\S\n]++)"
                        r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
 
 

@@ -229,7 +229,8 @@ def test_parse_choice_a_reply_listing_the_options_names_none(reply):
     ("B, but maybe C", None), ("B -> C", None),
     # another letter that does not end a line as a choice: still the one option named
     ("B, not C", "B"), ("**C** and not **B**", "C"), ("B\nThe original is about vitamin C.", "B"),
-    ("B\n\nA: reworded; C: reworded", "B"), ("C\n\nA) x\nB) y\nC) z\nD) None of the provided options.", "C"),
+    ("B\n\nA: reworded; C: reworded", "B"), ("B\n\nRewordings: A, C.", "B"),
+    ("A\nHmm, C.", None), ("A\nWait: C", None), ("B\nI changed my mind: C", None), ("B\nOn second thought, C.", None), ("C\n\nA) x\nB) y\nC) z\nD) None of the provided options.", "C"),
 ])
 def test_parse_choice_a_change_of_mind_without_an_answer_word_names_none(reply, letter):
     """A reply that names a letter, then ends a line with another (``A... no, C``, ``A\nActually, C.``)
