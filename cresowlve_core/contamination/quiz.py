@@ -88,7 +88,7 @@ _SEPARATOR = re.compile(r"\.(?![^\W\d_])|[,;!)\]]|\s*+[:：]|\s*+[-–—](?![^\
 #: after the letter: a second option letter (``A, B or C``, ``A/B``, ``(B) or (C)``, ``**B** and **C**``,
 #: ``B; C``, ``B, maybe C``, ``B (perhaps C)``), or one in marks of its own right after it (``(B)(C)``,
 #: ``(B) (C)``, ``**B****C**``): a hedge that names no one option
-_HEDGE_WORD = r"(?i:or|and|maybe|perhaps|possibly|или|и|либо)\b\s*+"
+_HEDGE_WORD = r"(?i:or|and|maybe|perhaps|possibly|или|и|либо|а\s++может|может|возможно)\b\s*+"
 _ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:\(?(?:[,/&;]\s*+(?:" + _HEDGE_WORD + r")*+|(?:" + _HEDGE_WORD + r")++)"
                       r"[*_`\"'«“(\[]*+[A-D]"
                       r"|[*_`\"'«“(\[]*+(?<=[*_`\"'«“(\[])[A-D][*_`\"'»”)\]])(?![^\W\d_])")
@@ -97,12 +97,29 @@ _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 #: a letter that ends its line as a statement of a choice (``B\nC``, ``A... no, C``, ``A\nActually,
 #: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's punctuation or
 #: an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``, ``wait``, ``hmm``,
-#: ``instead`` or a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``); not after any other word
+#: ``instead``, ``otherwise`` or a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``); not after any other word
 #: (``not C``, ``vitamin C``, ``Option C``), nor after the comma of a list of letters (``Rewordings: A, C.``)
 _RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A-D][*_`\"'»”)\]]),)[^\S\n]*+"
-                       r"|\b(?i:it[’']?s|it is|is|actually|rather|no|wait|hmm|instead"
+                       r"|\b(?i:it[’']?s|it is|is|actually|rather|no|wait|hmm|instead|otherwise"
                        r"|or|also|maybe|perhaps|possibly)[,:]?[^\S\n]++)"
                        r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
+
+#: a letter later on the line of the reply's answer (``B (70%), C (30%)``, ``B: 0.7, C: 0.3``), not
+#: inside a run of marks, not a word's last letter, not after ``not``, ``не`` or an ``option``/``choice``
+#: word (``B, not C``, ``Answer: B (option C, by contrast, is reworded)``); :func:`_names_another`
+#: takes it when no word follows it on the line (``B. C) is a rewording`` discusses C)
+_OTHER_ON_LINE = re.compile(r"(?<![\w*_`\"'«“(\[])(?<!(?i:not) )(?<!(?i:не) )(?<!(?i:option|choice) )(?<!(?i:вариант) )"
+                            r"([*_`\"'«“(\[]*+)([A-D])")
+
+
+_WORD_LETTER = re.compile(r"[^\W\d_]")
+
+
+def _names_another(rest: str, letter: str) -> bool:
+    """Whether ``rest``, the rest of the line of the reply's answer ``letter``, names another option
+    standing as one (:func:`_stands_as_option`): a hedge between two options."""
+    return any(m.group(2) != letter and _stands_as_option(m.group(1), rest[m.end():])
+               and not _WORD_LETTER.search(rest, m.end()) for m in _OTHER_ON_LINE.finditer(rest))
 
 
 def _stands_as_option(opening: str, after: str) -> bool:
@@ -157,6 +174,8 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     lines = [line for line in head.splitlines() if line.strip()]
     if lines and (first := _line_option(lines[0])) is not None:
         lead, lead_alone = first
+        if _names_another(lines[0][_LEAD.match(lines[0]).end():], lead):  # type: ignore[union-attr]
+            return None
         # the reply repeats the options (``A) text\nB) text…``): it names none of them
         if not lead_alone and any(o is not None and o[0] != lead and not o[1] for o in map(_line_option, lines[1:])):
             return None
@@ -164,6 +183,9 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     # an answer label naming no option (``Answer: none of them``, ``Ответ: В`` in Cyrillic): the reply's
     # answer is no option, whatever other options it names or discusses
     if {m.start() for m in _ANSWER_LABEL.finditer(head)} - {m.start() for m in standing}:
+        return None
+    if any(m.group(1).lower() in _ANSWER_WORDS and _names_another(head[m.end():].split("\n", 1)[0], m.group(3).upper())
+           for m in standing):
         return None
     stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in standing]
     answers = {letter for is_answer, letter in stated if is_answer}

@@ -264,6 +264,19 @@ def test_parse_choice_an_answer_word_closed_by_marks_names_its_option(reply, let
     assert qz.parse_choice(reply) == letter
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("B (70%), C (30%)", None), ("B: 0.7, C: 0.3", None), ("Answer: B (70%), C (30%)", None), ("B, then C", None),
+    ("B, а может C", None), ("Ответ: B, а может C", None), ("D\nOtherwise A.", None),
+    # a later letter with words after it discusses that option: still the one named
+    ("B. C) is a rewording.", "B"), ("B. (A) and (C) are rewordings.", "B"), ("The answer is B, not C", "B"),
+    ("D. Though A is close.", "D"), ("B, а не C", "B"),
+])
+def test_parse_choice_a_second_option_on_the_answers_line_is_a_hedge(reply, letter):
+    """Two options weighed on the answer's line (``B (70%), C (30%)``, ``B, а может C``: "or maybe C")
+    name no one option: they were read as the first."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     """Cut off at the token limit, a reply that only went through options stopped before its answer;
     one that states its answer, or starts with a bare letter, named it."""
