@@ -110,8 +110,6 @@ _RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A
 #: takes it when no word follows it on the line (``B. C) is a rewording`` discusses C)
 _OTHER_ON_LINE = re.compile(r"(?<![\w*_`\"'«“(\[])(?<!(?i:not) )(?<!(?i:не) )(?<!(?i:option|choice) )(?<!(?i:вариант) )"
                             r"([*_`\"'«“(\[]*+)([A-D])")
-
-
 _WORD_LETTER = re.compile(r"[^\W\d_]")
 
 
@@ -173,11 +171,12 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     lead = None
     lines = [line for line in head.splitlines() if line.strip()]
     if lines and (first := _line_option(lines[0])) is not None:
-        lead, lead_alone = first
-        if _names_another(lines[0][_LEAD.match(lines[0]).end():], lead):  # type: ignore[union-attr]
+        lead, rest = first
+        if _names_another(rest, lead):
             return None
         # the reply repeats the options (``A) text\nB) text…``): it names none of them
-        if not lead_alone and any(o is not None and o[0] != lead and not o[1] for o in map(_line_option, lines[1:])):
+        if not _ALONE.match(rest) and any(o is not None and o[0] != lead and not _ALONE.match(o[1])
+                                          for o in map(_line_option, lines[1:])):
             return None
     standing = [m for m in _ANYWHERE.finditer(head) if _stands_as_option(m.group(2), head[m.end():].split("\n", 1)[0])]
     # an answer label naming no option (``Answer: none of them``, ``Ответ: В`` in Cyrillic): the reply's
@@ -200,14 +199,14 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
-def _line_option(line: str) -> tuple[str, bool] | None:
+def _line_option(line: str) -> tuple[str, str] | None:
     """The option letter a reply's line starts with (``B``, ``(B)``, ``Answer: B``, ``B) text``) when it
-    stands as an option, not in an ``Option A - …`` phrase, and whether it is alone on its line."""
+    stands as an option, not in an ``Option A - …`` phrase, and the rest of the line after it."""
     m = _LEAD.match(line)
     if m and (m.group(3).isupper() or re.match(r"^\W*(answer|option|choice|ответ|вариант)", line, re.I)) \
             and _stands_as_option(m.group(1) + m.group(2), line[m.end():]) \
             and not _MENTION_WORD.search(m.group(0)):  # ``Option A - reworded`` is read in parse_choice
-        return m.group(3).upper(), bool(_ALONE.match(line[m.end():]))
+        return m.group(3).upper(), line[m.end():]
     return None
 
 
