@@ -937,17 +937,17 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
         else:
             os.replace(path, unused_backup(path))
             os.replace(tmp, path)
-    n_items = manifest.n_items or len(fresh)
-    summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
-                        judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort,
-                        judge_repeat=bool((manifest.judge or {}).get("repeat")))
-    summary["spent_now"] = old.get("spent_now")
-    summary["stopped"] = old.get("stopped")
-    summary["rescored"] = True
-    summary["repairs"] = run.repairs
-    # withdrawn and not yet asked again (the mark stays in extra after the next eval's verdict)
-    summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra and r.judge_status == "not_run" for r in fresh)
-    run.write_summary(summary)
+        n_items = manifest.n_items or len(fresh)
+        summary = summarize([SummaryEntry(r.model_dump(mode="json")) for r in fresh], n_items=n_items,
+                            judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort,
+                            judge_repeat=bool((manifest.judge or {}).get("repeat")))
+        summary["spent_now"] = old.get("spent_now")
+        summary["stopped"] = old.get("stopped")
+        summary["rescored"] = True
+        summary["repairs"] = run.repairs
+        # withdrawn and not yet asked again (the mark stays in extra after the next eval's verdict)
+        summary["n_verdicts_withdrawn"] = sum(VERDICT_WITHDRAWN in r.extra and r.judge_status == "not_run" for r in fresh)
+        run.write_summary(summary)  # under the lock: an eval started next writes its own after this one
     return summary
 
 
