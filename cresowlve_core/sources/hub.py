@@ -278,11 +278,14 @@ def write_published_file(items: Iterable[Item], path: str | Path, lang: Lang) ->
 
 
 def _card_data_files(root: Path, lang: str, split: str) -> list[str]:
-    """Path patterns of ``lang``/``split`` declared in the dataset card's ``configs`` section."""
+    """Path patterns of ``lang``/``split`` declared in the dataset card's ``configs`` section.
+
+    The card is UTF-8, a byte-order mark accepted; other bytes raise :class:`PublishedDataError`
+    naming the card and line (its file list is not guessed from the folder layout instead)."""
     card = root / "README.md"
     if not card.is_file():
         return []
-    text = card.read_text(encoding="utf-8")
+    text = jsonl.read_text(card, error=PublishedDataError)
     if not text.startswith("---"):
         return []
     try:

@@ -153,6 +153,34 @@ def test_find_split_files_from_card_and_from_layout(tmp_path):
         find_split_files(SNAPSHOT, "en", "train")
 
 
+def _card_declaring_data_english(root: Path, prefix: bytes = b"", tail: bytes = b"card\n") -> Path:
+    """A snapshot whose card declares ``data/english/*.parquet`` (6 rows) for en/test, beside a
+    2-row ``en/test-*.parquet`` that the folder layout alone would pick."""
+    (root / "data" / "english").mkdir(parents=True)
+    (root / "en").mkdir()
+    shutil.copy(EN_PARQUET, root / "data" / "english" / "part0.parquet")
+    pq.write_table(pq.read_table(EN_PARQUET).slice(0, 2), root / "en" / "test-00000-of-00001.parquet")
+    card = (b"---\nconfigs:\n- config_name: en\n  data_files:\n  - split: test\n"
+            b"    path: data/english/*.parquet\n---\n")
+    (root / "README.md").write_bytes(prefix + card + tail)
+    return root
+
+
+def test_card_with_a_byte_order_mark_is_read(tmp_path):
+    plain = _card_declaring_data_english(tmp_path / "plain")
+    bom = _card_declaring_data_english(tmp_path / "bom", prefix=b"\xef\xbb\xbf")
+    assert [p.name for p in find_split_files(plain, "en")] == ["part0.parquet"]
+    assert [p.name for p in find_split_files(bom, "en")] == ["part0.parquet"]
+    assert len(load_published("en", local_path=bom)) == 6
+
+
+def test_card_that_is_not_utf8_is_an_error_naming_it(tmp_path):
+    root = _card_declaring_data_english(tmp_path, tail=b"caf\xe9\n")
+    with pytest.raises(PublishedDataError, match=r"README\.md:8: not UTF-8 \(byte 0xe9\)") as err:
+        load_published("en", local_path=root)
+    assert "\n" not in str(err.value)
+
+
 # --- load_published -----------------------------------------------------------------------------
 
 
