@@ -277,47 +277,70 @@ def write_published_file(items: Iterable[Item], path: str | Path, lang: Lang) ->
 # ---------------------------------------------------------------------------------------------
 
 
-def _card_data_files(root: Path, lang: str, split: str) -> list[str]:
-    """Path patterns of ``lang``/``split`` declared in the dataset card's ``configs`` section.
+def _card_data_files(root: Path, lang: str, split: str) -> list[str] | None:
+    """Path patterns of ``lang``/``split`` declared in the dataset card's ``configs`` section, or None
+    when the card declares no ``configs`` (no card, no YAML front matter, or none in it).
 
     The card is UTF-8, a byte-order mark accepted; other bytes raise :class:`PublishedDataError`
-    naming the card and line (its file list is not guessed from the folder layout instead)."""
+    naming the card and line, as does a front matter that is not YAML. A card that declares
+    ``configs`` but not config ``lang`` or its split ``split`` raises :class:`MissingInput`: the
+    declared configs are the dataset's file list, never replaced by a guess from the folder layout.
+    """
     card = root / "README.md"
     if not card.is_file():
-        return []
+        return None
     text = jsonl.read_text(card, error=PublishedDataError)
     if not text.startswith("---"):
-        return []
+        return None
     try:
-        meta = yaml.safe_load(text.split("---", 2)[1]) or {}
-    except yaml.YAMLError:
-        return []
-    for config in meta.get("configs") or []:
+        meta = yaml.safe_load(text.split("---", 2)[1])
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise PublishedDataError(f"{card}{line}: the front matter is not valid YAML ({problem}); fix the card") from None
+    configs = meta.get("configs") if isinstance(meta, dict) else None
+    if not isinstance(configs, list) or not configs:
+        return None
+    names = [c.get("config_name") for c in configs if isinstance(c, dict)]
+    for config in configs:
         if not isinstance(config, dict) or config.get("config_name") != lang:
             continue
         data_files = config.get("data_files")
         if isinstance(data_files, str):
             return [data_files]
         patterns: list[str] = []
+        splits: list[Any] = []
         for entry in data_files or []:
-            if isinstance(entry, dict) and entry.get("split") == split:
-                path = entry.get("path")
-                patterns += [path] if isinstance(path, str) else list(path or [])
+            if isinstance(entry, dict):
+                splits.append(entry.get("split"))
+                if entry.get("split") == split:
+                    path = entry.get("path")
+                    patterns += [path] if isinstance(path, str) else list(path or [])
+        if not patterns:
+            raise MissingInput(f"{card}: config {lang!r} declares no files for split {split!r} (its splits: {splits})")
         return patterns
-    return []
+    raise MissingInput(f"{card}: declares configs {names}, not {lang!r}")
 
 
 def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[Path]:
     """Data files of config ``lang``, split ``split`` under a snapshot directory.
 
-    Uses the dataset card's ``configs`` when it declares them, else the usual layouts
-    (``{lang}/{split}-*.parquet``, ``data/{lang}/...``, ``{lang}/{split}/...``).
+    Uses the dataset card's ``configs`` when it declares them (a declared pattern that matches no file
+    raises :class:`MissingInput` naming it), else the usual layouts (``{lang}/{split}-*.parquet``,
+    ``data/{lang}/...``, ``{lang}/{split}/...``).
     """
     root = Path(root)
     files: list[Path] = []
-    for pattern in _card_data_files(root, lang, split):
-        files += [p for p in root.glob(pattern) if p.is_file()]
-    if not files:
+    patterns = _card_data_files(root, lang, split)
+    if patterns is not None:
+        for pattern in patterns:
+            matched = [p for p in root.glob(pattern) if p.is_file()]
+            if not matched:
+                raise MissingInput(f"{root / 'README.md'}: config {lang!r} split {split!r} names {pattern!r}, "
+                                   f"which matches no file under {root}")
+            files += matched
+    else:
         for path in sorted(root.rglob("*")):
             if path.suffix not in DATA_SUFFIXES or not path.is_file():
                 continue

@@ -181,6 +181,46 @@ def test_card_that_is_not_utf8_is_an_error_naming_it(tmp_path):
     assert "\n" not in str(err.value)
 
 
+_FIXTURE_CARD = (SNAPSHOT / "README.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("card", "error", "fragment"),
+    [
+        # the declared pattern matches nothing, while en/test-*.parquet is there to be guessed
+        (_FIXTURE_CARD.replace("path: en/test-*", "path: data/en/test-*"), FileNotFoundError,
+         "config 'en' split 'test' names 'data/en/test-*', which matches no file"),
+        # one of two declared patterns matches nothing: not a silently partial split
+        (_FIXTURE_CARD.replace("path: en/test-*", "path:\n    - en/test-*\n    - en/extra-*.parquet"),
+         FileNotFoundError, "names 'en/extra-*.parquet', which matches no file"),
+        # the config declares other splits only
+        (_FIXTURE_CARD.replace("split: test\n    path: en", "split: validation\n    path: en"),
+         FileNotFoundError, "config 'en' declares no files for split 'test' (its splits: ['validation'])"),
+        # the card declares configs, but not this one
+        (_FIXTURE_CARD.replace("config_name: en", "config_name: english"), FileNotFoundError,
+         "declares configs ['english', 'ru'], not 'en'"),
+        (_FIXTURE_CARD.replace("configs:", "configs: ["), PublishedDataError,
+         "README.md:3: the front matter is not valid YAML"),
+    ],
+)
+def test_a_card_declaring_configs_is_the_file_list(tmp_path, card, error, fragment):
+    root = tmp_path / "snapshot"
+    shutil.copytree(SNAPSHOT, root)
+    (root / "README.md").write_text(card, encoding="utf-8")
+    with pytest.raises(error) as err:
+        load_published("en", local_path=root)
+    assert fragment in str(err.value) and str(root / "README.md") in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("front_matter", ["title: a card without configs\n", "just a title\n", "configs: []\n"])
+def test_a_card_without_configs_leaves_the_folder_layout(tmp_path, front_matter):
+    root = tmp_path / "snapshot"
+    shutil.copytree(SNAPSHOT, root)
+    (root / "README.md").write_text(f"---\n{front_matter}---\n# card\n", encoding="utf-8")
+    assert find_split_files(root, "en") == [root / "en" / "test-00000-of-00001.parquet"]
+
+
 # --- load_published -----------------------------------------------------------------------------
 
 
