@@ -22,7 +22,7 @@ import logging
 import math
 import os
 from collections.abc import Iterable, Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 import yaml
@@ -323,6 +323,19 @@ def _card_data_files(root: Path, lang: str, split: str) -> list[str] | None:
     raise MissingInput(f"{card}: declares configs {names}, not {lang!r}")
 
 
+def _card_pattern_problem(pattern: object) -> str | None:
+    """Why a data-file pattern of the dataset card cannot name files of the snapshot, or None: it
+    must be a non-empty string, relative to the snapshot and without ``..`` (a card is untrusted
+    text, and the files it names are read as the dataset)."""
+    if not isinstance(pattern, str) or not pattern.strip():
+        return "is not a file pattern"
+    if PurePosixPath(pattern).is_absolute() or PureWindowsPath(pattern).anchor:
+        return "is absolute; it must be relative to the snapshot"
+    if ".." in PurePosixPath(pattern.replace("\\", "/")).parts:
+        return "leaves the snapshot ('..'); it must name files inside it"
+    return None
+
+
 def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[Path]:
     """Data files of config ``lang``, split ``split`` under a snapshot directory.
 
@@ -335,6 +348,8 @@ def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[P
     patterns = _card_data_files(root, lang, split)
     if patterns is not None:
         for pattern in patterns:
+            if (problem := _card_pattern_problem(pattern)) is not None:
+                raise PublishedDataError(f"{root / 'README.md'}: config {lang!r} split {split!r} path {pattern!r} {problem}")
             matched = [p for p in root.glob(pattern) if p.is_file()]
             if not matched:
                 raise MissingInput(f"{root / 'README.md'}: config {lang!r} split {split!r} names {pattern!r}, "

@@ -213,6 +213,30 @@ def test_a_card_declaring_configs_is_the_file_list(tmp_path, card, error, fragme
     assert "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [
+        ("../outside/*.parquet", "leaves the snapshot ('..')"),
+        ("en/../../outside/*.parquet", "leaves the snapshot ('..')"),
+        ("/OUTSIDE/*.parquet", "is absolute"),
+        ("[1]", "is not a file pattern"),
+    ],
+)
+def test_a_card_path_outside_the_snapshot_is_refused(tmp_path, path, fragment):
+    """A card's data file pattern names files of the snapshot only: the ru items one level up are not
+    read as the en split."""
+    root = tmp_path / "snapshot"
+    shutil.copytree(SNAPSHOT, root)
+    (tmp_path / "outside").mkdir()
+    shutil.copy(RU_PARQUET, tmp_path / "outside" / "x.parquet")
+    path = path.replace("/OUTSIDE", str(tmp_path / "outside"))
+    (root / "README.md").write_text(_FIXTURE_CARD.replace("path: en/test-*", f"path: {path}"), encoding="utf-8")
+    with pytest.raises(PublishedDataError) as err:
+        load_published("en", local_path=root)
+    assert fragment in str(err.value) and str(root / "README.md") in str(err.value)
+    assert "config 'en' split 'test' path" in str(err.value)
+
+
 @pytest.mark.parametrize("front_matter", ["title: a card without configs\n", "just a title\n", "configs: []\n"])
 def test_a_card_without_configs_leaves_the_folder_layout(tmp_path, front_matter):
     root = tmp_path / "snapshot"
