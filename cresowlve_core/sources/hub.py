@@ -441,7 +441,8 @@ def load_published(
 
     ``local_path`` may be a data file (.parquet/.jsonl, read as is) or a snapshot directory;
     either way the hub is not contacted. Otherwise the snapshot is taken from the cache or
-    downloaded (see :func:`download_snapshot`; ``offline_hint`` ends its error).
+    downloaded (see :func:`download_snapshot`; ``offline_hint`` ends its error). An id that a
+    snapshot's split holds twice (in one file or two) raises :class:`PublishedDataError` naming both rows.
     """
     if lang not in ("en", "ru"):
         raise InputError(f"lang must be 'en' or 'ru', got {lang!r}")
@@ -449,6 +450,13 @@ def load_published(
         return read_published_file(local_path, lang)
     root = Path(local_path) if local_path is not None else download_snapshot(cache_dir, offline_hint=offline_hint)
     items: list[Item] = []
+    first_row: dict[str, str] = {}  # item id -> "file: row n" where the split first holds it
     for path in find_split_files(root, lang, split):
-        items += read_published_file(path, lang)
+        for row, item in enumerate(read_published_file(path, lang)):
+            where = f"{path}: row {row}"
+            if item.id in first_row:
+                raise PublishedDataError(f"{where} (id={item.id!r}): the id repeats {first_row[item.id]}; "
+                                         f"a split holds each item once")
+            first_row[item.id] = where
+            items.append(item)
     return items

@@ -256,6 +256,28 @@ def test_load_published_from_local_paths():
         load_published("de", local_path=SNAPSHOT)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("second", "first"),
+    [
+        # a second shard repeating the first
+        ("en/test-00001-of-00002.parquet", "en/test-00000-of-00001.parquet"),
+        # the same split kept as JSON Lines beside its Parquet file (the card's en/test-* takes both)
+        ("en/test-00000-of-00001.parquet", "en/test-00000-of-00001.jsonl"),
+    ],
+)
+def test_an_id_in_two_files_of_a_split_is_an_error_naming_both(tmp_path, second, first):
+    root = tmp_path / "snapshot"
+    shutil.copytree(SNAPSHOT, root)
+    if first.endswith(".jsonl"):
+        shutil.copy(FIXTURES / "en.jsonl", root / first)
+    else:
+        shutil.copy(EN_PARQUET, root / second)
+    with pytest.raises(PublishedDataError) as err:
+        load_published("en", local_path=root)
+    assert str(err.value) == (f"{root / second}: row 0 (id='chgk_83a712ed75'): the id repeats {root / first}: row 0; "
+                              "a split holds each item once")
+
+
 class FakeHub:
     """Stands in for huggingface_hub.snapshot_download and records its calls."""
 
