@@ -21,6 +21,7 @@ import contextlib
 import logging
 import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -350,14 +351,14 @@ def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[P
         for pattern in patterns:
             if (problem := _card_pattern_problem(pattern)) is not None:
                 raise PublishedDataError(f"{root / 'README.md'}: config {lang!r} split {split!r} path {pattern!r} {problem}")
-            matched = [p for p in root.glob(pattern) if p.is_file()]
+            matched = [p for p in root.glob(pattern) if _data_file_entry(p)]
             if not matched:
                 raise MissingInput(f"{root / 'README.md'}: config {lang!r} split {split!r} names {pattern!r}, "
                                    f"which matches no file under {root}")
             files += matched
     else:
         for path in sorted(root.rglob("*")):
-            if path.suffix not in DATA_SUFFIXES or not path.is_file():
+            if path.suffix not in DATA_SUFFIXES or not _data_file_entry(path):
                 continue
             parts = path.relative_to(root).parts
             if lang in parts[:-1] and (path.name.startswith(split) or split in parts[:-1]):
@@ -366,7 +367,40 @@ def find_split_files(root: str | Path, lang: str, split: str = "test") -> list[P
     if not files:
         present = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
         raise MissingInput(f"no {lang}/{split} data files under {root}; files: {present}")
+    if (gap := _incomplete_split(files)) is not None:
+        raise MissingInput(f"{gap}: the {lang}/{split} files under {root} are incomplete (an interrupted "
+                           "download or a deleted cache file?); delete the snapshot to download it again, "
+                           "or restore the file")
     return files
+
+
+#: a shard as the hub writes a split, e.g. ``test-00000-of-00002``
+_SHARD = re.compile(r"(?P<series>.+)-(?P<index>\d{5})-of-(?P<total>\d{5})")
+
+
+def _data_file_entry(path: Path) -> bool:
+    """A file, or a link to one that is gone (a snapshot's files link to the cache's blobs): counted among
+    a split's files so that a missing one is named, never skipped."""
+    return path.is_file() or (path.is_symlink() and not path.exists())
+
+
+def _incomplete_split(files: list[Path]) -> str | None:
+    """What a split's files show to be missing, or None: a link whose target is gone, or a shard of a
+    ``NAME-NNNNN-of-MMMMM`` series that is not there."""
+    for path in files:
+        if not path.exists():
+            return f"{path} links to {os.readlink(path)}, which is missing"
+    series: dict[tuple[Path, str, str, int], set[int]] = {}
+    for path in files:
+        if (m := _SHARD.fullmatch(path.stem)) is not None:
+            key = (path.parent, m["series"], path.suffix, int(m["total"]))
+            series.setdefault(key, set()).add(int(m["index"]))
+    for (parent, name, suffix, total), present in sorted(series.items()):
+        if missing := sorted(set(range(total)) - present):
+            shown = ", ".join(f"{name}-{i:05d}-of-{total:05d}{suffix}" for i in missing[:3])
+            more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+            return f"{parent}: {len(missing)} of {total} shards missing ({shown}{more})"
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -260,7 +260,7 @@ def test_load_published_from_local_paths():
     ("second", "first"),
     [
         # a second shard repeating the first
-        ("en/test-00001-of-00002.parquet", "en/test-00000-of-00001.parquet"),
+        ("en/test-copy.parquet", "en/test-00000-of-00001.parquet"),
         # the same split kept as JSON Lines beside its Parquet file (the card's en/test-* takes both)
         ("en/test-00000-of-00001.parquet", "en/test-00000-of-00001.jsonl"),
     ],
@@ -276,6 +276,46 @@ def test_an_id_in_two_files_of_a_split_is_an_error_naming_both(tmp_path, second,
         load_published("en", local_path=root)
     assert str(err.value) == (f"{root / second}: row 0 (id='chgk_83a712ed75'): the id repeats {root / first}: row 0; "
                               "a split holds each item once")
+
+
+def _two_shard_cache_snapshot(tmp_path: Path) -> Path:
+    """A snapshot in the hub cache's layout: the en split in two shards (3 rows each), each a link to
+    its blob, as huggingface_hub writes them."""
+    blobs, root = tmp_path / "blobs", tmp_path / "snapshots" / "0123abcd"
+    blobs.mkdir()
+    shutil.copytree(SNAPSHOT, root)
+    (root / "en" / "test-00000-of-00001.parquet").unlink()
+    table = pq.read_table(EN_PARQUET)
+    for i in range(2):
+        pq.write_table(table.slice(3 * i, 3), blobs / f"blob{i}")
+        (root / "en" / f"test-0000{i}-of-00002.parquet").symlink_to(Path("../../../blobs") / f"blob{i}")
+    return root
+
+
+def test_a_split_in_two_shards_is_read_whole(tmp_path):
+    root = _two_shard_cache_snapshot(tmp_path)
+    assert len(load_published("en", local_path=root)) == 6
+
+
+def test_a_shard_whose_blob_is_gone_is_an_error_not_a_smaller_split(tmp_path):
+    root = _two_shard_cache_snapshot(tmp_path)
+    (tmp_path / "blobs" / "blob1").unlink()
+    with pytest.raises(FileNotFoundError) as err:
+        load_published("en", local_path=root)
+    msg = str(err.value)
+    assert msg.startswith(f"{root / 'en' / 'test-00001-of-00002.parquet'} links to ../../../blobs/blob1, which is missing")
+    assert "the en/test files under" in msg and "are incomplete" in msg
+
+
+@pytest.mark.parametrize("card", [True, False])  # the card's en/test-*, or the folder layout
+def test_a_missing_shard_is_an_error_not_a_smaller_split(tmp_path, card):
+    root = _two_shard_cache_snapshot(tmp_path)
+    (root / "en" / "test-00001-of-00002.parquet").unlink()
+    if not card:
+        (root / "README.md").unlink()
+    with pytest.raises(FileNotFoundError) as err:
+        load_published("en", local_path=root)
+    assert str(err.value).startswith(f"{root / 'en'}: 1 of 2 shards missing (test-00001-of-00002.parquet): ")
 
 
 class FakeHub:
