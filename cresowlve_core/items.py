@@ -12,7 +12,7 @@ import re
 import unicodedata
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 Lang = Literal["en", "ru"]
 LANGS: tuple[Lang, ...] = ("en", "ru")
@@ -100,6 +100,9 @@ class Item(BaseModel):
     en: ItemView | None = None
     ru: ItemView | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    #: the hub snapshot file the item was read from (``sources.hub.load_published``); never read from or
+    #: written to an items file, so an item saved and read again does not claim the hub as its source
+    _loaded_from: dict[str, Any] | None = PrivateAttr(default=None)
 
     def view(self, lang: Lang) -> ItemView:
         v = getattr(self, lang)

@@ -77,7 +77,7 @@ def batch_evaluate(cfg: EvalConfig, resolved: roles.Roles | None = None) -> Batc
 def _submit(cfg: EvalConfig, items: list[Item], resolved: roles.Roles) -> BatchStep:
     run = RunDir(cfg.run_dir)
     with run.lock():
-        run.begin(build_manifest(cfg, len(items), resolved))  # refuses a run directory of another configuration
+        run.begin(build_manifest(cfg, len(items), resolved, items))  # refuses a run directory of another configuration
         previous = run.latest(RESPONSES, record_key)
         # without an answer, or (--retry-truncated) cut off at a smaller budget than this run's
         pending = [it for it in items if (prev := previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"

@@ -153,8 +153,12 @@ def read_latest_records(run_dir: Path) -> dict[Any, dict[str, Any]]:
         raise RecordWithoutKey(f"{path}: {exc}") from None
 
 
-def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None) -> Manifest:
-    """The manifest of ``cfg``'s run (``resolved``: its roles, when the run has resolved them)."""
+def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None,
+                   items: Sequence[Item] = ()) -> Manifest:
+    """The manifest of ``cfg``'s run (``resolved``: its roles, when the run has resolved them). The
+    hub snapshot files ``items`` were read from, with their revision and SHA-256, are its ``items_files``."""
+    from cresowlve_core.sources.hub import loaded_files
+
     answerer, judge = resolved or roles.resolve(cfg)
     prompts = [answerer.prompt.tag]
     judge_section = None
@@ -190,6 +194,7 @@ def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None =
         api=params.resolved_api(ep.profile),
         judge=judge_section,
         config=cfg.model_dump(mode="json", exclude={"options"}),
+        **({"items_files": files} if (files := loaded_files(items)) else {}),
     )
 
 
@@ -534,7 +539,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     run = RunDir(cfg.run_dir, secret_names=[n for n in (cfg.api_key_env, cfg.judge_api_key_env) if n])
     resolved = resolved or roles.resolve(cfg)
     before = run.read_manifest()
-    manifest = run.begin(build_manifest(cfg, len(items), resolved))
+    manifest = run.begin(build_manifest(cfg, len(items), resolved, items))
     try:
         with naming_the_records_file(run):
             index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records

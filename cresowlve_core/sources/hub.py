@@ -486,11 +486,37 @@ def load_published(
     items: list[Item] = []
     first_row: dict[str, str] = {}  # item id -> "file: row n" where the split first holds it
     for path in find_split_files(root, lang, split):
+        loaded_from = _snapshot_file(root, path)
         for row, item in enumerate(read_published_file(path, lang)):
             where = f"{path}: row {row}"
             if item.id in first_row:
                 raise PublishedDataError(f"{where} (id={item.id!r}): the id repeats {first_row[item.id]}; "
                                          f"a split holds each item once")
             first_row[item.id] = where
+            item._loaded_from = loaded_from
             items.append(item)
     return items
+
+
+def _snapshot_file(root: Path, path: Path) -> dict[str, Any]:
+    """What a run records of one data file of a snapshot: the dataset, the snapshot's revision (the
+    commit of a hub cache's ``snapshots/<commit>`` folder; None for another folder), the file's path
+    in the snapshot and the SHA-256 of its bytes."""
+    import hashlib
+
+    with path.open("rb") as f:
+        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    revision = root.name if root.parent.name == "snapshots" else None
+    return {"repo": REPO_ID, "revision": revision, "path": path.relative_to(root).as_posix(), "sha256": digest}
+
+
+def loaded_files(items: Iterable[Item]) -> list[dict[str, Any]]:
+    """The snapshot files ``items`` were read from by :func:`load_published`, each once, in order
+    (none for items of another source), with the number of items each gave."""
+    files: dict[str, dict[str, Any]] = {}
+    for item in items:
+        source = item._loaded_from
+        if source is not None:
+            entry = files.setdefault(source["sha256"] + source["path"], {**source, "n_items": 0})
+            entry["n_items"] += 1
+    return list(files.values())

@@ -134,6 +134,34 @@ def test_manifest_records_provenance(tmp_path):
     assert "git_sha" in m
 
 
+def test_manifest_records_the_hub_snapshot_files_the_items_came_from(tmp_path):
+    """A run of hub items names the dataset revision and each file with its SHA-256 and item count;
+    a run of other items has no ``items_files``, nor one of hub items saved to a file and read back."""
+    import hashlib
+    import shutil
+
+    from cresowlve_core.sources.hub import load_published
+    from cresowlve_core.sources.sample import items_to_jsonl, load_items
+
+    snapshot = tmp_path / "hub" / "snapshots" / "0123abcd"
+    shutil.copytree(REPO / "tests" / "fixtures" / "hub" / "snapshot", snapshot)
+    items = load_published("en", local_path=snapshot)[:4]
+    saved = tmp_path / "saved.jsonl"
+    saved.write_text(items_to_jsonl(items), encoding="utf-8")
+    with FakeServer() as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "hub_run", tmp_path, items="hub:en"), items, progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(2), progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "saved_run", tmp_path, items=str(saved)),
+                                   load_items(str(saved), "en"), progress=False))
+    parquet = snapshot / "en" / "test-00000-of-00001.parquet"
+    m = json.loads((tmp_path / "hub_run" / "manifest.json").read_text())
+    assert m["items_files"] == [{"repo": "mismayil/cresowlve", "revision": "0123abcd",
+                                 "path": "en/test-00000-of-00001.parquet",
+                                 "sha256": hashlib.sha256(parquet.read_bytes()).hexdigest(), "n_items": 4}]
+    assert "items_files" not in json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert "items_files" not in json.loads((tmp_path / "saved_run" / "manifest.json").read_text())
+
+
 def write_items_jsonl(path: Path, items: list[Item]) -> None:
     path.write_text("\n".join(json.dumps(it.published_row("en")) for it in items) + "\n")
 
