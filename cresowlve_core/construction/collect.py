@@ -91,7 +91,7 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
     cands: list[Candidate] = []
     unusable: list[dict[str, Any]] = []
     if spec == "hub:ru" or (Path(spec).suffix in (".jsonl", ".parquet") and Path(spec).is_file()):
-        from cresowlve_core.sources.hub import load_published, read_jsonl_objects, read_published_file
+        from cresowlve_core.sources.hub import load_published, loaded_files, read_jsonl_objects, read_published_file
         from cresowlve_core.sources.sample import check_input_limits, read_items_jsonl, validate_items
 
         path = Path(spec)
@@ -116,7 +116,9 @@ def _read_source(spec: str, max_input_chars: int | None = None) -> tuple[list[Ca
             cands.append(Candidate(id=it.id, difficulty=it.difficulty, ru=it.ru, en=None,
                                    provenance={"source_file": spec, **{k: v for k, v in it.meta.items()
                                                                        if isinstance(v, (str, int, float))}}))
-        return cands, unusable, {"source": spec, "kind": "dataset", "n": len(items)}
+        files = loaded_files(items)  # hub:ru: the snapshot's revision and files, with their SHA-256
+        return cands, unusable, {"source": spec, "kind": "dataset", "n": len(items),
+                                 **({"items_files": files} if files else {})}
     reports = []
     for f in _pack_files(spec):
         rep = read_pack_checked(f, max_input_chars=max_input_chars)

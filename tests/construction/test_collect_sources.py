@@ -139,6 +139,23 @@ def test_a_build_from_hub_ru_offline_names_the_builds_own_option(monkeypatch: py
     assert "--source PATH.parquet or PATH.jsonl" in str(err.value) and "--items" not in str(err.value)
 
 
+def test_a_build_from_hub_ru_reports_the_snapshot_files(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The collect report of ``hub:ru`` names the snapshot's revision and the file read, with its SHA-256."""
+    import hashlib
+    import shutil
+
+    from cresowlve_core.sources import hub
+
+    snapshot = tmp_path / "snapshots" / "0123abcd"
+    shutil.copytree(Path(__file__).parents[1] / "fixtures" / "hub" / "snapshot", snapshot)
+    monkeypatch.setattr(hub, "snapshot_download", lambda **kwargs: str(snapshot))
+    _, report = collect(["hub:ru"])
+    parquet = snapshot / "ru" / "test-00000-of-00001.parquet"
+    assert report["sources"] == [{"source": "hub:ru", "kind": "dataset", "n": 3, "items_files": [
+        {"repo": "mismayil/cresowlve", "revision": "0123abcd", "path": "ru/test-00000-of-00001.parquet",
+         "sha256": hashlib.sha256(parquet.read_bytes()).hexdigest(), "n_items": 3}]}]
+
+
 def test_a_question_with_no_cyrillic_is_set_aside_not_translated_as_if_russian(tmp_path: Path, capsys) -> None:
     # a published file has no language: a build's own export/creative/en/test.jsonl read as Russian, and the
     # English question was "translated" to English and exported as the item's Russian view
