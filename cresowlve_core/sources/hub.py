@@ -307,21 +307,36 @@ def _card_data_files(root: Path, lang: str, split: str) -> list[str] | None:
     for config in configs:
         if not isinstance(config, dict) or config.get("config_name") != lang:
             continue
-        data_files = config.get("data_files")
-        if isinstance(data_files, str):
-            return [data_files]
-        patterns: list[str] = []
-        splits: list[Any] = []
-        for entry in data_files or []:
-            if isinstance(entry, dict):
-                splits.append(entry.get("split"))
-                if entry.get("split") == split:
-                    path = entry.get("path")
-                    patterns += [path] if isinstance(path, str) else list(path or [])
-        if not patterns:
-            raise MissingInput(f"{card}: config {lang!r} declares no files for split {split!r} (its splits: {splits})")
-        return patterns
+        by_split = _split_patterns(config.get("data_files"))
+        if not by_split.get(split):
+            raise MissingInput(f"{card}: config {lang!r} declares no files for split {split!r} "
+                               f"(its splits: {list(by_split)})")
+        return by_split[split]
     raise MissingInput(f"{card}: declares configs {names}, not {lang!r}")
+
+
+#: the split of a config whose ``data_files`` name no split (a pattern or a list of them), as the hub reads it
+DEFAULT_CARD_SPLIT = "train"
+
+
+def _split_patterns(data_files: Any) -> dict[str, list[Any]]:
+    """A config's ``data_files`` as ``{split: patterns}``, in the forms the hub reads: a list of
+    ``{split, path}`` entries, a ``{split: path}`` mapping, or a pattern or list of patterns, which
+    are the ``train`` split's (:data:`DEFAULT_CARD_SPLIT`), not every split's."""
+    def listed(path: Any) -> list[Any]:
+        return list(path) if isinstance(path, list) else [path]
+
+    if isinstance(data_files, dict):
+        return {str(name): listed(path) for name, path in data_files.items()}
+    if isinstance(data_files, list) and any(isinstance(entry, dict) for entry in data_files):
+        by_split: dict[str, list[Any]] = {}
+        for entry in data_files:
+            if isinstance(entry, dict):
+                by_split.setdefault(str(entry.get("split")), []).extend(listed(entry.get("path")))
+        return by_split
+    if data_files is None:
+        return {}
+    return {DEFAULT_CARD_SPLIT: listed(data_files)}
 
 
 def _card_pattern_problem(pattern: object) -> str | None:

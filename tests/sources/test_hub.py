@@ -237,6 +237,30 @@ def test_a_card_path_outside_the_snapshot_is_refused(tmp_path, path, fragment):
     assert "config 'en' split 'test' path" in str(err.value)
 
 
+_EN_DATA_FILES = "  data_files:\n  - split: test\n    path: en/test-*\n"
+
+
+@pytest.mark.parametrize(
+    ("data_files", "splits"),
+    [
+        ("  data_files: en/test-*\n", ["train"]),  # a bare pattern is the train split, as the hub reads it
+        ("  data_files:\n  - en/test-*\n", ["train"]),
+        ("  data_files:\n    test: en/test-*\n", ["test"]),  # a {split: path} mapping
+        ("  data_files:\n    validation: [en/test-*]\n", ["validation"]),
+    ],
+)
+def test_card_data_files_forms_name_their_splits(tmp_path, data_files, splits):
+    root = tmp_path / "snapshot"
+    shutil.copytree(SNAPSHOT, root)
+    assert _EN_DATA_FILES in _FIXTURE_CARD
+    (root / "README.md").write_text(_FIXTURE_CARD.replace(_EN_DATA_FILES, data_files), encoding="utf-8")
+    assert find_split_files(root, "en", splits[0]) == [root / "en" / "test-00000-of-00001.parquet"]
+    if "test" not in splits:  # not read as the test split
+        with pytest.raises(FileNotFoundError) as err:
+            load_published("en", local_path=root)
+        assert f"config 'en' declares no files for split 'test' (its splits: {splits!r})" in str(err.value)
+
+
 @pytest.mark.parametrize("front_matter", ["title: a card without configs\n", "just a title\n", "configs: []\n"])
 def test_a_card_without_configs_leaves_the_folder_layout(tmp_path, front_matter):
     root = tmp_path / "snapshot"
