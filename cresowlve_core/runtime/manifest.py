@@ -250,8 +250,13 @@ def check_resumable(old: Manifest, new: Manifest) -> Manifest:
     history = old.base_url_history or ([old.base_url] if old.base_url else [])
     if new.base_url and (not history or history[-1] != new.base_url):
         history = [*history, new.base_url]
+    # the items files every invocation read (a hub snapshot's revision and SHA-256 each): one that read
+    # another snapshot adds its files, the earlier ones stay named
+    read = getattr(new, "items_files", None) or []
+    earlier = [f for f in getattr(old, "items_files", None) or [] if f not in read]
+    files = {"items_files": [*earlier, *read]} if earlier else {}
     new = new.model_copy(update={"started_at": old.started_at, "resumed_at": now_iso(),
-                                 "base_url_history": history})
+                                 "base_url_history": history, **files})
     return record_adaptations(new, old.adapted, (old.judge or {}).get("adapted") or [])
 
 

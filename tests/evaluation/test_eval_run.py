@@ -162,6 +162,28 @@ def test_manifest_records_the_hub_snapshot_files_the_items_came_from(tmp_path):
     assert "items_files" not in json.loads((tmp_path / "saved_run" / "manifest.json").read_text())
 
 
+def test_a_resume_from_another_hub_snapshot_keeps_the_earlier_files_named(tmp_path):
+    """A run resumed from another revision of the hub snapshot: the manifest names the files both
+    invocations read. Before, the resume replaced them, and the manifest named only the later snapshot for
+    records answered from the earlier one."""
+    import shutil
+
+    from cresowlve_core.sources.hub import load_published
+
+    revisions = []
+    for rev in ("0123abcd", "4567cdef"):
+        snapshot = tmp_path / "hub" / "snapshots" / rev
+        shutil.copytree(REPO / "tests" / "fixtures" / "hub" / "snapshot", snapshot)
+        revisions.append(load_published("en", local_path=snapshot))
+    with FakeServer() as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, items="hub:en"), revisions[0][:2],
+                                   progress=False))
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path, items="hub:en"), revisions[1][:2],
+                                   progress=False))
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert [f["revision"] for f in m["items_files"]] == ["0123abcd", "4567cdef"]
+
+
 def write_items_jsonl(path: Path, items: list[Item]) -> None:
     path.write_text("\n".join(json.dumps(it.published_row("en")) for it in items) + "\n")
 
