@@ -65,7 +65,7 @@ PARSERS: dict[str, tuple[Callable[[str], object], list[str]]] = {
     "construction.parse_reasoning_type": (parse_reasoning_type, ["TYPE: ", "REASONING_TYPE: ", "factual, "]),
     "construction.parse_facts": (parse_facts, ["1. fact\n", "- ", "* *"]),
     "errors.parse_label": (parse_label, ["CATEGORY: ", "RATIONALE: ", "**Category**: x\n"]),
-    "quiz.parse_choice": (parse_choice, ["answer is ", "Option ", "(A"]),
+    "quiz.parse_choice": (parse_choice, ["answer is ", "Option ", "(A", "$\\boxed{\\text{", "<answer>B"]),
     "perturb.parse_perturbations": (lambda t: parse_perturbations(t, "the original question"),
                                     ["1. ", "Option 2) ", "rewrite 3: x\n"]),
     "completion.parse_continuation": (lambda t: parse_continuation(t, "The prefix of the question"),

@@ -67,12 +67,18 @@ RAW_CHARS = 2_000
 # possessive quantifiers (*+) where two runs of the same characters meet: backtracking between
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
 _LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?"
-                   r"\s*+[:：\-]?\s*+)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
+                   r"\s*+[:：\-]?\s*+|it[’']?s\s++|it\s++is\s++)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
 #: an ``answer/option …: X`` phrase anywhere in the reply (``Answer: option B`` is one answer phrase;
 #: the word may be closed by marks: ``**Answer**: B``, the JSON ``{"answer": "B"}``)
 _ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?"
                        r"(?:[\s*_`\"'«“(\[]*+(?:option|choice|вариант)(?=\s))?([\s*_`\"'«“(\[]*+)([A-D])",
                        re.I)
+#: LaTeX's box around a final answer (``\\boxed{B}``, ``$\\boxed{\\text{B}}$``), its content perhaps in a text command
+_BOXED = re.compile(r"\$*+\\boxed\s*+\{\s*+(?:\\(?:text|textbf|mathrm|mathbf)\s*+\{([^{}\n]*+)\}|([^{}\n]*+))\s*+\}\$*+")
+#: an answer phrase ending right before a boxed answer (``The answer is $\\boxed{B}$``): the box is its letter
+_ANSWER_BEFORE = re.compile(r"(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?[\s*_`\"'«“(\[]*+\Z", re.I)
+#: the tags of an answer (``<answer>B</answer>``)
+_ANSWER_TAG = re.compile(r"<\s*+(/?)\s*+answer\s*+>", re.I)
 #: the words of an ``_ANYWHERE`` phrase that state the reply's answer (``option B``, ``choice B``
 #: may name an option the reply only discusses: ``Option A - reworded. Answer: C``)
 _ANSWER_WORDS = ("answer", "ответ")
@@ -167,7 +173,7 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     """
     if not text:
         return None
-    head = text[:MAX_PARSE_CHARS]
+    head = _answer_marks_as_words(text[:MAX_PARSE_CHARS])
     lead = None
     lines = [line for line in head.splitlines() if line.strip()]
     if lines and (first := _line_option(lines[0])) is not None:
@@ -197,6 +203,21 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     # a reply that ends a line with another letter changed its mind or hedged: it names no one option
     named |= {m.group(1) for m in _RESTATED.finditer(head)} if len(named) == 1 else set()
     return named.pop() if len(named) == 1 else None
+
+
+def _answer_marks_as_words(text: str) -> str:
+    """``text`` with its answer marks written as an answer phrase: a boxed answer ``\\boxed{B}`` (as
+    reasoning models are told to give one) as ``Answer: B``, an answer tag ``<answer>`` as ``Answer:``
+    (its closing tag dropped); right after an answer phrase (``The answer is $\\boxed{B}$``) the mark
+    is only the letter's."""
+    def label(start: int) -> str:
+        return "" if _ANSWER_BEFORE.search(text, max(0, start - 40), start) else "Answer: "
+
+    def unbox(m: re.Match[str]) -> str:
+        return label(m.start()) + (m.group(1) if m.group(1) is not None else m.group(2)).strip()
+
+    text = _BOXED.sub(unbox, text)
+    return _ANSWER_TAG.sub(lambda m: "" if m.group(1) else label(m.start()), text)
 
 
 def _line_option(line: str) -> tuple[str, str] | None:

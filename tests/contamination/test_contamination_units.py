@@ -265,6 +265,23 @@ def test_parse_choice_an_answer_word_closed_by_marks_names_its_option(reply, let
 
 
 @pytest.mark.parametrize("reply, letter", [
+    # the answer forms reasoning models are told to use (DeepSeek-R1's "put your final answer within
+    # \\boxed{}", answer tags), and short sentences naming one option
+    (r"\boxed{B}", "B"), (r"$\boxed{\text{B}}$", "B"), (r"The answer is $\boxed{C}$.", "C"),
+    (r"**Final Answer:** $\boxed{D}$", "D"), (r"Option A - reworded. Option C is the original, so $\boxed{C}$.", "C"),
+    ("<answer>B</answer>", "B"), ("<answer>\nC\n</answer>", "C"), ("Answer: <answer>A</answer>", "A"),
+    ("It's B.", "B"), ("It is D", "D"), ("The correct option is (B).", "B"), ("Final answer: B", "B"),
+    # they still name one option or none
+    (r"\boxed{B} or \boxed{C}", None), (r"\boxed{none}", None), (r"\boxed{AB}", None), ("<answer>B or C</answer>", None),
+    ("<answer>B</answer>\n<answer>C</answer>", None), ("It's B or C.", None), ("It's A good question", None),
+])
+def test_parse_choice_a_boxed_or_tagged_answer_names_its_option(reply, letter):
+    """``\\boxed{B}``, ``$\\boxed{\\text{B}}$``, ``<answer>B</answer>`` and ``It's B.`` were invalid
+    (counted as wrong in the BCQ, in the BDQ's N as no position)."""
+    assert qz.parse_choice(reply) == letter
+
+
+@pytest.mark.parametrize("reply, letter", [
     ("B (70%), C (30%)", None), ("B: 0.7, C: 0.3", None), ("Answer: B (70%), C (30%)", None), ("B, then C", None),
     ("B, а может C", None), ("Ответ: B, а может C", None), ("D\nOtherwise A.", None),
     # a later letter with words after it discusses that option: still the one named
