@@ -103,11 +103,13 @@ _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 #: a letter that ends its line as a statement of a choice (``B\nC``, ``A... no, C``, ``A\nActually,
 #: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's punctuation or
 #: an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``, ``wait``, ``hmm``,
-#: ``instead``, ``otherwise`` or a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``); not after any other word
+#: ``instead``, ``otherwise``, a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``) or a choosing verb
+#: (``make that C``, ``go with C``, ``pick C``, ``I'd say C``, ``change it to C``); not after any other word
 #: (``not C``, ``vitamin C``, ``Option C``), nor after the comma of a list of letters (``Rewordings: A, C.``)
 _RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A-D][*_`\"'»”)\]]),)[^\S\n]*+"
                        r"|\b(?i:it[’']?s|it is|is|actually|rather|no|wait|hmm|instead|otherwise"
-                       r"|or|also|maybe|perhaps|possibly)[,:]?[^\S\n]++)"
+                       r"|or|also|maybe|perhaps|possibly|make[^\S\n]++(?:it|that)|go(?:ing)?[^\S\n]++with|pick|choose"
+                       r"|select|say|(?:switch|change)(?:[^\S\n]++(?:it|that|my[^\S\n]++answer))?[^\S\n]++to)[,:]?[^\S\n]++)"
                        r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
 
 #: a letter later on the line of the reply's answer (``B (70%), C (30%)``, ``B: 0.7, C: 0.3``), not

@@ -239,6 +239,18 @@ def test_parse_choice_a_change_of_mind_without_an_answer_word_names_none(reply, 
 
 
 @pytest.mark.parametrize("reply, letter", [
+    ("answer: B\n\nactually, make that C", None), ("B\n\nI'll go with C.", None), ("B. Hmm, I'd pick C", None),
+    ("B\nLet me change my answer to C.", None), ("Answer: B\nI'd say C", None), ("B\nMake it C!", None),
+    # the same option chosen again, or another one discussed: still the one named
+    ("answer: B\n\nactually, make that B", "B"), ("B\nI'd say C is reworded.", "B"),
+])
+def test_parse_choice_a_letter_chosen_again_by_a_verb_is_a_change_of_mind(reply, letter):
+    """A reply that names a letter, then chooses another one by a verb (``make that C``, ``go with C``)
+    changed its mind: ``answer: B\n\nactually, make that C`` was read as B."""
+    assert qz.parse_choice(reply) == letter
+
+
+@pytest.mark.parametrize("reply, letter", [
     ("Option A - reworded. Answer: none of them", None), ("Option A - reworded\nAnswer: I cannot tell", None),
     ("Вариант A — перефразировка. Ответ: В", None),  # the answer in a Cyrillic letter, the option in a Latin one
     ("Option C.\n\nAnswer: none", None), ("B\nAnswer: none of these", None),
