@@ -112,6 +112,18 @@ _RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A
                        r"|select|say|(?:switch|change)(?:[^\S\n]++(?:it|that|my[^\S\n]++answer))?[^\S\n]++to)[,:]?[^\S\n]++)"
                        r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
 
+#: another option put forward beside the answer (``(C) is also possible``, ``C could also be right``, ``C works
+#: too``, ``C тоже возможен``): a sentence whose subject is an option letter, in marks or followed by a verb,
+#: that says ``also``/``too`` and ``possible``/``right``/``the original`` within 80 characters (a bound: the
+#: lookaheads are linear); not ``C is a rewording too``
+_ALSO_WORD = r"(?i:also|too|as\s++well|equally|either|тоже|также)\b"
+_CANDIDATE_WORD = (r"(?i:(?:possible|plausible|correct|right|likely|valid|works?|an?\s++(?:option|candidate)"
+                   r"|the\s++(?:original|answer|one))\b|возмож|правильн|верн|подходит|оригинал)")
+_ALSO_CANDIDATE = re.compile(r"(?:^|[.!?;:,]|\b(?i:and|but|though|although|но|хотя))[^\S\n]*+[*_`\"'«“(\[]*+([A-D])"
+                             r"(?:[*_`\"'»”)\]]++|(?=[^\S\n]++(?i:is|are|could|might|may|would|works?|seems|looks|also|too"
+                             r"|тоже|также)\b))"
+                             r"(?=[^.!?\n]{0,80}?\b" + _ALSO_WORD + r")(?=[^.!?\n]{0,80}?\b" + _CANDIDATE_WORD + r")", re.M)
+
 #: a letter later on the line of the reply's answer (``B (70%), C (30%)``, ``B: 0.7, C: 0.3``), not
 #: inside a run of marks, not a word's last letter, not after ``not``, ``не`` or an ``option``/``choice``
 #: word (``B, not C``, ``Answer: B (option C, by contrast, is reworded)``); :func:`_names_another`
@@ -204,6 +216,8 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
         named = answers or {letter for _, letter in stated}
     # a reply that ends a line with another letter changed its mind or hedged: it names no one option
     named |= {m.group(1) for m in _RESTATED.finditer(head)} if len(named) == 1 else set()
+    # another option put forward as well (``(B)\n\n(C) is also possible``) hedges between them
+    named |= {m.group(1) for m in _ALSO_CANDIDATE.finditer(head)} if len(named) == 1 else set()
     return named.pop() if len(named) == 1 else None
 
 

@@ -306,6 +306,20 @@ def test_parse_choice_a_second_option_on_the_answers_line_is_a_hedge(reply, lett
     assert qz.parse_choice(reply) == letter
 
 
+@pytest.mark.parametrize("reply, letter", [
+    ("(B)\n\n(C) is also possible", None), ("B\n\nC could also be right.", None), ("Answer: B. C works too.", None),
+    ("The answer is B, but C is also possible.", None), ("B\n\n**C** is also plausible", None),
+    ("B\nC is equally likely.", None), ("B\n\nA and C are also possible.", None), ("Ответ: B. C тоже возможен.", None),
+    # another option discussed, not put forward: still the one named
+    ("B\nC is a rewording too.", "B"), ("B\n\n(C) is also a rewording.", "B"), ("B\n\nA good option is also possible", "B"),
+    ("B\n\nB is also the original wording", "B"), ("B\nC is also possibly reworded.", "B"),
+])
+def test_parse_choice_another_option_put_forward_as_well_is_a_hedge(reply, letter):
+    """A reply that names an option, then says another is possible too (``(B)\n\n(C) is also
+    possible``), hedges between two: it was read as B."""
+    assert qz.parse_choice(reply) == letter
+
+
 def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     """Cut off at the token limit, a reply that only went through options stopped before its answer;
     one that states its answer, or starts with a bare letter, named it."""
