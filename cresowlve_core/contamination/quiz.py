@@ -203,8 +203,12 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     # answer is no option, whatever other options it names or discusses
     if {m.start() for m in _ANSWER_LABEL.finditer(head)} - {m.start() for m in standing}:
         return None
-    if any(m.group(1).lower() in _ANSWER_WORDS and _names_another(head[m.end():].split("\n", 1)[0], m.group(3).upper())
-           for m in standing):
+    # a second option weighed on an answer's line: the first answer phrase of a line is read with the rest
+    # of it, which holds every later one's rest (one look per line: many answers on a line stay linear)
+    first_answer_of_line = {head.rfind("\n", 0, m.start()): m for m in reversed(standing)
+                            if m.group(1).lower() in _ANSWER_WORDS}
+    if any(_names_another(head[m.end():].split("\n", 1)[0], m.group(3).upper())
+           for m in first_answer_of_line.values()):
         return None
     stated = [(m.group(1).lower() in _ANSWER_WORDS, m.group(3).upper()) for m in standing]
     answers = {letter for is_answer, letter in stated if is_answer}
