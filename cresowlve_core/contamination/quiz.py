@@ -124,6 +124,16 @@ _ALSO_CANDIDATE = re.compile(r"(?:^|[.!?;:,]|\b(?i:and|but|though|although|но|
                              r"|тоже|также)\b))"
                              r"(?=[^.!?\n]{0,80}?\b" + _ALSO_WORD + r")(?=[^.!?\n]{0,80}?\b" + _CANDIDATE_WORD + r")", re.M)
 
+#: an answer phrase that ends the reply before naming anything (``Wait, actually the answer is``)
+_UNFINISHED_ANSWER = re.compile(r"\b(?:answer|ответ)[*_`\"']*+(?:\s++(?:is|would\s++be|should\s++be|must\s++be)|\s*+[:：\-—])"
+                                r"[\s*_`\"'«“(\[:：]*+\Z", re.I)
+#: a sentence that reconsiders the answer given (``Wait,``, ``Actually``, ``Hmm``, ``On second thought``,
+#: ``Let me reconsider``, ``No,``): a reply cut off after one may have been about to change its answer
+_RECONSIDERING = re.compile(r"(?:^|[.!?…;:,—–(])[^\S\n]*+[*_`\"'«“(\[]*+"
+                            r"(?i:wait|actually|hmm+|hold\s++on|on\s++second\s++thought|alternatively|or\s++rather"
+                            r"|reconsider\w*|let\s++me\s++(?:re\w+|double[-\s]check|check|think|verify)"
+                            r"|no(?=[,.!:]|\s++wait)|подожд\w*|впрочем|хотя|нет(?=[,.!:]))", re.M)
+
 #: a letter later on the line of the reply's answer (``B (70%), C (30%)``, ``B: 0.7, C: 0.3``), not
 #: inside a run of marks, not a word's last letter, not after ``not``, ``не`` or an ``option``/``choice``
 #: word (``B, not C``, ``Answer: B (option C, by contrast, is reworded)``); :func:`_names_another`
@@ -180,7 +190,9 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     ``option/choice X`` phrase does, the one at the start too. ``Option A - reworded. Option B -
     reworded. Answer: C`` names C; ``Answer: B … the answer is C`` and ``Option A - reworded\nOption
     C - the original`` none. A reply ``cut_off`` at the token limit with no answer phrase nor bare
-    letter stopped before its answer: ``Looking at each:\n- Option A - reworded`` names none. A reply
+    letter stopped before its answer: ``Looking at each:\n- Option A - reworded`` names none, and so does one
+    cut off after reconsidering its answer (``B\n\nWait, actually``), or any reply ending in an answer
+    phrase that names nothing (``… the answer is``). A reply
     that repeats the options (``A) text\nB) text…``, ``A. B. C. D.``) or ends a line with another
     letter (:data:`_RESTATED`: ``A... no, C``, ``B\nC``) names none either, and so does one whose
     ``Answer:`` names no option letter (``Option A - reworded. Answer: none of them``).
@@ -189,9 +201,11 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
         return None
     head = _answer_marks_as_words(text[:MAX_PARSE_CHARS])
     lead = None
+    stated_at: dict[str, int] = {}  # the end of the last statement of each letter the reply names
     lines = [line for line in head.splitlines() if line.strip()]
     if lines and (first := _line_option(lines[0])) is not None:
         lead, rest = first
+        stated_at[lead] = head.find(lines[0]) + len(lines[0]) - len(rest)
         if _names_another(rest, lead):
             return None
         # the reply repeats the options (``A) text\nB) text…``): it names none of them
@@ -201,7 +215,8 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     standing = [m for m in _ANYWHERE.finditer(head) if _stands_as_option(m.group(2), head[m.end():].split("\n", 1)[0])]
     # an answer label naming no option (``Answer: none of them``, ``Ответ: В`` in Cyrillic): the reply's
     # answer is no option, whatever other options it names or discusses
-    if {m.start() for m in _ANSWER_LABEL.finditer(head)} - {m.start() for m in standing}:
+    if {m.start() for m in _ANSWER_LABEL.finditer(head)} - {m.start() for m in standing} \
+            or _UNFINISHED_ANSWER.search(head):
         return None
     # a second option weighed on an answer's line: the first answer phrase of a line is read with the rest
     # of it, which holds every later one's rest (one look per line: many answers on a line stay linear)
@@ -219,10 +234,21 @@ def parse_choice(text: str | None, cut_off: bool = False) -> str | None:
     else:
         named = answers or {letter for _, letter in stated}
     # a reply that ends a line with another letter changed its mind or hedged: it names no one option
-    named |= {m.group(1) for m in _RESTATED.finditer(head)} if len(named) == 1 else set()
+    restated = list(_RESTATED.finditer(head)) if len(named) == 1 else []
+    named |= {m.group(1) for m in restated}
     # another option put forward as well (``(B)\n\n(C) is also possible``) hedges between them
     named |= {m.group(1) for m in _ALSO_CANDIDATE.finditer(head)} if len(named) == 1 else set()
-    return named.pop() if len(named) == 1 else None
+    if len(named) != 1:
+        return None
+    choice = named.pop()
+    # cut off while reconsidering its answer (``B\n\nWait, actually``): it may have been about to change it
+    for m in standing:
+        stated_at[m.group(3).upper()] = max(stated_at.get(m.group(3).upper(), 0), m.end())
+    for m in restated:
+        stated_at[m.group(1)] = max(stated_at.get(m.group(1), 0), m.end(1))
+    if cut_off and _RECONSIDERING.search(head, stated_at.get(choice, 0)):
+        return None
+    return choice
 
 
 def _answer_marks_as_words(text: str) -> str:

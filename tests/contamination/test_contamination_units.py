@@ -328,6 +328,30 @@ def test_parse_choice_of_a_reply_cut_off_before_its_answer_is_none():
     assert qz.parse_choice("B) the second", cut_off=True) == "B"
 
 
+@pytest.mark.parametrize("reply, cut_off, letter", [
+    ("B\n\nWait, actually the answer is", True, None), ("B\n\nWait, actually the answer is", False, None),
+    ("B\n\nWait,", True, None), ("B\n\nOn second thought", True, None), ("Ответ: B\n\nХотя нет,", True, None),
+    ("B\n\nThe answer is:", False, None), ("Answer: B\n\nHmm, let me reconsider", True, None),
+    # a reconsideration before the answer, a word of one inside a sentence, or a finished reply: the answer stands
+    ("Hmm, let me think. Option A is reworded. Answer: C. The wording", True, "C"),
+    ("B) the second one is actually the original, as", True, "B"), ("B\n\nWait,", False, "B"),
+    ("The answer is\n\nB", False, "B"), ("B. The answer is clear.", False, "B"),
+])
+def test_parse_choice_a_reply_ending_while_reconsidering_names_none(reply, cut_off, letter):
+    """A reply cut off at the token limit right after reconsidering its answer (``B\n\nWait, actually
+    the answer is``) was read as B: it may have been about to change it. It names none now (no answer,
+    counted as cut off); so does any reply ending in an answer phrase that names nothing."""
+    assert qz.parse_choice(reply, cut_off=cut_off) == letter
+
+
+def test_a_stored_reply_cut_off_while_reconsidering_is_counted_cut_off_not_as_its_first_letter():
+    """A stored quiz record made when such a reply was read as B is read again: no choice, cut off."""
+    record = {"status": "ok", "outcome": "truncated", "choice": "B", "raw": "B\n\nWait, actually the answer is"}
+    assert qz.recorded_choice(record) is None
+    counts = qz.position_counts([qz.recorded_choice(record)], [record["outcome"]])
+    assert (counts["B"], counts["cut_off"], counts["invalid"]) == (0, 1, 0)
+
+
 @pytest.mark.parametrize("reply, letter", [
     ("D (none of the provided options)", "D"), ("Answer: D (none of the provided options)", "D"),
     ("B (the second one)", "B"), ("Ответ: B (второй)", "B"), ("Answer: B (option C, by contrast, is reworded)", "B"),
