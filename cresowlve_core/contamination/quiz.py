@@ -100,8 +100,8 @@ _ANOTHER = re.compile(r"[*_`\"'»”)\]]*+\s*+(?:\(?(?:[,/&;]\s*+(?:" + _HEDGE_W
                       r"|[*_`\"'«“(\[]*+(?<=[*_`\"'«“(\[])[A-D][*_`\"'»”)\]])(?![^\W\d_])")
 #: after the letter: nothing more on its line but the closing marks, full stops and spaces
 _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
-#: a letter that ends its line as a statement of a choice (``B\nC``, ``A... no, C``, ``A\nActually,
-#: C.``, ``no wait, it's C``, ``A. B. C. D.``): at the start of the line, after a sentence's punctuation or
+#: a letter that ends its line as a statement of a choice, or a question weighing one (``B\nC``, ``A... no, C``,
+#: ``A\nActually, C.``, ``no wait, it's C``, ``A. B. C. D.``, ``B\n\nOr C?``): at the start of the line, after a sentence's punctuation or
 #: an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``, ``wait``, ``hmm``,
 #: ``instead``, ``otherwise``, a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``) or a choosing verb
 #: (``make that C``, ``go with C``, ``pick C``, ``I'd say C``, ``change it to C``); not after any other word
@@ -110,7 +110,7 @@ _RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A
                        r"|\b(?i:it[’']?s|it is|is|actually|rather|no|wait|hmm|instead|otherwise"
                        r"|or|also|maybe|perhaps|possibly|make[^\S\n]++(?:it|that)|go(?:ing)?[^\S\n]++with|pick|choose"
                        r"|select|say|(?:switch|change)(?:[^\S\n]++(?:it|that|my[^\S\n]++answer))?[^\S\n]++to)[,:]?[^\S\n]++)"
-                       r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!]|[^\S\n])*+$)", re.M)
+                       r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!?]|[^\S\n])*+$)", re.M)
 
 #: another option put forward beside the answer (``(C) is also possible``, ``C could also be right``, ``C works
 #: too``, ``C тоже возможен``): a sentence whose subject is an option letter, in marks or followed by a verb,
