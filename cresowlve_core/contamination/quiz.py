@@ -66,7 +66,8 @@ MAX_PARSE_CHARS = 4_000
 RAW_CHARS = 2_000
 # possessive quantifiers (*+) where two runs of the same characters meet: backtracking between
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
-_LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?"
+_LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:i(?:\s++(?:think|believe|guess|choose|pick|would\s++say|will\s++go\s++with)"
+                   r"|[’']d\s++say|[’']ll\s++go\s++with)[,:]?\s++)?(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?"
                    r"\s*+[:：\-]?\s*+|it[’']?s\s++|it\s++is\s++)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
 #: an ``answer/option …: X`` phrase anywhere in the reply (``Answer: option B`` is one answer phrase;
 #: the word may be closed by marks: ``**Answer**: B``, the JSON ``{"answer": "B"}``)

@@ -240,6 +240,18 @@ def test_parse_choice_a_change_of_mind_without_an_answer_word_names_none(reply, 
 
 
 @pytest.mark.parametrize("reply, letter", [
+    ("I think it's B.", "B"), ("I'd say B.", "B"), ("I believe the answer is C.", "C"), ("I'll go with D.", "D"),
+    ("I choose (C)", "C"), ("I would say D", "D"),
+    ("I think A good question", None), ("I think it's a rewording", None), ("I think B or C", None),
+    ("I guess B, maybe C", None), ("I think it's B.\n\nActually, C.", None),
+])
+def test_parse_choice_a_reply_opening_with_i_think_names_its_option(reply, letter):
+    """``I think it's B.``, ``I'd say B.`` named no option (invalid, counted as wrong); they lead a reply
+    as ``The answer is`` does, under the same rules."""
+    assert qz.parse_choice(reply) == letter
+
+
+@pytest.mark.parametrize("reply, letter", [
     ("answer: B\n\nactually, make that C", None), ("B\n\nI'll go with C.", None), ("B. Hmm, I'd pick C", None),
     ("B\nLet me change my answer to C.", None), ("Answer: B\nI'd say C", None), ("B\nMake it C!", None),
     # the same option chosen again, or another one discussed: still the one named
