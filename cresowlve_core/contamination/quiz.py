@@ -74,8 +74,10 @@ _LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:i(?:\s++(?:think|believe|guess|ch
 _ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?"
                        r"(?:[\s*_`\"'«“(\[]*+(?:option|choice|вариант)(?=\s))?([\s*_`\"'«“(\[]*+)([A-D])",
                        re.I)
-#: LaTeX's box around a final answer (``\\boxed{B}``, ``$\\boxed{\\text{B}}$``), its content perhaps in a text command
-_BOXED = re.compile(r"\$*+\\boxed\s*+\{\s*+(?:\\(?:text|textbf|mathrm|mathbf)\s*+\{([^{}\n]*+)\}|([^{}\n]*+))\s*+\}\$*+")
+#: LaTeX's box around a final answer (``\\boxed{B}``, ``$\\boxed{\\text{B}}$``, ``\\[ \\boxed{B} \\]``), its content
+#: perhaps in a text command
+_BOXED = re.compile(r"(?:(?:\$++|\\[(\[])[^\S\n]*+)?\\boxed\s*+\{\s*+(?:\\(?:text|textbf|mathrm|mathbf)\s*+\{([^{}\n]*+)\}"
+                    r"|([^{}\n]*+))\s*+\}(?:[^\S\n]*+(?:\$++|\\[)\]]))?")
 #: an answer phrase ending right before a boxed answer (``The answer is $\\boxed{B}$``): the box is its letter
 _ANSWER_BEFORE = re.compile(r"(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?[\s*_`\"'«“(\[]*+\Z", re.I)
 #: the tags of an answer (``<answer>B</answer>``)

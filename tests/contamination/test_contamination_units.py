@@ -294,6 +294,8 @@ def test_parse_choice_an_answer_word_closed_by_marks_names_its_option(reply, let
     # \\boxed{}", answer tags), and short sentences naming one option
     (r"\boxed{B}", "B"), (r"$\boxed{\text{B}}$", "B"), (r"The answer is $\boxed{C}$.", "C"),
     (r"**Final Answer:** $\boxed{D}$", "D"), (r"Option A - reworded. Option C is the original, so $\boxed{C}$.", "C"),
+    (r"\[ \boxed{\text{D}} \]", "D"), (r"The answer is \( \boxed{B} \).", "B"), ("\\[\n\\boxed{C}\n\\]", "C"),
+    (r"\[\boxed{B}\] or \[\boxed{C}\]", None),
     ("<answer>B</answer>", "B"), ("<answer>\nC\n</answer>", "C"), ("Answer: <answer>A</answer>", "A"),
     ("It's B.", "B"), ("It is D", "D"), ("The correct option is (B).", "B"), ("Final answer: B", "B"),
     # they still name one option or none
