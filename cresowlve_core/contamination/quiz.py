@@ -107,12 +107,14 @@ _ALONE = re.compile(r"[\s*_`\"'»”)\].!]*+$")
 #: ``A\nActually, C.``, ``no wait, it's C``, ``A. B. C. D.``, ``B\n\nOr C?``): at the start of the line, after a sentence's punctuation or
 #: an arrow (``B -> C``), or after ``it's``, ``is``, ``actually``, ``rather``, ``no``, ``wait``, ``hmm``,
 #: ``instead``, ``otherwise``, a hedge (``Also C.``, ``B. Or C``, ``B, but maybe C``) or a choosing verb
-#: (``make that C``, ``go with C``, ``pick C``, ``I'd say C``, ``change it to C``); not after any other word
+#: (``make that C``, ``go with C``, ``pick C``, ``I'd say C``, ``change it to C``), in Russian too (``Или C?``,
+#: ``Хотя C.``, ``Либо C``, ``это C``); not after any other word
 #: (``not C``, ``vitamin C``, ``Option C``), nor after the comma of a list of letters (``Rewordings: A, C.``)
 _RESTATED = re.compile(r"(?:^[^\S\n]*+|(?:[.:;!?…—–>→-]|(?<![A-D])(?<![A-D][*_`\"'»”)\]]),)[^\S\n]*+"
                        r"|\b(?i:it[’']?s|it is|is|actually|rather|no|wait|hmm|instead|otherwise"
                        r"|or|also|maybe|perhaps|possibly|make[^\S\n]++(?:it|that)|go(?:ing)?[^\S\n]++with|pick|choose"
-                       r"|select|say|(?:switch|change)(?:[^\S\n]++(?:it|that|my[^\S\n]++answer))?[^\S\n]++to)[,:]?[^\S\n]++)"
+                       r"|select|say|(?:switch|change)(?:[^\S\n]++(?:it|that|my[^\S\n]++answer))?[^\S\n]++to"
+                       r"|или|либо|хотя|вернее|точнее|скорее|может|возможно|всё-таки|все-таки|нет|это)[,:]?[^\S\n]++)"
                        r"[*_`\"'«“(\[]*+([A-D])(?=(?:[*_`\"'»”)\].!?]|[^\S\n])*+$)", re.M)
 
 #: another option put forward beside the answer (``(C) is also possible``, ``C could also be right``, ``C works

@@ -230,6 +230,8 @@ def test_parse_choice_a_reply_listing_the_options_names_none(reply):
     # another letter that does not end a line as a choice: still the one option named
     ("B, not C", "B"), ("**C** and not **B**", "C"), ("B\nThe original is about vitamin C.", "B"),
     ("B\n\nA: reworded; C: reworded", "B"), ("B\n\nRewordings: A, C.", "B"),
+    ("B\n\nИли C?", None), ("Ответ: B\nИли всё-таки C.", None), ("B\n\nХотя C.", None), ("B\nЛибо C", None),
+    ("Ответ: B\nЭто C", None), ("B\n\nВитамин C", "B"), ("B\n\nНе C", "B"), ("Ответ: B\nЭто B", "B"),
     ("B\n\nOr C?", None), ("B\n\nHmm, (C)?", None), ("**B**\n\nOr maybe **C**?", None), ("B\nWhy would it be C?", "B"),
     ("A\nHmm, C.", None), ("A\nWait: C", None), ("B\nI changed my mind: C", None), ("B\nOn second thought, C.", None), ("C\n\nA) x\nB) y\nC) z\nD) None of the provided options.", "C"),
 ])
