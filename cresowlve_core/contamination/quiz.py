@@ -68,10 +68,10 @@ RAW_CHARS = 2_000
 # them was quadratic (4,000 "[" took 1 s); no run can give back anything the next token needs
 _LEAD = re.compile(r"^([\s*_`\"'«“(\[]*+)(?:i(?:\s++(?:think|believe|guess|choose|pick|would\s++say|will\s++go\s++with)"
                    r"|[’']d\s++say|[’']ll\s++go\s++with)[,:]?\s++)?(?:(?:the\s+)?(?:final\s+)?(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?"
-                   r"\s*+[:：\-]?\s*+|it[’']?s\s++|it\s++is\s++)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
+                   r"\s*+[:：\-–—]?\s*+|it[’']?s\s++|it\s++is\s++)?([\s*_`\"'«“(\[]*+)([A-D])", re.I)
 #: an ``answer/option …: X`` phrase anywhere in the reply (``Answer: option B`` is one answer phrase;
 #: the word may be closed by marks: ``**Answer**: B``, the JSON ``{"answer": "B"}``)
-_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?"
+_ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-–—]?"
                        r"(?:[\s*_`\"'«“(\[]*+(?:option|choice|вариант)(?=\s))?([\s*_`\"'«“(\[]*+)([A-D])",
                        re.I)
 #: LaTeX's box around a final answer (``\\boxed{B}``, ``$\\boxed{\\text{B}}$``, ``\\[ \\boxed{B} \\]``), its content
@@ -79,7 +79,7 @@ _ANYWHERE = re.compile(r"(answer|option|choice|ответ|вариант)[*_`\"'
 _BOXED = re.compile(r"(?:(?:\$++|\\[(\[])[^\S\n]*+)?\\boxed\s*+\{\s*+(?:\\(?:text|textbf|mathrm|mathbf)\s*+\{([^{}\n]*+)\}"
                     r"|([^{}\n]*+))\s*+\}(?:[^\S\n]*+(?:\$++|\\[)\]]))?")
 #: an answer phrase ending right before a boxed answer (``The answer is $\\boxed{B}$``): the box is its letter
-_ANSWER_BEFORE = re.compile(r"(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-]?[\s*_`\"'«“(\[]*+\Z", re.I)
+_ANSWER_BEFORE = re.compile(r"(?:answer|option|choice|ответ|вариант)[*_`\"']*+\s*+(?:is)?\s*+[:：\-–—]?[\s*_`\"'«“(\[]*+\Z", re.I)
 #: the tags of an answer (``<answer>B</answer>``)
 _ANSWER_TAG = re.compile(r"<\s*+(/?)\s*+answer\s*+>", re.I)
 #: the words of an ``_ANYWHERE`` phrase that state the reply's answer (``option B``, ``choice B``
@@ -87,7 +87,7 @@ _ANSWER_TAG = re.compile(r"<\s*+(/?)\s*+answer\s*+>", re.I)
 _ANSWER_WORDS = ("answer", "ответ")
 _MENTION_WORD = re.compile(r"option|choice|вариант", re.I)
 #: a label stating the reply's answer (``Answer:``, ``**Answer:**``, ``**Answer**:``, ``"answer":``, ``Ответ:``)
-_ANSWER_LABEL = re.compile(r"\b(?:answer|ответ)[*_`\"']*+\s*+[:：]", re.I)
+_ANSWER_LABEL = re.compile(r"\b(?:answer|ответ)[*_`\"']*+\s*+[:：–—]", re.I)
 #: the closing mark of each opening one a letter may be wrapped in: ``**B**``, ``(B)``, ``"B"``, ``«B»``
 _CLOSING = {"*": "*", "_": "_", "`": "`", '"': '"', "'": "'", "«": "»", "“": "”", "(": ")", "[": "]"}
 #: after the letter (and a space or so): an option's separator from its text, ``B) text``, ``B - text``,
@@ -130,7 +130,7 @@ _ALSO_CANDIDATE = re.compile(r"(?:^|[.!?;:,]|\b(?i:and|but|though|although|но|
                              r"(?=[^.!?\n]{0,80}?\b" + _ALSO_WORD + r")(?=[^.!?\n]{0,80}?\b" + _CANDIDATE_WORD + r")", re.M)
 
 #: an answer phrase that ends the reply before naming anything (``Wait, actually the answer is``)
-_UNFINISHED_ANSWER = re.compile(r"\b(?:answer|ответ)[*_`\"']*+(?:\s++(?:is|would\s++be|should\s++be|must\s++be)|\s*+[:：\-—])"
+_UNFINISHED_ANSWER = re.compile(r"\b(?:answer|ответ)[*_`\"']*+(?:\s++(?:is|would\s++be|should\s++be|must\s++be)|\s*+[:：\-–—])"
                                 r"[\s*_`\"'«“(\[:：]*+\Z", re.I)
 #: a sentence that reconsiders the answer given (``Wait,``, ``Actually``, ``Hmm``, ``On second thought``,
 #: ``Let me reconsider``, ``No,``): a reply cut off after one may have been about to change its answer

@@ -242,6 +242,16 @@ def test_parse_choice_a_change_of_mind_without_an_answer_word_names_none(reply, 
 
 
 @pytest.mark.parametrize("reply, letter", [
+    ("Ответ — B", "B"), ("Answer — B", "B"), ("Ответ – C.", "C"), ("Вариант A — перефразировка. Ответ — C", "C"),
+    ("Вариант A — перефразировка. Ответ — не знаю", None), ("Answer — B or C", None), ("B\n\nОтвет —", None),
+])
+def test_parse_choice_an_answer_word_then_a_dash_names_its_option(reply, letter):
+    """``Ответ — B`` (Russian sets a dash where English sets a colon) named no option (invalid), and
+    ``Вариант A — … Ответ — не знаю`` was read as A, the option it discussed."""
+    assert qz.parse_choice(reply) == letter
+
+
+@pytest.mark.parametrize("reply, letter", [
     ("I think it's B.", "B"), ("I'd say B.", "B"), ("I believe the answer is C.", "C"), ("I'll go with D.", "D"),
     ("I choose (C)", "C"), ("I would say D", "D"),
     ("I think A good question", None), ("I think it's a rewording", None), ("I think B or C", None),
