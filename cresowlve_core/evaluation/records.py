@@ -67,8 +67,10 @@ class ResponseRecord(BaseModel):
     truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)
     max_tokens: int | None = None  # the output budget this answer had
     #: the request fields this answer was asked without (the provider refused them by name and the client
-    #: dropped them: the manifest's ``adapted``); [] when it was asked with every field the run's settings send
-    dropped_fields: list[str] = Field(default_factory=list)
+    #: dropped them: the manifest's ``adapted``); [] when it was asked with every field the run's settings send;
+    #: None when not recorded (an errored call, or a record of a version that did not write it: rescoring or
+    #: judging it later keeps it unknown, never [])
+    dropped_fields: list[str] | None = None
     latency_s: float | None = None
     cached: bool = False
     # every metric of the registry (evaluation/metrics.py): True, False or None (not scored)
@@ -81,7 +83,7 @@ class ResponseRecord(BaseModel):
     judge_raw: str | None = None
     judge_model: str | None = None
     judge_served_model: str | None = None  # the model the judge's reply said gave the verdict (as ``served_model``)
-    judge_dropped_fields: list[str] = Field(default_factory=list)  # the judge's request went without (as ``dropped_fields``)
+    judge_dropped_fields: list[str] | None = None  # the judge's request went without (as ``dropped_fields``)
     judge_usage: Usage | None = None
     judge_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
     #: what the judge call came to; a judge that refused or was filtered leaves the verdict unscored

@@ -548,6 +548,28 @@ def test_a_resume_whose_endpoint_refuses_a_field_the_run_sent_says_the_run_mixes
             "two settings in one run.") in notes, notes
 
 
+def test_rescoring_a_run_an_older_version_began_keeps_its_unrecorded_request_fields_unknown(tmp_path):
+    """A run whose deployment refused 'temperature' for every answer: its first 3 records written by a version
+    that did not record ``dropped_fields`` (the key removed, as that version wrote them), the next 3 by this one.
+    A rescore keeps the first 3 unknown, so nothing says the run mixes two settings. Before: the rescored
+    records said ``"dropped_fields": []`` (asked with temperature 0.5), n_dropped_known became 6 and the line
+    warned "3 of 6 answers were asked without 'temperature' ..., the others with it: two settings in one run",
+    although the manifest's 'adapted' says every answer went without it."""
+    run = tmp_path / "run"
+    with ReplayServer("deployment", reasoning_aliases=("gpt-4o-mini",)) as refusing:
+        code, out = run_eval(refusing, "openai", run, "--model", "gpt-4o-mini", "--temperature", "0.5", limit=3)
+        lines = [json.loads(line) for line in (run / "responses.jsonl").read_text().splitlines()]
+        (run / "responses.jsonl").write_text("".join(json.dumps({k: v for k, v in rec.items() if k != "dropped_fields"})
+                                                     + "\n" for rec in lines))
+        code2, out2 = run_eval(refusing, "openai", run, "--model", "gpt-4o-mini", "--temperature", "0.5", limit=6)
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run)], cwd=CODE,
+                          env=dict(os.environ, PYTHONPATH=str(CODE)), capture_output=True, text=True, timeout=120)
+    assert (code, code2, proc.returncode) == (0, 0, 0), out + out2 + proc.stdout + proc.stderr
+    assert [r["dropped_fields"] for r in records(run)] == [None] * 3 + [["temperature"]] * 3
+    assert summary(run)["dropped_answers"] == {"temperature": 3} and summary(run)["n_dropped_known"] == 3
+    assert "two settings" not in proc.stdout + proc.stderr
+
+
 def test_create_generate_names_the_papers_temperature_a_reasoning_model_is_not_sent(tmp_path):
     env = dict(os.environ, REPLAY_KEY=KEY, PYTHONPATH=str(CODE), CRESOWLVE_CACHE_DIR=str(tmp_path / "cache"))
     outs = {}
