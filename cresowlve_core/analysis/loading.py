@@ -182,7 +182,8 @@ class RunSet:
             served: Counter[str] = Counter()
             for counts in g["served_models"]:
                 served.update(counts)
-            out[str(config)] = served_as(str(g["model"].iloc[0]), dict(sorted(served.items())))
+            calls = int(g["served_model_calls"].sum()) if "served_model_calls" in g else None
+            out[str(config)] = served_as(str(g["model"].iloc[0]), dict(sorted(served.items())), calls)
         return out
 
     @property
@@ -727,10 +728,13 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
         awaiting_judge = earlier & _equals(t["status"], "ok") & _equals(t["judge_status"], "not_run")
         infos[i]["n_superseded"] = int(earlier.sum() - awaiting_judge.sum())
         t = t.filter(pa.array(~earlier))
-        finished = pa.array(_equals(t["status"], "ok"))
-        for column in SERVED_COLUMNS:  # counted in Arrow: one name per distinct value, not one per record
-            counts = pc.value_counts(t[column].filter(finished)).flatten()
+        finished = _equals(t["status"], "ok")
+        judged = finished & (_equals(t["judge_status"], "scored") | _equals(t["judge_status"], "unscored"))
+        for column, calls in zip(SERVED_COLUMNS, (finished, judged), strict=True):
+            # counted in Arrow: one name per distinct value, not one per record
+            counts = pc.value_counts(t[column].filter(pa.array(calls))).flatten()
             info[f"{column}s"] = dict(sorted((k, n) for k, n in zip(counts[0].to_pylist(), counts[1].to_pylist()) if k))
+            info[f"{column}_calls"] = int(calls.sum())  # the answers (verdicts) whose reply could name a model
         t = t.drop_columns(list(SERVED_COLUMNS))
         run_columns = {"run_id": info["run_id"], "config": info["config"], "thinking": info["thinking"],
                        "model": info["model"], "effort": info["effort"]}
@@ -764,9 +768,11 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
     runs_df["n_truncated"] = runs_df["run_id"].map(truncated_answers(responses)).astype(object)
     for column in SERVED_COLUMNS:  # a run without records: no reply named a model
         runs_df[f"{column}s"] = [s if isinstance(s, dict) else {} for s in runs_df.get(f"{column}s", [None] * len(runs_df))]
-    runs_df["served_as"] = [served_as(m, s) for m, s in zip(runs_df["model"], runs_df["served_models"], strict=True)]
-    runs_df["judge_served_as"] = [served_as(m, s) for m, s in zip(runs_df["judge_model"], runs_df["judge_served_models"],
-                                                                   strict=True)]
+        runs_df[f"{column}_calls"] = runs_df.get(f"{column}_calls", pd.Series(0, index=runs_df.index)).fillna(0).astype(int)
+    runs_df["served_as"] = [served_as(m, s, n) for m, s, n in zip(runs_df["model"], runs_df["served_models"],
+                                                                   runs_df["served_model_calls"], strict=True)]
+    runs_df["judge_served_as"] = [served_as(m, s, n) for m, s, n in zip(runs_df["judge_model"], runs_df["judge_served_models"],
+                                                                         runs_df["judge_served_model_calls"], strict=True)]
     runs_df["complete"] = [_is_complete(r) for r in runs_df.to_dict(orient="records")]
     notes.extend(_summaries_of_other_answers(runs_df, responses))
     notes.extend(mixed_settings(runs_df))

@@ -492,8 +492,9 @@ def load_user_runs(patterns: Sequence[str | Path] | str | None) -> list[ScoredSe
     out: list[ScoredSet] = []
     for d in runs.values():
         gm = read_generation_manifest(d)
-        served = served_as(gm.model, count_models(r.served_model for r in latest_records(
-            RunDir(d), RESPONSES, response_key, GenerationRecord).values() if r.status == "ok"))
+        answered = [r.served_model for r in latest_records(RunDir(d), RESPONSES, response_key, GenerationRecord).values()
+                    if r.status == "ok"]
+        served = served_as(gm.model, count_models(answered), len(answered))
         label = f"{gm.model}__{generation_settings(gm)['variation']} (yours: {names[d]}{f'; {served}' if served else ''})"
         out.extend(scored_sets_from_run(d, label, origin="yours"))
     return out

@@ -94,18 +94,23 @@ def served_note(served: Mapping[str, int] | None, what: str = "answers") -> str:
             + (", ..." if len(served) > 4 else ""))
 
 
-def served_as(requested: str | None, served: Mapping[str, int] | None) -> str:
+def served_as(requested: str | None, served: Mapping[str, int] | None, n_calls: int | None = None) -> str:
     """What a report writes next to the label ``requested`` when the provider named other models
     (``served``: :func:`count_models`): ``"served as gpt-4o-2024-08-06"``, or with several
-    ``"served as a (3), b (6)"``; ``""`` when its replies named only ``requested`` or none. Each name
-    is one line (:func:`one_line`); the caller escapes it for HTML or Markdown."""
+    ``"served as a (3), b (6)"``; ``""`` when its replies named only ``requested`` or none. ``n_calls``: the
+    calls ``served`` counts the names of; when some of them named none (records of a version that did not
+    record it, a server that names none), the names are counted and so are those:
+    ``"served as a (3); 6 named none"``. Each name is one line (:func:`one_line`); the caller escapes it
+    for HTML or Markdown."""
     names = dict(served or {})
     if not names or set(names) == {requested}:
         return ""
-    if len(names) == 1:
+    unnamed = max(0, n_calls - sum(names.values())) if n_calls is not None else 0
+    if len(names) == 1 and not unnamed:
         return f"served as {one_line(next(iter(names)), 60)}"
     shown = ", ".join(f"{one_line(name, 60)} ({n})" for name, n in list(names.items())[:4])
-    return f"served as {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+    return (f"served as {shown}" + (f" and {len(names) - 4} more" if len(names) > 4 else "")
+            + (f"; {unnamed} named none" if unnamed else ""))
 
 
 def served_label(label: str, requested: str | None, served: Mapping[str, int] | None) -> str:

@@ -101,3 +101,20 @@ def test_the_charts_name_the_served_model_in_their_legend(tmp_path, shown):
     spec = json.dumps(chart.to_dict())
     assert f"gpt-4o-mini (served as {MINI_SNAPSHOT})" in spec
     assert set(rs.responses["config"]) == {"gpt-4o-mini"}
+
+
+def test_a_run_an_older_version_began_names_the_served_model_only_for_the_answers_that_named_it(tmp_path, shown):
+    """6 answers and verdicts written by a version that did not record the served model (no ``served_model``,
+    no ``judge_served_model``), 3 by this one naming the dated snapshots. Before, the runs table and Table 1
+    said "gpt-4o-mini (served as gpt-4o-mini-2024-07-18)" for all 9, its accuracy included: the 6 named none."""
+    older = [record(f"old{k}", model="gpt-4o-mini", judge="CORRECT") for k in range(6)]
+    newer = [record(f"new{k}", model="gpt-4o-mini", judge="INCORRECT", served_model=MINI_SNAPSHOT,
+                    judge_served_model=JUDGE_SNAPSHOT) for k in range(3)]
+    write_run(tmp_path / "runs" / "mixed", older + newer, model="gpt-4o-mini", judge=JUDGE)
+    rs = load_runs(str(tmp_path / "runs" / "*"))
+    report.runs_section(rs)
+    runs = next(x for x in shown if isinstance(x, pd.DataFrame))
+    assert runs["config"].tolist() == [f"gpt-4o-mini (served as {MINI_SNAPSHOT} (3); 6 named none)"]
+    assert runs["judge_model"].tolist() == [f"gpt-4o (served as {JUDGE_SNAPSHOT} (3); 6 named none)"]
+    long, _ = table.results_table(rs)
+    assert set(long["name"]) == {f"gpt-4o-mini (served as {MINI_SNAPSHOT} (3); 6 named none)"}

@@ -44,3 +44,16 @@ def test_a_served_name_is_shown_as_text_in_your_runs_table(tmp_path):
     html = table(cr.user_runs_table(cs.load_user_runs([str(out)]))).html
     assert "fake-judge (served as &lt;img src=x onerror=alert(1)&gt;|*x*)" in html
     assert "<img" not in html
+
+
+def test_your_run_begun_by_an_older_version_names_the_served_model_only_for_the_answers_that_named_it(tmp_path):
+    """Every record but the last without ``served_model`` (the key removed, as a version that did not record it
+    wrote them). Before, the label said "served as <snapshot>" for every answer of the run."""
+    out = _scored_run(tmp_path, SNAPSHOT)
+    path = out / "responses.jsonl"
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    older = [{k: v for k, v in rec.items() if k != "served_model"} for rec in lines[:-1]]
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in [*older, lines[-1]]), encoding="utf-8")
+    (s, *_) = cs.load_user_runs([str(out)])
+    assert s.config == (f"fake-model__original (yours: create_run; served as {SNAPSHOT} (1); "
+                        f"{len(older)} named none)")
