@@ -64,7 +64,9 @@ class ResponseRecord(BaseModel):
     n_verdicts_replaced: int = Field(0, ge=0)
     replaced_cost: float | None = Field(None, ge=0, allow_inf_nan=False)
     cost_source: Literal["reported", "price_table"] | None = None  # the provider's own figure, or our price table
-    truncated: bool = False  # cut off by the token limit (finish_reason length / Responses incomplete)
+    #: cut off by the token limit (finish_reason length / Responses incomplete); None when not recorded (an
+    #: errored call, or a record of a version that did not flag it: rescoring it keeps it unknown, never False)
+    truncated: bool | None = None
     max_tokens: int | None = None  # the output budget this answer had
     #: the request fields this answer was asked without (the provider refused them by name and the client
     #: dropped them: the manifest's ``adapted``); [] when it was asked with every field the run's settings send;

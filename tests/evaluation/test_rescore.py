@@ -60,6 +60,33 @@ def test_old_runs_get_every_metric_of_the_registry(tmp_path):
     assert (run_dir / "responses.jsonl.bak").exists()
 
 
+def test_rescoring_a_record_written_before_truncation_was_flagged_keeps_it_unknown(tmp_path):
+    """A record as e980689 (2026-11-30) wrote it: no ``truncated``, no ``max_tokens``. 03_analysis shows the run's
+    truncated count as unknown (–). Before, the rescored record said ``"truncated": false`` and the runs
+    table then said 0 answers were cut off."""
+    from cresowlve_core.analysis.loading import load_runs
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({"kind": "eval", "run_id": "old", "model": "gpt-4o-mini",
+                                                        "base_url": "http://x/v1", "lang": "en", "items": "test",
+                                                        "n_items": 1, "prompts": ["solve_cot_en@2"]}))
+    old = {"id": "chgk_1", "lang": "en", "status": "ok", "error": None, "model": "gpt-4o-mini", "effort": None,
+           "difficulty": 1, "reasoning_type": "creative", "knowledge_domains": [], "creative_domains": [], "cultures": [],
+           "n_atomic_facts": None, "answer": "Copernicus", "other_answers": "Kopernik", "prediction": "Kopernik",
+           "extraction": "answer_tag", "raw_output": "Putting the clues together.\n<Answer>Kopernik</Answer>",
+           "thoughts": None, "usage": {"input_tokens": 8, "output_tokens": 9, "reasoning_tokens": 0}, "cost": 6.6e-06,
+           "latency_s": 0.005, "cached": False, "scores": {"em_strict": False, "em_lenient": True}, "em_strict": False,
+           "em_lenient": True, "judge_status": "not_run", "judge_verdict": None, "judge_raw": None, "judge_model": None,
+           "judge_usage": None, "judge_cost": None, "synthetic": False, "extra": {}}
+    (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
+    assert load_runs(str(run_dir)).runs["n_truncated"].tolist() == [None]
+    rescore(run_dir)
+    rec = json.loads((run_dir / "responses.jsonl").read_text().splitlines()[0])
+    assert rec["truncated"] is None and rec["scores"]["em_lenient"] is True
+    assert load_runs(str(run_dir)).runs["n_truncated"].tolist() == [None]
+
+
 def test_rescore_keeps_a_thinking_runs_reasoning_checks(tmp_path):
     """A thinking run whose answers show no reasoning stays flagged after a rescore, and is not
     taken for a non-thinking run (before, the rescored summary lost the run's thinking label)."""
