@@ -73,7 +73,8 @@ class SummaryEntry:
         self.judge_error: str | None = error_line(judge_raw) if judge_raw else None
         self.judge_outcome: str | None = get("judge_outcome")
         self.extraction: str | None = get("extraction")
-        self.truncated: bool = bool(get("truncated"))
+        truncated = get("truncated")  # None: written by a version that did not flag it
+        self.truncated: bool | None = truncated if isinstance(truncated, bool) else None
         self.invalid_utf8: bool = bool(get("invalid_utf8"))
         self.max_tokens: int | None = get("max_tokens")
         self.cost_source: str | None = get("cost_source")

@@ -689,7 +689,9 @@ def summarize(records: Sequence[SummaryEntry], *, n_items: int, model_meter: dic
                             if judged else 0),
         "top_judge_error": list(judge_errors.most_common(1)[0]) if judge_errors else None,
         "n_fallback_extraction": sum(r.extraction == "fallback_whole_text" for r in ok),
-        "n_truncated": sum(r.truncated for r in ok),
+        "n_truncated": sum(r.truncated is True for r in ok),
+        # answers whose record does not say whether they were cut off (older versions did not flag it)
+        "n_truncated_unknown": sum(r.truncated is None for r in ok),
         # answers whose body had bytes that were not UTF-8: U+FFFD in their place, kept and scored as they read
         "n_invalid_utf8": sum(r.invalid_utf8 for r in ok),
         "n_cost_reported": sum(r.cost_source == "reported" for r in ok),
@@ -770,7 +772,10 @@ def summary_line(s: dict[str, Any]) -> str:
         + (f" | judge errors {s['n_judge_error']}" if s.get("n_judge_error") else "")
         + (f" | judge not run {s['n_judge_not_run']}" if s.get("n_judge_not_run") else "")
         + repeat_note(s)
-        + f" | truncated {s.get('n_truncated', 0)} | {tok} | cost {cost}"
+        + f" | truncated {s.get('n_truncated', 0)}"
+        + (f" (≥: {s['n_truncated_unknown']} of {s['n_ok']} answers not flagged either way)"
+           if s.get("n_truncated_unknown") else "")
+        + f" | {tok} | cost {cost}"
         + unusable_note(s)
         + replaced_note(s)
         + (f" | WARNING: labelled thinking, but {s['n_no_reasoning']}/{s['n_ok']} answers show no reasoning"

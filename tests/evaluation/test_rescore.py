@@ -60,8 +60,19 @@ def test_old_runs_get_every_metric_of_the_registry(tmp_path):
     assert (run_dir / "responses.jsonl.bak").exists()
 
 
+#: a record as e980689 (2026-11-30) wrote it: no ``truncated``, no ``max_tokens``, no ``outcome``
+E980689_RECORD = {"id": "chgk_1", "lang": "en", "status": "ok", "error": None, "model": "gpt-4o-mini", "effort": None,
+    "difficulty": 1, "reasoning_type": "creative", "knowledge_domains": [], "creative_domains": [], "cultures": [],
+    "n_atomic_facts": None, "answer": "Copernicus", "other_answers": "Kopernik", "prediction": "Kopernik",
+    "extraction": "answer_tag", "raw_output": "Putting the clues together.\n<Answer>Kopernik</Answer>",
+    "thoughts": None, "usage": {"input_tokens": 8, "output_tokens": 9, "reasoning_tokens": 0}, "cost": 6.6e-06,
+    "latency_s": 0.005, "cached": False, "scores": {"em_strict": False, "em_lenient": True}, "em_strict": False,
+    "em_lenient": True, "judge_status": "not_run", "judge_verdict": None, "judge_raw": None, "judge_model": None,
+    "judge_usage": None, "judge_cost": None, "synthetic": False, "extra": {}}
+
+
 def test_rescoring_a_record_written_before_truncation_was_flagged_keeps_it_unknown(tmp_path):
-    """A record as e980689 (2026-11-30) wrote it: no ``truncated``, no ``max_tokens``. 03_analysis shows the run's
+    """A record as e980689 wrote it (:data:`E980689_RECORD`). 03_analysis shows the run's
     truncated count as unknown (–). Before, the rescored record said ``"truncated": false`` and the runs
     table then said 0 answers were cut off."""
     from cresowlve_core.analysis.loading import load_runs
@@ -71,20 +82,31 @@ def test_rescoring_a_record_written_before_truncation_was_flagged_keeps_it_unkno
     (run_dir / "manifest.json").write_text(json.dumps({"kind": "eval", "run_id": "old", "model": "gpt-4o-mini",
                                                         "base_url": "http://x/v1", "lang": "en", "items": "test",
                                                         "n_items": 1, "prompts": ["solve_cot_en@2"]}))
-    old = {"id": "chgk_1", "lang": "en", "status": "ok", "error": None, "model": "gpt-4o-mini", "effort": None,
-           "difficulty": 1, "reasoning_type": "creative", "knowledge_domains": [], "creative_domains": [], "cultures": [],
-           "n_atomic_facts": None, "answer": "Copernicus", "other_answers": "Kopernik", "prediction": "Kopernik",
-           "extraction": "answer_tag", "raw_output": "Putting the clues together.\n<Answer>Kopernik</Answer>",
-           "thoughts": None, "usage": {"input_tokens": 8, "output_tokens": 9, "reasoning_tokens": 0}, "cost": 6.6e-06,
-           "latency_s": 0.005, "cached": False, "scores": {"em_strict": False, "em_lenient": True}, "em_strict": False,
-           "em_lenient": True, "judge_status": "not_run", "judge_verdict": None, "judge_raw": None, "judge_model": None,
-           "judge_usage": None, "judge_cost": None, "synthetic": False, "extra": {}}
+    old = E980689_RECORD
     (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
     assert load_runs(str(run_dir)).runs["n_truncated"].tolist() == [None]
     rescore(run_dir)
     rec = json.loads((run_dir / "responses.jsonl").read_text().splitlines()[0])
     assert rec["truncated"] is None and rec["scores"]["em_lenient"] is True
     assert load_runs(str(run_dir)).runs["n_truncated"].tolist() == [None]
+
+
+def test_the_summary_of_answers_not_flagged_either_way_says_the_truncated_count_is_a_lower_bound(tmp_path):
+    """The record e980689 wrote and one of this version, cut off at the token limit. Before, summary.json said
+    n_truncated 1 and the line "truncated 1", as if the older answer were known not to be cut off."""
+    from cresowlve_core.evaluation.runner import summary_line
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({"kind": "eval", "run_id": "old", "model": "gpt-4o-mini",
+                                                        "base_url": "http://x/v1", "lang": "en", "items": "test",
+                                                        "n_items": 2, "prompts": ["solve_cot_en@2"]}))
+    newer = {**E980689_RECORD, "id": "chgk_2", "truncated": True, "max_tokens": 16,
+             "raw_output": "Putting the clues together.\n<Answer>Kop"}
+    (run_dir / "responses.jsonl").write_text(json.dumps(E980689_RECORD) + "\n" + json.dumps(newer) + "\n")
+    summary = rescore(run_dir)
+    assert (summary["n_truncated"], summary["n_truncated_unknown"]) == (1, 1)
+    assert "| truncated 1 (≥: 1 of 2 answers not flagged either way) |" in summary_line(summary)
 
 
 def test_rescore_keeps_a_thinking_runs_reasoning_checks(tmp_path):
