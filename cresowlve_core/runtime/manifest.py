@@ -201,7 +201,8 @@ def resume_identity(m: Manifest, *, recorded_only: bool = False) -> dict[str, An
 
 def _judge_identity(m: Manifest) -> dict[str, Any]:
     judge = dict(m.judge or {})
-    judge.setdefault("extra_body", m.config.get("judge_extra_body"))
+    # none recorded (a version before --judge-extra-body, 2026-12-01): nothing was merged, as {} says
+    judge.setdefault("extra_body", m.config.get("judge_extra_body") or {})
     if isinstance(judge.get("sent"), dict):
         judge.setdefault("top_p", _top_p(judge["sent"], judge.get("extra_body")))
     return {f: same_server(judge[f]) if f == "base_url" else judge[f] for f in JUDGE_FIELDS if f in judge}

@@ -127,6 +127,18 @@ def test_a_manifest_written_before_a_field_existed_still_resumes(tmp_path, monke
     run.finish(run.begin(manifest()))
 
 
+def test_a_manifest_written_before_the_judges_extra_body_existed_still_resumes(tmp_path, monkeypatch):
+    """A judged run of e980689 (2026-11-30): its config has no judge_extra_body, its judge section no extra_body.
+    Before, `cresowlve eval` with the same options refused it: "the run directory holds another configuration
+    (judge.extra_body: None → {})"."""
+    monkeypatch.delenv(ARCHIVE_CHANGED_ENV, raising=False)
+    (tmp_path / "run").mkdir()
+    old = {**fields(), "kind": "eval", "config": {"retry_truncated": False}}
+    (tmp_path / "run" / "manifest.json").write_text(json.dumps(old))
+    run = RunDir(tmp_path / "run")
+    run.finish(run.begin(manifest()))
+
+
 def _planned(tmp_path, monkeypatch, **plan):
     monkeypatch.delenv(ARCHIVE_CHANGED_ENV, raising=False)
     run = RunDir(tmp_path / "run")
