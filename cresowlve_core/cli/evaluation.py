@@ -44,8 +44,11 @@ def cmd_runs(a: argparse.Namespace) -> int:
     for row in rows:
         print(row.line())
     disagree = sum(row.state.startswith(SUMMARY_DISAGREES) for row in rows)
+    unusable = sum(".json unusable (" in row.state for row in rows)
     print(f"{len(dirs)} run(s)" + (f"; {disagree} whose summary.json disagrees with its records: `cresowlve rescore "
-                                   "--run-dir RUN_DIR` recomputes it from them" if disagree else "") + not_listed)
+                                   "--run-dir RUN_DIR` recomputes it from them" if disagree else "")
+          + (f"; {unusable} with a manifest.json or summary.json that cannot be used (its row says why)"
+             if unusable else "") + not_listed)
     return 0
 
 

@@ -450,7 +450,8 @@ def test_runs_lists_a_run_whose_summary_or_manifest_was_hand_edited_into_another
     assert rows["judge"].state == ('manifest.json unusable (n_items is -1, not a count; judge is "yes", not an '
                                    "object); done")
     out = _cli(["runs", str(tmp_path / "runs" / "*")])
-    assert out.returncode == 0 and out.stdout.splitlines()[-1] == "5 run(s)", out.stdout + out.stderr
+    assert out.returncode == 0 and out.stdout.splitlines()[-1] == (
+        "5 run(s); 4 with a manifest.json or summary.json that cannot be used (its row says why)"), out.stdout + out.stderr
 
 
 def test_runs_names_an_unreadable_record_line_in_its_row_and_lists_the_other_runs(tmp_path):
