@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 from fakeserver import FakeServer
 
@@ -26,11 +28,16 @@ def reply(req) -> str:
     return f"<Answer>{['Big Answer', 'Answer', 'Alt', 'Nope'][n % 4]}{n}</Answer>"
 
 
+def fake_config(srv: FakeServer, run_dir: Path, tmp_path: Path, **options: Any) -> EvalConfig:
+    """The configuration of a run of ``fake-model`` on ``srv`` into ``run_dir`` (its cache in ``tmp_path``)."""
+    return EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
+                      cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, **options)
+
+
 def test_rescore_sends_nothing_and_keeps_the_summary(tmp_path):
     run_dir = tmp_path / "run"
     with FakeServer(answers=reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        cfg = fake_config(srv, run_dir, tmp_path)
         out = asyncio.run(evaluate_async(cfg, items(8), progress=False))
         sent = srv.total
         summary = rescore(run_dir)
@@ -114,8 +121,7 @@ def test_rescore_keeps_a_thinking_runs_reasoning_checks(tmp_path):
     taken for a non-thinking run (before, the rescored summary lost the run's thinking label)."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, effort="high")
+        cfg = fake_config(srv, run_dir, tmp_path, effort="high")
         out = asyncio.run(evaluate_async(cfg, items(4), progress=False))
     assert (out.summary["n_no_reasoning"], out.summary["n_unlabelled_reasoning"]) == (4, None)
     summary = rescore(run_dir)
@@ -128,8 +134,7 @@ def test_a_record_edited_into_another_shape_is_refused_naming_the_item_and_field
     Before: a pydantic traceback ending "bug: ... not a problem with your input"."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        cfg = fake_config(srv, run_dir, tmp_path)
         asyncio.run(evaluate_async(cfg, items(2), progress=False))
     records = run_dir / "responses.jsonl"
     lines = records.read_text().splitlines()
@@ -163,8 +168,7 @@ def test_a_verdict_on_another_candidate_than_the_rescored_one_is_withdrawn_and_j
     and a refusal kept the CORRECT of the answer it replaced."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=judged_reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, judge_model="fake-judge")
+        cfg = fake_config(srv, run_dir, tmp_path, judge_model="fake-judge")
         asyncio.run(evaluate_async(cfg, items(3), progress=False))
         records = run_dir / "responses.jsonl"
         latest = {r["id"]: r for r in map(json.loads, records.read_text().splitlines())}
@@ -281,8 +285,7 @@ def run_with_a_torn_last_line(tmp_path):
     the torn line)."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        cfg = fake_config(srv, run_dir, tmp_path)
         asyncio.run(evaluate_async(cfg, items(2), progress=False))
     torn = '{"id": "chgk_00000000ff", "lang": "en", "status": "ok", "raw_out'
     with (run_dir / "responses.jsonl").open("a", encoding="utf-8") as f:
@@ -338,8 +341,7 @@ def test_rescoring_again_never_replaces_the_records_the_run_wrote(tmp_path):
     responses.jsonl.bak, so the second one, which changed nothing, left only copies of its own output."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=judged_reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32, judge_model="fake-judge")
+        cfg = fake_config(srv, run_dir, tmp_path, judge_model="fake-judge")
         asyncio.run(evaluate_async(cfg, items(3), progress=False))
         records = run_dir / "responses.jsonl"
         lines = records.read_text().splitlines()
@@ -363,8 +365,7 @@ def test_an_unreadable_summary_is_refused_before_the_records_are_rewritten(tmp_p
     the summary's JSONDecodeError reached the CLI as a 'bug:' traceback, exit 1, summary.json stale."""
     run_dir = tmp_path / "run"
     with FakeServer(answers=reply) as srv:
-        cfg = EvalConfig(model="fake-model", base_url=srv.base_url, run_dir=str(run_dir), items="test",
-                         cache_path=str(tmp_path / "c.sqlite"), max_tokens=32)
+        cfg = fake_config(srv, run_dir, tmp_path)
         asyncio.run(evaluate_async(cfg, items(2), progress=False))
     records = run_dir / "responses.jsonl"
     first = json.loads(records.read_text().splitlines()[0])
