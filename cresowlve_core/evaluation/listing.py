@@ -55,6 +55,7 @@ class RunRow:
     cost_known: float | None = None  # with ``cost`` unknown: the answers whose cost is known, added up
     judged: bool = False  # a judge was asked: its cost (``judge_cost``, None when unknown) is shown beside
     judge_cost: float | None = None
+    spent_elsewhere: str = ""  # money spent that neither cost counts (:func:`spent_not_in_cost`), said beside them
 
     def line(self) -> str:
         if self.n:
@@ -68,6 +69,8 @@ class RunRow:
             cost = f"≥ {usd(self.cost_known)}" if self.cost_known else "unknown"
         if self.judged:  # as the eval line says it: the answers' cost, then the judge's
             cost += f" (judge {'unknown' if self.judge_cost is None else usd(self.judge_cost)})"
+        if self.spent_elsewhere:
+            cost += f" {self.spent_elsewhere}"
         name, effort, lang = (one_line(x) for x in (self.name or self.model, self.effort or "-", self.lang))
         return (f"{name:<30} {effort:<8} {lang:<4} {self.n:>5} "
                 f"{f'{self.done}/{self.planned}':<11} {acc:<30} {self.n_refused:>7} {self.n_filtered:>8} "
@@ -198,8 +201,8 @@ def summary_disagreement(summary: dict[str, Any], counts: RecordCounts) -> str |
 
 #: the fields of summary.json the listing reads as counts, and as amounts of USD
 _SUMMARY_COUNTS = ("n_items", "n_ok", "n_error", "n_not_run", "n_refused", "n_filtered", "n_judge_error",
-                   "n_judge_not_run", "n_cost_reported", "n_cost_unknown")
-_SUMMARY_AMOUNTS = ("cost", "cost_known", "judge_cost")
+                   "n_judge_not_run", "n_cost_reported", "n_cost_unknown", "n_replaced", "n_verdicts_replaced")
+_SUMMARY_AMOUNTS = ("cost", "cost_known", "judge_cost", "replaced_cost")
 
 
 def _is_count(value: Any) -> TypeGuard[int]:
@@ -242,6 +245,36 @@ def summary_problem(summary: dict[str, Any]) -> str | None:
                                                                  for v in spent.values())):
         return f"spent_now is {shown(spent)}, not an object of roles"
     return None
+
+
+def spent_not_in_cost(summary: dict[str, Any]) -> str:
+    """``"+ $0.0625 spent on 5 verdicts withdrawn by rescore, not in cost"``: what a run paid for that neither its
+    cost nor its judge cost counts (answers replaced by ``--retry-truncated`` and paid verdicts withdrawn by
+    ``rescore``, ``replaced_cost``; billed answers with no text, asked again, each role's ``unusable_cost`` in
+    ``spent_now``, of the last pass), ``"+ ≥ $…"`` when part of it is unknown, ``"+ unknown"`` when all is;
+    ``""`` when the summary names none (nothing such, or a version that did not record it)."""
+    parts: list[str] = []
+    known, n_unknown = 0.0, 0
+    n_replaced, n_verdicts = summary.get("n_replaced") or 0, summary.get("n_verdicts_replaced") or 0
+    if n_replaced or n_verdicts:
+        parts += ([f"{n_replaced} answer(s) replaced (--retry-truncated)"] if n_replaced else []) \
+            + ([f"{n_verdicts} verdict(s) withdrawn by rescore"] if n_verdicts else [])
+        if summary.get("replaced_cost") is None:
+            n_unknown += 1
+        else:
+            known += summary["replaced_cost"]
+    for role, meter in (summary.get("spent_now") or {}).items():
+        n = (meter or {}).get("n_unusable")
+        if not _is_count(n) or not n:
+            continue
+        parts.append(f"{n} {'judge reply' if role == 'judge' else 'answer'}(s) billed with no text")
+        cost, unknown = meter.get("unusable_cost"), meter.get("n_unusable_unknown_cost")
+        n_unknown += (not _is_amount(cost)) or not _is_count(unknown) or unknown > 0
+        known += cost if _is_amount(cost) else 0.0
+    if not parts:
+        return ""
+    amount = "unknown" if n_unknown and not known else f"≥ {usd(known)}" if n_unknown else usd(known)
+    return f"+ {amount} spent on {', '.join(parts)}, not in cost"
 
 
 def layout_1_metrics(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -354,7 +387,7 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
                   state=state, name=config_name(model, m.get("effort"), aliases),
                   cost_known=s.get("cost_known") if s.get("n_cost_unknown", 0) < done else None,
                   n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark,
-                  judged=bool(s.get("judged")), judge_cost=s.get("judge_cost"))
+                  judged=bool(s.get("judged")), judge_cost=s.get("judge_cost"), spent_elsewhere=spent_not_in_cost(s))
 
 
 @dataclass(frozen=True)

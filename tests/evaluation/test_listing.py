@@ -152,6 +152,38 @@ def test_runs_marks_a_run_that_spent_past_its_budget(tmp_path):
     assert row.mark == "over budget" and " over budget " in row.line()
 
 
+def test_runs_names_money_spent_outside_the_costs_and_keeps_an_unknown_part_unknown(tmp_path):
+    """Billed answers with no text (spent_now's n_unusable, as pricing.CostMeter.summary writes it) and replaced
+    answers (replaced_cost) are named beside the cost column; a part of unknown cost makes the amount a lower bound,
+    or unknown, never $0; a summary of a version that recorded neither adds nothing."""
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(2), progress=False))
+    path = tmp_path / "run" / "summary.json"
+    summary = json.loads(path.read_text())
+    assert run_row(tmp_path / "run").spent_elsewhere == ""
+
+    def row_with(**fields):
+        path.write_text(json.dumps({**summary, **fields}))
+        return run_row(tmp_path / "run")
+
+    model = {**summary["spent_now"]["model"], "n_unusable": 2, "unusable_cost": 0.03, "n_unusable_unknown_cost": 0}
+    row = row_with(spent_now={**summary["spent_now"], "model": model}, n_replaced=1, replaced_cost=0.02)
+    assert row.spent_elsewhere == ("+ $0.0500 spent on 1 answer(s) replaced (--retry-truncated), 2 answer(s) billed "
+                                   "with no text, not in cost")
+    assert row.spent_elsewhere in row.line()
+    row = row_with(spent_now={**summary["spent_now"], "model": model}, n_replaced=1, replaced_cost=None)
+    assert row.spent_elsewhere.startswith("+ ≥ $0.0300 spent on ")
+    unpriced = {**model, "unusable_cost": 0.0, "n_unusable_unknown_cost": 2}
+    assert row_with(spent_now={**summary["spent_now"], "model": unpriced}).spent_elsewhere == (
+        "+ unknown spent on 2 answer(s) billed with no text, not in cost")
+    older = {k: v for k, v in summary.items() if k not in ("spent_now", "n_replaced", "n_verdicts_replaced",
+                                                            "replaced_cost")}
+    path.write_text(json.dumps(older))
+    assert run_row(tmp_path / "run").spent_elsewhere == ""
+    row = row_with(n_replaced=1, replaced_cost="0.02")  # a hand-edited amount: the summary is not used
+    assert row.spent_elsewhere == "" and "replaced_cost is" in row.state
+
+
 def test_diff_warns_when_the_languages_differ(tmp_path, capsys):
     from cresowlve_core.evaluation.listing import language_warning
 

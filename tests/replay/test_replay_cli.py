@@ -263,6 +263,28 @@ def test_judge_verdicts_withdrawn_by_rescore_keep_their_cost_when_the_judge_is_a
     assert (code, summary(run)["n_verdicts_withdrawn"]) == (0, 0), again
 
 
+def test_runs_names_what_the_withdrawn_verdicts_cost_beside_the_costs(tmp_path):
+    """A judged run (OpenRouter's reported usage.cost, $0.0125 each) whose first answer now extracts another
+    candidate: rescore withdraws its paid verdict, and ``cresowlve runs`` says what it cost beside the run's costs,
+    which no longer count it. Before: the row showed "$0.0375 reported (judge $0.0250)" and nothing else, the
+    $0.0125 in no total."""
+    run = tmp_path / "run"
+    with ReplayServer("openrouter-cost") as srv:
+        code, out = run_eval(srv, "openrouter", run, "--model", "openai/gpt-5-mini", "--judge-model", "openai/gpt-5-mini")
+    assert code == 0, out
+    first = records(run)[0]
+    with (run / "responses.jsonl").open("a") as f:
+        f.write(json.dumps({**first, "raw_output": "<Answer>Copernicus</Answer>"}) + "\n")
+    code, rescored = run_rescore(run)
+    assert code == 1, rescored
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "runs", str(run)], cwd=CODE,
+                          env=dict(os.environ, PYTHONPATH=str(CODE)), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    row = [line for line in proc.stdout.splitlines() if str(run) in line][0]
+    assert ("$0.0375 reported (judge $0.0250) + $0.0125 spent on 1 verdict(s) withdrawn by rescore, not in cost"
+            in row), row
+
+
 @pytest.mark.parametrize("rescored_again", [True, False], ids=["rescore-then-eval", "eval"])
 def test_a_verdict_an_older_rescore_withdrew_keeps_its_cost(tmp_path, rescored_again):
     """A run rescored by a version that withdrew a verdict but left its judge cost on the record (judge_status
