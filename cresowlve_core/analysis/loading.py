@@ -50,6 +50,7 @@ from __future__ import annotations
 import functools
 import glob
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Sequence
@@ -121,11 +122,17 @@ SCHEMA = pa.schema(
         ("extra", pa.struct([("judge_repeat", pa.string())])),
         ("served_model", pa.string()),
         ("judge_served_model", pa.string()),
+        ("n_replaced", pa.int64()),
+        ("n_verdicts_replaced", pa.int64()),
+        ("replaced_cost", pa.float64()),
     ]
 )
 #: the models the provider's replies named (for the answer, for the verdict): counted per run into the runs'
 #: ``served_models`` / ``judge_served_models``, never kept per response
 SERVED_COLUMNS = ("served_model", "judge_served_model")
+#: what a record's answer replaced (answers asked again by ``--retry-truncated``, paid verdicts withdrawn by
+#: ``rescore``) and what that cost: added up per run (:func:`replaced_spending`), never kept per response
+REPLACED_COLUMNS = ("n_replaced", "n_verdicts_replaced", "replaced_cost")
 
 
 @dataclass
@@ -467,6 +474,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if asked_reasoning else None,
         "n_unlabelled_reasoning": None if asked_reasoning else _summary_value(run_dir, "n_unlabelled_reasoning"),
         "n_reasoning_checked": _reasoning_checked(run_dir, asked_reasoning),
+        **unusable_spending(_summary_value(run_dir, "spent_now")),
         "provider": m.get("provider"),
         "base_url": m.get("base_url"),
         "api": m.get("api"),
@@ -474,6 +482,38 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "prompts": ", ".join(map(str, m.get("prompts") or [])) or None,
         "items_spec": str(m["items"]) if m.get("items") is not None else None,
     }
+
+
+def replaced_spending(table: pa.Table) -> dict[str, int | float]:
+    """What the latest records of a run (``table``) replaced, as the run's summary adds it up: the answers asked
+    again by ``--retry-truncated`` (``n_replaced``), the paid verdicts ``rescore`` withdrew
+    (``n_verdicts_replaced``), the known part of what they cost (``replaced_cost``) and the records whose
+    replaced cost is unknown (``n_replaced_cost_unknown``). A record written before these fields replaced
+    nothing this version can name."""
+    answers, verdicts = (pc.fill_null(table[c], 0) for c in ("n_replaced", "n_verdicts_replaced"))
+    replaced = pc.or_(pc.greater(answers, 0), pc.greater(verdicts, 0))
+    cost = table["replaced_cost"].filter(replaced)
+    return {"n_replaced": pc.sum(answers).as_py() or 0, "n_verdicts_replaced": pc.sum(verdicts).as_py() or 0,
+            "replaced_cost": pc.sum(cost).as_py() or 0.0, "n_replaced_cost_unknown": cost.null_count}
+
+
+def unusable_spending(spent_now: Any) -> dict[str, int | float]:
+    """The billed answers with no text the client asked again (``n_unusable``, every role's, of the pass that
+    wrote the summary: its ``spent_now``), the known part of their cost (``unusable_cost``) and those of unknown
+    cost (``n_unusable_unknown_cost``); a meter that is not what the runner writes counts its answers as of
+    unknown cost; none without a summary, or of a version that did not record them."""
+    out: dict[str, int | float] = {"n_unusable": 0, "unusable_cost": 0.0, "n_unusable_unknown_cost": 0}
+    for meter in (spent_now or {}).values() if isinstance(spent_now, dict) else ():
+        n = meter.get("n_unusable") if isinstance(meter, dict) else None
+        if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+            continue
+        cost, unknown = meter.get("unusable_cost"), meter.get("n_unusable_unknown_cost")
+        readable = (isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost)
+                    and cost >= 0 and isinstance(unknown, int) and not isinstance(unknown, bool) and 0 <= unknown <= n)
+        out["n_unusable"] += n
+        out["unusable_cost"] += cost if readable else 0.0
+        out["n_unusable_unknown_cost"] += unknown if readable else n
+    return out
 
 
 def language(value: Any) -> str | None:
@@ -648,7 +688,7 @@ def _finish_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _empty_responses() -> pd.DataFrame:
-    table = SCHEMA.empty_table().drop_columns(list(SERVED_COLUMNS)).flatten()
+    table = SCHEMA.empty_table().drop_columns([*SERVED_COLUMNS, *REPLACED_COLUMNS]).flatten()
     df = table.to_pandas()
     for c in ("run_id", "config", "thinking"):
         df[c] = pd.Series(dtype=object)
@@ -736,6 +776,8 @@ def load_runs(runs: str | Path | Sequence[str | Path] | None, root: Path | None 
             info[f"{column}s"] = dict(sorted((k, n) for k, n in zip(counts[0].to_pylist(), counts[1].to_pylist()) if k))
             info[f"{column}_calls"] = int(calls.sum())  # the answers (verdicts) whose reply could name a model
         t = t.drop_columns(list(SERVED_COLUMNS))
+        info.update(replaced_spending(t))
+        t = t.drop_columns(list(REPLACED_COLUMNS))
         run_columns = {"run_id": info["run_id"], "config": info["config"], "thinking": info["thinking"],
                        "model": info["model"], "effort": info["effort"]}
         for name, value in run_columns.items():

@@ -293,7 +293,13 @@ def judge_coverage(responses: pd.DataFrame) -> pd.DataFrame:
 _TOKENS = ("input_tokens", "output_tokens", "reasoning_tokens", "judge_input_tokens", "judge_output_tokens")
 
 
-def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
+#: the runs table's columns (:func:`~cresowlve_core.analysis.loading.replaced_spending`,
+#: :func:`~cresowlve_core.analysis.loading.unusable_spending`) of money spent that neither cost counts
+SPENT_ELSEWHERE = ("n_replaced", "n_verdicts_replaced", "replaced_cost", "n_replaced_cost_unknown", "n_unusable",
+                   "unusable_cost", "n_unusable_unknown_cost")
+
+
+def cost_table(responses: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Tokens and cost per config × lang (sums over known values, with counts of unknowns).
 
     Columns: config, lang, n, n_cached, n_no_answer, input/output/reasoning tokens, cost,
@@ -301,6 +307,12 @@ def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
     each token column ``<column>_unknown``. A sum is NaN when every value is unknown; ``*_unknown``
     counts answers (judge verdicts, for the judge's columns) without that value. A call that errored
     or was not run (``n_no_answer``) has no cost recorded, which is not an unknown price.
+
+    With ``runs`` (the run set's runs table), also the money spent that neither cost counts
+    (:data:`SPENT_ELSEWHERE`): answers replaced by ``--retry-truncated`` and paid verdicts withdrawn by
+    ``rescore`` (``replaced_cost``, the known part, ``n_replaced_cost_unknown`` records of unknown cost), and
+    billed answers with no text, asked again, in each run's last pass (``unusable_cost``,
+    ``n_unusable_unknown_cost``).
     """
     narrow = _columns(responses, ["config", "lang", "cached", "status", *_TOKENS, "cost", "judge_cost", "judge_status"])
     if narrow.empty:
@@ -322,6 +334,9 @@ def cost_table(responses: pd.DataFrame) -> pd.DataFrame:
     for col in ("cost", "judge_cost"):
         out[col] = by_run[col].sum(min_count=1).astype(float)
         out[f"{col}_unknown"] = by_run[f"_{col}_unknown"].sum().astype(int)
+    if runs is not None and not runs.empty and set(SPENT_ELSEWHERE) <= set(runs.columns):
+        spent = runs.groupby(["config", "lang"], sort=True)[list(SPENT_ELSEWHERE)].sum()
+        out = out.join(spent).fillna({c: 0 for c in SPENT_ELSEWHERE})
     return out.reset_index()
 
 
@@ -332,6 +347,21 @@ def format_cost(total: float, unknown: int, n: int) -> str:
         return "unknown" if unknown else "–"
     text = f"${total:,.2f}" if total == 0 or abs(total) >= 0.01 else usd(total)
     return f"≥ {text} ({unknown} of {n} unknown)" if unknown else text
+
+
+def format_spent_elsewhere(row: pd.Series) -> str:
+    """``"$0.0625 (5 verdict(s) withdrawn by rescore)"``: money a run spent that neither cost counts
+    (:data:`SPENT_ELSEWHERE`), what it was spent on beside it; ``≥`` before the known part when some of it has no
+    price, ``unknown`` when none has; ``"–"`` when there is none (or the run's version recorded none)."""
+    counts = {what: int(row.get(col) or 0) for col, what in (
+        ("n_replaced", "answer(s) replaced by --retry-truncated"), ("n_verdicts_replaced", "verdict(s) withdrawn by "
+                                                                   "rescore"), ("n_unusable", "billed with no text"))}
+    if not any(counts.values()):
+        return "–"
+    known = float(row.get("replaced_cost") or 0) + float(row.get("unusable_cost") or 0)
+    unknown = int(row.get("n_replaced_cost_unknown") or 0) + int(row.get("n_unusable_unknown_cost") or 0)
+    amount = "unknown" if unknown and not known else f"≥ {usd(known)}" if unknown else usd(known)
+    return f"{amount} ({', '.join(f'{n} {what}' for what, n in counts.items() if n)})"
 
 
 def format_tokens(total: float, unknown: int) -> str:
@@ -356,4 +386,6 @@ def cost_display(costs: pd.DataFrame) -> pd.DataFrame:
         "no judge" if u == 0 and pd.isna(t) else format_cost(t, u, n)
         for t, u, n in zip(costs["judge_cost"], costs["judge_cost_unknown"], costs["n"], strict=True)
     ]
+    if set(SPENT_ELSEWHERE) <= set(costs.columns):
+        out["spent, not in cost"] = [format_spent_elsewhere(row) for _, row in costs.iterrows()]
     return out

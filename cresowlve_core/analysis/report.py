@@ -860,7 +860,7 @@ def cost_section(rs: RunSet) -> dict[str, Any]:
     if rs.empty:
         say("Skipped: no runs.")
         return SKIPPED
-    costs = reliability.cost_table(rs.responses)
+    costs = reliability.cost_table(rs.responses, rs.runs)
     show(reliability.cost_display(costs))
     unknown = costs.loc[costs["cost_unknown"] > 0, "config"].unique().tolist()
     if unknown:
@@ -868,6 +868,10 @@ def cost_section(rs: RunSet) -> dict[str, Any]:
     if costs["n_no_answer"].any():
         say("`n_no_answer`: calls that errored or were not run; they have no cost recorded, which is not an "
             "unknown price, and are left out of the cost's count of answers.")
+    if "n_unusable" in costs and (costs[["n_replaced", "n_verdicts_replaced", "n_unusable"]].sum(axis=1) > 0).any():
+        say("`spent, not in cost`: paid for, but counted in neither `cost` nor `judge_cost`: answers replaced by "
+            "answers asked again (`--retry-truncated`), judge verdicts withdrawn by `cresowlve rescore`, and billed "
+            "answers with no text that were asked again (in each run's last pass, as its summary.json records them).")
     known = costs["cost"].sum(min_count=1)
     return {
         "n_runs": int(len(costs)),

@@ -219,6 +219,36 @@ def test_retry_truncated_reasks_only_the_cut_answers_with_a_larger_budget(tmp_pa
             f"${s['replaced_cost']:.4f} spent on them, not in cost") in out, out
 
 
+def test_the_analysis_cost_table_names_what_the_replaced_answers_cost(tmp_path):
+    """Two runs whose cut-off answers were asked again with --retry-truncated: a priced model (OpenAI's recorded
+    usage, the price table) and an unpriced one (vLLM's recorded usage, no price), and a third run as a version
+    before replaced_cost wrote it (the fields removed). 03_analysis's cost table names what the replaced answers
+    cost beside the costs, unknown where there is no price, nothing for the older run. Before: no column; that
+    money was in no total."""
+    from cresowlve_core.analysis.loading import load_runs
+    from cresowlve_core.analysis.reliability import cost_display, cost_table
+
+    runs = {"priced": ("openai", "gpt-4.1"), "unpriced": ("vllm", "my-unpriced"), "older": ("openai", "gpt-4o")}
+    with ReplayServer(truncate_fraction=0.5, truncate_below=1000) as srv:
+        for name, (provider, model) in runs.items():
+            for budget in (("--max-tokens", "200"), ("--max-tokens", "2000", "--retry-truncated")):
+                code, out = run_eval(srv, provider, tmp_path / name, "--model", model, *budget, limit=6)
+                assert code == 0, out
+    replaced = summary(tmp_path / "priced")
+    assert replaced["n_replaced"] > 0 and replaced["replaced_cost"] > 0
+    older = tmp_path / "older" / "responses.jsonl"
+    fields = ("n_replaced", "n_verdicts_replaced", "replaced_cost")
+    older.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k not in fields}) + "\n"
+                             for line in older.read_text().splitlines()))
+    rs = load_runs([str(tmp_path / name) for name in runs])
+    shown = cost_display(cost_table(rs.responses, rs.runs)).set_index("config")["spent, not in cost"]
+    n_cut = summary(tmp_path / "unpriced")["n_replaced"]
+    assert shown.to_dict() == {
+        "gpt-4.1": f"${replaced['replaced_cost']:.4f} ({replaced['n_replaced']} answer(s) replaced by --retry-truncated)",
+        "my-unpriced": f"unknown ({n_cut} answer(s) replaced by --retry-truncated)",
+        "gpt-4o": "–"}
+
+
 def run_rescore(run_dir: Path) -> tuple[int, str]:
     """``cresowlve rescore`` of ``run_dir``; (exit code, output)."""
     proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)], cwd=CODE,
