@@ -474,7 +474,7 @@ def _run_info(run_dir: Path, manifest: dict[str, Any] | None, table: pa.Table) -
         "n_no_reasoning": _summary_value(run_dir, "n_no_reasoning") if asked_reasoning else None,
         "n_unlabelled_reasoning": None if asked_reasoning else _summary_value(run_dir, "n_unlabelled_reasoning"),
         "n_reasoning_checked": _reasoning_checked(run_dir, asked_reasoning),
-        **unusable_spending(_summary_value(run_dir, "spent_now")),
+        **unusable_spending(_summary_value(run_dir, "unusable_spent") or _summary_value(run_dir, "spent_now")),
         "provider": m.get("provider"),
         "base_url": m.get("base_url"),
         "api": m.get("api"),
@@ -498,8 +498,8 @@ def replaced_spending(table: pa.Table) -> dict[str, int | float]:
 
 
 def unusable_spending(spent_now: Any) -> dict[str, int | float]:
-    """The billed answers with no text the client asked again (``n_unusable``, every role's, of the pass that
-    wrote the summary: its ``spent_now``), the known part of their cost (``unusable_cost``) and those of unknown
+    """The billed answers with no text the client asked again (``n_unusable``, every role's, over the run's passes:
+    its summary's ``unusable_spent``, or in a summary written before it, ``spent_now``, the last pass's), the known part of their cost (``unusable_cost``) and those of unknown
     cost (``n_unusable_unknown_cost``); a meter that is not what the runner writes counts its answers as of
     unknown cost; none without a summary, or of a version that did not record them."""
     out: dict[str, int | float] = {"n_unusable": 0, "unusable_cost": 0.0, "n_unusable_unknown_cost": 0}

@@ -311,7 +311,7 @@ def cost_table(responses: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.
     With ``runs`` (the run set's runs table), also the money spent that neither cost counts
     (:data:`SPENT_ELSEWHERE`): answers replaced by ``--retry-truncated`` and paid verdicts withdrawn by
     ``rescore`` (``replaced_cost``, the known part, ``n_replaced_cost_unknown`` records of unknown cost), and
-    billed answers with no text, asked again, in each run's last pass (``unusable_cost``,
+    billed answers with no text, asked again, over each run's passes (``unusable_cost``,
     ``n_unusable_unknown_cost``).
     """
     narrow = _columns(responses, ["config", "lang", "cached", "status", *_TOKENS, "cost", "judge_cost", "judge_status"])

@@ -871,7 +871,8 @@ def cost_section(rs: RunSet) -> dict[str, Any]:
     if "n_unusable" in costs and (costs[["n_replaced", "n_verdicts_replaced", "n_unusable"]].sum(axis=1) > 0).any():
         say("`spent, not in cost`: paid for, but counted in neither `cost` nor `judge_cost`: answers replaced by "
             "answers asked again (`--retry-truncated`), judge verdicts withdrawn by `cresowlve rescore`, and billed "
-            "answers with no text that were asked again (in each run's last pass, as its summary.json records them).")
+            "answers with no text that were asked again (as its summary.json records them: a run of a version before "
+            "`unusable_spent` names its last pass's only).")
     known = costs["cost"].sum(min_count=1)
     return {
         "n_runs": int(len(costs)),

@@ -240,18 +240,19 @@ def summary_problem(summary: dict[str, Any]) -> str | None:
         for name, ok in (("k", _is_count), ("n", _is_count), ("coverage", _is_amount)):
             if values.get(name) is not None and not ok(values[name]):
                 return f"metrics.{metric}.{name} is {shown(values[name])}, not a {'count' if ok is _is_count else 'number'}"
-    spent = summary.get("spent_now")
-    if spent is not None and (not isinstance(spent, dict) or any(v is not None and not isinstance(v, dict)
-                                                                 for v in spent.values())):
-        return f"spent_now is {shown(spent)}, not an object of roles"
+    for name in ("spent_now", "unusable_spent"):
+        spent = summary.get(name)
+        if spent is not None and (not isinstance(spent, dict) or any(v is not None and not isinstance(v, dict)
+                                                                     for v in spent.values())):
+            return f"{name} is {shown(spent)}, not an object of roles"
     return None
 
 
 def spent_not_in_cost(summary: dict[str, Any]) -> str:
     """``"+ $0.0625 spent on 5 verdicts withdrawn by rescore, not in cost"``: what a run paid for that neither its
     cost nor its judge cost counts (answers replaced by ``--retry-truncated`` and paid verdicts withdrawn by
-    ``rescore``, ``replaced_cost``; billed answers with no text, asked again, each role's ``unusable_cost`` in
-    ``spent_now``, of the last pass), ``"+ ≥ $…"`` when part of it is unknown, ``"+ unknown"`` when all is;
+    ``rescore``, ``replaced_cost``; billed answers with no text, asked again, each role's ``unusable_cost``
+    over the run's passes, :func:`~cresowlve_core.evaluation.runner.run_unusable`), ``"+ ≥ $…"`` when part of it is unknown, ``"+ unknown"`` when all is;
     ``""`` when the summary names none (nothing such, or a version that did not record it)."""
     parts: list[str] = []
     known, n_unknown = 0.0, 0
@@ -263,7 +264,9 @@ def spent_not_in_cost(summary: dict[str, Any]) -> str:
             n_unknown += 1
         else:
             known += summary["replaced_cost"]
-    for role, meter in (summary.get("spent_now") or {}).items():
+    from cresowlve_core.evaluation.runner import run_unusable
+
+    for role, meter in (run_unusable(summary) or {}).items():
         n = (meter or {}).get("n_unusable")
         if not _is_count(n) or not n:
             continue

@@ -540,6 +540,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     resolved = resolved or roles.resolve(cfg)
     before = run.read_manifest()
     manifest = run.begin(build_manifest(cfg, len(items), resolved, items))
+    earlier_passes = _previous_summary(run.path / "summary.json")  # read before this pass replaces it
     try:
         with naming_the_records_file(run):
             index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
@@ -583,6 +584,7 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
     summary = summarize([entries[k] for k in keys if k in entries], n_items=len(items), model_meter=ev.meter.summary(),
                         judge_meter=ev.judge_meter.summary(), judged=cfg.judge_model is not None,
                         thinking=cfg.thinking, effort=cfg.effort, judge_repeat=cfg.judge_repeat)
+    summary["unusable_spent"] = unusable_spent(earlier_passes, summary["spent_now"])
     summary["stopped"] = result.stopped or stopped
     summary["repairs"] = result.repairs
     summary["n_sent"] = result.n_sent
@@ -813,14 +815,60 @@ def repeat_note(s: dict[str, Any]) -> str:
             + (f" ({', '.join(left)})" if left else ""))
 
 
+#: a role meter's fields (``CostMeter.summary``) that count the billed answers with no text, asked again
+UNUSABLE_FIELDS = ("n_unusable", "unusable_cost", "n_unusable_unknown_cost")
+
+
+def _previous_summary(path: Path) -> dict[str, Any]:
+    """The run's ``summary.json`` as the pass before this one left it ({} when there is none, or it is not a
+    JSON object: a pass whose summary was lost carries nothing over)."""
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return summary if isinstance(summary, dict) else {}
+
+
+def run_unusable(s: dict[str, Any]) -> Any:
+    """Where summary ``s`` counts the billed answers with no text of its run: ``unusable_spent`` (the run's
+    passes), or in a summary written before it, ``spent_now`` (its last pass only)."""
+    return s["unusable_spent"] if s.get("unusable_spent") is not None else s.get("spent_now")
+
+
+def unusable_spent(earlier: dict[str, Any], spent_now: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per role, the billed answers with no text (asked again) over the run's passes: those of the summary the
+    earlier passes left (its ``unusable_spent``; a summary written before that field: its ``spent_now``, the
+    last pass's) and this pass's meter (``spent_now``). A count or amount that is not one is carried as an
+    answer of unknown cost, never as $0."""
+    carried = run_unusable(earlier)
+    out: dict[str, dict[str, Any]] = {}
+    for role, meter in (spent_now or {}).items():
+        before = (carried or {}).get(role) if isinstance(carried, dict) else None
+        n, cost, unknown = 0, 0.0, 0
+        for m in (before, meter):
+            m = m if isinstance(m, dict) else {}
+            n_m, cost_m, unknown_m = (m.get(f) for f in UNUSABLE_FIELDS)
+            if not isinstance(n_m, int) or isinstance(n_m, bool) or n_m <= 0:
+                continue
+            n += n_m
+            if (isinstance(cost_m, (int, float)) and not isinstance(cost_m, bool) and cost_m >= 0
+                    and isinstance(unknown_m, int) and not isinstance(unknown_m, bool) and 0 <= unknown_m <= n_m):
+                cost, unknown = cost + cost_m, unknown + unknown_m
+            else:  # not what a meter writes: its answers' cost is unknown
+                unknown += n_m
+        out[role] = dict(zip(UNUSABLE_FIELDS, (n, cost, unknown), strict=True))
+    return out
+
+
 def unusable_note(s: dict[str, Any]) -> str:
     """`` | 6 billed answer(s) with no text, asked again ($0.0360, not in cost)`` when the model's
     provider billed answers the client could not use (the model meter's ``n_unusable``), and
     `` | judge: 2 billed ... (..., not in judge cost)`` for the judge's, else ``""``; those whose cost is
     unknown (an unpriced model) are counted, never shown as $0."""
     notes = []
+    spent = run_unusable(s)
     for role, prefix, total in (("model", "", "cost"), ("judge", "judge: ", "judge cost")):
-        meter = (s.get("spent_now") or {}).get(role) or {}
+        meter = (spent or {}).get(role) or {}
         n = meter.get("n_unusable") or 0
         if not n:
             continue
@@ -952,6 +1000,7 @@ def rescore(run_dir: str | Path) -> dict[str, Any]:
                             judged=manifest.judge is not None, thinking=manifest.thinking, effort=manifest.effort,
                             judge_repeat=bool((manifest.judge or {}).get("repeat")))
         summary["spent_now"] = old.get("spent_now")
+        summary["unusable_spent"] = old.get("unusable_spent")
         summary["stopped"] = old.get("stopped")
         summary["rescored"] = True
         summary["repairs"] = run.repairs

@@ -12,6 +12,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from outcome_double import REFUSAL, OutcomeModel, failed, filtered, patch_clients, refused
 
 import cresowlve_core.evaluation.runner as runner
@@ -160,6 +161,37 @@ def test_the_summary_line_names_the_judges_billed_answers_with_no_text_too():
     line = summary_line(runner.summarize([], n_items=1, model_meter={"spent": 0.0013, "n_calls": 3}, judge_meter=judge))
     assert "| judge: 6 billed answer(s) with no text, asked again ($0.0013, not in judge cost)" in line, line
     assert line.count("billed answer") == 1
+
+
+def test_billed_answers_with_no_text_of_an_earlier_pass_stay_counted(tmp_path, capsys):
+    """Each item's first reply is billed with no text (OpenAI's chat shape with an empty ``content``, as
+    tests/fakeserver.py builds it: DOC-SHAPED) and asked again. Two passes: 2 items, then a third. Before: the
+    second pass's summary named only its own ("1 billed answer(s) with no text, asked again ($0.0000564, ...)")
+    while the run's cost counted all three answers, the first pass's $0.0001 in no total, in the runs table too."""
+    from fakeserver import FakeServer
+
+    from cresowlve_core.cli import main
+    from cresowlve_core.evaluation.listing import run_row
+
+    def answer(req):
+        return "" if req.prompt_count == 1 else "<Answer>x</Answer>"
+
+    with FakeServer(answers=answer) as srv:
+        args = ["eval", "--model", "gpt-4.1-mini", "--base-url", srv.base_url, "--items", "demo", "--lang", "en",
+                "--run-dir", str(tmp_path / "run"), "--no-cache", "--concurrency", "1"]
+        assert main([*args, "--limit", "2"]) == 0
+        first = json.loads((tmp_path / "run" / "summary.json").read_text())["spent_now"]["model"]
+        assert main([*args, "--limit", "3"]) == 0
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (first["n_unusable"], s["spent_now"]["model"]["n_unusable"]) == (2, 1)
+    total = first["unusable_cost"] + s["spent_now"]["model"]["unusable_cost"]
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert f"| 3 billed answer(s) with no text, asked again (${total:.4f}, not in cost)" in line, line
+    run = s["unusable_spent"]["model"]
+    assert (run["n_unusable"], run["unusable_cost"], run["n_unusable_unknown_cost"]) == (3, pytest.approx(total), 0)
+    assert run_row(tmp_path / "run").spent_elsewhere.startswith("+ $0.0002 spent on 3 answer(s) billed with no text")
+    code = main(["rescore", "--run-dir", str(tmp_path / "run")])  # a rescore keeps the run's count
+    assert code == 0 and json.loads((tmp_path / "run" / "summary.json").read_text())["unusable_spent"]["model"] == run
 
 
 def test_billed_answers_with_no_text_whose_cost_is_unknown_are_never_shown_as_zero():

@@ -153,9 +153,10 @@ def test_runs_marks_a_run_that_spent_past_its_budget(tmp_path):
 
 
 def test_runs_names_money_spent_outside_the_costs_and_keeps_an_unknown_part_unknown(tmp_path):
-    """Billed answers with no text (spent_now's n_unusable, as pricing.CostMeter.summary writes it) and replaced
-    answers (replaced_cost) are named beside the cost column; a part of unknown cost makes the amount a lower bound,
-    or unknown, never $0; a summary of a version that recorded neither adds nothing."""
+    """Billed answers with no text (the run's unusable_spent, as runner.unusable_spent writes it; in a summary
+    written before it, spent_now's, as pricing.CostMeter.summary writes it) and replaced answers (replaced_cost) are
+    named beside the cost column; a part of unknown cost makes the amount a lower bound, or unknown, never $0; a
+    summary of a version that recorded neither adds nothing."""
     with FakeServer(answers=answer_for) as srv:
         asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "run", tmp_path), make_items(2), progress=False))
     path = tmp_path / "run" / "summary.json"
@@ -166,19 +167,23 @@ def test_runs_names_money_spent_outside_the_costs_and_keeps_an_unknown_part_unkn
         path.write_text(json.dumps({**summary, **fields}))
         return run_row(tmp_path / "run")
 
-    model = {**summary["spent_now"]["model"], "n_unusable": 2, "unusable_cost": 0.03, "n_unusable_unknown_cost": 0}
-    row = row_with(spent_now={**summary["spent_now"], "model": model}, n_replaced=1, replaced_cost=0.02)
+    model = {"n_unusable": 2, "unusable_cost": 0.03, "n_unusable_unknown_cost": 0}
+    spent = {**summary["unusable_spent"], "model": model}
+    row = row_with(unusable_spent=spent, n_replaced=1, replaced_cost=0.02)
     assert row.spent_elsewhere == ("+ $0.0500 spent on 1 answer(s) replaced (--retry-truncated), 2 answer(s) billed "
                                    "with no text, not in cost")
     assert row.spent_elsewhere in row.line()
-    row = row_with(spent_now={**summary["spent_now"], "model": model}, n_replaced=1, replaced_cost=None)
+    row = row_with(unusable_spent=spent, n_replaced=1, replaced_cost=None)
     assert row.spent_elsewhere.startswith("+ ≥ $0.0300 spent on ")
     unpriced = {**model, "unusable_cost": 0.0, "n_unusable_unknown_cost": 2}
-    assert row_with(spent_now={**summary["spent_now"], "model": unpriced}).spent_elsewhere == (
+    assert row_with(unusable_spent={**spent, "model": unpriced}).spent_elsewhere == (
         "+ unknown spent on 2 answer(s) billed with no text, not in cost")
-    older = {k: v for k, v in summary.items() if k not in ("spent_now", "n_replaced", "n_verdicts_replaced",
+    older = {k: v for k, v in summary.items() if k not in ("unusable_spent", "n_replaced", "n_verdicts_replaced",
                                                             "replaced_cost")}
-    path.write_text(json.dumps(older))
+    path.write_text(json.dumps({**older, "spent_now": {**summary["spent_now"], "model": {
+        **summary["spent_now"]["model"], **model}}}))
+    assert run_row(tmp_path / "run").spent_elsewhere == "+ $0.0300 spent on 2 answer(s) billed with no text, not in cost"
+    path.write_text(json.dumps({k: v for k, v in older.items() if k != "spent_now"}))
     assert run_row(tmp_path / "run").spent_elsewhere == ""
     row = row_with(n_replaced=1, replaced_cost="0.02")  # a hand-edited amount: the summary is not used
     assert row.spent_elsewhere == "" and "replaced_cost is" in row.state
