@@ -302,7 +302,7 @@ SPENT_ELSEWHERE = ("n_replaced", "n_verdicts_replaced", "replaced_cost", "n_repl
 def cost_table(responses: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.DataFrame:
     """Tokens and cost per config × lang (sums over known values, with counts of unknowns).
 
-    Columns: config, lang, n, n_cached, n_no_answer, input/output/reasoning tokens, cost,
+    Columns: config, lang, n, n_cached, n_no_answer, n_judge_error, input/output/reasoning tokens, cost,
     cost_unknown, judge_input_tokens, judge_output_tokens, judge_cost, judge_cost_unknown, and for
     each token column ``<column>_unknown``. A sum is NaN when every value is unknown; ``*_unknown``
     counts answers (judge verdicts, for the judge's columns) without that value. A call that errored
@@ -321,13 +321,15 @@ def cost_table(responses: pd.DataFrame, runs: pd.DataFrame | None = None) -> pd.
     judged = narrow["judge_status"].isin(["scored", "unscored"])  # the judge answered (a judge error has no cost)
     by_run = narrow.assign(
         _no_answer=~answered,
+        _judge_error=narrow["judge_status"].eq("error"),  # the judge was asked, and no reply came: no cost recorded
         _cost_unknown=answered & narrow["cost"].isna(),
         _judge_cost_unknown=judged & narrow["judge_cost"].isna(),  # no judge: its cost is not "unknown", there is none
         **{f"_{col}_unknown": (judged if col.startswith("judge_") else answered) & narrow[col].isna()
            for col in _TOKENS},
     ).groupby(["config", "lang"], sort=True)
     out = pd.DataFrame({"n": by_run.size(), "n_cached": by_run["cached"].sum().astype(int),
-                        "n_no_answer": by_run["_no_answer"].sum().astype(int)})
+                        "n_no_answer": by_run["_no_answer"].sum().astype(int),
+                        "n_judge_error": by_run["_judge_error"].sum().astype(int)})
     for col in _TOKENS:
         out[col] = by_run[col].sum(min_count=1).astype(float)
         out[f"{col}_unknown"] = by_run[f"_{col}_unknown"].sum().astype(int)
@@ -372,6 +374,14 @@ def format_tokens(total: float, unknown: int) -> str:
     return f"≥ {int(total):,} ({unknown} unknown)" if unknown else f"{int(total):,}"
 
 
+def judge_cost_text(total: float, unknown: int, n: int, n_error: int) -> str:
+    """The judge's cost of a run as :func:`format_cost` gives it; with no reply to cost, ``"no judge"`` for a run
+    whose judge was never asked, else its calls that errored (no reply, no cost recorded), never "no judge"."""
+    if unknown == 0 and pd.isna(total):
+        return f"– ({n_error} judge call(s) errored: no cost recorded)" if n_error else "no judge"
+    return format_cost(total, unknown, n)
+
+
 def cost_display(costs: pd.DataFrame) -> pd.DataFrame:
     """:func:`cost_table` with readable strings: tokens as integers, unknown costs as ``unknown``."""
     if costs.empty:
@@ -382,10 +392,9 @@ def cost_display(costs: pd.DataFrame) -> pd.DataFrame:
         out[col] = [format_tokens(v, u) for v, u in zip(costs[col], unknown, strict=True)]
     answered = costs["n"] - costs["n_no_answer"]
     out["cost"] = [format_cost(t, u, n) for t, u, n in zip(costs["cost"], costs["cost_unknown"], answered, strict=True)]
-    out["judge_cost"] = [
-        "no judge" if u == 0 and pd.isna(t) else format_cost(t, u, n)
-        for t, u, n in zip(costs["judge_cost"], costs["judge_cost_unknown"], costs["n"], strict=True)
-    ]
+    errors = costs["n_judge_error"] if "n_judge_error" in costs else pd.Series(0, index=costs.index)
+    out["judge_cost"] = [judge_cost_text(t, u, n, e) for t, u, n, e in
+                         zip(costs["judge_cost"], costs["judge_cost_unknown"], costs["n"], errors, strict=True)]
     if set(SPENT_ELSEWHERE) <= set(costs.columns):
         out["spent, not in cost"] = [format_spent_elsewhere(row) for _, row in costs.iterrows()]
     return out

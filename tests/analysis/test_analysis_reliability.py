@@ -219,3 +219,30 @@ def test_pooled_kappa_is_clustered_by_item():
     naive = binary_agreement(_frame(rows)["judge"].to_numpy(), _frame(rows)["em_strict"].to_numpy())
     ratio = (pooled["kappa_high"] - pooled["kappa_low"]) / (naive.kappa_high - naive.kappa_low)
     assert 2.0 < ratio < 3.6
+
+
+def test_the_cost_table_says_no_judge_only_for_a_run_whose_judge_was_never_asked(tmp_path, monkeypatch):
+    """Two judged runs against OpenRouter's recorded error on the choice (HTTP 200, finish_reason "error"): every
+    judge call of one errored, about half of the other's. Before: the first run's judge cost read "no judge" (a
+    judge was asked, 6 attempts per verdict)."""
+    import asyncio
+
+    from replay.server import ReplayServer
+
+    from cresowlve_core.analysis.loading import load_runs
+    from cresowlve_core.evaluation.runner import EvalConfig, evaluate_async, load_eval_items
+
+    monkeypatch.setenv("REPLAY_KEY", "replay-test-key")
+    for model, fraction in (("openai/gpt-4o-mini", 1.0), ("openai/gpt-4.1-mini", 0.5)):
+        with ReplayServer("judge-choice-error", judge_choice_error_fraction=fraction) as srv:
+            cfg = EvalConfig(model=model, base_url=srv.base_url("openrouter"), provider="openrouter",
+                             api_key_env="REPLAY_KEY", judge_model=model, run_dir=str(tmp_path / model.split("/")[1]),
+                             items="demo", limit=4, concurrency=1, cache=False, backoff_base_s=0)
+            summary = asyncio.run(evaluate_async(cfg, load_eval_items(cfg), progress=False)).summary
+        assert summary["n_judge_error"] == 4 if fraction == 1.0 else 0 < summary["n_judge_error"] < 4
+    rs = load_runs(str(tmp_path / "*"))
+    costs = cost_table(rs.responses, rs.runs).set_index("config")
+    shown = cost_display(costs.reset_index()).set_index("config")["judge_cost"]
+    assert shown["openai/gpt-4o-mini"] == "– (4 judge call(s) errored: no cost recorded)"
+    assert 0 < costs.at["openai/gpt-4.1-mini", "n_judge_error"] < 4
+    assert shown["openai/gpt-4.1-mini"].startswith("$")  # the replies' cost (the errors: judge_coverage's judge_error)
