@@ -443,13 +443,17 @@ def _run_synth(cfg: SynthConfig, src: KnowledgeSource, build: CandidateBuild,
                                 progress=progress)
         return vres, sres
 
+    from cresowlve_core.construction.llm_steps import serves_embedded
+
     if endpoints is not None:
-        vres, sres = run_coro(main(*endpoints))
-        embedded = {"verbaliser": False, "solver": False}
+        v, s = endpoints
+        vres, sres = run_coro(main(v, s))
+        v_emb = s_emb = False
     else:
         with _endpoints(cfg) as (v, v_emb, s, s_emb):
             vres, sres = run_coro(main(v, s))
-        embedded = {"verbaliser": v_emb, "solver": s_emb}
+    # a role named by base URL may still be the embedded model (the main job's server, serve-local)
+    embedded = {"verbaliser": v_emb or serves_embedded(v), "solver": s_emb or serves_embedded(s)}
     return finish_build(cfg, src, build, vres, sres, embedded)
 
 

@@ -193,3 +193,18 @@ def test_a_verbalisation_cut_off_inside_its_explanation_is_no_puzzle(tmp_path, m
     assert "5 verbalised (4 cut off at the token limit: no puzzle) (1 parsed" in summary_line(res.summary, tmp_path)
     rows = [json.loads(x) for x in (tmp_path / "build" / "synthetic_items.jsonl").read_text().splitlines()]
     assert [r["explanation"] for r in rows] == ["the school is S12."]
+
+
+@pytest.mark.embeddings
+def test_the_embedded_model_named_by_base_url_is_recorded_as_embedded(tmp_path, monkeypatch):
+    """The main job names its embedded server by base URL (as `cresowlve synth` after `serve-local`
+    does): its build's summary.json said ``embedded: {verbaliser: false, solver: false}`` although
+    both roles ran on gemma3-270m, and `cresowlve synth` printed no banner."""
+    with FakeServer(answers=base_answers) as srv:
+        monkeypatch.setenv(PROVIDERS_ENV, f"{srv.base_url.split('/')[2]}=embedded")
+        c = cfg(tmp_path, verbaliser_model="gemma3-270m", verbaliser_base_url=srv.base_url,
+                solver_model="gemma3-270m", solver_base_url=srv.base_url)
+        res = run_synth(c, source=graph(), progress=False)
+    assert res.embedded == {"verbaliser": True, "solver": True}
+    summary = json.loads((tmp_path / "build" / "summary.json").read_text())
+    assert summary["embedded"] == {"verbaliser": True, "solver": True}
