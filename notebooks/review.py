@@ -13,12 +13,12 @@ def _():
     import marimo as mo
 
     from cresowlve_core.construction import review as R
-    from cresowlve_core.construction.review_panel import MODES, card_html
+    from cresowlve_core.construction.review_panel import MODES, card_html, embedded_banner_html
     from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
     from cresowlve_core.discover import newest_build
     from cresowlve_core.untrusted import markdown  # ids, names and file lines in a message are shown as text
 
-    return CONCEPTS, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, markdown, mo, newest_build
+    return CONCEPTS, DOMAIN_GROUPS, MODES, R, REASONING_TYPES, card_html, embedded_banner_html, markdown, mo, newest_build
 
 
 @app.cell
@@ -41,10 +41,10 @@ def _(MODES, found, mo):
 
 
 @app.cell
-def _(R, build_dir, found, markdown, mo, mode, reviewer):
+def _(R, build_dir, embedded_banner_html, found, markdown, mo, mode, reviewer):
     get_saved, set_saved = mo.state(0)
     get_message, set_message = mo.state("")  # the last save's confirmation, kept across the next card
-    session, problem = None, None
+    session, problem, _banner = None, None, ""
     try:
         if not build_dir.value.strip():
             problem = f"{found.nothing()}: run `cresowlve build` first, or enter a build directory"
@@ -52,9 +52,12 @@ def _(R, build_dir, found, markdown, mo, mode, reviewer):
             session = R.AnnotationSession(build_dir.value, reviewer.value)
         else:
             session = R.ReviewSession(build_dir.value, reviewer.value)
+        if session is not None:  # verdicts and translations of the embedded 270M model are not results: say so on top
+            _banner = embedded_banner_html(build_dir.value)
     except (FileNotFoundError, R.UsageError) as exc:  # no queue, no reviewer name, a review file that cannot be read
         problem = str(exc)
-    mo.md(f"**{markdown(problem)}**") if problem else None
+    mo.vstack([x for x in (mo.Html(_banner) if _banner else None,
+                           mo.md(f"**{markdown(problem)}**") if problem else None) if x is not None])
     return get_message, get_saved, session, set_message, set_saved
 
 

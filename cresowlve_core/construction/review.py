@@ -143,6 +143,29 @@ def review_dir(build_dir: str | Path) -> Path:
     return Path(build_dir) / "review"
 
 
+def embedded_models(build_dir: str | Path) -> list[str]:
+    """The names of the embedded 270M base model among the models whose verdicts, translations and
+    puzzles a build's review cards show: a construction build's steps (``build.json``) or a synthetic
+    build's served models (``summary.json``). Empty when the build recorded neither file."""
+    from cresowlve_core.banners import is_embedded_model
+
+    found: set[str] = set()
+    for name in ("build.json", "summary.json"):
+        path = Path(build_dir) / name
+        if not path.is_file():
+            continue
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(f"{path}: cannot be read ({exc})") from None
+        for step in (record.get("models") or {}).values():  # construction: {step: {model, embedded, ...}}
+            if isinstance(step, dict) and (step.get("embedded") or is_embedded_model(step.get("model"))):
+                found.add(str(step.get("model")))
+        for served in (record.get("served_models") or {}).values():  # synthetic: {step: {model: calls}}
+            found.update(str(m) for m in (served if isinstance(served, dict) else {}) if is_embedded_model(str(m)))
+    return sorted(found)
+
+
 #: when a decision with no time (``at``: a hand-written line without one) was made: before every dated one
 UNDATED = datetime.min.replace(tzinfo=UTC)
 

@@ -22,6 +22,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from cresowlve_core.banners import banner_html
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.vocab import CONCEPTS, DOMAIN_GROUPS, REASONING_TYPES
 from cresowlve_core.extras import require
@@ -83,8 +84,23 @@ def review_panel(build_dir: str | Path, reviewer: str, assigned: list[str] | Non
     if mode == "agreement":
         if assigned is not None:
             raise InputError("the agreement sample is labelled whole by every reviewer; do not pass `assigned`")
-        return AnnotationForm(R.AnnotationSession(build_dir, reviewer)).box
-    return _validation_panel(build_dir, reviewer, assigned)
+        panel = AnnotationForm(R.AnnotationSession(build_dir, reviewer)).box
+    else:
+        panel = _validation_panel(build_dir, reviewer, assigned)
+    banner = embedded_banner_html(build_dir)
+    if not banner:
+        return panel
+    W = require("ipywidgets", "ui", "the review panel")
+    return W.VBox([W.HTML(banner), panel])
+
+
+def embedded_banner_html(build_dir: str | Path) -> str:
+    """The embedded-model banner above the cards of a build made on the 270M base model (its
+    verdicts, translations and labels are junk), else an empty string; shared with the marimo app."""
+    models = R.embedded_models(build_dir)
+    if not models:
+        return ""
+    return banner_html("embedded", f"The model steps of this build ran on {', '.join(models)}.")
 
 
 def annotation_panel(build_dir: str | Path, reviewer: str) -> Any:

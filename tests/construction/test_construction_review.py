@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from cresowlve_core.construction import review as R
 from cresowlve_core.construction.records import Candidate
+from cresowlve_core.failures import InputError
 from cresowlve_core.items import ItemView
 from cresowlve_core.text import slug
 
@@ -756,3 +758,50 @@ def test_a_review_file_named_by_hand_after_a_non_ascii_reviewer_names_the_file_t
     expected = re.escape(f"decisions__{slug('José')}.jsonl")
     with pytest.raises(InputError, match=rf"the file of reviewer 'José' is {expected}\)$"):
         R.load_decisions(tmp_path)
+
+
+def _models_json(build: Path, model: str, embedded: bool) -> None:
+    """``build.json``'s step models, as ``Build`` records them (the main job names its embedded server by URL)."""
+    step = {"model": model, "base_url": "http://127.0.0.1:8765/v1", "api_key_env": None, "embedded": embedded}
+    (build / "build.json").write_text(json.dumps({"config": {}, "models": {"needs_material": step,
+                                                                          "translate": step}}), encoding="utf-8")
+
+
+def test_review_of_a_build_on_the_embedded_model_carries_the_banner(tmp_path: Path) -> None:
+    """The review apps showed the embedded 270M model's filter verdicts and translations as plain
+    verdicts ("Needs material: LLM False"), with no banner, where the explorer and the annotation
+    app carry it."""
+    from types import SimpleNamespace
+
+    from cresowlve_core.construction.review_panel import review_panel
+
+    R.write_queue(tmp_path, _cands())
+    _models_json(tmp_path, "gemma3-270m", True)
+    assert R.embedded_models(tmp_path) == ["gemma3-270m"]
+    for mode in ("validation", "agreement"):
+        if mode == "agreement":
+            R.write_queue(tmp_path, _cands()[:2], name=R.AGREEMENT_QUEUE)
+        panel = review_panel(tmp_path, "carol", mode=mode)
+        assert "EMBEDDED 270M BASE MODEL" in panel.children[0].value and "gemma3-270m" in panel.children[0].value
+    _app_path, mod = _review_app()
+    outputs, _defs = mod.app.run(defs={"build_dir": SimpleNamespace(value=str(tmp_path)),
+                                       "reviewer": SimpleNamespace(value="carol"),
+                                       "mode": SimpleNamespace(value="review")})
+    assert any("EMBEDDED 270M BASE MODEL" in str(getattr(o, "text", o)) for o in outputs)
+    # a synthetic build names its served models in summary.json
+    syn = tmp_path / "syn"
+    syn.mkdir()
+    (syn / "summary.json").write_text(json.dumps({"served_models": {"verbalise": {"gemma3-270m": 4}}}), encoding="utf-8")
+    assert R.embedded_models(syn) == ["gemma3-270m"]
+
+
+def test_review_of_a_build_on_a_real_model_has_no_banner(tmp_path: Path) -> None:
+    from cresowlve_core.construction.review_panel import review_panel
+
+    R.write_queue(tmp_path, _cands())
+    _models_json(tmp_path, "gpt-4o", False)
+    assert R.embedded_models(tmp_path) == []
+    assert "EMBEDDED" not in review_panel(tmp_path, "carol").children[0].value
+    (tmp_path / "build.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(InputError, match="build.json: cannot be read"):
+        R.embedded_models(tmp_path)
