@@ -352,6 +352,8 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
         elif earlier_pass:
             state = (f"running or killed (resumed {m.get('resumed_at') or 'at an unknown time'}, not finished: "
                      "summary.json is of an earlier pass; accuracy not computed)")
+        elif m.get("synthetic"):  # write_synthetic_runs writes records and manifest whole, never a summary
+            state = "synthetic: written without a summary (accuracy not computed)"
         else:
             state = "running or killed (no summary yet: accuracy not computed)"
         state += counts.unreadable_note()

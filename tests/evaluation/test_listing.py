@@ -301,6 +301,18 @@ def test_runs_counts_the_answers_of_a_run_killed_before_its_summary(tmp_path):
     assert row.state == "running or killed (no summary yet: accuracy not computed)"
 
 
+def test_runs_does_not_call_a_synthetic_run_running_or_killed(tmp_path):
+    """The main job's data/runs/synthetic (write_synthetic_runs: records and manifest, never a summary)
+    were listed by `cresowlve runs` as "running or killed (no summary yet ...)", 36 runs nothing was
+    running in or had killed."""
+    from cresowlve_core.analysis import write_synthetic_runs
+
+    (run,) = write_synthetic_runs(tmp_path / "synthetic", n_items=20, configs=1, langs=("en",))
+    row = run_row(run)
+    assert row.mark == "synthetic" and row.planned == 20 and row.n == 0
+    assert row.state == "synthetic: written without a summary (accuracy not computed)"
+
+
 def test_diff_reads_a_status_or_outcome_it_does_not_know_as_no_answer_as_03_does(tmp_path):
     """B's records say ``status: pending`` and ``outcome: content_policy`` (hand-edited, or a newer
     cresowlve): neither is an answer this version can score, so both are left out and counted, as in
