@@ -851,10 +851,8 @@ def with_filters(f: Filters, **changes: Any) -> Filters:
 def overview_section(ex: Explorer) -> dict[str, Any]:
     """Display the banners, what was loaded (with the correctness rule) and any notes; return the
     counts for ``record``."""
-    from IPython.display import display
-
     from cresowlve_core.banners import show_banner
-    from cresowlve_core.reporting import say
+    from cresowlve_core.reporting import say, show
 
     if ex.runs_given and ex.runs.empty:  # as 03_analysis: an empty report never replaces one with answers
         from cresowlve_core.notebook_records import record
@@ -867,7 +865,7 @@ def overview_section(ex: Explorer) -> dict[str, Any]:
     if ex.notes:
         say("Notes:\n\n" + "\n".join(f"* {n}" for n in ex.notes))
     if not ex.runs.empty:
-        display(ex.runs[["config", "lang", "n_records", "n_error", "n_judged", "complete", "path"]])
+        show(ex.runs[["config", "lang", "n_records", "n_error", "n_judged", "complete", "path"]])
     return {"n_items": ex.n_items, "n_answers": ex.n_answers, "configs": ex.configs, "has_runs": ex.has_runs,
             "n_labels": int(len(ex.labels)), "items": ex.items_spec, "runs": ex.runs_spec,
             "banners": [k for k, _ in ex.banners()]}
@@ -878,8 +876,10 @@ def static_section(ex: Explorer, filters: Filters | None = None, n: int = 1) -> 
     viewer without a live kernel (the HTML report, a notebook preview) can read. Returns the ids shown."""
     from IPython.display import HTML, display
 
+    from cresowlve_core.reporting import show
+
     lst = item_list(filter_frame(ex.frame, filters or Filters()))
-    display(lst.head(MAX_LIST))
+    show(lst.head(MAX_LIST))  # the report kit's table: a missing difficulty is "–", not <NA>
     first = lst.head(n)
     shown = [(str(r.id), str(r.lang)) for r in first.itertuples()]
     for id_, lang in shown:

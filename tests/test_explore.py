@@ -448,3 +448,19 @@ def test_report_explore_on_runs_that_match_nothing_is_an_empty_report_exit_1(tmp
     err = capsys.readouterr().err
     assert code == 1, err
     assert f"empty report: no runs found for runs = {tmp_path / 'nothing' / '*'}" in err
+
+
+def test_the_plain_view_shows_a_missing_difficulty_as_a_dash_not_na(tmp_path, monkeypatch):
+    """The HTML report's item list was pandas' own table: a demo item without a difficulty read
+    "<NA>", booleans "True", and row numbers 0..n-1 stood before the ids. It is now the report
+    kit's table (reporting.show), as every report's."""
+    import IPython.display
+
+    shown: list[str] = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", None) or repr(obj)))
+    ex = X.load_explorer(str(tmp_path / "none" / "*"), "demo", labels="")
+    lst = X.item_list(X.filter_frame(ex.frame, X.Filters()))
+    assert lst["difficulty"].isna().any()  # the demo set has items without a difficulty
+    X.static_section(ex, n=0)
+    (table,) = shown
+    assert "cresowlve-table" in table and "&lt;NA&gt;" not in table and "<NA>" not in table and "–" in table
