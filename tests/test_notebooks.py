@@ -55,6 +55,18 @@ def test_data_overview_renders_offline_html_and_index(tmp_path, capfd, overview_
     assert "without encryption" not in capfd.readouterr().err  # the kernel's TCP warning is silenced
 
 
+def test_data_overview_tables_are_the_report_kits(tmp_path, overview_renders):
+    """00 showed pandas' own tables: row numbers 0..n-1 before each row, field names as headers
+    (with_zachet), True/False for in_benchmark, and "no flagged blocks" as printed text. Its tables
+    now go through reporting.show, as every other report's."""
+    html = _overview(overview_renders, tmp_path).html.read_text()
+    assert html.count('class="cresowlve-table"') == 3  # packs, demo items, removed items (no flagged block)
+    assert "with zachet" in html and "with_zachet" not in html and "in benchmark" in html
+    assert not re.search(r"<th>\s*0\s*</th>", html)  # no row numbers
+    assert not re.search(r">\s*(True|False)\s*<", html)
+    assert "No flagged blocks." in html
+
+
 def test_chart_outputs_carry_the_standard_vegalite_bundle(tmp_path, overview_renders):
     """JupyterLab/VS Code/nbviewer render charts natively: Vega-Lite v5 mimetype, no waiting HTML."""
     import vl_convert as vlc
