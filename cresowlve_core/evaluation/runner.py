@@ -1120,6 +1120,12 @@ def _items_for_rescore(run_dir: Path, manifest: Manifest, latest: dict[Any, dict
         raise InputError(f"{older}, and its items ({one_line(manifest.items, 200)!r}) cannot be loaded "
                          f"({one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__, 200)}): {after}"
                          ) from None
+    from cresowlve_core.sources.hub import items_files_differ
+
+    if differs := items_files_differ(getattr(manifest, "items_files", None), items.values()):
+        raise InputError(f"{older}, and its items ({one_line(manifest.items, 200)!r}) are not those the run "
+                         f"read: {one_line(differs, 300)}: their lenient EM would be scored against another text's "
+                         "accepted answers; make the files the manifest's items_files name available (nothing was rescored)")
     if missing := [item for item in without if item not in items]:
         raise InputError(f"{older}, and its items ({one_line(manifest.items, 200)!r}) do not hold "
                          f"{len(missing)} of them (the first: {one_line(missing[0], 80)!r}): {after}")

@@ -535,3 +535,22 @@ def loaded_files(items: Iterable[Item]) -> list[dict[str, Any]]:
             entry = files.setdefault(source["sha256"] + source["path"], {**source, "n_items": 0})
             entry["n_items"] += 1
     return list(files.values())
+
+
+def items_files_differ(recorded: Any, items: Iterable[Item]) -> str | None:
+    """What differs between the hub snapshot files a run recorded (its manifest's ``items_files``) and
+    those ``items`` were read from now: a file the run did not read (another revision of the snapshot,
+    or bytes of another SHA-256 under the same path), said in one clause; None when each file read now
+    is one the run read, or when the run recorded none (items of another source, or a run written
+    before manifests named the files)."""
+    if not isinstance(recorded, list) or not recorded:
+        return None
+    known = {(f.get("path"), f.get("sha256")) for f in recorded if isinstance(f, dict)}
+    for now in loaded_files(items):
+        if (now["path"], now["sha256"]) not in known:
+            then = next((f for f in recorded if isinstance(f, dict) and f.get("path") == now["path"]), None)
+            was = (f"revision {then.get('revision')}, SHA-256 {str(then.get('sha256'))[:12]}…" if then
+                   else "not a file the run read")
+            return (f"{now['path']} is now revision {now['revision']}, SHA-256 {now['sha256'][:12]}… "
+                    f"(the run read {was})")
+    return None

@@ -381,3 +381,45 @@ def test_an_unreadable_summary_is_refused_before_the_records_are_rewritten(tmp_p
     assert line.startswith(f"error: {summary}: cannot be read (Unterminated string") and line.endswith(
         "the rescore keeps its stop and spending: mend or remove it (nothing was rescored)"), line
     assert records.read_text() == written and not (run_dir / "responses.jsonl.bak").exists()
+
+
+def test_an_older_run_of_another_hub_snapshot_is_refused_not_scored_against_the_new_text(tmp_path):
+    """An older hub:en run (records without ``other_answers``) whose manifest names the snapshot file it read,
+    rescored when the cache holds another revision of that file: exit 2, one line naming the run, the file and
+    both revisions, the records as they were. Before: exit 0, the lenient EM scored against the new revision's
+    accepted answers and the records rewritten with them."""
+    import shutil
+
+    from cresowlve_core.sources.hub import load_published, loaded_files
+
+    cache = tmp_path / "cache"
+    snapshots = cache / "hub" / "datasets--mismayil--cresowlve" / "snapshots"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hub" / "snapshot", snapshots / "bbbb2222")
+    (cache / "hub" / "datasets--mismayil--cresowlve" / "refs").mkdir()
+    (cache / "hub" / "datasets--mismayil--cresowlve" / "refs" / "main").write_text("bbbb2222")
+    items = load_published("en", local_path=snapshots / "bbbb2222")
+    read_then = [{**f, "revision": "aaaa1111", "sha256": "0" * 64} for f in loaded_files(items)]
+    old = {"id": items[0].id, "lang": "en", "status": "ok", "model": "m", "answer": items[0].en.answer,
+           "prediction": "x", "raw_output": "<Answer>zzz</Answer>", "em_strict": False, "em_lenient": False}
+    env = {**os.environ, "CRESOWLVE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+
+    def rescore(name: str, files: list[dict]):
+        run_dir = tmp_path / name
+        run_dir.mkdir()
+        (run_dir / "manifest.json").write_text(json.dumps({
+            "run_id": name, "model": "m", "base_url": "http://x/v1", "lang": "en", "items": "hub:en", "n_items": 1,
+            "prompt": {"name": "solve_cot_en", "version": "2"}, "items_files": files}))
+        (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
+        return run_dir, subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir",
+                                        str(run_dir)], capture_output=True, text=True, timeout=120, env=env)
+
+    run_dir, proc = rescore("same", loaded_files(items))  # the snapshot the run read: rescored
+    assert proc.returncode == 0, proc.stderr
+    run_dir, proc = rescore("other", read_then)
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {run_dir}: 1 answer recorded before records kept the item's accepted answers, "
+                           "and its items ('hub:en') are not those the run read: en/test-00000-of-00001.parquet is "
+                           "now revision bbbb2222") and "(the run read revision aaaa1111, SHA-256 000000000000…)" in last
+    assert last.endswith("(nothing was rescored)")
+    assert (run_dir / "responses.jsonl").read_text() == json.dumps(old) + "\n"
