@@ -38,6 +38,7 @@ from cresowlve_core.failures import InputError
 from cresowlve_core.inputs import run_input_limit
 from cresowlve_core.runtime.outcomes import NOT_AN_ANSWER
 from cresowlve_core.runtime.rundir import RESPONSES, read_jsonl
+from cresowlve_core.untrusted import one_line
 
 log = logging.getLogger(__name__)
 
@@ -132,7 +133,7 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
     breaks the input limits (:mod:`cresowlve_core.inputs`; ``max_input_chars`` raises the question
     size limit) raises its ``ItemsFileError``: refused before anything is labelled.
     """
-    from cresowlve_core.sources.hub import ItemsFileError
+    from cresowlve_core.sources.hub import ItemsFileError, items_files_differ
     from cresowlve_core.sources.sample import load_items
 
     if data.empty:
@@ -152,6 +153,7 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
         spec = manifest.get("items") or "demo"
         limit = run_input_limit(manifest, max_input_chars)
         records = read_records(run["path"], run["lang"])
+        items_checked: set[str] = set()  # the languages whose items are the run's (its manifest's items_files)
         # an errored call has no value on load (analysis.loading.no_answer); this tally keeps it beside the
         # wrong answers as "no answer": never labelled
         errored = pd.Series(loading_no_answer(part), index=part.index)
@@ -184,6 +186,13 @@ def collect_wrong(data: RunSet, *, max_input_chars: int | None = None) -> tuple[
                 except (OSError, ValueError) as exc:
                     log.warning("items %r (%s) could not be loaded: %s", spec, lang, exc)
                     items_cache[(spec, lang, limit)] = {}
+            if lang not in items_checked and (differs := items_files_differ(manifest.get("items_files"),
+                                                                            items_cache[(spec, lang, limit)].values())):
+                raise InputError(f"{run['path']}: its items ({one_line(spec, 200)!r}) are not those the run read: "
+                                 f"{one_line(differs, 300)}: its wrong answers would be labelled against another "
+                                 "question and reference; make the files the manifest's items_files name available, "
+                                 "or leave the run out (nothing was labelled)")
+            items_checked.add(lang)
             item = items_cache[(spec, lang, limit)].get(str(r.id))
             row["n_wrong_judge" if r.basis == "judge" else "n_wrong_em"] += 1
             if item is None:
