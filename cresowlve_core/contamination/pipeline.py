@@ -197,8 +197,9 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
     later steps are skipped; ``cache=False`` bypasses the response cache."""
     from cresowlve_core.failures import InputError
     from cresowlve_core.items import LANGS
-    from cresowlve_core.sources.hub import ItemsFileError
+    from cresowlve_core.sources.hub import ItemsFileError, items_files_differ
     from cresowlve_core.sources.sample import load_items
+    from cresowlve_core.untrusted import one_line
 
     if lang not in LANGS:  # no run would match it: every configuration "not tested"
         raise InputError(f"lang: {lang!r} is not a language of the benchmark ({', '.join(LANGS)})")
@@ -221,22 +222,32 @@ def run_contamination(runs: str | Sequence[str] | None = "data/runs/demo/*", *, 
 
     questions: dict[str, str] = {}
     specs: set[tuple[str, int | None]] = set()  # (items, the question size limit to read them under)
+    read_by: dict[str, list[tuple[str, Any]]] = {}  # items -> (each run, the snapshot files its manifest names)
     for _, run in data.runs.iterrows():
         if run["lang"] == lang and run["config"] in set(members["config"]):
             try:
                 manifest = read_manifest(Path(run["path"])) or {}
                 specs.add((manifest.get("items") or "demo", run_input_limit(manifest, max_input_chars)))
+                read_by.setdefault(manifest.get("items") or "demo", []).append(
+                    (str(run["path"]), manifest.get("items_files")))
             except (ValueError, OSError) as exc:
                 notes.append(f"`{run['run_id']}`: manifest unreadable ({exc}); assuming the demo items")
                 specs.add(("demo", max_input_chars))
     for spec, limit in sorted(specs, key=lambda s: (s[0], s[1] or 0)):
         try:
             loaded = load_items(spec, lang, max_input_chars=limit)  # type: ignore[arg-type]
-            questions |= {it.id: it.view(lang).question for it in loaded}  # type: ignore[arg-type]
         except ItemsFileError:  # a bad items file is refused, never quizzed in part
             raise
         except (OSError, ValueError) as exc:
             notes.append(f"items {spec!r} ({lang}) could not be loaded: {exc}")
+            continue
+        for run_path, files in read_by.get(spec, []):
+            if differs := items_files_differ(files, loaded):
+                raise InputError(f"{run_path}: its items ({one_line(spec, 200)!r}) are not those the run read: "
+                                 f"{one_line(differs, 300)}: the quiz would ask another question than the one "
+                                 "the run answered; make the files the manifest's items_files name available, "
+                                 "or leave the run out (nothing was quizzed)")
+        questions |= {it.id: it.view(lang).question for it in loaded}  # type: ignore[arg-type]
     missing = sorted(set(members["id"]) - set(questions))
     if missing:
         notes.append(f"{len(missing)} item(s) have no {lang} question and are left out: {', '.join(missing[:10])}")

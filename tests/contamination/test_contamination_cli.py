@@ -455,3 +455,40 @@ def test_a_quiz_reply_cut_off_while_going_through_the_options_is_no_answer(tmp_p
     for quiz, cut in (("bdq", 2), ("bcq", 6)):
         summary = json.loads((tmp_path / "out" / "m" / "fake" / quiz / "summary.json").read_text())
         assert (summary["n_cut_off"], summary["n_invalid"]) == (cut, 0), summary
+
+
+def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_refused_before_any_quiz(tmp_path, capsys,
+                                                                                          monkeypatch):
+    """Hub runs (hub:en, hub:ru) whose Ru manifest names a snapshot file of another revision than the cache now
+    holds: exit 2 before any model starts, the last line naming the run, the file and both revisions. Before:
+    the quiz asked the new revision's questions as the ones the run answered."""
+    import shutil
+    from pathlib import Path
+
+    from cresowlve_core.sources.hub import load_published, loaded_files
+
+    hub = tmp_path / "cache" / "hub" / "datasets--mismayil--cresowlve"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hub" / "snapshot", hub / "snapshots" / "bbbb2222")
+    (hub / "refs").mkdir()
+    (hub / "refs" / "main").write_text("bbbb2222")
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    shared = "chgk_83a712ed75"  # the one item both configs of the fixture snapshot hold
+    for lang, files in (("en", None), ("ru", "aaaa1111")):
+        read = loaded_files(load_published(lang, local_path=hub / "snapshots" / "bbbb2222"))
+        d = tmp_path / "runs" / f"m__{lang}"
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text(json.dumps({
+            "run_id": d.name, "kind": "eval", "model": "m", "base_url": "http://127.0.0.1:1/v1", "lang": lang,
+            "items": f"hub:{lang}", "n_items": 1, "finished_at": "2026-01-01T00:00:00Z",
+            "items_files": [{**f, "revision": files, "sha256": "0" * 64} for f in read] if files else read}))
+        (d / "responses.jsonl").write_text(json.dumps({"id": shared, "lang": lang, "status": "ok", "model": "m",
+                                                       "prediction": "x", "em_strict": lang == "ru",
+                                                       "em_lenient": lang == "ru"}) + "\n")
+    rc = main(run_args(tmp_path, "http://127.0.0.1:1/v1"))
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert rc == 2, last
+    assert last.startswith(f"error: {tmp_path / 'runs' / 'm__ru'}: its items ('hub:ru') are not those the run read: "
+                           "ru/test-00000-of-00001.parquet is now revision bbbb2222, SHA-256 ")
+    assert "(the run read revision aaaa1111, SHA-256 000000000000…)" in last and last.endswith("(nothing was quizzed)")
+    assert not (tmp_path / "out" / "summary.json").exists()
