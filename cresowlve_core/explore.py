@@ -49,7 +49,7 @@ from cresowlve_core.error_analysis.taxonomy import BY_SLUG
 from cresowlve_core.error_analysis.wrong import no_answer, output_hash  # the labeller's rules, one definition
 from cresowlve_core.extras import require
 from cresowlve_core.failures import InputError
-from cresowlve_core.items import LANGS
+from cresowlve_core.items import LANGS, Item
 from cresowlve_core.llm.types import NOT_AN_ANSWER
 from cresowlve_core.runtime.outcomes import record_withheld
 from cresowlve_core.runtime.rundir import RESPONSES
@@ -176,7 +176,9 @@ class Explorer:
 # ------------------------------------------------------------------ loading
 
 
-def _items_frame(specs: Sequence[str], langs: Sequence[str], notes: list[str]) -> pd.DataFrame:
+def _items_frame(specs: Sequence[str], langs: Sequence[str], notes: list[str],
+                 loaded: dict[str, list[Item]] | None = None) -> pd.DataFrame:
+    """One row per item and language of ``specs``; ``loaded`` (when given) gets each spec's items as read."""
     from cresowlve_core.sources.sample import load_items
 
     rows: list[dict[str, Any]] = []
@@ -188,6 +190,8 @@ def _items_frame(specs: Sequence[str], langs: Sequence[str], notes: list[str]) -
             except (OSError, ValueError) as exc:  # NoItemsError and ItemsFileError are ValueErrors
                 notes.append(f"items `{spec}` ({lang}): {exc}")
                 continue
+            if loaded is not None:
+                loaded.setdefault(spec, []).extend(items)
             for it in items:
                 if (it.id, lang) in seen:
                     continue
@@ -332,7 +336,9 @@ def load_explorer(runs: str | Path | Sequence[str | Path] | None = None, items: 
         specs = _manifest_specs(data.runs) or ["demo"]
     else:
         specs = [items] if isinstance(items, str) else list(items)
-    item_df = _items_frame(specs, langs, notes)
+    loaded: dict[str, list[Item]] = {}
+    item_df = _items_frame(specs, langs, notes, loaded)
+    notes.extend(_other_snapshot_notes(data.runs, loaded))
 
     offsets: dict[str, dict[tuple[str, str], int]] = {}
     answers = data.responses.copy()
@@ -369,6 +375,27 @@ def _default_labels(answers: pd.DataFrame, looked: list[str]) -> str | None:
         if answered & set(zip(labs["config"], labs["lang"], labs["id"])):
             return str(d)
     return str(dirs[0])
+
+
+def _other_snapshot_notes(runs: pd.DataFrame, loaded: dict[str, list[Item]]) -> list[str]:
+    """A note for each run whose manifest names hub snapshot files (``items_files``) other than those its
+    items were read from here: the questions, references and annotations shown beside its answers are
+    another revision's."""
+    from cresowlve_core.analysis.loading import read_manifest
+    from cresowlve_core.sources.hub import items_files_differ
+
+    notes = []
+    for r in runs.itertuples():
+        try:
+            manifest = read_manifest(Path(r.path)) or {}
+        except (ValueError, OSError):
+            continue  # an unreadable manifest names no items; load_runs notes it
+        spec = manifest.get("items")
+        if isinstance(spec, str) and spec in loaded and (
+                differs := items_files_differ(manifest.get("items_files"), loaded[spec])):
+            notes.append(f"run `{r.run_id}`: its items `{spec}` are not those the run read ({differs}); the items "
+                         f"shown beside its {r.n_records} answer(s) are another revision's.")
+    return notes
 
 
 def _manifest_specs(runs: pd.DataFrame) -> list[str]:

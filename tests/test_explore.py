@@ -464,3 +464,32 @@ def test_the_plain_view_shows_a_missing_difficulty_as_a_dash_not_na(tmp_path, mo
     X.static_section(ex, n=0)
     (table,) = shown
     assert "cresowlve-table" in table and "&lt;NA&gt;" not in table and "<NA>" not in table and "–" in table
+
+
+def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_noted_with_its_answers(tmp_path, monkeypatch):
+    """A hub:en run whose manifest names the snapshot file it read, when the cache holds another revision of that
+    file: the explorer still shows its answers, with a note naming the run, the file, both revisions and how many
+    answers it concerns. Before: the new revision's questions and annotations were shown beside them, unsaid."""
+    from cresowlve_core.sources.hub import load_published, loaded_files
+
+    hub = tmp_path / "cache" / "hub" / "datasets--mismayil--cresowlve"
+    shutil.copytree(REPO / "tests" / "fixtures" / "hub" / "snapshot", hub / "snapshots" / "bbbb2222")
+    (hub / "refs").mkdir()
+    (hub / "refs" / "main").write_text("bbbb2222")
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    items = load_published("en", local_path=hub / "snapshots" / "bbbb2222")
+    run = write_run(tmp_path / "runs" / "h_en", [record(it.id, model="H", prediction="x") for it in items[:2]],
+                    model="H")
+    manifest = json.loads((run / "manifest.json").read_text()) | {"items": "hub:en"}
+
+    def notes(files: list[dict]) -> list[str]:
+        (run / "manifest.json").write_text(json.dumps(manifest | {"items_files": files}))
+        return [n for n in X.load_explorer(str(tmp_path / "runs" / "*"), items=None, labels="").notes
+                if "not those the run read" in n]
+
+    assert notes(loaded_files(items)) == []
+    assert notes([{**f, "revision": "aaaa1111", "sha256": "0" * 64} for f in loaded_files(items)]) == [
+        f"run `h_en`: its items `hub:en` are not those the run read (en/test-00000-of-00001.parquet is now revision "
+        f"bbbb2222, SHA-256 {loaded_files(items)[0]['sha256'][:12]}… (the run read revision aaaa1111, SHA-256 "
+        "000000000000…)); the items shown beside its 2 answer(s) are another revision's."]
