@@ -100,8 +100,9 @@ class Item(BaseModel):
     en: ItemView | None = None
     ru: ItemView | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
-    #: the hub snapshot file the item was read from (``sources.hub.load_published``); never read from or
-    #: written to an items file, so an item saved and read again does not claim the hub as its source
+    #: the hub snapshot file (``sources.hub.load_published``) or the user's items file (``sources.sample.load_items``)
+    #: the item was read from; never read from or written to an items file, so an item saved and read again
+    #: names the file it was read from, not the hub
     _loaded_from: dict[str, Any] | None = PrivateAttr(default=None)
 
     def view(self, lang: Lang) -> ItemView:

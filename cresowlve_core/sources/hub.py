@@ -526,8 +526,9 @@ def _snapshot_file(root: Path, path: Path) -> dict[str, Any]:
 
 
 def loaded_files(items: Iterable[Item]) -> list[dict[str, Any]]:
-    """The snapshot files ``items`` were read from by :func:`load_published`, each once, in order
-    (none for items of another source), with the number of items each gave."""
+    """The snapshot files ``items`` were read from by :func:`load_published`, or the user's items file
+    (:func:`~cresowlve_core.sources.sample.load_items`), each once, in order (none for the demo items), with
+    the number of items each gave."""
     files: dict[str, dict[str, Any]] = {}
     for item in items:
         source = item._loaded_from
@@ -538,19 +539,21 @@ def loaded_files(items: Iterable[Item]) -> list[dict[str, Any]]:
 
 
 def items_files_differ(recorded: Any, items: Iterable[Item]) -> str | None:
-    """What differs between the hub snapshot files a run recorded (its manifest's ``items_files``) and
-    those ``items`` were read from now: a file the run did not read (another revision of the snapshot,
-    or bytes of another SHA-256 under the same path), said in one clause; None when each file read now
-    is one the run read, or when the run recorded none (items of another source, or a run written
-    before manifests named the files)."""
+    """What differs between the items files a run recorded (its manifest's ``items_files``: hub snapshot
+    files or the user's file) and those ``items`` were read from now: a file the run did not read (another
+    revision of the snapshot, or bytes of another SHA-256 under the same path), said in one clause; None
+    when each file read now is one the run read, or when the run recorded none (the demo items, or a run
+    written before manifests named the files)."""
     if not isinstance(recorded, list) or not recorded:
         return None
     known = {(f.get("path"), f.get("sha256")) for f in recorded if isinstance(f, dict)}
     for now in loaded_files(items):
         if (now["path"], now["sha256"]) not in known:
             then = next((f for f in recorded if isinstance(f, dict) and f.get("path") == now["path"]), None)
-            was = (f"revision {then.get('revision')}, SHA-256 {str(then.get('sha256'))[:12]}…" if then
-                   else "not a file the run read")
-            return (f"{now['path']} is now revision {now['revision']}, SHA-256 {now['sha256'][:12]}… "
-                    f"(the run read {was})")
+            def version(f: dict[str, Any]) -> str:
+                revision = f"revision {f.get('revision')}, " if f.get("revision") else ""
+                return f"{revision}SHA-256 {str(f.get('sha256'))[:12]}…"
+
+            was = version(then) if then else "not a file the run read"
+            return f"{now['path']} is now {version(now)} (the run read {was})"
     return None

@@ -355,6 +355,15 @@ def check_input_limits(items: list[Item], lang: Lang, wheres: Sequence[str] | _F
                 raise ItemsFileError(f"{where} (id={item.id!r}): {problem}")
 
 
+def _users_file(path: Path) -> dict[str, Any]:
+    """What a run records of an items file the user brings: no dataset nor revision, the path as given and
+    the SHA-256 of its bytes."""
+    import hashlib
+
+    with path.open("rb") as f:
+        return {"repo": None, "revision": None, "path": str(path), "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
+
+
 def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> list[Item]:
     """Items with a ``lang`` view from ``spec``.
 
@@ -390,6 +399,10 @@ def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> 
             raise InputError(f"{spec!r}: expected a .jsonl or .parquet file")
     validate_items(items, spec)
     check_input_limits(items, lang, wheres, spec, max_input_chars)
+    if users_file:  # the file a run records it read (its manifest's items_files), as a hub snapshot's files
+        read = _users_file(Path(spec))
+        for item in items:
+            item._loaded_from = read
     selected = [item for item in items if item.has(lang)]
     if not selected:
         raise NoItemsError(f"{spec!r} has no items with a {lang!r} view ({len(items)} items in all)")

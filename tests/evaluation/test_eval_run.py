@@ -135,8 +135,8 @@ def test_manifest_records_provenance(tmp_path):
 
 
 def test_manifest_records_the_hub_snapshot_files_the_items_came_from(tmp_path):
-    """A run of hub items names the dataset revision and each file with its SHA-256 and item count;
-    a run of other items has no ``items_files``, nor one of hub items saved to a file and read back."""
+    """A run of hub items names the dataset revision and each file with its SHA-256 and item count; a run
+    of the demo items has no ``items_files``; one of hub items saved to a file and read back names that file."""
     import hashlib
     import shutil
 
@@ -159,7 +159,10 @@ def test_manifest_records_the_hub_snapshot_files_the_items_came_from(tmp_path):
                                  "path": "en/test-00000-of-00001.parquet",
                                  "sha256": hashlib.sha256(parquet.read_bytes()).hexdigest(), "n_items": 4}]
     assert "items_files" not in json.loads((tmp_path / "run" / "manifest.json").read_text())
-    assert "items_files" not in json.loads((tmp_path / "saved_run" / "manifest.json").read_text())
+    # a file the user brings is named as given, with its SHA-256: no dataset, no revision (nor the hub's)
+    assert json.loads((tmp_path / "saved_run" / "manifest.json").read_text())["items_files"] == [
+        {"repo": None, "revision": None, "path": str(saved), "sha256": hashlib.sha256(saved.read_bytes()).hexdigest(),
+         "n_items": 4}]
 
 
 def test_a_resume_from_another_hub_snapshot_keeps_the_earlier_files_named(tmp_path):

@@ -423,3 +423,36 @@ def test_an_older_run_of_another_hub_snapshot_is_refused_not_scored_against_the_
                            "now revision bbbb2222") and "(the run read revision aaaa1111, SHA-256 000000000000…)" in last
     assert last.endswith("(nothing was rescored)")
     assert (run_dir / "responses.jsonl").read_text() == json.dumps(old) + "\n"
+
+
+def test_an_older_run_whose_items_file_changed_since_is_refused(tmp_path):
+    """An older run (records without ``other_answers``) of a local items file whose manifest names the file's
+    SHA-256, rescored after the file was edited (another accepted answer): exit 2, one line naming the run, the
+    file and both SHA-256s. Before: exit 0 and the lenient EM scored against the edited file's answers."""
+    import hashlib
+
+    from cresowlve_core.items import Item, ItemView
+
+    items_file = tmp_path / "items.jsonl"
+    items_file.write_text(Item(id="chgk_1", difficulty=1, en=ItemView(
+        question="Who?", answer="Copernicus", other_answers="Kopernik")).model_dump_json() + "\n")
+    read_then = hashlib.sha256(items_file.read_bytes()).hexdigest()
+    old = {"id": "chgk_1", "lang": "en", "status": "ok", "model": "m", "answer": "Copernicus",
+           "prediction": "stale", "raw_output": "<Answer>Kepler</Answer>", "em_strict": False, "em_lenient": False}
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "run_id": "run", "model": "m", "base_url": "http://x/v1", "lang": "en", "items": str(items_file), "n_items": 1,
+        "prompt": {"name": "solve_cot_en", "version": "2"}, "items_files": [
+            {"repo": None, "revision": None, "path": str(items_file), "sha256": read_then, "n_items": 1}]}))
+    (run_dir / "responses.jsonl").write_text(json.dumps(old) + "\n")
+    items_file.write_text(items_file.read_text().replace("Kopernik", "Kepler"))  # edited since the run
+    proc = subprocess.run([sys.executable, "-m", "cresowlve_core.cli", "rescore", "--run-dir", str(run_dir)],
+                          capture_output=True, text=True, timeout=120)
+    now = hashlib.sha256(items_file.read_bytes()).hexdigest()
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"error: {run_dir}: 1 answer recorded before records kept the item's accepted answers, and "
+                           f"its items ('{items_file}') are not those the run read: {items_file} is now SHA-256 "
+                           f"{now[:12]}… (the run read SHA-256 {read_then[:12]}…): ") and last.endswith("(nothing was rescored)")
+    assert (run_dir / "responses.jsonl").read_text() == json.dumps(old) + "\n"
