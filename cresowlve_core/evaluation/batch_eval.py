@@ -33,6 +33,7 @@ from cresowlve_core.evaluation.runner import (
     load_eval_items,
     reask_truncated,
     record_key,
+    refuse_changed_items,
     summary_line,
 )
 from cresowlve_core.exitcodes import EXIT_INCOMPLETE, EXIT_USAGE
@@ -41,7 +42,7 @@ from cresowlve_core.llm.batch import BatchRequest, BatchResult, archive_batch, c
 from cresowlve_core.llm.client import call_bound
 from cresowlve_core.llm.pricing import PRICES_ENV, PriceTable, cost_text, usd
 from cresowlve_core.llm.types import Completion, LLMError
-from cresowlve_core.runtime import RESPONSES, RunDir, run_coro
+from cresowlve_core.runtime import RESPONSES, ResumeError, RunDir, run_coro
 
 
 @dataclass
@@ -77,8 +78,14 @@ def batch_evaluate(cfg: EvalConfig, resolved: roles.Roles | None = None) -> Batc
 def _submit(cfg: EvalConfig, items: list[Item], resolved: roles.Roles) -> BatchStep:
     run = RunDir(cfg.run_dir)
     with run.lock():
+        before = run.read_manifest()
         run.begin(build_manifest(cfg, len(items), resolved, items))  # refuses a run directory of another configuration
         previous = run.latest(RESPONSES, record_key)
+        try:
+            refuse_changed_items(run, previous, items, cfg.lang)
+        except ResumeError:
+            run.abandon(before)
+            raise
         # without an answer, or (--retry-truncated) cut off at a smaller budget than this run's
         pending = [it for it in items if (prev := previous.get((it.id, cfg.lang)) or {}).get("status") != "ok"
                    or reask_truncated(cfg, prev)]

@@ -58,7 +58,7 @@ class SummaryEntry:
                  "truncated", "max_tokens", "cost_source", "input_tokens", "output_tokens", "reasoning_tokens",
                  "cost", "judge_cost", "shows_reasoning", "judge_repeat_status", "judge_repeat_error", "served_model",
                  "dropped_fields", "judge_served_model", "n_replaced", "n_verdicts_replaced", "replaced_cost",
-                 "invalid_utf8")
+                 "invalid_utf8", "item_sha256")
 
     def __init__(self, rec: dict[str, Any]):
         get = rec.get
@@ -92,6 +92,8 @@ class SummaryEntry:
         self.judge_repeat_error: str | None = error_line(repeat_raw) if repeat_raw else None
         # a run's few model names and field names, interned: one string each, not one per entry
         self.served_model: str | None = _interned(get("served_model"))
+        item_sha256 = get("item_sha256")  # None: written by a version that did not record it
+        self.item_sha256: str | None = item_sha256 if isinstance(item_sha256, str) else None
         self.judge_served_model: str | None = _interned(get("judge_served_model"))
         fields = get("dropped_fields")  # None: written by a version that did not record it
         self.dropped_fields: tuple[str, ...] | None = (tuple(sys.intern(str(f)) for f in fields)

@@ -411,6 +411,9 @@ def holds_its_configuration(grid: GridConfig, cell: Cell, items: CellItems) -> b
         new = build_manifest(cfg, old.n_items or 0)
     except Exception:  # noqa: BLE001 - a configuration that cannot run: the cell's evaluation reports it
         return False
+    # an items file edited since (its content, where both record it): its evaluation checks each answered item
+    if (was := getattr(old, "items_sha256", None)) is not None and was != getattr(new, "items_sha256", None):
+        return False
     return not identity_changes(old, new)
 
 

@@ -47,6 +47,9 @@ class ResponseRecord(BaseModel):
     creative_domains: list[str] = Field(default_factory=list)
     cultures: list[str] = Field(default_factory=list)
     n_atomic_facts: int | None = None
+    #: the SHA-256 of the item's view the answer was asked from (:func:`~cresowlve_core.evaluation.runner.item_sha256`):
+    #: a resume refuses a run whose items were answered from another text; None in records written before it
+    item_sha256: str | None = None
     # the answer
     answer: str | None = None  # the reference answer
     other_answers: str | None = None  # the accepted alternatives (zachet), for rescoring

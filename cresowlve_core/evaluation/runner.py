@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,7 +157,9 @@ def read_latest_records(run_dir: Path) -> dict[Any, dict[str, Any]]:
 def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None = None,
                    items: Sequence[Item] = ()) -> Manifest:
     """The manifest of ``cfg``'s run (``resolved``: its roles, when the run has resolved them). The
-    hub snapshot files ``items`` were read from, with their revision and SHA-256, are its ``items_files``."""
+    hub snapshot files ``items`` were read from, with their revision and SHA-256, are its ``items_files``;
+    an items file's SHA-256 is its ``items_sha256``."""
+    from cresowlve_core.runtime.manifest import items_file_sha256
     from cresowlve_core.sources.hub import loaded_files
 
     answerer, judge = resolved or roles.resolve(cfg)
@@ -195,6 +198,7 @@ def build_manifest(cfg: EvalConfig, n_items: int, resolved: roles.Roles | None =
         judge=judge_section,
         config=cfg.model_dump(mode="json", exclude={"options"}),
         **({"items_files": files} if (files := loaded_files(items)) else {}),
+        **({"items_sha256": digest} if (digest := items_file_sha256(cfg.items)) else {}),
     )
 
 
@@ -224,11 +228,31 @@ def refuse_incompatible(cfg: EvalConfig) -> None:
         raise ResumeError(reason)
 
 
+def item_sha256(item: Item, lang: Lang) -> str:
+    """The SHA-256 of ``item``'s ``lang`` view (question, answer, explanation, accepted answers): the
+    text its answer is asked from and scored against."""
+    return hashlib.sha256(item.view(lang).model_dump_json().encode("utf-8")).hexdigest()
+
+
+def refuse_changed_items(run: RunDir, records: Mapping[Any, Any], items: Sequence[Item], lang: Lang) -> None:
+    """Raise :class:`ResumeError` when a record of ``records`` (the latest per item, by key; a record or a
+    :class:`SummaryEntry`) was answered from another text of its item than ``items`` give now. A record
+    without ``item_sha256`` (written before it was recorded) is taken as it is; an item added since has no record."""
+    changed = [it.id for it in items if (rec := records.get((it.id, lang))) is not None
+               and (was := rec.get("item_sha256")) is not None and was != item_sha256(it, lang)]
+    if changed:
+        shown = ", ".join(repr(one_line(i, 40)) for i in changed[:3]) + (", ..." if len(changed) > 3 else "")
+        raise ResumeError(f"{run.path / RESPONSES}: {len(changed)} item(s) of the run were answered from another text "
+                          f"than the items give now ({shown}): the items changed since; restore them or use another "
+                          "run directory (resume only continues the same items; nothing was sent)")
+
+
 def record_base(item: Item, cfg: EvalConfig) -> dict[str, Any]:
     """The item's fields every record carries, so a run directory can be analysed on its own."""
     view = item.view(cfg.lang)
     return {
         "id": item.id, "lang": cfg.lang, "model": cfg.model, "effort": cfg.effort,
+        "item_sha256": item_sha256(item, cfg.lang),
         "difficulty": item.difficulty, "reasoning_type": item.reasoning_type,
         "knowledge_domains": item.knowledge_domains, "creative_domains": item.creative_domains,
         "cultures": item.cultures,
@@ -545,7 +569,8 @@ async def evaluate_async(cfg: EvalConfig, items: list[Item], *, progress: bool =
         with naming_the_records_file(run):
             index = run.index(RESPONSES, record_key, SummaryEntry)  # an entry per item, not whole records
         refuse_unknown_values(run, index)
-    except RunDirError:
+        refuse_changed_items(run, {k: e for k, (_, e) in index.items()}, items, cfg.lang)
+    except (RunDirError, ResumeError):
         run.abandon(before)
         raise
     # with a batch's answers: those items, and the answers of earlier calls that the judge still owes a verdict

@@ -4,7 +4,10 @@ A run directory can be resumed only by the same configuration (:func:`resume_ide
 stage, model, base URL, provider, API, language, item set, prompt versions, the settings that shape
 an answer (temperature, top_p, max tokens, seed, effort, extra body), the judge's same settings and
 the stage-specific ``identity``. A loopback server on another port (the embedded model, a local
-server restarted) is the same base URL, recorded in ``base_url_history``. Settings that do not change
+server restarted) is the same base URL, recorded in ``base_url_history``. An items file whose SHA-256
+the manifest records (``items_sha256``) is not identified by its path: the stage checks the text of
+each item it answered (an evaluation's records carry ``item_sha256``), so a copy at another path
+resumes, its paths recorded in ``items_history``. Settings that do not change
 an answer (concurrency, limits, timeouts, the cache) may change. A field an old manifest never
 recorded is not compared, so runs written before it still resume.
 
@@ -15,6 +18,7 @@ directory is read through one function, :func:`upgrade_manifest`; a newer one is
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -208,13 +212,33 @@ def _judge_identity(m: Manifest) -> dict[str, Any]:
     return {f: same_server(judge[f]) if f == "base_url" else judge[f] for f in JUDGE_FIELDS if f in judge}
 
 
+def items_file_sha256(items: str | None) -> str | None:
+    """The SHA-256 of the items file ``items`` names (None for a named set, demo or hub, or no file)."""
+    if not items or items == "demo" or items == "hub" or items.startswith("hub:") or not Path(items).is_file():
+        return None
+    digest = hashlib.sha256()
+    with open(items, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def same_items(old: Manifest, new: Manifest) -> bool:
+    """Whether ``new`` reads ``old``'s item set: an items file at any path where both manifests record its
+    SHA-256 (the stage that records it checks each answered item's text: an evaluation's ``item_sha256``),
+    else the same ``items``."""
+    both_digested = all(isinstance(getattr(m, "items_sha256", None), str) for m in (old, new))
+    return both_digested or old.items == new.items
+
+
 def identity_changes(old: Manifest, new: Manifest) -> list[str]:
     """``field: old → new`` for every resume field ``old`` recorded that ``new`` changes."""
     was, now = resume_identity(old, recorded_only=True), resume_identity(new)
+    was.pop("items", None)  # a path, or the content where both manifests record its SHA-256 (same_items)
     if new.config.get("retry_truncated"):  # re-asking cut-off answers with a larger budget is the point
         was.pop("max_tokens", None)
         was.pop("options.max_tokens", None)
-    out = []
+    out = [] if same_items(old, new) else [f"items: {old.items!r} → {new.items!r}"]
     for k, v in was.items():
         n = now.get(k)
         if k == "judge" and isinstance(v, dict) and isinstance(n, dict):
@@ -230,7 +254,7 @@ def narrowed_by_limit(old: Manifest, new: Manifest) -> str | None:
     """``limit: old → new (...)`` when ``new`` plans fewer of the same units than ``old`` did because
     of its ``limit``: the answers to the units left out would drop out of the run's manifest and
     summary while its records keep them. A larger limit (or none) continues the run."""
-    if new.limit is None or old.items != new.items or old.n_items is None or new.n_items is None \
+    if new.limit is None or not same_items(old, new) or old.n_items is None or new.n_items is None \
             or new.n_items >= old.n_items:
         return None
     # a limit of the old one, or of as many as the old units, plans them again (a limit may count fewer
@@ -256,6 +280,12 @@ def check_resumable(old: Manifest, new: Manifest) -> Manifest:
     read = getattr(new, "items_files", None) or []
     earlier = [f for f in getattr(old, "items_files", None) or [] if f not in read]
     files = {"items_files": [*earlier, *read]} if earlier else {}
+    # the paths the run's items file was read from, once a resume reads it from another path (same_items)
+    items_paths = list(getattr(old, "items_history", None) or [old.items])
+    if new.items != items_paths[-1]:
+        items_paths.append(new.items)
+    if len(items_paths) > 1:
+        files["items_history"] = items_paths
     new = new.model_copy(update={"started_at": old.started_at, "resumed_at": now_iso(),
                                  "base_url_history": history, **files})
     return record_adaptations(new, old.adapted, (old.judge or {}).get("adapted") or [])

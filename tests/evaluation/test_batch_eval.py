@@ -364,3 +364,21 @@ def test_a_responses_body_the_provider_says_failed_is_recorded_as_failed_as_live
     rec = run.records()[run.ids[1]]
     assert (rec["status"], rec["outcome"]) == ("error", "failed") and "The model produced invalid content" in rec["error"]
     assert code == 1 and "1 errored, 0 not run of 5 items" in last_line(err)
+
+
+def test_a_batch_over_items_whose_answered_text_changed_is_refused_before_submitting(tmp_path, capsys):
+    """The items file edited after its items were answered: the next ``--batch`` call submits nothing and
+    exits 2 naming the item, the manifest kept. Before: "nothing to submit", the old answers scored as the
+    edited items'."""
+    with FakeServer(answers=answer_for, batch_polls=0) as srv:
+        run = Run(tmp_path, srv, capsys)
+        run()
+        assert run()[0] == 0  # collected: 5 answers
+        path = tmp_path / "items.jsonl"
+        path.write_text(path.read_text().replace('"Answer2"', '"Corrected2"'))
+        manifest = (run.dir / "manifest.json").read_text()
+        code, out, err = run()
+        assert len(srv._batches) == 1
+    assert code == 2 and f"1 item(s) of the run were answered from another text than the items give now " \
+        f"('{run.ids[2]}')" in last_line(err), err
+    assert (run.dir / "manifest.json").read_text() == manifest

@@ -596,3 +596,54 @@ def test_the_progress_bars_print_no_terminal_escape_from_a_model_name(tmp_path, 
     err = capsys.readouterr().err
     assert "m [2J ]0;pwned [en]" in err and "judge j [2J ]0;pwned" in err, err
     assert "\x1b[2J" not in err and "\x1b]0;" not in err and "\x07" not in err  # tqdm's own cursor moves stay
+
+
+def _eval_items_file(srv: FakeServer, tmp_path: Path, items_path: Path, capsys) -> tuple[int, str]:
+    """``cresowlve eval --items items_path`` into tmp_path/run: (exit code, the last line of stderr)."""
+    from cresowlve_core.cli import main
+
+    code = main(["eval", "--items", str(items_path), "--lang", "en", "--model", "m", "--base-url", srv.base_url,
+                 "--run-dir", str(tmp_path / "run"), "--no-cache"])
+    err = capsys.readouterr().err.strip().splitlines()
+    return code, err[-1] if err else ""
+
+
+def test_a_run_resumes_from_a_copy_of_its_items_file_at_another_path(tmp_path, capsys):
+    """A co-author copies the run directory and its items file to another path: the resume reads the same
+    items (the items file's SHA-256), sends nothing and records both paths. Before: refused, "the run
+    directory holds another configuration (items: '.../alice/items.jsonl' → '.../bob/items.jsonl')"."""
+    import hashlib
+
+    alice, bob = tmp_path / "alice" / "items.jsonl", tmp_path / "bob" / "items.jsonl"
+    for path in (alice, bob):
+        path.parent.mkdir()
+        path.write_text("".join(it.model_dump_json() + "\n" for it in make_items(3)))
+    with FakeServer(answers=answer_for) as srv:
+        assert _eval_items_file(srv, tmp_path, alice, capsys)[0] == 0
+        sent = srv.total
+        code, last = _eval_items_file(srv, tmp_path, bob, capsys)
+        assert code == 0 and srv.total == sent, last
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["items"] == str(bob) and m["items_history"] == [str(alice), str(bob)]
+    assert m["items_sha256"] == hashlib.sha256(bob.read_bytes()).hexdigest()
+
+
+def test_an_items_file_edited_after_its_items_were_answered_is_refused_per_item(tmp_path, capsys):
+    """An answered item's text changed in the items file (in place, or in a copy at another path): the resume
+    is refused naming the item, before anything is sent, and the manifest is kept; an item added to the file
+    is asked. Before: the edited file at the same path resumed, its old answers scored as the new items'."""
+    items = make_items(3)
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(it.model_dump_json() + "\n" for it in items[:2]))
+    with FakeServer(answers=answer_for) as srv:
+        assert _eval_items_file(srv, tmp_path, path, capsys)[0] == 0
+        path.write_text("".join(it.model_dump_json() + "\n" for it in items))  # one item added
+        assert _eval_items_file(srv, tmp_path, path, capsys)[0] == 0 and srv.total == 3
+        manifest = (tmp_path / "run" / "manifest.json").read_text()
+        edited = items[1].model_copy(update={"en": items[1].en.model_copy(update={"answer": "Corrected1"})})
+        path.write_text("".join(it.model_dump_json() + "\n" for it in (items[0], edited, items[2])))
+        code, last = _eval_items_file(srv, tmp_path, path, capsys)
+        assert srv.total == 3  # nothing sent
+    assert code == 2 and "1 item(s) of the run were answered from another text than the items give now " \
+        f"('{items[1].id}')" in last and "nothing was sent" in last, last
+    assert (tmp_path / "run" / "manifest.json").read_text() == manifest

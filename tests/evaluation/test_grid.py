@@ -694,3 +694,25 @@ def test_a_hostile_model_and_grid_name_print_no_terminal_escape(tmp_path, capsys
     out, err = capsys.readouterr()
     assert not any(c in out + err for c in "\x1b\x07"), (out, err)
     assert out.splitlines()[0].startswith("m [2J ]0;pwned OVR / en ")
+
+
+def test_a_finished_cell_whose_answered_item_was_edited_is_refused_not_skipped_as_done(tmp_path):
+    """A finished cell over a user's items file, then an answered item's answer corrected in place: the cell
+    is not skipped as done (the file's SHA-256 changed) and its evaluation refuses the run directory, naming
+    the item; nothing is sent. Before: skipped, its answers scored against the old reference."""
+    from cresowlve_core.sources.sample import load_demo_items
+
+    demo = load_demo_items()[:2]
+    items = tmp_path / "items.jsonl"
+    items.write_text("".join(it.model_dump_json() + "\n" for it in demo), encoding="utf-8")
+    with FakeServer(answers=reply) as srv:
+        models = [{"model": "model-a", "base_url": srv.base_url}]
+        config = write_config(tmp_path, srv, langs=["en"], models=models, items=str(items), limit=None)
+        assert run_grid(config, progress=False)["n_done"] == 1
+        sent = srv.total
+        edited = demo[1].model_copy(update={"en": demo[1].en.model_copy(update={"answer": "corrected"})})
+        items.write_text("".join(it.model_dump_json() + "\n" for it in (demo[0], edited)), encoding="utf-8")
+        (cell,) = run_grid(config, progress=False)["cells"]
+        assert srv.total == sent
+    assert not cell["skipped"] and f"answered from another text than the items give now ('{demo[1].id}')" \
+        in str(cell), cell

@@ -163,3 +163,19 @@ def test_the_same_a_larger_or_no_limit_continues_the_run(later, tmp_path, monkey
     run = RunDir(tmp_path / "run")
     run.finish(run.begin(manifest(**later)))
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["n_items"] == later["n_items"]
+
+
+def test_an_items_file_is_identified_by_its_content_where_both_manifests_record_it(tmp_path, monkeypatch):
+    """Both manifests record the items file's SHA-256: another path resumes (the evaluation checks each
+    answered item's text), the paths recorded in ``items_history``. An old manifest without it is
+    identified by its path, as before."""
+    digest = {"items_sha256": "ab" * 32}
+    _planned(tmp_path, monkeypatch, items="/alice/items.jsonl", **digest)
+    run = RunDir(tmp_path / "run")
+    run.finish(run.begin(manifest(items="/bob/items.jsonl", **digest)))
+    run.finish(run.begin(manifest(items="/carol/items.jsonl", items_sha256="cd" * 32)))
+    m = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert m["items_history"] == ["/alice/items.jsonl", "/bob/items.jsonl", "/carol/items.jsonl"]
+    _planned(tmp_path / "old", monkeypatch, items="/alice/items.jsonl")
+    with pytest.raises(ResumeError, match="items: '/alice/items.jsonl' → '/bob/items.jsonl'"):
+        RunDir(tmp_path / "old" / "run").begin(manifest(items="/bob/items.jsonl", **digest))
