@@ -494,11 +494,21 @@ def language_warning(a: Path, b: Path) -> str | None:
 
 def items_warning(a: Path, b: Path) -> str | None:
     """A warning when two runs in one language were asked another item set (``items`` of their manifests:
-    ``demo``, ``hub:en``, a path), or None: the items of one set only are counted without an answer in
-    the other run, which never asked them."""
+    ``demo``, ``hub:en``, a path; an items file's content where both record its ``items_sha256``, whatever
+    its path), or None: the items of one set only are counted without an answer in the other run, which
+    never asked them."""
     ma, mb = _json(a / "manifest.json"), _json(b / "manifest.json")
     ia, ib = ma.get("items"), mb.get("items")
-    if ia and ib and ia != ib and ma.get("lang") == mb.get("lang"):
+    if ma.get("lang") != mb.get("lang"):
+        return None
+    da, db = ma.get("items_sha256"), mb.get("items_sha256")
+    if isinstance(da, str) and isinstance(db, str):  # items files identified by content, at any path
+        if da == db:
+            return None
+        return (f"warning: A and B were asked different contents of an items file ({one_line(ia)!r}, SHA-256 "
+                f"{one_line(da, 12)}…; {one_line(ib)!r}, SHA-256 {one_line(db, 12)}…): an item of both may have been "
+                "asked or scored from another text in each; an item of one only counts as without an answer in the other")
+    if ia and ib and ia != ib:
         return (f"warning: A and B were asked different item sets ({one_line(ia)!r}, {one_line(ib)!r}): only the "
                 "items of both are compared; an item of one set only counts as without an answer in the run that "
                 "never asked it")

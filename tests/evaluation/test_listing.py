@@ -772,3 +772,24 @@ def test_the_analysis_names_a_grid_cell_without_a_run_directory(tmp_path):
     grid_stopped_before_its_second_cell(tmp_path)
     notes = load_runs(str(tmp_path / "grid" / "grid.json")).notes
     assert "1 cell of the grid without a run directory, so not in any table below: model-b__en (not_run)." in notes
+
+
+def test_diff_compares_items_files_by_content_not_path(tmp_path):
+    """Two runs of one items file copied to another path: no warning (before: "A and B were asked different
+    item sets ('.../alice/items.jsonl', '.../bob/items.jsonl')"). Two runs of one path whose file was edited
+    between them: a warning naming both SHA-256 (before: none, the references of one text paired with the other's)."""
+    items = make_items(3)
+    alice, bob = tmp_path / "alice.jsonl", tmp_path / "bob.jsonl"
+    for path in (alice, bob):
+        path.write_text("".join(it.model_dump_json() + "\n" for it in items))
+    with FakeServer(answers=answer_for) as srv:
+        for run, path, model in (("a", alice, "fake-model"), ("b", bob, "other")):
+            asyncio.run(evaluate_async(cfg_for(srv, tmp_path / run, tmp_path, items=str(path), model=model), items,
+                                       progress=False))
+        alice.write_text(alice.read_text().replace('"Answer1"', '"Corrected1"'))
+        cfg = cfg_for(srv, tmp_path / "c", tmp_path, items=str(alice), model="other")
+        asyncio.run(evaluate_async(cfg, load_eval_items(cfg), progress=False))
+    assert _cli(["diff", str(tmp_path / "a"), str(tmp_path / "b")]).stderr == ""
+    (warning,) = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "c")]).stderr.strip().splitlines()
+    assert warning.startswith(f"warning: A and B were asked different contents of an items file ({str(alice)!r}, "
+                              "SHA-256 "), warning
