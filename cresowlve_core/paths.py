@@ -104,6 +104,15 @@ def shipped_data(*parts: str) -> Path:
     return candidates[-1]
 
 
+def file_sha256(path: str | Path) -> str:
+    """The SHA-256 of a file's bytes, read in blocks (what a run records of a file it read: an items file,
+    a hub snapshot's data file)."""
+    import hashlib
+
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
 _LAZY = {
     "DATA_DIR": data_dir,
     "RUNS_DIR": runs_dir,

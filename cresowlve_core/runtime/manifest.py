@@ -18,7 +18,6 @@ directory is read through one function, :func:`upgrade_manifest`; a newer one is
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cresowlve_core.failures import UsageError
-from cresowlve_core.paths import shipped_data
+from cresowlve_core.paths import file_sha256, shipped_data
 from cresowlve_core.runtime.aio import event_loop_name
 from cresowlve_core.runtime.provenance import git_sha, now_iso, package_versions
 from cresowlve_core.secrets import strip_url_credentials
@@ -216,11 +215,7 @@ def items_file_sha256(items: str | None) -> str | None:
     """The SHA-256 of the items file ``items`` names (None for a named set, demo or hub, or no file)."""
     if not items or items == "demo" or items == "hub" or items.startswith("hub:") or not Path(items).is_file():
         return None
-    digest = hashlib.sha256()
-    with open(items, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_sha256(items)
 
 
 def same_items(old: Manifest, new: Manifest) -> bool:

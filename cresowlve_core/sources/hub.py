@@ -32,6 +32,7 @@ from cresowlve_core import jsonl
 from cresowlve_core.failures import InputError, MissingInput, UsageError
 from cresowlve_core.items import PUBLISHED_FIELDS, Item, ItemView, Lang
 from cresowlve_core.paths import cache_dir as _cache_dir
+from cresowlve_core.paths import file_sha256
 
 log = logging.getLogger(__name__)
 
@@ -517,10 +518,7 @@ def _snapshot_file(root: Path, path: Path) -> dict[str, Any]:
     """What a run records of one data file of a snapshot: the dataset, the snapshot's revision (the
     commit of a hub cache's ``snapshots/<commit>`` folder; None for another folder), the file's path
     in the snapshot and the SHA-256 of its bytes."""
-    import hashlib
-
-    with path.open("rb") as f:
-        digest = hashlib.file_digest(f, "sha256").hexdigest()
+    digest = file_sha256(path)
     revision = root.name if root.parent.name == "snapshots" else None
     return {"repo": REPO_ID, "revision": revision, "path": path.relative_to(root).as_posix(), "sha256": digest}
 

@@ -358,10 +358,9 @@ def check_input_limits(items: list[Item], lang: Lang, wheres: Sequence[str] | _F
 def _users_file(path: Path) -> dict[str, Any]:
     """What a run records of an items file the user brings: no dataset nor revision, the path as given and
     the SHA-256 of its bytes."""
-    import hashlib
+    from cresowlve_core.paths import file_sha256
 
-    with path.open("rb") as f:
-        return {"repo": None, "revision": None, "path": str(path), "sha256": hashlib.file_digest(f, "sha256").hexdigest()}
+    return {"repo": None, "revision": None, "path": str(path), "sha256": file_sha256(path)}
 
 
 def load_items(spec: str, lang: Lang, *, max_input_chars: int | None = None) -> list[Item]:
