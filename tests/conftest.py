@@ -200,6 +200,20 @@ def tmp_cache(tmp_path, monkeypatch):
     return cache
 
 
+@pytest.fixture
+def hub_cache_at_bbbb2222(tmp_path, monkeypatch) -> Path:
+    """A Hugging Face cache (offline) whose CresOWLve snapshot is the test fixture at revision ``bbbb2222``
+    (``refs/main``), as the hub loader finds it: the snapshot folder. A run that recorded another revision
+    (``aaaa1111``) now re-reads this one."""
+    hub = tmp_path / "cache" / "hub" / "datasets--mismayil--cresowlve"
+    shutil.copytree(Path(__file__).resolve().parent / "fixtures" / "hub" / "snapshot", hub / "snapshots" / "bbbb2222")
+    (hub / "refs").mkdir()
+    (hub / "refs" / "main").write_text("bbbb2222")
+    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return hub / "snapshots" / "bbbb2222"
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     """``-n auto``: one worker per core, but a run naming only test files gets at most one worker
     per file, and a single file runs in this process (no workers to start).

@@ -466,19 +466,14 @@ def test_the_plain_view_shows_a_missing_difficulty_as_a_dash_not_na(tmp_path, mo
     assert "cresowlve-table" in table and "&lt;NA&gt;" not in table and "<NA>" not in table and "–" in table
 
 
-def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_noted_with_its_answers(tmp_path, monkeypatch):
+def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_noted_with_its_answers(tmp_path,
+                                                                                       hub_cache_at_bbbb2222):
     """A hub:en run whose manifest names the snapshot file it read, when the cache holds another revision of that
     file: the explorer still shows its answers, with a note naming the run, the file, both revisions and how many
     answers it concerns. Before: the new revision's questions and annotations were shown beside them, unsaid."""
     from cresowlve_core.sources.hub import load_published, loaded_files
 
-    hub = tmp_path / "cache" / "hub" / "datasets--mismayil--cresowlve"
-    shutil.copytree(REPO / "tests" / "fixtures" / "hub" / "snapshot", hub / "snapshots" / "bbbb2222")
-    (hub / "refs").mkdir()
-    (hub / "refs" / "main").write_text("bbbb2222")
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    items = load_published("en", local_path=hub / "snapshots" / "bbbb2222")
+    items = load_published("en", local_path=hub_cache_at_bbbb2222)
     run = write_run(tmp_path / "runs" / "h_en", [record(it.id, model="H", prediction="x") for it in items[:2]],
                     model="H")
     manifest = json.loads((run / "manifest.json").read_text()) | {"items": "hub:en"}

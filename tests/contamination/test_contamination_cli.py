@@ -458,24 +458,15 @@ def test_a_quiz_reply_cut_off_while_going_through_the_options_is_no_answer(tmp_p
 
 
 def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_refused_before_any_quiz(tmp_path, capsys,
-                                                                                          monkeypatch):
+                                                                                          hub_cache_at_bbbb2222):
     """Hub runs (hub:en, hub:ru) whose Ru manifest names a snapshot file of another revision than the cache now
     holds: exit 2 before any model starts, the last line naming the run, the file and both revisions. Before:
     the quiz asked the new revision's questions as the ones the run answered."""
-    import shutil
-    from pathlib import Path
-
     from cresowlve_core.sources.hub import load_published, loaded_files
 
-    hub = tmp_path / "cache" / "hub" / "datasets--mismayil--cresowlve"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hub" / "snapshot", hub / "snapshots" / "bbbb2222")
-    (hub / "refs").mkdir()
-    (hub / "refs" / "main").write_text("bbbb2222")
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     shared = "chgk_83a712ed75"  # the one item both configs of the fixture snapshot hold
     for lang, files in (("en", None), ("ru", "aaaa1111")):
-        read = loaded_files(load_published(lang, local_path=hub / "snapshots" / "bbbb2222"))
+        read = loaded_files(load_published(lang, local_path=hub_cache_at_bbbb2222))
         d = tmp_path / "runs" / f"m__{lang}"
         d.mkdir(parents=True)
         (d / "manifest.json").write_text(json.dumps({

@@ -267,22 +267,15 @@ def test_a_base_model_label_cut_off_in_its_first_line_is_no_label():
     assert parse_fewshot_label(" Wrong hyp\nPuzzle:", cut_off=True).category == "other: Wrong hyp"
 
 
-def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_refused_not_labelled(tmp_path, monkeypatch):
+def test_a_hub_run_whose_snapshot_file_is_now_another_revision_is_refused_not_labelled(tmp_path, monkeypatch,
+                                                                                       hub_cache_at_bbbb2222):
     """A hub:en run whose manifest names the snapshot file it read, when the cache holds another revision of
     that file: refused in one line naming the run, the file and both revisions. Before: its wrong answers were
     collected for labelling with the new revision's question and reference."""
-    import shutil
-
     from cresowlve_core.failures import InputError
     from cresowlve_core.sources.hub import load_published, loaded_files
 
-    hub = tmp_path / "cache" / "hub" / "datasets--mismayil--cresowlve"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hub" / "snapshot", hub / "snapshots" / "bbbb2222")
-    (hub / "refs").mkdir()
-    (hub / "refs" / "main").write_text("bbbb2222")
-    monkeypatch.setenv("CRESOWLVE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    items = load_published("en", local_path=hub / "snapshots" / "bbbb2222")[:2]
+    items = load_published("en", local_path=hub_cache_at_bbbb2222)[:2]
     (tmp_path / "runs").mkdir()
     run = write_run(tmp_path / "runs", "en", items, {it.id: False for it in items})
     manifest = json.loads((run / "manifest.json").read_text()) | {"items": "hub:en"}

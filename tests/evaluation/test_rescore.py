@@ -383,25 +383,19 @@ def test_an_unreadable_summary_is_refused_before_the_records_are_rewritten(tmp_p
     assert records.read_text() == written and not (run_dir / "responses.jsonl.bak").exists()
 
 
-def test_an_older_run_of_another_hub_snapshot_is_refused_not_scored_against_the_new_text(tmp_path):
+def test_an_older_run_of_another_hub_snapshot_is_refused_not_scored_against_the_new_text(tmp_path,
+                                                                                        hub_cache_at_bbbb2222):
     """An older hub:en run (records without ``other_answers``) whose manifest names the snapshot file it read,
     rescored when the cache holds another revision of that file: exit 2, one line naming the run, the file and
     both revisions, the records as they were. Before: exit 0, the lenient EM scored against the new revision's
     accepted answers and the records rewritten with them."""
-    import shutil
-
     from cresowlve_core.sources.hub import load_published, loaded_files
 
-    cache = tmp_path / "cache"
-    snapshots = cache / "hub" / "datasets--mismayil--cresowlve" / "snapshots"
-    shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "hub" / "snapshot", snapshots / "bbbb2222")
-    (cache / "hub" / "datasets--mismayil--cresowlve" / "refs").mkdir()
-    (cache / "hub" / "datasets--mismayil--cresowlve" / "refs" / "main").write_text("bbbb2222")
-    items = load_published("en", local_path=snapshots / "bbbb2222")
+    items = load_published("en", local_path=hub_cache_at_bbbb2222)
     read_then = [{**f, "revision": "aaaa1111", "sha256": "0" * 64} for f in loaded_files(items)]
     old = {"id": items[0].id, "lang": "en", "status": "ok", "model": "m", "answer": items[0].en.answer,
            "prediction": "x", "raw_output": "<Answer>zzz</Answer>", "em_strict": False, "em_lenient": False}
-    env = {**os.environ, "CRESOWLVE_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+    env = dict(os.environ)  # the fixture's cache, offline
 
     def rescore(name: str, files: list[dict]):
         run_dir = tmp_path / name
