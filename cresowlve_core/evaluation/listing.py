@@ -378,7 +378,11 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
 
     model = str(m.get("model") or "?")
     from cresowlve_core.banners import is_embedded_model
+    from cresowlve_core.runtime.outcomes import served_as
 
+    served = s.get("served_models")  # the models the provider's replies named, as the analysis's tables say them
+    note = served_as(model, served if isinstance(served, dict) else None, done if s else None)
+    name = config_name(model, m.get("effort"), aliases) + (f" ({note})" if note else "")
     judge = m.get("judge") or {}
     embedded = (m.get("provider") == "embedded" or is_embedded_model(model) or judge.get("provider") == "embedded"
                 or is_embedded_model(judge.get("model")))
@@ -389,7 +393,7 @@ def run_row(path: Path, aliases: dict[str, str] | None = None) -> RunRow:
                   done=done, planned=planned, metric="judge" if use_judge else "EM",
                   k=int(chosen.get("k") or 0), n=int(chosen.get("n") or 0), cost=s.get("cost"),
                   cost_reported=bool(s.get("n_cost_reported")) and s.get("n_cost_reported") == s.get("n_ok"),
-                  state=state, name=config_name(model, m.get("effort"), aliases),
+                  state=state, name=name,
                   cost_known=s.get("cost_known") if s.get("n_cost_unknown", 0) < done else None,
                   n_refused=int(s.get("n_refused") or 0), n_filtered=int(s.get("n_filtered") or 0), mark=mark,
                   judged=bool(s.get("judged")), judge_cost=s.get("judge_cost"), spent_elsewhere=spent_not_in_cost(s))

@@ -793,3 +793,24 @@ def test_diff_compares_items_files_by_content_not_path(tmp_path):
     (warning,) = _cli(["diff", str(tmp_path / "a"), str(tmp_path / "c")]).stderr.strip().splitlines()
     assert warning.startswith(f"warning: A and B were asked different contents of an items file ({str(alice)!r}, "
                               "SHA-256 "), warning
+
+
+def test_runs_names_the_model_the_provider_said_answered_as_the_analysis_does(tmp_path):
+    """A run of ``fake-model`` whose replies name the dated snapshot OpenAI's recorded reply names: the row's
+    name says so, as the analysis's runs table and Table 1 do. Before: the requested name alone."""
+    recorded = Path(__file__).resolve().parents[1] / "replay" / "fixtures" / "openai" / "chat_gpt4o_mini_success.json"
+    snapshot = json.loads(recorded.read_text(encoding="utf-8"))["body"]["model"]
+
+    class Snapshot(FakeServer):
+        def build_body(self, req, reply, *, empty_text: bool = False):
+            return {**super().build_body(req, reply, empty_text=empty_text), "model": snapshot}
+
+    with Snapshot(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "a", tmp_path), make_items(3), progress=False))
+    with FakeServer(answers=answer_for) as srv:
+        asyncio.run(evaluate_async(cfg_for(srv, tmp_path / "runs" / "b", tmp_path, model="other"), make_items(3),
+                                   progress=False))
+    rows = {d.name: run_row(d) for d in find_runs(str(tmp_path / "runs" / "*"))}
+    assert rows["a"].name == f"fake-model (served as {snapshot})"
+    assert rows["a"].line().startswith(f"fake-model (served as {snapshot})")
+    assert rows["b"].name == "other"  # its replies named the requested model: nothing to say
