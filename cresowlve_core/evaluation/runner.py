@@ -846,12 +846,11 @@ UNUSABLE_FIELDS = ("n_unusable", "unusable_cost", "n_unusable_unknown_cost")
 
 def _previous_summary(path: Path) -> dict[str, Any]:
     """The run's ``summary.json`` as the pass before this one left it ({} when there is none, or it is not a
-    JSON object: a pass whose summary was lost carries nothing over)."""
+    JSON object: a pass whose summary was lost carries nothing over; :func:`_earlier_summary` refuses it)."""
     try:
-        summary = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return _earlier_summary(path)
+    except InputError:
         return {}
-    return summary if isinstance(summary, dict) else {}
 
 
 def run_unusable(s: dict[str, Any]) -> Any:

@@ -548,10 +548,12 @@ def items_files_differ(recorded: Any, items: Iterable[Item]) -> str | None:
     for now in loaded_files(items):
         if (now["path"], now["sha256"]) not in known:
             then = next((f for f in recorded if isinstance(f, dict) and f.get("path") == now["path"]), None)
-            def version(f: dict[str, Any]) -> str:
-                revision = f"revision {f.get('revision')}, " if f.get("revision") else ""
-                return f"{revision}SHA-256 {str(f.get('sha256'))[:12]}…"
-
-            was = version(then) if then else "not a file the run read"
-            return f"{now['path']} is now {version(now)} (the run read {was})"
+            was = _file_version(then) if then else "not a file the run read"
+            return f"{now['path']} is now {_file_version(now)} (the run read {was})"
     return None
+
+
+def _file_version(f: dict[str, Any]) -> str:
+    """``revision aaaa1111, SHA-256 000000000000…`` (a hub file), or ``SHA-256 …`` (the user's file)."""
+    revision = f"revision {f.get('revision')}, " if f.get("revision") else ""
+    return f"{revision}SHA-256 {str(f.get('sha256'))[:12]}…"
